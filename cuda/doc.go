@@ -1,0 +1,36 @@
+// Package cuda drives NVIDIA GPUs through the CUDA driver API without cgo.
+//
+// libcuda.so.1 is opened at run time with purego, so programs build with
+// CGO_ENABLED=0 and need no CUDA toolkit; only the NVIDIA driver is needed to run
+// on a GPU. Kernels are PTX (compiled ahead of time by nvcc and embedded by the
+// packages that own them) loaded with [Device.LoadModule].
+//
+// # No GPU is a normal state
+//
+// When libcuda cannot be loaded, cuInit reports CUDA_ERROR_NO_DEVICE, or the
+// driver sees zero devices, [Devices] and [Open] return an error wrapping
+// [ErrNoDevice]. Every other failing driver call returns a *[Error] carrying the
+// CUresult code, its name and the operation.
+//
+// # Concurrency
+//
+// CUDA contexts are current per OS thread and goroutines migrate between threads,
+// so each opened device has one executor goroutine, locked to its OS thread, that
+// holds the device's primary context and makes every driver call for it. All
+// types here are therefore safe for concurrent use by any number of goroutines.
+// Operations on one [Stream] run in issue order; work on different streams may
+// overlap. The nil *Stream is the legacy default stream.
+//
+// # Lifetimes
+//
+// [Open] returns a handle on a reference-counted device; when the last handle is
+// closed the primary context is released, which frees every buffer, stream,
+// event and module made through it. Using a freed or closed object returns an
+// error wrapping [ErrClosed]; it never crashes. Modules are cached per device
+// and live as long as it does.
+//
+// A kernel fault (an illegal address, say) is sticky in CUDA: the context is
+// unusable afterwards and every later call on that device returns the same
+// error. warpkit's kernels bound every loop and report failure through status
+// words instead of faulting.
+package cuda

@@ -1,0 +1,317 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// gpu opens device 0 or skips the test.
+func gpu(t *testing.T) *Device {
+	t.Helper()
+	d, err := Open(0)
+	if errors.Is(err, ErrNoDevice) {
+		t.Skip("no CUDA device")
+	}
+	if err != nil {
+		t.Fatalf("Open(0): %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func kernel(t *testing.T, d *Device, name string) *Function {
+	t.Helper()
+	m, err := d.LoadModule(selftestPTX)
+	if err != nil {
+		t.Fatalf("loading selftest.ptx: %v", err)
+	}
+	f, err := m.Function(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestGPUDevices(t *testing.T) {
+	d := gpu(t)
+	devs, err := Devices()
+	if err != nil || len(devs) == 0 {
+		t.Fatalf("Devices: %v %v", devs, err)
+	}
+	p := d.Properties()
+	if p.Multiprocessors == 0 || p.TotalMemory == 0 || p.TheoreticalBandwidth() == 0 || p.ComputeMajor < 7 {
+		t.Fatalf("implausible properties %+v", p)
+	}
+	t.Logf("%s: cc %s, %d SMs, %.1f GiB, L2 %d MiB, bus %d bits @ %d MHz (%.0f GB/s), driver %s",
+		p.Name, p.ComputeCapability(), p.Multiprocessors, float64(p.TotalMemory)/(1<<30), p.L2CacheBytes>>20,
+		p.MemoryBusWidth, p.MemoryClockKHz/1000, p.TheoreticalBandwidth()/1e9, p.DriverVersionString())
+}
+
+func roundTrip[T Elem](t *testing.T, d *Device, n int, gen func(*rand.Rand) T) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(n), 7))
+	src := make([]T, n)
+	for i := range src {
+		src[i] = gen(rng)
+	}
+	s, err := FromHost(d, src)
+	if err != nil {
+		t.Fatalf("n=%d: %v", n, err)
+	}
+	defer s.Free()
+	// Through a device-to-device copy, then back.
+	c, err := Alloc[T](d, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Free()
+	if err := c.CopyFrom(s); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.ToHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, src) {
+		t.Fatalf("%T n=%d: round trip differs", src[0], n)
+	}
+}
+
+func TestGPURoundTrips(t *testing.T) {
+	d := gpu(t)
+	for _, n := range []int{1, 3, 4096, 1<<20 + 7, 32 << 20} {
+		roundTrip(t, d, n, func(r *rand.Rand) uint8 { return uint8(r.Uint32()) })
+		roundTrip(t, d, n, func(r *rand.Rand) uint32 { return r.Uint32() })
+		roundTrip(t, d, n, func(r *rand.Rand) uint64 { return r.Uint64() })
+	}
+}
+
+func TestGPUFill(t *testing.T) {
+	d := gpu(t)
+	testFill(t, d, uint8(0xab))
+	testFill(t, d, int16(-3))
+	testFill(t, d, float32(2.5))
+	testFill(t, d, uint64(0x0123456789abcdef))
+	testFill(t, d, float64(-1.25))
+}
+
+func TestGPULaunchArgumentTypes(t *testing.T) {
+	d := gpu(t)
+	k := kernel(t, d, "probe_args")
+	out, err := Alloc[uint64](d, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Free()
+	if err := k.Launch(D1(1), D1(32), 0, nil, int32(-7), uint32(0xdeadbeef), int64(-1<<40), uint64(1<<63|5),
+		float32(3.25), float64(-1e300), true, out); err != nil {
+		t.Fatal(err)
+	}
+	got, err := out.ToHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	neg7 := int64(-7)
+	neg40 := int64(-1 << 40)
+	want := []uint64{uint64(neg7), 0xdeadbeef, uint64(neg40), 1<<63 | 5,
+		uint64(math.Float32bits(3.25)), math.Float64bits(-1e300), 1, 0}
+	if !slices.Equal(got, want) {
+		t.Fatalf("kernel read %#x, want %#x", got, want)
+	}
+}
+
+func TestGPUAsyncCopiesAndEvents(t *testing.T) {
+	d := gpu(t)
+	const n = 1 << 22
+	host, err := AllocPinned[uint32](d, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Free()
+	for i := range host.Data() {
+		host.Data()[i] = uint32(i)
+	}
+	dev, err := Alloc[uint32](d, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Free()
+	s, err := d.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start, _ := d.NewEvent()
+	end, _ := d.NewEvent()
+	defer start.Close()
+	defer end.Close()
+	add := kernel(t, d, "add_u32")
+	if err := start.Record(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := CopyToDeviceAsync(dev, host, 0, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := add.Launch(GridFor(n, 256), D1(256), 0, s, dev, uint32(5), uint64(n)); err != nil {
+		t.Fatal(err)
+	}
+	if err := CopyToHostAsync(host, 0, dev, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := end.Record(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := end.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	el, err := Elapsed(start, end)
+	if err != nil || el <= 0 {
+		t.Fatalf("elapsed %v %v", el, err)
+	}
+	for i, v := range host.Data() {
+		if v != uint32(i)+5 {
+			t.Fatalf("element %d = %d", i, v)
+		}
+	}
+	done, err := s.Done()
+	if err != nil || !done {
+		t.Fatalf("Done after sync: %v %v", done, err)
+	}
+	t.Logf("H2D + kernel + D2H of %d MiB: %v", n*4>>20, el)
+}
+
+func TestGPUOutOfMemory(t *testing.T) {
+	d := gpu(t)
+	_, err := d.Alloc(int64(d.Properties().TotalMemory) * 2)
+	if !errors.Is(err, ErrOutOfMemory) {
+		t.Fatalf("allocating twice the device: %v, want ErrOutOfMemory", err)
+	}
+	// The device still works.
+	roundTrip(t, d, 1<<16, func(r *rand.Rand) uint32 { return r.Uint32() })
+	k := kernel(t, d, "add_u32")
+	s, _ := FromHost(d, []uint32{1, 2, 3})
+	defer s.Free()
+	if err := k.Launch(D1(1), D1(32), 0, nil, s, uint32(1), uint64(3)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.ToHost(); !slices.Equal(got, []uint32{2, 3, 4}) {
+		t.Fatalf("kernel after OOM: %v", got)
+	}
+}
+
+func TestGPUMalformedPTX(t *testing.T) {
+	d := gpu(t)
+	bad := []byte(".version 7.8\n.target sm_70\n.address_size 64\n.visible .entry broken() { this is not ptx; }\n")
+	_, err := d.LoadModule(bad)
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("malformed PTX loaded: %v", err)
+	}
+	if !strings.Contains(e.Detail, "JIT log:") {
+		t.Fatalf("error carries no JIT log: %v", err)
+	}
+	t.Logf("%v", err)
+	// The device still works.
+	kernel(t, d, "add_u32")
+}
+
+func TestGPUConcurrentLaunches(t *testing.T) {
+	d := gpu(t)
+	add := kernel(t, d, "add_u32")
+	const goroutines, launches, n = 32, 50, 1 << 16
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := d.NewStream()
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer s.Close()
+			buf, err := Alloc[uint32](d, n)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer buf.Free()
+			if err := Fill(buf, uint32(g), s); err != nil {
+				errs <- err
+				return
+			}
+			for range launches {
+				if err := add.Launch(GridFor(n, 256), D1(256), 0, s, buf, uint32(1), uint64(n)); err != nil {
+					errs <- err
+					return
+				}
+			}
+			if err := s.Synchronize(); err != nil {
+				errs <- err
+				return
+			}
+			got, err := buf.ToHost()
+			if err != nil {
+				errs <- err
+				return
+			}
+			for i, v := range got {
+				if v != uint32(g+launches) {
+					errs <- fmt.Errorf("goroutine %d: element %d = %d, want %d", g, i, v, g+launches)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+func TestGPUUseAfterClose(t *testing.T) {
+	gpu(t) // skip without a device; keeps one handle open for the test
+	d, err := Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := FromHost(d, []uint32{1, 2})
+	if err := s.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ToHost(); !errors.Is(err, ErrClosed) {
+		t.Errorf("read after free: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Alloc(16); !errors.Is(err, ErrClosed) {
+		t.Errorf("alloc after close: %v", err)
+	}
+	if _, err := d.LoadModule(selftestPTX); !errors.Is(err, ErrClosed) {
+		t.Errorf("load after close: %v", err)
+	}
+}
+
+func TestGPUSelfTest(t *testing.T) {
+	d := gpu(t)
+	rep, err := SelfTest(d, 256<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rep.Checks {
+		if !c.OK {
+			t.Errorf("self-test %s failed: %s", c.Name, c.Detail)
+		}
+	}
+	t.Logf("copy bandwidth: memcpy %.0f GB/s, kernel %.0f GB/s, theoretical %.0f GB/s",
+		rep.MemcpyBandwidth/1e9, rep.KernelCopyBandwidth/1e9, rep.TheoreticalBandwidth/1e9)
+}

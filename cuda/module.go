@@ -1,0 +1,256 @@
+package cuda
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+// Module is loaded PTX (CUmodule). Modules are cached per device by content and
+// live until the device's last handle is closed.
+type Module struct {
+	st      *deviceState
+	handle  uintptr
+	InfoLog string // the JIT compiler's info log from loading
+
+	mu    sync.Mutex
+	funcs map[string]*Function
+}
+
+// JIT option codes (CUjit_option).
+const (
+	jitInfoLogBuffer       = 3
+	jitInfoLogBufferBytes  = 4
+	jitErrorLogBuffer      = 5
+	jitErrorLogBufferBytes = 6
+	jitLogVerbose          = 12
+)
+
+const jitLogBytes = 16 << 10
+
+// LoadModule JIT-compiles PTX for the device (cuModuleLoadDataEx) and returns
+// the module; loading the same PTX again returns the cached module. A failure
+// carries the JIT error log in the *Error's Detail. PTX produced by a newer
+// toolkit than the driver supports fails with code 222 and says so.
+func (d *Device) LoadModule(ptx []byte) (*Module, error) {
+	if d == nil || d.closed.Load() {
+		return nil, ErrClosed
+	}
+	st := d.st
+	sum := sha256.Sum256(ptx)
+	key := string(sum[:])
+	st.modMu.Lock()
+	defer st.modMu.Unlock()
+	if st.modules == nil {
+		return nil, ErrClosed
+	}
+	if m, ok := st.modules[key]; ok {
+		return m, nil
+	}
+	image := ptx
+	if len(image) == 0 || image[len(image)-1] != 0 {
+		image = append(bytes.Clone(ptx), 0) // the driver reads a NUL-terminated string
+	}
+	infoLog := make([]byte, jitLogBytes)
+	errLog := make([]byte, jitLogBytes)
+	opts := []int32{jitInfoLogBuffer, jitInfoLogBufferBytes, jitErrorLogBuffer, jitErrorLogBufferBytes, jitLogVerbose}
+	vals := []uintptr{
+		uintptr(unsafe.Pointer(&infoLog[0])), jitLogBytes,
+		uintptr(unsafe.Pointer(&errLog[0])), jitLogBytes,
+		1,
+	}
+	var pin runtime.Pinner
+	pin.Pin(&infoLog[0])
+	pin.Pin(&errLog[0])
+	pin.Pin(&image[0])
+	defer pin.Unpin()
+	var h uintptr
+	err := d.run(func() result {
+		return st.drv.moduleLoadDataEx(&h, unsafe.Pointer(&image[0]), uint32(len(opts)), &opts[0], &vals[0])
+	}, "cuModuleLoadDataEx")
+	info := strings.TrimSpace(cString(&infoLog[0]))
+	if err != nil {
+		if e, ok := err.(*Error); ok {
+			if log := strings.TrimSpace(cString(&errLog[0])); log != "" {
+				if e.Detail != "" {
+					e.Detail += "; "
+				}
+				e.Detail += "JIT log: " + log
+			}
+		}
+		return nil, err
+	}
+	m := &Module{st: st, handle: h, InfoLog: info, funcs: map[string]*Function{}}
+	st.modules[key] = m
+	return m, nil
+}
+
+// Function returns the kernel with the given (extern "C") name.
+func (m *Module) Function(name string) (*Function, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if f, ok := m.funcs[name]; ok {
+		return f, nil
+	}
+	cname := append([]byte(name), 0)
+	var h uintptr
+	err := m.st.run(func() result { return m.st.drv.moduleGetFunction(&h, m.handle, &cname[0]) }, "cuModuleGetFunction")
+	if err != nil {
+		if e, ok := err.(*Error); ok {
+			e.Detail = "kernel " + name
+		}
+		return nil, err
+	}
+	f := &Function{st: m.st, h: h, name: name}
+	m.funcs[name] = f
+	return f, nil
+}
+
+// Function is a kernel in a loaded module (CUfunction).
+type Function struct {
+	st   *deviceState
+	h    uintptr
+	name string
+}
+
+// Name returns the kernel's name.
+func (f *Function) Name() string { return f.name }
+
+// Dim3 is a grid or block shape.
+type Dim3 struct{ X, Y, Z uint32 }
+
+// D1 returns the one-dimensional shape {x, 1, 1}.
+func D1(x int) Dim3 { return Dim3{uint32(x), 1, 1} }
+
+// GridFor returns the 1-D grid that covers n work items with blocks of block
+// items, at least one block.
+func GridFor(n, block int) Dim3 { return D1(max(1, (n+block-1)/block)) }
+
+// DevicePointer is implemented by values that pass to a kernel as a device
+// pointer: DevicePtr, *Buffer and Slice[T].
+type DevicePointer interface{ DevicePointer() DevicePtr }
+
+// DevicePointer returns p itself.
+func (p DevicePtr) DevicePointer() DevicePtr { return p }
+
+// DevicePointer returns the buffer's address.
+func (b *Buffer) DevicePointer() DevicePtr { return b.ptr }
+
+// packArgs stores each argument in an 8-byte slot and returns the slots and the
+// kernelParams array pointing at them. Accepted: int32, uint32, int64, uint64,
+// float32, float64, bool (as a C++ bool byte) and DevicePointer values. Plain
+// int and uint are refused: their width on the device side would be a guess.
+func packArgs(args []any) ([]uint64, []unsafe.Pointer, error) {
+	if len(args) == 0 {
+		return nil, nil, nil
+	}
+	slots := make([]uint64, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case int32:
+			slots[i] = uint64(uint32(v))
+		case uint32:
+			slots[i] = uint64(v)
+		case int64:
+			slots[i] = uint64(v)
+		case uint64:
+			slots[i] = v
+		case float32:
+			slots[i] = uint64(math.Float32bits(v))
+		case float64:
+			slots[i] = math.Float64bits(v)
+		case bool:
+			if v {
+				slots[i] = 1
+			}
+		case DevicePointer:
+			slots[i] = uint64(v.DevicePointer())
+		case nil:
+			slots[i] = 0 // a null pointer
+		default:
+			return nil, nil, fmt.Errorf("%w: cuda: kernel argument %d has unsupported type %T (use int32, uint32, int64, uint64, float32, float64, bool or a device pointer)", ErrInvalidArgument, i, a)
+		}
+	}
+	params := make([]unsafe.Pointer, len(args))
+	for i := range slots {
+		params[i] = unsafe.Pointer(&slots[i])
+	}
+	return slots, params, nil
+}
+
+// Launch enqueues the kernel on stream (nil: default stream) with the given
+// grid, block and dynamic shared memory. Arguments follow packArgs' rules and
+// must match the kernel's parameter list in order and width. Launch returns
+// launch errors (a bad configuration); faults inside the kernel surface at the
+// next synchronization.
+func (f *Function) Launch(grid, block Dim3, sharedBytes int, stream *Stream, args ...any) error {
+	if f == nil {
+		return ErrClosed
+	}
+	hs, err := stream.handle(f.st)
+	if err != nil {
+		return err
+	}
+	if grid.X == 0 || grid.Y == 0 || grid.Z == 0 || block.X == 0 || block.Y == 0 || block.Z == 0 {
+		return fmt.Errorf("%w: cuda: launch of %s with grid %v block %v", ErrInvalidArgument, f.name, grid, block)
+	}
+	slots, params, err := packArgs(args)
+	if err != nil {
+		return err
+	}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	var pp *unsafe.Pointer
+	if len(params) > 0 {
+		pin.Pin(&slots[0])
+		pin.Pin(&params[0])
+		pp = &params[0]
+	}
+	err = f.st.run(func() result {
+		return f.st.drv.launchKernel(f.h, grid.X, grid.Y, grid.Z, block.X, block.Y, block.Z, uint32(sharedBytes), hs, pp)
+	}, "cuLaunchKernel")
+	if e, ok := err.(*Error); ok {
+		e.Detail = fmt.Sprintf("kernel %s grid %v block %v shared %d", f.name, grid, block, sharedBytes)
+	}
+	return err
+}
+
+// MaxActiveBlocksPerSM returns how many blocks of blockSize threads using
+// dynamicShared bytes of dynamic shared memory fit on one multiprocessor; a
+// persistent kernel launches that many times the SM count.
+func (f *Function) MaxActiveBlocksPerSM(blockSize, dynamicShared int) (int, error) {
+	var n int32
+	err := f.st.run(func() result {
+		return f.st.drv.occupancyMaxBlocks(&n, f.h, int32(blockSize), uint64(dynamicShared))
+	}, "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+	return int(n), err
+}
+
+const (
+	funcAttrMaxThreadsPerBlock = 0
+	funcAttrNumRegs            = 4
+	funcAttrMaxDynamicShared   = 8
+)
+
+// SetMaxDynamicShared raises the dynamic shared memory a launch may request
+// above the 48 KiB default, up to the device's opt-in limit.
+func (f *Function) SetMaxDynamicShared(bytes int) error {
+	return f.st.run(func() result { return f.st.drv.funcSetAttribute(f.h, funcAttrMaxDynamicShared, int32(bytes)) }, "cuFuncSetAttribute")
+}
+
+// Registers returns the registers per thread the kernel was compiled to use.
+func (f *Function) Registers() (int, error) { return f.attr(funcAttrNumRegs) }
+
+// MaxThreadsPerBlock returns the largest block the kernel can be launched with.
+func (f *Function) MaxThreadsPerBlock() (int, error) { return f.attr(funcAttrMaxThreadsPerBlock) }
+
+func (f *Function) attr(a int32) (int, error) {
+	var v int32
+	err := f.st.run(func() result { return f.st.drv.funcGetAttribute(&v, a, f.h) }, "cuFuncGetAttribute")
+	return int(v), err
+}

@@ -1,0 +1,429 @@
+package cuda
+
+import (
+	"errors"
+	"math"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/warpkit/warpkit/internal/kernelgen/ptxcheck"
+)
+
+func TestPTXUpToDate(t *testing.T) { ptxcheck.Check(t, "selftest.ptx") }
+
+func TestNoDeviceWhenLibraryAbsent(t *testing.T) {
+	useDriver(t, func() (*driverAPI, error) { return nil, errors.New("libcuda.so.1: cannot open shared object file") })
+	if _, err := Devices(); !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "libcuda") {
+		t.Fatalf("Devices: got %v, want ErrNoDevice naming libcuda", err)
+	}
+	if _, err := Open(0); !errors.Is(err, ErrNoDevice) {
+		t.Fatalf("Open: got %v, want ErrNoDevice", err)
+	}
+}
+
+func TestNoDeviceWhenInitReportsNoDevice(t *testing.T) {
+	f := newFakeGPU()
+	f.initResult = resultNoDevice
+	useDriver(t, func() (*driverAPI, error) { return f.driver(), nil })
+	if _, err := Open(0); !errors.Is(err, ErrNoDevice) {
+		t.Fatalf("got %v, want ErrNoDevice", err)
+	}
+}
+
+func TestNoDeviceWhenZeroDevices(t *testing.T) {
+	f := newFakeGPU()
+	f.devices = 0
+	useDriver(t, func() (*driverAPI, error) { return f.driver(), nil })
+	if _, err := Devices(); !errors.Is(err, ErrNoDevice) {
+		t.Fatalf("Devices: got %v, want ErrNoDevice", err)
+	}
+	if _, err := Open(0); !errors.Is(err, ErrNoDevice) {
+		t.Fatalf("Open: got %v, want ErrNoDevice", err)
+	}
+}
+
+func TestInitFailureIsDriverError(t *testing.T) {
+	f := newFakeGPU()
+	f.initResult = 999
+	useDriver(t, func() (*driverAPI, error) { return f.driver(), nil })
+	_, err := Open(0)
+	var e *Error
+	if !errors.As(err, &e) || e.Code != 999 || e.Op != "cuInit" || errors.Is(err, ErrNoDevice) {
+		t.Fatalf("got %v, want a cuInit *Error with code 999", err)
+	}
+}
+
+func TestOpenBadOrdinal(t *testing.T) {
+	openFake(t, newFakeGPU())
+	if _, err := Open(3); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("Open(3) on one device: got %v", err)
+	}
+}
+
+func TestErrorMapping(t *testing.T) {
+	f := newFakeGPU()
+	drv := f.driver()
+	cases := []struct {
+		r      result
+		name   string
+		target error
+	}{
+		{resultOutOfMemory, "CUDA_ERROR_OUT_OF_MEMORY", ErrOutOfMemory},
+		{resultNoDevice, "CUDA_ERROR_NO_DEVICE", ErrNoDevice},
+		{resultDeinitialized, "CUDA_ERROR_DEINITIALIZED", ErrClosed},
+		{700, "CUDA_ERROR_ILLEGAL_ADDRESS", nil},
+		{4242, "CUDA_ERROR", nil},
+	}
+	for _, c := range cases {
+		err := check(drv, "cuOp", c.r)
+		var e *Error
+		if !errors.As(err, &e) || e.Name != c.name || e.Code != int(c.r) || e.Op != "cuOp" {
+			t.Errorf("code %d: got %#v", c.r, err)
+			continue
+		}
+		if c.target != nil && !errors.Is(err, c.target) {
+			t.Errorf("code %d: errors.Is(%v) false", c.r, c.target)
+		}
+		if !IsCode(err, int(c.r)) {
+			t.Errorf("IsCode(%d) false", c.r)
+		}
+		if !strings.Contains(err.Error(), "cuOp") || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("message %q lacks op or name", err)
+		}
+	}
+	if err := check(drv, "x", resultSuccess); err != nil {
+		t.Errorf("success mapped to %v", err)
+	}
+	// 222 reads plainly.
+	err := check(drv, "cuModuleLoadDataEx", resultUnsupportedPTXVer)
+	if !strings.Contains(err.Error(), "CUDA_ERROR_UNSUPPORTED_PTX_VERSION") || !strings.Contains(err.Error(), "update the NVIDIA driver") {
+		t.Errorf("222 message: %q", err)
+	}
+	// Without a driver to ask, names come from the table.
+	if e := newError(nil, "op", resultOutOfMemory); e.Name != "CUDA_ERROR_OUT_OF_MEMORY" {
+		t.Errorf("fallback name %q", e.Name)
+	}
+}
+
+func TestPackArgs(t *testing.T) {
+	s := Slice[uint32]{buf: &Buffer{ptr: 0x1000}, off: 8, n: 1}
+	args := []any{int32(-2), uint32(3), int64(-4), uint64(1 << 40), float32(1.5), float64(-2.25), true, DevicePtr(0xabc), s, nil}
+	slots, params, err := packArgs(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []uint64{uint64(uint32(0xfffffffe)), 3, uint64(0xfffffffffffffffc), 1 << 40,
+		uint64(math.Float32bits(1.5)), math.Float64bits(-2.25), 1, 0xabc, 0x1008, 0}
+	if !slices.Equal(slots, want) {
+		t.Fatalf("slots %#x, want %#x", slots, want)
+	}
+	for i := range params {
+		if params[i] == nil || *(*uint64)(params[i]) != want[i] {
+			t.Fatalf("param %d does not point at its slot", i)
+		}
+	}
+	for _, bad := range []any{int(1), uint(1), "x", []byte{1}} {
+		if _, _, err := packArgs([]any{bad}); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%T accepted", bad)
+		}
+	}
+}
+
+func TestLaunchPassesArguments(t *testing.T) {
+	f := newFakeGPU()
+	d := openFake(t, f)
+	m, err := d.LoadModule(selftestPTX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := m.Function("probe_args")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Alloc[uint64](d, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Launch(Dim3{2, 3, 1}, D1(64), 128, nil, int32(-1), uint32(2), int64(-3), uint64(4), float32(0.5), float64(0.25), false, out); err != nil {
+		t.Fatal(err)
+	}
+	l := f.launches[len(f.launches)-1]
+	want := []uint64{0xffffffff, 2, 0xfffffffffffffffd, 4, uint64(math.Float32bits(0.5)), math.Float64bits(0.25), 0, uint64(out.Ptr())}
+	if l.kernel != "probe_args" || l.grid != (Dim3{2, 3, 1}) || l.block != D1(64) || l.shared != 128 || !slices.Equal(l.args, want) {
+		t.Fatalf("launch %+v, want args %#x", l, want)
+	}
+	if err := k.Launch(Dim3{0, 1, 1}, D1(32), 0, nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("empty grid accepted: %v", err)
+	}
+	if _, err := m.Function("no_such_kernel"); !IsCode(err, int(resultNotFound)) {
+		t.Errorf("missing kernel: %v", err)
+	}
+}
+
+func TestMemoryRoundTripFake(t *testing.T) {
+	d := openFake(t, newFakeGPU())
+	src := []uint32{1, 2, 3, 4, 5, 6, 7, 8}
+	s, err := FromHost(d, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ToHost()
+	if err != nil || !slices.Equal(got, src) {
+		t.Fatalf("round trip %v %v", got, err)
+	}
+	// Sub views address the right elements.
+	sub := s.Sub(2, 5)
+	part, _ := sub.ToHost()
+	if !slices.Equal(part, []uint32{3, 4, 5}) {
+		t.Fatalf("Sub: %v", part)
+	}
+	dst, _ := Alloc[uint32](d, 3)
+	if err := dst.CopyFrom(sub); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := dst.ToHost(); !slices.Equal(v, []uint32{3, 4, 5}) {
+		t.Fatalf("CopyFrom: %v", v)
+	}
+	if err := dst.CopyFrom(s); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("length mismatch: %v", err)
+	}
+	if err := dst.CopyFromHost(src); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("overlong host copy: %v", err)
+	}
+	if _, err := View[uint64](s.Buffer(), 3, 2); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("view past the end: %v", err)
+	}
+	testFill(t, d, uint8(0xab))
+	testFill(t, d, int16(-3))
+	testFill(t, d, float32(2.5))
+	testFill(t, d, uint64(0x0123456789abcdef))
+}
+
+func testFill[T Elem](t *testing.T, d *Device, v T) {
+	t.Helper()
+	s, err := Alloc[T](d, 33)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Free()
+	if err := Fill(s, v, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.ToHost()
+	for i, x := range got {
+		if x != v {
+			t.Fatalf("Fill[%T] element %d = %v, want %v", v, i, x, v)
+		}
+	}
+}
+
+func TestOutOfMemoryFake(t *testing.T) {
+	f := newFakeGPU()
+	d := openFake(t, f)
+	_, err := d.Alloc(int64(f.totalMem) + 1)
+	if !errors.Is(err, ErrOutOfMemory) || !strings.Contains(err.Error(), "requested") {
+		t.Fatalf("got %v, want ErrOutOfMemory naming the size", err)
+	}
+	b, err := d.Alloc(1 << 20)
+	if err != nil {
+		t.Fatalf("device unusable after OOM: %v", err)
+	}
+	b.Free()
+	if _, err := d.Alloc(0); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("zero-size alloc: %v", err)
+	}
+}
+
+func TestUseAfterFreeAndClose(t *testing.T) {
+	f := newFakeGPU()
+	useDriver(t, func() (*driverAPI, error) { return f.driver(), nil })
+	d, err := Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2, err := Open(0) // a second handle on the same device
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := Alloc[uint32](d, 4)
+	if err := s.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Free(); !errors.Is(err, ErrClosed) {
+		t.Errorf("double free: %v", err)
+	}
+	if err := s.CopyFromHost([]uint32{1}); !errors.Is(err, ErrClosed) {
+		t.Errorf("copy after free: %v", err)
+	}
+	live, _ := Alloc[uint32](d2, 4)
+	stream, _ := d2.NewStream()
+	ev, _ := d2.NewEvent()
+	pinned, _ := AllocPinned[uint32](d2, 4)
+
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); !errors.Is(err, ErrClosed) {
+		t.Errorf("double close: %v", err)
+	}
+	if _, err := d.Alloc(8); !errors.Is(err, ErrClosed) {
+		t.Errorf("alloc on closed handle: %v", err)
+	}
+	// The device lives on through d2.
+	if err := live.CopyFromHost([]uint32{9}); err != nil {
+		t.Fatalf("buffer of a live handle: %v", err)
+	}
+	if err := d2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Last handle gone: everything made through it is closed.
+	if err := live.CopyFromHost([]uint32{9}); !errors.Is(err, ErrClosed) {
+		t.Errorf("buffer after device close: %v", err)
+	}
+	if err := stream.Synchronize(); !errors.Is(err, ErrClosed) {
+		t.Errorf("stream after device close: %v", err)
+	}
+	if err := ev.Record(nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("event after device close: %v", err)
+	}
+	if err := pinned.Free(); !errors.Is(err, ErrClosed) {
+		t.Errorf("pinned free after device close: %v", err)
+	}
+	if f.contexts != 0 {
+		t.Errorf("%d primary contexts still retained", f.contexts)
+	}
+	d3, err := Open(0)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	d3.Close()
+}
+
+func TestMalformedPTXCarriesJITLog(t *testing.T) {
+	d := openFake(t, newFakeGPU())
+	_, err := d.LoadModule([]byte("garbage"))
+	var e *Error
+	if !errors.As(err, &e) || e.Code != int(resultInvalidPTX) || !strings.Contains(e.Detail, "JIT log: ptxas fatal") {
+		t.Fatalf("got %v, want CUDA_ERROR_INVALID_PTX with the JIT log", err)
+	}
+}
+
+func TestModulesAreCached(t *testing.T) {
+	d := openFake(t, newFakeGPU())
+	m1, err := d.LoadModule(selftestPTX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, _ := d.LoadModule(selftestPTX)
+	if m1 != m2 {
+		t.Fatal("same PTX loaded twice")
+	}
+	k1, _ := m1.Function("copy_v4")
+	k2, _ := m1.Function("copy_v4")
+	if k1 != k2 {
+		t.Fatal("function looked up twice")
+	}
+}
+
+func TestPinnedAsyncFake(t *testing.T) {
+	d := openFake(t, newFakeGPU())
+	p, err := AllocPinned[uint64](d, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Free()
+	for i := range p.Data() {
+		p.Data()[i] = uint64(i * i)
+	}
+	s, _ := Alloc[uint64](d, 8)
+	st, _ := d.NewStream()
+	defer st.Close()
+	if err := CopyToDeviceAsync(s, p, 8, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := CopyToHostAsync(p, 0, s, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		if p.Data()[i] != uint64((i+8)*(i+8)) {
+			t.Fatalf("element %d = %d", i, p.Data()[i])
+		}
+	}
+	if err := CopyToDeviceAsync(s, p, 9, st); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("pinned range overrun: %v", err)
+	}
+}
+
+func TestConcurrentCallsFake(t *testing.T) {
+	d := openFake(t, newFakeGPU())
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for g := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				v := []uint32{uint32(g), uint32(i)}
+				s, err := FromHost(d, v)
+				if err != nil {
+					errs <- err
+					return
+				}
+				got, err := s.ToHost()
+				if err != nil || !slices.Equal(got, v) {
+					errs <- errors.New("round trip mismatch")
+					return
+				}
+				s.Free()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+func TestTheoreticalBandwidth(t *testing.T) {
+	// An H100 SXM: 2619 MHz HBM3, 5120-bit bus: 3.35 TB/s.
+	p := Properties{MemoryClockKHz: 2619000, MemoryBusWidth: 5120}
+	if got := p.TheoreticalBandwidth(); math.Abs(got-3.352e12) > 1e9 {
+		t.Fatalf("got %.4g", got)
+	}
+	if s := (Properties{DriverVersion: 13000}).DriverVersionString(); s != "13.0" {
+		t.Fatalf("driver version %q", s)
+	}
+}
+
+// TestSymbolsBound checks that every driver symbol the bindings call is in
+// the list resolved at load time, and that the list has no extras.
+func TestSymbolsBound(t *testing.T) {
+	src, err := os.ReadFile("libcuda.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	for _, m := range regexp.MustCompile(`b\.call(?:Keep|1p)?\("(cu\w+)"`).FindAllStringSubmatch(string(src), -1) {
+		used[m[1]] = true
+	}
+	listed := map[string]bool{}
+	for _, s := range libcudaSymbols {
+		listed[s] = true
+		if !used[s] {
+			t.Errorf("%s is resolved but never called", s)
+		}
+	}
+	for s := range used {
+		if !listed[s] {
+			t.Errorf("%s is called but not in libcudaSymbols", s)
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package cuda
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// Stream is an ordered queue of device work (CUstream). The nil *Stream means
+// the legacy default stream, which synchronizes with all blocking streams.
+type Stream struct {
+	st     *deviceState
+	h      uintptr
+	closed atomic.Bool
+}
+
+const streamNonBlocking = 1
+
+// NewStream creates a stream that does not synchronize with the default stream.
+func (d *Device) NewStream() (*Stream, error) {
+	var h uintptr
+	if err := d.run(func() result { return d.st.drv.streamCreate(&h, streamNonBlocking) }, "cuStreamCreate"); err != nil {
+		return nil, err
+	}
+	return &Stream{st: d.st, h: h}, nil
+}
+
+// handle returns the raw handle for use on st (0 for the nil stream).
+func (s *Stream) handle(st *deviceState) (uintptr, error) {
+	if s == nil {
+		return 0, nil
+	}
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	if s.st != st {
+		return 0, fmt.Errorf("%w: cuda: stream belongs to another device", ErrInvalidArgument)
+	}
+	return s.h, nil
+}
+
+// Synchronize waits until all work on the stream has finished and returns the
+// first asynchronous error.
+func (s *Stream) Synchronize() error {
+	if s == nil {
+		return fmt.Errorf("%w: cuda: Synchronize on the nil stream; use Device.Synchronize", ErrInvalidArgument)
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return s.st.run(func() result { return s.st.drv.streamSynchronize(s.h) }, "cuStreamSynchronize")
+}
+
+// Done reports whether all work on the stream has finished, without waiting.
+func (s *Stream) Done() (bool, error) {
+	if s == nil || s.closed.Load() {
+		return false, ErrClosed
+	}
+	var r result
+	if err := s.st.exec.do(func() { r = s.st.drv.streamQuery(s.h) }); err != nil {
+		return false, err
+	}
+	if r == resultNotReady {
+		return false, nil
+	}
+	return r == resultSuccess, check(s.st.drv, "cuStreamQuery", r)
+}
+
+// Close waits for the stream's work and destroys it. Closing twice returns
+// ErrClosed.
+func (s *Stream) Close() error {
+	if s == nil || !s.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	return s.st.run(func() result {
+		if r := s.st.drv.streamSynchronize(s.h); r != resultSuccess {
+			s.st.drv.streamDestroy(s.h)
+			return r
+		}
+		return s.st.drv.streamDestroy(s.h)
+	}, "cuStreamDestroy")
+}
+
+// Event marks a point in a stream, for ordering and timing (CUevent).
+type Event struct {
+	st     *deviceState
+	h      uintptr
+	closed atomic.Bool
+}
+
+// NewEvent creates an event with timing enabled.
+func (d *Device) NewEvent() (*Event, error) {
+	var h uintptr
+	if err := d.run(func() result { return d.st.drv.eventCreate(&h, 0) }, "cuEventCreate"); err != nil {
+		return nil, err
+	}
+	return &Event{st: d.st, h: h}, nil
+}
+
+// Record records the event at the current end of stream (nil: default stream).
+func (e *Event) Record(stream *Stream) error {
+	if e == nil || e.closed.Load() {
+		return ErrClosed
+	}
+	hs, err := stream.handle(e.st)
+	if err != nil {
+		return err
+	}
+	return e.st.run(func() result { return e.st.drv.eventRecord(e.h, hs) }, "cuEventRecord")
+}
+
+// Synchronize waits until the work before the event's last Record has finished.
+func (e *Event) Synchronize() error {
+	if e == nil || e.closed.Load() {
+		return ErrClosed
+	}
+	return e.st.run(func() result { return e.st.drv.eventSynchronize(e.h) }, "cuEventSynchronize")
+}
+
+// Elapsed returns the device time between two recorded events (resolution
+// about half a microsecond). Both must have completed; call end.Synchronize
+// first.
+func Elapsed(start, end *Event) (time.Duration, error) {
+	if start == nil || end == nil || start.closed.Load() || end.closed.Load() {
+		return 0, ErrClosed
+	}
+	var ms float32
+	err := start.st.run(func() result { return start.st.drv.eventElapsedTime(&ms, start.h, end.h) }, "cuEventElapsedTime")
+	return time.Duration(float64(ms) * float64(time.Millisecond)), err
+}
+
+// Close destroys the event; closing twice returns ErrClosed.
+func (e *Event) Close() error {
+	if e == nil || !e.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	return e.st.run(func() result { return e.st.drv.eventDestroy(e.h) }, "cuEventDestroy")
+}

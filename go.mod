@@ -1,0 +1,5 @@
+module github.com/warpkit/warpkit
+
+go 1.26
+
+require github.com/ebitengine/purego v0.11.3 // indirect

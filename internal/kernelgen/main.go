@@ -1,0 +1,119 @@
+// Command kernelgen compiles a package's CUDA C source to PTX for embedding.
+// It is run by go:generate lines of the form
+//
+//	//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o kernels.ptx kernels.cu
+//
+// and writes the PTX with a provenance header (see package ptxcheck) naming the
+// nvcc version, the flags and the sha256 of the source and of every local
+// header it includes, so that a plain test can tell when the PTX is stale.
+//
+// The target is compute_70 (Volta, the oldest supported architecture); the
+// driver JIT-compiles the PTX for the actual GPU. Headers in internal/devcode
+// are on the include path. nvcc comes from scripts/install-cuda-toolkit.sh.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/warpkit/warpkit/internal/kernelgen/ptxcheck"
+)
+
+// baseFlags are recorded in the header; -I and -o are added per run.
+var baseFlags = []string{"-ptx", "-arch=compute_70", "-O3", "-std=c++17"}
+
+func main() {
+	out := flag.String("o", "", "output .ptx file (default: the source name with .ptx)")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: kernelgen [-o out.ptx] source.cu")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() != 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := run(flag.Arg(0), *out); err != nil {
+		fmt.Fprintln(os.Stderr, "kernelgen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(src, out string) error {
+	if out == "" {
+		out = strings.TrimSuffix(src, filepath.Ext(src)) + ".ptx"
+	}
+	nvcc, err := exec.LookPath("nvcc")
+	if err != nil {
+		return fmt.Errorf("nvcc not found; install it with scripts/install-cuda-toolkit.sh")
+	}
+	version, err := nvccVersion(nvcc)
+	if err != nil {
+		return err
+	}
+	absSrc, err := filepath.Abs(src)
+	if err != nil {
+		return err
+	}
+	root, err := ptxcheck.ModuleRoot(filepath.Dir(absSrc))
+	if err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(root, absSrc)
+	if err != nil {
+		return err
+	}
+	rel = filepath.ToSlash(rel)
+	inputs, err := ptxcheck.Inputs(root, rel)
+	if err != nil {
+		return err
+	}
+
+	tmp, err := os.CreateTemp(filepath.Dir(out), ".kernelgen-*.ptx")
+	if err != nil {
+		return err
+	}
+	tmpName := tmp.Name()
+	tmp.Close()
+	defer os.Remove(tmpName)
+
+	args := append([]string{}, baseFlags...)
+	for _, d := range ptxcheck.IncludeDirs {
+		args = append(args, "-I", filepath.Join(root, filepath.FromSlash(d)))
+	}
+	args = append(args, "-o", tmpName, absSrc)
+	cmd := exec.Command(nvcc, args...)
+	cmd.Stdout = os.Stdout
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("nvcc %s: %w", rel, err)
+	}
+	ptx, err := os.ReadFile(tmpName)
+	if err != nil {
+		return err
+	}
+	h := ptxcheck.Header{Source: rel, NVCC: version, Flags: strings.Join(baseFlags, " "), Inputs: inputs}
+	var buf bytes.Buffer
+	buf.WriteString(h.Format())
+	buf.Write(ptx)
+	return os.WriteFile(out, buf.Bytes(), 0o644)
+}
+
+// nvccVersion returns the "Cuda compilation tools, release X, VX.Y.Z" line.
+func nvccVersion(nvcc string) (string, error) {
+	b, err := exec.Command(nvcc, "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("nvcc --version: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, "release") {
+			return strings.TrimSpace(line), nil
+		}
+	}
+	return "", fmt.Errorf("nvcc --version printed no release line: %q", b)
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds every package's test binary and the warp CLI into .gpu/ (git-ignored),
+# plus .gpu/run.sh, for running on a GPU machine that has no Go toolchain:
+#
+#   scripts/gpu-test.sh                  # here
+#   .gpu/run.sh                          # there: every test binary, verbosely
+#   .gpu/run.sh cuda slabhash            # only these packages
+#   TESTFLAGS='-test.run GPU' .gpu/run.sh
+#   LOGDIR=$OUT .gpu/run.sh              # logs (one per package) somewhere else
+#
+# run.sh runs each binary in its package directory (as `go test` does), so it
+# must be run from a copy of the repository; it ends with a pass/fail summary
+# and exits non-zero if any package failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+rm -rf .gpu
+mkdir -p .gpu
+export CGO_ENABLED=0
+
+pkgs=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' ./...)
+root=$(pwd)
+: > .gpu/tests.txt
+while read -r pkg dir; do
+	[ -n "$pkg" ] || continue
+	rel=${dir#"$root"}
+	rel=${rel#/}
+	[ -n "$rel" ] || rel=.
+	name=$(echo "${rel}" | tr '/' '_')
+	[ "$name" = "." ] && name=warpkit
+	go test -c -ldflags="-s -w" -o ".gpu/${name}.test" "$pkg"
+	echo "${name} ${rel}" >> .gpu/tests.txt
+done <<< "$pkgs"
+
+go build -ldflags="-s -w" -o .gpu/warp ./cmd/warp
+
+cat > .gpu/run.sh <<'RUN'
+#!/usr/bin/env bash
+# Runs the test binaries listed in tests.txt; see scripts/gpu-test.sh.
+set -uo pipefail
+gpu=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$gpu")
+logdir=${LOGDIR:-$gpu/logs}
+mkdir -p "$logdir"
+want=" $* "
+pass=() fail=()
+while read -r name rel; do
+	if [ $# -gt 0 ] && [[ "$want" != *" $name "* ]] && [[ "$want" != *" $rel "* ]]; then continue; fi
+	echo "=== package $rel"
+	( cd "$root/$rel" && "$gpu/$name.test" -test.v ${TESTFLAGS:-} ) 2>&1 | tee "$logdir/$name.log"
+	if [ "${PIPESTATUS[0]}" -eq 0 ]; then pass+=("$rel"); else fail+=("$rel"); fi
+done < "$gpu/tests.txt"
+echo
+echo "=== summary: ${#pass[@]} passed, ${#fail[@]} failed"
+for p in "${pass[@]}"; do echo "PASS $p"; done
+for f in "${fail[@]}"; do echo "FAIL $f"; done
+[ ${#fail[@]} -eq 0 ]
+RUN
+chmod +x .gpu/run.sh
+echo "built $(wc -l < .gpu/tests.txt) test binaries and the warp CLI in .gpu/; run .gpu/run.sh on the GPU machine"
