@@ -1,0 +1,490 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// MemFS is an in-memory file system that models durability the way a strict
+// POSIX file system allows: a file's data is durable up to its last Sync, and
+// a directory's entries (creations, renames, removals) are durable as of its
+// directory's last Sync. CrashClone returns what a crash would leave.
+//
+// Paths use '/' separators; relative paths are relative to the root.
+type MemFS struct {
+	mu        sync.Mutex
+	root      *memNode
+	openFiles int // handles from Create and Open not yet closed
+}
+
+// memNode is a file or a directory.
+type memNode struct {
+	name  string
+	isDir bool
+
+	mu       sync.Mutex // guards data and synced; dir maps are under MemFS.mu
+	data     []byte
+	synced   int // length of the durable prefix of data
+	modTime  time.Time
+	refs     int // open handles; informative only
+	locked   bool
+	children map[string]*memNode // directories: live entries
+	durable  map[string]*memNode // directories: entries as of the last dir sync
+}
+
+func newDir(name string) *memNode {
+	return &memNode{name: name, isDir: true, children: map[string]*memNode{}, durable: map[string]*memNode{}, modTime: time.Now()}
+}
+
+// NewMem returns an empty in-memory file system.
+func NewMem() *MemFS { return &MemFS{root: newDir("/")} }
+
+func split(name string) []string {
+	name = path.Clean("/" + strings.ReplaceAll(name, "\\", "/"))
+	if name == "/" {
+		return nil
+	}
+	return strings.Split(name[1:], "/")
+}
+
+// walk returns the parent directory of name and the last element. Caller
+// holds fs.mu.
+func (fs *MemFS) walk(name string) (*memNode, string, error) {
+	parts := split(name)
+	if len(parts) == 0 {
+		return nil, "", &os.PathError{Op: "open", Path: name, Err: os.ErrInvalid}
+	}
+	dir := fs.root
+	for _, p := range parts[:len(parts)-1] {
+		c, ok := dir.children[p]
+		if !ok || !c.isDir {
+			return nil, "", &os.PathError{Op: "open", Path: name, Err: os.ErrNotExist}
+		}
+		dir = c
+	}
+	return dir, parts[len(parts)-1], nil
+}
+
+func (fs *MemFS) lookup(name string) (*memNode, error) {
+	if len(split(name)) == 0 {
+		return fs.root, nil
+	}
+	dir, base, err := fs.walk(name)
+	if err != nil {
+		return nil, err
+	}
+	n, ok := dir.children[base]
+	if !ok {
+		return nil, &os.PathError{Op: "open", Path: name, Err: os.ErrNotExist}
+	}
+	return n, nil
+}
+
+// Create implements FS.
+func (fs *MemFS) Create(name string) (File, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	dir, base, err := fs.walk(name)
+	if err != nil {
+		return nil, err
+	}
+	if old, ok := dir.children[base]; ok && old.isDir {
+		return nil, &os.PathError{Op: "create", Path: name, Err: errors.New("is a directory")}
+	}
+	n := &memNode{name: base, modTime: time.Now()}
+	dir.children[base] = n
+	fs.openFiles++
+	return &memFile{fs: fs, n: n, path: name, write: true, read: true}, nil
+}
+
+// Open implements FS.
+func (fs *MemFS) Open(name string) (File, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	n, err := fs.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if n.isDir {
+		return nil, &os.PathError{Op: "open", Path: name, Err: errors.New("is a directory")}
+	}
+	fs.openFiles++
+	return &memFile{fs: fs, n: n, path: name, read: true}, nil
+}
+
+// OpenDir implements FS.
+func (fs *MemFS) OpenDir(name string) (File, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	n, err := fs.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if !n.isDir {
+		return nil, &os.PathError{Op: "open", Path: name, Err: errors.New("not a directory")}
+	}
+	return &memFile{fs: fs, n: n, path: name}, nil
+}
+
+// Remove implements FS.
+func (fs *MemFS) Remove(name string) error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	dir, base, err := fs.walk(name)
+	if err != nil {
+		return err
+	}
+	n, ok := dir.children[base]
+	if !ok {
+		return &os.PathError{Op: "remove", Path: name, Err: os.ErrNotExist}
+	}
+	if n.isDir && len(n.children) > 0 {
+		return &os.PathError{Op: "remove", Path: name, Err: errors.New("directory not empty")}
+	}
+	delete(dir.children, base)
+	return nil
+}
+
+// Rename implements FS.
+func (fs *MemFS) Rename(oldname, newname string) error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	odir, obase, err := fs.walk(oldname)
+	if err != nil {
+		return err
+	}
+	n, ok := odir.children[obase]
+	if !ok {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: os.ErrNotExist}
+	}
+	ndir, nbase, err := fs.walk(newname)
+	if err != nil {
+		return err
+	}
+	if t, ok := ndir.children[nbase]; ok && t.isDir != n.isDir {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: os.ErrExist}
+	}
+	delete(odir.children, obase)
+	ndir.children[nbase] = n
+	return nil
+}
+
+// MkdirAll implements FS. New directories, like files, become durable
+// entries of their parent only when the parent is synced.
+func (fs *MemFS) MkdirAll(dir string, perm os.FileMode) error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	d := fs.root
+	for _, p := range split(dir) {
+		c, ok := d.children[p]
+		if !ok {
+			c = newDir(p)
+			d.children[p] = c
+		} else if !c.isDir {
+			return &os.PathError{Op: "mkdir", Path: dir, Err: errors.New("not a directory")}
+		}
+		d = c
+	}
+	return nil
+}
+
+// List implements FS.
+func (fs *MemFS) List(dir string) ([]string, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	n, err := fs.lookup(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !n.isDir {
+		return nil, &os.PathError{Op: "readdir", Path: dir, Err: errors.New("not a directory")}
+	}
+	names := make([]string, 0, len(n.children))
+	for k := range n.children {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Stat implements FS.
+func (fs *MemFS) Stat(name string) (os.FileInfo, error) {
+	fs.mu.Lock()
+	n, err := fs.lookup(name)
+	fs.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return n.info(), nil
+}
+
+// Lock implements FS.
+func (fs *MemFS) Lock(name string) (io.Closer, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	dir, base, err := fs.walk(name)
+	if err != nil {
+		return nil, err
+	}
+	n, ok := dir.children[base]
+	if !ok {
+		n = &memNode{name: base, modTime: time.Now()}
+		dir.children[base] = n
+	}
+	if n.locked {
+		return nil, fmt.Errorf("vfs: lock %s: %w", name, ErrLocked)
+	}
+	n.locked = true
+	return &memLock{fs: fs, n: n}, nil
+}
+
+type memLock struct {
+	fs   *MemFS
+	n    *memNode
+	once sync.Once
+}
+
+func (l *memLock) Close() error {
+	l.once.Do(func() {
+		l.fs.mu.Lock()
+		l.n.locked = false
+		l.fs.mu.Unlock()
+	})
+	return nil
+}
+
+// OpenFiles returns how many files opened with Create or Open are not yet
+// closed; tests use it to find leaked handles.
+func (fs *MemFS) OpenFiles() int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.openFiles
+}
+
+// PathJoin implements FS.
+func (*MemFS) PathJoin(elem ...string) string { return path.Join(elem...) }
+
+// PathBase implements FS.
+func (*MemFS) PathBase(p string) string { return path.Base(p) }
+
+// CrashOptions says what a crash keeps beyond the durable state.
+type CrashOptions struct {
+	// Rand, when set, keeps for every file a random-length prefix of the data
+	// written after its last sync, as a disk that persisted part of a write
+	// would. Nil keeps exactly the synced data.
+	Rand *rand.Rand
+	// ZeroTail (with Rand) replaces, at random, a part of each kept unsynced
+	// prefix with zero bytes, as a torn sector write can.
+	ZeroTail bool
+}
+
+// CrashClone returns a new MemFS holding what a crash at this instant would
+// leave on a strict file system: the directory entries as of each directory's
+// last sync, each file's data up to its last sync (plus whatever CrashOptions
+// keeps of the rest). Locks are not carried over. The receiver is unchanged
+// and stays usable.
+func (fs *MemFS) CrashClone(opts CrashOptions) *MemFS {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return &MemFS{root: cloneDurable(fs.root, opts)}
+}
+
+func cloneDurable(dir *memNode, opts CrashOptions) *memNode {
+	out := newDir(dir.name)
+	for name, c := range dir.durable {
+		var cc *memNode
+		if c.isDir {
+			cc = cloneDurable(c, opts)
+		} else {
+			cc = c.crashCopy(name, opts)
+		}
+		out.children[name] = cc
+		out.durable[name] = cc
+	}
+	return out
+}
+
+func (n *memNode) crashCopy(name string, opts CrashOptions) *memNode {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	keep := n.synced
+	var zeroFrom, zeroTo int
+	if r := opts.Rand; r != nil && len(n.data) > n.synced {
+		keep += r.IntN(len(n.data) - n.synced + 1)
+		if opts.ZeroTail && keep > n.synced && r.IntN(2) == 0 {
+			zeroFrom = n.synced + r.IntN(keep-n.synced)
+			zeroTo = keep
+		}
+	}
+	data := append([]byte(nil), n.data[:keep]...)
+	for i := zeroFrom; i < zeroTo; i++ {
+		data[i] = 0
+	}
+	return &memNode{name: name, data: data, synced: len(data), modTime: n.modTime}
+}
+
+// String lists the tree with file sizes (synced/total), for test failures.
+func (fs *MemFS) String() string {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	var b strings.Builder
+	var rec func(n *memNode, prefix string)
+	rec = func(n *memNode, prefix string) {
+		names := make([]string, 0, len(n.children))
+		for k := range n.children {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			c := n.children[k]
+			durable := ""
+			if n.durable[k] != c {
+				durable = " (entry not durable)"
+			}
+			if c.isDir {
+				fmt.Fprintf(&b, "%s%s/%s\n", prefix, k, durable)
+				rec(c, prefix+"  ")
+			} else {
+				c.mu.Lock()
+				fmt.Fprintf(&b, "%s%s %d/%d bytes synced%s\n", prefix, k, c.synced, len(c.data), durable)
+				c.mu.Unlock()
+			}
+		}
+	}
+	rec(fs.root, "")
+	return b.String()
+}
+
+func (n *memNode) info() os.FileInfo {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	mode := os.FileMode(0o644)
+	if n.isDir {
+		mode = os.ModeDir | 0o755
+	}
+	return memInfo{name: n.name, size: int64(len(n.data)), mode: mode, mod: n.modTime}
+}
+
+type memInfo struct {
+	name string
+	size int64
+	mode os.FileMode
+	mod  time.Time
+}
+
+func (i memInfo) Name() string       { return i.name }
+func (i memInfo) Size() int64        { return i.size }
+func (i memInfo) Mode() os.FileMode  { return i.mode }
+func (i memInfo) ModTime() time.Time { return i.mod }
+func (i memInfo) IsDir() bool        { return i.mode.IsDir() }
+func (i memInfo) Sys() any           { return nil }
+
+// memFile is an open handle. Reads are positioned (ReadAt) or sequential
+// (Read); writes append.
+type memFile struct {
+	fs          *MemFS
+	n           *memNode
+	path        string
+	pos         int64
+	read, write bool
+	closed      bool
+}
+
+func (f *memFile) Read(p []byte) (int, error) {
+	if f.closed {
+		return 0, os.ErrClosed
+	}
+	n, err := f.ReadAt(p, f.pos)
+	f.pos += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+	if f.closed {
+		return 0, os.ErrClosed
+	}
+	if !f.read || f.n.isDir {
+		return 0, &os.PathError{Op: "read", Path: f.path, Err: os.ErrInvalid}
+	}
+	if off < 0 {
+		return 0, &os.PathError{Op: "read", Path: f.path, Err: os.ErrInvalid}
+	}
+	f.n.mu.Lock()
+	defer f.n.mu.Unlock()
+	if off >= int64(len(f.n.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.n.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *memFile) Write(p []byte) (int, error) {
+	if f.closed {
+		return 0, os.ErrClosed
+	}
+	if !f.write {
+		return 0, &os.PathError{Op: "write", Path: f.path, Err: os.ErrInvalid}
+	}
+	f.n.mu.Lock()
+	f.n.data = append(f.n.data, p...)
+	f.n.modTime = time.Now()
+	f.n.mu.Unlock()
+	return len(p), nil
+}
+
+// Sync makes the data durable; on a directory, it makes the current entries
+// durable.
+func (f *memFile) Sync() error {
+	if f.closed {
+		return os.ErrClosed
+	}
+	if f.n.isDir {
+		f.fs.mu.Lock()
+		f.n.durable = make(map[string]*memNode, len(f.n.children))
+		for k, v := range f.n.children {
+			f.n.durable[k] = v
+		}
+		f.fs.mu.Unlock()
+		return nil
+	}
+	f.n.mu.Lock()
+	f.n.synced = len(f.n.data)
+	f.n.mu.Unlock()
+	return nil
+}
+
+func (f *memFile) Size() (int64, error) {
+	if f.closed {
+		return 0, os.ErrClosed
+	}
+	f.n.mu.Lock()
+	defer f.n.mu.Unlock()
+	return int64(len(f.n.data)), nil
+}
+
+func (f *memFile) Close() error {
+	if f.closed {
+		return os.ErrClosed
+	}
+	f.closed = true
+	if !f.n.isDir {
+		f.fs.mu.Lock()
+		f.fs.openFiles--
+		f.fs.mu.Unlock()
+	}
+	return nil
+}
