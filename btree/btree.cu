@@ -1,0 +1,1195 @@
+// btree.cu: the GPU B-link tree (Awad et al., PPoPP 2019), with full-width keys.
+//
+// Node layout (mirrored in layout.go). A node is 32 slots of S = uint32 (128 B) or
+// uint64 (256 B, when the key or the value is 64-bit), read by a tile of lanes that
+// each load one 16-byte chunk (8 lanes for 128 B, 16 lanes for 256 B):
+//
+//   S = uint32: word 0 meta, 1 link, 2 low, 3 high, then 14 pairs (key, value)
+//   S = uint64: meta u32 | link u32, low, high, pad, then 14 pairs (key, value)
+//
+// meta = count (bits 0-7) | level (8-15, 0 = leaf) | version (16-30) | latch (31).
+// No bit of a key is taken: the latch, the leaf flag and the count live in meta,
+// and "no right sibling" is link == kNone, so every key value is usable.
+// low is the node's fence key (immutable: a node keeps its lower bound for life),
+// high the right sibling's low (meaningful only when link != kNone).
+//
+// Concurrency protocol (see doc.go for the contract):
+//  * Writers latch a node with atomicOr on meta, fence, re-read it with strong
+//    loads, write with strong stores, fence, and release by storing a new meta
+//    (version + 1, latch clear).
+//  * Readers take no latch. Routing tolerates torn or stale internal nodes: every
+//    step checks the node's level and low fence, moves right through side links,
+//    and restarts from the root on a misroute. Queries that may run beside writers
+//    ("validated" mode) read leaves with a seqlock: acquire meta, read, fence,
+//    re-read meta, retry on change.
+//  * Every loop is bounded; giving up sets kStatusRetryLimit, a failed node
+//    allocation kStatusPoolExhausted (the operation is then not applied and the
+//    tree stays valid).
+#include <stdint.h>
+
+#include <type_traits>
+
+#include "status.cuh"
+
+namespace {
+
+constexpr uint32_t kNone = 0xffffffffu;
+constexpr uint32_t kLatch = 0x80000000u;
+constexpr int kCap = 14;                    // pairs per node
+constexpr int kSplit = 7;                   // a split keeps pairs [0,7) and moves [7,14)
+constexpr uint32_t kMaxSteps = 1u << 17;    // node visits per operation before ErrRetryLimit
+constexpr int kParentSpin = 256;            // bounded spin on a parent latch (spin case 1)
+constexpr int kSeqlockTries = 1 << 14;      // validated leaf reads before ErrRetryLimit
+
+// Result codes of one operation.
+constexpr int kOK = 0;
+constexpr int kFailPool = 1;
+constexpr int kFailRetry = 2;
+
+// Operation kinds of a mixed batch (mirrored in Go as OpKind).
+constexpr uint32_t kOpLookup = 0, kOpInsert = 1, kOpDelete = 2, kOpSuccessor = 3, kOpPredecessor = 4,
+                   kOpCount = 5;
+
+__device__ __forceinline__ uint32_t m_count(uint32_t m) { return m & 0xffu; }
+__device__ __forceinline__ uint32_t m_level(uint32_t m) { return (m >> 8) & 0xffu; }
+__device__ __forceinline__ uint32_t m_make(uint32_t count, uint32_t level, uint32_t version) {
+  return count | (level << 8) | ((version & 0x7fffu) << 16);
+}
+// m_next is meta after a modification: new count, same level, version + 1, unlatched.
+__device__ __forceinline__ uint32_t m_next(uint32_t m, uint32_t count) {
+  return m_make(count, m_level(m), ((m >> 16) & 0x7fffu) + 1);
+}
+
+template <typename S>
+struct Lay;
+template <>
+struct Lay<uint32_t> {
+  static constexpr int kTile = 8, kWords = 4, kPairs = 2, kFirst = 1, kNodeBytes = 128;
+};
+template <>
+struct Lay<uint64_t> {
+  static constexpr int kTile = 16, kWords = 2, kPairs = 1, kFirst = 2, kNodeBytes = 256;
+};
+
+// Tile: T consecutive lanes of a warp working on one operation at a time. All
+// collectives use the tile's own mask, so tiles of one warp may diverge.
+template <int T>
+struct Tile {
+  unsigned rank, base, mask;
+  __device__ __forceinline__ Tile() {
+    unsigned lane;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+    rank = lane & (T - 1);
+    base = lane & ~(T - 1);
+    mask = ((1u << T) - 1) << base;
+  }
+  __device__ __forceinline__ unsigned ballot(bool p) const {
+    return (__ballot_sync(mask, p) >> base) & ((1u << T) - 1);
+  }
+  __device__ __forceinline__ uint32_t shfl(uint32_t v, int src) const { return __shfl_sync(mask, v, src, T); }
+  __device__ __forceinline__ uint64_t shfl(uint64_t v, int src) const {
+    return __shfl_sync(mask, (unsigned long long)v, src, T);
+  }
+  __device__ __forceinline__ void sync() const { __syncwarp(mask); }
+};
+
+// ---- memory access --------------------------------------------------------
+
+enum Load { kPlain = 0, kNC = 1, kStrong = 2 };
+
+__device__ __forceinline__ void ld_chunk(const void* p, uint32_t (&w)[4], int mode) {
+  if (mode == kStrong) {
+    asm volatile("ld.relaxed.gpu.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                 : "l"(p)
+                 : "memory");
+  } else if (mode == kNC) {
+    asm volatile("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                 : "l"(p));
+  } else {
+    asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                 : "l"(p)
+                 : "memory");
+  }
+}
+__device__ __forceinline__ void ld_chunk(const void* p, uint64_t (&w)[2], int mode) {
+  unsigned long long a, b;
+  if (mode == kStrong) {
+    asm volatile("ld.relaxed.gpu.global.v2.u64 {%0,%1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
+  } else if (mode == kNC) {
+    asm volatile("ld.global.nc.v2.u64 {%0,%1}, [%2];" : "=l"(a), "=l"(b) : "l"(p));
+  } else {
+    asm volatile("ld.global.v2.u64 {%0,%1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
+  }
+  w[0] = a;
+  w[1] = b;
+}
+__device__ __forceinline__ void st_chunk(void* p, const uint32_t (&w)[4]) {
+  asm volatile("st.relaxed.gpu.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(w[0]), "r"(w[1]), "r"(w[2]),
+               "r"(w[3])
+               : "memory");
+}
+__device__ __forceinline__ void st_chunk(void* p, const uint64_t (&w)[2]) {
+  asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1,%2};" ::"l"(p), "l"((unsigned long long)w[0]),
+               "l"((unsigned long long)w[1])
+               : "memory");
+}
+__device__ __forceinline__ void st_u32(void* p, uint32_t v) {
+  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void st_u64(void* p, uint64_t v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"((unsigned long long)v) : "memory");
+}
+__device__ __forceinline__ uint32_t ld_acquire_u32(const void* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint32_t ld_relaxed_u32(const void* p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void backoff(unsigned& ns) {
+  __nanosleep(ns);
+  ns = ns < 1024 ? ns * 2 : 1024;
+}
+
+// ---- the tree -------------------------------------------------------------
+
+template <typename S>
+struct Pool {
+  char* base;
+  uint64_t cap;                 // nodes
+  unsigned long long* ctl;      // ctl[0] next free node, ctl[1] number of keys
+  uint32_t* status;
+  __device__ __forceinline__ char* node(uint32_t i) const { return base + (uint64_t)i * Lay<S>::kNodeBytes; }
+  // alloc returns the first of n fresh nodes, or kNone when the pool is exhausted.
+  __device__ uint32_t alloc(uint32_t n) const {
+    unsigned long long old = atomicAdd(&ctl[0], (unsigned long long)n);
+    if (old + n > cap) return kNone;
+    return (uint32_t)old;
+  }
+};
+
+// Node is one tile's registers for one node: each lane holds its 16-byte chunk;
+// the header fields are broadcast to the whole tile by decode().
+template <typename S>
+struct Node {
+  using L = Lay<S>;
+  static constexpr int T = L::kTile, P = L::kPairs, F = L::kFirst;
+  S w[L::kWords];
+  uint32_t meta, link;
+  S low, high;
+
+  __device__ __forceinline__ uint32_t count() const { return m_count(meta); }
+  __device__ __forceinline__ uint32_t level() const { return m_level(meta); }
+  __device__ __forceinline__ bool latched() const { return (meta & kLatch) != 0; }
+
+  __device__ __forceinline__ void load(const Pool<S>& pool, uint32_t idx, int mode, const Tile<T>& t) {
+    ld_chunk(pool.node(idx) + t.rank * 16, w, mode);
+    decode(t);
+  }
+  __device__ __forceinline__ void decode(const Tile<T>& t) {
+    if constexpr (sizeof(S) == 4) {
+      meta = t.shfl((uint32_t)w[0], 0);
+      link = t.shfl((uint32_t)w[1], 0);
+      low = t.shfl((uint32_t)w[2], 0);
+      high = t.shfl((uint32_t)w[3], 0);
+    } else {
+      uint64_t a = t.shfl((uint64_t)w[0], 0);
+      meta = (uint32_t)a;
+      link = (uint32_t)(a >> 32);
+      low = t.shfl((uint64_t)w[1], 0);
+      high = t.shfl((uint64_t)w[0], 1);
+    }
+  }
+  // set_header writes the header fields into the header lanes' chunks.
+  __device__ __forceinline__ void set_header(const Tile<T>& t, uint32_t m, uint32_t lk, S lo, S hi) {
+    meta = m;
+    link = lk;
+    low = lo;
+    high = hi;
+    if constexpr (sizeof(S) == 4) {
+      if (t.rank == 0) {
+        w[0] = m;
+        w[1] = lk;
+        w[2] = lo;
+        w[3] = hi;
+      }
+    } else {
+      if (t.rank == 0) {
+        w[0] = (uint64_t)m | ((uint64_t)lk << 32);
+        w[1] = lo;
+      } else if (t.rank == 1) {
+        w[0] = hi;
+        w[1] = 0;
+      }
+    }
+  }
+  // slot is the pair index of this lane's p-th pair (negative for header lanes).
+  __device__ __forceinline__ int slot(const Tile<T>& t, int p) const { return ((int)t.rank - F) * P + p; }
+  __device__ __forceinline__ S key(int p) const { return w[2 * p]; }
+  __device__ __forceinline__ S val(int p) const { return w[2 * p + 1]; }
+
+  // count_le returns how many of the node's keys are <= k (keys are sorted).
+  __device__ __forceinline__ int count_le(const Tile<T>& t, S k) const {
+    int n = 0, c = (int)count();
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      int s = slot(t, p);
+      n += __popc(t.ballot(s >= 0 && s < c && w[2 * p] <= k));
+    }
+    return n;
+  }
+  __device__ __forceinline__ int count_lt(const Tile<T>& t, S k) const {
+    int n = 0, c = (int)count();
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      int s = slot(t, p);
+      n += __popc(t.ballot(s >= 0 && s < c && w[2 * p] < k));
+    }
+    return n;
+  }
+  // find returns the slot holding k, or -1.
+  __device__ __forceinline__ int find(const Tile<T>& t, S k) const {
+    int c = (int)count(), at = -1;
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      int s = slot(t, p);
+      unsigned b = t.ballot(s >= 0 && s < c && w[2 * p] == k);
+      if (b) at = (__ffs(b) - 1 - F) * P + p;
+    }
+    return at;
+  }
+  // pair fetches pair s (each lane may ask for a different s; s must be in [0, kCap)).
+  __device__ __forceinline__ void pair(const Tile<T>& t, int s, S& k, S& v) const {
+    int src = F + s / P;
+    k = 0;
+    v = 0;
+#pragma unroll
+    for (int q = 0; q < P; ++q) {
+      S kq = t.shfl(w[2 * q], src), vq = t.shfl(w[2 * q + 1], src);
+      if (s % P == q) {
+        k = kq;
+        v = vq;
+      }
+    }
+  }
+  // insert_at shifts pairs [pos, count) up by one and puts (k, v) at pos; stale slots
+  // past the new count repeat the last pair (so a torn reader sees a real entry).
+  __device__ __forceinline__ void insert_at(const Tile<T>& t, int pos, S k, S v) {
+    int c = (int)count() + 1;
+    S nk[P], nv[P];
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      int s = slot(t, p), e = s < c ? s : c - 1;
+      int src = e < pos ? e : e - 1;
+      S a, b;
+      pair(t, src < 0 ? 0 : src, a, b);
+      nk[p] = e == pos ? k : a;
+      nv[p] = e == pos ? v : b;
+    }
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+      if (slot(t, p) >= 0) {
+        w[2 * p] = nk[p];
+        w[2 * p + 1] = nv[p];
+      }
+  }
+  // remove_at drops pair pos, shifting the later pairs down by one.
+  __device__ __forceinline__ void remove_at(const Tile<T>& t, int pos) {
+    int c = (int)count() - 1;
+    S nk[P], nv[P];
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      int s = slot(t, p);
+      int src = s < pos ? s : s + 1;
+      if (src > kCap - 1) src = kCap - 1;
+      if (src < 0) src = 0;
+      pair(t, src, nk[p], nv[p]);
+    }
+    (void)c;
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+      if (slot(t, p) >= 0) {
+        w[2 * p] = nk[p];
+        w[2 * p + 1] = nv[p];
+      }
+  }
+  // take_upper makes this node's pairs the pairs [kSplit, kCap) of a full node
+  // (stale slots repeat the last pair).
+  __device__ __forceinline__ void take_upper(const Tile<T>& t) {
+    S nk[P], nv[P];
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      int s = slot(t, p), e = s < kCap - kSplit ? s : kCap - kSplit - 1;
+      pair(t, (e < 0 ? 0 : e) + kSplit, nk[p], nv[p]);
+    }
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+      if (slot(t, p) >= 0) {
+        w[2 * p] = nk[p];
+        w[2 * p + 1] = nv[p];
+      }
+  }
+  // take_lower keeps pairs [0, kSplit), stale slots repeating pair kSplit-1.
+  __device__ __forceinline__ void take_lower(const Tile<T>& t) {
+    S nk[P], nv[P];
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      int s = slot(t, p), e = s < kSplit ? s : kSplit - 1;
+      pair(t, e < 0 ? 0 : e, nk[p], nv[p]);
+    }
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+      if (slot(t, p) >= 0) {
+        w[2 * p] = nk[p];
+        w[2 * p + 1] = nv[p];
+      }
+  }
+
+  // Stores (the caller holds the latch or the node is not yet published).
+  __device__ __forceinline__ void store_all(const Pool<S>& pool, uint32_t idx, const Tile<T>& t) const {
+    st_chunk(pool.node(idx) + t.rank * 16, w);
+  }
+  __device__ __forceinline__ void store_pairs(const Pool<S>& pool, uint32_t idx, const Tile<T>& t) const {
+    if ((int)t.rank >= F) st_chunk(pool.node(idx) + t.rank * 16, w);
+  }
+  // store_link_high writes link and high (the split node's new right edge).
+  __device__ __forceinline__ void store_link_high(const Pool<S>& pool, uint32_t idx, const Tile<T>& t) const {
+    char* n = pool.node(idx);
+    if constexpr (sizeof(S) == 4) {
+      if (t.rank == 0) {
+        st_u32(n + 4, link);
+        st_u32(n + 12, (uint32_t)high);
+      }
+    } else {
+      if (t.rank == 0) st_u32(n + 4, link);
+      if (t.rank == 1) st_u64(n + 16, high);
+    }
+  }
+};
+
+template <typename S, int T>
+__device__ __forceinline__ bool try_latch(const Pool<S>& pool, uint32_t idx, const Tile<T>& t) {
+  uint32_t old = 0;
+  if (t.rank == 0) old = atomicOr((unsigned*)pool.node(idx), kLatch);
+  old = t.shfl(old, 0);
+  if (old & kLatch) return false;
+  __threadfence();  // §4.1: the latch is ordered before the re-read and the writes
+  return true;
+}
+// release publishes meta m (latch clear) after the fence that orders this tile's
+// writes before it (§4.1).
+template <typename S, int T>
+__device__ __forceinline__ void release(const Pool<S>& pool, uint32_t idx, uint32_t m, const Tile<T>& t) {
+  __threadfence();
+  t.sync();
+  if (t.rank == 0) st_u32(pool.node(idx), m & ~kLatch);
+  t.sync();
+}
+// unlatch releases a node that was not modified.
+template <typename S, int T>
+__device__ __forceinline__ void unlatch(const Pool<S>& pool, uint32_t idx, uint32_t m, const Tile<T>& t) {
+  t.sync();
+  if (t.rank == 0) st_u32(pool.node(idx), m & ~kLatch);
+  t.sync();
+}
+
+// sane rejects what a torn or stale read may show: a count past capacity, a link
+// outside the pool.
+template <typename S>
+__device__ __forceinline__ bool sane(const Pool<S>& pool, const Node<S>& n) {
+  return n.count() <= kCap && (n.link == kNone || (n.link != 0 && n.link < pool.cap));
+}
+
+// child returns the child pointer for k in internal node n, or kNone when the
+// node does not route k (a torn read).
+template <typename S, int T>
+__device__ __forceinline__ uint32_t child_for(const Pool<S>& pool, const Node<S>& n, S k, const Tile<T>& t) {
+  int i = n.count_le(t, k) - 1;
+  if (i < 0) return kNone;
+  S ck, cv;
+  n.pair(t, i, ck, cv);
+  uint32_t c = (uint32_t)cv;
+  if (c == 0 || c >= pool.cap) return kNone;
+  return c;
+}
+
+// read_leaf_validated reads leaf idx with the seqlock protocol: meta (acquire),
+// the chunks, a fence, meta again; it retries while latched or changed. It
+// returns false when it gave up.
+template <typename S, int T>
+__device__ bool read_leaf_validated(const Pool<S>& pool, uint32_t idx, Node<S>& n, const Tile<T>& t) {
+  unsigned ns = 32;
+  for (int i = 0; i < kSeqlockTries; ++i) {
+    uint32_t m1 = 0;
+    if (t.rank == 0) m1 = ld_acquire_u32(pool.node(idx));
+    m1 = t.shfl(m1, 0);
+    if (m1 & kLatch) {
+      backoff(ns);
+      continue;
+    }
+    n.load(pool, idx, kStrong, t);
+    __threadfence();
+    uint32_t m2 = 0;
+    if (t.rank == 0) m2 = ld_relaxed_u32(pool.node(idx));
+    m2 = t.shfl(m2, 0);
+    if (m1 == m2 && n.meta == m1) return true;
+  }
+  return false;
+}
+
+// ---- queries ---------------------------------------------------------------
+
+// descend finds the leaf whose range holds k and leaves it in n. In validated
+// mode the leaf is read with the seqlock. Returns false on retry exhaustion.
+template <typename S, int T>
+__device__ bool descend(const Pool<S>& pool, S k, bool validated, Node<S>& n, uint32_t& cur, uint32_t& steps,
+                        const Tile<T>& t) {
+  cur = 0;
+  int expect = -1;
+  bool strong = false;
+  while (steps++ < kMaxSteps) {
+    bool checked = false;
+    if (validated && expect == 0) {
+      if (!read_leaf_validated(pool, cur, n, t)) return false;
+      checked = true;
+    } else {
+      n.load(pool, cur, strong ? kStrong : (validated ? kPlain : kNC), t);
+    }
+    if (!sane(pool, n) || (expect >= 0 && (int)n.level() != expect) || k < n.low) {
+      cur = 0;
+      expect = -1;
+      strong = true;
+      continue;
+    }
+    if (n.link != kNone && k >= n.high) {
+      cur = n.link;
+      expect = (int)n.level();
+      continue;
+    }
+    if (n.level() == 0) {
+      if (validated && !checked) {
+        expect = 0;  // re-read this leaf under the seqlock
+        continue;
+      }
+      return true;
+    }
+    uint32_t c = child_for(pool, n, k, t);
+    if (c == kNone) {
+      cur = 0;
+      expect = -1;
+      strong = true;
+      continue;
+    }
+    expect = (int)n.level() - 1;
+    cur = c;
+  }
+  return false;
+}
+
+// next_leaf reads the right sibling of leaf n into n (validated when asked).
+template <typename S, int T>
+__device__ bool next_leaf(const Pool<S>& pool, bool validated, Node<S>& n, const Tile<T>& t) {
+  uint32_t nx = n.link;
+  if (validated) return read_leaf_validated(pool, nx, n, t);
+  n.load(pool, nx, kNC, t);
+  return true;
+}
+
+template <typename S, int T>
+__device__ int op_lookup(const Pool<S>& pool, S k, bool validated, S& v, bool& found, const Tile<T>& t) {
+  Node<S> n;
+  uint32_t cur, steps = 0;
+  found = false;
+  if (!descend(pool, k, validated, n, cur, steps, t)) return kFailRetry;
+  int j = n.find(t, k);
+  if (j >= 0) {
+    S kk;
+    n.pair(t, j, kk, v);
+    found = true;
+  }
+  return kOK;
+}
+
+// op_successor finds the smallest key > k.
+template <typename S, int T>
+__device__ int op_successor(const Pool<S>& pool, S k, bool validated, S& rk, S& rv, bool& found, const Tile<T>& t) {
+  Node<S> n;
+  uint32_t cur, steps = 0;
+  found = false;
+  if (!descend(pool, k, validated, n, cur, steps, t)) return kFailRetry;
+  while (steps++ < kMaxSteps + (uint32_t)pool.cap) {
+    int j = n.count_le(t, k);  // first slot with key > k
+    if (j < (int)n.count()) {
+      n.pair(t, j, rk, rv);
+      found = true;
+      return kOK;
+    }
+    if (n.link == kNone) return kOK;
+    if (!sane(pool, n) || !next_leaf(pool, validated, n, t)) return kFailRetry;
+  }
+  return kFailRetry;
+}
+
+// op_predecessor finds the largest key < k: the largest key <= q with q = k-1,
+// moving q below a leaf's low fence when the leaf has no candidate (no left links).
+template <typename S, int T>
+__device__ int op_predecessor(const Pool<S>& pool, S k, bool validated, S& rk, S& rv, bool& found,
+                              const Tile<T>& t) {
+  found = false;
+  if (k == 0) return kOK;
+  S q = k - 1;
+  Node<S> n;
+  uint32_t cur, steps = 0;
+  while (steps < kMaxSteps) {
+    if (!descend(pool, q, validated, n, cur, steps, t)) return kFailRetry;
+    int c = n.count_le(t, q);
+    if (c > 0) {
+      n.pair(t, c - 1, rk, rv);
+      found = true;
+      return kOK;
+    }
+    if (n.low == 0) return kOK;
+    q = n.low - 1;
+  }
+  return kFailRetry;
+}
+
+// op_range counts the keys in [lo, hi] and writes up to limit of the pairs to
+// outK/outV (which may be null when limit is 0).
+template <typename S, typename K, typename V, int T>
+__device__ int op_range(const Pool<S>& pool, S lo, S hi, bool validated, K* outK, V* outV, uint32_t limit,
+                        uint32_t& total, const Tile<T>& t) {
+  total = 0;
+  if (lo > hi) return kOK;
+  Node<S> n;
+  uint32_t cur, steps = 0;
+  if (!descend(pool, lo, validated, n, cur, steps, t)) return kFailRetry;
+  while (steps++ < kMaxSteps + (uint32_t)pool.cap) {
+    int a = n.count_lt(t, lo), b = n.count_le(t, hi);
+    if (b > a) {
+      if (outK) {
+#pragma unroll
+        for (int p = 0; p < Node<S>::P; ++p) {
+          int s = n.slot(t, p);
+          if (s >= a && s < b) {
+            uint32_t at = total + (uint32_t)(s - a);
+            if (at < limit) {
+              outK[at] = (K)n.key(p);
+              outV[at] = (V)n.val(p);
+            }
+          }
+        }
+      }
+      total += (uint32_t)(b - a);
+    }
+    if (n.link == kNone || hi < n.high) return kOK;
+    if (!sane(pool, n) || !next_leaf(pool, validated, n, t)) return kFailRetry;
+  }
+  return kFailRetry;
+}
+
+// ---- updates ---------------------------------------------------------------
+
+// split_root splits the latched, full root in place: its pairs move to two new
+// nodes and the root becomes their parent, one level up. The root's latch is
+// released either way.
+template <typename S, int T>
+__device__ int split_root(const Pool<S>& pool, Node<S>& n, const Tile<T>& t) {
+  uint32_t l = 0;
+  if (t.rank == 0) l = pool.alloc(2);
+  l = t.shfl(l, 0);
+  if (l == kNone) {
+    unlatch(pool, 0, n.meta, t);
+    return kFailPool;
+  }
+  uint32_t r = l + 1;
+  S sk, sv;
+  n.pair(t, kSplit, sk, sv);
+  uint32_t lvl = n.level();
+  Node<S> a = n, b = n;
+  a.take_lower(t);
+  a.set_header(t, m_make(kSplit, lvl, 0), r, n.low, sk);
+  b.take_upper(t);
+  b.set_header(t, m_make(kCap - kSplit, lvl, 0), kNone, sk, n.high);
+  a.store_all(pool, l, t);
+  b.store_all(pool, r, t);
+  __threadfence();  // the new nodes are complete before the root points at them
+  // The root: (low -> l), (sk -> r); stale slots repeat the last entry.
+  Node<S> root = n;
+#pragma unroll
+  for (int p = 0; p < Node<S>::P; ++p) {
+    int s = root.slot(t, p);
+    if (s >= 0) {
+      root.w[2 * p] = s == 0 ? n.low : sk;
+      root.w[2 * p + 1] = s == 0 ? (S)l : (S)r;
+    }
+  }
+  root.store_pairs(pool, 0, t);
+  release(pool, 0, m_make(2, lvl + 1, ((n.meta >> 16) & 0x7fffu) + 1), t);
+  return kOK;
+}
+
+// Writer state of one operation: where it is, the last-known parent, and the
+// level it expects at cur.
+struct Path {
+  uint32_t cur, parent;
+  int expect, parent_level;
+  bool strong;
+  unsigned ns;
+  __device__ __forceinline__ void to_root() {
+    cur = 0;
+    parent = kNone;
+    expect = -1;
+    parent_level = -1;
+    strong = true;
+  }
+  // to_parent restarts from the last-known parent (or the root if unknown).
+  __device__ __forceinline__ void to_parent() {
+    if (parent == kNone) {
+      to_root();
+      return;
+    }
+    cur = parent;
+    expect = parent_level;
+    parent = kNone;
+    parent_level = -1;
+    strong = true;
+  }
+};
+
+// op_insert inserts (k, v) or replaces the value of k (Algorithm 2 with the
+// changes described in doc.go). added is set to 1 when k was new.
+template <typename S, int T>
+__device__ int op_insert(const Pool<S>& pool, S k, S v, int& added, const Tile<T>& t) {
+  Path ps;
+  ps.to_root();
+  ps.strong = false;
+  ps.ns = 32;
+  Node<S> n;
+  for (uint32_t step = 0; step < kMaxSteps; ++step) {
+    n.load(pool, ps.cur, ps.strong ? kStrong : kPlain, t);
+    if (!sane(pool, n) || (ps.expect >= 0 && (int)n.level() != ps.expect) || k < n.low) {
+      ps.to_root();
+      continue;
+    }
+    if (n.link != kNone && k >= n.high) {
+      ps.cur = n.link;
+      ps.expect = (int)n.level();
+      continue;
+    }
+    bool leaf = n.level() == 0, full = n.count() == kCap;
+    if (leaf || full) {
+      if (!try_latch(pool, ps.cur, t)) {
+        backoff(ps.ns);
+        ps.to_parent();
+        continue;
+      }
+      n.load(pool, ps.cur, kStrong, t);
+      if (!sane(pool, n) || (ps.expect >= 0 && (int)n.level() != ps.expect) || k < n.low) {
+        unlatch(pool, ps.cur, n.meta, t);
+        ps.to_root();
+        continue;
+      }
+      if (n.link != kNone && k >= n.high) {  // split since we read it: move right
+        unlatch(pool, ps.cur, n.meta, t);
+        ps.cur = n.link;
+        ps.expect = (int)n.level();
+        continue;
+      }
+      leaf = n.level() == 0;
+      full = n.count() == kCap;
+      if (full) {
+        if (ps.cur == 0) {
+          if (split_root(pool, n, t) == kFailPool) return kFailPool;
+          ps.to_root();
+          continue;
+        }
+        if (ps.parent == kNone) {  // the parent is unknown: restart from the root
+          unlatch(pool, ps.cur, n.meta, t);
+          ps.to_root();
+          continue;
+        }
+        // Spin case 1, bounded: latch the parent.
+        bool got = false;
+        unsigned ns = 32;
+        for (int i = 0; i < kParentSpin && !got; ++i) {
+          got = try_latch(pool, ps.parent, t);
+          if (!got) backoff(ns);
+        }
+        if (!got) {
+          unlatch(pool, ps.cur, n.meta, t);
+          ps.to_parent();
+          continue;
+        }
+        Node<S> p;
+        p.load(pool, ps.parent, kStrong, t);
+        int pi = p.count_le(t, k) - 1;
+        S pk = 0, pv = 0;
+        if (pi >= 0) p.pair(t, pi, pk, pv);
+        bool true_parent = sane(pool, p) && (int)p.level() == (int)n.level() + 1 && k >= p.low &&
+                           (p.link == kNone || k < p.high) && pi >= 0 && (uint32_t)pv == ps.cur;
+        if (!true_parent) {  // the parent split (or the root grew): restart from it
+          unlatch(pool, ps.parent, p.meta, t);
+          unlatch(pool, ps.cur, n.meta, t);
+          ps.to_parent();
+          continue;
+        }
+        if (p.count() == kCap) {  // the parent filled up meanwhile: restart from the root
+          unlatch(pool, ps.parent, p.meta, t);
+          unlatch(pool, ps.cur, n.meta, t);
+          ps.to_root();
+          continue;
+        }
+        uint32_t r = 0;
+        if (t.rank == 0) r = pool.alloc(1);
+        r = t.shfl(r, 0);
+        if (r == kNone) {
+          unlatch(pool, ps.parent, p.meta, t);
+          unlatch(pool, ps.cur, n.meta, t);
+          return kFailPool;
+        }
+        S sk, sv;
+        n.pair(t, kSplit, sk, sv);
+        Node<S> right = n;
+        right.take_upper(t);
+        right.set_header(t, m_make(kCap - kSplit, n.level(), 0), n.link, sk, n.high);
+        right.store_all(pool, r, t);
+        __threadfence();  // the new node is complete before anything points at it
+        uint32_t pc = p.count();
+        p.insert_at(t, pi + 1, sk, (S)r);
+        p.store_pairs(pool, ps.parent, t);
+        uint32_t lm = n.meta;
+        n.link = r;
+        n.high = sk;
+        n.store_link_high(pool, ps.cur, t);
+        release(pool, ps.parent, m_next(p.meta, pc + 1), t);
+        release(pool, ps.cur, m_next(lm, kSplit), t);
+        if (k >= sk) ps.cur = r;
+        ps.expect = (int)n.level();
+        continue;  // parent stays the last-known parent
+      }
+      if (leaf) {
+        int j = n.find(t, k);
+        if (j >= 0) {  // replace the value
+#pragma unroll
+          for (int q = 0; q < Node<S>::P; ++q)
+            if (n.slot(t, q) == j) n.w[2 * q + 1] = v;
+          n.store_pairs(pool, ps.cur, t);
+          release(pool, ps.cur, m_next(n.meta, n.count()), t);
+          added = 0;
+        } else {
+          int pos = n.count_lt(t, k);
+          uint32_t c = n.count();
+          n.insert_at(t, pos, k, v);
+          n.store_pairs(pool, ps.cur, t);
+          release(pool, ps.cur, m_next(n.meta, c + 1), t);
+          added = 1;
+        }
+        return kOK;
+      }
+      // An internal node that is no longer full (the first read was stale).
+      unlatch(pool, ps.cur, n.meta, t);
+    }
+    uint32_t c = child_for(pool, n, k, t);
+    if (c == kNone) {
+      ps.to_root();
+      continue;
+    }
+    ps.parent = ps.cur;
+    ps.parent_level = (int)n.level();
+    ps.expect = (int)n.level() - 1;
+    ps.cur = c;
+  }
+  return kFailRetry;
+}
+
+// op_delete removes k if present (no merging of underfull nodes). removed is set
+// to 1 when k was present.
+template <typename S, int T>
+__device__ int op_delete(const Pool<S>& pool, S k, int& removed, const Tile<T>& t) {
+  Path ps;
+  ps.to_root();
+  ps.strong = false;
+  ps.ns = 32;
+  Node<S> n;
+  removed = 0;
+  for (uint32_t step = 0; step < kMaxSteps; ++step) {
+    n.load(pool, ps.cur, ps.strong ? kStrong : kPlain, t);
+    if (!sane(pool, n) || (ps.expect >= 0 && (int)n.level() != ps.expect) || k < n.low) {
+      ps.to_root();
+      continue;
+    }
+    if (n.link != kNone && k >= n.high) {
+      ps.cur = n.link;
+      ps.expect = (int)n.level();
+      continue;
+    }
+    if (n.level() != 0) {
+      uint32_t c = child_for(pool, n, k, t);
+      if (c == kNone) {
+        ps.to_root();
+        continue;
+      }
+      ps.parent = ps.cur;
+      ps.parent_level = (int)n.level();
+      ps.expect = (int)n.level() - 1;
+      ps.cur = c;
+      continue;
+    }
+    // Spin case 3 becomes a restart from the last-known parent.
+    if (!try_latch(pool, ps.cur, t)) {
+      backoff(ps.ns);
+      ps.to_parent();
+      continue;
+    }
+    n.load(pool, ps.cur, kStrong, t);
+    if (!sane(pool, n) || n.level() != 0 || k < n.low) {
+      unlatch(pool, ps.cur, n.meta, t);
+      ps.to_root();
+      continue;
+    }
+    if (n.link != kNone && k >= n.high) {
+      unlatch(pool, ps.cur, n.meta, t);
+      ps.cur = n.link;
+      ps.expect = 0;
+      continue;
+    }
+    int j = n.find(t, k);
+    if (j < 0) {
+      unlatch(pool, ps.cur, n.meta, t);
+      return kOK;
+    }
+    uint32_t c = n.count();
+    n.remove_at(t, j);
+    n.store_pairs(pool, ps.cur, t);
+    release(pool, ps.cur, m_next(n.meta, c - 1), t);
+    removed = 1;
+    return kOK;
+  }
+  return kFailRetry;
+}
+
+// ---- batch drivers (warp-cooperative work sharing per tile) -----------------
+
+template <typename S, int T>
+__device__ __forceinline__ void report_result(const Pool<S>& pool, int r) {
+  if (r == kFailPool) wk::report(pool.status, wk::kStatusPoolExhausted);
+  if (r == kFailRetry) wk::report(pool.status, wk::kStatusRetryLimit);
+}
+
+template <typename K, typename V>
+using SlotOf = typename std::conditional<sizeof(K) == 8 || sizeof(V) == 8, uint64_t, uint32_t>::type;
+
+
+template <typename K, typename V>
+__device__ void lookup_batch(char* base, uint64_t cap, uint32_t* status, const K* keys, uint64_t n, V* out_vals,
+                             uint8_t* out_found, uint32_t validated) {
+  using S = SlotOf<K, V>;
+  constexpr int T = Lay<S>::kTile;
+  Tile<T> t;
+  Pool<S> pool{base, cap, nullptr, status};
+  uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+  bool mine = i < n;
+  K my = mine ? keys[i] : K(0);
+  unsigned work = t.ballot(mine);
+  while (work) {
+    int src = __ffs(work) - 1;
+    work &= work - 1;
+    S k = (S)t.shfl((S)my, src);
+    S v = 0;
+    bool found = false;
+    int r = op_lookup(pool, k, validated != 0, v, found, t);
+    report_result<S, T>(pool, r);
+    if ((int)t.rank == src) {
+      out_vals[i] = found ? (V)v : V(0);
+      out_found[i] = found ? 1 : 0;
+    }
+  }
+}
+
+template <typename K, typename V>
+__device__ void neighbor_batch(char* base, uint64_t cap, uint32_t* status, const K* keys, uint64_t n,
+                               uint32_t predecessor, K* out_keys, V* out_vals, uint8_t* out_found,
+                               uint32_t validated) {
+  using S = SlotOf<K, V>;
+  constexpr int T = Lay<S>::kTile;
+  Tile<T> t;
+  Pool<S> pool{base, cap, nullptr, status};
+  uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+  bool mine = i < n;
+  K my = mine ? keys[i] : K(0);
+  unsigned work = t.ballot(mine);
+  while (work) {
+    int src = __ffs(work) - 1;
+    work &= work - 1;
+    S k = (S)t.shfl((S)my, src);
+    S rk = 0, rv = 0;
+    bool found = false;
+    int r = predecessor ? op_predecessor(pool, k, validated != 0, rk, rv, found, t)
+                        : op_successor(pool, k, validated != 0, rk, rv, found, t);
+    report_result<S, T>(pool, r);
+    if ((int)t.rank == src) {
+      out_keys[i] = found ? (K)rk : K(0);
+      out_vals[i] = found ? (V)rv : V(0);
+      out_found[i] = found ? 1 : 0;
+    }
+  }
+}
+
+template <typename K, typename V>
+__device__ void range_batch(char* base, uint64_t cap, uint32_t* status, const K* lo, const K* hi, uint64_t n,
+                            const uint32_t* offsets, K* out_keys, V* out_vals, uint32_t* counts,
+                            uint32_t validated) {
+  using S = SlotOf<K, V>;
+  constexpr int T = Lay<S>::kTile;
+  Tile<T> t;
+  Pool<S> pool{base, cap, nullptr, status};
+  uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+  bool mine = i < n;
+  K mlo = mine ? lo[i] : K(0), mhi = mine ? hi[i] : K(0);
+  uint32_t mo = 0, me = 0;
+  if (mine && offsets) {
+    mo = offsets[i];
+    me = offsets[i + 1];
+  }
+  unsigned work = t.ballot(mine);
+  while (work) {
+    int src = __ffs(work) - 1;
+    work &= work - 1;
+    S a = (S)t.shfl((S)mlo, src), b = (S)t.shfl((S)mhi, src);
+    uint32_t off = t.shfl(mo, src), end = t.shfl(me, src);
+    uint32_t limit = end > off ? end - off : 0;
+    uint32_t total = 0;
+    int r = op_range<S, K, V, T>(pool, a, b, validated != 0, offsets ? out_keys + off : nullptr,
+                                 offsets ? out_vals + off : nullptr, limit, total, t);
+    report_result<S, T>(pool, r);
+    if ((int)t.rank == src) counts[i] = total;
+  }
+}
+
+template <typename K, typename V>
+__device__ void insert_batch(char* base, uint64_t cap, unsigned long long* ctl, uint32_t* status, const K* keys,
+                             const V* vals, uint64_t n) {
+  using S = SlotOf<K, V>;
+  constexpr int T = Lay<S>::kTile;
+  Tile<T> t;
+  Pool<S> pool{base, cap, ctl, status};
+  uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+  bool mine = i < n;
+  K mk = mine ? keys[i] : K(0);
+  V mv = mine ? vals[i] : V(0);
+  unsigned work = t.ballot(mine);
+  long long added = 0;
+  while (work) {
+    int src = __ffs(work) - 1;
+    work &= work - 1;
+    S k = (S)t.shfl((S)mk, src), v = (S)t.shfl((S)mv, src);
+    int a = 0;
+    int r = op_insert(pool, k, v, a, t);
+    report_result<S, T>(pool, r);
+    added += a;
+  }
+  if (t.rank == 0 && added) atomicAdd(&ctl[1], (unsigned long long)added);
+}
+
+template <typename K, typename V>
+__device__ void delete_batch(char* base, uint64_t cap, unsigned long long* ctl, uint32_t* status, const K* keys,
+                             uint64_t n) {
+  using S = SlotOf<K, V>;
+  constexpr int T = Lay<S>::kTile;
+  Tile<T> t;
+  Pool<S> pool{base, cap, ctl, status};
+  uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+  bool mine = i < n;
+  K mk = mine ? keys[i] : K(0);
+  unsigned work = t.ballot(mine);
+  long long removed = 0;
+  while (work) {
+    int src = __ffs(work) - 1;
+    work &= work - 1;
+    S k = (S)t.shfl((S)mk, src);
+    int d = 0;
+    int r = op_delete(pool, k, d, t);
+    report_result<S, T>(pool, r);
+    removed += d;
+  }
+  if (t.rank == 0 && removed) atomicAdd(&ctl[1], (unsigned long long)(-removed));
+}
+
+// mixed_batch runs a batch whose elements are any operation, in one kernel
+// (§5.6 semantics; queries are always validated).
+template <typename K, typename V>
+__device__ void mixed_batch(char* base, uint64_t cap, unsigned long long* ctl, uint32_t* status, const uint8_t* kinds,
+                            const K* keys, const V* vals, const K* his, uint64_t n, uint8_t* out_found, K* out_keys,
+                            V* out_vals, uint32_t* out_counts) {
+  using S = SlotOf<K, V>;
+  constexpr int T = Lay<S>::kTile;
+  Tile<T> t;
+  Pool<S> pool{base, cap, ctl, status};
+  uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+  bool mine = i < n;
+  uint32_t mkind = mine ? kinds[i] : 0;
+  K mk = mine ? keys[i] : K(0);
+  V mv = mine && vals ? vals[i] : V(0);
+  K mh = mine && his ? his[i] : K(0);
+  unsigned work = t.ballot(mine);
+  long long delta = 0;
+  while (work) {
+    int src = __ffs(work) - 1;
+    work &= work - 1;
+    uint32_t kind = t.shfl(mkind, src);
+    S k = (S)t.shfl((S)mk, src), v = (S)t.shfl((S)mv, src), h = (S)t.shfl((S)mh, src);
+    S rk = 0, rv = 0;
+    bool found = false;
+    uint32_t cnt = 0;
+    int r = kOK;
+    int d = 0;
+    switch (kind) {
+      case kOpInsert:
+        r = op_insert(pool, k, v, d, t);
+        delta += d;
+        break;
+      case kOpDelete:
+        r = op_delete(pool, k, d, t);
+        delta -= d;
+        break;
+      case kOpSuccessor:
+        r = op_successor(pool, k, true, rk, rv, found, t);
+        break;
+      case kOpPredecessor:
+        r = op_predecessor(pool, k, true, rk, rv, found, t);
+        break;
+      case kOpCount:
+        r = op_range<S, K, V, T>(pool, k, h, true, nullptr, nullptr, 0, cnt, t);
+        break;
+      case kOpLookup:
+      default:
+        r = op_lookup(pool, k, true, rv, found, t);
+        rk = k;
+        break;
+    }
+    report_result<S, T>(pool, r);
+    if ((int)t.rank == src) {
+      if (out_found) out_found[i] = found ? 1 : 0;
+      if (out_keys) out_keys[i] = found ? (K)rk : K(0);
+      if (out_vals) out_vals[i] = found ? (V)rv : V(0);
+      if (out_counts) out_counts[i] = cnt;
+    }
+  }
+  if (t.rank == 0 && delta) atomicAdd(&ctl[1], (unsigned long long)delta);
+}
+
+// build_level writes the nodes of one level of a bulk-built tree: one tile per
+// node. keys/vals are sorted and distinct (m of them). Node j of this level holds
+// pairs [j*fill, ...) (leaves) or children [j*fanout, ...) of the level below
+// (whose nodes start at child_base); it covers the pairs from j*span on. The top
+// level (one node) is the root, node 0 (base 0).
+template <typename K, typename V>
+__device__ void build_level(char* base, const K* keys, const V* vals, uint64_t m, uint32_t level, uint32_t node_base,
+                            uint64_t nodes, uint32_t child_base, uint64_t children, uint32_t fill, uint32_t fanout,
+                            uint64_t span, uint64_t child_span) {
+  using S = SlotOf<K, V>;
+  constexpr int T = Lay<S>::kTile;
+  Tile<T> t;
+  uint64_t j = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / T;
+  if (j >= nodes) return;  // whole tiles leave together
+  Node<S> nd;
+  uint32_t cnt;
+  if (level == 0) {
+    uint64_t first = j * fill;
+    cnt = (uint32_t)min((uint64_t)fill, m - first);
+  } else {
+    uint64_t first = j * fanout;
+    cnt = (uint32_t)min((uint64_t)fanout, children - first);
+  }
+#pragma unroll
+  for (int p = 0; p < Node<S>::P; ++p) {
+    int s = nd.slot(t, p);
+    if (s < 0) continue;
+    int e = s < (int)cnt ? s : (int)cnt - 1;  // stale slots repeat the last pair (leaves: zero)
+    S k = 0, v = 0;
+    if (level == 0) {
+      if (s < (int)cnt) {
+        k = (S)keys[j * fill + e];
+        v = (S)vals[j * fill + e];
+      }
+    } else {
+      uint64_t c = j * fanout + e;
+      k = c == 0 ? S(0) : (S)keys[c * child_span];
+      v = (S)(child_base + c);
+    }
+    nd.w[2 * p] = k;
+    nd.w[2 * p + 1] = v;
+  }
+  S lo = j == 0 ? S(0) : (S)keys[j * span];
+  bool last = j + 1 == nodes;
+  S hi = last ? S(0) : (S)keys[(j + 1) * span];
+  nd.set_header(t, m_make(cnt, level, 0), last ? kNone : node_base + (uint32_t)j + 1, lo, hi);
+  st_chunk(base + (uint64_t)(node_base + j) * Lay<S>::kNodeBytes + t.rank * 16, nd.w);
+}
+
+// mark_last flags the last element of each run of equal keys (sorted input), so
+// that a stable sort followed by selection keeps the last of duplicates.
+template <typename K>
+__device__ void mark_last(const K* keys, uint64_t n, uint8_t* flags) {
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+    flags[i] = (i + 1 == n || keys[i] != keys[i + 1]) ? 1 : 0;
+}
+
+}  // namespace
+
+#define BT_KERNELS(SUF, K, V)                                                                                       \
+  extern "C" __global__ void bt_lookup_##SUF(char* base, uint64_t cap, uint32_t* status, const K* keys,            \
+                                              uint64_t n, V* out_vals, uint8_t* out_found, uint32_t validated) {    \
+    lookup_batch<K, V>(base, cap, status, keys, n, out_vals, out_found, validated);                                \
+  }                                                                                                                 \
+  extern "C" __global__ void bt_neighbor_##SUF(char* base, uint64_t cap, uint32_t* status, const K* keys,          \
+                                                uint64_t n, uint32_t predecessor, K* out_keys, V* out_vals,         \
+                                                uint8_t* out_found, uint32_t validated) {                           \
+    neighbor_batch<K, V>(base, cap, status, keys, n, predecessor, out_keys, out_vals, out_found, validated);       \
+  }                                                                                                                 \
+  extern "C" __global__ void bt_range_##SUF(char* base, uint64_t cap, uint32_t* status, const K* lo, const K* hi,  \
+                                             uint64_t n, const uint32_t* offsets, K* out_keys, V* out_vals,         \
+                                             uint32_t* counts, uint32_t validated) {                                \
+    range_batch<K, V>(base, cap, status, lo, hi, n, offsets, out_keys, out_vals, counts, validated);               \
+  }                                                                                                                 \
+  extern "C" __global__ void bt_insert_##SUF(char* base, uint64_t cap, unsigned long long* ctl, uint32_t* status,  \
+                                              const K* keys, const V* vals, uint64_t n) {                           \
+    insert_batch<K, V>(base, cap, ctl, status, keys, vals, n);                                                     \
+  }                                                                                                                 \
+  extern "C" __global__ void bt_delete_##SUF(char* base, uint64_t cap, unsigned long long* ctl, uint32_t* status,  \
+                                              const K* keys, uint64_t n) {                                          \
+    delete_batch<K, V>(base, cap, ctl, status, keys, n);                                                           \
+  }                                                                                                                 \
+  extern "C" __global__ void bt_mixed_##SUF(char* base, uint64_t cap, unsigned long long* ctl, uint32_t* status,   \
+                                             const uint8_t* kinds, const K* keys, const V* vals, const K* his,      \
+                                             uint64_t n, uint8_t* out_found, K* out_keys, V* out_vals,              \
+                                             uint32_t* out_counts) {                                                \
+    mixed_batch<K, V>(base, cap, ctl, status, kinds, keys, vals, his, n, out_found, out_keys, out_vals,            \
+                      out_counts);                                                                                  \
+  }                                                                                                                 \
+  extern "C" __global__ void bt_build_level_##SUF(char* base, const K* keys, const V* vals, uint64_t m,            \
+                                                   uint32_t level, uint32_t node_base, uint64_t nodes,              \
+                                                   uint32_t child_base, uint64_t children, uint32_t fill,           \
+                                                   uint32_t fanout, uint64_t span, uint64_t child_span) {           \
+    build_level<K, V>(base, keys, vals, m, level, node_base, nodes, child_base, children, fill, fanout, span,       \
+                      child_span);                                                                                  \
+  }
+
+BT_KERNELS(u32_u32, uint32_t, uint32_t)
+BT_KERNELS(u32_u64, uint32_t, uint64_t)
+BT_KERNELS(u64_u32, uint64_t, uint32_t)
+BT_KERNELS(u64_u64, uint64_t, uint64_t)
+
+extern "C" __global__ void bt_mark_last_u32(const uint32_t* keys, uint64_t n, uint8_t* flags) {
+  mark_last(keys, n, flags);
+}
+extern "C" __global__ void bt_mark_last_u64(const uint64_t* keys, uint64_t n, uint8_t* flags) {
+  mark_last(keys, n, flags);
+}

@@ -1,0 +1,120 @@
+// Package btree is an ordered map from K to V on the GPU: the B-link tree of
+// Awad, Ashkiani, Johnson, Farach-Colton and Owens, "Engineering a
+// High-Performance GPU B-Tree" (PPoPP 2019; chapter 3 of Awad's thesis), with a
+// pure-Go backend (github.com/tidwall/btree) of the same semantics.
+//
+//	t, _ := btree.New[uint32, uint32](btree.Options{})
+//	defer t.Close()
+//	t.Insert(ctx, keys, vals)
+//	t.Lookup(ctx, keys, out, found)
+//	seq, _ := t.Ascend(ctx, 100, 200) // iter.Seq2 over [100, 200]
+//
+// # Operations
+//
+// Batches from Go slices or device-resident cuda.Slices (the *Device methods):
+// Build (bulk build: sort, then fill leaves 10/14 and internal nodes 12/14
+// bottom-up), Insert (insert or replace), Delete (no merging of underfull nodes,
+// as in the paper), Lookup, Count and Range over [lo, hi] (per-query offsets;
+// results as device buffers or iter.Seq2), Successor and Predecessor, Apply
+// (mixed batches, one kernel), Compact (rebuild to reclaim the room deletes
+// leave), Len, Stats and Check (the structural checker).
+//
+// # Keys and values
+//
+// K and V are uint32 or uint64, in any combination, and every key value is
+// usable: there are no reserved keys. The paper took the most significant bit
+// of keys for the latch and leaf flags (31-bit keys); here those live in a
+// per-node meta word beside the count, and "no right sibling" is a null link
+// rather than a sentinel high key.
+//
+// # Node layout
+//
+// A node holds 14 pairs and a header {meta, link, low, high}: 128 bytes (one
+// cache line) when keys and values are 32-bit, 256 bytes when either is
+// 64-bit. For 64-bit we chose 256 bytes over 128 because a 128-byte node would
+// hold only 7 pairs: the tree would be about 1.5 times taller and every
+// operation pays a dependent memory round trip per level, while the second
+// cache line of a 256-byte node is fetched in the same round trip (the same
+// instruction). Both layouts therefore have fanout 14 and the same height.
+// A node is read by a cooperative tile of 8 lanes (128 B) or 16 lanes (256 B),
+// each loading 16 bytes, rather than the paper's full warp with one word per
+// lane: a warp works on 4 (or 2) operations at once, which hides more latency.
+// Within a tile, operations are shared as in the paper's warp-cooperative work
+// sharing: each lane brings one operation and the tile performs them in turn.
+//
+// Node memory is a pool of our own (one device buffer; node 0 is the root,
+// which is split in place so it never moves). The pool grows by doubling when
+// a batch needs it; Options.MaxNodes caps it, and a batch that would pass the
+// cap fails with ErrPoolExhausted after applying only whole operations: the
+// tree stays valid.
+//
+// # Concurrency protocol (the paper's §3 and §4.1, and where we depart)
+//
+//   - One write latch per node (a bit of meta, set by atomicOr), taken only to
+//     modify the node; readers take no latch. A writer fences after latching,
+//     re-reads the node, writes, fences and releases by storing a new meta
+//     whose version is one higher.
+//   - Side links and high keys (B-link): every traversal moves right when its
+//     key is at or past a node's high key.
+//   - Proactive splitting: an insert splits every full node it meets on the way
+//     down, latching the node and then its parent; the new right node is
+//     written completely and fenced before the parent and the split node point
+//     to it. A full root is split in place (its pairs move to two new nodes).
+//   - Restarts instead of spinning: a failed latch on a leaf or full node
+//     restarts from the last-known parent; a parent that is no longer the true
+//     parent restarts from it; a full parent or an unknown parent restarts from
+//     the root. Of the paper's three spin cases, (1) the parent latch during a
+//     split is a bounded spin (256 tries with backoff, then a restart), and (2)
+//     moving right after latching and (3) the delete latch are restarts. Every
+//     operation is bounded (131072 node visits); past that the batch fails with
+//     ErrRetryLimit. No kernel waits without bound.
+//   - Departure: routing does not trust a node read without a latch. Each node
+//     carries an immutable low fence and level; a traversal that lands on a
+//     node of the wrong level or whose low is above its key (a torn or stale
+//     read of a parent) restarts from the root, and child pointers outside the
+//     pool are rejected. This lets writers read internal nodes through the L1
+//     cache, as the paper's deletes do.
+//   - Departure: queries that may run beside writers read leaves with a
+//     seqlock (acquire meta, read, fence, re-read meta; retry if latched or
+//     changed), so a pre-existing key that no operation of the batch updates is
+//     always found, even while its leaf is being modified. The paper's queries
+//     read leaves without validation.
+//
+// # Batch semantics
+//
+// Query batches (Lookup, Count, Range, Successor, Predecessor) that run while no
+// writing batch runs are phased: they see the tree as it is, and read through
+// the read-only data cache. Batches from concurrent goroutines use separate
+// streams; a writing batch waits for running unvalidated query batches, and
+// queries that start while a writer runs use the validated mode instead.
+//
+// Within one Insert batch, a key that appears several times gets the value of
+// one of its pairs (the last on the CPU; unspecified on the GPU). Deleting an
+// absent key does nothing.
+//
+// # Mixed batches (§5.6)
+//
+// Apply runs a batch whose elements are any of lookup, insert, delete,
+// successor, predecessor and count, in one kernel. As in the paper: every key
+// that the batch does not update is seen by the batch's queries exactly as it
+// was before the batch; results that involve keys the batch updates (a lookup of
+// a key the batch also inserts or deletes, a successor whose answer is being
+// inserted) depend on the order in which the hardware schedules the operations
+// and may reflect any of them. The CPU backend applies the batch in order, which
+// is one of the allowed outcomes. Insert and delete results carry no
+// information (a batch may be re-run after the pool grows). For strictly
+// ordered semantics, use phased batches.
+//
+// # Concurrency of methods
+//
+// All methods are safe for concurrent use. Build, Compact, Check and Close take
+// the tree exclusively (other calls wait). Returned slices and Ranges belong to
+// the caller. Device-resident variants return ErrInvalidArgument on the CPU
+// backend; their buffers must stay allocated until the call returns.
+//
+// # Bulk build
+//
+// Build from Go slices sorts on the host (LSD radix) and lays out the nodes on
+// the GPU; BuildDevice sorts on the device when package prim is available and
+// otherwise through the host.
+package btree

@@ -1,0 +1,940 @@
+package btree
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+)
+
+const (
+	blockSize           = 256
+	defaultInitialNodes = 4096
+	defaultStreams      = 4
+	maxPoolRetries      = 8 // re-runs of a batch after growing an exhausted pool
+	maxRangeRetries     = 4 // re-runs of a range batch whose results outgrew its windows
+)
+
+// gpuTree is the CUDA backend. Node memory is one pool buffer (node 0 is the
+// root); ctl holds the allocation counter and the key count.
+type gpuTree[K, V warpkit.Word] struct {
+	dev    *cuda.Device
+	ownDev bool
+	lay    layout
+	k      kernels
+	lanes  chan *lane
+	all    []*lane
+
+	// mu: batches hold it shared; replacing or reading the whole pool (grow,
+	// build, compact, check, close) holds it exclusively.
+	mu       sync.RWMutex
+	pool     *cuda.Buffer
+	capNodes int
+	maxNodes int
+	ctl      cuda.Slice[uint64] // [0] next free node, [1] keys stored
+	closed   bool
+
+	phase phase
+}
+
+// lane is a stream with its status word; concurrent batches use different lanes.
+type lane struct {
+	stream *cuda.Stream
+	status cuda.Slice[uint32]
+}
+
+// phase lets query batches skip validation when no writing batch can run beside
+// them. A query joins as a fast reader when no writer runs or waits; otherwise it
+// runs in validated mode beside the writers. A writer waits for fast readers to
+// drain (and keeps new ones out meanwhile).
+type phase struct {
+	mu                       sync.Mutex
+	cond                     sync.Cond
+	readers, writers, queued int
+}
+
+func (p *phase) beginQuery() (fast bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.writers == 0 && p.queued == 0 {
+		p.readers++
+		return true
+	}
+	return false
+}
+
+func (p *phase) endQuery(fast bool) {
+	if !fast {
+		return
+	}
+	p.mu.Lock()
+	p.readers--
+	if p.readers == 0 {
+		p.cond.Broadcast()
+	}
+	p.mu.Unlock()
+}
+
+func (p *phase) beginWrite() {
+	p.mu.Lock()
+	p.queued++
+	for p.readers > 0 {
+		p.cond.Wait()
+	}
+	p.queued--
+	p.writers++
+	p.mu.Unlock()
+}
+
+func (p *phase) endWrite() {
+	p.mu.Lock()
+	p.writers--
+	p.mu.Unlock()
+}
+
+func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, opts Options) (*gpuTree[K, V], error) {
+	var k K
+	var v V
+	g := &gpuTree[K, V]{dev: dev, ownDev: own, lay: layoutFor(int(unsafe.Sizeof(k)), int(unsafe.Sizeof(v))), maxNodes: opts.MaxNodes}
+	g.phase.cond.L = &g.phase.mu
+	var err error
+	if g.k, err = loadKernels[K, V](dev); err != nil {
+		return nil, err
+	}
+	nl := opts.Streams
+	if nl == 0 {
+		nl = defaultStreams
+	}
+	g.lanes = make(chan *lane, nl)
+	fail := func(err error) (*gpuTree[K, V], error) {
+		g.free()
+		return nil, err
+	}
+	for range nl {
+		s, err := dev.NewStream()
+		if err != nil {
+			return fail(err)
+		}
+		st, err := cuda.Alloc[uint32](dev, 1)
+		if err != nil {
+			s.Close()
+			return fail(err)
+		}
+		l := &lane{stream: s, status: st}
+		g.all = append(g.all, l)
+		g.lanes <- l
+	}
+	if g.ctl, err = cuda.Alloc[uint64](dev, 2); err != nil {
+		return fail(err)
+	}
+	initial := opts.InitialNodes
+	if initial == 0 {
+		initial = defaultInitialNodes
+	}
+	if g.maxNodes > 0 {
+		initial = min(initial, g.maxNodes)
+	}
+	if g.pool, err = dev.Alloc(int64(max(initial, 1)) * int64(g.lay.nodeBytes)); err != nil {
+		return fail(err)
+	}
+	g.capNodes = max(initial, 1)
+	// An empty tree: the root is an empty leaf.
+	root := make([]byte, g.lay.nodeBytes)
+	g.lay.encode(root, &hostNode{meta: makeMeta(0, 0), link: linkNone})
+	if err := g.poolBytes(0, len(root)).CopyFromHost(root); err != nil {
+		return fail(err)
+	}
+	if err := g.ctl.CopyFromHost([]uint64{1, 0}); err != nil {
+		return fail(err)
+	}
+	return g, nil
+}
+
+// poolBytes is a byte view of the pool (the caller checked the range).
+func (g *gpuTree[K, V]) poolBytes(off, n int) cuda.Slice[uint8] {
+	s, _ := cuda.View[uint8](g.pool, off, n)
+	return s
+}
+
+func (g *gpuTree[K, V]) free() {
+	for _, l := range g.all {
+		l.stream.Close()
+		l.status.Free()
+	}
+	g.all = nil
+	g.ctl.Free()
+	if g.pool != nil {
+		g.pool.Free()
+		g.pool = nil
+	}
+	if g.ownDev {
+		g.dev.Close()
+		g.ownDev = false
+	}
+}
+
+func (g *gpuTree[K, V]) close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return warpkit.ErrClosed
+	}
+	g.closed = true
+	g.free()
+	return nil
+}
+
+// batch runs launch on a free lane under the shared lock and returns the status
+// word. write says whether the batch modifies the tree; launch gets whether a
+// query may skip validation (no writer can run beside it).
+func (g *gpuTree[K, V]) batch(ctx context.Context, write bool, launch func(l *lane, fast bool) error) (uint32, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.closed {
+		return 0, warpkit.ErrClosed
+	}
+	l := <-g.lanes
+	defer func() { g.lanes <- l }()
+	fast := false
+	if write {
+		g.phase.beginWrite()
+		defer g.phase.endWrite()
+	} else {
+		fast = g.phase.beginQuery()
+		defer g.phase.endQuery(fast)
+	}
+	if err := l.status.Zero(l.stream); err != nil {
+		return 0, err
+	}
+	err := launch(l, fast)
+	if serr := l.stream.Synchronize(); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return 0, err
+	}
+	var st [1]uint32
+	if err := l.status.CopyToHost(st[:]); err != nil {
+		return 0, err
+	}
+	return st[0], nil
+}
+
+// readCtl returns the allocation counter and the key count.
+func (g *gpuTree[K, V]) readCtl() (next, keys uint64, err error) {
+	var c [2]uint64
+	err = g.ctl.CopyToHost(c[:])
+	return c[0], c[1], err
+}
+
+// used returns the nodes in use (the counter may pass the capacity after a failed
+// allocation).
+func (g *gpuTree[K, V]) used() (int, error) {
+	next, _, err := g.readCtl()
+	return int(min(next, uint64(g.capNodes))), err
+}
+
+// reserve makes sure the pool has room for need more nodes, growing it if it can.
+// Growth beyond MaxNodes is left to the kernels to report.
+func (g *gpuTree[K, V]) reserve(ctx context.Context, need int) error {
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
+		return warpkit.ErrClosed
+	}
+	used, err := g.used()
+	free := g.capNodes - used
+	g.mu.RUnlock()
+	if err != nil || free >= need {
+		return err
+	}
+	_, err = g.grow(ctx, used+need)
+	return err
+}
+
+// grow replaces the pool with one of at least target nodes (at least double the
+// size, at most MaxNodes); it reports false when the pool is at its cap.
+func (g *gpuTree[K, V]) grow(ctx context.Context, target int) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false, warpkit.ErrClosed
+	}
+	return g.growLocked(target)
+}
+
+func (g *gpuTree[K, V]) growLocked(target int) (bool, error) {
+	newCap := max(target, 2*g.capNodes)
+	if g.maxNodes > 0 {
+		newCap = min(newCap, g.maxNodes)
+	}
+	if newCap <= g.capNodes {
+		return false, nil
+	}
+	next, keys, err := g.readCtl()
+	if err != nil {
+		return false, err
+	}
+	used := int(min(next, uint64(g.capNodes)))
+	buf, err := g.dev.Alloc(int64(newCap) * int64(g.lay.nodeBytes))
+	if err != nil {
+		return false, err
+	}
+	nb := g.lay.nodeBytes
+	dst, _ := cuda.View[uint8](buf, 0, used*nb)
+	if err := dst.CopyFrom(g.poolBytes(0, used*nb)); err != nil {
+		buf.Free()
+		return false, err
+	}
+	if err := g.ctl.CopyFromHost([]uint64{uint64(used), keys}); err != nil {
+		buf.Free()
+		return false, err
+	}
+	g.pool.Free()
+	g.pool, g.capNodes = buf, newCap
+	return true, nil
+}
+
+// mutate runs a writing batch, growing the pool and re-running the batch when
+// the pool ran out (inserts and deletes are idempotent, so a re-run applies the
+// batch once).
+func (g *gpuTree[K, V]) mutate(ctx context.Context, need int, launch func(l *lane) error) error {
+	if err := g.reserve(ctx, need); err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		st, err := g.batch(ctx, true, func(l *lane, _ bool) error { return launch(l) })
+		if err != nil {
+			return err
+		}
+		if st&statusPoolExhausted != 0 && attempt < maxPoolRetries {
+			g.mu.RLock()
+			target := g.capNodes + need
+			g.mu.RUnlock()
+			grown, err := g.grow(ctx, target)
+			if err != nil {
+				return err
+			}
+			if grown {
+				continue
+			}
+		}
+		return statusErr(st)
+	}
+}
+
+// insertReserve estimates the nodes an insert batch of n may allocate.
+func insertReserve(n int) int { return n/4 + 64 }
+
+func grid(n int) cuda.Dim3 { return cuda.GridFor(n, blockSize) }
+
+var block = cuda.D1(blockSize)
+
+func (g *gpuTree[K, V]) insertDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V]) error {
+	n := keys.Len()
+	if n == 0 {
+		return ctx.Err()
+	}
+	return g.mutate(ctx, insertReserve(n), func(l *lane) error {
+		return g.k.insert.Launch(grid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), g.ctl, l.status, keys, vals, uint64(n))
+	})
+}
+
+func (g *gpuTree[K, V]) deleteDevice(ctx context.Context, keys cuda.Slice[K]) error {
+	n := keys.Len()
+	if n == 0 {
+		return ctx.Err()
+	}
+	st, err := g.batch(ctx, true, func(l *lane, _ bool) error {
+		return g.k.del.Launch(grid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), g.ctl, l.status, keys, uint64(n))
+	})
+	if err != nil {
+		return err
+	}
+	return statusErr(st)
+}
+
+func validatedFlag(fast bool) uint32 {
+	if fast {
+		return 0
+	}
+	return 1
+}
+
+func (g *gpuTree[K, V]) lookupDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], found cuda.Slice[uint8]) error {
+	n := keys.Len()
+	if n == 0 {
+		return ctx.Err()
+	}
+	st, err := g.batch(ctx, false, func(l *lane, fast bool) error {
+		return g.k.lookup.Launch(grid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), l.status, keys, uint64(n), vals, found, validatedFlag(fast))
+	})
+	if err != nil {
+		return err
+	}
+	return statusErr(st)
+}
+
+func (g *gpuTree[K, V]) neighborDevice(ctx context.Context, pred bool, keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8]) error {
+	n := keys.Len()
+	if n == 0 {
+		return ctx.Err()
+	}
+	p := uint32(0)
+	if pred {
+		p = 1
+	}
+	st, err := g.batch(ctx, false, func(l *lane, fast bool) error {
+		return g.k.neighbor.Launch(grid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), l.status, keys, uint64(n), p, outKeys, outVals, found, validatedFlag(fast))
+	})
+	if err != nil {
+		return err
+	}
+	return statusErr(st)
+}
+
+// rangeDevice counts (offsets empty) or collects range results into windows.
+func (g *gpuTree[K, V]) rangeDevice(ctx context.Context, lo, hi cuda.Slice[K], offsets cuda.Slice[uint32], outKeys cuda.Slice[K], outVals cuda.Slice[V], counts cuda.Slice[uint32]) error {
+	n := lo.Len()
+	if n == 0 {
+		return ctx.Err()
+	}
+	st, err := g.batch(ctx, false, func(l *lane, fast bool) error {
+		return g.k.rng.Launch(grid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), l.status, lo, hi, uint64(n), offsets, outKeys, outVals, counts, validatedFlag(fast))
+	})
+	if err != nil {
+		return err
+	}
+	return statusErr(st)
+}
+
+func (g *gpuTree[K, V]) applyDevice(ctx context.Context, ops DeviceOps[K, V], res DeviceResults[K, V]) error {
+	n := ops.Kinds.Len()
+	if n == 0 {
+		return ctx.Err()
+	}
+	return g.mutate(ctx, insertReserve(n), func(l *lane) error {
+		return g.k.mixed.Launch(grid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), g.ctl, l.status,
+			ops.Kinds, ops.Keys, ops.Vals, ops.His, uint64(n), res.Found, res.Keys, res.Vals, res.Counts)
+	})
+}
+
+// ---- Go-slice batches: staged through device buffers ----------------------
+
+// staged holds device copies of a batch's inputs and outputs; free releases them.
+type staged struct{ bufs []interface{ Free() error } }
+
+func (s *staged) free() {
+	for _, b := range s.bufs {
+		b.Free()
+	}
+}
+
+func upload[T cuda.Elem](s *staged, dev *cuda.Device, src []T) (cuda.Slice[T], error) {
+	d, err := cuda.FromHost(dev, src)
+	if err == nil {
+		s.bufs = append(s.bufs, d)
+	}
+	return d, err
+}
+
+func scratch[T cuda.Elem](s *staged, dev *cuda.Device, n int) (cuda.Slice[T], error) {
+	d, err := cuda.Alloc[T](dev, max(n, 1))
+	if err == nil {
+		s.bufs = append(s.bufs, d)
+	}
+	return d.Sub(0, n), err
+}
+
+func toBools(dst []bool, src []uint8) {
+	for i, b := range src {
+		dst[i] = b != 0
+	}
+}
+
+func (g *gpuTree[K, V]) insert(ctx context.Context, keys []K, vals []V) error {
+	if len(keys) == 0 {
+		return ctx.Err()
+	}
+	var s staged
+	defer s.free()
+	dk, err := upload(&s, g.dev, keys)
+	if err != nil {
+		return err
+	}
+	dv, err := upload(&s, g.dev, vals)
+	if err != nil {
+		return err
+	}
+	return g.insertDevice(ctx, dk, dv)
+}
+
+func (g *gpuTree[K, V]) delete(ctx context.Context, keys []K) error {
+	if len(keys) == 0 {
+		return ctx.Err()
+	}
+	var s staged
+	defer s.free()
+	dk, err := upload(&s, g.dev, keys)
+	if err != nil {
+		return err
+	}
+	return g.deleteDevice(ctx, dk)
+}
+
+func (g *gpuTree[K, V]) lookup(ctx context.Context, keys []K, vals []V, found []bool) error {
+	n := len(keys)
+	if n == 0 {
+		return ctx.Err()
+	}
+	var s staged
+	defer s.free()
+	dk, err := upload(&s, g.dev, keys)
+	if err != nil {
+		return err
+	}
+	dv, err := scratch[V](&s, g.dev, n)
+	if err != nil {
+		return err
+	}
+	df, err := scratch[uint8](&s, g.dev, n)
+	if err != nil {
+		return err
+	}
+	if err := g.lookupDevice(ctx, dk, dv, df); err != nil {
+		return err
+	}
+	f := make([]uint8, n)
+	if err := df.CopyToHost(f); err != nil {
+		return err
+	}
+	toBools(found, f)
+	return dv.CopyToHost(vals)
+}
+
+func (g *gpuTree[K, V]) neighbor(ctx context.Context, pred bool, keys, outKeys []K, outVals []V, found []bool) error {
+	n := len(keys)
+	if n == 0 {
+		return ctx.Err()
+	}
+	var s staged
+	defer s.free()
+	dk, err := upload(&s, g.dev, keys)
+	if err != nil {
+		return err
+	}
+	ok, err := scratch[K](&s, g.dev, n)
+	if err != nil {
+		return err
+	}
+	ov, err := scratch[V](&s, g.dev, n)
+	if err != nil {
+		return err
+	}
+	of, err := scratch[uint8](&s, g.dev, n)
+	if err != nil {
+		return err
+	}
+	if err := g.neighborDevice(ctx, pred, dk, ok, ov, of); err != nil {
+		return err
+	}
+	f := make([]uint8, n)
+	if err := of.CopyToHost(f); err != nil {
+		return err
+	}
+	toBools(found, f)
+	if err := ok.CopyToHost(outKeys); err != nil {
+		return err
+	}
+	return ov.CopyToHost(outVals)
+}
+
+func (g *gpuTree[K, V]) count(ctx context.Context, lo, hi []K, counts []uint32) error {
+	n := len(lo)
+	if n == 0 {
+		return ctx.Err()
+	}
+	var s staged
+	defer s.free()
+	dl, err := upload(&s, g.dev, lo)
+	if err != nil {
+		return err
+	}
+	dh, err := upload(&s, g.dev, hi)
+	if err != nil {
+		return err
+	}
+	dc, err := scratch[uint32](&s, g.dev, n)
+	if err != nil {
+		return err
+	}
+	if err := g.rangeDevice(ctx, dl, dh, cuda.Slice[uint32]{}, cuda.Slice[K]{}, cuda.Slice[V]{}, dc); err != nil {
+		return err
+	}
+	return dc.CopyToHost(counts)
+}
+
+// rangeQuery counts, sizes each query's window, collects, and repeats if a
+// concurrent writer made a query outgrow its window.
+func (g *gpuTree[K, V]) rangeQuery(ctx context.Context, lo, hi []K) (*Ranges[K, V], error) {
+	n := len(lo)
+	r := &Ranges[K, V]{Offsets: make([]uint32, n+1)}
+	if n == 0 {
+		return r, ctx.Err()
+	}
+	counts := make([]uint32, n)
+	if err := g.count(ctx, lo, hi, counts); err != nil {
+		return nil, err
+	}
+	var s staged
+	defer s.free()
+	dl, err := upload(&s, g.dev, lo)
+	if err != nil {
+		return nil, err
+	}
+	dh, err := upload(&s, g.dev, hi)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := scratch[uint32](&s, g.dev, n)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; attempt < maxRangeRetries; attempt++ {
+		total := uint64(0)
+		for i, c := range counts {
+			r.Offsets[i] = uint32(total)
+			total += uint64(c)
+		}
+		if total > 1<<32-1 {
+			return nil, fmt.Errorf("%w: more than 2^32-1 range results", warpkit.ErrInvalidArgument)
+		}
+		r.Offsets[n] = uint32(total)
+		var w staged
+		do, err := upload(&w, g.dev, r.Offsets)
+		if err != nil {
+			return nil, err
+		}
+		ok, err := scratch[K](&w, g.dev, int(total))
+		if err != nil {
+			w.free()
+			return nil, err
+		}
+		ov, err := scratch[V](&w, g.dev, int(total))
+		if err != nil {
+			w.free()
+			return nil, err
+		}
+		err = g.rangeDevice(ctx, dl, dh, do, ok, ov, dc)
+		got := make([]uint32, n)
+		if err == nil {
+			err = dc.CopyToHost(got)
+		}
+		fits := true
+		for i := range got {
+			fits = fits && got[i] == counts[i]
+		}
+		if err == nil && fits {
+			r.Keys, r.Vals = make([]K, total), make([]V, total)
+			if err = ok.CopyToHost(r.Keys); err == nil {
+				err = ov.CopyToHost(r.Vals)
+			}
+			w.free()
+			return r, err
+		}
+		w.free()
+		if err != nil {
+			return nil, err
+		}
+		counts = got // the tree changed between the passes: size the windows again
+	}
+	return nil, fmt.Errorf("%w: range results kept changing under concurrent writers", warpkit.ErrRetryLimit)
+}
+
+func (g *gpuTree[K, V]) apply(ctx context.Context, ops []Op[K, V], results []Result[K, V]) error {
+	n := len(ops)
+	if n == 0 {
+		return ctx.Err()
+	}
+	kinds, keys, vals, his := make([]uint8, n), make([]K, n), make([]V, n), make([]K, n)
+	for i, op := range ops {
+		kinds[i], keys[i], vals[i], his[i] = uint8(op.Kind), op.Key, op.Value, op.Hi
+	}
+	var s staged
+	defer s.free()
+	var dops DeviceOps[K, V]
+	var res DeviceResults[K, V]
+	var err error
+	if dops.Kinds, err = upload(&s, g.dev, kinds); err != nil {
+		return err
+	}
+	if dops.Keys, err = upload(&s, g.dev, keys); err != nil {
+		return err
+	}
+	if dops.Vals, err = upload(&s, g.dev, vals); err != nil {
+		return err
+	}
+	if dops.His, err = upload(&s, g.dev, his); err != nil {
+		return err
+	}
+	if res.Found, err = scratch[uint8](&s, g.dev, n); err != nil {
+		return err
+	}
+	if res.Keys, err = scratch[K](&s, g.dev, n); err != nil {
+		return err
+	}
+	if res.Vals, err = scratch[V](&s, g.dev, n); err != nil {
+		return err
+	}
+	if res.Counts, err = scratch[uint32](&s, g.dev, n); err != nil {
+		return err
+	}
+	if err := g.applyDevice(ctx, dops, res); err != nil {
+		return err
+	}
+	f, rk, rv, rc := make([]uint8, n), make([]K, n), make([]V, n), make([]uint32, n)
+	for _, e := range []error{res.Found.CopyToHost(f), res.Keys.CopyToHost(rk), res.Vals.CopyToHost(rv), res.Counts.CopyToHost(rc)} {
+		if e != nil {
+			return e
+		}
+	}
+	for i := range results {
+		results[i] = Result[K, V]{Found: f[i] != 0, Key: rk[i], Value: rv[i], Count: rc[i]}
+	}
+	return nil
+}
+
+// ---- bulk build, compact, check, stats ------------------------------------
+
+func (g *gpuTree[K, V]) build(ctx context.Context, keys []K, vals []V) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sk, sv := sortUnique(keys, vals)
+	return g.buildSorted(ctx, sk, sv)
+}
+
+// buildSorted installs a tree built from sorted, distinct host pairs.
+func (g *gpuTree[K, V]) buildSorted(ctx context.Context, keys []K, vals []V) error {
+	var s staged
+	defer s.free()
+	var dk cuda.Slice[K]
+	var dv cuda.Slice[V]
+	var err error
+	if len(keys) > 0 {
+		if dk, err = upload(&s, g.dev, keys); err != nil {
+			return err
+		}
+		if dv, err = upload(&s, g.dev, vals); err != nil {
+			return err
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return warpkit.ErrClosed
+	}
+	return g.installLocked(dk, dv)
+}
+
+// buildDevice sorts device pairs (prim when available, else on the host) and
+// builds from them.
+func (g *gpuTree[K, V]) buildDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V]) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	hk, err := keys.ToHost()
+	if err != nil {
+		return err
+	}
+	hv, err := vals.ToHost()
+	if err != nil {
+		return err
+	}
+	return g.build(ctx, hk, hv)
+}
+
+// installLocked lays out a bulk-built tree of the sorted, distinct device pairs
+// (empty slices: an empty tree), level by level, with the pool held exclusively.
+func (g *gpuTree[K, V]) installLocked(keys cuda.Slice[K], vals cuda.Slice[V]) error {
+	m := keys.Len()
+	p := planBuild(m)
+	if g.maxNodes > 0 && p.nodes > g.maxNodes {
+		return fmt.Errorf("%w: a tree of %d keys needs %d nodes, MaxNodes is %d", warpkit.ErrPoolExhausted, m, p.nodes, g.maxNodes)
+	}
+	if want := p.nodes + p.nodes/2 + 64; g.capNodes < want {
+		if g.maxNodes > 0 {
+			want = min(want, g.maxNodes)
+		}
+		if err := g.replacePoolLocked(max(want, p.nodes)); err != nil {
+			return err
+		}
+	}
+	if m == 0 {
+		root := make([]byte, g.lay.nodeBytes)
+		g.lay.encode(root, &hostNode{meta: makeMeta(0, 0), link: linkNone})
+		if err := g.poolBytes(0, len(root)).CopyFromHost(root); err != nil {
+			return err
+		}
+		return g.ctl.CopyFromHost([]uint64{1, 0})
+	}
+	l := <-g.lanes
+	defer func() { g.lanes <- l }()
+	for lv := range p.counts {
+		nodes := p.counts[lv]
+		childBase, children, childSpan := 0, 0, 0
+		if lv > 0 {
+			childBase, children, childSpan = p.bases[lv-1], p.counts[lv-1], p.spans[lv-1]
+		}
+		tile := g.lay.nodeBytes / 16
+		err := g.k.buildLevel.Launch(grid(nodes*tile), block, 0, l.stream, g.pool, keys, vals, uint64(m), uint32(lv),
+			uint32(p.bases[lv]), uint64(nodes), uint32(childBase), uint64(children), uint32(buildFill), uint32(buildFan),
+			uint64(p.spans[lv]), uint64(childSpan))
+		if err != nil {
+			l.stream.Synchronize()
+			return err
+		}
+	}
+	if err := l.stream.Synchronize(); err != nil {
+		return err
+	}
+	return g.ctl.CopyFromHost([]uint64{uint64(p.nodes), uint64(m)})
+}
+
+// replacePoolLocked swaps in an empty pool of n nodes (contents are rebuilt by
+// the caller).
+func (g *gpuTree[K, V]) replacePoolLocked(n int) error {
+	buf, err := g.dev.Alloc(int64(n) * int64(g.lay.nodeBytes))
+	if err != nil {
+		return err
+	}
+	g.pool.Free()
+	g.pool, g.capNodes = buf, n
+	return nil
+}
+
+// snapshotLocked copies the used nodes to the host and checks them, returning
+// the pairs in key order.
+func (g *gpuTree[K, V]) snapshotLocked() ([]uint64, []uint64, error) {
+	next, nkeys, err := g.readCtl()
+	if err != nil {
+		return nil, nil, err
+	}
+	used := int(min(next, uint64(g.capNodes)))
+	buf := make([]byte, used*g.lay.nodeBytes)
+	if err := g.poolBytes(0, len(buf)).CopyToHost(buf); err != nil {
+		return nil, nil, err
+	}
+	keys, vals, err := checkTree(g.lay, buf, used)
+	if err != nil {
+		return nil, nil, err
+	}
+	if uint64(len(keys)) != nkeys {
+		return nil, nil, fmt.Errorf("the tree holds %d keys but its counter says %d", len(keys), nkeys)
+	}
+	return keys, vals, nil
+}
+
+func (g *gpuTree[K, V]) check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return warpkit.ErrClosed
+	}
+	_, _, err := g.snapshotLocked()
+	return err
+}
+
+// pairs returns the tree's pairs in key order (checking the structure).
+func (g *gpuTree[K, V]) pairs(ctx context.Context) ([]K, []V, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil, nil, warpkit.ErrClosed
+	}
+	wk, wv, err := g.snapshotLocked()
+	if err != nil {
+		return nil, nil, err
+	}
+	keys, vals := make([]K, len(wk)), make([]V, len(wv))
+	for i := range wk {
+		keys[i], vals[i] = K(wk[i]), V(wv[i])
+	}
+	return keys, vals, nil
+}
+
+// compact rebuilds the tree from its pairs with the pool held exclusively: the
+// pairs travel to the host (where the structure is checked) and back.
+func (g *gpuTree[K, V]) compact(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return warpkit.ErrClosed
+	}
+	wk, wv, err := g.snapshotLocked()
+	if err != nil {
+		return err
+	}
+	keys, vals := make([]K, len(wk)), make([]V, len(wv))
+	for i := range wk {
+		keys[i], vals[i] = K(wk[i]), V(wv[i])
+	}
+	var s staged
+	defer s.free()
+	var dk cuda.Slice[K]
+	var dv cuda.Slice[V]
+	if len(keys) > 0 {
+		if dk, err = upload(&s, g.dev, keys); err != nil {
+			return err
+		}
+		if dv, err = upload(&s, g.dev, vals); err != nil {
+			return err
+		}
+	}
+	return g.installLocked(dk, dv)
+}
+
+func (g *gpuTree[K, V]) stats(ctx context.Context) (Stats, error) {
+	if err := ctx.Err(); err != nil {
+		return Stats{}, err
+	}
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.closed {
+		return Stats{}, warpkit.ErrClosed
+	}
+	next, keys, err := g.readCtl()
+	if err != nil {
+		return Stats{}, err
+	}
+	var meta [1]uint32
+	m, _ := cuda.View[uint32](g.pool, 0, 1)
+	if err := m.CopyToHost(meta[:]); err != nil {
+		return Stats{}, err
+	}
+	return Stats{
+		Keys:      int(keys),
+		Nodes:     int(min(next, uint64(g.capNodes))),
+		Height:    int(meta[0]>>8&0xff) + 1,
+		PoolBytes: int64(g.capNodes) * int64(g.lay.nodeBytes),
+		NodeBytes: g.lay.nodeBytes,
+	}, nil
+}
