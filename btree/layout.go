@@ -40,8 +40,8 @@ type hostNode struct {
 	vals      [nodeCap]uint64
 }
 
-func (n *hostNode) count() int   { return int(n.meta & 0xff) }
-func (n *hostNode) level() int   { return int(n.meta>>8) & 0xff }
+func (n *hostNode) count() int    { return int(n.meta & 0xff) }
+func (n *hostNode) level() int    { return int(n.meta>>8) & 0xff }
 func (n *hostNode) latched() bool { return n.meta&latchBit != 0 }
 
 func makeMeta(count, level int) uint32 { return uint32(count) | uint32(level)<<8 }

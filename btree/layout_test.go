@@ -51,7 +51,6 @@ func hostBuild(l layout, keys, vals []uint64, p buildPlan, out []byte) {
 	}
 }
 
-
 // buildHost returns a host-built pool for m sorted distinct random keys.
 func buildHost(t *testing.T, l layout, m int, seed uint64) ([]byte, buildPlan, []uint64, []uint64) {
 	t.Helper()

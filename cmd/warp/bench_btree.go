@@ -1,0 +1,790 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/btree"
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/benchfmt"
+)
+
+func init() {
+	registerBench(&benchmark{
+		name:    "btree",
+		summary: "GPU B-link tree: PPoPP'19 Table 3, Figs. 2-5 (insert, lookup, range, successor, delete, concurrent)",
+		run:     runBenchBTree,
+	})
+}
+
+// Targets of issue 5 (H100/H200, harmonic mean over 1M-45M keys), in G/s.
+const (
+	targetLookup     = 6.0
+	targetInsert     = 1.0
+	targetSuccessor  = 4.0
+	targetRange      = 2.0
+	targetConcurrent = 1.5
+)
+
+func runBenchBTree(ctx context.Context, args []string) error {
+	fs := newFlags("bench btree", "[--json] [--keys 32|64] [--quick] [--sizes 1M,4M,...] [--backend B]")
+	asJSON := fs.Bool("json", false, "print JSON")
+	keyBits := fs.Int("keys", 32, "key and value width in bits: 32 or 64")
+	quick := fs.Bool("quick", false, "small sizes (seconds; the default on the CPU backend)")
+	sizesFlag := fs.String("sizes", "", "tree sizes for the query and concurrent benchmarks (default 1M,2M,4M,8M,16M,32M,45M)")
+	backend := warpkit.Auto
+	fs.TextVar(&backend, "backend", warpkit.Auto, "backend: auto, cpu or cuda")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	dev, err := warpkit.OpenDevice(backend, 0)
+	if err != nil {
+		return err
+	}
+	if dev != nil {
+		defer dev.Close()
+	}
+	b := &btBench{ctx: ctx, dev: dev, quick: *quick || dev == nil}
+	b.sizes = []int{1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20, 32 << 20, 45_000_000}
+	if b.quick {
+		b.sizes = []int{1 << 16, 1 << 18, 1 << 20}
+	}
+	if *sizesFlag != "" {
+		if b.sizes, err = parseSizes(*sizesFlag); err != nil {
+			return err
+		}
+	}
+	name := "CPU (no CUDA device)"
+	if dev != nil {
+		p := dev.Properties()
+		name = fmt.Sprintf("%s (cc %s, %d SMs)", p.Name, p.ComputeCapability(), p.Multiprocessors)
+	}
+	switch *keyBits {
+	case 32:
+		b.rep = benchfmt.NewReport("warp bench btree: 32-bit keys and values (128-byte nodes)", name)
+		err = runBTree[uint32, uint32](b)
+	case 64:
+		b.rep = benchfmt.NewReport("warp bench btree: 64-bit keys and values (256-byte nodes)", name)
+		err = runBTree[uint64, uint64](b)
+	default:
+		return fmt.Errorf("%w: --keys must be 32 or 64", errUsage)
+	}
+	if err != nil {
+		return err
+	}
+	return b.rep.Print(os.Stdout, *asJSON)
+}
+
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		mul := 1
+		switch {
+		case strings.HasSuffix(f, "M"):
+			mul, f = 1<<20, strings.TrimSuffix(f, "M")
+		case strings.HasSuffix(f, "K"):
+			mul, f = 1<<10, strings.TrimSuffix(f, "K")
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("%w: bad size %q", errUsage, f)
+		}
+		out = append(out, v*mul)
+	}
+	return out, nil
+}
+
+type btBench struct {
+	ctx   context.Context
+	dev   *cuda.Device
+	quick bool
+	sizes []int
+	rep   *benchfmt.Report
+}
+
+// btKeys returns n distinct keys spread over the whole key range, sorted: key i
+// is i*stride plus a random offset below stride.
+func btKeys[K warpkit.Word](n int, seed uint64) []K {
+	r := rand.New(rand.NewPCG(seed, 17))
+	var top K
+	top--
+	stride := uint64(top) / uint64(n)
+	keys := make([]K, n)
+	for i := range keys {
+		keys[i] = K(uint64(i)*stride + r.Uint64N(stride))
+	}
+	return keys
+}
+
+func shuffled[T any](s []T, seed uint64) []T {
+	out := slices.Clone(s)
+	rand.New(rand.NewPCG(seed, 3)).Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+// best runs fn reps times and returns the fastest wall time.
+func best(reps int, fn func() error) (time.Duration, error) {
+	d := time.Duration(math.MaxInt64)
+	for range reps {
+		start := time.Now()
+		if err := fn(); err != nil {
+			return 0, err
+		}
+		d = min(d, time.Since(start))
+	}
+	return d, nil
+}
+
+func hmean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		if x <= 0 {
+			return 0
+		}
+		s += 1 / x
+	}
+	if len(xs) == 0 {
+		return 0
+	}
+	return float64(len(xs)) / s
+}
+
+func ratio(a, b float64) string {
+	if b <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", a/b)
+}
+
+// dev uploads a host slice (device backend) and registers it for freeing.
+type devBufs struct{ bufs []interface{ Free() error } }
+
+func (d *devBufs) free() {
+	for _, b := range d.bufs {
+		b.Free()
+	}
+	d.bufs = nil
+}
+
+func up[T cuda.Elem](d *devBufs, dev *cuda.Device, s []T) (cuda.Slice[T], error) {
+	x, err := cuda.FromHost(dev, s)
+	if err == nil {
+		d.bufs = append(d.bufs, x)
+	}
+	return x, err
+}
+
+func alloc[T cuda.Elem](d *devBufs, dev *cuda.Device, n int) (cuda.Slice[T], error) {
+	x, err := cuda.Alloc[T](dev, n)
+	if err == nil {
+		d.bufs = append(d.bufs, x)
+	}
+	return x, err
+}
+
+func runBTree[K, V warpkit.Word](b *btBench) error {
+	cpu, err := measureCPU[K, V](b)
+	if err != nil {
+		return err
+	}
+	b.rep.Note("baseline: the CPU backend (github.com/tidwall/btree, one goroutine) on a %s-key tree, measured in this run", sizeName(cpu.keys))
+	if err := btQueries[K, V](b, cpu); err != nil {
+		return err
+	}
+	if err := btInserts[K, V](b, cpu); err != nil {
+		return err
+	}
+	if err := btCrossover[K, V](b); err != nil {
+		return err
+	}
+	if err := btDeletes[K, V](b); err != nil {
+		return err
+	}
+	return btConcurrent[K, V](b, cpu)
+}
+
+func openTree[K, V warpkit.Word](b *btBench, initialNodes int) (*btree.Tree[K, V], error) {
+	opts := btree.Options{Backend: warpkit.CPU, InitialNodes: initialNodes}
+	if b.dev != nil {
+		opts.Backend, opts.Device = warpkit.CUDA, b.dev
+	}
+	return btree.New[K, V](opts)
+}
+
+func valsFor[K, V warpkit.Word](keys []K) []V {
+	v := make([]V, len(keys))
+	for i, k := range keys {
+		v[i] = V(k) ^ 0x5bd1e995
+	}
+	return v
+}
+
+// cpuBaseline measures the CPU backend (one goroutine) on a 1M-key tree, the
+// in-run baseline every rate is compared with.
+type cpuRates struct {
+	keys                                  int
+	lookup, rng, succ, insert, del, mixed float64
+}
+
+func measureCPU[K, V warpkit.Word](b *btBench) (cpuRates, error) {
+	var r cpuRates
+	n, q := 1<<20, 1<<17
+	if b.quick {
+		n, q = 1<<16, 1<<14
+	}
+	r.keys = n
+	t, err := btree.New[K, V](btree.Options{Backend: warpkit.CPU})
+	if err != nil {
+		return r, err
+	}
+	defer t.Close()
+	sorted := btKeys[K](2*n, 99)
+	base := make([]K, 0, n)
+	fresh := make([]K, 0, n)
+	for i, k := range sorted {
+		if i%2 == 0 {
+			base = append(base, k)
+		} else {
+			fresh = append(fresh, k)
+		}
+	}
+	if err := t.Build(b.ctx, base, valsFor[K, V](base)); err != nil {
+		return r, err
+	}
+	ctx := b.ctx
+	qs := shuffled(base, 5)[:q]
+	vals, found := make([]V, q), make([]bool, q)
+	rate := func(fn func() error) (float64, error) {
+		d, err := best(1, fn)
+		return benchfmt.Rate(int64(q), d, 1e9), err
+	}
+	if r.lookup, err = rate(func() error { return t.Lookup(ctx, qs, vals, found) }); err != nil {
+		return r, err
+	}
+	ok := make([]K, q)
+	if r.succ, err = rate(func() error { return t.Successor(ctx, qs, ok, vals, found) }); err != nil {
+		return r, err
+	}
+	lo, hi := make([]K, q), make([]K, q)
+	for i := range lo {
+		p := rand.IntN(n - 8)
+		lo[i], hi[i] = base[p], base[p+7]
+	}
+	if r.rng, err = rate(func() error { _, err := t.Range(ctx, lo, hi); return err }); err != nil {
+		return r, err
+	}
+	ins := shuffled(fresh, 6)[:q]
+	if r.insert, err = rate(func() error { return t.Insert(ctx, ins, valsFor[K, V](ins)) }); err != nil {
+		return r, err
+	}
+	if r.del, err = rate(func() error { return t.Delete(ctx, qs) }); err != nil {
+		return r, err
+	}
+	ops := mixedOps[K, V](base, fresh, q, 0.6, 7)
+	res := make([]btree.Result[K, V], q)
+	r.mixed, err = rate(func() error { return t.Apply(ctx, ops, res) })
+	return r, err
+}
+
+// mixedOps draws n operations: with probability alpha an update (insert of a
+// fresh key or delete of a present one, equally), otherwise a query (lookup,
+// successor or count of ~8 keys, equally).
+func mixedOps[K, V warpkit.Word](present, fresh []K, n int, alpha float64, seed uint64) []btree.Op[K, V] {
+	r := rand.New(rand.NewPCG(seed, 11))
+	ops := make([]btree.Op[K, V], n)
+	for i := range ops {
+		p := present[r.IntN(len(present))]
+		if r.Float64() < alpha {
+			if r.IntN(2) == 0 {
+				f := fresh[r.IntN(len(fresh))]
+				ops[i] = btree.Op[K, V]{Kind: btree.OpInsert, Key: f, Value: V(f)}
+			} else {
+				ops[i] = btree.Op[K, V]{Kind: btree.OpDelete, Key: p}
+			}
+			continue
+		}
+		switch r.IntN(3) {
+		case 0:
+			ops[i] = btree.Op[K, V]{Kind: btree.OpLookup, Key: p}
+		case 1:
+			ops[i] = btree.Op[K, V]{Kind: btree.OpSuccessor, Key: p}
+		default:
+			j := r.IntN(len(present) - 8)
+			ops[i] = btree.Op[K, V]{Kind: btree.OpCount, Key: present[j], Hi: present[j+7]}
+		}
+	}
+	return ops
+}
+
+// btQueries reproduces Fig. 2: lookup, range (L = 8) and successor rates by tree
+// size, on bulk-built trees, every key queried (in random order; at least 4M
+// queries per call so that call overhead is amortized).
+func btQueries[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
+	tab := b.rep.Table("Fig. 2: queries on a bulk-built tree (G queries/s; every key, random order)",
+		"keys", "height", "lookup", "vs CPU", "range L=8", "vs CPU", "successor", "vs CPU", "build ms")
+	var lk, rg, sc []float64
+	for _, n := range b.sizes {
+		if err := b.ctx.Err(); err != nil {
+			return err
+		}
+		sorted := btKeys[K](n, uint64(n))
+		keys := shuffled(sorted, 1)
+		vals := valsFor[K, V](keys)
+		t, err := openTree[K, V](b, 0)
+		if err != nil {
+			return err
+		}
+		bt, err := best(1, func() error { return t.Build(b.ctx, keys, vals) })
+		if err != nil {
+			t.Close()
+			return err
+		}
+		st, _ := t.Stats(b.ctx)
+		q := max(n, 4<<20)
+		if b.dev == nil {
+			q = min(n, 1<<16)
+		}
+		qk := make([]K, q)
+		for i := range qk {
+			qk[i] = keys[i%n]
+		}
+		lo, hi := make([]K, q), make([]K, q)
+		r := rand.New(rand.NewPCG(uint64(n), 2))
+		for i := range lo {
+			p := r.IntN(n - 8)
+			lo[i], hi[i] = sorted[p], sorted[p+7]
+		}
+		l, rr, s, err := queryRates(b, t, qk, lo, hi, n)
+		t.Close()
+		if err != nil {
+			return fmt.Errorf("%d keys: %w", n, err)
+		}
+		tab.Add(sizeName(n), st.Height, l, ratio(l, cpu.lookup), rr, ratio(rr, cpu.rng), s, ratio(s, cpu.succ), float64(bt.Microseconds())/1e3)
+		if n >= 1<<20 && n <= 45_000_000 {
+			lk, rg, sc = append(lk, l), append(rg, rr), append(sc, s)
+		}
+	}
+	if len(lk) > 0 {
+		sum := b.rep.Table("Targets (harmonic mean over the sizes from 1M to 45M keys)", "operation", "G/s", "target", "vs target")
+		sum.Add("lookup", hmean(lk), targetLookup, ratio(hmean(lk), targetLookup))
+		sum.Add("range L=8", hmean(rg), targetRange, ratio(hmean(rg), targetRange))
+		sum.Add("successor", hmean(sc), targetSuccessor, ratio(hmean(sc), targetSuccessor))
+		b.rep.Note("build ms: Build from Go slices (host radix sort, upload, device layout)")
+	}
+	return nil
+}
+
+// queryRates measures lookup, range (fixed windows of 8) and successor and
+// checks that the answers are right (every key found, 8 pairs per range).
+func queryRates[K, V warpkit.Word](b *btBench, t *btree.Tree[K, V], qk, lo, hi []K, n int) (l, r, s float64, err error) {
+	q := len(qk)
+	ctx := b.ctx
+	if b.dev == nil {
+		vals, found := make([]V, q), make([]bool, q)
+		d, err := best(1, func() error { return t.Lookup(ctx, qk, vals, found) })
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		l = benchfmt.Rate(int64(q), d, 1e9)
+		d, err = best(1, func() error { _, err := t.Range(ctx, lo, hi); return err })
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		r = benchfmt.Rate(int64(q), d, 1e9)
+		ok := make([]K, q)
+		d, err = best(1, func() error { return t.Successor(ctx, qk, ok, vals, found) })
+		return l, r, benchfmt.Rate(int64(q), d, 1e9), err
+	}
+	var bufs devBufs
+	defer bufs.free()
+	dq, err := up(&bufs, b.dev, qk)
+	if err != nil {
+		return
+	}
+	dv, err := alloc[V](&bufs, b.dev, q)
+	if err != nil {
+		return
+	}
+	df, err := alloc[uint8](&bufs, b.dev, q)
+	if err != nil {
+		return
+	}
+	d, err := best(3, func() error { return t.LookupDevice(ctx, dq, dv, df) })
+	if err != nil {
+		return
+	}
+	if err = expectAll(df, q, "lookup found"); err != nil {
+		return
+	}
+	l = benchfmt.Rate(int64(q), d, 1e9)
+	dl, err := up(&bufs, b.dev, lo)
+	if err != nil {
+		return
+	}
+	dh, err := up(&bufs, b.dev, hi)
+	if err != nil {
+		return
+	}
+	offs := make([]uint32, q+1)
+	for i := range offs {
+		offs[i] = uint32(8 * i)
+	}
+	do, err := up(&bufs, b.dev, offs)
+	if err != nil {
+		return
+	}
+	rk, err := alloc[K](&bufs, b.dev, 8*q)
+	if err != nil {
+		return
+	}
+	rv, err := alloc[V](&bufs, b.dev, 8*q)
+	if err != nil {
+		return
+	}
+	rc, err := alloc[uint32](&bufs, b.dev, q)
+	if err != nil {
+		return
+	}
+	d, err = best(3, func() error { return t.RangeDevice(ctx, dl, dh, do, rk, rv, rc) })
+	if err != nil {
+		return
+	}
+	counts, err := rc.ToHost()
+	if err != nil {
+		return
+	}
+	for i, c := range counts {
+		if c != 8 {
+			return 0, 0, 0, fmt.Errorf("range %d returned %d pairs, want 8", i, c)
+		}
+	}
+	r = benchfmt.Rate(int64(q), d, 1e9)
+	sk, err := alloc[K](&bufs, b.dev, q)
+	if err != nil {
+		return
+	}
+	d, err = best(3, func() error { return t.SuccessorDevice(ctx, dq, sk, dv, df) })
+	if err != nil {
+		return
+	}
+	found, err := df.ToHost()
+	if err != nil {
+		return
+	}
+	missing := 0
+	for _, f := range found {
+		if f == 0 {
+			missing++
+		}
+	}
+	if missing > q/n+1 { // only the largest key has no successor
+		return 0, 0, 0, fmt.Errorf("successor: %d of %d queries found nothing", missing, q)
+	}
+	return l, r, benchfmt.Rate(int64(q), d, 1e9), nil
+}
+
+func expectAll(flags cuda.Slice[uint8], n int, what string) error {
+	f, err := flags.ToHost()
+	if err != nil {
+		return err
+	}
+	for i, x := range f[:n] {
+		if x == 0 {
+			return fmt.Errorf("%s: element %d is 0", what, i)
+		}
+	}
+	return nil
+}
+
+func sizeName(n int) string {
+	switch {
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%dM", n>>20)
+	case n%(1<<10) == 0:
+		return fmt.Sprintf("%dK", n>>10)
+	case n >= 1e6:
+		return fmt.Sprintf("%.0fM", float64(n)/1e6)
+	}
+	return strconv.Itoa(n)
+}
+
+// insertBatches inserts keys in batches of size bs into t and returns the time.
+func insertBatches[K, V warpkit.Word](b *btBench, t *btree.Tree[K, V], keys []K, vals []V, bs int) (time.Duration, error) {
+	ctx := b.ctx
+	if b.dev == nil {
+		start := time.Now()
+		for i := 0; i < len(keys); i += bs {
+			j := min(i+bs, len(keys))
+			if err := t.Insert(ctx, keys[i:j], vals[i:j]); err != nil {
+				return 0, err
+			}
+		}
+		return time.Since(start), nil
+	}
+	var bufs devBufs
+	defer bufs.free()
+	dk, err := up(&bufs, b.dev, keys)
+	if err != nil {
+		return 0, err
+	}
+	dv, err := up(&bufs, b.dev, vals)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for i := 0; i < len(keys); i += bs {
+		j := min(i+bs, len(keys))
+		if err := t.InsertDevice(ctx, dk.Sub(i, j), dv.Sub(i, j)); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
+}
+
+// btInserts reproduces Table 3: a tree grown from empty to N keys by batches of
+// b, for b = 2^16..2^22; the rate is N over the total time (the harmonic mean
+// of the batch rates).
+func btInserts[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
+	total := 1 << 24
+	if b.quick {
+		total = 1 << 20
+	}
+	if b.dev == nil {
+		total = 1 << 18
+	}
+	keys := shuffled(btKeys[K](total, 77), 4)
+	vals := valsFor[K, V](keys)
+	tab := b.rep.Table(fmt.Sprintf("Table 3: incremental inserts, tree grown from empty to %s keys by batches", sizeName(total)),
+		"batch", "G keys/s", "vs CPU", "vs target")
+	var rates []float64
+	for lb := 16; lb <= 22; lb++ {
+		bs := 1 << lb
+		if bs > total {
+			break
+		}
+		t, err := openTree[K, V](b, total/4)
+		if err != nil {
+			return err
+		}
+		d, err := insertBatches(b, t, keys, vals, bs)
+		if err == nil {
+			if n, lerr := t.Len(b.ctx); lerr != nil || n != total {
+				err = fmt.Errorf("tree holds %d keys after inserting %d (%v)", n, total, lerr)
+			}
+		}
+		t.Close()
+		if err != nil {
+			return fmt.Errorf("inserts by %d: %w", bs, err)
+		}
+		r := benchfmt.Rate(int64(total), d, 1e9)
+		rates = append(rates, r)
+		tab.Add(fmt.Sprintf("2^%d", lb), r, ratio(r, cpu.insert), ratio(r, targetInsert))
+	}
+	tab.Add("mean", hmean(rates), ratio(hmean(rates), cpu.insert), ratio(hmean(rates), targetInsert))
+	b.rep.Note("Table 3: the node pool is preallocated (Options.InitialNodes = N/4) so pool growth is not timed; LSM and sorted-array columns are added when those packages build")
+	return nil
+}
+
+// btCrossover reproduces Fig. 3: rebuilding a tree of m keys from scratch
+// versus inserting a batch of b keys into a tree of m-b keys.
+func btCrossover[K, V warpkit.Word](b *btBench) error {
+	ms := []int{1 << 20, 4 << 20, 16 << 20}
+	bss := []int{1 << 16, 1 << 18, 1 << 20, 1 << 22}
+	if b.quick {
+		ms, bss = []int{1 << 18, 1 << 20}, []int{1 << 14, 1 << 16}
+	}
+	tab := b.rep.Table("Fig. 3: bulk rebuild of m keys vs inserting a batch of b into m-b keys (ms)",
+		"m", "b", "rebuild", "insert", "faster")
+	for _, m := range ms {
+		keys := shuffled(btKeys[K](m, uint64(m)+5), 8)
+		vals := valsFor[K, V](keys)
+		t, err := openTree[K, V](b, 0)
+		if err != nil {
+			return err
+		}
+		rebuild, err := best(2, func() error { return t.Build(b.ctx, keys, vals) })
+		t.Close()
+		if err != nil {
+			return err
+		}
+		for _, bs := range bss {
+			if bs >= m {
+				continue
+			}
+			t, err := openTree[K, V](b, m/4)
+			if err != nil {
+				return err
+			}
+			if err := t.Build(b.ctx, keys[:m-bs], vals[:m-bs]); err != nil {
+				t.Close()
+				return err
+			}
+			ins, err := insertBatches(b, t, keys[m-bs:], vals[m-bs:], bs)
+			t.Close()
+			if err != nil {
+				return err
+			}
+			faster := "insert"
+			if rebuild < ins {
+				faster = "rebuild"
+			}
+			tab.Add(sizeName(m), sizeName(bs), ms3(rebuild), ms3(ins), faster)
+		}
+	}
+	b.rep.Note("Fig. 3: rebuild = Build from Go slices (host radix sort + device layout; prim's device sort is not wired yet)")
+	return nil
+}
+
+func ms3(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
+
+// btDeletes reproduces Fig. 4: deleting x% of a tree's keys.
+func btDeletes[K, V warpkit.Word](b *btBench) error {
+	n := 16 << 20
+	if b.quick {
+		n = 1 << 20
+	}
+	if b.dev == nil {
+		n = 1 << 18
+	}
+	keys := shuffled(btKeys[K](n, 31), 9)
+	vals := valsFor[K, V](keys)
+	tab := b.rep.Table(fmt.Sprintf("Fig. 4: deleting x%% of a %s-key tree", sizeName(n)), "x", "ms", "G deletes/s")
+	for _, pct := range []int{10, 20, 30, 40, 50} {
+		t, err := openTree[K, V](b, 0)
+		if err != nil {
+			return err
+		}
+		if err := t.Build(b.ctx, keys, vals); err != nil {
+			t.Close()
+			return err
+		}
+		del := keys[:n*pct/100]
+		var d time.Duration
+		if b.dev == nil {
+			d, err = best(1, func() error { return t.Delete(b.ctx, del) })
+		} else {
+			var bufs devBufs
+			dk, uerr := up(&bufs, b.dev, del)
+			if uerr != nil {
+				t.Close()
+				return uerr
+			}
+			d, err = best(1, func() error { return t.DeleteDevice(b.ctx, dk) })
+			bufs.free()
+		}
+		if err == nil {
+			if left, lerr := t.Len(b.ctx); lerr != nil || left != n-len(del) {
+				err = fmt.Errorf("%d keys left after deleting %d of %d (%v)", left, len(del), n, lerr)
+			}
+		}
+		t.Close()
+		if err != nil {
+			return err
+		}
+		tab.Add(fmt.Sprintf("%d%%", pct), ms3(d), benchfmt.Rate(int64(len(del)), d, 1e9))
+	}
+	return nil
+}
+
+// btConcurrent reproduces Fig. 5: one mixed batch of n operations on a tree of
+// n keys, with update ratio alpha (inserts and deletes equally; the rest
+// lookups, successors and counts equally), in one kernel.
+func btConcurrent[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
+	tab := b.rep.Table("Fig. 5: concurrent mixed batches, n operations on an n-key tree (G ops/s)",
+		"keys", "α=0.2", "α=0.6", "vs CPU", "α=1.0")
+	var at06 []float64
+	for _, n := range b.sizes {
+		sorted := btKeys[K](2*n, uint64(n)+9)
+		present, fresh := make([]K, 0, n), make([]K, 0, n)
+		for i, k := range sorted {
+			if i%2 == 0 {
+				present = append(present, k)
+			} else {
+				fresh = append(fresh, k)
+			}
+		}
+		pv := valsFor[K, V](present)
+		row := []any{sizeName(n)}
+		for _, alpha := range []float64{0.2, 0.6, 1.0} {
+			t, err := openTree[K, V](b, 0)
+			if err != nil {
+				return err
+			}
+			err = t.Build(b.ctx, shuffled(present, 3), pv)
+			ops := mixedOps[K, V](present, fresh, n, alpha, uint64(n))
+			var d time.Duration
+			if err == nil {
+				d, err = applyTimed(b, t, ops)
+			}
+			if err == nil {
+				err = t.Check(b.ctx)
+			}
+			t.Close()
+			if err != nil {
+				return fmt.Errorf("concurrent %d keys α=%.1f: %w", n, alpha, err)
+			}
+			r := benchfmt.Rate(int64(n), d, 1e9)
+			row = append(row, r)
+			if alpha == 0.6 {
+				row = append(row, ratio(r, cpu.mixed))
+				if n >= 1<<20 && n <= 45_000_000 {
+					at06 = append(at06, r)
+				}
+			}
+		}
+		tab.Add(row...)
+	}
+	if len(at06) > 0 {
+		b.rep.Note("concurrent α=0.6: harmonic mean %.3g G ops/s over 1M-45M keys; target %.1f (%s)", hmean(at06), targetConcurrent, ratio(hmean(at06), targetConcurrent))
+	}
+	return nil
+}
+
+func applyTimed[K, V warpkit.Word](b *btBench, t *btree.Tree[K, V], ops []btree.Op[K, V]) (time.Duration, error) {
+	ctx := b.ctx
+	n := len(ops)
+	if b.dev == nil {
+		res := make([]btree.Result[K, V], n)
+		return best(1, func() error { return t.Apply(ctx, ops, res) })
+	}
+	kinds, keys, vals, his := make([]uint8, n), make([]K, n), make([]V, n), make([]K, n)
+	for i, op := range ops {
+		kinds[i], keys[i], vals[i], his[i] = uint8(op.Kind), op.Key, op.Value, op.Hi
+	}
+	var bufs devBufs
+	defer bufs.free()
+	var o btree.DeviceOps[K, V]
+	var r btree.DeviceResults[K, V]
+	var err error
+	if o.Kinds, err = up(&bufs, b.dev, kinds); err != nil {
+		return 0, err
+	}
+	if o.Keys, err = up(&bufs, b.dev, keys); err != nil {
+		return 0, err
+	}
+	if o.Vals, err = up(&bufs, b.dev, vals); err != nil {
+		return 0, err
+	}
+	if o.His, err = up(&bufs, b.dev, his); err != nil {
+		return 0, err
+	}
+	if r.Found, err = alloc[uint8](&bufs, b.dev, n); err != nil {
+		return 0, err
+	}
+	if r.Vals, err = alloc[V](&bufs, b.dev, n); err != nil {
+		return 0, err
+	}
+	if r.Counts, err = alloc[uint32](&bufs, b.dev, n); err != nil {
+		return 0, err
+	}
+	return best(1, func() error { return t.ApplyDevice(ctx, o, r) })
+}
