@@ -1,0 +1,115 @@
+// Package slabrt holds the host-side helpers that slaballoc, slabhash and the
+// benchmark baselines share: waiting for a stream without blocking the
+// device's driver thread, sizing persistent grids, and reading status words.
+package slabrt
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/errs"
+)
+
+// Status flags, mirrored from internal/devcode/status.cuh and slaballoc.cuh.
+const (
+	StatusRetryLimit    = 1 << 0
+	StatusPoolExhausted = 1 << 1
+	StatusOverflow      = 1 << 2
+	StatusBadFree       = 1 << 8
+	StatusReservedKey   = 1 << 9 // slabhash: a device batch held a reserved key
+	StatusBadOp         = 1 << 10
+)
+
+// StatusError maps status flags to the shared error values (nil for 0).
+// Overflow is left to the caller, which retries with more room.
+func StatusError(what string, status uint32) error {
+	switch {
+	case status == 0:
+		return nil
+	case status&StatusReservedKey != 0:
+		return fmt.Errorf("%s: %w (a key of the batch is a sentinel)", what, errs.ErrReservedKey)
+	case status&StatusBadOp != 0:
+		return fmt.Errorf("%s: %w: unknown operation code in the batch", what, errs.ErrInvalidArgument)
+	case status&StatusBadFree != 0:
+		return fmt.Errorf("%s: %w: free of an address that is not an allocated unit", what, errs.ErrInvalidArgument)
+	case status&StatusPoolExhausted != 0:
+		return fmt.Errorf("%s: %w", what, errs.ErrPoolExhausted)
+	case status&StatusRetryLimit != 0:
+		return fmt.Errorf("%s: %w", what, errs.ErrRetryLimit)
+	}
+	return fmt.Errorf("%s: unexpected device status %#x", what, status)
+}
+
+// Wait waits until the stream's work has finished. It polls instead of
+// calling cuStreamSynchronize, which would hold the device's single driver
+// thread and stall every other goroutine's launches meanwhile. A launched
+// kernel cannot be cancelled, so Wait always waits for it; ctx only makes the
+// caller give up on later launches.
+func Wait(s *cuda.Stream) error {
+	start := time.Now()
+	for i := 0; ; i++ {
+		done, err := s.Done()
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+		switch el := time.Since(start); {
+		case el < 200*time.Microsecond:
+			runtime.Gosched()
+		case el < 20*time.Millisecond:
+			time.Sleep(20 * time.Microsecond)
+		default:
+			time.Sleep(200 * time.Microsecond)
+		}
+	}
+}
+
+// Alive returns ctx's error, wrapped, if it is done.
+func Alive(ctx context.Context, what string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// Grid returns the grid for a grid-stride kernel over n items with blocks of
+// block threads: enough blocks for n, but no more than wave times what the
+// device holds at once (persistent tiles keep their allocator state).
+func Grid(f *cuda.Function, dev *cuda.Device, n int64, block, wave int) cuda.Dim3 {
+	need := (n + int64(block) - 1) / int64(block)
+	if need < 1 {
+		need = 1
+	}
+	perSM := occupancy(f, block)
+	limit := int64(perSM * dev.Properties().Multiprocessors * wave)
+	if limit > 0 && need > limit {
+		need = limit
+	}
+	return cuda.D1(int(need))
+}
+
+var occ sync.Map // occKey -> int
+
+type occKey struct {
+	f     *cuda.Function
+	block int
+}
+
+func occupancy(f *cuda.Function, block int) int {
+	k := occKey{f, block}
+	if v, ok := occ.Load(k); ok {
+		return v.(int)
+	}
+	n, err := f.MaxActiveBlocksPerSM(block, 0)
+	if err != nil || n < 1 {
+		n = 1
+	}
+	occ.Store(k, n)
+	return n
+}

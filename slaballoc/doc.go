@@ -1,0 +1,60 @@
+// Package slaballoc is SlabAlloc, the warp-synchronous allocator of
+// fixed-size memory units from "A Dynamic Hash Table for the GPU" (Ashkiani,
+// Farach-Colton, Owens, IPDPS 2018, section V), with a pure-Go twin for the CPU
+// backend. The slab hash (package slabhash) grows its bucket lists with it;
+// any warpkit kernel can allocate from a Pool through the device header
+// internal/devcode/slaballoc.cuh.
+//
+// # Layout
+//
+// A Pool holds up to 64 super blocks. A super block is one device allocation
+// of BlocksPerSuperBlock memory blocks of 1024 units of UnitBytes each,
+// followed by one 1024-bit bitmap per block (bit set = allocated). Units are
+// named by 32-bit addresses: super block (8 bits), memory block (14 bits),
+// unit (10 bits), as in the paper. [Null] (all ones) is never an address.
+// Kernels find a super block's base address in the device-resident
+// descriptor ([Pool.Descriptor]), one read-only-cache load per decode.
+//
+// # Allocation on the GPU
+//
+// A tile of W lanes (the paper's whole warp, or 8 or 16 lanes for the smaller
+// slab hash tiles) owns a resident memory block and holds its 32 bitmap words
+// in registers. An allocation ballots for a lane with a free bit; that lane
+// sets it with one atomicOr and broadcasts the address. A full resident block
+// is replaced by a hashed choice; after 32 misses the tile sweeps every block
+// once and then reports exhaustion through the kernel's status word.
+//
+// # Beyond the paper
+//
+//   - Freed units are reused: a free clears the bit, and any tile that loads
+//     that block's bitmap sees it (the paper's code never reuses units).
+//   - atomicOr instead of atomicCAS to take a bit: it cannot fail because a
+//     different bit of the same word changed.
+//   - Growth: the pool starts with InitialSuperBlocks and adds one super
+//     block at a time, between kernel launches, up to MaxSuperBlocks.
+//     [Pool.Reserve] is the host-checked low-water mark: before a launch that
+//     may allocate up to n units it makes sure n + LowWater units are free,
+//     reading the device's counter only when its own estimate says the pool
+//     may be short. A kernel that still runs out reports it; the caller grows
+//     ([Pool.GrowPast]) and retries what failed, and at MaxSuperBlocks the
+//     operation fails with warpkit.ErrPoolExhausted. Nothing waits for memory.
+//   - Statistics: each tile adds its net allocation count to a device counter
+//     once per launch, so [Pool.Stats] is exact after every launch at no cost
+//     per allocation.
+//
+// # Host API and the CPU twin
+//
+// [Pool.Allocate] and [Pool.Free] take Go slices of addresses (the device
+// variants take cuda.Slice[uint32]). Allocate is all-or-nothing: when the
+// pool cannot grow enough it frees what the batch got and returns
+// ErrPoolExhausted. Free of an address that is not an allocated unit returns
+// ErrInvalidArgument and frees nothing of that address. The CPU backend keeps
+// the same super blocks, bitmaps and addresses in Go memory, so both backends
+// hand out addresses with the same meaning and grow and fail the same way
+// (which addresses come back may differ).
+//
+// # Concurrency
+//
+// A Pool is safe for concurrent use. Kernels that use the descriptor must run
+// while the caller holds [Pool.Acquire]; growth waits for them.
+package slaballoc

@@ -1,0 +1,291 @@
+package slaballoc
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/slabrt"
+)
+
+// Descriptor layout, mirrored from wk::slab::Pool (internal/devcode/slaballoc.cuh),
+// in 8-byte words.
+const (
+	descUnitsWord   = 0   // units[64]
+	descBitmapsWord = 64  // bitmaps[64]
+	descCountsWord  = 128 // num_super | blocks_per_super<<32
+	descShiftWord   = 129 // unit_shift
+	descUsedWord    = 144 // used
+	descWords       = 160
+)
+
+// gpuPool is the CUDA backend.
+type gpuPool struct {
+	opts    *Options
+	dev     *cuda.Device
+	ownDev  bool
+	mod     *cuda.Module
+	desc    cuda.Slice[uint64]
+	host    [descShiftWord + 1]uint64 // the immutable part of the descriptor
+	supers  []*cuda.Buffer
+	stream  *cuda.Stream
+	status  cuda.Slice[uint32]
+	mu      sync.Mutex // serializes host-API kernels (they share stream and status)
+	seed    atomic.Uint32
+	counter cuda.Slice[uint64]
+}
+
+func newGPU(opts *Options, dev *cuda.Device, ownDev bool) (*gpuPool, error) {
+	g := &gpuPool{opts: opts, dev: dev, ownDev: ownDev}
+	fail := func(err error) (*gpuPool, error) {
+		g.close()
+		return nil, fmt.Errorf("slaballoc: new: %w", err)
+	}
+	var err error
+	if g.mod, err = dev.LoadModule(slaballocPTX); err != nil {
+		return fail(err)
+	}
+	if g.desc, err = cuda.Alloc[uint64](dev, descWords); err != nil {
+		return fail(err)
+	}
+	if err = g.desc.Zero(nil); err != nil {
+		return fail(err)
+	}
+	if g.status, err = cuda.Alloc[uint32](dev, 1); err != nil {
+		return fail(err)
+	}
+	if g.counter, err = cuda.Alloc[uint64](dev, 1); err != nil {
+		return fail(err)
+	}
+	if g.stream, err = dev.NewStream(); err != nil {
+		return fail(err)
+	}
+	g.host[descCountsWord] = uint64(opts.BlocksPerSuperBlock) << 32
+	g.host[descShiftWord] = uint64(bits.TrailingZeros(uint(opts.UnitBytes)))
+	return g, nil
+}
+
+// superBytes returns the units' bytes and the total size of one super block.
+func (g *gpuPool) superBytes() (units, total int64) {
+	blocks := int64(g.opts.BlocksPerSuperBlock)
+	units = blocks * UnitsPerBlock * int64(g.opts.UnitBytes)
+	return units, units + blocks*UnitsPerBlock/8
+}
+
+func (g *gpuPool) grow() error {
+	unitBytes, total := g.superBytes()
+	buf, err := g.dev.Alloc(total)
+	if err != nil {
+		return err
+	}
+	units, err := cuda.View[uint8](buf, 0, int(unitBytes))
+	if err == nil {
+		err = units.FillBytes(g.opts.Fill, nil)
+	}
+	var bitmaps cuda.Slice[uint8]
+	if err == nil {
+		bitmaps, err = cuda.View[uint8](buf, int(unitBytes), int(total-unitBytes))
+	}
+	if err == nil {
+		err = bitmaps.Zero(nil)
+	}
+	if err == nil {
+		err = g.dev.Synchronize()
+	}
+	if err != nil {
+		buf.Free()
+		return err
+	}
+	i := len(g.supers)
+	next := g.host
+	next[descUnitsWord+i] = uint64(buf.Ptr())
+	next[descBitmapsWord+i] = uint64(buf.Ptr()) + uint64(unitBytes)
+	next[descCountsWord] = uint64(i+1) | uint64(g.opts.BlocksPerSuperBlock)<<32
+	if err := g.desc.Sub(0, len(next)).CopyFromHost(next[:]); err != nil {
+		buf.Free()
+		return err
+	}
+	g.host = next
+	g.supers = append(g.supers, buf)
+	return nil
+}
+
+func (g *gpuPool) readUsed() (int64, error) {
+	var v [1]uint64
+	if err := g.desc.Sub(descUsedWord, descUsedWord+1).CopyToHost(v[:]); err != nil {
+		return 0, err
+	}
+	return int64(v[0]), nil
+}
+
+// countBits counts the set bits of every bitmap: the exact number of
+// allocated units, which tests compare with the counter.
+func (g *gpuPool) countBits() (int64, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f, err := g.mod.Function("slaballoc_count_bits")
+	if err != nil {
+		return 0, err
+	}
+	if err := g.counter.Zero(g.stream); err != nil {
+		return 0, err
+	}
+	unitBytes, _ := g.superBytes()
+	words := int64(g.opts.BlocksPerSuperBlock) * 32
+	for _, b := range g.supers {
+		grid := slabrt.Grid(f, g.dev, words, 256, 1)
+		if err := f.Launch(grid, cuda.D1(256), 0, g.stream, b.Ptr()+cuda.DevicePtr(unitBytes), uint64(words), g.counter); err != nil {
+			return 0, err
+		}
+	}
+	if err := slabrt.Wait(g.stream); err != nil {
+		return 0, err
+	}
+	var v [1]uint64
+	if err := g.counter.CopyToHost(v[:]); err != nil {
+		return 0, err
+	}
+	return int64(v[0]), nil
+}
+
+// allocate fills the Null entries of out.
+func (g *gpuPool) allocate(out []uint32) error {
+	d, err := cuda.FromHost(g.dev, out)
+	if err != nil {
+		return err
+	}
+	defer d.Free()
+	kerr := g.allocateDevice(context.Background(), d, 32)
+	if err := d.CopyToHost(out); err != nil {
+		return err
+	}
+	return kerr
+}
+
+func (g *gpuPool) allocateDevice(ctx context.Context, out cuda.Slice[uint32], tile int) error {
+	return g.launch(fmt.Sprintf("slaballoc_alloc_w%d", tile), "allocate", func(f *cuda.Function) error {
+		grid := slabrt.Grid(f, g.dev, int64(out.Len()), 256, 1)
+		return f.Launch(grid, cuda.D1(256), 0, g.stream, g.desc, out, uint64(out.Len()), g.status, g.seed.Add(1))
+	})
+}
+
+func (g *gpuPool) free(addrs []uint32) error {
+	d, err := cuda.FromHost(g.dev, addrs)
+	if err != nil {
+		return err
+	}
+	defer d.Free()
+	return g.freeDevice(context.Background(), d)
+}
+
+func (g *gpuPool) freeDevice(ctx context.Context, addrs cuda.Slice[uint32]) error {
+	if addrs.Len() == 0 {
+		return nil
+	}
+	return g.launch("slaballoc_free", "free", func(f *cuda.Function) error {
+		grid := slabrt.Grid(f, g.dev, int64(addrs.Len()), 256, 2)
+		return f.Launch(grid, cuda.D1(256), 0, g.stream, g.desc, addrs, uint64(addrs.Len()), g.status)
+	})
+}
+
+// launch runs one host-API kernel on the pool's stream and maps its status.
+func (g *gpuPool) launch(kernel, what string, run func(f *cuda.Function) error) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f, err := g.mod.Function(kernel)
+	if err != nil {
+		return err
+	}
+	if err := g.status.Zero(g.stream); err != nil {
+		return err
+	}
+	if err := run(f); err != nil {
+		return err
+	}
+	if err := slabrt.Wait(g.stream); err != nil {
+		return err
+	}
+	var st [1]uint32
+	if err := g.status.CopyToHost(st[:]); err != nil {
+		return err
+	}
+	return slabrt.StatusError("slaballoc: "+what, st[0])
+}
+
+func (g *gpuPool) unitView(addr uint32, n int) (cuda.Slice[uint8], error) {
+	off := int64(addr&0xffffff) * int64(g.opts.UnitBytes)
+	return cuda.View[uint8](g.supers[addr>>24], int(off), n)
+}
+
+func (g *gpuPool) readUnit(addr uint32, dst []byte) error {
+	v, err := g.unitView(addr, len(dst))
+	if err != nil {
+		return err
+	}
+	return v.CopyToHost(dst)
+}
+
+func (g *gpuPool) writeUnit(addr uint32, src []byte) error {
+	v, err := g.unitView(addr, len(src))
+	if err != nil {
+		return err
+	}
+	return v.CopyFromHost(src)
+}
+
+func (g *gpuPool) close() error {
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	if g.stream != nil {
+		keep(g.stream.Close())
+	}
+	for _, b := range g.supers {
+		keep(b.Free())
+	}
+	g.supers = nil
+	for _, s := range []cuda.Slice[uint64]{g.desc, g.counter} {
+		if s.Buffer() != nil {
+			keep(s.Free())
+		}
+	}
+	if g.status.Buffer() != nil {
+		keep(g.status.Free())
+	}
+	if g.ownDev {
+		keep(g.dev.Close())
+	}
+	return first
+}
+
+// BumpAllocate is the allocator benchmark's baseline: out[i] gets the next
+// value of a device counter, one atomicAdd per allocation, with no reuse and
+// no free. It returns when the kernel has finished.
+func BumpAllocate(ctx context.Context, dev *cuda.Device, out cuda.Slice[uint32]) error {
+	mod, err := dev.LoadModule(slaballocPTX)
+	if err != nil {
+		return err
+	}
+	f, err := mod.Function("slaballoc_bump")
+	if err != nil {
+		return err
+	}
+	counter, err := cuda.Alloc[uint32](dev, 1)
+	if err != nil {
+		return err
+	}
+	defer counter.Free()
+	if err := counter.Zero(nil); err != nil {
+		return err
+	}
+	if err := f.Launch(slabrt.Grid(f, dev, int64(out.Len()), 256, 2), cuda.D1(256), 0, nil, counter, out, uint64(out.Len())); err != nil {
+		return err
+	}
+	return dev.Synchronize()
+}

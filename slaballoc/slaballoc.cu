@@ -1,0 +1,80 @@
+// slaballoc.cu: bulk allocation and free of SlabAlloc units from the host,
+// exact bitmap counting, and the bump-pointer baseline of the allocator
+// benchmark. The allocator itself is internal/devcode/slaballoc.cuh.
+#include <stdint.h>
+#include "slaballoc.cuh"
+
+using namespace wk;
+using namespace wk::slab;
+
+// alloc_units gives out[i] a fresh unit for every i < n. Each tile of W lanes
+// serves its lanes' requests one at a time (warp-cooperative work sharing),
+// as the slab hash's insertions do. A request that finds the pool exhausted
+// gets kNull and the status flag; the host then grows the pool or undoes the
+// batch.
+template <int W>
+__device__ void alloc_units(Pool* pool, uint32_t* out, uint64_t n, uint32_t* status, uint32_t seed) {
+  Tile<W> t;
+  const uint64_t tile = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / W;
+  const uint64_t tiles = (uint64_t)gridDim.x * blockDim.x / W;
+  TileAllocator<W> a;
+  a.init((uint32_t)tile ^ (seed * 0x85ebca6bu));
+  for (uint64_t base = tile * W; base < n; base += tiles * W) {
+    uint64_t i = base + t.rank;
+    bool need = i < n && out[i] == kNull;
+    unsigned q;
+    while ((q = t.ballot(need)) != 0) {
+      int src = __ffs(q) - 1;
+      uint32_t addr = a.allocate(t, pool, status);
+      if (addr == kNull) {
+        need = false;  // leave kNull in out; the status word says why
+        continue;
+      }
+      if (t.rank == src) {
+        out[i] = addr;
+        need = false;
+      }
+    }
+  }
+  a.flush(t, pool);
+}
+
+extern "C" __global__ void slaballoc_alloc_w32(Pool* pool, uint32_t* out, uint64_t n, uint32_t* status, uint32_t seed) {
+  alloc_units<32>(pool, out, n, status, seed);
+}
+extern "C" __global__ void slaballoc_alloc_w8(Pool* pool, uint32_t* out, uint64_t n, uint32_t* status, uint32_t seed) {
+  alloc_units<8>(pool, out, n, status, seed);
+}
+
+// free_units frees addrs[i] for every i < n whose address is not kNull. A bad
+// address or a double free sets kStatusBadFree and changes nothing for it.
+extern "C" __global__ void slaballoc_free(Pool* pool, const uint32_t* addrs, uint64_t n, uint32_t* status) {
+  long long freed = 0;
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+    uint32_t a = addrs[i];
+    if (a == kNull) continue;
+    if (!valid_address(pool, a) || !free_unit(pool, a)) {
+      report(status, kStatusBadFree);
+      continue;
+    }
+    ++freed;
+  }
+  if (freed) atomicAdd(&pool->used, (unsigned long long)(-freed));
+}
+
+// count_bits adds the number of set bits of every bitmap word of super block
+// sb (words words) to *out.
+extern "C" __global__ void slaballoc_count_bits(const uint32_t* bitmap, uint64_t words, unsigned long long* out) {
+  unsigned long long c = 0;
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < words; i += (uint64_t)gridDim.x * blockDim.x)
+    c += __popc(bitmap[i]);
+  for (int off = 16; off > 0; off >>= 1) c += __shfl_down_sync(0xffffffffu, c, off);
+  if ((threadIdx.x & 31) == 0 && c) atomicAdd(out, c);
+}
+
+// bump_alloc is the benchmark baseline: a bump-pointer allocator, one
+// atomicAdd on a single counter per allocation, no reuse and no free.
+extern "C" __global__ void slaballoc_bump(uint32_t* counter, uint32_t* out, uint64_t n) {
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+    out[i] = atomicAdd(counter, 1u);
+}

@@ -1,0 +1,473 @@
+package slaballoc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+)
+
+// Null is the address that names no unit.
+const Null uint32 = 0xffffffff
+
+// Limits of the address layout.
+const (
+	UnitsPerBlock          = 1024
+	MaxSuperBlocks         = 64
+	MaxBlocksPerSuperBlock = 1 << 14
+)
+
+// Options configure a Pool. Zero values take the defaults.
+type Options struct {
+	Backend warpkit.Backend
+	// Device is used by the CUDA backend; nil opens device 0 (closed by Close).
+	Device *cuda.Device
+	// UnitBytes is the unit size, a power of two from 16 to 4096 (default 128).
+	UnitBytes int
+	// BlocksPerSuperBlock is the number of 1024-unit memory blocks per super
+	// block, 1 to 16384 (default 256: 32 MiB of 128-byte units).
+	BlocksPerSuperBlock int
+	// InitialSuperBlocks is how many super blocks New allocates (default 1).
+	InitialSuperBlocks int
+	// MaxSuperBlocks bounds growth, InitialSuperBlocks to 64 (default 64).
+	MaxSuperBlocks int
+	// LowWater is the number of free units Reserve keeps beyond each request
+	// (default: a quarter of a super block).
+	LowWater int
+	// Fill is the byte every unit of a new super block is set to.
+	Fill byte
+}
+
+func (o *Options) setDefaults() error {
+	if o.UnitBytes == 0 {
+		o.UnitBytes = 128
+	}
+	if o.BlocksPerSuperBlock == 0 {
+		o.BlocksPerSuperBlock = 256
+	}
+	if o.InitialSuperBlocks == 0 {
+		o.InitialSuperBlocks = 1
+	}
+	if o.MaxSuperBlocks == 0 {
+		o.MaxSuperBlocks = MaxSuperBlocks
+	}
+	if o.LowWater == 0 {
+		o.LowWater = o.BlocksPerSuperBlock * UnitsPerBlock / 4
+	}
+	switch {
+	case o.UnitBytes < 16 || o.UnitBytes > 4096 || bits.OnesCount(uint(o.UnitBytes)) != 1:
+		return fmt.Errorf("%w: slaballoc: unit size %d (want a power of two, 16 to 4096)", warpkit.ErrInvalidArgument, o.UnitBytes)
+	case o.BlocksPerSuperBlock < 1 || o.BlocksPerSuperBlock > MaxBlocksPerSuperBlock:
+		return fmt.Errorf("%w: slaballoc: %d blocks per super block (want 1 to %d)", warpkit.ErrInvalidArgument, o.BlocksPerSuperBlock, MaxBlocksPerSuperBlock)
+	case o.MaxSuperBlocks < 1 || o.MaxSuperBlocks > MaxSuperBlocks:
+		return fmt.Errorf("%w: slaballoc: at most %d super blocks (want 1 to %d)", warpkit.ErrInvalidArgument, o.MaxSuperBlocks, MaxSuperBlocks)
+	case o.InitialSuperBlocks < 1 || o.InitialSuperBlocks > o.MaxSuperBlocks:
+		return fmt.Errorf("%w: slaballoc: %d initial super blocks (want 1 to %d)", warpkit.ErrInvalidArgument, o.InitialSuperBlocks, o.MaxSuperBlocks)
+	case o.LowWater < 0:
+		return fmt.Errorf("%w: slaballoc: negative low-water mark", warpkit.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// Stats describe a pool's units.
+type Stats struct {
+	UnitBytes      int
+	SuperBlocks    int
+	MaxSuperBlocks int
+	Capacity       int64 // units in the current super blocks
+	MaxCapacity    int64 // units at MaxSuperBlocks
+	Allocated      int64
+	Free           int64 // Capacity - Allocated
+}
+
+// impl is one backend.
+type impl interface {
+	grow() error                 // add one super block (caller holds growMu and the use lock)
+	readUsed() (int64, error)    // exact count of allocated units
+	allocate(out []uint32) error // all-or-nothing is handled by Pool
+	free(addrs []uint32) error
+	allocateDevice(ctx context.Context, out cuda.Slice[uint32], tile int) error
+	freeDevice(ctx context.Context, addrs cuda.Slice[uint32]) error
+	readUnit(addr uint32, dst []byte) error
+	writeUnit(addr uint32, src []byte) error
+	close() error
+}
+
+// Pool is a SlabAlloc pool; see the package documentation.
+type Pool struct {
+	opts    Options
+	backend warpkit.Backend
+	impl    impl
+
+	use    sync.RWMutex // read: kernels using the descriptor; write: growth, Close
+	growMu sync.Mutex
+	supers atomic.Int32
+	closed atomic.Bool
+
+	usedSeen atomic.Int64 // allocated units at the last reading
+	pending  atomic.Int64 // units reserved since that reading
+}
+
+// New creates a pool with opts.InitialSuperBlocks super blocks.
+func New(opts Options) (*Pool, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	dev, err := warpkit.OpenDevice(opts.Backend, 0)
+	if opts.Device != nil && opts.Backend != warpkit.CPU {
+		if dev != nil {
+			dev.Close()
+		}
+		dev, err = opts.Device, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("slaballoc: %w", err)
+	}
+	p := &Pool{opts: opts}
+	if dev == nil {
+		p.backend = warpkit.CPU
+		p.impl = newCPU(&p.opts)
+	} else {
+		p.backend = warpkit.CUDA
+		g, err := newGPU(&p.opts, dev, opts.Device == nil)
+		if err != nil {
+			if opts.Device == nil {
+				dev.Close()
+			}
+			return nil, err
+		}
+		p.impl = g
+	}
+	for i := 0; i < opts.InitialSuperBlocks; i++ {
+		if err := p.impl.grow(); err != nil {
+			p.impl.close()
+			return nil, fmt.Errorf("slaballoc: new: %w", err)
+		}
+		p.supers.Add(1)
+	}
+	return p, nil
+}
+
+// Backend reports the backend in use (CPU or CUDA).
+func (p *Pool) Backend() warpkit.Backend { return p.backend }
+
+// UnitBytes returns the unit size.
+func (p *Pool) UnitBytes() int { return p.opts.UnitBytes }
+
+// SuperBlocks returns the number of super blocks now.
+func (p *Pool) SuperBlocks() int { return int(p.supers.Load()) }
+
+func (p *Pool) unitsPerSuper() int64 { return int64(p.opts.BlocksPerSuperBlock) * UnitsPerBlock }
+
+// Capacity returns the number of units in the current super blocks.
+func (p *Pool) Capacity() int64 { return int64(p.supers.Load()) * p.unitsPerSuper() }
+
+func (p *Pool) live(op string) error {
+	if p == nil || p.closed.Load() {
+		return fmt.Errorf("slaballoc: %s: %w", op, warpkit.ErrClosed)
+	}
+	return nil
+}
+
+// Acquire is held by callers while their kernels use the descriptor; the
+// returned function releases it. Growth and Close wait for every holder.
+func (p *Pool) Acquire() (release func(), err error) {
+	p.use.RLock()
+	if err := p.live("acquire"); err != nil {
+		p.use.RUnlock()
+		return nil, err
+	}
+	return p.use.RUnlock, nil
+}
+
+// Observe records the allocated count a caller read back after its kernel
+// (the descriptor's counter), refreshing Reserve's estimate for free.
+func (p *Pool) Observe(allocated int64) {
+	p.usedSeen.Store(allocated)
+	p.pending.Store(0)
+}
+
+// Reserve makes sure that units + LowWater units are free before a launch
+// that may allocate up to units, adding super blocks up to MaxSuperBlocks.
+// It reads the device counter only when the host estimate says the pool may
+// be short. Running short at the maximum is not an error here: the kernel
+// reports exhaustion if it really happens. A failed device allocation while
+// growing returns ErrOutOfMemory only if the free units do not cover units.
+func (p *Pool) Reserve(ctx context.Context, units int) error {
+	if err := p.live("reserve"); err != nil {
+		return err
+	}
+	want := int64(units) + int64(p.opts.LowWater)
+	if p.Capacity()-p.usedSeen.Load()-p.pending.Load() >= want {
+		p.pending.Add(int64(units))
+		return nil
+	}
+	p.growMu.Lock()
+	defer p.growMu.Unlock()
+	used, err := p.impl.readUsed()
+	if err != nil {
+		return fmt.Errorf("slaballoc: reserve: %w", err)
+	}
+	p.Observe(used)
+	for p.Capacity()-used < want && p.SuperBlocks() < p.opts.MaxSuperBlocks {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("slaballoc: reserve: %w", err)
+		}
+		if err := p.growLocked(); err != nil {
+			if p.Capacity()-used >= int64(units) {
+				break
+			}
+			return fmt.Errorf("slaballoc: reserve %d units: %w", units, err)
+		}
+	}
+	p.pending.Add(int64(units))
+	return nil
+}
+
+// GrowPast adds a super block unless the pool already has more than n (a
+// concurrent caller grew it). It returns ErrPoolExhausted at MaxSuperBlocks.
+// Callers pass SuperBlocks() as seen before the launch that ran out.
+func (p *Pool) GrowPast(ctx context.Context, n int) error {
+	if err := p.live("grow"); err != nil {
+		return err
+	}
+	p.growMu.Lock()
+	defer p.growMu.Unlock()
+	if p.SuperBlocks() > n {
+		return nil
+	}
+	if p.SuperBlocks() >= p.opts.MaxSuperBlocks {
+		return fmt.Errorf("slaballoc: %d super blocks of %d units: %w", p.SuperBlocks(), p.unitsPerSuper(), warpkit.ErrPoolExhausted)
+	}
+	if err := p.growLocked(); err != nil {
+		return fmt.Errorf("slaballoc: grow: %w", err)
+	}
+	return nil
+}
+
+// growLocked adds one super block; the caller holds growMu.
+func (p *Pool) growLocked() error {
+	p.use.Lock()
+	defer p.use.Unlock()
+	if p.closed.Load() {
+		return warpkit.ErrClosed
+	}
+	if err := p.impl.grow(); err != nil {
+		return err
+	}
+	p.supers.Add(1)
+	return nil
+}
+
+// Stats returns the pool's statistics; Allocated is exact once the kernels
+// that allocated have finished.
+func (p *Pool) Stats(ctx context.Context) (Stats, error) {
+	if err := p.live("stats"); err != nil {
+		return Stats{}, err
+	}
+	used, err := p.impl.readUsed()
+	if err != nil {
+		return Stats{}, fmt.Errorf("slaballoc: stats: %w", err)
+	}
+	p.Observe(used)
+	c := p.Capacity()
+	return Stats{
+		UnitBytes: p.opts.UnitBytes, SuperBlocks: p.SuperBlocks(), MaxSuperBlocks: p.opts.MaxSuperBlocks,
+		Capacity: c, MaxCapacity: int64(p.opts.MaxSuperBlocks) * p.unitsPerSuper(),
+		Allocated: used, Free: c - used,
+	}, nil
+}
+
+// Allocate fills out with len(out) fresh unit addresses, growing the pool as
+// needed. It is all-or-nothing: on ErrPoolExhausted (or any error) no unit
+// stays allocated and out is filled with Null.
+func (p *Pool) Allocate(ctx context.Context, out []uint32) error {
+	if err := p.live("allocate"); err != nil {
+		return err
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	for i := range out {
+		out[i] = Null
+	}
+	if err := p.Reserve(ctx, len(out)); err != nil {
+		return err
+	}
+	for {
+		seen := p.SuperBlocks()
+		release, err := p.Acquire()
+		if err != nil {
+			return err
+		}
+		err = p.impl.allocate(out)
+		release()
+		if err == nil {
+			return nil
+		}
+		if !isExhausted(err) {
+			return p.undo(ctx, out, fmt.Errorf("slaballoc: allocate: %w", err))
+		}
+		if gerr := p.GrowPast(ctx, seen); gerr != nil {
+			return p.undo(ctx, out, fmt.Errorf("slaballoc: allocate %d units: %w", len(out), gerr))
+		}
+	}
+}
+
+// undo frees the units of a failed Allocate and returns err.
+func (p *Pool) undo(ctx context.Context, out []uint32, err error) error {
+	if ferr := p.Free(ctx, out); ferr != nil {
+		return fmt.Errorf("%w (and undoing the allocation: %v)", err, ferr)
+	}
+	for i := range out {
+		out[i] = Null
+	}
+	return err
+}
+
+// Free frees the units; Null entries are skipped. An address that is not an
+// allocated unit makes Free return ErrInvalidArgument (the others are freed).
+func (p *Pool) Free(ctx context.Context, addrs []uint32) error {
+	if err := p.live("free"); err != nil {
+		return err
+	}
+	if len(addrs) == 0 {
+		return nil
+	}
+	release, err := p.Acquire()
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := p.impl.free(addrs); err != nil {
+		return fmt.Errorf("slaballoc: free: %w", err)
+	}
+	return nil
+}
+
+// AllocateDevice is Allocate for a device-resident output (CUDA backend only),
+// one allocation per thread served by whole warps, as in the paper. Unlike
+// Allocate, it keeps what it got when the pool is exhausted at its maximum:
+// entries left Null were not allocated.
+func (p *Pool) AllocateDevice(ctx context.Context, out cuda.Slice[uint32]) error {
+	return p.AllocateDeviceTile(ctx, out, 32)
+}
+
+// AllocateDeviceTile is AllocateDevice with tiles of tile lanes (8 or 32)
+// serving the requests, as slab hash tables with 8-lane tiles do.
+func (p *Pool) AllocateDeviceTile(ctx context.Context, out cuda.Slice[uint32], tile int) error {
+	if err := p.live("allocate"); err != nil {
+		return err
+	}
+	if tile != 8 && tile != 32 {
+		return fmt.Errorf("%w: slaballoc: tile width %d (want 8 or 32)", warpkit.ErrInvalidArgument, tile)
+	}
+	if out.Len() == 0 {
+		return nil
+	}
+	if err := p.Reserve(ctx, out.Len()); err != nil {
+		return err
+	}
+	if err := cuda.Fill(out, Null, nil); err != nil {
+		return fmt.Errorf("slaballoc: allocate: %w", err)
+	}
+	for {
+		seen := p.SuperBlocks()
+		release, err := p.Acquire()
+		if err != nil {
+			return err
+		}
+		err = p.impl.allocateDevice(ctx, out, tile)
+		release()
+		if err == nil || !isExhausted(err) {
+			return err
+		}
+		if gerr := p.GrowPast(ctx, seen); gerr != nil {
+			return fmt.Errorf("slaballoc: allocate %d units: %w", out.Len(), gerr)
+		}
+	}
+}
+
+// FreeDevice is Free for device-resident addresses (CUDA backend only).
+func (p *Pool) FreeDevice(ctx context.Context, addrs cuda.Slice[uint32]) error {
+	if err := p.live("free"); err != nil {
+		return err
+	}
+	release, err := p.Acquire()
+	if err != nil {
+		return err
+	}
+	defer release()
+	return p.impl.freeDevice(ctx, addrs)
+}
+
+// ReadUnit copies the first len(dst) bytes of a unit (at most UnitBytes).
+func (p *Pool) ReadUnit(ctx context.Context, addr uint32, dst []byte) error {
+	if err := p.checkUnit("read unit", addr, len(dst)); err != nil {
+		return err
+	}
+	release, err := p.Acquire()
+	if err != nil {
+		return err
+	}
+	defer release()
+	return p.impl.readUnit(addr, dst)
+}
+
+// WriteUnit copies src into the start of a unit (at most UnitBytes).
+func (p *Pool) WriteUnit(ctx context.Context, addr uint32, src []byte) error {
+	if err := p.checkUnit("write unit", addr, len(src)); err != nil {
+		return err
+	}
+	release, err := p.Acquire()
+	if err != nil {
+		return err
+	}
+	defer release()
+	return p.impl.writeUnit(addr, src)
+}
+
+func (p *Pool) checkUnit(op string, addr uint32, n int) error {
+	if err := p.live(op); err != nil {
+		return err
+	}
+	if !p.validAddress(addr) || n > p.opts.UnitBytes {
+		return fmt.Errorf("%w: slaballoc: %s: address %#x, %d bytes", warpkit.ErrInvalidArgument, op, addr, n)
+	}
+	return nil
+}
+
+// validAddress reports whether addr names a unit of the current super blocks.
+func (p *Pool) validAddress(addr uint32) bool {
+	sb, blk := int(addr>>24), int(addr&0xffffff)>>10
+	return sb < p.SuperBlocks() && blk < p.opts.BlocksPerSuperBlock
+}
+
+// Descriptor returns the device address of the pool descriptor that kernels
+// take as `wk::slab::Pool*` (0 on the CPU backend).
+func (p *Pool) Descriptor() cuda.DevicePtr {
+	if g, ok := p.impl.(*gpuPool); ok {
+		return g.desc.Ptr()
+	}
+	return 0
+}
+
+// Close frees the pool's memory; later calls return ErrClosed.
+func (p *Pool) Close() error {
+	if p == nil {
+		return warpkit.ErrClosed
+	}
+	p.use.Lock()
+	defer p.use.Unlock()
+	if !p.closed.CompareAndSwap(false, true) {
+		return fmt.Errorf("slaballoc: close: %w", warpkit.ErrClosed)
+	}
+	return p.impl.close()
+}
+
+func isExhausted(err error) bool { return err != nil && errors.Is(err, warpkit.ErrPoolExhausted) }

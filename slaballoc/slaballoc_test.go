@@ -1,0 +1,347 @@
+package slaballoc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/gputest"
+	"github.com/warpkit/warpkit/internal/kernelgen/ptxcheck"
+)
+
+func TestPTXUpToDate(t *testing.T) { ptxcheck.Check(t, "slaballoc.ptx") }
+
+// forEachBackend runs f on the CPU twin and, where there is a device, on the
+// GPU (the test name says which).
+func forEachBackend(t *testing.T, f func(t *testing.T, opts Options)) {
+	t.Run("CPU", func(t *testing.T) { f(t, Options{Backend: warpkit.CPU}) })
+	t.Run("GPU", func(t *testing.T) {
+		dev := gputest.Device(t)
+		f(t, Options{Backend: warpkit.CUDA, Device: dev})
+	})
+}
+
+func newPool(t *testing.T, opts Options) *Pool {
+	t.Helper()
+	p, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// checkCounts compares Stats, the bitmaps and the expected count.
+func checkCounts(t *testing.T, p *Pool, want int64) {
+	t.Helper()
+	st, err := p.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bitsSet int64
+	switch im := p.impl.(type) {
+	case *cpuPool:
+		bitsSet, err = im.countBits()
+	case *gpuPool:
+		bitsSet, err = im.countBits()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Allocated != want || bitsSet != want || st.Free != st.Capacity-want {
+		t.Fatalf("allocated: stats %d, bitmaps %d, want %d (stats %+v)", st.Allocated, bitsSet, want, st)
+	}
+}
+
+func checkDistinct(t *testing.T, p *Pool, addrs []uint32) {
+	t.Helper()
+	s := slices.Clone(addrs)
+	slices.Sort(s)
+	for i, a := range s {
+		if a == Null || !p.validAddress(a) {
+			t.Fatalf("address %#x is not a unit", a)
+		}
+		if i > 0 && s[i-1] == a {
+			t.Fatalf("address %#x handed out twice", a)
+		}
+	}
+}
+
+func TestOptionsValidation(t *testing.T) {
+	bad := []Options{
+		{UnitBytes: 100}, {UnitBytes: 8}, {UnitBytes: 8192},
+		{BlocksPerSuperBlock: 1 << 15}, {MaxSuperBlocks: 65},
+		{InitialSuperBlocks: 3, MaxSuperBlocks: 2}, {LowWater: -1},
+	}
+	for _, o := range bad {
+		o.Backend = warpkit.CPU
+		if _, err := New(o); !errors.Is(err, warpkit.ErrInvalidArgument) {
+			t.Errorf("%+v: got %v", o, err)
+		}
+	}
+}
+
+func TestAllocateFreeReuse(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, opts Options) {
+		ctx := context.Background()
+		opts.BlocksPerSuperBlock = 4 // 4096 units
+		opts.MaxSuperBlocks = 1
+		opts.LowWater = 1
+		p := newPool(t, opts)
+		a := make([]uint32, 3000)
+		if err := p.Allocate(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		checkDistinct(t, p, a)
+		checkCounts(t, p, 3000)
+		if err := p.Free(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		checkCounts(t, p, 0)
+		// Every unit, including the freed ones, can be allocated again.
+		all := make([]uint32, 4096)
+		if err := p.Allocate(ctx, all); err != nil {
+			t.Fatalf("allocating the whole pool after frees: %v", err)
+		}
+		checkDistinct(t, p, all)
+		checkCounts(t, p, 4096)
+		// One more is exhaustion, all-or-nothing, and the pool stays usable.
+		one := make([]uint32, 2)
+		if err := p.Allocate(ctx, one); !errors.Is(err, warpkit.ErrPoolExhausted) {
+			t.Fatalf("allocating from a full pool: %v", err)
+		}
+		if one[0] != Null || one[1] != Null {
+			t.Fatalf("failed allocation left %#x", one)
+		}
+		checkCounts(t, p, 4096)
+		if err := p.Free(ctx, all[:10]); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Allocate(ctx, one); err != nil {
+			t.Fatalf("allocating after freeing: %v", err)
+		}
+		checkCounts(t, p, 4096-10+2)
+	})
+}
+
+func TestGrowthAndMaximum(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, opts Options) {
+		ctx := context.Background()
+		opts.BlocksPerSuperBlock = 1 // 1024 units per super block
+		opts.MaxSuperBlocks = 3
+		opts.LowWater = 100
+		p := newPool(t, opts)
+		a := make([]uint32, 2500)
+		if err := p.Allocate(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		if p.SuperBlocks() != 3 {
+			t.Fatalf("%d super blocks after 2500 units, want 3", p.SuperBlocks())
+		}
+		checkDistinct(t, p, a)
+		checkCounts(t, p, 2500)
+		b := make([]uint32, 600)
+		if err := p.Allocate(ctx, b); !errors.Is(err, warpkit.ErrPoolExhausted) {
+			t.Fatalf("allocating past the maximum: %v", err)
+		}
+		checkCounts(t, p, 2500)
+		if err := p.GrowPast(ctx, p.SuperBlocks()); !errors.Is(err, warpkit.ErrPoolExhausted) {
+			t.Fatalf("GrowPast at the maximum: %v", err)
+		}
+	})
+}
+
+func TestReserveKeepsLowWater(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, opts Options) {
+		ctx := context.Background()
+		opts.BlocksPerSuperBlock = 1
+		opts.MaxSuperBlocks = 8
+		opts.LowWater = 1000
+		p := newPool(t, opts)
+		if err := p.Reserve(ctx, 500); err != nil {
+			t.Fatal(err)
+		}
+		if p.Capacity() < 1500 {
+			t.Fatalf("capacity %d after reserving 500 with low water 1000", p.Capacity())
+		}
+		if err := p.Reserve(ctx, 100000); err != nil {
+			t.Fatalf("reserving past the maximum is left to the kernels: %v", err)
+		}
+		if p.SuperBlocks() != 8 {
+			t.Fatalf("%d super blocks, want the maximum 8", p.SuperBlocks())
+		}
+	})
+}
+
+func TestBadFrees(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, opts Options) {
+		ctx := context.Background()
+		opts.BlocksPerSuperBlock = 1
+		p := newPool(t, opts)
+		a := make([]uint32, 10)
+		if err := p.Allocate(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Free(ctx, a[:5]); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Free(ctx, a[:1]); !errors.Is(err, warpkit.ErrInvalidArgument) {
+			t.Fatalf("double free: %v", err)
+		}
+		if err := p.Free(ctx, []uint32{5 << 24}); !errors.Is(err, warpkit.ErrInvalidArgument) {
+			t.Fatalf("free outside the pool: %v", err)
+		}
+		checkCounts(t, p, 5)
+	})
+}
+
+func TestUnitContents(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, opts Options) {
+		ctx := context.Background()
+		opts.BlocksPerSuperBlock = 1
+		opts.UnitBytes = 64
+		opts.Fill = 0xff
+		p := newPool(t, opts)
+		a := make([]uint32, 3)
+		if err := p.Allocate(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, 64)
+		if err := p.ReadUnit(ctx, a[1], got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, bytes.Repeat([]byte{0xff}, 64)) {
+			t.Fatalf("new unit holds %x, want the fill byte", got)
+		}
+		msg := []byte("slab")
+		if err := p.WriteUnit(ctx, a[1], msg); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ReadUnit(ctx, a[1], got[:4]); err != nil || string(got[:4]) != "slab" {
+			t.Fatalf("read back %q, %v", got[:4], err)
+		}
+		if err := p.ReadUnit(ctx, a[0], make([]byte, 65)); !errors.Is(err, warpkit.ErrInvalidArgument) {
+			t.Fatalf("reading past the unit: %v", err)
+		}
+	})
+}
+
+func TestClosedAndDeviceSlicesOnCPU(t *testing.T) {
+	p, err := New(Options{Backend: warpkit.CPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AllocateDevice(context.Background(), cuda.Slice[uint32]{}); err != nil {
+		t.Fatalf("empty device slice: %v", err)
+	}
+	if p.Backend() != warpkit.CPU || p.Descriptor() != 0 {
+		t.Fatal("CPU pool reports a device")
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Allocate(context.Background(), make([]uint32, 1)); !errors.Is(err, warpkit.ErrClosed) {
+		t.Fatalf("allocate after Close: %v", err)
+	}
+	if _, err := p.Stats(context.Background()); !errors.Is(err, warpkit.ErrClosed) {
+		t.Fatalf("stats after Close: %v", err)
+	}
+	if err := p.Close(); !errors.Is(err, warpkit.ErrClosed) {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// TestGPUManyTiles allocates a million units with warps and with 8-lane
+// tiles at once from thousands of tiles, frees them from the device, and
+// checks distinctness and the counters.
+func TestGPUManyTiles(t *testing.T) {
+	dev := gputest.Device(t)
+	ctx := context.Background()
+	p := newPool(t, Options{Backend: warpkit.CUDA, Device: dev, UnitBytes: 64, BlocksPerSuperBlock: 512})
+	const n = 1 << 20
+	for _, tile := range []int{32, 8} {
+		out, err := cuda.Alloc[uint32](dev, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.AllocateDeviceTile(ctx, out, tile); err != nil {
+			t.Fatal(err)
+		}
+		host, err := out.ToHost()
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkDistinct(t, p, host)
+		checkCounts(t, p, n)
+		if err := p.FreeDevice(ctx, out); err != nil {
+			t.Fatal(err)
+		}
+		checkCounts(t, p, 0)
+		out.Free()
+	}
+	if err := p.AllocateDevice(ctx, cuda.Slice[uint32]{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGPUDeviceSliceOnClosedPool(t *testing.T) {
+	dev := gputest.Device(t)
+	p, err := New(Options{Backend: warpkit.CUDA, Device: dev, BlocksPerSuperBlock: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	out, _ := cuda.Alloc[uint32](dev, 4)
+	defer out.Free()
+	if err := p.AllocateDevice(context.Background(), out); !errors.Is(err, warpkit.ErrClosed) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// BenchmarkGPUAllocate measures allocations per second, one unit per thread,
+// against the bump-pointer baseline (see warp bench hash for the table).
+func BenchmarkGPUAllocate(b *testing.B) {
+	dev := gputest.Device(b)
+	ctx := context.Background()
+	const n = 1 << 22
+	out, err := cuda.Alloc[uint32](dev, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer out.Free()
+	for _, tile := range []int{32, 8} {
+		b.Run(map[int]string{32: "warp", 8: "tile8"}[tile], func(b *testing.B) {
+			p, err := New(Options{Backend: warpkit.CUDA, Device: dev, BlocksPerSuperBlock: 8192})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			var total time.Duration
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				if err := p.AllocateDeviceTile(ctx, out, tile); err != nil {
+					b.Fatal(err)
+				}
+				total += time.Since(start)
+				if err := p.FreeDevice(ctx, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/total.Seconds()/1e9, "Galloc/s")
+		})
+	}
+	b.Run("bump", func(b *testing.B) {
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			if err := BumpAllocate(ctx, dev, out); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(n)*float64(b.N)/time.Since(start).Seconds()/1e9, "Galloc/s")
+	})
+}
