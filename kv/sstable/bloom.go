@@ -1,0 +1,80 @@
+package sstable
+
+import "encoding/binary"
+
+// bloomHash is LevelDB's hash (a Murmur variant) with LevelDB's bloom seed.
+func bloomHash(b []byte) uint32 {
+	const (
+		seed = 0xbc9f1d34
+		m    = 0xc6a4a793
+	)
+	h := uint32(seed) ^ uint32(len(b))*m
+	for ; len(b) >= 4; b = b[4:] {
+		h += binary.LittleEndian.Uint32(b)
+		h *= m
+		h ^= h >> 16
+	}
+	switch len(b) {
+	case 3:
+		h += uint32(b[2]) << 16
+		fallthrough
+	case 2:
+		h += uint32(b[1]) << 8
+		fallthrough
+	case 1:
+		h += uint32(b[0])
+		h *= m
+		h ^= h >> 24
+	}
+	return h
+}
+
+// bloomProbes is the number of probes for a bits-per-key setting (ln 2 ×
+// bits per key, clamped to [1, 30]).
+func bloomProbes(bitsPerKey int) int {
+	k := bitsPerKey * 69 / 100
+	return max(1, min(30, k))
+}
+
+// buildBloom returns a filter over the given key hashes.
+func buildBloom(dst []byte, hashes []uint32, bitsPerKey int) []byte {
+	nbits := max(len(hashes)*bitsPerKey, 64)
+	nbytes := (nbits + 7) / 8
+	nbits = nbytes * 8
+	k := bloomProbes(bitsPerKey)
+	start := len(dst)
+	dst = append(dst, make([]byte, nbytes)...)
+	bits := dst[start:]
+	for _, h := range hashes {
+		delta := h>>17 | h<<15
+		for range k {
+			pos := h % uint32(nbits)
+			bits[pos/8] |= 1 << (pos % 8)
+			h += delta
+		}
+	}
+	return append(dst, byte(k))
+}
+
+// bloomMayContain reports whether the filter may hold a key with hash h. A
+// malformed filter answers true (it can only cost a read, never a result).
+func bloomMayContain(filter []byte, h uint32) bool {
+	if len(filter) < 2 {
+		return true
+	}
+	k := int(filter[len(filter)-1])
+	if k > 30 {
+		return true // reserved for other encodings
+	}
+	bits := filter[:len(filter)-1]
+	nbits := uint32(len(bits) * 8)
+	delta := h>>17 | h<<15
+	for range k {
+		pos := h % nbits
+		if bits[pos/8]&(1<<(pos%8)) == 0 {
+			return false
+		}
+		h += delta
+	}
+	return true
+}

@@ -1,0 +1,68 @@
+// Package sstable reads and writes the kv store's sorted string tables:
+// immutable files of internal keys in order, with their values, a bloom
+// filter over the user keys, the table's range tombstones and its properties.
+// The layout follows LevelDB's table format, with a full-table filter (as in
+// Pebble and RocksDB) and a range-deletion block.
+//
+// # File layout
+//
+//	[data block 1] ... [data block N]
+//	[filter block]       optional: bloom filter over every user key
+//	[range-del block]    optional: the table's range tombstones
+//	[properties block]
+//	[metaindex block]    names -> handles of the three blocks above
+//	[index block]        one entry per data block
+//	[footer]             56 bytes
+//
+// Every block is followed by a 5-byte trailer: one byte naming the block's
+// compression (0 none, 1 Snappy, 2 S2) and the masked CRC-32C (see package
+// record) of the stored block bytes followed by that byte, little-endian. A
+// block handle is the uvarint offset and uvarint length of a block, trailer
+// not included.
+//
+// # Blocks
+//
+// Data, index, range-del, properties and metaindex blocks share one format:
+// entries with shared-prefix key compression, then an array of restart
+// points and its length:
+//
+//	entry:    shared uvarint | unshared uvarint | value_len uvarint |
+//	          key[shared:] (unshared bytes) | value (value_len bytes)
+//	trailer:  restart offsets uint32 LE x num_restarts | num_restarts uint32 LE
+//
+// shared is the length of the prefix the key has in common with the previous
+// entry's key; at a restart point shared is 0, so a reader can binary-search
+// the restart points and then scan at most restart-interval entries (16 in
+// data blocks, 1 in index blocks). Keys are encoded internal keys (user key +
+// 8-byte trailer, see kv/internal/base) in data, index and range-del blocks,
+// and plain names in properties and metaindex blocks.
+//
+// A data block ends when it reaches the block size (4 KiB by default). Its
+// index entry's key is an internal key >= every key in the block and < every
+// key in the next block (shortened where possible); its value is the block's
+// handle. A range-del block holds one entry per fragment and sequence number:
+// key (start, seq, RANGEDEL), value = exclusive end key; fragments do not
+// overlap (kv/internal/rangedel).
+//
+// # Filter
+//
+// The filter block is a bloom filter over the table's distinct user keys:
+// bit array, then one byte k (number of probes). Probes use LevelDB's 32-bit
+// hash with double hashing (delta = h>>17 | h<<15). With the default 10 bits
+// per key, k = 6 and the false-positive rate is about 0.8%.
+//
+// # Footer
+//
+//	metaindex handle | index handle   (uvarints, zero-padded to 40 bytes)
+//	format version   uint32 LE        (1)
+//	footer checksum  uint32 LE        (masked CRC-32C of the previous 44 bytes)
+//	magic            uint64 LE        0x7762747673776b77 ("wkwsvtbw")
+//
+// # Contracts
+//
+// A Writer is used by one goroutine. A Reader is safe for concurrent use;
+// its iterators are not. Keys and values returned by an iterator stay valid
+// until the iterator moves or closes. Every read is bounds-checked and every
+// block checksummed: damaged input gives a *base.CorruptionError naming the
+// file and the block's offset, never a panic.
+package sstable

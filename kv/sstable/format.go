@@ -1,0 +1,128 @@
+package sstable
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/snappy"
+)
+
+const (
+	blockTrailerLen = 5
+	footerLen       = 56
+	handlesLen      = 40
+	formatVersion   = 1
+	tableMagic      = uint64(0x7762747673776b77)
+
+	metaFilter     = "warpkit.bloom"
+	metaRangeDel   = "warpkit.rangedel"
+	metaProperties = "warpkit.properties"
+)
+
+// Compression selects how data blocks are compressed.
+type Compression uint8
+
+// Compression algorithms. A block is stored uncompressed when compression
+// saves less than 1/8 of its size.
+const (
+	NoCompression     Compression = 0
+	SnappyCompression Compression = 1
+	S2Compression     Compression = 2
+)
+
+// String names the algorithm.
+func (c Compression) String() string {
+	switch c {
+	case NoCompression:
+		return "none"
+	case SnappyCompression:
+		return "snappy"
+	case S2Compression:
+		return "s2"
+	}
+	return fmt.Sprintf("Compression(%d)", uint8(c))
+}
+
+// ParseCompression parses String's output.
+func ParseCompression(s string) (Compression, error) {
+	switch s {
+	case "none", "":
+		return NoCompression, nil
+	case "snappy":
+		return SnappyCompression, nil
+	case "s2":
+		return S2Compression, nil
+	}
+	return 0, fmt.Errorf("sstable: unknown compression %q (none, snappy, s2)", s)
+}
+
+// compress returns the stored form of a block and its type byte.
+func compress(c Compression, dst, block []byte) ([]byte, Compression) {
+	var out []byte
+	switch c {
+	case SnappyCompression:
+		out = snappy.Encode(dst[:cap(dst)], block)
+	case S2Compression:
+		out = s2.Encode(dst[:cap(dst)], block)
+	default:
+		return block, NoCompression
+	}
+	if len(out) >= len(block)-len(block)/8 {
+		return block, NoCompression
+	}
+	return out, c
+}
+
+// decompress returns a block's contents from its stored form.
+func decompress(c Compression, stored []byte) ([]byte, error) {
+	switch c {
+	case NoCompression:
+		return stored, nil
+	case SnappyCompression:
+		n, err := snappy.DecodedLen(stored)
+		if err != nil {
+			return nil, err
+		}
+		if n > maxBlockSize {
+			return nil, fmt.Errorf("decoded length %d too large", n)
+		}
+		return snappy.Decode(make([]byte, n), stored)
+	case S2Compression:
+		n, err := s2.DecodedLen(stored)
+		if err != nil {
+			return nil, err
+		}
+		if n > maxBlockSize {
+			return nil, fmt.Errorf("decoded length %d too large", n)
+		}
+		return s2.Decode(make([]byte, n), stored)
+	}
+	return nil, fmt.Errorf("unknown compression type %d", c)
+}
+
+// maxBlockSize bounds a decompressed block, so damaged lengths cannot make
+// the reader allocate without limit.
+const maxBlockSize = 64 << 20
+
+// handle locates a block.
+type handle struct {
+	offset, length uint64
+}
+
+func (h handle) append(dst []byte) []byte {
+	dst = binary.AppendUvarint(dst, h.offset)
+	return binary.AppendUvarint(dst, h.length)
+}
+
+func decodeHandle(b []byte) (handle, int, bool) {
+	off, n := binary.Uvarint(b)
+	if n <= 0 {
+		return handle{}, 0, false
+	}
+	length, m := binary.Uvarint(b[n:])
+	if m <= 0 {
+		return handle{}, 0, false
+	}
+	return handle{off, length}, n + m, true
+}

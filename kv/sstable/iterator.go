@@ -1,0 +1,213 @@
+package sstable
+
+import (
+	"github.com/warpkit/warpkit/kv/internal/base"
+)
+
+// Iter walks a table's point entries; it implements base.InternalIterator.
+// It is not safe for concurrent use.
+type Iter struct {
+	r     *Reader
+	index blockIter
+	data  blockIter
+	err   error
+}
+
+// NewIter returns an unpositioned iterator over the point entries.
+func (r *Reader) NewIter() *Iter {
+	it := &Iter{r: r}
+	if !it.index.init(r.index, true, r.name, 0) {
+		it.err = it.index.err
+	}
+	return it
+}
+
+// loadBlock reads the block the index iterator points at.
+func (it *Iter) loadBlock() bool {
+	h, _, ok := decodeHandle(it.index.val)
+	if !ok {
+		return it.fail(it.r.corrupt(0, "bad block handle in index"))
+	}
+	b, err := it.r.readBlock(h, true)
+	if err != nil {
+		return it.fail(err)
+	}
+	if !it.data.init(b, true, it.r.name, int64(h.offset)) {
+		return it.fail(it.data.err)
+	}
+	return true
+}
+
+// fail records err (if any) and leaves the iterator unpositioned.
+func (it *Iter) fail(err error) bool {
+	if err != nil && it.err == nil {
+		it.err = err
+	}
+	it.data.offset = -1
+	return false
+}
+
+// skipForward moves to the first entry of the next non-empty block.
+func (it *Iter) skipForward() bool {
+	for {
+		if !it.index.next() {
+			return it.fail(it.index.err)
+		}
+		if !it.loadBlock() {
+			return false
+		}
+		if it.data.first() {
+			return true
+		}
+		if it.data.err != nil {
+			return it.fail(it.data.err)
+		}
+	}
+}
+
+// skipBackward moves to the last entry of the previous non-empty block.
+func (it *Iter) skipBackward() bool {
+	for {
+		if !it.index.prev() {
+			return it.fail(it.index.err)
+		}
+		if !it.loadBlock() {
+			return false
+		}
+		if it.data.last() {
+			return true
+		}
+		if it.data.err != nil {
+			return it.fail(it.data.err)
+		}
+	}
+}
+
+// SeekGE implements base.InternalIterator.
+func (it *Iter) SeekGE(key []byte) bool { return it.SeekInternalGE(key, base.TrailerSeek) }
+
+// SeekInternalGE moves to the first entry >= (key, trailer).
+func (it *Iter) SeekInternalGE(key []byte, trailer base.Trailer) bool {
+	if it.err != nil {
+		return false
+	}
+	if !it.index.seekGE(key, trailer) {
+		return it.fail(it.index.err)
+	}
+	if !it.loadBlock() {
+		return false
+	}
+	if it.data.seekGE(key, trailer) {
+		return true
+	}
+	if it.data.err != nil {
+		return it.fail(it.data.err)
+	}
+	return it.skipForward()
+}
+
+// SeekLT implements base.InternalIterator.
+func (it *Iter) SeekLT(key []byte) bool {
+	if it.err != nil {
+		return false
+	}
+	if !it.index.seekGE(key, base.TrailerSeek) {
+		if it.index.err != nil {
+			return it.fail(it.index.err)
+		}
+		return it.Last() // every key precedes the target
+	}
+	if !it.loadBlock() {
+		return false
+	}
+	if it.data.seekLT(key, base.TrailerSeek) {
+		return true
+	}
+	if it.data.err != nil {
+		return it.fail(it.data.err)
+	}
+	return it.skipBackward()
+}
+
+// First implements base.InternalIterator.
+func (it *Iter) First() bool {
+	if it.err != nil {
+		return false
+	}
+	if !it.index.first() {
+		return it.fail(it.index.err)
+	}
+	if !it.loadBlock() {
+		return false
+	}
+	if it.data.first() {
+		return true
+	}
+	if it.data.err != nil {
+		return it.fail(it.data.err)
+	}
+	return it.skipForward()
+}
+
+// Last implements base.InternalIterator.
+func (it *Iter) Last() bool {
+	if it.err != nil {
+		return false
+	}
+	if !it.index.last() {
+		return it.fail(it.index.err)
+	}
+	if !it.loadBlock() {
+		return false
+	}
+	if it.data.last() {
+		return true
+	}
+	if it.data.err != nil {
+		return it.fail(it.data.err)
+	}
+	return it.skipBackward()
+}
+
+// Next implements base.InternalIterator.
+func (it *Iter) Next() bool {
+	if it.err != nil || !it.data.valid() {
+		return false
+	}
+	if it.data.next() {
+		return true
+	}
+	if it.data.err != nil {
+		return it.fail(it.data.err)
+	}
+	return it.skipForward()
+}
+
+// Prev implements base.InternalIterator.
+func (it *Iter) Prev() bool {
+	if it.err != nil || !it.data.valid() {
+		return false
+	}
+	if it.data.prev() {
+		return true
+	}
+	if it.data.err != nil {
+		return it.fail(it.data.err)
+	}
+	return it.skipBackward()
+}
+
+// Key implements base.InternalIterator.
+func (it *Iter) Key() base.InternalKey { return it.data.ikey }
+
+// Value implements base.InternalIterator.
+func (it *Iter) Value() []byte { return it.data.val }
+
+// Error implements base.InternalIterator.
+func (it *Iter) Error() error { return it.err }
+
+// Close implements base.InternalIterator.
+func (it *Iter) Close() error {
+	it.data.offset = -1
+	return it.err
+}

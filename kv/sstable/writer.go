@@ -1,0 +1,332 @@
+package sstable
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/internal/rangedel"
+	"github.com/warpkit/warpkit/kv/record"
+)
+
+// Aliases for the key types in this package's API.
+type (
+	// InternalKey is a user key with a sequence number and kind.
+	InternalKey = base.InternalKey
+	// SeqNum is a sequence number.
+	SeqNum = base.SeqNum
+	// Span is a range-tombstone fragment: [Start, End) at sequence numbers Seqs.
+	Span = rangedel.Span
+)
+
+// WriterOptions configure a Writer. Zero fields take the defaults.
+type WriterOptions struct {
+	BlockSize       int         // target uncompressed data block size; default 4096
+	RestartInterval int         // entries between restart points; default 16
+	BloomBitsPerKey int         // bloom filter bits per user key; 0 means none
+	Compression     Compression // data block compression; default none
+}
+
+func (o WriterOptions) withDefaults() WriterOptions {
+	if o.BlockSize <= 0 {
+		o.BlockSize = 4096
+	}
+	if o.RestartInterval <= 0 {
+		o.RestartInterval = 16
+	}
+	return o
+}
+
+// Metadata describes a finished table.
+type Metadata struct {
+	Size uint64
+	// Smallest and Largest bound every key in the table, range tombstones
+	// included; Largest may be an exclusive sentinel (a tombstone's end).
+	Smallest, Largest InternalKey
+	SmallestSeq       SeqNum
+	LargestSeq        SeqNum
+	HasPoints         bool
+	HasRangeDels      bool
+	Properties        Properties
+}
+
+// Writer writes one table. Add keys in strictly increasing internal-key
+// order, add range tombstones (fragmented, in order) with AddRangeDel, then
+// call Finish. Finish does not sync or close the file.
+type Writer struct {
+	out    *bufio.Writer
+	opts   WriterOptions
+	offset uint64
+	err    error
+
+	data  blockWriter
+	index blockWriter
+
+	pending       bool // a data block was written; its index entry waits for the next key
+	pendingHandle handle
+	lastKey       []byte // encoded last internal key
+	lastUserKey   []byte
+	sepBuf        []byte
+	handleBuf     []byte
+	compressBuf   []byte
+
+	hashes []uint32
+	spans  []rangedel.Span
+	meta   Metadata
+	props  Properties
+}
+
+// NewWriter returns a Writer appending to w.
+func NewWriter(w io.Writer, opts WriterOptions) *Writer {
+	opts = opts.withDefaults()
+	wr := &Writer{out: bufio.NewWriterSize(w, 256<<10), opts: opts}
+	wr.data.restartInterval = opts.RestartInterval
+	wr.index.restartInterval = 1
+	wr.meta.SmallestSeq = base.SeqNumMax
+	return wr
+}
+
+// Add appends a point entry (KindSet or KindDelete).
+func (w *Writer) Add(k InternalKey, value []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if kind := k.Kind(); kind != base.KindSet && kind != base.KindDelete {
+		return w.fail(fmt.Errorf("sstable: Add of a %v entry", kind))
+	}
+	if w.meta.HasPoints {
+		prev, _ := base.DecodeInternalKey(w.lastKey)
+		if base.CompareInternal(prev, k) >= 0 {
+			return w.fail(fmt.Errorf("sstable: keys out of order: %v after %v", k, prev))
+		}
+	}
+	if w.pending {
+		w.addIndexEntry(k.UserKey)
+	}
+	if !w.meta.HasPoints {
+		w.meta.Smallest = k.Clone()
+		w.meta.HasPoints = true
+	}
+	w.lastKey = k.Append(w.lastKey[:0])
+	w.data.add(w.lastKey, value)
+	if w.opts.BloomBitsPerKey > 0 && (len(w.hashes) == 0 || !bytes.Equal(w.lastUserKey, k.UserKey)) {
+		w.hashes = append(w.hashes, bloomHash(k.UserKey))
+	}
+	w.lastUserKey = append(w.lastUserKey[:0], k.UserKey...)
+	w.noteSeq(k.SeqNum())
+	w.props.NumEntries++
+	if k.Kind() == base.KindDelete {
+		w.props.NumDeletions++
+	}
+	w.props.RawKeySize += uint64(k.Size())
+	w.props.RawValueSize += uint64(len(value))
+	if w.data.estimatedSize() >= w.opts.BlockSize {
+		w.flushData()
+	}
+	return w.err
+}
+
+func (w *Writer) noteSeq(s SeqNum) {
+	w.meta.SmallestSeq = min(w.meta.SmallestSeq, s)
+	w.meta.LargestSeq = max(w.meta.LargestSeq, s)
+}
+
+// AddRangeDel adds a range-tombstone fragment. Fragments must not overlap
+// and must come in key order (kv/internal/rangedel.Fragment output).
+func (w *Writer) AddRangeDel(sp Span) error {
+	if w.err != nil {
+		return w.err
+	}
+	if bytes.Compare(sp.Start, sp.End) >= 0 || len(sp.Seqs) == 0 {
+		return w.fail(fmt.Errorf("sstable: empty range tombstone [%q, %q)", sp.Start, sp.End))
+	}
+	for i := 1; i < len(sp.Seqs); i++ {
+		if sp.Seqs[i] >= sp.Seqs[i-1] {
+			return w.fail(errors.New("sstable: range tombstone sequence numbers not descending"))
+		}
+	}
+	if n := len(w.spans); n > 0 && bytes.Compare(w.spans[n-1].End, sp.Start) > 0 {
+		return w.fail(fmt.Errorf("sstable: range tombstone [%q, %q) overlaps or precedes the previous one", sp.Start, sp.End))
+	}
+	w.spans = append(w.spans, Span{
+		Start: append([]byte(nil), sp.Start...),
+		End:   append([]byte(nil), sp.End...),
+		Seqs:  append([]SeqNum(nil), sp.Seqs...),
+	})
+	for _, s := range sp.Seqs {
+		w.noteSeq(s)
+	}
+	w.props.NumRangeDeletions += uint64(len(sp.Seqs))
+	return nil
+}
+
+// EstimatedSize is the table size so far, including the open data block.
+func (w *Writer) EstimatedSize() uint64 {
+	return w.offset + uint64(w.data.estimatedSize())
+}
+
+func (w *Writer) fail(err error) error {
+	if w.err == nil {
+		w.err = err
+	}
+	return w.err
+}
+
+// addIndexEntry adds the pending block's index entry, shortened against the
+// next block's first user key (nil at the end of the table).
+func (w *Writer) addIndexEntry(nextUserKey []byte) {
+	last, _ := base.DecodeInternalKey(w.lastKey)
+	var sep []byte
+	if nextUserKey != nil {
+		sep = base.Separator(w.sepBuf[:0], last.UserKey, nextUserKey)
+	} else {
+		sep = base.Successor(w.sepBuf[:0], last.UserKey)
+	}
+	w.sepBuf = sep
+	var ik InternalKey
+	if bytes.Compare(sep, last.UserKey) > 0 {
+		ik = InternalKey{UserKey: sep, Trailer: base.TrailerSeek}
+	} else {
+		ik = last
+	}
+	w.handleBuf = w.pendingHandle.append(w.handleBuf[:0])
+	enc := ik.Append(nil)
+	w.index.add(enc, w.handleBuf)
+	w.pending = false
+}
+
+func (w *Writer) flushData() {
+	if w.data.count == 0 {
+		return
+	}
+	h, n := w.writeBlock(w.data.finish(), w.opts.Compression)
+	w.data.reset()
+	w.props.DataSize += n
+	w.props.NumDataBlocks++
+	w.pendingHandle = h
+	w.pending = true
+}
+
+// writeBlock writes a block and its trailer; it returns the handle and the
+// bytes written.
+func (w *Writer) writeBlock(block []byte, c Compression) (handle, uint64) {
+	if w.err != nil {
+		return handle{}, 0
+	}
+	stored, typ := compress(c, w.compressBuf, block)
+	if typ != NoCompression {
+		w.compressBuf = stored
+	}
+	var trailer [blockTrailerLen]byte
+	trailer[0] = byte(typ)
+	crc := record.ExtendCRC(record.CRC(stored), trailer[:1])
+	binary.LittleEndian.PutUint32(trailer[1:], record.MaskCRC(crc))
+	h := handle{offset: w.offset, length: uint64(len(stored))}
+	if _, err := w.out.Write(stored); err != nil {
+		w.fail(err)
+		return h, 0
+	}
+	if _, err := w.out.Write(trailer[:]); err != nil {
+		w.fail(err)
+		return h, 0
+	}
+	n := uint64(len(stored) + blockTrailerLen)
+	w.offset += n
+	return h, n
+}
+
+// Finish writes the remaining blocks and the footer, flushes, and returns the
+// table's metadata.
+func (w *Writer) Finish() (Metadata, error) {
+	if w.err != nil {
+		return Metadata{}, w.err
+	}
+	if !w.meta.HasPoints && len(w.spans) == 0 {
+		return Metadata{}, w.fail(errors.New("sstable: empty table"))
+	}
+	w.flushData()
+	if w.pending {
+		w.addIndexEntry(nil)
+	}
+	if w.meta.HasPoints {
+		last, _ := base.DecodeInternalKey(w.lastKey)
+		w.meta.Largest = last.Clone()
+	}
+	var meta blockWriter
+	meta.restartInterval = 1
+	var hbuf []byte
+	if len(w.hashes) > 0 {
+		f := buildBloom(nil, w.hashes, w.opts.BloomBitsPerKey)
+		h, n := w.writeBlock(f, NoCompression)
+		w.props.FilterSize = n
+		w.props.FilterBitsPerKey = uint64(w.opts.BloomBitsPerKey)
+		hbuf = h.append(hbuf[:0])
+		meta.add([]byte(metaFilter), hbuf)
+	}
+	if len(w.spans) > 0 {
+		w.meta.HasRangeDels = true
+		var rd blockWriter
+		rd.restartInterval = 1
+		for _, sp := range w.spans {
+			for _, s := range sp.Seqs {
+				rd.add(base.MakeInternalKey(sp.Start, s, base.KindRangeDelete).Append(nil), sp.End)
+			}
+		}
+		first := w.spans[0]
+		lo := base.MakeInternalKey(first.Start, first.Seqs[0], base.KindRangeDelete)
+		if !w.meta.HasPoints || base.CompareInternal(lo, w.meta.Smallest) < 0 {
+			w.meta.Smallest = lo.Clone()
+		}
+		hi := base.MakeSentinel(w.spans[len(w.spans)-1].End)
+		if !w.meta.HasPoints || base.CompareInternal(hi, w.meta.Largest) > 0 {
+			w.meta.Largest = hi.Clone()
+		}
+		h, _ := w.writeBlock(rd.finish(), NoCompression)
+		hbuf = h.append(hbuf[:0])
+		meta.add([]byte(metaRangeDel), hbuf)
+	}
+	w.props.Compression = w.opts.Compression.String()
+	w.props.Creator = "warpkit kv"
+	w.props.SmallestSeq = uint64(w.meta.SmallestSeq)
+	w.props.LargestSeq = uint64(w.meta.LargestSeq)
+	// The index size is known only after it is written; properties record the
+	// size of the index block before compression, which is what it stays.
+	indexBlock := w.index.finish()
+	w.props.IndexSize = uint64(len(indexBlock) + blockTrailerLen)
+	var pw blockWriter
+	pw.restartInterval = 1
+	w.props.encode(&pw)
+	ph, _ := w.writeBlock(pw.finish(), NoCompression)
+	meta.add([]byte(metaProperties), ph.append(hbuf[:0]))
+	mh, _ := w.writeBlock(meta.finish(), NoCompression)
+	ih, _ := w.writeBlock(indexBlock, NoCompression)
+
+	var footer [footerLen]byte
+	b := mh.append(footer[:0])
+	b = ih.append(b)
+	_ = b // handles fit in 40 bytes: four uvarints of at most 10 bytes
+	binary.LittleEndian.PutUint32(footer[handlesLen:], formatVersion)
+	binary.LittleEndian.PutUint32(footer[handlesLen+4:], record.MaskCRC(record.CRC(footer[:handlesLen+4])))
+	binary.LittleEndian.PutUint64(footer[handlesLen+8:], tableMagic)
+	if w.err == nil {
+		if _, err := w.out.Write(footer[:]); err != nil {
+			w.fail(err)
+		}
+	}
+	w.offset += footerLen
+	if w.err == nil {
+		if err := w.out.Flush(); err != nil {
+			w.fail(err)
+		}
+	}
+	if w.err != nil {
+		return Metadata{}, w.err
+	}
+	w.meta.Size = w.offset
+	w.meta.Properties = w.props
+	return w.meta, nil
+}
