@@ -1,0 +1,91 @@
+// Package prim holds the device-wide data-parallel primitives the GPU batch
+// structures (sortedarray, lsm, btree) are built from — radix sort, segmented
+// sort, merge, exclusive scan, select and two-bucket multisplit — each with a
+// pure-Go twin of identical semantics that the CPU backends use and the GPU
+// tests are checked against.
+//
+// The GPU LSM paper (Ashkiani et al., IPDPS 2018) calls CUB's device-wide radix
+// sort and scan and moderngpu's merge and segmented sort from C++ host code. Go
+// cannot call C++ host code, so prim implements the device-wide orchestration
+// itself: its kernels use CUB's block- and warp-level collectives (BlockScan,
+// BlockLoad, BlockRadixSort, WarpScan) and are launched from Go.
+//
+// # Engine and streams
+//
+// Go methods cannot have type parameters, so the GPU primitives are generic
+// functions taking an *[Engine], which holds a device's loaded kernels and
+// cached scratch memory. An Engine is safe for concurrent use by goroutines.
+//
+// Every GPU function enqueues its work on stream s (nil: the legacy default
+// stream) and may return before the work completes; inputs and outputs must
+// stay allocated, and must not be written by other work, until s is
+// synchronized. No GPU function reads results back to the host, so a sequence
+// of primitives on one stream runs back to back on the device.
+//
+// Scratch memory is cached per stream (grown on demand, never shrunk until
+// [Engine.ReleaseScratch] or [Engine.Close]); calls on the same stream from
+// different goroutines are serialized while they enqueue, calls on different
+// streams run independently. Growing a stream's scratch synchronizes that
+// stream first. Sorting n key-value pairs needs scratch of about n keys and n
+// values; the other primitives need a few KiB.
+//
+// # Errors
+//
+// GPU functions return an error wrapping [warpkit.ErrInvalidArgument] for
+// mismatched lengths, an invalid bit range or more than [MaxElements]
+// elements; [warpkit.ErrOutOfMemory] when scratch cannot be
+// allocated; [warpkit.ErrClosed] after [Engine.Close]. On error nothing has been
+// enqueued that writes the outputs.
+//
+// The host twins take Go slices whose lengths are the caller's own invariants:
+// they panic (like an index out of range) on mismatched lengths or an invalid
+// bit range. Validate user-supplied options first with [SortOptions.Validate]
+// and segment offsets with [ValidateOffsets].
+//
+// # Semantics
+//
+// Radix sorts ([SortKeys], [SortPairs]) are stable LSD sorts, in place (the
+// result replaces the input; a same-sized scratch buffer is used internally).
+// [SortOptions] restricts the sort to the key bits [BeginBit, EndBit): keys are
+// ordered by (k >> BeginBit) & (1<<(EndBit-BeginBit) - 1) and equal digits keep
+// their input order. The zero value sorts on all bits.
+//
+// Segmented sorts ([SegmentedSortPairs], [SegmentedSortKeys]) sort each segment
+// [offsets[i], offsets[i+1]) independently and stably; len(offsets) =
+// segments+1, offsets[0] = 0, offsets non-decreasing, offsets[segments] = n.
+// They take an optional SortOptions bit range (a refinement of the contract:
+// the LSM sorts query results ignoring a status bit). The offsets live on the
+// device and are not checked there: invalid offsets give an unspecified order
+// but never an out-of-bounds access. Segments of up to 32 elements are sorted by
+// one warp, up to 4096 by one block in shared memory, longer ones by one block
+// each with a block-wide LSD radix sort through global scratch — many small
+// segments are the intended use; sort one huge segment with SortPairs.
+//
+// Merges ([MergePairs], [MergeKeys]) are stable merges of two runs sorted by
+// (k & KeyMask) (zero KeyMask: all bits) into out, len(out) = len(a)+len(b):
+// among equal masked keys all of A's come first, each run in its own order
+// ("run A first"). Keys are written unmasked. Unsorted inputs give an
+// unspecified output but never an out-of-bounds access. out
+// must not overlap a or b.
+//
+// [ExclusiveScan] writes out[i] = in[0] + ... + in[i-1] with wrapping
+// (modular) addition; out may be in itself (in place). If total is non-empty,
+// total[0] = the sum of all of in.
+//
+// [SelectFlagged] and [SelectFlaggedPairs] copy the elements whose flag is
+// non-zero to the front of out, in input order. count[0] (if count is
+// non-empty) receives the number selected, even when out is shorter; elements
+// that do not fit in out are dropped, so out of len(in) always suffices. out
+// must not overlap in.
+//
+// [Multisplit2Pairs] is a stable two-bucket split: the elements with flag 0,
+// in input order, then those with a non-zero flag, in input order; count0[0]
+// (if non-empty) receives the size of bucket 0. Outputs have len(keys) and must
+// not overlap the inputs.
+//
+// # Limits
+//
+// Every primitive handles at most [MaxElements] (2^31-1) elements per input;
+// sizes are 32-bit on the device. Zero-length inputs are valid and enqueue
+// nothing but the zeroing of count/total outputs.
+package prim

@@ -1,0 +1,105 @@
+// merge.cuh: stable merge of two sorted runs by merge path (Green, McColl,
+// Bader; the moderngpu formulation): a partition kernel finds where each output
+// tile's diagonal crosses the merge path, then each block merges its tile in
+// shared memory, every thread merging IPT consecutive outputs.
+#pragma once
+#include "common.cuh"
+
+namespace prim {
+
+constexpr int kMergeBlock = 256;
+
+// Odd items per thread keep the blocked shared-memory accesses conflict-free.
+template <typename K>
+struct MergeTile {
+  static constexpr int kIPT = sizeof(K) == 4 ? 11 : 7;
+  static constexpr int kItems = kMergeBlock * kIPT;
+};
+
+// merge_path returns how many of the first diag outputs come from a: the
+// smallest i in [max(0, diag-nb), min(diag, na)] with a[i] > b[diag-1-i] under
+// the mask, so that on equal keys a's elements come first.
+template <typename K>
+__device__ __forceinline__ int merge_path(const K* a, int na, const K* b, int nb, int diag, K mask) {
+  int lo = max(0, diag - nb), hi = min(diag, na);
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if ((a[mid] & mask) <= (b[diag - 1 - mid] & mask)) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// merge_partition: parts[p] = merge_path at diagonal min(p*kItems, na+nb), for
+// p in [0, tiles].
+template <typename K>
+__device__ void merge_partition(const K* a, int na, const K* b, int nb, K mask, int tiles, int* parts) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p > tiles) return;
+  const int diag = (int)min((int64_t)p * MergeTile<K>::kItems, (int64_t)na + nb);
+  parts[p] = merge_path(a, na, b, nb, diag, mask);
+}
+
+// merge_tile: block p merges the outputs [p*kItems, ...) of its tile.
+template <typename K, typename V, bool kPairs>
+__device__ void merge_tile(const K* a, const V* av, int na, const K* b, const V* bv, int nb, K mask, const int* parts,
+                           K* out, V* outv) {
+  constexpr int IPT = MergeTile<K>::kIPT, kItems = MergeTile<K>::kItems;
+  __shared__ K keys[kItems];
+  __shared__ int src[kItems];
+  const int64_t d0 = (int64_t)blockIdx.x * kItems;
+  const int64_t d1 = min(d0 + kItems, (int64_t)na + nb);
+  // Clamp so that unsorted input (non-monotone partitions) cannot index out of
+  // bounds; for sorted input these are the exact ranges.
+  const int a0 = parts[blockIdx.x];
+  const int a1 = max(a0, parts[blockIdx.x + 1]);
+  const int b0 = (int)(d0 - a0);
+  const int la = min(a1 - a0, (int)(d1 - d0));
+  const int lb = min((int)(d1 - d0) - la, nb - b0);
+  const int len = la + lb;
+  for (int i = threadIdx.x; i < len; i += kMergeBlock) keys[i] = i < la ? a[a0 + i] : b[b0 + i - la];
+  __syncthreads();
+  // This thread's outputs [diag, diag+IPT) of the tile.
+  const int diag = min(threadIdx.x * IPT, len);
+  const K* sa = keys;
+  const K* sb = keys + la;
+  int i = merge_path(sa, la, sb, lb, diag, mask);
+  int j = diag - i;
+  K k[IPT];
+  int from[IPT];
+#pragma unroll
+  for (int u = 0; u < IPT; u++) {
+    const bool a_ok = i < la, b_ok = j < lb;
+    const K ka = a_ok ? sa[i] : K(0), kb = b_ok ? sb[j] : K(0);
+    const bool take_a = a_ok && (!b_ok || (ka & mask) <= (kb & mask));
+    k[u] = take_a ? ka : kb;
+    from[u] = take_a ? i : la + j;  // index into the tile's input
+    if (take_a) {
+      i++;
+    } else {
+      j++;
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int u = 0; u < IPT; u++) {
+    const int o = threadIdx.x * IPT + u;
+    if (o < len) {
+      keys[o] = k[u];
+      src[o] = from[u];
+    }
+  }
+  __syncthreads();
+  for (int o = threadIdx.x; o < len; o += kMergeBlock) {
+    out[d0 + o] = keys[o];
+    if constexpr (kPairs) {
+      const int f = src[o];
+      outv[d0 + o] = f < la ? av[a0 + f] : bv[b0 + f - la];
+    }
+  }
+}
+
+}  // namespace prim

@@ -1,0 +1,374 @@
+// sort.cuh: LSD radix sort passes (upsweep histogram, per-digit scan,
+// downsweep rank-and-scatter) and the segmented sort kernels.
+#pragma once
+#include "common.cuh"
+
+namespace prim {
+
+constexpr int kSortBlock = 256;
+
+// Items per thread of a radix tile: 16 for 32-bit keys, 12 for 64-bit keys.
+template <typename K>
+struct SortTile {
+  static constexpr int kIPT = sizeof(K) == 4 ? 16 : 12;
+  static constexpr int kItems = kSortBlock * kIPT;
+};
+
+// No value: key-only sorts pass a NoValue pointer that is never dereferenced.
+struct NoValue {};
+
+// ---------------------------------------------------------------------------
+// Histogram of one digit over a range of tiles, per warp, aggregated with
+// match.any so that runs of equal keys do not serialize on one counter.
+
+struct HistStorage {
+  int warp_hist[kSortBlock / kWarp][kDigits + 1];  // +1: a bin for padding
+};
+
+// accumulate_histogram adds the digits of in[0, count) into the block's
+// per-warp histograms. Every thread of the block must call it.
+template <typename K>
+__device__ __forceinline__ void accumulate_histogram(HistStorage& h, const K* in, int count, int bit, int nbits) {
+  const int warp = threadIdx.x / kWarp;
+  // Uniform trip count across the warp so that __match_any_sync sees all lanes.
+  for (int base = 0; base < count; base += kSortBlock * 4) {
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+      const int p = base + r * kSortBlock + threadIdx.x;
+      const uint32_t d = p < count ? digit(in[p], bit, nbits) : (uint32_t)kDigits;
+      const unsigned peers = __match_any_sync(0xffffffffu, d);
+      if ((peers & lane_mask_lt()) == 0) atomicAdd(&h.warp_hist[warp][d], __popc(peers));
+    }
+  }
+}
+
+__device__ __forceinline__ void zero_histogram(HistStorage& h) {
+  for (int i = threadIdx.x; i < (kSortBlock / kWarp) * (kDigits + 1); i += kSortBlock) (&h.warp_hist[0][0])[i] = 0;
+}
+
+// histogram_total returns digit threadIdx.x's count summed over the warps.
+__device__ __forceinline__ int histogram_total(HistStorage& h) {
+  int c = 0;
+#pragma unroll
+  for (int w = 0; w < kSortBlock / kWarp; w++) c += h.warp_hist[w][threadIdx.x];
+  return c;
+}
+
+// radix_upsweep: block b counts the digits of its tiles into
+// counts[digit * gridDim.x + b].
+template <typename K>
+__device__ void radix_upsweep(const K* keys, int n, int tiles, int bit, int nbits, uint32_t* counts) {
+  __shared__ HistStorage h;
+  int first, last;
+  tile_range(blockIdx.x, gridDim.x, tiles, &first, &last);
+  zero_histogram(h);
+  __syncthreads();
+  const int64_t begin = (int64_t)first * SortTile<K>::kItems;
+  const int64_t end = min((int64_t)last * SortTile<K>::kItems, (int64_t)n);
+  if (end > begin) accumulate_histogram(h, keys + begin, (int)(end - begin), bit, nbits);
+  __syncthreads();
+  counts[threadIdx.x * gridDim.x + blockIdx.x] = histogram_total(h);
+}
+
+// radix_scan_rows: block d turns row d of counts (one count per upsweep
+// block) into exclusive prefixes and writes the row's total to totals[d].
+__device__ void radix_scan_rows(uint32_t* counts, int g, uint32_t* totals) {
+  using Scan = cub::BlockScan<uint32_t, kSortBlock>;
+  __shared__ typename Scan::TempStorage tmp;
+  uint32_t* row = counts + (int64_t)blockIdx.x * g;
+  uint32_t run = 0;
+  for (int base = 0; base < g; base += kSortBlock) {
+    const int p = base + threadIdx.x;
+    uint32_t v = p < g ? row[p] : 0, out, agg;
+    Scan(tmp).ExclusiveSum(v, out, agg);
+    if (p < g) row[p] = run + out;
+    run += agg;
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) totals[blockIdx.x] = run;
+}
+
+// ---------------------------------------------------------------------------
+// One tile of a radix pass: rank by digit, exchange through shared memory into
+// digit order, scatter each digit's run to its destination.
+
+template <typename K, typename V, bool kPairs>
+struct ScatterStorage {
+  static constexpr int kIPT = SortTile<K>::kIPT;
+  typename BlockRanker<kSortBlock, kIPT>::Storage rank;
+  int base[kDigits];  // destination of the digit's first tile element, minus its tile prefix
+  union {
+    K keys[SortTile<K>::kItems];
+    typename std::conditional<kPairs, V, K>::type vals[SortTile<K>::kItems];
+  } x;
+};
+
+// scatter_tile moves tile in[0, valid) to out by digit. *running holds, for
+// thread t's digit, the output position of the next element with that digit
+// and is advanced. Every thread must call it; it ends with a barrier.
+template <typename K, typename V, bool kPairs>
+__device__ __forceinline__ void scatter_tile(ScatterStorage<K, V, kPairs>& s, const K* keys_in, const V* vals_in,
+                                             K* keys_out, V* vals_out, int valid, int bit, int nbits, int* running) {
+  constexpr int IPT = SortTile<K>::kIPT;
+  K keys[IPT];
+  uint32_t digits[IPT];
+  int rank[IPT];
+  LoadWarpStriped<IPT>(keys_in, valid, ~K(0), keys);
+  const uint32_t pad = (1u << nbits) - 1u;  // padding ranks last
+#pragma unroll
+  for (int i = 0; i < IPT; i++) digits[i] = warp_striped_index(i, IPT) < valid ? digit(keys[i], bit, nbits) : pad;
+  int prefix, count;
+  BlockRanker<kSortBlock, IPT>(s.rank).Rank(digits, rank, &prefix, &count);
+  s.base[threadIdx.x] = *running - prefix;
+  *running += count;
+#pragma unroll
+  for (int i = 0; i < IPT; i++) s.x.keys[rank[i]] = keys[i];
+  __syncthreads();
+  int pos[IPT];
+#pragma unroll
+  for (int i = 0; i < IPT; i++) {
+    const int p = i * kSortBlock + threadIdx.x;
+    if (p < valid) {
+      const K k = s.x.keys[p];
+      pos[i] = s.base[digit(k, bit, nbits)] + p;
+      keys_out[pos[i]] = k;
+    }
+  }
+  if constexpr (kPairs) {
+    V vals[IPT];
+    LoadWarpStriped<IPT>(vals_in, valid, V(0), vals);
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < IPT; i++) s.x.vals[rank[i]] = vals[i];
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < IPT; i++) {
+      const int p = i * kSortBlock + threadIdx.x;
+      if (p < valid) vals_out[pos[i]] = s.x.vals[p];
+    }
+  }
+  __syncthreads();
+}
+
+// radix_downsweep: block b scatters its tiles, starting each digit at the
+// digit's global start plus the counts of the blocks before b.
+template <typename K, typename V, bool kPairs>
+__device__ void radix_downsweep(const K* keys_in, K* keys_out, const V* vals_in, V* vals_out, int n, int tiles,
+                                int bit, int nbits, const uint32_t* counts, const uint32_t* totals) {
+  using Scan = cub::BlockScan<uint32_t, kSortBlock>;
+  __shared__ typename Scan::TempStorage scan;
+  __shared__ ScatterStorage<K, V, kPairs> s;
+  uint32_t start;
+  Scan(scan).ExclusiveSum(totals[threadIdx.x], start);
+  int running = (int)(start + counts[threadIdx.x * gridDim.x + blockIdx.x]);
+  int first, last;
+  tile_range(blockIdx.x, gridDim.x, tiles, &first, &last);
+  constexpr int kItems = SortTile<K>::kItems;
+  for (int tile = first; tile < last; tile++) {
+    const int64_t off = (int64_t)tile * kItems;
+    const int valid = (int)min((int64_t)kItems, (int64_t)n - off);
+    scatter_tile<K, V, kPairs>(s, keys_in + off, kPairs ? vals_in + off : nullptr, keys_out, vals_out, valid, bit,
+                               nbits, &running);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Segmented sort. Segments are bounded by offsets (nullptr: one segment
+// [0, n)). The warp kernel classifies every segment by length: it sorts those
+// of up to kWarpSortMax elements itself and appends the others to one work
+// list per size class — small (<= kSmallSortMax, one 128-thread block in
+// shared memory), block (<= kBlockSortMax, one 256-thread block in shared
+// memory) and large (one block each, LSD radix through scratch). The class
+// kernels then take listed segments round-robin, so no block skips anything.
+
+constexpr int kWarpSortMax = 32;
+constexpr int kSmallSortMax = 128 * 8;
+constexpr int kBlockSortMax = kSortBlock * 16;
+
+enum SegClass { kSegSmall = 0, kSegBlock = 1, kSegLarge = 2, kSegClasses = 3 };
+
+// SegLists is the scratch the classes are listed in: count[c] entries of
+// list[c * segments ...]. The host zeroes count before the warp kernel.
+struct SegLists {
+  int* count;  // [kSegClasses]
+  int* list;   // [kSegClasses * segments]
+};
+
+// segment_bounds returns segment s, clamped into [0, n] and non-negative in
+// length so that bad offsets cannot cause out-of-bounds accesses.
+__device__ __forceinline__ void segment_bounds(const uint32_t* offsets, int s, int n, int* lo, int* hi) {
+  if (offsets == nullptr) {
+    *lo = 0;
+    *hi = n;
+    return;
+  }
+  const uint32_t a = min(offsets[s], (uint32_t)n);
+  const uint32_t b = min(max(offsets[s + 1], a), (uint32_t)n);
+  *lo = (int)a;
+  *hi = (int)b;
+}
+
+// sort_bits returns the bits the sort orders by, right-aligned.
+template <typename K>
+__device__ __forceinline__ K sort_bits(K k, int begin_bit, int end_bit) {
+  const int w = end_bit - begin_bit;
+  k >>= begin_bit;
+  return w >= (int)(sizeof(K) * 8) ? k : (k & ((K(1) << w) - 1));
+}
+
+// segsort_warp: each warp classifies 32 segments at a time, lists the long
+// ones and sorts each one of length <= 32 with a bitonic network over
+// (sort bits, input index) — unique pairs, so the result is stable.
+template <typename K, typename V, bool kPairs>
+__device__ void segsort_warp(K* keys, V* vals, const uint32_t* offsets, int segments, int n, int begin_bit,
+                             int end_bit, SegLists lists) {
+  const int lane = threadIdx.x % kWarp;
+  const int warps = gridDim.x * (blockDim.x / kWarp);
+  const int gw = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
+  for (int64_t chunk = (int64_t)gw * kWarp; chunk < segments; chunk += (int64_t)warps * kWarp) {
+    int lo = 0, hi = 0;
+    const int seg = (int)(chunk + lane);
+    if (seg < segments) segment_bounds(offsets, seg, n, &lo, &hi);
+    const int len = hi - lo;
+    if (len > kWarpSortMax && lists.count) {
+      const int c = len <= kSmallSortMax ? kSegSmall : len <= kBlockSortMax ? kSegBlock : kSegLarge;
+      lists.list[(int64_t)c * segments + atomicAdd(&lists.count[c], 1)] = seg;
+    }
+    unsigned mine = __ballot_sync(0xffffffffu, len > 1 && len <= kWarpSortMax);
+    while (mine) {
+      const int src = __ffs(mine) - 1;
+      mine &= mine - 1;
+      const int slo = __shfl_sync(0xffffffffu, lo, src), slen = __shfl_sync(0xffffffffu, len, src);
+      K k = ~K(0);
+      V v = V(0);
+      if (lane < slen) {
+        k = keys[slo + lane];
+        if constexpr (kPairs) v = vals[slo + lane];
+      }
+      K sk = lane < slen ? sort_bits(k, begin_bit, end_bit) : ~K(0);
+      int idx = lane;
+#pragma unroll
+      for (int size = 2; size <= kWarp; size <<= 1) {
+#pragma unroll
+        for (int stride = size / 2; stride > 0; stride >>= 1) {
+          const K pk = __shfl_xor_sync(0xffffffffu, k, stride);
+          const K psk = __shfl_xor_sync(0xffffffffu, sk, stride);
+          const int pidx = __shfl_xor_sync(0xffffffffu, idx, stride);
+          V pv = v;
+          if constexpr (kPairs) pv = __shfl_xor_sync(0xffffffffu, v, stride);
+          const bool partner_less = psk < sk || (psk == sk && pidx < idx);
+          const bool ascending = (lane & size) == 0;
+          const bool low = (lane & stride) == 0;
+          // The low lane of an ascending pair keeps the smaller element.
+          if (partner_less == (low == ascending)) {
+            k = pk;
+            sk = psk;
+            idx = pidx;
+            v = pv;
+          }
+        }
+      }
+      if (lane < slen) {
+        keys[slo + lane] = k;
+        if constexpr (kPairs) vals[slo + lane] = v;
+      }
+    }
+  }
+}
+
+// for_each_listed calls f(lo, hi) for the listed segments of class c, block
+// b taking entries b, b+gridDim.x, ...; with no lists (a single-segment sort)
+// block 0 takes segment 0. f is called by every thread of the block.
+template <typename F>
+__device__ __forceinline__ void for_each_listed(SegLists lists, int c, const uint32_t* offsets, int segments, int n,
+                                                F f) {
+  const int count = lists.count ? lists.count[c] : 1;
+  for (int i = blockIdx.x; i < count; i += gridDim.x) {
+    const int seg = lists.count ? lists.list[(int64_t)c * segments + i] : 0;
+    int lo, hi;
+    segment_bounds(offsets, seg, n, &lo, &hi);
+    f(lo, hi);
+  }
+}
+
+// segsort_block sorts the listed segments of class c (length <= BLOCK*IPT) with
+// cub::BlockRadixSort in shared memory (stable on blocked order; padding keys
+// are all ones and sit at the end, after any equal valid key).
+template <typename K, typename V, bool kPairs, int BLOCK, int IPT>
+__device__ void segsort_block(K* keys, V* vals, const uint32_t* offsets, int segments, int n, int begin_bit,
+                              int end_bit, SegLists lists, int c) {
+  using Sort = cub::BlockRadixSort<K, BLOCK, IPT, typename std::conditional<kPairs, V, cub::NullType>::type>;
+  __shared__ typename Sort::TempStorage tmp;
+  for_each_listed(lists, c, offsets, segments, n, [&](int lo, int hi) {
+    const int len = hi - lo;
+    K k[IPT];
+    typename std::conditional<kPairs, V, cub::NullType>::type v[IPT];
+#pragma unroll
+    for (int i = 0; i < IPT; i++) {
+      const int p = threadIdx.x * IPT + i;
+      k[i] = p < len ? keys[lo + p] : ~K(0);
+      if constexpr (kPairs) v[i] = p < len ? vals[lo + p] : V(0);
+    }
+    if constexpr (kPairs) {
+      Sort(tmp).SortBlockedToStriped(k, v, begin_bit, end_bit);
+    } else {
+      Sort(tmp).SortBlockedToStriped(k, begin_bit, end_bit);
+    }
+#pragma unroll
+    for (int i = 0; i < IPT; i++) {
+      const int p = i * BLOCK + threadIdx.x;
+      if (p < len) {
+        keys[lo + p] = k[i];
+        if constexpr (kPairs) vals[lo + p] = v[i];
+      }
+    }
+    __syncthreads();
+  });
+}
+
+// segsort_large sorts each listed segment longer than kBlockSortMax with one block:
+// per 8-bit digit a histogram pass, then tile-by-tile rank and scatter between
+// the segment and the same range of the scratch arrays.
+template <typename K, typename V, bool kPairs>
+__device__ void segsort_large(K* keys, V* vals, K* alt_keys, V* alt_vals, const uint32_t* offsets, int segments,
+                              int n, int begin_bit, int end_bit, SegLists lists) {
+  using Scan = cub::BlockScan<int, kSortBlock>;
+  __shared__ typename Scan::TempStorage scan;
+  __shared__ union {  // the histogram phase and the scatter phase alternate
+    HistStorage h;
+    ScatterStorage<K, V, kPairs> s;
+  } u;
+  HistStorage& h = u.h;
+  ScatterStorage<K, V, kPairs>& s = u.s;
+  constexpr int kItems = SortTile<K>::kItems;
+  for_each_listed(lists, kSegLarge, offsets, segments, n, [&](int lo, int hi) {
+    const int len = hi - lo;
+    K *src_k = keys + lo, *dst_k = alt_keys + lo;
+    V *src_v = kPairs ? vals + lo : nullptr, *dst_v = kPairs ? alt_vals + lo : nullptr;
+    for (int bit = begin_bit; bit < end_bit; bit += kRadixBits) {
+      const int nbits = min(kRadixBits, end_bit - bit);
+      zero_histogram(h);
+      __syncthreads();
+      accumulate_histogram(h, src_k, len, bit, nbits);
+      __syncthreads();
+      int running;
+      Scan(scan).ExclusiveSum(histogram_total(h), running);
+      __syncthreads();  // h is read; the scatter may reuse its memory
+      for (int off = 0; off < len; off += kItems) {
+        scatter_tile<K, V, kPairs>(s, src_k + off, kPairs ? src_v + off : nullptr, dst_k, dst_v, min(kItems, len - off),
+                                   bit, nbits, &running);
+      }
+      K* tk = src_k; src_k = dst_k; dst_k = tk;
+      V* tv = src_v; src_v = dst_v; dst_v = tv;
+    }
+    if (src_k != keys + lo) {  // an odd number of passes: copy back
+      for (int p = threadIdx.x; p < len; p += kSortBlock) {
+        keys[lo + p] = src_k[p];
+        if constexpr (kPairs) vals[lo + p] = src_v[p];
+      }
+    }
+    __syncthreads();
+  });
+}
+
+}  // namespace prim
