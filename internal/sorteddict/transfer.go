@@ -1,0 +1,170 @@
+package sorteddict
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+)
+
+// Copier is one device-to-host copy of a call's results (see Pair).
+type Copier interface {
+	Download(s *Staging, stream *cuda.Stream) (Pending, error)
+}
+
+type pair[T cuda.Elem] struct {
+	dst []T
+	src cuda.Slice[T]
+}
+
+func (p pair[T]) Download(s *Staging, stream *cuda.Stream) (Pending, error) {
+	return Download(s, stream, p.dst, p.src)
+}
+
+// Pair names a copy of src into dst.
+func Pair[T cuda.Elem](dst []T, src cuda.Slice[T]) Copier { return pair[T]{dst, src} }
+
+// Fetch enqueues the copies through staging already reserved for them,
+// synchronizes the stream and finishes them.
+func Fetch(s *Staging, stream *cuda.Stream, copies ...Copier) error {
+	ps := make([]Pending, 0, len(copies))
+	for _, c := range copies {
+		p, err := c.Download(s, stream)
+		if err != nil {
+			return err
+		}
+		ps = append(ps, p)
+	}
+	if err := stream.Synchronize(); err != nil {
+		return err
+	}
+	for _, p := range ps {
+		p.Finish()
+	}
+	return nil
+}
+
+// ReadBack copies src to a new Go slice through staging (reserving it) and
+// synchronizes the stream.
+func ReadBack[T cuda.Elem](dev *cuda.Device, s *Staging, stream *cuda.Stream, src cuda.Slice[T]) ([]T, error) {
+	out := make([]T, src.Len())
+	if err := s.Reserve(dev, Bytes[T](src.Len())); err != nil {
+		return nil, err
+	}
+	return out, Fetch(s, stream, Pair(out, src))
+}
+
+// RangeParts collects the pairs of a range query processed chunk by chunk.
+type RangeParts[K, V warpkit.Word] struct {
+	keys  []cuda.Slice[K]
+	vals  []cuda.Slice[V]
+	total int
+}
+
+// Add appends a chunk's pairs: it copies keys and lets fill write the values
+// (e.g. a gather kernel) into a new slice of the same length, on stream.
+func (p *RangeParts[K, V]) Add(dev *cuda.Device, stream *cuda.Stream, keys cuda.Slice[K], fill func(vals cuda.Slice[V]) error) error {
+	n := keys.Len()
+	if n == 0 {
+		return nil
+	}
+	if uint64(p.total)+uint64(n) > math.MaxUint32 {
+		return fmt.Errorf("%w: a range result of more than %d pairs", warpkit.ErrInvalidArgument, uint64(math.MaxUint32))
+	}
+	k, err := cuda.Alloc[K](dev, n)
+	if err != nil {
+		return err
+	}
+	v, err := cuda.Alloc[V](dev, n)
+	if err != nil {
+		k.Free()
+		return err
+	}
+	p.keys, p.vals, p.total = append(p.keys, k), append(p.vals, v), p.total+n
+	return errors.Join(cuda.CopyAsync(k, keys, stream), fill(v))
+}
+
+// Free releases the chunks.
+func (p *RangeParts[K, V]) Free() {
+	for i := range p.keys {
+		p.keys[i].Free()
+		p.vals[i].Free()
+	}
+	p.keys, p.vals, p.total = nil, nil, 0
+}
+
+// Assemble builds the result: per-query offsets from counts (scan is an
+// exclusive scan writing the total to its last argument), and the chunks' pairs in one pair of slices. It synchronizes the
+// stream. The parts are consumed.
+func (p *RangeParts[K, V]) Assemble(dev *cuda.Device, stream *cuda.Stream, counts cuda.Slice[uint32], scan func(in, out, total cuda.Slice[uint32]) error) (*DeviceRange[K, V], error) {
+	nq := counts.Len()
+	off, err := cuda.Alloc[uint32](dev, nq+1)
+	if err != nil {
+		return nil, err
+	}
+	res := &DeviceRange[K, V]{Offsets: off, Total: p.total}
+	if err := scan(counts, off.Sub(0, nq), off.Sub(nq, nq+1)); err != nil {
+		off.Free()
+		return nil, err
+	}
+	switch len(p.keys) {
+	case 0:
+	case 1:
+		res.Keys, res.Values = p.keys[0], p.vals[0]
+	default:
+		k, err1 := Alloc[K](dev, p.total)
+		v, err2 := Alloc[V](dev, p.total)
+		if err := errors.Join(err1, err2); err != nil {
+			k.Free()
+			v.Free()
+			off.Free()
+			return nil, err
+		}
+		at := 0
+		for i := range p.keys {
+			n := p.keys[i].Len()
+			if err := errors.Join(cuda.CopyAsync(k.Sub(at, at+n), p.keys[i], stream), cuda.CopyAsync(v.Sub(at, at+n), p.vals[i], stream)); err != nil {
+				k.Free()
+				v.Free()
+				off.Free()
+				return nil, err
+			}
+			at += n
+		}
+		if err := stream.Synchronize(); err != nil {
+			return nil, err
+		}
+		p.Free()
+		res.Keys, res.Values = k, v
+	}
+	p.keys, p.vals = nil, nil
+	if err := stream.Synchronize(); err != nil {
+		res.Free()
+		return nil, err
+	}
+	return res, nil
+}
+
+// RangeToHost copies a device result to the host through staging and
+// synchronizes the stream.
+func RangeToHost[K, V warpkit.Word](dev *cuda.Device, s *Staging, stream *cuda.Stream, dr *DeviceRange[K, V]) (*RangeResult[K, V], error) {
+	nq := dr.Len()
+	off := make([]uint32, nq+1)
+	res := &RangeResult[K, V]{Offsets: make([]int, nq+1), Keys: make([]K, dr.Total), Values: make([]V, dr.Total)}
+	if err := s.Reserve(dev, Bytes[uint32](nq+1)+Bytes[K](dr.Total)+Bytes[V](dr.Total)); err != nil {
+		return nil, err
+	}
+	copies := []Copier{Pair(off, dr.Offsets)}
+	if dr.Total > 0 {
+		copies = append(copies, Pair(res.Keys, dr.Keys.Sub(0, dr.Total)), Pair(res.Values, dr.Values.Sub(0, dr.Total)))
+	}
+	if err := Fetch(s, stream, copies...); err != nil {
+		return nil, err
+	}
+	for i, o := range off {
+		res.Offsets[i] = int(o)
+	}
+	return res, nil
+}

@@ -1,0 +1,349 @@
+package lsm
+
+import (
+	"context"
+	"math/bits"
+	"slices"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/sorteddict"
+	"github.com/warpkit/warpkit/prim"
+)
+
+// Tag layout, as in internal/devcode/lsm_sorted.cuh.
+const (
+	tombBit  = 1 << 31
+	slotMask = tombBit - 1
+)
+
+func isTomb(tag uint32) bool { return tag&tombBit != 0 }
+
+// cpuLSM is the pure-Go backend. It runs the GPU algorithms step for step
+// (same batch preparation, stable sort, fix-up, merges, cleanup layout), so
+// its levels equal the GPU backend's entry for entry. Sorts, merges and
+// selections are prim's host twins of the GPU primitives.
+type cpuLSM[K, V warpkit.Word] struct {
+	levelState
+	keys [][]K // level i: b<<i keys, allocated when first reached
+	tags [][]uint32
+	log  []V
+}
+
+func newCPU[K, V warpkit.Word](b int) *cpuLSM[K, V] {
+	return &cpuLSM[K, V]{levelState: levelState{b: b}}
+}
+
+func (c *cpuLSM[K, V]) state() levelState { return c.levelState }
+func (c *cpuLSM[K, V]) close() error       { c.keys, c.tags, c.log = nil, nil, nil; return nil }
+
+func (c *cpuLSM[K, V]) level(lv int) ([]K, []uint32) {
+	for len(c.keys) <= lv {
+		n := c.b << len(c.keys)
+		c.keys = append(c.keys, make([]K, n))
+		c.tags = append(c.tags, make([]uint32, n))
+	}
+	return c.keys[lv], c.tags[lv]
+}
+
+func (c *cpuLSM[K, V]) update(ctx context.Context, keys []K, vals []V, dels []bool, kind updateKind) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m := len(keys)
+	if m == 0 {
+		return nil
+	}
+	if err := c.checkRoom(m); err != nil {
+		return err
+	}
+	p := c.padded(m)
+	bk, bt := make([]K, p), make([]uint32, p)
+	for i := range p {
+		src := 0
+		if i < m {
+			src = m - 1 - i
+		}
+		tag := uint32(c.logged+src) & slotMask
+		if kind == deletesOnly || (kind == mixed && dels[src]) {
+			tag |= tombBit
+		}
+		bk[i], bt[i] = keys[src], tag
+	}
+	prim.SortPairsHost(bk, bt, prim.SortOptions{})
+	fixupTombstones(bk, bt)
+	if kind == deletesOnly {
+		c.log = append(c.log, make([]V, m)...)
+	} else {
+		c.log = append(c.log, vals...)
+	}
+	c.logged += m
+	for ch := p/c.b - 1; ch >= 0; ch-- {
+		c.insertSorted(bk[ch*c.b:(ch+1)*c.b], bt[ch*c.b:(ch+1)*c.b])
+	}
+	return nil
+}
+
+// fixupTombstones mirrors the fixup_tombstones kernel: the head of a key
+// segment holding a tombstone becomes a tombstone.
+func fixupTombstones[K warpkit.Word](keys []K, tags []uint32) {
+	for i := range keys {
+		if isTomb(tags[i]) && i > 0 && keys[i-1] == keys[i] {
+			head, _ := slices.BinarySearch(keys[:i], keys[i])
+			tags[head] |= tombBit
+		}
+	}
+}
+
+// insertSorted adds one sorted, fixed-up batch of b entries: merge it down
+// through the full levels to the first empty one.
+func (c *cpuLSM[K, V]) insertSorted(ak []K, at []uint32) {
+	t := bits.TrailingZeros64(^c.r)
+	for i := 0; i < t; i++ {
+		lk, lt := c.level(i)
+		n := len(ak) + len(lk)
+		ok, ot := make([]K, n), make([]uint32, n)
+		prim.MergePairsHost(ak, at, lk, lt, ok, ot, prim.MergeOptions[K]{})
+		ak, at = ok, ot
+	}
+	dk, dt := c.level(t)
+	copy(dk, ak)
+	copy(dt, at)
+	c.r++
+}
+
+func (c *cpuLSM[K, V]) cleanup(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	lvls := c.levels()
+	if len(lvls) == 0 {
+		return nil
+	}
+	mk, mt := c.level(lvls[0])
+	for _, lv := range lvls[1:] {
+		lk, lt := c.level(lv)
+		ok, ot := make([]K, len(mk)+len(lk)), make([]uint32, len(mk)+len(lk))
+		prim.MergePairsHost(mk, mt, lk, lt, ok, ot, prim.MergeOptions[K]{})
+		mk, mt = ok, ot
+	}
+	flags := make([]uint8, len(mk))
+	for i := range mk {
+		if valid(mk, mt, i) {
+			flags[i] = 1
+		}
+	}
+	ck, ct := make([]K, len(mk)), make([]uint32, len(mk))
+	m := prim.SelectFlaggedPairsHost(mk, mt, flags, ck, ct)
+	ck, ct = ck[:m], ct[:m]
+	r2 := uint64((m + c.b - 1) / c.b)
+	newlog := make([]V, m)
+	for j, t := range ct {
+		newlog[j] = c.log[t&slotMask]
+	}
+	j := 0
+	for lv := 0; r2>>lv != 0; lv++ {
+		if r2>>lv&1 == 0 {
+			continue
+		}
+		lk, lt := c.level(lv)
+		for p := range lk {
+			if j < m {
+				lk[p], lt[p] = ck[j], uint32(j)
+			} else {
+				lk[p], lt[p] = ^K(0), tombBit
+			}
+			j++
+		}
+	}
+	c.r, c.log, c.logged = r2, newlog, m
+	return nil
+}
+
+func (c *cpuLSM[K, V]) lookup(ctx context.Context, keys []K, vals []V, found []bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	lvls := c.levels()
+	for i, k := range keys {
+		vals[i], found[i] = 0, false
+		for _, lv := range lvls {
+			lk, lt := c.level(lv)
+			if p, ok := slices.BinarySearch(lk, k); ok {
+				if t := lt[p]; !isTomb(t) {
+					vals[i], found[i] = c.log[t&slotMask], true
+				}
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// candidates runs stages 1-4 of count/range for one query: the entries of
+// every level in [lo, hi], newest level first, stably sorted by key.
+func (c *cpuLSM[K, V]) candidates(lvls []int, lo, hi K) ([]K, []uint32) {
+	if lo > hi {
+		return nil, nil
+	}
+	var ck []K
+	var ct []uint32
+	for _, lv := range lvls {
+		lk, lt := c.level(lv)
+		l, _ := slices.BinarySearch(lk, lo)
+		u := l + upperBound(lk[l:], hi)
+		ck, ct = append(ck, lk[l:u]...), append(ct, lt[l:u]...)
+	}
+	prim.SortPairsHost(ck, ct, prim.SortOptions{})
+	return ck, ct
+}
+
+func upperBound[K warpkit.Word](a []K, k K) int {
+	lo, hi := 0, len(a)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if a[mid] <= k {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// valid is stage 5: entry e of a sorted candidate list counts when it is the
+// first of its key and not a tombstone.
+func valid[K warpkit.Word](ck []K, ct []uint32, e int) bool {
+	return (e == 0 || ck[e] != ck[e-1]) && !isTomb(ct[e])
+}
+
+func (c *cpuLSM[K, V]) count(ctx context.Context, lo, hi []K, counts []uint32) error {
+	lvls := c.levels()
+	for i := range lo {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		ck, ct := c.candidates(lvls, lo[i], hi[i])
+		n := uint32(0)
+		for e := range ck {
+			if valid(ck, ct, e) {
+				n++
+			}
+		}
+		counts[i] = n
+	}
+	return nil
+}
+
+func (c *cpuLSM[K, V]) rangeHost(ctx context.Context, lo, hi []K) (*RangeResult[K, V], error) {
+	lvls := c.levels()
+	res := &RangeResult[K, V]{Offsets: make([]int, len(lo)+1)}
+	for i := range lo {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		ck, ct := c.candidates(lvls, lo[i], hi[i])
+		for e := range ck {
+			if valid(ck, ct, e) {
+				res.Keys = append(res.Keys, ck[e])
+				res.Values = append(res.Values, c.log[ct[e]&slotMask])
+			}
+		}
+		res.Offsets[i+1] = len(res.Keys)
+	}
+	return res, nil
+}
+
+// neighbor mirrors the successor and predecessor kernels: a cursor per level,
+// skipping keys whose newest entry is a tombstone.
+func (c *cpuLSM[K, V]) neighbor(ctx context.Context, keys, outKeys []K, outVals []V, found []bool, succ bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	lvls := c.levels()
+	pos := make([]int, len(lvls))
+	for i, k := range keys {
+		outKeys[i], outVals[i], found[i] = 0, 0, false
+		if (succ && k == ^K(0)) || (!succ && k == 0) {
+			continue
+		}
+		for j, lv := range lvls {
+			lk, _ := c.level(lv)
+			if succ {
+				pos[j] = upperBound(lk, k)
+			} else {
+				pos[j], _ = slices.BinarySearch(lk, k)
+			}
+		}
+		for {
+			any, cand := false, K(0)
+			for j, lv := range lvls {
+				lk, _ := c.level(lv)
+				if succ && pos[j] < len(lk) && (!any || lk[pos[j]] < cand) {
+					cand, any = lk[pos[j]], true
+				}
+				if !succ && pos[j] > 0 && (!any || lk[pos[j]-1] > cand) {
+					cand, any = lk[pos[j]-1], true
+				}
+			}
+			if !any {
+				break
+			}
+			decided, tag := false, uint32(0)
+			for j, lv := range lvls {
+				lk, lt := c.level(lv)
+				switch {
+				case succ && pos[j] < len(lk) && lk[pos[j]] == cand:
+					if !decided {
+						tag, decided = lt[pos[j]], true
+					}
+					pos[j] += upperBound(lk[pos[j]:], cand)
+				case !succ && pos[j] > 0 && lk[pos[j]-1] == cand:
+					h, _ := slices.BinarySearch(lk[:pos[j]], cand)
+					if !decided {
+						tag, decided = lt[h], true
+					}
+					pos[j] = h
+				}
+			}
+			if !isTomb(tag) {
+				outKeys[i], outVals[i], found[i] = cand, c.log[tag&slotMask], true
+				break
+			}
+		}
+	}
+	return nil
+}
+
+func (c *cpuLSM[K, V]) snapshot() (*snapshot[K, V], error) {
+	s := &snapshot[K, V]{state: c.levelState, keys: map[int][]K{}, tags: map[int][]uint32{}, log: slices.Clone(c.log)}
+	for _, lv := range c.levels() {
+		lk, lt := c.level(lv)
+		s.keys[lv], s.tags[lv] = slices.Clone(lk), slices.Clone(lt)
+	}
+	return s, nil
+}
+
+func (c *cpuLSM[K, V]) updateDevice(context.Context, cuda.Slice[K], cuda.Slice[V], cuda.Slice[uint8], updateKind) error {
+	return sorteddict.ErrNoDeviceSlices
+}
+
+func (c *cpuLSM[K, V]) lookupDevice(context.Context, cuda.Slice[K], cuda.Slice[V], cuda.Slice[uint8]) error {
+	return sorteddict.ErrNoDeviceSlices
+}
+
+func (c *cpuLSM[K, V]) countDevice(context.Context, cuda.Slice[K], cuda.Slice[K], cuda.Slice[uint32]) error {
+	return sorteddict.ErrNoDeviceSlices
+}
+
+func (c *cpuLSM[K, V]) rangeDevice(context.Context, cuda.Slice[K], cuda.Slice[K]) (*DeviceRange[K, V], error) {
+	return nil, sorteddict.ErrNoDeviceSlices
+}
+
+func (c *cpuLSM[K, V]) neighborDevice(context.Context, cuda.Slice[K], cuda.Slice[K], cuda.Slice[V], cuda.Slice[uint8], bool) error {
+	return sorteddict.ErrNoDeviceSlices
+}

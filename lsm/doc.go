@@ -1,0 +1,82 @@
+// Package lsm is the GPU LSM: a dynamic dictionary for batches of updates and
+// queries, after Ashkiani, Li, Farach-Colton, Amenta and Owens, "GPU LSM: A
+// Dynamic Dictionary Data Structure for the GPU" (IPDPS 2018), with the same
+// API on a pure-Go backend.
+//
+// # Structure
+//
+// An LSM with batch size b holds levels of b·2^i entries, each either full or
+// empty: with r batches resident, the full levels are the set bits of r. Each
+// level is a sorted run of (key, tag) entries; a tag holds a tombstone bit and
+// the slot of the entry's value in a value log. Inserting a batch sorts it and
+// merges it down through the full levels to the first empty one (a binary
+// increment of r), so an entry is merged O(log r) times over its life. Deleting
+// inserts a tombstone. Stale entries (replaced or deleted) stay until Cleanup.
+//
+// # Batch semantics (§III-A of the paper)
+//
+// Updates come in mixed batches of insertions and deletions ([LSM.Update]):
+//
+//  1. the batch size b fixes the level sizes (Options.BatchSize);
+//  2. a batch of any size is accepted: a shorter one is padded with copies of
+//     one of its entries, a longer one is sorted as a whole and inserted as
+//     ceil(m/b) consecutive sorted chunks (the paper required exactly b);
+//  3. across batches the later batch wins;
+//  4. among several insertions of one key in a batch, the last in the batch wins
+//     (the paper allows any one; we choose, deterministically);
+//  5. deleting a key hides every earlier instance; deleting it several times in
+//     one batch is one deletion, and deleting an absent key is a no-op;
+//  6. a key both inserted and deleted in one batch is deleted, whatever the order.
+//
+// Updates and queries are separate phases: methods may be called from several
+// goroutines; updates are serialized and exclude queries, queries run
+// concurrently (each on its own CUDA stream on the GPU backend).
+//
+// # Queries
+//
+// Lookup, Count and Range follow the paper. Lookup searches levels newest
+// first; the first entry of the key's segment in the newest level that has the
+// key decides. Count and Range use the paper's five stages: per-level bounds,
+// a scan of the per-(query, level) candidate counts, a gather of candidates, a
+// segmented sort that brings every key's entries together newest first, and a
+// validation that keeps the first entry of each key unless it is a tombstone
+// (Range then compacts). Successor(k) (the smallest live key > k) and
+// Predecessor(k) (the largest live key < k), which the paper left out, keep a
+// cursor per level and skip dead keys; their cost grows with the number of
+// distinct dead keys skipped, which Cleanup removes.
+//
+// # Departures from the paper
+//
+//   - The whole key range is usable: no reserved keys. The paper stole the low
+//     key bit for the status; we keep the status in the tag (bit 31) beside the
+//     key. A merge then moves the key plus a 32-bit tag, and values are written
+//     once, to the value log, instead of moving with every merge. warp bench lsm
+//     measures this layout against a status bit inside a widened 64-bit key and
+//     against a status byte kept in a separate array (see "status layout").
+//   - Within a key, a stable sort of the batch in reverse order puts the last
+//     insertion first; a fix-up pass then turns the head of every key segment
+//     that contains a tombstone into a tombstone (semantics 6), instead of the
+//     paper's radix sort on the status bit.
+//   - Stage 5 assigns one thread per candidate (finding its query by a search
+//     narrowed per block) and adds per-query counts with warp-aggregated
+//     atomics, instead of one warp per 32 queries.
+//   - Count and Range process queries in chunks so that the candidates of a
+//     chunk fit a memory budget; any number of queries and any range widths
+//     are accepted.
+//   - Cleanup pads with tombstones of the largest key placed after every other
+//     entry, so they never hide a live entry, even of the largest key.
+//
+// # Limits and errors
+//
+// At most 2^31 entries may be resident (r·b, including stale entries and
+// padding) and at most 2^31 values logged between cleanups; beyond that an
+// update fails with ErrInvalidArgument (call Cleanup) and nothing is applied.
+// Device memory exhaustion wraps ErrOutOfMemory. An update allocates what it
+// needs before it changes anything; a batch longer than b is applied chunk by
+// chunk, and a failure between chunks leaves the chunks before it applied (the
+// structure stays consistent). Use after Close gives ErrClosed. Device-resident
+// methods on the CPU backend give ErrInvalidArgument.
+//
+// Results returned as Go slices belong to the caller. A DeviceRange belongs to
+// the caller, who must Free it.
+package lsm

@@ -1,0 +1,801 @@
+package lsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"unsafe"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/sorteddict"
+	"github.com/warpkit/warpkit/prim"
+)
+
+// maxLevels is the size of the device level table (kMaxLevels in lsm.cu).
+const maxLevels = 32
+
+// Defaults for the count/range pipeline: queries per chunk, and candidates a
+// chunk may gather before it is split.
+const (
+	defaultChunkQueries = 1 << 18
+	defaultBudget       = 1 << 25
+	workers             = 4
+)
+
+// gpuLSM is the CUDA backend. Host state (r, the level buffers, the log's
+// length) changes only under the LSM's write lock; every call synchronizes
+// its stream before it returns.
+type gpuLSM[K, V warpkit.Word] struct {
+	levelState
+	dev    *cuda.Device
+	ownDev bool
+	eng    *prim.Engine
+	fn     kernels
+	lkeys  []cuda.Slice[K] // level i, allocated when first reached, kept when emptied
+	ltags  []cuda.Slice[uint32]
+	tab    cuda.Slice[uint64] // level table: key pointers, then tag pointers
+	log    cuda.Slice[V]      // value log; capacity >= logged
+	upd    *worker[K, V]      // updates and cleanup
+	pool   *sorteddict.Pool[worker[K, V]]
+
+	chunkQueries int
+	budget       uint64
+}
+
+// worker is a stream and the scratch one call uses.
+type worker[K, V warpkit.Word] struct {
+	dev    *cuda.Device
+	stream *cuda.Stream
+	stage  sorteddict.Staging
+	// Go-slice arguments staged on the device.
+	argK, argK2, resK sorteddict.Buf[K]
+	argV, resV        sorteddict.Buf[V]
+	argF, resF        sorteddict.Buf[uint8]
+	// Updates: the sorted batch and the ping-pong merge buffers.
+	batchK sorteddict.Buf[K]
+	batchT sorteddict.Buf[uint32]
+	pingK  [2]sorteddict.Buf[K]
+	pingT  [2]sorteddict.Buf[uint32]
+	// Count and range stages, and small counters read back by the host.
+	cnt, off, segoff, ct, selT, counts, small32 sorteddict.Buf[uint32]
+	start, small64                              sorteddict.Buf[uint64]
+	ck, selK                           sorteddict.Buf[K]
+	flags                              sorteddict.Buf[uint8]
+}
+
+func newWorker[K, V warpkit.Word](dev *cuda.Device) (*worker[K, V], error) {
+	s, err := dev.NewStream()
+	if err != nil {
+		return nil, err
+	}
+	return &worker[K, V]{dev: dev, stream: s}, nil
+}
+
+func (w *worker[K, V]) free() error {
+	for _, b := range []interface{ Free() }{&w.argK, &w.argK2, &w.resK, &w.argV, &w.resV, &w.argF, &w.resF,
+		&w.batchK, &w.batchT, &w.pingK[0], &w.pingK[1], &w.pingT[0], &w.pingT[1],
+		&w.cnt, &w.off, &w.segoff, &w.ct, &w.selT, &w.counts, &w.small32, &w.start, &w.small64, &w.ck, &w.selK, &w.flags, &w.stage} {
+		b.Free()
+	}
+	return w.stream.Close()
+}
+
+// readBack copies src to the host, synchronizing the worker's stream.
+func readBack[T cuda.Elem, K, V warpkit.Word](w *worker[K, V], src cuda.Slice[T]) ([]T, error) {
+	return sorteddict.ReadBack(w.dev, &w.stage, w.stream, src)
+}
+
+type kernels struct {
+	prep, fixup, bounds, gather, validate, mark, queryOffsets *cuda.Function
+	lookup, succ, pred, scatter, gatherValues                  *cuda.Function
+}
+
+func width[T warpkit.Word]() string {
+	var z T
+	if unsafe.Sizeof(z) == 8 {
+		return "64"
+	}
+	return "32"
+}
+
+func loadKernels[K, V warpkit.Word](dev *cuda.Device) (kernels, error) {
+	var k kernels
+	mod, err := dev.LoadModule(lsmPTX)
+	if err != nil {
+		return k, err
+	}
+	ks, vs := "_k"+width[K](), "_v"+width[V]()
+	for _, f := range []struct {
+		dst  **cuda.Function
+		name string
+	}{
+		{&k.prep, "prep_batch" + ks}, {&k.fixup, "fixup_tombstones" + ks}, {&k.bounds, "bounds" + ks},
+		{&k.gather, "gather_candidates" + ks}, {&k.validate, "validate" + ks}, {&k.mark, "cleanup_mark" + ks},
+		{&k.queryOffsets, "query_offsets"}, {&k.lookup, "lookup" + ks + vs}, {&k.succ, "successor" + ks + vs},
+		{&k.pred, "predecessor" + ks + vs}, {&k.scatter, "cleanup_scatter" + ks + vs}, {&k.gatherValues, "gather_values" + vs},
+	} {
+		if *f.dst, err = mod.Function(f.name); err != nil {
+			return k, err
+		}
+	}
+	return k, nil
+}
+
+func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, b int) (*gpuLSM[K, V], error) {
+	fn, err := loadKernels[K, V](dev)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := prim.NewEngine(dev)
+	if err != nil {
+		return nil, err
+	}
+	g := &gpuLSM[K, V]{levelState: levelState{b: b}, dev: dev, ownDev: own, eng: eng, fn: fn,
+		chunkQueries: defaultChunkQueries, budget: defaultBudget}
+	fail := func(err error) (*gpuLSM[K, V], error) { g.close(); return nil, err }
+	if g.tab, err = cuda.Alloc[uint64](dev, 2*maxLevels); err != nil {
+		return fail(err)
+	}
+	if err := g.tab.CopyFromHost(make([]uint64, 2*maxLevels)); err != nil {
+		return fail(err)
+	}
+	if g.upd, err = newWorker[K, V](dev); err != nil {
+		return fail(err)
+	}
+	g.pool = sorteddict.NewPool(workers, func() (*worker[K, V], error) { return newWorker[K, V](dev) }, (*worker[K, V]).free)
+	return g, nil
+}
+
+func (g *gpuLSM[K, V]) state() levelState { return g.levelState }
+
+func (g *gpuLSM[K, V]) close() error {
+	var errs []error
+	if g.pool != nil {
+		errs = append(errs, g.pool.Close())
+	}
+	if g.upd != nil {
+		errs = append(errs, g.upd.free())
+	}
+	for i := range g.lkeys {
+		errs = append(errs, g.lkeys[i].Free(), g.ltags[i].Free())
+	}
+	errs = append(errs, g.log.Free(), g.tab.Free())
+	if g.eng != nil {
+		errs = append(errs, g.eng.Close())
+	}
+	if g.ownDev {
+		errs = append(errs, g.dev.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// ensureLevels allocates levels 0..top and records them in the level table.
+func (g *gpuLSM[K, V]) ensureLevels(top int) error {
+	if top >= maxLevels {
+		return fmt.Errorf("%w: level %d beyond %d", warpkit.ErrInvalidArgument, top, maxLevels)
+	}
+	for lv := len(g.lkeys); lv <= top; lv++ {
+		k, err := cuda.Alloc[K](g.dev, g.b<<lv)
+		if err != nil {
+			return err
+		}
+		t, err := cuda.Alloc[uint32](g.dev, g.b<<lv)
+		if err != nil {
+			k.Free()
+			return err
+		}
+		ptrs := []uint64{uint64(k.Ptr()), uint64(t.Ptr())}
+		if err := errors.Join(g.tab.Sub(lv, lv+1).CopyFromHost(ptrs[:1]), g.tab.Sub(maxLevels+lv, maxLevels+lv+1).CopyFromHost(ptrs[1:])); err != nil {
+			k.Free()
+			t.Free()
+			return err
+		}
+		g.lkeys, g.ltags = append(g.lkeys, k), append(g.ltags, t)
+	}
+	return nil
+}
+
+// ensureLog makes room for need logged values, keeping the logged ones.
+func (g *gpuLSM[K, V]) ensureLog(need int) error {
+	if g.log.Len() >= need {
+		return nil
+	}
+	c := max(need, 2*g.log.Len(), 1<<16)
+	nl, err := cuda.Alloc[V](g.dev, c)
+	if err != nil && c > need {
+		nl, err = cuda.Alloc[V](g.dev, need)
+	}
+	if err != nil {
+		return err
+	}
+	if g.logged > 0 {
+		s := g.upd.stream
+		if err := errors.Join(cuda.CopyAsync(nl.Sub(0, g.logged), g.log.Sub(0, g.logged), s), s.Synchronize()); err != nil {
+			nl.Free()
+			return err
+		}
+	}
+	g.log.Free()
+	g.log = nl
+	return nil
+}
+
+func (g *gpuLSM[K, V]) update(ctx context.Context, keys []K, vals []V, dels []bool, kind updateKind) error {
+	if err := ctx.Err(); err != nil || len(keys) == 0 {
+		return err
+	}
+	w, m := g.upd, len(keys)
+	dk, err := w.argK.Get(g.dev, w.stream, m)
+	if err != nil {
+		return err
+	}
+	var dv cuda.Slice[V]
+	var df cuda.Slice[uint8]
+	total := sorteddict.Bytes[K](m)
+	if kind != deletesOnly {
+		if dv, err = w.argV.Get(g.dev, w.stream, m); err != nil {
+			return err
+		}
+		total += sorteddict.Bytes[V](m)
+	}
+	if kind == mixed {
+		if df, err = w.argF.Get(g.dev, w.stream, m); err != nil {
+			return err
+		}
+		total += sorteddict.Bytes[uint8](m)
+	}
+	if err := w.stage.Reserve(g.dev, total); err != nil {
+		return err
+	}
+	err = errors.Join(sorteddict.Upload(&w.stage, w.stream, dk, keys), sorteddict.Upload(&w.stage, w.stream, dv, vals),
+		sorteddict.Upload(&w.stage, w.stream, df, boolBytes(dels)))
+	if err != nil {
+		return err
+	}
+	return g.updateDevice(ctx, dk, dv, df, kind)
+}
+
+// boolBytes views a []bool as bytes (Go stores bools as 0 or 1).
+func boolBytes(b []bool) []uint8 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint8)(unsafe.Pointer(&b[0])), len(b))
+}
+
+func (g *gpuLSM[K, V]) updateDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], dels cuda.Slice[uint8], kind updateKind) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m := keys.Len()
+	if m == 0 {
+		return nil
+	}
+	if err := g.checkRoom(m); err != nil {
+		return err
+	}
+	w, s := g.upd, g.upd.stream
+	p := g.padded(m)
+	chunks := p / g.b
+
+	// Allocate everything before changing anything.
+	if err := g.ensureLevels(bits.Len64(g.r+uint64(chunks)) - 1); err != nil {
+		return err
+	}
+	if d := g.deepest(chunks); d >= 2 {
+		for i := range 2 {
+			if _, err := w.pingK[i].Get(g.dev, s, g.b<<(d-1)); err != nil {
+				return err
+			}
+			if _, err := w.pingT[i].Get(g.dev, s, g.b<<(d-1)); err != nil {
+				return err
+			}
+		}
+	}
+	if kind != deletesOnly {
+		if err := g.ensureLog(g.logged + m); err != nil {
+			return err
+		}
+	}
+	if kind == deletesOnly {
+		var err error
+		if dels, err = w.argF.Get(g.dev, s, m); err != nil {
+			return err
+		}
+		if err := dels.FillBytes(1, s); err != nil {
+			return err
+		}
+	}
+	direct := chunks == 1 && g.r&1 == 0 // sort straight into the empty level 0
+	bk, bt := g.lkeys[0], g.ltags[0]
+	if !direct {
+		var err error
+		if bk, err = w.batchK.Get(g.dev, s, p); err != nil {
+			return err
+		}
+		if bt, err = w.batchT.Get(g.dev, s, p); err != nil {
+			return err
+		}
+	}
+
+	if err := g.fn.prep.Launch(sorteddict.Grid(p), sorteddict.Block, 0, s, keys, dels, uint64(m), uint64(p), uint32(g.logged), bk, bt); err != nil {
+		return err
+	}
+	if err := prim.SortPairs(g.eng, s, bk, bt, prim.SortOptions{}); err != nil {
+		return err
+	}
+	if err := g.fn.fixup.Launch(sorteddict.Grid(p), sorteddict.Block, 0, s, bk, bt, uint64(p)); err != nil {
+		return err
+	}
+	if kind != deletesOnly {
+		if err := cuda.CopyAsync(g.log.Sub(g.logged, g.logged+m), vals, s); err != nil {
+			return err
+		}
+	}
+	g.logged += m
+	// The chunks of one batch go in last-first: a key's segment may span chunks,
+	// and its head (the entry that decides) must end up newest.
+	for ch := chunks - 1; ch >= 0; ch-- {
+		if err := g.cascade(w, bk.Sub(ch*g.b, (ch+1)*g.b), bt.Sub(ch*g.b, (ch+1)*g.b), direct); err != nil {
+			return err
+		}
+	}
+	return s.Synchronize()
+}
+
+// cascade inserts one sorted batch of b entries: merges it with the full
+// levels 0..t-1 (newer run first) into the first empty level t.
+func (g *gpuLSM[K, V]) cascade(w *worker[K, V], ak cuda.Slice[K], at cuda.Slice[uint32], direct bool) error {
+	s := w.stream
+	t := bits.TrailingZeros64(^g.r)
+	if t == 0 {
+		if !direct {
+			if err := errors.Join(cuda.CopyAsync(g.lkeys[0], ak, s), cuda.CopyAsync(g.ltags[0], at, s)); err != nil {
+				return err
+			}
+		}
+		g.r++
+		return nil
+	}
+	for i := 0; i < t; i++ {
+		ok, ot := g.lkeys[t], g.ltags[t]
+		if i < t-1 {
+			n := g.b << (i + 1)
+			k, err := w.pingK[i%2].Get(g.dev, s, n)
+			if err != nil {
+				return err
+			}
+			tg, err := w.pingT[i%2].Get(g.dev, s, n)
+			if err != nil {
+				return err
+			}
+			ok, ot = k, tg
+		}
+		if err := prim.MergePairs(g.eng, s, ak, at, g.lkeys[i], g.ltags[i], ok, ot, prim.MergeOptions[K]{}); err != nil {
+			return err
+		}
+		ak, at = ok, ot
+	}
+	g.r++
+	return nil
+}
+
+func (g *gpuLSM[K, V]) cleanup(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	lvls := g.levels()
+	if len(lvls) == 0 {
+		return nil
+	}
+	w, s, n := g.upd, g.upd.stream, g.resident()
+	defer func() { // cleanup's buffers are as large as the structure: give them back
+		for i := range 2 {
+			w.pingK[i].Free()
+			w.pingT[i].Free()
+		}
+		w.flags.Free()
+	}()
+	var pk [2]cuda.Slice[K]
+	var pt [2]cuda.Slice[uint32]
+	for i := range 2 {
+		var err error
+		if pk[i], err = w.pingK[i].Get(g.dev, s, n); err != nil {
+			return err
+		}
+		if pt[i], err = w.pingT[i].Get(g.dev, s, n); err != nil {
+			return err
+		}
+	}
+	flags, err := w.flags.Get(g.dev, s, n)
+	if err != nil {
+		return err
+	}
+	cnt, err := w.small32.Get(g.dev, s, 1)
+	if err != nil {
+		return err
+	}
+	// Merge all levels, newest first, so each key's entries stay newest first.
+	mk, mt := g.lkeys[lvls[0]], g.ltags[lvls[0]]
+	size, out := g.b<<lvls[0], 0
+	for _, lv := range lvls[1:] {
+		size += g.b << lv
+		ok, ot := pk[out].Sub(0, size), pt[out].Sub(0, size)
+		if err := prim.MergePairs(g.eng, s, mk, mt, g.lkeys[lv], g.ltags[lv], ok, ot, prim.MergeOptions[K]{}); err != nil {
+			return err
+		}
+		mk, mt, out = ok, ot, 1-out
+	}
+	if err := g.fn.mark.Launch(sorteddict.Grid(n), sorteddict.Block, 0, s, mk, mt, uint64(n), flags); err != nil {
+		return err
+	}
+	sk, st := pk[out], pt[out]
+	if err := prim.SelectFlaggedPairs(g.eng, s, mk, mt, flags, sk, st, cnt); err != nil {
+		return err
+	}
+	mm, err := readBack(w, cnt)
+	if err != nil {
+		return err
+	}
+	m := int(mm[0])
+	r2 := uint64((m + g.b - 1) / g.b)
+	var newlog cuda.Slice[V]
+	if m > 0 {
+		if newlog, err = cuda.Alloc[V](g.dev, m+g.b); err != nil {
+			return err
+		}
+		if err := g.fn.scatter.Launch(sorteddict.Grid(int(r2)*g.b), sorteddict.Block, 0, s, sk, st, uint64(m), g.log, newlog, uint64(g.b), r2, g.tab); err != nil {
+			newlog.Free()
+			return err
+		}
+	}
+	if err := s.Synchronize(); err != nil {
+		return err
+	}
+	g.log.Free()
+	g.log, g.r, g.logged = newlog, r2, m
+	return nil
+}
+
+// withWorker runs f on a pooled worker.
+func (g *gpuLSM[K, V]) withWorker(ctx context.Context, f func(w *worker[K, V]) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w, err := g.pool.Get(ctx)
+	if err != nil {
+		return err
+	}
+	defer g.pool.Put(w)
+	return f(w)
+}
+
+func (g *gpuLSM[K, V]) lookupDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], found cuda.Slice[uint8]) error {
+	return g.withWorker(ctx, func(w *worker[K, V]) error {
+		if err := g.launchLookup(w, keys, vals, found); err != nil {
+			return err
+		}
+		return w.stream.Synchronize()
+	})
+}
+
+func (g *gpuLSM[K, V]) launchLookup(w *worker[K, V], keys cuda.Slice[K], vals cuda.Slice[V], found cuda.Slice[uint8]) error {
+	n := keys.Len()
+	if n == 0 {
+		return nil
+	}
+	return g.fn.lookup.Launch(sorteddict.Grid(n), sorteddict.Block, 0, w.stream, g.tab, g.log, uint64(g.b), g.r, keys, uint64(n), vals, found)
+}
+
+func (g *gpuLSM[K, V]) lookup(ctx context.Context, keys []K, vals []V, found []bool) error {
+	if len(keys) == 0 {
+		return ctx.Err()
+	}
+	return g.withWorker(ctx, func(w *worker[K, V]) error {
+		n, s := len(keys), w.stream
+		dk, err1 := w.argK.Get(g.dev, s, n)
+		dv, err2 := w.resV.Get(g.dev, s, n)
+		df, err3 := w.resF.Get(g.dev, s, n)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return err
+		}
+		if err := w.stage.Reserve(g.dev, sorteddict.Bytes[K](n)+sorteddict.Bytes[V](n)+sorteddict.Bytes[uint8](n)); err != nil {
+			return err
+		}
+		if err := sorteddict.Upload(&w.stage, s, dk, keys); err != nil {
+			return err
+		}
+		if err := g.launchLookup(w, dk, dv, df); err != nil {
+			return err
+		}
+		return download(w, sorteddict.Pair(vals, dv), sorteddict.Pair(boolBytes(found), df))
+	})
+}
+
+// download copies device results into Go slices through the staging memory
+// already reserved, and synchronizes.
+func download[K, V warpkit.Word](w *worker[K, V], copies ...sorteddict.Copier) error {
+	return sorteddict.Fetch(&w.stage, w.stream, copies...)
+}
+
+func (g *gpuLSM[K, V]) neighborDevice(ctx context.Context, keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8], succ bool) error {
+	return g.withWorker(ctx, func(w *worker[K, V]) error {
+		if err := g.launchNeighbor(w, keys, outKeys, outVals, found, succ); err != nil {
+			return err
+		}
+		return w.stream.Synchronize()
+	})
+}
+
+func (g *gpuLSM[K, V]) launchNeighbor(w *worker[K, V], keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8], succ bool) error {
+	n := keys.Len()
+	if n == 0 {
+		return nil
+	}
+	f := g.fn.pred
+	if succ {
+		f = g.fn.succ
+	}
+	return f.Launch(sorteddict.Grid(n), sorteddict.Block, 0, w.stream, g.tab, g.log, uint64(g.b), g.r, keys, uint64(n), outKeys, outVals, found)
+}
+
+func (g *gpuLSM[K, V]) neighbor(ctx context.Context, keys, outKeys []K, outVals []V, found []bool, succ bool) error {
+	if len(keys) == 0 {
+		return ctx.Err()
+	}
+	return g.withWorker(ctx, func(w *worker[K, V]) error {
+		n, s := len(keys), w.stream
+		dk, err1 := w.argK.Get(g.dev, s, n)
+		rk, err2 := w.resK.Get(g.dev, s, n)
+		rv, err3 := w.resV.Get(g.dev, s, n)
+		rf, err4 := w.resF.Get(g.dev, s, n)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
+			return err
+		}
+		if err := w.stage.Reserve(g.dev, 2*sorteddict.Bytes[K](n)+sorteddict.Bytes[V](n)+sorteddict.Bytes[uint8](n)); err != nil {
+			return err
+		}
+		if err := sorteddict.Upload(&w.stage, s, dk, keys); err != nil {
+			return err
+		}
+		if err := g.launchNeighbor(w, dk, rk, rv, rf, succ); err != nil {
+			return err
+		}
+		return download(w, sorteddict.Pair(outKeys, rk), sorteddict.Pair(outVals, rv), sorteddict.Pair(boolBytes(found), rf))
+	})
+}
+
+func (g *gpuLSM[K, V]) countDevice(ctx context.Context, lo, hi cuda.Slice[K], counts cuda.Slice[uint32]) error {
+	return g.withWorker(ctx, func(w *worker[K, V]) error {
+		_, err := g.countRange(ctx, w, lo, hi, counts, false)
+		return err
+	})
+}
+
+func (g *gpuLSM[K, V]) count(ctx context.Context, lo, hi []K, counts []uint32) error {
+	if len(lo) == 0 {
+		return ctx.Err()
+	}
+	return g.withWorker(ctx, func(w *worker[K, V]) error {
+		dl, dh, err := g.stageBounds(w, lo, hi, sorteddict.Bytes[uint32](len(lo)))
+		if err != nil {
+			return err
+		}
+		dc, err := w.counts.Get(g.dev, w.stream, len(lo))
+		if err != nil {
+			return err
+		}
+		if _, err := g.countRange(ctx, w, dl, dh, dc, false); err != nil {
+			return err
+		}
+		if err := w.stage.Reserve(g.dev, sorteddict.Bytes[uint32](len(lo))); err != nil {
+			return err
+		}
+		return download(w, sorteddict.Pair(counts, dc))
+	})
+}
+
+// stageBounds uploads range-query bounds, reserving extra staging bytes.
+func (g *gpuLSM[K, V]) stageBounds(w *worker[K, V], lo, hi []K, extra int) (cuda.Slice[K], cuda.Slice[K], error) {
+	n, s := len(lo), w.stream
+	dl, err1 := w.argK.Get(g.dev, s, n)
+	dh, err2 := w.argK2.Get(g.dev, s, n)
+	if err := errors.Join(err1, err2); err != nil {
+		return dl, dh, err
+	}
+	if err := w.stage.Reserve(g.dev, 2*sorteddict.Bytes[K](n)+extra); err != nil {
+		return dl, dh, err
+	}
+	return dl, dh, errors.Join(sorteddict.Upload(&w.stage, s, dl, lo), sorteddict.Upload(&w.stage, s, dh, hi))
+}
+
+func (g *gpuLSM[K, V]) rangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*DeviceRange[K, V], error) {
+	var res *DeviceRange[K, V]
+	err := g.withWorker(ctx, func(w *worker[K, V]) error {
+		counts, err := w.counts.Get(g.dev, w.stream, lo.Len())
+		if err != nil {
+			return err
+		}
+		res, err = g.countRange(ctx, w, lo, hi, counts, true)
+		return err
+	})
+	return res, err
+}
+
+func (g *gpuLSM[K, V]) rangeHost(ctx context.Context, lo, hi []K) (*RangeResult[K, V], error) {
+	var res *RangeResult[K, V]
+	err := g.withWorker(ctx, func(w *worker[K, V]) error {
+		dl, dh, err := g.stageBounds(w, lo, hi, 0)
+		if err != nil {
+			return err
+		}
+		counts, err := w.counts.Get(g.dev, w.stream, len(lo))
+		if err != nil {
+			return err
+		}
+		dr, err := g.countRange(ctx, w, dl, dh, counts, true)
+		if err != nil {
+			return err
+		}
+		defer dr.Free()
+		res, err = sorteddict.RangeToHost(g.dev, &w.stage, w.stream, dr)
+		return err
+	})
+	return res, err
+}
+
+// countRange runs the five stages of count (wantRange false) or range over
+// the queries [lo[i], hi[i]], chunk by chunk; counts receives each query's
+// number of live keys. For range it returns the pairs.
+func (g *gpuLSM[K, V]) countRange(ctx context.Context, w *worker[K, V], lo, hi cuda.Slice[K], counts cuda.Slice[uint32], wantRange bool) (res *DeviceRange[K, V], err error) {
+	s, nq, nlev := w.stream, lo.Len(), len(g.levels())
+	if err := counts.Zero(s); err != nil {
+		return nil, err
+	}
+	var parts sorteddict.RangeParts[K, V]
+	defer func() {
+		if err != nil {
+			parts.Free()
+		}
+	}()
+	for q0 := 0; q0 < nq && nlev > 0; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		qc, total, err := g.stage1(w, lo, hi, q0, min(nq-q0, g.chunkQueries), nlev)
+		if err != nil {
+			return nil, err
+		}
+		if total > 0 {
+			if err := g.stages2to5(w, qc, nlev, int(total), counts.Sub(q0, q0+qc), wantRange, &parts); err != nil {
+				return nil, err
+			}
+		}
+		q0 += qc
+	}
+	if !wantRange {
+		return nil, s.Synchronize()
+	}
+	return parts.Assemble(g.dev, s, counts, func(in, out, total cuda.Slice[uint32]) error {
+		return prim.ExclusiveScan(g.eng, s, in, out, total)
+	})
+}
+
+// stage1 runs the per-level bounds of queries [q0, q0+qc) and returns how many
+// queries fit the candidate budget (at least one) and their candidate total.
+func (g *gpuLSM[K, V]) stage1(w *worker[K, V], lo, hi cuda.Slice[K], q0, qc, nlev int) (int, uint64, error) {
+	s := w.stream
+	for {
+		cnt, err1 := w.cnt.Get(g.dev, s, qc*nlev)
+		start, err2 := w.start.Get(g.dev, s, qc*nlev)
+		tot, err3 := w.small64.Get(g.dev, s, 1)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return 0, 0, err
+		}
+		if err := tot.Zero(s); err != nil {
+			return 0, 0, err
+		}
+		err := g.fn.bounds.Launch(cuda.GridFor(qc, sorteddict.BlockSize), sorteddict.Block, 0, s, g.tab, uint64(g.b), g.r, uint32(nlev),
+			lo.Sub(q0, q0+qc), hi.Sub(q0, q0+qc), uint64(qc), cnt, start, tot)
+		if err != nil {
+			return 0, 0, err
+		}
+		t, err := readBack(w, tot)
+		if err != nil {
+			return 0, 0, err
+		}
+		total := t[0]
+		if total <= g.budget || qc == 1 {
+			if total > math.MaxUint32 {
+				return 0, 0, fmt.Errorf("%w: one query has %d candidates", warpkit.ErrInvalidArgument, total)
+			}
+			return qc, total, nil
+		}
+		qc = max(1, min(qc/2, int(uint64(qc)*g.budget/total)))
+	}
+}
+
+// stages2to5 scans the candidate counts, gathers the candidates, sorts each
+// query's candidates by key (stable: newest level first within a key),
+// validates them into counts and, for range, compacts the live pairs into parts.
+func (g *gpuLSM[K, V]) stages2to5(w *worker[K, V], qc, nlev, total int, counts cuda.Slice[uint32], wantRange bool, parts *sorteddict.RangeParts[K, V]) error {
+	s, nseg := w.stream, qc*nlev
+	cnt, _ := w.cnt.Get(g.dev, s, nseg)
+	start, _ := w.start.Get(g.dev, s, nseg)
+	off, err1 := w.off.Get(g.dev, s, nseg)
+	segoff, err2 := w.segoff.Get(g.dev, s, qc+1)
+	ck, err3 := w.ck.Get(g.dev, s, total)
+	ct, err4 := w.ct.Get(g.dev, s, total)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return err
+	}
+	if err := prim.ExclusiveScan(g.eng, s, cnt, off, cuda.Slice[uint32]{}); err != nil {
+		return err
+	}
+	if err := g.fn.queryOffsets.Launch(sorteddict.Grid(qc+1), sorteddict.Block, 0, s, off, uint32(nlev), uint64(qc), uint32(total), segoff); err != nil {
+		return err
+	}
+	if err := g.fn.gather.Launch(sorteddict.TileGrid(total, tileItems), sorteddict.Block, 0, s, g.tab, off, start, uint64(nseg), uint64(total), ck, ct); err != nil {
+		return err
+	}
+	if err := prim.SegmentedSortPairs(g.eng, s, ck, ct, segoff); err != nil {
+		return err
+	}
+	var flags cuda.Slice[uint8]
+	if wantRange {
+		var err error
+		if flags, err = w.flags.Get(g.dev, s, total); err != nil {
+			return err
+		}
+	}
+	if err := g.fn.validate.Launch(sorteddict.TileGrid(total, tileItems), sorteddict.Block, 0, s, ck, ct, segoff, uint64(qc), uint64(total), counts, flags); err != nil {
+		return err
+	}
+	if !wantRange {
+		return nil
+	}
+	sk, err1 := w.selK.Get(g.dev, s, total)
+	st, err2 := w.selT.Get(g.dev, s, total)
+	sel32, err3 := w.small32.Get(g.dev, s, 1)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return err
+	}
+	if err := prim.SelectFlaggedPairs(g.eng, s, ck, ct, flags, sk, st, sel32); err != nil {
+		return err
+	}
+	nv, err := readBack(w, sel32)
+	if err != nil {
+		return err
+	}
+	return parts.Add(g.dev, s, sk.Sub(0, int(nv[0])), func(vals cuda.Slice[V]) error {
+		return g.fn.gatherValues.Launch(sorteddict.Grid(vals.Len()), sorteddict.Block, 0, s, st, g.log, uint64(vals.Len()), vals)
+	})
+}
+
+// tileItems is kItems in lsm.cu: elements per thread of the tiled stages.
+const tileItems = 4
+
+func (g *gpuLSM[K, V]) snapshot() (*snapshot[K, V], error) {
+	sn := &snapshot[K, V]{state: g.levelState, keys: map[int][]K{}, tags: map[int][]uint32{}}
+	if err := g.upd.stream.Synchronize(); err != nil {
+		return nil, err
+	}
+	for _, lv := range g.levels() {
+		k, err1 := g.lkeys[lv].ToHost()
+		t, err2 := g.ltags[lv].ToHost()
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, err
+		}
+		sn.keys[lv], sn.tags[lv] = k, t
+	}
+	if g.logged > 0 {
+		var err error
+		if sn.log, err = g.log.Sub(0, g.logged).ToHost(); err != nil {
+			return nil, err
+		}
+	}
+	return sn, nil
+}

@@ -1,0 +1,378 @@
+package lsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/gputest"
+	"github.com/warpkit/warpkit/internal/sorteddict/dicttest"
+)
+
+func newGPUTest[K, V warpkit.Word](t *testing.T, dev *cuda.Device, b int) *LSM[K, V] {
+	t.Helper()
+	l, err := New[K, V](Options{Backend: warpkit.CUDA, Device: dev, BatchSize: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Backend() != warpkit.CUDA {
+		t.Fatalf("backend %v", l.Backend())
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// twin applies every update to the GPU LSM and to a CPU LSM and requires
+// their levels and referenced log values to be equal entry for entry; the
+// queries go to the GPU LSM.
+type twin[K, V warpkit.Word] struct {
+	*LSM[K, V]
+	cpu *LSM[K, V]
+}
+
+func (w twin[K, V]) Update(ctx context.Context, keys []K, vals []V, dels []bool) error {
+	if err := errors.Join(w.LSM.Update(ctx, keys, vals, dels), w.cpu.Update(ctx, keys, vals, dels)); err != nil {
+		return err
+	}
+	return sameLevels(w.LSM, w.cpu)
+}
+
+func (w twin[K, V]) cleanup() error {
+	ctx := context.Background()
+	if err := errors.Join(w.LSM.Cleanup(ctx), w.cpu.Cleanup(ctx)); err != nil {
+		return err
+	}
+	return sameLevels(w.LSM, w.cpu)
+}
+
+func sameLevels[K, V warpkit.Word](g, c *LSM[K, V]) error {
+	gs, err1 := g.impl.snapshot()
+	cs, err2 := c.impl.snapshot()
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
+	if gs.state != cs.state {
+		return fmt.Errorf("gpu state %+v, cpu %+v", gs.state, cs.state)
+	}
+	for _, lv := range cs.state.levels() {
+		if !slices.Equal(gs.keys[lv], cs.keys[lv]) {
+			return fmt.Errorf("level %d keys differ", lv)
+		}
+		if !slices.Equal(gs.tags[lv], cs.tags[lv]) {
+			return fmt.Errorf("level %d tags differ", lv)
+		}
+		for i, t := range cs.tags[lv] {
+			if !isTomb(t) && gs.log[t&slotMask] != cs.log[t&slotMask] {
+				return fmt.Errorf("level %d entry %d: logged value differs", lv, i)
+			}
+		}
+	}
+	return nil
+}
+
+func TestGPUTwinDifferential(t *testing.T) {
+	dev := gputest.Device(t)
+	cases := []struct {
+		b     int
+		space uint64
+		del   float64
+	}{{1, 16, 0.3}, {3, 40, 0.25}, {8, 200, 0.4}, {64, 1 << 12, 0.1}, {100, 1 << 40, 0.2}}
+	for _, c := range cases {
+		w := dicttest.Workload{Space: c.space, DeleteFrac: c.del}
+		name := fmt.Sprintf("b=%d/space=%d", c.b, c.space)
+		t.Run(name+"/k32v32", func(t *testing.T) { twinRun[uint32, uint32](t, dev, c.b, w) })
+		t.Run(name+"/k32v64", func(t *testing.T) { twinRun[uint32, uint64](t, dev, c.b, w) })
+		t.Run(name+"/k64v32", func(t *testing.T) { twinRun[uint64, uint32](t, dev, c.b, w) })
+		t.Run(name+"/k64v64", func(t *testing.T) { twinRun[uint64, uint64](t, dev, c.b, w) })
+	}
+}
+
+func twinRun[K, V warpkit.Word](t *testing.T, dev *cuda.Device, b int, w dicttest.Workload) {
+	tw := twin[K, V]{LSM: newGPUTest[K, V](t, dev, b), cpu: newCPUTest[K, V](t, b)}
+	between := func(step int) error {
+		if step%4 != 3 {
+			return nil
+		}
+		return tw.cleanup()
+	}
+	dicttest.Run[K, V](t, tw, uint64(b)*31+w.Space, w, 30, 3*b+5, 96, between)
+}
+
+// TestGPUChunkedQueries forces the count/range pipeline to split its queries
+// into many chunks (by count and by candidate budget) and checks every answer.
+func TestGPUChunkedQueries(t *testing.T) {
+	dev := gputest.Device(t)
+	l := newGPUTest[uint64, uint32](t, dev, 16)
+	g := l.impl.(*gpuLSM[uint64, uint32])
+	g.chunkQueries, g.budget = 7, 40
+	w := dicttest.Workload{Space: 300, DeleteFrac: 0.3}
+	dicttest.Run[uint64, uint32](t, l, 5, w, 20, 60, 200, nil)
+}
+
+// TestGPULarger runs fewer, larger steps: many levels, long candidate lists.
+func TestGPULarger(t *testing.T) {
+	dev := gputest.Device(t)
+	steps := 25
+	if testing.Short() {
+		steps = 8
+	}
+	l := newGPUTest[uint32, uint32](t, dev, 1<<10)
+	w := dicttest.Workload{Space: 1 << 16, DeleteFrac: 0.2}
+	dicttest.Run[uint32, uint32](t, l, 11, w, steps, 5000, 4000, func(step int) error {
+		if step == steps/2 {
+			return l.Cleanup(context.Background())
+		}
+		return nil
+	})
+}
+
+// TestGPUDeviceAPI checks the device-resident methods against the host ones.
+func TestGPUDeviceAPI(t *testing.T) {
+	dev := gputest.Device(t)
+	ctx := context.Background()
+	l := newGPUTest[uint32, uint64](t, dev, 32)
+	rng := rand.New(rand.NewPCG(1, 2))
+	w := dicttest.Workload{Space: 500, DeleteFrac: 0.3}
+	o := dicttest.NewOracle[uint32, uint64]()
+	for range 10 {
+		keys, vals, dels := dicttest.Batch[uint32, uint64](rng, w, 100)
+		dk, dv := fromHost(t, dev, keys), fromHost(t, dev, vals)
+		df := make([]uint8, len(dels))
+		for i, d := range dels {
+			if d {
+				df[i] = 1
+			}
+		}
+		if err := l.UpdateDevice(ctx, dk, dv, fromHost(t, dev, df)); err != nil {
+			t.Fatal(err)
+		}
+		o.Apply(keys, vals, dels)
+	}
+	ins, _, _ := dicttest.Batch[uint32, uint64](rng, w, 50)
+	insV := make([]uint64, len(ins))
+	if err := l.InsertDevice(ctx, fromHost(t, dev, ins), fromHost(t, dev, insV)); err != nil {
+		t.Fatal(err)
+	}
+	o.Apply(ins, insV, nil)
+	del, _, _ := dicttest.Batch[uint32, uint64](rng, w, 50)
+	if err := l.DeleteDevice(ctx, fromHost(t, dev, del)); err != nil {
+		t.Fatal(err)
+	}
+	o.Apply(del, make([]uint64, len(del)), trues(len(del)))
+
+	q := dicttest.Queries(rng, w, o, 300)
+	dq := fromHost(t, dev, q)
+	vals, found := alloc[uint64](t, dev, len(q)), alloc[uint8](t, dev, len(q))
+	if err := l.LookupDevice(ctx, dq, vals, found); err != nil {
+		t.Fatal(err)
+	}
+	hv, hf := toHost(t, vals), toHost(t, found)
+	for i, k := range q {
+		v, ok := o.Lookup(k)
+		if (hf[i] == 1) != ok || hv[i] != v {
+			t.Fatalf("lookup(%d) = %d, %d; want %d, %v", k, hv[i], hf[i], v, ok)
+		}
+	}
+	sk := alloc[uint32](t, dev, len(q))
+	if err := l.SuccessorDevice(ctx, dq, sk, vals, found); err != nil {
+		t.Fatal(err)
+	}
+	hk, hv, hf := toHost(t, sk), toHost(t, vals), toHost(t, found)
+	for i, k := range q {
+		wk, wv, wf := o.Successor(k)
+		if (hf[i] == 1) != wf || hk[i] != wk || hv[i] != wv {
+			t.Fatalf("successor(%d) = %d, %d, %d; want %d, %d, %v", k, hk[i], hv[i], hf[i], wk, wv, wf)
+		}
+	}
+	if err := l.PredecessorDevice(ctx, dq, sk, vals, found); err != nil {
+		t.Fatal(err)
+	}
+	hk, hv, hf = toHost(t, sk), toHost(t, vals), toHost(t, found)
+	for i, k := range q {
+		wk, wv, wf := o.Predecessor(k)
+		if (hf[i] == 1) != wf || hk[i] != wk || hv[i] != wv {
+			t.Fatalf("predecessor(%d) = %d, %d, %d; want %d, %d, %v", k, hk[i], hv[i], hf[i], wk, wv, wf)
+		}
+	}
+	hi := make([]uint32, len(q))
+	for i, k := range q {
+		hi[i] = k + uint32(rng.IntN(1<<26))
+		if hi[i] < k {
+			hi[i] = ^uint32(0)
+		}
+	}
+	counts := alloc[uint32](t, dev, len(q))
+	if err := l.CountDevice(ctx, dq, fromHost(t, dev, hi), counts); err != nil {
+		t.Fatal(err)
+	}
+	dr, err := l.RangeDevice(ctx, dq, fromHost(t, dev, hi))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dr.Free()
+	rr, err := dr.ToHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := toHost(t, counts)
+	for i := range q {
+		want := o.Range(q[i], hi[i])
+		if int(hc[i]) != len(want) || rr.Count(i) != len(want) {
+			t.Fatalf("count/range(%d, %d) = %d, %d; want %d", q[i], hi[i], hc[i], rr.Count(i), len(want))
+		}
+		j := 0
+		for k, v := range rr.Query(i) {
+			if wv, _ := o.Lookup(want[j]); k != want[j] || v != wv {
+				t.Fatalf("range(%d, %d)[%d] = %d, %d; want %d, %d", q[i], hi[i], j, k, v, want[j], wv)
+			}
+			j++
+		}
+	}
+}
+
+// TestGPUConcurrent runs queries from several goroutines while another
+// goroutine updates; every query answer must match one of the states the
+// structure went through, and the final state must match the oracle.
+func TestGPUConcurrent(t *testing.T) {
+	dev := gputest.Device(t)
+	ctx := context.Background()
+	l := newGPUTest[uint64, uint64](t, dev, 64)
+	// Keys k live with value k in every state: queries for them always agree.
+	stable := make([]uint64, 1000)
+	for i := range stable {
+		stable[i] = uint64(i) * 1000003
+	}
+	if err := l.Insert(ctx, stable, stable); err != nil {
+		t.Fatal(err)
+	}
+	o := dicttest.NewOracle[uint64, uint64]()
+	o.Apply(stable, stable, nil)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			vals, found := make([]uint64, len(stable)), make([]bool, len(stable))
+			for range 30 {
+				if err := l.Lookup(ctx, stable, vals, found); err != nil {
+					errs <- err
+					return
+				}
+				for i, k := range stable {
+					if !found[i] || vals[i] != k {
+						errs <- fmt.Errorf("goroutine %d: lookup(%d) = %d, %v", g, k, vals[i], found[i])
+						return
+					}
+				}
+			}
+		}()
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	w := dicttest.Workload{Space: 1 << 20, DeleteFrac: 0.3}
+	for range 30 {
+		keys, vals, dels := dicttest.Batch[uint64, uint64](rng, w, 200)
+		for i, k := range keys {
+			if k%1000003 == 0 && k/1000003 < 1000 { // leave the stable keys alone
+				keys[i]++
+			}
+		}
+		if err := l.Update(ctx, keys, vals, dels); err != nil {
+			t.Fatal(err)
+		}
+		o.Apply(keys, vals, dels)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	dicttest.Check[uint64, uint64](t, ctx, l, o, rng, w, 2000)
+}
+
+// TestGPUOutOfMemory fills the device, checks that an update that cannot get
+// memory fails with ErrOutOfMemory and changes nothing, and that the LSM works
+// once memory is back.
+func TestGPUOutOfMemory(t *testing.T) {
+	dev := gputest.Device(t)
+	ctx := context.Background()
+	l := newGPUTest[uint32, uint32](t, dev, 1<<12)
+	rng := rand.New(rand.NewPCG(5, 6))
+	w := dicttest.Workload{Space: 1 << 20, DeleteFrac: 0.1}
+	o := dicttest.NewOracle[uint32, uint32]()
+	for range 3 {
+		keys, vals, dels := dicttest.Batch[uint32, uint32](rng, w, 1<<12)
+		if err := l.Update(ctx, keys, vals, dels); err != nil {
+			t.Fatal(err)
+		}
+		o.Apply(keys, vals, dels)
+	}
+	before := l.Stats()
+	free, _, err := dev.MemInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hog, err := cuda.Alloc[uint8](dev, int(free)-(48<<20))
+	if err != nil {
+		t.Skipf("cannot allocate the device's free memory: %v", err)
+	}
+	keys, vals, dels := dicttest.Batch[uint32, uint32](rng, w, 1<<24)
+	err = l.Update(ctx, keys, vals, dels)
+	if !errors.Is(err, warpkit.ErrOutOfMemory) {
+		hog.Free()
+		t.Fatalf("update with the device full: %v, want ErrOutOfMemory", err)
+	}
+	if after := l.Stats(); !slices.Equal(after.Levels, before.Levels) || after.Logged != before.Logged {
+		t.Fatalf("failed update changed the LSM: %+v -> %+v", before, after)
+	}
+	dicttest.Check[uint32, uint32](t, ctx, l, o, rng, w, 500)
+	hog.Free()
+	if err := l.Update(ctx, keys, vals, dels); err != nil {
+		t.Fatal(err)
+	}
+	o.Apply(keys, vals, dels)
+	dicttest.Check[uint32, uint32](t, ctx, l, o, rng, w, 500)
+}
+
+func trues(n int) []bool {
+	b := make([]bool, n)
+	for i := range b {
+		b[i] = true
+	}
+	return b
+}
+
+func fromHost[T cuda.Elem](t *testing.T, dev *cuda.Device, h []T) cuda.Slice[T] {
+	t.Helper()
+	s, err := cuda.FromHost(dev, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Free() })
+	return s
+}
+
+func alloc[T cuda.Elem](t *testing.T, dev *cuda.Device, n int) cuda.Slice[T] {
+	t.Helper()
+	s, err := cuda.Alloc[T](dev, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Free() })
+	return s
+}
+
+func toHost[T cuda.Elem](t *testing.T, s cuda.Slice[T]) []T {
+	t.Helper()
+	h, err := s.ToHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}

@@ -1,0 +1,352 @@
+// lsm.cu: the GPU LSM's own kernels. Sorting and merging are prim's; these
+// kernels prepare batches, answer lookups and successor/predecessor queries,
+// run stages 1, 3 and 5 of the count/range validation, and clean up.
+//
+// Layout. Level i (full when bit i of r is set) holds b<<i entries in its own
+// key and tag arrays, whose addresses are tab[i] and tab[kMaxLevels + i] of the
+// level table; within a level, entries are sorted by key and, within a key,
+// newest first; levels with a smaller index are newer. Tags are described in
+// lsm_sorted.cuh: tombstone bit plus value-log slot.
+#include <stdint.h>
+#include "lsm_sorted.cuh"
+#include "warp.cuh"
+
+using namespace wk::sorted;
+
+namespace {
+
+constexpr int kMaxLevels = 32;
+constexpr int kItems = 4;  // elements per thread in the tiled stages
+
+template <typename K>
+__device__ __forceinline__ const K* level_keys(const uint64_t* tab, int lv) {
+  return reinterpret_cast<const K*>(tab[lv]);
+}
+__device__ __forceinline__ const uint32_t* level_tags(const uint64_t* tab, int lv) {
+  return reinterpret_cast<const uint32_t*>(tab[kMaxLevels + lv]);
+}
+
+// A candidate position packs the level into bits 40..47 above the position
+// within the level (levels hold fewer than 2^40 entries).
+constexpr int kPosBits = 40;
+constexpr uint64_t kPosMask = (1ull << kPosBits) - 1;
+
+// lookup: per query, the newest level holding the key decides (first entry of
+// its segment: a tombstone means deleted).
+template <typename K, typename V>
+__device__ void lookup(const uint64_t* __restrict__ tab, const V* __restrict__ log, uint64_t b, uint64_t r, const K* __restrict__ q, uint64_t nq, V* __restrict__ out, uint8_t* __restrict__ found) {
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < nq; i += (uint64_t)gridDim.x * blockDim.x) {
+    K k = q[i];
+    V v = 0;
+    uint8_t f = 0;
+    for (int lv = 0; lv < kMaxLevels && (r >> lv) != 0; lv++) {
+      if (((r >> lv) & 1) == 0) continue;
+      const K* keys = level_keys<K>(tab, lv);
+      uint64_t end = b << lv;
+      uint64_t p = lower_bound(keys, 0, end, k);
+      if (p < end && keys[p] == k) {
+        uint32_t t = level_tags(tab, lv)[p];
+        if (!is_tomb(t)) {
+          v = log[slot_of(t)];
+          f = 1;
+        }
+        break;
+      }
+    }
+    out[i] = v;
+    found[i] = f;
+  }
+}
+
+// bounds (stage 1): for query q and the j-th full level, the candidates are
+// positions [start, start+cnt) of that level: lower_bound(lo)..upper_bound(hi);
+// start packs the level number above the position (kPosBits).
+// cnt and start are laid out query-major (q*nlev + j); total accumulates the
+// sum over all queries (64-bit, so the host can split an oversized chunk).
+template <typename K>
+__device__ void bounds(const uint64_t* __restrict__ tab, uint64_t b, uint64_t r, uint32_t nlev, const K* __restrict__ lo,
+                       const K* __restrict__ hi, uint64_t nq, uint32_t* __restrict__ cnt, uint64_t* __restrict__ start,
+                       unsigned long long* total) {
+  uint64_t q = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+  uint64_t sum = 0;
+  if (q < nq) {
+    K k1 = lo[q], k2 = hi[q];
+    uint32_t j = 0;
+    for (int lv = 0; lv < kMaxLevels && (r >> lv) != 0; lv++) {
+      if (((r >> lv) & 1) == 0) continue;
+      const K* keys = level_keys<K>(tab, lv);
+      uint64_t end = b << lv, l = 0, u = 0;
+      if (k1 <= k2) {
+        l = lower_bound(keys, 0, end, k1);
+        u = upper_bound(keys, l, end, k2);
+      }
+      cnt[q * nlev + j] = (uint32_t)(u - l);
+      start[q * nlev + j] = ((uint64_t)lv << kPosBits) | l;
+      sum += u - l;
+      j++;
+    }
+  }
+  for (int d = 16; d > 0; d >>= 1) sum += __shfl_down_sync(wk::kFullMask, (unsigned long long)sum, d);
+  if (wk::lane_id() == 0 && sum != 0) atomicAdd(total, (unsigned long long)sum);
+}
+
+// gather_candidates (stage 3): candidate e belongs to segment s (query q,
+// level j) with off[s] <= e < off[s+1]; it is entry start[s] + e - off[s].
+template <typename K>
+__device__ void gather_candidates(const uint64_t* __restrict__ tab, const uint32_t* __restrict__ off,
+                                  const uint64_t* __restrict__ start, uint64_t nseg, uint64_t total, K* __restrict__ ck,
+                                  uint32_t* __restrict__ ct) {
+  uint64_t tile = (uint64_t)blockDim.x * kItems, first = blockIdx.x * tile;
+  if (first >= total) return;  // uniform over the block
+  uint64_t slo, shi;
+  block_segments(off, nseg, first, min(first + tile, total) - 1, &slo, &shi);
+  for (int it = 0; it < kItems; it++) {
+    uint64_t e = first + (uint64_t)it * blockDim.x + threadIdx.x;
+    if (e >= total) break;
+    uint64_t s = segment_of(off, slo, shi, e);
+    uint64_t st = start[s];
+    int lv = (int)(st >> kPosBits);
+    uint64_t src = (st & kPosMask) + (e - off[s]);
+    ck[e] = level_keys<K>(tab, lv)[src];
+    ct[e] = level_tags(tab, lv)[src];
+  }
+}
+
+// validate (stage 5): after the segmented sort each query's candidates are
+// sorted by key, newest first within a key; the first entry of each key decides
+// and counts unless it is a tombstone. Threads of a warp that validate entries
+// of the same query add their counts with one atomic.
+template <typename K>
+__device__ void validate(const K* __restrict__ ck, const uint32_t* __restrict__ ct, const uint32_t* __restrict__ segoff,
+                         uint64_t nq, uint64_t total, uint32_t* __restrict__ counts, uint8_t* __restrict__ flags) {
+  uint64_t tile = (uint64_t)blockDim.x * kItems, first = blockIdx.x * tile;
+  if (first >= total) return;  // uniform over the block
+  uint64_t slo, shi;
+  block_segments(segoff, nq, first, min(first + tile, total) - 1, &slo, &shi);
+  for (int it = 0; it < kItems; it++) {
+    uint64_t e = first + (uint64_t)it * blockDim.x + threadIdx.x;
+    bool valid = false;
+    uint32_t q = 0xffffffffu;
+    if (e < total) {
+      q = (uint32_t)segment_of(segoff, slo, shi, e);
+      bool head = e == segoff[q] || ck[e] != ck[e - 1];
+      valid = head && !is_tomb(ct[e]);
+      if (flags != nullptr) flags[e] = valid ? 1 : 0;
+    }
+    unsigned group = __match_any_sync(wk::kFullMask, valid ? q : 0xffffffffu);
+    if (valid && (int)wk::lane_id() == __ffs(group) - 1) atomicAdd(&counts[q], (uint32_t)__popc(group));
+  }
+}
+
+// cleanup_mark flags the live entries of all levels merged newest first: the
+// first entry of each key, unless it is a tombstone.
+template <typename K>
+__device__ void cleanup_mark(const K* __restrict__ keys, const uint32_t* __restrict__ tags, uint64_t n, uint8_t* __restrict__ flags) {
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+    bool head = i == 0 || keys[i] != keys[i - 1];
+    flags[i] = (head && !is_tomb(tags[i])) ? 1 : 0;
+  }
+}
+
+// cleanup_scatter lays out the m live entries (sorted, distinct keys) plus
+// r2*b - m padding tombstones of the largest key over the full levels of r2,
+// smaller keys in smaller levels, and rewrites the value log so that entry j's
+// value is at slot j.
+template <typename K, typename V>
+__device__ void cleanup_scatter(const K* __restrict__ ck, const uint32_t* __restrict__ ct, uint64_t m, const V* __restrict__ log,
+                                V* __restrict__ newlog, uint64_t b, uint64_t r2, const uint64_t* __restrict__ tab) {
+  uint64_t p = r2 * b;
+  for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < p; j += (uint64_t)gridDim.x * blockDim.x) {
+    uint64_t start = 0, pos = 0;
+    int dl = 0;
+    for (int lv = 0; lv < kMaxLevels; lv++) {
+      if (((r2 >> lv) & 1) == 0) continue;
+      uint64_t size = b << lv;
+      if (j < start + size) {
+        dl = lv;
+        pos = j - start;
+        break;
+      }
+      start += size;
+    }
+    K* keys = const_cast<K*>(level_keys<K>(tab, dl));
+    uint32_t* tags = const_cast<uint32_t*>(level_tags(tab, dl));
+    if (j < m) {
+      keys[pos] = ck[j];
+      tags[pos] = (uint32_t)j;
+      newlog[j] = log[slot_of(ct[j])];
+    } else {
+      keys[pos] = max_key<K>();
+      tags[pos] = kTomb;
+    }
+  }
+}
+
+// successor: the smallest live key > k. Each full level keeps a cursor at the
+// head of its next key segment; the smallest cursor key c is live if the
+// newest level holding c has a regular entry at its head; otherwise every
+// level holding c skips c's segment and the search goes on. The loop ends:
+// each round moves at least one cursor past a key.
+template <typename K, typename V>
+__device__ void successor(const uint64_t* __restrict__ tab, const V* __restrict__ log, uint64_t b, uint64_t r,
+                          const K* __restrict__ q, uint64_t nq, K* __restrict__ out_keys, V* __restrict__ out_vals,
+                          uint8_t* __restrict__ found) {
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < nq; i += (uint64_t)gridDim.x * blockDim.x) {
+    K k = q[i], rk = 0;
+    V rv = 0;
+    uint8_t f = 0;
+    if (k != max_key<K>()) {
+      uint64_t pos[kMaxLevels];
+      int lvl[kMaxLevels];
+      int nl = 0;
+      for (int lv = 0; lv < kMaxLevels && (r >> lv) != 0; lv++) {
+        if (((r >> lv) & 1) == 0) continue;
+        lvl[nl] = lv;
+        pos[nl] = upper_bound(level_keys<K>(tab, lv), 0, b << lv, k);
+        nl++;
+      }
+      for (;;) {
+        bool any = false;
+        K c = 0;
+        for (int j = 0; j < nl; j++) {
+          if (pos[j] < (b << lvl[j])) {
+            K kk = level_keys<K>(tab, lvl[j])[pos[j]];
+            if (!any || kk < c) c = kk;
+            any = true;
+          }
+        }
+        if (!any) break;
+        uint32_t t = 0;
+        bool decided = false;
+        for (int j = 0; j < nl; j++) {
+          const K* keys = level_keys<K>(tab, lvl[j]);
+          uint64_t end = b << lvl[j];
+          if (pos[j] < end && keys[pos[j]] == c) {
+            if (!decided) t = level_tags(tab, lvl[j])[pos[j]];
+            decided = true;
+            pos[j] = gallop_past(keys, pos[j], end, c);
+          }
+        }
+        if (!is_tomb(t)) {
+          rk = c;
+          rv = log[slot_of(t)];
+          f = 1;
+          break;
+        }
+      }
+    }
+    out_keys[i] = rk;
+    out_vals[i] = rv;
+    found[i] = f;
+  }
+}
+
+// predecessor: the largest live key < k, by the mirror image of successor:
+// cursors sit one past the tail of a segment and step back to its head.
+template <typename K, typename V>
+__device__ void predecessor(const uint64_t* __restrict__ tab, const V* __restrict__ log, uint64_t b, uint64_t r,
+                            const K* __restrict__ q, uint64_t nq, K* __restrict__ out_keys, V* __restrict__ out_vals,
+                            uint8_t* __restrict__ found) {
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < nq; i += (uint64_t)gridDim.x * blockDim.x) {
+    K k = q[i], rk = 0;
+    V rv = 0;
+    uint8_t f = 0;
+    if (k != 0) {
+      uint64_t pos[kMaxLevels];
+      int lvl[kMaxLevels];
+      int nl = 0;
+      for (int lv = 0; lv < kMaxLevels && (r >> lv) != 0; lv++) {
+        if (((r >> lv) & 1) == 0) continue;
+        lvl[nl] = lv;
+        pos[nl] = lower_bound(level_keys<K>(tab, lv), 0, b << lv, k);
+        nl++;
+      }
+      for (;;) {
+        bool any = false;
+        K c = 0;
+        for (int j = 0; j < nl; j++) {
+          if (pos[j] > 0) {
+            K kk = level_keys<K>(tab, lvl[j])[pos[j] - 1];
+            if (!any || kk > c) c = kk;
+            any = true;
+          }
+        }
+        if (!any) break;
+        uint32_t t = 0;
+        bool decided = false;
+        for (int j = 0; j < nl; j++) {
+          const K* keys = level_keys<K>(tab, lvl[j]);
+          if (pos[j] > 0 && keys[pos[j] - 1] == c) {
+            uint64_t h = gallop_head(keys, 0, pos[j] - 1, c);
+            if (!decided) t = level_tags(tab, lvl[j])[h];
+            decided = true;
+            pos[j] = h;
+          }
+        }
+        if (!is_tomb(t)) {
+          rk = c;
+          rv = log[slot_of(t)];
+          f = 1;
+          break;
+        }
+      }
+    }
+    out_keys[i] = rk;
+    out_vals[i] = rv;
+    found[i] = f;
+  }
+}
+
+}  // namespace
+
+// query_offsets turns the scanned per-(query, level) offsets into per-query
+// segment offsets for the segmented sort: segoff[q] = off[q*nlev], segoff[nq] = total.
+extern "C" __global__ void query_offsets(const uint32_t* off, uint32_t nlev, uint64_t nq, uint32_t total, uint32_t* segoff) {
+  for (uint64_t q = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; q <= nq; q += (uint64_t)gridDim.x * blockDim.x)
+    segoff[q] = q < nq ? off[q * nlev] : total;
+}
+
+#define LSM_KEY_KERNELS(K, SUF)                                                                                               \
+  LSM_SORTED_BATCH_KERNELS(K, SUF)                                                                                            \
+  extern "C" __global__ void bounds_##SUF(const uint64_t* tab, uint64_t b, uint64_t r, uint32_t nlev, const K* lo, const K* hi,   \
+                                          uint64_t nq, uint32_t* cnt, uint64_t* start, unsigned long long* total) {         \
+    bounds<K>(tab, b, r, nlev, lo, hi, nq, cnt, start, total);                                                             \
+  }                                                                                                                           \
+  extern "C" __global__ void gather_candidates_##SUF(const uint64_t* tab, const uint32_t* off, const uint64_t* start,       \
+                                                     uint64_t nseg, uint64_t total, K* ck, uint32_t* ct) {                \
+    gather_candidates<K>(tab, off, start, nseg, total, ck, ct);                                                      \
+  }                                                                                                                           \
+  extern "C" __global__ void validate_##SUF(const K* ck, const uint32_t* ct, const uint32_t* segoff, uint64_t nq,           \
+                                            uint64_t total, uint32_t* counts, uint8_t* flags) {                             \
+    validate<K>(ck, ct, segoff, nq, total, counts, flags);                                                                  \
+  }                                                                                                                           \
+  extern "C" __global__ void cleanup_mark_##SUF(const K* keys, const uint32_t* tags, uint64_t n, uint8_t* flags) {          \
+    cleanup_mark<K>(keys, tags, n, flags);                                                                                  \
+  }
+
+#define LSM_PAIR_KERNELS(K, V, SUF)                                                                                           \
+  extern "C" __global__ void lookup_##SUF(const uint64_t* tab, const V* log, uint64_t b, uint64_t r, const K* q,          \
+                                          uint64_t nq, V* out, uint8_t* found) {                                            \
+    lookup<K, V>(tab, log, b, r, q, nq, out, found);                                                                 \
+  }                                                                                                                           \
+  extern "C" __global__ void successor_##SUF(const uint64_t* tab, const V* log, uint64_t b, uint64_t r, const K* q,       \
+                                             uint64_t nq, K* out_keys, V* out_vals, uint8_t* found) {                       \
+    successor<K, V>(tab, log, b, r, q, nq, out_keys, out_vals, found);                                               \
+  }                                                                                                                           \
+  extern "C" __global__ void predecessor_##SUF(const uint64_t* tab, const V* log, uint64_t b, uint64_t r, const K* q,     \
+                                               uint64_t nq, K* out_keys, V* out_vals, uint8_t* found) {                     \
+    predecessor<K, V>(tab, log, b, r, q, nq, out_keys, out_vals, found);                                             \
+  }                                                                                                                           \
+  extern "C" __global__ void cleanup_scatter_##SUF(const K* ck, const uint32_t* ct, uint64_t m, const V* log, V* newlog,    \
+                                                   uint64_t b, uint64_t r2, const uint64_t* tab) {                          \
+    cleanup_scatter<K, V>(ck, ct, m, log, newlog, b, r2, tab);                                                       \
+  }
+
+LSM_KEY_KERNELS(uint32_t, k32)
+LSM_KEY_KERNELS(uint64_t, k64)
+LSM_SORTED_GATHER_KERNEL(uint32_t, v32)
+LSM_SORTED_GATHER_KERNEL(uint64_t, v64)
+LSM_PAIR_KERNELS(uint32_t, uint32_t, k32_v32)
+LSM_PAIR_KERNELS(uint32_t, uint64_t, k32_v64)
+LSM_PAIR_KERNELS(uint64_t, uint32_t, k64_v32)
+LSM_PAIR_KERNELS(uint64_t, uint64_t, k64_v64)
