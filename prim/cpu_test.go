@@ -23,9 +23,18 @@ func TestSortHost(t *testing.T) {
 	testSortHost[uint64, uint64](t)
 }
 
+// shortSizes drops the largest sizes under -short (the race detector makes the
+// sort.SliceStable oracle slow).
+func shortSizes(sizes []int, limit int) []int {
+	if !testing.Short() {
+		return sizes
+	}
+	return slices.DeleteFunc(slices.Clone(sizes), func(n int) bool { return n > limit })
+}
+
 func testSortHost[K, V warpkit.Word](t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, n := range hostSizes {
+	for _, n := range shortSizes(hostSizes, 5000) {
 		for _, pat := range patterns {
 			for _, opt := range bitRanges[K]() {
 				name := fmt.Sprintf("k%d_v%d/n=%d/%s/bits=%v", keyBits[K](), 8*sizeOf[V](), n, pat, opt)
@@ -48,7 +57,7 @@ func testSortHost[K, V warpkit.Word](t *testing.T) {
 
 func TestSegmentedSortHost(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{0, 1, 100, 5000, 70000} {
+	for _, n := range shortSizes([]int{0, 1, 100, 5000, 70000}, 5000) {
 		for _, pat := range patterns {
 			keys := genKeys[uint64](rng, n, pat)
 			vals := genVals[uint32](n)
