@@ -328,7 +328,9 @@ func (b *primBench) cases() ([]primCase, error) {
 		{name: fmt.Sprintf("SegmentedSortPairs (%d segs)", len(offs)-1), types: "u64/u32", elems: n, minBytes: 24, prepare: restore6432,
 			run: func() error { return prim.SegmentedSortPairs(e, s, k64, v32, doffs) }},
 		{name: "MergeKeys", types: "u32", elems: n, minBytes: 8,
-			run: func() error { return prim.MergeKeys(e, s, s32.Sub(0, h), s32.Sub(h, n), o32, prim.MergeOptions[uint32]{}) }},
+			run: func() error {
+				return prim.MergeKeys(e, s, s32.Sub(0, h), s32.Sub(h, n), o32, prim.MergeOptions[uint32]{})
+			}},
 		{name: "MergePairs", types: "u32/u32", elems: n, minBytes: 16, target: 20,
 			run: func() error {
 				return prim.MergePairs(e, s, s32.Sub(0, h), r32.Sub(0, h), s32.Sub(h, n), r32.Sub(h, n), o32, ov32, prim.MergeOptions[uint32]{})
