@@ -71,6 +71,9 @@ struct Lay<uint64_t> {
   static constexpr int kTile = 16, kWords = 2, kPairs = 1, kFirst = 2, kNodeBytes = 256;
 };
 
+template <typename K, typename V>
+using SlotOf = typename std::conditional<sizeof(K) == 8 || sizeof(V) == 8, uint64_t, uint32_t>::type;
+
 // Tile: T consecutive lanes of a warp working on one operation at a time. All
 // collectives use the tile's own mask, so tiles of one warp may diverge.
 template <int T>
@@ -152,6 +155,10 @@ __device__ __forceinline__ uint32_t ld_relaxed_u32(const void* p) {
   asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
+// fence orders this thread's earlier memory operations before its later ones at
+// GPU scope (acquire-release: what the latch protocol and the seqlock need;
+// __threadfence would be a sequentially consistent fence, several times dearer).
+__device__ __forceinline__ void fence() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 __device__ __forceinline__ void backoff(unsigned& ns) {
   __nanosleep(ns);
   ns = ns < 1024 ? ns * 2 : 1024;
@@ -379,14 +386,14 @@ __device__ __forceinline__ bool try_latch(const Pool<S>& pool, uint32_t idx, con
   if (t.rank == 0) old = atomicOr((unsigned*)pool.node(idx), kLatch);
   old = t.shfl(old, 0);
   if (old & kLatch) return false;
-  __threadfence();  // §4.1: the latch is ordered before the re-read and the writes
+  fence();  // §4.1: the latch is ordered before the re-read and the writes
   return true;
 }
 // release publishes meta m (latch clear) after the fence that orders this tile's
 // writes before it (§4.1).
 template <typename S, int T>
 __device__ __forceinline__ void release(const Pool<S>& pool, uint32_t idx, uint32_t m, const Tile<T>& t) {
-  __threadfence();
+  fence();
   t.sync();
   if (t.rank == 0) st_u32(pool.node(idx), m & ~kLatch);
   t.sync();
@@ -434,7 +441,7 @@ __device__ bool read_leaf_validated(const Pool<S>& pool, uint32_t idx, Node<S>& 
       continue;
     }
     n.load(pool, idx, kStrong, t);
-    __threadfence();
+    fence();
     uint32_t m2 = 0;
     if (t.rank == 0) m2 = ld_relaxed_u32(pool.node(idx));
     m2 = t.shfl(m2, 0);
@@ -445,11 +452,29 @@ __device__ bool read_leaf_validated(const Pool<S>& pool, uint32_t idx, Node<S>& 
 
 // ---- queries ---------------------------------------------------------------
 
+// descend_fast walks a quiescent tree (no writer can run: phased queries) from
+// the root's level down, one node per level, with the same trip count for every
+// tile, so the tiles of a warp stay converged and issue their loads together.
+// It returns false if anything is not as a quiescent tree has it.
+template <typename S, int T>
+__device__ __forceinline__ bool descend_fast(const Pool<S>& pool, S k, Node<S>& n, const Tile<T>& t) {
+  n.load(pool, 0, kNC, t);
+  int levels = (int)n.level();
+  for (int l = levels; l > 0; --l) {
+    uint32_t c = child_for(pool, n, k, t);
+    if (c == kNone) return false;
+    n.load(pool, c, kNC, t);
+    if ((int)n.level() != l - 1 || n.count() > kCap) return false;
+  }
+  return n.link == kNone || k < n.high;
+}
+
 // descend finds the leaf whose range holds k and leaves it in n. In validated
 // mode the leaf is read with the seqlock. Returns false on retry exhaustion.
 template <typename S, int T>
 __device__ bool descend(const Pool<S>& pool, S k, bool validated, Node<S>& n, uint32_t& cur, uint32_t& steps,
                         const Tile<T>& t) {
+  if (!validated && descend_fast(pool, k, n, t)) return true;
   cur = 0;
   int expect = -1;
   bool strong = false;
@@ -619,7 +644,7 @@ __device__ int split_root(const Pool<S>& pool, Node<S>& n, const Tile<T>& t) {
   b.set_header(t, m_make(kCap - kSplit, lvl, 0), kNone, sk, n.high);
   a.store_all(pool, l, t);
   b.store_all(pool, r, t);
-  __threadfence();  // the new nodes are complete before the root points at them
+  fence();  // the new nodes are complete before the root points at them
   // The root: (low -> l), (sk -> r); stale slots repeat the last entry.
   Node<S> root = n;
 #pragma unroll
@@ -760,7 +785,7 @@ __device__ int op_insert(const Pool<S>& pool, S k, S v, int& added, const Tile<T
         right.take_upper(t);
         right.set_header(t, m_make(kCap - kSplit, n.level(), 0), n.link, sk, n.high);
         right.store_all(pool, r, t);
-        __threadfence();  // the new node is complete before anything points at it
+        fence();  // the new node is complete before anything points at it
         uint32_t pc = p.count();
         p.insert_at(t, pi + 1, sk, (S)r);
         p.store_pairs(pool, ps.parent, t);
@@ -875,41 +900,53 @@ __device__ int op_delete(const Pool<S>& pool, S k, int& removed, const Tile<T>& 
   return kFailRetry;
 }
 
-// ---- batch drivers (warp-cooperative work sharing per tile) -----------------
+// ---- batch drivers -----------------------------------------------------------
+//
+// One operation per tile: the tile of T lanes starting at thread T*i performs
+// operation i. (The paper's work sharing queues the 32 operations of a warp's
+// threads through the warp one after another; with tiles that queue would
+// serialize T operations per tile and leave small batches without enough
+// parallelism, and tiles of one warp drifting apart serialize as well.)
 
-template <typename S, int T>
+template <typename S>
 __device__ __forceinline__ void report_result(const Pool<S>& pool, int r) {
   if (r == kFailPool) wk::report(pool.status, wk::kStatusPoolExhausted);
   if (r == kFailRetry) wk::report(pool.status, wk::kStatusRetryLimit);
 }
 
-template <typename K, typename V>
-using SlotOf = typename std::conditional<sizeof(K) == 8 || sizeof(V) == 8, uint64_t, uint32_t>::type;
+// op_index returns this tile's operation.
+template <int T>
+__device__ __forceinline__ uint64_t op_index() {
+  return (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / T;
+}
 
+// add_keys adds each tile's change of the key count into one atomic per block.
+// Every thread of the block must call it.
+__device__ __forceinline__ void add_keys(unsigned long long* ctl, long long delta, bool leader) {
+  __shared__ long long block_delta;
+  if (threadIdx.x == 0) block_delta = 0;
+  __syncthreads();
+  if (leader && delta) atomicAdd((unsigned long long*)&block_delta, (unsigned long long)delta);
+  __syncthreads();
+  if (threadIdx.x == 0 && block_delta) atomicAdd(&ctl[1], (unsigned long long)block_delta);
+}
 
 template <typename K, typename V>
 __device__ void lookup_batch(char* base, uint64_t cap, uint32_t* status, const K* keys, uint64_t n, V* out_vals,
                              uint8_t* out_found, uint32_t validated) {
   using S = SlotOf<K, V>;
   constexpr int T = Lay<S>::kTile;
+  uint64_t i = op_index<T>();
+  if (i >= n) return;  // whole tiles leave together
   Tile<T> t;
   Pool<S> pool{base, cap, nullptr, status};
-  uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
-  bool mine = i < n;
-  K my = mine ? keys[i] : K(0);
-  unsigned work = t.ballot(mine);
-  while (work) {
-    int src = __ffs(work) - 1;
-    work &= work - 1;
-    S k = (S)t.shfl((S)my, src);
-    S v = 0;
-    bool found = false;
-    int r = op_lookup(pool, k, validated != 0, v, found, t);
-    report_result<S, T>(pool, r);
-    if ((int)t.rank == src) {
-      out_vals[i] = found ? (V)v : V(0);
-      out_found[i] = found ? 1 : 0;
-    }
+  S v = 0;
+  bool found = false;
+  int r = op_lookup(pool, (S)keys[i], validated != 0, v, found, t);
+  report_result(pool, r);
+  if (t.rank == 0) {
+    out_vals[i] = found ? (V)v : V(0);
+    out_found[i] = found ? 1 : 0;
   }
 }
 
@@ -919,26 +956,19 @@ __device__ void neighbor_batch(char* base, uint64_t cap, uint32_t* status, const
                                uint32_t validated) {
   using S = SlotOf<K, V>;
   constexpr int T = Lay<S>::kTile;
+  uint64_t i = op_index<T>();
+  if (i >= n) return;
   Tile<T> t;
   Pool<S> pool{base, cap, nullptr, status};
-  uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
-  bool mine = i < n;
-  K my = mine ? keys[i] : K(0);
-  unsigned work = t.ballot(mine);
-  while (work) {
-    int src = __ffs(work) - 1;
-    work &= work - 1;
-    S k = (S)t.shfl((S)my, src);
-    S rk = 0, rv = 0;
-    bool found = false;
-    int r = predecessor ? op_predecessor(pool, k, validated != 0, rk, rv, found, t)
-                        : op_successor(pool, k, validated != 0, rk, rv, found, t);
-    report_result<S, T>(pool, r);
-    if ((int)t.rank == src) {
-      out_keys[i] = found ? (K)rk : K(0);
-      out_vals[i] = found ? (V)rv : V(0);
-      out_found[i] = found ? 1 : 0;
-    }
+  S k = (S)keys[i], rk = 0, rv = 0;
+  bool found = false;
+  int r = predecessor ? op_predecessor(pool, k, validated != 0, rk, rv, found, t)
+                      : op_successor(pool, k, validated != 0, rk, rv, found, t);
+  report_result(pool, r);
+  if (t.rank == 0) {
+    out_keys[i] = found ? (K)rk : K(0);
+    out_vals[i] = found ? (V)rv : V(0);
+    out_found[i] = found ? 1 : 0;
   }
 }
 
@@ -948,29 +978,21 @@ __device__ void range_batch(char* base, uint64_t cap, uint32_t* status, const K*
                             uint32_t validated) {
   using S = SlotOf<K, V>;
   constexpr int T = Lay<S>::kTile;
+  uint64_t i = op_index<T>();
+  if (i >= n) return;
   Tile<T> t;
   Pool<S> pool{base, cap, nullptr, status};
-  uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
-  bool mine = i < n;
-  K mlo = mine ? lo[i] : K(0), mhi = mine ? hi[i] : K(0);
-  uint32_t mo = 0, me = 0;
-  if (mine && offsets) {
-    mo = offsets[i];
-    me = offsets[i + 1];
+  uint32_t off = 0, limit = 0;
+  if (offsets) {
+    off = offsets[i];
+    uint32_t end = offsets[i + 1];
+    limit = end > off ? end - off : 0;
   }
-  unsigned work = t.ballot(mine);
-  while (work) {
-    int src = __ffs(work) - 1;
-    work &= work - 1;
-    S a = (S)t.shfl((S)mlo, src), b = (S)t.shfl((S)mhi, src);
-    uint32_t off = t.shfl(mo, src), end = t.shfl(me, src);
-    uint32_t limit = end > off ? end - off : 0;
-    uint32_t total = 0;
-    int r = op_range<S, K, V, T>(pool, a, b, validated != 0, offsets ? out_keys + off : nullptr,
-                                 offsets ? out_vals + off : nullptr, limit, total, t);
-    report_result<S, T>(pool, r);
-    if ((int)t.rank == src) counts[i] = total;
-  }
+  uint32_t total = 0;
+  int r = op_range<S, K, V, T>(pool, (S)lo[i], (S)hi[i], validated != 0, offsets ? out_keys + off : nullptr,
+                               offsets ? out_vals + off : nullptr, limit, total, t);
+  report_result(pool, r);
+  if (t.rank == 0) counts[i] = total;
 }
 
 template <typename K, typename V>
@@ -978,24 +1000,12 @@ __device__ void insert_batch(char* base, uint64_t cap, unsigned long long* ctl, 
                              const V* vals, uint64_t n) {
   using S = SlotOf<K, V>;
   constexpr int T = Lay<S>::kTile;
+  uint64_t i = op_index<T>();
   Tile<T> t;
   Pool<S> pool{base, cap, ctl, status};
-  uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
-  bool mine = i < n;
-  K mk = mine ? keys[i] : K(0);
-  V mv = mine ? vals[i] : V(0);
-  unsigned work = t.ballot(mine);
-  long long added = 0;
-  while (work) {
-    int src = __ffs(work) - 1;
-    work &= work - 1;
-    S k = (S)t.shfl((S)mk, src), v = (S)t.shfl((S)mv, src);
-    int a = 0;
-    int r = op_insert(pool, k, v, a, t);
-    report_result<S, T>(pool, r);
-    added += a;
-  }
-  if (t.rank == 0 && added) atomicAdd(&ctl[1], (unsigned long long)added);
+  int added = 0;
+  if (i < n) report_result(pool, op_insert(pool, (S)keys[i], (S)vals[i], added, t));
+  add_keys(ctl, added, t.rank == 0);
 }
 
 template <typename K, typename V>
@@ -1003,23 +1013,12 @@ __device__ void delete_batch(char* base, uint64_t cap, unsigned long long* ctl, 
                              uint64_t n) {
   using S = SlotOf<K, V>;
   constexpr int T = Lay<S>::kTile;
+  uint64_t i = op_index<T>();
   Tile<T> t;
   Pool<S> pool{base, cap, ctl, status};
-  uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
-  bool mine = i < n;
-  K mk = mine ? keys[i] : K(0);
-  unsigned work = t.ballot(mine);
-  long long removed = 0;
-  while (work) {
-    int src = __ffs(work) - 1;
-    work &= work - 1;
-    S k = (S)t.shfl((S)mk, src);
-    int d = 0;
-    int r = op_delete(pool, k, d, t);
-    report_result<S, T>(pool, r);
-    removed += d;
-  }
-  if (t.rank == 0 && removed) atomicAdd(&ctl[1], (unsigned long long)(-removed));
+  int removed = 0;
+  if (i < n) report_result(pool, op_delete(pool, (S)keys[i], removed, t));
+  add_keys(ctl, -(long long)removed, t.rank == 0);
 }
 
 // mixed_batch runs a batch whose elements are any operation, in one kernel
@@ -1030,34 +1029,25 @@ __device__ void mixed_batch(char* base, uint64_t cap, unsigned long long* ctl, u
                             V* out_vals, uint32_t* out_counts) {
   using S = SlotOf<K, V>;
   constexpr int T = Lay<S>::kTile;
+  uint64_t i = op_index<T>();
   Tile<T> t;
   Pool<S> pool{base, cap, ctl, status};
-  uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
-  bool mine = i < n;
-  uint32_t mkind = mine ? kinds[i] : 0;
-  K mk = mine ? keys[i] : K(0);
-  V mv = mine && vals ? vals[i] : V(0);
-  K mh = mine && his ? his[i] : K(0);
-  unsigned work = t.ballot(mine);
   long long delta = 0;
-  while (work) {
-    int src = __ffs(work) - 1;
-    work &= work - 1;
-    uint32_t kind = t.shfl(mkind, src);
-    S k = (S)t.shfl((S)mk, src), v = (S)t.shfl((S)mv, src), h = (S)t.shfl((S)mh, src);
+  if (i < n) {
+    uint32_t kind = kinds[i];
+    S k = (S)keys[i], v = vals ? (S)vals[i] : S(0), h = his ? (S)his[i] : S(0);
     S rk = 0, rv = 0;
     bool found = false;
     uint32_t cnt = 0;
-    int r = kOK;
-    int d = 0;
+    int r = kOK, d = 0;
     switch (kind) {
       case kOpInsert:
         r = op_insert(pool, k, v, d, t);
-        delta += d;
+        delta = d;
         break;
       case kOpDelete:
         r = op_delete(pool, k, d, t);
-        delta -= d;
+        delta = -d;
         break;
       case kOpSuccessor:
         r = op_successor(pool, k, true, rk, rv, found, t);
@@ -1074,15 +1064,15 @@ __device__ void mixed_batch(char* base, uint64_t cap, unsigned long long* ctl, u
         rk = k;
         break;
     }
-    report_result<S, T>(pool, r);
-    if ((int)t.rank == src) {
+    report_result(pool, r);
+    if (t.rank == 0) {
       if (out_found) out_found[i] = found ? 1 : 0;
       if (out_keys) out_keys[i] = found ? (K)rk : K(0);
       if (out_vals) out_vals[i] = found ? (V)rv : V(0);
       if (out_counts) out_counts[i] = cnt;
     }
   }
-  if (t.rank == 0 && delta) atomicAdd(&ctl[1], (unsigned long long)delta);
+  add_keys(ctl, delta, t.rank == 0);
 }
 
 // build_level writes the nodes of one level of a bulk-built tree: one tile per
@@ -1145,7 +1135,7 @@ __device__ void mark_last(const K* keys, uint64_t n, uint8_t* flags) {
 }  // namespace
 
 #define BT_KERNELS(SUF, K, V)                                                                                       \
-  extern "C" __global__ void bt_lookup_##SUF(char* base, uint64_t cap, uint32_t* status, const K* keys,            \
+  extern "C" __global__ void __launch_bounds__(256, 6) bt_lookup_##SUF(char* base, uint64_t cap, uint32_t* status, const K* keys,            \
                                               uint64_t n, V* out_vals, uint8_t* out_found, uint32_t validated) {    \
     lookup_batch<K, V>(base, cap, status, keys, n, out_vals, out_found, validated);                                \
   }                                                                                                                 \

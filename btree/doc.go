@@ -115,6 +115,9 @@
 // # Bulk build
 //
 // Build from Go slices sorts on the host (LSD radix) and lays out the nodes on
-// the GPU; BuildDevice sorts on the device when package prim is available and
-// otherwise through the host.
+// the GPU, one tile per node, level by level. BuildDevice sorts on the device
+// with package prim's radix sort (in place: it reorders the caller's buffers),
+// keeps the last pair of each key with prim's selection, and lays out the same
+// way. The paper fills nodes 8/15; we fill leaves 10/14 and internal nodes
+// 12/14.
 package btree

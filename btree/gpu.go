@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/prim"
 )
 
 const (
@@ -35,15 +37,22 @@ type gpuTree[K, V warpkit.Word] struct {
 	capNodes int
 	maxNodes int
 	ctl      cuda.Slice[uint64] // [0] next free node, [1] keys stored
+	usedHint atomic.Int64       // nodes in use after the last writing batch (a lower bound)
 	closed   bool
 
 	phase phase
+
+	primOnce sync.Once
+	prim     *prim.Engine // device sort for BuildDevice, loaded on first use
+	primErr  error
 }
 
 // lane is a stream with its status word; concurrent batches use different lanes.
 type lane struct {
-	stream *cuda.Stream
-	status cuda.Slice[uint32]
+	stream  *cuda.Stream
+	status  cuda.Slice[uint32]
+	hostSt  *cuda.Pinned[uint32] // the status word, copied back on the stream
+	hostCtl *cuda.Pinned[uint64] // ctl after a writing batch
 }
 
 // phase lets query batches skip validation when no writing batch can run beside
@@ -118,13 +127,17 @@ func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, opts Options) (*gpuTr
 		if err != nil {
 			return fail(err)
 		}
-		st, err := cuda.Alloc[uint32](dev, 1)
-		if err != nil {
-			s.Close()
+		l := &lane{stream: s}
+		g.all = append(g.all, l)
+		if l.status, err = cuda.Alloc[uint32](dev, 1); err != nil {
 			return fail(err)
 		}
-		l := &lane{stream: s, status: st}
-		g.all = append(g.all, l)
+		if l.hostSt, err = cuda.AllocPinned[uint32](dev, 1); err != nil {
+			return fail(err)
+		}
+		if l.hostCtl, err = cuda.AllocPinned[uint64](dev, 2); err != nil {
+			return fail(err)
+		}
 		g.lanes <- l
 	}
 	if g.ctl, err = cuda.Alloc[uint64](dev, 2); err != nil {
@@ -150,6 +163,7 @@ func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, opts Options) (*gpuTr
 	if err := g.ctl.CopyFromHost([]uint64{1, 0}); err != nil {
 		return fail(err)
 	}
+	g.usedHint.Store(1)
 	return g, nil
 }
 
@@ -163,8 +177,17 @@ func (g *gpuTree[K, V]) free() {
 	for _, l := range g.all {
 		l.stream.Close()
 		l.status.Free()
+		if l.hostSt != nil {
+			l.hostSt.Free()
+		}
+		if l.hostCtl != nil {
+			l.hostCtl.Free()
+		}
 	}
 	g.all = nil
+	if g.prim != nil {
+		g.prim.Close()
+	}
 	g.ctl.Free()
 	if g.pool != nil {
 		g.pool.Free()
@@ -213,17 +236,22 @@ func (g *gpuTree[K, V]) batch(ctx context.Context, write bool, launch func(l *la
 		return 0, err
 	}
 	err := launch(l, fast)
+	if err == nil {
+		err = cuda.CopyToHostAsync(l.hostSt, 0, l.status, l.stream)
+	}
+	if err == nil && write {
+		err = cuda.CopyToHostAsync(l.hostCtl, 0, g.ctl, l.stream)
+	}
 	if serr := l.stream.Synchronize(); err == nil {
 		err = serr
 	}
 	if err != nil {
 		return 0, err
 	}
-	var st [1]uint32
-	if err := l.status.CopyToHost(st[:]); err != nil {
-		return 0, err
+	if write {
+		g.usedHint.Store(int64(min(l.hostCtl.Data()[0], uint64(g.capNodes))))
 	}
-	return st[0], nil
+	return l.hostSt.Data()[0], nil
 }
 
 // readCtl returns the allocation counter and the key count.
@@ -247,6 +275,10 @@ func (g *gpuTree[K, V]) reserve(ctx context.Context, need int) error {
 	if g.closed {
 		g.mu.RUnlock()
 		return warpkit.ErrClosed
+	}
+	if g.capNodes-int(g.usedHint.Load()) >= need {
+		g.mu.RUnlock()
+		return nil
 	}
 	used, err := g.used()
 	free := g.capNodes - used
@@ -299,6 +331,7 @@ func (g *gpuTree[K, V]) growLocked(target int) (bool, error) {
 		buf.Free()
 		return false, err
 	}
+	g.usedHint.Store(int64(used))
 	g.pool.Free()
 	g.pool, g.capNodes = buf, newCap
 	return true, nil
@@ -337,6 +370,9 @@ func insertReserve(n int) int { return n/4 + 64 }
 
 func grid(n int) cuda.Dim3 { return cuda.GridFor(n, blockSize) }
 
+// opGrid covers n operations with one tile (nodeBytes/16 lanes) each.
+func (g *gpuTree[K, V]) opGrid(n int) cuda.Dim3 { return grid(n * (g.lay.nodeBytes / 16)) }
+
 var block = cuda.D1(blockSize)
 
 func (g *gpuTree[K, V]) insertDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V]) error {
@@ -345,7 +381,7 @@ func (g *gpuTree[K, V]) insertDevice(ctx context.Context, keys cuda.Slice[K], va
 		return ctx.Err()
 	}
 	return g.mutate(ctx, insertReserve(n), func(l *lane) error {
-		return g.k.insert.Launch(grid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), g.ctl, l.status, keys, vals, uint64(n))
+		return g.k.insert.Launch(g.opGrid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), g.ctl, l.status, keys, vals, uint64(n))
 	})
 }
 
@@ -355,7 +391,7 @@ func (g *gpuTree[K, V]) deleteDevice(ctx context.Context, keys cuda.Slice[K]) er
 		return ctx.Err()
 	}
 	st, err := g.batch(ctx, true, func(l *lane, _ bool) error {
-		return g.k.del.Launch(grid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), g.ctl, l.status, keys, uint64(n))
+		return g.k.del.Launch(g.opGrid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), g.ctl, l.status, keys, uint64(n))
 	})
 	if err != nil {
 		return err
@@ -376,7 +412,7 @@ func (g *gpuTree[K, V]) lookupDevice(ctx context.Context, keys cuda.Slice[K], va
 		return ctx.Err()
 	}
 	st, err := g.batch(ctx, false, func(l *lane, fast bool) error {
-		return g.k.lookup.Launch(grid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), l.status, keys, uint64(n), vals, found, validatedFlag(fast))
+		return g.k.lookup.Launch(g.opGrid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), l.status, keys, uint64(n), vals, found, validatedFlag(fast))
 	})
 	if err != nil {
 		return err
@@ -394,7 +430,7 @@ func (g *gpuTree[K, V]) neighborDevice(ctx context.Context, pred bool, keys, out
 		p = 1
 	}
 	st, err := g.batch(ctx, false, func(l *lane, fast bool) error {
-		return g.k.neighbor.Launch(grid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), l.status, keys, uint64(n), p, outKeys, outVals, found, validatedFlag(fast))
+		return g.k.neighbor.Launch(g.opGrid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), l.status, keys, uint64(n), p, outKeys, outVals, found, validatedFlag(fast))
 	})
 	if err != nil {
 		return err
@@ -409,7 +445,7 @@ func (g *gpuTree[K, V]) rangeDevice(ctx context.Context, lo, hi cuda.Slice[K], o
 		return ctx.Err()
 	}
 	st, err := g.batch(ctx, false, func(l *lane, fast bool) error {
-		return g.k.rng.Launch(grid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), l.status, lo, hi, uint64(n), offsets, outKeys, outVals, counts, validatedFlag(fast))
+		return g.k.rng.Launch(g.opGrid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), l.status, lo, hi, uint64(n), offsets, outKeys, outVals, counts, validatedFlag(fast))
 	})
 	if err != nil {
 		return err
@@ -423,7 +459,7 @@ func (g *gpuTree[K, V]) applyDevice(ctx context.Context, ops DeviceOps[K, V], re
 		return ctx.Err()
 	}
 	return g.mutate(ctx, insertReserve(n), func(l *lane) error {
-		return g.k.mixed.Launch(grid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), g.ctl, l.status,
+		return g.k.mixed.Launch(g.opGrid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), g.ctl, l.status,
 			ops.Kinds, ops.Keys, ops.Vals, ops.His, uint64(n), res.Found, res.Keys, res.Vals, res.Counts)
 	})
 }
@@ -746,21 +782,69 @@ func (g *gpuTree[K, V]) buildSorted(ctx context.Context, keys []K, vals []V) err
 	return g.installLocked(dk, dv)
 }
 
-// buildDevice sorts device pairs (prim when available, else on the host) and
-// builds from them.
+// buildDevice sorts the device pairs in place with prim's radix sort, keeps the
+// last pair of each key (mark_last, then prim's selection) and builds from them.
 func (g *gpuTree[K, V]) buildDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V]) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	hk, err := keys.ToHost()
+	n := keys.Len()
+	if n == 0 {
+		return g.buildSorted(ctx, nil, nil)
+	}
+	eng, err := g.primEngine()
 	if err != nil {
 		return err
 	}
-	hv, err := vals.ToHost()
+	var s staged
+	defer s.free()
+	flags, err := scratch[uint8](&s, g.dev, n)
 	if err != nil {
 		return err
 	}
-	return g.build(ctx, hk, hv)
+	uk, err := scratch[K](&s, g.dev, n)
+	if err != nil {
+		return err
+	}
+	uv, err := scratch[V](&s, g.dev, n)
+	if err != nil {
+		return err
+	}
+	count, err := scratch[uint32](&s, g.dev, 1)
+	if err != nil {
+		return err
+	}
+	l := <-g.lanes
+	err = prim.SortPairs(eng, l.stream, keys, vals, prim.SortOptions{})
+	if err == nil {
+		err = g.k.markLast.Launch(grid(n), block, 0, l.stream, keys, uint64(n), flags)
+	}
+	if err == nil {
+		err = prim.SelectFlaggedPairs(eng, l.stream, keys, vals, flags, uk, uv, count)
+	}
+	if serr := l.stream.Synchronize(); err == nil {
+		err = serr
+	}
+	g.lanes <- l // before taking the tree exclusively: batches waiting for a lane hold it shared
+	if err != nil {
+		return err
+	}
+	var m [1]uint32
+	if err := count.CopyToHost(m[:]); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return warpkit.ErrClosed
+	}
+	return g.installLocked(uk.Sub(0, int(m[0])), uv.Sub(0, int(m[0])))
+}
+
+// primEngine returns the device's prim engine, loading it on first use.
+func (g *gpuTree[K, V]) primEngine() (*prim.Engine, error) {
+	g.primOnce.Do(func() { g.prim, g.primErr = prim.NewEngine(g.dev) })
+	return g.prim, g.primErr
 }
 
 // installLocked lays out a bulk-built tree of the sorted, distinct device pairs
@@ -785,6 +869,7 @@ func (g *gpuTree[K, V]) installLocked(keys cuda.Slice[K], vals cuda.Slice[V]) er
 		if err := g.poolBytes(0, len(root)).CopyFromHost(root); err != nil {
 			return err
 		}
+		g.usedHint.Store(1)
 		return g.ctl.CopyFromHost([]uint64{1, 0})
 	}
 	l := <-g.lanes
@@ -807,6 +892,7 @@ func (g *gpuTree[K, V]) installLocked(keys cuda.Slice[K], vals cuda.Slice[V]) er
 	if err := l.stream.Synchronize(); err != nil {
 		return err
 	}
+	g.usedHint.Store(int64(p.nodes))
 	return g.ctl.CopyFromHost([]uint64{uint64(p.nodes), uint64(m)})
 }
 

@@ -466,3 +466,32 @@ func TestGPUClose(t *testing.T) {
 		t.Fatalf("second close: %v", err)
 	}
 }
+
+// TestGPUBuildDevice builds from device buffers (prim's sort, duplicates kept
+// last) and compares with the CPU backend's Build of the same pairs.
+func TestGPUBuildDevice(t *testing.T) {
+	dev := gputest.Device(t)
+	ctx := context.Background()
+	for _, n := range []int{1, 1000, 300000} {
+		tr := newGPUTree[uint64, uint32](t, dev, Options{})
+		d := newDiffer(t, tr, uint64(n))
+		ks := d.keys(n)
+		vs := make([]uint32, n)
+		for i := range vs {
+			vs[i] = uint32(i) // duplicates carry different values: the last must win
+		}
+		dk, err := cuda.FromHost(dev, ks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dv, err := cuda.FromHost(dev, vs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.must(tr.BuildDevice(ctx, dk, dv), "build device")
+		dk.Free()
+		dv.Free()
+		d.must(d.oracle.Build(ctx, ks, vs), "oracle build")
+		d.compareAll()
+	}
+}

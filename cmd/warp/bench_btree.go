@@ -15,6 +15,7 @@ import (
 	"github.com/warpkit/warpkit/btree"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/lsm"
 )
 
 func init() {
@@ -330,8 +331,9 @@ func mixedOps[K, V warpkit.Word](present, fresh []K, n int, alpha float64, seed 
 // queries per call so that call overhead is amortized).
 func btQueries[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 	tab := b.rep.Table("Fig. 2: queries on a bulk-built tree (G queries/s; every key, random order)",
-		"keys", "height", "lookup", "vs CPU", "range L=8", "vs CPU", "successor", "vs CPU", "build ms")
+		"keys", "height", "lookup", "vs CPU", "vs LSM", "range L=8", "vs CPU", "successor", "vs CPU", "build ms")
 	var lk, rg, sc []float64
+	lsmNote := ""
 	for _, n := range b.sizes {
 		if err := b.ctx.Err(); err != nil {
 			return err
@@ -368,7 +370,11 @@ func btQueries[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 		if err != nil {
 			return fmt.Errorf("%d keys: %w", n, err)
 		}
-		tab.Add(sizeName(n), st.Height, l, ratio(l, cpu.lookup), rr, ratio(rr, cpu.rng), s, ratio(s, cpu.succ), float64(bt.Microseconds())/1e3)
+		ll, why := lsmLookupRate(b, keys, vals, qk)
+		if why != "" && lsmNote == "" {
+			lsmNote = why
+		}
+		tab.Add(sizeName(n), st.Height, l, ratio(l, cpu.lookup), ratio(l, ll), rr, ratio(rr, cpu.rng), s, ratio(s, cpu.succ), float64(bt.Microseconds())/1e3)
 		if n >= 1<<20 && n <= 45_000_000 {
 			lk, rg, sc = append(lk, l), append(rg, rr), append(sc, s)
 		}
@@ -378,7 +384,10 @@ func btQueries[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 		sum.Add("lookup", hmean(lk), targetLookup, ratio(hmean(lk), targetLookup))
 		sum.Add("range L=8", hmean(rg), targetRange, ratio(hmean(rg), targetRange))
 		sum.Add("successor", hmean(sc), targetSuccessor, ratio(hmean(sc), targetSuccessor))
-		b.rep.Note("build ms: Build from Go slices (host radix sort, upload, device layout)")
+		b.rep.Note("build ms: Build from Go slices (host radix sort, upload, device layout); vs LSM: package lsm (batch 2^20) looking up the same queries")
+	}
+	if lsmNote != "" {
+		b.rep.Note("Fig. 2: no LSM comparison: %s", lsmNote)
 	}
 	return nil
 }
@@ -564,8 +573,9 @@ func btInserts[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 	keys := shuffled(btKeys[K](total, 77), 4)
 	vals := valsFor[K, V](keys)
 	tab := b.rep.Table(fmt.Sprintf("Table 3: incremental inserts, tree grown from empty to %s keys by batches", sizeName(total)),
-		"batch", "G keys/s", "vs CPU", "vs target")
-	var rates []float64
+		"batch", "G keys/s", "vs CPU", "vs target", "LSM", "vs LSM")
+	var rates, lsmRates []float64
+	lsmNote := ""
 	for lb := 16; lb <= 22; lb++ {
 		bs := 1 << lb
 		if bs > total {
@@ -587,10 +597,18 @@ func btInserts[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 		}
 		r := benchfmt.Rate(int64(total), d, 1e9)
 		rates = append(rates, r)
-		tab.Add(fmt.Sprintf("2^%d", lb), r, ratio(r, cpu.insert), ratio(r, targetInsert))
+		lr, why := lsmInsertRate(b, keys, vals, bs)
+		if why != "" && lsmNote == "" {
+			lsmNote = why
+		}
+		lsmRates = append(lsmRates, lr)
+		tab.Add(fmt.Sprintf("2^%d", lb), r, ratio(r, cpu.insert), ratio(r, targetInsert), lr, ratio(r, lr))
 	}
-	tab.Add("mean", hmean(rates), ratio(hmean(rates), cpu.insert), ratio(hmean(rates), targetInsert))
-	b.rep.Note("Table 3: the node pool is preallocated (Options.InitialNodes = N/4) so pool growth is not timed; LSM and sorted-array columns are added when those packages build")
+	tab.Add("mean", hmean(rates), ratio(hmean(rates), cpu.insert), ratio(hmean(rates), targetInsert), hmean(lsmRates), ratio(hmean(rates), hmean(lsmRates)))
+	if lsmNote != "" {
+		b.rep.Note("Table 3: the LSM column is empty where the LSM failed: %s", lsmNote)
+	}
+	b.rep.Note("Table 3: the node pool is preallocated (Options.InitialNodes = N/4) so pool growth is not timed; LSM = package lsm with batch size b, same keys, same run; the sorted-array column waits for package sortedarray")
 	return nil
 }
 
@@ -612,6 +630,15 @@ func btCrossover[K, V warpkit.Word](b *btBench) error {
 			return err
 		}
 		rebuild, err := best(2, func() error { return t.Build(b.ctx, keys, vals) })
+		if err == nil && b.dev != nil {
+			var d time.Duration
+			if d, err = deviceRebuild(b, t, keys, vals); err == nil {
+				rebuild = d
+			} else {
+				b.rep.Note("Fig. 3: BuildDevice failed (%v); rebuild times use Build from Go slices", err)
+				err = nil
+			}
+		}
 		t.Close()
 		if err != nil {
 			return err
@@ -640,8 +667,112 @@ func btCrossover[K, V warpkit.Word](b *btBench) error {
 			tab.Add(sizeName(m), sizeName(bs), ms3(rebuild), ms3(ins), faster)
 		}
 	}
-	b.rep.Note("Fig. 3: rebuild = Build from Go slices (host radix sort + device layout; prim's device sort is not wired yet)")
+	b.rep.Note("Fig. 3: rebuild = BuildDevice from unsorted device pairs (prim radix sort, dedup, device layout), best of 2")
 	return nil
+}
+
+// lsmInsertRate grows a GPU LSM (batch size bs) by the same batches; it returns
+// 0 and the error text when the LSM fails, so the B-tree tables still print.
+func lsmInsertRate[K, V warpkit.Word](b *btBench, keys []K, vals []V, bs int) (float64, string) {
+	if b.dev == nil {
+		return 0, "no device"
+	}
+	l, err := lsm.New[K, V](lsm.Options{Backend: warpkit.CUDA, Device: b.dev, BatchSize: bs})
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer l.Close()
+	var bufs devBufs
+	defer bufs.free()
+	dk, err := up(&bufs, b.dev, keys)
+	if err != nil {
+		return 0, err.Error()
+	}
+	dv, err := up(&bufs, b.dev, vals)
+	if err != nil {
+		return 0, err.Error()
+	}
+	start := time.Now()
+	for i := 0; i < len(keys); i += bs {
+		j := min(i+bs, len(keys))
+		if err := l.InsertDevice(b.ctx, dk.Sub(i, j), dv.Sub(i, j)); err != nil {
+			return 0, err.Error()
+		}
+	}
+	return benchfmt.Rate(int64(len(keys)), time.Since(start), 1e9), ""
+}
+
+// lsmLookupRate builds a GPU LSM of the keys (batches of 2^20) and looks up qk.
+func lsmLookupRate[K, V warpkit.Word](b *btBench, keys []K, vals []V, qk []K) (float64, string) {
+	if b.dev == nil {
+		return 0, "no device"
+	}
+	l, err := lsm.New[K, V](lsm.Options{Backend: warpkit.CUDA, Device: b.dev, BatchSize: 1 << 20})
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer l.Close()
+	var bufs devBufs
+	defer bufs.free()
+	dk, err := up(&bufs, b.dev, keys)
+	if err != nil {
+		return 0, err.Error()
+	}
+	dv, err := up(&bufs, b.dev, vals)
+	if err != nil {
+		return 0, err.Error()
+	}
+	for i := 0; i < len(keys); i += 1 << 20 {
+		j := min(i+1<<20, len(keys))
+		if err := l.InsertDevice(b.ctx, dk.Sub(i, j), dv.Sub(i, j)); err != nil {
+			return 0, err.Error()
+		}
+	}
+	dq, err := up(&bufs, b.dev, qk)
+	if err != nil {
+		return 0, err.Error()
+	}
+	ov, err := alloc[V](&bufs, b.dev, len(qk))
+	if err != nil {
+		return 0, err.Error()
+	}
+	of, err := alloc[uint8](&bufs, b.dev, len(qk))
+	if err != nil {
+		return 0, err.Error()
+	}
+	d, err := best(2, func() error { return l.LookupDevice(b.ctx, dq, ov, of) })
+	if err != nil {
+		return 0, err.Error()
+	}
+	return benchfmt.Rate(int64(len(qk)), d, 1e9), ""
+}
+
+// deviceRebuild times BuildDevice from fresh unsorted device copies of the pairs.
+func deviceRebuild[K, V warpkit.Word](b *btBench, t *btree.Tree[K, V], keys []K, vals []V) (time.Duration, error) {
+	d := time.Duration(math.MaxInt64)
+	for range 2 {
+		var bufs devBufs
+		dk, err := up(&bufs, b.dev, keys)
+		if err != nil {
+			return 0, err
+		}
+		dv, err := up(&bufs, b.dev, vals)
+		if err != nil {
+			bufs.free()
+			return 0, err
+		}
+		start := time.Now()
+		err = t.BuildDevice(b.ctx, dk, dv)
+		d = min(d, time.Since(start))
+		bufs.free()
+		if err != nil {
+			return 0, err
+		}
+	}
+	if n, err := t.Len(b.ctx); err != nil || n != len(keys) {
+		return 0, fmt.Errorf("BuildDevice left %d keys of %d (%v)", n, len(keys), err)
+	}
+	return d, nil
 }
 
 func ms3(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
