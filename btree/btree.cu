@@ -326,29 +326,14 @@ struct Node {
         w[2 * p + 1] = nv[p];
       }
   }
-  // take_upper makes this node's pairs the pairs [kSplit, kCap) of a full node
-  // (stale slots repeat the last pair).
-  __device__ __forceinline__ void take_upper(const Tile<T>& t) {
+  // take keeps pairs [first, first+cnt) as pairs [0, cnt); stale slots repeat
+  // the last of them (a split keeps [0, kSplit) or [kSplit, kCap)).
+  __device__ __forceinline__ void take(const Tile<T>& t, int first, int cnt) {
     S nk[P], nv[P];
 #pragma unroll
     for (int p = 0; p < P; ++p) {
-      int s = slot(t, p), e = s < kCap - kSplit ? s : kCap - kSplit - 1;
-      pair(t, (e < 0 ? 0 : e) + kSplit, nk[p], nv[p]);
-    }
-#pragma unroll
-    for (int p = 0; p < P; ++p)
-      if (slot(t, p) >= 0) {
-        w[2 * p] = nk[p];
-        w[2 * p + 1] = nv[p];
-      }
-  }
-  // take_lower keeps pairs [0, kSplit), stale slots repeating pair kSplit-1.
-  __device__ __forceinline__ void take_lower(const Tile<T>& t) {
-    S nk[P], nv[P];
-#pragma unroll
-    for (int p = 0; p < P; ++p) {
-      int s = slot(t, p), e = s < kSplit ? s : kSplit - 1;
-      pair(t, e < 0 ? 0 : e, nk[p], nv[p]);
+      int s = slot(t, p), e = s < cnt ? s : cnt - 1;
+      pair(t, (e < 0 ? 0 : e) + first, nk[p], nv[p]);
     }
 #pragma unroll
     for (int p = 0; p < P; ++p)
@@ -638,9 +623,9 @@ __device__ int split_root(const Pool<S>& pool, Node<S>& n, const Tile<T>& t) {
   n.pair(t, kSplit, sk, sv);
   uint32_t lvl = n.level();
   Node<S> a = n, b = n;
-  a.take_lower(t);
+  a.take(t, 0, kSplit);
   a.set_header(t, m_make(kSplit, lvl, 0), r, n.low, sk);
-  b.take_upper(t);
+  b.take(t, kSplit, kCap - kSplit);
   b.set_header(t, m_make(kCap - kSplit, lvl, 0), kNone, sk, n.high);
   a.store_all(pool, l, t);
   b.store_all(pool, r, t);
@@ -782,7 +767,7 @@ __device__ int op_insert(const Pool<S>& pool, S k, S v, int& added, const Tile<T
         S sk, sv;
         n.pair(t, kSplit, sk, sv);
         Node<S> right = n;
-        right.take_upper(t);
+        right.take(t, kSplit, kCap - kSplit);
         right.set_header(t, m_make(kCap - kSplit, n.level(), 0), n.link, sk, n.high);
         right.store_all(pool, r, t);
         fence();  // the new node is complete before anything points at it

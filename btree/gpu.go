@@ -953,6 +953,11 @@ func (g *gpuTree[K, V]) pairs(ctx context.Context) ([]K, []V, error) {
 	if g.closed {
 		return nil, nil, warpkit.ErrClosed
 	}
+	return g.pairsLocked()
+}
+
+// pairsLocked checks the tree and returns its pairs in key order.
+func (g *gpuTree[K, V]) pairsLocked() ([]K, []V, error) {
 	wk, wv, err := g.snapshotLocked()
 	if err != nil {
 		return nil, nil, err
@@ -975,13 +980,9 @@ func (g *gpuTree[K, V]) compact(ctx context.Context) error {
 	if g.closed {
 		return warpkit.ErrClosed
 	}
-	wk, wv, err := g.snapshotLocked()
+	keys, vals, err := g.pairsLocked()
 	if err != nil {
 		return err
-	}
-	keys, vals := make([]K, len(wk)), make([]V, len(wv))
-	for i := range wk {
-		keys[i], vals[i] = K(wk[i]), V(wv[i])
 	}
 	var s staged
 	defer s.free()
