@@ -6,24 +6,23 @@ import (
 	"slices"
 
 	"github.com/warpkit/warpkit"
-	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/sorteddict"
 	"github.com/warpkit/warpkit/prim"
 )
 
-// Tag layout, as in internal/devcode/lsm_sorted.cuh.
 const (
-	tombBit  = 1 << 31
-	slotMask = tombBit - 1
+	tombBit  = sorteddict.TombBit
+	slotMask = sorteddict.SlotMask
 )
 
-func isTomb(tag uint32) bool { return tag&tombBit != 0 }
+func isTomb(tag uint32) bool { return sorteddict.IsTomb(tag) }
 
 // cpuLSM is the pure-Go backend. It runs the GPU algorithms step for step
 // (same batch preparation, stable sort, fix-up, merges, cleanup layout), so
 // its levels equal the GPU backend's entry for entry. Sorts, merges and
 // selections are prim's host twins of the GPU primitives.
 type cpuLSM[K, V warpkit.Word] struct {
+	sorteddict.CPUDevice[K, V]
 	levelState
 	keys [][]K // level i: b<<i keys, allocated when first reached
 	tags [][]uint32
@@ -35,7 +34,7 @@ func newCPU[K, V warpkit.Word](b int) *cpuLSM[K, V] {
 }
 
 func (c *cpuLSM[K, V]) state() levelState { return c.levelState }
-func (c *cpuLSM[K, V]) close() error       { c.keys, c.tags, c.log = nil, nil, nil; return nil }
+func (c *cpuLSM[K, V]) Close() error      { c.keys, c.tags, c.log = nil, nil, nil; return nil }
 
 func (c *cpuLSM[K, V]) level(lv int) ([]K, []uint32) {
 	for len(c.keys) <= lv {
@@ -46,7 +45,7 @@ func (c *cpuLSM[K, V]) level(lv int) ([]K, []uint32) {
 	return c.keys[lv], c.tags[lv]
 }
 
-func (c *cpuLSM[K, V]) update(ctx context.Context, keys []K, vals []V, dels []bool, kind updateKind) error {
+func (c *cpuLSM[K, V]) Update(ctx context.Context, keys []K, vals []V, dels []bool, kind sorteddict.UpdateKind) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -58,21 +57,8 @@ func (c *cpuLSM[K, V]) update(ctx context.Context, keys []K, vals []V, dels []bo
 		return err
 	}
 	p := c.padded(m)
-	bk, bt := make([]K, p), make([]uint32, p)
-	for i := range p {
-		src := 0
-		if i < m {
-			src = m - 1 - i
-		}
-		tag := uint32(c.logged+src) & slotMask
-		if kind == deletesOnly || (kind == mixed && dels[src]) {
-			tag |= tombBit
-		}
-		bk[i], bt[i] = keys[src], tag
-	}
-	prim.SortPairsHost(bk, bt, prim.SortOptions{})
-	fixupTombstones(bk, bt)
-	if kind == deletesOnly {
+	bk, bt := sorteddict.SortBatchHost(keys, dels, kind, c.logged, p)
+	if kind == sorteddict.DeletesOnly {
 		c.log = append(c.log, make([]V, m)...)
 	} else {
 		c.log = append(c.log, vals...)
@@ -82,17 +68,6 @@ func (c *cpuLSM[K, V]) update(ctx context.Context, keys []K, vals []V, dels []bo
 		c.insertSorted(bk[ch*c.b:(ch+1)*c.b], bt[ch*c.b:(ch+1)*c.b])
 	}
 	return nil
-}
-
-// fixupTombstones mirrors the fixup_tombstones kernel: the head of a key
-// segment holding a tombstone becomes a tombstone.
-func fixupTombstones[K warpkit.Word](keys []K, tags []uint32) {
-	for i := range keys {
-		if isTomb(tags[i]) && i > 0 && keys[i-1] == keys[i] {
-			head, _ := slices.BinarySearch(keys[:i], keys[i])
-			tags[head] |= tombBit
-		}
-	}
 }
 
 // insertSorted adds one sorted, fixed-up batch of b entries: merge it down
@@ -112,7 +87,7 @@ func (c *cpuLSM[K, V]) insertSorted(ak []K, at []uint32) {
 	c.r++
 }
 
-func (c *cpuLSM[K, V]) cleanup(ctx context.Context) error {
+func (c *cpuLSM[K, V]) Cleanup(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -160,7 +135,7 @@ func (c *cpuLSM[K, V]) cleanup(ctx context.Context) error {
 	return nil
 }
 
-func (c *cpuLSM[K, V]) lookup(ctx context.Context, keys []K, vals []V, found []bool) error {
+func (c *cpuLSM[K, V]) Lookup(ctx context.Context, keys []K, vals []V, found []bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -217,7 +192,7 @@ func valid[K warpkit.Word](ck []K, ct []uint32, e int) bool {
 	return (e == 0 || ck[e] != ck[e-1]) && !isTomb(ct[e])
 }
 
-func (c *cpuLSM[K, V]) count(ctx context.Context, lo, hi []K, counts []uint32) error {
+func (c *cpuLSM[K, V]) Count(ctx context.Context, lo, hi []K, counts []uint32) error {
 	lvls := c.levels()
 	for i := range lo {
 		if i%4096 == 0 {
@@ -237,7 +212,7 @@ func (c *cpuLSM[K, V]) count(ctx context.Context, lo, hi []K, counts []uint32) e
 	return nil
 }
 
-func (c *cpuLSM[K, V]) rangeHost(ctx context.Context, lo, hi []K) (*RangeResult[K, V], error) {
+func (c *cpuLSM[K, V]) Range(ctx context.Context, lo, hi []K) (*RangeResult[K, V], error) {
 	lvls := c.levels()
 	res := &RangeResult[K, V]{Offsets: make([]int, len(lo)+1)}
 	for i := range lo {
@@ -260,7 +235,7 @@ func (c *cpuLSM[K, V]) rangeHost(ctx context.Context, lo, hi []K) (*RangeResult[
 
 // neighbor mirrors the successor and predecessor kernels: a cursor per level,
 // skipping keys whose newest entry is a tombstone.
-func (c *cpuLSM[K, V]) neighbor(ctx context.Context, keys, outKeys []K, outVals []V, found []bool, succ bool) error {
+func (c *cpuLSM[K, V]) Neighbor(ctx context.Context, keys, outKeys []K, outVals []V, found []bool, succ bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -326,24 +301,4 @@ func (c *cpuLSM[K, V]) snapshot() (*snapshot[K, V], error) {
 		s.keys[lv], s.tags[lv] = slices.Clone(lk), slices.Clone(lt)
 	}
 	return s, nil
-}
-
-func (c *cpuLSM[K, V]) updateDevice(context.Context, cuda.Slice[K], cuda.Slice[V], cuda.Slice[uint8], updateKind) error {
-	return sorteddict.ErrNoDeviceSlices
-}
-
-func (c *cpuLSM[K, V]) lookupDevice(context.Context, cuda.Slice[K], cuda.Slice[V], cuda.Slice[uint8]) error {
-	return sorteddict.ErrNoDeviceSlices
-}
-
-func (c *cpuLSM[K, V]) countDevice(context.Context, cuda.Slice[K], cuda.Slice[K], cuda.Slice[uint32]) error {
-	return sorteddict.ErrNoDeviceSlices
-}
-
-func (c *cpuLSM[K, V]) rangeDevice(context.Context, cuda.Slice[K], cuda.Slice[K]) (*DeviceRange[K, V], error) {
-	return nil, sorteddict.ErrNoDeviceSlices
-}
-
-func (c *cpuLSM[K, V]) neighborDevice(context.Context, cuda.Slice[K], cuda.Slice[K], cuda.Slice[V], cuda.Slice[uint8], bool) error {
-	return sorteddict.ErrNoDeviceSlices
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"unsafe"
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
@@ -29,6 +28,7 @@ const (
 // length) changes only under the LSM's write lock; every call synchronizes
 // its stream before it returns.
 type gpuLSM[K, V warpkit.Word] struct {
+	*sorteddict.Host[K, V] // the Go-slice forms of the operations
 	levelState
 	dev    *cuda.Device
 	ownDev bool
@@ -50,10 +50,7 @@ type worker[K, V warpkit.Word] struct {
 	dev    *cuda.Device
 	stream *cuda.Stream
 	stage  sorteddict.Staging
-	// Go-slice arguments staged on the device.
-	argK, argK2, resK sorteddict.Buf[K]
-	argV, resV        sorteddict.Buf[V]
-	argF, resF        sorteddict.Buf[uint8]
+	ones   sorteddict.Buf[uint8] // deletion flags of a deletions-only batch
 	// Updates: the sorted batch and the ping-pong merge buffers.
 	batchK sorteddict.Buf[K]
 	batchT sorteddict.Buf[uint32]
@@ -62,8 +59,8 @@ type worker[K, V warpkit.Word] struct {
 	// Count and range stages, and small counters read back by the host.
 	cnt, off, segoff, ct, selT, counts, small32 sorteddict.Buf[uint32]
 	start, small64                              sorteddict.Buf[uint64]
-	ck, selK                           sorteddict.Buf[K]
-	flags                              sorteddict.Buf[uint8]
+	ck, selK                                    sorteddict.Buf[K]
+	flags                                       sorteddict.Buf[uint8]
 }
 
 func newWorker[K, V warpkit.Word](dev *cuda.Device) (*worker[K, V], error) {
@@ -75,8 +72,7 @@ func newWorker[K, V warpkit.Word](dev *cuda.Device) (*worker[K, V], error) {
 }
 
 func (w *worker[K, V]) free() error {
-	for _, b := range []interface{ Free() }{&w.argK, &w.argK2, &w.resK, &w.argV, &w.resV, &w.argF, &w.resF,
-		&w.batchK, &w.batchT, &w.pingK[0], &w.pingK[1], &w.pingT[0], &w.pingT[1],
+	for _, b := range []interface{ Free() }{&w.ones, &w.batchK, &w.batchT, &w.pingK[0], &w.pingK[1], &w.pingT[0], &w.pingT[1],
 		&w.cnt, &w.off, &w.segoff, &w.ct, &w.selT, &w.counts, &w.small32, &w.start, &w.small64, &w.ck, &w.selK, &w.flags, &w.stage} {
 		b.Free()
 	}
@@ -90,15 +86,7 @@ func readBack[T cuda.Elem, K, V warpkit.Word](w *worker[K, V], src cuda.Slice[T]
 
 type kernels struct {
 	prep, fixup, bounds, gather, validate, mark, queryOffsets *cuda.Function
-	lookup, succ, pred, scatter, gatherValues                  *cuda.Function
-}
-
-func width[T warpkit.Word]() string {
-	var z T
-	if unsafe.Sizeof(z) == 8 {
-		return "64"
-	}
-	return "32"
+	lookup, succ, pred, scatter, gatherValues                 *cuda.Function
 }
 
 func loadKernels[K, V warpkit.Word](dev *cuda.Device) (kernels, error) {
@@ -107,7 +95,7 @@ func loadKernels[K, V warpkit.Word](dev *cuda.Device) (kernels, error) {
 	if err != nil {
 		return k, err
 	}
-	ks, vs := "_k"+width[K](), "_v"+width[V]()
+	ks, vs := "_k"+sorteddict.Width[K](), "_v"+sorteddict.Width[V]()
 	for _, f := range []struct {
 		dst  **cuda.Function
 		name string
@@ -135,7 +123,7 @@ func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, b int) (*gpuLSM[K, V]
 	}
 	g := &gpuLSM[K, V]{levelState: levelState{b: b}, dev: dev, ownDev: own, eng: eng, fn: fn,
 		chunkQueries: defaultChunkQueries, budget: defaultBudget}
-	fail := func(err error) (*gpuLSM[K, V], error) { g.close(); return nil, err }
+	fail := func(err error) (*gpuLSM[K, V], error) { g.Close(); return nil, err }
 	if g.tab, err = cuda.Alloc[uint64](dev, 2*maxLevels); err != nil {
 		return fail(err)
 	}
@@ -145,14 +133,18 @@ func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, b int) (*gpuLSM[K, V]
 	if g.upd, err = newWorker[K, V](dev); err != nil {
 		return fail(err)
 	}
+	g.Host = sorteddict.NewHost[K, V](dev, g, workers)
 	g.pool = sorteddict.NewPool(workers, func() (*worker[K, V], error) { return newWorker[K, V](dev) }, (*worker[K, V]).free)
 	return g, nil
 }
 
 func (g *gpuLSM[K, V]) state() levelState { return g.levelState }
 
-func (g *gpuLSM[K, V]) close() error {
+func (g *gpuLSM[K, V]) Close() error {
 	var errs []error
+	if g.Host != nil {
+		errs = append(errs, g.Host.Close())
+	}
 	if g.pool != nil {
 		errs = append(errs, g.pool.Close())
 	}
@@ -223,50 +215,7 @@ func (g *gpuLSM[K, V]) ensureLog(need int) error {
 	return nil
 }
 
-func (g *gpuLSM[K, V]) update(ctx context.Context, keys []K, vals []V, dels []bool, kind updateKind) error {
-	if err := ctx.Err(); err != nil || len(keys) == 0 {
-		return err
-	}
-	w, m := g.upd, len(keys)
-	dk, err := w.argK.Get(g.dev, w.stream, m)
-	if err != nil {
-		return err
-	}
-	var dv cuda.Slice[V]
-	var df cuda.Slice[uint8]
-	total := sorteddict.Bytes[K](m)
-	if kind != deletesOnly {
-		if dv, err = w.argV.Get(g.dev, w.stream, m); err != nil {
-			return err
-		}
-		total += sorteddict.Bytes[V](m)
-	}
-	if kind == mixed {
-		if df, err = w.argF.Get(g.dev, w.stream, m); err != nil {
-			return err
-		}
-		total += sorteddict.Bytes[uint8](m)
-	}
-	if err := w.stage.Reserve(g.dev, total); err != nil {
-		return err
-	}
-	err = errors.Join(sorteddict.Upload(&w.stage, w.stream, dk, keys), sorteddict.Upload(&w.stage, w.stream, dv, vals),
-		sorteddict.Upload(&w.stage, w.stream, df, boolBytes(dels)))
-	if err != nil {
-		return err
-	}
-	return g.updateDevice(ctx, dk, dv, df, kind)
-}
-
-// boolBytes views a []bool as bytes (Go stores bools as 0 or 1).
-func boolBytes(b []bool) []uint8 {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*uint8)(unsafe.Pointer(&b[0])), len(b))
-}
-
-func (g *gpuLSM[K, V]) updateDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], dels cuda.Slice[uint8], kind updateKind) error {
+func (g *gpuLSM[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], dels cuda.Slice[uint8], kind sorteddict.UpdateKind) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -295,14 +244,14 @@ func (g *gpuLSM[K, V]) updateDevice(ctx context.Context, keys cuda.Slice[K], val
 			}
 		}
 	}
-	if kind != deletesOnly {
+	if kind != sorteddict.DeletesOnly {
 		if err := g.ensureLog(g.logged + m); err != nil {
 			return err
 		}
 	}
-	if kind == deletesOnly {
+	if kind == sorteddict.DeletesOnly {
 		var err error
-		if dels, err = w.argF.Get(g.dev, s, m); err != nil {
+		if dels, err = w.ones.Get(g.dev, s, m); err != nil {
 			return err
 		}
 		if err := dels.FillBytes(1, s); err != nil {
@@ -330,7 +279,7 @@ func (g *gpuLSM[K, V]) updateDevice(ctx context.Context, keys cuda.Slice[K], val
 	if err := g.fn.fixup.Launch(sorteddict.Grid(p), sorteddict.Block, 0, s, bk, bt, uint64(p)); err != nil {
 		return err
 	}
-	if kind != deletesOnly {
+	if kind != sorteddict.DeletesOnly {
 		if err := cuda.CopyAsync(g.log.Sub(g.logged, g.logged+m), vals, s); err != nil {
 			return err
 		}
@@ -383,7 +332,7 @@ func (g *gpuLSM[K, V]) cascade(w *worker[K, V], ak cuda.Slice[K], at cuda.Slice[
 	return nil
 }
 
-func (g *gpuLSM[K, V]) cleanup(ctx context.Context) error {
+func (g *gpuLSM[K, V]) Cleanup(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -460,188 +409,47 @@ func (g *gpuLSM[K, V]) cleanup(ctx context.Context) error {
 	return nil
 }
 
-// withWorker runs f on a pooled worker.
-func (g *gpuLSM[K, V]) withWorker(ctx context.Context, f func(w *worker[K, V]) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	w, err := g.pool.Get(ctx)
-	if err != nil {
-		return err
-	}
-	defer g.pool.Put(w)
-	return f(w)
-}
-
-func (g *gpuLSM[K, V]) lookupDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], found cuda.Slice[uint8]) error {
-	return g.withWorker(ctx, func(w *worker[K, V]) error {
-		if err := g.launchLookup(w, keys, vals, found); err != nil {
-			return err
-		}
-		return w.stream.Synchronize()
-	})
-}
-
-func (g *gpuLSM[K, V]) launchLookup(w *worker[K, V], keys cuda.Slice[K], vals cuda.Slice[V], found cuda.Slice[uint8]) error {
-	n := keys.Len()
-	if n == 0 {
-		return nil
-	}
-	return g.fn.lookup.Launch(sorteddict.Grid(n), sorteddict.Block, 0, w.stream, g.tab, g.log, uint64(g.b), g.r, keys, uint64(n), vals, found)
-}
-
-func (g *gpuLSM[K, V]) lookup(ctx context.Context, keys []K, vals []V, found []bool) error {
-	if len(keys) == 0 {
+func (g *gpuLSM[K, V]) LookupDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], found cuda.Slice[uint8]) error {
+	if keys.Len() == 0 {
 		return ctx.Err()
 	}
-	return g.withWorker(ctx, func(w *worker[K, V]) error {
-		n, s := len(keys), w.stream
-		dk, err1 := w.argK.Get(g.dev, s, n)
-		dv, err2 := w.resV.Get(g.dev, s, n)
-		df, err3 := w.resF.Get(g.dev, s, n)
-		if err := errors.Join(err1, err2, err3); err != nil {
-			return err
-		}
-		if err := w.stage.Reserve(g.dev, sorteddict.Bytes[K](n)+sorteddict.Bytes[V](n)+sorteddict.Bytes[uint8](n)); err != nil {
-			return err
-		}
-		if err := sorteddict.Upload(&w.stage, s, dk, keys); err != nil {
-			return err
-		}
-		if err := g.launchLookup(w, dk, dv, df); err != nil {
-			return err
-		}
-		return download(w, sorteddict.Pair(vals, dv), sorteddict.Pair(boolBytes(found), df))
+	return g.pool.With(ctx, func(w *worker[K, V]) error {
+		n := keys.Len()
+		err := g.fn.lookup.Launch(sorteddict.Grid(n), sorteddict.Block, 0, w.stream, g.tab, g.log, uint64(g.b), g.r, keys, uint64(n), vals, found)
+		return errors.Join(err, w.stream.Synchronize())
 	})
 }
 
-// download copies device results into Go slices through the staging memory
-// already reserved, and synchronizes.
-func download[K, V warpkit.Word](w *worker[K, V], copies ...sorteddict.Copier) error {
-	return sorteddict.Fetch(&w.stage, w.stream, copies...)
-}
-
-func (g *gpuLSM[K, V]) neighborDevice(ctx context.Context, keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8], succ bool) error {
-	return g.withWorker(ctx, func(w *worker[K, V]) error {
-		if err := g.launchNeighbor(w, keys, outKeys, outVals, found, succ); err != nil {
-			return err
-		}
-		return w.stream.Synchronize()
-	})
-}
-
-func (g *gpuLSM[K, V]) launchNeighbor(w *worker[K, V], keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8], succ bool) error {
-	n := keys.Len()
-	if n == 0 {
-		return nil
+func (g *gpuLSM[K, V]) NeighborDevice(ctx context.Context, keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8], succ bool) error {
+	if keys.Len() == 0 {
+		return ctx.Err()
 	}
 	f := g.fn.pred
 	if succ {
 		f = g.fn.succ
 	}
-	return f.Launch(sorteddict.Grid(n), sorteddict.Block, 0, w.stream, g.tab, g.log, uint64(g.b), g.r, keys, uint64(n), outKeys, outVals, found)
-}
-
-func (g *gpuLSM[K, V]) neighbor(ctx context.Context, keys, outKeys []K, outVals []V, found []bool, succ bool) error {
-	if len(keys) == 0 {
-		return ctx.Err()
-	}
-	return g.withWorker(ctx, func(w *worker[K, V]) error {
-		n, s := len(keys), w.stream
-		dk, err1 := w.argK.Get(g.dev, s, n)
-		rk, err2 := w.resK.Get(g.dev, s, n)
-		rv, err3 := w.resV.Get(g.dev, s, n)
-		rf, err4 := w.resF.Get(g.dev, s, n)
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
-			return err
-		}
-		if err := w.stage.Reserve(g.dev, 2*sorteddict.Bytes[K](n)+sorteddict.Bytes[V](n)+sorteddict.Bytes[uint8](n)); err != nil {
-			return err
-		}
-		if err := sorteddict.Upload(&w.stage, s, dk, keys); err != nil {
-			return err
-		}
-		if err := g.launchNeighbor(w, dk, rk, rv, rf, succ); err != nil {
-			return err
-		}
-		return download(w, sorteddict.Pair(outKeys, rk), sorteddict.Pair(outVals, rv), sorteddict.Pair(boolBytes(found), rf))
+	return g.pool.With(ctx, func(w *worker[K, V]) error {
+		n := keys.Len()
+		err := f.Launch(sorteddict.Grid(n), sorteddict.Block, 0, w.stream, g.tab, g.log, uint64(g.b), g.r, keys, uint64(n), outKeys, outVals, found)
+		return errors.Join(err, w.stream.Synchronize())
 	})
 }
 
-func (g *gpuLSM[K, V]) countDevice(ctx context.Context, lo, hi cuda.Slice[K], counts cuda.Slice[uint32]) error {
-	return g.withWorker(ctx, func(w *worker[K, V]) error {
+func (g *gpuLSM[K, V]) CountDevice(ctx context.Context, lo, hi cuda.Slice[K], counts cuda.Slice[uint32]) error {
+	return g.pool.With(ctx, func(w *worker[K, V]) error {
 		_, err := g.countRange(ctx, w, lo, hi, counts, false)
 		return err
 	})
 }
 
-func (g *gpuLSM[K, V]) count(ctx context.Context, lo, hi []K, counts []uint32) error {
-	if len(lo) == 0 {
-		return ctx.Err()
-	}
-	return g.withWorker(ctx, func(w *worker[K, V]) error {
-		dl, dh, err := g.stageBounds(w, lo, hi, sorteddict.Bytes[uint32](len(lo)))
-		if err != nil {
-			return err
-		}
-		dc, err := w.counts.Get(g.dev, w.stream, len(lo))
-		if err != nil {
-			return err
-		}
-		if _, err := g.countRange(ctx, w, dl, dh, dc, false); err != nil {
-			return err
-		}
-		if err := w.stage.Reserve(g.dev, sorteddict.Bytes[uint32](len(lo))); err != nil {
-			return err
-		}
-		return download(w, sorteddict.Pair(counts, dc))
-	})
-}
-
-// stageBounds uploads range-query bounds, reserving extra staging bytes.
-func (g *gpuLSM[K, V]) stageBounds(w *worker[K, V], lo, hi []K, extra int) (cuda.Slice[K], cuda.Slice[K], error) {
-	n, s := len(lo), w.stream
-	dl, err1 := w.argK.Get(g.dev, s, n)
-	dh, err2 := w.argK2.Get(g.dev, s, n)
-	if err := errors.Join(err1, err2); err != nil {
-		return dl, dh, err
-	}
-	if err := w.stage.Reserve(g.dev, 2*sorteddict.Bytes[K](n)+extra); err != nil {
-		return dl, dh, err
-	}
-	return dl, dh, errors.Join(sorteddict.Upload(&w.stage, s, dl, lo), sorteddict.Upload(&w.stage, s, dh, hi))
-}
-
-func (g *gpuLSM[K, V]) rangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*DeviceRange[K, V], error) {
+func (g *gpuLSM[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*DeviceRange[K, V], error) {
 	var res *DeviceRange[K, V]
-	err := g.withWorker(ctx, func(w *worker[K, V]) error {
+	err := g.pool.With(ctx, func(w *worker[K, V]) error {
 		counts, err := w.counts.Get(g.dev, w.stream, lo.Len())
 		if err != nil {
 			return err
 		}
 		res, err = g.countRange(ctx, w, lo, hi, counts, true)
-		return err
-	})
-	return res, err
-}
-
-func (g *gpuLSM[K, V]) rangeHost(ctx context.Context, lo, hi []K) (*RangeResult[K, V], error) {
-	var res *RangeResult[K, V]
-	err := g.withWorker(ctx, func(w *worker[K, V]) error {
-		dl, dh, err := g.stageBounds(w, lo, hi, 0)
-		if err != nil {
-			return err
-		}
-		counts, err := w.counts.Get(g.dev, w.stream, len(lo))
-		if err != nil {
-			return err
-		}
-		dr, err := g.countRange(ctx, w, dl, dh, counts, true)
-		if err != nil {
-			return err
-		}
-		defer dr.Free()
-		res, err = sorteddict.RangeToHost(g.dev, &w.stage, w.stream, dr)
 		return err
 	})
 	return res, err

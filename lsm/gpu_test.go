@@ -132,108 +132,11 @@ func TestGPULarger(t *testing.T) {
 	})
 }
 
-// TestGPUDeviceAPI checks the device-resident methods against the host ones.
+// TestGPUDeviceAPI checks the device-resident methods against the oracle.
 func TestGPUDeviceAPI(t *testing.T) {
 	dev := gputest.Device(t)
-	ctx := context.Background()
-	l := newGPUTest[uint32, uint64](t, dev, 32)
-	rng := rand.New(rand.NewPCG(1, 2))
-	w := dicttest.Workload{Space: 500, DeleteFrac: 0.3}
-	o := dicttest.NewOracle[uint32, uint64]()
-	for range 10 {
-		keys, vals, dels := dicttest.Batch[uint32, uint64](rng, w, 100)
-		dk, dv := fromHost(t, dev, keys), fromHost(t, dev, vals)
-		df := make([]uint8, len(dels))
-		for i, d := range dels {
-			if d {
-				df[i] = 1
-			}
-		}
-		if err := l.UpdateDevice(ctx, dk, dv, fromHost(t, dev, df)); err != nil {
-			t.Fatal(err)
-		}
-		o.Apply(keys, vals, dels)
-	}
-	ins, _, _ := dicttest.Batch[uint32, uint64](rng, w, 50)
-	insV := make([]uint64, len(ins))
-	if err := l.InsertDevice(ctx, fromHost(t, dev, ins), fromHost(t, dev, insV)); err != nil {
-		t.Fatal(err)
-	}
-	o.Apply(ins, insV, nil)
-	del, _, _ := dicttest.Batch[uint32, uint64](rng, w, 50)
-	if err := l.DeleteDevice(ctx, fromHost(t, dev, del)); err != nil {
-		t.Fatal(err)
-	}
-	o.Apply(del, make([]uint64, len(del)), trues(len(del)))
-
-	q := dicttest.Queries(rng, w, o, 300)
-	dq := fromHost(t, dev, q)
-	vals, found := alloc[uint64](t, dev, len(q)), alloc[uint8](t, dev, len(q))
-	if err := l.LookupDevice(ctx, dq, vals, found); err != nil {
-		t.Fatal(err)
-	}
-	hv, hf := toHost(t, vals), toHost(t, found)
-	for i, k := range q {
-		v, ok := o.Lookup(k)
-		if (hf[i] == 1) != ok || hv[i] != v {
-			t.Fatalf("lookup(%d) = %d, %d; want %d, %v", k, hv[i], hf[i], v, ok)
-		}
-	}
-	sk := alloc[uint32](t, dev, len(q))
-	if err := l.SuccessorDevice(ctx, dq, sk, vals, found); err != nil {
-		t.Fatal(err)
-	}
-	hk, hv, hf := toHost(t, sk), toHost(t, vals), toHost(t, found)
-	for i, k := range q {
-		wk, wv, wf := o.Successor(k)
-		if (hf[i] == 1) != wf || hk[i] != wk || hv[i] != wv {
-			t.Fatalf("successor(%d) = %d, %d, %d; want %d, %d, %v", k, hk[i], hv[i], hf[i], wk, wv, wf)
-		}
-	}
-	if err := l.PredecessorDevice(ctx, dq, sk, vals, found); err != nil {
-		t.Fatal(err)
-	}
-	hk, hv, hf = toHost(t, sk), toHost(t, vals), toHost(t, found)
-	for i, k := range q {
-		wk, wv, wf := o.Predecessor(k)
-		if (hf[i] == 1) != wf || hk[i] != wk || hv[i] != wv {
-			t.Fatalf("predecessor(%d) = %d, %d, %d; want %d, %d, %v", k, hk[i], hv[i], hf[i], wk, wv, wf)
-		}
-	}
-	hi := make([]uint32, len(q))
-	for i, k := range q {
-		hi[i] = k + uint32(rng.IntN(1<<26))
-		if hi[i] < k {
-			hi[i] = ^uint32(0)
-		}
-	}
-	counts := alloc[uint32](t, dev, len(q))
-	if err := l.CountDevice(ctx, dq, fromHost(t, dev, hi), counts); err != nil {
-		t.Fatal(err)
-	}
-	dr, err := l.RangeDevice(ctx, dq, fromHost(t, dev, hi))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dr.Free()
-	rr, err := dr.ToHost()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hc := toHost(t, counts)
-	for i := range q {
-		want := o.Range(q[i], hi[i])
-		if int(hc[i]) != len(want) || rr.Count(i) != len(want) {
-			t.Fatalf("count/range(%d, %d) = %d, %d; want %d", q[i], hi[i], hc[i], rr.Count(i), len(want))
-		}
-		j := 0
-		for k, v := range rr.Query(i) {
-			if wv, _ := o.Lookup(want[j]); k != want[j] || v != wv {
-				t.Fatalf("range(%d, %d)[%d] = %d, %d; want %d, %d", q[i], hi[i], j, k, v, want[j], wv)
-			}
-			j++
-		}
-	}
+	dicttest.DeviceRun[uint32, uint64](t, dev, newGPUTest[uint32, uint64](t, dev, 32), 1)
+	dicttest.DeviceRun[uint64, uint32](t, dev, newGPUTest[uint64, uint32](t, dev, 7), 2)
 }
 
 // TestGPUConcurrent runs queries from several goroutines while another
@@ -296,83 +199,10 @@ func TestGPUConcurrent(t *testing.T) {
 	dicttest.Check[uint64, uint64](t, ctx, l, o, rng, w, 2000)
 }
 
-// TestGPUOutOfMemory fills the device, checks that an update that cannot get
-// memory fails with ErrOutOfMemory and changes nothing, and that the LSM works
-// once memory is back.
+// TestGPUOutOfMemory: an update that cannot get device memory fails with
+// ErrOutOfMemory, changes nothing, and works once memory is back.
 func TestGPUOutOfMemory(t *testing.T) {
 	dev := gputest.Device(t)
-	ctx := context.Background()
 	l := newGPUTest[uint32, uint32](t, dev, 1<<12)
-	rng := rand.New(rand.NewPCG(5, 6))
-	w := dicttest.Workload{Space: 1 << 20, DeleteFrac: 0.1}
-	o := dicttest.NewOracle[uint32, uint32]()
-	for range 3 {
-		keys, vals, dels := dicttest.Batch[uint32, uint32](rng, w, 1<<12)
-		if err := l.Update(ctx, keys, vals, dels); err != nil {
-			t.Fatal(err)
-		}
-		o.Apply(keys, vals, dels)
-	}
-	before := l.Stats()
-	free, _, err := dev.MemInfo()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hog, err := cuda.Alloc[uint8](dev, int(free)-(48<<20))
-	if err != nil {
-		t.Skipf("cannot allocate the device's free memory: %v", err)
-	}
-	keys, vals, dels := dicttest.Batch[uint32, uint32](rng, w, 1<<24)
-	err = l.Update(ctx, keys, vals, dels)
-	if !errors.Is(err, warpkit.ErrOutOfMemory) {
-		hog.Free()
-		t.Fatalf("update with the device full: %v, want ErrOutOfMemory", err)
-	}
-	if after := l.Stats(); !slices.Equal(after.Levels, before.Levels) || after.Logged != before.Logged {
-		t.Fatalf("failed update changed the LSM: %+v -> %+v", before, after)
-	}
-	dicttest.Check[uint32, uint32](t, ctx, l, o, rng, w, 500)
-	hog.Free()
-	if err := l.Update(ctx, keys, vals, dels); err != nil {
-		t.Fatal(err)
-	}
-	o.Apply(keys, vals, dels)
-	dicttest.Check[uint32, uint32](t, ctx, l, o, rng, w, 500)
-}
-
-func trues(n int) []bool {
-	b := make([]bool, n)
-	for i := range b {
-		b[i] = true
-	}
-	return b
-}
-
-func fromHost[T cuda.Elem](t *testing.T, dev *cuda.Device, h []T) cuda.Slice[T] {
-	t.Helper()
-	s, err := cuda.FromHost(dev, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Free() })
-	return s
-}
-
-func alloc[T cuda.Elem](t *testing.T, dev *cuda.Device, n int) cuda.Slice[T] {
-	t.Helper()
-	s, err := cuda.Alloc[T](dev, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Free() })
-	return s
-}
-
-func toHost[T cuda.Elem](t *testing.T, s cuda.Slice[T]) []T {
-	t.Helper()
-	h, err := s.ToHost()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	dicttest.OutOfMemory[uint32, uint32](t, dev, l, func() string { return fmt.Sprintf("%+v", l.Stats()) })
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
-	"sync"
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
@@ -57,40 +56,18 @@ type Stats struct {
 
 // LSM is a GPU LSM dictionary from K to V. See the package documentation.
 type LSM[K, V warpkit.Word] struct {
-	mu      sync.RWMutex
-	closed  bool
-	backend warpkit.Backend
-	impl    engine[K, V]
+	f    *sorteddict.Front[K, V]
+	impl engine[K, V]
 }
 
-// engine is one backend's implementation; LSM serializes updates and checks
-// arguments before calling it.
+// engine is one backend: the shared dictionary operations plus cleanup and
+// the views tests and Stats use.
 type engine[K, V warpkit.Word] interface {
-	update(ctx context.Context, keys []K, vals []V, dels []bool, kind updateKind) error
-	updateDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], dels cuda.Slice[uint8], kind updateKind) error
-	cleanup(ctx context.Context) error
-	lookup(ctx context.Context, keys []K, vals []V, found []bool) error
-	lookupDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], found cuda.Slice[uint8]) error
-	count(ctx context.Context, lo, hi []K, counts []uint32) error
-	countDevice(ctx context.Context, lo, hi cuda.Slice[K], counts cuda.Slice[uint32]) error
-	rangeHost(ctx context.Context, lo, hi []K) (*RangeResult[K, V], error)
-	rangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*DeviceRange[K, V], error)
-	neighbor(ctx context.Context, keys []K, outKeys []K, outVals []V, found []bool, succ bool) error
-	neighborDevice(ctx context.Context, keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8], succ bool) error
+	sorteddict.Engine[K, V]
+	Cleanup(ctx context.Context) error
 	state() levelState
 	snapshot() (*snapshot[K, V], error)
-	close() error
 }
-
-// updateKind says what a batch holds: a mix (per-entry deletion flags), only
-// insertions, or only deletions.
-type updateKind int
-
-const (
-	mixed updateKind = iota
-	insertsOnly
-	deletesOnly
-)
 
 // levelState is the host-side shape both backends keep.
 type levelState struct {
@@ -162,7 +139,7 @@ func New[K, V warpkit.Word](opt Options) (*LSM[K, V], error) {
 		dev, own = d, d != nil
 	}
 	if dev == nil || opt.Backend == warpkit.CPU {
-		return &LSM[K, V]{backend: warpkit.CPU, impl: newCPU[K, V](b)}, nil
+		return wrapEngine[K, V](warpkit.CPU, newCPU[K, V](b)), nil
 	}
 	g, err := newGPU[K, V](dev, own, b)
 	if err != nil {
@@ -171,53 +148,23 @@ func New[K, V warpkit.Word](opt Options) (*LSM[K, V], error) {
 		}
 		return nil, fmt.Errorf("lsm: %w", err)
 	}
-	return &LSM[K, V]{backend: warpkit.CUDA, impl: g}, nil
+	return wrapEngine[K, V](warpkit.CUDA, g), nil
+}
+
+func wrapEngine[K, V warpkit.Word](b warpkit.Backend, e engine[K, V]) *LSM[K, V] {
+	return &LSM[K, V]{f: sorteddict.NewFront[K, V]("lsm", b, e), impl: e}
 }
 
 // Backend returns CPU or CUDA.
-func (l *LSM[K, V]) Backend() warpkit.Backend { return l.backend }
+func (l *LSM[K, V]) Backend() warpkit.Backend { return l.f.Backend() }
 
 // Close frees the structure's memory. Later calls return ErrClosed.
-func (l *LSM[K, V]) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return warpkit.ErrClosed
-	}
-	l.closed = true
-	return l.impl.close()
-}
-
-func (l *LSM[K, V]) write(op string, f func() error) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return fmt.Errorf("lsm: %s: %w", op, warpkit.ErrClosed)
-	}
-	return wrap(op, f())
-}
-
-func (l *LSM[K, V]) read(op string, f func() error) error {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if l.closed {
-		return fmt.Errorf("lsm: %s: %w", op, warpkit.ErrClosed)
-	}
-	return wrap(op, f())
-}
-
-func wrap(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("lsm: %s: %w", op, err)
-}
+func (l *LSM[K, V]) Close() error { return l.f.Close() }
 
 // Stats returns the current shape.
 func (l *LSM[K, V]) Stats() Stats {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	s := l.impl.state()
+	var s levelState
+	l.f.Read("stats", func() error { s = l.impl.state(); return nil })
 	st := Stats{BatchSize: s.b, Batches: s.r, Resident: s.resident(), Logged: s.logged}
 	for _, lv := range s.levels() {
 		st.Levels = append(st.Levels, s.b<<lv)
@@ -229,153 +176,93 @@ func (l *LSM[K, V]) Stats() Stats {
 // true and otherwise inserts (keys[i], vals[i]). dels may be nil (all
 // insertions). See the package documentation for the batch semantics.
 func (l *LSM[K, V]) Update(ctx context.Context, keys []K, vals []V, dels []bool) error {
-	kind := mixed
-	if dels == nil {
-		kind = insertsOnly
-	} else if err := sorteddict.CheckLen("lsm: update", len(keys), len(dels)); err != nil {
-		return err
-	}
-	if err := sorteddict.CheckLen("lsm: update", len(keys), len(vals)); err != nil {
-		return err
-	}
-	return l.write("update", func() error { return l.impl.update(ctx, keys, vals, dels, kind) })
+	return l.f.Update(ctx, keys, vals, dels)
 }
 
 // Insert inserts (or replaces) a batch of pairs.
 func (l *LSM[K, V]) Insert(ctx context.Context, keys []K, vals []V) error {
-	return l.Update(ctx, keys, vals, nil)
+	return l.f.Update(ctx, keys, vals, nil)
 }
 
 // Delete deletes a batch of keys; absent keys are ignored.
-func (l *LSM[K, V]) Delete(ctx context.Context, keys []K) error {
-	return l.write("delete", func() error { return l.impl.update(ctx, keys, nil, nil, deletesOnly) })
-}
+func (l *LSM[K, V]) Delete(ctx context.Context, keys []K) error { return l.f.Delete(ctx, keys) }
 
 // UpdateDevice is Update on device-resident slices; dels holds 0 (insert) or
 // non-zero (delete) per entry.
 func (l *LSM[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], dels cuda.Slice[uint8]) error {
-	if err := sorteddict.CheckLen("lsm: update", keys.Len(), vals.Len(), dels.Len()); err != nil {
-		return err
-	}
-	return l.write("update", func() error { return l.impl.updateDevice(ctx, keys, vals, dels, mixed) })
+	return l.f.UpdateDevice(ctx, keys, vals, dels)
 }
 
 // InsertDevice is Insert on device-resident slices.
 func (l *LSM[K, V]) InsertDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V]) error {
-	if err := sorteddict.CheckLen("lsm: insert", keys.Len(), vals.Len()); err != nil {
-		return err
-	}
-	return l.write("insert", func() error { return l.impl.updateDevice(ctx, keys, vals, cuda.Slice[uint8]{}, insertsOnly) })
+	return l.f.InsertDevice(ctx, keys, vals)
 }
 
 // DeleteDevice is Delete on a device-resident slice.
 func (l *LSM[K, V]) DeleteDevice(ctx context.Context, keys cuda.Slice[K]) error {
-	return l.write("delete", func() error {
-		return l.impl.updateDevice(ctx, keys, cuda.Slice[V]{}, cuda.Slice[uint8]{}, deletesOnly)
-	})
+	return l.f.DeleteDevice(ctx, keys)
 }
 
 // Cleanup removes stale entries and tombstones and rebuilds the levels from
 // the live entries (padded to a multiple of b), as in §III-F of the paper.
 func (l *LSM[K, V]) Cleanup(ctx context.Context) error {
-	return l.write("cleanup", func() error { return l.impl.cleanup(ctx) })
+	return l.f.Write("cleanup", func() error { return l.impl.Cleanup(ctx) })
 }
 
 // Lookup sets vals[i] and found[i] to keys[i]'s value and whether it is
 // present (vals[i] = 0 when absent).
 func (l *LSM[K, V]) Lookup(ctx context.Context, keys []K, vals []V, found []bool) error {
-	if err := sorteddict.CheckLen("lsm: lookup", len(keys), len(vals), len(found)); err != nil {
-		return err
-	}
-	return l.read("lookup", func() error { return l.impl.lookup(ctx, keys, vals, found) })
+	return l.f.Lookup(ctx, keys, vals, found)
 }
 
 // Get looks up one key.
-func (l *LSM[K, V]) Get(ctx context.Context, key K) (V, bool, error) {
-	var v [1]V
-	var f [1]bool
-	err := l.Lookup(ctx, []K{key}, v[:], f[:])
-	return v[0], f[0], err
-}
+func (l *LSM[K, V]) Get(ctx context.Context, key K) (V, bool, error) { return l.f.Get(ctx, key) }
 
 // LookupDevice is Lookup on device-resident slices (found[i] is 0 or 1).
 func (l *LSM[K, V]) LookupDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], found cuda.Slice[uint8]) error {
-	if err := sorteddict.CheckLen("lsm: lookup", keys.Len(), vals.Len(), found.Len()); err != nil {
-		return err
-	}
-	return l.read("lookup", func() error { return l.impl.lookupDevice(ctx, keys, vals, found) })
+	return l.f.LookupDevice(ctx, keys, vals, found)
 }
 
 // Count sets counts[i] to the number of live keys k with lo[i] <= k <= hi[i]
 // (0 when lo[i] > hi[i]).
 func (l *LSM[K, V]) Count(ctx context.Context, lo, hi []K, counts []uint32) error {
-	if err := sorteddict.CheckLen("lsm: count", len(lo), len(hi), len(counts)); err != nil {
-		return err
-	}
-	return l.read("count", func() error { return l.impl.count(ctx, lo, hi, counts) })
+	return l.f.Count(ctx, lo, hi, counts)
 }
 
 // CountDevice is Count on device-resident slices.
 func (l *LSM[K, V]) CountDevice(ctx context.Context, lo, hi cuda.Slice[K], counts cuda.Slice[uint32]) error {
-	if err := sorteddict.CheckLen("lsm: count", lo.Len(), hi.Len(), counts.Len()); err != nil {
-		return err
-	}
-	return l.read("count", func() error { return l.impl.countDevice(ctx, lo, hi, counts) })
+	return l.f.CountDevice(ctx, lo, hi, counts)
 }
 
 // Range returns, for each query i, the live pairs with lo[i] <= key <= hi[i]
 // in ascending key order.
 func (l *LSM[K, V]) Range(ctx context.Context, lo, hi []K) (*RangeResult[K, V], error) {
-	if err := sorteddict.CheckLen("lsm: range", len(lo), len(hi)); err != nil {
-		return nil, err
-	}
-	var res *RangeResult[K, V]
-	err := l.read("range", func() (err error) { res, err = l.impl.rangeHost(ctx, lo, hi); return })
-	return res, err
+	return l.f.Range(ctx, lo, hi)
 }
 
 // RangeDevice is Range with device-resident queries and results; the caller
 // frees the result.
 func (l *LSM[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*DeviceRange[K, V], error) {
-	if err := sorteddict.CheckLen("lsm: range", lo.Len(), hi.Len()); err != nil {
-		return nil, err
-	}
-	var res *DeviceRange[K, V]
-	err := l.read("range", func() (err error) { res, err = l.impl.rangeDevice(ctx, lo, hi); return })
-	return res, err
+	return l.f.RangeDevice(ctx, lo, hi)
 }
 
 // Successor sets (outKeys[i], outVals[i]) to the live pair with the smallest
 // key > keys[i]; found[i] is false (and the outputs 0) when there is none.
 func (l *LSM[K, V]) Successor(ctx context.Context, keys, outKeys []K, outVals []V, found []bool) error {
-	return l.neighbor(ctx, "successor", keys, outKeys, outVals, found, true)
+	return l.f.Neighbor(ctx, keys, outKeys, outVals, found, true)
 }
 
 // Predecessor is Successor for the largest live key < keys[i].
 func (l *LSM[K, V]) Predecessor(ctx context.Context, keys, outKeys []K, outVals []V, found []bool) error {
-	return l.neighbor(ctx, "predecessor", keys, outKeys, outVals, found, false)
-}
-
-func (l *LSM[K, V]) neighbor(ctx context.Context, op string, keys, outKeys []K, outVals []V, found []bool, succ bool) error {
-	if err := sorteddict.CheckLen("lsm: "+op, len(keys), len(outKeys), len(outVals), len(found)); err != nil {
-		return err
-	}
-	return l.read(op, func() error { return l.impl.neighbor(ctx, keys, outKeys, outVals, found, succ) })
+	return l.f.Neighbor(ctx, keys, outKeys, outVals, found, false)
 }
 
 // SuccessorDevice is Successor on device-resident slices.
 func (l *LSM[K, V]) SuccessorDevice(ctx context.Context, keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8]) error {
-	return l.neighborDevice(ctx, "successor", keys, outKeys, outVals, found, true)
+	return l.f.NeighborDevice(ctx, keys, outKeys, outVals, found, true)
 }
 
 // PredecessorDevice is Predecessor on device-resident slices.
 func (l *LSM[K, V]) PredecessorDevice(ctx context.Context, keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8]) error {
-	return l.neighborDevice(ctx, "predecessor", keys, outKeys, outVals, found, false)
-}
-
-func (l *LSM[K, V]) neighborDevice(ctx context.Context, op string, keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8], succ bool) error {
-	if err := sorteddict.CheckLen("lsm: "+op, keys.Len(), outKeys.Len(), outVals.Len(), found.Len()); err != nil {
-		return err
-	}
-	return l.read(op, func() error { return l.impl.neighborDevice(ctx, keys, outKeys, outVals, found, succ) })
+	return l.f.NeighborDevice(ctx, keys, outKeys, outVals, found, false)
 }

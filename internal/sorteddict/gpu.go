@@ -11,6 +11,15 @@ import (
 	"github.com/warpkit/warpkit/cuda"
 )
 
+// Width returns "32" or "64", the bit width of T, as kernel names spell it.
+func Width[T warpkit.Word]() string {
+	var z T
+	if unsafe.Sizeof(z) == 8 {
+		return "64"
+	}
+	return "32"
+}
+
 // BlockSize is the thread-block size of every sorted-dictionary kernel.
 const BlockSize = 256
 
@@ -254,4 +263,17 @@ func (p *Pool[W]) Close() error {
 	}
 	p.all, p.free = nil, nil
 	return errors.Join(errs...)
+}
+
+// With runs f on a worker from the pool and puts it back.
+func (p *Pool[W]) With(ctx context.Context, f func(w *W) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w, err := p.Get(ctx)
+	if err != nil {
+		return err
+	}
+	defer p.Put(w)
+	return f(w)
 }

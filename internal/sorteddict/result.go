@@ -78,16 +78,5 @@ func (d *DeviceRange[K, V]) ToHost() (*RangeResult[K, V], error) {
 	return res, nil
 }
 
-// CheckLen returns an ErrInvalidArgument error naming op when any of lens
-// differs from n.
-func CheckLen(op string, n int, lens ...int) error {
-	for _, l := range lens {
-		if l != n {
-			return fmt.Errorf("%s: %w: slices of different lengths (%d and %d)", op, warpkit.ErrInvalidArgument, n, l)
-		}
-	}
-	return nil
-}
-
 // ErrNoDeviceSlices is returned (wrapped) by the CPU backend's device-resident methods.
 var ErrNoDeviceSlices = fmt.Errorf("%w: device-resident slices need the CUDA backend", warpkit.ErrInvalidArgument)

@@ -1,0 +1,253 @@
+package sorteddict
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+)
+
+// UpdateKind says what a batch holds: a mix (per-entry deletion flags), only
+// insertions, or only deletions.
+type UpdateKind int
+
+const (
+	Mixed UpdateKind = iota
+	InsertsOnly
+	DeletesOnly
+)
+
+// Engine is one backend of a sorted dictionary. Front checks arguments and
+// serializes updates before calling it; lengths are already equal.
+type Engine[K, V warpkit.Word] interface {
+	Update(ctx context.Context, keys []K, vals []V, dels []bool, kind UpdateKind) error
+	UpdateDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], dels cuda.Slice[uint8], kind UpdateKind) error
+	Lookup(ctx context.Context, keys []K, vals []V, found []bool) error
+	LookupDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], found cuda.Slice[uint8]) error
+	Count(ctx context.Context, lo, hi []K, counts []uint32) error
+	CountDevice(ctx context.Context, lo, hi cuda.Slice[K], counts cuda.Slice[uint32]) error
+	Range(ctx context.Context, lo, hi []K) (*RangeResult[K, V], error)
+	RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*DeviceRange[K, V], error)
+	Neighbor(ctx context.Context, keys, outKeys []K, outVals []V, found []bool, succ bool) error
+	NeighborDevice(ctx context.Context, keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8], succ bool) error
+	Close() error
+}
+
+// Front is the public face both dictionaries share: argument checks, the
+// closed state, error context, and a readers-writer lock (updates exclusive,
+// queries shared). The packages' exported methods delegate to it.
+type Front[K, V warpkit.Word] struct {
+	mu      sync.RWMutex
+	closed  bool
+	pkg     string
+	backend warpkit.Backend
+	impl    Engine[K, V]
+}
+
+// NewFront wraps a backend; pkg prefixes error messages.
+func NewFront[K, V warpkit.Word](pkg string, backend warpkit.Backend, impl Engine[K, V]) *Front[K, V] {
+	return &Front[K, V]{pkg: pkg, backend: backend, impl: impl}
+}
+
+// Backend returns CPU or CUDA.
+func (f *Front[K, V]) Backend() warpkit.Backend { return f.backend }
+
+// Close closes the backend; later calls return ErrClosed.
+func (f *Front[K, V]) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return fmt.Errorf("%s: close: %w", f.pkg, warpkit.ErrClosed)
+	}
+	f.closed = true
+	return f.wrap("close", f.impl.Close())
+}
+
+// Write runs an update under the exclusive lock.
+func (f *Front[K, V]) Write(op string, run func() error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return fmt.Errorf("%s: %s: %w", f.pkg, op, warpkit.ErrClosed)
+	}
+	return f.wrap(op, run())
+}
+
+// Read runs a query under the shared lock.
+func (f *Front[K, V]) Read(op string, run func() error) error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return fmt.Errorf("%s: %s: %w", f.pkg, op, warpkit.ErrClosed)
+	}
+	return f.wrap(op, run())
+}
+
+func (f *Front[K, V]) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %s: %w", f.pkg, op, err)
+}
+
+func (f *Front[K, V]) lens(op string, n int, lens ...int) error {
+	for _, l := range lens {
+		if l != n {
+			return fmt.Errorf("%s: %s: %w: slices of different lengths (%d and %d)", f.pkg, op, warpkit.ErrInvalidArgument, n, l)
+		}
+	}
+	return nil
+}
+
+// Update applies a mixed batch (dels nil: all insertions).
+func (f *Front[K, V]) Update(ctx context.Context, keys []K, vals []V, dels []bool) error {
+	kind := Mixed
+	if dels == nil {
+		kind = InsertsOnly
+	} else if err := f.lens("update", len(keys), len(dels)); err != nil {
+		return err
+	}
+	if err := f.lens("update", len(keys), len(vals)); err != nil {
+		return err
+	}
+	return f.Write("update", func() error { return f.impl.Update(ctx, keys, vals, dels, kind) })
+}
+
+// Delete deletes a batch of keys.
+func (f *Front[K, V]) Delete(ctx context.Context, keys []K) error {
+	return f.Write("delete", func() error { return f.impl.Update(ctx, keys, nil, nil, DeletesOnly) })
+}
+
+// UpdateDevice applies a mixed device-resident batch.
+func (f *Front[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], dels cuda.Slice[uint8]) error {
+	if err := f.lens("update", keys.Len(), vals.Len(), dels.Len()); err != nil {
+		return err
+	}
+	return f.Write("update", func() error { return f.impl.UpdateDevice(ctx, keys, vals, dels, Mixed) })
+}
+
+// InsertDevice inserts a device-resident batch.
+func (f *Front[K, V]) InsertDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V]) error {
+	if err := f.lens("insert", keys.Len(), vals.Len()); err != nil {
+		return err
+	}
+	return f.Write("insert", func() error { return f.impl.UpdateDevice(ctx, keys, vals, cuda.Slice[uint8]{}, InsertsOnly) })
+}
+
+// DeleteDevice deletes a device-resident batch of keys.
+func (f *Front[K, V]) DeleteDevice(ctx context.Context, keys cuda.Slice[K]) error {
+	return f.Write("delete", func() error {
+		return f.impl.UpdateDevice(ctx, keys, cuda.Slice[V]{}, cuda.Slice[uint8]{}, DeletesOnly)
+	})
+}
+
+// Lookup answers point queries.
+func (f *Front[K, V]) Lookup(ctx context.Context, keys []K, vals []V, found []bool) error {
+	if err := f.lens("lookup", len(keys), len(vals), len(found)); err != nil {
+		return err
+	}
+	return f.Read("lookup", func() error { return f.impl.Lookup(ctx, keys, vals, found) })
+}
+
+// Get looks up one key.
+func (f *Front[K, V]) Get(ctx context.Context, key K) (V, bool, error) {
+	var v [1]V
+	var ok [1]bool
+	err := f.Lookup(ctx, []K{key}, v[:], ok[:])
+	return v[0], ok[0], err
+}
+
+// LookupDevice answers device-resident point queries.
+func (f *Front[K, V]) LookupDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], found cuda.Slice[uint8]) error {
+	if err := f.lens("lookup", keys.Len(), vals.Len(), found.Len()); err != nil {
+		return err
+	}
+	return f.Read("lookup", func() error { return f.impl.LookupDevice(ctx, keys, vals, found) })
+}
+
+// Count answers count queries.
+func (f *Front[K, V]) Count(ctx context.Context, lo, hi []K, counts []uint32) error {
+	if err := f.lens("count", len(lo), len(hi), len(counts)); err != nil {
+		return err
+	}
+	return f.Read("count", func() error { return f.impl.Count(ctx, lo, hi, counts) })
+}
+
+// CountDevice answers device-resident count queries.
+func (f *Front[K, V]) CountDevice(ctx context.Context, lo, hi cuda.Slice[K], counts cuda.Slice[uint32]) error {
+	if err := f.lens("count", lo.Len(), hi.Len(), counts.Len()); err != nil {
+		return err
+	}
+	return f.Read("count", func() error { return f.impl.CountDevice(ctx, lo, hi, counts) })
+}
+
+// Range answers range queries.
+func (f *Front[K, V]) Range(ctx context.Context, lo, hi []K) (*RangeResult[K, V], error) {
+	if err := f.lens("range", len(lo), len(hi)); err != nil {
+		return nil, err
+	}
+	var res *RangeResult[K, V]
+	err := f.Read("range", func() (err error) { res, err = f.impl.Range(ctx, lo, hi); return })
+	return res, err
+}
+
+// RangeDevice answers device-resident range queries.
+func (f *Front[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*DeviceRange[K, V], error) {
+	if err := f.lens("range", lo.Len(), hi.Len()); err != nil {
+		return nil, err
+	}
+	var res *DeviceRange[K, V]
+	err := f.Read("range", func() (err error) { res, err = f.impl.RangeDevice(ctx, lo, hi); return })
+	return res, err
+}
+
+func neighborOp(succ bool) string {
+	if succ {
+		return "successor"
+	}
+	return "predecessor"
+}
+
+// Neighbor answers successor (succ) or predecessor queries.
+func (f *Front[K, V]) Neighbor(ctx context.Context, keys, outKeys []K, outVals []V, found []bool, succ bool) error {
+	op := neighborOp(succ)
+	if err := f.lens(op, len(keys), len(outKeys), len(outVals), len(found)); err != nil {
+		return err
+	}
+	return f.Read(op, func() error { return f.impl.Neighbor(ctx, keys, outKeys, outVals, found, succ) })
+}
+
+// NeighborDevice answers device-resident successor or predecessor queries.
+func (f *Front[K, V]) NeighborDevice(ctx context.Context, keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8], succ bool) error {
+	op := neighborOp(succ)
+	if err := f.lens(op, keys.Len(), outKeys.Len(), outVals.Len(), found.Len()); err != nil {
+		return err
+	}
+	return f.Read(op, func() error { return f.impl.NeighborDevice(ctx, keys, outKeys, outVals, found, succ) })
+}
+
+// CPUDevice is embedded by CPU backends: every device-resident method fails
+// with ErrNoDeviceSlices.
+type CPUDevice[K, V warpkit.Word] struct{}
+
+func (CPUDevice[K, V]) UpdateDevice(context.Context, cuda.Slice[K], cuda.Slice[V], cuda.Slice[uint8], UpdateKind) error {
+	return ErrNoDeviceSlices
+}
+
+func (CPUDevice[K, V]) LookupDevice(context.Context, cuda.Slice[K], cuda.Slice[V], cuda.Slice[uint8]) error {
+	return ErrNoDeviceSlices
+}
+
+func (CPUDevice[K, V]) CountDevice(context.Context, cuda.Slice[K], cuda.Slice[K], cuda.Slice[uint32]) error {
+	return ErrNoDeviceSlices
+}
+
+func (CPUDevice[K, V]) RangeDevice(context.Context, cuda.Slice[K], cuda.Slice[K]) (*DeviceRange[K, V], error) {
+	return nil, ErrNoDeviceSlices
+}
+
+func (CPUDevice[K, V]) NeighborDevice(context.Context, cuda.Slice[K], cuda.Slice[K], cuda.Slice[V], cuda.Slice[uint8], bool) error {
+	return ErrNoDeviceSlices
+}
