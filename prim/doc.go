@@ -37,6 +37,11 @@
 // allocated; [warpkit.ErrClosed] after [Engine.Close]. On error nothing has been
 // enqueued that writes the outputs.
 //
+// A GPU function returns after enqueuing, so failures inside kernels (there are
+// none by design: every index is bounds-checked, including for invalid segment
+// offsets and unsorted merge inputs) would surface at the stream's
+// synchronization.
+//
 // The host twins take Go slices whose lengths are the caller's own invariants:
 // they panic (like an index out of range) on mismatched lengths or an invalid
 // bit range. Validate user-supplied options first with [SortOptions.Validate]
@@ -70,7 +75,12 @@
 //
 // [ExclusiveScan] writes out[i] = in[0] + ... + in[i-1] with wrapping
 // (modular) addition; out may be in itself (in place). If total is non-empty,
-// total[0] = the sum of all of in.
+// total[0] = the sum of all of in. It is one pass with decoupled look-back
+// (Merrill & Garland 2016): each block publishes its tile's sum and waits for
+// its predecessors'. That wait always ends (tiles are claimed in the order
+// blocks start) and is bounded anyway: past a few seconds the kernel traps,
+// which surfaces as an error at the stream's next synchronization — never a
+// hang. No other prim kernel waits on another block.
 //
 // [SelectFlagged] and [SelectFlaggedPairs] copy the elements whose flag is
 // non-zero to the front of out, in input order. count[0] (if count is

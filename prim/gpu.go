@@ -345,7 +345,9 @@ func merge[K, V warpkit.Word](e *Engine, s *cuda.Stream, a cuda.Slice[K], av cud
 // ----- scan, select, multisplit ----------------------------------------------
 
 // ExclusiveScan writes out[i] = in[0] + ... + in[i-1] (wrapping; out may be in
-// itself) and, if total is non-empty, total[0] = the sum of all of in.
+// itself) and, if total is non-empty, total[0] = the sum of all of in. It is
+// a single pass with decoupled look-back: every element is read once and
+// written once.
 func ExclusiveScan[T warpkit.Word](e *Engine, s *cuda.Stream, in, out cuda.Slice[T], total cuda.Slice[T]) error {
 	const op = "ExclusiveScan"
 	n := in.Len()
@@ -368,28 +370,25 @@ func ExclusiveScan[T warpkit.Word](e *Engine, s *cuda.Stream, in, out cuda.Slice
 		}
 		return nil
 	}
-	bits := 8 * sizeOf[T]()
-	ks, err := e.kernelSet(scanBlock, fmt.Sprintf("scan_reduce_%d", bits), fmt.Sprintf("scan_spine_%d", bits),
-		fmt.Sprintf("scan_downsweep_%d", bits))
+	scan, err := e.kernel(fmt.Sprintf("scan_%d", 8*sizeOf[T]()), scanBlock)
 	if err != nil {
 		return err
 	}
-	reduce, spine, down := ks[0], ks[1], ks[2]
 	tiles := ceilDiv(n, scanTileItems[T]())
-	g := min(tiles, down.grid)
-	sc, err := e.scratchFor(s, scratchBytes(int64((g+1)*sizeOf[T]())))
+	sz := int64(sizeOf[T]())
+	sc, err := e.scratchFor(s, scratchBytes(int64(4*(1+tiles)), int64(tiles)*sz, int64(tiles)*sz))
 	if err != nil {
 		return err
 	}
 	defer sc.release()
-	partials := take[T](sc, g+1)
-	if err := reduce.launch(s, g, in, int32(n), int32(tiles), partials); err != nil {
-		return err
+	// Look-back state: the tile counter and the tile status words, zeroed
+	// together, then the published aggregates and inclusive prefixes.
+	state := take[uint32](sc, 1+tiles)
+	aggregate, inclusive := take[T](sc, tiles), take[T](sc, tiles)
+	if err := state.Zero(s); err != nil {
+		return fmt.Errorf("prim: %s: %w", op, err)
 	}
-	if err := spine.launch(s, 1, partials, int32(g), totalPtr); err != nil {
-		return err
-	}
-	return down.launch(s, g, in, out, int32(n), int32(tiles), partials)
+	return scan.launch(s, tiles, in, out, int32(n), int32(tiles), state.Ptr(), state.Sub(1, 1+tiles), aggregate, inclusive, totalPtr)
 }
 
 // SelectFlagged copies in[i] where flags[i] != 0 to the front of out, in order;
@@ -446,7 +445,7 @@ func selectOrSplit[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys cuda.Slice
 		}
 		return nil
 	}
-	ks, err := e.kernelSet(scanBlock, "count_flags", "scan_spine_32", kvName[K, V]("select", pairs))
+	ks, err := e.kernelSet(scanBlock, "count_flags", "count_spine", kvName[K, V]("select", pairs))
 	if err != nil {
 		return err
 	}

@@ -79,18 +79,16 @@ MERGE_PARTITION(k64, u64)
 
 #define SCAN(TN, T)                                                                                                \
   extern "C" __global__ void __launch_bounds__(prim::kScanBlock)                                                 \
-      scan_reduce_##TN(const T* in, int n, int tiles, T* partials) {                                              \
-    prim::scan_reduce<T>(in, n, tiles, partials);                                                                 \
-  }                                                                                                              \
-  extern "C" __global__ void __launch_bounds__(prim::kScanBlock) scan_spine_##TN(T* partials, int g, T* total) {  \
-    prim::scan_spine<T>(partials, g, total);                                                                      \
-  }                                                                                                              \
-  extern "C" __global__ void __launch_bounds__(prim::kScanBlock)                                                 \
-      scan_downsweep_##TN(const T* in, T* out, int n, int tiles, const T* partials) {                             \
-    prim::scan_downsweep<T>(in, out, n, tiles, partials);                                                         \
+      scan_##TN(const T* in, T* out, int n, int tiles, int* counter, u32* status, T* aggregate, T* inclusive,     \
+                T* total) {                                                                                      \
+    prim::scan_single<T>(in, out, n, tiles, {counter, status, aggregate, inclusive}, total);                     \
   }
 SCAN(32, u32)
 SCAN(64, u64)
+
+extern "C" __global__ void __launch_bounds__(prim::kScanBlock) count_spine(u32* partials, int g, u32* total) {
+  prim::scan_spine<u32>(partials, g, total);
+}
 
 extern "C" __global__ void __launch_bounds__(prim::kScanBlock)
     count_flags(const uint8_t* flags, int n, int tiles, int zeros, u32* partials) {

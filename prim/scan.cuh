@@ -1,7 +1,7 @@
-// scan.cuh: reduce-then-scan exclusive scan, select-by-flag and two-bucket
-// multisplit. Each is three launches: an upsweep reducing each block's run of
-// tiles, a one-block spine scan of the block partials, and a downsweep that
-// rescans the tiles from the block's prefix.
+// scan.cuh: exclusive scan (single pass, decoupled look-back), and
+// select-by-flag and two-bucket multisplit (reduce-then-scan: a flag-count
+// upsweep reading one byte per element, a one-block spine scan of the block
+// counts, and a downsweep that moves the elements).
 #pragma once
 #include "common.cuh"
 
@@ -19,28 +19,113 @@ struct ScanTile {
 constexpr int kSelectIPT = 12;
 constexpr int kSelectItems = kScanBlock * kSelectIPT;
 
-// scan_reduce: partials[b] = the (wrapping) sum of block b's tiles.
+// ---------------------------------------------------------------------------
+// Decoupled look-back (Merrill & Garland, "Single-pass parallel prefix scan
+// with decoupled look-back", 2016): each block takes the next tile id from a
+// counter, publishes its tile's aggregate, then — one warp, 32 predecessors
+// at a time — sums predecessors' aggregates until it meets one that has
+// published its inclusive prefix. Tile ids are handed out in the order blocks
+// start, so every predecessor belongs to a running block: the wait always
+// ends. It is bounded anyway; past the bound the kernel traps, which the host
+// sees as a launch failure instead of a hang.
+
+enum TileStatus : uint32_t { kTileInvalid = 0, kTileAggregate = 1, kTileInclusive = 2 };
+constexpr uint32_t kLookbackSpins = 1u << 26;  // of about 64 ns each: seconds
+
 template <typename T>
-__device__ void scan_reduce(const T* in, int n, int tiles, T* partials) {
-  using Reduce = cub::BlockReduce<T, kScanBlock>;
-  __shared__ typename Reduce::TempStorage tmp;
-  int first, last;
-  tile_range(blockIdx.x, gridDim.x, tiles, &first, &last);
-  const int64_t begin = (int64_t)first * ScanTile<T>::kItems;
-  const int64_t end = min((int64_t)last * ScanTile<T>::kItems, (int64_t)n);
-  T sum = 0;
-  constexpr int kUnroll = 4;
-  int64_t p = begin + threadIdx.x;
-  for (; p + (kUnroll - 1) * kScanBlock < end; p += kUnroll * kScanBlock) {
-    T v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; u++) v[u] = in[p + u * kScanBlock];
-#pragma unroll
-    for (int u = 0; u < kUnroll; u++) sum += v[u];
+struct Lookback {
+  int* counter;       // next tile id; zeroed by the host with status
+  uint32_t* status;   // [tiles], zeroed
+  T* aggregate;       // [tiles]
+  T* inclusive;       // [tiles]
+
+  __device__ __forceinline__ void publish(int tile, TileStatus st, T value) const {
+    volatile T* dst = st == kTileInclusive ? inclusive : aggregate;
+    dst[tile] = value;
+    __threadfence();
+    atomicExch(&status[tile], (uint32_t)st);
   }
-  for (; p < end; p += kScanBlock) sum += in[p];
-  sum = Reduce(tmp).Sum(sum);
-  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+
+  // exclusive_prefix returns the sum of the aggregates of tiles [0, tile).
+  // All 32 lanes of one warp call it.
+  __device__ __forceinline__ T exclusive_prefix(int tile) const {
+    const int lane = threadIdx.x % kWarp;
+    T prefix = 0;
+    for (int base = tile - 1;; base -= kWarp) {
+      const int idx = base - lane;
+      uint32_t st;
+      for (uint32_t spins = 0;; spins++) {
+        st = idx >= 0 ? *(volatile uint32_t*)&status[idx] : (uint32_t)kTileInclusive;
+        if (__all_sync(0xffffffffu, st != kTileInvalid)) break;
+        if (spins == kLookbackSpins) __trap();
+        __nanosleep(64);
+      }
+      __threadfence();
+      T v = 0;
+      if (idx >= 0) v = st == kTileInclusive ? *(volatile T*)&inclusive[idx] : *(volatile T*)&aggregate[idx];
+      const unsigned done = __ballot_sync(0xffffffffu, st == kTileInclusive);
+      // Lane l holds tile base-l: sum the lanes up to the nearest inclusive one.
+      if (done && lane > __ffs(done) - 1) v = 0;
+#pragma unroll
+      for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+      prefix += v;
+      if (done) return prefix;
+    }
+  }
+};
+
+// scan_single: out[i] = in[0] + ... + in[i-1], one tile per block. A tile is
+// read completely before it is written, so out may be in. When total is not
+// null the last tile stores the sum of everything in *total.
+template <typename T>
+__device__ void scan_single(const T* in, T* out, int n, int tiles, Lookback<T> lb, T* total) {
+  constexpr int IPT = ScanTile<T>::kIPT, kItems = ScanTile<T>::kItems;
+  using Load = cub::BlockLoad<T, kScanBlock, IPT, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+  using Store = cub::BlockStore<T, kScanBlock, IPT, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+  using Scan = cub::BlockScan<T, kScanBlock>;
+  __shared__ union {
+    typename Load::TempStorage load;
+    typename Store::TempStorage store;
+    typename Scan::TempStorage scan;
+  } tmp;
+  __shared__ int s_tile;
+  __shared__ T s_prefix;
+  if (threadIdx.x == 0) s_tile = atomicAdd(lb.counter, 1);
+  __syncthreads();
+  const int tile = s_tile;
+  const int64_t off = (int64_t)tile * kItems;
+  const int valid = (int)min((int64_t)kItems, (int64_t)n - off);
+  T v[IPT], agg;
+  if (valid == kItems) {
+    Load(tmp.load).Load(in + off, v);
+  } else {
+    Load(tmp.load).Load(in + off, v, valid, T(0));
+  }
+  __syncthreads();
+  Scan(tmp.scan).ExclusiveSum(v, v, agg);
+  if (threadIdx.x < kWarp) {
+    T prefix = 0;
+    if (tile == 0) {
+      if (threadIdx.x == 0) lb.publish(0, kTileInclusive, agg);
+    } else {
+      if (threadIdx.x == 0) lb.publish(tile, kTileAggregate, agg);
+      prefix = lb.exclusive_prefix(tile);
+      if (threadIdx.x == 0) lb.publish(tile, kTileInclusive, prefix + agg);
+    }
+    if (threadIdx.x == 0) {
+      s_prefix = prefix;
+      if (total && tile == tiles - 1) *total = prefix + agg;
+    }
+  }
+  __syncthreads();
+  const T prefix = s_prefix;
+#pragma unroll
+  for (int i = 0; i < IPT; i++) v[i] += prefix;
+  if (valid == kItems) {
+    Store(tmp.store).Store(out + off, v);
+  } else {
+    Store(tmp.store).Store(out + off, v, valid);
+  }
 }
 
 // nonzero_bytes counts the non-zero bytes of a word.
@@ -49,21 +134,34 @@ __device__ __forceinline__ uint32_t nonzero_bytes(uint32_t x) {
 }
 
 // count_flags: partials[b] = how many of block b's flags are non-zero (or,
-// with zeros, are zero). Word loads when the flags are 4-byte aligned.
+// with zeros, are zero). 16-byte loads, four in flight per thread, when the
+// flags are 16-byte aligned.
 __device__ void count_flags(const uint8_t* flags, int n, int tiles, bool zeros, uint32_t* partials) {
   using Reduce = cub::BlockReduce<uint32_t, kScanBlock>;
   __shared__ typename Reduce::TempStorage tmp;
   int first, last;
   tile_range(blockIdx.x, gridDim.x, tiles, &first, &last);
-  const int64_t begin = (int64_t)first * kSelectItems;  // a multiple of 4
+  const int64_t begin = (int64_t)first * kSelectItems;  // a multiple of 16
   const int64_t end = min((int64_t)last * kSelectItems, (int64_t)n);
   uint32_t c = 0;
   int64_t p = begin;
-  if (((uintptr_t)flags & 3) == 0) {
-    const uint32_t* w = (const uint32_t*)(flags + begin);
-    const int64_t words = (end - begin) / 4;
-    for (int64_t i = threadIdx.x; i < words; i += kScanBlock) c += nonzero_bytes(w[i]);
-    p = begin + words * 4;
+  if (((uintptr_t)flags & 15) == 0) {
+    const uint4* w = (const uint4*)(flags + begin);
+    const int vecs = (int)((end - begin) / 16);
+    constexpr int kUnroll = 4;
+    int i = threadIdx.x;
+    for (; i + (kUnroll - 1) * kScanBlock < vecs; i += kUnroll * kScanBlock) {
+      uint4 x[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; u++) x[u] = w[i + u * kScanBlock];
+#pragma unroll
+      for (int u = 0; u < kUnroll; u++) c += nonzero_bytes(x[u].x) + nonzero_bytes(x[u].y) + nonzero_bytes(x[u].z) + nonzero_bytes(x[u].w);
+    }
+    for (; i < vecs; i += kScanBlock) {
+      const uint4 x = w[i];
+      c += nonzero_bytes(x.x) + nonzero_bytes(x.y) + nonzero_bytes(x.z) + nonzero_bytes(x.w);
+    }
+    p = begin + (int64_t)vecs * 16;
   }
   for (p += threadIdx.x; p < end; p += kScanBlock) c += flags[p] != 0;
   c = Reduce(tmp).Sum(c);
@@ -102,46 +200,6 @@ __device__ void scan_spine(T* partials, int g, T* total) {
   }
 }
 
-// scan_downsweep: out[i] = prefix of in; block b starts from partials[b].
-// Tiles are read completely before they are written, so out may be in.
-template <typename T>
-__device__ void scan_downsweep(const T* in, T* out, int n, int tiles, const T* partials) {
-  constexpr int IPT = ScanTile<T>::kIPT, kItems = ScanTile<T>::kItems;
-  using Load = cub::BlockLoad<T, kScanBlock, IPT, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
-  using Store = cub::BlockStore<T, kScanBlock, IPT, cub::BLOCK_STORE_WARP_TRANSPOSE>;
-  using Scan = cub::BlockScan<T, kScanBlock>;
-  __shared__ union {
-    typename Load::TempStorage load;
-    typename Store::TempStorage store;
-    typename Scan::TempStorage scan;
-  } tmp;
-  int first, last;
-  tile_range(blockIdx.x, gridDim.x, tiles, &first, &last);
-  T run = partials[blockIdx.x];
-  for (int tile = first; tile < last; tile++) {
-    const int64_t off = (int64_t)tile * kItems;
-    const int valid = (int)min((int64_t)kItems, (int64_t)n - off);
-    T v[IPT], agg;
-    if (valid == kItems) {
-      Load(tmp.load).Load(in + off, v);
-    } else {
-      Load(tmp.load).Load(in + off, v, valid, T(0));
-    }
-    __syncthreads();
-    Scan(tmp.scan).ExclusiveSum(v, v, agg);
-#pragma unroll
-    for (int i = 0; i < IPT; i++) v[i] += run;
-    run += agg;
-    __syncthreads();
-    if (valid == kItems) {
-      Store(tmp.store).Store(out + off, v);
-    } else {
-      Store(tmp.store).Store(out + off, v, valid);
-    }
-    __syncthreads();
-  }
-}
-
 // select_downsweep compacts block b's tiles. Select mode (split == false):
 // elements with a non-zero flag go to out[rank] (rank = how many selected
 // elements precede), dropped when rank >= cap. Split mode: elements with flag 0
@@ -165,6 +223,18 @@ __device__ void select_downsweep(const K* keys, const V* vals, const uint8_t* fl
   for (int tile = first; tile < last; tile++) {
     const int64_t off = (int64_t)tile * kItems;
     const int valid = (int)min((int64_t)kItems, (int64_t)n - off);
+    // Issue every load of the tile before waiting for any: flags to shared
+    // memory, elements (striped, coalesced) to registers.
+    K k[IPT];
+    V v[IPT];
+#pragma unroll
+    for (int i = 0; i < IPT; i++) {
+      const int p = i * kScanBlock + threadIdx.x;
+      if (p < valid) {
+        k[i] = keys[off + p];
+        if constexpr (kPairs) v[i] = vals[off + p];
+      }
+    }
     stage_flags(flags + off, valid, sflags);
     __syncthreads();
     // Blocked arrangement: thread t ranks tile elements t*IPT .. t*IPT+IPT-1.
@@ -185,9 +255,10 @@ __device__ void select_downsweep(const K* keys, const V* vals, const uint8_t* fl
     __syncthreads();
     const int out_rest = total0 + ((int)off - run);  // split: output of the tile's first flag-1 element
     const int moved = split ? valid : chosen;
-    for (int p = threadIdx.x; p < valid; p += kScanBlock) {
-      const int q = slots[p];
-      if (q >= 0) xchg[q] = (Wide)keys[off + p];
+#pragma unroll
+    for (int i = 0; i < IPT; i++) {
+      const int p = i * kScanBlock + threadIdx.x;
+      if (p < valid && slots[p] >= 0) xchg[slots[p]] = (Wide)k[i];
     }
     __syncthreads();
     for (int q = threadIdx.x; q < moved; q += kScanBlock) {
@@ -196,9 +267,10 @@ __device__ void select_downsweep(const K* keys, const V* vals, const uint8_t* fl
     }
     if constexpr (kPairs) {
       __syncthreads();
-      for (int p = threadIdx.x; p < valid; p += kScanBlock) {
-        const int q = slots[p];
-        if (q >= 0) xchg[q] = (Wide)vals[off + p];
+#pragma unroll
+      for (int i = 0; i < IPT; i++) {
+        const int p = i * kScanBlock + threadIdx.x;
+        if (p < valid && slots[p] >= 0) xchg[slots[p]] = (Wide)v[i];
       }
       __syncthreads();
       for (int q = threadIdx.x; q < moved; q += kScanBlock) {

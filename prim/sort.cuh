@@ -25,20 +25,47 @@ struct HistStorage {
   int warp_hist[kSortBlock / kWarp][kDigits + 1];  // +1: a bin for padding
 };
 
+__device__ __forceinline__ void count_digit(HistStorage& h, int warp, uint32_t d) {
+  const unsigned peers = __match_any_sync(0xffffffffu, d);
+  if ((peers & lane_mask_lt()) == 0) atomicAdd(&h.warp_hist[warp][d], __popc(peers));
+}
+
 // accumulate_histogram adds the digits of in[0, count) into the block's
-// per-warp histograms. Every thread of the block must call it.
+// per-warp histograms: 16-byte loads, four in flight per thread, when in is
+// 16-byte aligned, then element loads for the rest. Trip counts are uniform
+// across each warp, so __match_any_sync always sees all lanes (lanes without an
+// element count into the padding bin). Every thread of the block must call it.
 template <typename K>
 __device__ __forceinline__ void accumulate_histogram(HistStorage& h, const K* in, int count, int bit, int nbits) {
   const int warp = threadIdx.x / kWarp;
-  // Uniform trip count across the warp so that __match_any_sync sees all lanes.
-  for (int base = 0; base < count; base += kSortBlock * 4) {
+  int done = 0;
+  if (((uintptr_t)in & 15) == 0) {
+    constexpr int kPer = 16 / sizeof(K), kUnroll = 4;
+    union Vec {
+      uint4 v;
+      K k[kPer];
+    };
+    const uint4* vin = (const uint4*)in;
+    const int nvec = count / kPer;
+    for (int base = 0; base < nvec; base += kSortBlock * kUnroll) {
+      Vec x[kUnroll];
 #pragma unroll
-    for (int r = 0; r < 4; r++) {
-      const int p = base + r * kSortBlock + threadIdx.x;
-      const uint32_t d = p < count ? digit(in[p], bit, nbits) : (uint32_t)kDigits;
-      const unsigned peers = __match_any_sync(0xffffffffu, d);
-      if ((peers & lane_mask_lt()) == 0) atomicAdd(&h.warp_hist[warp][d], __popc(peers));
+      for (int u = 0; u < kUnroll; u++) {
+        const int i = base + u * kSortBlock + threadIdx.x;
+        if (i < nvec) x[u].v = vin[i];
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; u++) {
+        const bool ok = base + u * kSortBlock + (int)threadIdx.x < nvec;
+#pragma unroll
+        for (int j = 0; j < kPer; j++) count_digit(h, warp, ok ? digit(x[u].k[j], bit, nbits) : (uint32_t)kDigits);
+      }
     }
+    done = nvec * kPer;
+  }
+  for (int base = done; base < count; base += kSortBlock) {
+    const int p = base + threadIdx.x;
+    count_digit(h, warp, p < count ? digit(in[p], bit, nbits) : (uint32_t)kDigits);
   }
 }
 
