@@ -117,7 +117,7 @@ func Load(opts Options) (*VersionSet, error) {
 		}
 		var e VersionEdit
 		if err := e.Decode(rec); err != nil {
-			return nil, base.Corruptf(name, r.LastValidOffset(), "%v", err)
+			return nil, base.Corruptf(name, r.Offset(), "%v", err)
 		}
 		if e.Comparator != "" {
 			if e.Comparator != Comparator {
@@ -135,7 +135,7 @@ func Load(opts Options) (*VersionSet, error) {
 			vs.lastSeq = e.LastSeq
 		}
 		if v, err = v.apply(&e); err != nil {
-			return nil, base.Corruptf(name, r.LastValidOffset(), "%v", err)
+			return nil, base.Corruptf(name, r.Offset(), "%v", err)
 		}
 	}
 	if !sawComparator {

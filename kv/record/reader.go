@@ -80,6 +80,9 @@ func (r *Reader) Next() ([]byte, error) {
 	}
 }
 
+// Offset returns the offset of the last record Next returned.
+func (r *Reader) Offset() int64 { return r.recOff }
+
 // LastValidOffset returns the end offset of the last complete record Next
 // returned: where a writer reopening this log could resume.
 func (r *Reader) LastValidOffset() int64 { return r.lastValid }

@@ -179,6 +179,9 @@ func (m *Merging) Prev() bool {
 	return m.advance(base.InternalIterator.Prev)
 }
 
+// Valid reports whether the iterator is at an entry.
+func (m *Merging) Valid() bool { return len(m.heap) > 0 }
+
 // Key implements base.InternalIterator.
 func (m *Merging) Key() base.InternalKey { return m.children[m.heap[0]].Key() }
 

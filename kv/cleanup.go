@@ -1,0 +1,95 @@
+package kv
+
+import (
+	"errors"
+	"os"
+
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/manifest"
+)
+
+// Obsolete files are deleted by one background goroutine: tables when no
+// version lists them (manifest's OnObsolete), logs once their memtable is
+// flushed, manifests once CURRENT names a newer one.
+
+func (d *DB) onObsoleteTables(files []*manifest.FileMetadata) {
+	d.obsoleteMu.Lock()
+	for _, f := range files {
+		d.obsoleteTables = append(d.obsoleteTables, f.FileNum)
+	}
+	d.obsoleteMu.Unlock()
+	if d.cleanCh != nil {
+		d.signal(d.cleanCh)
+	}
+}
+
+func (d *DB) addObsoleteFile(name string) {
+	d.obsoleteMu.Lock()
+	d.obsoleteFiles = append(d.obsoleteFiles, name)
+	d.obsoleteMu.Unlock()
+	if d.cleanCh != nil {
+		d.signal(d.cleanCh)
+	}
+}
+
+func (d *DB) cleanLoop() {
+	defer d.bgWG.Done()
+	for {
+		select {
+		case <-d.bgCtx.Done():
+			return
+		case <-d.cleanCh:
+			d.deleteObsolete()
+		}
+	}
+}
+
+// deleteObsolete removes the files queued so far.
+func (d *DB) deleteObsolete() {
+	d.obsoleteMu.Lock()
+	tables, files := d.obsoleteTables, d.obsoleteFiles
+	d.obsoleteTables, d.obsoleteFiles = nil, nil
+	d.obsoleteMu.Unlock()
+	for _, n := range tables {
+		d.tables.evict(n)
+		d.removeFile(base.MakeFilename(base.FileTypeTable, n))
+		d.m.tablesDeleted.Add(1)
+	}
+	for _, name := range files {
+		d.removeFile(name)
+	}
+}
+
+// removeFile deletes a file of the store; a failure only leaves garbage that
+// the next Open removes, so it is counted, not returned.
+func (d *DB) removeFile(name string) {
+	if err := d.fs.Remove(d.fs.PathJoin(d.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		d.m.deleteErrors.Add(1)
+		d.opts.logf("kv: remove %s: %v", name, err)
+	}
+}
+
+// deleteObsoleteAtOpen removes what a crash or failed deletion left: tables
+// no version lists, temporary files, old manifests and flushed logs.
+func (d *DB) deleteObsoleteAtOpen() {
+	names, err := d.fs.List(d.dir)
+	if err != nil {
+		return
+	}
+	live := d.vs.LiveFileNums()
+	manifestNum, logNum := d.vs.ManifestNum(), d.vs.LogNum()
+	for _, name := range names {
+		typ, num, ok := base.ParseFilename(name)
+		if !ok {
+			continue
+		}
+		switch {
+		case typ == base.FileTypeTable && !live[num],
+			typ == base.FileTypeTemp,
+			typ == base.FileTypeManifest && num != manifestNum,
+			typ == base.FileTypeLog && num < logNum:
+			d.removeFile(name)
+		}
+	}
+	d.deleteObsolete()
+}

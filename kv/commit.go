@@ -1,0 +1,335 @@
+package kv
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/internal/batchrepr"
+	"github.com/warpkit/warpkit/kv/internal/memtable"
+)
+
+// The commit pipeline is LevelDB's: writers queue under d.mu; the writer at
+// the head leads a group of the queued batches. The leader makes room (a
+// memtable switch, or a wait when flushes or L0 compactions fall behind),
+// assigns the group consecutive sequence numbers, and with d.mu released
+// writes the group to the log as one record (one fsync if any writer asked
+// for Sync), then applies it to the memtable. Finally it publishes the
+// group's last sequence number, which makes the whole group visible to
+// readers at once, and hands leadership to the next writer.
+
+// writer is one Apply call waiting in the commit queue.
+type writer struct {
+	batch *Batch
+	sync  bool
+	flush bool // a Flush request: rotate the memtable, write nothing
+	done  bool
+	err   error
+	cond  sync.Cond
+}
+
+var writerPool = sync.Pool{New: func() any { return new(writer) }}
+
+// Group limits, as in LevelDB: a small first batch does not make its
+// followers wait behind a large group.
+const (
+	maxGroupBytes      = 1 << 20
+	smallBatchBytes    = 128 << 10
+	slowdownDelay      = time.Millisecond
+	maxEncodedBatchLen = maxBatchSize
+)
+
+// Apply commits a batch atomically.
+func (d *DB) Apply(b *Batch, opts *WriteOptions) error {
+	if b == nil || b.Empty() {
+		return nil
+	}
+	if err := b.prepare(); err != nil {
+		return err
+	}
+	err := d.commit(b, opts.sync(), false)
+	if err == nil {
+		b.committed = true
+	}
+	return err
+}
+
+// Set writes key = value.
+func (d *DB) Set(key, value []byte, opts *WriteOptions) error {
+	b := batchPool.Get().(*Batch)
+	b.Reset()
+	b.Set(key, value)
+	err := d.Apply(b, opts)
+	batchPool.Put(b)
+	return err
+}
+
+// Delete deletes key (deleting an absent key is not an error).
+func (d *DB) Delete(key []byte, opts *WriteOptions) error {
+	b := batchPool.Get().(*Batch)
+	b.Reset()
+	b.Delete(key)
+	err := d.Apply(b, opts)
+	batchPool.Put(b)
+	return err
+}
+
+// DeleteRange deletes every key in [start, end).
+func (d *DB) DeleteRange(start, end []byte, opts *WriteOptions) error {
+	b := batchPool.Get().(*Batch)
+	b.Reset()
+	b.DeleteRange(start, end)
+	err := d.Apply(b, opts)
+	batchPool.Put(b)
+	return err
+}
+
+var batchPool = sync.Pool{New: func() any { return &Batch{} }}
+
+func (d *DB) commit(b *Batch, sync, flush bool) error {
+	w := writerPool.Get().(*writer)
+	*w = writer{batch: b, sync: sync, flush: flush}
+	w.cond.L = &d.mu
+	defer writerPool.Put(w)
+
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
+	}
+	d.writers = append(d.writers, w)
+	for !w.done && d.writers[0] != w {
+		w.cond.Wait()
+	}
+	if w.done {
+		d.mu.Unlock()
+		return w.err
+	}
+	// w leads.
+	group, err := d.leadLocked(w)
+	// Hand the results out and pass leadership on.
+	for _, x := range group {
+		x.done, x.err = true, err
+		if x != w {
+			x.cond.Signal()
+		}
+	}
+	d.writers = d.writers[len(group):]
+	if len(d.writers) > 0 {
+		d.writers[0].cond.Signal()
+	} else {
+		d.cond.Broadcast() // Close waits for an empty queue
+	}
+	d.mu.Unlock()
+	return err
+}
+
+// leadLocked runs one commit group; it returns the writers it covered (at
+// least the leader). Called and returns with d.mu held.
+func (d *DB) leadLocked(w *writer) ([]*writer, error) {
+	if w.flush {
+		return []*writer{w}, d.rotateMemTableLocked(true)
+	}
+	// Gather the group: the leader and the batches queued behind it.
+	size := len(w.batch.repr)
+	limit := maxGroupBytes
+	if size <= smallBatchBytes {
+		limit = size + smallBatchBytes
+	}
+	n := 1
+	var count uint32 = w.batch.count
+	sync := w.sync
+	for ; n < len(d.writers); n++ {
+		x := d.writers[n]
+		if x.flush || (x.sync && !sync) || size+len(x.batch.repr)-batchrepr.HeaderLen > limit {
+			break // do not make a non-sync group pay for an fsync it did not ask for
+		}
+		size += len(x.batch.repr) - batchrepr.HeaderLen
+		count += x.batch.count
+	}
+	group := d.writers[:n]
+	if err := d.makeRoomLocked(memtable.NeededBytes(size, count)); err != nil {
+		return group, err
+	}
+	seq := d.lastSeq + 1
+	d.lastSeq += base.SeqNum(count)
+	mem, wal := d.mem, d.wal
+	d.m.walBytesIn.Add(int64(size))
+	d.m.commitGroups.Add(1)
+	d.mu.Unlock()
+
+	err := d.writeGroup(group, seq, size, sync, mem, wal)
+
+	d.mu.Lock()
+	if err != nil {
+		// The log may hold part of this group: stop writing, so that nothing
+		// later is acknowledged after a hole. Sequence numbers already handed
+		// out stay unused.
+		d.setBackgroundErrorLocked(fmt.Errorf("kv: write-ahead log: %w", err))
+		return group, d.writeStoppedErr()
+	}
+	d.visibleSeq.Store(uint64(seq) + uint64(count) - 1)
+	return group, nil
+}
+
+// writeGroup logs a group as one record and applies it to the memtable. It
+// runs without d.mu; only the leader touches the log and the group's batches.
+func (d *DB) writeGroup(group []*writer, seq base.SeqNum, size int, sync bool, mem *memtable.MemTable, wal *walFile) error {
+	var rec []byte
+	if len(group) == 1 {
+		rec = group[0].batch.repr
+		batchrepr.SetSeqNum(rec, seq)
+	} else {
+		rec = d.groupBuf(size)
+		var count uint32
+		for _, x := range group {
+			rec = append(rec, x.batch.repr[batchrepr.HeaderLen:]...)
+			count += x.batch.count
+		}
+		batchrepr.SetSeqNum(rec, seq)
+		batchrepr.SetCount(rec, count)
+	}
+	end, err := wal.w.WriteRecord(rec)
+	if err != nil {
+		return err
+	}
+	if sync {
+		if err := wal.w.Sync(end); err != nil {
+			return err
+		}
+		d.m.walSyncs.Add(1)
+	}
+	if err := mem.Apply(rec); err != nil {
+		return fmt.Errorf("kv: memtable: %w", err)
+	}
+	return nil
+}
+
+// groupBuf returns the leader's scratch buffer for a combined record.
+func (d *DB) groupBuf(size int) []byte {
+	if cap(d.m.groupBuf) < size {
+		d.m.groupBuf = make([]byte, 0, size)
+	}
+	return append(d.m.groupBuf[:0], make([]byte, batchrepr.HeaderLen)...)
+}
+
+// makeRoomLocked reserves need bytes in the memtable, switching memtables and
+// stalling as the thresholds say. Called with d.mu held by the leader.
+func (d *DB) makeRoomLocked(need int64) error {
+	delayed := false
+	for {
+		switch {
+		case d.bgErr != nil:
+			return d.writeStoppedErr()
+		case d.closed:
+			return ErrClosed
+		}
+		l0 := len(d.rs.version.Levels[0])
+		if !delayed && l0 >= d.opts.L0SlowdownWritesThreshold {
+			// Give the compaction some CPU, once per write, rather than
+			// stopping hard later (LevelDB's slowdown).
+			delayed = true
+			d.mu.Unlock()
+			time.Sleep(slowdownDelay)
+			d.mu.Lock()
+			d.m.slowdowns.Add(1)
+			d.m.slowdownNanos.Add(int64(slowdownDelay))
+			continue
+		}
+		if d.mem.Reserve(need) {
+			return nil
+		}
+		switch {
+		case len(d.imm)+1 >= d.opts.MemTableStopWritesThreshold:
+			d.stallLocked(&d.m.memtableStops, "memtables waiting for flush")
+		case l0 >= d.opts.L0StopWritesThreshold:
+			d.stallLocked(&d.m.l0Stops, fmt.Sprintf("%d L0 tables", l0))
+		default:
+			if err := d.rotateMemTableLocked(false); err != nil {
+				return err
+			}
+			if need > int64(d.mem.Capacity()) && d.mem.Empty() {
+				// A batch larger than a memtable gets a memtable of its own.
+				d.mem = memtable.New(int(need)+memtable.MinCapacity, d.mem.LogNum())
+				d.updateReadStateLocked()
+			}
+		}
+	}
+}
+
+// stallLocked waits for background work to make progress.
+func (d *DB) stallLocked(counter *atomicCounter, why string) {
+	counter.Add(1)
+	start := time.Now()
+	d.opts.logf("kv: write stall: %s", why)
+	d.cond.Wait()
+	d.m.stallNanos.Add(int64(time.Since(start)))
+}
+
+// rotateMemTableLocked makes the memtable immutable, starts a new log, and
+// schedules a flush. With force false an empty memtable is kept. d.mu is
+// released while the new log is created and the old one synced.
+func (d *DB) rotateMemTableLocked(force bool) error {
+	if d.mem.Empty() {
+		if force {
+			d.signal(d.flushCh) // flush the waiting memtables, if any
+		}
+		return nil
+	}
+	d.mu.Unlock()
+	wal, err := d.newWAL()
+	var oldErr error
+	old := d.wal
+	if err == nil {
+		// The old log must be durable before any write in the new one can
+		// be acknowledged as synced.
+		oldErr = old.w.Close()
+		d.m.walBytesClosed.Add(old.w.Size())
+		if cerr := old.file.Close(); oldErr == nil {
+			oldErr = cerr
+		}
+	}
+	d.mu.Lock()
+	if err != nil {
+		return err // nothing changed; the old log still works
+	}
+	d.wal = wal
+	if oldErr != nil {
+		d.setBackgroundErrorLocked(fmt.Errorf("kv: close log %s: %w", old.num, oldErr))
+		return d.writeStoppedErr()
+	}
+	d.imm = append(d.imm, d.mem)
+	d.mem = memtable.New(d.opts.MemTableSize, wal.num)
+	d.updateReadStateLocked()
+	d.signal(d.flushCh)
+	return nil
+}
+
+// Flush makes the current memtable immutable and waits until every
+// memtable is written to an L0 table.
+func (d *DB) Flush() error {
+	b := &Batch{}
+	if err := d.commit(b, false, true); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.imm) == 0 {
+		return nil
+	}
+	// Wait for the newest waiting memtable (ours, or a later one) to go.
+	target := d.imm[len(d.imm)-1]
+	for slices.Contains(d.imm, target) {
+		if d.bgErr != nil {
+			return d.writeStoppedErr()
+		}
+		if d.closed {
+			return ErrClosed
+		}
+		d.signal(d.flushCh)
+		d.cond.Wait()
+	}
+	return nil
+}

@@ -1,0 +1,419 @@
+package kv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/manifest"
+	"github.com/warpkit/warpkit/kv/vfs"
+)
+
+// pickedCompaction is a compaction chosen under d.mu.
+type pickedCompaction struct {
+	version     *manifest.Version // referenced until the compaction ends
+	level       int               // input level
+	outputLevel int
+	inputs      []compaction.Input
+	grandparent []*manifest.FileMetadata
+	lower       [][]*manifest.FileMetadata
+	start, end  []byte // user-key range of all inputs (inclusive)
+	score       float64
+	manual      *manualCompaction
+}
+
+// manualCompaction is a Compact call working through the levels.
+type manualCompaction struct {
+	start, end []byte
+	level      int  // level compacted next
+	last       int  // the level everything ends in
+	running    bool // a compaction of it is in progress
+	done       chan error
+}
+
+func (d *DB) maybeScheduleCompaction() {
+	d.signal(d.compactCh)
+}
+
+// compactLoop runs compactions while there are any to run.
+func (d *DB) compactLoop() {
+	defer d.bgWG.Done()
+	for {
+		select {
+		case <-d.bgCtx.Done():
+			return
+		case <-d.compactCh:
+		}
+		for d.bgCtx.Err() == nil && d.compactOne() {
+		}
+	}
+}
+
+// compactOne picks and runs one compaction; it reports whether it ran one.
+func (d *DB) compactOne() bool {
+	d.mu.Lock()
+	if d.bgErr != nil || d.closed {
+		d.mu.Unlock()
+		return false
+	}
+	c := d.pickLocked()
+	if c == nil {
+		d.mu.Unlock()
+		return false
+	}
+	d.compacting++
+	snaps := d.snapshotSeqsLocked()
+	d.mu.Unlock()
+
+	// Let another worker look for more work in parallel.
+	if d.opts.MaxConcurrentCompactions > 1 {
+		d.maybeScheduleCompaction()
+	}
+	err := d.runCompaction(c, snaps)
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.compacting--
+	for _, in := range c.inputs {
+		for _, f := range in.Files {
+			f.Compacting = false
+		}
+	}
+	c.version.Unref()
+	if m := c.manual; m != nil {
+		m.running = false
+		if err != nil {
+			d.finishManualLocked(m, err)
+		} else if m.level++; m.level >= m.last {
+			d.finishManualLocked(m, nil)
+		}
+	}
+	if err != nil {
+		if errors.Is(err, context.Canceled) && d.bgCtx.Err() != nil {
+			return false // closing
+		}
+		// A failed compaction leaves its inputs in place and its outputs
+		// deleted; as in LevelDB, writes stop (reads go on) until a reopen.
+		d.setBackgroundErrorLocked(fmt.Errorf("kv: compaction L%d->L%d: %w", c.level, c.outputLevel, err))
+		return false
+	}
+	d.cond.Broadcast()
+	return true
+}
+
+func (d *DB) finishManualLocked(m *manualCompaction, err error) {
+	for i, x := range d.manual {
+		if x == m {
+			d.manual = append(d.manual[:i], d.manual[i+1:]...)
+			break
+		}
+	}
+	m.done <- err
+}
+
+// pickLocked chooses the next compaction: a pending manual one, else the
+// level whose score (L0: tables / L0CompactionThreshold; deeper: bytes /
+// target) is highest and at least 1. Inputs are marked Compacting.
+func (d *DB) pickLocked() *pickedCompaction {
+	v := d.rs.version
+	for _, m := range d.manual {
+		if m.running {
+			continue
+		}
+		for m.level < m.last {
+			if len(v.Overlapping(m.level, m.start, m.end)) > 0 {
+				break
+			}
+			m.level++
+		}
+		if m.level >= m.last {
+			d.finishManualLocked(m, nil)
+			return d.pickLocked()
+		}
+		if c := d.setupLocked(v, m.level, v.Overlapping(m.level, m.start, m.end), m.start, m.end); c != nil {
+			c.manual = m
+			m.running = true
+			return c
+		}
+	}
+	// Levels by descending score; the first that yields a compaction wins.
+	type cand struct {
+		level int
+		score float64
+	}
+	var cands []cand
+	for level := 0; level < manifest.NumLevels-1; level++ {
+		if sc := d.scoreLocked(v, level); sc >= 1 {
+			cands = append(cands, cand{level, sc})
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].score > cands[j].score })
+	for _, cd := range cands {
+		if c := d.pickLevelLocked(v, cd.level); c != nil {
+			c.score = cd.score
+			return c
+		}
+	}
+	return nil
+}
+
+// pickLevelLocked picks a compaction out of one level.
+func (d *DB) pickLevelLocked(v *manifest.Version, level int) *pickedCompaction {
+	files := v.Levels[level]
+	if level == 0 {
+		for _, f := range files {
+			if f.Compacting {
+				return nil // one L0 compaction at a time
+			}
+		}
+		// Start from the oldest table; setup pulls in every L0 table that
+		// overlaps it, transitively.
+		return d.setupLocked(v, 0, files[:1], nil, nil)
+	}
+	// Round-robin through the level, from where the last compaction stopped.
+	startIdx := 0
+	if p := d.pickLevel[level]; p != nil {
+		for startIdx < len(files) && bytes.Compare(files[startIdx].Smallest.UserKey, p) <= 0 {
+			startIdx++
+		}
+	}
+	for i := range files {
+		f := files[(startIdx+i)%len(files)]
+		if f.Compacting {
+			continue
+		}
+		if c := d.setupLocked(v, level, []*manifest.FileMetadata{f}, nil, nil); c != nil {
+			d.pickLevel[level] = append([]byte(nil), f.Largest.UserKey...)
+			return c
+		}
+	}
+	return nil
+}
+
+func (d *DB) scoreLocked(v *manifest.Version, level int) float64 {
+	if level == 0 {
+		return float64(len(v.Levels[0])) / float64(d.opts.L0CompactionThreshold)
+	}
+	var size uint64
+	for _, f := range v.Levels[level] {
+		if !f.Compacting {
+			size += f.Size
+		}
+	}
+	return float64(size) / d.opts.maxBytesForLevel(level)
+}
+
+// setupLocked builds a compaction of the given upper-level tables into the
+// next level, or returns nil when a table it needs is already compacting or
+// its output range meets a running compaction's.
+func (d *DB) setupLocked(v *manifest.Version, level int, upper []*manifest.FileMetadata, mstart, mend []byte) *pickedCompaction {
+	if len(upper) == 0 {
+		return nil
+	}
+	start, end := keyRange(upper)
+	if level == 0 {
+		// All L0 tables overlapping the range, and only if none is busy.
+		upper = v.Overlapping(0, start, end)
+		start, end = keyRange(upper)
+	}
+	for _, f := range upper {
+		if f.Compacting {
+			return nil
+		}
+	}
+	out := level + 1
+	lowerIn := v.Overlapping(out, start, end)
+	for _, f := range lowerIn {
+		if f.Compacting {
+			return nil
+		}
+	}
+	allStart, allEnd := keyRange(append(append([]*manifest.FileMetadata(nil), upper...), lowerIn...))
+	// The output range must not meet another compaction's tables in the output level.
+	for _, f := range v.Overlapping(out, allStart, allEnd) {
+		if f.Compacting {
+			return nil
+		}
+	}
+	c := &pickedCompaction{
+		level: level, outputLevel: out,
+		inputs: []compaction.Input{{Level: level, Files: upper}},
+		start:  allStart, end: allEnd,
+	}
+	if len(lowerIn) > 0 {
+		c.inputs = append(c.inputs, compaction.Input{Level: out, Files: lowerIn})
+	}
+	if out+1 < manifest.NumLevels {
+		c.grandparent = v.Overlapping(out+1, allStart, allEnd)
+	}
+	for l := out + 1; l < manifest.NumLevels; l++ {
+		c.lower = append(c.lower, v.Levels[l])
+	}
+	for _, in := range c.inputs {
+		for _, f := range in.Files {
+			f.Compacting = true
+		}
+	}
+	v.Ref()
+	c.version = v
+	return c
+}
+
+// keyRange returns the smallest and largest user keys of some tables.
+func keyRange(files []*manifest.FileMetadata) ([]byte, []byte) {
+	var lo, hi []byte
+	for i, f := range files {
+		if i == 0 || bytes.Compare(f.Smallest.UserKey, lo) < 0 {
+			lo = f.Smallest.UserKey
+		}
+		if i == 0 || bytes.Compare(f.Largest.UserKey, hi) > 0 {
+			hi = f.Largest.UserKey
+		}
+	}
+	return lo, hi
+}
+
+// runCompaction executes a picked compaction and installs its result.
+func (d *DB) runCompaction(c *pickedCompaction, snaps []base.SeqNum) error {
+	start := time.Now()
+	edit := &manifest.VersionEdit{}
+	for _, in := range c.inputs {
+		for _, f := range in.Files {
+			edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFile{Level: in.Level, FileNum: f.FileNum})
+		}
+	}
+	// A single table with nothing to merge below and little grandparent
+	// overlap moves down without being rewritten.
+	if len(c.inputs) == 1 && len(c.inputs[0].Files) == 1 && c.manual == nil && sumSize(c.grandparent) <= uint64(d.opts.MaxGrandparentOverlap) {
+		f := c.inputs[0].Files[0]
+		edit.NewFiles = []manifest.NewFile{{Level: c.outputLevel, Meta: f}}
+		if err := d.vs.LogAndApply(edit); err != nil {
+			return err
+		}
+		d.m.moves.Add(1)
+		d.installed(c)
+		d.opts.logf("kv: moved table %s from L%d to L%d", f.FileNum, c.level, c.outputLevel)
+		return nil
+	}
+	var created []base.FileNum
+	job := &compaction.Job{
+		Inputs:                c.inputs,
+		OutputLevel:           c.outputLevel,
+		Snapshots:             snaps,
+		Lower:                 c.lower,
+		Grandparents:          c.grandparent,
+		TargetFileSize:        uint64(d.opts.TargetFileSize),
+		MaxGrandparentOverlap: uint64(d.opts.MaxGrandparentOverlap),
+		Env: compaction.Env{
+			OpenTable: d.tables.get,
+			CreateTable: func() (base.FileNum, vfs.File, error) {
+				num := d.vs.NewFileNum()
+				name := base.MakeFilename(base.FileTypeTable, num)
+				f, err := d.fs.Create(d.fs.PathJoin(d.dir, name))
+				if err != nil {
+					return 0, nil, fmt.Errorf("kv: create table %s: %w", name, err)
+				}
+				created = append(created, num)
+				return num, f, nil
+			},
+			WriterOptions: d.opts.writerOptions(),
+		},
+	}
+	res, err := d.opts.Compactor.Compact(d.bgCtx, job)
+	if err == nil {
+		err = vfs.SyncDir(d.fs, d.dir)
+	}
+	if err == nil {
+		for _, o := range res.Outputs {
+			edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: c.outputLevel, Meta: o})
+		}
+		err = d.vs.LogAndApply(edit)
+	}
+	if err != nil {
+		for _, n := range created {
+			d.removeFile(base.MakeFilename(base.FileTypeTable, n))
+		}
+		return err
+	}
+	st := res.Stats
+	d.m.compactions.Add(1)
+	d.m.compactBytesRead.Add(int64(st.BytesRead))
+	d.m.compactBytesWritten.Add(int64(st.BytesWritten))
+	d.m.compactNanos.Add(int64(time.Since(start)))
+	d.m.tombstonesElided.Add(int64(st.TombstonesElided))
+	d.m.levels[c.outputLevel].bytesIn.Add(int64(st.BytesWritten))
+	d.m.levels[c.level].compactions.Add(1)
+	d.installed(c)
+	d.opts.logf("kv: compacted L%d->L%d: %d tables (%d bytes) into %d (%d bytes), %d of %d entries kept, in %v",
+		c.level, c.outputLevel, len(edit.DeletedFiles), st.BytesRead, len(res.Outputs), st.BytesWritten,
+		st.EntriesOut, st.EntriesIn, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// installed publishes the version a compaction produced.
+func (d *DB) installed(c *pickedCompaction) {
+	d.mu.Lock()
+	d.updateReadStateLocked()
+	d.mu.Unlock()
+}
+
+func sumSize(files []*manifest.FileMetadata) uint64 {
+	var n uint64
+	for _, f := range files {
+		n += f.Size
+	}
+	return n
+}
+
+// Compact compacts every table overlapping [start, end] (nil bounds are open)
+// level by level down to the last level, after flushing the memtable. It
+// waits for the compactions and returns their first error.
+func (d *DB) Compact(start, end []byte) error {
+	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
+		return fmt.Errorf("%w: Compact start %q above end %q", ErrInvalidArgument, start, end)
+	}
+	if err := d.Flush(); err != nil {
+		return err
+	}
+	m := &manualCompaction{
+		start: append([]byte(nil), start...), end: append([]byte(nil), end...),
+		done: make(chan error, 1),
+	}
+	if start == nil {
+		m.start = nil
+	}
+	if end == nil {
+		m.end = nil
+	}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
+	}
+	// Compact through the deepest level that holds part of the range into
+	// the one below it (when there is one), so that the range ends up in a
+	// single level with its tombstones applied and, where nothing lies
+	// below, dropped.
+	v := d.rs.version
+	deepest := 0
+	for l := range manifest.NumLevels {
+		if len(v.Overlapping(l, m.start, m.end)) > 0 {
+			deepest = l
+		}
+	}
+	m.last = min(deepest+1, manifest.NumLevels-1)
+	d.manual = append(d.manual, m)
+	d.mu.Unlock()
+	d.maybeScheduleCompaction()
+	select {
+	case err := <-m.done:
+		return err
+	case <-d.bgCtx.Done():
+		return ErrClosed
+	}
+}

@@ -1,0 +1,298 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/warpkit/warpkit/kv/cache"
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/internal/memtable"
+	"github.com/warpkit/warpkit/kv/manifest"
+	"github.com/warpkit/warpkit/kv/record"
+	"github.com/warpkit/warpkit/kv/vfs"
+)
+
+// DB is an open store. All methods are safe for concurrent use.
+type DB struct {
+	dir    string
+	opts   *Options
+	fs     vfs.FS
+	lock   io.Closer
+	vs     *manifest.VersionSet
+	tables *tableCache
+	blocks *cache.Cache
+
+	// visibleSeq is the sequence number of the newest write readers may see.
+	visibleSeq atomic.Uint64
+
+	mu   sync.Mutex
+	cond sync.Cond // signalled when flushes, compactions or closing change what writers wait for
+	// Guarded by mu:
+	mem        *memtable.MemTable
+	imm        []*memtable.MemTable // oldest first; waiting to be flushed
+	wal        *walFile
+	lastSeq    base.SeqNum // last sequence number handed to a batch
+	writers    []*writer   // commit queue; writers[0] leads
+	snapshots  snapshotList
+	bgErr      error // sticky: stops writes
+	closed     bool
+	flushing   bool
+	compacting int
+	manual     []*manualCompaction
+	pickLevel  [manifest.NumLevels][]byte // next compaction start key per level
+
+	rsMu sync.Mutex
+	rs   *readState
+
+	obsoleteMu     sync.Mutex
+	obsoleteTables []base.FileNum
+	obsoleteFiles  []string // logs, manifests: deleted by the cleaner
+
+	flushCh   chan struct{}
+	compactCh chan struct{}
+	cleanCh   chan struct{}
+	bgCtx     context.Context
+	bgCancel  context.CancelFunc
+	bgWG      sync.WaitGroup
+
+	openIters atomic.Int64
+	m         metricsState
+}
+
+// walFile is the live write-ahead log.
+type walFile struct {
+	num  base.FileNum
+	file vfs.File
+	w    *record.LogWriter
+}
+
+// Open opens (or creates) the store in dir.
+func Open(dir string, opts *Options) (*DB, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	d := &DB{
+		dir:       dir,
+		opts:      o,
+		fs:        o.FS,
+		flushCh:   make(chan struct{}, 1),
+		compactCh: make(chan struct{}, 1),
+		cleanCh:   make(chan struct{}, 1),
+	}
+	d.cond.L = &d.mu
+	d.snapshots.init()
+	d.blocks = o.Cache
+	if d.blocks == nil {
+		d.blocks = cache.New(o.BlockCacheSize)
+	}
+	if err := d.open(); err != nil {
+		d.abandon()
+		return nil, err
+	}
+	d.bgCtx, d.bgCancel = context.WithCancel(context.Background())
+	d.bgWG.Add(2 + o.MaxConcurrentCompactions)
+	go d.flushLoop()
+	go d.cleanLoop()
+	for range o.MaxConcurrentCompactions {
+		go d.compactLoop()
+	}
+	d.mu.Lock()
+	d.maybeScheduleCompaction()
+	d.mu.Unlock()
+	return d, nil
+}
+
+// open does everything of Open before the background goroutines start.
+func (d *DB) open() error {
+	fs := d.fs
+	if err := fs.MkdirAll(d.dir, 0o755); err != nil {
+		return fmt.Errorf("kv: create %s: %w", d.dir, err)
+	}
+	// A new directory's own entry must be durable too.
+	if parent := parentDir(fs, d.dir); parent != "" {
+		if err := vfs.SyncDir(fs, parent); err != nil {
+			return fmt.Errorf("kv: sync %s: %w", parent, err)
+		}
+	}
+	lock, err := fs.Lock(fs.PathJoin(d.dir, base.MakeFilename(base.FileTypeLock, 0)))
+	if err != nil {
+		if errors.Is(err, vfs.ErrLocked) {
+			return fmt.Errorf("%w: %s", ErrLocked, d.dir)
+		}
+		return fmt.Errorf("kv: lock %s: %w", d.dir, err)
+	}
+	d.lock = lock
+	d.tables = newTableCache(fs, d.dir, d.blocks, d.opts.MaxOpenFiles)
+
+	mopts := manifest.Options{
+		FS: fs, Dir: d.dir, MaxManifestSize: d.opts.MaxManifestSize,
+		OnObsolete:         d.onObsoleteTables,
+		OnObsoleteManifest: func(n base.FileNum) { d.addObsoleteFile(base.MakeFilename(base.FileTypeManifest, n)) },
+	}
+	_, statErr := fs.Stat(fs.PathJoin(d.dir, "CURRENT"))
+	exists := statErr == nil
+	switch {
+	case statErr != nil && !errors.Is(statErr, os.ErrNotExist):
+		return fmt.Errorf("kv: %w", statErr)
+	case exists && d.opts.ErrorIfExists:
+		return fmt.Errorf("%w: store %s exists", ErrInvalidArgument, d.dir)
+	case !exists && d.opts.ErrorIfNotExists:
+		return fmt.Errorf("%w: store %s does not exist", ErrInvalidArgument, d.dir)
+	}
+	if exists {
+		d.vs, err = manifest.Load(mopts)
+	} else {
+		d.vs, err = manifest.Create(mopts)
+	}
+	if err != nil {
+		return err
+	}
+	if err := d.recover(); err != nil {
+		return err
+	}
+	d.deleteObsoleteAtOpen()
+	return nil
+}
+
+// parentDir returns the directory containing dir, or "" at the root.
+func parentDir(fs vfs.FS, dir string) string {
+	p := fs.PathJoin(dir, "..")
+	if p == dir || p == "" || fs.PathBase(dir) == dir {
+		return ""
+	}
+	return p
+}
+
+// abandon releases what a failed Open acquired.
+func (d *DB) abandon() {
+	if d.wal != nil {
+		d.wal.w.Close()
+		d.wal.file.Close()
+	}
+	if d.rs != nil {
+		d.rs.unref()
+	}
+	if d.vs != nil {
+		d.vs.Close()
+	}
+	if d.tables != nil {
+		d.tables.close()
+	}
+	if d.lock != nil {
+		d.lock.Close()
+	}
+}
+
+// Close waits for the running flush (a compaction in progress is
+// cancelled), syncs and closes the log, and releases the directory. Writes
+// not yet flushed stay in the log and are replayed by the next Open.
+// Iterators and snapshots must be closed first; Close reports any that were
+// not (and closes the store anyway). Close is idempotent: later calls return
+// ErrClosed.
+func (d *DB) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
+	}
+	d.closed = true
+	d.cond.Broadcast()
+	// Wait for an in-flight commit group to finish with the log.
+	for len(d.writers) > 0 {
+		d.cond.Wait()
+	}
+	d.mu.Unlock()
+
+	d.bgCancel()
+	d.signal(d.flushCh)
+	d.signal(d.compactCh)
+	d.signal(d.cleanCh)
+	d.bgWG.Wait()
+
+	var errs []error
+	if d.wal != nil {
+		if err := d.wal.w.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("kv: close log: %w", err))
+		}
+		if err := d.wal.file.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("kv: close log: %w", err))
+		}
+	}
+	d.rsMu.Lock()
+	rs := d.rs
+	d.rs = nil
+	d.rsMu.Unlock()
+	rs.unref()
+	d.deleteObsolete()
+	if err := d.vs.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	d.tables.close()
+	if err := d.lock.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if n := d.openIters.Load(); n > 0 {
+		errs = append(errs, fmt.Errorf("kv: Close with %d iterators still open", n))
+	}
+	if n := d.snapshots.count(); n > 0 {
+		errs = append(errs, fmt.Errorf("kv: Close with %d snapshots still open", n))
+	}
+	return errors.Join(errs...)
+}
+
+// signal wakes a background loop without blocking.
+func (d *DB) signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// setBackgroundError records the first error that stops writes.
+func (d *DB) setBackgroundErrorLocked(err error) {
+	if d.bgErr == nil {
+		d.bgErr = err
+		d.opts.logf("kv: writes stopped: %v", err)
+	}
+	d.cond.Broadcast()
+}
+
+func (d *DB) writeStoppedErr() error {
+	return fmt.Errorf("%w: %w", ErrWritesStopped, d.bgErr)
+}
+
+// newWAL creates and syncs (its directory entry included) a new log.
+func (d *DB) newWAL() (*walFile, error) {
+	num := d.vs.NewFileNum()
+	name := base.MakeFilename(base.FileTypeLog, num)
+	f, err := d.fs.Create(d.fs.PathJoin(d.dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("kv: create log %s: %w", name, err)
+	}
+	if err := vfs.SyncDir(d.fs, d.dir); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("kv: sync directory: %w", err)
+	}
+	return &walFile{num: num, file: f, w: record.NewLogWriter(f)}, nil
+}
+
+// snapshotSeqs returns the live snapshots' sequence numbers, ascending and
+// without duplicates. Caller holds mu.
+func (d *DB) snapshotSeqsLocked() []base.SeqNum {
+	seqs := d.snapshots.seqs()
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	out := seqs[:0]
+	for i, s := range seqs {
+		if i == 0 || s != seqs[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}

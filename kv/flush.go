@@ -1,0 +1,144 @@
+package kv
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/internal/memtable"
+	"github.com/warpkit/warpkit/kv/manifest"
+	"github.com/warpkit/warpkit/kv/sstable"
+	"github.com/warpkit/warpkit/kv/vfs"
+)
+
+// flushLoop writes immutable memtables to L0, oldest first.
+func (d *DB) flushLoop() {
+	defer d.bgWG.Done()
+	for {
+		select {
+		case <-d.bgCtx.Done():
+			return
+		case <-d.flushCh:
+		}
+		for d.flushOne() {
+		}
+	}
+}
+
+// flushOne flushes the oldest immutable memtable; it reports whether there
+// may be more to do.
+func (d *DB) flushOne() bool {
+	d.mu.Lock()
+	if len(d.imm) == 0 || d.bgErr != nil || d.bgCtx.Err() != nil {
+		d.mu.Unlock()
+		return false
+	}
+	mem := d.imm[0]
+	// Logs from the next memtable on are still needed after this flush.
+	nextLog := d.mem.LogNum()
+	if len(d.imm) > 1 {
+		nextLog = d.imm[1].LogNum()
+	}
+	d.flushing = true
+	lastSeq := base.SeqNum(d.visibleSeq.Load())
+	d.mu.Unlock()
+
+	start := time.Now()
+	meta, err := d.writeL0(mem)
+	edit := &manifest.VersionEdit{LogNum: nextLog, LastSeq: lastSeq}
+	if err == nil && meta != nil {
+		edit.NewFiles = []manifest.NewFile{{Level: 0, Meta: meta}}
+	}
+	if err == nil {
+		err = d.vs.LogAndApply(edit)
+		if err != nil && meta != nil {
+			d.removeFile(base.MakeFilename(base.FileTypeTable, meta.FileNum))
+		}
+	}
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.flushing = false
+	if err != nil {
+		d.setBackgroundErrorLocked(fmt.Errorf("kv: flush of log %s: %w", mem.LogNum(), err))
+		return false
+	}
+	d.imm = d.imm[1:]
+	d.updateReadStateLocked()
+	d.m.flushes.Add(1)
+	d.m.flushNanos.Add(int64(time.Since(start)))
+	if meta != nil {
+		d.m.flushBytes.Add(int64(meta.Size))
+		d.m.levels[0].bytesIn.Add(int64(meta.Size))
+		d.opts.logf("kv: flushed memtable of log %s to L0 table %s (%d bytes) in %v", mem.LogNum(), meta.FileNum, meta.Size, time.Since(start).Round(time.Millisecond))
+	}
+	// The memtable's log holds nothing unflushed any more.
+	d.addObsoleteFile(base.MakeFilename(base.FileTypeLog, mem.LogNum()))
+	d.cond.Broadcast()
+	d.maybeScheduleCompaction()
+	return len(d.imm) > 0
+}
+
+// writeL0 writes a memtable to a new table; nil metadata for an empty one.
+func (d *DB) writeL0(mem *memtable.MemTable) (*manifest.FileMetadata, error) {
+	if mem.Empty() {
+		return nil, nil
+	}
+	num := d.vs.NewFileNum()
+	it := mem.NewIter()
+	meta, err := d.writeTable(num, func(w *sstable.Writer) error {
+		for ok := it.First(); ok; ok = it.Next() {
+			if err := w.Add(it.Key(), it.Value()); err != nil {
+				return err
+			}
+		}
+		for _, sp := range mem.RangeDels().Spans() {
+			if err := w.AddRangeDel(sp); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := vfs.SyncDir(d.fs, d.dir); err != nil {
+		d.removeFile(base.MakeFilename(base.FileTypeTable, num))
+		return nil, fmt.Errorf("kv: sync directory: %w", err)
+	}
+	return meta, nil
+}
+
+// writeTable creates table num, fills it, syncs and closes it; on error the
+// file is removed.
+func (d *DB) writeTable(num base.FileNum, fill func(*sstable.Writer) error) (*manifest.FileMetadata, error) {
+	name := base.MakeFilename(base.FileTypeTable, num)
+	f, err := d.fs.Create(d.fs.PathJoin(d.dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("kv: create table %s: %w", name, err)
+	}
+	fail := func(err error) (*manifest.FileMetadata, error) {
+		f.Close()
+		d.removeFile(name)
+		return nil, err
+	}
+	w := sstable.NewWriter(f, d.opts.writerOptions())
+	if err := fill(w); err != nil {
+		return fail(err)
+	}
+	m, err := w.Finish()
+	if err != nil {
+		return fail(fmt.Errorf("kv: write table %s: %w", name, err))
+	}
+	if err := f.Sync(); err != nil {
+		return fail(fmt.Errorf("kv: sync table %s: %w", name, err))
+	}
+	if err := f.Close(); err != nil {
+		d.removeFile(name)
+		return nil, fmt.Errorf("kv: close table %s: %w", name, err)
+	}
+	return &manifest.FileMetadata{
+		FileNum: num, Size: m.Size, Smallest: m.Smallest, Largest: m.Largest,
+		SmallestSeq: m.SmallestSeq, LargestSeq: m.LargestSeq, HasRangeDels: m.HasRangeDels,
+	}, nil
+}

@@ -1,0 +1,350 @@
+package kv
+
+import (
+	"bytes"
+	"iter"
+
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/internal/mergeiter"
+	"github.com/warpkit/warpkit/kv/internal/rangedel"
+	"github.com/warpkit/warpkit/kv/manifest"
+	"github.com/warpkit/warpkit/kv/sstable"
+)
+
+// Iterator walks the store's keys in order, at the sequence number it was
+// created at (or its snapshot's), within optional bounds.
+//
+// Positioning methods (SeekGE, SeekLT, First, Last, Next, Prev) return
+// whether the iterator is at a key. Key and Value return slices valid only
+// until the next positioning call or Close; copy what you keep. When a
+// positioning method returns false, Error tells the end of the range from a
+// failure. An Iterator is not safe for concurrent use; close it when done (it
+// pins the tables it reads).
+type Iterator struct {
+	db           *DB
+	rs           *readState
+	snap         base.SeqNum
+	iter         *mergeiter.Merging
+	tombs        []*rangedel.Set
+	lower, upper []byte
+
+	valid   bool
+	reverse bool   // the internal iterator is before the current entry
+	key     []byte // current key in reverse mode (owned)
+	value   []byte // current value in reverse mode (owned)
+	skip    []byte // forward: user key whose remaining entries are skipped
+	err     error
+	closed  bool
+}
+
+// NewIter returns an iterator over the current state.
+func (d *DB) NewIter(opts *IterOptions) (*Iterator, error) {
+	return d.newIter(opts, base.SeqNum(d.visibleSeq.Load()))
+}
+
+func (d *DB) newIter(opts *IterOptions, snap base.SeqNum) (*Iterator, error) {
+	var lower, upper []byte
+	if opts != nil {
+		if err := boundsOrdered(opts.LowerBound, opts.UpperBound); err != nil {
+			return nil, err
+		}
+		if opts.LowerBound != nil {
+			lower = append([]byte{}, opts.LowerBound...)
+		}
+		if opts.UpperBound != nil {
+			upper = append([]byte{}, opts.UpperBound...)
+		}
+	}
+	rs := d.loadReadState()
+	if rs.mem == nil {
+		rs.unref()
+		return nil, ErrClosed
+	}
+	it := &Iterator{db: d, rs: rs, snap: snap, lower: lower, upper: upper}
+	var children []base.InternalIterator
+	add := func(m interface {
+		NewIter() base.InternalIterator
+		RangeDels() *rangedel.Set
+	}) {
+		children = append(children, m.NewIter())
+		if rd := m.RangeDels(); !rd.Empty() {
+			it.tombs = append(it.tombs, rd)
+		}
+	}
+	add(rs.mem)
+	for i := len(rs.imm) - 1; i >= 0; i-- {
+		add(rs.imm[i])
+	}
+	open := func(f *manifest.FileMetadata) (base.InternalIterator, error) {
+		r, release, err := d.tables.get(f)
+		if err != nil {
+			return nil, err
+		}
+		return &tableIter{Iter: r.NewIter(), release: release}, nil
+	}
+	v := rs.version
+	for i := len(v.Levels[0]) - 1; i >= 0; i-- {
+		f := v.Levels[0][i]
+		if f.SmallestSeq > snap || !f.Overlaps(lower, nil) || (upper != nil && bytes.Compare(f.Smallest.UserKey, upper) >= 0) {
+			continue
+		}
+		children = append(children, mergeiter.NewLevel([]*manifest.FileMetadata{f}, open, lower, upper))
+	}
+	for level := 1; level < manifest.NumLevels; level++ {
+		if len(v.Levels[level]) > 0 {
+			children = append(children, mergeiter.NewLevel(v.Levels[level], open, lower, upper))
+		}
+	}
+	it.iter = mergeiter.NewMerging(children...)
+	tt, err := d.tableTombstones(rs)
+	if err != nil {
+		it.iter.Close()
+		rs.unref()
+		return nil, err
+	}
+	if !tt.Empty() {
+		it.tombs = append(it.tombs, tt)
+	}
+	d.openIters.Add(1)
+	return it, nil
+}
+
+// tableIter releases its table reader on Close.
+type tableIter struct {
+	*sstable.Iter
+	release func()
+}
+
+func (t *tableIter) Close() error {
+	err := t.Iter.Close()
+	t.release()
+	return err
+}
+
+// deleted reports whether a range tombstone visible at the iterator's
+// sequence number covers entry k.
+func (it *Iterator) deleted(k base.InternalKey) bool {
+	for _, s := range it.tombs {
+		if s.MaxCovering(k.UserKey, it.snap) > k.SeqNum() {
+			return true
+		}
+	}
+	return false
+}
+
+func (it *Iterator) fail() bool {
+	if err := it.iter.Error(); err != nil && it.err == nil {
+		it.err = err
+	}
+	it.valid = false
+	return false
+}
+
+// findNext moves forward to the newest visible live entry of the next user
+// key (skipping the entries of it.skip when skipping is set).
+func (it *Iterator) findNext(skipping bool) bool {
+	it.reverse = false
+	for ok := true; ok; ok = it.iter.Next() {
+		if !it.iter.Valid() {
+			break
+		}
+		k := it.iter.Key()
+		if it.upper != nil && bytes.Compare(k.UserKey, it.upper) >= 0 {
+			break
+		}
+		if k.SeqNum() > it.snap {
+			continue
+		}
+		if skipping && bytes.Equal(k.UserKey, it.skip) {
+			continue
+		}
+		if k.Kind() == base.KindSet && !it.deleted(k) {
+			it.valid = true
+			return true
+		}
+		// The newest visible entry is a deletion: skip the key.
+		it.skip = append(it.skip[:0], k.UserKey...)
+		skipping = true
+	}
+	return it.fail()
+}
+
+// findPrev moves backward to the newest visible live entry of the previous
+// user key, saving it (the internal iterator ends up before its entries).
+func (it *Iterator) findPrev() bool {
+	it.reverse = true
+	haveValue := false
+	for it.iter.Valid() {
+		k := it.iter.Key()
+		if it.lower != nil && bytes.Compare(k.UserKey, it.lower) < 0 {
+			break
+		}
+		if k.SeqNum() <= it.snap {
+			if haveValue && bytes.Compare(k.UserKey, it.key) < 0 {
+				break // the saved key's entries are done; it is the answer
+			}
+			if k.Kind() == base.KindSet && !it.deleted(k) {
+				it.key = append(it.key[:0], k.UserKey...)
+				it.value = append(it.value[:0], it.iter.Value()...)
+				haveValue = true
+			} else {
+				haveValue = false
+			}
+		}
+		it.iter.Prev()
+	}
+	if err := it.iter.Error(); err != nil {
+		return it.fail()
+	}
+	it.valid = haveValue
+	return haveValue
+}
+
+// SeekGE moves to the first key >= key (and >= the lower bound).
+func (it *Iterator) SeekGE(key []byte) bool {
+	if it.err != nil || it.closed {
+		return false
+	}
+	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
+		key = it.lower
+	}
+	it.iter.SeekGE(key)
+	return it.findNext(false)
+}
+
+// SeekLT moves to the last key < key (and < the upper bound).
+func (it *Iterator) SeekLT(key []byte) bool {
+	if it.err != nil || it.closed {
+		return false
+	}
+	if it.upper != nil && bytes.Compare(key, it.upper) > 0 {
+		key = it.upper
+	}
+	it.iter.SeekLT(key)
+	return it.findPrev()
+}
+
+// First moves to the first key.
+func (it *Iterator) First() bool {
+	if it.err != nil || it.closed {
+		return false
+	}
+	if it.lower != nil {
+		it.iter.SeekGE(it.lower)
+	} else {
+		it.iter.First()
+	}
+	return it.findNext(false)
+}
+
+// Last moves to the last key.
+func (it *Iterator) Last() bool {
+	if it.err != nil || it.closed {
+		return false
+	}
+	if it.upper != nil {
+		it.iter.SeekLT(it.upper)
+	} else {
+		it.iter.Last()
+	}
+	return it.findPrev()
+}
+
+// Next moves to the next key.
+func (it *Iterator) Next() bool {
+	if !it.valid || it.err != nil {
+		return false
+	}
+	if it.reverse {
+		// The internal iterator is just before the current key's entries.
+		it.skip = append(it.skip[:0], it.key...)
+		if it.iter.Valid() {
+			it.iter.Next()
+		} else {
+			it.iter.First()
+		}
+		if it.iter.Error() != nil {
+			return it.fail()
+		}
+		return it.findNext(true)
+	}
+	it.skip = append(it.skip[:0], it.iter.Key().UserKey...)
+	it.iter.Next()
+	return it.findNext(true)
+}
+
+// Prev moves to the previous key.
+func (it *Iterator) Prev() bool {
+	if !it.valid || it.err != nil {
+		return false
+	}
+	if !it.reverse {
+		// Step back over every entry of the current key.
+		cur := append(it.key[:0], it.iter.Key().UserKey...)
+		it.key = cur
+		for it.iter.Prev() {
+			if bytes.Compare(it.iter.Key().UserKey, cur) < 0 {
+				break
+			}
+		}
+		if it.iter.Error() != nil {
+			return it.fail()
+		}
+	}
+	return it.findPrev()
+}
+
+// Valid reports whether the iterator is at a key.
+func (it *Iterator) Valid() bool { return it.valid }
+
+// Key returns the current key (valid until the next move).
+func (it *Iterator) Key() []byte {
+	if !it.valid {
+		return nil
+	}
+	if it.reverse {
+		return it.key
+	}
+	return it.iter.Key().UserKey
+}
+
+// Value returns the current value (valid until the next move).
+func (it *Iterator) Value() []byte {
+	if !it.valid {
+		return nil
+	}
+	if it.reverse {
+		return it.value
+	}
+	return it.iter.Value()
+}
+
+// Error returns the error that stopped the iterator, if any.
+func (it *Iterator) Error() error { return it.err }
+
+// Close releases the iterator's tables and memtables. Closing twice returns
+// ErrClosed.
+func (it *Iterator) Close() error {
+	if it.closed {
+		return ErrClosed
+	}
+	it.closed = true
+	it.valid = false
+	err := it.iter.Close()
+	it.rs.unref()
+	it.db.openIters.Add(-1)
+	return err
+}
+
+// All ranges over every key-value pair from First, in order. The slices are
+// valid only within one step of the loop. After the loop, Error reports
+// whether it ended early on a failure.
+func (it *Iterator) All() iter.Seq2[[]byte, []byte] {
+	return func(yield func([]byte, []byte) bool) {
+		for ok := it.First(); ok; ok = it.Next() {
+			if !yield(it.Key(), it.Value()) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,222 @@
+package kv
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/warpkit/warpkit/kv/cache"
+	"github.com/warpkit/warpkit/kv/manifest"
+)
+
+type atomicCounter = atomic.Int64
+
+// metricsState holds the DB's counters.
+type metricsState struct {
+	walBytesIn          atomicCounter // user batch bytes
+	commitGroups        atomicCounter
+	walSyncs            atomicCounter
+	walBytesClosed      atomicCounter // bytes of logs already rotated away
+	flushes             atomicCounter
+	flushBytes          atomicCounter
+	flushNanos          atomicCounter
+	compactions         atomicCounter
+	moves               atomicCounter
+	compactBytesRead    atomicCounter
+	compactBytesWritten atomicCounter
+	compactNanos        atomicCounter
+	tombstonesElided    atomicCounter
+	slowdowns           atomicCounter
+	slowdownNanos       atomicCounter
+	memtableStops       atomicCounter
+	l0Stops             atomicCounter
+	stallNanos          atomicCounter
+	tablesDeleted       atomicCounter
+	deleteErrors        atomicCounter
+	tornTails           atomicCounter
+	salvaged            atomicCounter
+	levels              [manifest.NumLevels]struct {
+		bytesIn     atomicCounter
+		compactions atomicCounter
+	}
+
+	groupBuf []byte // the commit leader's scratch (not a metric; lives here to keep DB small)
+}
+
+// LevelMetrics describe one level.
+type LevelMetrics struct {
+	Tables      int
+	Bytes       uint64
+	Score       float64 // compaction pressure: >= 1 means the level is due
+	BytesIn     int64   // bytes written into the level (flushes into L0, compactions below)
+	Compactions int64   // compactions out of the level
+}
+
+// Metrics is a snapshot of the DB's counters.
+type Metrics struct {
+	Levels [manifest.NumLevels]LevelMetrics
+
+	MemTable struct {
+		Size       int   // bytes in use in the mutable memtable
+		Immutable  int   // memtables waiting to be flushed
+		Flushes    int64 // memtables written to L0
+		FlushBytes int64
+		FlushTime  time.Duration
+	}
+	WAL struct {
+		BytesIn      int64 // bytes of committed batches
+		BytesWritten int64 // bytes of log files written (records and padding)
+		CommitGroups int64 // log records (one per commit group)
+		Syncs        int64
+	}
+	Compaction struct {
+		Count            int64 // compactions that merged tables
+		Moves            int64 // tables moved down a level without rewriting
+		BytesRead        int64
+		BytesWritten     int64
+		Time             time.Duration
+		InProgress       int
+		TombstonesElided int64 // point tombstones dropped at the bottom
+	}
+	Stalls struct {
+		Slowdowns     int64 // writes delayed 1 ms for L0 tables >= L0SlowdownWritesThreshold
+		SlowdownTime  time.Duration
+		MemTableStops int64 // waits for a memtable flush
+		L0Stops       int64 // waits for L0 tables < L0StopWritesThreshold
+		StopTime      time.Duration
+	}
+	BlockCache cache.Metrics
+	TableCache struct {
+		Open   int
+		Hits   int64
+		Misses int64
+	}
+	Recovery struct {
+		TornTails       int64 // logs whose unfinished tail was ignored at open
+		SalvagedRecords int64 // damaged log regions skipped (WALSalvage)
+	}
+	Snapshots       int
+	Iterators       int64
+	TablesDeleted   int64
+	DeleteErrors    int64
+	BackgroundError error // non-nil once writes have stopped
+}
+
+// WriteAmp is (log + flush + compaction bytes written) / bytes committed.
+func (m *Metrics) WriteAmp() float64 {
+	if m.WAL.BytesIn == 0 {
+		return 0
+	}
+	return float64(m.WAL.BytesWritten+m.MemTable.FlushBytes+m.Compaction.BytesWritten) / float64(m.WAL.BytesIn)
+}
+
+// CompactionBandwidth is compaction bytes (read + written) per second of
+// compaction time, the gLSM paper's measure.
+func (m *Metrics) CompactionBandwidth() float64 {
+	if m.Compaction.Time <= 0 {
+		return 0
+	}
+	return float64(m.Compaction.BytesRead+m.Compaction.BytesWritten) / m.Compaction.Time.Seconds()
+}
+
+// Metrics returns the current counters.
+func (d *DB) Metrics() *Metrics {
+	m := &Metrics{}
+	d.mu.Lock()
+	v := d.rs.version
+	v.Ref()
+	m.MemTable.Size = d.mem.Size()
+	m.MemTable.Immutable = len(d.imm)
+	m.Compaction.InProgress = d.compacting
+	m.Snapshots = d.snapshots.count()
+	m.BackgroundError = d.bgErr
+	var walWritten int64
+	if d.wal != nil {
+		walWritten = d.wal.w.Size()
+	}
+	for l := range manifest.NumLevels - 1 {
+		m.Levels[l].Score = d.scoreLocked(v, l)
+	}
+	d.mu.Unlock()
+	for l := range manifest.NumLevels {
+		m.Levels[l].Tables = len(v.Levels[l])
+		m.Levels[l].Bytes = v.LevelSize(l)
+		m.Levels[l].BytesIn = d.m.levels[l].bytesIn.Load()
+		m.Levels[l].Compactions = d.m.levels[l].compactions.Load()
+	}
+	v.Unref()
+	m.MemTable.Flushes = d.m.flushes.Load()
+	m.MemTable.FlushBytes = d.m.flushBytes.Load()
+	m.MemTable.FlushTime = time.Duration(d.m.flushNanos.Load())
+	m.WAL.BytesIn = d.m.walBytesIn.Load()
+	m.WAL.BytesWritten = d.m.walBytesClosed.Load() + walWritten
+	m.WAL.CommitGroups = d.m.commitGroups.Load()
+	m.WAL.Syncs = d.m.walSyncs.Load()
+	m.Compaction.Count = d.m.compactions.Load()
+	m.Compaction.Moves = d.m.moves.Load()
+	m.Compaction.BytesRead = d.m.compactBytesRead.Load()
+	m.Compaction.BytesWritten = d.m.compactBytesWritten.Load()
+	m.Compaction.Time = time.Duration(d.m.compactNanos.Load())
+	m.Compaction.TombstonesElided = d.m.tombstonesElided.Load()
+	m.Stalls.Slowdowns = d.m.slowdowns.Load()
+	m.Stalls.SlowdownTime = time.Duration(d.m.slowdownNanos.Load())
+	m.Stalls.MemTableStops = d.m.memtableStops.Load()
+	m.Stalls.L0Stops = d.m.l0Stops.Load()
+	m.Stalls.StopTime = time.Duration(d.m.stallNanos.Load())
+	m.BlockCache = d.blocks.Metrics()
+	m.TableCache.Open = d.tables.size()
+	m.TableCache.Hits = d.tables.hits.Load()
+	m.TableCache.Misses = d.tables.misses.Load()
+	m.Recovery.TornTails = d.m.tornTails.Load()
+	m.Recovery.SalvagedRecords = d.m.salvaged.Load()
+	m.Iterators = d.openIters.Load()
+	m.TablesDeleted = d.m.tablesDeleted.Load()
+	m.DeleteErrors = d.m.deleteErrors.Load()
+	return m
+}
+
+// String formats the metrics as a small report.
+func (m *Metrics) String() string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "level\ttables\tsize\tscore\tbytes in\tcompactions\t")
+	for l, lm := range m.Levels {
+		fmt.Fprintf(tw, "L%d\t%d\t%s\t%.2f\t%s\t%d\t\n", l, lm.Tables, humanBytes(float64(lm.Bytes)), lm.Score, humanBytes(float64(lm.BytesIn)), lm.Compactions)
+	}
+	tw.Flush()
+	fmt.Fprintf(&b, "memtable: %s in use, %d waiting; %d flushes (%s)\n", humanBytes(float64(m.MemTable.Size)), m.MemTable.Immutable, m.MemTable.Flushes, humanBytes(float64(m.MemTable.FlushBytes)))
+	fmt.Fprintf(&b, "wal: %s committed, %s written, %d groups, %d syncs\n", humanBytes(float64(m.WAL.BytesIn)), humanBytes(float64(m.WAL.BytesWritten)), m.WAL.CommitGroups, m.WAL.Syncs)
+	fmt.Fprintf(&b, "compactions: %d (+%d moves), read %s, wrote %s, %v, %s/s\n", m.Compaction.Count, m.Compaction.Moves,
+		humanBytes(float64(m.Compaction.BytesRead)), humanBytes(float64(m.Compaction.BytesWritten)), m.Compaction.Time.Round(time.Millisecond), humanBytes(m.CompactionBandwidth()))
+	fmt.Fprintf(&b, "write amplification: %.2f\n", m.WriteAmp())
+	fmt.Fprintf(&b, "stalls: %d slowdowns (%v), %d memtable stops, %d L0 stops (%v)\n", m.Stalls.Slowdowns, m.Stalls.SlowdownTime.Round(time.Millisecond),
+		m.Stalls.MemTableStops, m.Stalls.L0Stops, m.Stalls.StopTime.Round(time.Millisecond))
+	fmt.Fprintf(&b, "block cache: %s of %s, hit rate %.1f%%; table cache: %d open, hit rate %.1f%%\n",
+		humanBytes(float64(m.BlockCache.Size)), humanBytes(float64(m.BlockCache.Capacity)), 100*m.BlockCache.HitRate(),
+		m.TableCache.Open, 100*ratio(m.TableCache.Hits, m.TableCache.Hits+m.TableCache.Misses))
+	if m.BackgroundError != nil {
+		fmt.Fprintf(&b, "writes stopped: %v\n", m.BackgroundError)
+	}
+	return b.String()
+}
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func humanBytes(n float64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", n/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", n/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", n/(1<<10))
+	}
+	return fmt.Sprintf("%.0f B", n)
+}

@@ -1,0 +1,231 @@
+package kv
+
+import (
+	"fmt"
+
+	"github.com/warpkit/warpkit/kv/cache"
+	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/sstable"
+	"github.com/warpkit/warpkit/kv/vfs"
+)
+
+// WALRecovery chooses what Open does with a damaged write-ahead log.
+type WALRecovery int
+
+const (
+	// WALStrict (the default) ignores a torn tail (the unfinished end of a
+	// write that a crash cut short) and fails on any other damage with a
+	// *CorruptionError naming the log and offset.
+	WALStrict WALRecovery = iota
+	// WALSalvage skips damaged records, keeps every intact record after
+	// them, and reports what it skipped in Metrics().Recovery. Batches are
+	// applied whole or not at all, but a skipped batch may have been followed
+	// by later ones that are kept.
+	WALSalvage
+)
+
+// Options configure a DB. The zero value of every field means its default;
+// Open fills defaults into a copy, never into the caller's struct.
+type Options struct {
+	// FS is the file system; default vfs.Default.
+	FS vfs.FS
+	// ErrorIfNotExists makes Open fail when the store does not exist
+	// (by default it is created).
+	ErrorIfNotExists bool
+	// ErrorIfExists makes Open fail when the store exists.
+	ErrorIfExists bool
+
+	// MemTableSize is the write buffer size; default 4 MiB (gLSM's setting).
+	MemTableSize int
+	// MemTableStopWritesThreshold stops writes while this many memtables
+	// (the mutable one included) wait to be flushed; default 2.
+	MemTableStopWritesThreshold int
+
+	// L0CompactionThreshold: L0 is compacted at this many tables; default 4.
+	L0CompactionThreshold int
+	// L0SlowdownWritesThreshold: each write is delayed by 1 ms at this many
+	// L0 tables; default 8.
+	L0SlowdownWritesThreshold int
+	// L0StopWritesThreshold: writes stop at this many L0 tables; default 12.
+	L0StopWritesThreshold int
+	// LBaseMaxBytes is L1's target size; each deeper level's target is
+	// LevelMultiplier times the one above. Default 16 MiB
+	// (L0CompactionThreshold × MemTableSize, so that an L0 compaction and L1
+	// are of a size).
+	LBaseMaxBytes int64
+	// LevelMultiplier is the size ratio between levels; default 10.
+	LevelMultiplier int
+	// TargetFileSize is the size of compaction outputs; default 4 MiB.
+	TargetFileSize int64
+	// MaxGrandparentOverlap limits how much of the next-but-one level a
+	// compaction output may overlap; default 10 × TargetFileSize.
+	MaxGrandparentOverlap int64
+	// MaxConcurrentCompactions bounds background compactions; default 1.
+	// (Flushes run on their own goroutine besides.)
+	MaxConcurrentCompactions int
+	// Compactor merges tables; default compaction.CPU{}.
+	Compactor compaction.Compactor
+
+	// BlockSize is the uncompressed data block size; default 4096.
+	BlockSize int
+	// BlockRestartInterval is the number of keys between restart points;
+	// default 16.
+	BlockRestartInterval int
+	// BloomBitsPerKey sets the bloom filter size; default 10, negative for
+	// no filter.
+	BloomBitsPerKey int
+	// Compression of data blocks; default Snappy. Set NoCompression
+	// explicitly with DisableCompression.
+	Compression sstable.Compression
+	// DisableCompression stores data blocks uncompressed.
+	DisableCompression bool
+
+	// Cache is the block cache; it may be shared by several DBs. Nil gives
+	// the DB its own of BlockCacheSize bytes.
+	Cache *cache.Cache
+	// BlockCacheSize is the size of the DB's own block cache; default 32 MiB.
+	BlockCacheSize int64
+	// MaxOpenFiles bounds the table cache (open table readers); default 1000.
+	MaxOpenFiles int
+
+	// WALRecovery chooses how Open treats damaged logs; default WALStrict.
+	WALRecovery WALRecovery
+	// MaxManifestSize starts a new manifest past this size; default 8 MiB.
+	MaxManifestSize int64
+	// Logf, when set, receives one line per flush, compaction, write stall
+	// and recovery event. The library prints nothing itself.
+	Logf func(format string, args ...any)
+}
+
+// WriteOptions control one write.
+type WriteOptions struct {
+	// Sync makes the write durable (fsync of the write-ahead log) before it
+	// returns. Without it a write survives a process crash once the log
+	// flusher has handed it to the OS (promptly, in the background), but may
+	// be lost in a machine crash. A synced write also makes every earlier
+	// write durable.
+	Sync bool
+}
+
+// Sync and NoSync are ready-made WriteOptions.
+var (
+	Sync   = &WriteOptions{Sync: true}
+	NoSync = &WriteOptions{Sync: false}
+)
+
+func (o *WriteOptions) sync() bool { return o != nil && o.Sync }
+
+// IterOptions bound an iterator: it sees keys in [LowerBound, UpperBound).
+// Nil bounds are open.
+type IterOptions struct {
+	LowerBound []byte
+	UpperBound []byte
+}
+
+// withDefaults returns a copy with every default filled in, or an error
+// naming the first inconsistent setting.
+func (o *Options) withDefaults() (*Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.FS == nil {
+		c.FS = vfs.Default
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def64 := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.MemTableSize, 4<<20)
+	def(&c.MemTableStopWritesThreshold, 2)
+	def(&c.L0CompactionThreshold, 4)
+	def(&c.L0SlowdownWritesThreshold, 8)
+	def(&c.L0StopWritesThreshold, 12)
+	def64(&c.LBaseMaxBytes, int64(c.L0CompactionThreshold)*int64(c.MemTableSize))
+	def(&c.LevelMultiplier, 10)
+	def64(&c.TargetFileSize, 4<<20)
+	def64(&c.MaxGrandparentOverlap, 10*c.TargetFileSize)
+	def(&c.MaxConcurrentCompactions, 1)
+	def(&c.BlockSize, 4096)
+	def(&c.BlockRestartInterval, 16)
+	def(&c.BloomBitsPerKey, 10)
+	def64(&c.BlockCacheSize, 32<<20)
+	def(&c.MaxOpenFiles, 1000)
+	def64(&c.MaxManifestSize, 8<<20)
+	if c.Compression == sstable.NoCompression && !c.DisableCompression {
+		c.Compression = sstable.SnappyCompression
+	}
+	if c.DisableCompression {
+		c.Compression = sstable.NoCompression
+	}
+	if c.Compactor == nil {
+		c.Compactor = compaction.CPU{}
+	}
+	switch {
+	case c.MemTableSize < 64<<10:
+		return nil, fmt.Errorf("%w: MemTableSize %d below 64 KiB", ErrInvalidArgument, c.MemTableSize)
+	case c.MemTableSize > 1<<30:
+		return nil, fmt.Errorf("%w: MemTableSize %d above 1 GiB", ErrInvalidArgument, c.MemTableSize)
+	case c.MemTableStopWritesThreshold < 2:
+		return nil, fmt.Errorf("%w: MemTableStopWritesThreshold %d below 2", ErrInvalidArgument, c.MemTableStopWritesThreshold)
+	case c.L0CompactionThreshold < 1 || c.L0SlowdownWritesThreshold < c.L0CompactionThreshold || c.L0StopWritesThreshold < c.L0SlowdownWritesThreshold:
+		return nil, fmt.Errorf("%w: L0 thresholds must satisfy 1 <= compaction (%d) <= slowdown (%d) <= stop (%d)",
+			ErrInvalidArgument, c.L0CompactionThreshold, c.L0SlowdownWritesThreshold, c.L0StopWritesThreshold)
+	case c.LevelMultiplier < 2:
+		return nil, fmt.Errorf("%w: LevelMultiplier %d below 2", ErrInvalidArgument, c.LevelMultiplier)
+	case c.TargetFileSize < 4<<10 || c.LBaseMaxBytes < c.TargetFileSize:
+		return nil, fmt.Errorf("%w: TargetFileSize %d must be >= 4 KiB and <= LBaseMaxBytes %d", ErrInvalidArgument, c.TargetFileSize, c.LBaseMaxBytes)
+	case c.MaxConcurrentCompactions < 1:
+		return nil, fmt.Errorf("%w: MaxConcurrentCompactions %d", ErrInvalidArgument, c.MaxConcurrentCompactions)
+	case c.BlockSize < 256 || c.BlockSize > 16<<20:
+		return nil, fmt.Errorf("%w: BlockSize %d out of [256, 16 MiB]", ErrInvalidArgument, c.BlockSize)
+	case c.BlockRestartInterval < 1:
+		return nil, fmt.Errorf("%w: BlockRestartInterval %d", ErrInvalidArgument, c.BlockRestartInterval)
+	case c.MaxOpenFiles < 16:
+		return nil, fmt.Errorf("%w: MaxOpenFiles %d below 16", ErrInvalidArgument, c.MaxOpenFiles)
+	case c.WALRecovery != WALStrict && c.WALRecovery != WALSalvage:
+		return nil, fmt.Errorf("%w: WALRecovery %d", ErrInvalidArgument, c.WALRecovery)
+	case c.ErrorIfExists && c.ErrorIfNotExists:
+		return nil, fmt.Errorf("%w: ErrorIfExists and ErrorIfNotExists both set", ErrInvalidArgument)
+	}
+	switch c.Compression {
+	case sstable.NoCompression, sstable.SnappyCompression, sstable.S2Compression:
+	default:
+		return nil, fmt.Errorf("%w: compression %v", ErrInvalidArgument, c.Compression)
+	}
+	return &c, nil
+}
+
+func (o *Options) writerOptions() sstable.WriterOptions {
+	bits := o.BloomBitsPerKey
+	if bits < 0 {
+		bits = 0
+	}
+	return sstable.WriterOptions{
+		BlockSize:       o.BlockSize,
+		RestartInterval: o.BlockRestartInterval,
+		BloomBitsPerKey: bits,
+		Compression:     o.Compression,
+	}
+}
+
+// maxBytesForLevel is a level's target size (L1 and below).
+func (o *Options) maxBytesForLevel(level int) float64 {
+	b := float64(o.LBaseMaxBytes)
+	for l := 1; l < level; l++ {
+		b *= float64(o.LevelMultiplier)
+	}
+	return b
+}
+
+func (o *Options) logf(format string, args ...any) {
+	if o.Logf != nil {
+		o.Logf(format, args...)
+	}
+}
