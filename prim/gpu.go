@@ -94,6 +94,24 @@ func (e *Engine) kernelSet(block int, names ...string) ([]*kernel, error) {
 	return ks, nil
 }
 
+// resultSlot returns the address of an optional one-element result (a total
+// or a count): 0, which kernels skip, when out is empty.
+func resultSlot[T cuda.Elem](out cuda.Slice[T]) cuda.DevicePtr {
+	if out.Len() == 0 {
+		return 0
+	}
+	return out.Ptr()
+}
+
+// zeroResult sets an optional one-element result to 0 (the result of an empty
+// input).
+func zeroResult[T cuda.Elem](out cuda.Slice[T], s *cuda.Stream) error {
+	if out.Len() == 0 {
+		return nil
+	}
+	return out.Sub(0, 1).Zero(s)
+}
+
 // alive returns ErrClosed for a closed Engine.
 func (e *Engine) alive() error {
 	e.mu.Lock()
@@ -360,31 +378,38 @@ func ExclusiveScan[T warpkit.Word](e *Engine, s *cuda.Stream, in, out cuda.Slice
 	if err := e.alive(); err != nil {
 		return err
 	}
-	var totalPtr cuda.DevicePtr
-	if total.Len() > 0 {
-		totalPtr = total.Ptr()
-	}
+	totalPtr := resultSlot(total)
 	if n == 0 {
-		if total.Len() > 0 {
-			return total.Sub(0, 1).Zero(s)
-		}
-		return nil
+		return zeroResult(total, s)
 	}
 	scan, err := e.kernel(fmt.Sprintf("scan_%d", 8*sizeOf[T]()), scanBlock)
 	if err != nil {
 		return err
 	}
 	tiles := ceilDiv(n, scanTileItems[T]())
-	sz := int64(sizeOf[T]())
-	sc, err := e.scratchFor(s, scratchBytes(int64(4*(1+tiles)), int64(tiles)*sz, int64(tiles)*sz))
+	if sizeOf[T]() == 4 {
+		// Look-back state: the tile counter (word 0) and one word per tile
+		// packing status and value, zeroed together.
+		sc, err := e.scratchFor(s, scratchBytes(int64(8*(1+tiles))))
+		if err != nil {
+			return err
+		}
+		defer sc.release()
+		state := take[uint64](sc, 1+tiles)
+		if err := state.Zero(s); err != nil {
+			return fmt.Errorf("prim: %s: %w", op, err)
+		}
+		return scan.launch(s, tiles, in, out, int32(n), int32(tiles), state.Ptr(), state.Sub(1, 1+tiles), totalPtr)
+	}
+	// Look-back state: the tile counter and the tile status words, zeroed
+	// together, then the published aggregates and inclusive prefixes.
+	sc, err := e.scratchFor(s, scratchBytes(int64(4*(1+tiles)), int64(8*tiles), int64(8*tiles)))
 	if err != nil {
 		return err
 	}
 	defer sc.release()
-	// Look-back state: the tile counter and the tile status words, zeroed
-	// together, then the published aggregates and inclusive prefixes.
 	state := take[uint32](sc, 1+tiles)
-	aggregate, inclusive := take[T](sc, tiles), take[T](sc, tiles)
+	aggregate, inclusive := take[uint64](sc, tiles), take[uint64](sc, tiles)
 	if err := state.Zero(s); err != nil {
 		return fmt.Errorf("prim: %s: %w", op, err)
 	}
@@ -435,15 +460,9 @@ func selectOrSplit[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys cuda.Slice
 	if err := e.alive(); err != nil {
 		return err
 	}
-	var countPtr cuda.DevicePtr
-	if count.Len() > 0 {
-		countPtr = count.Ptr()
-	}
+	countPtr := resultSlot(count)
 	if n == 0 {
-		if count.Len() > 0 {
-			return count.Sub(0, 1).Zero(s)
-		}
-		return nil
+		return zeroResult(count, s)
 	}
 	ks, err := e.kernelSet(scanBlock, "count_flags", "count_spine", kvName[K, V]("select", pairs))
 	if err != nil {

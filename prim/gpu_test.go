@@ -283,6 +283,26 @@ func testGPUScan[T warpkit.Word](t *testing.T, e *Engine) {
 	}
 }
 
+// TestGPUExclusiveScanRepeated reruns large scans to shake out look-back
+// ordering races, which would show as rare wrong prefixes.
+func TestGPUExclusiveScanRepeated(t *testing.T) {
+	e := gpuEngine(t)
+	rng := rand.New(rand.NewPCG(20, 1))
+	const n = 1<<22 + 77
+	in32, in64 := genKeys[uint32](rng, n, "random"), genKeys[uint64](rng, n, "random")
+	want32, want64 := make([]uint32, n), make([]uint64, n)
+	ExclusiveScanHost(in32, want32)
+	ExclusiveScanHost(in64, want64)
+	d32, d64 := upload(t, e, in32), upload(t, e, in64)
+	o32, o64 := alloc[uint32](t, e, n), alloc[uint64](t, e, n)
+	for rep := range 25 {
+		must(t, ExclusiveScan(e, nil, d32, o32, cuda.Slice[uint32]{}))
+		must(t, ExclusiveScan(e, nil, d64, o64, cuda.Slice[uint64]{}))
+		mustEqual(t, fmt.Sprintf("rep %d u32", rep), download(t, o32), want32)
+		mustEqual(t, fmt.Sprintf("rep %d u64", rep), download(t, o64), want64)
+	}
+}
+
 var gpuSelectSizes = []int{0, 1, 2, 100, 3071, 3072, 3073, 50000, 1<<20 + 13, 3_000_017}
 
 func TestGPUSelect(t *testing.T) {

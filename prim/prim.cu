@@ -77,14 +77,16 @@ MERGE_PARTITION(k64, u64)
 
 // ----- scan, select, multisplit --------------------------------------------
 
-#define SCAN(TN, T)                                                                                                \
-  extern "C" __global__ void __launch_bounds__(prim::kScanBlock)                                                 \
-      scan_##TN(const T* in, T* out, int n, int tiles, int* counter, u32* status, T* aggregate, T* inclusive,     \
-                T* total) {                                                                                      \
-    prim::scan_single<T>(in, out, n, tiles, {counter, status, aggregate, inclusive}, total);                     \
-  }
-SCAN(32, u32)
-SCAN(64, u64)
+extern "C" __global__ void __launch_bounds__(prim::kScanBlock)
+    scan_32(const u32* in, u32* out, int n, int tiles, int* counter, unsigned long long* words, u32* total) {
+  prim::scan_single<u32>(in, out, n, tiles, {counter, {words}}, total);
+}
+
+extern "C" __global__ void __launch_bounds__(prim::kScanBlock)
+    scan_64(const u64* in, u64* out, int n, int tiles, int* counter, u32* status, u64* aggregate, u64* inclusive,
+            u64* total) {
+  prim::scan_single<u64>(in, out, n, tiles, {counter, {status, aggregate, inclusive}}, total);
+}
 
 extern "C" __global__ void __launch_bounds__(prim::kScanBlock) count_spine(u32* partials, int g, u32* total) {
   prim::scan_spine<u32>(partials, g, total);

@@ -32,12 +32,20 @@ constexpr int kSelectItems = kScanBlock * kSelectIPT;
 enum TileStatus : uint32_t { kTileInvalid = 0, kTileAggregate = 1, kTileInclusive = 2 };
 constexpr uint32_t kLookbackSpins = 1u << 26;  // of about 64 ns each: seconds
 
+// A tile's published state as one reader saw it.
 template <typename T>
-struct Lookback {
-  int* counter;       // next tile id; zeroed by the host with status
-  uint32_t* status;   // [tiles], zeroed
-  T* aggregate;       // [tiles]
-  T* inclusive;       // [tiles]
+struct TileSnap {
+  uint32_t status;
+  T value;  // valid for TileStates<uint32_t>; the general case reads it later
+};
+
+// TileStates is where tiles publish: a status word per tile and the values
+// in separate arrays, ordered by a fence on both sides.
+template <typename T>
+struct TileStates {
+  uint32_t* status;  // [tiles], zeroed
+  T* aggregate;      // [tiles]
+  T* inclusive;      // [tiles]
 
   __device__ __forceinline__ void publish(int tile, TileStatus st, T value) const {
     volatile T* dst = st == kTileInclusive ? inclusive : aggregate;
@@ -45,6 +53,35 @@ struct Lookback {
     __threadfence();
     atomicExch(&status[tile], (uint32_t)st);
   }
+  __device__ __forceinline__ TileSnap<T> poll(int tile) const { return {*(volatile uint32_t*)&status[tile], T(0)}; }
+  __device__ __forceinline__ T value(int tile, TileSnap<T> snap) const {
+    __threadfence();
+    return snap.status == kTileInclusive ? *(volatile T*)&inclusive[tile] : *(volatile T*)&aggregate[tile];
+  }
+};
+
+// 32-bit values share one 64-bit word with their status (status in the high
+// half): one atomic store publishes both, no fence needed.
+template <>
+struct TileStates<uint32_t> {
+  unsigned long long* words;  // [tiles], zeroed
+
+  __device__ __forceinline__ void publish(int tile, TileStatus st, uint32_t value) const {
+    atomicExch(&words[tile], (unsigned long long)st << 32 | value);
+  }
+  __device__ __forceinline__ TileSnap<uint32_t> poll(int tile) const {
+    const unsigned long long w = *(volatile unsigned long long*)&words[tile];
+    return {(uint32_t)(w >> 32), (uint32_t)w};
+  }
+  __device__ __forceinline__ uint32_t value(int, TileSnap<uint32_t> snap) const { return snap.value; }
+};
+
+template <typename T>
+struct Lookback {
+  int* counter;  // next tile id; zeroed by the host with the states
+  TileStates<T> states;
+
+  __device__ __forceinline__ void publish(int tile, TileStatus st, T value) const { states.publish(tile, st, value); }
 
   // exclusive_prefix returns the sum of the aggregates of tiles [0, tile).
   // All 32 lanes of one warp call it.
@@ -53,17 +90,15 @@ struct Lookback {
     T prefix = 0;
     for (int base = tile - 1;; base -= kWarp) {
       const int idx = base - lane;
-      uint32_t st;
+      TileSnap<T> snap{kTileInclusive, T(0)};  // before tile 0: an inclusive 0
       for (uint32_t spins = 0;; spins++) {
-        st = idx >= 0 ? *(volatile uint32_t*)&status[idx] : (uint32_t)kTileInclusive;
-        if (__all_sync(0xffffffffu, st != kTileInvalid)) break;
+        if (idx >= 0) snap = states.poll(idx);
+        if (__all_sync(0xffffffffu, snap.status != kTileInvalid)) break;
         if (spins == kLookbackSpins) __trap();
         __nanosleep(64);
       }
-      __threadfence();
-      T v = 0;
-      if (idx >= 0) v = st == kTileInclusive ? *(volatile T*)&inclusive[idx] : *(volatile T*)&aggregate[idx];
-      const unsigned done = __ballot_sync(0xffffffffu, st == kTileInclusive);
+      T v = idx >= 0 ? states.value(idx, snap) : T(0);
+      const unsigned done = __ballot_sync(0xffffffffu, snap.status == kTileInclusive);
       // Lane l holds tile base-l: sum the lanes up to the nearest inclusive one.
       if (done && lane > __ffs(done) - 1) v = 0;
 #pragma unroll
