@@ -58,12 +58,10 @@ func (c *cpuLSM[K, V]) Update(ctx context.Context, keys []K, vals []V, dels []bo
 	}
 	p := c.padded(m)
 	bk, bt := sorteddict.SortBatchHost(keys, dels, kind, c.logged, p)
-	if kind == sorteddict.DeletesOnly {
-		c.log = append(c.log, make([]V, m)...)
-	} else {
+	if kind != sorteddict.DeletesOnly { // tombstones' slots are never read: a deletions-only batch logs nothing
 		c.log = append(c.log, vals...)
+		c.logged += m
 	}
-	c.logged += m
 	for ch := p/c.b - 1; ch >= 0; ch-- {
 		c.insertSorted(bk[ch*c.b:(ch+1)*c.b], bt[ch*c.b:(ch+1)*c.b])
 	}

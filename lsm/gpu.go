@@ -112,7 +112,7 @@ func loadKernels[K, V warpkit.Word](dev *cuda.Device) (kernels, error) {
 	return k, nil
 }
 
-func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, b int) (*gpuLSM[K, V], error) {
+func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, b, capacity int) (*gpuLSM[K, V], error) {
 	fn, err := loadKernels[K, V](dev)
 	if err != nil {
 		return nil, err
@@ -135,7 +135,42 @@ func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, b int) (*gpuLSM[K, V]
 	}
 	g.Host = sorteddict.NewHost[K, V](dev, g, workers)
 	g.pool = sorteddict.NewPool(workers, func() (*worker[K, V], error) { return newWorker[K, V](dev) }, (*worker[K, V]).free)
+	if capacity > 0 {
+		if err := g.reserve(capacity); err != nil {
+			return fail(err)
+		}
+	}
 	return g, nil
+}
+
+// reserve allocates what updates up to capacity resident entries need: the
+// levels, the log, the ping-pong merge buffers, a batch buffer and prim's sort
+// scratch for one batch (by sorting the uninitialized batch buffer once).
+func (g *gpuLSM[K, V]) reserve(capacity int) error {
+	w, s := g.upd, g.upd.stream
+	r := uint64((capacity + g.b - 1) / g.b)
+	top := bits.Len64(r) - 1
+	if err := g.ensureLevels(top); err != nil {
+		return err
+	}
+	if err := g.ensureLog(capacity); err != nil {
+		return err
+	}
+	for i := range 2 {
+		if top >= 2 {
+			_, err1 := w.pingK[i].Get(g.dev, s, g.b<<(top-1))
+			_, err2 := w.pingT[i].Get(g.dev, s, g.b<<(top-1))
+			if err := errors.Join(err1, err2); err != nil {
+				return err
+			}
+		}
+	}
+	bk, err1 := w.batchK.Get(g.dev, s, g.b)
+	bt, err2 := w.batchT.Get(g.dev, s, g.b)
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
+	return errors.Join(prim.SortPairs(g.eng, s, bk, bt, prim.SortOptions{}), s.Synchronize())
 }
 
 func (g *gpuLSM[K, V]) state() levelState { return g.levelState }
@@ -279,12 +314,12 @@ func (g *gpuLSM[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], val
 	if err := g.fn.fixup.Launch(sorteddict.Grid(p), sorteddict.Block, 0, s, bk, bt, uint64(p)); err != nil {
 		return err
 	}
-	if kind != sorteddict.DeletesOnly {
+	if kind != sorteddict.DeletesOnly { // tombstones' slots are never read: a deletions-only batch logs nothing
 		if err := cuda.CopyAsync(g.log.Sub(g.logged, g.logged+m), vals, s); err != nil {
 			return err
 		}
+		g.logged += m
 	}
-	g.logged += m
 	// The chunks of one batch go in last-first: a key's segment may span chunks,
 	// and its head (the entry that decides) must end up newest.
 	for ch := chunks - 1; ch >= 0; ch-- {

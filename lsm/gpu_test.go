@@ -43,6 +43,13 @@ func (w twin[K, V]) Update(ctx context.Context, keys []K, vals []V, dels []bool)
 	return sameLevels(w.LSM, w.cpu)
 }
 
+func (w twin[K, V]) Delete(ctx context.Context, keys []K) error {
+	if err := errors.Join(w.LSM.Delete(ctx, keys), w.cpu.Delete(ctx, keys)); err != nil {
+		return err
+	}
+	return sameLevels(w.LSM, w.cpu)
+}
+
 func (w twin[K, V]) cleanup() error {
 	ctx := context.Background()
 	if err := errors.Join(w.LSM.Cleanup(ctx), w.cpu.Cleanup(ctx)); err != nil {

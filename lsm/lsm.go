@@ -33,6 +33,10 @@ type Options struct {
 	// BatchSize is b, the size of level 0 (default DefaultBatchSize). Larger b
 	// favours update throughput and queries, smaller b short batches.
 	BatchSize int
+	// Capacity, when positive, reserves device memory up front for that many
+	// resident entries: the levels, the value log, the merge buffers and the
+	// sort scratch of a batch of b, so that updates within it allocate nothing.
+	Capacity int
 }
 
 // RangeResult is a batch of range-query answers on the host.
@@ -130,6 +134,9 @@ func New[K, V warpkit.Word](opt Options) (*LSM[K, V], error) {
 	if b < 1 || b > MaxResident {
 		return nil, fmt.Errorf("lsm: %w: batch size %d (want 1..%d)", warpkit.ErrInvalidArgument, b, MaxResident)
 	}
+	if opt.Capacity < 0 || opt.Capacity > MaxResident {
+		return nil, fmt.Errorf("lsm: %w: capacity %d (want 0..%d)", warpkit.ErrInvalidArgument, opt.Capacity, MaxResident)
+	}
 	dev, own := opt.Device, false
 	if dev == nil && opt.Backend != warpkit.CPU {
 		d, err := warpkit.OpenDevice(opt.Backend, 0)
@@ -141,7 +148,7 @@ func New[K, V warpkit.Word](opt Options) (*LSM[K, V], error) {
 	if dev == nil || opt.Backend == warpkit.CPU {
 		return wrapEngine[K, V](warpkit.CPU, newCPU[K, V](b)), nil
 	}
-	g, err := newGPU[K, V](dev, own, b)
+	g, err := newGPU[K, V](dev, own, b, opt.Capacity)
 	if err != nil {
 		if own {
 			dev.Close()

@@ -61,7 +61,7 @@ type kernels struct {
 	lookup, rangeGather, neighbor                   *cuda.Function
 }
 
-func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool) (*gpuSA[K, V], error) {
+func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, capacity int) (*gpuSA[K, V], error) {
 	mod, err := dev.LoadModule(saPTX)
 	if err != nil {
 		return nil, err
@@ -91,6 +91,10 @@ func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool) (*gpuSA[K, V], error)
 	}
 	g.Host = sorteddict.NewHost[K, V](dev, g, workers)
 	g.pool = sorteddict.NewPool(workers, func() (*worker[K, V], error) { return newWorker[K, V](dev) }, (*worker[K, V]).free)
+	if err := g.reserve(capacity); err != nil {
+		g.Close()
+		return nil, err
+	}
 	return g, nil
 }
 
@@ -124,12 +128,15 @@ func (g *gpuSA[K, V]) array() (cuda.Slice[K], cuda.Slice[V]) {
 
 // reserve makes both buffers hold at least need elements, keeping the array.
 func (g *gpuSA[K, V]) reserve(need int) error {
+	if need == 0 {
+		return nil
+	}
 	s := g.upd.stream
 	for i := range 2 {
 		if g.keys[i].Len() >= need {
 			continue
 		}
-		c := max(need, g.keys[i].Len()*3/2, 1<<16)
+		c := max(need, g.keys[i].Len()*3/2)
 		k, err1 := sorteddict.Alloc[K](g.dev, c)
 		v, err2 := sorteddict.Alloc[V](g.dev, c)
 		if err := errors.Join(err1, err2); err != nil {

@@ -20,6 +20,9 @@ type Options struct {
 	Backend warpkit.Backend
 	// Device is the CUDA device to use; nil opens device 0 (closed by Close).
 	Device *cuda.Device
+	// Capacity, when positive, reserves device memory for that many keys up
+	// front (the array and the buffer the next merge writes).
+	Capacity int
 }
 
 // RangeResult is a batch of range-query answers on the host.
@@ -41,6 +44,9 @@ type engine[K, V warpkit.Word] interface {
 
 // New returns an empty sorted array.
 func New[K, V warpkit.Word](opt Options) (*SortedArray[K, V], error) {
+	if opt.Capacity < 0 || opt.Capacity > MaxLen {
+		return nil, fmt.Errorf("sortedarray: %w: capacity %d (want 0..%d)", warpkit.ErrInvalidArgument, opt.Capacity, MaxLen)
+	}
 	dev, own := opt.Device, false
 	if dev == nil && opt.Backend != warpkit.CPU {
 		d, err := warpkit.OpenDevice(opt.Backend, 0)
@@ -52,7 +58,7 @@ func New[K, V warpkit.Word](opt Options) (*SortedArray[K, V], error) {
 	if dev == nil || opt.Backend == warpkit.CPU {
 		return wrapEngine[K, V](warpkit.CPU, &cpuSA[K, V]{}), nil
 	}
-	g, err := newGPU[K, V](dev, own)
+	g, err := newGPU[K, V](dev, own, opt.Capacity)
 	if err != nil {
 		if own {
 			dev.Close()

@@ -19,6 +19,7 @@ import (
 // Dict is the host-slice API both sortedarray and lsm offer.
 type Dict[K, V warpkit.Word] interface {
 	Update(ctx context.Context, keys []K, vals []V, dels []bool) error
+	Delete(ctx context.Context, keys []K) error
 	Lookup(ctx context.Context, keys []K, vals []V, found []bool) error
 	Count(ctx context.Context, lo, hi []K, counts []uint32) error
 	Range(ctx context.Context, lo, hi []K) (*sorteddict.RangeResult[K, V], error)
@@ -269,7 +270,20 @@ func Run[K, V warpkit.Word](t testing.TB, d Dict[K, V], seed uint64, w Workload,
 			n = maxBatch * (2 + rng.IntN(3))
 		}
 		keys, vals, dels := Batch[K, V](rng, w, n)
-		if err := d.Update(ctx, keys, vals, dels); err != nil {
+		var err error
+		switch rng.IntN(8) {
+		case 0: // deletions only
+			for i := range dels {
+				dels[i] = true
+			}
+			err = d.Delete(ctx, keys)
+		case 1: // insertions only
+			dels = nil
+			err = d.Update(ctx, keys, vals, nil)
+		default:
+			err = d.Update(ctx, keys, vals, dels)
+		}
+		if err != nil {
 			t.Fatalf("step %d: update of %d: %v", step, n, err)
 		}
 		o.Apply(keys, vals, dels)

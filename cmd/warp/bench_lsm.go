@@ -1,0 +1,759 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/lsm"
+	"github.com/warpkit/warpkit/prim"
+	"github.com/warpkit/warpkit/sortedarray"
+)
+
+func init() {
+	registerBench(&benchmark{name: "lsm", summary: "GPU LSM vs sorted array: insertion (Table II, Fig. 4b), lookup (Table III), count/range (Table IV), cleanup, status layout", run: runBenchLSM})
+}
+
+// Targets from the issue: LSM against the sorted array measured in the same run.
+const (
+	targetInsertVsSA = 10.0
+	targetLookupVsSA = 0.6
+	targetCountVsSA  = 0.6
+)
+
+type lsmBench struct {
+	ctx      context.Context
+	dev      *cuda.Device
+	rep      *benchfmt.Report
+	keys     cuda.Slice[uint32] // distinct pseudo-random keys: mix32 of the index
+	vals     cuda.Slice[uint32]
+	samples  int           // resident-batch counts r measured per batch size (all when fewer)
+	saBudget time.Duration // per batch size, for the sorted array's Table II run
+	plotPath string
+	series   []insertSeries
+	summary  map[string][2]float64 // LSM and SA harmonic means per experiment
+}
+
+// insertSeries is one batch size's Fig. 4b curves.
+type insertSeries struct {
+	b        int
+	lsm, sa  []float64 // effective rate (M elements/s) after each batch
+	saCapped bool
+}
+
+func runBenchLSM(ctx context.Context, args []string) error {
+	fs := newFlags("bench lsm", "[--sections insert,lookup,count,cleanup,layout] [--plot fig4b.png] [--json] [flags]")
+	ordinal := fs.Int("device", 0, "CUDA device ordinal")
+	asJSON := fs.Bool("json", false, "print JSON")
+	sections := fs.String("sections", "insert,lookup,count,cleanup,layout", "experiments to run")
+	plotPath := fs.String("plot", "", "write Fig. 4b (effective insertion rate vs elements) as a PNG to this file")
+	insLog := fs.Int("insert-log2n", 27, "Table II: elements inserted, 2^n")
+	insBMin := fs.Int("insert-bmin", 15, "Table II: smallest batch size, 2^n")
+	insBMax := fs.Int("insert-bmax", 22, "Table II: largest batch size, 2^n")
+	saBudget := fs.Duration("sa-budget", 40*time.Second, "Table II: stop the sorted array's run for one batch size after this long (the LSM always runs to the end)")
+	qLog := fs.Int("query-log2n", 24, "Tables III, IV: elements resident at the end, 2^n")
+	lkBMin := fs.Int("lookup-bmin", 16, "Table III: smallest batch size, 2^n")
+	lkBMax := fs.Int("lookup-bmax", 24, "Table III: largest batch size, 2^n")
+	cntBMin := fs.Int("count-bmin", 16, "Table IV: smallest batch size, 2^n")
+	cntBMax := fs.Int("count-bmax", 20, "Table IV: largest batch size, 2^n")
+	samples := fs.Int("samples", 16, "Tables III, IV: resident-batch counts r measured per batch size (all of 1..n/b when fewer)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *insBMin > *insBMax || *insBMax > *insLog || *lkBMax > *qLog || *cntBMax > *qLog || *insLog > 30 || *qLog > 28 || *samples < 2 {
+		return fmt.Errorf("%w: inconsistent sizes", errUsage)
+	}
+	names := strings.Split(*sections, ",")
+	for _, s := range names {
+		if !slices.Contains([]string{"insert", "lookup", "count", "cleanup", "layout"}, strings.TrimSpace(s)) {
+			return fmt.Errorf("%w: unknown section %q (want insert, lookup, count, cleanup, layout)", errUsage, s)
+		}
+	}
+	dev, err := cuda.Open(*ordinal)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	b := &lsmBench{ctx: ctx, dev: dev, rep: benchfmt.NewReport("warp bench lsm: GPU LSM vs GPU sorted array (uint32 keys and values, device-resident)", dev.Name()),
+		samples: *samples, saBudget: *saBudget, plotPath: *plotPath, summary: map[string][2]float64{}}
+	nKeys := max(1<<*insLog, 2<<*qLog)
+	if err := b.makeKeys(nKeys); err != nil {
+		return err
+	}
+	defer b.keys.Free()
+	defer b.vals.Free()
+	run := map[string]func() error{
+		"insert":  func() error { return b.insertion(*insLog, *insBMin, *insBMax) },
+		"lookup":  func() error { return b.lookups(*qLog, *lkBMin, *lkBMax) },
+		"count":   func() error { return b.countRange(*qLog, *cntBMin, *cntBMax) },
+		"cleanup": b.cleanup,
+		"layout":  b.statusLayout,
+	}
+	for _, s := range names {
+		if err := run[strings.TrimSpace(s)](); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	b.targets()
+	b.rep.Note("keys: mix32 of the index (distinct, uniformly spread); values: the index; rates in M elements (or queries)/s, wall-clock per call, each call synchronizes; mean = harmonic mean")
+	b.rep.Note("both structures reserve device memory for the whole run up front (Options.Capacity) and are warmed by one insert+delete (+cleanup for the LSM) of other keys before timing")
+	if b.plotPath != "" && len(b.series) > 0 {
+		if err := b.plot(); err != nil {
+			return err
+		}
+		b.rep.Note("Fig. 4b written to %s", b.plotPath)
+	}
+	return b.rep.Print(os.Stdout, *asJSON)
+}
+
+func mix32(h uint32) uint32 {
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
+	return h
+}
+
+func (b *lsmBench) makeKeys(n int) error {
+	keys, vals := make([]uint32, n), make([]uint32, n)
+	for i := range keys {
+		keys[i], vals[i] = mix32(uint32(i)^0x5bd1e995), uint32(i)
+	}
+	var err1, err2 error
+	b.keys, err1 = cuda.FromHost(b.dev, keys)
+	b.vals, err2 = cuda.FromHost(b.dev, vals)
+	return errors.Join(err1, err2)
+}
+
+// dict is what the benchmark drives; both structures have these methods.
+type dict interface {
+	InsertDevice(ctx context.Context, keys cuda.Slice[uint32], vals cuda.Slice[uint32]) error
+	DeleteDevice(ctx context.Context, keys cuda.Slice[uint32]) error
+	LookupDevice(ctx context.Context, keys cuda.Slice[uint32], vals cuda.Slice[uint32], found cuda.Slice[uint8]) error
+	CountDevice(ctx context.Context, lo, hi cuda.Slice[uint32], counts cuda.Slice[uint32]) error
+	RangeDevice(ctx context.Context, lo, hi cuda.Slice[uint32]) (*lsm.DeviceRange[uint32, uint32], error)
+	Close() error
+}
+
+// open returns a warmed LSM with batch size bs and a warmed sorted array,
+// both reserving capacity entries. warm holds bs keys not used otherwise.
+func (b *lsmBench) open(bs, capacity int, warm cuda.Slice[uint32]) (*lsm.LSM[uint32, uint32], *sortedarray.SortedArray[uint32, uint32], error) {
+	l, err := lsm.New[uint32, uint32](lsm.Options{Backend: warpkit.CUDA, Device: b.dev, BatchSize: bs, Capacity: capacity})
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := sortedarray.New[uint32, uint32](sortedarray.Options{Backend: warpkit.CUDA, Device: b.dev, Capacity: capacity})
+	if err != nil {
+		l.Close()
+		return nil, nil, err
+	}
+	for _, d := range []dict{l, a} {
+		err = errors.Join(err, d.InsertDevice(b.ctx, warm, b.vals.Sub(0, warm.Len())), d.DeleteDevice(b.ctx, warm))
+	}
+	if err = errors.Join(err, l.Cleanup(b.ctx)); err != nil {
+		l.Close()
+		a.Close()
+		return nil, nil, err
+	}
+	if st := l.Stats(); st.Batches != 0 || a.Len() != 0 {
+		l.Close()
+		a.Close()
+		return nil, nil, fmt.Errorf("warm-up left entries behind: %+v, %d", st, a.Len())
+	}
+	return l, a, nil
+}
+
+func timed(f func() error) (time.Duration, error) {
+	start := time.Now()
+	err := f()
+	return time.Since(start), err
+}
+
+func mrate(n int, d time.Duration) float64 { return float64(n) / d.Seconds() / 1e6 }
+
+func minMaxHmean(xs []float64) (float64, float64, float64) {
+	if len(xs) == 0 {
+		return 0, 0, 0
+	}
+	return slices.Min(xs), slices.Max(xs), hmean(xs)
+}
+
+// insertion reproduces Table II and Fig. 4b: n keys inserted in batches of bs
+// into an empty LSM and an empty sorted array; the rate of every batch.
+func (b *lsmBench) insertion(logN, bmin, bmax int) error {
+	n := 1 << logN
+	t := b.rep.Table(fmt.Sprintf("Table II: insertion rate (M elements/s) over all resident-batch counts r = 1..2^%d/b", logN),
+		"b", "LSM min", "LSM max", "LSM mean", "SA min", "SA max", "SA mean", "SA batches", "LSM/SA mean")
+	var lsmMeans, saMeans []float64
+	for lb := bmax; lb >= bmin; lb-- {
+		bs := 1 << lb
+		nb := n / bs
+		l, a, err := b.open(bs, n, b.keys.Sub(n-bs, n))
+		if err != nil {
+			return err
+		}
+		s := insertSeries{b: bs}
+		var lr, sr []float64
+		var cum time.Duration
+		for i := range nb {
+			if err := b.ctx.Err(); err != nil {
+				return err
+			}
+			d, err := timed(func() error {
+				return l.InsertDevice(b.ctx, b.keys.Sub(i*bs, (i+1)*bs), b.vals.Sub(i*bs, (i+1)*bs))
+			})
+			if err != nil {
+				return err
+			}
+			cum += d
+			lr = append(lr, mrate(bs, d))
+			s.lsm = append(s.lsm, mrate((i+1)*bs, cum))
+		}
+		cum = 0
+		for i := range nb {
+			if cum > b.saBudget {
+				s.saCapped = true
+				break
+			}
+			d, err := timed(func() error {
+				return a.InsertDevice(b.ctx, b.keys.Sub(i*bs, (i+1)*bs), b.vals.Sub(i*bs, (i+1)*bs))
+			})
+			if err != nil {
+				return err
+			}
+			cum += d
+			sr = append(sr, mrate(bs, d))
+			s.sa = append(s.sa, mrate((i+1)*bs, cum))
+		}
+		l.Close()
+		a.Close()
+		lmin, lmax, lmean := minMaxHmean(lr)
+		smin, smax, smean := minMaxHmean(sr)
+		t.Add(fmt.Sprintf("2^%d", lb), lmin, lmax, lmean, smin, smax, smean, fmt.Sprintf("%d/%d", len(sr), nb), ratio(lmean, smean))
+		lsmMeans, saMeans = append(lsmMeans, lmean), append(saMeans, smean)
+		b.series = append(b.series, s)
+	}
+	lm, sm := hmean(lsmMeans), hmean(saMeans)
+	t.Add("mean", "", "", lm, "", "", sm, "", ratio(lm, sm))
+	b.summary["insertion (Table II mean)"] = [2]float64{lm, sm}
+	if slices.ContainsFunc(b.series, func(s insertSeries) bool { return s.saCapped }) {
+		b.rep.Note("Table II: where SA batches < all, the sorted array's run was stopped after --sa-budget; its mean then omits its slowest (largest) batches, which flatters the sorted array")
+	}
+
+	// Fig. 4b, sampled: effective rate (elements resident / total time) at powers of two.
+	f := b.rep.Table("Fig. 4b: effective insertion rate (M elements/s) after inserting N elements", "b", "N", "LSM", "SA", "LSM/SA")
+	for _, s := range slices.Backward(b.series) {
+		for ln := 20; ln <= logN; ln++ {
+			i := (1<<ln)/s.b - 1
+			if i < 0 || i >= len(s.lsm) {
+				continue
+			}
+			sa := math.NaN()
+			if i < len(s.sa) {
+				sa = s.sa[i]
+			}
+			f.Add(fmt.Sprintf("2^%d", bits.Len(uint(s.b))-1), fmt.Sprintf("2^%d", ln), s.lsm[i], sa, ratio(s.lsm[i], sa))
+		}
+	}
+	return nil
+}
+
+// sampleR returns the resident-batch counts to measure: all of 1..nb when
+// there are at most k, else k values: 1, nb, nb-1 (most levels full), and
+// the rest spread evenly.
+func sampleR(nb, k int) []int {
+	if nb <= k {
+		r := make([]int, nb)
+		for i := range r {
+			r[i] = i + 1
+		}
+		return r
+	}
+	set := map[int]bool{1: true, nb: true, nb - 1: true}
+	for i := 0; len(set) < k && i < k; i++ {
+		set[1+(nb-1)*i/(k-1)] = true
+	}
+	for r := 2; len(set) < k; r++ {
+		set[r] = true
+	}
+	r := make([]int, 0, len(set))
+	for v := range set {
+		r = append(r, v)
+	}
+	slices.Sort(r)
+	return r
+}
+
+// build inserts batches into both structures until r batches are resident.
+func (b *lsmBench) grow(l, a dict, bs, from, to int) error {
+	for i := from; i < to; i++ {
+		k, v := b.keys.Sub(i*bs, (i+1)*bs), b.vals.Sub(i*bs, (i+1)*bs)
+		if err := errors.Join(l.InsertDevice(b.ctx, k, v), a.InsertDevice(b.ctx, k, v)); err != nil {
+			return err
+		}
+	}
+	return b.ctx.Err()
+}
+
+// lookups reproduces Table III: for every r, as many lookups as resident
+// elements, none present (keys never inserted) or all present.
+func (b *lsmBench) lookups(logN, bmin, bmax int) error {
+	n := 1 << logN
+	out, err := cuda.Alloc[uint32](b.dev, n)
+	if err != nil {
+		return err
+	}
+	defer out.Free()
+	found, err := cuda.Alloc[uint8](b.dev, n)
+	if err != nil {
+		return err
+	}
+	defer found.Free()
+	t := b.rep.Table(fmt.Sprintf("Table III: lookup rate (M queries/s), n = r·b up to 2^%d, as many queries as elements", logN),
+		"b", "r measured", "none: LSM min", "max", "mean", "SA mean", "LSM/SA", "all: LSM min", "max", "mean", "SA mean", "LSM/SA")
+	var lNone, sNone, lAll, sAll []float64
+	for lb := bmax; lb >= bmin; lb-- {
+		bs := 1 << lb
+		nb := n / bs
+		l, a, err := b.open(bs, n, b.keys.Sub(2*n-bs, 2*n))
+		if err != nil {
+			return err
+		}
+		var ln, sn, la, sa []float64
+		r0 := 0
+		rs := sampleR(nb, b.samples)
+		for _, r := range rs {
+			if err := b.grow(l, a, bs, r0, r); err != nil {
+				return err
+			}
+			r0 = r
+			q := r * bs
+			for _, c := range []struct {
+				d     dict
+				keys  cuda.Slice[uint32]
+				rates *[]float64
+			}{{a, b.keys.Sub(n, n+q), &sn}, {l, b.keys.Sub(n, n+q), &ln}, {a, b.keys.Sub(0, q), &sa}, {l, b.keys.Sub(0, q), &la}} {
+				d, err := timed(func() error { return c.d.LookupDevice(b.ctx, c.keys, out.Sub(0, q), found.Sub(0, q)) })
+				if err != nil {
+					return err
+				}
+				*c.rates = append(*c.rates, mrate(q, d))
+			}
+		}
+		if err := expectFound(found.Sub(0, n), true); err != nil { // the LSM's last "all present" run
+			return err
+		}
+		l.Close()
+		a.Close()
+		n0, n1, nm := minMaxHmean(ln)
+		a0, a1, am := minMaxHmean(la)
+		t.Add(fmt.Sprintf("2^%d", lb), fmt.Sprintf("%d of %d", len(rs), nb), n0, n1, nm, hmean(sn), ratio(nm, hmean(sn)), a0, a1, am, hmean(sa), ratio(am, hmean(sa)))
+		lNone, sNone, lAll, sAll = append(lNone, nm), append(sNone, hmean(sn)), append(lAll, am), append(sAll, hmean(sa))
+	}
+	t.Add("mean", "", "", "", hmean(lNone), hmean(sNone), ratio(hmean(lNone), hmean(sNone)), "", "", hmean(lAll), hmean(sAll), ratio(hmean(lAll), hmean(sAll)))
+	b.summary["lookup none (Table III mean)"] = [2]float64{hmean(lNone), hmean(sNone)}
+	b.summary["lookup all (Table III mean)"] = [2]float64{hmean(lAll), hmean(sAll)}
+	return nil
+}
+
+func expectFound(found cuda.Slice[uint8], want bool) error {
+	h, err := found.ToHost()
+	if err != nil {
+		return err
+	}
+	for i, f := range h {
+		if (f == 1) != want {
+			return fmt.Errorf("lookup %d: found = %d, want %v", i, f, want)
+		}
+	}
+	return nil
+}
+
+// countRange reproduces Table IV: count and range queries whose ranges hold
+// L resident elements on average, at L = 8 and 1024.
+func (b *lsmBench) countRange(logN, bmin, bmax int) error {
+	n := 1 << logN
+	queries := map[int]int{8: 1 << 20, 1024: 1 << 14}
+	t := b.rep.Table(fmt.Sprintf("Table IV: count and range rate (M queries/s), n = r·b up to 2^%d; L = expected elements per range", logN),
+		"query", "L", "b", "r measured", "LSM min", "max", "mean", "SA mean", "LSM/SA")
+	rng := rand.New(rand.NewPCG(4, 4))
+	qmax := max(queries[8], queries[1024])
+	lo, err1 := cuda.Alloc[uint32](b.dev, qmax)
+	hi, err2 := cuda.Alloc[uint32](b.dev, qmax)
+	counts, err3 := cuda.Alloc[uint32](b.dev, qmax)
+	defer lo.Free()
+	defer hi.Free()
+	defer counts.Free()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return err
+	}
+	type key struct {
+		query string
+		L     int
+	}
+	means := map[key][2][]float64{}
+	for lb := bmax; lb >= bmin; lb-- {
+		bs := 1 << lb
+		nb := n / bs
+		l, a, err := b.open(bs, n, b.keys.Sub(2*n-bs, 2*n))
+		if err != nil {
+			return err
+		}
+		rates := map[key][2][]float64{}
+		r0 := 0
+		rs := sampleR(nb, max(2, b.samples/2))
+		for _, r := range rs {
+			if err := b.grow(l, a, bs, r0, r); err != nil {
+				return err
+			}
+			r0 = r
+			for _, L := range []int{8, 1024} {
+				q := queries[L]
+				width := uint64(L) << 32 / uint64(r*bs)
+				hl, hh := make([]uint32, q), make([]uint32, q)
+				for i := range hl {
+					hl[i] = rng.Uint32()
+					hh[i] = uint32(min(uint64(hl[i])+width, math.MaxUint32))
+				}
+				if err := errors.Join(lo.Sub(0, q).CopyFromHost(hl), hi.Sub(0, q).CopyFromHost(hh)); err != nil {
+					return err
+				}
+				for si, d := range []dict{l, a} {
+					dc, err := timed(func() error { return d.CountDevice(b.ctx, lo.Sub(0, q), hi.Sub(0, q), counts.Sub(0, q)) })
+					if err != nil {
+						return err
+					}
+					dr, err := timed(func() error {
+						res, err := d.RangeDevice(b.ctx, lo.Sub(0, q), hi.Sub(0, q))
+						if err == nil {
+							err = res.Free()
+						}
+						return err
+					})
+					if err != nil {
+						return err
+					}
+					kc, kr := key{"count", L}, key{"range", L}
+					x, y := rates[kc], rates[kr]
+					x[si], y[si] = append(x[si], mrate(q, dc)), append(y[si], mrate(q, dr))
+					rates[kc], rates[kr] = x, y
+				}
+			}
+		}
+		l.Close()
+		a.Close()
+		for _, k := range []key{{"count", 8}, {"count", 1024}, {"range", 8}, {"range", 1024}} {
+			lmin, lmax, lmean := minMaxHmean(rates[k][0])
+			smean := hmean(rates[k][1])
+			t.Add(k.query, k.L, fmt.Sprintf("2^%d", lb), fmt.Sprintf("%d of %d", len(rs), nb), lmin, lmax, lmean, smean, ratio(lmean, smean))
+			m := means[k]
+			m[0], m[1] = append(m[0], lmean), append(m[1], smean)
+			means[k] = m
+		}
+	}
+	for _, k := range []key{{"count", 8}, {"count", 1024}, {"range", 8}, {"range", 1024}} {
+		lm, sm := hmean(means[k][0]), hmean(means[k][1])
+		t.Add(k.query, k.L, "mean", "", "", "", lm, sm, ratio(lm, sm))
+		b.summary[fmt.Sprintf("%s L=%d (Table IV mean)", k.query, k.L)] = [2]float64{lm, sm}
+	}
+	b.rep.Note("Table IV: %d queries per measurement at L = 8 and %d at L = 1024 (the paper used as many queries as elements, which at L = 1024 exceeds device memory); lo uniform, hi = lo + L·2^32/n", queries[8], queries[1024])
+	return nil
+}
+
+// cleanup measures Cleanup on LSMs where a share of the entries is stale,
+// against rebuilding (radix-sorting all resident pairs), and the lookup
+// speedup it buys (§V-D).
+func (b *lsmBench) cleanup() error {
+	t := b.rep.Table("Cleanup: rate (M resident elements/s) vs a rebuild by radix sort of all resident pairs",
+		"b", "resident", "removed", "cleanup ms", "M elem/s", "sort ms", "cleanup/sort rate")
+	for _, c := range []struct{ lb, batches, pct int }{{20, 63, 10}, {20, 63, 50}, {19, 127, 10}, {19, 127, 50}} {
+		l, err := b.staleLSM(1<<c.lb, c.batches, c.pct)
+		if err != nil {
+			return err
+		}
+		st := l.Stats()
+		d, err := timed(func() error { return l.Cleanup(b.ctx) })
+		if err != nil {
+			l.Close()
+			return err
+		}
+		removed := float64(st.Resident-l.Stats().Logged) / float64(st.Resident)
+		l.Close()
+		sd, err := b.sortTime(st.Resident)
+		if err != nil {
+			return err
+		}
+		t.Add(fmt.Sprintf("2^%d", c.lb), st.Resident, fmt.Sprintf("%.0f%%", 100*removed), ms3(d), mrate(st.Resident, d), ms3(sd), ratio(mrate(st.Resident, d), mrate(st.Resident, sd)))
+	}
+
+	// Lookup speedup: b = 2^18, 127 batches, 10% removed; 2^25 lookups before
+	// cleanup vs cleanup plus the same lookups after.
+	bs, nb, q := 1<<18, 127, 1<<25
+	l, err := b.staleLSM(bs, nb, 10)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	out, err1 := cuda.Alloc[uint32](b.dev, q)
+	found, err2 := cuda.Alloc[uint8](b.dev, q)
+	defer out.Free()
+	defer found.Free()
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
+	levels := len(l.Stats().Levels)
+	look := func() (time.Duration, error) {
+		return timed(func() error { return l.LookupDevice(b.ctx, b.keys.Sub(0, q), out, found) })
+	}
+	before, err := look()
+	if err != nil {
+		return err
+	}
+	dc, err := timed(func() error { return l.Cleanup(b.ctx) })
+	if err != nil {
+		return err
+	}
+	after, err := look()
+	if err != nil {
+		return err
+	}
+	s := b.rep.Table("Cleanup and lookups: b = 2^18, 127 batches, 10% removed, 2^25 lookups",
+		"levels before", "levels after", "lookups before ms", "cleanup ms", "lookups after ms", "speedup incl. cleanup", "speedup of lookups")
+	s.Add(levels, len(l.Stats().Levels), ms3(before), ms3(dc), ms3(after), ratio(before.Seconds(), (dc+after).Seconds()), ratio(before.Seconds(), after.Seconds()))
+	return nil
+}
+
+// staleLSM builds an LSM of nb batches of bs in which each entry is, with
+// probability pct/200, a deletion of an earlier key (removing the tombstone
+// and the deleted entry: about pct% of the entries become stale).
+func (b *lsmBench) staleLSM(bs, nb, pct int) (*lsm.LSM[uint32, uint32], error) {
+	l, err := lsm.New[uint32, uint32](lsm.Options{Backend: warpkit.CUDA, Device: b.dev, BatchSize: bs, Capacity: bs * nb})
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(uint64(bs), uint64(pct)))
+	keys, err1 := cuda.Alloc[uint32](b.dev, bs)
+	dels, err2 := cuda.Alloc[uint8](b.dev, bs)
+	defer keys.Free()
+	defer dels.Free()
+	if err := errors.Join(err1, err2); err != nil {
+		l.Close()
+		return nil, err
+	}
+	hk, hd := make([]uint32, bs), make([]uint8, bs)
+	next := 0
+	all, err := b.keys.Sub(0, bs*nb).ToHost()
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	for range nb {
+		for j := range hk {
+			hd[j] = 0
+			if next > 0 && rng.IntN(200) < pct {
+				hk[j], hd[j] = all[rng.IntN(next)], 1
+			} else {
+				hk[j] = all[next]
+				next++
+			}
+		}
+		err := errors.Join(keys.CopyFromHost(hk), dels.CopyFromHost(hd))
+		if err == nil {
+			err = l.UpdateDevice(b.ctx, keys, b.vals.Sub(0, bs), dels)
+		}
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// sortTime times prim's radix sort of n (key, value) pairs: the core of a
+// rebuild from scratch.
+func (b *lsmBench) sortTime(n int) (time.Duration, error) {
+	e, err := prim.NewEngine(b.dev)
+	if err != nil {
+		return 0, err
+	}
+	defer e.Close()
+	s, err := b.dev.NewStream()
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	k, err1 := cuda.Alloc[uint32](b.dev, n)
+	v, err2 := cuda.Alloc[uint32](b.dev, n)
+	defer k.Free()
+	defer v.Free()
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	var d time.Duration
+	for range 2 { // the first run allocates the sort's scratch
+		if err := errors.Join(cuda.CopyAsync(k, b.keys.Sub(0, n), s), cuda.CopyAsync(v, b.vals.Sub(0, n), s), s.Synchronize()); err != nil {
+			return 0, err
+		}
+		if d, err = timed(func() error {
+			return errors.Join(prim.SortPairs(e, s, k, v, prim.SortOptions{}), s.Synchronize())
+		}); err != nil {
+			return 0, err
+		}
+	}
+	return d, nil
+}
+
+// statusLayout measures the merge at the heart of every insertion under three
+// ways to keep the tombstone status without taking a key bit.
+func (b *lsmBench) statusLayout() error {
+	e, err := prim.NewEngine(b.dev)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	s, err := b.dev.NewStream()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	t := b.rep.Table("Status layout: merge of two sorted runs of n/2 entries (G entries/s), the step an insertion repeats",
+		"n", "tag: key32 + tag32", "wide key: key<<1|status 64 + value32", "wide value: key32 + value|status 64", "tag vs wide key", "tag vs wide value")
+	for _, ln := range []int{20, 22, 24, 26} {
+		n := 1 << ln
+		tag, err1 := mergeRate[uint32, uint32](b, e, s, n, 0)
+		wk, err2 := mergeRate[uint64, uint32](b, e, s, n, ^uint64(1))
+		wv, err3 := mergeRate[uint32, uint64](b, e, s, n, 0)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return err
+		}
+		t.Add(fmt.Sprintf("2^%d", ln), tag, wk, wv, ratio(tag, wk), ratio(tag, wv))
+	}
+	b.rep.Note("status layout: lsm keeps the status in a 32-bit tag beside the key (tag = tombstone bit + value-log slot) and writes each value once, to the log; a status byte in a separate array would need a three-array merge (prim merges one value array), i.e. an index merge plus gathers, more traffic than any row here")
+	return nil
+}
+
+// mergeRate times MergePairs of two interleaved sorted runs of n/2 (key, value)
+// pairs; mask is the key mask (0: all bits).
+func mergeRate[K, V warpkit.Word](b *lsmBench, e *prim.Engine, s *cuda.Stream, n int, mask K) (float64, error) {
+	h := make([]K, n)
+	for i := range h {
+		h[i] = K(i) << 1 // run A: even positions, run B: odd; status bit 0 for the wide-key layout
+	}
+	a, bb := make([]K, 0, n/2), make([]K, 0, n/2)
+	for i, k := range h {
+		if i%2 == 0 {
+			a = append(a, k)
+		} else {
+			bb = append(bb, k)
+		}
+	}
+	ak, err1 := cuda.FromHost(b.dev, a)
+	bk, err2 := cuda.FromHost(b.dev, bb)
+	av, err3 := cuda.Alloc[V](b.dev, n/2)
+	bv, err4 := cuda.Alloc[V](b.dev, n/2)
+	ok, err5 := cuda.Alloc[K](b.dev, n)
+	ov, err6 := cuda.Alloc[V](b.dev, n)
+	defer func() {
+		for _, f := range []func() error{ak.Free, bk.Free, av.Free, bv.Free, ok.Free, ov.Free} {
+			f()
+		}
+	}()
+	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
+		return 0, err
+	}
+	best := time.Duration(math.MaxInt64)
+	for range 3 {
+		d, err := timed(func() error {
+			return errors.Join(prim.MergePairs(e, s, ak, av, bk, bv, ok, ov, prim.MergeOptions[K]{KeyMask: mask}), s.Synchronize())
+		})
+		if err != nil {
+			return 0, err
+		}
+		best = min(best, d)
+	}
+	return float64(n) / best.Seconds() / 1e9, nil
+}
+
+// targets prints the issue's targets against this run's ratios.
+func (b *lsmBench) targets() {
+	if len(b.summary) == 0 {
+		return
+	}
+	t := b.rep.Table("Targets: LSM vs sorted array, same run", "experiment", "LSM", "SA", "LSM/SA", "target", "met")
+	names := make([]string, 0, len(b.summary))
+	for k := range b.summary {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		v := b.summary[k]
+		target := targetCountVsSA
+		switch {
+		case strings.HasPrefix(k, "insertion"):
+			target = targetInsertVsSA
+		case strings.HasPrefix(k, "lookup"):
+			target = targetLookupVsSA
+		}
+		got := v[0] / v[1]
+		t.Add(k, v[0], v[1], ratio(v[0], v[1]), fmt.Sprintf(">= %.1fx", target), yesNo(got >= target))
+	}
+}
+
+// plot writes Fig. 4b: effective insertion rate against elements inserted,
+// one line per batch size for the LSM (solid) and the sorted array (dashed).
+func (b *lsmBench) plot() error {
+	p := plot.New()
+	p.Title.Text = "Effective insertion rate: GPU LSM (solid) vs sorted array (dashed)"
+	if b.dev != nil {
+		p.Title.Text += ", " + b.dev.Name()
+	}
+	p.X.Label.Text = "elements inserted"
+	p.Y.Label.Text = "M elements/s"
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	p.Legend.Top = false
+	for i, s := range b.series {
+		color := plotutil.Color(i)
+		for j, ys := range [][]float64{s.lsm, s.sa} {
+			pts := make(plotter.XYs, 0, len(ys))
+			for k, y := range ys {
+				if y > 0 {
+					pts = append(pts, plotter.XY{X: float64((k + 1) * s.b), Y: y})
+				}
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			line, err := plotter.NewLine(pts)
+			if err != nil {
+				return err
+			}
+			line.Color = color
+			line.Width = vg.Points(1.5)
+			if j == 1 {
+				line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			} else {
+				p.Legend.Add(fmt.Sprintf("b = 2^%d", bits.Len(uint(s.b))-1), line)
+			}
+			p.Add(line)
+		}
+	}
+	p.Legend.Left = true
+	return p.Save(9*vg.Inch, 6*vg.Inch, b.plotPath)
+}
