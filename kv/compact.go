@@ -370,9 +370,10 @@ func sumSize(files []*manifest.FileMetadata) uint64 {
 	return n
 }
 
-// Compact compacts every table overlapping [start, end] (nil bounds are open)
-// level by level down to the last level, after flushing the memtable. It
-// waits for the compactions and returns their first error.
+// Compact flushes the memtable, then compacts every table overlapping
+// [start, end] (nil bounds are open) level by level down to the deepest
+// level holding part of the range (at least L1), so that the range ends up
+// in one level. It waits for the compactions and returns their first error.
 func (d *DB) Compact(start, end []byte) error {
 	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
 		return fmt.Errorf("%w: Compact start %q above end %q", ErrInvalidArgument, start, end)
@@ -395,18 +396,16 @@ func (d *DB) Compact(start, end []byte) error {
 		d.mu.Unlock()
 		return ErrClosed
 	}
-	// Compact through the deepest level that holds part of the range into
-	// the one below it (when there is one), so that the range ends up in a
-	// single level with its tombstones applied and, where nothing lies
-	// below, dropped.
+	// Compact down to the deepest level that holds part of the range (at
+	// least L1), so that the range ends up in that one level, as LevelDB's
+	// CompactRange does.
 	v := d.rs.version
-	deepest := 0
-	for l := range manifest.NumLevels {
+	m.last = 1
+	for l := 1; l < manifest.NumLevels; l++ {
 		if len(v.Overlapping(l, m.start, m.end)) > 0 {
-			deepest = l
+			m.last = l
 		}
 	}
-	m.last = min(deepest+1, manifest.NumLevels-1)
 	d.manual = append(d.manual, m)
 	d.mu.Unlock()
 	d.maybeScheduleCompaction()

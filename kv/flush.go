@@ -84,8 +84,11 @@ func (d *DB) writeL0(mem *memtable.MemTable) (*manifest.FileMetadata, error) {
 	if mem.Empty() {
 		return nil, nil
 	}
-	num := d.vs.NewFileNum()
 	it := mem.NewIter()
+	if !it.First() && mem.RangeDels().Empty() {
+		return nil, nil // only empty range deletions
+	}
+	num := d.vs.NewFileNum()
 	meta, err := d.writeTable(num, func(w *sstable.Writer) error {
 		for ok := it.First(); ok; ok = it.Next() {
 			if err := w.Add(it.Key(), it.Value()); err != nil {

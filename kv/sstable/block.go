@@ -227,6 +227,10 @@ func (it *blockIter) seekRestart(ukey []byte, trailer base.Trailer) (int, bool) 
 
 // seekGE positions at the first entry >= (ukey, trailer).
 func (it *blockIter) seekGE(ukey []byte, trailer base.Trailer) bool {
+	if it.restarts == 0 {
+		it.offset = -1
+		return false // empty block
+	}
 	r, ok := it.seekRestart(ukey, trailer)
 	if !ok {
 		return false
@@ -246,6 +250,10 @@ func (it *blockIter) seekGE(ukey []byte, trailer base.Trailer) bool {
 
 // seekLT positions at the last entry < (ukey, trailer).
 func (it *blockIter) seekLT(ukey []byte, trailer base.Trailer) bool {
+	if it.restarts == 0 {
+		it.offset = -1
+		return false // empty block
+	}
 	r, ok := it.seekRestart(ukey, trailer)
 	if !ok {
 		return false

@@ -268,3 +268,15 @@ func TestCorruptionDetected(t *testing.T) {
 		}
 	}
 }
+
+func TestTombstoneOnlyTableSeeks(t *testing.T) {
+	data, _ := build(t, nil, rangedel.Fragment([]rangedel.Tombstone{{Start: []byte("a"), End: []byte("m"), Seq: 4}}), WriterOptions{BloomBitsPerKey: 10})
+	r := open(t, data, nil)
+	it := r.NewIter()
+	if it.SeekGE([]byte("b")) || it.SeekLT([]byte("z")) || it.First() || it.Last() || it.Error() != nil {
+		t.Fatalf("points in a tombstone-only table (err %v)", it.Error())
+	}
+	if _, _, _, found, err := r.Get([]byte("b"), 100); found || err != nil {
+		t.Fatalf("Get: %v %v", found, err)
+	}
+}
