@@ -68,15 +68,21 @@ func runBenchBTree(ctx context.Context, args []string) error {
 		p := dev.Properties()
 		name = fmt.Sprintf("%s (cc %s, %d SMs)", p.Name, p.ComputeCapability(), p.Multiprocessors)
 	}
-	switch *keyBits {
-	case 32:
-		b.rep = benchfmt.NewReport("warp bench btree: 32-bit keys and values (128-byte nodes)", name)
-		err = runBTree[uint32, uint32](b)
-	case 64:
-		b.rep = benchfmt.NewReport("warp bench btree: 64-bit keys and values (256-byte nodes)", name)
-		err = runBTree[uint64, uint64](b)
-	default:
+	title := map[int]string{
+		32: "warp bench btree: 32-bit keys and values (128-byte nodes)",
+		64: "warp bench btree: 64-bit keys and values (256-byte nodes)",
+	}[*keyBits]
+	if title == "" {
 		return fmt.Errorf("%w: --keys must be 32 or 64", errUsage)
+	}
+	b.rep = benchfmt.NewReport(title, name)
+	if !*asJSON {
+		b.rep.Stream(os.Stdout) // a run stopped by a timeout keeps what it measured
+	}
+	if *keyBits == 32 {
+		err = runBTree[uint32, uint32](b)
+	} else {
+		err = runBTree[uint64, uint64](b)
 	}
 	if err != nil {
 		return err

@@ -22,6 +22,8 @@ type Report struct {
 	Commit string   `json:"commit"`
 	Tables []*Table `json:"tables"`
 	Notes  []string `json:"notes,omitempty"`
+
+	live io.Writer // set by Stream: text is written as results arrive
 }
 
 // Table is a titled grid. Cells keep their Go values so JSON has numbers.
@@ -29,6 +31,20 @@ type Table struct {
 	Name    string   `json:"name"`
 	Columns []string `json:"columns"`
 	Rows    [][]any  `json:"rows"`
+
+	live io.Writer
+}
+
+// liveWidth is the minimum column width of streamed rows.
+const liveWidth = 10
+
+func (t *Table) writeLive(cells []string) {
+	var b strings.Builder
+	for i, c := range cells {
+		w := max(liveWidth, len(t.Columns[i]))
+		fmt.Fprintf(&b, "%*s  ", w, c)
+	}
+	fmt.Fprintln(t.live, strings.TrimRight(b.String(), " "))
 }
 
 // NewReport starts a report stamped with today's date and the build's commit.
@@ -36,15 +52,35 @@ func NewReport(title, device string) *Report {
 	return &Report{Title: title, Device: device, Date: time.Now().UTC().Format("2006-01-02"), Commit: Commit()}
 }
 
+// Stream makes the report print as it goes, in text: the header now, each
+// table's name and columns when it is added, each row as soon as it is added
+// (in columns of fixed width), each note at once. A long run stopped by a
+// timeout then loses nothing it measured. Print afterwards writes nothing more
+// in text mode; JSON output (Print with asJSON) is unaffected.
+func (r *Report) Stream(w io.Writer) {
+	r.live = w
+	fmt.Fprintf(w, "%s\ndevice: %s   date: %s   commit: %s\n", r.Title, r.Device, r.Date, r.Commit)
+}
+
 // Table adds a table with the given columns and returns it.
 func (r *Report) Table(name string, columns ...string) *Table {
-	t := &Table{Name: name, Columns: columns}
+	t := &Table{Name: name, Columns: columns, live: r.live}
 	r.Tables = append(r.Tables, t)
+	if t.live != nil {
+		fmt.Fprintf(t.live, "\n%s\n", name)
+		t.writeLive(columns)
+	}
 	return t
 }
 
-// Note adds a line printed after the tables.
-func (r *Report) Note(format string, args ...any) { r.Notes = append(r.Notes, fmt.Sprintf(format, args...)) }
+// Note adds a line printed after the tables (at once when streaming).
+func (r *Report) Note(format string, args ...any) {
+	n := fmt.Sprintf(format, args...)
+	r.Notes = append(r.Notes, n)
+	if r.live != nil {
+		fmt.Fprintln(r.live, n)
+	}
+}
 
 // Add appends a row; it must have one cell per column.
 func (t *Table) Add(cells ...any) {
@@ -52,6 +88,13 @@ func (t *Table) Add(cells ...any) {
 		panic(fmt.Sprintf("benchfmt: row of %d cells in table %q of %d columns", len(cells), t.Name, len(t.Columns)))
 	}
 	t.Rows = append(t.Rows, cells)
+	if t.live != nil {
+		text := make([]string, len(cells))
+		for i, c := range cells {
+			text[i] = Cell(c)
+		}
+		t.writeLive(text)
+	}
 }
 
 // Print writes the report as text tables, or as indented JSON.
@@ -60,6 +103,9 @@ func (r *Report) Print(w io.Writer, asJSON bool) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
+	}
+	if r.live != nil {
+		return nil // already written
 	}
 	fmt.Fprintf(w, "%s\ndevice: %s   date: %s   commit: %s\n", r.Title, r.Device, r.Date, r.Commit)
 	for _, t := range r.Tables {

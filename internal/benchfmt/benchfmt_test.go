@@ -47,3 +47,24 @@ func TestRate(t *testing.T) {
 		t.Fatalf("zero duration: %v", r)
 	}
 }
+
+func TestStream(t *testing.T) {
+	var live bytes.Buffer
+	r := NewReport("btree", "Test GPU")
+	r.Stream(&live)
+	tab := r.Table("lookup", "keys", "G/s")
+	tab.Add(1<<20, 1.5)
+	if !strings.Contains(live.String(), "device: Test GPU") || !strings.Contains(live.String(), "1048576") || !strings.Contains(live.String(), "1.5") {
+		t.Fatalf("row not written as it was added:\n%s", live.String())
+	}
+	r.Note("done")
+	before := live.Len()
+	var rest bytes.Buffer
+	if err := r.Print(&rest, false); err != nil || rest.Len() != 0 || live.Len() != before {
+		t.Fatalf("Print after streaming wrote %q", rest.String())
+	}
+	var js bytes.Buffer
+	if err := r.Print(&js, true); err != nil || !strings.Contains(js.String(), `"lookup"`) {
+		t.Fatalf("JSON after streaming: %v %s", err, js.String())
+	}
+}
