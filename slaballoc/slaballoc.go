@@ -457,6 +457,16 @@ func (p *Pool) Descriptor() cuda.DevicePtr {
 	return 0
 }
 
+// UsedCounter is the device word kernels add their net allocations to (the
+// Allocated statistic), for callers that copy it back with their own
+// results and pass it to Observe. It is the zero Slice on the CPU backend.
+func (p *Pool) UsedCounter() cuda.Slice[uint64] {
+	if g, ok := p.impl.(*gpuPool); ok {
+		return g.desc.Sub(descUsedWord, descUsedWord+1)
+	}
+	return cuda.Slice[uint64]{}
+}
+
 // Close frees the pool's memory; later calls return ErrClosed.
 func (p *Pool) Close() error {
 	if p == nil {

@@ -1,0 +1,728 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/internal/oahash"
+	"github.com/warpkit/warpkit/slaballoc"
+	"github.com/warpkit/warpkit/slabhash"
+)
+
+func init() {
+	registerBench(&benchmark{
+		name:    "hash",
+		summary: "slab hash and SlabAlloc: IPDPS'18 Figs. 4-7a and allocation rate, against a static open-addressing table",
+		run:     runBenchHash,
+	})
+}
+
+// Targets of issue 3 (H100/H200, 2^22-2^26 keys, 60% utilization), as
+// ratios to the static baseline measured in the same run, and allocations/s.
+const (
+	hashTargetFind   = 0.8
+	hashTargetInsert = 0.8
+	hashTargetMixed  = 0.6 // Γ1
+	hashTargetAlloc  = 5e9
+)
+
+type hashBench struct {
+	ctx    context.Context
+	dev    *cuda.Device
+	rep    *benchfmt.Report
+	reps   int
+	quick  bool
+	layout slabhash.Layout
+	misses []string
+}
+
+func runBenchHash(ctx context.Context, args []string) error {
+	fs := newFlags("bench hash", "[--json] [--quick] [--reps N] [--max-log2 N] [--only fig4,fig5,fig6,fig7,alloc,layouts] [--layout L]")
+	asJSON := fs.Bool("json", false, "print JSON")
+	quick := fs.Bool("quick", false, "small sizes, one repetition (seconds)")
+	reps := fs.Int("reps", 3, "repetitions per measurement (the median is reported)")
+	maxLog := fs.Int("max-log2", 26, "largest n of the size sweep (Fig. 5) is 2^max-log2")
+	only := fs.String("only", "", "comma-separated experiments (default all): fig4, fig5, fig6, fig7, alloc, layouts")
+	layoutName := fs.String("layout", "auto", "slab layout of the slab hash: auto, paper, tile8, tile16")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	layouts := map[string]slabhash.Layout{"auto": slabhash.LayoutAuto, "paper": slabhash.LayoutPaper, "tile8": slabhash.LayoutTile8, "tile16": slabhash.LayoutTile16}
+	layout, ok := layouts[*layoutName]
+	if !ok {
+		return fmt.Errorf("%w: unknown layout %q", errUsage, *layoutName)
+	}
+	if *maxLog < 18 || *maxLog > 28 || *reps < 1 {
+		return fmt.Errorf("%w: --max-log2 must be 18..28 and --reps positive", errUsage)
+	}
+	dev, err := warpkit.OpenDevice(warpkit.CUDA, 0)
+	if err != nil {
+		return fmt.Errorf("warp bench hash measures the GPU against a GPU baseline: %w", err)
+	}
+	defer dev.Close()
+	p := dev.Properties()
+	b := &hashBench{ctx: ctx, dev: dev, reps: *reps, quick: *quick, layout: layout}
+	if *quick {
+		b.reps = 1
+	}
+	b.rep = benchfmt.NewReport("warp bench hash: slab hash (32-bit keys and values, layout "+layout.String()+") vs static open addressing",
+		fmt.Sprintf("%s (cc %s, %d SMs, %.0f GiB), driver CUDA %s", p.Name, p.ComputeCapability(), p.Multiprocessors,
+			float64(p.TotalMemory)/(1<<30), p.DriverVersionString()))
+	want := func(name string) bool {
+		return *only == "" || slices.Contains(strings.Split(*only, ","), name)
+	}
+	steps := []struct {
+		name string
+		run  func() error
+	}{
+		{"layouts", b.layouts},
+		{"fig4", b.fig4},
+		{"fig5", func() error { return b.fig5(*maxLog) }},
+		{"fig6", b.fig6},
+		{"fig7", b.fig7},
+		{"alloc", b.alloc},
+	}
+	for _, s := range steps {
+		if !want(s.name) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := s.run(); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	b.rep.Note("Rates are operations per second of wall time for synchronous calls on device-resident data (median of %d).", b.reps)
+	b.rep.Note("Baseline: static open-addressing table, one 8-byte slot per pair, linear probing, one thread per operation,")
+	b.rep.Note("  sized to the slab hash's memory footprint (bucket heads + allocated slabs) measured in the same run.")
+	b.rep.Note("Utilization = bytes of the pairs / bytes of the slabs in use (the paper's definition).")
+	if len(b.misses) == 0 {
+		b.rep.Note("Targets (find, insert >= 0.8x and Γ1 >= 0.6x the baseline at 60%%, 2^22-2^26 keys; >= 5 G allocations/s): all met.")
+	} else {
+		b.rep.Note("Targets missed: %s.", strings.Join(b.misses, "; "))
+	}
+	return b.rep.Print(os.Stdout, *asJSON)
+}
+
+// hashKeys returns n distinct non-reserved keys: a bijective mix of the
+// indices [from, from+n), so disjoint index ranges give disjoint key sets.
+func hashKeys(from, n int) []uint32 {
+	out := make([]uint32, n)
+	for i := range out {
+		out[i] = hashKey(from + i)
+	}
+	return out
+}
+
+// hashKey is the key of index i (below 2^31).
+func hashKey(i int) uint32 {
+	k := hashMix32(uint32(i))
+	if slabhash.IsReserved(k) {
+		k = hashMix32(uint32(i) | 1<<31) // outside every index range used here
+	}
+	return k
+}
+
+func hashMix32(h uint32) uint32 {
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
+	return h
+}
+
+// hashData is one size's device-resident keys: the n present keys with
+// their values, and n absent keys.
+type hashData struct {
+	n               int
+	keys, vals, out cuda.Slice[uint32]
+	absent          cuda.Slice[uint32]
+	res             cuda.Slice[uint8]
+}
+
+func (b *hashBench) data(n int) (*hashData, error) {
+	d := &hashData{n: n}
+	var err error
+	if d.keys, err = cuda.FromHost(b.dev, hashKeys(0, n)); err != nil {
+		return nil, err
+	}
+	vals := make([]uint32, n)
+	for i := range vals {
+		vals[i] = uint32(i) + 1
+	}
+	if d.vals, err = cuda.FromHost(b.dev, vals); err != nil {
+		d.free()
+		return nil, err
+	}
+	if d.absent, err = cuda.FromHost(b.dev, hashKeys(n, n)); err != nil {
+		d.free()
+		return nil, err
+	}
+	if d.out, err = cuda.Alloc[uint32](b.dev, n); err != nil {
+		d.free()
+		return nil, err
+	}
+	if d.res, err = cuda.Alloc[uint8](b.dev, n); err != nil {
+		d.free()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *hashData) free() {
+	for _, s := range []cuda.Slice[uint32]{d.keys, d.vals, d.out, d.absent} {
+		s.Free()
+	}
+	d.res.Free()
+}
+
+// countFound counts Found results: the benchmark checks its answers.
+func countFound(res cuda.Slice[uint8]) (int, error) {
+	h, err := res.ToHost()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range h {
+		if slabhash.Result(r) == slabhash.Found {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (b *hashBench) median(f func() (time.Duration, error)) (time.Duration, error) {
+	var ds []time.Duration
+	for i := 0; i < b.reps; i++ {
+		d, err := f()
+		if err != nil {
+			return 0, err
+		}
+		ds = append(ds, d)
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], nil
+}
+
+func hashTime(f func() error) (time.Duration, error) {
+	start := time.Now()
+	err := f()
+	return time.Since(start), err
+}
+
+// slabRates are one configuration's measurements.
+type slabRates struct {
+	util, build, findAll, findNone float64 // utilization; rates in ops/s
+	buckets                               int
+	footprint                             int64
+}
+
+// measureSlab builds a fresh table reps times (median build rate), then
+// times finds of present and absent keys on the last one, checking the
+// answers. The table is returned open for further use.
+func (b *hashBench) measureSlab(d *hashData, layout slabhash.Layout, util float64, buckets int) (slabRates, *slabhash.Map[uint32, uint32], error) {
+	var r slabRates
+	var m *slabhash.Map[uint32, uint32]
+	open := func() error {
+		if m != nil {
+			m.Close()
+		}
+		var err error
+		m, err = slabhash.NewMap[uint32, uint32](slabhash.Options{Backend: warpkit.CUDA, Device: b.dev, ExpectedSize: d.n,
+			Utilization: util, Buckets: buckets, Layout: layout})
+		return err
+	}
+	build, err := b.median(func() (time.Duration, error) {
+		if err := open(); err != nil {
+			return 0, err
+		}
+		return hashTime(func() error { return m.InsertDevice(b.ctx, d.keys, d.vals, cuda.Slice[uint8]{}) })
+	})
+	if err != nil {
+		if m != nil {
+			m.Close()
+		}
+		return r, nil, err
+	}
+	fail := func(err error) (slabRates, *slabhash.Map[uint32, uint32], error) {
+		m.Close()
+		return r, nil, err
+	}
+	st, err := m.Stats(b.ctx)
+	if err != nil {
+		return fail(err)
+	}
+	if st.Len != d.n {
+		return fail(fmt.Errorf("the slab hash holds %d keys after inserting %d", st.Len, d.n))
+	}
+	r.util, r.buckets, r.footprint = st.Utilization, st.Buckets, st.MemoryBytes
+	r.build = float64(d.n) / build.Seconds()
+	for _, q := range []struct {
+		keys  cuda.Slice[uint32]
+		rate  *float64
+		found int
+	}{{d.keys, &r.findAll, d.n}, {d.absent, &r.findNone, 0}} {
+		t, err := b.median(func() (time.Duration, error) {
+			return hashTime(func() error { return m.FindDevice(b.ctx, q.keys, d.out, d.res) })
+		})
+		if err != nil {
+			return fail(err)
+		}
+		if got, err := countFound(d.res); err != nil || got != q.found {
+			return fail(fmt.Errorf("find reported %d keys found, want %d (%v)", got, q.found, err))
+		}
+		*q.rate = float64(d.n) / t.Seconds()
+	}
+	return r, m, nil
+}
+
+// baseRates are the static table's measurements at a footprint.
+type baseRates struct{ build, findAll, findNone float64 }
+
+func (b *hashBench) measureBase(d *hashData, footprint int64) (baseRates, error) {
+	var r baseRates
+	capacity := int(footprint / 8)
+	if capacity < d.n+1 {
+		capacity = d.n + 1
+	}
+	t, err := oahash.New(b.dev, capacity)
+	if err != nil {
+		return r, err
+	}
+	defer t.Close()
+	build, err := b.median(func() (time.Duration, error) {
+		if err := t.Clear(); err != nil {
+			return 0, err
+		}
+		return hashTime(func() error { return t.Insert(d.keys, d.vals) })
+	})
+	if err != nil {
+		return r, err
+	}
+	r.build = float64(d.n) / build.Seconds()
+	for _, q := range []struct {
+		keys cuda.Slice[uint32]
+		rate *float64
+	}{{d.keys, &r.findAll}, {d.absent, &r.findNone}} {
+		ft, err := b.median(func() (time.Duration, error) { return hashTime(func() error { return t.Find(q.keys, d.out) }) })
+		if err != nil {
+			return r, err
+		}
+		*q.rate = float64(d.n) / ft.Seconds()
+	}
+	return r, nil
+}
+
+// targetCell judges the 60% rows of 2^22+ keys against the targets.
+func (b *hashBench) targetCell(where string, n int, util float64, s slabRates, base baseRates) string {
+	if n < 1<<22 || util != 0.6 {
+		return "-"
+	}
+	var miss []string
+	if x := s.build / base.build; x < hashTargetInsert {
+		miss = append(miss, fmt.Sprintf("insert %.2fx<%.1f", x, hashTargetInsert))
+	}
+	for _, c := range []struct {
+		name string
+		x    float64
+	}{{"find-all", s.findAll / base.findAll}, {"find-none", s.findNone / base.findNone}} {
+		if c.x < hashTargetFind {
+			miss = append(miss, fmt.Sprintf("%s %.2fx<%.1f", c.name, c.x, hashTargetFind))
+		}
+	}
+	if len(miss) == 0 {
+		return "met"
+	}
+	b.misses = append(b.misses, fmt.Sprintf("%s n=2^%d: %s", where, log2(n), strings.Join(miss, ", ")))
+	return "MISSED " + strings.Join(miss, ", ")
+}
+
+func log2(n int) int {
+	l := 0
+	for 1<<l < n {
+		l++
+	}
+	return l
+}
+
+const gops = 1e9
+
+// layouts compares the slab layouts at n = 2^22 and 60% (the choice of the
+// default), with the 64-bit map for reference.
+func (b *hashBench) layouts() error {
+	n := 1 << 22
+	if b.quick {
+		n = 1 << 20
+	}
+	d, err := b.data(n)
+	if err != nil {
+		return err
+	}
+	defer d.free()
+	tab := b.rep.Table(fmt.Sprintf("Slab layouts, 32-bit keys and values, n = 2^%d, 60%% target utilization (G ops/s; x = vs baseline)", log2(n)),
+		"layout", "slab", "util", "build", "x", "find all", "x", "find none", "x", "Γ1 mix", "x")
+	for _, l := range []slabhash.Layout{slabhash.LayoutPaper, slabhash.LayoutTile16, slabhash.LayoutTile8} {
+		s, m, err := b.measureSlab(d, l, 0.6, 0)
+		if err != nil {
+			return fmt.Errorf("%s: %w", l, err)
+		}
+		st, _ := m.Stats(b.ctx)
+		base, err := b.measureBase(d, s.footprint)
+		if err != nil {
+			m.Close()
+			return err
+		}
+		mixed, blended, err := b.mixed(m, d, [4]float64{0.2, 0.2, 0.3, 0.3}, base)
+		m.Close()
+		if err != nil {
+			return err
+		}
+		tab.Add(l.String(), fmt.Sprintf("%d B", st.SlabBytes), s.util, s.build/gops, s.build/base.build, s.findAll/gops,
+			s.findAll/base.findAll, s.findNone/gops, s.findNone/base.findNone, mixed/gops, mixed/blended)
+	}
+	return nil
+}
+
+// fig4 sweeps the memory utilization at n = 2^22 (the paper's Fig. 4).
+func (b *hashBench) fig4() error {
+	n := 1 << 22
+	utils := []float64{0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8}
+	if b.quick {
+		n, utils = 1<<20, []float64{0.3, 0.6, 0.8}
+	}
+	d, err := b.data(n)
+	if err != nil {
+		return err
+	}
+	defer d.free()
+	tab := b.rep.Table(fmt.Sprintf("Fig. 4: build and search vs memory utilization, n = 2^%d (G ops/s; x = vs baseline at the same footprint)", log2(n)),
+		"target", "util", "buckets", "build", "x", "find all", "x", "find none", "x", "base build", "base all", "base none", "targets")
+	for _, u := range utils {
+		s, m, err := b.measureSlab(d, b.layout, u, 0)
+		if err != nil {
+			return fmt.Errorf("utilization %.1f: %w", u, err)
+		}
+		m.Close()
+		base, err := b.measureBase(d, s.footprint)
+		if err != nil {
+			return err
+		}
+		tab.Add(u, s.util, s.buckets, s.build/gops, s.build/base.build, s.findAll/gops, s.findAll/base.findAll,
+			s.findNone/gops, s.findNone/base.findNone, base.build/gops, base.findAll/gops, base.findNone/gops,
+			b.targetCell("Fig. 4", n, u, s, base))
+	}
+	return nil
+}
+
+// fig5 sweeps n at 60% utilization (the paper's Fig. 5).
+func (b *hashBench) fig5(maxLog int) error {
+	lo, hi := 18, maxLog
+	if b.quick {
+		hi = min(hi, 22)
+	}
+	tab := b.rep.Table("Fig. 5: build and search vs n, 60% target utilization (G ops/s; x = vs baseline at the same footprint)",
+		"n", "util", "build", "x", "find all", "x", "find none", "x", "base build", "base all", "base none", "targets")
+	for l := lo; l <= hi; l += 1 {
+		if b.quick && l%2 == 1 {
+			continue
+		}
+		n := 1 << l
+		d, err := b.data(n)
+		if err != nil {
+			return err
+		}
+		s, m, err := b.measureSlab(d, b.layout, 0.6, 0)
+		if err != nil {
+			d.free()
+			return fmt.Errorf("n=2^%d: %w", l, err)
+		}
+		m.Close()
+		base, err := b.measureBase(d, s.footprint)
+		d.free()
+		if err != nil {
+			return err
+		}
+		tab.Add(fmt.Sprintf("2^%d", l), s.util, s.build/gops, s.build/base.build, s.findAll/gops, s.findAll/base.findAll,
+			s.findNone/gops, s.findNone/base.findNone, base.build/gops, base.findAll/gops, base.findNone/gops,
+			b.targetCell("Fig. 5", n, 0.6, s, base))
+	}
+	return nil
+}
+
+// fig6 inserts batches into one slab hash until 2M keys, against
+// rebuilding the static table (at 65% load) after every batch (Fig. 6).
+func (b *hashBench) fig6() error {
+	total := 1 << 21
+	if b.quick {
+		total = 1 << 19
+	}
+	d, err := b.data(total)
+	if err != nil {
+		return err
+	}
+	defer d.free()
+	tab := b.rep.Table(fmt.Sprintf("Fig. 6: incremental batches up to %d keys, final utilization 65%%: cumulative time (ms)", total),
+		"batch", "batches", "slab hash", "static rebuilds", "speedup", "slab final util")
+	for _, batch := range []int{32 << 10, 64 << 10, 128 << 10} {
+		m, err := slabhash.NewMap[uint32, uint32](slabhash.Options{Backend: warpkit.CUDA, Device: b.dev, ExpectedSize: total,
+			Utilization: 0.65, Layout: b.layout})
+		if err != nil {
+			return err
+		}
+		var slab, static time.Duration
+		for lo := 0; lo < total; lo += batch {
+			hi := min(total, lo+batch)
+			t, err := hashTime(func() error {
+				return m.InsertDevice(b.ctx, d.keys.Sub(lo, hi), d.vals.Sub(lo, hi), cuda.Slice[uint8]{})
+			})
+			if err != nil {
+				m.Close()
+				return err
+			}
+			slab += t
+			st, err := oahash.New(b.dev, int(float64(hi)/0.65)+1)
+			if err != nil {
+				m.Close()
+				return err
+			}
+			t, err = hashTime(func() error {
+				if err := st.Clear(); err != nil {
+					return err
+				}
+				return st.Insert(d.keys.Sub(0, hi), d.vals.Sub(0, hi))
+			})
+			st.Close()
+			if err != nil {
+				m.Close()
+				return err
+			}
+			static += t
+		}
+		s, err := m.Stats(b.ctx)
+		m.Close()
+		if err != nil {
+			return err
+		}
+		tab.Add(fmt.Sprintf("%dk", batch>>10), (total+batch-1)/batch, float64(slab.Microseconds())/1e3,
+			float64(static.Microseconds())/1e3, static.Seconds()/slab.Seconds(), s.Utilization)
+	}
+	return nil
+}
+
+// mixed runs batches of the operation distribution g = (new inserts,
+// deletes of present keys, finds of present keys, finds of absent keys) on
+// m, whose first d.n keys are present. It returns the rate and the blended
+// baseline rate: the static table's time for the same numbers of inserts
+// (deletes counted as inserts) and finds.
+func (b *hashBench) mixed(m *slabhash.Map[uint32, uint32], d *hashData, g [4]float64, base baseRates) (rate, blended float64, err error) {
+	const batches = 4
+	size := d.n / 4
+	rng := rand.New(rand.NewPCG(uint64(d.n), 5))
+	present := hashKeys(0, d.n)
+	fresh := 4 * d.n // index ranges for new and absent keys
+	ops := make([]uint8, size)
+	keys := make([]uint32, size)
+	vals := make([]uint32, size)
+	dOps, err := cuda.Alloc[uint8](b.dev, size)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer dOps.Free()
+	dKeys, err := cuda.Alloc[uint32](b.dev, size)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer dKeys.Free()
+	dVals, err := cuda.Alloc[uint32](b.dev, size)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer dVals.Free()
+	var total time.Duration
+	for it := 0; it < batches; it++ {
+		counts := [4]int{int(g[0] * float64(size)), int(g[1] * float64(size)), int(g[2] * float64(size))}
+		counts[3] = size - counts[0] - counts[1] - counts[2]
+		i := 0
+		var inserted []uint32
+		for c := 0; c < counts[0]; c++ { // new keys
+			k := hashKey(fresh)
+			fresh++
+			ops[i], keys[i], vals[i] = uint8(slabhash.OpInsert), k, uint32(i)
+			inserted = append(inserted, k)
+			i++
+		}
+		for c := 0; c < counts[1]; c++ { // deletes of present keys
+			j := rng.IntN(len(present))
+			ops[i], keys[i] = uint8(slabhash.OpDelete), present[j]
+			present[j] = present[len(present)-1]
+			present = present[:len(present)-1]
+			i++
+		}
+		for c := 0; c < counts[2]; c++ { // finds of present keys
+			ops[i], keys[i] = uint8(slabhash.OpFind), present[rng.IntN(len(present))]
+			i++
+		}
+		absent := hashKeys(1<<30+it*size, counts[3])
+		for c := 0; c < counts[3]; c++ { // finds of absent keys
+			ops[i], keys[i] = uint8(slabhash.OpFind), absent[c]
+			i++
+		}
+		present = append(present, inserted...)
+		rng.Shuffle(size, func(a, b int) {
+			ops[a], ops[b] = ops[b], ops[a]
+			keys[a], keys[b] = keys[b], keys[a]
+			vals[a], vals[b] = vals[b], vals[a]
+		})
+		if err := dOps.CopyFromHost(ops); err != nil {
+			return 0, 0, err
+		}
+		if err := dKeys.CopyFromHost(keys); err != nil {
+			return 0, 0, err
+		}
+		if err := dVals.CopyFromHost(vals); err != nil {
+			return 0, 0, err
+		}
+		t, err := hashTime(func() error { return m.ApplyDevice(b.ctx, dOps, dKeys, dVals, d.res.Sub(0, size)) })
+		if err != nil {
+			return 0, 0, err
+		}
+		total += t
+		if got, err := countFound(d.res.Sub(0, size)); err != nil || got != counts[2] {
+			return 0, 0, fmt.Errorf("mixed batch found %d of %d present keys (%v)", got, counts[2], err)
+		}
+	}
+	n := float64(batches * size)
+	rate = n / total.Seconds()
+	baseTime := n * ((g[0]+g[1])/base.build + g[2]/base.findAll + g[3]/base.findNone)
+	return rate, n / baseTime, nil
+}
+
+// fig7 measures the concurrent mixes Γ0-Γ2 against the initial utilization
+// (the paper's Fig. 7a).
+func (b *hashBench) fig7() error {
+	n := 1 << 22
+	utils := []float64{0.3, 0.45, 0.6, 0.75}
+	if b.quick {
+		n, utils = 1<<20, []float64{0.6}
+	}
+	d, err := b.data(n)
+	if err != nil {
+		return err
+	}
+	defer d.free()
+	mixes := []struct {
+		name string
+		g    [4]float64
+	}{{"Γ0", [4]float64{0.5, 0.5, 0, 0}}, {"Γ1", [4]float64{0.2, 0.2, 0.3, 0.3}}, {"Γ2", [4]float64{0.1, 0.1, 0.4, 0.4}}}
+	tab := b.rep.Table(fmt.Sprintf("Fig. 7a: concurrent mixes, %d keys built, batches of n/4 mixed operations in one kernel (G ops/s; x = vs blended baseline)", n),
+		"target util", "util", "Γ0", "x", "Γ1", "x", "Γ2", "x", "targets")
+	for _, u := range utils {
+		row := []any{u}
+		var g1 float64
+		for i, mx := range mixes {
+			s, m, err := b.measureSlab(d, b.layout, u, 0)
+			if err != nil {
+				return err
+			}
+			if i == 0 {
+				row = append(row, s.util)
+			}
+			base, err := b.measureBase(d, s.footprint)
+			if err != nil {
+				m.Close()
+				return err
+			}
+			rate, blended, err := b.mixed(m, d, mx.g, base)
+			m.Close()
+			if err != nil {
+				return fmt.Errorf("%s: %w", mx.name, err)
+			}
+			row = append(row, rate/gops, rate/blended)
+			if i == 1 {
+				g1 = rate / blended
+			}
+		}
+		cell := "-"
+		if u == 0.6 && n >= 1<<22 {
+			cell = "met"
+			if g1 < hashTargetMixed {
+				cell = fmt.Sprintf("MISSED Γ1 %.2fx<%.1f", g1, hashTargetMixed)
+				b.misses = append(b.misses, "Fig. 7a "+cell[7:])
+			}
+		}
+		tab.Add(append(row, cell)...)
+	}
+	return nil
+}
+
+// alloc measures SlabAlloc allocations and frees per second, one unit per
+// thread, against a bump-pointer allocator (one atomicAdd each, no reuse).
+func (b *hashBench) alloc() error {
+	n := 1 << 24
+	if b.quick {
+		n = 1 << 22
+	}
+	out, err := cuda.Alloc[uint32](b.dev, n)
+	if err != nil {
+		return err
+	}
+	defer out.Free()
+	tab := b.rep.Table(fmt.Sprintf("SlabAlloc: %d allocations of 64-byte units, one per thread (G/s; x = vs bump-pointer atomicAdd)", n),
+		"allocator", "allocate", "x", "free", "reallocate", "x", "target")
+	bump, err := b.median(func() (time.Duration, error) {
+		return hashTime(func() error { return slaballoc.BumpAllocate(b.ctx, b.dev, out) })
+	})
+	if err != nil {
+		return err
+	}
+	bumpRate := float64(n) / bump.Seconds()
+	for _, tile := range []int{32, 8} {
+		var alloc, free, again time.Duration
+		for r := 0; r < b.reps; r++ {
+			p, err := slaballoc.New(slaballoc.Options{Backend: warpkit.CUDA, Device: b.dev, UnitBytes: 64,
+				BlocksPerSuperBlock: 16384, InitialSuperBlocks: max(1, 2*n/(16384*1024))})
+			if err != nil {
+				return err
+			}
+			step := func(acc *time.Duration, f func() error) error {
+				t, err := hashTime(f)
+				*acc += t
+				return err
+			}
+			err = errors.Join(
+				step(&alloc, func() error { return p.AllocateDeviceTile(b.ctx, out, tile) }),
+				step(&free, func() error { return p.FreeDevice(b.ctx, out) }),
+				step(&again, func() error { return p.AllocateDeviceTile(b.ctx, out, tile) }),
+			)
+			st, serr := p.Stats(b.ctx)
+			p.Close()
+			if err != nil {
+				return err
+			}
+			if serr != nil || st.Allocated != int64(n) {
+				return fmt.Errorf("pool reports %d allocated units after reallocating %d (%v)", st.Allocated, n, serr)
+			}
+		}
+		per := func(d time.Duration) float64 { return float64(n*b.reps) / d.Seconds() }
+		name := map[int]string{32: "warp (paper)", 8: "8-lane tile"}[tile]
+		cell := "met"
+		if per(alloc) < hashTargetAlloc {
+			cell = fmt.Sprintf("MISSED %.2f<5 G/s", per(alloc)/gops)
+			b.misses = append(b.misses, "SlabAlloc "+name+": "+cell[7:])
+		}
+		tab.Add(name, per(alloc)/gops, per(alloc)/bumpRate, per(free)/gops, per(again)/gops, per(again)/bumpRate, cell)
+	}
+	tab.Add("bump pointer", bumpRate/gops, 1.0, "-", "-", "-", "-")
+	return nil
+}

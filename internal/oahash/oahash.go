@@ -1,0 +1,125 @@
+// Package oahash is the baseline the slab hash benchmarks measure against in
+// the same run: a static open-addressing GPU hash table for 32-bit keys and
+// values, one 8-byte slot per pair, linear probing, one thread per
+// operation (the "one-probe" table of the slab hash issue). It supports bulk
+// insert (insert or replace) and find on device-resident batches; it cannot
+// delete or grow, which is what makes it the static yardstick. Keys
+// 0xffffffff (the empty slot) are not allowed.
+package oahash
+
+import (
+	"fmt"
+
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/errs"
+	"github.com/warpkit/warpkit/internal/slabrt"
+)
+
+// Absent is the value Find reports for a missing key.
+const Absent uint32 = 0xffffffff
+
+const seed = 0x2545f491 // the slab hash's default seed: the same hash
+
+// Table is a static open-addressing table.
+type Table struct {
+	dev      *cuda.Device
+	slots    cuda.Slice[uint64]
+	status   cuda.Slice[uint32]
+	fInsert  *cuda.Function
+	fFind    *cuda.Function
+	capacity int
+}
+
+// New allocates a table of capacity slots (8 bytes each), all empty.
+func New(dev *cuda.Device, capacity int) (*Table, error) {
+	if capacity < 1 || capacity > 1<<32-1 {
+		return nil, fmt.Errorf("%w: oahash: capacity %d", errs.ErrInvalidArgument, capacity)
+	}
+	mod, err := dev.LoadModule(oahashPTX)
+	if err != nil {
+		return nil, err
+	}
+	t := &Table{dev: dev, capacity: capacity}
+	if t.fInsert, err = mod.Function("oa_insert"); err != nil {
+		return nil, err
+	}
+	if t.fFind, err = mod.Function("oa_find"); err != nil {
+		return nil, err
+	}
+	if t.slots, err = cuda.Alloc[uint64](dev, capacity); err != nil {
+		return nil, err
+	}
+	if t.status, err = cuda.Alloc[uint32](dev, 1); err != nil {
+		t.slots.Free()
+		return nil, err
+	}
+	if err := t.Clear(); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// Capacity returns the number of slots.
+func (t *Table) Capacity() int { return t.capacity }
+
+// Bytes returns the table's memory footprint.
+func (t *Table) Bytes() int64 { return int64(t.capacity) * 8 }
+
+// Clear empties the table.
+func (t *Table) Clear() error {
+	if err := t.slots.FillBytes(0xff, nil); err != nil {
+		return err
+	}
+	return t.dev.Synchronize()
+}
+
+// Insert inserts (or replaces) the pairs and waits for the kernel. A table
+// too full to take a key returns ErrRetryLimit.
+func (t *Table) Insert(keys, vals cuda.Slice[uint32]) error {
+	n := keys.Len()
+	if vals.Len() != n {
+		return fmt.Errorf("%w: oahash: %d values for %d keys", errs.ErrInvalidArgument, vals.Len(), n)
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := t.status.Zero(nil); err != nil {
+		return err
+	}
+	if err := t.fInsert.Launch(cuda.GridFor(n, 256), cuda.D1(256), 0, nil, t.slots, uint32(t.capacity), uint32(seed), keys, vals, uint64(n), t.status); err != nil {
+		return err
+	}
+	if err := t.dev.Synchronize(); err != nil {
+		return err
+	}
+	var st [1]uint32
+	if err := t.status.CopyToHost(st[:]); err != nil {
+		return err
+	}
+	return slabrt.StatusError("oahash: insert", st[0])
+}
+
+// Find stores each key's value in vals (Absent if missing) and waits.
+func (t *Table) Find(keys, vals cuda.Slice[uint32]) error {
+	n := keys.Len()
+	if vals.Len() != n {
+		return fmt.Errorf("%w: oahash: %d values for %d keys", errs.ErrInvalidArgument, vals.Len(), n)
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := t.fFind.Launch(cuda.GridFor(n, 256), cuda.D1(256), 0, nil, t.slots, uint32(t.capacity), uint32(seed), keys, vals, uint64(n)); err != nil {
+		return err
+	}
+	return t.dev.Synchronize()
+}
+
+// Close frees the table.
+func (t *Table) Close() error {
+	err := t.slots.Free()
+	if e := t.status.Free(); err == nil {
+		err = e
+	}
+	return err
+}

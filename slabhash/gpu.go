@@ -1,0 +1,729 @@
+package slabhash
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/slabrt"
+	"github.com/warpkit/warpkit/slaballoc"
+)
+
+// Control block words (wk::sh::Ctrl) and the pool counter copied after them.
+const (
+	ctrlStatus   = 0
+	ctrlDelta    = 1
+	ctrlFailed   = 2
+	ctrlRejected = 3
+	ctrlCount    = 4
+	ctrlWords    = 8
+	ctrlUsed     = 8 // in the pinned copy: the pool's allocated units
+)
+
+// hostChunk is the most elements one staging round trip carries.
+const hostChunk = 1 << 20
+
+const blockThreads = 256
+
+// gpuTable is the CUDA backend.
+type gpuTable[K, V warpkit.Word] struct {
+	kind    kind
+	geo     geometry
+	dev     *cuda.Device
+	ownDev  bool
+	heads   cuda.Slice[uint8]
+	buckets uint32
+	seed    uint32
+	pool    *slaballoc.Pool
+	lanes   chan *lane[K, V]
+	all     []*lane[K, V]
+	salt    atomic.Uint32
+	n       atomic.Int64 // live entries, for allocation estimates
+
+	fApply, fFindAll, fSnapshot, fFlush, fScan *cuda.Function
+}
+
+// lane is one stream with its control block and staging buffers; a batch
+// holds a lane for its duration, so concurrent batches run on different
+// streams.
+type lane[K, V warpkit.Word] struct {
+	stream   *cuda.Stream
+	ctrl     cuda.Slice[uint64]
+	ctrlHost *cuda.Pinned[uint64]
+
+	dKeys   cuda.Slice[K]
+	dVals   cuda.Slice[V]
+	dOps    cuda.Slice[uint8]
+	dRes    cuda.Slice[uint8]
+	dCounts cuda.Slice[uint32]
+	hKeys   *cuda.Pinned[K]
+	hVals   *cuda.Pinned[V]
+	hOps    *cuda.Pinned[uint8]
+	hRes    *cuda.Pinned[uint8]
+	hCounts *cuda.Pinned[uint32]
+}
+
+func newGPU[K, V warpkit.Word](kd kind, geo geometry, o *Options, dev *cuda.Device, own bool) (*gpuTable[K, V], error) {
+	g := &gpuTable[K, V]{kind: kd, geo: geo, dev: dev, ownDev: own, seed: o.Seed}
+	fail := func(err error) (*gpuTable[K, V], error) {
+		g.ownDev = false // the caller closes the device it opened
+		g.close()
+		return nil, fmt.Errorf("slabhash: new: %w", err)
+	}
+	b := o.Buckets
+	if b == 0 {
+		var err error
+		if b, err = geo.bucketsFor(o.ExpectedSize, o.Utilization); err != nil {
+			return nil, err
+		}
+	}
+	g.buckets = uint32(b)
+
+	// The pool: super blocks of about half the overflow expected at
+	// ExpectedSize, enough of them for that overflow, up to 64.
+	over := geo.overflowSlabs(o.ExpectedSize, b)
+	perSuper := max(8, min(slaballoc.MaxBlocksPerSuperBlock, int(over/2/slaballoc.UnitsPerBlock)+1))
+	superBytes := int64(perSuper) * slaballoc.UnitsPerBlock * int64(geo.slabBytes)
+	maxSupers := slaballoc.MaxSuperBlocks
+	if o.MaxPoolBytes > 0 {
+		maxSupers = int(min(int64(maxSupers), max(1, o.MaxPoolBytes/superBytes)))
+		if o.MaxPoolBytes < superBytes {
+			perSuper = max(1, int(o.MaxPoolBytes/(slaballoc.UnitsPerBlock*int64(geo.slabBytes))))
+		}
+	}
+	initial := min(maxSupers, max(1, int(over*1.2/float64(perSuper*slaballoc.UnitsPerBlock))+1))
+	var err error
+	g.pool, err = slaballoc.New(slaballoc.Options{
+		Backend: warpkit.CUDA, Device: dev, UnitBytes: geo.slabBytes, BlocksPerSuperBlock: perSuper,
+		InitialSuperBlocks: initial, MaxSuperBlocks: maxSupers, LowWater: perSuper * slaballoc.UnitsPerBlock / 8,
+		Fill: 0xff,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	if g.heads, err = cuda.Alloc[uint8](dev, b*geo.slabBytes); err != nil {
+		return fail(err)
+	}
+	if err = g.heads.FillBytes(0xff, nil); err != nil {
+		return fail(err)
+	}
+	mod, err := dev.LoadModule(modulePTX(geo.module))
+	if err != nil {
+		return fail(err)
+	}
+	for _, f := range []struct {
+		dst  **cuda.Function
+		name string
+	}{
+		{&g.fApply, "sh_apply_" + geo.name}, {&g.fFindAll, "sh_findall_" + geo.name},
+		{&g.fSnapshot, "sh_snapshot_" + geo.name}, {&g.fFlush, "sh_flush_" + geo.name},
+		{&g.fScan, fmt.Sprintf("sh_scan_k%d", sizeOf[K]()*8)},
+	} {
+		if *f.dst, err = mod.Function(f.name); err != nil {
+			return fail(err)
+		}
+	}
+	g.lanes = make(chan *lane[K, V], o.Streams)
+	for i := 0; i < o.Streams; i++ {
+		ln := &lane[K, V]{}
+		g.all = append(g.all, ln)
+		if ln.stream, err = dev.NewStream(); err != nil {
+			return fail(err)
+		}
+		if ln.ctrl, err = cuda.Alloc[uint64](dev, ctrlWords); err != nil {
+			return fail(err)
+		}
+		if ln.ctrlHost, err = cuda.AllocPinned[uint64](dev, ctrlWords+1); err != nil {
+			return fail(err)
+		}
+		g.lanes <- ln
+	}
+	if err := dev.Synchronize(); err != nil {
+		return fail(err)
+	}
+	return g, nil
+}
+
+// ensure makes *s hold at least n elements (growing by powers of two) and
+// returns its first n.
+func ensure[T cuda.Elem](dev *cuda.Device, s *cuda.Slice[T], n int) (cuda.Slice[T], error) {
+	if s.Len() < n {
+		if s.Buffer() != nil {
+			s.Free()
+			*s = cuda.Slice[T]{}
+		}
+		c := 1024
+		for c < n {
+			c *= 2
+		}
+		ns, err := cuda.Alloc[T](dev, c)
+		if err != nil {
+			return cuda.Slice[T]{}, err
+		}
+		*s = ns
+	}
+	return s.Sub(0, n), nil
+}
+
+func ensurePinned[T cuda.Elem](dev *cuda.Device, p **cuda.Pinned[T], n int) ([]T, error) {
+	if *p == nil || (*p).Len() < n {
+		if *p != nil {
+			(*p).Free()
+			*p = nil
+		}
+		c := 1024
+		for c < n {
+			c *= 2
+		}
+		np, err := cuda.AllocPinned[T](dev, c)
+		if err != nil {
+			return nil, err
+		}
+		*p = np
+	}
+	return (*p).Data()[:n], nil
+}
+
+// newSlabs estimates the slabs a batch of inserts may allocate: the growth
+// of the expected overflow, with a margin. The kernel's exhaustion report
+// is the backstop when it is short.
+func (g *gpuTable[K, V]) newSlabs(inserts int) int {
+	if inserts == 0 {
+		return 0
+	}
+	now := int(g.n.Load())
+	d := g.geo.overflowSlabs(now+inserts, int(g.buckets)) - g.geo.overflowSlabs(now, int(g.buckets))
+	return int(d*1.25) + 1024
+}
+
+// exec runs one device batch on ln: the device scan when the contents were
+// not checked on the host, the apply kernel, and reruns of the failed
+// elements after the pool grew.
+func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K, V], inserts int, scan bool) (int64, error) {
+	n := b.keys.Len()
+	if err := g.pool.Reserve(ctx, g.newSlabs(inserts)); err != nil {
+		return 0, err
+	}
+	res := b.res
+	if res.Buffer() == nil {
+		var err error
+		if res, err = ensure(g.dev, &ln.dRes, n); err != nil {
+			return 0, err
+		}
+	}
+	var opsPtr, valsPtr, countsPtr cuda.DevicePtr
+	if b.ops.Buffer() != nil {
+		opsPtr = b.ops.Ptr()
+	}
+	if b.vals.Buffer() != nil {
+		valsPtr = b.vals.Ptr()
+	}
+	if b.counts.Buffer() != nil {
+		countsPtr = b.counts.Ptr()
+	}
+	grid := slabrt.Grid(g.fApply, g.dev, int64(n), blockThreads, 2)
+	var delta int64
+	retry := uint32(0)
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return delta, err
+		}
+		seen := g.pool.SuperBlocks()
+		if err := ln.ctrl.Zero(ln.stream); err != nil {
+			return delta, err
+		}
+		if scan && attempt == 0 {
+			sg := slabrt.Grid(g.fScan, g.dev, int64(n), blockThreads, 2)
+			if err := g.fScan.Launch(sg, cuda.D1(blockThreads), 0, ln.stream, b.keys, opsPtr, uint32(g.maxOp()), uint64(n), ln.ctrl); err != nil {
+				return delta, err
+			}
+		}
+		release, err := g.pool.Acquire()
+		if err != nil {
+			return delta, err
+		}
+		err = g.fApply.Launch(grid, cuda.D1(blockThreads), 0, ln.stream, g.heads, g.buckets, g.seed, g.pool.Descriptor(),
+			b.keys, valsPtr, opsPtr, uint32(b.op), res, countsPtr, uint64(n), ln.ctrl, retry, g.salt.Add(0x9e3779b9))
+		if err == nil {
+			err = cuda.CopyToHostAsync(ln.ctrlHost, 0, ln.ctrl, ln.stream)
+		}
+		if err == nil {
+			err = cuda.CopyToHostAsync(ln.ctrlHost, ctrlUsed, g.pool.UsedCounter(), ln.stream)
+		}
+		if werr := slabrt.Wait(ln.stream); err == nil {
+			err = werr
+		}
+		release()
+		if err != nil {
+			return delta, err
+		}
+		c := ln.ctrlHost.Data()
+		status := uint32(c[ctrlStatus])
+		if c[ctrlRejected] != 0 {
+			return 0, slabrt.StatusError("device scan", status)
+		}
+		delta += int64(c[ctrlDelta])
+		g.n.Add(int64(c[ctrlDelta]))
+		g.pool.Observe(int64(c[ctrlUsed]))
+		if status == 0 {
+			return delta, nil
+		}
+		switch {
+		case status&slabrt.StatusPoolExhausted != 0:
+			if err := g.pool.GrowPast(ctx, seen); err != nil {
+				return delta, fmt.Errorf("%d elements not applied: %w", c[ctrlFailed], err)
+			}
+		case attempt >= 2 || status&^slabrt.StatusRetryLimit != 0:
+			return delta, fmt.Errorf("%d elements not applied: %w", c[ctrlFailed], slabrt.StatusError("device", status))
+		}
+		retry = 1
+	}
+}
+
+func (g *gpuTable[K, V]) maxOp() Op {
+	if g.kind == kindMulti {
+		return OpDeleteAll
+	}
+	return OpDelete
+}
+
+// inserts counts the insert elements of a host batch.
+func inserts[K, V warpkit.Word](b *batch[K, V]) int {
+	if b.ops == nil {
+		if b.op == OpInsert {
+			return len(b.keys)
+		}
+		return 0
+	}
+	n := 0
+	for _, o := range b.ops {
+		if o == OpInsert {
+			n++
+		}
+	}
+	return n
+}
+
+func (g *gpuTable[K, V]) apply(ctx context.Context, b *batch[K, V]) (int64, error) {
+	ln := <-g.lanes
+	defer func() { g.lanes <- ln }()
+	var total int64
+	for lo := 0; lo < len(b.keys); lo += hostChunk {
+		hi := min(len(b.keys), lo+hostChunk)
+		part := &batch[K, V]{op: b.op, keys: b.keys[lo:hi]}
+		if b.ops != nil {
+			part.ops = b.ops[lo:hi]
+		}
+		if b.vals != nil {
+			part.vals = b.vals[lo:hi]
+		}
+		if b.res != nil {
+			part.res = b.res[lo:hi]
+		}
+		if b.counts != nil {
+			part.counts = b.counts[lo:hi]
+		}
+		d, err := g.applyChunk(ctx, ln, part)
+		total += d
+		if err != nil {
+			if b.res != nil {
+				for i := hi; i < len(b.keys); i++ {
+					b.res[i] = Failed
+				}
+			}
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// applyChunk stages one chunk through pinned memory, runs it, and copies
+// the outputs back (also when the kernel reported an error: the results say
+// which elements failed).
+func (g *gpuTable[K, V]) applyChunk(ctx context.Context, ln *lane[K, V], b *batch[K, V]) (int64, error) {
+	n := len(b.keys)
+	s := ln.stream
+	var db devBatch[K, V]
+	db.op = b.op
+	var err error
+	hk, err := ensurePinned(g.dev, &ln.hKeys, n)
+	if err != nil {
+		return 0, err
+	}
+	copy(hk, b.keys)
+	if db.keys, err = ensure(g.dev, &ln.dKeys, n); err != nil {
+		return 0, err
+	}
+	if err := cuda.CopyToDeviceAsync(db.keys, ln.hKeys, 0, s); err != nil {
+		return 0, err
+	}
+	if b.ops != nil {
+		ho, err := ensurePinned(g.dev, &ln.hOps, n)
+		if err != nil {
+			return 0, err
+		}
+		for i, o := range b.ops {
+			ho[i] = uint8(o)
+		}
+		if db.ops, err = ensure(g.dev, &ln.dOps, n); err != nil {
+			return 0, err
+		}
+		if err := cuda.CopyToDeviceAsync(db.ops, ln.hOps, 0, s); err != nil {
+			return 0, err
+		}
+	}
+	valsOut := b.vals != nil && g.kind == kindMap && (b.ops != nil || b.op == OpFind)
+	valsIn := b.vals != nil && g.kind != kindSet && (b.ops != nil || b.op == OpInsert)
+	if valsIn || valsOut {
+		hv, err := ensurePinned(g.dev, &ln.hVals, n)
+		if err != nil {
+			return 0, err
+		}
+		if db.vals, err = ensure(g.dev, &ln.dVals, n); err != nil {
+			return 0, err
+		}
+		if valsIn {
+			copy(hv, b.vals)
+			if err := cuda.CopyToDeviceAsync(db.vals, ln.hVals, 0, s); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if db.res, err = ensure(g.dev, &ln.dRes, n); err != nil {
+		return 0, err
+	}
+	if b.counts != nil {
+		if db.counts, err = ensure(g.dev, &ln.dCounts, n); err != nil {
+			return 0, err
+		}
+	}
+	delta, kerr := g.exec(ctx, ln, &db, inserts(b), false)
+	if kerr != nil && errors.Is(kerr, warpkit.ErrReservedKey) {
+		return delta, kerr
+	}
+	// Copy the outputs back.
+	var hr []uint8
+	var hc []uint32
+	if b.res != nil {
+		if hr, err = ensurePinned(g.dev, &ln.hRes, n); err != nil {
+			return delta, err
+		}
+		if err := cuda.CopyToHostAsync(ln.hRes, 0, db.res, s); err != nil {
+			return delta, err
+		}
+	}
+	if b.counts != nil {
+		if hc, err = ensurePinned(g.dev, &ln.hCounts, n); err != nil {
+			return delta, err
+		}
+		if err := cuda.CopyToHostAsync(ln.hCounts, 0, db.counts, s); err != nil {
+			return delta, err
+		}
+	}
+	if valsOut {
+		if err := cuda.CopyToHostAsync(ln.hVals, 0, db.vals, s); err != nil {
+			return delta, err
+		}
+	}
+	if err := slabrt.Wait(s); err != nil {
+		return delta, err
+	}
+	for i := range hr {
+		b.res[i] = Result(hr[i])
+	}
+	copy(b.counts, hc)
+	if valsOut {
+		hv := ln.hVals.Data()
+		for i := range b.vals {
+			if b.ops == nil || b.ops[i] == OpFind {
+				b.vals[i] = hv[i]
+			}
+		}
+	}
+	return delta, kerr
+}
+
+func (g *gpuTable[K, V]) applyDevice(ctx context.Context, b *devBatch[K, V]) (int64, error) {
+	ln := <-g.lanes
+	defer func() { g.lanes <- ln }()
+	ins := 0
+	if b.op == OpInsert || b.ops.Buffer() != nil {
+		ins = b.keys.Len()
+	}
+	return g.exec(ctx, ln, b, ins, true)
+}
+
+// findAll counts the values of each key, lays out room for them, gathers
+// them, and redoes the keys that grew in between.
+func (g *gpuTable[K, V]) findAll(ctx context.Context, keys []K) ([]int, []V, error) {
+	ln := <-g.lanes
+	defer func() { g.lanes <- ln }()
+	per := make([][]V, len(keys))
+	todo := make([]int, len(keys))
+	for i := range todo {
+		todo[i] = i
+	}
+	for round := 0; len(todo) > 0; round++ {
+		if round == 4 {
+			return nil, nil, fmt.Errorf("%w: values kept changing during the search", warpkit.ErrRetryLimit)
+		}
+		var redo []int
+		for lo := 0; lo < len(todo); lo += hostChunk {
+			idx := todo[lo:min(len(todo), lo+hostChunk)]
+			more, err := g.findAllChunk(ctx, ln, keys, idx, per)
+			if err != nil {
+				return nil, nil, err
+			}
+			redo = append(redo, more...)
+		}
+		todo = redo
+	}
+	offsets := make([]int, len(keys)+1)
+	for i, vs := range per {
+		offsets[i+1] = offsets[i] + len(vs)
+	}
+	vals := make([]V, 0, offsets[len(keys)])
+	for _, vs := range per {
+		vals = append(vals, vs...)
+	}
+	return offsets, vals, nil
+}
+
+func (g *gpuTable[K, V]) findAllChunk(ctx context.Context, ln *lane[K, V], keys []K, idx []int, per [][]V) ([]int, error) {
+	n := len(idx)
+	s := ln.stream
+	hk, err := ensurePinned(g.dev, &ln.hKeys, n)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range idx {
+		hk[j] = keys[i]
+	}
+	dk, err := ensure(g.dev, &ln.dKeys, n)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := ensure(g.dev, &ln.dCounts, n)
+	if err != nil {
+		return nil, err
+	}
+	if err := cuda.CopyToDeviceAsync(dk, ln.hKeys, 0, s); err != nil {
+		return nil, err
+	}
+	// Pass 1: counts.
+	if err := g.launchFindAll(ln, dk, cuda.Slice[uint64]{}, cuda.Slice[V]{}, dc); err != nil {
+		return nil, err
+	}
+	counts := make([]uint32, n)
+	if err := dc.CopyToHost(counts); err != nil {
+		return nil, err
+	}
+	offs := make([]uint64, n+1)
+	for j, c := range counts {
+		offs[j+1] = offs[j] + uint64(c)
+	}
+	total := int(offs[n])
+	dOffs, err := cuda.FromHost(g.dev, offs)
+	if err != nil {
+		return nil, err
+	}
+	defer dOffs.Free()
+	dVals, err := cuda.Alloc[V](g.dev, max(total, 1))
+	if err != nil {
+		return nil, err
+	}
+	defer dVals.Free()
+	// Pass 2: values (the counts again, which may have grown).
+	if err := g.launchFindAll(ln, dk, dOffs, dVals, dc); err != nil {
+		return nil, err
+	}
+	got := make([]uint32, n)
+	if err := dc.CopyToHost(got); err != nil {
+		return nil, err
+	}
+	vals := make([]V, max(total, 1))
+	if err := dVals.CopyToHost(vals); err != nil {
+		return nil, err
+	}
+	var redo []int
+	for j, i := range idx {
+		room := uint32(offs[j+1] - offs[j])
+		if got[j] > room {
+			redo = append(redo, i)
+			continue
+		}
+		per[i] = append([]V(nil), vals[offs[j]:offs[j]+uint64(got[j])]...)
+	}
+	return redo, nil
+}
+
+func (g *gpuTable[K, V]) launchFindAll(ln *lane[K, V], keys cuda.Slice[K], offs cuda.Slice[uint64], dst cuda.Slice[V], counts cuda.Slice[uint32]) error {
+	if err := ln.ctrl.Zero(ln.stream); err != nil {
+		return err
+	}
+	release, err := g.pool.Acquire()
+	if err != nil {
+		return err
+	}
+	n := keys.Len()
+	err = g.fFindAll.Launch(slabrt.Grid(g.fFindAll, g.dev, int64(n), blockThreads, 2), cuda.D1(blockThreads), 0, ln.stream,
+		g.heads, g.buckets, g.seed, g.pool.Descriptor(), keys, offs, dst, counts, uint64(n), ln.ctrl)
+	if err == nil {
+		err = cuda.CopyToHostAsync(ln.ctrlHost, 0, ln.ctrl, ln.stream)
+	}
+	if werr := slabrt.Wait(ln.stream); err == nil {
+		err = werr
+	}
+	release()
+	if err != nil {
+		return err
+	}
+	return slabrt.StatusError("find all", uint32(ln.ctrlHost.Data()[ctrlStatus]))
+}
+
+// snapshot counts the live entries, then copies them out. The table lock
+// (held by the caller) keeps the count stable.
+func (g *gpuTable[K, V]) snapshot(ctx context.Context) ([]K, []V, error) {
+	ln := <-g.lanes
+	defer func() { g.lanes <- ln }()
+	count, err := g.launchSnapshot(ln, cuda.Slice[K]{}, cuda.Slice[V]{}, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if count == 0 {
+		return nil, nil, nil
+	}
+	dk, err := cuda.Alloc[K](g.dev, count)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer dk.Free()
+	var dv cuda.Slice[V]
+	if g.kind != kindSet {
+		if dv, err = cuda.Alloc[V](g.dev, count); err != nil {
+			return nil, nil, err
+		}
+		defer dv.Free()
+	}
+	again, err := g.launchSnapshot(ln, dk, dv, count)
+	if err != nil {
+		return nil, nil, err
+	}
+	if again != count {
+		return nil, nil, fmt.Errorf("snapshot found %d entries, then %d", count, again)
+	}
+	keys, err := dk.ToHost()
+	if err != nil {
+		return nil, nil, err
+	}
+	var vals []V
+	if g.kind != kindSet {
+		if vals, err = dv.ToHost(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return keys, vals, nil
+}
+
+func (g *gpuTable[K, V]) launchSnapshot(ln *lane[K, V], keys cuda.Slice[K], vals cuda.Slice[V], capacity int) (int, error) {
+	if err := ln.ctrl.Zero(ln.stream); err != nil {
+		return 0, err
+	}
+	release, err := g.pool.Acquire()
+	if err != nil {
+		return 0, err
+	}
+	threads := int64(g.buckets) * int64(g.geo.tile)
+	err = g.fSnapshot.Launch(slabrt.Grid(g.fSnapshot, g.dev, threads, blockThreads, 2), cuda.D1(blockThreads), 0, ln.stream,
+		g.heads, g.buckets, g.pool.Descriptor(), keys, vals, uint64(capacity), ln.ctrl)
+	if err == nil {
+		err = cuda.CopyToHostAsync(ln.ctrlHost, 0, ln.ctrl, ln.stream)
+	}
+	if werr := slabrt.Wait(ln.stream); err == nil {
+		err = werr
+	}
+	release()
+	if err != nil {
+		return 0, err
+	}
+	c := ln.ctrlHost.Data()
+	return int(c[ctrlCount]), slabrt.StatusError("snapshot", uint32(c[ctrlStatus]))
+}
+
+func (g *gpuTable[K, V]) flush(ctx context.Context) error {
+	ln := <-g.lanes
+	defer func() { g.lanes <- ln }()
+	if err := ln.ctrl.Zero(ln.stream); err != nil {
+		return err
+	}
+	release, err := g.pool.Acquire()
+	if err != nil {
+		return err
+	}
+	threads := int64(g.buckets) * int64(g.geo.tile)
+	err = g.fFlush.Launch(slabrt.Grid(g.fFlush, g.dev, threads, blockThreads, 2), cuda.D1(blockThreads), 0, ln.stream,
+		g.heads, g.buckets, g.pool.Descriptor(), ln.ctrl)
+	if err == nil {
+		err = cuda.CopyToHostAsync(ln.ctrlHost, 0, ln.ctrl, ln.stream)
+	}
+	if err == nil {
+		err = cuda.CopyToHostAsync(ln.ctrlHost, ctrlUsed, g.pool.UsedCounter(), ln.stream)
+	}
+	if werr := slabrt.Wait(ln.stream); err == nil {
+		err = werr
+	}
+	release()
+	if err != nil {
+		return err
+	}
+	c := ln.ctrlHost.Data()
+	g.pool.Observe(int64(c[ctrlUsed]))
+	return slabrt.StatusError("flush", uint32(c[ctrlStatus]))
+}
+
+func (g *gpuTable[K, V]) stats(ctx context.Context, n int) (Stats, error) {
+	ps, err := g.pool.Stats(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	mem := (int64(g.buckets) + ps.Allocated) * int64(g.geo.slabBytes)
+	return Stats{
+		Layout:  fmt.Sprintf("%s (%d-byte slabs, %d entries, %d-lane tiles)", g.geo.layout, g.geo.slabBytes, g.geo.slots, g.geo.tile),
+		Buckets: int(g.buckets), SlabBytes: g.geo.slabBytes, PoolSlabs: ps.Allocated, MemoryBytes: mem,
+		Utilization:  float64(n) * float64(g.geo.entryBytes) / float64(mem),
+		PoolCapacity: ps.Capacity,
+	}, nil
+}
+
+func (g *gpuTable[K, V]) close() error {
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil && !errors.Is(err, warpkit.ErrClosed) {
+			first = err
+		}
+	}
+	for _, ln := range g.all {
+		if ln.stream != nil {
+			keep(ln.stream.Close())
+		}
+		// Zero slices and nil pinned buffers (never grown) free as no-ops or ErrClosed.
+		for _, b := range []interface{ Free() error }{ln.ctrl, ln.dKeys, ln.dVals, ln.dOps, ln.dRes, ln.dCounts,
+			ln.ctrlHost, ln.hKeys, ln.hVals, ln.hOps, ln.hRes, ln.hCounts} {
+			keep(b.Free())
+		}
+	}
+	g.all = nil
+	if g.heads.Buffer() != nil {
+		keep(g.heads.Free())
+	}
+	if g.pool != nil {
+		keep(g.pool.Close())
+	}
+	if g.ownDev {
+		keep(g.dev.Close())
+	}
+	return first
+}

@@ -1,0 +1,10 @@
+// kv32x64.cu: slab hash kernels for 32-bit keys and 64-bit values (wide pairs:
+// 16-byte slots, values published after the key is claimed), with 8- and
+// 16-lane tiles (128- and 256-byte slabs).
+#include "slabhash.cuh"
+
+SH_TABLE(map_32_64_t8, uint32_t, uint64_t, wk::sh::kMap, 8, false)
+SH_TABLE(map_32_64_t16, uint32_t, uint64_t, wk::sh::kMap, 16, false)
+SH_TABLE(multi_32_64_t8, uint32_t, uint64_t, wk::sh::kMulti, 8, false)
+SH_TABLE(multi_32_64_t16, uint32_t, uint64_t, wk::sh::kMulti, 16, false)
+SH_SCAN(k32, uint32_t)

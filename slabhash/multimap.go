@@ -1,0 +1,113 @@
+package slabhash
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+)
+
+// MultiMap is a concurrent hash multimap: a key may hold many values
+// (duplicate pairs included). Insert, search-all, count, delete-one and
+// delete-all are linearizable per key. See the package documentation.
+type MultiMap[K, V warpkit.Word] struct{ t *table[K, V] }
+
+// NewMultiMap creates a multimap.
+func NewMultiMap[K, V warpkit.Word](opts Options) (*MultiMap[K, V], error) {
+	t, err := newTable[K, V](kindMulti, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &MultiMap[K, V]{t}, nil
+}
+
+// Backend reports the backend in use (CPU or CUDA).
+func (m *MultiMap[K, V]) Backend() warpkit.Backend { return m.t.backend }
+
+// Insert adds the pairs (keys[i], vals[i]); every result is Inserted.
+func (m *MultiMap[K, V]) Insert(ctx context.Context, keys []K, vals []V, res []Result) error {
+	return m.t.run(ctx, "insert", &batch[K, V]{op: OpInsert, keys: keys, vals: vals, res: res}, true)
+}
+
+// Count stores the number of values of keys[i] in counts[i].
+func (m *MultiMap[K, V]) Count(ctx context.Context, keys []K, counts []uint32) error {
+	if counts == nil {
+		return fmt.Errorf("%w: slabhash: count: nil counts", warpkit.ErrInvalidArgument)
+	}
+	return m.t.run(ctx, "count", &batch[K, V]{op: OpFind, keys: keys, counts: counts}, false)
+}
+
+// FindAll returns the values of every key: those of keys[i] are
+// vals[offsets[i]:offsets[i+1]], oldest first (pairs inserted by one batch
+// have no defined order among themselves).
+func (m *MultiMap[K, V]) FindAll(ctx context.Context, keys []K) (offsets []int, vals []V, err error) {
+	return m.t.findAll(ctx, keys)
+}
+
+// DeleteOne deletes the oldest pair of each key; res (nil or len(keys))
+// receives Removed or NotFound.
+func (m *MultiMap[K, V]) DeleteOne(ctx context.Context, keys []K, res []Result) error {
+	return m.t.run(ctx, "delete one", &batch[K, V]{op: OpDelete, keys: keys, res: res}, false)
+}
+
+// DeleteAll deletes every pair of each key; counts (nil or len(keys))
+// receives how many were removed.
+func (m *MultiMap[K, V]) DeleteAll(ctx context.Context, keys []K, counts []uint32) error {
+	return m.t.run(ctx, "delete all", &batch[K, V]{op: OpDeleteAll, keys: keys, counts: counts}, false)
+}
+
+// Apply runs a mixed batch in one kernel: OpInsert adds (keys[i], vals[i]),
+// OpFind counts, OpDelete deletes one pair, OpDeleteAll every pair; res and
+// counts (nil or len(keys)) receive outcomes and counts.
+func (m *MultiMap[K, V]) Apply(ctx context.Context, ops []Op, keys []K, vals []V, res []Result, counts []uint32) error {
+	if ops == nil {
+		ops = []Op{}
+	}
+	return m.t.run(ctx, "apply", &batch[K, V]{ops: ops, keys: keys, vals: vals, res: res, counts: counts}, true)
+}
+
+// InsertDevice is Insert on device-resident slices (CUDA backend).
+func (m *MultiMap[K, V]) InsertDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], res cuda.Slice[uint8]) error {
+	return m.t.runDevice(ctx, "insert", &devBatch[K, V]{op: OpInsert, keys: keys, vals: vals, res: res}, true)
+}
+
+// CountDevice is Count on device-resident slices (CUDA backend).
+func (m *MultiMap[K, V]) CountDevice(ctx context.Context, keys cuda.Slice[K], counts cuda.Slice[uint32]) error {
+	return m.t.runDevice(ctx, "count", &devBatch[K, V]{op: OpFind, keys: keys, counts: counts}, false)
+}
+
+// DeleteOneDevice is DeleteOne on device-resident slices (CUDA backend).
+func (m *MultiMap[K, V]) DeleteOneDevice(ctx context.Context, keys cuda.Slice[K], res cuda.Slice[uint8]) error {
+	return m.t.runDevice(ctx, "delete one", &devBatch[K, V]{op: OpDelete, keys: keys, res: res}, false)
+}
+
+// DeleteAllDevice is DeleteAll on device-resident slices (CUDA backend).
+func (m *MultiMap[K, V]) DeleteAllDevice(ctx context.Context, keys cuda.Slice[K], counts cuda.Slice[uint32]) error {
+	return m.t.runDevice(ctx, "delete all", &devBatch[K, V]{op: OpDeleteAll, keys: keys, counts: counts}, false)
+}
+
+// ApplyDevice is Apply on device-resident slices (CUDA backend).
+func (m *MultiMap[K, V]) ApplyDevice(ctx context.Context, ops cuda.Slice[uint8], keys cuda.Slice[K], vals cuda.Slice[V], res cuda.Slice[uint8], counts cuda.Slice[uint32]) error {
+	return m.t.runDevice(ctx, "apply", &devBatch[K, V]{ops: ops, keys: keys, vals: vals, res: res, counts: counts}, true)
+}
+
+// Len returns the number of pairs, exact when no batch is in flight.
+func (m *MultiMap[K, V]) Len() int { return m.t.length() }
+
+// All iterates a snapshot of every pair (see Map.All).
+func (m *MultiMap[K, V]) All() iter.Seq2[K, V] { return m.t.all() }
+
+// Snapshot returns every pair, in no particular order.
+func (m *MultiMap[K, V]) Snapshot(ctx context.Context) ([]K, []V, error) { return m.t.snapshot(ctx) }
+
+// Flush compacts the bucket lists (see Map.Flush); the order of each key's
+// pairs is kept.
+func (m *MultiMap[K, V]) Flush(ctx context.Context) error { return m.t.flush(ctx) }
+
+// Stats reports the table's memory.
+func (m *MultiMap[K, V]) Stats(ctx context.Context) (Stats, error) { return m.t.stats(ctx) }
+
+// Close frees the table's memory; later calls return ErrClosed.
+func (m *MultiMap[K, V]) Close() error { return m.t.close() }

@@ -1,0 +1,805 @@
+// slabhash.cuh: the slab hash engine (Ashkiani, Farach-Colton, Owens, IPDPS
+// 2018), templated on the slab layout. Every function that takes a Tile is
+// called by all lanes of the tile with equal arguments and returns equal
+// results in every lane; all branches on shuffled or balloted values are
+// therefore tile-uniform, and the tile-masked intrinsics are well-formed
+// even when the tiles of a warp diverge. The package documentation (doc.go)
+// states and argues the concurrency protocol; comments here name the steps.
+#pragma once
+#include <stdint.h>
+#include "hash.cuh"
+#include "slaballoc.cuh"
+#include "status.cuh"
+
+namespace wk {
+namespace sh {
+
+using slab::kNull;
+using slab::Pool;
+using slab::Tile;
+using slab::TileAllocator;
+
+enum Kind : int { kMap = 0, kSet = 1, kMulti = 2 };
+enum Op : uint32_t { kOpFind = 0, kOpInsert = 1, kOpDelete = 2, kOpDeleteAll = 3 };
+enum Res : uint8_t {
+  kResNotFound = 0,
+  kResFound = 1,
+  kResInserted = 2,
+  kResPresent = 3,  // map: value replaced; set: already present
+  kResRemoved = 4,
+  kResFailed = 5,   // not applied: pool exhausted or retry limit (see the status word)
+};
+
+// Status flags beyond status.cuh (mirrored in internal/slabrt).
+constexpr uint32_t kStatusReservedKey = 1u << 9;
+constexpr uint32_t kStatusBadOp = 1u << 10;
+
+// Control block of one launch (u64 words): status flags, the change in the
+// number of live entries, the failed elements, the reserved keys or bad op
+// codes found by scan, and the snapshot counter.
+enum Ctrl : int { kCtrlStatus = 0, kCtrlDelta = 1, kCtrlFailed = 2, kCtrlRejected = 3, kCtrlCount = 4 };
+
+// Bounds that only a corrupted structure could reach; reaching one reports
+// kStatusRetryLimit instead of hanging.
+constexpr uint32_t kMaxSteps = 1u << 26;
+constexpr uint32_t kCasTries = 1u << 20;
+constexpr uint32_t kPublishSpins = 1u << 22;
+
+template <typename K>
+__device__ __forceinline__ constexpr K empty_key() { return ~K(0); }
+template <typename K>
+__device__ __forceinline__ constexpr K tomb_key() { return ~K(0) - 1; }
+
+__device__ __forceinline__ uint32_t ldv32(const void* p) { return *(const volatile uint32_t*)p; }
+__device__ __forceinline__ uint64_t ldv64(const void* p) { return *(const volatile unsigned long long*)p; }
+__device__ __forceinline__ void ldv128(const void* p, uint64_t& a, uint64_t& b) {
+  unsigned long long x, y;
+  asm volatile("ld.volatile.v2.u64 {%0, %1}, [%2];" : "=l"(x), "=l"(y) : "l"(p));
+  a = x;
+  b = y;
+}
+__device__ __forceinline__ void stv32(void* p, uint32_t v) { *(volatile uint32_t*)p = v; }
+__device__ __forceinline__ void stv64(void* p, uint64_t v) { *(volatile unsigned long long*)p = v; }
+__device__ __forceinline__ void stv128(void* p, uint64_t a, uint64_t b) {
+  asm volatile("st.volatile.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"((unsigned long long)a), "l"((unsigned long long)b)
+               : "memory");
+}
+
+template <typename T>
+__device__ __forceinline__ T ldv(const void* p) {
+  if constexpr (sizeof(T) == 4) return ldv32(p);
+  else return ldv64(p);
+}
+template <typename T>
+__device__ __forceinline__ T cas(void* p, T expect, T desired) {
+  if constexpr (sizeof(T) == 4) return atomicCAS((unsigned*)p, (unsigned)expect, (unsigned)desired);
+  else return atomicCAS((unsigned long long*)p, (unsigned long long)expect, (unsigned long long)desired);
+}
+template <typename T>
+__device__ __forceinline__ void exch(void* p, T v) {
+  if constexpr (sizeof(T) == 4) atomicExch((unsigned*)p, (unsigned)v);
+  else atomicExch((unsigned long long*)p, (unsigned long long)v);
+}
+
+// Layout describes a slab. Pair layouts give each lane one slot of the slab
+// (key and value together); the last lane's slot holds the next pointer
+// (offset 0) and, for wide pairs, the unpublished-slot bits (offset 4).
+// The paper's layout (WordLanes) gives each of 32 lanes one 32-bit word:
+// keys in even lanes 0..28, values in odd lanes, lane 31 the next pointer.
+template <typename K_, typename V_, int Kind_, int W_, bool WordLanes_>
+struct Layout {
+  using K = K_;
+  using V = V_;
+  static constexpr int kKind = Kind_;
+  static constexpr int W = W_;
+  static constexpr bool kWordLanes = WordLanes_;
+  static constexpr bool kIsSet = Kind_ == kSet;
+  // Packed: key and value change together in one 64-bit atomic (or there is
+  // no value). Wide pairs publish the value after claiming the key.
+  static constexpr bool kPacked = kIsSet || (sizeof(K) == 4 && sizeof(V) == 4);
+  static constexpr bool kWide = !kPacked;
+  static constexpr int kSlotBytes = kIsSet ? (int)sizeof(K) : (kPacked ? 8 : 16);
+  static constexpr int kSlabBytes = kWordLanes ? 128 : W * kSlotBytes;
+  static constexpr int kSlots = kWordLanes ? 15 : W - 1;
+  static constexpr int kTailLane = W - 1;
+  static constexpr int kNextOffset = kWordLanes ? 124 : (W - 1) * kSlotBytes;
+  static constexpr int kAuxOffset = kNextOffset + 4;
+  static constexpr int kValueOffset = 8;  // wide pairs
+  static_assert(!kWordLanes || (W == 32 && sizeof(K) == 4 && sizeof(V) == 4 && !kIsSet),
+                "the paper's word-per-lane layout is for 32-bit key-value pairs");
+  static_assert(kSlots <= 31, "unpublished bits live in one word");
+
+  __device__ static __forceinline__ bool slot_lane(int r) { return kWordLanes ? (r < 30 && !(r & 1)) : r < W - 1; }
+  __device__ static __forceinline__ int slot_of(int lane) { return kWordLanes ? lane >> 1 : lane; }
+  __device__ static __forceinline__ int lane_of(int slot) { return kWordLanes ? slot << 1 : slot; }
+  __device__ static __forceinline__ char* slot_ptr(char* slab, int lane) {
+    return slab + (kWordLanes ? lane * 4 : lane * kSlotBytes);
+  }
+  // lower returns the mask of lanes below lane (for ranks among a ballot).
+  __device__ static __forceinline__ unsigned lower(int lane) { return (1u << lane) - 1; }
+};
+
+// Lane is one lane's view of a slab.
+template <class L>
+struct Lane {
+  typename L::K key;
+  typename L::V val;
+  uint64_t raw0, raw1;  // the slot's bits as stored
+  uint32_t tail;        // next pointer (meaningful in the tail lane)
+  uint32_t aux;         // unpublished-slot bits (wide pairs, tail lane)
+};
+
+// load reads a slab, one coalesced access per lane. Pair slots of 8 bytes are
+// read as one 64-bit single-copy-atomic access, so a 32/32 pair is a
+// consistent snapshot; other layouts validate as the doc explains.
+template <class L>
+__device__ __forceinline__ Lane<L> load(const Tile<L::W>& t, const char* slab) {
+  using K = typename L::K;
+  using V = typename L::V;
+  Lane<L> d;
+  d.raw1 = 0;
+  d.aux = 0;
+  if constexpr (L::kWordLanes) {
+    uint32_t w = ldv32(slab + t.rank * 4);
+    uint32_t hi = t.shfl(w, (t.rank + 1) & 31);
+    d.key = w;
+    d.val = hi;
+    d.raw0 = (uint64_t)hi << 32 | w;
+    d.tail = w;
+  } else if constexpr (L::kSlotBytes == 4) {
+    uint32_t w = ldv32(slab + t.rank * 4);
+    d.key = (K)w;
+    d.val = 0;
+    d.raw0 = w;
+    d.tail = w;
+  } else if constexpr (L::kSlotBytes == 8) {
+    uint64_t x = ldv64(slab + t.rank * 8);
+    if constexpr (L::kIsSet) {
+      d.key = (K)x;
+      d.val = 0;
+    } else {
+      d.key = (K)(uint32_t)x;
+      d.val = (V)(uint32_t)(x >> 32);
+    }
+    d.raw0 = x;
+    d.tail = (uint32_t)x;
+    d.aux = (uint32_t)(x >> 32);
+  } else {
+    uint64_t a, b;
+    ldv128(slab + t.rank * 16, a, b);
+    d.key = sizeof(K) == 4 ? (K)(uint32_t)a : (K)a;
+    d.val = sizeof(V) == 4 ? (V)(uint32_t)b : (V)b;
+    d.raw0 = a;
+    d.raw1 = b;
+    d.tail = (uint32_t)a;
+    d.aux = (uint32_t)(a >> 32);
+  }
+  return d;
+}
+
+// store_slot writes a slot's raw bits (one lane). In the word layout the
+// slot's lane is the key lane and the pair is written as one 64-bit store.
+template <class L>
+__device__ __forceinline__ void store_slot(char* slab, int lane, uint64_t raw0, uint64_t raw1) {
+  char* p = L::slot_ptr(slab, lane);
+  if constexpr (L::kWordLanes || L::kSlotBytes == 8) stv64(p, raw0);
+  else if constexpr (L::kSlotBytes == 4) stv32(p, (uint32_t)raw0);
+  else stv128(p, raw0, raw1);
+}
+
+// reset_slab sets every byte of a slab to all-ones: empty slots, no next
+// pointer, no published slot.
+template <class L>
+__device__ __forceinline__ void reset_slab(const Tile<L::W>& t, char* slab) {
+  if constexpr (L::kWordLanes) stv32(slab + t.rank * 4, 0xffffffffu);
+  else store_slot<L>(slab, t.rank, ~0ull, ~0ull);
+}
+
+template <class L>
+__device__ __forceinline__ uint32_t next_of(const Tile<L::W>& t, const char* slab) {
+  uint32_t n = 0;
+  if (t.rank == 0) n = ldv32(slab + L::kNextOffset);
+  return t.shfl(n, 0);
+}
+
+template <typename K, typename V>
+__device__ __forceinline__ uint64_t pack(K k, V v) {
+  return (uint64_t)(uint32_t)v << 32 | (uint32_t)k;
+}
+
+// Ctx is what every operation needs to reach a table.
+template <class L>
+struct Ctx {
+  char* heads;
+  uint32_t nbuckets;
+  uint32_t seed;
+  Pool* pool;
+  uint32_t* status;
+  __device__ __forceinline__ char* head(uint32_t b) const { return heads + (size_t)b * L::kSlabBytes; }
+  __device__ __forceinline__ char* unit(uint32_t a) const { return slab::unit_ptr<L::kSlabBytes>(pool, a); }
+  __device__ __forceinline__ uint32_t bucket(typename L::K k) const { return __umulhi(hash_key(k, seed), nbuckets); }
+};
+
+// Out is an operation's result, equal in every lane.
+template <class L>
+struct Out {
+  uint8_t code;
+  typename L::V val;
+  uint32_t count;
+};
+
+template <class L>
+__device__ __forceinline__ Out<L> out(uint8_t code, typename L::V val = 0, uint32_t count = 0) {
+  Out<L> o;
+  o.code = code;
+  o.val = val;
+  o.count = count;
+  return o;
+}
+
+// published returns the lanes of published slots (wide pairs); other
+// layouts publish with the claiming CAS itself.
+template <class L>
+__device__ __forceinline__ unsigned published(const Tile<L::W>& t, const Lane<L>& d) {
+  if constexpr (L::kWide) return ~t.shfl(d.aux, L::kTailLane);
+  else return 0xffffffffu;
+}
+
+// wait_published waits (bounded) until the inserter that claimed slot lane
+// has published its value; afterwards, and after the acquire fence, the
+// value is visible.
+template <class L>
+__device__ bool wait_published(const Tile<L::W>& t, const Ctx<L>& c, char* slab, int lane) {
+  uint32_t ok = 0;
+  if (t.rank == 0) {
+    for (uint32_t i = 0; i < kPublishSpins; ++i) {
+      if (!((ldv32(slab + L::kAuxOffset) >> lane) & 1)) {
+        ok = 1;
+        break;
+      }
+      __nanosleep(32);
+    }
+    __threadfence();
+  }
+  ok = t.shfl(ok, 0);
+  if (!ok) report(c.status, kStatusRetryLimit);
+  return ok != 0;
+}
+
+// claim takes an empty slot for (k, v) (one lane). Packed layouts claim and
+// publish with one CAS; wide pairs claim the key word, store the value,
+// fence, and clear the slot's unpublished bit (the release).
+template <class L>
+__device__ __forceinline__ bool claim(char* slab, int lane, typename L::K k, typename L::V v) {
+  using K = typename L::K;
+  char* p = L::slot_ptr(slab, lane);
+  if constexpr (L::kIsSet) {
+    return cas<K>(p, empty_key<K>(), k) == empty_key<K>();
+  } else if constexpr (L::kPacked) {
+    return cas<uint64_t>(p, ~0ull, pack(k, v)) == ~0ull;
+  } else {
+    if (cas<K>(p, empty_key<K>(), k) != empty_key<K>()) return false;
+    if constexpr (sizeof(typename L::V) == 4) stv32(p + L::kValueOffset, (uint32_t)v);
+    else stv64(p + L::kValueOffset, (uint64_t)v);
+    __threadfence();
+    atomicAnd((unsigned*)(slab + L::kAuxOffset), ~(1u << lane));
+    return true;
+  }
+}
+
+// replace_packed swaps the value of a 32/32 pair whose key is k (one lane):
+// 1 replaced, 2 the key is no longer there (deleted meanwhile), 3 gave up.
+template <class L>
+__device__ __forceinline__ int replace_packed(char* slab, int lane, uint64_t seen, typename L::K k, typename L::V v) {
+  char* p = L::slot_ptr(slab, lane);
+  uint64_t expect = L::kWordLanes ? ldv64(p) : seen;
+  const uint64_t desired = pack(k, v);
+  for (uint32_t i = 0; i < kCasTries; ++i) {
+    if ((uint32_t)expect != (uint32_t)k) return 2;
+    uint64_t old = cas<uint64_t>(p, expect, desired);
+    if (old == expect) return 1;
+    expect = old;
+  }
+  return 3;
+}
+
+// tombstone marks the slot of key k deleted (one lane): 1 done, 0 the key was
+// already gone, 3 gave up. A 32/32 pair keeps its value word so that the
+// 64-bit CAS cannot lose a concurrent replace.
+template <class L>
+__device__ __forceinline__ int tombstone(char* slab, int lane, uint64_t seen, typename L::K k) {
+  using K = typename L::K;
+  char* p = L::slot_ptr(slab, lane);
+  if constexpr (L::kPacked && !L::kIsSet) {
+    uint64_t expect = L::kWordLanes ? ldv64(p) : seen;
+    for (uint32_t i = 0; i < kCasTries; ++i) {
+      if ((uint32_t)expect != (uint32_t)k) return 0;
+      uint64_t old = cas<uint64_t>(p, expect, (expect & 0xffffffff00000000ull) | tomb_key<uint32_t>());
+      if (old == expect) return 1;
+      expect = old;
+    }
+    return 3;
+  } else {
+    return cas<K>(p, k, tomb_key<K>()) == k ? 1 : 0;
+  }
+}
+
+// find looks k up (map and set).
+template <class L>
+__device__ Out<L> find(const Tile<L::W>& t, const Ctx<L>& c, typename L::K k) {
+  using V = typename L::V;
+  char* s = c.head(c.bucket(k));
+  for (uint32_t hop = 0; hop < kMaxSteps; ++hop) {
+    Lane<L> d = load<L>(t, s);
+    unsigned m = t.ballot(L::slot_lane(t.rank) && d.key == k);
+    if (m) {
+      int l = __ffs(m) - 1;
+      if constexpr (L::kIsSet) {
+        return out<L>(kResFound);
+      } else if constexpr (L::kWordLanes) {
+        // Key and value were read by different lanes: re-read the pair as one
+        // atomic access before trusting the value.
+        uint64_t pr = 0;
+        if (t.rank == l) pr = ldv64(L::slot_ptr(s, l));
+        pr = t.shfl(pr, l);
+        if ((uint32_t)pr != (uint32_t)k) return out<L>(kResNotFound);  // deleted meanwhile
+        return out<L>(kResFound, (V)(pr >> 32));
+      } else if constexpr (L::kPacked) {
+        return out<L>(kResFound, t.shfl(d.val, l));
+      } else {
+        if (!((published<L>(t, d) >> l) & 1)) return out<L>(kResNotFound);  // insert not yet linearized
+        V v = 0;
+        if (t.rank == l) {
+          __threadfence();  // acquire: the unpublished bit was seen clear
+          v = ldv<V>(L::slot_ptr(s, l) + L::kValueOffset);
+        }
+        return out<L>(kResFound, t.shfl(v, l));
+      }
+    }
+    uint32_t next = t.shfl(d.tail, L::kTailLane);
+    if (next == kNull) return out<L>(kResNotFound);
+    s = c.unit(next);
+  }
+  report(c.status, kStatusRetryLimit);
+  return out<L>(kResFailed);
+}
+
+// insert adds (k, v): map = insert or replace, set = insert if absent,
+// multimap = always a new pair. Only the first empty slot in list order (the
+// frontier) is ever claimed, so two inserts of one key meet at one slot.
+template <class L>
+__device__ Out<L> insert(const Tile<L::W>& t, const Ctx<L>& c, TileAllocator<L::W>& alloc, typename L::K k,
+                         typename L::V v) {
+  using K = typename L::K;
+  char* s = c.head(c.bucket(k));
+  for (uint32_t it = 0; it < kMaxSteps; ++it) {
+    Lane<L> d = load<L>(t, s);
+    const bool sl = L::slot_lane(t.rank);
+    if constexpr (L::kKind != kMulti) {
+      unsigned m = t.ballot(sl && d.key == k);
+      if (m) {
+        int l = __ffs(m) - 1;
+        if constexpr (L::kIsSet) {
+          return out<L>(kResPresent);
+        } else if constexpr (L::kPacked) {
+          int r = 0;
+          if (t.rank == l) r = replace_packed<L>(s, l, d.raw0, k, v);
+          r = t.shfl(r, l);
+          if (r == 1) return out<L>(kResPresent);
+          if (r == 2) continue;  // deleted meanwhile: k is absent, insert at the frontier
+          report(c.status, kStatusRetryLimit);
+          return out<L>(kResFailed);
+        } else {
+          if (!((published<L>(t, d) >> l) & 1) && !wait_published<L>(t, c, s, l)) return out<L>(kResFailed);
+          if (t.rank == l) {
+            __threadfence();
+            exch<typename L::V>(L::slot_ptr(s, l) + L::kValueOffset, v);
+          }
+          return out<L>(kResPresent);
+        }
+      }
+    }
+    unsigned e = t.ballot(sl && d.key == empty_key<K>());
+    if (e) {
+      int l = __ffs(e) - 1;
+      int r = 0;
+      if (t.rank == l) r = claim<L>(s, l, k, v) ? 1 : 0;
+      r = t.shfl(r, l);
+      if (r) return out<L>(kResInserted);
+      continue;  // lost the slot: re-read (a same-key winner is found above)
+    }
+    uint32_t next = t.shfl(d.tail, L::kTailLane);
+    if (next == kNull) {
+      uint32_t a = alloc.allocate(t, c.pool, c.status);
+      if (a == kNull) return out<L>(kResFailed);
+      uint32_t cur = 0;
+      if (t.rank == 0) cur = atomicCAS((unsigned*)(s + L::kNextOffset), kNull, a);
+      cur = t.shfl(cur, 0);
+      if (cur == kNull) {
+        next = a;
+      } else {
+        alloc.release(t, c.pool, a);  // another tile linked first; ours was never seen
+        next = cur;
+      }
+    }
+    s = c.unit(next);
+  }
+  report(c.status, kStatusRetryLimit);
+  return out<L>(kResFailed);
+}
+
+// erase deletes k: one entry (the first in list order), or with all every
+// entry (multimap). Wide pairs skip unpublished slots: their inserts have not
+// taken effect.
+template <class L>
+__device__ Out<L> erase(const Tile<L::W>& t, const Ctx<L>& c, typename L::K k, bool all) {
+  char* s = c.head(c.bucket(k));
+  uint32_t removed = 0;
+  bool gaveup = false;
+  for (uint32_t hop = 0; hop < kMaxSteps; ++hop) {
+    Lane<L> d = load<L>(t, s);
+    const unsigned pub = published<L>(t, d);
+    unsigned m = t.ballot(L::slot_lane(t.rank) && d.key == k) & pub;
+    if (m) {
+      if (all) {
+        int r = 0;
+        if ((m >> t.rank) & 1) r = tombstone<L>(s, t.rank, d.raw0, k);
+        removed += __popc(t.ballot(r == 1));
+        gaveup |= t.ballot(r == 3) != 0;
+      } else {
+        while (m) {
+          int l = __ffs(m) - 1;
+          int r = 0;
+          if (t.rank == l) r = tombstone<L>(s, l, d.raw0, k);
+          r = t.shfl(r, l);
+          if (r == 1) return out<L>(kResRemoved, 0, 1);
+          if (r == 3) {
+            report(c.status, kStatusRetryLimit);
+            return out<L>(kResFailed);
+          }
+          if constexpr (L::kKind != kMulti) return out<L>(kResNotFound);  // deleted by another op
+          m &= m - 1;
+        }
+      }
+    }
+    uint32_t next = t.shfl(d.tail, L::kTailLane);
+    if (next == kNull) {
+      if (gaveup) {
+        report(c.status, kStatusRetryLimit);
+        return out<L>(kResFailed, 0, removed);
+      }
+      return removed ? out<L>(kResRemoved, 0, removed) : out<L>(kResNotFound);
+    }
+    s = c.unit(next);
+  }
+  report(c.status, kStatusRetryLimit);
+  return out<L>(kResFailed);
+}
+
+// collect counts the published entries of k and, with dst, stores up to cap
+// of their values (multimap search-all).
+template <class L>
+__device__ uint32_t collect(const Tile<L::W>& t, const Ctx<L>& c, typename L::K k, typename L::V* dst, uint32_t cap) {
+  using V = typename L::V;
+  char* s = c.head(c.bucket(k));
+  uint32_t n = 0;
+  for (uint32_t hop = 0; hop < kMaxSteps; ++hop) {
+    Lane<L> d = load<L>(t, s);
+    const unsigned pub = published<L>(t, d);  // every lane shuffles: compute before any short circuit
+    bool mine = L::slot_lane(t.rank) && d.key == k && ((pub >> t.rank) & 1);
+    V v = d.val;
+    if (dst && mine) {
+      if constexpr (L::kWordLanes) {
+        uint64_t pr = ldv64(L::slot_ptr(s, t.rank));
+        mine = (uint32_t)pr == (uint32_t)k;
+        v = (V)(pr >> 32);
+      } else if constexpr (L::kWide) {
+        __threadfence();
+        v = ldv<V>(L::slot_ptr(s, t.rank) + L::kValueOffset);
+      }
+    }
+    unsigned m = t.ballot(mine);
+    if (dst && mine) {
+      uint32_t pos = n + __popc(m & L::lower(t.rank));
+      if (pos < cap) dst[pos] = v;
+    }
+    n += __popc(m);
+    uint32_t next = t.shfl(d.tail, L::kTailLane);
+    if (next == kNull) return n;
+    s = c.unit(next);
+  }
+  report(c.status, kStatusRetryLimit);
+  return n;
+}
+
+// Launch geometry shared by the kernels: tiles stride over work items.
+template <int W>
+struct Geometry {
+  uint64_t tile, tiles;
+  __device__ __forceinline__ Geometry() {
+    tile = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / W;
+    tiles = (uint64_t)gridDim.x * blockDim.x / W;
+  }
+};
+
+// apply runs a batch: element i is op (ops[i], or uniform_op when ops is
+// null) on keys[i]; vals[i] is the value to insert and receives the found
+// value; results[i] the outcome; counts[i] (multimap) the count found or
+// removed. With retry_only, only elements whose result is kResFailed run
+// (the host's rerun after growing the pool).
+template <class L>
+__device__ void apply(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool, const typename L::K* keys,
+                      typename L::V* vals, const uint8_t* ops, uint32_t uniform_op, uint8_t* results, uint32_t* counts,
+                      uint64_t n, unsigned long long* ctrl, uint32_t retry_only, uint32_t salt) {
+  using K = typename L::K;
+  using V = typename L::V;
+  if (ldv64(ctrl + kCtrlRejected) != 0) return;  // the scan found a reserved key: apply nothing
+  Tile<L::W> t;
+  Geometry<L::W> g;
+  Ctx<L> c{heads, nbuckets, seed, pool, (uint32_t*)(ctrl + kCtrlStatus)};
+  TileAllocator<L::W> alloc;
+  alloc.init((uint32_t)g.tile ^ salt);
+  long long delta = 0;
+  uint32_t failed = 0;
+  for (uint64_t base = g.tile * L::W; base < n; base += g.tiles * L::W) {
+    const uint64_t i = base + t.rank;
+    bool pending = i < n;
+    K key = 0;
+    V val = 0;
+    uint32_t op = uniform_op;
+    if (pending) {
+      key = keys[i];
+      if (ops) op = ops[i];
+      if (op == kOpInsert && vals) val = vals[i];
+      if (retry_only && results[i] != kResFailed) pending = false;
+    }
+    unsigned q;
+    while ((q = t.ballot(pending)) != 0) {
+      const int src = __ffs(q) - 1;
+      const K k = (K)t.shfl((uint64_t)key, src);
+      const V v = (V)t.shfl((uint64_t)val, src);
+      const uint32_t o = t.shfl(op, src);
+      Out<L> r;
+      if (o == kOpFind) {
+        if constexpr (L::kKind == kMulti) {
+          uint32_t cnt = collect<L>(t, c, k, (V*)nullptr, 0);
+          r = out<L>(cnt ? kResFound : kResNotFound, 0, cnt);
+        } else {
+          r = find<L>(t, c, k);
+        }
+      } else if (o == kOpInsert) {
+        r = insert<L>(t, c, alloc, k, v);
+      } else if (o == kOpDelete || (o == kOpDeleteAll && L::kKind == kMulti)) {
+        r = erase<L>(t, c, k, o == kOpDeleteAll);
+      } else {
+        report(c.status, kStatusBadOp);
+        r = out<L>(kResFailed);
+      }
+      if (r.code == kResInserted) ++delta;
+      if (r.code == kResRemoved || (r.code == kResFailed && r.count)) delta -= r.count;
+      if (r.code == kResFailed) ++failed;
+      if (t.rank == src) {
+        results[i] = r.code;
+        if (o == kOpFind && vals && !L::kIsSet && L::kKind != kMulti) vals[i] = r.val;
+        if (counts) counts[i] = r.count;
+        pending = false;
+      }
+    }
+  }
+  alloc.flush(t, pool);
+  if (t.rank == 0) {
+    if (delta) atomicAdd(ctrl + kCtrlDelta, (unsigned long long)delta);
+    if (failed) atomicAdd(ctrl + kCtrlFailed, (unsigned long long)failed);
+  }
+}
+
+// find_all stores the values of keys[i] at dst[offsets[i] ..] up to
+// offsets[i+1] and its count in counts[i] (which may exceed the room: the
+// host then retries that key with more).
+template <class L>
+__device__ void find_all(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool, const typename L::K* keys,
+                         const uint64_t* offsets, typename L::V* dst, uint32_t* counts, uint64_t n,
+                         unsigned long long* ctrl) {
+  Tile<L::W> t;
+  Geometry<L::W> g;
+  Ctx<L> c{heads, nbuckets, seed, pool, (uint32_t*)(ctrl + kCtrlStatus)};
+  for (uint64_t base = g.tile * L::W; base < n; base += g.tiles * L::W) {
+    const uint64_t i = base + t.rank;
+    bool pending = i < n;
+    unsigned q;
+    while ((q = t.ballot(pending)) != 0) {
+      const int src = __ffs(q) - 1;
+      const uint64_t j = t.shfl((uint64_t)i, src);
+      const typename L::K k = keys[j];
+      uint32_t cnt;
+      if (offsets) {
+        const uint64_t lo = offsets[j], hi = offsets[j + 1];
+        cnt = collect<L>(t, c, k, dst + lo, (uint32_t)(hi - lo));
+      } else {
+        cnt = collect<L>(t, c, k, (typename L::V*)nullptr, 0);
+      }
+      if (t.rank == src) {
+        counts[i] = cnt;
+        pending = false;
+      }
+    }
+  }
+}
+
+// snapshot copies every live entry to keys/vals (room for cap); the number
+// of entries found accumulates in ctrl[kCtrlCount]. Runs alone.
+template <class L>
+__device__ void snapshot(char* heads, uint32_t nbuckets, Pool* pool, typename L::K* keys, typename L::V* vals,
+                         uint64_t cap, unsigned long long* ctrl) {
+  using K = typename L::K;
+  Tile<L::W> t;
+  Geometry<L::W> g;
+  Ctx<L> c{heads, nbuckets, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
+  for (uint64_t b = g.tile; b < nbuckets; b += g.tiles) {
+    char* s = c.head((uint32_t)b);
+    for (uint32_t hop = 0;; ++hop) {
+      if (hop == kMaxSteps) {
+        report(c.status, kStatusRetryLimit);
+        break;
+      }
+      Lane<L> d = load<L>(t, s);
+      const unsigned pub = published<L>(t, d);
+      bool live = L::slot_lane(t.rank) && d.key != empty_key<K>() && d.key != tomb_key<K>() && ((pub >> t.rank) & 1);
+      unsigned m = t.ballot(live);
+      if (m) {
+        unsigned long long at = 0;
+        if (t.rank == 0) at = atomicAdd(ctrl + kCtrlCount, (unsigned long long)__popc(m));
+        at = t.shfl((uint64_t)at, 0);
+        if (live) {
+          uint64_t pos = at + __popc(m & L::lower(t.rank));
+          if (pos < cap) {
+            keys[pos] = d.key;
+            if (vals) vals[pos] = d.val;
+          }
+        }
+      }
+      uint32_t next = t.shfl(d.tail, L::kTailLane);
+      if (next == kNull) break;
+      s = c.unit(next);
+    }
+  }
+}
+
+// flush compacts every bucket list: live entries move to the front in list
+// order, the rest of the last used slab is emptied, and the slabs after it
+// are reset to all-ones and freed to the pool. Runs alone.
+template <class L>
+__device__ void flush(char* heads, uint32_t nbuckets, Pool* pool, unsigned long long* ctrl) {
+  using K = typename L::K;
+  Tile<L::W> t;
+  Geometry<L::W> g;
+  Ctx<L> c{heads, nbuckets, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
+  const uint32_t full = ~((1u << L::kSlots) - 1);  // aux of a slab whose every slot is published
+  long long freed = 0;
+  for (uint64_t b = g.tile; b < nbuckets; b += g.tiles) {
+    char* rd = c.head((uint32_t)b);
+    char* wr = rd;
+    int wpos = 0;  // slots of wr already holding compacted entries
+    bool ok = false;
+    for (uint32_t hop = 0; hop < kMaxSteps; ++hop) {
+      Lane<L> d = load<L>(t, rd);
+      const uint32_t next = t.shfl(d.tail, L::kTailLane);
+      const bool live = L::slot_lane(t.rank) && d.key != empty_key<K>() && d.key != tomb_key<K>();
+      const unsigned m = t.ballot(live);
+      const int cnt = __popc(m);
+      if (cnt) {
+        if (wpos == L::kSlots) {  // wr is full: continue in the following slab
+          const uint32_t wn = wr == rd ? next : next_of<L>(t, wr);
+          if (L::kWide && t.rank == 0) stv32(wr + L::kAuxOffset, full);
+          wr = c.unit(wn);
+          wpos = 0;
+        }
+        char* spill = nullptr;
+        if (wpos + cnt > L::kSlots) spill = c.unit(wr == rd ? next : next_of<L>(t, wr));
+        if (live) {
+          int pos = wpos + __popc(m & L::lower(t.rank));
+          char* dst = wr;
+          if (pos >= L::kSlots) {
+            dst = spill;
+            pos -= L::kSlots;
+          }
+          store_slot<L>(dst, L::lane_of(pos), d.raw0, d.raw1);
+        }
+        t.sync();
+        wpos += cnt;
+        if (wpos > L::kSlots) {
+          if (L::kWide && t.rank == 0) stv32(wr + L::kAuxOffset, full);
+          wr = spill;
+          wpos -= L::kSlots;
+        }
+      }
+      if (next == kNull) {
+        ok = true;
+        break;
+      }
+      rd = c.unit(next);
+    }
+    if (!ok) {
+      report(c.status, kStatusRetryLimit);
+      continue;
+    }
+    // Empty the rest of wr, cut the list after it, free what follows.
+    if (L::slot_lane(t.rank) && L::slot_of(t.rank) >= wpos) store_slot<L>(wr, t.rank, ~0ull, ~0ull);
+    uint32_t rest = next_of<L>(t, wr);
+    if (t.rank == 0) {
+      stv32(wr + L::kNextOffset, kNull);
+      if (L::kWide) stv32(wr + L::kAuxOffset, ~((1u << wpos) - 1));
+    }
+    for (uint32_t hop = 0; rest != kNull && hop < kMaxSteps; ++hop) {
+      char* p = c.unit(rest);
+      const uint32_t nn = next_of<L>(t, p);
+      reset_slab<L>(t, p);
+      t.sync();
+      if (t.rank == 0) {
+        __threadfence();  // the reset is visible before the unit can be handed out again
+        slab::free_unit(pool, rest);
+      }
+      ++freed;
+      rest = nn;
+    }
+  }
+  if (t.rank == 0 && freed) atomicAdd(&pool->used, (unsigned long long)(-freed));
+}
+
+// scan checks a device batch before it runs: reserved keys and (with ops)
+// op codes above max_op. It counts rejects in ctrl[kCtrlRejected], which
+// apply reads first on the same stream.
+template <typename K>
+__device__ void scan(const K* keys, const uint8_t* ops, uint32_t max_op, uint64_t n, unsigned long long* ctrl) {
+  uint32_t bad = 0, flags = 0;
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+    K k = keys[i];
+    if (k == empty_key<K>() || k == tomb_key<K>()) {
+      ++bad;
+      flags |= kStatusReservedKey;
+    }
+    if (ops && ops[i] > max_op) {
+      ++bad;
+      flags |= kStatusBadOp;
+    }
+  }
+  if (bad) {
+    atomicAdd(ctrl + kCtrlRejected, (unsigned long long)bad);
+    atomicOr((unsigned*)(ctrl + kCtrlStatus), flags);
+  }
+}
+
+}  // namespace sh
+}  // namespace wk
+
+// Kernel instantiation. SH_TABLE(name, K, V, kind, W, word_lanes) defines the
+// kernels sh_apply_<name>, sh_snapshot_<name>, sh_flush_<name> and
+// sh_findall_<name>; SH_SCAN(name, K) defines sh_scan_<name>.
+#define SH_TABLE(NAME, K, V, KIND, W, WORDS)                                                                        \
+  using L_##NAME = wk::sh::Layout<K, V, KIND, W, WORDS>;                                                            \
+  extern "C" __global__ void sh_apply_##NAME(char* heads, uint32_t nbuckets, uint32_t seed, wk::slab::Pool* pool,   \
+                                             const K* keys, V* vals, const uint8_t* ops, uint32_t uniform_op,      \
+                                             uint8_t* results, uint32_t* counts, uint64_t n,                      \
+                                             unsigned long long* ctrl, uint32_t retry_only, uint32_t salt) {      \
+    wk::sh::apply<L_##NAME>(heads, nbuckets, seed, pool, keys, vals, ops, uniform_op, results, counts, n, ctrl,    \
+                            retry_only, salt);                                                                     \
+  }                                                                                                                \
+  extern "C" __global__ void sh_findall_##NAME(char* heads, uint32_t nbuckets, uint32_t seed, wk::slab::Pool* pool, \
+                                               const K* keys, const uint64_t* offsets, V* dst, uint32_t* counts,   \
+                                               uint64_t n, unsigned long long* ctrl) {                            \
+    wk::sh::find_all<L_##NAME>(heads, nbuckets, seed, pool, keys, offsets, dst, counts, n, ctrl);                 \
+  }                                                                                                                \
+  extern "C" __global__ void sh_snapshot_##NAME(char* heads, uint32_t nbuckets, wk::slab::Pool* pool, K* keys,      \
+                                                V* vals, uint64_t cap, unsigned long long* ctrl) {                \
+    wk::sh::snapshot<L_##NAME>(heads, nbuckets, pool, keys, vals, cap, ctrl);                                     \
+  }                                                                                                                \
+  extern "C" __global__ void sh_flush_##NAME(char* heads, uint32_t nbuckets, wk::slab::Pool* pool,                  \
+                                             unsigned long long* ctrl) {                                          \
+    wk::sh::flush<L_##NAME>(heads, nbuckets, pool, ctrl);                                                         \
+  }
+
+#define SH_SCAN(NAME, K)                                                                                         \
+  extern "C" __global__ void sh_scan_##NAME(const K* keys, const uint8_t* ops, uint32_t max_op, uint64_t n,      \
+                                            unsigned long long* ctrl) {                                          \
+    wk::sh::scan<K>(keys, ops, max_op, n, ctrl);                                                                 \
+  }

@@ -1,0 +1,371 @@
+package slabhash
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"sync"
+	"sync/atomic"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+)
+
+// Op is one operation of a mixed batch (Apply).
+type Op uint8
+
+const (
+	// OpFind looks the key up (MultiMap: counts its values).
+	OpFind Op = 0
+	// OpInsert inserts the element's value (Map: or replaces it).
+	OpInsert Op = 1
+	// OpDelete deletes the key (MultiMap: its oldest pair).
+	OpDelete Op = 2
+	// OpDeleteAll deletes every pair of the key (MultiMap only).
+	OpDeleteAll Op = 3
+)
+
+// Result is the outcome of one element of a batch.
+type Result uint8
+
+const (
+	// NotFound: a find or delete found no entry for the key.
+	NotFound Result = 0
+	// Found: a find found the key (its value, or count, is reported).
+	Found Result = 1
+	// Inserted: the key (MultiMap: the pair) is new.
+	Inserted Result = 2
+	// Present: the key was already there; a Map replaced its value, a Set
+	// left it.
+	Present Result = 3
+	// Removed: a delete removed the key (MultiMap: the counted pairs).
+	Removed Result = 4
+	// Failed: the element was not applied because the batch returned an
+	// error (ErrPoolExhausted or ErrRetryLimit).
+	Failed Result = 5
+)
+
+// String names the result.
+func (r Result) String() string {
+	switch r {
+	case NotFound:
+		return "not-found"
+	case Found:
+		return "found"
+	case Inserted:
+		return "inserted"
+	case Present:
+		return "present"
+	case Removed:
+		return "removed"
+	case Failed:
+		return "failed"
+	}
+	return fmt.Sprintf("Result(%d)", uint8(r))
+}
+
+// Reserved keys: the two sentinels, for each key width.
+const (
+	EmptyKey32 uint32 = 0xffffffff
+	TombKey32  uint32 = 0xfffffffe
+	EmptyKey64 uint64 = 0xffffffffffffffff
+	TombKey64  uint64 = 0xfffffffffffffffe
+)
+
+// IsReserved reports whether k is one of the two sentinels of its width
+// (all ones: empty; all ones minus one: deleted).
+func IsReserved[K warpkit.Word](k K) bool { return k == ^K(0) || k == ^K(0)-1 }
+
+// Stats describe a table's memory.
+type Stats struct {
+	Backend      warpkit.Backend
+	Layout       string  // e.g. "tile8 (64-byte slabs, 7 pairs, 8-lane tiles)"
+	Len          int     // live entries
+	Buckets      int     // bucket lists (CUDA)
+	SlabBytes    int     // bytes per slab (CUDA)
+	PoolSlabs    int64   // slabs allocated beyond the bucket heads (CUDA)
+	MemoryBytes  int64   // bucket heads plus allocated slabs (CUDA)
+	Utilization  float64 // entry bytes over MemoryBytes (CUDA)
+	PoolCapacity int64   // slabs the pool holds now (CUDA)
+}
+
+// batch is one host-slice call, as every backend receives it.
+type batch[K, V warpkit.Word] struct {
+	ops    []Op // nil: every element is op
+	op     Op
+	keys   []K
+	vals   []V      // insert values in; find values out
+	res    []Result // may be nil
+	counts []uint32 // MultiMap find and delete-all; may be nil
+}
+
+// devBatch is one device-resident call.
+type devBatch[K, V warpkit.Word] struct {
+	ops    cuda.Slice[uint8]
+	op     Op
+	keys   cuda.Slice[K]
+	vals   cuda.Slice[V]
+	res    cuda.Slice[uint8]
+	counts cuda.Slice[uint32]
+}
+
+// backend is what a table runs on.
+type backend[K, V warpkit.Word] interface {
+	apply(ctx context.Context, b *batch[K, V]) (delta int64, err error)
+	applyDevice(ctx context.Context, b *devBatch[K, V]) (delta int64, err error)
+	findAll(ctx context.Context, keys []K) (offsets []int, vals []V, err error)
+	snapshot(ctx context.Context) ([]K, []V, error)
+	flush(ctx context.Context) error
+	stats(ctx context.Context, n int) (Stats, error)
+	close() error
+}
+
+// table is the shared core of Map, Set and MultiMap.
+type table[K, V warpkit.Word] struct {
+	kind    kind
+	be      backend[K, V]
+	backend warpkit.Backend
+	n       atomic.Int64
+	closed  atomic.Bool
+	// mu is held for reading by batches (which run concurrently) and for
+	// writing by Flush, Snapshot and Close, which need the table alone.
+	mu sync.RWMutex
+}
+
+func newTable[K, V warpkit.Word](kd kind, opts Options) (*table[K, V], error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	geo, err := resolveGeometry[K, V](kd, opts.Layout)
+	if err != nil {
+		return nil, err
+	}
+	dev := opts.Device
+	own := false
+	if opts.Backend == warpkit.CPU {
+		dev = nil
+	} else if dev == nil {
+		if dev, err = warpkit.OpenDevice(opts.Backend, 0); err != nil {
+			return nil, fmt.Errorf("slabhash: %w", err)
+		}
+		own = dev != nil
+	}
+	t := &table[K, V]{kind: kd}
+	if dev == nil {
+		t.backend = warpkit.CPU
+		t.be = newCPU[K, V](kd)
+		return t, nil
+	}
+	t.backend = warpkit.CUDA
+	g, err := newGPU[K, V](kd, geo, &opts, dev, own)
+	if err != nil {
+		if own {
+			dev.Close()
+		}
+		return nil, err
+	}
+	t.be = g
+	return t, nil
+}
+
+func (t *table[K, V]) live(op string) error {
+	if t == nil || t.closed.Load() {
+		return fmt.Errorf("slabhash: %s: %w", op, warpkit.ErrClosed)
+	}
+	return nil
+}
+
+// maxOp is the largest op code the kind accepts.
+func (t *table[K, V]) maxOp() Op {
+	if t.kind == kindMulti {
+		return OpDeleteAll
+	}
+	return OpDelete
+}
+
+// check validates a host batch before anything is applied.
+func (t *table[K, V]) check(what string, b *batch[K, V], valsNeeded bool) error {
+	if err := t.live(what); err != nil {
+		return err
+	}
+	n := len(b.keys)
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: slabhash: %s: %s", warpkit.ErrInvalidArgument, what, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case b.ops != nil && len(b.ops) != n:
+		return bad("%d ops for %d keys", len(b.ops), n)
+	case valsNeeded && len(b.vals) != n:
+		return bad("%d values for %d keys", len(b.vals), n)
+	case b.res != nil && len(b.res) != n:
+		return bad("%d results for %d keys", len(b.res), n)
+	case b.counts != nil && len(b.counts) != n:
+		return bad("%d counts for %d keys", len(b.counts), n)
+	}
+	for i, o := range b.ops {
+		if o > t.maxOp() {
+			return bad("op %d at %d is not a %s operation", o, i, t.kind)
+		}
+	}
+	for i, k := range b.keys {
+		if IsReserved(k) {
+			return fmt.Errorf("slabhash: %s: key %#x at %d: %w (all ones and all ones minus one are the empty and deleted sentinels)",
+				what, uint64(k), i, warpkit.ErrReservedKey)
+		}
+	}
+	return nil
+}
+
+func (t *table[K, V]) run(ctx context.Context, what string, b *batch[K, V], valsNeeded bool) error {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if err := t.check(what, b, valsNeeded); err != nil {
+		return err
+	}
+	if len(b.keys) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("slabhash: %s: %w", what, err)
+	}
+	delta, err := t.be.apply(ctx, b)
+	t.n.Add(delta)
+	if err != nil {
+		return fmt.Errorf("slabhash: %s: %w", what, err)
+	}
+	return nil
+}
+
+// checkDevice validates a device batch's shape (its contents are checked on
+// the device before anything is applied).
+func (t *table[K, V]) checkDevice(what string, b *devBatch[K, V], valsNeeded bool) error {
+	if err := t.live(what); err != nil {
+		return err
+	}
+	if t.backend != warpkit.CUDA {
+		return fmt.Errorf("%w: slabhash: %s: device slices need the CUDA backend", warpkit.ErrInvalidArgument, what)
+	}
+	n := b.keys.Len()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: slabhash: %s: %s", warpkit.ErrInvalidArgument, what, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case b.ops.Buffer() != nil && b.ops.Len() != n:
+		return bad("%d ops for %d keys", b.ops.Len(), n)
+	case valsNeeded && b.vals.Len() != n:
+		return bad("%d values for %d keys", b.vals.Len(), n)
+	case b.res.Buffer() != nil && b.res.Len() != n:
+		return bad("%d results for %d keys", b.res.Len(), n)
+	case b.counts.Buffer() != nil && b.counts.Len() != n:
+		return bad("%d counts for %d keys", b.counts.Len(), n)
+	}
+	return nil
+}
+
+func (t *table[K, V]) runDevice(ctx context.Context, what string, b *devBatch[K, V], valsNeeded bool) error {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if err := t.checkDevice(what, b, valsNeeded); err != nil {
+		return err
+	}
+	if b.keys.Len() == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("slabhash: %s: %w", what, err)
+	}
+	delta, err := t.be.applyDevice(ctx, b)
+	t.n.Add(delta)
+	if err != nil {
+		return fmt.Errorf("slabhash: %s: %w", what, err)
+	}
+	return nil
+}
+
+func (t *table[K, V]) length() int { return int(t.n.Load()) }
+
+func (t *table[K, V]) snapshot(ctx context.Context) ([]K, []V, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.live("snapshot"); err != nil {
+		return nil, nil, err
+	}
+	keys, vals, err := t.be.snapshot(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("slabhash: snapshot: %w", err)
+	}
+	return keys, vals, nil
+}
+
+func (t *table[K, V]) all() iter.Seq2[K, V] {
+	return func(yield func(K, V) bool) {
+		keys, vals, err := t.snapshot(context.Background())
+		if err != nil {
+			return
+		}
+		for i, k := range keys {
+			var v V
+			if vals != nil {
+				v = vals[i]
+			}
+			if !yield(k, v) {
+				return
+			}
+		}
+	}
+}
+
+func (t *table[K, V]) flush(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.live("flush"); err != nil {
+		return err
+	}
+	if err := t.be.flush(ctx); err != nil {
+		return fmt.Errorf("slabhash: flush: %w", err)
+	}
+	return nil
+}
+
+func (t *table[K, V]) stats(ctx context.Context) (Stats, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if err := t.live("stats"); err != nil {
+		return Stats{}, err
+	}
+	s, err := t.be.stats(ctx, t.length())
+	if err != nil {
+		return s, fmt.Errorf("slabhash: stats: %w", err)
+	}
+	s.Backend = t.backend
+	s.Len = t.length()
+	return s, nil
+}
+
+func (t *table[K, V]) close() error {
+	if t == nil {
+		return fmt.Errorf("slabhash: close: %w", warpkit.ErrClosed)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.closed.CompareAndSwap(false, true) {
+		return fmt.Errorf("slabhash: close: %w", warpkit.ErrClosed)
+	}
+	return t.be.close()
+}
+
+// findAll runs a MultiMap search-all under the read lock.
+func (t *table[K, V]) findAll(ctx context.Context, keys []K) ([]int, []V, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if err := t.check("find all", &batch[K, V]{keys: keys}, false); err != nil {
+		return nil, nil, err
+	}
+	offsets, vals, err := t.be.findAll(ctx, keys)
+	if err != nil {
+		return nil, nil, fmt.Errorf("slabhash: find all: %w", err)
+	}
+	return offsets, vals, nil
+}
+
+var errCPUDevice = fmt.Errorf("%w: slabhash: device slices need the CUDA backend", warpkit.ErrInvalidArgument)
