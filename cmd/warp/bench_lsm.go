@@ -71,11 +71,12 @@ func runBenchLSM(ctx context.Context, args []string) error {
 	lkBMax := fs.Int("lookup-bmax", 24, "Table III: largest batch size, 2^n")
 	cntBMin := fs.Int("count-bmin", 16, "Table IV: smallest batch size, 2^n")
 	cntBMax := fs.Int("count-bmax", 20, "Table IV: largest batch size, 2^n")
+	cleanLog := fs.Int("cleanup-log2b", 20, "cleanup: batch size 2^n with 63 batches (and 2^(n-1) with 127); lookups after cleanup at 2^(n-2) with 127 batches")
 	samples := fs.Int("samples", 16, "Tables III, IV: resident-batch counts r measured per batch size (all of 1..n/b when fewer)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *insBMin > *insBMax || *insBMax > *insLog || *lkBMax > *qLog || *cntBMax > *qLog || *insLog > 30 || *qLog > 28 || *samples < 2 {
+	if *insBMin > *insBMax || *insBMax > *insLog || *lkBMax > *qLog || *cntBMax > *qLog || *insLog > 30 || *qLog > 28 || *samples < 2 || *cleanLog < 8 || *cleanLog > 22 {
 		return fmt.Errorf("%w: inconsistent sizes", errUsage)
 	}
 	names := strings.Split(*sections, ",")
@@ -91,7 +92,7 @@ func runBenchLSM(ctx context.Context, args []string) error {
 	defer dev.Close()
 	b := &lsmBench{ctx: ctx, dev: dev, rep: benchfmt.NewReport("warp bench lsm: GPU LSM vs GPU sorted array (uint32 keys and values, device-resident)", dev.Name()),
 		samples: *samples, saBudget: *saBudget, plotPath: *plotPath, summary: map[string][2]float64{}}
-	nKeys := max(1<<*insLog, 2<<*qLog)
+	nKeys := max(1<<*insLog, 2<<*qLog, 64<<*cleanLog)
 	if err := b.makeKeys(nKeys); err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func runBenchLSM(ctx context.Context, args []string) error {
 		"insert":  func() error { return b.insertion(*insLog, *insBMin, *insBMax) },
 		"lookup":  func() error { return b.lookups(*qLog, *lkBMin, *lkBMax) },
 		"count":   func() error { return b.countRange(*qLog, *cntBMin, *cntBMax) },
-		"cleanup": b.cleanup,
+		"cleanup": func() error { return b.cleanup(*cleanLog) },
 		"layout":  b.statusLayout,
 	}
 	for _, s := range names {
@@ -479,10 +480,10 @@ func (b *lsmBench) countRange(logN, bmin, bmax int) error {
 // cleanup measures Cleanup on LSMs where a share of the entries is stale,
 // against rebuilding (radix-sorting all resident pairs), and the lookup
 // speedup it buys (§V-D).
-func (b *lsmBench) cleanup() error {
+func (b *lsmBench) cleanup(lb int) error {
 	t := b.rep.Table("Cleanup: rate (M resident elements/s) vs a rebuild by radix sort of all resident pairs",
 		"b", "resident", "removed", "cleanup ms", "M elem/s", "sort ms", "cleanup/sort rate")
-	for _, c := range []struct{ lb, batches, pct int }{{20, 63, 10}, {20, 63, 50}, {19, 127, 10}, {19, 127, 50}} {
+	for _, c := range []struct{ lb, batches, pct int }{{lb, 63, 10}, {lb, 63, 50}, {lb - 1, 127, 10}, {lb - 1, 127, 50}} {
 		l, err := b.staleLSM(1<<c.lb, c.batches, c.pct)
 		if err != nil {
 			return err
@@ -502,9 +503,9 @@ func (b *lsmBench) cleanup() error {
 		t.Add(fmt.Sprintf("2^%d", c.lb), st.Resident, fmt.Sprintf("%.0f%%", 100*removed), ms3(d), mrate(st.Resident, d), ms3(sd), ratio(mrate(st.Resident, d), mrate(st.Resident, sd)))
 	}
 
-	// Lookup speedup: b = 2^18, 127 batches, 10% removed; 2^25 lookups before
-	// cleanup vs cleanup plus the same lookups after.
-	bs, nb, q := 1<<18, 127, 1<<25
+	// Lookup speedup (the paper: b = 2^18, 127 batches, 10% removed, 2^25
+	// lookups): lookups before cleanup vs cleanup plus the same lookups after.
+	bs, nb, q := 1<<(lb-2), 127, 1<<(lb+5)
 	l, err := b.staleLSM(bs, nb, 10)
 	if err != nil {
 		return err
@@ -533,7 +534,7 @@ func (b *lsmBench) cleanup() error {
 	if err != nil {
 		return err
 	}
-	s := b.rep.Table("Cleanup and lookups: b = 2^18, 127 batches, 10% removed, 2^25 lookups",
+	s := b.rep.Table(fmt.Sprintf("Cleanup and lookups: b = 2^%d, 127 batches, 10%% removed, 2^%d lookups", lb-2, lb+5),
 		"levels before", "levels after", "lookups before ms", "cleanup ms", "lookups after ms", "speedup incl. cleanup", "speedup of lookups")
 	s.Add(levels, len(l.Stats().Levels), ms3(before), ms3(dc), ms3(after), ratio(before.Seconds(), (dc+after).Seconds()), ratio(before.Seconds(), after.Seconds()))
 	return nil

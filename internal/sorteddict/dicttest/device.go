@@ -160,11 +160,11 @@ func DeviceRun[K, V warpkit.Word](t *testing.T, dev *cuda.Device, d DeviceDict[K
 	}
 }
 
-// OutOfMemory fills the device, checks that a large update fails with
-// ErrOutOfMemory and leaves the dictionary answering as before, and that the
-// update succeeds once the memory is back. shape describes the dictionary's
-// state (it must not change across the failed update).
-func OutOfMemory[K, V warpkit.Word](t *testing.T, dev *cuda.Device, d Dict[K, V], shape func() string) {
+// OutOfMemory fills the device, checks that a large device-resident update
+// fails with ErrOutOfMemory and leaves the dictionary answering as before,
+// and that the update succeeds once the memory is back. shape describes the
+// dictionary's state (it must not change across the failed update).
+func OutOfMemory[K, V warpkit.Word](t *testing.T, dev *cuda.Device, d DeviceDict[K, V], shape func() string) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(5, 6))
 	w := Workload{Space: 1 << 20, DeleteFrac: 0.1}
@@ -176,28 +176,29 @@ func OutOfMemory[K, V warpkit.Word](t *testing.T, dev *cuda.Device, d Dict[K, V]
 		}
 		o.Apply(keys, vals, dels)
 	}
+	Check(t, ctx, d, o, rng, w, 500) // also warms the query streams' scratch
 	before := shape()
+	keys, vals, dels := Batch[K, V](rng, w, 1<<24)
+	dk, dv, df := FromHost(t, dev, keys), FromHost(t, dev, vals), FromHost(t, dev, flags(dels))
 	free, _, err := dev.MemInfo()
 	if err != nil {
 		t.Fatal(err)
 	}
-	hog, err := cuda.Alloc[uint8](dev, int(free)-(48<<20))
+	hog, err := cuda.Alloc[uint8](dev, int(free)-(192<<20))
 	if err != nil {
 		t.Skipf("cannot take the device's free memory: %v", err)
 	}
-	keys, vals, dels := Batch[K, V](rng, w, 1<<24)
-	err = d.Update(ctx, keys, vals, dels)
+	t.Cleanup(func() { hog.Free() }) // freeing twice is harmless
+	err = d.UpdateDevice(ctx, dk, dv, df)
 	if !errors.Is(err, warpkit.ErrOutOfMemory) {
-		hog.Free()
 		t.Fatalf("update with the device full: %v, want ErrOutOfMemory", err)
 	}
 	if after := shape(); after != before {
-		hog.Free()
 		t.Fatalf("failed update changed the shape: %s -> %s", before, after)
 	}
 	Check(t, ctx, d, o, rng, w, 500)
 	hog.Free()
-	if err := d.Update(ctx, keys, vals, dels); err != nil {
+	if err := d.UpdateDevice(ctx, dk, dv, df); err != nil {
 		t.Fatal(err)
 	}
 	o.Apply(keys, vals, dels)
