@@ -26,6 +26,12 @@ case "$out" in
 esac
 [ $# -gt 0 ] || set -- ./...
 
+# Stamp the commit into every binary: benchmark reports print it, and Go's own
+# VCS stamping is off for test binaries (and wherever GOFLAGS=-buildvcs=false).
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+[ -z "$(git status --porcelain 2>/dev/null)" ] || commit="$commit+dirty"
+ldflags="-s -w -X github.com/warpkit/warpkit/internal/benchfmt.stampedCommit=$commit"
+
 rm -rf "$out"
 mkdir -p "$out"
 export CGO_ENABLED=0
@@ -40,13 +46,13 @@ while read -r pkg dir; do
 	[ -n "$rel" ] || rel=.
 	name=$(echo "${rel}" | tr '/' '_')
 	[ "$name" = "." ] && name=warpkit
-	go test -c -ldflags="-s -w" -o "$out/${name}.test" "$pkg"
+	go test -c -ldflags="$ldflags" -o "$out/${name}.test" "$pkg"
 	echo "${name} ${rel}" >> "$out/tests.txt"
 done <<< "$pkgs"
 
 if [ "$*" = "./..." ]; then
-	go build -ldflags="-s -w" -o "$out/warp" ./cmd/warp
-elif ! go build -ldflags="-s -w" -o "$out/warp" ./cmd/warp 2>/dev/null; then
+	go build -ldflags="$ldflags" -o "$out/warp" ./cmd/warp
+elif ! go build -ldflags="$ldflags" -o "$out/warp" ./cmd/warp 2>/dev/null; then
 	echo "gpu-test.sh: note: cmd/warp does not build right now; $out/warp left out" >&2
 fi
 

@@ -155,9 +155,17 @@ func formatFloat(x float64) string {
 	}
 }
 
+// stampedCommit is set at link time by scripts/gpu-test.sh
+// (-X github.com/warpkit/warpkit/internal/benchfmt.stampedCommit=...), for
+// builds where Go's own VCS stamping is off or absent (test binaries).
+var stampedCommit string
+
 // Commit returns the VCS revision the binary was built from (12 hex digits,
 // "+dirty" when the tree had changes), or "unknown".
 func Commit() string {
+	if stampedCommit != "" {
+		return stampedCommit
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"
