@@ -77,6 +77,9 @@ func runBenchHash(ctx context.Context, args []string) error {
 	b.rep = benchfmt.NewReport("warp bench hash: slab hash (32-bit keys and values, layout "+layout.String()+") vs static open addressing",
 		fmt.Sprintf("%s (cc %s, %d SMs, %.0f GiB), driver CUDA %s", p.Name, p.ComputeCapability(), p.Multiprocessors,
 			float64(p.TotalMemory)/(1<<30), p.DriverVersionString()))
+	if !*asJSON {
+		b.rep.Stream(os.Stdout) // rows appear as measured: a run cut short keeps them
+	}
 	want := func(name string) bool {
 		return *only == "" || slices.Contains(strings.Split(*only, ","), name)
 	}
@@ -224,8 +227,8 @@ func hashTime(f func() error) (time.Duration, error) {
 // slabRates are one configuration's measurements.
 type slabRates struct {
 	util, build, findAll, findNone float64 // utilization; rates in ops/s
-	buckets                               int
-	footprint                             int64
+	buckets                        int
+	footprint                      int64
 }
 
 // measureSlab builds a fresh table reps times (median build rate), then
