@@ -328,16 +328,18 @@ func (d *DB) runCompaction(c *pickedCompaction, snaps []base.SeqNum) error {
 	if err == nil {
 		err = vfs.SyncDir(d.fs, d.dir)
 	}
-	if err == nil {
-		for _, o := range res.Outputs {
-			edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: c.outputLevel, Meta: o})
-		}
-		err = d.vs.LogAndApply(edit)
-	}
 	if err != nil {
 		for _, n := range created {
 			d.removeFile(base.MakeFilename(base.FileTypeTable, n))
 		}
+		return err
+	}
+	for _, o := range res.Outputs {
+		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: c.outputLevel, Meta: o})
+	}
+	if err := d.vs.LogAndApply(edit); err != nil {
+		// The edit may be durable even though it failed: keep the outputs
+		// (the next Open deletes whichever no version lists).
 		return err
 	}
 	st := res.Stats

@@ -50,10 +50,9 @@ func (d *DB) flushOne() bool {
 		edit.NewFiles = []manifest.NewFile{{Level: 0, Meta: meta}}
 	}
 	if err == nil {
+		// On failure the edit may still be durable: keep the table (the next
+		// Open deletes it if no version lists it).
 		err = d.vs.LogAndApply(edit)
-		if err != nil && meta != nil {
-			d.removeFile(base.MakeFilename(base.FileTypeTable, meta.FileNum))
-		}
 	}
 
 	d.mu.Lock()

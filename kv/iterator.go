@@ -56,8 +56,7 @@ func (d *DB) newIter(opts *IterOptions, snap base.SeqNum) (*Iterator, error) {
 		}
 	}
 	rs := d.loadReadState()
-	if rs.mem == nil {
-		rs.unref()
+	if rs == nil {
 		return nil, ErrClosed
 	}
 	it := &Iterator{db: d, rs: rs, snap: snap, lower: lower, upper: upper}

@@ -121,12 +121,18 @@ func (m *Metrics) CompactionBandwidth() float64 {
 	return float64(m.Compaction.BytesRead+m.Compaction.BytesWritten) / m.Compaction.Time.Seconds()
 }
 
-// Metrics returns the current counters.
+// Metrics returns the current counters (after Close: empty metrics whose
+// BackgroundError is ErrClosed).
 func (d *DB) Metrics() *Metrics {
 	m := &Metrics{}
+	rs := d.loadReadState()
+	if rs == nil {
+		m.BackgroundError = ErrClosed
+		return m
+	}
+	defer rs.unref()
+	v := rs.version
 	d.mu.Lock()
-	v := d.rs.version
-	v.Ref()
 	m.MemTable.Size = d.mem.Size()
 	m.MemTable.Immutable = len(d.imm)
 	m.Compaction.InProgress = d.compacting
@@ -146,7 +152,6 @@ func (d *DB) Metrics() *Metrics {
 		m.Levels[l].BytesIn = d.m.levels[l].bytesIn.Load()
 		m.Levels[l].Compactions = d.m.levels[l].compactions.Load()
 	}
-	v.Unref()
 	m.MemTable.Flushes = d.m.flushes.Load()
 	m.MemTable.FlushBytes = d.m.flushBytes.Load()
 	m.MemTable.FlushTime = time.Duration(d.m.flushNanos.Load())

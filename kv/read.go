@@ -34,11 +34,14 @@ func (rs *readState) unref() {
 	}
 }
 
-// loadReadState returns the current read state with a reference.
+// loadReadState returns the current read state with a reference, or nil
+// once the DB is closed.
 func (d *DB) loadReadState() *readState {
 	d.rsMu.Lock()
 	rs := d.rs
-	rs.refs.Add(1)
+	if rs != nil {
+		rs.refs.Add(1)
+	}
 	d.rsMu.Unlock()
 	return rs
 }
@@ -86,10 +89,10 @@ func (d *DB) Get(key []byte) ([]byte, error) {
 
 func (d *DB) get(key []byte, snap base.SeqNum) ([]byte, error) {
 	rs := d.loadReadState()
-	defer rs.unref()
-	if rs.mem == nil {
+	if rs == nil {
 		return nil, ErrClosed
 	}
+	defer rs.unref()
 	// Search newest to oldest. A tombstone found in one source deletes
 	// every older entry of the key, all of which live in older sources (the
 	// store keeps a key's newer entries, tombstones included, in newer
@@ -250,8 +253,7 @@ func (s *Snapshot) Close() error {
 	return nil
 }
 
-// validKey rejects nothing today (any byte string is a key), but keeps the
-// check in one place.
+// boundsOrdered checks iterator bounds.
 func boundsOrdered(lower, upper []byte) error {
 	if lower != nil && upper != nil && bytes.Compare(lower, upper) > 0 {
 		return fmt.Errorf("%w: iterator lower bound %q above upper bound %q", ErrInvalidArgument, lower, upper)

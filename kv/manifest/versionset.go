@@ -46,6 +46,7 @@ type VersionSet struct {
 	manifestFile vfs.File
 	manifest     *record.Writer
 	edits        atomic.Int64
+	err          error // sticky: a manifest write failed
 }
 
 func newVersionSet(opts Options) *VersionSet {
@@ -322,13 +323,18 @@ func (vs *VersionSet) Edits() int64 { return vs.edits.Load() }
 
 // LogAndApply applies an edit to the current version, makes it durable in
 // the manifest, and installs the result. The edit's LogNum and LastSeq, when
-// set, must not go backwards. On a write or sync error nothing is installed
-// and the manifest must be considered damaged: the caller stops writing.
+// set, must not go backwards. On a write or sync error nothing is installed,
+// but the edit may still be durable (it may be replayed by the next Load):
+// the caller must not delete the tables it adds, and every later
+// LogAndApply fails.
 func (vs *VersionSet) LogAndApply(e *VersionEdit) error {
 	vs.applyMu.Lock()
 	defer vs.applyMu.Unlock()
 	if vs.manifest == nil {
 		return errors.New("manifest: version set closed")
+	}
+	if vs.err != nil {
+		return vs.err
 	}
 	if e.LogNum != 0 && e.LogNum < vs.logNum {
 		return fmt.Errorf("manifest: log number going backwards (%d < %d)", e.LogNum, vs.logNum)
@@ -354,11 +360,15 @@ func (vs *VersionSet) LogAndApply(e *VersionEdit) error {
 	if vs.manifest.Size() >= vs.opts.MaxManifestSize {
 		if err := vs.rotate(nv); err != nil {
 			vs.logNum, vs.lastSeq = oldLog, oldSeq
+			vs.err = fmt.Errorf("manifest: unusable after a failed write: %w", err)
 			return err
 		}
 	} else {
 		if err := vs.append(e); err != nil {
+			// The edit may or may not be durable, and the log may end in a
+			// partial record: refuse further edits.
 			vs.logNum, vs.lastSeq = oldLog, oldSeq
+			vs.err = fmt.Errorf("manifest: unusable after a failed write: %w", err)
 			return err
 		}
 	}

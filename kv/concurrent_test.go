@@ -1,0 +1,239 @@
+package kv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/warpkit/warpkit/kv/vfs"
+)
+
+// TestConcurrentReadersAndWriters runs writers on disjoint key sets with
+// readers, iterators and snapshots alongside (meant for -race). Each writer
+// checks its own keys; snapshot readers check that a snapshot never
+// changes; iterators check order.
+func TestConcurrentReadersAndWriters(t *testing.T) {
+	opts := smallOptions()
+	opts.FS = vfs.NewMem()
+	opts.MaxConcurrentCompactions = 2
+	db, err := Open("/db", &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const writers, perWriter = 4, 1500
+	n := perWriter
+	if testing.Short() {
+		n = 400
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 16)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range n {
+				k := []byte(fmt.Sprintf("w%d/%05d", w, i%300))
+				v := []byte(fmt.Sprintf("%d", i))
+				var err error
+				switch i % 10 {
+				case 9:
+					err = db.Delete(k, nil)
+				case 8:
+					b := db.NewBatch()
+					b.Set(k, v)
+					b.Set(append(k, 'x'), v)
+					err = b.Commit(Sync)
+				default:
+					err = db.Set(k, v, nil)
+				}
+				if err != nil {
+					errc <- err
+					return
+				}
+				if i%10 != 9 {
+					got, err := db.Get(k)
+					if err != nil || !bytes.Equal(got, v) {
+						errc <- fmt.Errorf("writer %d: read own write %s: %q %v", w, k, got, err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	stop := make(chan struct{})
+	var rg sync.WaitGroup
+	rg.Add(3)
+	go func() { // iterators
+		defer rg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			it, err := db.NewIter(nil)
+			if err != nil {
+				errc <- err
+				return
+			}
+			var prev []byte
+			for k := range it.All() {
+				if prev != nil && bytes.Compare(prev, k) >= 0 {
+					errc <- fmt.Errorf("iterator out of order: %q then %q", prev, k)
+				}
+				prev = append(prev[:0], k...)
+			}
+			if err := it.Error(); err != nil {
+				errc <- err
+			}
+			it.Close()
+		}
+	}()
+	go func() { // snapshots do not change
+		defer rg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s, err := db.NewSnapshot()
+			if err != nil {
+				errc <- err
+				return
+			}
+			before := map[string]string{}
+			for i := range 50 {
+				k := fmt.Sprintf("w%d/%05d", i%writers, i)
+				v, err := s.Get([]byte(k))
+				if err != nil && !errors.Is(err, ErrNotFound) {
+					errc <- err
+				}
+				before[k] = string(v)
+			}
+			db.Flush()
+			for k, v := range before {
+				got, _ := s.Get([]byte(k))
+				if string(got) != v {
+					errc <- fmt.Errorf("snapshot changed: %s was %q, now %q", k, v, got)
+				}
+			}
+			s.Close()
+		}
+	}()
+	go func() { // metrics and manual compactions
+		defer rg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = db.Metrics().String()
+			if err := db.Compact([]byte("w1/"), []byte("w2/")); err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	rg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	// Final state: each writer's last value per key.
+	for w := range writers {
+		for k := range 300 {
+			last := -1
+			for i := range n {
+				if i%300 == k {
+					last = i
+				}
+			}
+			if last < 0 {
+				continue
+			}
+			key := []byte(fmt.Sprintf("w%d/%05d", w, k))
+			v, err := db.Get(key)
+			if last%10 == 9 {
+				if !errors.Is(err, ErrNotFound) {
+					t.Fatalf("%s should be deleted: %q %v", key, v, err)
+				}
+			} else if string(v) != fmt.Sprint(last) {
+				t.Fatalf("%s = %q, %v; want %d", key, v, err, last)
+			}
+		}
+	}
+}
+
+func TestAPIErrors(t *testing.T) {
+	fs := vfs.NewMem()
+	if _, err := Open("/db", &Options{FS: fs, ErrorIfNotExists: true}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("ErrorIfNotExists: %v", err)
+	}
+	if _, err := Open("/db", &Options{FS: fs, MemTableSize: 10}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("tiny memtable: %v", err)
+	}
+	if _, err := Open("/db", &Options{FS: fs, L0SlowdownWritesThreshold: 20, L0StopWritesThreshold: 10}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("thresholds out of order: %v", err)
+	}
+	db, err := Open("/db", &Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open("/db", &Options{FS: fs}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second open: %v", err)
+	}
+	if _, err := db.NewIter(&IterOptions{LowerBound: []byte("b"), UpperBound: []byte("a")}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("inverted bounds: %v", err)
+	}
+	if err := db.Compact([]byte("b"), []byte("a")); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("inverted compaction range: %v", err)
+	}
+	b := db.NewBatch()
+	b.Set([]byte("k"), []byte("v"))
+	if err := b.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("double commit: %v", err)
+	}
+	b.Reset()
+	b.Set([]byte(""), []byte("empty key"))
+	b.DeleteRange([]byte("z"), []byte("a")) // empty range: no effect
+	if err := b.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, db, "", "empty key")
+	mustGet(t, db, "k", "v")
+	s, _ := db.NewSnapshot()
+	it, _ := db.NewIter(nil)
+	if err := db.Close(); err == nil || !bytes.Contains([]byte(err.Error()), []byte("iterators")) {
+		t.Fatalf("Close with an open iterator: %v", err)
+	}
+	it.Close()
+	s.Close()
+	if err := db.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := db.Set([]byte("x"), nil, nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Set after Close: %v", err)
+	}
+	if _, err := db.Get([]byte("k")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Get after Close: %v", err)
+	}
+	if _, err := db.NewIter(nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("NewIter after Close: %v", err)
+	}
+	if _, err := Open("/db", &Options{FS: fs, ErrorIfExists: true}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("ErrorIfExists: %v", err)
+	}
+	if fs.OpenFiles() != 0 {
+		t.Fatalf("%d files left open after Close", fs.OpenFiles())
+	}
+}
