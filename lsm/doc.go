@@ -34,7 +34,8 @@
 //
 // # Queries
 //
-// Lookup, Count and Range follow the paper. Lookup searches levels newest
+// Lookup, Count and Range follow the paper (see the departures below for short
+// ranges). Lookup searches levels newest
 // first; the first entry of the key's segment in the newest level that has the
 // key decides. Count and Range use the paper's five stages: per-level bounds,
 // a scan of the per-(query, level) candidate counts, a gather of candidates, a
@@ -57,9 +58,16 @@
 //     insertion first; a fix-up pass then turns the head of every key segment
 //     that contains a tombstone into a tombstone (semantics 6), instead of the
 //     paper's radix sort on the status bit.
-//   - Stage 5 assigns one thread per candidate (finding its query by a search
-//     narrowed per block) and adds per-query counts with warp-aggregated
-//     atomics, instead of one warp per 32 queries.
+//   - Short ranges skip stages 2-4. For a chunk of queries whose ranges all hold
+//     at most 128 candidates, one kernel computes the per-level bounds (stage 1)
+//     and merges the per-level runs in registers, validating each key by its
+//     newest entry exactly as stage 5 does (and, for Range, a second pass writes
+//     the pairs at scanned offsets). This avoids the gather, the segmented sort
+//     and several kernel launches and host round trips per chunk; a chunk with
+//     any longer range goes through the five stages.
+//   - In the five-stage pipeline, stage 5 assigns one thread per candidate
+//     (finding its query by a search narrowed per block) and adds per-query
+//     counts with warp-aggregated atomics, instead of one warp per 32 queries.
 //   - Count and Range process queries in chunks so that the candidates of a
 //     chunk fit a memory budget; any number of queries and any range widths
 //     are accepted.

@@ -16,11 +16,13 @@ import (
 // maxLevels is the size of the device level table (kMaxLevels in lsm.cu).
 const maxLevels = 32
 
-// Defaults for the count/range pipeline: queries per chunk, and candidates a
-// chunk may gather before it is split.
+// Defaults for count and range: queries per chunk; candidates a query may
+// have to be walked (more send its chunk through the five-stage pipeline);
+// candidates a pipeline chunk may gather before it is split.
 const (
-	defaultChunkQueries = 1 << 18
-	defaultBudget       = 1 << 25
+	defaultChunkQueries = 1 << 20
+	defaultWalkCap      = 128
+	defaultBudget       = 1 << 26
 	workers             = 4
 )
 
@@ -42,6 +44,7 @@ type gpuLSM[K, V warpkit.Word] struct {
 	pool   *sorteddict.Pool[worker[K, V]]
 
 	chunkQueries int
+	walkCap      uint64
 	budget       uint64
 }
 
@@ -58,7 +61,7 @@ type worker[K, V warpkit.Word] struct {
 	pingT  [2]sorteddict.Buf[uint32]
 	// Count and range stages, and small counters read back by the host.
 	cnt, off, segoff, ct, selT, counts, small32 sorteddict.Buf[uint32]
-	start, small64                              sorteddict.Buf[uint64]
+	start, small64, walkTotal                   sorteddict.Buf[uint64]
 	ck, selK                                    sorteddict.Buf[K]
 	flags                                       sorteddict.Buf[uint8]
 }
@@ -73,7 +76,7 @@ func newWorker[K, V warpkit.Word](dev *cuda.Device) (*worker[K, V], error) {
 
 func (w *worker[K, V]) free() error {
 	for _, b := range []interface{ Free() }{&w.ones, &w.batchK, &w.batchT, &w.pingK[0], &w.pingK[1], &w.pingT[0], &w.pingT[1],
-		&w.cnt, &w.off, &w.segoff, &w.ct, &w.selT, &w.counts, &w.small32, &w.start, &w.small64, &w.ck, &w.selK, &w.flags, &w.stage} {
+		&w.cnt, &w.off, &w.segoff, &w.ct, &w.selT, &w.counts, &w.small32, &w.start, &w.small64, &w.walkTotal, &w.ck, &w.selK, &w.flags, &w.stage} {
 		b.Free()
 	}
 	return w.stream.Close()
@@ -85,8 +88,8 @@ func readBack[T cuda.Elem, K, V warpkit.Word](w *worker[K, V], src cuda.Slice[T]
 }
 
 type kernels struct {
-	prep, fixup, bounds, gather, validate, mark, queryOffsets *cuda.Function
-	lookup, succ, pred, scatter, gatherValues                 *cuda.Function
+	prep, fixup, bounds, gather, validate, mark, queryOffsets, walkCount *cuda.Function
+	lookup, succ, pred, scatter, gatherValues, walkRange                 *cuda.Function
 }
 
 func loadKernels[K, V warpkit.Word](dev *cuda.Device) (kernels, error) {
@@ -100,7 +103,7 @@ func loadKernels[K, V warpkit.Word](dev *cuda.Device) (kernels, error) {
 		dst  **cuda.Function
 		name string
 	}{
-		{&k.prep, "prep_batch" + ks}, {&k.fixup, "fixup_tombstones" + ks}, {&k.bounds, "bounds" + ks},
+		{&k.prep, "prep_batch" + ks + vs}, {&k.walkCount, "walk_count" + ks}, {&k.walkRange, "walk_range" + ks + vs}, {&k.fixup, "fixup_tombstones" + ks}, {&k.bounds, "bounds" + ks},
 		{&k.gather, "gather_candidates" + ks}, {&k.validate, "validate" + ks}, {&k.mark, "cleanup_mark" + ks},
 		{&k.queryOffsets, "query_offsets"}, {&k.lookup, "lookup" + ks + vs}, {&k.succ, "successor" + ks + vs},
 		{&k.pred, "predecessor" + ks + vs}, {&k.scatter, "cleanup_scatter" + ks + vs}, {&k.gatherValues, "gather_values" + vs},
@@ -122,7 +125,7 @@ func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, b, capacity int) (*gp
 		return nil, err
 	}
 	g := &gpuLSM[K, V]{levelState: levelState{b: b}, dev: dev, ownDev: own, eng: eng, fn: fn,
-		chunkQueries: defaultChunkQueries, budget: defaultBudget}
+		chunkQueries: defaultChunkQueries, walkCap: defaultWalkCap, budget: defaultBudget}
 	fail := func(err error) (*gpuLSM[K, V], error) { g.Close(); return nil, err }
 	if g.tab, err = cuda.Alloc[uint64](dev, 2*maxLevels); err != nil {
 		return fail(err)
@@ -305,19 +308,24 @@ func (g *gpuLSM[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], val
 		}
 	}
 
-	if err := g.fn.prep.Launch(sorteddict.Grid(p), sorteddict.Block, 0, s, keys, dels, uint64(m), uint64(p), uint32(g.logged), bk, bt); err != nil {
+	// prep also copies the values into the log; tombstones' slots are never
+	// read, so a deletions-only batch logs nothing.
+	var log cuda.Slice[V]
+	if kind != sorteddict.DeletesOnly {
+		log = g.log
+	}
+	if err := g.fn.prep.Launch(sorteddict.Grid(p), sorteddict.Block, 0, s, keys, dels, vals, uint64(m), uint64(p), uint32(g.logged), bk, bt, log); err != nil {
 		return err
 	}
 	if err := prim.SortPairs(g.eng, s, bk, bt, prim.SortOptions{}); err != nil {
 		return err
 	}
-	if err := g.fn.fixup.Launch(sorteddict.Grid(p), sorteddict.Block, 0, s, bk, bt, uint64(p)); err != nil {
-		return err
-	}
-	if kind != sorteddict.DeletesOnly { // tombstones' slots are never read: a deletions-only batch logs nothing
-		if err := cuda.CopyAsync(g.log.Sub(g.logged, g.logged+m), vals, s); err != nil {
+	if kind != sorteddict.InsertsOnly { // without tombstones there is nothing to fix up
+		if err := g.fn.fixup.Launch(sorteddict.Grid(p), sorteddict.Block, 0, s, bk, bt, uint64(p)); err != nil {
 			return err
 		}
+	}
+	if kind != sorteddict.DeletesOnly {
 		g.logged += m
 	}
 	// The chunks of one batch go in last-first: a key's segment may span chunks,
@@ -490,9 +498,11 @@ func (g *gpuLSM[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*
 	return res, err
 }
 
-// countRange runs the five stages of count (wantRange false) or range over
-// the queries [lo[i], hi[i]], chunk by chunk; counts receives each query's
-// number of live keys. For range it returns the pairs.
+// countRange answers count (wantRange false) or range queries [lo[i], hi[i]]
+// chunk by chunk; counts receives each query's number of live keys, and for
+// range it returns the pairs. A chunk whose queries all have at most walkCap
+// candidates is walked (walk_count, walk_range); otherwise it goes through the
+// paper's five stages.
 func (g *gpuLSM[K, V]) countRange(ctx context.Context, w *worker[K, V], lo, hi cuda.Slice[K], counts cuda.Slice[uint32], wantRange bool) (res *DeviceRange[K, V], err error) {
 	s, nq, nlev := w.stream, lo.Len(), len(g.levels())
 	if err := counts.Zero(s); err != nil {
@@ -508,13 +518,26 @@ func (g *gpuLSM[K, V]) countRange(ctx context.Context, w *worker[K, V], lo, hi c
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		qc, total, err := g.stage1(w, lo, hi, q0, min(nq-q0, g.chunkQueries), nlev)
+		qc := min(nq-q0, g.chunkQueries)
+		walked, err := g.walk(w, lo.Sub(q0, q0+qc), hi.Sub(q0, q0+qc), counts.Sub(q0, q0+qc), wantRange, &parts)
 		if err != nil {
 			return nil, err
 		}
-		if total > 0 {
-			if err := g.stages2to5(w, qc, nlev, int(total), counts.Sub(q0, q0+qc), wantRange, &parts); err != nil {
+		if !walked {
+			if err := counts.Sub(q0, q0+qc).Zero(s); err != nil {
 				return nil, err
+			}
+			for p0 := q0; p0 < q0+qc; {
+				pc, total, err := g.stage1(w, lo, hi, p0, min(q0+qc-p0, g.chunkQueries), nlev)
+				if err != nil {
+					return nil, err
+				}
+				if total > 0 {
+					if err := g.stages2to5(w, pc, nlev, int(total), counts.Sub(p0, p0+pc), wantRange, &parts); err != nil {
+						return nil, err
+					}
+				}
+				p0 += pc
 			}
 		}
 		q0 += qc
@@ -525,6 +548,50 @@ func (g *gpuLSM[K, V]) countRange(ctx context.Context, w *worker[K, V], lo, hi c
 	return parts.Assemble(g.dev, s, counts, func(in, out, total cuda.Slice[uint32]) error {
 		return prim.ExclusiveScan(g.eng, s, in, out, total)
 	})
+}
+
+// walk counts one chunk of queries with walk_count and, for range, writes
+// their pairs with walk_range. It reports false, having written nothing that
+// stays, when a query has more than walkCap candidates.
+func (g *gpuLSM[K, V]) walk(w *worker[K, V], lo, hi cuda.Slice[K], counts cuda.Slice[uint32], wantRange bool, parts *sorteddict.RangeParts[K, V]) (bool, error) {
+	s, qc := w.stream, lo.Len()
+	ovf, err1 := w.small32.Get(g.dev, s, 1)
+	tot, err2 := w.walkTotal.Get(g.dev, s, 1)
+	if err := errors.Join(err1, err2); err != nil {
+		return false, err
+	}
+	err := errors.Join(ovf.Zero(s), tot.Zero(s))
+	if err == nil {
+		err = g.fn.walkCount.Launch(cuda.GridFor(qc, sorteddict.BlockSize), sorteddict.Block, 0, s, g.tab, uint64(g.b), g.r, lo, hi, uint64(qc), g.walkCap, counts, ovf, tot)
+	}
+	if err != nil {
+		return false, err
+	}
+	o, t := make([]uint32, 1), make([]uint64, 1)
+	if err := w.stage.Reserve(g.dev, sorteddict.Bytes[uint32](1)+sorteddict.Bytes[uint64](1)); err != nil {
+		return false, err
+	}
+	if err := sorteddict.Fetch(&w.stage, s, sorteddict.Pair(o, ovf), sorteddict.Pair(t, tot)); err != nil {
+		return false, err
+	}
+	if o[0] > 0 {
+		return false, nil
+	}
+	if !wantRange || t[0] == 0 {
+		return true, nil
+	}
+	off, err := w.off.Get(g.dev, s, qc)
+	if err != nil {
+		return false, err
+	}
+	if err := prim.ExclusiveScan(g.eng, s, counts, off, cuda.Slice[uint32]{}); err != nil {
+		return false, err
+	}
+	k, v, err := parts.Alloc(g.dev, int(t[0]))
+	if err != nil {
+		return false, err
+	}
+	return true, g.fn.walkRange.Launch(sorteddict.Grid(qc), sorteddict.Block, 0, s, g.tab, g.log, uint64(g.b), g.r, lo, hi, uint64(qc), off, k, v)
 }
 
 // stage1 runs the per-level bounds of queries [q0, q0+qc) and returns how many
@@ -613,9 +680,12 @@ func (g *gpuLSM[K, V]) stages2to5(w *worker[K, V], qc, nlev, total int, counts c
 	if err != nil {
 		return err
 	}
-	return parts.Add(g.dev, s, sk.Sub(0, int(nv[0])), func(vals cuda.Slice[V]) error {
-		return g.fn.gatherValues.Launch(sorteddict.Grid(vals.Len()), sorteddict.Block, 0, s, st, g.log, uint64(vals.Len()), vals)
-	})
+	n := int(nv[0])
+	k, v, err := parts.Alloc(g.dev, n)
+	if err != nil || n == 0 {
+		return err
+	}
+	return errors.Join(cuda.CopyAsync(k, sk.Sub(0, n), s), g.fn.gatherValues.Launch(sorteddict.Grid(n), sorteddict.Block, 0, s, st, g.log, uint64(n), v))
 }
 
 // tileItems is kItems in lsm.cu: elements per thread of the tiled stages.

@@ -111,15 +111,29 @@ func twinRun[K, V warpkit.Word](t *testing.T, dev *cuda.Device, b int, w dicttes
 	dicttest.Run[K, V](t, tw, uint64(b)*31+w.Space, w, 30, 3*b+5, 96, between)
 }
 
-// TestGPUChunkedQueries forces the count/range pipeline to split its queries
-// into many chunks (by count and by candidate budget) and checks every answer.
-func TestGPUChunkedQueries(t *testing.T) {
+// TestGPUQueryPaths runs count and range through each path: the five-stage
+// pipeline only (walkCap 0), the walk only (no cap), and the default mix, with
+// chunks split by query count and by the candidate budget.
+func TestGPUQueryPaths(t *testing.T) {
 	dev := gputest.Device(t)
-	l := newGPUTest[uint64, uint32](t, dev, 16)
-	g := l.impl.(*gpuLSM[uint64, uint32])
-	g.chunkQueries, g.budget = 7, 40
-	w := dicttest.Workload{Space: 300, DeleteFrac: 0.3}
-	dicttest.Run[uint64, uint32](t, l, 5, w, 20, 60, 200, nil)
+	for _, c := range []struct {
+		name          string
+		walkCap       uint64
+		chunk, budget int
+	}{{"pipeline", 0, 7, 40}, {"walk", 1 << 40, 5, 1 << 20}, {"mixed", 8, 7, 40}, {"defaults", defaultWalkCap, defaultChunkQueries, defaultBudget}} {
+		t.Run(c.name, func(t *testing.T) {
+			l := newGPUTest[uint64, uint32](t, dev, 16)
+			g := l.impl.(*gpuLSM[uint64, uint32])
+			g.walkCap, g.chunkQueries, g.budget = c.walkCap, c.chunk, uint64(c.budget)
+			w := dicttest.Workload{Space: 300, DeleteFrac: 0.3}
+			dicttest.Run[uint64, uint32](t, l, 5, w, 20, 60, 200, func(step int) error {
+				if step%5 == 4 {
+					return l.Cleanup(context.Background())
+				}
+				return nil
+			})
+		})
+	}
 }
 
 // TestGPULarger runs fewer, larger steps: many levels, long candidate lists.

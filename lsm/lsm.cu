@@ -182,51 +182,75 @@ __device__ void cleanup_scatter(const K* __restrict__ ck, const uint32_t* __rest
   }
 }
 
-// successor: the smallest live key > k. Each full level keeps a cursor at the
-// head of its next key segment; the smallest cursor key c is live if the
-// newest level holding c has a regular entry at its head; otherwise every
-// level holding c skips c's segment and the search goes on. The loop ends:
-// each round moves at least one cursor past a key.
+// Cursors walk the runs [pos[j], end[j]) of the full levels in key order, as
+// a k-way merge: next() returns the smallest key under any cursor and the tag
+// that decides it (the first entry of its segment in the newest level that
+// holds it), and moves every cursor on that key past its segment. Each call
+// moves at least one cursor, so a walk ends after at most (entries) calls.
+template <typename K>
+struct Cursors {
+  uint64_t pos[kMaxLevels], end[kMaxLevels];
+  int lvl[kMaxLevels];
+  int nl = 0;
+
+  __device__ void add(int lv, uint64_t p, uint64_t e) {
+    lvl[nl] = lv;
+    pos[nl] = p;
+    end[nl] = e;
+    nl++;
+  }
+
+  // candidates returns the number of entries still under the cursors.
+  __device__ uint64_t candidates() const {
+    uint64_t c = 0;
+    for (int j = 0; j < nl; j++) c += end[j] - pos[j];
+    return c;
+  }
+
+  __device__ bool next(const uint64_t* __restrict__ tab, K* key, uint32_t* tag) {
+    bool any = false;
+    K c = 0;
+    for (int j = 0; j < nl; j++) {
+      if (pos[j] < end[j]) {
+        K kk = level_keys<K>(tab, lvl[j])[pos[j]];
+        if (!any || kk < c) c = kk;
+        any = true;
+      }
+    }
+    if (!any) return false;
+    bool decided = false;
+    for (int j = 0; j < nl; j++) {
+      const K* keys = level_keys<K>(tab, lvl[j]);
+      if (pos[j] < end[j] && keys[pos[j]] == c) {
+        if (!decided) *tag = level_tags(tab, lvl[j])[pos[j]];
+        decided = true;
+        pos[j] = gallop_past(keys, pos[j], end[j], c);
+      }
+    }
+    *key = c;
+    return true;
+  }
+};
+
+// successor: the smallest live key > k: cursors from the first key > k in
+// each level; the first key whose deciding entry is not a tombstone. Its cost
+// grows with the number of distinct dead keys skipped.
 template <typename K, typename V>
 __device__ void successor(const uint64_t* __restrict__ tab, const V* __restrict__ log, uint64_t b, uint64_t r,
                           const K* __restrict__ q, uint64_t nq, K* __restrict__ out_keys, V* __restrict__ out_vals,
                           uint8_t* __restrict__ found) {
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < nq; i += (uint64_t)gridDim.x * blockDim.x) {
-    K k = q[i], rk = 0;
+    K k = q[i], rk = 0, c;
     V rv = 0;
     uint8_t f = 0;
     if (k != max_key<K>()) {
-      uint64_t pos[kMaxLevels];
-      int lvl[kMaxLevels];
-      int nl = 0;
+      Cursors<K> cur;
       for (int lv = 0; lv < kMaxLevels && (r >> lv) != 0; lv++) {
         if (((r >> lv) & 1) == 0) continue;
-        lvl[nl] = lv;
-        pos[nl] = upper_bound(level_keys<K>(tab, lv), 0, b << lv, k);
-        nl++;
+        cur.add(lv, upper_bound(level_keys<K>(tab, lv), 0, b << lv, k), b << lv);
       }
-      for (;;) {
-        bool any = false;
-        K c = 0;
-        for (int j = 0; j < nl; j++) {
-          if (pos[j] < (b << lvl[j])) {
-            K kk = level_keys<K>(tab, lvl[j])[pos[j]];
-            if (!any || kk < c) c = kk;
-            any = true;
-          }
-        }
-        if (!any) break;
-        uint32_t t = 0;
-        bool decided = false;
-        for (int j = 0; j < nl; j++) {
-          const K* keys = level_keys<K>(tab, lvl[j]);
-          uint64_t end = b << lvl[j];
-          if (pos[j] < end && keys[pos[j]] == c) {
-            if (!decided) t = level_tags(tab, lvl[j])[pos[j]];
-            decided = true;
-            pos[j] = gallop_past(keys, pos[j], end, c);
-          }
-        }
+      uint32_t t;
+      while (cur.next(tab, &c, &t)) {
         if (!is_tomb(t)) {
           rk = c;
           rv = log[slot_of(t)];
@@ -238,6 +262,71 @@ __device__ void successor(const uint64_t* __restrict__ tab, const V* __restrict_
     out_keys[i] = rk;
     out_vals[i] = rv;
     found[i] = f;
+  }
+}
+
+// range_cursors sets cur to the candidates of [k1, k2] in every full level.
+template <typename K>
+__device__ void range_cursors(const uint64_t* __restrict__ tab, uint64_t b, uint64_t r, K k1, K k2, Cursors<K>* cur) {
+  for (int lv = 0; lv < kMaxLevels && (r >> lv) != 0; lv++) {
+    if (((r >> lv) & 1) == 0) continue;
+    const K* keys = level_keys<K>(tab, lv);
+    uint64_t end = b << lv, l = 0, u = 0;
+    if (k1 <= k2) {
+      l = lower_bound(keys, 0, end, k1);
+      u = upper_bound(keys, l, end, k2);
+    }
+    cur->add(lv, l, u);
+  }
+}
+
+// walk_count: count queries for short ranges in one pass, without the gather
+// and segmented sort of the five-stage pipeline: per query, the per-level
+// bounds (stage 1) and then a k-way merge of the per-level runs that validates
+// each key by its newest entry (stage 5). A query with more than cap
+// candidates is not walked: it is counted in overflow and the host runs the
+// pipeline for its chunk. total accumulates the live keys found (for range).
+template <typename K>
+__device__ void walk_count(const uint64_t* __restrict__ tab, uint64_t b, uint64_t r, const K* __restrict__ lo,
+                           const K* __restrict__ hi, uint64_t nq, uint64_t cap, uint32_t* __restrict__ counts,
+                           unsigned int* overflow, unsigned long long* total) {
+  uint64_t q = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+  uint32_t n = 0;
+  if (q < nq) {
+    Cursors<K> cur;
+    range_cursors(tab, b, r, lo[q], hi[q], &cur);
+    if (cur.candidates() > cap) {
+      atomicAdd(overflow, 1u);
+    } else {
+      K c;
+      uint32_t t;
+      while (cur.next(tab, &c, &t)) n += is_tomb(t) ? 0 : 1;
+    }
+    counts[q] = n;
+  }
+  unsigned long long sum = n;
+  for (int d = 16; d > 0; d >>= 1) sum += __shfl_down_sync(wk::kFullMask, sum, d);
+  if (wk::lane_id() == 0 && sum != 0) atomicAdd(total, sum);
+}
+
+// walk_range writes each query's live pairs, in key order, at off[q] (the
+// exclusive scan of walk_count's counts).
+template <typename K, typename V>
+__device__ void walk_range(const uint64_t* __restrict__ tab, const V* __restrict__ log, uint64_t b, uint64_t r,
+                           const K* __restrict__ lo, const K* __restrict__ hi, uint64_t nq, const uint32_t* __restrict__ off,
+                           K* __restrict__ out_keys, V* __restrict__ out_vals) {
+  for (uint64_t q = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; q < nq; q += (uint64_t)gridDim.x * blockDim.x) {
+    Cursors<K> cur;
+    range_cursors(tab, b, r, lo[q], hi[q], &cur);
+    uint64_t o = off[q];
+    K c;
+    uint32_t t;
+    while (cur.next(tab, &c, &t)) {
+      if (is_tomb(t)) continue;
+      out_keys[o] = c;
+      out_vals[o] = log[slot_of(t)];
+      o++;
+    }
   }
 }
 
@@ -322,9 +411,19 @@ extern "C" __global__ void query_offsets(const uint32_t* off, uint32_t nlev, uin
   }                                                                                                                           \
   extern "C" __global__ void cleanup_mark_##SUF(const K* keys, const uint32_t* tags, uint64_t n, uint8_t* flags) {          \
     cleanup_mark<K>(keys, tags, n, flags);                                                                                  \
+  }                                                                                                                           \
+  extern "C" __global__ void walk_count_##SUF(const uint64_t* tab, uint64_t b, uint64_t r, const K* lo, const K* hi,         \
+                                              uint64_t nq, uint64_t cap, uint32_t* counts, unsigned int* overflow,         \
+                                              unsigned long long* total) {                                                  \
+    walk_count<K>(tab, b, r, lo, hi, nq, cap, counts, overflow, total);                                                     \
   }
 
 #define LSM_PAIR_KERNELS(K, V, SUF)                                                                                           \
+  LSM_SORTED_PAIR_KERNELS(K, V, SUF)                                                                                          \
+  extern "C" __global__ void walk_range_##SUF(const uint64_t* tab, const V* log, uint64_t b, uint64_t r, const K* lo,       \
+                                              const K* hi, uint64_t nq, const uint32_t* off, K* out_keys, V* out_vals) {   \
+    walk_range<K, V>(tab, log, b, r, lo, hi, nq, off, out_keys, out_vals);                                                  \
+  }                                                                                                                           \
   extern "C" __global__ void lookup_##SUF(const uint64_t* tab, const V* log, uint64_t b, uint64_t r, const K* q,          \
                                           uint64_t nq, V* out, uint8_t* found) {                                            \
     lookup<K, V>(tab, log, b, r, q, nq, out, found);                                                                 \

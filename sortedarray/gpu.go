@@ -72,7 +72,7 @@ func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, capacity int) (*gpuSA
 		dst  **cuda.Function
 		name string
 	}{
-		{&fn.prep, "prep_batch" + ks}, {&fn.fixup, "fixup_tombstones" + ks}, {&fn.mark, "mark" + ks}, {&fn.unmark, "unmark"},
+		{&fn.prep, "prep_batch" + ks + vs}, {&fn.fixup, "fixup_tombstones" + ks}, {&fn.mark, "mark" + ks}, {&fn.unmark, "unmark"},
 		{&fn.bounds, "bounds" + ks}, {&fn.gatherValues, "gather_values" + vs}, {&fn.lookup, "lookup" + ks + vs},
 		{&fn.rangeGather, "range_gather" + ks + vs}, {&fn.neighbor, "neighbor" + ks + vs},
 	} {
@@ -200,7 +200,7 @@ func (g *gpuSA[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], vals
 	grid := sorteddict.Grid(m)
 	err := errors.Join(
 		small.Zero(s),
-		g.fn.prep.Launch(grid, sorteddict.Block, 0, s, keys, dels, uint64(m), uint64(m), uint32(0), bk, bt),
+		g.fn.prep.Launch(grid, sorteddict.Block, 0, s, keys, dels, nil, uint64(m), uint64(m), uint32(0), bk, bt, nil),
 	)
 	if err == nil {
 		err = prim.SortPairs(g.eng, s, bk, bt, prim.SortOptions{})

@@ -123,6 +123,7 @@ extern "C" __global__ void unmark(const uint64_t* drops, uint64_t ndrops, uint8_
   }
 
 #define SA_PAIR_KERNELS(K, V, SUF)                                                                                            \
+  LSM_SORTED_PAIR_KERNELS(K, V, SUF)                                                                                          \
   extern "C" __global__ void lookup_##SUF(const K* arr, const V* vals, uint64_t n, const K* q, uint64_t nq, V* out,           \
                                           uint8_t* found) {                                                                   \
     lookup<K, V>(arr, vals, n, q, nq, out, found);                                                                            \

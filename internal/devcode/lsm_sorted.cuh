@@ -123,15 +123,19 @@ __device__ __forceinline__ void block_segments(const uint32_t* __restrict__ off,
 // padded to p >= m entries with copies of the caller's first element (which
 // lands at position m-1), and tags each entry with slot base+source index, plus
 // the tombstone bit where dels[source] != 0 (dels may be null: all inserts).
-template <typename K>
-__device__ __forceinline__ void prep_batch(const K* __restrict__ keys, const uint8_t* __restrict__ dels, uint64_t m, uint64_t p,
-                                           uint32_t base, K* __restrict__ out_keys, uint32_t* __restrict__ out_tags) {
+// When log is not null it also copies vals[i] to log[base+i] (the LSM's value
+// log), saving a separate copy.
+template <typename K, typename V>
+__device__ __forceinline__ void prep_batch(const K* __restrict__ keys, const uint8_t* __restrict__ dels, const V* __restrict__ vals,
+                                           uint64_t m, uint64_t p, uint32_t base, K* __restrict__ out_keys,
+                                           uint32_t* __restrict__ out_tags, V* __restrict__ log) {
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < p; i += (uint64_t)gridDim.x * blockDim.x) {
     uint64_t src = i < m ? m - 1 - i : 0;
     uint32_t tag = (base + (uint32_t)src) & kSlotMask;
     if (dels != nullptr && dels[src] != 0) tag |= kTomb;
     out_keys[i] = keys[src];
     out_tags[i] = tag;
+    if (log != nullptr && i < m) log[base + i] = vals[i];
   }
 }
 
@@ -163,14 +167,18 @@ __device__ __forceinline__ void gather_values(const uint32_t* __restrict__ tags,
 }  // namespace wk
 
 // LSM_SORTED_BATCH_KERNELS instantiates the shared batch kernels for one key
-// type under a name suffix (k32 or k64), and gather_values for one value type.
-#define LSM_SORTED_BATCH_KERNELS(K, SUF)                                                                                    \
-  extern "C" __global__ void prep_batch_##SUF(const K* keys, const uint8_t* dels, uint64_t m, uint64_t p, uint32_t base, \
-                                              K* out_keys, uint32_t* out_tags) {                                          \
-    wk::sorted::prep_batch<K>(keys, dels, m, p, base, out_keys, out_tags);                                               \
-  }                                                                                                                       \
-  extern "C" __global__ void fixup_tombstones_##SUF(const K* keys, uint32_t* tags, uint64_t n) {                         \
-    wk::sorted::fixup_tombstones<K>(keys, tags, n);                                                                      \
+// type under a name suffix (k32 or k64); LSM_SORTED_PAIR_KERNELS those that
+// also touch values, for one key/value pair (suffix k32_v32 ...), and
+// LSM_SORTED_GATHER_KERNEL gather_values for one value type (v32 or v64).
+#define LSM_SORTED_BATCH_KERNELS(K, SUF)                                                     \
+  extern "C" __global__ void fixup_tombstones_##SUF(const K* keys, uint32_t* tags, uint64_t n) { \
+    wk::sorted::fixup_tombstones<K>(keys, tags, n);                                       \
+  }
+
+#define LSM_SORTED_PAIR_KERNELS(K, V, SUF)                                                                                 \
+  extern "C" __global__ void prep_batch_##SUF(const K* keys, const uint8_t* dels, const V* vals, uint64_t m, uint64_t p,  \
+                                              uint32_t base, K* out_keys, uint32_t* out_tags, V* log) {                   \
+    wk::sorted::prep_batch<K, V>(keys, dels, vals, m, p, base, out_keys, out_tags, log);                                 \
   }
 
 #define LSM_SORTED_GATHER_KERNEL(V, SUF)                                                                               \

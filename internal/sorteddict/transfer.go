@@ -63,27 +63,24 @@ type RangeParts[K, V warpkit.Word] struct {
 	total int
 }
 
-// Add appends a chunk's pairs: it copies keys and lets fill write the values
-// (e.g. a gather kernel) into a new slice of the same length, on stream.
-func (p *RangeParts[K, V]) Add(dev *cuda.Device, stream *cuda.Stream, keys cuda.Slice[K], fill func(vals cuda.Slice[V]) error) error {
-	n := keys.Len()
-	if n == 0 {
-		return nil
-	}
+// Alloc appends a chunk of n pairs and returns its (uninitialized) slices.
+func (p *RangeParts[K, V]) Alloc(dev *cuda.Device, n int) (cuda.Slice[K], cuda.Slice[V], error) {
 	if uint64(p.total)+uint64(n) > math.MaxUint32 {
-		return fmt.Errorf("%w: a range result of more than %d pairs", warpkit.ErrInvalidArgument, uint64(math.MaxUint32))
+		return cuda.Slice[K]{}, cuda.Slice[V]{}, fmt.Errorf("%w: a range result of more than %d pairs", warpkit.ErrInvalidArgument, uint64(math.MaxUint32))
 	}
-	k, err := cuda.Alloc[K](dev, n)
+	k, err := Alloc[K](dev, n)
 	if err != nil {
-		return err
+		return k, cuda.Slice[V]{}, err
 	}
-	v, err := cuda.Alloc[V](dev, n)
+	v, err := Alloc[V](dev, n)
 	if err != nil {
 		k.Free()
-		return err
+		return cuda.Slice[K]{}, v, err
 	}
-	p.keys, p.vals, p.total = append(p.keys, k), append(p.vals, v), p.total+n
-	return errors.Join(cuda.CopyAsync(k, keys, stream), fill(v))
+	if n > 0 {
+		p.keys, p.vals, p.total = append(p.keys, k), append(p.vals, v), p.total+n
+	}
+	return k, v, nil
 }
 
 // Free releases the chunks.
