@@ -78,7 +78,7 @@ __device__ void bounds(const uint64_t* __restrict__ tab, uint64_t b, uint64_t r,
       uint64_t end = b << lv, l = 0, u = 0;
       if (k1 <= k2) {
         l = lower_bound(keys, 0, end, k1);
-        u = upper_bound(keys, l, end, k2);
+        u = gallop_upper(keys, l, end, k2);
       }
       cnt[q * nlev + j] = (uint32_t)(u - l);
       start[q * nlev + j] = ((uint64_t)lv << kPosBits) | l;
@@ -190,13 +190,15 @@ __device__ void cleanup_scatter(const K* __restrict__ ck, const uint32_t* __rest
 template <typename K>
 struct Cursors {
   uint64_t pos[kMaxLevels], end[kMaxLevels];
+  K key[kMaxLevels];  // the key at pos, when pos < end
   int lvl[kMaxLevels];
   int nl = 0;
 
-  __device__ void add(int lv, uint64_t p, uint64_t e) {
+  __device__ void add(const uint64_t* __restrict__ tab, int lv, uint64_t p, uint64_t e) {
     lvl[nl] = lv;
     pos[nl] = p;
     end[nl] = e;
+    if (p < e) key[nl] = level_keys<K>(tab, lv)[p];
     nl++;
   }
 
@@ -207,27 +209,27 @@ struct Cursors {
     return c;
   }
 
-  __device__ bool next(const uint64_t* __restrict__ tab, K* key, uint32_t* tag) {
+  __device__ bool next(const uint64_t* __restrict__ tab, K* out, uint32_t* tag) {
     bool any = false;
     K c = 0;
     for (int j = 0; j < nl; j++) {
       if (pos[j] < end[j]) {
-        K kk = level_keys<K>(tab, lvl[j])[pos[j]];
-        if (!any || kk < c) c = kk;
+        if (!any || key[j] < c) c = key[j];
         any = true;
       }
     }
     if (!any) return false;
     bool decided = false;
     for (int j = 0; j < nl; j++) {
-      const K* keys = level_keys<K>(tab, lvl[j]);
-      if (pos[j] < end[j] && keys[pos[j]] == c) {
+      if (pos[j] < end[j] && key[j] == c) {
+        const K* keys = level_keys<K>(tab, lvl[j]);
         if (!decided) *tag = level_tags(tab, lvl[j])[pos[j]];
         decided = true;
         pos[j] = gallop_past(keys, pos[j], end[j], c);
+        if (pos[j] < end[j]) key[j] = keys[pos[j]];
       }
     }
-    *key = c;
+    *out = c;
     return true;
   }
 };
@@ -247,7 +249,7 @@ __device__ void successor(const uint64_t* __restrict__ tab, const V* __restrict_
       Cursors<K> cur;
       for (int lv = 0; lv < kMaxLevels && (r >> lv) != 0; lv++) {
         if (((r >> lv) & 1) == 0) continue;
-        cur.add(lv, upper_bound(level_keys<K>(tab, lv), 0, b << lv, k), b << lv);
+        cur.add(tab, lv, upper_bound(level_keys<K>(tab, lv), 0, b << lv, k), b << lv);
       }
       uint32_t t;
       while (cur.next(tab, &c, &t)) {
@@ -274,9 +276,9 @@ __device__ void range_cursors(const uint64_t* __restrict__ tab, uint64_t b, uint
     uint64_t end = b << lv, l = 0, u = 0;
     if (k1 <= k2) {
       l = lower_bound(keys, 0, end, k1);
-      u = upper_bound(keys, l, end, k2);
+      u = gallop_upper(keys, l, end, k2);
     }
-    cur->add(lv, l, u);
+    cur->add(tab, lv, l, u);
   }
 }
 

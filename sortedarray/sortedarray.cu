@@ -51,7 +51,7 @@ __device__ void bounds(const K* __restrict__ arr, uint64_t n, const K* __restric
     uint64_t l = 0, u = 0;
     if (lo[i] <= hi[i]) {
       l = lower_bound(arr, 0, n, lo[i]);
-      u = upper_bound(arr, l, n, hi[i]);
+      u = gallop_upper(arr, l, n, hi[i]);
     }
     c = u - l;
     counts[i] = (uint32_t)c;

@@ -27,52 +27,66 @@ __device__ __forceinline__ K max_key() {
   return (K)~(K)0;
 }
 
+// Searches take 64-bit positions but run on 32 bits: every sorted run they
+// see (a level, the sorted array, an offsets array) holds fewer than 2^31
+// elements (prim.MaxElements).
+
 // lower_bound returns the first position in [lo, hi) whose key is >= k, or hi.
 template <typename K>
 __device__ __forceinline__ uint64_t lower_bound(const K* __restrict__ a, uint64_t lo, uint64_t hi, K k) {
-  while (lo < hi) {
-    uint64_t mid = lo + ((hi - lo) >> 1);
+  uint32_t l = (uint32_t)lo, h = (uint32_t)hi;
+  while (l < h) {
+    uint32_t mid = l + ((h - l) >> 1);
     if (a[mid] < k)
-      lo = mid + 1;
+      l = mid + 1;
     else
-      hi = mid;
+      h = mid;
   }
-  return lo;
+  return l;
 }
 
 // upper_bound returns the first position in [lo, hi) whose key is > k, or hi.
 template <typename K>
 __device__ __forceinline__ uint64_t upper_bound(const K* __restrict__ a, uint64_t lo, uint64_t hi, K k) {
-  while (lo < hi) {
-    uint64_t mid = lo + ((hi - lo) >> 1);
+  uint32_t l = (uint32_t)lo, h = (uint32_t)hi;
+  while (l < h) {
+    uint32_t mid = l + ((h - l) >> 1);
     if (a[mid] <= k)
-      lo = mid + 1;
+      l = mid + 1;
     else
-      hi = mid;
+      h = mid;
   }
-  return lo;
+  return l;
 }
 
-// gallop_past returns the first position in (p, hi) whose key is > a[p] == c,
-// or hi, searching forward with doubling steps: O(log d) for a run of d equal
-// keys, so skipping a short segment costs a few reads.
+// gallop_upper returns the first position in [lo, hi) whose key is > k, or
+// hi, searching forward from lo with doubling steps: O(log d) reads when the
+// answer is d positions on (the upper end of a short range, the end of a
+// short segment).
 template <typename K>
-__device__ __forceinline__ uint64_t gallop_past(const K* __restrict__ a, uint64_t p, uint64_t hi, K c) {
-  uint64_t lo = p + 1, step = 1, end;
+__device__ __forceinline__ uint64_t gallop_upper(const K* __restrict__ a, uint64_t lo, uint64_t hi, K k) {
+  uint64_t start = lo, step = 1, end;
   for (;;) {
-    uint64_t probe = lo + step - 1;
+    uint64_t probe = start + step - 1;
     if (probe >= hi) {
       end = hi;
       break;
     }
-    if (a[probe] > c) {
+    if (a[probe] > k) {
       end = probe;
       break;
     }
-    lo = probe + 1;
+    start = probe + 1;
     step <<= 1;
   }
-  return upper_bound(a, lo, end, c);
+  return upper_bound(a, start, end, k);
+}
+
+// gallop_past returns the first position in (p, hi) whose key is > a[p] == c,
+// or hi: the end of c's segment.
+template <typename K>
+__device__ __forceinline__ uint64_t gallop_past(const K* __restrict__ a, uint64_t p, uint64_t hi, K c) {
+  return gallop_upper(a, p + 1, hi, c);
 }
 
 // gallop_head returns the first position in [lo, p] whose key equals a[p] == c
