@@ -128,7 +128,7 @@ func (c *cpuPool) free(addrs []uint32) error {
 	return nil
 }
 
-func (c *cpuPool) allocateDevice(ctx context.Context, out cuda.Slice[uint32], tile int) error {
+func (c *cpuPool) allocateDevice(ctx context.Context, out cuda.Slice[uint32], kernel string) error {
 	return errDeviceSlice
 }
 

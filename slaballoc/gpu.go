@@ -158,15 +158,15 @@ func (g *gpuPool) allocate(out []uint32) error {
 		return err
 	}
 	defer d.Free()
-	kerr := g.allocateDevice(context.Background(), d, 32)
+	kerr := g.allocateDevice(context.Background(), d, "slaballoc_alloc_bulk")
 	if err := d.CopyToHost(out); err != nil {
 		return err
 	}
 	return kerr
 }
 
-func (g *gpuPool) allocateDevice(ctx context.Context, out cuda.Slice[uint32], tile int) error {
-	return g.launch(fmt.Sprintf("slaballoc_alloc_w%d", tile), "allocate", func(f *cuda.Function) error {
+func (g *gpuPool) allocateDevice(ctx context.Context, out cuda.Slice[uint32], kernel string) error {
+	return g.launch(kernel, "allocate", func(f *cuda.Function) error {
 		grid := slabrt.Grid(f, g.dev, int64(out.Len()), 256, 1)
 		return f.Launch(grid, cuda.D1(256), 0, g.stream, g.desc, out, uint64(out.Len()), g.status, g.seed.Add(1))
 	})

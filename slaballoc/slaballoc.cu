@@ -46,6 +46,23 @@ extern "C" __global__ void slaballoc_alloc_w8(Pool* pool, uint32_t* out, uint64_
   alloc_units<8>(pool, out, n, status, seed);
 }
 
+// alloc_units_bulk is alloc_units with every warp serving all its lanes'
+// requests at once (allocate_many: one atomicOr per bitmap word touched).
+extern "C" __global__ void slaballoc_alloc_bulk(Pool* pool, uint32_t* out, uint64_t n, uint32_t* status, uint32_t seed) {
+  Tile<32> t;
+  const uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
+  const uint64_t warps = (uint64_t)gridDim.x * blockDim.x / 32;
+  TileAllocator<32> a;
+  a.init((uint32_t)warp ^ (seed * 0x85ebca6bu));
+  for (uint64_t base = warp * 32; base < n; base += warps * 32) {
+    const uint64_t i = base + t.rank;
+    const bool need = i < n && out[i] == kNull;
+    const uint32_t addr = a.allocate_many(t, pool, status, need);
+    if (need && addr != kNull) out[i] = addr;
+  }
+  a.flush(t, pool);
+}
+
 // free_units frees addrs[i] for every i < n whose address is not kNull. A bad
 // address or a double free sets kStatusBadFree and changes nothing for it.
 extern "C" __global__ void slaballoc_free(Pool* pool, const uint32_t* addrs, uint64_t n, uint32_t* status) {

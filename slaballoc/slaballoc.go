@@ -91,7 +91,7 @@ type impl interface {
 	readUsed() (int64, error)    // exact count of allocated units
 	allocate(out []uint32) error // all-or-nothing is handled by Pool
 	free(addrs []uint32) error
-	allocateDevice(ctx context.Context, out cuda.Slice[uint32], tile int) error
+	allocateDevice(ctx context.Context, out cuda.Slice[uint32], kernel string) error
 	freeDevice(ctx context.Context, addrs cuda.Slice[uint32]) error
 	readUnit(addr uint32, dst []byte) error
 	writeUnit(addr uint32, src []byte) error
@@ -359,13 +359,25 @@ func (p *Pool) AllocateDevice(ctx context.Context, out cuda.Slice[uint32]) error
 }
 
 // AllocateDeviceTile is AllocateDevice with tiles of tile lanes (8 or 32)
-// serving the requests, as slab hash tables with 8-lane tiles do.
+// serving the requests one at a time, as slab hash tables with 8-lane tiles
+// do.
 func (p *Pool) AllocateDeviceTile(ctx context.Context, out cuda.Slice[uint32], tile int) error {
-	if err := p.live("allocate"); err != nil {
-		return err
-	}
 	if tile != 8 && tile != 32 {
 		return fmt.Errorf("%w: slaballoc: tile width %d (want 8 or 32)", warpkit.ErrInvalidArgument, tile)
+	}
+	return p.allocateDevice(ctx, out, fmt.Sprintf("slaballoc_alloc_w%d", tile))
+}
+
+// AllocateDeviceBulk is AllocateDevice with each warp serving all its
+// lanes' requests together: one atomicOr takes as many units of a bitmap
+// word as there are requests (the allocation slab hash batches use).
+func (p *Pool) AllocateDeviceBulk(ctx context.Context, out cuda.Slice[uint32]) error {
+	return p.allocateDevice(ctx, out, "slaballoc_alloc_bulk")
+}
+
+func (p *Pool) allocateDevice(ctx context.Context, out cuda.Slice[uint32], kernel string) error {
+	if err := p.live("allocate"); err != nil {
+		return err
 	}
 	if out.Len() == 0 {
 		return nil
@@ -382,7 +394,7 @@ func (p *Pool) AllocateDeviceTile(ctx context.Context, out cuda.Slice[uint32], t
 		if err != nil {
 			return err
 		}
-		err = p.impl.allocateDevice(ctx, out, tile)
+		err = p.impl.allocateDevice(ctx, out, kernel)
 		release()
 		if err == nil || !isExhausted(err) {
 			return err

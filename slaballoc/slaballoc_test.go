@@ -264,12 +264,17 @@ func TestGPUManyTiles(t *testing.T) {
 	ctx := context.Background()
 	p := newPool(t, Options{Backend: warpkit.CUDA, Device: dev, UnitBytes: 64, BlocksPerSuperBlock: 512})
 	const n = 1 << 20
-	for _, tile := range []int{32, 8} {
+	for _, tile := range []int{32, 8, 0} {
 		out, err := cuda.Alloc[uint32](dev, n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.AllocateDeviceTile(ctx, out, tile); err != nil {
+		if tile == 0 {
+			err = p.AllocateDeviceBulk(ctx, out)
+		} else {
+			err = p.AllocateDeviceTile(ctx, out, tile)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		host, err := out.ToHost()
@@ -314,8 +319,8 @@ func BenchmarkGPUAllocate(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer out.Free()
-	for _, tile := range []int{32, 8} {
-		b.Run(map[int]string{32: "warp", 8: "tile8"}[tile], func(b *testing.B) {
+	for _, tile := range []int{32, 8, 0} {
+		b.Run(map[int]string{32: "warp", 8: "tile8", 0: "bulk"}[tile], func(b *testing.B) {
 			p, err := New(Options{Backend: warpkit.CUDA, Device: dev, BlocksPerSuperBlock: 8192})
 			if err != nil {
 				b.Fatal(err)
@@ -324,7 +329,12 @@ func BenchmarkGPUAllocate(b *testing.B) {
 			var total time.Duration
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
-				if err := p.AllocateDeviceTile(ctx, out, tile); err != nil {
+				if tile == 0 {
+					err = p.AllocateDeviceBulk(ctx, out)
+				} else {
+					err = p.AllocateDeviceTile(ctx, out, tile)
+				}
+				if err != nil {
 					b.Fatal(err)
 				}
 				total += time.Since(start)

@@ -94,11 +94,12 @@ func newGPU[K, V warpkit.Word](kd kind, geo geometry, o *Options, dev *cuda.Devi
 			perSuper = max(1, int(o.MaxPoolBytes/(slaballoc.UnitsPerBlock*int64(geo.slabBytes))))
 		}
 	}
-	initial := min(maxSupers, max(1, int(over*1.2/float64(perSuper*slaballoc.UnitsPerBlock))+1))
+	lowWater := perSuper * slaballoc.UnitsPerBlock / 8
+	initial := min(maxSupers, max(1, int((over*1.3+float64(lowWater))/float64(perSuper*slaballoc.UnitsPerBlock))+1))
 	var err error
 	g.pool, err = slaballoc.New(slaballoc.Options{
 		Backend: warpkit.CUDA, Device: dev, UnitBytes: geo.slabBytes, BlocksPerSuperBlock: perSuper,
-		InitialSuperBlocks: initial, MaxSuperBlocks: maxSupers, LowWater: perSuper * slaballoc.UnitsPerBlock / 8,
+		InitialSuperBlocks: initial, MaxSuperBlocks: maxSupers, LowWater: lowWater,
 		Fill: 0xff,
 	})
 	if err != nil {
@@ -196,7 +197,7 @@ func (g *gpuTable[K, V]) newSlabs(inserts int) int {
 	}
 	now := int(g.n.Load())
 	d := g.geo.overflowSlabs(now+inserts, int(g.buckets)) - g.geo.overflowSlabs(now, int(g.buckets))
-	return int(d*1.25) + 1024
+	return int(d*1.2) + 256
 }
 
 // exec runs one device batch on ln: the device scan when the contents were

@@ -50,18 +50,32 @@ __device__ __forceinline__ constexpr K empty_key() { return ~K(0); }
 template <typename K>
 __device__ __forceinline__ constexpr K tomb_key() { return ~K(0) - 1; }
 
-__device__ __forceinline__ uint32_t ldv32(const void* p) { return *(const volatile uint32_t*)p; }
-__device__ __forceinline__ uint64_t ldv64(const void* p) { return *(const volatile unsigned long long*)p; }
+// Racing accesses to slabs are morally strong: relaxed at GPU scope (not
+// cached in L1, so a re-read after a failed CAS sees the winner's write).
+__device__ __forceinline__ uint32_t ldv32(const void* p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint64_t ldv64(const void* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
 __device__ __forceinline__ void ldv128(const void* p, uint64_t& a, uint64_t& b) {
   unsigned long long x, y;
-  asm volatile("ld.volatile.v2.u64 {%0, %1}, [%2];" : "=l"(x), "=l"(y) : "l"(p));
+  asm volatile("ld.relaxed.gpu.v2.u64 {%0, %1}, [%2];" : "=l"(x), "=l"(y) : "l"(p) : "memory");
   a = x;
   b = y;
 }
-__device__ __forceinline__ void stv32(void* p, uint32_t v) { *(volatile uint32_t*)p = v; }
-__device__ __forceinline__ void stv64(void* p, uint64_t v) { *(volatile unsigned long long*)p = v; }
+__device__ __forceinline__ void stv32(void* p, uint32_t v) {
+  asm volatile("st.relaxed.gpu.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void stv64(void* p, uint64_t v) {
+  asm volatile("st.relaxed.gpu.u64 [%0], %1;" ::"l"(p), "l"((unsigned long long)v) : "memory");
+}
 __device__ __forceinline__ void stv128(void* p, uint64_t a, uint64_t b) {
-  asm volatile("st.volatile.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"((unsigned long long)a), "l"((unsigned long long)b)
+  asm volatile("st.relaxed.gpu.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"((unsigned long long)a), "l"((unsigned long long)b)
                : "memory");
 }
 
@@ -522,6 +536,301 @@ struct Geometry {
   }
 };
 
+// load_pair reads one slot of a pair-layout slab (one lane, no shuffles).
+template <class L>
+__device__ __forceinline__ Lane<L> load_pair(const char* slab, int sl) {
+  using K = typename L::K;
+  using V = typename L::V;
+  Lane<L> d;
+  d.raw1 = 0;
+  d.aux = 0;
+  if constexpr (L::kSlotBytes == 4) {
+    uint32_t w = ldv32(slab + sl * 4);
+    d.key = (K)w;
+    d.val = 0;
+    d.raw0 = w;
+    d.tail = w;
+  } else if constexpr (L::kSlotBytes == 8) {
+    uint64_t x = ldv64(slab + sl * 8);
+    if constexpr (L::kIsSet) {
+      d.key = (K)x;
+      d.val = 0;
+    } else {
+      d.key = (K)(uint32_t)x;
+      d.val = (V)(uint32_t)(x >> 32);
+    }
+    d.raw0 = x;
+    d.tail = (uint32_t)x;
+    d.aux = (uint32_t)(x >> 32);
+  } else {
+    uint64_t a, b;
+    ldv128(slab + sl * 16, a, b);
+    d.key = sizeof(K) == 4 ? (K)(uint32_t)a : (K)a;
+    d.val = sizeof(V) == 4 ? (V)(uint32_t)b : (V)b;
+    d.raw0 = a;
+    d.raw1 = b;
+    d.tail = (uint32_t)a;
+    d.aux = (uint32_t)(a >> 32);
+  }
+  return d;
+}
+
+__device__ __forceinline__ uint64_t wshfl(uint64_t v, int src) {
+  return __shfl_sync(0xffffffffu, (unsigned long long)v, src);
+}
+__device__ __forceinline__ uint32_t wshfl(uint32_t v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+
+// apply_rounds is the batch engine of the pair layouts (tiles of W < 32
+// lanes). Every lane owns one element; control flow is uniform over the
+// warp, so every intrinsic uses the full mask (tiles that diverge would make
+// the compiler emulate partial-mask intrinsics, and each tile would have a
+// single access in flight). In each round every active element advances by
+// one slab: the W lanes of a tile read one element's slab, 32/W elements per
+// load instruction, all loads of the round issued before any is used; then
+// each owner lane acts on its own element — CAS on a slot, move to the next
+// slab, or ask for a new one (served for all lanes at once by
+// allocate_many). A failed CAS simply re-reads the slab in the next round.
+// The protocol is the one of the warp engine (insert/erase/find above); only
+// the scheduling differs.
+template <class L>
+__device__ void apply_rounds(const Ctx<L>& c, const typename L::K* keys, typename L::V* vals, const uint8_t* ops,
+                             uint32_t uniform_op, uint8_t* results, uint32_t* counts, uint64_t n,
+                             unsigned long long* ctrl, uint32_t retry_only, uint32_t salt) {
+  using K = typename L::K;
+  using V = typename L::V;
+  constexpr int W = L::W;
+  constexpr int OPR = 32 / W;  // elements read per load instruction
+  constexpr int R = W;         // load instructions per lane per round
+  constexpr int G = R < 8 ? R : 8;
+  constexpr unsigned kLow = (1u << W) - 1;
+  constexpr bool kMultiKind = L::kKind == kMulti;
+  static_assert(W < 32, "whole-warp layouts use the warp engine");
+  const int lane = (int)slab::lane();
+  const int ti = lane / W, sl = lane % W;          // as a reader: tile and slot
+  const int my_r = lane / OPR;                     // as an owner: the load that reads my slab
+  const int my_base = (lane % OPR) * W;            // ... and the first lane of the tile reading it
+  const uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
+  const uint64_t warps = (uint64_t)gridDim.x * blockDim.x / 32;
+  Tile<32> wt;
+  TileAllocator<32> alloc;
+  alloc.init((uint32_t)warp ^ salt);
+  long long delta = 0;
+  uint32_t failed = 0;
+  for (uint64_t base = warp * 32; base < n; base += warps * 32) {
+    const uint64_t i = base + lane;
+    bool act = i < n;
+    K key = 0;
+    V val = 0;
+    uint32_t op = uniform_op;
+    if (act) {
+      key = keys[i];
+      if (ops) op = ops[i];
+      if (op == kOpInsert && vals) val = vals[i];
+      if (retry_only && results[i] != kResFailed) act = false;
+    }
+    const bool wrote = act;  // lanes with an element to run write its result
+    if (act && (op > kOpDeleteAll || (op == kOpDeleteAll && !kMultiKind))) {
+      report(c.status, kStatusBadOp);
+      act = false;
+    }
+    char* s = act ? c.head(c.bucket(key)) : nullptr;
+    uint8_t code = kResFailed;
+    V outv = 0;
+    uint32_t cnt = 0;
+    for (uint32_t round = 0; __any_sync(0xffffffffu, act); ++round) {
+      if (round == kMaxSteps) {
+        if (act) report(c.status, kStatusRetryLimit);
+        act = false;
+        break;
+      }
+      const unsigned actm = __ballot_sync(0xffffffffu, act);
+      // Per-element summary of this round's slab, kept by the owner lane.
+      unsigned mm = 0, em = 0;  // published matching / empty slots of my element's slab
+      unsigned cm = 0;          // matching slots, published or not (wide pairs differ)
+      uint32_t nx = kNull;      // its next pointer
+      uint64_t raw = 0;         // the slot bits of its first match
+      uint32_t removed = 0;     // delete-all: slots tombstoned for it this round
+#pragma unroll
+      for (int g0 = 0; g0 < R; g0 += G) {
+        Lane<L> d[G];
+        // Issue every load of the group before using any.
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+          const int j = (g0 + g) * OPR + ti;
+          const char* sp = (const char*)wshfl((uint64_t)s, j);
+          if ((actm >> j) & 1) {
+            d[g] = load_pair<L>(sp, sl);
+          } else {
+            d[g].key = empty_key<K>();
+            d[g].val = 0;
+            d[g].raw0 = ~0ull;
+            d[g].raw1 = ~0ull;
+            d[g].tail = kNull;
+            d[g].aux = ~0u;
+          }
+        }
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+          const int r = g0 + g;
+          const int j = r * OPR + ti;
+          const bool aj = (actm >> j) & 1;
+          K kj;
+          if constexpr (sizeof(K) == 4) kj = (K)wshfl((uint32_t)key, j);
+          else kj = (K)wshfl((uint64_t)key, j);
+          const bool slot = sl < W - 1;
+          bool pub = true;
+          if constexpr (L::kWide) pub = !((wshfl(d[g].aux, ti * W + W - 1) >> sl) & 1);
+          const bool claimed = aj && slot && d[g].key == kj;  // k's slot, published or not
+          const bool match = claimed && pub;
+          // Delete-all: the reader lanes tombstone their own slots at once.
+          bool gone = false;
+          if constexpr (kMultiKind) {
+            char* sp = (char*)wshfl((uint64_t)s, j);  // every lane shuffles, then some CAS
+            const uint32_t oj = wshfl(op, j);
+            if (match && oj == kOpDeleteAll) gone = tombstone<L>(sp, sl, d[g].raw0, kj) == 1;
+          }
+          const unsigned mb = __ballot_sync(0xffffffffu, match);
+          const unsigned cb = __ballot_sync(0xffffffffu, claimed);
+          const unsigned eb = __ballot_sync(0xffffffffu, aj && slot && d[g].key == empty_key<K>());
+          const unsigned gb = __ballot_sync(0xffffffffu, gone);
+          const uint32_t tail = wshfl(d[g].tail, my_base + W - 1);
+          const unsigned mine_m = (mb >> my_base) & kLow;
+          const int fs = mine_m ? __ffs(mine_m) - 1 : 0;
+          const uint64_t rw = wshfl(d[g].raw0, my_base + fs);
+          if (my_r == r) {
+            mm = mine_m;
+            cm = (cb >> my_base) & kLow;
+            em = (eb >> my_base) & kLow;
+            nx = tail;
+            raw = rw;
+            removed = __popc((gb >> my_base) & kLow);
+          }
+        }
+      }
+      bool needAlloc = false;
+      if (act) {
+        const int fm = __ffs(mm) - 1, fe = __ffs(em) - 1;
+        if (op == kOpFind) {
+          if constexpr (kMultiKind) {
+            cnt += __popc(mm);
+            if (nx == kNull) {
+              code = cnt ? kResFound : kResNotFound;
+              act = false;
+            } else {
+              s = c.unit(nx);
+            }
+          } else if (mm) {
+            code = kResFound;
+            if constexpr (L::kPacked && !L::kIsSet) outv = (V)(uint32_t)(raw >> 32);
+            if constexpr (L::kWide) {
+              __threadfence();  // acquire: the slot was seen published
+              outv = ldv<V>(L::slot_ptr(s, fm) + L::kValueOffset);
+            }
+            act = false;
+          } else if (nx == kNull) {
+            code = kResNotFound;
+            act = false;
+          } else {
+            s = c.unit(nx);
+          }
+        } else if (op == kOpInsert) {
+          if (!kMultiKind && cm && !mm) {
+            // k is claimed but its value not yet published: never claim a
+            // second slot for it; re-read until the inserter publishes.
+          } else if (!kMultiKind && mm) {
+            if constexpr (L::kIsSet) {
+              code = kResPresent;
+              act = false;
+            } else if constexpr (L::kPacked) {
+              if (cas<uint64_t>(L::slot_ptr(s, fm), raw, pack(key, val)) == raw) {
+                code = kResPresent;
+                act = false;
+              }  // else: changed meanwhile; re-read next round
+            } else {
+              __threadfence();
+              exch<V>(L::slot_ptr(s, fm) + L::kValueOffset, val);
+              code = kResPresent;
+              act = false;
+            }
+          } else if (em) {
+            if (claim<L>(s, fe, key, val)) {
+              code = kResInserted;
+              act = false;
+            }  // else: lost the slot; re-read next round
+          } else if (nx != kNull) {
+            s = c.unit(nx);
+          } else {
+            needAlloc = true;
+          }
+        } else if (op == kOpDelete) {
+          if (mm) {
+            const int t1 = tombstone<L>(s, fm, raw, key);
+            if (t1 == 1) {
+              code = kResRemoved;
+              cnt = 1;
+              act = false;
+            } else if (t1 == 0 && !kMultiKind) {
+              code = kResNotFound;  // deleted by a concurrent element
+              act = false;
+            }  // else: re-read next round
+          } else if (nx == kNull) {
+            code = kResNotFound;
+            act = false;
+          } else {
+            s = c.unit(nx);
+          }
+        } else {  // kOpDeleteAll (multimap)
+          cnt += removed;
+          if (nx == kNull) {
+            code = cnt ? kResRemoved : kResNotFound;
+            act = false;
+          } else {
+            s = c.unit(nx);
+          }
+        }
+      }
+      // New slabs for the elements that reached a full tail, all at once.
+      if (__any_sync(0xffffffffu, needAlloc)) {
+        const uint32_t a = alloc.allocate_many(wt, c.pool, c.status, needAlloc);
+        bool lost = false;
+        if (needAlloc) {
+          if (a == kNull) {
+            code = kResFailed;
+            act = false;
+          } else {
+            const uint32_t cur = atomicCAS((unsigned*)(s + L::kNextOffset), kNull, a);
+            if (cur != kNull) {
+              slab::free_unit(c.pool, a);  // never linked, never seen
+              lost = true;
+              s = c.unit(cur);
+            } else {
+              s = c.unit(a);
+            }
+          }
+        }
+        alloc.note_free(__popc(__ballot_sync(0xffffffffu, lost)));
+      }
+    }
+    if (wrote) {
+      results[i] = code;
+      if (op == kOpFind && vals && !L::kIsSet && !kMultiKind) vals[i] = outv;
+      if (counts) counts[i] = cnt;
+      if (code == kResInserted) ++delta;
+      if (code == kResRemoved || (code == kResFailed && cnt)) delta -= cnt;
+      if (code == kResFailed) ++failed;
+    }
+  }
+  alloc.flush(wt, c.pool);
+  for (int off = 16; off > 0; off >>= 1) {
+    delta += __shfl_xor_sync(0xffffffffu, delta, off);
+    failed += __shfl_xor_sync(0xffffffffu, failed, off);
+  }
+  if (lane == 0) {
+    if (delta) atomicAdd(ctrl + kCtrlDelta, (unsigned long long)delta);
+    if (failed) atomicAdd(ctrl + kCtrlFailed, (unsigned long long)failed);
+  }
+}
+
 // apply runs a batch: element i is op (ops[i], or uniform_op when ops is
 // null) on keys[i]; vals[i] is the value to insert and receives the found
 // value; results[i] the outcome; counts[i] (multimap) the count found or
@@ -534,6 +843,11 @@ __device__ void apply(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool,
   using K = typename L::K;
   using V = typename L::V;
   if (ldv64(ctrl + kCtrlRejected) != 0) return;  // the scan found a reserved key: apply nothing
+  if constexpr (L::W < 32) {
+    const Ctx<L> rc{heads, nbuckets, seed, pool, (uint32_t*)(ctrl + kCtrlStatus)};
+    apply_rounds<L>(rc, keys, vals, ops, uniform_op, results, counts, n, ctrl, retry_only, salt);
+    return;
+  }
   Tile<L::W> t;
   Geometry<L::W> g;
   Ctx<L> c{heads, nbuckets, seed, pool, (uint32_t*)(ctrl + kCtrlStatus)};
@@ -777,7 +1091,7 @@ __device__ void scan(const K* keys, const uint8_t* ops, uint32_t max_op, uint64_
 // sh_findall_<name>; SH_SCAN(name, K) defines sh_scan_<name>.
 #define SH_TABLE(NAME, K, V, KIND, W, WORDS)                                                                        \
   using L_##NAME = wk::sh::Layout<K, V, KIND, W, WORDS>;                                                            \
-  extern "C" __global__ void sh_apply_##NAME(char* heads, uint32_t nbuckets, uint32_t seed, wk::slab::Pool* pool,   \
+  extern "C" __global__ void __launch_bounds__(256, 3) sh_apply_##NAME(char* heads, uint32_t nbuckets, uint32_t seed, wk::slab::Pool* pool,   \
                                              const K* keys, V* vals, const uint8_t* ops, uint32_t uniform_op,      \
                                              uint8_t* results, uint32_t* counts, uint64_t n,                      \
                                              unsigned long long* ctrl, uint32_t retry_only, uint32_t salt) {      \

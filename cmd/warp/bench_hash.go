@@ -690,7 +690,7 @@ func (b *hashBench) alloc() error {
 		return err
 	}
 	bumpRate := float64(n) / bump.Seconds()
-	for _, tile := range []int{32, 8} {
+	for _, tile := range []int{32, 8, 0} {
 		var alloc, free, again time.Duration
 		for r := 0; r < b.reps; r++ {
 			p, err := slaballoc.New(slaballoc.Options{Backend: warpkit.CUDA, Device: b.dev, UnitBytes: 64,
@@ -703,10 +703,16 @@ func (b *hashBench) alloc() error {
 				*acc += t
 				return err
 			}
+			allocate := func() error {
+				if tile == 0 {
+					return p.AllocateDeviceBulk(b.ctx, out)
+				}
+				return p.AllocateDeviceTile(b.ctx, out, tile)
+			}
 			err = errors.Join(
-				step(&alloc, func() error { return p.AllocateDeviceTile(b.ctx, out, tile) }),
+				step(&alloc, allocate),
 				step(&free, func() error { return p.FreeDevice(b.ctx, out) }),
-				step(&again, func() error { return p.AllocateDeviceTile(b.ctx, out, tile) }),
+				step(&again, allocate),
 			)
 			st, serr := p.Stats(b.ctx)
 			p.Close()
@@ -718,7 +724,7 @@ func (b *hashBench) alloc() error {
 			}
 		}
 		per := func(d time.Duration) float64 { return float64(n*b.reps) / d.Seconds() }
-		name := map[int]string{32: "warp (paper)", 8: "8-lane tile"}[tile]
+		name := map[int]string{32: "warp, one per atomic (paper)", 8: "8-lane tile, one per atomic", 0: "warp, bulk (one atomic per word)"}[tile]
 		cell := "met"
 		if per(alloc) < hashTargetAlloc {
 			cell = fmt.Sprintf("MISSED %.2f<5 G/s", per(alloc)/gops)

@@ -248,6 +248,91 @@ struct TileAllocator {
     return kNull;
   }
 
+  // allocate_many gives a fresh unit to every lane of the tile whose want is
+  // true (kNull to the others, and to all of them once the pool is exhausted,
+  // with kStatusPoolExhausted flagged). Beyond the paper: the chosen lane sets
+  // as many free bits of its word as there are requests with one atomicOr,
+  // so a tile serves up to 32 requests per atomic.
+  __device__ uint32_t allocate_many(const Tile<W>& t, const Pool* p, uint32_t* status, bool want) {
+    uint32_t addr = kNull;
+    unsigned pending = t.ballot(want);
+    if (pending == 0) return kNull;
+    if (exhausted) {
+      report(status, kStatusPoolExhausted);
+      return kNull;
+    }
+    const uint32_t nblocks = total_blocks(p);
+    const uint32_t limit = (kRandomProbes + nblocks + 1) * (kUnitsPerBlock + 1);
+    for (uint32_t iter = 0; iter < limit && nblocks > 0 && pending != 0; ++iter) {
+      if (block == kNull) {
+        if (misses >= kRandomProbes + nblocks) break;
+        uint32_t g;
+        if (misses < kRandomProbes) {
+          g = mix32(salt ^ (changes * 0x9e3779b9u)) % nblocks;
+          sweep_start = g;
+        } else {
+          g = (sweep_start + (misses - kRandomProbes) + 1) % nblocks;
+        }
+        ++changes;
+        ++misses;
+        load_block(t, p, g);
+      }
+      bool has = false;
+#pragma unroll
+      for (int j = 0; j < R; ++j) has |= words[j] != 0xffffffffu;
+      unsigned m = t.ballot(has);
+      if (m == 0) {
+        block = kNull;
+        continue;
+      }
+      const int src = __ffs(m) - 1;
+      const int need = __popc(pending);
+      uint32_t got = 0, base = 0;
+      if (t.rank == src) {
+        int j = 0;
+        uint32_t w = 0;
+#pragma unroll
+        for (int jj = R - 1; jj >= 0; --jj)
+          if (words[jj] != 0xffffffffu) {
+            j = jj;
+            w = words[jj];
+          }
+        uint32_t take = 0, free = ~w;
+        for (int c = 0; c < need && free; ++c) {
+          uint32_t low = free & (0u - free);
+          take |= low;
+          free ^= low;
+        }
+        const uint32_t widx = (uint32_t)(j * W + t.rank);
+        const uint32_t old = atomicOr(bitmap + widx, take);
+#pragma unroll
+        for (int jj = 0; jj < R; ++jj)
+          if (jj == j) words[jj] = old | take;
+        got = take & ~old;
+        base = block | (widx * 32);
+      }
+      got = t.shfl(got, src);
+      if (got == 0) continue;
+      base = t.shfl(base, src);
+      // The k-th requesting lane (in lane order) takes the k-th unit got.
+      const int k = __popc(pending & ((1u << t.rank) - 1));
+      const bool served = ((pending >> t.rank) & 1) && k < __popc(got);
+      if (served) {
+        uint32_t x = got;
+        for (int c = 0; c < k; ++c) x &= x - 1;
+        addr = base | (uint32_t)(__ffs(x) - 1);
+      }
+      pending &= ~t.ballot(served);
+      net += __popc(got);
+      misses = 0;
+    }
+    if (pending != 0) {
+      exhausted = true;
+      report(status, kStatusPoolExhausted);
+    }
+    return addr;
+  }
+
   // release frees a unit this tile allocated in this launch and never
   // published (or restored, see the header comment). Called by the whole tile.
   __device__ __forceinline__ void release(const Tile<W>& t, const Pool* p, uint32_t addr) {
