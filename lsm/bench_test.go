@@ -12,26 +12,11 @@ import (
 // 2^20 (CPU) or 2^22 (CUDA, device-resident) entries. warp bench lsm runs the
 // paper's full experiments.
 func BenchmarkLSM(b *testing.B) {
-	b.Run("cpu", func(b *testing.B) {
-		dicttest.Benchmarks(b, nil, opener(warpkit.CPU, nil), 1<<16, 1<<20)
-	})
-	dev, err := cuda.Open(0)
-	if err != nil {
-		b.Logf("no CUDA benchmarks: %v", err)
-		return
-	}
-	defer dev.Close()
-	b.Run("cuda", func(b *testing.B) {
-		dicttest.Benchmarks(b, dev, opener(warpkit.CUDA, dev), 1<<16, 1<<22)
-	})
-}
-
-func opener(be warpkit.Backend, dev *cuda.Device) dicttest.Opener {
-	return func() (dicttest.DeviceDict[uint32, uint32], func() error, error) {
+	dicttest.BenchmarkBackends(b, func(be warpkit.Backend, dev *cuda.Device) (dicttest.DeviceDict[uint32, uint32], func() error, error) {
 		l, err := New[uint32, uint32](Options{Backend: be, Device: dev, BatchSize: 1 << 16})
 		if err != nil {
 			return nil, nil, err
 		}
 		return l, l.Close, nil
-	}
+	})
 }

@@ -94,25 +94,15 @@ type kernels struct {
 
 func loadKernels[K, V warpkit.Word](dev *cuda.Device) (kernels, error) {
 	var k kernels
-	mod, err := dev.LoadModule(lsmPTX)
-	if err != nil {
-		return k, err
-	}
 	ks, vs := "_k"+sorteddict.Width[K](), "_v"+sorteddict.Width[V]()
-	for _, f := range []struct {
-		dst  **cuda.Function
-		name string
-	}{
-		{&k.prep, "prep_batch" + ks + vs}, {&k.walkCount, "walk_count" + ks}, {&k.walkRange, "walk_range" + ks + vs}, {&k.fixup, "fixup_tombstones" + ks}, {&k.bounds, "bounds" + ks},
-		{&k.gather, "gather_candidates" + ks}, {&k.validate, "validate" + ks}, {&k.mark, "cleanup_mark" + ks},
-		{&k.queryOffsets, "query_offsets"}, {&k.lookup, "lookup" + ks + vs}, {&k.succ, "successor" + ks + vs},
-		{&k.pred, "predecessor" + ks + vs}, {&k.scatter, "cleanup_scatter" + ks + vs}, {&k.gatherValues, "gather_values" + vs},
-	} {
-		if *f.dst, err = mod.Function(f.name); err != nil {
-			return k, err
-		}
-	}
-	return k, nil
+	return k, sorteddict.LoadKernels(dev, lsmPTX,
+		sorteddict.Kernel{Dst: &k.prep, Name: "prep_batch" + ks + vs}, sorteddict.Kernel{Dst: &k.walkCount, Name: "walk_count" + ks},
+		sorteddict.Kernel{Dst: &k.walkRange, Name: "walk_range" + ks + vs}, sorteddict.Kernel{Dst: &k.fixup, Name: "fixup_tombstones" + ks},
+		sorteddict.Kernel{Dst: &k.bounds, Name: "bounds" + ks}, sorteddict.Kernel{Dst: &k.gather, Name: "gather_candidates" + ks},
+		sorteddict.Kernel{Dst: &k.validate, Name: "validate" + ks}, sorteddict.Kernel{Dst: &k.mark, Name: "cleanup_mark" + ks},
+		sorteddict.Kernel{Dst: &k.queryOffsets, Name: "query_offsets"}, sorteddict.Kernel{Dst: &k.lookup, Name: "lookup" + ks + vs},
+		sorteddict.Kernel{Dst: &k.succ, Name: "successor" + ks + vs}, sorteddict.Kernel{Dst: &k.pred, Name: "predecessor" + ks + vs},
+		sorteddict.Kernel{Dst: &k.scatter, Name: "cleanup_scatter" + ks + vs}, sorteddict.Kernel{Dst: &k.gatherValues, Name: "gather_values" + vs})
 }
 
 func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, b, capacity int) (*gpuLSM[K, V], error) {

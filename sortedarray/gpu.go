@@ -62,23 +62,16 @@ type kernels struct {
 }
 
 func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, capacity int) (*gpuSA[K, V], error) {
-	mod, err := dev.LoadModule(saPTX)
-	if err != nil {
-		return nil, err
-	}
 	var fn kernels
 	ks, vs := "_k"+sorteddict.Width[K](), "_v"+sorteddict.Width[V]()
-	for _, f := range []struct {
-		dst  **cuda.Function
-		name string
-	}{
-		{&fn.prep, "prep_batch" + ks + vs}, {&fn.fixup, "fixup_tombstones" + ks}, {&fn.mark, "mark" + ks}, {&fn.unmark, "unmark"},
-		{&fn.bounds, "bounds" + ks}, {&fn.gatherValues, "gather_values" + vs}, {&fn.lookup, "lookup" + ks + vs},
-		{&fn.rangeGather, "range_gather" + ks + vs}, {&fn.neighbor, "neighbor" + ks + vs},
-	} {
-		if *f.dst, err = mod.Function(f.name); err != nil {
-			return nil, err
-		}
+	err := sorteddict.LoadKernels(dev, saPTX,
+		sorteddict.Kernel{Dst: &fn.prep, Name: "prep_batch" + ks + vs}, sorteddict.Kernel{Dst: &fn.fixup, Name: "fixup_tombstones" + ks},
+		sorteddict.Kernel{Dst: &fn.mark, Name: "mark" + ks}, sorteddict.Kernel{Dst: &fn.unmark, Name: "unmark"},
+		sorteddict.Kernel{Dst: &fn.bounds, Name: "bounds" + ks}, sorteddict.Kernel{Dst: &fn.gatherValues, Name: "gather_values" + vs},
+		sorteddict.Kernel{Dst: &fn.lookup, Name: "lookup" + ks + vs}, sorteddict.Kernel{Dst: &fn.rangeGather, Name: "range_gather" + ks + vs},
+		sorteddict.Kernel{Dst: &fn.neighbor, Name: "neighbor" + ks + vs})
+	if err != nil {
+		return nil, err
 	}
 	eng, err := prim.NewEngine(dev)
 	if err != nil {

@@ -277,3 +277,23 @@ func (p *Pool[W]) With(ctx context.Context, f func(w *W) error) error {
 	defer p.Put(w)
 	return f(w)
 }
+
+// Kernel names a kernel to resolve into *Dst.
+type Kernel struct {
+	Dst  **cuda.Function
+	Name string
+}
+
+// LoadKernels loads ptx on dev and resolves the named kernels.
+func LoadKernels(dev *cuda.Device, ptx []byte, ks ...Kernel) error {
+	mod, err := dev.LoadModule(ptx)
+	if err != nil {
+		return err
+	}
+	for _, k := range ks {
+		if *k.Dst, err = mod.Function(k.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}

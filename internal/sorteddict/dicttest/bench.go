@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
 )
 
@@ -153,4 +154,24 @@ func (h *benchHost) bounded(ctx context.Context, d DeviceDict[uint32, uint32], l
 		return err
 	}
 	return res.Free()
+}
+
+// OpenFunc opens a fresh dictionary on a backend (dev is nil for the CPU).
+type OpenFunc func(be warpkit.Backend, dev *cuda.Device) (DeviceDict[uint32, uint32], func() error, error)
+
+// BenchmarkBackends runs Benchmarks on the CPU backend (2^20 entries) and,
+// when device 0 opens, on CUDA with device-resident data (2^22 entries), in
+// batches of 2^16.
+func BenchmarkBackends(b *testing.B, open OpenFunc) {
+	opener := func(be warpkit.Backend, dev *cuda.Device) Opener {
+		return func() (DeviceDict[uint32, uint32], func() error, error) { return open(be, dev) }
+	}
+	b.Run("cpu", func(b *testing.B) { Benchmarks(b, nil, opener(warpkit.CPU, nil), 1<<16, 1<<20) })
+	dev, err := cuda.Open(0)
+	if err != nil {
+		b.Logf("no CUDA benchmarks: %v", err)
+		return
+	}
+	defer dev.Close()
+	b.Run("cuda", func(b *testing.B) { Benchmarks(b, dev, opener(warpkit.CUDA, dev), 1<<16, 1<<22) })
 }
