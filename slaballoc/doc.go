@@ -30,6 +30,11 @@
 //     that block's bitmap sees it (the paper's code never reuses units).
 //   - atomicOr instead of atomicCAS to take a bit: it cannot fail because a
 //     different bit of the same word changed.
+//   - Bulk allocation (allocate_many in the header, [Pool.AllocateDeviceBulk],
+//     and the slab hash's round engine): the lane chosen by the ballot sets as
+//     many free bits of its word as the warp has requests with one atomicOr,
+//     so one atomic serves up to 32 allocations. [Pool.AllocateDevice] and
+//     [Pool.AllocateDeviceTile] keep the paper's one allocation per atomic.
 //   - Growth: the pool starts with InitialSuperBlocks and adds one super
 //     block at a time, between kernel launches, up to MaxSuperBlocks.
 //     [Pool.Reserve] is the host-checked low-water mark: before a launch that

@@ -52,12 +52,35 @@
 //     by half a warp); wider pairs are 16-byte slots (a 32-bit key or value
 //     is padded), sets use key-sized slots.
 //
-// The issue that prompted the tile layouts: a one-probe open-addressing
-// table reads one 32-byte sector per lookup where a warp-per-128-byte slab
-// reads four. Smaller tiles read fewer bytes and let a warp serve four
-// lookups at once. The default (LayoutAuto) is LayoutTile8, the fastest
-// correct configuration measured (docs/benchmarks.md, `warp bench hash`);
-// the paper's layout stays available.
+// // Why tiles: a one-probe open-addressing table reads one 32-byte sector per
+// lookup where a warp-per-128-byte slab reads four, and a warp that serves
+// one operation at a time has one memory access in flight. The default
+// (LayoutAuto) is LayoutTile8, the fastest correct configuration measured
+// (docs/benchmarks.md, `warp bench hash`); the paper's layout stays
+// available.
+//
+// # Two engines (CUDA)
+//
+// The paper's layout (and 32-bit sets with 32-lane tiles) run the paper's
+// warp-cooperative work sharing: the warp takes its lanes' operations one
+// at a time and walks each list with warp-wide ballots and shuffles.
+//
+// The tile layouts run a round engine. Running independent tiles of 8 or 16
+// lanes inside a warp does not pay: their paths diverge, the compiler then
+// emulates every partial-mask shuffle and ballot (WARPSYNC.COLLECTIVE), and
+// each tile still has one access in flight — measured on an H100, 8-lane
+// tiles were no faster than whole warps. Instead every lane owns one
+// element and control flow stays uniform over the warp, so every intrinsic
+// uses the full mask. In each round every unfinished element advances by one
+// slab: the W lanes of a tile read one element's slab, 32/W elements per
+// load instruction, and all loads of a round are issued before any is used
+// (32 slab reads in flight per warp). Then each lane acts on its own element
+// — a CAS on its slot, a step to the next slab, or a request for a new slab,
+// which the warp serves for all requesting lanes with one allocation
+// (SlabAlloc's allocate_many). A CAS that loses simply re-reads that slab in
+// the next round. The protocol below is the same for both engines; only the
+// scheduling differs. Multimap delete-all lets the reading lanes tombstone
+// their own slots in the same round.
 //
 // Buckets are sized from ExpectedSize and Utilization by the paper's
 // B = n/(M·β), with the mean slab count β of a list taken from a Poisson
@@ -122,8 +145,8 @@
 //   - Deletes leave tombstones that inserts never reuse before Flush (the
 //     paper's deletes free slots; see issue #27 above), and the wide-pair
 //     publication protocol and the re-read in the word layout are ours.
-//   - Tiles of 8 and 16 lanes, and pair-per-lane slabs, besides the paper's
-//     warp per slab; 64-bit keys and values.
+//   - Tiles of 8 and 16 lanes, pair-per-lane slabs, and the round engine,
+//     besides the paper's warp per slab; 64-bit keys and values.
 //   - The bucket hash is the murmur3/splitmix64 finalizer mapped to [0, B)
 //     by a multiply-high, not ((ak+b) mod p) mod B: no division, and full
 //     avalanche for sequential keys.

@@ -450,8 +450,15 @@ func (g *gpuTable[K, V]) applyChunk(ctx context.Context, ln *lane[K, V], b *batc
 func (g *gpuTable[K, V]) applyDevice(ctx context.Context, b *devBatch[K, V]) (int64, error) {
 	ln := <-g.lanes
 	defer func() { g.lanes <- ln }()
+	// Reserve for the inserts a batch may hold: all of them for InsertDevice;
+	// a quarter of a mixed batch, whose ops stay on the device (if more of
+	// them need slabs, the kernel's exhaustion report makes exec grow the
+	// pool and rerun just those elements).
 	ins := 0
-	if b.op == OpInsert || b.ops.Buffer() != nil {
+	switch {
+	case b.ops.Buffer() != nil:
+		ins = b.keys.Len() / 4
+	case b.op == OpInsert:
 		ins = b.keys.Len()
 	}
 	return g.exec(ctx, ln, b, ins, true)

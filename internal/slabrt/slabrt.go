@@ -46,12 +46,15 @@ func StatusError(what string, status uint32) error {
 
 // Wait waits until the stream's work has finished. It polls instead of
 // calling cuStreamSynchronize, which would hold the device's single driver
-// thread and stall every other goroutine's launches meanwhile. A launched
-// kernel cannot be cancelled, so Wait always waits for it; ctx only makes the
-// caller give up on later launches.
+// thread and stall every other goroutine's launches meanwhile. It spins
+// (yielding the processor between polls, about a microsecond each) for the
+// first 50 ms, as the CUDA runtime's default scheduling does: a sleeping
+// poller wakes up to a millisecond late, which would double the latency of
+// sub-millisecond batches. Longer waits sleep 100 µs between polls. A
+// launched kernel cannot be cancelled, so Wait always waits for it.
 func Wait(s *cuda.Stream) error {
 	start := time.Now()
-	for i := 0; ; i++ {
+	for {
 		done, err := s.Done()
 		if err != nil {
 			return err
@@ -59,13 +62,10 @@ func Wait(s *cuda.Stream) error {
 		if done {
 			return nil
 		}
-		switch el := time.Since(start); {
-		case el < 200*time.Microsecond:
+		if time.Since(start) < 50*time.Millisecond {
 			runtime.Gosched()
-		case el < 20*time.Millisecond:
-			time.Sleep(20 * time.Microsecond)
-		default:
-			time.Sleep(200 * time.Microsecond)
+		} else {
+			time.Sleep(100 * time.Microsecond)
 		}
 	}
 }
