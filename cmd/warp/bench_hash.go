@@ -46,8 +46,9 @@ type hashBench struct {
 }
 
 func runBenchHash(ctx context.Context, args []string) error {
-	fs := newFlags("bench hash", "[--json] [--quick] [--reps N] [--max-log2 N] [--only fig4,fig5,fig6,fig7,alloc,layouts] [--layout L]")
+	fs := newFlags("bench hash", "[--json] [--json-out FILE] [--quick] [--reps N] [--max-log2 N] [--only fig4,fig5,fig6,fig7,alloc,layouts] [--layout L]")
 	asJSON := fs.Bool("json", false, "print JSON")
+	jsonOut := fs.String("json-out", "", "also write the JSON report to this file")
 	quick := fs.Bool("quick", false, "small sizes, one repetition (seconds)")
 	reps := fs.Int("reps", 3, "repetitions per measurement (the median is reported)")
 	maxLog := fs.Int("max-log2", 26, "largest n of the size sweep (Fig. 5) is 2^max-log2")
@@ -116,6 +117,15 @@ func runBenchHash(ctx context.Context, args []string) error {
 		b.rep.Note("Targets (find, insert >= 0.8x and Γ1 >= 0.6x the baseline at 60%%, 2^22-2^26 keys; >= 5 G allocations/s): all met.")
 	} else {
 		b.rep.Note("Targets missed: %s.", strings.Join(b.misses, "; "))
+	}
+	if *jsonOut != "" {
+		f, err := os.Create(*jsonOut)
+		if err != nil {
+			return err
+		}
+		if err := errors.Join(b.rep.Print(f, true), f.Close()); err != nil {
+			return err
+		}
 	}
 	return b.rep.Print(os.Stdout, *asJSON)
 }
