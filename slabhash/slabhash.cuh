@@ -143,31 +143,22 @@ struct Lane {
   uint32_t aux;         // unpublished-slot bits (wide pairs, tail lane)
 };
 
-// load reads a slab, one coalesced access per lane. Pair slots of 8 bytes are
-// read as one 64-bit single-copy-atomic access, so a 32/32 pair is a
-// consistent snapshot; other layouts validate as the doc explains.
+// load_pair reads one slot of a pair-layout slab (one lane, no shuffles).
 template <class L>
-__device__ __forceinline__ Lane<L> load(const Tile<L::W>& t, const char* slab) {
+__device__ __forceinline__ Lane<L> load_pair(const char* slab, int sl) {
   using K = typename L::K;
   using V = typename L::V;
   Lane<L> d;
   d.raw1 = 0;
   d.aux = 0;
-  if constexpr (L::kWordLanes) {
-    uint32_t w = ldv32(slab + t.rank * 4);
-    uint32_t hi = t.shfl(w, (t.rank + 1) & 31);
-    d.key = w;
-    d.val = hi;
-    d.raw0 = (uint64_t)hi << 32 | w;
-    d.tail = w;
-  } else if constexpr (L::kSlotBytes == 4) {
-    uint32_t w = ldv32(slab + t.rank * 4);
+  if constexpr (L::kSlotBytes == 4) {
+    uint32_t w = ldv32(slab + sl * 4);
     d.key = (K)w;
     d.val = 0;
     d.raw0 = w;
     d.tail = w;
   } else if constexpr (L::kSlotBytes == 8) {
-    uint64_t x = ldv64(slab + t.rank * 8);
+    uint64_t x = ldv64(slab + sl * 8);
     if constexpr (L::kIsSet) {
       d.key = (K)x;
       d.val = 0;
@@ -180,7 +171,7 @@ __device__ __forceinline__ Lane<L> load(const Tile<L::W>& t, const char* slab) {
     d.aux = (uint32_t)(x >> 32);
   } else {
     uint64_t a, b;
-    ldv128(slab + t.rank * 16, a, b);
+    ldv128(slab + sl * 16, a, b);
     d.key = sizeof(K) == 4 ? (K)(uint32_t)a : (K)a;
     d.val = sizeof(V) == 4 ? (V)(uint32_t)b : (V)b;
     d.raw0 = a;
@@ -189,6 +180,27 @@ __device__ __forceinline__ Lane<L> load(const Tile<L::W>& t, const char* slab) {
     d.aux = (uint32_t)(a >> 32);
   }
   return d;
+}
+
+// load reads a slab, one coalesced access per lane. Pair slots of 8 bytes are
+// read as one 64-bit single-copy-atomic access, so a 32/32 pair is a
+// consistent snapshot; other layouts validate as the doc explains.
+template <class L>
+__device__ __forceinline__ Lane<L> load(const Tile<L::W>& t, const char* slab) {
+  if constexpr (L::kWordLanes) {
+    Lane<L> d;
+    uint32_t w = ldv32(slab + t.rank * 4);
+    uint32_t hi = t.shfl(w, (t.rank + 1) & 31);
+    d.key = w;
+    d.val = hi;
+    d.raw0 = (uint64_t)hi << 32 | w;
+    d.raw1 = 0;
+    d.tail = w;
+    d.aux = 0;
+    return d;
+  } else {
+    return load_pair<L>(slab, t.rank);
+  }
 }
 
 // store_slot writes a slot's raw bits (one lane). In the word layout the
@@ -535,45 +547,6 @@ struct Geometry {
     tiles = (uint64_t)gridDim.x * blockDim.x / W;
   }
 };
-
-// load_pair reads one slot of a pair-layout slab (one lane, no shuffles).
-template <class L>
-__device__ __forceinline__ Lane<L> load_pair(const char* slab, int sl) {
-  using K = typename L::K;
-  using V = typename L::V;
-  Lane<L> d;
-  d.raw1 = 0;
-  d.aux = 0;
-  if constexpr (L::kSlotBytes == 4) {
-    uint32_t w = ldv32(slab + sl * 4);
-    d.key = (K)w;
-    d.val = 0;
-    d.raw0 = w;
-    d.tail = w;
-  } else if constexpr (L::kSlotBytes == 8) {
-    uint64_t x = ldv64(slab + sl * 8);
-    if constexpr (L::kIsSet) {
-      d.key = (K)x;
-      d.val = 0;
-    } else {
-      d.key = (K)(uint32_t)x;
-      d.val = (V)(uint32_t)(x >> 32);
-    }
-    d.raw0 = x;
-    d.tail = (uint32_t)x;
-    d.aux = (uint32_t)(x >> 32);
-  } else {
-    uint64_t a, b;
-    ldv128(slab + sl * 16, a, b);
-    d.key = sizeof(K) == 4 ? (K)(uint32_t)a : (K)a;
-    d.val = sizeof(V) == 4 ? (V)(uint32_t)b : (V)b;
-    d.raw0 = a;
-    d.raw1 = b;
-    d.tail = (uint32_t)a;
-    d.aux = (uint32_t)(a >> 32);
-  }
-  return d;
-}
 
 __device__ __forceinline__ uint64_t wshfl(uint64_t v, int src) {
   return __shfl_sync(0xffffffffu, (unsigned long long)v, src);

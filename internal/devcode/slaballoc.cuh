@@ -182,6 +182,24 @@ struct TileAllocator {
     for (int j = 0; j < R; ++j) words[j] = *(volatile uint32_t*)(bitmap + j * W + t.rank);
   }
 
+  // next_block makes the next candidate block resident: hashed choices for
+  // kRandomProbes misses (the paper's probing), then one sweep over every
+  // block from the last hashed one. It returns false when all are tried.
+  __device__ __forceinline__ bool next_block(const Tile<W>& t, const Pool* p, uint32_t nblocks) {
+    if (misses >= kRandomProbes + nblocks) return false;
+    uint32_t g;
+    if (misses < kRandomProbes) {
+      g = mix32(salt ^ (changes * 0x9e3779b9u)) % nblocks;
+      sweep_start = g;
+    } else {
+      g = (sweep_start + (misses - kRandomProbes) + 1) % nblocks;
+    }
+    ++changes;
+    ++misses;
+    load_block(t, p, g);
+    return true;
+  }
+
   // allocate returns a fresh unit address (the same in every lane of the
   // tile), or kNull after flagging kStatusPoolExhausted.
   __device__ uint32_t allocate(const Tile<W>& t, const Pool* p, uint32_t* status) {
@@ -192,19 +210,7 @@ struct TileAllocator {
     // a working pool; it only keeps a corrupted one from hanging the kernel.
     const uint32_t limit = (kRandomProbes + nblocks + 1) * (kUnitsPerBlock + 1);
     for (uint32_t iter = 0; iter < limit && nblocks > 0; ++iter) {
-      if (block == kNull) {
-        if (misses >= kRandomProbes + nblocks) break;
-        uint32_t g;
-        if (misses < kRandomProbes) {
-          g = mix32(salt ^ (changes * 0x9e3779b9u)) % nblocks;
-          sweep_start = g;
-        } else {
-          g = (sweep_start + (misses - kRandomProbes) + 1) % nblocks;
-        }
-        ++changes;
-        ++misses;
-        load_block(t, p, g);
-      }
+      if (block == kNull && !next_block(t, p, nblocks)) break;
       bool has = false;
 #pragma unroll
       for (int j = 0; j < R; ++j) has |= words[j] != 0xffffffffu;
@@ -264,19 +270,7 @@ struct TileAllocator {
     const uint32_t nblocks = total_blocks(p);
     const uint32_t limit = (kRandomProbes + nblocks + 1) * (kUnitsPerBlock + 1);
     for (uint32_t iter = 0; iter < limit && nblocks > 0 && pending != 0; ++iter) {
-      if (block == kNull) {
-        if (misses >= kRandomProbes + nblocks) break;
-        uint32_t g;
-        if (misses < kRandomProbes) {
-          g = mix32(salt ^ (changes * 0x9e3779b9u)) % nblocks;
-          sweep_start = g;
-        } else {
-          g = (sweep_start + (misses - kRandomProbes) + 1) % nblocks;
-        }
-        ++changes;
-        ++misses;
-        load_block(t, p, g);
-      }
+      if (block == kNull && !next_block(t, p, nblocks)) break;
       bool has = false;
 #pragma unroll
       for (int j = 0; j < R; ++j) has |= words[j] != 0xffffffffu;
