@@ -315,3 +315,47 @@ func TestGPUSelfTest(t *testing.T) {
 	t.Logf("copy bandwidth: memcpy %.0f GB/s, kernel %.0f GB/s, theoretical %.0f GB/s",
 		rep.MemcpyBandwidth/1e9, rep.KernelCopyBandwidth/1e9, rep.TheoreticalBandwidth/1e9)
 }
+
+// BenchmarkGPULaunch measures the host cost of one asynchronous kernel launch
+// (an empty grid-stride loop) through the executor: the fixed overhead every
+// batch operation pays per kernel.
+func BenchmarkGPULaunch(b *testing.B) {
+	d, err := Open(0)
+	if errors.Is(err, ErrNoDevice) {
+		b.Skip("no CUDA device")
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	m, err := d.LoadModule(selftestPTX)
+	if err != nil {
+		b.Fatal(err)
+	}
+	add, err := m.Function("add_u32")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := d.NewStream()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	buf, err := Alloc[uint32](d, 32)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer buf.Free()
+	i := 0
+	for b.Loop() {
+		if err := add.Launch(D1(1), D1(32), 0, s, buf, uint32(1), uint64(0)); err != nil {
+			b.Fatal(err)
+		}
+		if i++; i%1024 == 0 {
+			s.Synchronize()
+		}
+	}
+	if err := s.Synchronize(); err != nil {
+		b.Fatal(err)
+	}
+}
