@@ -25,7 +25,18 @@ type Options struct {
 	MaxNodes int
 	// Streams is the number of CUDA streams concurrent batch calls share (0: 4).
 	Streams int
+	// SortQueries is the smallest phased query batch (Lookup, Successor,
+	// Predecessor, Count, Range with no writer running) that is sorted by key on
+	// the device before it walks the tree, so that neighbouring lanes share
+	// root-to-leaf paths and leaves; results keep the batch's order either way.
+	// 0 means DefaultSortQueries; a negative value never sorts. The sort needs
+	// scratch of about three times the batch's keys.
+	SortQueries int
 }
+
+// DefaultSortQueries is the batch size from which phased query batches are
+// sorted when Options.SortQueries is 0 (see doc.go, "Performance").
+const DefaultSortQueries = 1 << 20
 
 // OpKind is the operation of one element of a mixed batch (Apply).
 type OpKind uint8

@@ -18,6 +18,7 @@ const (
 	defaultStreams      = 4
 	maxPoolRetries      = 8 // re-runs of a batch after growing an exhausted pool
 	maxRangeRetries     = 4 // re-runs of a range batch whose results outgrew its windows
+	waveRounds          = 4 // kRounds in btree.cu: queries in flight per tile in a phased wave
 )
 
 // gpuTree is the CUDA backend. Node memory is one pool buffer (node 0 is the
@@ -40,7 +41,8 @@ type gpuTree[K, V warpkit.Word] struct {
 	usedHint atomic.Int64       // nodes in use after the last writing batch (a lower bound)
 	closed   bool
 
-	phase phase
+	phase   phase
+	sortMin int // phased query batches of at least this many queries are sorted first (0: never)
 
 	primOnce sync.Once
 	prim     *prim.Engine // device sort for BuildDevice, loaded on first use
@@ -53,6 +55,7 @@ type lane struct {
 	status  cuda.Slice[uint32]
 	hostSt  *cuda.Pinned[uint32] // the status word, copied back on the stream
 	hostCtl *cuda.Pinned[uint64] // ctl after a writing batch
+	sortBuf *cuda.Buffer         // sorted query keys and their positions (grown on demand)
 }
 
 // phase lets query batches skip validation when no writing batch can run beside
@@ -108,6 +111,12 @@ func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, opts Options) (*gpuTr
 	var k K
 	var v V
 	g := &gpuTree[K, V]{dev: dev, ownDev: own, lay: layoutFor(int(unsafe.Sizeof(k)), int(unsafe.Sizeof(v))), maxNodes: opts.MaxNodes}
+	switch {
+	case opts.SortQueries == 0:
+		g.sortMin = DefaultSortQueries
+	case opts.SortQueries > 0:
+		g.sortMin = opts.SortQueries
+	}
 	g.phase.cond.L = &g.phase.mu
 	var err error
 	if g.k, err = loadKernels[K, V](dev); err != nil {
@@ -182,6 +191,9 @@ func (g *gpuTree[K, V]) free() {
 		}
 		if l.hostCtl != nil {
 			l.hostCtl.Free()
+		}
+		if l.sortBuf != nil {
+			l.sortBuf.Free()
 		}
 	}
 	g.all = nil
@@ -368,12 +380,18 @@ func (g *gpuTree[K, V]) mutate(ctx context.Context, need int, launch func(l *lan
 // insertReserve estimates the nodes an insert batch of n may allocate.
 func insertReserve(n int) int { return n/4 + 64 }
 
-func grid(n int) cuda.Dim3 { return cuda.GridFor(n, blockSize) }
+// tile is the number of lanes that read a node together (16 bytes each).
+func (g *gpuTree[K, V]) tile() int { return g.lay.nodeBytes / 16 }
 
-// opGrid covers n operations with one tile (nodeBytes/16 lanes) each.
-func (g *gpuTree[K, V]) opGrid(n int) cuda.Dim3 { return grid(n * (g.lay.nodeBytes / 16)) }
+// opThreads is the threads that give n operations one tile each.
+func (g *gpuTree[K, V]) opThreads(n int) int { return n * g.tile() }
 
-var block = cuda.D1(blockSize)
+// waveThreads is the threads that give n phased queries one wave slot each: a
+// warp takes waveRounds queries per tile of its 32 lanes at a time.
+func (g *gpuTree[K, V]) waveThreads(n int) int {
+	w := waveRounds * 32 / g.tile()
+	return (n + w - 1) / w * 32
+}
 
 func (g *gpuTree[K, V]) insertDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V]) error {
 	n := keys.Len()
@@ -381,7 +399,7 @@ func (g *gpuTree[K, V]) insertDevice(ctx context.Context, keys cuda.Slice[K], va
 		return ctx.Err()
 	}
 	return g.mutate(ctx, insertReserve(n), func(l *lane) error {
-		return g.k.insert.Launch(g.opGrid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), g.ctl, l.status, keys, vals, uint64(n))
+		return g.k.insert.launch(l.stream, g.opThreads(n), g.pool, uint64(g.capNodes), g.ctl, l.status, keys, vals, uint64(n))
 	})
 }
 
@@ -391,7 +409,7 @@ func (g *gpuTree[K, V]) deleteDevice(ctx context.Context, keys cuda.Slice[K]) er
 		return ctx.Err()
 	}
 	st, err := g.batch(ctx, true, func(l *lane, _ bool) error {
-		return g.k.del.Launch(g.opGrid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), g.ctl, l.status, keys, uint64(n))
+		return g.k.del.launch(l.stream, g.opThreads(n), g.pool, uint64(g.capNodes), g.ctl, l.status, keys, uint64(n))
 	})
 	if err != nil {
 		return err
@@ -399,11 +417,50 @@ func (g *gpuTree[K, V]) deleteDevice(ctx context.Context, keys cuda.Slice[K]) er
 	return statusErr(st)
 }
 
-func validatedFlag(fast bool) uint32 {
-	if fast {
-		return 0
+// sortedQueries returns the keys a phased batch walks the tree with and, when
+// the batch is large enough to sort, the original position of each: a copy of
+// keys sorted on the device (prim's radix sort of key-position pairs, in the
+// lane's scratch), so that neighbouring lanes share root-to-leaf paths and
+// leaves. Unsorted, it returns keys itself and no positions.
+func (g *gpuTree[K, V]) sortedQueries(l *lane, keys cuda.Slice[K]) (cuda.Slice[K], cuda.Slice[uint32], error) {
+	n := keys.Len()
+	if g.sortMin == 0 || n < g.sortMin || n > prim.MaxElements {
+		return keys, cuda.Slice[uint32]{}, nil
 	}
-	return 1
+	eng, err := g.primEngine()
+	if err != nil {
+		return keys, cuda.Slice[uint32]{}, err
+	}
+	var k K
+	keyBytes := n * int(unsafe.Sizeof(k))
+	posOff := (keyBytes + 255) &^ 255
+	if l.sortBuf == nil || l.sortBuf.Size() < int64(posOff+4*n) {
+		if l.sortBuf != nil {
+			l.sortBuf.Free()
+			l.sortBuf = nil
+		}
+		if l.sortBuf, err = g.dev.Alloc(int64(posOff + 4*n)); err != nil {
+			return keys, cuda.Slice[uint32]{}, err
+		}
+	}
+	sk, err := cuda.View[K](l.sortBuf, 0, n)
+	if err != nil {
+		return keys, cuda.Slice[uint32]{}, err
+	}
+	pos, err := cuda.View[uint32](l.sortBuf, posOff/4, n)
+	if err != nil {
+		return keys, cuda.Slice[uint32]{}, err
+	}
+	if err := cuda.CopyAsync(sk, keys, l.stream); err != nil {
+		return keys, cuda.Slice[uint32]{}, err
+	}
+	if err := g.k.iota.launch(l.stream, n, pos, uint64(n)); err != nil {
+		return keys, cuda.Slice[uint32]{}, err
+	}
+	if err := prim.SortPairs(eng, l.stream, sk, pos, prim.SortOptions{}); err != nil {
+		return keys, cuda.Slice[uint32]{}, err
+	}
+	return sk, pos, nil
 }
 
 func (g *gpuTree[K, V]) lookupDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], found cuda.Slice[uint8]) error {
@@ -412,7 +469,14 @@ func (g *gpuTree[K, V]) lookupDevice(ctx context.Context, keys cuda.Slice[K], va
 		return ctx.Err()
 	}
 	st, err := g.batch(ctx, false, func(l *lane, fast bool) error {
-		return g.k.lookup.Launch(g.opGrid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), l.status, keys, uint64(n), vals, found, validatedFlag(fast))
+		if !fast {
+			return g.k.lookup.launch(l.stream, g.opThreads(n), g.pool, uint64(g.capNodes), l.status, keys, uint64(n), vals, found)
+		}
+		qk, pos, err := g.sortedQueries(l, keys)
+		if err != nil {
+			return err
+		}
+		return g.k.phasedLookup.launch(l.stream, g.waveThreads(n), g.pool, uint64(g.capNodes), l.status, qk, pos, uint64(n), vals, found)
 	})
 	if err != nil {
 		return err
@@ -430,7 +494,14 @@ func (g *gpuTree[K, V]) neighborDevice(ctx context.Context, pred bool, keys, out
 		p = 1
 	}
 	st, err := g.batch(ctx, false, func(l *lane, fast bool) error {
-		return g.k.neighbor.Launch(g.opGrid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), l.status, keys, uint64(n), p, outKeys, outVals, found, validatedFlag(fast))
+		if !fast {
+			return g.k.neighbor.launch(l.stream, g.opThreads(n), g.pool, uint64(g.capNodes), l.status, keys, uint64(n), p, outKeys, outVals, found)
+		}
+		qk, pos, err := g.sortedQueries(l, keys)
+		if err != nil {
+			return err
+		}
+		return g.k.phasedNeighbor.launch(l.stream, g.waveThreads(n), g.pool, uint64(g.capNodes), l.status, qk, pos, uint64(n), p, outKeys, outVals, found)
 	})
 	if err != nil {
 		return err
@@ -439,13 +510,22 @@ func (g *gpuTree[K, V]) neighborDevice(ctx context.Context, pred bool, keys, out
 }
 
 // rangeDevice counts (offsets empty) or collects range results into windows.
+// Sorted phased batches sort the lower bounds; the kernel reads each query's
+// upper bound and window at its original position.
 func (g *gpuTree[K, V]) rangeDevice(ctx context.Context, lo, hi cuda.Slice[K], offsets cuda.Slice[uint32], outKeys cuda.Slice[K], outVals cuda.Slice[V], counts cuda.Slice[uint32]) error {
 	n := lo.Len()
 	if n == 0 {
 		return ctx.Err()
 	}
 	st, err := g.batch(ctx, false, func(l *lane, fast bool) error {
-		return g.k.rng.Launch(g.opGrid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), l.status, lo, hi, uint64(n), offsets, outKeys, outVals, counts, validatedFlag(fast))
+		if !fast {
+			return g.k.rng.launch(l.stream, g.opThreads(n), g.pool, uint64(g.capNodes), l.status, lo, hi, uint64(n), offsets, outKeys, outVals, counts)
+		}
+		ql, pos, err := g.sortedQueries(l, lo)
+		if err != nil {
+			return err
+		}
+		return g.k.phasedRange.launch(l.stream, g.waveThreads(n), g.pool, uint64(g.capNodes), l.status, ql, hi, pos, uint64(n), offsets, outKeys, outVals, counts)
 	})
 	if err != nil {
 		return err
@@ -459,7 +539,7 @@ func (g *gpuTree[K, V]) applyDevice(ctx context.Context, ops DeviceOps[K, V], re
 		return ctx.Err()
 	}
 	return g.mutate(ctx, insertReserve(n), func(l *lane) error {
-		return g.k.mixed.Launch(g.opGrid(n), block, 0, l.stream, g.pool, uint64(g.capNodes), g.ctl, l.status,
+		return g.k.mixed.launch(l.stream, g.opThreads(n), g.pool, uint64(g.capNodes), g.ctl, l.status,
 			ops.Kinds, ops.Keys, ops.Vals, ops.His, uint64(n), res.Found, res.Keys, res.Vals, res.Counts)
 	})
 }
@@ -817,7 +897,7 @@ func (g *gpuTree[K, V]) buildDevice(ctx context.Context, keys cuda.Slice[K], val
 	l := <-g.lanes
 	err = prim.SortPairs(eng, l.stream, keys, vals, prim.SortOptions{})
 	if err == nil {
-		err = g.k.markLast.Launch(grid(n), block, 0, l.stream, keys, uint64(n), flags)
+		err = g.k.markLast.launch(l.stream, n, keys, uint64(n), flags)
 	}
 	if err == nil {
 		err = prim.SelectFlaggedPairs(eng, l.stream, keys, vals, flags, uk, uv, count)
@@ -880,8 +960,7 @@ func (g *gpuTree[K, V]) installLocked(keys cuda.Slice[K], vals cuda.Slice[V]) er
 		if lv > 0 {
 			childBase, children, childSpan = p.bases[lv-1], p.counts[lv-1], p.spans[lv-1]
 		}
-		tile := g.lay.nodeBytes / 16
-		err := g.k.buildLevel.Launch(grid(nodes*tile), block, 0, l.stream, g.pool, keys, vals, uint64(m), uint32(lv),
+		err := g.k.buildLevel.launch(l.stream, nodes*g.tile(), g.pool, keys, vals, uint64(m), uint32(lv),
 			uint32(p.bases[lv]), uint64(nodes), uint32(childBase), uint64(children), uint32(buildFill), uint32(buildFan),
 			uint64(p.spans[lv]), uint64(childSpan))
 		if err != nil {

@@ -35,9 +35,29 @@ func statusErr(st uint32) error {
 	return nil
 }
 
+// kernel is a function and the largest grid worth launching for it: as many
+// blocks as fit on the device at once (the drivers take their work
+// grid-stride, so a larger grid would only queue blocks).
+type kernel struct {
+	f         *cuda.Function
+	maxBlocks int
+}
+
+// launch runs k with enough blocks of blockSize threads for threads threads,
+// at most k.maxBlocks.
+func (k kernel) launch(stream *cuda.Stream, threads int, args ...any) error {
+	blocks := max(1, min((threads+blockSize-1)/blockSize, k.maxBlocks))
+	return k.f.Launch(cuda.D1(blocks), cuda.D1(blockSize), 0, stream, args...)
+}
+
 // kernels are one width pair's functions.
 type kernels struct {
-	lookup, neighbor, rng, insert, del, mixed, buildLevel, markLast *cuda.Function
+	// Validated queries (a writer may run beside them), writes, mixed batches:
+	// one operation per tile.
+	lookup, neighbor, rng, insert, del, mixed kernel
+	// Phased queries (no writer can run): lockstep waves.
+	phasedLookup, phasedNeighbor, phasedRange kernel
+	buildLevel, markLast, iota                kernel
 }
 
 func widthSuffix[T warpkit.Word]() string {
@@ -54,9 +74,10 @@ func loadKernels[K, V warpkit.Word](dev *cuda.Device) (kernels, error) {
 	if err != nil {
 		return ks, err
 	}
+	sms := dev.Properties().Multiprocessors
 	suf := widthSuffix[K]() + "_" + widthSuffix[V]()
 	for _, f := range []struct {
-		dst  **cuda.Function
+		dst  *kernel
 		name string
 	}{
 		{&ks.lookup, "bt_lookup_" + suf},
@@ -65,12 +86,21 @@ func loadKernels[K, V warpkit.Word](dev *cuda.Device) (kernels, error) {
 		{&ks.insert, "bt_insert_" + suf},
 		{&ks.del, "bt_delete_" + suf},
 		{&ks.mixed, "bt_mixed_" + suf},
+		{&ks.phasedLookup, "bt_phased_lookup_" + suf},
+		{&ks.phasedNeighbor, "bt_phased_neighbor_" + suf},
+		{&ks.phasedRange, "bt_phased_range_" + suf},
 		{&ks.buildLevel, "bt_build_level_" + suf},
 		{&ks.markLast, "bt_mark_last_" + widthSuffix[K]()},
+		{&ks.iota, "bt_iota"},
 	} {
-		if *f.dst, err = mod.Function(f.name); err != nil {
+		if f.dst.f, err = mod.Function(f.name); err != nil {
 			return ks, err
 		}
+		per, err := f.dst.f.MaxActiveBlocksPerSM(blockSize, 0)
+		if err != nil {
+			return ks, err
+		}
+		f.dst.maxBlocks = max(1, per*max(sms, 1))
 	}
 	return ks, nil
 }

@@ -220,7 +220,12 @@ func runBTree[K, V warpkit.Word](b *btBench) error {
 }
 
 func openTree[K, V warpkit.Word](b *btBench, initialNodes int) (*btree.Tree[K, V], error) {
-	opts := btree.Options{Backend: warpkit.CPU, InitialNodes: initialNodes}
+	return openTreeWith[K, V](b, btree.Options{InitialNodes: initialNodes})
+}
+
+// openTreeWith opens a tree with opts on the bench's backend.
+func openTreeWith[K, V warpkit.Word](b *btBench, opts btree.Options) (*btree.Tree[K, V], error) {
+	opts.Backend = warpkit.CPU
 	if b.dev != nil {
 		opts.Backend, opts.Device = warpkit.CUDA, b.dev
 	}
@@ -334,11 +339,13 @@ func mixedOps[K, V warpkit.Word](present, fresh []K, n int, alpha float64, seed 
 
 // btQueries reproduces Fig. 2: lookup, range (L = 8) and successor rates by tree
 // size, on bulk-built trees, every key queried (in random order; at least 4M
-// queries per call so that call overhead is amortized).
+// queries per call so that call overhead is amortized). Each batch runs twice:
+// as given (Options.SortQueries < 0) and sorted on the device first
+// (Options.SortQueries = 1), each on its own tree of the same keys.
 func btQueries[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
-	tab := b.rep.Table("Fig. 2: queries on a bulk-built tree (G queries/s; every key, random order)",
-		"keys", "height", "lookup", "vs CPU", "vs LSM", "range L=8", "vs CPU", "successor", "vs CPU", "build ms")
-	var lk, rg, sc []float64
+	tab := b.rep.Table("Fig. 2: queries on a bulk-built tree (G queries/s; every key, random order; sorted: the batch sorted on the device first, sort included)",
+		"keys", "height", "lookup", "sorted", "vs CPU", "vs LSM", "range L=8", "sorted", "vs CPU", "successor", "sorted", "vs CPU", "build ms")
+	var lk, rg, sc [3][]float64 // unsorted, sorted, default
 	lsmNote := ""
 	for _, n := range b.sizes {
 		if err := b.ctx.Err(); err != nil {
@@ -347,16 +354,6 @@ func btQueries[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 		sorted := btKeys[K](n, uint64(n))
 		keys := shuffled(sorted, 1)
 		vals := valsFor[K, V](keys)
-		t, err := openTree[K, V](b, 0)
-		if err != nil {
-			return err
-		}
-		bt, err := best(1, func() error { return t.Build(b.ctx, keys, vals) })
-		if err != nil {
-			t.Close()
-			return err
-		}
-		st, _ := t.Stats(b.ctx)
 		q := max(n, 4<<20)
 		if b.dev == nil {
 			q = min(n, 1<<16)
@@ -371,26 +368,65 @@ func btQueries[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 			p := r.IntN(n - 8)
 			lo[i], hi[i] = sorted[p], sorted[p+7]
 		}
-		l, rr, s, err := queryRates(b, t, qk, lo, hi, n)
-		t.Close()
-		if err != nil {
-			return fmt.Errorf("%d keys: %w", n, err)
+		modes := []int{-1, 1} // SortQueries: never, always
+		if b.dev == nil {
+			modes = modes[:1] // the CPU backend does not sort
+		}
+		var l, rr, s [2]float64
+		var bt time.Duration
+		var st btree.Stats
+		for i, mode := range modes {
+			t, err := openTreeWith[K, V](b, btree.Options{SortQueries: mode})
+			if err != nil {
+				return err
+			}
+			d, err := best(1, func() error { return t.Build(b.ctx, keys, vals) })
+			if err != nil {
+				t.Close()
+				return err
+			}
+			if i == 0 {
+				bt = d
+				st, _ = t.Stats(b.ctx)
+			}
+			l[i], rr[i], s[i], err = queryRates(b, t, qk, lo, hi, n)
+			t.Close()
+			if err != nil {
+				return fmt.Errorf("%d keys (SortQueries %d): %w", n, mode, err)
+			}
+		}
+		srt := func(x float64) any { // the sorted column: "-" where nothing sorts
+			if len(modes) == 1 {
+				return "-"
+			}
+			return x
+		}
+		if len(modes) == 1 {
+			l[1], rr[1], s[1] = l[0], rr[0], s[0]
+		}
+		def := 0 // the library's default for a batch of q queries
+		if b.dev != nil && q >= btree.DefaultSortQueries {
+			def = 1
 		}
 		ll, why := lsmLookupRate(b, keys, vals, qk)
 		if why != "" && lsmNote == "" {
 			lsmNote = why
 		}
-		tab.Add(sizeName(n), st.Height, l, ratio(l, cpu.lookup), ratio(l, ll), rr, ratio(rr, cpu.rng), s, ratio(s, cpu.succ), float64(bt.Microseconds())/1e3)
+		tab.Add(sizeName(n), st.Height, l[0], srt(l[1]), ratio(l[def], cpu.lookup), ratio(l[def], ll), rr[0], srt(rr[1]), ratio(rr[def], cpu.rng),
+			s[0], srt(s[1]), ratio(s[def], cpu.succ), float64(bt.Microseconds())/1e3)
 		if n >= 1<<20 && n <= 45_000_000 {
-			lk, rg, sc = append(lk, l), append(rg, rr), append(sc, s)
+			for m, i := range []int{0, 1, def} {
+				lk[m], rg[m], sc[m] = append(lk[m], l[i]), append(rg[m], rr[i]), append(sc[m], s[i])
+			}
 		}
 	}
-	if len(lk) > 0 {
-		sum := b.rep.Table("Targets (harmonic mean over the sizes from 1M to 45M keys)", "operation", "G/s", "target", "vs target")
-		sum.Add("lookup", hmean(lk), targetLookup, ratio(hmean(lk), targetLookup))
-		sum.Add("range L=8", hmean(rg), targetRange, ratio(hmean(rg), targetRange))
-		sum.Add("successor", hmean(sc), targetSuccessor, ratio(hmean(sc), targetSuccessor))
-		b.rep.Note("build ms: Build from Go slices (host radix sort, upload, device layout); vs LSM: package lsm (batch 2^20) looking up the same queries")
+	if len(lk[2]) > 0 {
+		sum := b.rep.Table("Targets (harmonic mean over the sizes from 1M to 45M keys; G/s: the default, which sorts batches of at least DefaultSortQueries)",
+			"operation", "G/s", "target", "vs target", "unsorted", "sorted")
+		sum.Add("lookup", hmean(lk[2]), targetLookup, ratio(hmean(lk[2]), targetLookup), hmean(lk[0]), hmean(lk[1]))
+		sum.Add("range L=8", hmean(rg[2]), targetRange, ratio(hmean(rg[2]), targetRange), hmean(rg[0]), hmean(rg[1]))
+		sum.Add("successor", hmean(sc[2]), targetSuccessor, ratio(hmean(sc[2]), targetSuccessor), hmean(sc[0]), hmean(sc[1]))
+		b.rep.Note("build ms: Build from Go slices (host radix sort, upload, device layout); vs CPU, vs LSM: the default path (batches of %d or more are sorted); vs LSM: package lsm (batch 2^20) looking up the same queries", btree.DefaultSortQueries)
 	}
 	if lsmNote != "" {
 		b.rep.Note("Fig. 2: no LSM comparison: %s", lsmNote)
