@@ -134,6 +134,13 @@ type deviceState struct {
 
 	modMu   sync.Mutex
 	modules map[string]*Module // by sha256 of the PTX
+
+	// Waiters run blocking calls (see block), each on its own thread with the
+	// context current, so a long wait never holds up the executor.
+	waitMu      sync.Mutex
+	idleWaiters []*executor
+	allWaiters  []*executor
+	closing     bool
 }
 
 var (
@@ -212,6 +219,7 @@ func (d *Device) Close() error {
 		return nil
 	}
 	delete(registry, st.props.Ordinal)
+	st.stopWaiters()
 	var err error
 	st.exec.stop(func() {
 		st.modMu.Lock()
@@ -249,6 +257,60 @@ func (st *deviceState) run(f func() result, op string) error {
 	return check(st.drv, op, r)
 }
 
+// block runs a call that may wait for the device (a synchronization, a
+// synchronous copy) on a waiter thread instead of the executor, so that other
+// goroutines' launches and copies proceed meanwhile. Waiters are started on
+// demand, one per concurrently blocked caller, and live until the device closes.
+func (st *deviceState) block(f func() result, op string) error {
+	w, err := st.takeWaiter()
+	if err != nil {
+		return err
+	}
+	var r result
+	err = w.do(func() { r = f() })
+	st.waitMu.Lock()
+	st.idleWaiters = append(st.idleWaiters, w)
+	st.waitMu.Unlock()
+	if err != nil {
+		return err
+	}
+	return check(st.drv, op, r)
+}
+
+func (st *deviceState) takeWaiter() (*executor, error) {
+	st.waitMu.Lock()
+	defer st.waitMu.Unlock()
+	if st.closing {
+		return nil, ErrClosed
+	}
+	if n := len(st.idleWaiters); n > 0 {
+		w := st.idleWaiters[n-1]
+		st.idleWaiters = st.idleWaiters[:n-1]
+		return w, nil
+	}
+	w, err := startExecutor(func() error {
+		return check(st.drv, "cuCtxSetCurrent", st.drv.ctxSetCurrent(st.ctx))
+	})
+	if err != nil {
+		return nil, err
+	}
+	st.allWaiters = append(st.allWaiters, w)
+	return w, nil
+}
+
+// stopWaiters refuses new blocking calls and stops every waiter once its call
+// in flight (if any) has returned.
+func (st *deviceState) stopWaiters() {
+	st.waitMu.Lock()
+	st.closing = true
+	all := st.allWaiters
+	st.allWaiters, st.idleWaiters = nil, nil
+	st.waitMu.Unlock()
+	for _, w := range all {
+		w.stop(func() {})
+	}
+}
+
 // MemInfo returns the free and total device memory in bytes.
 func (d *Device) MemInfo() (free, total uint64, err error) {
 	err = d.run(func() result { return d.st.drv.memGetInfo(&free, &total) }, "cuMemGetInfo")
@@ -256,7 +318,11 @@ func (d *Device) MemInfo() (free, total uint64, err error) {
 }
 
 // Synchronize waits for all work on the device to finish and returns the first
-// asynchronous error (a kernel fault, say).
+// asynchronous error (a kernel fault, say). Like every blocking call it waits
+// on a thread of its own: other goroutines keep using the device meanwhile.
 func (d *Device) Synchronize() error {
-	return d.run(func() result { return d.st.drv.ctxSynchronize() }, "cuCtxSynchronize")
+	if d == nil || d.closed.Load() {
+		return ErrClosed
+	}
+	return d.st.block(func() result { return d.st.drv.ctxSynchronize() }, "cuCtxSynchronize")
 }

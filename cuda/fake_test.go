@@ -26,7 +26,7 @@ type fakeGPU struct {
 	functions   map[uintptr]string
 	contexts    int // retained primary contexts
 	threadCtx   sync.Map
-	goodPTX     []byte
+	syncGate    chan struct{} // if non-nil, stream synchronization waits for it to close
 }
 
 type fakeLaunch struct {
@@ -203,7 +203,12 @@ func (f *fakeGPU) driver() *driverAPI {
 	newHandle := func() uintptr { f.mu.Lock(); defer f.mu.Unlock(); handles++; return handles }
 	d.streamCreate = func(s *uintptr, _ uint32) result { *s = newHandle(); return 0 }
 	d.streamDestroy = func(uintptr) result { return 0 }
-	d.streamSynchronize = func(uintptr) result { return 0 }
+	d.streamSynchronize = func(uintptr) result {
+		if f.syncGate != nil {
+			<-f.syncGate
+		}
+		return 0
+	}
 	d.streamQuery = func(uintptr) result { return 0 }
 	d.eventCreate = func(e *uintptr, _ uint32) result { *e = newHandle(); return 0 }
 	d.eventRecord = func(e, s uintptr) result { return 0 }

@@ -199,7 +199,7 @@ func (s Slice[T]) CopyFromHost(src []T) error {
 	}
 	st, dst, n := s.buf.st, uint64(s.Ptr()), uint64(len(src))*uint64(sizeOf[T]())
 	p := unsafe.Pointer(&src[0])
-	return st.run(func() result { return st.drv.memcpyHtoD(dst, p, n) }, "cuMemcpyHtoD")
+	return st.block(func() result { return st.drv.memcpyHtoD(dst, p, n) }, "cuMemcpyHtoD")
 }
 
 // CopyToHost copies the first len(dst) elements into dst, synchronously.
@@ -215,7 +215,7 @@ func (s Slice[T]) CopyToHost(dst []T) error {
 	}
 	st, src, n := s.buf.st, uint64(s.Ptr()), uint64(len(dst))*uint64(sizeOf[T]())
 	p := unsafe.Pointer(&dst[0])
-	return st.run(func() result { return st.drv.memcpyDtoH(p, src, n) }, "cuMemcpyDtoH")
+	return st.block(func() result { return st.drv.memcpyDtoH(p, src, n) }, "cuMemcpyDtoH")
 }
 
 // ToHost returns a new Go slice holding the elements.
@@ -253,7 +253,7 @@ func CopyAsync[T Elem](dst, src Slice[T], stream *Stream) error {
 		return err
 	}
 	if stream == nil {
-		return st.run(func() result { return st.drv.memcpyDtoD(d, sp, n) }, "cuMemcpyDtoD")
+		return st.block(func() result { return st.drv.memcpyDtoD(d, sp, n) }, "cuMemcpyDtoD")
 	}
 	return st.run(func() result { return st.drv.memcpyDtoDAsync(d, sp, n, hs) }, "cuMemcpyDtoDAsync")
 }

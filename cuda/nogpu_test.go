@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/warpkit/warpkit/internal/kernelgen/ptxcheck"
 )
@@ -425,5 +426,53 @@ func TestSymbolsBound(t *testing.T) {
 		if !listed[s] {
 			t.Errorf("%s is called but not in libcudaSymbols", s)
 		}
+	}
+}
+
+// TestBlockingCallsDoNotHoldTheExecutor checks that while one goroutine waits
+// in Stream.Synchronize, others still allocate and copy, and that closing the
+// device waits for the blocked call.
+func TestBlockingCallsDoNotHoldTheExecutor(t *testing.T) {
+	f := newFakeGPU()
+	f.syncGate = make(chan struct{})
+	useDriver(t, func() (*driverAPI, error) { return f.driver(), nil })
+	d, err := Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := d.NewStream()
+	synced := make(chan error, 1)
+	go func() { synced <- s.Synchronize() }()
+	for i := range 20 { // all of this runs while the synchronization is blocked
+		buf, err := FromHost(d, []uint32{uint32(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := buf.ToHost(); err != nil || got[0] != uint32(i) {
+			t.Fatalf("copy during a blocked wait: %v %v", got, err)
+		}
+		buf.Free()
+	}
+	select {
+	case err := <-synced:
+		t.Fatalf("Synchronize returned before the gate opened: %v", err)
+	default:
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned while a wait was in flight: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(f.syncGate)
+	if err := <-synced; err != nil {
+		t.Fatalf("Synchronize: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := s.Synchronize(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Synchronize after Close: %v", err)
 	}
 }

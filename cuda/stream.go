@@ -40,7 +40,7 @@ func (s *Stream) handle(st *deviceState) (uintptr, error) {
 }
 
 // Synchronize waits until all work on the stream has finished and returns the
-// first asynchronous error.
+// first asynchronous error. The wait does not hold up other goroutines' calls.
 func (s *Stream) Synchronize() error {
 	if s == nil {
 		return fmt.Errorf("%w: cuda: Synchronize on the nil stream; use Device.Synchronize", ErrInvalidArgument)
@@ -48,7 +48,7 @@ func (s *Stream) Synchronize() error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	return s.st.run(func() result { return s.st.drv.streamSynchronize(s.h) }, "cuStreamSynchronize")
+	return s.st.block(func() result { return s.st.drv.streamSynchronize(s.h) }, "cuStreamSynchronize")
 }
 
 // Done reports whether all work on the stream has finished, without waiting.
@@ -72,13 +72,12 @@ func (s *Stream) Close() error {
 	if s == nil || !s.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
-	return s.st.run(func() result {
-		if r := s.st.drv.streamSynchronize(s.h); r != resultSuccess {
-			s.st.drv.streamDestroy(s.h)
-			return r
-		}
-		return s.st.drv.streamDestroy(s.h)
-	}, "cuStreamDestroy")
+	syncErr := s.st.block(func() result { return s.st.drv.streamSynchronize(s.h) }, "cuStreamSynchronize")
+	destroyErr := s.st.run(func() result { return s.st.drv.streamDestroy(s.h) }, "cuStreamDestroy")
+	if syncErr != nil {
+		return syncErr
+	}
+	return destroyErr
 }
 
 // Event marks a point in a stream, for ordering and timing (CUevent).
@@ -114,7 +113,7 @@ func (e *Event) Synchronize() error {
 	if e == nil || e.closed.Load() {
 		return ErrClosed
 	}
-	return e.st.run(func() result { return e.st.drv.eventSynchronize(e.h) }, "cuEventSynchronize")
+	return e.st.block(func() result { return e.st.drv.eventSynchronize(e.h) }, "cuEventSynchronize")
 }
 
 // Elapsed returns the device time between two recorded events (resolution
