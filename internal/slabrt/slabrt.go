@@ -6,9 +6,7 @@ package slabrt
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
-	"time"
 
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/errs"
@@ -44,31 +42,10 @@ func StatusError(what string, status uint32) error {
 	return fmt.Errorf("%s: unexpected device status %#x", what, status)
 }
 
-// Wait waits until the stream's work has finished. It polls instead of
-// calling cuStreamSynchronize, which would hold the device's single driver
-// thread and stall every other goroutine's launches meanwhile. It spins
-// (yielding the processor between polls, about a microsecond each) for the
-// first 50 ms, as the CUDA runtime's default scheduling does: a sleeping
-// poller wakes up to a millisecond late, which would double the latency of
-// sub-millisecond batches. Longer waits sleep 100 µs between polls. A
+// Wait waits until the stream's work has finished. Stream.Synchronize waits
+// on a thread of its own, so other goroutines' launches proceed meanwhile; a
 // launched kernel cannot be cancelled, so Wait always waits for it.
-func Wait(s *cuda.Stream) error {
-	start := time.Now()
-	for {
-		done, err := s.Done()
-		if err != nil {
-			return err
-		}
-		if done {
-			return nil
-		}
-		if time.Since(start) < 50*time.Millisecond {
-			runtime.Gosched()
-		} else {
-			time.Sleep(100 * time.Microsecond)
-		}
-	}
-}
+func Wait(s *cuda.Stream) error { return s.Synchronize() }
 
 // Alive returns ctx's error, wrapped, if it is done.
 func Alive(ctx context.Context, what string) error {
