@@ -38,13 +38,43 @@
 // instruction). Both layouts therefore have fanout 14 and the same height.
 // A node is read by a cooperative tile of 8 lanes (128 B) or 16 lanes (256 B),
 // each loading 16 bytes, rather than the paper's full warp with one word per
-// lane: a warp works on 4 (or 2) operations at once, which hides more latency.
-// Departure from the paper's warp-cooperative work sharing (each lane brings an
-// operation and the warp performs its lanes' operations in turn): each tile
-// takes one operation of the batch. On an H100 the queue per tile made small
-// insert batches 1.9x slower (2^16: 0.196 vs 0.374 G keys/s) for want of
-// parallelism, and bought nothing for queries. A mixed batch still has any
-// operation at any position, all in one kernel.
+// lane: the whole node arrives in one coalesced request.
+//
+// # Lockstep waves (departure from the paper's work sharing)
+//
+// The paper's warp-cooperative work sharing has each lane bring an operation
+// and the warp perform its lanes' operations one after another, one node in
+// flight per warp. (An earlier version here gave each tile one operation; a
+// queue per tile had made 2^16-key insert batches 1.9x slower for want of
+// parallelism.) Now a warp takes a wave of operations: each of its tiles holds
+// R of them (R = 4 for phased queries, 2 for everything else), and the warp
+// walks all of them from the root to their leaves level by level together,
+// issuing the R loads of a tile before it searches any of them. Every shuffle
+// and ballot of the walk is warp-wide with all lanes converged, so one
+// instruction serves all the tiles and no per-tile masks or divergence checks
+// are needed. Kernels run on a persistent grid (as many blocks as fit on the
+// device) and take waves grid-stride. A mixed batch still has any operation at
+// any position, all in one kernel.
+//
+//   - Phased queries (no writer can run, see Batch semantics) finish in
+//     lockstep too: leaf search, side-link walks of successor and range,
+//     predecessor's re-descents below an empty leaf. The tree is quiescent, so
+//     the walk reads through the non-coherent cache; a node that is not as a
+//     quiescent tree has it (wrong level, key outside the fences, a link
+//     outside the pool) sends that query to the generic operation below.
+//   - Writes, validated queries and mixed batches walk with the checks a
+//     writer's own descent makes (level, fences, child inside the pool), then
+//     each tile finishes its R operations one after another with the generic
+//     operation, started at the leaf and parent the walk found (at the root
+//     when the walk saw a split under way or, for an insert, a full internal
+//     node that it must split on the way down). Latching, the seqlock and every
+//     bounded retry are those of the generic operation, which checks the start
+//     node like any node it reads: a stale one sends it right or to the root.
+//
+// Phased batches of at least Options.SortQueries queries (default
+// DefaultSortQueries) are first sorted by key on the device (prim's radix sort
+// of key-position pairs), so that neighbouring lanes share root-to-leaf paths
+// and leaves; each result is written at its query's original position.
 //
 // Node memory is a pool of our own (one device buffer; node 0 is the root,
 // which is split in place so it never moves). The pool grows by doubling when

@@ -18,7 +18,6 @@ const (
 	defaultStreams      = 4
 	maxPoolRetries      = 8 // re-runs of a batch after growing an exhausted pool
 	maxRangeRetries     = 4 // re-runs of a range batch whose results outgrew its windows
-	waveRounds          = 4 // kRounds in btree.cu: queries in flight per tile in a phased wave
 )
 
 // gpuTree is the CUDA backend. Node memory is one pool buffer (node 0 is the
@@ -380,26 +379,13 @@ func (g *gpuTree[K, V]) mutate(ctx context.Context, need int, launch func(l *lan
 // insertReserve estimates the nodes an insert batch of n may allocate.
 func insertReserve(n int) int { return n/4 + 64 }
 
-// tile is the number of lanes that read a node together (16 bytes each).
-func (g *gpuTree[K, V]) tile() int { return g.lay.nodeBytes / 16 }
-
-// opThreads is the threads that give n operations one tile each.
-func (g *gpuTree[K, V]) opThreads(n int) int { return n * g.tile() }
-
-// waveThreads is the threads that give n phased queries one wave slot each: a
-// warp takes waveRounds queries per tile of its 32 lanes at a time.
-func (g *gpuTree[K, V]) waveThreads(n int) int {
-	w := waveRounds * 32 / g.tile()
-	return (n + w - 1) / w * 32
-}
-
 func (g *gpuTree[K, V]) insertDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V]) error {
 	n := keys.Len()
 	if n == 0 {
 		return ctx.Err()
 	}
 	return g.mutate(ctx, insertReserve(n), func(l *lane) error {
-		return g.k.insert.launch(l.stream, g.opThreads(n), g.pool, uint64(g.capNodes), g.ctl, l.status, keys, vals, uint64(n))
+		return g.k.insert.launch(l.stream, n, g.pool, uint64(g.capNodes), g.ctl, l.status, keys, vals, uint64(n))
 	})
 }
 
@@ -409,7 +395,7 @@ func (g *gpuTree[K, V]) deleteDevice(ctx context.Context, keys cuda.Slice[K]) er
 		return ctx.Err()
 	}
 	st, err := g.batch(ctx, true, func(l *lane, _ bool) error {
-		return g.k.del.launch(l.stream, g.opThreads(n), g.pool, uint64(g.capNodes), g.ctl, l.status, keys, uint64(n))
+		return g.k.del.launch(l.stream, n, g.pool, uint64(g.capNodes), g.ctl, l.status, keys, uint64(n))
 	})
 	if err != nil {
 		return err
@@ -470,13 +456,13 @@ func (g *gpuTree[K, V]) lookupDevice(ctx context.Context, keys cuda.Slice[K], va
 	}
 	st, err := g.batch(ctx, false, func(l *lane, fast bool) error {
 		if !fast {
-			return g.k.lookup.launch(l.stream, g.opThreads(n), g.pool, uint64(g.capNodes), l.status, keys, uint64(n), vals, found)
+			return g.k.lookup.launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, keys, uint64(n), vals, found)
 		}
 		qk, pos, err := g.sortedQueries(l, keys)
 		if err != nil {
 			return err
 		}
-		return g.k.phasedLookup.launch(l.stream, g.waveThreads(n), g.pool, uint64(g.capNodes), l.status, qk, pos, uint64(n), vals, found)
+		return g.k.phasedLookup.launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, qk, pos, uint64(n), vals, found)
 	})
 	if err != nil {
 		return err
@@ -495,13 +481,13 @@ func (g *gpuTree[K, V]) neighborDevice(ctx context.Context, pred bool, keys, out
 	}
 	st, err := g.batch(ctx, false, func(l *lane, fast bool) error {
 		if !fast {
-			return g.k.neighbor.launch(l.stream, g.opThreads(n), g.pool, uint64(g.capNodes), l.status, keys, uint64(n), p, outKeys, outVals, found)
+			return g.k.neighbor.launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, keys, uint64(n), p, outKeys, outVals, found)
 		}
 		qk, pos, err := g.sortedQueries(l, keys)
 		if err != nil {
 			return err
 		}
-		return g.k.phasedNeighbor.launch(l.stream, g.waveThreads(n), g.pool, uint64(g.capNodes), l.status, qk, pos, uint64(n), p, outKeys, outVals, found)
+		return g.k.phasedNeighbor.launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, qk, pos, uint64(n), p, outKeys, outVals, found)
 	})
 	if err != nil {
 		return err
@@ -519,13 +505,13 @@ func (g *gpuTree[K, V]) rangeDevice(ctx context.Context, lo, hi cuda.Slice[K], o
 	}
 	st, err := g.batch(ctx, false, func(l *lane, fast bool) error {
 		if !fast {
-			return g.k.rng.launch(l.stream, g.opThreads(n), g.pool, uint64(g.capNodes), l.status, lo, hi, uint64(n), offsets, outKeys, outVals, counts)
+			return g.k.rng.launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, lo, hi, uint64(n), offsets, outKeys, outVals, counts)
 		}
 		ql, pos, err := g.sortedQueries(l, lo)
 		if err != nil {
 			return err
 		}
-		return g.k.phasedRange.launch(l.stream, g.waveThreads(n), g.pool, uint64(g.capNodes), l.status, ql, hi, pos, uint64(n), offsets, outKeys, outVals, counts)
+		return g.k.phasedRange.launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, ql, hi, pos, uint64(n), offsets, outKeys, outVals, counts)
 	})
 	if err != nil {
 		return err
@@ -539,7 +525,7 @@ func (g *gpuTree[K, V]) applyDevice(ctx context.Context, ops DeviceOps[K, V], re
 		return ctx.Err()
 	}
 	return g.mutate(ctx, insertReserve(n), func(l *lane) error {
-		return g.k.mixed.launch(l.stream, g.opThreads(n), g.pool, uint64(g.capNodes), g.ctl, l.status,
+		return g.k.mixed.launch(l.stream, n, g.pool, uint64(g.capNodes), g.ctl, l.status,
 			ops.Kinds, ops.Keys, ops.Vals, ops.His, uint64(n), res.Found, res.Keys, res.Vals, res.Counts)
 	})
 }
@@ -960,7 +946,7 @@ func (g *gpuTree[K, V]) installLocked(keys cuda.Slice[K], vals cuda.Slice[V]) er
 		if lv > 0 {
 			childBase, children, childSpan = p.bases[lv-1], p.counts[lv-1], p.spans[lv-1]
 		}
-		err := g.k.buildLevel.launch(l.stream, nodes*g.tile(), g.pool, keys, vals, uint64(m), uint32(lv),
+		err := g.k.buildLevel.launch(l.stream, nodes, g.pool, keys, vals, uint64(m), uint32(lv),
 			uint32(p.bases[lv]), uint64(nodes), uint32(childBase), uint64(children), uint32(buildFill), uint32(buildFan),
 			uint64(p.spans[lv]), uint64(childSpan))
 		if err != nil {

@@ -35,27 +35,35 @@ func statusErr(st uint32) error {
 	return nil
 }
 
-// kernel is a function and the largest grid worth launching for it: as many
-// blocks as fit on the device at once (the drivers take their work
-// grid-stride, so a larger grid would only queue blocks).
+// kernel is a function, how many items (operations, nodes, elements) one warp
+// takes at a time, and the largest grid worth launching for it: as many blocks
+// as fit on the device at once (the drivers take their work grid-stride, so a
+// larger grid would only queue blocks).
 type kernel struct {
 	f         *cuda.Function
+	perWarp   int
 	maxBlocks int
 }
 
-// launch runs k with enough blocks of blockSize threads for threads threads,
-// at most k.maxBlocks.
-func (k kernel) launch(stream *cuda.Stream, threads int, args ...any) error {
-	blocks := max(1, min((threads+blockSize-1)/blockSize, k.maxBlocks))
+// launch runs k on enough blocks for items items, at most k.maxBlocks.
+func (k kernel) launch(stream *cuda.Stream, items int, args ...any) error {
+	warps := (items + k.perWarp - 1) / k.perWarp
+	blocks := max(1, min((warps*32+blockSize-1)/blockSize, k.maxBlocks))
 	return k.f.Launch(cuda.D1(blocks), cuda.D1(blockSize), 0, stream, args...)
 }
+
+// Items per warp: kRounds and kRouteRounds of btree.cu per tile of a wave.
+const (
+	phasedRounds = 4
+	routeRounds  = 2
+)
 
 // kernels are one width pair's functions.
 type kernels struct {
 	// Validated queries (a writer may run beside them), writes, mixed batches:
-	// one operation per tile.
+	// a lockstep walk, then the generic operation per tile.
 	lookup, neighbor, rng, insert, del, mixed kernel
-	// Phased queries (no writer can run): lockstep waves.
+	// Phased queries (no writer can run): lockstep walk and finish.
 	phasedLookup, phasedNeighbor, phasedRange kernel
 	buildLevel, markLast, iota                kernel
 }
@@ -76,26 +84,29 @@ func loadKernels[K, V warpkit.Word](dev *cuda.Device) (kernels, error) {
 	}
 	sms := dev.Properties().Multiprocessors
 	suf := widthSuffix[K]() + "_" + widthSuffix[V]()
+	tiles := 32 / (layoutFor(int(unsafe.Sizeof(*new(K))), int(unsafe.Sizeof(*new(V)))).nodeBytes / 16) // tiles per warp
 	for _, f := range []struct {
-		dst  *kernel
-		name string
+		dst     *kernel
+		name    string
+		perWarp int
 	}{
-		{&ks.lookup, "bt_lookup_" + suf},
-		{&ks.neighbor, "bt_neighbor_" + suf},
-		{&ks.rng, "bt_range_" + suf},
-		{&ks.insert, "bt_insert_" + suf},
-		{&ks.del, "bt_delete_" + suf},
-		{&ks.mixed, "bt_mixed_" + suf},
-		{&ks.phasedLookup, "bt_phased_lookup_" + suf},
-		{&ks.phasedNeighbor, "bt_phased_neighbor_" + suf},
-		{&ks.phasedRange, "bt_phased_range_" + suf},
-		{&ks.buildLevel, "bt_build_level_" + suf},
-		{&ks.markLast, "bt_mark_last_" + widthSuffix[K]()},
-		{&ks.iota, "bt_iota"},
+		{&ks.lookup, "bt_lookup_" + suf, routeRounds * tiles},
+		{&ks.neighbor, "bt_neighbor_" + suf, routeRounds * tiles},
+		{&ks.rng, "bt_range_" + suf, routeRounds * tiles},
+		{&ks.insert, "bt_insert_" + suf, routeRounds * tiles},
+		{&ks.del, "bt_delete_" + suf, routeRounds * tiles},
+		{&ks.mixed, "bt_mixed_" + suf, routeRounds * tiles},
+		{&ks.phasedLookup, "bt_phased_lookup_" + suf, phasedRounds * tiles},
+		{&ks.phasedNeighbor, "bt_phased_neighbor_" + suf, phasedRounds * tiles},
+		{&ks.phasedRange, "bt_phased_range_" + suf, phasedRounds * tiles},
+		{&ks.buildLevel, "bt_build_level_" + suf, tiles}, // one node per tile
+		{&ks.markLast, "bt_mark_last_" + widthSuffix[K](), 32},
+		{&ks.iota, "bt_iota", 32},
 	} {
 		if f.dst.f, err = mod.Function(f.name); err != nil {
 			return ks, err
 		}
+		f.dst.perWarp = f.perWarp
 		per, err := f.dst.f.MaxActiveBlocksPerSM(blockSize, 0)
 		if err != nil {
 			return ks, err
