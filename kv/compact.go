@@ -418,3 +418,35 @@ func (d *DB) Compact(start, end []byte) error {
 		return ErrClosed
 	}
 }
+
+// WaitForCompactions blocks until no flush or compaction is running or due
+// (every level's score below 1), so that a measurement can start from a
+// quiet store. It returns early with the error that stopped writes, or
+// ErrClosed.
+func (d *DB) WaitForCompactions() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for {
+		switch {
+		case d.bgErr != nil:
+			return d.writeStoppedErr()
+		case d.closed:
+			return ErrClosed
+		}
+		busy := len(d.imm) > 0 || d.flushing || d.compacting > 0
+		if !busy {
+			due := false
+			for l := 0; l < manifest.NumLevels-1; l++ {
+				if d.scoreLocked(d.rs.version, l) >= 1 {
+					due = true
+				}
+			}
+			if !due {
+				return nil
+			}
+		}
+		d.signal(d.flushCh)
+		d.maybeScheduleCompaction()
+		d.cond.Wait()
+	}
+}

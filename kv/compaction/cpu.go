@@ -110,7 +110,7 @@ func (c *cpuRun) openInputs() error {
 				if err != nil {
 					return err
 				}
-				c.iters = append(c.iters, &releasingIter{Iter: r.NewIter(), release: rel})
+				c.iters = append(c.iters, &releasingIter{Iter: r.NewCompactionIter(), release: rel})
 			}
 			continue
 		}
@@ -119,7 +119,7 @@ func (c *cpuRun) openInputs() error {
 			if err != nil {
 				return nil, err
 			}
-			return &releasingIter{Iter: r.NewIter(), release: rel}, nil
+			return &releasingIter{Iter: r.NewCompactionIter(), release: rel}, nil
 		}, nil, nil))
 	}
 	c.merged = mergeiter.NewMerging(c.iters...)

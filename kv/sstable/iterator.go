@@ -11,6 +11,7 @@ type Iter struct {
 	index blockIter
 	data  blockIter
 	err   error
+	seq   *seqReader // compaction iterators: sequential reads, no cache
 }
 
 // NewIter returns an unpositioned iterator over the point entries.
@@ -22,13 +23,31 @@ func (r *Reader) NewIter() *Iter {
 	return it
 }
 
+// NewCompactionIter returns an iterator for reading the whole table once, in
+// order, as a compaction does: it reads the file in large sequential chunks
+// and bypasses the block cache (a compaction's blocks would only evict
+// blocks that readers use). A block's memory is reused when the iterator
+// moves to the next one, so Key and Value follow the usual rule: valid until
+// the next move.
+func (r *Reader) NewCompactionIter() *Iter {
+	it := r.NewIter()
+	it.seq = &seqReader{r: r}
+	return it
+}
+
 // loadBlock reads the block the index iterator points at.
 func (it *Iter) loadBlock() bool {
 	h, _, ok := decodeHandle(it.index.val)
 	if !ok {
 		return it.fail(it.r.corrupt(0, "bad block handle in index"))
 	}
-	b, err := it.r.readBlock(h, true)
+	var b []byte
+	var err error
+	if it.seq != nil {
+		b, err = it.seq.block(h)
+	} else {
+		b, err = it.r.readBlock(h, true)
+	}
 	if err != nil {
 		return it.fail(err)
 	}

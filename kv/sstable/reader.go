@@ -193,17 +193,69 @@ func (r *Reader) readBlock(h handle, useCache bool) ([]byte, error) {
 	}
 	r.stats.blockReads.Add(1)
 	r.stats.bytesRead.Add(int64(len(buf)))
-	stored, trailer := buf[:h.length], buf[h.length:]
-	crc := record.ExtendCRC(record.CRC(stored), trailer[:1])
-	if record.MaskCRC(crc) != binary.LittleEndian.Uint32(trailer[1:]) {
-		return nil, r.corrupt(h.offset, "block checksum mismatch")
-	}
-	b, err := decompress(Compression(trailer[0]), stored)
+	b, err := r.checkBlock(h, buf, nil)
 	if err != nil {
-		return nil, r.corrupt(h.offset, "decompress: %v", err)
+		return nil, err
 	}
 	if useCache {
 		r.cache.Set(r.cacheID, h.offset, b)
+	}
+	return b, nil
+}
+
+// checkBlock verifies a stored block (with its trailer) and returns its
+// contents, decompressing into dst when it has room.
+func (r *Reader) checkBlock(h handle, stored, dst []byte) ([]byte, error) {
+	body, trailer := stored[:h.length], stored[h.length:]
+	crc := record.ExtendCRC(record.CRC(body), trailer[:1])
+	if record.MaskCRC(crc) != binary.LittleEndian.Uint32(trailer[1:]) {
+		return nil, r.corrupt(h.offset, "block checksum mismatch")
+	}
+	b, err := decompress(Compression(trailer[0]), body, dst)
+	if err != nil {
+		return nil, r.corrupt(h.offset, "decompress: %v", err)
+	}
+	return b, nil
+}
+
+// seqReader serves a compaction iterator's blocks from a read-ahead window.
+type seqReader struct {
+	r      *Reader
+	window []byte
+	start  uint64 // file offset of window[0]
+	dst    []byte // decompression buffer, reused
+}
+
+const readAhead = 512 << 10
+
+func (s *seqReader) block(h handle) ([]byte, error) {
+	r := s.r
+	if h.length > maxBlockSize || h.offset > r.size || h.length+blockTrailerLen > r.size-h.offset {
+		return nil, r.corrupt(h.offset, "block handle (offset %d, length %d) outside the file", h.offset, h.length)
+	}
+	need := h.length + blockTrailerLen
+	if h.offset < s.start || h.offset+need > s.start+uint64(len(s.window)) {
+		n := min(max(need, readAhead), r.size-h.offset)
+		if uint64(cap(s.window)) < n {
+			s.window = make([]byte, n)
+		}
+		s.window = s.window[:n]
+		if err := r.readAt(s.window, h.offset); err != nil {
+			s.window = s.window[:0]
+			return nil, err
+		}
+		s.start = h.offset
+		r.stats.bytesRead.Add(int64(n))
+	}
+	r.stats.blockReads.Add(1)
+	off := h.offset - s.start
+	stored := s.window[off : off+need]
+	b, err := r.checkBlock(h, stored, s.dst)
+	if err != nil {
+		return nil, err
+	}
+	if Compression(stored[h.length]) != NoCompression {
+		s.dst = b[:cap(b)] // decoded into s.dst, or into a larger buffer to keep
 	}
 	return b, nil
 }

@@ -109,6 +109,7 @@ func TestRoundTrip(t *testing.T) {
 				t.Fatal("range tombstones lost")
 			}
 			checkIter(t, r.NewIter(), entries, rng)
+			checkIter(t, r.NewCompactionIter(), entries, rng)
 			checkGet(t, r, entries, rng)
 		})
 	}

@@ -1,0 +1,256 @@
+// Command peers runs warpkit's kv benchmarks (package kv/kvbench: db_bench
+// workloads and YCSB A-F) on warpkit kv, Pebble, goleveldb and Badger in one
+// process run, with the same memtable and table sizes, L0 thresholds, block
+// size, bloom filter, block cache, compression and sync setting, and prints
+// one table of rates with ratios to warpkit kv.
+//
+// It is its own module so that the library never depends on its peers:
+//
+//	cd bench/peers && go run . --num 1000000
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/kv/kvbench"
+)
+
+// settings are what every store is configured with.
+type settings struct {
+	memTable    int64
+	tableSize   int64
+	l0Trigger   int
+	l0Slowdown  int
+	l0Stop      int
+	lbase       int64
+	blockSize   int
+	bloomBits   int
+	cacheSize   int64
+	compression string
+	sync        bool
+	dir         string
+}
+
+type opener struct {
+	name string
+	open func(dir string, s settings) (kvbench.Store, error)
+}
+
+var openers = []opener{
+	{"warpkit", openWarpkit},
+	{"pebble", openPebble},
+	{"goleveldb", openGoleveldb},
+	{"badger", openBadger},
+}
+
+func main() {
+	var (
+		num       = flag.Int("num", 1_000_000, "keys per fill (db_bench --num)")
+		reads     = flag.Int("reads", 0, "operations per read/YCSB workload (default: num)")
+		valueSize = flag.String("value", "100", "value size in bytes, or a range MIN..MAX (uniform)")
+		workloads = flag.String("workloads", "fillseq,fillrandom,overwrite,readrandom,readseq,seekrandom,ycsb-a,ycsb-b,ycsb-c,ycsb-d,ycsb-e,ycsb-f,deleterandom", "comma-separated workloads")
+		stores    = flag.String("stores", "warpkit,pebble,goleveldb,badger", "comma-separated stores")
+		dir       = flag.String("dir", "", "directory for the stores (default: a temporary directory, removed afterwards)")
+		sync      = flag.Bool("sync", false, "fsync every write")
+		comp      = flag.String("compression", "snappy", "block compression: snappy or none")
+		cacheMB   = flag.Int("cache", 32, "block cache MiB")
+		asJSON    = flag.Bool("json", false, "print JSON")
+		seed      = flag.Uint64("seed", 1, "random seed")
+		cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	)
+	flag.Parse()
+	if *cpuprof != "" {
+		f, err := os.Create(*cpuprof)
+		if err != nil {
+			fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	vmin, vmax, err := kvbench.ParseValueSize(*valueSize)
+	if err != nil {
+		fatal(err)
+	}
+	s := settings{
+		memTable: 4 << 20, tableSize: 4 << 20, l0Trigger: 4, l0Slowdown: 8, l0Stop: 12, lbase: 16 << 20,
+		blockSize: 4096, bloomBits: 10, cacheSize: int64(*cacheMB) << 20, compression: *comp, sync: *sync,
+	}
+	base := *dir
+	if base == "" {
+		base, err = os.MkdirTemp("", "kvpeers")
+		if err != nil {
+			fatal(err)
+		}
+		defer os.RemoveAll(base)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	cfg := kvbench.Config{Num: *num, Reads: *reads, ValueMin: vmin, ValueMax: vmax, Seed: *seed}
+	wl := strings.Split(*workloads, ",")
+	var chosen []opener
+	for _, name := range strings.Split(*stores, ",") {
+		found := false
+		for _, o := range openers {
+			if o.name == name {
+				chosen, found = append(chosen, o), true
+			}
+		}
+		if !found {
+			fatal(fmt.Errorf("unknown store %q", name))
+		}
+	}
+	results := map[string]map[string]*kvbench.Result{}
+	for _, o := range chosen {
+		res, err := runStore(ctx, o, filepath.Join(base, o.name), s, cfg, wl)
+		if err != nil {
+			fatal(err)
+		}
+		results[o.name] = res
+		runtime.GC()
+		debug.FreeOSMemory()
+	}
+	report(chosen, wl, results, cfg, s).Print(os.Stdout, *asJSON)
+}
+
+// runStore runs the workloads on one store; fillseq and fillrandom start from
+// an empty store, as in db_bench.
+func runStore(ctx context.Context, o opener, dir string, s settings, cfg kvbench.Config, wl []string) (map[string]*kvbench.Result, error) {
+	out := map[string]*kvbench.Result{}
+	var st kvbench.Store
+	var r *kvbench.Runner
+	gen := 0
+	reopen := func(fresh bool) error {
+		if st != nil {
+			if err := st.Close(); err != nil {
+				return err
+			}
+			st = nil
+		}
+		d := fmt.Sprintf("%s-%d", dir, gen)
+		if fresh {
+			gen++
+			d = fmt.Sprintf("%s-%d", dir, gen)
+			os.RemoveAll(d)
+		}
+		var err error
+		if st, err = o.open(d, s); err != nil {
+			return fmt.Errorf("open %s: %w", o.name, err)
+		}
+		r = kvbench.NewRunner(st, cfg)
+		return nil
+	}
+	defer func() {
+		if st != nil {
+			st.Close()
+		}
+	}()
+	for _, w := range wl {
+		if st == nil || w == "fillseq" || w == "fillrandom" {
+			if err := reopen(true); err != nil {
+				return nil, err
+			}
+			if w != "fillseq" && w != "fillrandom" {
+				// A read workload needs data.
+				if _, err := r.Run(ctx, "fillrandom"); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if err := st.Settle(); err != nil {
+			return nil, err
+		}
+		runtime.GC()
+		fmt.Fprintf(os.Stderr, "%-10s %-13s ", o.name, w)
+		res, err := r.Run(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(os.Stderr, "%10.0f ops/s  p99 %v\n", res.OpsPerSec(), res.Latency.Quantile(0.99))
+		out[w] = res
+	}
+	return out, nil
+}
+
+func report(stores []opener, wl []string, res map[string]map[string]*kvbench.Result, cfg kvbench.Config, s settings) *benchfmt.Report {
+	rep := benchfmt.NewReport("kv peers: warpkit kv vs Pebble, goleveldb, Badger (same process, same workloads)", cpuName())
+	cols := []string{"workload"}
+	for _, o := range stores {
+		cols = append(cols, o.name+" ops/s")
+	}
+	for _, o := range stores[1:] {
+		cols = append(cols, "warpkit/"+o.name)
+	}
+	t := rep.Table(fmt.Sprintf("throughput (num %d, value %d..%d B, 16 B keys, sync %v)", cfg.Num, cfg.ValueMin, cfg.ValueMax, s.sync), cols...)
+	for _, w := range wl {
+		row := []any{w}
+		for _, o := range stores {
+			row = append(row, res[o.name][w].OpsPerSec())
+		}
+		for _, o := range stores[1:] {
+			row = append(row, res[stores[0].name][w].OpsPerSec()/res[o.name][w].OpsPerSec())
+		}
+		t.Add(row...)
+	}
+	cols = []string{"workload"}
+	for _, o := range stores {
+		cols = append(cols, o.name+" p50", o.name+" p99")
+	}
+	lt := rep.Table("latency", cols...)
+	for _, w := range wl {
+		row := []any{w}
+		for _, o := range stores {
+			h := res[o.name][w].Latency
+			row = append(row, h.Quantile(0.5), h.Quantile(0.99))
+		}
+		lt.Add(row...)
+	}
+	at := rep.Table("write amplification after fillrandom", "store", "write amp", "compaction MB", "stalls")
+	for _, o := range stores {
+		if r, ok := res[o.name]["fillrandom"]; ok {
+			at.Add(o.name, r.Stats.WriteAmp, float64(r.StatsDiff.CompactionBytes)/1e6, r.StatsDiff.Stalls)
+		}
+	}
+	rep.Note("settings for every store: memtable %d MiB, target table %d MiB, L0 compaction/slowdown/stop %d/%d/%d tables, L1 %d MiB, levels x10, block %d B, bloom %d bits/key, block cache %d MiB, compression %s, sync %v",
+		s.memTable>>20, s.tableSize>>20, s.l0Trigger, s.l0Slowdown, s.l0Stop, s.lbase>>20, s.blockSize, s.bloomBits, s.cacheSize>>20, s.compression, s.sync)
+	rep.Note("each store runs alone, in order; fills start from an empty store; every workload starts after the store's background work settles (Badger: not waited for)")
+	rep.Note("GOMAXPROCS %d", runtime.GOMAXPROCS(0))
+	return rep
+}
+
+func cpuName() string {
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "model name") {
+				if i := strings.IndexByte(line, ':'); i > 0 {
+					return fmt.Sprintf("%s, %d CPUs", strings.TrimSpace(line[i+1:]), runtime.NumCPU())
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "peers:", err)
+	os.Exit(1)
+}
+
+func waitUntil(cond func() bool) {
+	deadline := time.Now().Add(10 * time.Minute)
+	for !cond() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,330 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	badger "github.com/dgraph-io/badger/v4"
+	boptions "github.com/dgraph-io/badger/v4/options"
+	"github.com/syndtr/goleveldb/leveldb"
+	lerrors "github.com/syndtr/goleveldb/leveldb/errors"
+	lfilter "github.com/syndtr/goleveldb/leveldb/filter"
+	lopt "github.com/syndtr/goleveldb/leveldb/opt"
+	lutil "github.com/syndtr/goleveldb/leveldb/util"
+
+	"github.com/warpkit/warpkit/kv"
+	"github.com/warpkit/warpkit/kv/kvbench"
+	wsst "github.com/warpkit/warpkit/kv/sstable"
+)
+
+func openWarpkit(dir string, s settings) (kvbench.Store, error) {
+	o := &kv.Options{
+		MemTableSize:              int(s.memTable),
+		TargetFileSize:            s.tableSize,
+		L0CompactionThreshold:     s.l0Trigger,
+		L0SlowdownWritesThreshold: s.l0Slowdown,
+		L0StopWritesThreshold:     s.l0Stop,
+		LBaseMaxBytes:             s.lbase,
+		BlockSize:                 s.blockSize,
+		BloomBitsPerKey:           s.bloomBits,
+		BlockCacheSize:            s.cacheSize,
+	}
+	if s.compression == "none" {
+		o.DisableCompression = true
+	} else {
+		o.Compression = wsst.SnappyCompression
+	}
+	db, err := kv.Open(dir, o)
+	if err != nil {
+		return nil, err
+	}
+	return kvbench.NewKVStore(db, s.sync), nil
+}
+
+// pebbleStore adapts Pebble.
+type pebbleStore struct {
+	db *pebble.DB
+	wo *pebble.WriteOptions
+}
+
+func openPebble(dir string, s settings) (kvbench.Store, error) {
+	cache := pebble.NewCache(s.cacheSize)
+	defer cache.Unref()
+	o := &pebble.Options{
+		MemTableSize:          uint64(s.memTable),
+		L0CompactionThreshold: s.l0Trigger,
+		L0StopWritesThreshold: s.l0Stop,
+		LBaseMaxBytes:         s.lbase,
+		Cache:                 cache,
+		Logger:                quietLogger{},
+	}
+	for i := range o.TargetFileSizes {
+		o.TargetFileSizes[i] = s.tableSize
+	}
+	for i := range o.Levels {
+		o.Levels[i].BlockSize = s.blockSize
+		o.Levels[i].FilterPolicy = bloom.FilterPolicy(s.bloomBits)
+		if s.compression == "none" {
+			o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+		} else {
+			o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.SnappyCompression }
+		}
+	}
+	db, err := pebble.Open(dir, o)
+	if err != nil {
+		return nil, err
+	}
+	wo := pebble.NoSync
+	if s.sync {
+		wo = pebble.Sync
+	}
+	return &pebbleStore{db: db, wo: wo}, nil
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(errors.New("pebble fatal"))
+}
+
+func (p *pebbleStore) Name() string          { return "pebble" }
+func (p *pebbleStore) Set(k, v []byte) error { return p.db.Set(k, v, p.wo) }
+func (p *pebbleStore) Delete(k []byte) error { return p.db.Delete(k, p.wo) }
+func (p *pebbleStore) Get(k []byte) (bool, error) {
+	_, closer, err := p.db.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, closer.Close()
+}
+func (p *pebbleStore) Scan(start []byte, n int) (int, error) {
+	it, err := p.db.NewIter(nil)
+	if err != nil {
+		return 0, err
+	}
+	c := 0
+	var ok bool
+	if start == nil {
+		ok = it.First()
+	} else {
+		ok = it.SeekGE(start)
+	}
+	for ; ok && (n < 0 || c < n); ok = it.Next() {
+		_ = it.Value()
+		c++
+	}
+	return c, it.Close()
+}
+
+// Settle waits until no flush or compaction has run for 200 ms (Pebble's
+// estimated debt need not reach zero when nothing is due).
+func (p *pebbleStore) Settle() error {
+	var prev int64 = -1
+	quiet := 0
+	waitUntil(func() bool {
+		m := p.db.Metrics()
+		n := m.Compact.Count + m.Flush.Count
+		if m.Compact.NumInProgress == 0 && m.Flush.NumInProgress == 0 && n == prev {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		prev = n
+		return quiet >= 10
+	})
+	return nil
+}
+func (p *pebbleStore) Stats() kvbench.StoreStats {
+	m := p.db.Metrics()
+	t := m.Total()
+	var st kvbench.StoreStats
+	if m.WAL.BytesIn > 0 {
+		st.WriteAmp = float64(m.WAL.BytesWritten+t.TableBytesFlushed+t.TableBytesCompacted) / float64(m.WAL.BytesIn)
+	}
+	st.CompactionBytes = int64(t.TableBytesRead + t.TableBytesCompacted)
+	if d := m.Compact.Duration.Seconds(); d > 0 {
+		st.CompactionBandwidth = float64(st.CompactionBytes) / d
+	}
+	st.Stalls = 0
+	return st
+}
+func (p *pebbleStore) Close() error { return p.db.Close() }
+
+// levelStore adapts goleveldb.
+type levelStore struct {
+	db *leveldb.DB
+	wo *lopt.WriteOptions
+}
+
+func openGoleveldb(dir string, s settings) (kvbench.Store, error) {
+	o := &lopt.Options{
+		WriteBuffer:                   int(s.memTable),
+		CompactionTableSize:           int(s.tableSize),
+		CompactionL0Trigger:           s.l0Trigger,
+		WriteL0SlowdownTrigger:        s.l0Slowdown,
+		WriteL0PauseTrigger:           s.l0Stop,
+		CompactionTotalSize:           int(s.lbase),
+		CompactionTotalSizeMultiplier: 10,
+		BlockSize:                     s.blockSize,
+		Filter:                        lfilter.NewBloomFilter(s.bloomBits),
+		BlockCacheCapacity:            int(s.cacheSize),
+		OpenFilesCacheCapacity:        1000,
+	}
+	if s.compression == "none" {
+		o.Compression = lopt.NoCompression
+	} else {
+		o.Compression = lopt.SnappyCompression
+	}
+	db, err := leveldb.OpenFile(dir, o)
+	if err != nil {
+		return nil, err
+	}
+	return &levelStore{db: db, wo: &lopt.WriteOptions{Sync: s.sync}}, nil
+}
+
+func (l *levelStore) Name() string          { return "goleveldb" }
+func (l *levelStore) Set(k, v []byte) error { return l.db.Put(k, v, l.wo) }
+func (l *levelStore) Delete(k []byte) error { return l.db.Delete(k, l.wo) }
+func (l *levelStore) Get(k []byte) (bool, error) {
+	_, err := l.db.Get(k, nil)
+	if errors.Is(err, lerrors.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+func (l *levelStore) Scan(start []byte, n int) (int, error) {
+	it := l.db.NewIterator(&lutil.Range{Start: start}, nil)
+	c := 0
+	for ok := it.First(); ok && (n < 0 || c < n); ok = it.Next() {
+		_ = it.Value()
+		c++
+	}
+	it.Release()
+	return c, it.Error()
+}
+func (l *levelStore) Settle() error {
+	var prev uint64
+	stable := 0
+	waitUntil(func() bool {
+		var st leveldb.DBStats
+		if err := l.db.Stats(&st); err != nil {
+			return true
+		}
+		w := uint64(st.LevelWrite.Sum())
+		if w == prev && (len(st.LevelTablesCounts) == 0 || st.LevelTablesCounts[0] < 4) {
+			stable++
+		} else {
+			stable = 0
+		}
+		prev = w
+		return stable >= 10
+	})
+	return nil
+}
+func (l *levelStore) Stats() kvbench.StoreStats {
+	var st leveldb.DBStats
+	if err := l.db.Stats(&st); err != nil {
+		return kvbench.StoreStats{}
+	}
+	var dur float64
+	for _, d := range st.LevelDurations {
+		dur += d.Seconds()
+	}
+	out := kvbench.StoreStats{
+		CompactionBytes: st.LevelRead.Sum() + st.LevelWrite.Sum(),
+		Stalls:          int64(st.WriteDelayCount),
+	}
+	if dur > 0 {
+		out.CompactionBandwidth = float64(out.CompactionBytes) / dur
+	}
+	return out
+}
+func (l *levelStore) Close() error { return l.db.Close() }
+
+// badgerStore adapts Badger.
+type badgerStore struct{ db *badger.DB }
+
+func openBadger(dir string, s settings) (kvbench.Store, error) {
+	o := badger.DefaultOptions(dir).
+		WithLogger(nil).
+		WithSyncWrites(s.sync).
+		WithMemTableSize(s.memTable).
+		WithBaseTableSize(s.tableSize).
+		WithBaseLevelSize(s.lbase).
+		WithLevelSizeMultiplier(10).
+		WithNumLevelZeroTables(s.l0Trigger).
+		WithNumLevelZeroTablesStall(s.l0Stop).
+		WithBlockSize(s.blockSize).
+		WithBloomFalsePositive(0.01).
+		WithBlockCacheSize(s.cacheSize).
+		WithNumCompactors(2).
+		WithDetectConflicts(false).
+		WithValueThreshold(64 << 10) // keep values in the LSM tree, as the others do
+	if s.compression == "none" {
+		o = o.WithCompression(boptions.None)
+	} else {
+		o = o.WithCompression(boptions.Snappy)
+	}
+	db, err := badger.Open(o)
+	if err != nil {
+		return nil, err
+	}
+	return &badgerStore{db: db}, nil
+}
+
+func (b *badgerStore) Name() string { return "badger" }
+func (b *badgerStore) Set(k, v []byte) error {
+	return b.db.Update(func(txn *badger.Txn) error { return txn.Set(k, v) })
+}
+func (b *badgerStore) Delete(k []byte) error {
+	return b.db.Update(func(txn *badger.Txn) error { return txn.Delete(k) })
+}
+func (b *badgerStore) Get(k []byte) (bool, error) {
+	found := false
+	err := b.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(k)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		return item.Value(func([]byte) error { return nil })
+	})
+	return found, err
+}
+func (b *badgerStore) Scan(start []byte, n int) (int, error) {
+	c := 0
+	err := b.db.View(func(txn *badger.Txn) error {
+		o := badger.DefaultIteratorOptions
+		o.PrefetchValues = false
+		it := txn.NewIterator(o)
+		defer it.Close()
+		if start == nil {
+			it.Rewind()
+		} else {
+			it.Seek(start)
+		}
+		for ; it.Valid() && (n < 0 || c < n); it.Next() {
+			if err := it.Item().Value(func([]byte) error { return nil }); err != nil {
+				return err
+			}
+			c++
+		}
+		return nil
+	})
+	return c, err
+}
+func (b *badgerStore) Settle() error { return nil }
+func (b *badgerStore) Stats() kvbench.StoreStats {
+	return kvbench.StoreStats{}
+}
+func (b *badgerStore) Close() error { return b.db.Close() }

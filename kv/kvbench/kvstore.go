@@ -1,0 +1,77 @@
+package kvbench
+
+import (
+	"errors"
+
+	"github.com/warpkit/warpkit/kv"
+)
+
+// KVStore adapts a warpkit kv.DB to Store.
+type KVStore struct {
+	DB    *kv.DB
+	Write *kv.WriteOptions
+}
+
+// NewKVStore wraps db; sync makes every write durable before it returns.
+func NewKVStore(db *kv.DB, sync bool) *KVStore {
+	return &KVStore{DB: db, Write: &kv.WriteOptions{Sync: sync}}
+}
+
+// Name implements Store.
+func (s *KVStore) Name() string { return "warpkit kv" }
+
+// Set implements Store.
+func (s *KVStore) Set(k, v []byte) error { return s.DB.Set(k, v, s.Write) }
+
+// Get implements Store.
+func (s *KVStore) Get(k []byte) (bool, error) {
+	_, err := s.DB.Get(k)
+	if errors.Is(err, kv.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Delete implements Store.
+func (s *KVStore) Delete(k []byte) error { return s.DB.Delete(k, s.Write) }
+
+// Scan implements Store.
+func (s *KVStore) Scan(start []byte, n int) (int, error) {
+	it, err := s.DB.NewIter(nil)
+	if err != nil {
+		return 0, err
+	}
+	c := 0
+	ok := false
+	if start == nil {
+		ok = it.First()
+	} else {
+		ok = it.SeekGE(start)
+	}
+	for ; ok && (n < 0 || c < n); ok = it.Next() {
+		_ = it.Value()
+		c++
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return c, err
+	}
+	return c, it.Close()
+}
+
+// Settle implements Store: it waits until no compaction is due.
+func (s *KVStore) Settle() error { return s.DB.WaitForCompactions() }
+
+// Stats implements Store.
+func (s *KVStore) Stats() StoreStats {
+	m := s.DB.Metrics()
+	return StoreStats{
+		WriteAmp:            m.WriteAmp(),
+		CompactionBytes:     m.Compaction.BytesRead + m.Compaction.BytesWritten,
+		CompactionBandwidth: m.CompactionBandwidth(),
+		Stalls:              m.Stalls.Slowdowns + m.Stalls.MemTableStops + m.Stalls.L0Stops,
+	}
+}
+
+// Close implements Store.
+func (s *KVStore) Close() error { return s.DB.Close() }
