@@ -62,16 +62,16 @@ type StoreStats struct {
 
 // Config is one benchmark run's parameters.
 type Config struct {
-	Num       int     // keys written by fills (db_bench --num); default 1,000,000
-	Reads     int     // operations of read workloads; default Num
-	ValueMin  int     // value size range; default 100..100
-	ValueMax  int     //
-	Threads   int     // concurrent workers; default 1
-	Seed      uint64  // random seed; same seed, same operations
-	ScanMax   int     // YCSB E scan length is uniform in 1..ScanMax; default 100
-	Zipf      float64 // YCSB zipfian constant; default 0.99
-	Progress  func(done int64)
-	Duration  time.Duration // if set, read and YCSB workloads stop after it
+	Num      int     // keys written by fills (db_bench --num); default 1,000,000
+	Reads    int     // operations of read workloads; default Num
+	ValueMin int     // value size range; default 100..100
+	ValueMax int     //
+	Threads  int     // concurrent workers; default 1
+	Seed     uint64  // random seed; same seed, same operations
+	ScanMax  int     // YCSB E scan length is uniform in 1..ScanMax; default 100
+	Zipf     float64 // YCSB zipfian constant; default 0.99
+	Progress func(done int64)
+	Duration time.Duration // if set, read and YCSB workloads stop after it
 }
 
 func (c Config) withDefaults() Config {

@@ -202,7 +202,7 @@ func TestFaultFS(t *testing.T) {
 	if err := WriteFile(fs, "/g", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	if OpAll.String() == "" || (OpRead | OpSync).String() != "read|sync" {
+	if OpAll.String() == "" || (OpRead|OpSync).String() != "read|sync" {
 		t.Fatal((OpRead | OpSync).String())
 	}
 }

@@ -13,8 +13,8 @@ import (
 
 // sliceIter is a base.InternalIterator over sorted keys.
 type sliceIter struct {
-	keys []base.InternalKey
-	pos  int
+	keys   []base.InternalKey
+	pos    int
 	closed *int
 }
 
