@@ -437,16 +437,15 @@ __device__ bool read_leaf_validated(const Pool<S>& pool, uint32_t idx, Node<S>& 
 
 // ---- queries ---------------------------------------------------------------
 
-// descend finds the leaf whose range holds k and leaves it in n, starting at
-// the root (start 0) or at start, a leaf that a lockstep walk found for k (it is
-// checked like any node read: a wrong or stale start restarts from the root). In
-// validated mode the leaf is read with the seqlock. Returns false on retry
-// exhaustion.
+// descend finds the leaf whose range holds k and leaves it in n. In validated
+// mode the leaf is read with the seqlock. Returns false on retry exhaustion.
+// (Phased batches walk the tree in lockstep waves instead, below; they come here
+// only for a query the lockstep walk could not route.)
 template <typename S, int T>
-__device__ bool descend(const Pool<S>& pool, S k, bool validated, uint32_t start, Node<S>& n, uint32_t& cur,
-                        uint32_t& steps, const Tile<T>& t) {
-  cur = start;
-  int expect = start ? 0 : -1;
+__device__ bool descend(const Pool<S>& pool, S k, bool validated, Node<S>& n, uint32_t& cur, uint32_t& steps,
+                        const Tile<T>& t) {
+  cur = 0;
+  int expect = -1;
   bool strong = false;
   while (steps++ < kMaxSteps) {
     bool checked = false;
@@ -497,12 +496,11 @@ __device__ bool next_leaf(const Pool<S>& pool, bool validated, Node<S>& n, const
 }
 
 template <typename S, int T>
-__device__ int op_lookup(const Pool<S>& pool, S k, bool validated, uint32_t start, S& v, bool& found,
-                         const Tile<T>& t) {
+__device__ int op_lookup(const Pool<S>& pool, S k, bool validated, S& v, bool& found, const Tile<T>& t) {
   Node<S> n;
   uint32_t cur, steps = 0;
   found = false;
-  if (!descend(pool, k, validated, start, n, cur, steps, t)) return kFailRetry;
+  if (!descend(pool, k, validated, n, cur, steps, t)) return kFailRetry;
   int j = n.find(t, k);
   if (j >= 0) {
     S kk;
@@ -514,12 +512,11 @@ __device__ int op_lookup(const Pool<S>& pool, S k, bool validated, uint32_t star
 
 // op_successor finds the smallest key > k.
 template <typename S, int T>
-__device__ int op_successor(const Pool<S>& pool, S k, bool validated, uint32_t start, S& rk, S& rv, bool& found,
-                            const Tile<T>& t) {
+__device__ int op_successor(const Pool<S>& pool, S k, bool validated, S& rk, S& rv, bool& found, const Tile<T>& t) {
   Node<S> n;
   uint32_t cur, steps = 0;
   found = false;
-  if (!descend(pool, k, validated, start, n, cur, steps, t)) return kFailRetry;
+  if (!descend(pool, k, validated, n, cur, steps, t)) return kFailRetry;
   while (steps++ < kMaxSteps + (uint32_t)pool.cap) {
     int j = n.count_le(t, k);  // first slot with key > k
     if (j < (int)n.count()) {
@@ -535,9 +532,8 @@ __device__ int op_successor(const Pool<S>& pool, S k, bool validated, uint32_t s
 
 // op_predecessor finds the largest key < k: the largest key <= q with q = k-1,
 // moving q below a leaf's low fence when the leaf has no candidate (no left links).
-// start is a leaf found for k-1 (or 0).
 template <typename S, int T>
-__device__ int op_predecessor(const Pool<S>& pool, S k, bool validated, uint32_t start, S& rk, S& rv, bool& found,
+__device__ int op_predecessor(const Pool<S>& pool, S k, bool validated, S& rk, S& rv, bool& found,
                               const Tile<T>& t) {
   found = false;
   if (k == 0) return kOK;
@@ -545,8 +541,7 @@ __device__ int op_predecessor(const Pool<S>& pool, S k, bool validated, uint32_t
   Node<S> n;
   uint32_t cur, steps = 0;
   while (steps < kMaxSteps) {
-    if (!descend(pool, q, validated, start, n, cur, steps, t)) return kFailRetry;
-    start = 0;
+    if (!descend(pool, q, validated, n, cur, steps, t)) return kFailRetry;
     int c = n.count_le(t, q);
     if (c > 0) {
       n.pair(t, c - 1, rk, rv);
@@ -562,13 +557,13 @@ __device__ int op_predecessor(const Pool<S>& pool, S k, bool validated, uint32_t
 // op_range counts the keys in [lo, hi] and writes up to limit of the pairs to
 // outK/outV (which may be null when limit is 0).
 template <typename S, typename K, typename V, int T>
-__device__ int op_range(const Pool<S>& pool, S lo, S hi, bool validated, uint32_t start, K* outK, V* outV, uint32_t limit,
+__device__ int op_range(const Pool<S>& pool, S lo, S hi, bool validated, K* outK, V* outV, uint32_t limit,
                         uint32_t& total, const Tile<T>& t) {
   total = 0;
   if (lo > hi) return kOK;
   Node<S> n;
   uint32_t cur, steps = 0;
-  if (!descend(pool, lo, validated, start, n, cur, steps, t)) return kFailRetry;
+  if (!descend(pool, lo, validated, n, cur, steps, t)) return kFailRetry;
   while (steps++ < kMaxSteps + (uint32_t)pool.cap) {
     int a = n.count_lt(t, lo), b = n.count_le(t, hi);
     if (b > a) {
@@ -648,19 +643,6 @@ struct Path {
     parent_level = -1;
     strong = true;
   }
-  // begin starts at the root (start 0) or at leaf start whose parent (a node of
-  // level 1) a lockstep walk found.
-  __device__ __forceinline__ void begin(uint32_t start, uint32_t par) {
-    to_root();
-    if (start) {
-      cur = start;
-      parent = par;
-      expect = 0;
-      parent_level = par == kNone ? -1 : 1;
-    }
-    strong = false;
-    ns = 32;
-  }
   // to_parent restarts from the last-known parent (or the root if unknown).
   __device__ __forceinline__ void to_parent() {
     if (parent == kNone) {
@@ -676,13 +658,13 @@ struct Path {
 };
 
 // op_insert inserts (k, v) or replaces the value of k (Algorithm 2 with the
-// changes described in doc.go), starting at the root or at a leaf (and its
-// parent) that a lockstep walk found for k. added is set to 1 when k was new.
+// changes described in doc.go). added is set to 1 when k was new.
 template <typename S, int T>
-__device__ int op_insert(const Pool<S>& pool, S k, S v, uint32_t start, uint32_t parent, int& added,
-                         const Tile<T>& t) {
+__device__ int op_insert(const Pool<S>& pool, S k, S v, int& added, const Tile<T>& t) {
   Path ps;
-  ps.begin(start, parent);
+  ps.to_root();
+  ps.strong = false;
+  ps.ns = 32;
   Node<S> n;
   for (uint32_t step = 0; step < kMaxSteps; ++step) {
     n.load(pool, ps.cur, ps.strong ? kStrong : kPlain, t);
@@ -821,13 +803,14 @@ __device__ int op_insert(const Pool<S>& pool, S k, S v, uint32_t start, uint32_t
   return kFailRetry;
 }
 
-// op_delete removes k if present (no merging of underfull nodes), starting like
-// op_insert. removed is set to 1 when k was present.
+// op_delete removes k if present (no merging of underfull nodes). removed is set
+// to 1 when k was present.
 template <typename S, int T>
-__device__ int op_delete(const Pool<S>& pool, S k, uint32_t start, uint32_t parent, int& removed,
-                         const Tile<T>& t) {
+__device__ int op_delete(const Pool<S>& pool, S k, int& removed, const Tile<T>& t) {
   Path ps;
-  ps.begin(start, parent);
+  ps.to_root();
+  ps.strong = false;
+  ps.ns = 32;
   Node<S> n;
   removed = 0;
   for (uint32_t step = 0; step < kMaxSteps; ++step) {
@@ -886,41 +869,36 @@ __device__ int op_delete(const Pool<S>& pool, S k, uint32_t start, uint32_t pare
   return kFailRetry;
 }
 
-// ---- lockstep waves ------------------------------------------------------------
+// ---- batch drivers -----------------------------------------------------------
 //
-// Every batch walks its keys from the root to their leaves in lockstep waves. A
-// warp takes W = R*G operations at a time (a wave: G = 32/T groups of T lanes,
-// each group with R rounds; group g's round r is operation wave*W + r*G + g) and
-// walks them down level by level together: in each level it issues the loads of
-// all R rounds before it searches any of them, so a group has R nodes in flight
-// instead of one, and each node is still read as one coalesced 16-byte-per-lane
-// load (the whole node in one request). Every collective of the walk is
+// Phased queries (no writer can run: the tree is quiescent, every leaf at the
+// same depth) walk the tree in lockstep waves. A warp takes W = R*G queries at
+// a time (a wave: G = 32/T groups of T lanes, each group with R rounds; group
+// g's round r is query wave*W + r*G + g) and walks them from the root to their
+// leaves level by level together: in each level it issues the loads of all R
+// rounds before it searches any of them, so a group has R nodes in flight
+// instead of one, and each node is still read as one coalesced
+// 16-byte-per-lane load (the whole node in one request). Every collective is
 // warp-wide with all 32 lanes converged: one shuffle or ballot serves the G
 // groups at once, with no per-tile masks and no divergence checks. Values a
 // group derives from its own node (count, child, found) are uniform within the
-// group, so its lanes take the same branches.
+// group, so its lanes take the same branches. The leaf search, the side-link
+// walks of successor and range and predecessor's re-descents run in lockstep
+// too. A query whose walk finds the tree not as a quiescent tree has it (which a
+// correct tree never shows) is redone by its group with the generic operation.
+// Phased drivers run on a persistent grid (as many blocks as fit on the device
+// at once) and take their waves grid-stride.
 //
-// Phased queries (no writer can run: the tree is quiescent, every leaf at the
-// same depth) also finish in lockstep: the leaf search, the side-link walks of
-// successor and range, the re-descents of predecessor. A query whose walk finds
-// the tree not as a quiescent tree has it (which a correct tree never shows) is
-// redone by its group with the generic operation.
-//
-// Everything else (writes, validated queries, mixed batches) walks down with the
-// same checks a writer's own descent makes (level, fences, child inside the
-// pool; anything else sends the operation to the root), then each group
-// finishes its R operations one after another with the generic operation,
-// started at the leaf and parent the walk found: the latch protocol, the
-// seqlock and every bounded retry are those of the generic operation. Drivers
-// run on a persistent grid (as many blocks as fit on the device at once) and
-// take their waves grid-stride.
+// Batches that may run beside writers (validated queries, writes, mixed
+// batches) give each tile one operation of the batch and run the generic
+// operation (the paper's work sharing queues the 32 operations of a warp's
+// threads through the warp one after another; with tiles that queue would
+// serialize T operations per tile and leave small batches without enough
+// parallelism). A lockstep walk for these, finished per tile, stalled on an
+// H100 once warps ran several waves (see doc.go).
 
 constexpr unsigned kFull = 0xffffffffu;
-// R, the nodes in flight per group: phased queries keep everything in registers
-// through the walk; the other batches hold fewer so that more groups fit beside
-// the registers of the generic operations they finish with. Mirrored in gpu.go.
-constexpr int kRounds = 4;
-constexpr int kRouteRounds = 2;
+constexpr int kRounds = 4;  // R: nodes in flight per group (mirrored in kernels.go)
 
 // choose returns c ? a : b through selp, so that the compiler cannot turn a
 // choice between register-array elements into a run-time index (which would move
@@ -962,8 +940,8 @@ struct Wave {
   __device__ __forceinline__ uint64_t bcast(uint64_t v, int src) const {
     return __shfl_sync(kFull, (unsigned long long)v, gbase + src);
   }
-  __device__ __forceinline__ void load(const Pool<S>& pool, int r, uint32_t idx, bool pred, int mode = kNC) {
-    if (pred) ld_chunk(pool.node(idx) + rank * 16, w[r], mode);
+  __device__ __forceinline__ void load(const Pool<S>& pool, int r, uint32_t idx, bool pred) {
+    if (pred) ld_chunk(pool.node(idx) + rank * 16, w[r], kNC);
   }
   __device__ __forceinline__ uint32_t meta(int r) const { return bcast((uint32_t)w[r][0], 0); }
   __device__ __forceinline__ uint32_t link(int r) const {
@@ -1054,6 +1032,7 @@ __device__ __forceinline__ void report_result(const Pool<S>& pool, int r) {
   if (r == kFailRetry) wk::report(pool.status, wk::kStatusRetryLimit);
 }
 
+// tile_id is this tile's index in the grid; tile_count the grid's tiles.
 template <int T>
 __device__ __forceinline__ uint64_t tile_id() {
   return (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / T;
@@ -1122,92 +1101,26 @@ __device__ __forceinline__ void wave_descend(const Pool<S>& pool, Wave<S, R>& v,
   }
 }
 
-// wave_route walks the key of every round in act from the root towards its
-// leaf while writers may run, reading through the L1 cache as a writer's own
-// descent does, and checks every node as that descent would: the level it
-// expects, the key within the node's fences, a child inside the pool. leaf[r]
-// is the leaf found and parent[r] its parent, or 0 and kNone when the walk saw
-// anything else (a split under way, a misroute: the generic operation then
-// starts from the root). full[r] says the walk passed a full internal node,
-// which an insert must split on its way down.
-template <typename S, int R>
-__device__ __forceinline__ void wave_route(const Pool<S>& pool, Wave<S, R>& v, const S (&k)[R], const bool (&act)[R],
-                                           uint32_t (&leaf)[R], uint32_t (&parent)[R], bool (&full)[R]) {
-  v.load(pool, 0, 0, true, kPlain);
-#pragma unroll
-  for (int r = 1; r < R; ++r)
-#pragma unroll
-    for (int j = 0; j < Lay<S>::kWords; ++j) v.w[r][j] = v.w[0][j];
-  bool ok[R];
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    ok[r] = act[r];
-    leaf[r] = 0;
-    parent[r] = kNone;
-    full[r] = false;
-  }
-  for (int l = (int)m_level(v.meta(0)); l > 0; --l) {
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      uint32_t m = v.meta(r), lk = v.link(r);
-      S lo = v.low(r), hi = v.high(r);
-      int c = (int)m_count(m);
-      int i = v.count_le(r, k[r], min(c, kCap)) - 1;
-      uint32_t ch = (uint32_t)v.val_at(r, i);
-      ok[r] = ok[r] && (int)m_level(m) == l && c <= kCap && k[r] >= lo && (lk == kNone || k[r] < hi) && i >= 0 &&
-              ch != 0 && ch < pool.cap;
-      full[r] = full[r] || c == kCap;
-      parent[r] = leaf[r];  // leaf[r] holds the node being left
-      leaf[r] = ch;
-    }
-#pragma unroll
-    for (int r = 0; r < R; ++r) v.load(pool, r, leaf[r], ok[r], kPlain);
-  }
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    uint32_t m = v.meta(r), lk = v.link(r);
-    S lo = v.low(r), hi = v.high(r);
-    ok[r] = ok[r] && m_level(m) == 0 && m_count(m) <= kCap && k[r] >= lo && (lk == kNone || k[r] < hi);
-    if (!ok[r]) {
-      leaf[r] = 0;
-      parent[r] = kNone;
-    }
-  }
-}
-
-// Batches that may run beside writers: walk, then finish per group.
+// Batches that may run beside writers (validated queries, writes, mixed
+// batches): one operation per tile, the tile of T lanes starting at thread T*i
+// performing operation i.
 
 template <typename K, typename V>
 __device__ void lookup_batch(char* base, uint64_t cap, uint32_t* status, const K* keys, uint64_t n, V* out_vals,
                              uint8_t* out_found) {
   using S = SlotOf<K, V>;
-  using Wv = Wave<S, kRouteRounds>;
-  constexpr int R = kRouteRounds;
+  constexpr int T = Lay<S>::kTile;
+  uint64_t i = tile_id<T>();
+  if (i >= n) return;  // whole tiles leave together
+  Tile<T> t;
   Pool<S> pool{base, cap, nullptr, status};
-  Wv v;
-  Tile<Wv::T> t;
-  for (uint64_t wave = warp_id(); wave * Wv::W < n; wave += warp_count()) {
-    uint64_t q[R];
-    bool act[R], full[R];
-    S k[R];
-    uint32_t leaf[R], parent[R];
-    wave_queries(v, wave, n, q, act);
-#pragma unroll
-    for (int r = 0; r < R; ++r) k[r] = act[r] ? (S)keys[q[r]] : S(0);
-    wave_route(pool, v, k, act, leaf, parent, full);
-#pragma unroll 1
-    for (int r = 0; r < R; ++r) {
-      if (!pick(act, r)) continue;
-      uint64_t qr = pick(q, r);
-      S val = 0;
-      bool found = false;
-      report_result(pool, op_lookup(pool, pick(k, r), true, pick(leaf, r), val, found, t));
-      if (t.rank == 0) {
-        out_vals[qr] = found ? (V)val : V(0);
-        out_found[qr] = found ? 1 : 0;
-      }
-    }
-    __syncwarp();
+  S v = 0;
+  bool found = false;
+  int r = op_lookup(pool, (S)keys[i], true, v, found, t);
+  report_result(pool, r);
+  if (t.rank == 0) {
+    out_vals[i] = found ? (V)v : V(0);
+    out_found[i] = found ? 1 : 0;
   }
 }
 
@@ -1215,111 +1128,49 @@ template <typename K, typename V>
 __device__ void neighbor_batch(char* base, uint64_t cap, uint32_t* status, const K* keys, uint64_t n,
                                uint32_t predecessor, K* out_keys, V* out_vals, uint8_t* out_found) {
   using S = SlotOf<K, V>;
-  using Wv = Wave<S, kRouteRounds>;
-  constexpr int R = kRouteRounds;
+  constexpr int T = Lay<S>::kTile;
+  uint64_t i = tile_id<T>();
+  if (i >= n) return;
+  Tile<T> t;
   Pool<S> pool{base, cap, nullptr, status};
-  Wv v;
-  Tile<Wv::T> t;
-  for (uint64_t wave = warp_id(); wave * Wv::W < n; wave += warp_count()) {
-    uint64_t q[R];
-    bool act[R], walk[R], full[R];
-    S k[R], wk[R];
-    uint32_t leaf[R], parent[R];
-    wave_queries(v, wave, n, q, act);
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      k[r] = act[r] ? (S)keys[q[r]] : S(0);
-      wk[r] = predecessor ? k[r] - 1 : k[r];  // a predecessor walks to the leaf of k-1
-      walk[r] = act[r] && !(predecessor && k[r] == 0);
-    }
-    wave_route(pool, v, wk, walk, leaf, parent, full);
-#pragma unroll 1
-    for (int r = 0; r < R; ++r) {
-      if (!pick(act, r)) continue;
-      uint64_t qr = pick(q, r);
-      S kr = pick(k, r), rk = 0, rv = 0;
-      uint32_t lf = pick(leaf, r);
-      bool found = false;
-      int res = predecessor ? op_predecessor(pool, kr, true, lf, rk, rv, found, t)
-                            : op_successor(pool, kr, true, lf, rk, rv, found, t);
-      report_result(pool, res);
-      if (t.rank == 0) {
-        out_keys[qr] = found ? (K)rk : K(0);
-        out_vals[qr] = found ? (V)rv : V(0);
-        out_found[qr] = found ? 1 : 0;
-      }
-    }
-    __syncwarp();
+  S k = (S)keys[i], rk = 0, rv = 0;
+  bool found = false;
+  int r = predecessor ? op_predecessor(pool, k, true, rk, rv, found, t) : op_successor(pool, k, true, rk, rv, found, t);
+  report_result(pool, r);
+  if (t.rank == 0) {
+    out_keys[i] = found ? (K)rk : K(0);
+    out_vals[i] = found ? (V)rv : V(0);
+    out_found[i] = found ? 1 : 0;
   }
 }
 
 template <typename K, typename V>
-__device__ void range_batch(char* base, uint64_t cap, uint32_t* status, const K* los, const K* his, uint64_t n,
+__device__ void range_batch(char* base, uint64_t cap, uint32_t* status, const K* lo, const K* hi, uint64_t n,
                             const uint32_t* offsets, K* out_keys, V* out_vals, uint32_t* counts) {
   using S = SlotOf<K, V>;
-  using Wv = Wave<S, kRouteRounds>;
-  constexpr int R = kRouteRounds;
+  constexpr int T = Lay<S>::kTile;
+  uint64_t i = tile_id<T>();
+  if (i >= n) return;
+  Tile<T> t;
   Pool<S> pool{base, cap, nullptr, status};
-  Wv v;
-  Tile<Wv::T> t;
-  for (uint64_t wave = warp_id(); wave * Wv::W < n; wave += warp_count()) {
-    uint64_t q[R];
-    bool act[R], walk[R], full[R];
-    S lo[R];
-    uint32_t leaf[R], parent[R];
-    wave_queries(v, wave, n, q, act);
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      lo[r] = act[r] ? (S)los[q[r]] : S(0);
-      walk[r] = act[r] && lo[r] <= (act[r] ? (S)his[q[r]] : S(0));
-    }
-    wave_route(pool, v, lo, walk, leaf, parent, full);
-#pragma unroll 1
-    for (int r = 0; r < R; ++r) {
-      if (!pick(act, r)) continue;
-      uint64_t qr = pick(q, r);
-      uint32_t off, limit, total = 0;
-      window(offsets, qr, off, limit);
-      int res = op_range<S, K, V, Wv::T>(pool, pick(lo, r), (S)his[qr], true, pick(leaf, r),
-                                         offsets ? out_keys + off : nullptr, offsets ? out_vals + off : nullptr,
-                                         limit, total, t);
-      report_result(pool, res);
-      if (t.rank == 0) counts[qr] = total;
-    }
-    __syncwarp();
-  }
+  uint32_t off, limit, total = 0;
+  window(offsets, i, off, limit);
+  int r = op_range<S, K, V, T>(pool, (S)lo[i], (S)hi[i], true, offsets ? out_keys + off : nullptr,
+                               offsets ? out_vals + off : nullptr, limit, total, t);
+  report_result(pool, r);
+  if (t.rank == 0) counts[i] = total;
 }
 
 template <typename K, typename V>
 __device__ void insert_batch(char* base, uint64_t cap, unsigned long long* ctl, uint32_t* status, const K* keys,
                              const V* vals, uint64_t n) {
   using S = SlotOf<K, V>;
-  using Wv = Wave<S, kRouteRounds>;
-  constexpr int R = kRouteRounds;
+  constexpr int T = Lay<S>::kTile;
+  uint64_t i = tile_id<T>();
+  Tile<T> t;
   Pool<S> pool{base, cap, ctl, status};
-  Wv v;
-  Tile<Wv::T> t;
-  long long added = 0;
-  for (uint64_t wave = warp_id(); wave * Wv::W < n; wave += warp_count()) {
-    uint64_t q[R];
-    bool act[R], full[R];
-    S k[R];
-    uint32_t leaf[R], parent[R];
-    wave_queries(v, wave, n, q, act);
-#pragma unroll
-    for (int r = 0; r < R; ++r) k[r] = act[r] ? (S)keys[q[r]] : S(0);
-    wave_route(pool, v, k, act, leaf, parent, full);
-#pragma unroll 1
-    for (int r = 0; r < R; ++r) {
-      if (!pick(act, r)) continue;
-      bool split = pick(full, r);  // a full node on the way: descend from the root to split it
-      int a = 0;
-      report_result(pool, op_insert(pool, pick(k, r), (S)vals[pick(q, r)], split ? 0 : pick(leaf, r),
-                                    split ? kNone : pick(parent, r), a, t));
-      added += a;
-    }
-    __syncwarp();
-  }
+  int added = 0;
+  if (i < n) report_result(pool, op_insert(pool, (S)keys[i], (S)vals[i], added, t));
   add_keys(ctl, added, t.rank == 0);
 }
 
@@ -1327,31 +1178,13 @@ template <typename K, typename V>
 __device__ void delete_batch(char* base, uint64_t cap, unsigned long long* ctl, uint32_t* status, const K* keys,
                              uint64_t n) {
   using S = SlotOf<K, V>;
-  using Wv = Wave<S, kRouteRounds>;
-  constexpr int R = kRouteRounds;
+  constexpr int T = Lay<S>::kTile;
+  uint64_t i = tile_id<T>();
+  Tile<T> t;
   Pool<S> pool{base, cap, ctl, status};
-  Wv v;
-  Tile<Wv::T> t;
-  long long removed = 0;
-  for (uint64_t wave = warp_id(); wave * Wv::W < n; wave += warp_count()) {
-    uint64_t q[R];
-    bool act[R], full[R];
-    S k[R];
-    uint32_t leaf[R], parent[R];
-    wave_queries(v, wave, n, q, act);
-#pragma unroll
-    for (int r = 0; r < R; ++r) k[r] = act[r] ? (S)keys[q[r]] : S(0);
-    wave_route(pool, v, k, act, leaf, parent, full);
-#pragma unroll 1
-    for (int r = 0; r < R; ++r) {
-      if (!pick(act, r)) continue;
-      int d = 0;
-      report_result(pool, op_delete(pool, pick(k, r), pick(leaf, r), pick(parent, r), d, t));
-      removed += d;
-    }
-    __syncwarp();
-  }
-  add_keys(ctl, -removed, t.rank == 0);
+  int removed = 0;
+  if (i < n) report_result(pool, op_delete(pool, (S)keys[i], removed, t));
+  add_keys(ctl, -(long long)removed, t.rank == 0);
 }
 
 // mixed_batch runs a batch whose elements are any operation, in one kernel
@@ -1361,73 +1194,49 @@ __device__ void mixed_batch(char* base, uint64_t cap, unsigned long long* ctl, u
                             const K* keys, const V* vals, const K* his, uint64_t n, uint8_t* out_found, K* out_keys,
                             V* out_vals, uint32_t* out_counts) {
   using S = SlotOf<K, V>;
-  using Wv = Wave<S, kRouteRounds>;
-  constexpr int R = kRouteRounds;
+  constexpr int T = Lay<S>::kTile;
+  uint64_t i = tile_id<T>();
+  Tile<T> t;
   Pool<S> pool{base, cap, ctl, status};
-  Wv v;
-  Tile<Wv::T> t;
   long long delta = 0;
-  for (uint64_t wave = warp_id(); wave * Wv::W < n; wave += warp_count()) {
-    uint64_t q[R];
-    bool act[R], walk[R], full[R];
-    S k[R], wk[R];
-    uint32_t kind[R], leaf[R], parent[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      q[r] = wave * Wv::W + (uint64_t)r * Wv::G + v.group;
-      act[r] = q[r] < n;
-      kind[r] = act[r] ? kinds[q[r]] : kOpLookup;
-      k[r] = act[r] ? (S)keys[q[r]] : S(0);
-      // The key each walks to: a predecessor's is k-1, a count's its low end.
-      wk[r] = kind[r] == kOpPredecessor ? k[r] - 1 : k[r];
-      walk[r] = act[r] && !(kind[r] == kOpPredecessor && k[r] == 0) &&
-                !(kind[r] == kOpCount && his && k[r] > (S)his[q[r]]);
+  if (i < n) {
+    uint32_t kind = kinds[i];
+    S k = (S)keys[i], v = vals ? (S)vals[i] : S(0), h = his ? (S)his[i] : S(0);
+    S rk = 0, rv = 0;
+    bool found = false;
+    uint32_t cnt = 0;
+    int r = kOK, d = 0;
+    switch (kind) {
+      case kOpInsert:
+        r = op_insert(pool, k, v, d, t);
+        delta = d;
+        break;
+      case kOpDelete:
+        r = op_delete(pool, k, d, t);
+        delta = -d;
+        break;
+      case kOpSuccessor:
+        r = op_successor(pool, k, true, rk, rv, found, t);
+        break;
+      case kOpPredecessor:
+        r = op_predecessor(pool, k, true, rk, rv, found, t);
+        break;
+      case kOpCount:
+        r = op_range<S, K, V, T>(pool, k, h, true, nullptr, nullptr, 0, cnt, t);
+        break;
+      case kOpLookup:
+      default:
+        r = op_lookup(pool, k, true, rv, found, t);
+        rk = k;
+        break;
     }
-    wave_route(pool, v, wk, walk, leaf, parent, full);
-#pragma unroll 1
-    for (int r = 0; r < R; ++r) {
-      if (!pick(act, r)) continue;
-      uint64_t i = pick(q, r);
-      uint32_t op = pick(kind, r), lf = pick(leaf, r), pa = pick(parent, r);
-      S kr = pick(k, r), vr = vals ? (S)vals[i] : S(0), h = his ? (S)his[i] : S(0);
-      S rk = 0, rv = 0;
-      bool found = false;
-      uint32_t cnt = 0;
-      int res = kOK, d = 0;
-      switch (op) {
-        case kOpInsert:
-          if (pick(full, r)) lf = 0, pa = kNone;  // a full node on the way: split it from the root
-          res = op_insert(pool, kr, vr, lf, pa, d, t);
-          delta += d;
-          break;
-        case kOpDelete:
-          res = op_delete(pool, kr, lf, pa, d, t);
-          delta -= d;
-          break;
-        case kOpSuccessor:
-          res = op_successor(pool, kr, true, lf, rk, rv, found, t);
-          break;
-        case kOpPredecessor:
-          res = op_predecessor(pool, kr, true, lf, rk, rv, found, t);
-          break;
-        case kOpCount:
-          res = op_range<S, K, V, Wv::T>(pool, kr, h, true, lf, nullptr, nullptr, 0, cnt, t);
-          break;
-        case kOpLookup:
-        default:
-          res = op_lookup(pool, kr, true, lf, rv, found, t);
-          rk = kr;
-          break;
-      }
-      report_result(pool, res);
-      if (t.rank == 0) {
-        if (out_found) out_found[i] = found ? 1 : 0;
-        if (out_keys) out_keys[i] = found ? (K)rk : K(0);
-        if (out_vals) out_vals[i] = found ? (V)rv : V(0);
-        if (out_counts) out_counts[i] = cnt;
-      }
+    report_result(pool, r);
+    if (t.rank == 0) {
+      if (out_found) out_found[i] = found ? 1 : 0;
+      if (out_keys) out_keys[i] = found ? (K)rk : K(0);
+      if (out_vals) out_vals[i] = found ? (V)rv : V(0);
+      if (out_counts) out_counts[i] = cnt;
     }
-    __syncwarp();
   }
   add_keys(ctl, delta, t.rank == 0);
 }
@@ -1502,7 +1311,7 @@ __device__ void phased_lookup(char* base, uint64_t cap, uint32_t* status, const 
       uint64_t qr = pick(q, r);
       S val = 0;
       bool found = false;
-      report_result(pool, op_lookup(pool, pick(k, r), false, 0, val, found, t));
+      report_result(pool, op_lookup(pool, pick(k, r), false, val, found, t));
       if (t.rank == 0) {
         uint64_t at = order ? order[qr] : qr;
         out_vals[at] = found ? (V)val : V(0);
@@ -1628,7 +1437,7 @@ __device__ void phased_neighbor(char* base, uint64_t cap, uint32_t* status, cons
       uint64_t qr = pick(q, r);
       S kr = pick(k, r), a = 0, b = 0;
       bool f = false;
-      int res = predecessor ? op_predecessor(pool, kr, false, 0, a, b, f, t) : op_successor(pool, kr, false, 0, a, b, f, t);
+      int res = predecessor ? op_predecessor(pool, kr, false, a, b, f, t) : op_successor(pool, kr, false, a, b, f, t);
       report_result(pool, res);
       if (t.rank == 0) {
         uint64_t at = order ? order[qr] : qr;
@@ -1717,7 +1526,7 @@ __device__ void phased_range(char* base, uint64_t cap, uint32_t* status, const K
       Tile<Wv::T> t;
       uint64_t ar = pick(at, r);
       uint32_t o = pick(off, r), total1 = 0;
-      int res = op_range<S, K, V, Wv::T>(pool, pick(lo, r), pick(hi, r), false, 0, offsets ? out_keys + o : nullptr,
+      int res = op_range<S, K, V, Wv::T>(pool, pick(lo, r), pick(hi, r), false, offsets ? out_keys + o : nullptr,
                                          offsets ? out_vals + o : nullptr, pick(limit, r), total1, t);
       report_result(pool, res);
       if (t.rank == 0) counts[ar] = total1;

@@ -25,18 +25,16 @@ type Options struct {
 	MaxNodes int
 	// Streams is the number of CUDA streams concurrent batch calls share (0: 4).
 	Streams int
-	// SortQueries is the smallest phased query batch (Lookup, Successor,
-	// Predecessor, Count, Range with no writer running) that is sorted by key on
-	// the device before it walks the tree, so that neighbouring lanes share
-	// root-to-leaf paths and leaves; results keep the batch's order either way.
-	// 0 means DefaultSortQueries; a negative value never sorts. The sort needs
-	// scratch of about three times the batch's keys.
+	// SortQueries, when positive, is the smallest phased query batch (Lookup,
+	// Successor, Predecessor, Count, Range with no writer running) that is
+	// sorted by key on the device before it walks the tree, so that
+	// neighbouring lanes share root-to-leaf paths and leaves; results keep the
+	// batch's order either way. 0 (the default) never sorts: on an H100 the
+	// sort cost more than it saved at every tree size measured (see the package
+	// documentation). The sort needs scratch of about three times the batch's
+	// keys.
 	SortQueries int
 }
-
-// DefaultSortQueries is the batch size from which phased query batches are
-// sorted when Options.SortQueries is 0 (see doc.go, "Performance").
-const DefaultSortQueries = 1 << 20
 
 // OpKind is the operation of one element of a mixed batch (Apply).
 type OpKind uint8
@@ -143,7 +141,7 @@ type Tree[K, V warpkit.Word] struct {
 
 // New returns an empty tree.
 func New[K, V warpkit.Word](opts Options) (*Tree[K, V], error) {
-	if opts.InitialNodes < 0 || opts.MaxNodes < 0 || opts.Streams < 0 {
+	if opts.InitialNodes < 0 || opts.MaxNodes < 0 || opts.Streams < 0 || opts.SortQueries < 0 {
 		return nil, fmt.Errorf("btree: %w: negative option", warpkit.ErrInvalidArgument)
 	}
 	dev, own := opts.Device, false

@@ -40,41 +40,46 @@
 // each loading 16 bytes, rather than the paper's full warp with one word per
 // lane: the whole node arrives in one coalesced request.
 //
-// # Lockstep waves (departure from the paper's work sharing)
+// # Phased queries walk in lockstep waves (departure from the paper)
 //
 // The paper's warp-cooperative work sharing has each lane bring an operation
 // and the warp perform its lanes' operations one after another, one node in
-// flight per warp. (An earlier version here gave each tile one operation; a
-// queue per tile had made 2^16-key insert batches 1.9x slower for want of
-// parallelism.) Now a warp takes a wave of operations: each of its tiles holds
-// R of them (R = 4 for phased queries, 2 for everything else), and the warp
-// walks all of them from the root to their leaves level by level together,
-// issuing the R loads of a tile before it searches any of them. Every shuffle
-// and ballot of the walk is warp-wide with all lanes converged, so one
-// instruction serves all the tiles and no per-tile masks or divergence checks
-// are needed. Kernels run on a persistent grid (as many blocks as fit on the
-// device) and take waves grid-stride. A mixed batch still has any operation at
-// any position, all in one kernel.
+// flight per warp. Batches that may run beside writers (writes, validated
+// queries, mixed batches) instead give each tile one operation of the batch: a
+// queue per tile had made 2^16-key insert batches 1.9x slower on an H100
+// (0.196 vs 0.374 G keys/s) for want of parallelism, and a mixed batch still
+// has any operation at any position, all in one kernel.
 //
-//   - Phased queries (no writer can run, see Batch semantics) finish in
-//     lockstep too: leaf search, side-link walks of successor and range,
-//     predecessor's re-descents below an empty leaf. The tree is quiescent, so
-//     the walk reads through the non-coherent cache; a node that is not as a
-//     quiescent tree has it (wrong level, key outside the fences, a link
-//     outside the pool) sends that query to the generic operation below.
-//   - Writes, validated queries and mixed batches walk with the checks a
-//     writer's own descent makes (level, fences, child inside the pool), then
-//     each tile finishes its R operations one after another with the generic
-//     operation, started at the leaf and parent the walk found (at the root
-//     when the walk saw a split under way or, for an insert, a full internal
-//     node that it must split on the way down). Latching, the seqlock and every
-//     bounded retry are those of the generic operation, which checks the start
-//     node like any node it reads: a stale one sends it right or to the root.
+// Phased query batches (no writer can run, see Batch semantics: the tree is
+// quiescent and every leaf at the same depth) walk in lockstep waves: a warp
+// takes 4 queries per tile (16 queries per warp for 128-byte nodes, 8 for
+// 256-byte ones) and walks them all from the root to their leaves level by
+// level together, issuing the 4 loads of a tile before it searches any of
+// them, through the non-coherent cache. Every shuffle and ballot is warp-wide
+// with all lanes converged, so one instruction serves all the tiles of the warp
+// and there are no per-tile masks or divergence checks; the leaf search, the
+// side-link walks of successor and range and predecessor's re-descents below an
+// empty leaf run in lockstep too. The kernels run on a persistent grid (as many
+// blocks as fit on the device) and take waves grid-stride. A node that is not as
+// a quiescent tree has it (wrong level, key outside the fences, a link outside
+// the pool), which a correct tree never shows, sends that query to the generic
+// operation. On an H100 this made phased lookups 3-4x faster (1.65 to 5.1-6.4
+// G/s from 1M to 45M keys).
 //
-// Phased batches of at least Options.SortQueries queries (default
-// DefaultSortQueries) are first sorted by key on the device (prim's radix sort
-// of key-position pairs), so that neighbouring lanes share root-to-leaf paths
-// and leaves; each result is written at its query's original position.
+// The same lockstep walk for writes and mixed batches (each tile then finishing
+// its operations with the generic operation from the leaf the walk found)
+// stalled on an H100 once warps ran several waves: the tiles of a warp, now
+// converged at each operation, meet the compiler's convergence points inside
+// the generic operation while one of them holds a latch that another spins on.
+// It is not used.
+//
+// Options.SortQueries, when positive, sorts phased batches of at least that
+// many queries by key on the device first (prim's radix sort of key-position
+// pairs), so that neighbouring lanes share root-to-leaf paths and leaves; each
+// result is written at its query's original position. It is off by default: on
+// an H100 the sort cost more than the shared paths saved at every size
+// measured (lookups of every key, random order: 1.6 vs 5.1 G/s at 1M keys, 3.4
+// vs 6.2 G/s at 45M).
 //
 // Node memory is a pool of our own (one device buffer; node 0 is the root,
 // which is split in place so it never moves). The pool grows by doubling when

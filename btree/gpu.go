@@ -109,13 +109,8 @@ func (p *phase) endWrite() {
 func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, opts Options) (*gpuTree[K, V], error) {
 	var k K
 	var v V
-	g := &gpuTree[K, V]{dev: dev, ownDev: own, lay: layoutFor(int(unsafe.Sizeof(k)), int(unsafe.Sizeof(v))), maxNodes: opts.MaxNodes}
-	switch {
-	case opts.SortQueries == 0:
-		g.sortMin = DefaultSortQueries
-	case opts.SortQueries > 0:
-		g.sortMin = opts.SortQueries
-	}
+	g := &gpuTree[K, V]{dev: dev, ownDev: own, lay: layoutFor(int(unsafe.Sizeof(k)), int(unsafe.Sizeof(v))), maxNodes: opts.MaxNodes, sortMin: opts.SortQueries}
+
 	g.phase.cond.L = &g.phase.mu
 	var err error
 	if g.k, err = loadKernels[K, V](dev); err != nil {

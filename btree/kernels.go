@@ -36,32 +36,33 @@ func statusErr(st uint32) error {
 }
 
 // kernel is a function, how many items (operations, nodes, elements) one warp
-// takes at a time, and the largest grid worth launching for it: as many blocks
-// as fit on the device at once (the drivers take their work grid-stride, so a
-// larger grid would only queue blocks).
+// takes at a time and, for a driver that takes its work grid-stride, the
+// largest grid worth launching: as many blocks as fit on the device at once (a
+// larger grid would only queue blocks). maxBlocks 0: one warp per perWarp
+// items, however many blocks that takes.
 type kernel struct {
 	f         *cuda.Function
 	perWarp   int
 	maxBlocks int
 }
 
-// launch runs k on enough blocks for items items, at most k.maxBlocks.
+// launch runs k on enough blocks for items items.
 func (k kernel) launch(stream *cuda.Stream, items int, args ...any) error {
 	warps := (items + k.perWarp - 1) / k.perWarp
-	blocks := max(1, min((warps*32+blockSize-1)/blockSize, k.maxBlocks))
+	blocks := max(1, (warps*32+blockSize-1)/blockSize)
+	if k.maxBlocks > 0 {
+		blocks = min(blocks, k.maxBlocks)
+	}
 	return k.f.Launch(cuda.D1(blocks), cuda.D1(blockSize), 0, stream, args...)
 }
 
-// Items per warp: kRounds and kRouteRounds of btree.cu per tile of a wave.
-const (
-	phasedRounds = 4
-	routeRounds  = 2
-)
+// phasedRounds is kRounds of btree.cu: the queries a tile of a phased wave holds.
+const phasedRounds = 4
 
 // kernels are one width pair's functions.
 type kernels struct {
 	// Validated queries (a writer may run beside them), writes, mixed batches:
-	// a lockstep walk, then the generic operation per tile.
+	// one operation per tile.
 	lookup, neighbor, rng, insert, del, mixed kernel
 	// Phased queries (no writer can run): lockstep walk and finish.
 	phasedLookup, phasedNeighbor, phasedRange kernel
@@ -89,24 +90,28 @@ func loadKernels[K, V warpkit.Word](dev *cuda.Device) (kernels, error) {
 		dst     *kernel
 		name    string
 		perWarp int
+		stride  bool // the driver takes its work grid-stride
 	}{
-		{&ks.lookup, "bt_lookup_" + suf, routeRounds * tiles},
-		{&ks.neighbor, "bt_neighbor_" + suf, routeRounds * tiles},
-		{&ks.rng, "bt_range_" + suf, routeRounds * tiles},
-		{&ks.insert, "bt_insert_" + suf, routeRounds * tiles},
-		{&ks.del, "bt_delete_" + suf, routeRounds * tiles},
-		{&ks.mixed, "bt_mixed_" + suf, routeRounds * tiles},
-		{&ks.phasedLookup, "bt_phased_lookup_" + suf, phasedRounds * tiles},
-		{&ks.phasedNeighbor, "bt_phased_neighbor_" + suf, phasedRounds * tiles},
-		{&ks.phasedRange, "bt_phased_range_" + suf, phasedRounds * tiles},
-		{&ks.buildLevel, "bt_build_level_" + suf, tiles}, // one node per tile
-		{&ks.markLast, "bt_mark_last_" + widthSuffix[K](), 32},
-		{&ks.iota, "bt_iota", 32},
+		{&ks.lookup, "bt_lookup_" + suf, tiles, false},
+		{&ks.neighbor, "bt_neighbor_" + suf, tiles, false},
+		{&ks.rng, "bt_range_" + suf, tiles, false},
+		{&ks.insert, "bt_insert_" + suf, tiles, false},
+		{&ks.del, "bt_delete_" + suf, tiles, false},
+		{&ks.mixed, "bt_mixed_" + suf, tiles, false},
+		{&ks.phasedLookup, "bt_phased_lookup_" + suf, phasedRounds * tiles, true},
+		{&ks.phasedNeighbor, "bt_phased_neighbor_" + suf, phasedRounds * tiles, true},
+		{&ks.phasedRange, "bt_phased_range_" + suf, phasedRounds * tiles, true},
+		{&ks.buildLevel, "bt_build_level_" + suf, tiles, true}, // one node per tile
+		{&ks.markLast, "bt_mark_last_" + widthSuffix[K](), 32, true},
+		{&ks.iota, "bt_iota", 32, true},
 	} {
 		if f.dst.f, err = mod.Function(f.name); err != nil {
 			return ks, err
 		}
 		f.dst.perWarp = f.perWarp
+		if !f.stride {
+			continue
+		}
 		per, err := f.dst.f.MaxActiveBlocksPerSM(blockSize, 0)
 		if err != nil {
 			return ks, err

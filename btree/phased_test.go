@@ -162,7 +162,7 @@ func testPhased[K, V warpkit.Word](t *testing.T, dev *cuda.Device) {
 		sizes = append(sizes, 300000)
 	}
 	for _, size := range sizes {
-		for _, sortMode := range []int{-1, 1} {
+		for _, sortMode := range []int{0, 1} {
 			name := fmt.Sprintf("keys=%d/sort=%v", size, sortMode > 0)
 			t.Run(name, func(t *testing.T) {
 				r := rand.New(rand.NewPCG(uint64(size), uint64(sortMode+7)))

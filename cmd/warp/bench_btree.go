@@ -36,11 +36,12 @@ const (
 )
 
 func runBenchBTree(ctx context.Context, args []string) error {
-	fs := newFlags("bench btree", "[--json] [--keys 32|64] [--quick] [--sizes 1M,4M,...] [--backend B]")
+	fs := newFlags("bench btree", "[--json] [--keys 32|64] [--quick] [--sizes 1M,4M,...] [--sort-queries] [--backend B]")
 	asJSON := fs.Bool("json", false, "print JSON")
 	keyBits := fs.Int("keys", 32, "key and value width in bits: 32 or 64")
 	quick := fs.Bool("quick", false, "small sizes (seconds; the default on the CPU backend)")
 	sizesFlag := fs.String("sizes", "", "tree sizes for the query and concurrent benchmarks (default 1M,2M,4M,8M,16M,32M,45M)")
+	sortQueries := fs.Bool("sort-queries", false, "Fig. 2 also runs every batch sorted on the device first (Options.SortQueries)")
 	backend := warpkit.Auto
 	fs.TextVar(&backend, "backend", warpkit.Auto, "backend: auto, cpu or cuda")
 	if err := parse(fs, args); err != nil {
@@ -53,7 +54,7 @@ func runBenchBTree(ctx context.Context, args []string) error {
 	if dev != nil {
 		defer dev.Close()
 	}
-	b := &btBench{ctx: ctx, dev: dev, quick: *quick || dev == nil}
+	b := &btBench{ctx: ctx, dev: dev, quick: *quick || dev == nil, sortQueries: *sortQueries}
 	b.sizes = []int{1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20, 32 << 20, 45_000_000}
 	if b.quick {
 		b.sizes = []int{1 << 16, 1 << 18, 1 << 20}
@@ -111,11 +112,12 @@ func parseSizes(s string) ([]int, error) {
 }
 
 type btBench struct {
-	ctx   context.Context
-	dev   *cuda.Device
-	quick bool
-	sizes []int
-	rep   *benchfmt.Report
+	ctx         context.Context
+	dev         *cuda.Device
+	quick       bool
+	sortQueries bool
+	sizes       []int
+	rep         *benchfmt.Report
 }
 
 // btKeys returns n distinct keys spread over the whole key range, sorted: key i
@@ -339,13 +341,19 @@ func mixedOps[K, V warpkit.Word](present, fresh []K, n int, alpha float64, seed 
 
 // btQueries reproduces Fig. 2: lookup, range (L = 8) and successor rates by tree
 // size, on bulk-built trees, every key queried (in random order; at least 4M
-// queries per call so that call overhead is amortized). Each batch runs twice:
-// as given (Options.SortQueries < 0) and sorted on the device first
-// (Options.SortQueries = 1), each on its own tree of the same keys.
+// queries per call so that call overhead is amortized). With --sort-queries each
+// batch also runs sorted on the device first (Options.SortQueries = 1), on a
+// second tree of the same keys.
 func btQueries[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
-	tab := b.rep.Table("Fig. 2: queries on a bulk-built tree (G queries/s; every key, random order; sorted: the batch sorted on the device first, sort included)",
-		"keys", "height", "lookup", "sorted", "vs CPU", "vs LSM", "range L=8", "sorted", "vs CPU", "successor", "sorted", "vs CPU", "build ms")
-	var lk, rg, sc [3][]float64 // unsorted, sorted, default
+	sorting := b.sortQueries && b.dev != nil
+	title := "Fig. 2: queries on a bulk-built tree (G queries/s; every key, random order)"
+	cols := []string{"keys", "height", "lookup", "vs CPU", "vs LSM", "range L=8", "vs CPU", "successor", "vs CPU", "build ms"}
+	if sorting {
+		title += "; sorted: the same batch sorted on the device first, sort included"
+		cols = []string{"keys", "height", "lookup", "sorted", "vs CPU", "vs LSM", "range L=8", "sorted", "vs CPU", "successor", "sorted", "vs CPU", "build ms"}
+	}
+	tab := b.rep.Table(title, cols...)
+	var lk, rg, sc [2][]float64 // as given, sorted
 	lsmNote := ""
 	for _, n := range b.sizes {
 		if err := b.ctx.Err(); err != nil {
@@ -368,9 +376,9 @@ func btQueries[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 			p := r.IntN(n - 8)
 			lo[i], hi[i] = sorted[p], sorted[p+7]
 		}
-		modes := []int{-1, 1} // SortQueries: never, always
-		if b.dev == nil {
-			modes = modes[:1] // the CPU backend does not sort
+		modes := []int{0} // Options.SortQueries: never (the default), always
+		if sorting {
+			modes = append(modes, 1)
 		}
 		var l, rr, s [2]float64
 		var bt time.Duration
@@ -395,38 +403,41 @@ func btQueries[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 				return fmt.Errorf("%d keys (SortQueries %d): %w", n, mode, err)
 			}
 		}
-		srt := func(x float64) any { // the sorted column: "-" where nothing sorts
-			if len(modes) == 1 {
-				return "-"
-			}
-			return x
-		}
-		if len(modes) == 1 {
-			l[1], rr[1], s[1] = l[0], rr[0], s[0]
-		}
-		def := 0 // the library's default for a batch of q queries
-		if b.dev != nil && q >= btree.DefaultSortQueries {
-			def = 1
-		}
 		ll, why := lsmLookupRate(b, keys, vals, qk)
 		if why != "" && lsmNote == "" {
 			lsmNote = why
 		}
-		tab.Add(sizeName(n), st.Height, l[0], srt(l[1]), ratio(l[def], cpu.lookup), ratio(l[def], ll), rr[0], srt(rr[1]), ratio(rr[def], cpu.rng),
-			s[0], srt(s[1]), ratio(s[def], cpu.succ), float64(bt.Microseconds())/1e3)
+		if sorting {
+			tab.Add(sizeName(n), st.Height, l[0], l[1], ratio(l[0], cpu.lookup), ratio(l[0], ll), rr[0], rr[1], ratio(rr[0], cpu.rng),
+				s[0], s[1], ratio(s[0], cpu.succ), float64(bt.Microseconds())/1e3)
+		} else {
+			tab.Add(sizeName(n), st.Height, l[0], ratio(l[0], cpu.lookup), ratio(l[0], ll), rr[0], ratio(rr[0], cpu.rng),
+				s[0], ratio(s[0], cpu.succ), float64(bt.Microseconds())/1e3)
+		}
 		if n >= 1<<20 && n <= 45_000_000 {
-			for m, i := range []int{0, 1, def} {
-				lk[m], rg[m], sc[m] = append(lk[m], l[i]), append(rg[m], rr[i]), append(sc[m], s[i])
+			for i := range modes {
+				lk[i], rg[i], sc[i] = append(lk[i], l[i]), append(rg[i], rr[i]), append(sc[i], s[i])
 			}
 		}
 	}
-	if len(lk[2]) > 0 {
-		sum := b.rep.Table("Targets (harmonic mean over the sizes from 1M to 45M keys; G/s: the default, which sorts batches of at least DefaultSortQueries)",
-			"operation", "G/s", "target", "vs target", "unsorted", "sorted")
-		sum.Add("lookup", hmean(lk[2]), targetLookup, ratio(hmean(lk[2]), targetLookup), hmean(lk[0]), hmean(lk[1]))
-		sum.Add("range L=8", hmean(rg[2]), targetRange, ratio(hmean(rg[2]), targetRange), hmean(rg[0]), hmean(rg[1]))
-		sum.Add("successor", hmean(sc[2]), targetSuccessor, ratio(hmean(sc[2]), targetSuccessor), hmean(sc[0]), hmean(sc[1]))
-		b.rep.Note("build ms: Build from Go slices (host radix sort, upload, device layout); vs CPU, vs LSM: the default path (batches of %d or more are sorted); vs LSM: package lsm (batch 2^20) looking up the same queries", btree.DefaultSortQueries)
+	if len(lk[0]) > 0 {
+		cols := []string{"operation", "G/s", "target", "vs target"}
+		if sorting {
+			cols = append(cols, "sorted")
+		}
+		sum := b.rep.Table("Targets (harmonic mean over the sizes from 1M to 45M keys)", cols...)
+		for _, row := range []struct {
+			name   string
+			rates  [2][]float64
+			target float64
+		}{{"lookup", lk, targetLookup}, {"range L=8", rg, targetRange}, {"successor", sc, targetSuccessor}} {
+			cells := []any{row.name, hmean(row.rates[0]), row.target, ratio(hmean(row.rates[0]), row.target)}
+			if sorting {
+				cells = append(cells, hmean(row.rates[1]))
+			}
+			sum.Add(cells...)
+		}
+		b.rep.Note("build ms: Build from Go slices (host radix sort, upload, device layout); vs LSM: package lsm (batch 2^20) looking up the same queries")
 	}
 	if lsmNote != "" {
 		b.rep.Note("Fig. 2: no LSM comparison: %s", lsmNote)
