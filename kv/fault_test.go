@@ -360,3 +360,44 @@ func TestCorruptLogDetected(t *testing.T) {
 		t.Fatalf("salvaged %d of 2000 keys", n)
 	}
 }
+
+func TestCheckIntegrity(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := smallOptions()
+	opts.FS = mem
+	db, err := Open("/db", &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3000 {
+		db.Set([]byte(fmt.Sprintf("k%05d", i)), []byte("v"), nil)
+		if i%100 == 0 {
+			db.DeleteRange([]byte(fmt.Sprintf("k%05d", i+1)), []byte(fmt.Sprintf("k%05d", i+3)), nil)
+		}
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CheckIntegrity(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	names, _ := mem.List("/db")
+	for _, n := range names {
+		if typ, _, _ := base.ParseFilename(n); typ == base.FileTypeTable {
+			data, _ := vfs.ReadFile(mem, "/db/"+n)
+			data = append([]byte(nil), data...)
+			data[len(data)/3] ^= 0x04
+			vfs.WriteFile(mem, "/db/"+n, data)
+			break
+		}
+	}
+	db, err = Open("/db", &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.CheckIntegrity(); !errors.Is(err, ErrCorruption) {
+		t.Fatalf("CheckIntegrity on a damaged table: %v", err)
+	}
+}

@@ -179,8 +179,10 @@ func (o *Options) withDefaults() (*Options, error) {
 			ErrInvalidArgument, c.L0CompactionThreshold, c.L0SlowdownWritesThreshold, c.L0StopWritesThreshold)
 	case c.LevelMultiplier < 2:
 		return nil, fmt.Errorf("%w: LevelMultiplier %d below 2", ErrInvalidArgument, c.LevelMultiplier)
-	case c.TargetFileSize < 4<<10 || c.LBaseMaxBytes < c.TargetFileSize:
-		return nil, fmt.Errorf("%w: TargetFileSize %d must be >= 4 KiB and <= LBaseMaxBytes %d", ErrInvalidArgument, c.TargetFileSize, c.LBaseMaxBytes)
+	case c.TargetFileSize < 4<<10:
+		return nil, fmt.Errorf("%w: TargetFileSize %d below 4 KiB", ErrInvalidArgument, c.TargetFileSize)
+	case c.LBaseMaxBytes < 64<<10:
+		return nil, fmt.Errorf("%w: LBaseMaxBytes %d below 64 KiB", ErrInvalidArgument, c.LBaseMaxBytes)
 	case c.MaxConcurrentCompactions < 1:
 		return nil, fmt.Errorf("%w: MaxConcurrentCompactions %d", ErrInvalidArgument, c.MaxConcurrentCompactions)
 	case c.BlockSize < 256 || c.BlockSize > 16<<20:

@@ -94,22 +94,24 @@ func (quietLogger) Fatalf(format string, args ...any) {
 func (p *pebbleStore) Name() string          { return "pebble" }
 func (p *pebbleStore) Set(k, v []byte) error { return p.db.Set(k, v, p.wo) }
 func (p *pebbleStore) Delete(k []byte) error { return p.db.Delete(k, p.wo) }
-func (p *pebbleStore) Get(k []byte) (bool, error) {
-	_, closer, err := p.db.Get(k)
+func (p *pebbleStore) Get(k []byte) (int, bool, error) {
+	v, closer, err := p.db.Get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return false, nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
-	return true, closer.Close()
+	n := len(v)
+	return n, true, closer.Close()
 }
-func (p *pebbleStore) Scan(start []byte, n int) (int, error) {
+func (p *pebbleStore) Scan(start []byte, n int) (int, int64, error) {
 	it, err := p.db.NewIter(nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	c := 0
+	var b int64
 	var ok bool
 	if start == nil {
 		ok = it.First()
@@ -117,10 +119,10 @@ func (p *pebbleStore) Scan(start []byte, n int) (int, error) {
 		ok = it.SeekGE(start)
 	}
 	for ; ok && (n < 0 || c < n); ok = it.Next() {
-		_ = it.Value()
+		b += int64(len(it.Key()) + len(it.Value()))
 		c++
 	}
-	return c, it.Close()
+	return c, b, it.Close()
 }
 
 // Settle waits until no flush or compaction has run for 200 ms (Pebble's
@@ -192,22 +194,23 @@ func openGoleveldb(dir string, s settings) (kvbench.Store, error) {
 func (l *levelStore) Name() string          { return "goleveldb" }
 func (l *levelStore) Set(k, v []byte) error { return l.db.Put(k, v, l.wo) }
 func (l *levelStore) Delete(k []byte) error { return l.db.Delete(k, l.wo) }
-func (l *levelStore) Get(k []byte) (bool, error) {
-	_, err := l.db.Get(k, nil)
+func (l *levelStore) Get(k []byte) (int, bool, error) {
+	v, err := l.db.Get(k, nil)
 	if errors.Is(err, lerrors.ErrNotFound) {
-		return false, nil
+		return 0, false, nil
 	}
-	return err == nil, err
+	return len(v), err == nil, err
 }
-func (l *levelStore) Scan(start []byte, n int) (int, error) {
+func (l *levelStore) Scan(start []byte, n int) (int, int64, error) {
 	it := l.db.NewIterator(&lutil.Range{Start: start}, nil)
 	c := 0
+	var b int64
 	for ok := it.First(); ok && (n < 0 || c < n); ok = it.Next() {
-		_ = it.Value()
+		b += int64(len(it.Key()) + len(it.Value()))
 		c++
 	}
 	it.Release()
-	return c, it.Error()
+	return c, b, it.Error()
 }
 func (l *levelStore) Settle() error {
 	var prev uint64
@@ -286,8 +289,8 @@ func (b *badgerStore) Set(k, v []byte) error {
 func (b *badgerStore) Delete(k []byte) error {
 	return b.db.Update(func(txn *badger.Txn) error { return txn.Delete(k) })
 }
-func (b *badgerStore) Get(k []byte) (bool, error) {
-	found := false
+func (b *badgerStore) Get(k []byte) (int, bool, error) {
+	found, n := false, 0
 	err := b.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(k)
 		if errors.Is(err, badger.ErrKeyNotFound) {
@@ -297,12 +300,13 @@ func (b *badgerStore) Get(k []byte) (bool, error) {
 			return err
 		}
 		found = true
-		return item.Value(func([]byte) error { return nil })
+		return item.Value(func(v []byte) error { n = len(v); return nil })
 	})
-	return found, err
+	return n, found, err
 }
-func (b *badgerStore) Scan(start []byte, n int) (int, error) {
+func (b *badgerStore) Scan(start []byte, n int) (int, int64, error) {
 	c := 0
+	var nb int64
 	err := b.db.View(func(txn *badger.Txn) error {
 		o := badger.DefaultIteratorOptions
 		o.PrefetchValues = false
@@ -314,14 +318,15 @@ func (b *badgerStore) Scan(start []byte, n int) (int, error) {
 			it.Seek(start)
 		}
 		for ; it.Valid() && (n < 0 || c < n); it.Next() {
-			if err := it.Item().Value(func([]byte) error { return nil }); err != nil {
+			item := it.Item()
+			if err := item.Value(func(v []byte) error { nb += int64(len(item.Key()) + len(v)); return nil }); err != nil {
 				return err
 			}
 			c++
 		}
 		return nil
 	})
-	return c, err
+	return c, nb, err
 }
 func (b *badgerStore) Settle() error { return nil }
 func (b *badgerStore) Stats() kvbench.StoreStats {

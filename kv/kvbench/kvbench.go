@@ -37,12 +37,14 @@ import (
 type Store interface {
 	Name() string
 	Set(key, value []byte) error
-	// Get reports whether key was found; the value need not be copied.
-	Get(key []byte) (found bool, err error)
+	// Get reports whether key was found and the value's length; the value
+	// need not be copied.
+	Get(key []byte) (valueLen int, found bool, err error)
 	Delete(key []byte) error
 	// Scan reads up to n entries from the first key >= start and returns
-	// how many it read; n < 0 reads to the end.
-	Scan(start []byte, n int) (int, error)
+	// how many it read and their bytes (keys and values); n < 0 reads to the
+	// end.
+	Scan(start []byte, n int) (entries int, bytes int64, err error)
 	// Settle waits for background work (flushes, compactions) triggered so
 	// far, so that the next workload starts from a quiet store. Stores that
 	// cannot wait return nil.
@@ -167,10 +169,11 @@ func (r *Result) OpsPerSec() float64 { return float64(r.Ops) / r.Elapsed.Seconds
 // MBPerSec returns user megabytes (1e6) per second.
 func (r *Result) MBPerSec() float64 { return float64(r.Bytes) / 1e6 / r.Elapsed.Seconds() }
 
-// Workloads lists the workload names Run accepts, in db_bench's order.
+// Workloads lists the workload names Run accepts, in the order a full run
+// uses (deleterandom last, so the others read a full store).
 var Workloads = []string{
-	"fillseq", "fillrandom", "overwrite", "readrandom", "readseq", "seekrandom", "deleterandom",
-	"ycsb-a", "ycsb-b", "ycsb-c", "ycsb-d", "ycsb-e", "ycsb-f",
+	"fillseq", "fillrandom", "overwrite", "readrandom", "readseq", "seekrandom",
+	"ycsb-a", "ycsb-b", "ycsb-c", "ycsb-d", "ycsb-e", "ycsb-f", "deleterandom",
 }
 
 // Describe says what a workload does, for help texts.
@@ -374,13 +377,15 @@ func (r *Runner) read(ctx context.Context, name string) (*Result, error) {
 	return r.parallel(ctx, r.cfg.Reads, func(w *workerState, i int) error {
 		w.key = Key(w.key, w.rng.Uint64N(space))
 		if name == "seekrandom" {
-			n, err := r.store.Scan(w.key, 1)
+			n, b, err := r.store.Scan(w.key, 1)
 			w.found += int64(n)
+			w.bytes += b
 			return err
 		}
-		found, err := r.store.Get(w.key)
+		vlen, found, err := r.store.Get(w.key)
 		if found {
 			w.found++
+			w.bytes += int64(KeyLen + vlen)
 		}
 		return err
 	})
@@ -389,9 +394,9 @@ func (r *Runner) read(ctx context.Context, name string) (*Result, error) {
 func (r *Runner) readseq() (*Result, error) {
 	res := &Result{Latency: NewHistogram()}
 	start := time.Now()
-	n, err := r.store.Scan(nil, -1)
+	n, b, err := r.store.Scan(nil, -1)
 	res.Elapsed = time.Since(start)
-	res.Ops, res.Found = int64(n), int64(n)
+	res.Ops, res.Found, res.Bytes = int64(n), int64(n), b
 	res.Latency.Record(res.Elapsed / time.Duration(max(n, 1)))
 	return res, err
 }
@@ -410,11 +415,11 @@ func (r *Runner) ycsb(ctx context.Context, which byte) (*Result, error) {
 			w.key = Key(w.key, w.zipf.scrambled(w.rng))
 		}
 		get := func() error {
-			found, err := r.store.Get(w.key)
+			vlen, found, err := r.store.Get(w.key)
 			if found {
 				w.found++
+				w.bytes += int64(KeyLen + vlen)
 			}
-			w.bytes += KeyLen
 			return err
 		}
 		update := func() error {
@@ -457,8 +462,9 @@ func (r *Runner) ycsb(ctx context.Context, which byte) (*Result, error) {
 		case 'e':
 			if p < 95 {
 				readKey()
-				n, err := r.store.Scan(w.key, 1+w.rng.IntN(r.cfg.ScanMax))
+				n, b, err := r.store.Scan(w.key, 1+w.rng.IntN(r.cfg.ScanMax))
 				w.found += int64(n)
+				w.bytes += b
 				return err
 			}
 			return insert()
@@ -640,3 +646,7 @@ func ParseValueSize(s string) (lo, hi int, err error) {
 	}
 	return lo, hi, nil
 }
+
+// SetProgress sets the callback that receives the operation count of the
+// running workload (approximate, from time to time).
+func (r *Runner) SetProgress(f func(done int64)) { r.cfg.Progress = f }

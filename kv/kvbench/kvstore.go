@@ -24,24 +24,25 @@ func (s *KVStore) Name() string { return "warpkit kv" }
 func (s *KVStore) Set(k, v []byte) error { return s.DB.Set(k, v, s.Write) }
 
 // Get implements Store.
-func (s *KVStore) Get(k []byte) (bool, error) {
-	_, err := s.DB.Get(k)
+func (s *KVStore) Get(k []byte) (int, bool, error) {
+	v, err := s.DB.Get(k)
 	if errors.Is(err, kv.ErrNotFound) {
-		return false, nil
+		return 0, false, nil
 	}
-	return err == nil, err
+	return len(v), err == nil, err
 }
 
 // Delete implements Store.
 func (s *KVStore) Delete(k []byte) error { return s.DB.Delete(k, s.Write) }
 
 // Scan implements Store.
-func (s *KVStore) Scan(start []byte, n int) (int, error) {
+func (s *KVStore) Scan(start []byte, n int) (int, int64, error) {
 	it, err := s.DB.NewIter(nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	c := 0
+	var b int64
 	ok := false
 	if start == nil {
 		ok = it.First()
@@ -49,14 +50,14 @@ func (s *KVStore) Scan(start []byte, n int) (int, error) {
 		ok = it.SeekGE(start)
 	}
 	for ; ok && (n < 0 || c < n); ok = it.Next() {
-		_ = it.Value()
+		b += int64(len(it.Key()) + len(it.Value()))
 		c++
 	}
 	if err := it.Error(); err != nil {
 		it.Close()
-		return c, err
+		return c, b, err
 	}
-	return c, it.Close()
+	return c, b, it.Close()
 }
 
 // Settle implements Store: it waits until no compaction is due.

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+
+	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/kv"
+	"github.com/warpkit/warpkit/kv/kvbench"
+	"github.com/warpkit/warpkit/kv/sstable"
+	"github.com/warpkit/warpkit/kv/vfs"
+)
+
+func init() {
+	registerBench(&benchmark{
+		name:    "kv",
+		summary: "persistent kv store: db_bench workloads and YCSB A-F (same as warp kv bench)",
+		run:     runKVBench,
+	})
+}
+
+func runKVBenchCommand(args []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return runKVBench(ctx, args)
+}
+
+// kvBenchFlags are warp kv bench's settings.
+type kvBenchFlags struct {
+	num, reads, threads int
+	value               string
+	workloads           string
+	dir, fs             string
+	sync, quick, json   bool
+	progress            string
+	memtable, table     int
+	cacheMB             int
+	compression         string
+	seed                uint64
+}
+
+func runKVBench(ctx context.Context, args []string) error {
+	fs := newFlags("kv bench", "[flags]")
+	var f kvBenchFlags
+	fs.IntVar(&f.num, "num", 1_000_000, "keys written by each fill (db_bench --num)")
+	fs.IntVar(&f.reads, "reads", 0, "operations per read and YCSB workload (default: --num)")
+	fs.IntVar(&f.threads, "threads", 1, "concurrent clients")
+	fs.StringVar(&f.value, "value", "100", "value size in bytes, or a range MIN..MAX drawn uniformly (YCSB: e.g. 32..4096)")
+	fs.StringVar(&f.workloads, "workloads", strings.Join(kvbench.Workloads, ","), "comma-separated workloads: "+strings.Join(kvbench.Workloads, ", "))
+	fs.StringVar(&f.dir, "dir", "", "directory for the store (default: a temporary directory, removed afterwards)")
+	fs.StringVar(&f.fs, "fs", "os", "file system: os, or mem (in memory: measures CPU, not the disk)")
+	fs.BoolVar(&f.sync, "sync", false, "fsync every write")
+	fs.BoolVar(&f.quick, "quick", false, "small run: --num 100000")
+	fs.BoolVar(&f.json, "json", false, "print JSON")
+	fs.StringVar(&f.progress, "progress", "auto", "progress bars: auto (when stderr is a terminal), on, off")
+	fs.IntVar(&f.memtable, "memtable", 4, "memtable size in MiB")
+	fs.IntVar(&f.table, "table-size", 4, "target table size in MiB")
+	fs.IntVar(&f.cacheMB, "cache", 32, "block cache in MiB")
+	fs.StringVar(&f.compression, "compression", "snappy", "block compression: none, snappy, s2")
+	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if f.quick {
+		f.num = 100_000
+	}
+	vmin, vmax, err := kvbench.ParseValueSize(f.value)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	comp, err := sstable.ParseCompression(f.compression)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	workloads := strings.Split(f.workloads, ",")
+	for _, w := range workloads {
+		if kvbench.Describe(w) == "" {
+			return fmt.Errorf("%w: unknown workload %q (have %s)", errUsage, w, strings.Join(kvbench.Workloads, ", "))
+		}
+	}
+	var vfsys vfs.FS
+	switch f.fs {
+	case "os":
+		vfsys = vfs.Default
+	case "mem":
+		vfsys = vfs.NewMem()
+	default:
+		return fmt.Errorf("%w: --fs must be os or mem", errUsage)
+	}
+	dir := f.dir
+	if dir == "" {
+		if f.fs == "mem" {
+			dir = "/kvbench"
+		} else {
+			if dir, err = os.MkdirTemp("", "warp-kv-bench"); err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+		}
+	}
+	cfg := kvbench.Config{Num: f.num, Reads: f.reads, ValueMin: vmin, ValueMax: vmax, Threads: f.threads, Seed: f.seed}
+	opts := &kv.Options{
+		FS:             vfsys,
+		MemTableSize:   f.memtable << 20,
+		TargetFileSize: int64(f.table) << 20,
+		BlockCacheSize: int64(f.cacheMB) << 20,
+		Compression:    comp,
+	}
+	if comp == sstable.NoCompression {
+		opts.DisableCompression = true
+	}
+
+	showProgress := f.progress == "on" || (f.progress == "auto" && stderrIsTerminal())
+	gen := 0
+	var store *kvbench.KVStore
+	var runner, baseline *kvbench.Runner
+	openFresh := func() error {
+		if store != nil {
+			if err := store.Close(); err != nil {
+				return err
+			}
+		}
+		gen++
+		d := vfsys.PathJoin(dir, fmt.Sprint(gen))
+		db, err := kv.Open(d, opts)
+		if err != nil {
+			return err
+		}
+		store = kvbench.NewKVStore(db, f.sync)
+		runner = kvbench.NewRunner(store, cfg)
+		baseline = kvbench.NewRunner(kvbench.NewMemStore(), cfg)
+		return nil
+	}
+	defer func() {
+		if store != nil {
+			store.Close()
+		}
+	}()
+	results := map[string]*kvbench.Result{}
+	base := map[string]*kvbench.Result{}
+	metricsAfter := map[string]*kv.Metrics{}
+	var p *mpb.Progress
+	if showProgress {
+		p = mpb.NewWithContext(ctx, mpb.WithOutput(os.Stderr), mpb.WithWidth(40), mpb.WithRefreshRate(150*time.Millisecond))
+	}
+	for _, w := range workloads {
+		if store == nil || w == "fillseq" || w == "fillrandom" {
+			if err := openFresh(); err != nil {
+				return err
+			}
+			if w != "fillseq" && w != "fillrandom" {
+				// A workload that reads needs data: load both stores.
+				if _, err := runner.Run(ctx, "fillrandom"); err != nil {
+					return err
+				}
+				if _, err := baseline.Run(ctx, "fillrandom"); err != nil {
+					return err
+				}
+			}
+		}
+		if err := store.Settle(); err != nil {
+			return err
+		}
+		total := int64(cfg.Num)
+		if !strings.HasPrefix(w, "fill") && w != "overwrite" && w != "deleterandom" {
+			total = int64(runner.Config().Reads)
+		}
+		if w == "readseq" {
+			total = 1
+		}
+		var bar *mpb.Bar
+		if p != nil {
+			bar = p.AddBar(total,
+				mpb.PrependDecorators(decor.Name(fmt.Sprintf("%-13s", w)), decor.Percentage(decor.WCSyncSpace)),
+				mpb.AppendDecorators(decor.EwmaSpeed(0, "%.0f ops/s", 30, decor.WCSyncSpace), decor.OnComplete(decor.EwmaETA(decor.ET_STYLE_GO, 30), " done")),
+			)
+		}
+		runtime.GC()
+		if bar != nil {
+			runner.SetProgress(func(done int64) { bar.SetCurrent(done) })
+		}
+		res, err := runner.Run(ctx, w)
+		if bar != nil {
+			bar.SetTotal(-1, true)
+		}
+		if err != nil {
+			if p != nil {
+				p.Wait()
+			}
+			return err
+		}
+		results[w] = res
+		metricsAfter[w] = store.DB.Metrics()
+		// The baseline runs the same workload on its own copy of the data.
+		b, err := baseline.Run(ctx, w)
+		if err != nil {
+			return err
+		}
+		base[w] = b
+	}
+	if p != nil {
+		p.Wait()
+	}
+	rep := kvReport(f, cfg, workloads, results, base, metricsAfter)
+	return rep.Print(os.Stdout, f.json)
+}
+
+func stderrIsTerminal() bool {
+	fi, err := os.Stderr.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func kvReport(f kvBenchFlags, cfg kvbench.Config, workloads []string, res, base map[string]*kvbench.Result, met map[string]*kv.Metrics) *benchfmt.Report {
+	device := fmt.Sprintf("%s, GOMAXPROCS %d, file system %s", cpuModel(), runtime.GOMAXPROCS(0), f.fs)
+	rep := benchfmt.NewReport("warp kv bench: db_bench workloads and YCSB A-F on warpkit kv", device)
+	t := rep.Table(fmt.Sprintf("throughput and latency (num %d, 16 B keys, values %d..%d B, %d client(s), sync %v)", cfg.Num, cfg.ValueMin, cfg.ValueMax, max(cfg.Threads, 1), f.sync),
+		"workload", "ops", "ops/s", "MB/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs", "in-memory B-tree ops/s", "kv/B-tree")
+	for _, w := range workloads {
+		r := res[w]
+		b := base[w]
+		us := func(d time.Duration) float64 { return float64(d) / 1e3 }
+		t.Add(w, r.Ops, r.OpsPerSec(), r.MBPerSec(), us(r.Latency.Quantile(0.5)), us(r.Latency.Quantile(0.99)), us(r.Latency.Quantile(0.999)), us(r.Latency.Max()), b.OpsPerSec(), r.OpsPerSec()/b.OpsPerSec())
+	}
+	lsm := rep.Table("LSM after each write workload", "workload", "write amp", "compaction MB/s", "compactions", "stalls", "L0..L6 tables")
+	for _, w := range workloads {
+		if w != "fillseq" && w != "fillrandom" && w != "overwrite" && w != "deleterandom" && w != "ycsb-a" {
+			continue
+		}
+		m := met[w]
+		var tables []string
+		for _, l := range m.Levels {
+			tables = append(tables, fmt.Sprint(l.Tables))
+		}
+		lsm.Add(w, m.WriteAmp(), m.CompactionBandwidth()/1e6, m.Compaction.Count, m.Stalls.Slowdowns+m.Stalls.MemTableStops+m.Stalls.L0Stops, strings.Join(tables, " "))
+	}
+	rep.Note("settings: memtable %d MiB, target table %d MiB, L0 compaction/slowdown/stop 4/8/12, L1 16 MiB, levels x10, block 4 KiB, bloom 10 bits/key, block cache %d MiB, compression %s",
+		f.memtable, f.table, f.cacheMB, f.compression)
+	rep.Note("baseline: the same workload on an in-memory B-tree (tidwall/btree, no log, no files) in this run; kv/B-tree is the price of persistence")
+	rep.Note("fills start from an empty store; every workload starts after background flushes and compactions settle; compare with Pebble, goleveldb and Badger: cd bench/peers && go run .")
+	return rep
+}
+
+// cpuModel names the CPU (Linux), for report headers.
+func cpuModel() string {
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "model name") {
+				if i := strings.IndexByte(line, ':'); i > 0 {
+					return fmt.Sprintf("%s x%d", strings.TrimSpace(line[i+1:]), runtime.NumCPU())
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("%s/%s x%d", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+}

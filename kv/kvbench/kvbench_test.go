@@ -1,0 +1,111 @@
+package kvbench
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/warpkit/warpkit/kv"
+	"github.com/warpkit/warpkit/kv/vfs"
+)
+
+func TestKeyFormat(t *testing.T) {
+	if got := string(Key(nil, 42)); got != "0000000000000042" {
+		t.Fatal(got)
+	}
+	if len(Key(nil, math.MaxUint32)) != KeyLen {
+		t.Fatal("key length")
+	}
+}
+
+func TestZipfianSkew(t *testing.T) {
+	z := newZipfian(1000, 0.99)
+	rng := rand.New(rand.NewPCG(1, 1))
+	counts := make([]int, 1000)
+	for range 100000 {
+		counts[z.next(rng)]++
+	}
+	if counts[0] < 5*counts[100] || counts[0] < 10000 {
+		t.Fatalf("not skewed: rank 0 %d, rank 100 %d", counts[0], counts[100])
+	}
+	for range 1000 {
+		if s := z.scrambled(rng); s >= 1000 {
+			t.Fatalf("scrambled out of range: %d", s)
+		}
+	}
+	// The tail approximation agrees with the exact sum.
+	if a, b := zeta(2_000_000, 0.99), zeta(1_999_999, 0.99); a <= b {
+		t.Fatalf("zeta not increasing: %v %v", a, b)
+	}
+}
+
+func TestHistogram(t *testing.T) {
+	h := NewHistogram()
+	for i := 1; i <= 1000; i++ {
+		h.Record(time.Duration(i) * time.Microsecond)
+	}
+	if p := h.Quantile(0.5); p < 480*time.Microsecond || p > 520*time.Microsecond {
+		t.Fatalf("p50 %v", p)
+	}
+	if p := h.Quantile(0.99); p < 960*time.Microsecond || p > 1000*time.Microsecond {
+		t.Fatalf("p99 %v", p)
+	}
+	if h.Max() != time.Millisecond || h.Count() != 1000 {
+		t.Fatal("max/count")
+	}
+}
+
+func TestParseValueSize(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		lo, hi int
+		ok     bool
+	}{{"100", 100, 100, true}, {"32..4096", 32, 4096, true}, {"0", 0, 0, false}, {"5..1", 0, 0, false}, {"x", 0, 0, false}} {
+		lo, hi, err := ParseValueSize(tc.in)
+		if (err == nil) != tc.ok || (tc.ok && (lo != tc.lo || hi != tc.hi)) {
+			t.Errorf("%q: %d %d %v", tc.in, lo, hi, err)
+		}
+	}
+}
+
+// TestAllWorkloads runs every workload on the kv store and on the baseline,
+// small, and checks the read workloads find what the fills wrote.
+func TestAllWorkloads(t *testing.T) {
+	for _, mk := range []func(t *testing.T) Store{
+		func(t *testing.T) Store {
+			db, err := kv.Open("/db", &kv.Options{FS: vfs.NewMem(), MemTableSize: 256 << 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return NewKVStore(db, false)
+		},
+		func(*testing.T) Store { return NewMemStore() },
+	} {
+		s := mk(t)
+		r := NewRunner(s, Config{Num: 5000, ValueMin: 10, ValueMax: 200, Threads: 2})
+		for _, w := range Workloads {
+			res, err := r.Run(context.Background(), w)
+			if err != nil {
+				t.Fatalf("%s: %v", s.Name(), err)
+			}
+			if res.Ops == 0 || res.Latency.Count() == 0 && w != "readseq" {
+				t.Fatalf("%s %s: no operations", s.Name(), w)
+			}
+			switch w {
+			case "readrandom", "ycsb-c":
+				if res.Found != res.Ops {
+					t.Fatalf("%s %s: found %d of %d", s.Name(), w, res.Found, res.Ops)
+				}
+			case "readseq":
+				if res.Found < 5000 {
+					t.Fatalf("%s readseq: %d keys", s.Name(), res.Found)
+				}
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
