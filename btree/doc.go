@@ -63,15 +63,20 @@
 // blocks as fit on the device) and take waves grid-stride. A node that is not as
 // a quiescent tree has it (wrong level, key outside the fences, a link outside
 // the pool), which a correct tree never shows, sends that query to the generic
-// operation. On an H100 this made phased lookups 3-4x faster (1.65 to 5.1-6.4
-// G/s from 1M to 45M keys).
+// operation. On an H100 (32-bit keys, every key queried in random order, 1M
+// to 45M keys) this took phased lookups from 1.65 to 5.2-6.5 G/s, range (L=8)
+// from 1.55 to 3.2-3.7 and successor from 1.69 to 4.1-5.2. Keys and values
+// stay interleaved in a node and no levels are cached in shared memory: a tile
+// fetches a whole node in one request either way, and the top levels that a
+// shared-memory copy would hold (about 30 KB at 45M keys) stay in L1.
 //
 // The same lockstep walk for writes and mixed batches (each tile then finishing
 // its operations with the generic operation from the leaf the walk found)
-// stalled on an H100 once warps ran several waves: the tiles of a warp, now
-// converged at each operation, meet the compiler's convergence points inside
-// the generic operation while one of them holds a latch that another spins on.
-// It is not used.
+// stalled on an H100 once warps ran several waves (a 65536-key insert batch
+// took tens of seconds), most likely because the tiles of a warp, converged at
+// each operation, wait at the compiler's convergence points inside the generic
+// operation while one of them holds a latch that another spins on. It is not
+// used; those batches keep one operation per tile.
 //
 // Options.SortQueries, when positive, sorts phased batches of at least that
 // many queries by key on the device first (prim's radix sort of key-position
