@@ -13,6 +13,14 @@
 // increment of r), so an entry is merged O(log r) times over its life. Deleting
 // inserts a tombstone. Stale entries (replaced or deleted) stay until Cleanup.
 //
+// On the GPU an insertion of one batch is a handful of launches on one
+// stream and a single synchronization at the end, with nothing read back in
+// between: one kernel prepares the batch, one sorts it (prim's fused radix
+// sort runs every pass in one launch for batches of up to 2^19 entries), and
+// one merge per full level it passes (prim's merge finds its tile splits
+// itself). At the paper's small batch sizes the cost of an insertion is this
+// fixed latency, not bandwidth, so the number of launches is what was cut.
+//
 // # Batch semantics (§III-A of the paper)
 //
 // Updates come in mixed batches of insertions and deletions ([LSM.Update]):

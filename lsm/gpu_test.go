@@ -89,7 +89,8 @@ func TestGPUTwinDifferential(t *testing.T) {
 		b     int
 		space uint64
 		del   float64
-	}{{1, 16, 0.3}, {3, 40, 0.25}, {8, 200, 0.4}, {64, 1 << 12, 0.1}, {100, 1 << 40, 0.2}}
+	}{{1, 16, 0.3}, {3, 40, 0.25}, {8, 200, 0.4}, {64, 1 << 12, 0.1}, {100, 1 << 40, 0.2},
+		{4500, 1 << 14, 0.3}} // batches of 4 chunks, sorted by prim's fused sort, merged down several levels
 	for _, c := range cases {
 		w := dicttest.Workload{Space: c.space, DeleteFrac: c.del}
 		name := fmt.Sprintf("b=%d/space=%d", c.b, c.space)

@@ -98,16 +98,27 @@ struct BlockRanker {
   }
 };
 
+// load_item reads *p, through L2 only when kCG (ld.global.cg): data that
+// other blocks of the same kernel wrote must not come from a stale L1 line.
+template <bool kCG, typename T>
+__device__ __forceinline__ T load_item(const T* p) {
+  if constexpr (kCG) {
+    return __ldcg(p);
+  } else {
+    return *p;
+  }
+}
+
 // LoadWarpStriped loads a tile's items in warp-striped order; positions at or
-// past valid get fill.
-template <int IPT, typename T>
+// past valid get fill. kCG: load through L2 only (see load_item).
+template <int IPT, bool kCG = false, typename T>
 __device__ __forceinline__ void LoadWarpStriped(const T* in, int valid, T fill, T (&items)[IPT]) {
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int base = warp * IPT * kWarp + lane;
 #pragma unroll
   for (int i = 0; i < IPT; i++) {
     const int p = base + i * kWarp;
-    items[i] = p < valid ? in[p] : fill;
+    items[i] = p < valid ? load_item<kCG>(in + p) : fill;
   }
 }
 

@@ -27,7 +27,8 @@
 // different goroutines are serialized while they enqueue, calls on different
 // streams run independently. Growing a stream's scratch synchronizes that
 // stream first. Sorting n key-value pairs needs scratch of about n keys and n
-// values; the other primitives need a few KiB.
+// values, plus, once a stream has run a fused sort, 2 MiB of state for it
+// (kept zeroed by the sorts themselves); the other primitives need a few KiB.
 //
 // # Errors
 //
@@ -51,6 +52,12 @@
 //
 // Radix sorts ([SortKeys], [SortPairs]) are stable LSD sorts, in place (the
 // result replaces the input; a same-sized scratch buffer is used internally).
+// Up to 4096 elements one block sorts in shared memory; up to 128 radix tiles
+// (2^19 32-bit or 393216 64-bit keys) one launch runs every pass — blocks
+// take histogram, pass and copy items in order from a counter and find each
+// digit's offset by decoupled look-back — so that the batch sizes the
+// dictionaries sort cost one launch instead of three per pass; larger inputs
+// take three launches per pass (upsweep, scan, downsweep).
 // [SortOptions] restricts the sort to the key bits [BeginBit, EndBit): keys are
 // ordered by (k >> BeginBit) & (1<<(EndBit-BeginBit) - 1) and equal digits keep
 // their input order. The zero value sorts on all bits.
@@ -66,7 +73,9 @@
 // each with a block-wide LSD radix sort through global scratch — many small
 // segments are the intended use; sort one huge segment with SortPairs.
 //
-// Merges ([MergePairs], [MergeKeys]) are stable merges of two runs sorted by
+// Merges ([MergePairs], [MergeKeys]) are one launch each (every block finds
+// its output tile's share of the two runs by a 32-way search of the merge
+// path). They are stable merges of two runs sorted by
 // (k & KeyMask) (zero KeyMask: all bits) into out, len(out) = len(a)+len(b):
 // among equal masked keys all of A's come first, each run in its own order
 // ("run A first"). Keys are written unmasked. Unsorted inputs give an
@@ -80,7 +89,9 @@
 // its predecessors'. That wait always ends (tiles are claimed in the order
 // blocks start) and is bounded anyway: past a few seconds the kernel traps,
 // which surfaces as an error at the stream's next synchronization — never a
-// hang. No other prim kernel waits on another block.
+// hang. The fused radix sort waits the same way (for the previous pass and for
+// its look-back predecessors, always items taken earlier), with the same
+// bound. No other prim kernel waits on another block.
 //
 // [SelectFlagged] and [SelectFlaggedPairs] copy the elements whose flag is
 // non-zero to the front of out, in input order. count[0] (if count is

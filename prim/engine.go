@@ -40,7 +40,64 @@ type kernel struct {
 type arena struct {
 	mu     sync.Mutex
 	buf    *cuda.Buffer
-	closed bool // the Engine is closed: no new buffer
+	fused  *fusedState // allocated by the first fused sort on the stream
+	closed bool        // the Engine is closed: no new buffer
+}
+
+// fusedState is a stream's two fused-sort states (see radix_fused in
+// sort.cuh). A fused sort uses the half that is all zero and clears what the
+// previous sort left in the other half, so consecutive sorts on the stream
+// need no memset: the stream's order puts each clearing after the sort that
+// dirtied the half and before the sort that uses it.
+type fusedState struct {
+	buf   *cuda.Buffer
+	half  int    // the half the next sort uses
+	dirty [2]int // leading words of each half that may be non-zero
+}
+
+// fusedStateWords is the number of state words a fused sort of the given
+// passes and tiles uses: the header, hist[passes][256] and
+// look[passes][tiles][256].
+func fusedStateWords(passes, tiles int) int { return fusedHeader + passes*radixDigits*(1+tiles) }
+
+// fusedHalfWords is the size of one half: room for the largest fused sort.
+var fusedHalfWords = fusedStateWords(maxPasses, fusedMaxTiles)
+
+// halves returns the half the next sort uses and the other one, which it clears.
+func (f *fusedState) halves() (use, clear cuda.DevicePtr) {
+	half := cuda.DevicePtr(4 * fusedHalfWords)
+	base := f.buf.Ptr()
+	return base + cuda.DevicePtr(f.half)*half, base + cuda.DevicePtr(1-f.half)*half
+}
+
+// launched records an enqueued sort that used words of its half and cleared
+// the other half.
+func (f *fusedState) launched(words int) {
+	f.dirty[1-f.half] = 0
+	f.dirty[f.half] = words
+	f.half = 1 - f.half
+}
+
+// fusedState returns arena a's fused-sort state (the caller holds a.mu),
+// allocating it zeroed, on stream s, the first time.
+func (e *Engine) fusedState(a *arena, s *cuda.Stream) (*fusedState, error) {
+	if a.fused != nil {
+		return a.fused, nil
+	}
+	buf, err := e.dev.Alloc(int64(2 * 4 * fusedHalfWords))
+	if err != nil {
+		return nil, fmt.Errorf("prim: fused sort state: %w", err)
+	}
+	all, err := cuda.View[uint32](buf, 0, 2*fusedHalfWords)
+	if err == nil {
+		err = all.Zero(s)
+	}
+	if err != nil {
+		buf.Free()
+		return nil, fmt.Errorf("prim: fused sort state: %w", err)
+	}
+	a.fused = &fusedState{buf: buf}
+	return a.fused, nil
 }
 
 // NewEngine loads the prim kernels on dev (the driver JIT-compiles them the
@@ -103,16 +160,20 @@ func (e *Engine) ReleaseScratch() error {
 	return err
 }
 
-// free releases the buffer; unless closing, the arena stays usable.
+// free releases the buffers; unless closing, the arena stays usable.
 func (a *arena) free(closing bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.closed = a.closed || closing
-	if a.buf == nil {
-		return nil
+	var err error
+	if a.fused != nil {
+		err = a.fused.buf.Free()
+		a.fused = nil
 	}
-	err := a.buf.Free()
-	a.buf = nil
+	if a.buf != nil {
+		err = errors.Join(err, a.buf.Free())
+		a.buf = nil
+	}
 	return err
 }
 

@@ -16,6 +16,9 @@ const (
 	smallSortMax   = 1024 // kSmallSortMax
 	blockSortMax   = 4096 // kBlockSortMax
 	segClasses     = 3    // kSegClasses
+	fusedMaxTiles  = 128  // kFusedMaxTiles
+	maxPasses      = 8    // kMaxPasses
+	fusedHeader    = 16   // kFusedHeader
 	mergeBlock     = 256  // kMergeBlock
 	scanBlock      = 256  // kScanBlock
 	selectItems    = scanBlock * 12
@@ -158,6 +161,9 @@ func radixSort[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys cuda.Slice[K],
 	if n <= blockSortMax {
 		return sortOneSegment[K, V](e, s, keys.Ptr(), valsPtr, pairs, n, begin, end)
 	}
+	if n <= fusedSortMax[K]() {
+		return fusedSort[K, V](e, s, keys.Ptr(), valsPtr, pairs, n, begin, end)
+	}
 	ks, err := e.kernelSet(sortBlock, fmt.Sprintf("radix_upsweep_k%d", 8*sizeOf[K]()), "radix_scan_rows",
 		kvName[K, V]("radix_downsweep", pairs))
 	if err != nil {
@@ -204,6 +210,42 @@ func radixSort[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys cuda.Slice[K],
 			}
 		}
 	}
+	return nil
+}
+
+// fusedSortMax is the largest input the fused sort takes: kFusedMaxTiles
+// radix tiles.
+func fusedSortMax[K warpkit.Word]() int { return fusedMaxTiles * sortTileItems[K]() }
+
+// fusedSort sorts blockSortMax < n <= fusedSortMax elements with every pass
+// in one launch (radix_fused in sort.cuh), using and clearing the stream's
+// fused-sort state.
+func fusedSort[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys, vals cuda.DevicePtr, pairs bool, n, begin, end int) error {
+	k, err := e.kernel(kvName[K, V]("radix_fused", pairs), sortBlock)
+	if err != nil {
+		return err
+	}
+	tiles, passes := ceilDiv(n, sortTileItems[K]()), ceilDiv(end-begin, 8)
+	nv := 0
+	if pairs {
+		nv = n
+	}
+	sc, err := e.scratchFor(s, scratchBytes(int64(n*sizeOf[K]()), int64(nv*sizeOf[V]())))
+	if err != nil {
+		return err
+	}
+	defer sc.release()
+	altKeys, altVals := take[K](sc, n), take[V](sc, nv)
+	st, err := e.fusedState(sc.a, s)
+	if err != nil {
+		return err
+	}
+	use, clear := st.halves()
+	if err := k.launch(s, min(tiles, k.grid), keys, vals, altKeys.Ptr(), altVals.Ptr(), int32(n), int32(tiles), int32(begin), int32(end),
+		use, clear, int32(st.dirty[1-st.half])); err != nil {
+		return err
+	}
+	st.launched(fusedStateWords(passes, tiles))
 	return nil
 }
 
@@ -309,8 +351,8 @@ func segmentedSort[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys cuda.Slice
 
 // MergePairs merges the runs A and B, each sorted by (k & KeyMask), stably into
 // out (len = len(A)+len(B)): on equal masked keys all of A's elements come
-// first. Merge path: a partition kernel splits the output into tiles, one
-// block merges each tile in shared memory.
+// first. Merge path, one launch: each block finds its output tile's share of A
+// and B by a 32-way search of the path and merges the tile in shared memory.
 func MergePairs[K, V warpkit.Word](e *Engine, s *cuda.Stream, aKeys cuda.Slice[K], aVals cuda.Slice[V],
 	bKeys cuda.Slice[K], bVals cuda.Slice[V], outKeys cuda.Slice[K], outVals cuda.Slice[V], opt MergeOptions[K]) error {
 	const op = "MergePairs"
@@ -338,26 +380,12 @@ func merge[K, V warpkit.Word](e *Engine, s *cuda.Stream, a cuda.Slice[K], av cud
 	if err := e.alive(); err != nil || na+nb == 0 {
 		return err
 	}
-	partition, err := e.kernel(fmt.Sprintf("merge_partition_k%d", 8*sizeOf[K]()), 256)
-	if err != nil {
-		return err
-	}
 	tile, err := e.kernel(kvName[K, V]("merge", pairs), mergeBlock)
 	if err != nil {
 		return err
 	}
 	tiles := ceilDiv(na+nb, mergeTileItems[K]())
-	sc, err := e.scratchFor(s, scratchBytes(int64(4*(tiles+1))))
-	if err != nil {
-		return err
-	}
-	defer sc.release()
-	parts := take[int32](sc, tiles+1)
-	mask := word(opt.mask())
-	if err := partition.launch(s, ceilDiv(tiles+1, 256), a, int32(na), b, int32(nb), mask, int32(tiles), parts); err != nil {
-		return err
-	}
-	return tile.launch(s, tiles, a, av, int32(na), b, bv, int32(nb), mask, parts, out, outv)
+	return tile.launch(s, tiles, a, av, int32(na), b, bv, int32(nb), word(opt.mask()), out, outv)
 }
 
 // ----- scan, select, multisplit ----------------------------------------------

@@ -1,7 +1,8 @@
 // merge.cuh: stable merge of two sorted runs by merge path (Green, McColl,
-// Bader; the moderngpu formulation): a partition kernel finds where each output
-// tile's diagonal crosses the merge path, then each block merges its tile in
-// shared memory, every thread merging IPT consecutive outputs.
+// Bader; the moderngpu formulation) in one launch: each block finds where its
+// output tile's two diagonals cross the merge path (one warp per diagonal,
+// probing 32 points per step), then merges its tile in shared memory, every
+// thread merging IPT consecutive outputs.
 #pragma once
 #include "common.cuh"
 
@@ -33,29 +34,57 @@ __device__ __forceinline__ int merge_path(const K* a, int na, const K* b, int nb
   return lo;
 }
 
-// merge_partition: parts[p] = merge_path at diagonal min(p*kItems, na+nb), for
-// p in [0, tiles].
+// warp_merge_path is merge_path computed by one warp (all 32 lanes call it):
+// each step probes 32 evenly spaced points of the remaining range [lo, hi)
+// and keeps the stretch between the last probe that lies below the path and
+// the first that does not, so a range of m shrinks to m/33 per step (a few
+// steps, each one round of loads, instead of log2 m dependent loads). Every
+// probe lies in [lo, hi), inside both runs, whether or not they are sorted,
+// and the result is a deterministic function of the inputs: two blocks that
+// search the same diagonal agree.
 template <typename K>
-__device__ void merge_partition(const K* a, int na, const K* b, int nb, K mask, int tiles, int* parts) {
-  const int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p > tiles) return;
-  const int diag = (int)min((int64_t)p * MergeTile<K>::kItems, (int64_t)na + nb);
-  parts[p] = merge_path(a, na, b, nb, diag, mask);
+__device__ __forceinline__ int warp_merge_path(const K* a, int na, const K* b, int nb, int diag, K mask) {
+  constexpr int kProbes = kWarp;
+  const int lane = threadIdx.x % kWarp;
+  int lo = max(0, diag - nb), hi = min(diag, na);
+  while (lo < hi) {  // lo and hi are equal in all lanes
+    const int m = hi - lo;
+    const bool exact = m <= kProbes;  // probe every position
+    const int x = exact ? lo + lane : lo + (int)((int64_t)(lane + 1) * m / (kProbes + 1));
+    const bool below = (!exact || lane < m) && (a[x] & mask) <= (b[diag - 1 - x] & mask);
+    const int c = __popc(__ballot_sync(0xffffffffu, below));  // probes below the path
+    if (exact) {
+      lo += c;
+      hi = lo;
+    } else {
+      const int nlo = c > 0 ? lo + (int)((int64_t)c * m / (kProbes + 1)) + 1 : lo;  // past probe c-1
+      const int nhi = c < kProbes ? lo + (int)((int64_t)(c + 1) * m / (kProbes + 1)) : hi;  // probe c
+      lo = nlo;
+      hi = nhi;
+    }
+  }
+  return lo;
 }
 
 // merge_tile: block p merges the outputs [p*kItems, ...) of its tile.
 template <typename K, typename V, bool kPairs>
-__device__ void merge_tile(const K* a, const V* av, int na, const K* b, const V* bv, int nb, K mask, const int* parts,
-                           K* out, V* outv) {
+__device__ void merge_tile(const K* a, const V* av, int na, const K* b, const V* bv, int nb, K mask, K* out, V* outv) {
   constexpr int IPT = MergeTile<K>::kIPT, kItems = MergeTile<K>::kItems;
   __shared__ K keys[kItems];
   __shared__ int src[kItems];
+  __shared__ int split[2];
   const int64_t d0 = (int64_t)blockIdx.x * kItems;
   const int64_t d1 = min(d0 + kItems, (int64_t)na + nb);
-  // Clamp so that unsorted input (non-monotone partitions) cannot index out of
+  const int warp = threadIdx.x / kWarp;
+  if (warp < 2) {  // warp 0 finds where the tile starts in a, warp 1 where it ends
+    const int r = warp_merge_path(a, na, b, nb, (int)(warp == 0 ? d0 : d1), mask);
+    if (threadIdx.x % kWarp == 0) split[warp] = r;
+  }
+  __syncthreads();
+  // Clamp so that unsorted input (non-monotone splits) cannot index out of
   // bounds; for sorted input these are the exact ranges.
-  const int a0 = parts[blockIdx.x];
-  const int a1 = max(a0, parts[blockIdx.x + 1]);
+  const int a0 = split[0];
+  const int a1 = max(a0, split[1]);
   const int b0 = (int)(d0 - a0);
   const int la = min(a1 - a0, (int)(d1 - d0));
   const int lb = min((int)(d1 - d0) - la, nb - b0);

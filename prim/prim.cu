@@ -31,6 +31,15 @@ extern "C" __global__ void __launch_bounds__(prim::kSortBlock) radix_scan_rows(u
     prim::radix_downsweep<K, V, PAIRS>(keys_in, keys_out, vals_in, vals_out, n, tiles, bit, nbits, counts, totals); \
   }
 
+// One block per SM suffices (at most kFusedMaxTiles blocks run): no register cap.
+#define RADIX_FUSED(NAME, K, V, PAIRS)                                                                            \
+  extern "C" __global__ void __launch_bounds__(prim::kSortBlock, 1)                                              \
+      radix_fused_##NAME(K* keys, V* vals, K* alt_keys, V* alt_vals, int n, int tiles, int begin_bit, int end_bit, \
+                         u32* state, u32* clear, int clear_words) {                                              \
+    prim::radix_fused<K, V, PAIRS>(keys, vals, alt_keys, alt_vals, n, tiles, begin_bit, end_bit, state, clear,      \
+                                   clear_words);                                                                 \
+  }
+
 // ----- segmented sort -------------------------------------------------------
 
 #define SEGSORT(NAME, K, V, PAIRS)                                                                                 \
@@ -60,19 +69,10 @@ extern "C" __global__ void __launch_bounds__(prim::kSortBlock) radix_scan_rows(u
 
 // ----- merge ----------------------------------------------------------------
 
-#define MERGE_PARTITION(KN, K)                                                                                     \
-  extern "C" __global__ void merge_partition_##KN(const K* a, int na, const K* b, int nb, K mask, int tiles,      \
-                                                  int* parts) {                                                  \
-    prim::merge_partition<K>(a, na, b, nb, mask, tiles, parts);                                                   \
-  }
-MERGE_PARTITION(k32, u32)
-MERGE_PARTITION(k64, u64)
-
 #define MERGE(NAME, K, V, PAIRS)                                                                                   \
   extern "C" __global__ void __launch_bounds__(prim::kMergeBlock)                                                \
-      merge_##NAME(const K* a, const V* av, int na, const K* b, const V* bv, int nb, K mask, const int* parts,    \
-                   K* out, V* outv) {                                                                            \
-    prim::merge_tile<K, V, PAIRS>(a, av, na, b, bv, nb, mask, parts, out, outv);                                  \
+      merge_##NAME(const K* a, const V* av, int na, const K* b, const V* bv, int nb, K mask, K* out, V* outv) {  \
+    prim::merge_tile<K, V, PAIRS>(a, av, na, b, bv, nb, mask, out, outv);                                         \
   }
 
 // ----- scan, select, multisplit --------------------------------------------
@@ -115,6 +115,7 @@ extern "C" __global__ void __launch_bounds__(prim::kScanBlock)
   X(k64_v64, u64, u64, true)
 
 FOR_EACH_KV(RADIX_DOWNSWEEP)
+FOR_EACH_KV(RADIX_FUSED)
 FOR_EACH_KV(SEGSORT)
 FOR_EACH_KV(MERGE)
 FOR_EACH_KV(SELECT)

@@ -130,24 +130,31 @@ struct ScatterStorage {
   } x;
 };
 
-// scatter_tile moves tile in[0, valid) to out by digit. *running holds, for
-// thread t's digit, the output position of the next element with that digit
-// and is advanced. Every thread must call it; it ends with a barrier.
-template <typename K, typename V, bool kPairs>
-__device__ __forceinline__ void scatter_tile(ScatterStorage<K, V, kPairs>& s, const K* keys_in, const V* vals_in,
-                                             K* keys_out, V* vals_out, int valid, int bit, int nbits, int* running) {
-  constexpr int IPT = SortTile<K>::kIPT;
+// rank_and_scatter moves tile in[0, valid) to out by digit. After ranking,
+// every thread calls start(count) with the tile's count of its digit t
+// (padding excluded); start returns the output position of the tile's first
+// element with digit t. Every thread must call it; it ends with a barrier.
+// kCG loads the tile through L2 only (data written by the same kernel).
+template <typename K, typename V, bool kPairs, bool kCG = false, typename Start>
+__device__ __forceinline__ void rank_and_scatter(ScatterStorage<K, V, kPairs>& s, const K* keys_in, const V* vals_in,
+                                                 K* keys_out, V* vals_out, int valid, int bit, int nbits, Start start) {
+  constexpr int IPT = SortTile<K>::kIPT, kItems = SortTile<K>::kItems;
+  // The fused sort, which runs one tile per block at a time, loads 32-bit
+  // values before ranking so that their latency overlaps it.
+  constexpr bool kEarlyVals = kPairs && kCG && sizeof(V) == 4;
   K keys[IPT];
+  V vals[IPT];
   uint32_t digits[IPT];
   int rank[IPT];
-  LoadWarpStriped<IPT>(keys_in, valid, ~K(0), keys);
+  LoadWarpStriped<IPT, kCG>(keys_in, valid, ~K(0), keys);
+  if constexpr (kEarlyVals) LoadWarpStriped<IPT, kCG>(vals_in, valid, V(0), vals);
   const uint32_t pad = (1u << nbits) - 1u;  // padding ranks last
 #pragma unroll
   for (int i = 0; i < IPT; i++) digits[i] = warp_striped_index(i, IPT) < valid ? digit(keys[i], bit, nbits) : pad;
   int prefix, count;
   BlockRanker<kSortBlock, IPT>(s.rank).Rank(digits, rank, &prefix, &count);
-  s.base[threadIdx.x] = *running - prefix;
-  *running += count;
+  if (threadIdx.x == pad) count -= kItems - valid;
+  s.base[threadIdx.x] = start(count) - prefix;
 #pragma unroll
   for (int i = 0; i < IPT; i++) s.x.keys[rank[i]] = keys[i];
   __syncthreads();
@@ -162,8 +169,7 @@ __device__ __forceinline__ void scatter_tile(ScatterStorage<K, V, kPairs>& s, co
     }
   }
   if constexpr (kPairs) {
-    V vals[IPT];
-    LoadWarpStriped<IPT>(vals_in, valid, V(0), vals);
+    if constexpr (!kEarlyVals) LoadWarpStriped<IPT, kCG>(vals_in, valid, V(0), vals);
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < IPT; i++) s.x.vals[rank[i]] = vals[i];
@@ -175,6 +181,19 @@ __device__ __forceinline__ void scatter_tile(ScatterStorage<K, V, kPairs>& s, co
     }
   }
   __syncthreads();
+}
+
+// scatter_tile is rank_and_scatter with a running position per digit:
+// *running holds, for thread t's digit, the output position of the next
+// element with that digit and is advanced.
+template <typename K, typename V, bool kPairs>
+__device__ __forceinline__ void scatter_tile(ScatterStorage<K, V, kPairs>& s, const K* keys_in, const V* vals_in,
+                                             K* keys_out, V* vals_out, int valid, int bit, int nbits, int* running) {
+  rank_and_scatter<K, V, kPairs>(s, keys_in, vals_in, keys_out, vals_out, valid, bit, nbits, [&](int count) {
+    const int at = *running;
+    *running += count;
+    return at;
+  });
 }
 
 // radix_downsweep: block b scatters its tiles, starting each digit at the
@@ -196,6 +215,177 @@ __device__ void radix_downsweep(const K* keys_in, K* keys_out, const V* vals_in,
     const int valid = (int)min((int64_t)kItems, (int64_t)n - off);
     scatter_tile<K, V, kPairs>(s, keys_in + off, kPairs ? vals_in + off : nullptr, keys_out, vals_out, valid, bit,
                                nbits, &running);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Fused radix sort: every pass of an LSD radix sort in one launch, for inputs
+// of up to kFusedMaxTiles tiles, where a launch per step (upsweep, scan,
+// downsweep, per pass) would cost more than the work. The work is a sequence
+// of items, taken in order from a counter by whichever block is free:
+//
+//   [0, T)              histogram of tile j, for every pass at once
+//   then per pass p     tile j: wait until the pass's input is complete, rank
+//                       the tile by digit p, find each digit's offset by
+//                       decoupled look-back over tiles < j of pass p, scatter
+//   [.., +T) if odd     copy tile j from the scratch back into keys
+//
+// Every wait is on items with smaller numbers, which were taken earlier by
+// blocks that are running, so the waits always end (the same argument as the
+// single-pass scan); they are bounded anyway and trap past a few seconds.
+// Data written by other blocks of this launch is read with ld.global.cg.
+//
+// State (32-bit words, zero before the launch): [0] the item counter, [1]
+// histogram items done, [2+p] tiles of pass p done, then hist[p][256] (global
+// digit counts, added atomically), then look[p][j][256]: tile j's count of
+// each digit in pass p, with the status in the top two bits (aggregate: the
+// tile alone; inclusive: tiles 0..j). The host keeps two such states per
+// stream and alternates: each launch zeroes the words the previous launch
+// dirtied in the other one (clear, clear_words), so no launch waits on a
+// memset.
+
+constexpr int kFusedMaxTiles = 128;
+constexpr int kMaxPasses = 8;  // 64-bit keys, 8-bit digits
+constexpr int kFusedHeader = 16;
+constexpr uint32_t kLookAggregate = 1u << 30, kLookInclusive = 2u << 30, kLookCount = (1u << 30) - 1;
+constexpr uint32_t kFusedSpins = 1u << 26;  // of about 64 ns each: seconds
+
+template <typename K, typename V, bool kPairs>
+struct FusedStorage {
+  union {
+    HistStorage h;
+    ScatterStorage<K, V, kPairs> s;
+  } u;
+  typename cub::BlockScan<uint32_t, kSortBlock>::TempStorage scan;
+  int item;
+};
+
+__device__ __forceinline__ uint32_t load_volatile(const uint32_t* p) { return *(const volatile uint32_t*)p; }
+
+// wait_count waits, in thread 0, until *counter >= target, then makes the
+// writes that preceded the counted increments visible to the whole block.
+// Every thread must call it.
+__device__ __forceinline__ void wait_count(const uint32_t* counter, uint32_t target) {
+  if (threadIdx.x == 0) {
+    for (uint32_t spins = 0; load_volatile(counter) < target; spins++) {
+      if (spins == kFusedSpins) __trap();
+      __nanosleep(32);
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+// signal_done makes the block's writes visible device-wide, then counts the
+// item done. Every thread must call it.
+__device__ __forceinline__ void signal_done(uint32_t* counter) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) atomicAdd(counter, 1u);
+}
+
+// fused_histogram counts the digits of tile j for every pass into hist.
+template <typename K, typename V, bool kPairs>
+__device__ __forceinline__ void fused_histogram(FusedStorage<K, V, kPairs>& sh, const K* keys, int n, int j, int begin_bit,
+                                                int end_bit, uint32_t* hist, uint32_t* done) {
+  constexpr int IPT = SortTile<K>::kIPT, kItems = SortTile<K>::kItems;
+  const int64_t off = (int64_t)j * kItems;
+  const int valid = (int)min((int64_t)kItems, (int64_t)n - off);
+  K k[IPT];
+  LoadWarpStriped<IPT>(keys + off, valid, K(0), k);
+  const int warp = threadIdx.x / kWarp;
+  for (int bit = begin_bit, p = 0; bit < end_bit; bit += kRadixBits, p++) {
+    const int nbits = min(kRadixBits, end_bit - bit);
+    zero_histogram(sh.u.h);
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < IPT; i++) {
+      count_digit(sh.u.h, warp, warp_striped_index(i, IPT) < valid ? digit(k[i], bit, nbits) : (uint32_t)kDigits);
+    }
+    __syncthreads();
+    const int c = histogram_total(sh.u.h);
+    if (c != 0) atomicAdd(&hist[p * kDigits + threadIdx.x], (uint32_t)c);
+    __syncthreads();  // before the histogram is zeroed again
+  }
+  signal_done(done);
+}
+
+// fused_pass scatters tile j of pass p from src to dst.
+template <typename K, typename V, bool kPairs>
+__device__ __forceinline__ void fused_pass(FusedStorage<K, V, kPairs>& sh, const K* src_k, const V* src_v, K* dst_k,
+                                           V* dst_v, int n, int tiles, int j, int p, int bit, int nbits,
+                                           const uint32_t* input_done, uint32_t* done, const uint32_t* hist,
+                                           uint32_t* look) {
+  constexpr int kItems = SortTile<K>::kItems;
+  wait_count(input_done, (uint32_t)tiles);
+  const int64_t off = (int64_t)j * kItems;
+  const int valid = (int)min((int64_t)kItems, (int64_t)n - off);
+  const uint32_t total = __ldcg(&hist[p * kDigits + threadIdx.x]);
+  uint32_t* pass_look = look + (int64_t)p * tiles * kDigits;
+  rank_and_scatter<K, V, kPairs, true>(sh.u.s, src_k + off, kPairs ? src_v + off : nullptr, dst_k, dst_v, valid, bit,
+                                       nbits, [&](int count) {
+    const int d = threadIdx.x;
+    uint32_t* mine = pass_look + (int64_t)j * kDigits + d;
+    uint32_t before = 0;  // digit d's count in tiles [0, j)
+    if (j == 0) {
+      *(volatile uint32_t*)mine = kLookInclusive | (uint32_t)count;
+    } else {
+      *(volatile uint32_t*)mine = kLookAggregate | (uint32_t)count;
+      for (int k = j - 1; k >= 0; k--) {
+        const uint32_t* w = pass_look + (int64_t)k * kDigits + d;
+        uint32_t v;
+        for (uint32_t spins = 0; ((v = load_volatile(w)) & ~kLookCount) == 0; spins++) {
+          if (spins == kFusedSpins) __trap();
+          __nanosleep(32);
+        }
+        before += v & kLookCount;
+        if ((v & ~kLookCount) == kLookInclusive) break;
+      }
+      *(volatile uint32_t*)mine = kLookInclusive | (before + (uint32_t)count);
+    }
+    uint32_t first;  // where digit d starts in the pass's output
+    cub::BlockScan<uint32_t, kSortBlock>(sh.scan).ExclusiveSum(total, first);
+    return (int)(first + before);
+  });
+  signal_done(done);
+}
+
+// radix_fused sorts keys[0, n) (and vals) on bits [begin_bit, end_bit) in
+// one launch; alt_keys and alt_vals are scratch of n elements.
+template <typename K, typename V, bool kPairs>
+__device__ void radix_fused(K* keys, V* vals, K* alt_keys, V* alt_vals, int n, int tiles, int begin_bit, int end_bit,
+                            uint32_t* state, uint32_t* clear, int clear_words) {
+  __shared__ FusedStorage<K, V, kPairs> sh;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < clear_words; i += gridDim.x * blockDim.x) clear[i] = 0;
+  constexpr int kItems = SortTile<K>::kItems;
+  const int passes = (end_bit - begin_bit + kRadixBits - 1) / kRadixBits;
+  uint32_t* hist = state + kFusedHeader;
+  uint32_t* look = hist + passes * kDigits;
+  const int items = tiles * (1 + passes + (passes & 1));
+  for (;;) {
+    if (threadIdx.x == 0) sh.item = (int)atomicAdd(&state[0], 1u);
+    __syncthreads();
+    const int item = sh.item;
+    __syncthreads();
+    if (item >= items) break;
+    const int phase = item / tiles, j = item % tiles;
+    if (phase == 0) {
+      fused_histogram(sh, keys, n, j, begin_bit, end_bit, hist, &state[1]);
+    } else if (phase <= passes) {
+      const int p = phase - 1, bit = begin_bit + p * kRadixBits;
+      const bool even = (p & 1) == 0;  // even passes read keys, odd ones the scratch
+      fused_pass(sh, even ? keys : alt_keys, even ? vals : alt_vals, even ? alt_keys : keys, even ? alt_vals : vals, n,
+                 tiles, j, p, bit, min(kRadixBits, end_bit - bit), p == 0 ? &state[1] : &state[1 + p], &state[2 + p],
+                 hist, look);
+    } else {  // an odd number of passes left the result in the scratch
+      wait_count(&state[1 + passes], (uint32_t)tiles);
+      const int64_t off = (int64_t)j * kItems;
+      const int valid = (int)min((int64_t)kItems, (int64_t)n - off);
+      for (int i = threadIdx.x; i < valid; i += kSortBlock) {
+        keys[off + i] = __ldcg(&alt_keys[off + i]);
+        if constexpr (kPairs) vals[off + i] = __ldcg(&alt_vals[off + i]);
+      }
+    }
   }
 }
 
