@@ -1,12 +1,58 @@
 package cuda
 
 import (
+	"cmp"
 	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
+
+var spinFlag = flag.String("cuda.spin", "", "executor and caller spin limits for this run, e.g. 50us,0 (default: the package's)")
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if *spinFlag != "" {
+		ex, ca, _ := strings.Cut(*spinFlag, ",")
+		var err1, err2 error
+		executorSpin, err1 = time.ParseDuration(ex)
+		callerSpin, err2 = time.ParseDuration(cmp.Or(ca, "0"))
+		if err1 != nil || err2 != nil {
+			fmt.Fprintln(os.Stderr, "bad -cuda.spin:", err1, err2)
+			os.Exit(2)
+		}
+		fmt.Printf("cuda: executor spin %v, caller spin %v\n", executorSpin, callerSpin)
+	}
+	os.Exit(m.Run())
+}
+
+// TestExecutorSpinSettings runs calls under each spin setting, covering the
+// spinning and the parking paths on both sides.
+func TestExecutorSpinSettings(t *testing.T) {
+	defer func(e, c time.Duration) { executorSpin, callerSpin = e, c }(executorSpin, callerSpin)
+	for _, s := range [][2]time.Duration{{0, 0}, {50 * time.Microsecond, 0}, {0, 30 * time.Microsecond}, {50 * time.Microsecond, 30 * time.Microsecond}} {
+		executorSpin, callerSpin = s[0], s[1]
+		e := newTestExecutor(t)
+		n := 0
+		for i := range 200 {
+			if err := e.do(func() { n++ }); err != nil {
+				t.Fatal(err)
+			}
+			if i%50 == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		e.stop(func() {})
+		if n != 200 {
+			t.Fatalf("spin %v: %d of 200 calls ran", s, n)
+		}
+	}
+}
 
 func newTestExecutor(t testing.TB) *executor {
 	t.Helper()

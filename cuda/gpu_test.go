@@ -359,3 +359,78 @@ func BenchmarkGPULaunch(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkGPUBatchCall measures the pattern every structure's batch call
+// follows on a small batch: zero a status word, launch, copy the status back
+// asynchronously, and synchronize the stream.
+func BenchmarkGPUBatchCall(b *testing.B) {
+	d, err := Open(0)
+	if errors.Is(err, ErrNoDevice) {
+		b.Skip("no CUDA device")
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	m, err := d.LoadModule(selftestPTX)
+	if err != nil {
+		b.Fatal(err)
+	}
+	add, err := m.Function("add_u32")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := d.NewStream()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	buf, err := Alloc[uint32](d, 1<<16)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer buf.Free()
+	host, err := AllocPinned[uint32](d, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer host.Free()
+	status := buf.Sub(0, 1)
+	for b.Loop() {
+		if err := status.Zero(s); err != nil {
+			b.Fatal(err)
+		}
+		if err := add.Launch(GridFor(1<<16, 256), D1(256), 0, s, buf, uint32(1), uint64(1<<16)); err != nil {
+			b.Fatal(err)
+		}
+		if err := CopyToHostAsync(host, 0, status, s); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Synchronize(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGPUSmallCopy measures a synchronous 4-byte device-to-host copy.
+func BenchmarkGPUSmallCopy(b *testing.B) {
+	d, err := Open(0)
+	if errors.Is(err, ErrNoDevice) {
+		b.Skip("no CUDA device")
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	buf, err := Alloc[uint32](d, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer buf.Free()
+	out := make([]uint32, 1)
+	for b.Loop() {
+		if err := buf.CopyToHost(out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
