@@ -13,6 +13,7 @@ import (
 	"github.com/warpkit/warpkit/kv/cache"
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/internal/memtable"
+	"github.com/warpkit/warpkit/kv/internal/mergeiter"
 	"github.com/warpkit/warpkit/kv/manifest"
 	"github.com/warpkit/warpkit/kv/record"
 	"github.com/warpkit/warpkit/kv/vfs"
@@ -61,8 +62,9 @@ type DB struct {
 	bgCancel  context.CancelFunc
 	bgWG      sync.WaitGroup
 
-	openIters atomic.Int64
-	m         metricsState
+	openIters       atomic.Int64
+	openTableIterFn mergeiter.OpenFunc // d.openTableIter, bound once
+	m               metricsState
 }
 
 // walFile is the live write-ahead log.
@@ -87,6 +89,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		cleanCh:   make(chan struct{}, 1),
 	}
 	d.cond.L = &d.mu
+	d.openTableIterFn = d.openTableIter
 	d.snapshots.init()
 	d.blocks = o.Cache
 	if d.blocks == nil {

@@ -3,7 +3,9 @@ package kv
 import (
 	"bytes"
 	"iter"
+	"sync"
 
+	"github.com/warpkit/warpkit/kv/internal/arenaskl"
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/internal/mergeiter"
 	"github.com/warpkit/warpkit/kv/internal/rangedel"
@@ -21,6 +23,7 @@ import (
 // failure. An Iterator is not safe for concurrent use; close it when done (it
 // pins the tables it reads).
 type Iterator struct {
+	alloc        *iterAlloc
 	db           *DB
 	rs           *readState
 	snap         base.SeqNum
@@ -42,81 +45,133 @@ func (d *DB) NewIter(opts *IterOptions) (*Iterator, error) {
 	return d.newIter(opts, base.SeqNum(d.visibleSeq.Load()))
 }
 
+// iterAlloc is an Iterator with the memory of its parts, pooled: creating
+// an iterator is then allocation-free in the steady state.
+type iterAlloc struct {
+	merging  mergeiter.Merging
+	children []base.InternalIterator
+	mems     []arenaskl.Iterator
+	levels   []mergeiter.Level
+	tombs    []*rangedel.Set
+	lower    []byte
+	upper    []byte
+	key      []byte
+	value    []byte
+	skip     []byte
+}
+
+var iterAllocPool = sync.Pool{New: func() any { return new(iterAlloc) }}
+
 func (d *DB) newIter(opts *IterOptions, snap base.SeqNum) (*Iterator, error) {
-	var lower, upper []byte
 	if opts != nil {
 		if err := boundsOrdered(opts.LowerBound, opts.UpperBound); err != nil {
 			return nil, err
-		}
-		if opts.LowerBound != nil {
-			lower = append([]byte{}, opts.LowerBound...)
-		}
-		if opts.UpperBound != nil {
-			upper = append([]byte{}, opts.UpperBound...)
 		}
 	}
 	rs := d.loadReadState()
 	if rs == nil {
 		return nil, ErrClosed
 	}
-	it := &Iterator{db: d, rs: rs, snap: snap, lower: lower, upper: upper}
-	var children []base.InternalIterator
-	add := func(m interface {
-		NewIter() base.InternalIterator
-		RangeDels() *rangedel.Set
-	}) {
-		children = append(children, m.NewIter())
+	tt, err := d.tableTombstones(rs)
+	if err != nil {
+		rs.unref()
+		return nil, err
+	}
+	a := iterAllocPool.Get().(*iterAlloc)
+	var lower, upper []byte
+	if opts != nil {
+		if opts.LowerBound != nil {
+			a.lower = append(a.lower[:0], opts.LowerBound...)
+			lower = a.lower
+		}
+		if opts.UpperBound != nil {
+			a.upper = append(a.upper[:0], opts.UpperBound...)
+			upper = a.upper
+		}
+	}
+	// The Iterator itself is not pooled, so that a stale pointer to a closed
+	// iterator can never reach another iterator's state.
+	it := &Iterator{db: d, rs: rs, snap: snap, lower: lower, upper: upper, alloc: a,
+		key: a.key[:0], value: a.value[:0], skip: a.skip[:0]}
+	children := a.children[:0]
+	tombs := a.tombs[:0]
+	nmem := 1 + len(rs.imm)
+	if cap(a.mems) < nmem {
+		a.mems = make([]arenaskl.Iterator, nmem)
+	}
+	a.mems = a.mems[:nmem]
+	for i := range nmem {
+		m := rs.mem
+		if i > 0 {
+			m = rs.imm[len(rs.imm)-i] // newest first
+		}
+		m.InitIter(&a.mems[i])
+		children = append(children, &a.mems[i])
 		if rd := m.RangeDels(); !rd.Empty() {
-			it.tombs = append(it.tombs, rd)
+			tombs = append(tombs, rd)
 		}
-	}
-	add(rs.mem)
-	for i := len(rs.imm) - 1; i >= 0; i-- {
-		add(rs.imm[i])
-	}
-	open := func(f *manifest.FileMetadata) (base.InternalIterator, error) {
-		r, release, err := d.tables.get(f)
-		if err != nil {
-			return nil, err
-		}
-		return &tableIter{Iter: r.NewIter(), release: release}, nil
 	}
 	v := rs.version
+	nlevels := len(v.Levels[0]) + manifest.NumLevels - 1
+	if cap(a.levels) < nlevels {
+		a.levels = make([]mergeiter.Level, nlevels)
+	}
+	a.levels = a.levels[:0]
+	addLevel := func(files []*manifest.FileMetadata) {
+		a.levels = a.levels[:len(a.levels)+1]
+		l := &a.levels[len(a.levels)-1]
+		l.Init(files, d.openTableIterFn, lower, upper)
+		children = append(children, l)
+	}
 	for i := len(v.Levels[0]) - 1; i >= 0; i-- {
 		f := v.Levels[0][i]
 		if f.SmallestSeq > snap || !f.Overlaps(lower, nil) || (upper != nil && bytes.Compare(f.Smallest.UserKey, upper) >= 0) {
 			continue
 		}
-		children = append(children, mergeiter.NewLevel([]*manifest.FileMetadata{f}, open, lower, upper))
+		addLevel(v.Levels[0][i : i+1])
 	}
 	for level := 1; level < manifest.NumLevels; level++ {
 		if len(v.Levels[level]) > 0 {
-			children = append(children, mergeiter.NewLevel(v.Levels[level], open, lower, upper))
+			addLevel(v.Levels[level])
 		}
 	}
-	it.iter = mergeiter.NewMerging(children...)
-	tt, err := d.tableTombstones(rs)
-	if err != nil {
-		it.iter.Close()
-		rs.unref()
-		return nil, err
-	}
 	if !tt.Empty() {
-		it.tombs = append(it.tombs, tt)
+		tombs = append(tombs, tt)
 	}
+	a.children, a.tombs = children, tombs
+	a.merging.Init(children)
+	it.iter = &a.merging
+	it.tombs = tombs
 	d.openIters.Add(1)
 	return it, nil
 }
 
-// tableIter releases its table reader on Close.
+// tableIter is a pooled table iterator holding its table-cache reference.
 type tableIter struct {
-	*sstable.Iter
-	release func()
+	sstable.Iter
+	tables *tableCache
+	entry  *tableEntry
+}
+
+var tableIterPool = sync.Pool{New: func() any { return new(tableIter) }}
+
+// openTableIter opens a table's iterator for a level iterator.
+func (d *DB) openTableIter(f *manifest.FileMetadata) (base.InternalIterator, error) {
+	e, err := d.tables.acquire(f)
+	if err != nil {
+		return nil, err
+	}
+	t := tableIterPool.Get().(*tableIter)
+	e.reader.InitIter(&t.Iter)
+	t.tables, t.entry = d.tables, e
+	return t, nil
 }
 
 func (t *tableIter) Close() error {
 	err := t.Iter.Close()
-	t.release()
+	t.tables.release(t.entry)
+	t.tables, t.entry = nil, nil
+	tableIterPool.Put(t)
 	return err
 }
 
@@ -332,6 +387,20 @@ func (it *Iterator) Close() error {
 	err := it.iter.Close()
 	it.rs.unref()
 	it.db.openIters.Add(-1)
+	// Return the memory to the pool without keeping anything alive.
+	a := it.alloc
+	clear(a.children)
+	clear(a.tombs)
+	for i := range a.mems {
+		a.mems[i] = arenaskl.Iterator{}
+	}
+	for i := range a.levels {
+		a.levels[i] = mergeiter.Level{}
+	}
+	a.merging.Init(nil)
+	a.key, a.value, a.skip = it.key[:0], it.value[:0], it.skip[:0]
+	*it = Iterator{closed: true}
+	iterAllocPool.Put(a)
 	return err
 }
 

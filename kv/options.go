@@ -181,8 +181,8 @@ func (o *Options) withDefaults() (*Options, error) {
 		return nil, fmt.Errorf("%w: LevelMultiplier %d below 2", ErrInvalidArgument, c.LevelMultiplier)
 	case c.TargetFileSize < 4<<10:
 		return nil, fmt.Errorf("%w: TargetFileSize %d below 4 KiB", ErrInvalidArgument, c.TargetFileSize)
-	case c.LBaseMaxBytes < 64<<10:
-		return nil, fmt.Errorf("%w: LBaseMaxBytes %d below 64 KiB", ErrInvalidArgument, c.LBaseMaxBytes)
+	case c.LBaseMaxBytes < 16<<10:
+		return nil, fmt.Errorf("%w: LBaseMaxBytes %d below 16 KiB", ErrInvalidArgument, c.LBaseMaxBytes)
 	case c.MaxConcurrentCompactions < 1:
 		return nil, fmt.Errorf("%w: MaxConcurrentCompactions %d", ErrInvalidArgument, c.MaxConcurrentCompactions)
 	case c.BlockSize < 256 || c.BlockSize > 16<<20:

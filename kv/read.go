@@ -111,12 +111,11 @@ func (d *DB) get(key []byte, snap base.SeqNum) ([]byte, error) {
 		}
 		return false, nil, nil
 	}
-	mems := make([]*memtable.MemTable, 0, 1+len(rs.imm))
-	mems = append(mems, rs.mem)
-	for i := len(rs.imm) - 1; i >= 0; i-- {
-		mems = append(mems, rs.imm[i])
-	}
-	for _, m := range mems {
+	for i := len(rs.imm); i >= 0; i-- {
+		m := rs.mem // then the immutable ones, newest first
+		if i < len(rs.imm) {
+			m = rs.imm[i]
+		}
 		v, kind, seq, found := m.Get(key, snap)
 		var tomb base.SeqNum
 		if rd := m.RangeDels(); rd != nil {
@@ -154,11 +153,12 @@ func (d *DB) getFromTable(f *manifest.FileMetadata, key []byte, snap base.SeqNum
 	if f.SmallestSeq > snap {
 		return false, nil, nil // every entry is newer than the snapshot
 	}
-	r, release, err := d.tables.get(f)
+	e, err := d.tables.acquire(f)
 	if err != nil {
 		return true, nil, err
 	}
-	defer release()
+	defer d.tables.release(e)
+	r := e.reader
 	var tomb base.SeqNum
 	if f.HasRangeDels {
 		tomb = r.RangeDels().MaxCovering(key, snap)

@@ -55,8 +55,20 @@ func (c *tableCache) pushFront(e *tableEntry) {
 	c.lru.next = e
 }
 
-// get returns the reader of a table and a release function.
+// get returns the reader of a table and a release function (for callers
+// that want a func; hot paths use acquire and release).
 func (c *tableCache) get(meta *manifest.FileMetadata) (*sstable.Reader, func(), error) {
+	e, err := c.acquire(meta)
+	if err != nil {
+		return nil, nil, err
+	}
+	var once sync.Once
+	return e.reader, func() { once.Do(func() { c.release(e) }) }, nil
+}
+
+// acquire returns a table's entry with a reference; use e.reader, then
+// release(e) exactly once.
+func (c *tableCache) acquire(meta *manifest.FileMetadata) (*tableEntry, error) {
 	c.mu.Lock()
 	e, ok := c.entries[meta.FileNum]
 	if ok {
@@ -85,11 +97,11 @@ func (c *tableCache) get(meta *manifest.FileMetadata) (*sstable.Reader, func(), 
 		}
 	}
 	if e.err != nil {
+		err := e.err
 		c.release(e)
-		return nil, nil, e.err
+		return nil, err
 	}
-	var once sync.Once
-	return e.reader, func() { once.Do(func() { c.release(e) }) }, nil
+	return e, nil
 }
 
 func (c *tableCache) open(meta *manifest.FileMetadata) (*sstable.Reader, error) {

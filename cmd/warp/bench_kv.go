@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -45,6 +46,7 @@ type kvBenchFlags struct {
 	cacheMB             int
 	compression         string
 	seed                uint64
+	cpuprofile          string
 }
 
 func runKVBench(ctx context.Context, args []string) error {
@@ -66,8 +68,17 @@ func runKVBench(ctx context.Context, args []string) error {
 	fs.IntVar(&f.cacheMB, "cache", 32, "block cache in MiB")
 	fs.StringVar(&f.compression, "compression", "snappy", "block compression: none, snappy, s2")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the first workload listed to this file")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	var prof *os.File
+	if f.cpuprofile != "" {
+		var err error
+		if prof, err = os.Create(f.cpuprofile); err != nil {
+			return err
+		}
+		defer prof.Close()
 	}
 	if f.quick {
 		f.num = 100_000
@@ -187,7 +198,16 @@ func runKVBench(ctx context.Context, args []string) error {
 		if bar != nil {
 			runner.SetProgress(func(done int64) { bar.SetCurrent(done) })
 		}
+		if prof != nil {
+			if err := pprof.StartCPUProfile(prof); err != nil {
+				return err
+			}
+		}
 		res, err := runner.Run(ctx, w)
+		if prof != nil {
+			pprof.StopCPUProfile()
+			prof = nil // one profile: the first measured workload
+		}
 		if bar != nil {
 			bar.SetTotal(-1, true)
 		}

@@ -12,15 +12,37 @@ type Iter struct {
 	data  blockIter
 	err   error
 	seq   *seqReader // compaction iterators: sequential reads, no cache
+
+	// Forward scans switch to read-ahead after a run of consecutive blocks.
+	ahead   *seqReader
+	nextOff uint64 // offset just past the last block loaded
+	run     int    // consecutive blocks loaded in file order
 }
+
+// readAheadAfter is the number of consecutive block loads after which a
+// scan reads ahead.
+const readAheadAfter = 4
 
 // NewIter returns an unpositioned iterator over the point entries.
 func (r *Reader) NewIter() *Iter {
-	it := &Iter{r: r}
+	it := &Iter{}
+	r.InitIter(it)
+	return it
+}
+
+// InitIter (re)initialises it as an iterator over r, reusing its buffers,
+// so that callers can pool iterators.
+func (r *Reader) InitIter(it *Iter) {
+	index, data, ahead := it.index.keyBuf, it.data.keyBuf, it.ahead
+	*it = Iter{r: r}
+	it.index.keyBuf, it.data.keyBuf = index, data
+	if ahead != nil {
+		*ahead = seqReader{r: r, window: ahead.window[:0]} // keep the window's memory
+		it.ahead = ahead
+	}
 	if !it.index.init(r.index, true, r.name, 0) {
 		it.err = it.index.err
 	}
-	return it
 }
 
 // NewCompactionIter returns an iterator for reading the whole table once, in
@@ -44,9 +66,9 @@ func (it *Iter) loadBlock() bool {
 	var b []byte
 	var err error
 	if it.seq != nil {
-		b, err = it.seq.block(h)
+		b, err = it.seq.block(h, false)
 	} else {
-		b, err = it.r.readBlock(h, true)
+		b, err = it.cachedBlock(h)
 	}
 	if err != nil {
 		return it.fail(err)
@@ -55,6 +77,33 @@ func (it *Iter) loadBlock() bool {
 		return it.fail(it.data.err)
 	}
 	return true
+}
+
+// cachedBlock returns a block through the cache; on a miss during a long
+// forward scan it reads ahead.
+func (it *Iter) cachedBlock(h handle) ([]byte, error) {
+	r := it.r
+	if h.offset == it.nextOff {
+		it.run++
+	} else {
+		it.run = 0
+	}
+	it.nextOff = h.offset + h.length + blockTrailerLen
+	if b := r.cache.Get(r.cacheID, h.offset); b != nil {
+		return b, nil
+	}
+	if it.run < readAheadAfter {
+		return r.readBlockFromFile(h, true)
+	}
+	if it.ahead == nil {
+		it.ahead = &seqReader{r: r}
+	}
+	b, err := it.ahead.block(h, true)
+	if err != nil {
+		return nil, err
+	}
+	r.cache.Set(r.cacheID, h.offset, b)
+	return b, nil
 }
 
 // fail records err (if any) and leaves the iterator unpositioned.

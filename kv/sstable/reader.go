@@ -184,6 +184,11 @@ func (r *Reader) readBlock(h handle, useCache bool) ([]byte, error) {
 			return b, nil
 		}
 	}
+	return r.readBlockFromFile(h, useCache)
+}
+
+// readBlockFromFile reads a block with one positioned read.
+func (r *Reader) readBlockFromFile(h handle, fillCache bool) ([]byte, error) {
 	if h.length > maxBlockSize || h.offset > r.size || h.length+blockTrailerLen > r.size-h.offset {
 		return nil, r.corrupt(h.offset, "block handle (offset %d, length %d) outside the file", h.offset, h.length)
 	}
@@ -197,7 +202,7 @@ func (r *Reader) readBlock(h handle, useCache bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if useCache {
+	if fillCache {
 		r.cache.Set(r.cacheID, h.offset, b)
 	}
 	return b, nil
@@ -218,24 +223,33 @@ func (r *Reader) checkBlock(h handle, stored, dst []byte) ([]byte, error) {
 	return b, nil
 }
 
-// seqReader serves a compaction iterator's blocks from a read-ahead window.
+// seqReader serves blocks from a read-ahead window: for compaction
+// iterators (reused buffers, no cache) and for long forward scans (blocks
+// copied out and cached).
 type seqReader struct {
 	r      *Reader
 	window []byte
 	start  uint64 // file offset of window[0]
-	dst    []byte // decompression buffer, reused
+	dst    []byte // decompression buffer, reused (compaction mode)
+	size   uint64 // current read-ahead size; grows while the scan goes on
 }
 
-const readAhead = 512 << 10
+const (
+	minReadAhead = 64 << 10
+	maxReadAhead = 512 << 10
+)
 
-func (s *seqReader) block(h handle) ([]byte, error) {
+// block returns block h. With owned, the result is fresh memory (it is going
+// into the cache); otherwise it may alias buffers reused by the next call.
+func (s *seqReader) block(h handle, owned bool) ([]byte, error) {
 	r := s.r
 	if h.length > maxBlockSize || h.offset > r.size || h.length+blockTrailerLen > r.size-h.offset {
 		return nil, r.corrupt(h.offset, "block handle (offset %d, length %d) outside the file", h.offset, h.length)
 	}
 	need := h.length + blockTrailerLen
 	if h.offset < s.start || h.offset+need > s.start+uint64(len(s.window)) {
-		n := min(max(need, readAhead), r.size-h.offset)
+		s.size = min(max(s.size*2, minReadAhead), maxReadAhead)
+		n := min(max(need, s.size), r.size-h.offset)
 		if uint64(cap(s.window)) < n {
 			s.window = make([]byte, n)
 		}
@@ -250,11 +264,22 @@ func (s *seqReader) block(h handle) ([]byte, error) {
 	r.stats.blockReads.Add(1)
 	off := h.offset - s.start
 	stored := s.window[off : off+need]
+	compressed := Compression(stored[h.length]) != NoCompression
+	if owned {
+		b, err := r.checkBlock(h, stored, nil)
+		if err != nil {
+			return nil, err
+		}
+		if !compressed {
+			b = append([]byte(nil), b...) // do not cache the window
+		}
+		return b, nil
+	}
 	b, err := r.checkBlock(h, stored, s.dst)
 	if err != nil {
 		return nil, err
 	}
-	if Compression(stored[h.length]) != NoCompression {
+	if compressed {
 		s.dst = b[:cap(b)] // decoded into s.dst, or into a larger buffer to keep
 	}
 	return b, nil

@@ -14,6 +14,9 @@ type Iterator struct {
 // NewIter returns an unpositioned iterator.
 func (s *Skiplist) NewIter() *Iterator { return &Iterator{s: s} }
 
+// InitIter makes it an unpositioned iterator over s (for pooled iterators).
+func (s *Skiplist) InitIter(it *Iterator) { *it = Iterator{s: s} }
+
 func (it *Iterator) load(off uint32) bool {
 	it.off = off
 	if off == 0 {

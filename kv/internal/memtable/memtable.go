@@ -125,6 +125,10 @@ func (m *MemTable) Get(key []byte, snap base.SeqNum) (value []byte, kind base.Ki
 // NewIter returns an iterator over the point entries.
 func (m *MemTable) NewIter() base.InternalIterator { return m.points.NewIter() }
 
+// InitIter makes it an iterator over the point entries (for pooled
+// iterators).
+func (m *MemTable) InitIter(it *arenaskl.Iterator) { m.points.InitIter(it) }
+
 // NewRangeDelIter returns an iterator over the range tombstones as stored:
 // key (start, seq, RANGEDEL), value = end.
 func (m *MemTable) NewRangeDelIter() base.InternalIterator { return m.rdels.NewIter() }

@@ -27,7 +27,14 @@ type Level struct {
 
 // NewLevel returns an unpositioned level iterator.
 func NewLevel(files []*manifest.FileMetadata, open OpenFunc, lower, upper []byte) *Level {
-	return &Level{files: files, open: open, lower: lower, upper: upper, idx: -1}
+	l := &Level{}
+	l.Init(files, open, lower, upper)
+	return l
+}
+
+// Init (re)initialises l.
+func (l *Level) Init(files []*manifest.FileMetadata, open OpenFunc, lower, upper []byte) {
+	*l = Level{files: files, open: open, lower: lower, upper: upper, idx: -1}
 }
 
 // inBounds reports whether table i can hold keys in [lower, upper).

@@ -19,7 +19,18 @@ type Merging struct {
 
 // NewMerging merges children; it closes them on Close.
 func NewMerging(children ...base.InternalIterator) *Merging {
-	return &Merging{children: children, heap: make([]int, 0, len(children))}
+	m := &Merging{}
+	m.Init(children)
+	return m
+}
+
+// Init (re)initialises m over children, reusing its memory.
+func (m *Merging) Init(children []base.InternalIterator) {
+	heap := m.heap[:0]
+	if cap(heap) < len(children) {
+		heap = make([]int, 0, len(children))
+	}
+	*m = Merging{children: children, heap: heap}
 }
 
 func (m *Merging) less(a, b int) bool {
