@@ -311,6 +311,9 @@ func (d *DB) runCompaction(c *pickedCompaction, snaps []base.SeqNum) error {
 		MaxGrandparentOverlap: uint64(d.opts.MaxGrandparentOverlap),
 		Env: compaction.Env{
 			OpenTable: d.tables.get,
+			OpenTableFile: func(f *manifest.FileMetadata) (vfs.File, error) {
+				return d.fs.Open(d.fs.PathJoin(d.dir, base.MakeFilename(base.FileTypeTable, f.FileNum)))
+			},
 			CreateTable: func() (base.FileNum, vfs.File, error) {
 				num := d.vs.NewFileNum()
 				name := base.MakeFilename(base.FileTypeTable, num)

@@ -67,6 +67,12 @@ type Env struct {
 	// with it (readers are shared with the store's table cache; do not Close
 	// them).
 	OpenTable func(*manifest.FileMetadata) (r *sstable.Reader, release func(), err error)
+	// OpenTableFile opens an input table's file for raw reads, for
+	// compactors that decode blocks themselves (a GPU compactor ships whole
+	// tables to the device; the format is in package sstable's doc). The
+	// caller closes it. Input tables are immutable and stay on disk until
+	// the compaction ends.
+	OpenTableFile func(*manifest.FileMetadata) (vfs.File, error)
 	// CreateTable allocates a file number and creates the table file.
 	CreateTable func() (base.FileNum, vfs.File, error)
 	// WriterOptions configure output tables.

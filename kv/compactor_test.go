@@ -1,0 +1,75 @@
+package kv
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/vfs"
+)
+
+// countingCompactor stands in for a GPU compactor: it reads every input
+// table's raw bytes, checks what the store hands it, and merges with the CPU.
+type countingCompactor struct {
+	t         *testing.T
+	jobs      atomic.Int64
+	snapshots atomic.Int64
+}
+
+func (c *countingCompactor) Compact(ctx context.Context, job *compaction.Job) (*compaction.Result, error) {
+	c.jobs.Add(1)
+	if len(job.Snapshots) > 0 {
+		c.snapshots.Add(1)
+	}
+	for i := 1; i < len(job.Snapshots); i++ {
+		if job.Snapshots[i] <= job.Snapshots[i-1] {
+			c.t.Errorf("snapshots not ascending: %v", job.Snapshots)
+		}
+	}
+	if job.OutputLevel != job.Inputs[0].Level+1 {
+		c.t.Errorf("output level %d for input level %d", job.OutputLevel, job.Inputs[0].Level)
+	}
+	for _, in := range job.Inputs {
+		for _, f := range in.Files {
+			file, err := job.Env.OpenTableFile(f)
+			if err != nil {
+				return nil, err
+			}
+			size, err := file.Size()
+			file.Close()
+			if err != nil || uint64(size) != f.Size {
+				c.t.Errorf("raw table %s: size %d, metadata %d (%v)", f.FileNum, size, f.Size, err)
+			}
+		}
+	}
+	return compaction.CPU{}.Compact(ctx, job)
+}
+
+func TestCustomCompactor(t *testing.T) {
+	cc := &countingCompactor{t: t}
+	opts := smallOptions()
+	opts.FS = vfs.NewMem()
+	opts.Compactor = cc
+	db, err := Open("/db", &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	snap, _ := db.NewSnapshot()
+	for i := range 5000 {
+		db.Set([]byte(fmt.Sprintf("k%05d", i%1500)), []byte(fmt.Sprint(i)), nil)
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snap.Get([]byte("k00001")); err != ErrNotFound {
+		t.Fatalf("snapshot taken before any write sees %v", err)
+	}
+	snap.Close()
+	if cc.jobs.Load() == 0 || cc.snapshots.Load() == 0 {
+		t.Fatalf("compactor saw %d jobs, %d with snapshots", cc.jobs.Load(), cc.snapshots.Load())
+	}
+	mustGet(t, db, "k01499", "4499")
+}
