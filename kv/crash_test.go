@@ -117,17 +117,7 @@ func crashRound(t *testing.T, seed uint64) {
 		for !stop.Load() {
 			ops := m.randomOps(1 + m.rng.IntN(4))
 			sync := m.rng.IntN(8) == 0
-			b := db.NewBatch()
-			for _, x := range ops {
-				switch x.kind {
-				case 0:
-					b.Set(x.key, x.value)
-				case 1:
-					b.Delete(x.key)
-				case 2:
-					b.DeleteRange(x.key, x.end)
-				}
-			}
+			b := opsBatch(db, ops)
 			var wo *WriteOptions
 			if sync {
 				wo = Sync

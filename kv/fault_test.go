@@ -222,17 +222,7 @@ func TestFaultRandom(t *testing.T) {
 					continue // writes are stopped
 				}
 				ops := m.randomOps(1 + rng.IntN(3))
-				b := db.NewBatch()
-				for _, x := range ops {
-					switch x.kind {
-					case 0:
-						b.Set(x.key, x.value)
-					case 1:
-						b.Delete(x.key)
-					case 2:
-						b.DeleteRange(x.key, x.end)
-					}
-				}
+				b := opsBatch(db, ops)
 				if err := b.Commit(Sync); err != nil {
 					failed = ops
 					continue

@@ -169,23 +169,29 @@ func (m *modelRun) write(ops []op) {
 			err = m.db.DeleteRange(x.key, x.end, opts)
 		}
 	} else {
-		b := m.db.NewBatch()
-		for _, x := range ops {
-			switch x.kind {
-			case 0:
-				b.Set(x.key, x.value)
-			case 1:
-				b.Delete(x.key)
-			case 2:
-				b.DeleteRange(x.key, x.end)
-			}
-		}
+		b := opsBatch(m.db, ops)
 		err = b.Commit(opts)
 	}
 	if err != nil {
 		t.Fatalf("write: %v", err)
 	}
 	m.o.apply(ops)
+}
+
+// opsBatch puts operations into a batch.
+func opsBatch(db *DB, ops []op) *Batch {
+	b := db.NewBatch()
+	for _, x := range ops {
+		switch x.kind {
+		case 0:
+			b.Set(x.key, x.value)
+		case 1:
+			b.Delete(x.key)
+		case 2:
+			b.DeleteRange(x.key, x.end)
+		}
+	}
+	return b
 }
 
 func (m *modelRun) checkGet(key []byte, s *modelSnap) {

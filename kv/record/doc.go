@@ -78,6 +78,19 @@ func chunkCRC(typ byte, payload []byte) uint32 {
 	return MaskCRC(crc32.Update(c, crcTable, payload))
 }
 
+// chunkType is the type of a record's chunk: FULL, or FIRST, MIDDLE, LAST.
+func chunkType(first, last bool) byte {
+	switch {
+	case first && last:
+		return chunkFull
+	case first:
+		return chunkFirst
+	case last:
+		return chunkLast
+	}
+	return chunkMiddle
+}
+
 // CRC returns the CRC-32C of p (unmasked); other packages use it for block
 // checksums so that every layer uses the same polynomial.
 func CRC(p []byte) uint32 { return crc32.Checksum(p, crcTable) }

@@ -87,17 +87,7 @@ func (w *LogWriter) WriteRecord(p []byte) (int64, error) {
 		}
 		n := min(len(p), BlockSize-b.filled-HeaderSize)
 		last := n == len(p)
-		var typ byte
-		switch {
-		case first && last:
-			typ = chunkFull
-		case first:
-			typ = chunkFirst
-		case last:
-			typ = chunkLast
-		default:
-			typ = chunkMiddle
-		}
+		typ := chunkType(first, last)
 		old := b.filled
 		b.filled = encodeChunk(b.buf[:], b.filled, typ, p[:n])
 		w.size += int64(b.filled - old)

@@ -50,17 +50,7 @@ func (w *Writer) WriteRecord(p []byte) (int64, error) {
 		avail := BlockSize - w.filled - HeaderSize
 		n := min(len(p), avail)
 		last := n == len(p)
-		var typ byte
-		switch {
-		case first && last:
-			typ = chunkFull
-		case first:
-			typ = chunkFirst
-		case last:
-			typ = chunkLast
-		default:
-			typ = chunkMiddle
-		}
+		typ := chunkType(first, last)
 		w.filled = encodeChunk(w.buf[:], w.filled, typ, p[:n])
 		p = p[n:]
 		first = false

@@ -225,17 +225,20 @@ func (it *blockIter) seekRestart(ukey []byte, trailer base.Trailer) (int, bool) 
 	return lo, true
 }
 
-// seekGE positions at the first entry >= (ukey, trailer).
-func (it *blockIter) seekGE(ukey []byte, trailer base.Trailer) bool {
+// seekStart positions at the last restart point whose key is < (ukey,
+// trailer), or at the first entry; false for an empty or damaged block.
+func (it *blockIter) seekStart(ukey []byte, trailer base.Trailer) bool {
 	if it.restarts == 0 {
 		it.offset = -1
 		return false // empty block
 	}
 	r, ok := it.seekRestart(ukey, trailer)
-	if !ok {
-		return false
-	}
-	if !it.decodeAt(it.restart(r), true) {
+	return ok && it.decodeAt(it.restart(r), true)
+}
+
+// seekGE positions at the first entry >= (ukey, trailer).
+func (it *blockIter) seekGE(ukey []byte, trailer base.Trailer) bool {
+	if !it.seekStart(ukey, trailer) {
 		return false
 	}
 	for {
@@ -250,15 +253,7 @@ func (it *blockIter) seekGE(ukey []byte, trailer base.Trailer) bool {
 
 // seekLT positions at the last entry < (ukey, trailer).
 func (it *blockIter) seekLT(ukey []byte, trailer base.Trailer) bool {
-	if it.restarts == 0 {
-		it.offset = -1
-		return false // empty block
-	}
-	r, ok := it.seekRestart(ukey, trailer)
-	if !ok {
-		return false
-	}
-	if !it.decodeAt(it.restart(r), true) {
+	if !it.seekStart(ukey, trailer) {
 		return false
 	}
 	if it.cmp(ukey, trailer) >= 0 {

@@ -151,6 +151,29 @@ func (it *Iter) skipBackward() bool {
 	}
 }
 
+// position finishes a positioning call once the index iterator has moved
+// (indexOK): it loads that block, positions in it with inBlock, and when the
+// block holds no suitable entry goes on to the next block in the direction
+// of the move.
+func (it *Iter) position(indexOK bool, inBlock func(*blockIter) bool, forward bool) bool {
+	if !indexOK {
+		return it.fail(it.index.err)
+	}
+	if !it.loadBlock() {
+		return false
+	}
+	if inBlock(&it.data) {
+		return true
+	}
+	if it.data.err != nil {
+		return it.fail(it.data.err)
+	}
+	if forward {
+		return it.skipForward()
+	}
+	return it.skipBackward()
+}
+
 // SeekGE implements base.InternalIterator.
 func (it *Iter) SeekGE(key []byte) bool { return it.SeekInternalGE(key, base.TrailerSeek) }
 
@@ -159,19 +182,7 @@ func (it *Iter) SeekInternalGE(key []byte, trailer base.Trailer) bool {
 	if it.err != nil {
 		return false
 	}
-	if !it.index.seekGE(key, trailer) {
-		return it.fail(it.index.err)
-	}
-	if !it.loadBlock() {
-		return false
-	}
-	if it.data.seekGE(key, trailer) {
-		return true
-	}
-	if it.data.err != nil {
-		return it.fail(it.data.err)
-	}
-	return it.skipForward()
+	return it.position(it.index.seekGE(key, trailer), func(b *blockIter) bool { return b.seekGE(key, trailer) }, true)
 }
 
 // SeekLT implements base.InternalIterator.
@@ -179,22 +190,10 @@ func (it *Iter) SeekLT(key []byte) bool {
 	if it.err != nil {
 		return false
 	}
-	if !it.index.seekGE(key, base.TrailerSeek) {
-		if it.index.err != nil {
-			return it.fail(it.index.err)
-		}
+	if !it.index.seekGE(key, base.TrailerSeek) && it.index.err == nil {
 		return it.Last() // every key precedes the target
 	}
-	if !it.loadBlock() {
-		return false
-	}
-	if it.data.seekLT(key, base.TrailerSeek) {
-		return true
-	}
-	if it.data.err != nil {
-		return it.fail(it.data.err)
-	}
-	return it.skipBackward()
+	return it.position(it.index.valid(), func(b *blockIter) bool { return b.seekLT(key, base.TrailerSeek) }, false)
 }
 
 // First implements base.InternalIterator.
@@ -202,19 +201,7 @@ func (it *Iter) First() bool {
 	if it.err != nil {
 		return false
 	}
-	if !it.index.first() {
-		return it.fail(it.index.err)
-	}
-	if !it.loadBlock() {
-		return false
-	}
-	if it.data.first() {
-		return true
-	}
-	if it.data.err != nil {
-		return it.fail(it.data.err)
-	}
-	return it.skipForward()
+	return it.position(it.index.first(), (*blockIter).first, true)
 }
 
 // Last implements base.InternalIterator.
@@ -222,19 +209,7 @@ func (it *Iter) Last() bool {
 	if it.err != nil {
 		return false
 	}
-	if !it.index.last() {
-		return it.fail(it.index.err)
-	}
-	if !it.loadBlock() {
-		return false
-	}
-	if it.data.last() {
-		return true
-	}
-	if it.data.err != nil {
-		return it.fail(it.data.err)
-	}
-	return it.skipBackward()
+	return it.position(it.index.last(), (*blockIter).last, false)
 }
 
 // Next implements base.InternalIterator.
