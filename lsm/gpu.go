@@ -42,6 +42,7 @@ type gpuLSM[K, V warpkit.Word] struct {
 	log    cuda.Slice[V]      // value log; capacity >= logged
 	upd    *worker[K, V]      // updates and cleanup
 	pool   *sorteddict.Pool[worker[K, V]]
+	pingUp int // ping-pong merge buffer size Options.Capacity reserved (0: none)
 
 	chunkQueries int
 	walkCap      uint64
@@ -149,14 +150,11 @@ func (g *gpuLSM[K, V]) reserve(capacity int) error {
 	if err := g.ensureLog(capacity); err != nil {
 		return err
 	}
-	for i := range 2 {
-		if top >= 2 {
-			_, err1 := w.pingK[i].Get(g.dev, s, g.b<<(top-1))
-			_, err2 := w.pingT[i].Get(g.dev, s, g.b<<(top-1))
-			if err := errors.Join(err1, err2); err != nil {
-				return err
-			}
-		}
+	if top >= 2 {
+		g.pingUp = g.b << (top - 1)
+	}
+	if err := g.reservePing(); err != nil {
+		return err
 	}
 	bk, err1 := w.batchK.Get(g.dev, s, g.b)
 	bt, err2 := w.batchT.Get(g.dev, s, g.b)
@@ -164,6 +162,22 @@ func (g *gpuLSM[K, V]) reserve(capacity int) error {
 		return err
 	}
 	return errors.Join(prim.SortPairs(g.eng, s, bk, bt, prim.SortOptions{}), s.Synchronize())
+}
+
+// reservePing allocates the ping-pong merge buffers Options.Capacity reserved
+// (a cascade into level t merges through buffers of b<<(t-1) entries).
+func (g *gpuLSM[K, V]) reservePing() error {
+	w := g.upd
+	for i := range 2 {
+		if g.pingUp > 0 {
+			_, err1 := w.pingK[i].Get(g.dev, w.stream, g.pingUp)
+			_, err2 := w.pingT[i].Get(g.dev, w.stream, g.pingUp)
+			if err := errors.Join(err1, err2); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (g *gpuLSM[K, V]) state() levelState { return g.levelState }
@@ -374,12 +388,17 @@ func (g *gpuLSM[K, V]) Cleanup(ctx context.Context) error {
 		return nil
 	}
 	w, s, n := g.upd, g.upd.stream, g.resident()
-	defer func() { // cleanup's buffers are as large as the structure: give them back
+	defer func() {
+		// Cleanup's buffers are as large as the structure: give them back,
+		// down to what Options.Capacity reserved for updates. Reserving
+		// again is best effort: should it fail, an update allocates (and
+		// reports ErrOutOfMemory) on demand.
 		for i := range 2 {
 			w.pingK[i].Free()
 			w.pingT[i].Free()
 		}
 		w.flags.Free()
+		_ = g.reservePing()
 	}()
 	var pk [2]cuda.Slice[K]
 	var pt [2]cuda.Slice[uint32]

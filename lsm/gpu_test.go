@@ -221,6 +221,49 @@ func TestGPUConcurrent(t *testing.T) {
 	dicttest.Check[uint64, uint64](t, ctx, l, o, rng, w, 2000)
 }
 
+// TestGPUCapacityKept: the merge buffers Options.Capacity reserves survive
+// Cleanup, so updates within the capacity still allocate nothing.
+func TestGPUCapacityKept(t *testing.T) {
+	dev := gputest.Device(t)
+	ctx := context.Background()
+	const b, batches = 64, 40
+	l, err := New[uint32, uint32](Options{Backend: warpkit.CUDA, Device: dev, BatchSize: b, Capacity: b * batches})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	g := l.impl.(*gpuLSM[uint32, uint32])
+	if g.pingUp != b<<4 { // 40 batches: levels up to 5, cascades through buffers of b<<4
+		t.Fatalf("reserved merge buffers of %d entries, want %d", g.pingUp, b<<4)
+	}
+	o := dicttest.NewOracle[uint32, uint32]()
+	rng := rand.New(rand.NewPCG(7, 8))
+	w := dicttest.Workload{Space: 1 << 12, DeleteFrac: 0.2}
+	reserved := func(when string) {
+		t.Helper()
+		for i := range 2 {
+			if k, tg := g.upd.pingK[i].Cap(), g.upd.pingT[i].Cap(); k != g.pingUp || tg != g.pingUp {
+				t.Fatalf("%s: merge buffers %d hold %d keys and %d tags, want %d", when, i, k, tg, g.pingUp)
+			}
+		}
+	}
+	for round := range 2 {
+		for range batches / 2 {
+			keys, vals, dels := dicttest.Batch[uint32, uint32](rng, w, b)
+			if err := l.Update(ctx, keys, vals, dels); err != nil {
+				t.Fatal(err)
+			}
+			o.Apply(keys, vals, dels)
+		}
+		reserved(fmt.Sprintf("round %d, before cleanup", round))
+		if err := l.Cleanup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		reserved(fmt.Sprintf("round %d, after cleanup", round))
+	}
+	dicttest.Check[uint32, uint32](t, ctx, l, o, rng, w, 500)
+}
+
 // TestGPUOutOfMemory: an update that cannot get device memory fails with
 // ErrOutOfMemory, changes nothing, and works once memory is back.
 func TestGPUOutOfMemory(t *testing.T) {

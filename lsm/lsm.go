@@ -35,7 +35,8 @@ type Options struct {
 	BatchSize int
 	// Capacity, when positive, reserves device memory up front for that many
 	// resident entries: the levels, the value log, the merge buffers and the
-	// sort scratch of a batch of b, so that updates within it allocate nothing.
+	// sort scratch of a batch of b, so that updates within it allocate nothing
+	// (also after Cleanup, which returns its own larger buffers).
 	Capacity int
 }
 

@@ -66,6 +66,9 @@ func (b *Buf[T]) Get(dev *cuda.Device, stream *cuda.Stream, n int) (cuda.Slice[T
 	return s.Sub(0, n), nil
 }
 
+// Cap returns how many elements the buffer holds without growing.
+func (b *Buf[T]) Cap() int { return b.s.Len() }
+
 // Free releases the memory.
 func (b *Buf[T]) Free() {
 	if b.s.Len() > 0 {
