@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"sort"
 	"strings"
 	"time"
 
@@ -67,6 +68,8 @@ func main() {
 		cacheMB   = flag.Int("cache", 32, "block cache MiB")
 		asJSON    = flag.Bool("json", false, "print JSON")
 		seed      = flag.Uint64("seed", 1, "random seed")
+		threads   = flag.Int("threads", 1, "concurrent clients")
+		repeat    = flag.Int("repeat", 1, "run every store this many times, alternating, and report each workload's median run")
 		cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	)
 	flag.Parse()
@@ -98,7 +101,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	cfg := kvbench.Config{Num: *num, Reads: *reads, ValueMin: vmin, ValueMax: vmax, Seed: *seed}
+	cfg := kvbench.Config{Num: *num, Reads: *reads, ValueMin: vmin, ValueMax: vmax, Seed: *seed, Threads: *threads}
 	wl := strings.Split(*workloads, ",")
 	var chosen []opener
 	for _, name := range strings.Split(*stores, ",") {
@@ -112,17 +115,35 @@ func main() {
 			fatal(fmt.Errorf("unknown store %q", name))
 		}
 	}
-	results := map[string]map[string]*kvbench.Result{}
-	for _, o := range chosen {
-		res, err := runStore(ctx, o, filepath.Join(base, o.name), s, cfg, wl)
-		if err != nil {
-			fatal(err)
+	runs := map[string][]map[string]*kvbench.Result{}
+	for rep := range max(*repeat, 1) {
+		for _, o := range chosen {
+			res, err := runStore(ctx, o, filepath.Join(base, fmt.Sprintf("%s-%d", o.name, rep)), s, cfg, wl)
+			if err != nil {
+				fatal(err)
+			}
+			runs[o.name] = append(runs[o.name], res)
+			runtime.GC()
+			debug.FreeOSMemory()
 		}
-		results[o.name] = res
-		runtime.GC()
-		debug.FreeOSMemory()
 	}
-	report(chosen, wl, results, cfg, s).Print(os.Stdout, *asJSON)
+	results := map[string]map[string]*kvbench.Result{}
+	for name, rs := range runs {
+		results[name] = map[string]*kvbench.Result{}
+		for _, w := range wl {
+			var all []*kvbench.Result
+			for _, r := range rs {
+				all = append(all, r[w])
+			}
+			sort.Slice(all, func(i, j int) bool { return all[i].OpsPerSec() < all[j].OpsPerSec() })
+			results[name][w] = all[len(all)/2]
+		}
+	}
+	rp := report(chosen, wl, results, cfg, s)
+	if *repeat > 1 {
+		rp.Note("each figure is the median of %d runs per store; stores ran in alternation", *repeat)
+	}
+	rp.Print(os.Stdout, *asJSON)
 }
 
 // runStore runs the workloads on one store; fillseq and fillrandom start from
@@ -193,7 +214,7 @@ func report(stores []opener, wl []string, res map[string]map[string]*kvbench.Res
 	for _, o := range stores[1:] {
 		cols = append(cols, "warpkit/"+o.name)
 	}
-	t := rep.Table(fmt.Sprintf("throughput (num %d, value %d..%d B, 16 B keys, sync %v)", cfg.Num, cfg.ValueMin, cfg.ValueMax, s.sync), cols...)
+	t := rep.Table(fmt.Sprintf("throughput (num %d, value %d..%d B, 16 B keys, %d client(s), sync %v)", cfg.Num, cfg.ValueMin, cfg.ValueMax, max(cfg.Threads, 1), s.sync), cols...)
 	for _, w := range wl {
 		row := []any{w}
 		for _, o := range stores {
@@ -208,12 +229,12 @@ func report(stores []opener, wl []string, res map[string]map[string]*kvbench.Res
 	for _, o := range stores {
 		cols = append(cols, o.name+" p50", o.name+" p99")
 	}
-	lt := rep.Table("latency", cols...)
+	lt := rep.Table("latency (µs)", cols...)
 	for _, w := range wl {
 		row := []any{w}
 		for _, o := range stores {
 			h := res[o.name][w].Latency
-			row = append(row, h.Quantile(0.5), h.Quantile(0.99))
+			row = append(row, float64(h.Quantile(0.5))/1e3, float64(h.Quantile(0.99))/1e3)
 		}
 		lt.Add(row...)
 	}

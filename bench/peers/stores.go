@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -45,8 +46,9 @@ func openWarpkit(dir string, s settings) (kvbench.Store, error) {
 
 // pebbleStore adapts Pebble.
 type pebbleStore struct {
-	db *pebble.DB
-	wo *pebble.WriteOptions
+	db     *pebble.DB
+	wo     *pebble.WriteOptions
+	stalls atomic.Int64
 }
 
 func openPebble(dir string, s settings) (kvbench.Store, error) {
@@ -72,15 +74,17 @@ func openPebble(dir string, s settings) (kvbench.Store, error) {
 			o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.SnappyCompression }
 		}
 	}
+	ps := &pebbleStore{wo: pebble.NoSync}
+	if s.sync {
+		ps.wo = pebble.Sync
+	}
+	o.EventListener = &pebble.EventListener{WriteStallBegin: func(pebble.WriteStallBeginInfo) { ps.stalls.Add(1) }}
 	db, err := pebble.Open(dir, o)
 	if err != nil {
 		return nil, err
 	}
-	wo := pebble.NoSync
-	if s.sync {
-		wo = pebble.Sync
-	}
-	return &pebbleStore{db: db, wo: wo}, nil
+	ps.db = db
+	return ps, nil
 }
 
 type quietLogger struct{}
@@ -154,15 +158,16 @@ func (p *pebbleStore) Stats() kvbench.StoreStats {
 	if d := m.Compact.Duration.Seconds(); d > 0 {
 		st.CompactionBandwidth = float64(st.CompactionBytes) / d
 	}
-	st.Stalls = 0
+	st.Stalls = p.stalls.Load()
 	return st
 }
 func (p *pebbleStore) Close() error { return p.db.Close() }
 
 // levelStore adapts goleveldb.
 type levelStore struct {
-	db *leveldb.DB
-	wo *lopt.WriteOptions
+	db      *leveldb.DB
+	wo      *lopt.WriteOptions
+	written atomic.Int64 // user bytes, for write amplification
 }
 
 func openGoleveldb(dir string, s settings) (kvbench.Store, error) {
@@ -191,9 +196,15 @@ func openGoleveldb(dir string, s settings) (kvbench.Store, error) {
 	return &levelStore{db: db, wo: &lopt.WriteOptions{Sync: s.sync}}, nil
 }
 
-func (l *levelStore) Name() string          { return "goleveldb" }
-func (l *levelStore) Set(k, v []byte) error { return l.db.Put(k, v, l.wo) }
-func (l *levelStore) Delete(k []byte) error { return l.db.Delete(k, l.wo) }
+func (l *levelStore) Name() string { return "goleveldb" }
+func (l *levelStore) Set(k, v []byte) error {
+	l.written.Add(int64(len(k) + len(v)))
+	return l.db.Put(k, v, l.wo)
+}
+func (l *levelStore) Delete(k []byte) error {
+	l.written.Add(int64(len(k)))
+	return l.db.Delete(k, l.wo)
+}
 func (l *levelStore) Get(k []byte) (int, bool, error) {
 	v, err := l.db.Get(k, nil)
 	if errors.Is(err, lerrors.ErrNotFound) {
@@ -243,6 +254,9 @@ func (l *levelStore) Stats() kvbench.StoreStats {
 	out := kvbench.StoreStats{
 		CompactionBytes: st.LevelRead.Sum() + st.LevelWrite.Sum(),
 		Stalls:          int64(st.WriteDelayCount),
+	}
+	if w := l.written.Load(); w > 0 {
+		out.WriteAmp = float64(st.IOWrite) / float64(w) // journal and tables
 	}
 	if dur > 0 {
 		out.CompactionBandwidth = float64(out.CompactionBytes) / dur
