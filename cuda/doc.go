@@ -17,11 +17,12 @@
 // CUDA contexts are current per OS thread and goroutines migrate between threads,
 // so each opened device has one executor goroutine, locked to its OS thread, that
 // holds the device's primary context and makes every driver call for it. Calls
-// that wait for the device (Synchronize on a stream, event or device, and the
-// synchronous copies) run instead on waiter goroutines, also locked to threads
-// with the context current, one per concurrently waiting caller: a long wait
-// never holds up other goroutines' launches. All types here are therefore safe
-// for concurrent use by any number of goroutines.
+// that wait for the device never hold it up for long: Synchronize on a stream
+// or event polls through the executor for a few milliseconds and then blocks
+// on a waiter goroutine, also locked to a thread with the context current (one
+// per concurrently waiting caller); large synchronous copies and
+// Device.Synchronize run on waiters directly. All types here are therefore
+// safe for concurrent use by any number of goroutines.
 // Operations on one [Stream] run in issue order; work on different streams may
 // overlap. The nil *Stream is the legacy default stream.
 //

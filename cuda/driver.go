@@ -64,6 +64,7 @@ type driverAPI struct {
 	eventCreate       func(e *uintptr, flags uint32) result
 	eventRecord       func(e, s uintptr) result
 	eventSynchronize  func(e uintptr) result
+	eventQuery        func(e uintptr) result
 	eventElapsedTime  func(ms *float32, start, end uintptr) result
 	eventDestroy      func(e uintptr) result
 

@@ -209,7 +209,17 @@ func (f *fakeGPU) driver() *driverAPI {
 		}
 		return 0
 	}
-	d.streamQuery = func(uintptr) result { return 0 }
+	d.streamQuery = func(uintptr) result {
+		if f.syncGate != nil {
+			select {
+			case <-f.syncGate:
+			default:
+				return resultNotReady
+			}
+		}
+		return 0
+	}
+	d.eventQuery = func(uintptr) result { return 0 }
 	d.eventCreate = func(e *uintptr, _ uint32) result { *e = newHandle(); return 0 }
 	d.eventRecord = func(e, s uintptr) result { return 0 }
 	d.eventSynchronize = func(uintptr) result { return 0 }

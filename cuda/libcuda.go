@@ -20,7 +20,7 @@ var libcudaSymbols = []string{
 	"cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuMemcpyDtoD_v2",
 	"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoDAsync_v2", "cuMemsetD8Async", "cuMemsetD16Async", "cuMemsetD32Async",
 	"cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize", "cuStreamQuery",
-	"cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventElapsedTime", "cuEventDestroy_v2",
+	"cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventQuery", "cuEventElapsedTime", "cuEventDestroy_v2",
 	"cuModuleLoadDataEx", "cuModuleUnload", "cuModuleGetFunction", "cuFuncGetAttribute", "cuFuncSetAttribute",
 	"cuOccupancyMaxActiveBlocksPerMultiprocessor", "cuLaunchKernel",
 }
@@ -121,6 +121,7 @@ func loadLibcuda() (*driverAPI, error) {
 	}
 	d.eventRecord = func(e, s uintptr) result { return b.call("cuEventRecord", e, s) }
 	d.eventSynchronize = func(e uintptr) result { return b.call("cuEventSynchronize", e) }
+	d.eventQuery = func(e uintptr) result { return b.call("cuEventQuery", e) }
 	d.eventElapsedTime = func(ms *float32, start, end uintptr) result {
 		return b.callKeep("cuEventElapsedTime", unsafe.Pointer(ms), uintptr(unsafe.Pointer(ms)), start, end)
 	}

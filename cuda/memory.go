@@ -186,6 +186,19 @@ func (s Slice[T]) live() error {
 	return s.buf.live()
 }
 
+// smallCopy is the size up to which a synchronous copy runs on the executor:
+// it finishes in microseconds (it waits only for the legacy default stream,
+// which warpkit's structures do not use), and waking a waiter thread costs
+// more than that. Larger copies run on a waiter thread.
+const smallCopy = 1 << 20
+
+func (st *deviceState) syncCopy(n uint64, f func() result, op string) error {
+	if n <= smallCopy {
+		return st.run(f, op)
+	}
+	return st.block(f, op)
+}
+
 // CopyFromHost copies src into the first len(src) elements, synchronously.
 func (s Slice[T]) CopyFromHost(src []T) error {
 	if err := s.live(); err != nil {
@@ -199,7 +212,7 @@ func (s Slice[T]) CopyFromHost(src []T) error {
 	}
 	st, dst, n := s.buf.st, uint64(s.Ptr()), uint64(len(src))*uint64(sizeOf[T]())
 	p := unsafe.Pointer(&src[0])
-	return st.block(func() result { return st.drv.memcpyHtoD(dst, p, n) }, "cuMemcpyHtoD")
+	return st.syncCopy(n, func() result { return st.drv.memcpyHtoD(dst, p, n) }, "cuMemcpyHtoD")
 }
 
 // CopyToHost copies the first len(dst) elements into dst, synchronously.
@@ -215,7 +228,7 @@ func (s Slice[T]) CopyToHost(dst []T) error {
 	}
 	st, src, n := s.buf.st, uint64(s.Ptr()), uint64(len(dst))*uint64(sizeOf[T]())
 	p := unsafe.Pointer(&dst[0])
-	return st.block(func() result { return st.drv.memcpyDtoH(p, src, n) }, "cuMemcpyDtoH")
+	return st.syncCopy(n, func() result { return st.drv.memcpyDtoH(p, src, n) }, "cuMemcpyDtoH")
 }
 
 // ToHost returns a new Go slice holding the elements.
@@ -253,7 +266,7 @@ func CopyAsync[T Elem](dst, src Slice[T], stream *Stream) error {
 		return err
 	}
 	if stream == nil {
-		return st.block(func() result { return st.drv.memcpyDtoD(d, sp, n) }, "cuMemcpyDtoD")
+		return st.syncCopy(n, func() result { return st.drv.memcpyDtoD(d, sp, n) }, "cuMemcpyDtoD")
 	}
 	return st.run(func() result { return st.drv.memcpyDtoDAsync(d, sp, n, hs) }, "cuMemcpyDtoDAsync")
 }

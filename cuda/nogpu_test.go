@@ -430,49 +430,67 @@ func TestSymbolsBound(t *testing.T) {
 }
 
 // TestBlockingCallsDoNotHoldTheExecutor checks that while one goroutine waits
-// in Stream.Synchronize, others still allocate and copy, and that closing the
-// device waits for the blocked call.
+// in Stream.Synchronize, in its polling phase or blocked on a waiter thread,
+// others still allocate and copy; that closing the device waits for a blocked
+// waiter; and that a goroutine still polling when the device closes gets
+// ErrClosed.
 func TestBlockingCallsDoNotHoldTheExecutor(t *testing.T) {
-	f := newFakeGPU()
-	f.syncGate = make(chan struct{})
-	useDriver(t, func() (*driverAPI, error) { return f.driver(), nil })
-	d, err := Open(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := d.NewStream()
-	synced := make(chan error, 1)
-	go func() { synced <- s.Synchronize() }()
-	for i := range 20 { // all of this runs while the synchronization is blocked
-		buf, err := FromHost(d, []uint32{uint32(i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, err := buf.ToHost(); err != nil || got[0] != uint32(i) {
-			t.Fatalf("copy during a blocked wait: %v %v", got, err)
-		}
-		buf.Free()
-	}
-	select {
-	case err := <-synced:
-		t.Fatalf("Synchronize returned before the gate opened: %v", err)
-	default:
-	}
-	closed := make(chan error, 1)
-	go func() { closed <- d.Close() }()
-	select {
-	case err := <-closed:
-		t.Fatalf("Close returned while a wait was in flight: %v", err)
-	case <-time.After(20 * time.Millisecond):
-	}
-	close(f.syncGate)
-	if err := <-synced; err != nil {
-		t.Fatalf("Synchronize: %v", err)
-	}
-	if err := <-closed; err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	if err := s.Synchronize(); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Synchronize after Close: %v", err)
+	for _, tc := range []struct {
+		name   string
+		window time.Duration
+	}{{"polling", time.Hour}, {"waiter", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func(w time.Duration) { pollWindow = w }(pollWindow)
+			pollWindow = tc.window
+			f := newFakeGPU()
+			f.syncGate = make(chan struct{})
+			useDriver(t, func() (*driverAPI, error) { return f.driver(), nil })
+			d, err := Open(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _ := d.NewStream()
+			synced := make(chan error, 1)
+			go func() { synced <- s.Synchronize() }()
+			for i := range 20 { // all of this runs while the synchronization waits
+				buf, err := FromHost(d, []uint32{uint32(i)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, err := buf.ToHost(); err != nil || got[0] != uint32(i) {
+					t.Fatalf("copy during a wait: %v %v", got, err)
+				}
+				buf.Free()
+			}
+			select {
+			case err := <-synced:
+				t.Fatalf("Synchronize returned before the work was done: %v", err)
+			default:
+			}
+			closed := make(chan error, 1)
+			go func() { closed <- d.Close() }()
+			if tc.window == 0 {
+				select {
+				case err := <-closed:
+					t.Fatalf("Close returned while a waiter was blocked: %v", err)
+				case <-time.After(20 * time.Millisecond):
+				}
+				close(f.syncGate)
+				if err := <-synced; err != nil {
+					t.Fatalf("Synchronize: %v", err)
+				}
+			} else {
+				if err := <-synced; !errors.Is(err, ErrClosed) {
+					t.Fatalf("Synchronize polling across Close: %v, want ErrClosed", err)
+				}
+				close(f.syncGate)
+			}
+			if err := <-closed; err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			if err := s.Synchronize(); !errors.Is(err, ErrClosed) {
+				t.Fatalf("Synchronize after Close: %v", err)
+			}
+		})
 	}
 }

@@ -40,7 +40,8 @@ func (s *Stream) handle(st *deviceState) (uintptr, error) {
 }
 
 // Synchronize waits until all work on the stream has finished and returns the
-// first asynchronous error. The wait does not hold up other goroutines' calls.
+// first asynchronous error. The wait does not hold up other goroutines' calls:
+// see awaitWork.
 func (s *Stream) Synchronize() error {
 	if s == nil {
 		return fmt.Errorf("%w: cuda: Synchronize on the nil stream; use Device.Synchronize", ErrInvalidArgument)
@@ -48,7 +49,9 @@ func (s *Stream) Synchronize() error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	return s.st.block(func() result { return s.st.drv.streamSynchronize(s.h) }, "cuStreamSynchronize")
+	return s.st.awaitWork(
+		func() result { return s.st.drv.streamQuery(s.h) }, "cuStreamQuery",
+		func() result { return s.st.drv.streamSynchronize(s.h) }, "cuStreamSynchronize")
 }
 
 // Done reports whether all work on the stream has finished, without waiting.
@@ -69,10 +72,13 @@ func (s *Stream) Done() (bool, error) {
 // Close waits for the stream's work and destroys it. Closing twice returns
 // ErrClosed.
 func (s *Stream) Close() error {
-	if s == nil || !s.closed.CompareAndSwap(false, true) {
+	if s == nil || s.closed.Load() {
 		return ErrClosed
 	}
-	syncErr := s.st.block(func() result { return s.st.drv.streamSynchronize(s.h) }, "cuStreamSynchronize")
+	syncErr := s.Synchronize()
+	if !s.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
 	destroyErr := s.st.run(func() result { return s.st.drv.streamDestroy(s.h) }, "cuStreamDestroy")
 	if syncErr != nil {
 		return syncErr
@@ -113,7 +119,9 @@ func (e *Event) Synchronize() error {
 	if e == nil || e.closed.Load() {
 		return ErrClosed
 	}
-	return e.st.block(func() result { return e.st.drv.eventSynchronize(e.h) }, "cuEventSynchronize")
+	return e.st.awaitWork(
+		func() result { return e.st.drv.eventQuery(e.h) }, "cuEventQuery",
+		func() result { return e.st.drv.eventSynchronize(e.h) }, "cuEventSynchronize")
 }
 
 // Elapsed returns the device time between two recorded events (resolution

@@ -339,7 +339,7 @@ func (g *gpuLSM[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], val
 			return err
 		}
 	}
-	return sorteddict.Await(s)
+	return s.Synchronize()
 }
 
 // cascade inserts one sorted batch of b entries: merges it with the full
@@ -468,7 +468,7 @@ func (g *gpuLSM[K, V]) LookupDevice(ctx context.Context, keys cuda.Slice[K], val
 	return g.pool.With(ctx, func(w *worker[K, V]) error {
 		n := keys.Len()
 		err := g.fn.lookup.Launch(sorteddict.Grid(n), sorteddict.Block, 0, w.stream, g.tab, g.log, uint64(g.b), g.r, keys, uint64(n), vals, found)
-		return errors.Join(err, sorteddict.Await(w.stream))
+		return errors.Join(err, w.stream.Synchronize())
 	})
 }
 
@@ -483,7 +483,7 @@ func (g *gpuLSM[K, V]) NeighborDevice(ctx context.Context, keys, outKeys cuda.Sl
 	return g.pool.With(ctx, func(w *worker[K, V]) error {
 		n := keys.Len()
 		err := f.Launch(sorteddict.Grid(n), sorteddict.Block, 0, w.stream, g.tab, g.log, uint64(g.b), g.r, keys, uint64(n), outKeys, outVals, found)
-		return errors.Join(err, sorteddict.Await(w.stream))
+		return errors.Join(err, w.stream.Synchronize())
 	})
 }
 
@@ -552,7 +552,7 @@ func (g *gpuLSM[K, V]) countRange(ctx context.Context, w *worker[K, V], lo, hi c
 		q0 += qc
 	}
 	if !wantRange {
-		return nil, sorteddict.Await(s)
+		return nil, s.Synchronize()
 	}
 	return parts.Assemble(g.dev, s, counts, func(in, out, total cuda.Slice[uint32]) error {
 		return prim.ExclusiveScan(g.eng, s, in, out, total)

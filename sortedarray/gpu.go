@@ -243,7 +243,7 @@ func (g *gpuSA[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], vals
 	if err := prim.MergePairs(g.eng, s, ck.Sub(0, cb), cv.Sub(0, cb), ak, av, g.keys[dst].Sub(0, newN), g.vals[dst].Sub(0, newN), prim.MergeOptions[K]{}); err != nil {
 		return err
 	}
-	if err := sorteddict.Await(s); err != nil {
+	if err := s.Synchronize(); err != nil {
 		return err
 	}
 	g.cur, g.n = dst, newN
@@ -258,7 +258,7 @@ func (g *gpuSA[K, V]) LookupDevice(ctx context.Context, keys cuda.Slice[K], vals
 		ak, av := g.array()
 		n := keys.Len()
 		err := g.fn.lookup.Launch(sorteddict.Grid(n), sorteddict.Block, 0, w.stream, ak, av, uint64(g.n), keys, uint64(n), vals, found)
-		return errors.Join(err, sorteddict.Await(w.stream))
+		return errors.Join(err, w.stream.Synchronize())
 	})
 }
 
@@ -274,7 +274,7 @@ func (g *gpuSA[K, V]) NeighborDevice(ctx context.Context, keys, outKeys cuda.Sli
 		ak, av := g.array()
 		n := keys.Len()
 		err := g.fn.neighbor.Launch(sorteddict.Grid(n), sorteddict.Block, 0, w.stream, ak, av, uint64(g.n), keys, uint64(n), dir, outKeys, outVals, found)
-		return errors.Join(err, sorteddict.Await(w.stream))
+		return errors.Join(err, w.stream.Synchronize())
 	})
 }
 
@@ -286,7 +286,7 @@ func (g *gpuSA[K, V]) CountDevice(ctx context.Context, lo, hi cuda.Slice[K], cou
 		ak, _ := g.array()
 		n := lo.Len()
 		err := g.fn.bounds.Launch(cuda.GridFor(n, sorteddict.BlockSize), sorteddict.Block, 0, w.stream, ak, uint64(g.n), lo, hi, uint64(n), counts, nil, nil)
-		return errors.Join(err, sorteddict.Await(w.stream))
+		return errors.Join(err, w.stream.Synchronize())
 	})
 }
 
@@ -334,7 +334,7 @@ func (g *gpuSA[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*D
 		dr.Total = total
 		if total > 0 {
 			err := g.fn.rangeGather.Launch(sorteddict.TileGrid(total, tileItems), sorteddict.Block, 0, s, ak, av, starts, off, uint64(nq), uint64(total), dr.Keys, dr.Values)
-			if err = errors.Join(err, sorteddict.Await(s)); err != nil {
+			if err = errors.Join(err, s.Synchronize()); err != nil {
 				return fail(err)
 			}
 		}

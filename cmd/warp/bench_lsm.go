@@ -20,7 +20,6 @@ import (
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
-	"github.com/warpkit/warpkit/internal/sorteddict"
 	"github.com/warpkit/warpkit/lsm"
 	"github.com/warpkit/warpkit/prim"
 	"github.com/warpkit/warpkit/sortedarray"
@@ -662,13 +661,9 @@ func (b *lsmBench) overhead() error {
 	if err != nil {
 		return err
 	}
-	await, err := roundTrip(sorteddict.Await)
-	if err != nil {
-		return err
-	}
-	t := b.rep.Table("Call overhead: one asynchronous driver call (cuMemsetD32Async on 256 bytes), and one call plus a wait for it (cuStreamSynchronize, or sorteddict.Await's polling)",
-		"µs per call", "µs per call + Synchronize", "µs per call + Await")
-	t.Add(float64(async.Microseconds())/calls, float64(sync.Microseconds())/trips, float64(await.Microseconds())/trips)
+	t := b.rep.Table("Call overhead: one asynchronous driver call (cuMemsetD32Async on 256 bytes), and one call plus Stream.Synchronize",
+		"µs per call", "µs per call + Synchronize")
+	t.Add(float64(async.Microseconds())/calls, float64(sync.Microseconds())/trips)
 	b.rep.Note("per operation, in driver calls: LSM insert = 1 prep + 1 sort (fused up to 2^19 pairs; 12 launches above) + 1 per merge + 1 sync (+1 fix-up with deletions); SA insert = 1 prep + 1 sort + 1 fix-up + 1 memset + 1 mark + 3 select + 1 read-back sync + 1 gather + 1 merge + 1 sync; LSM short count = 2 memsets + 1 walk + 1 read-back sync; SA count = 1 launch + 1 sync")
 	return b.insertParts(s)
 }
@@ -694,10 +689,10 @@ func (b *lsmBench) insertParts(s *cuda.Stream) error {
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return err
 	}
-	median := func(f func() error, wait func(*cuda.Stream) error) (float64, error) {
+	median := func(f func() error) (float64, error) {
 		var ds []time.Duration
 		for range 25 {
-			d, err := timed(func() error { return errors.Join(f(), wait(s)) })
+			d, err := timed(func() error { return errors.Join(f(), s.Synchronize()) })
 			if err != nil {
 				return 0, err
 			}
@@ -706,18 +701,14 @@ func (b *lsmBench) insertParts(s *cuda.Stream) error {
 		slices.Sort(ds)
 		return float64(ds[len(ds)/2].Nanoseconds()) / 1e3, nil
 	}
-	t := b.rep.Table("Insert steps: µs per call + wait (median of 25), u32 keys and u32 tags; wait = sorteddict.Await (poll, then block) as the dictionaries do, or Stream.Synchronize",
-		"b", "SortPairs b", "sort M pairs/s", "SortPairs, Synchronize", "MergePairs b+b", "merge M elem/s")
+	t := b.rep.Table("Insert steps: µs per call + Stream.Synchronize (median of 25), u32 keys and u32 tags",
+		"b", "SortPairs b", "sort M pairs/s", "MergePairs b+b", "merge M elem/s")
 	for lb := 15; lb <= 21; lb++ {
 		n := 1 << lb
 		sort := func() error {
 			return errors.Join(cuda.CopyAsync(k.Sub(0, n), b.keys.Sub(0, n), s), prim.SortPairs(e, s, k.Sub(0, n), v.Sub(0, n), prim.SortOptions{}))
 		}
-		sortUS, err := median(sort, sorteddict.Await)
-		if err != nil {
-			return err
-		}
-		syncUS, err := median(sort, (*cuda.Stream).Synchronize)
+		sortUS, err := median(sort)
 		if err != nil {
 			return err
 		}
@@ -727,11 +718,11 @@ func (b *lsmBench) insertParts(s *cuda.Stream) error {
 		}
 		mergeUS, err := median(func() error {
 			return prim.MergePairs(e, s, k.Sub(0, n), v.Sub(0, n), k.Sub(n, 2*n), v.Sub(n, 2*n), ok.Sub(0, 2*n), ov.Sub(0, 2*n), prim.MergeOptions[uint32]{})
-		}, sorteddict.Await)
+		})
 		if err != nil {
 			return err
 		}
-		t.Add(fmt.Sprintf("2^%d", lb), sortUS, float64(n)/sortUS, syncUS, mergeUS, float64(2*n)/mergeUS)
+		t.Add(fmt.Sprintf("2^%d", lb), sortUS, float64(n)/sortUS, mergeUS, float64(2*n)/mergeUS)
 	}
 	b.rep.Note("insert steps: the sort column includes a device copy of the unsorted keys into place (about 1 µs at these sizes)")
 	return nil

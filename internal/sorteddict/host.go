@@ -101,7 +101,7 @@ func (h *Host[K, V]) with(ctx context.Context, f func(w *stager[K, V]) ([]upload
 			return err
 		}
 	}
-	if err := Await(w.stream); err != nil {
+	if err := w.stream.Synchronize(); err != nil {
 		return err
 	}
 	return then(w)

@@ -37,7 +37,7 @@ func Fetch(s *Staging, stream *cuda.Stream, copies ...Copier) error {
 		}
 		ps = append(ps, p)
 	}
-	if err := Await(stream); err != nil {
+	if err := stream.Synchronize(); err != nil {
 		return err
 	}
 	for _, p := range ps {
@@ -137,7 +137,7 @@ func (p *RangeParts[K, V]) Assemble(dev *cuda.Device, stream *cuda.Stream, count
 		res.Keys, res.Values = k, v
 	}
 	p.keys, p.vals = nil, nil
-	if err := Await(stream); err != nil {
+	if err := stream.Synchronize(); err != nil {
 		res.Free()
 		return nil, err
 	}
