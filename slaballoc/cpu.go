@@ -26,18 +26,20 @@ func newCPU(opts *Options) *cpuPool { return &cpuPool{opts: opts} }
 
 func (c *cpuPool) wordsPerSuper() int { return c.opts.BlocksPerSuperBlock * 32 }
 
-func (c *cpuPool) grow() error {
+func (c *cpuPool) grow(n int) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	units := make([]byte, c.opts.BlocksPerSuperBlock*UnitsPerBlock*c.opts.UnitBytes)
-	if c.opts.Fill != 0 {
-		for i := range units {
-			units[i] = c.opts.Fill
+	for i := 0; i < n; i++ {
+		units := make([]byte, c.opts.BlocksPerSuperBlock*UnitsPerBlock*c.opts.UnitBytes)
+		if c.opts.Fill != 0 {
+			for i := range units {
+				units[i] = c.opts.Fill
+			}
 		}
+		c.units = append(c.units, units)
+		c.bitmap = append(c.bitmap, make([]uint32, c.wordsPerSuper()))
 	}
-	c.units = append(c.units, units)
-	c.bitmap = append(c.bitmap, make([]uint32, c.wordsPerSuper()))
-	return nil
+	return n, nil
 }
 
 func (c *cpuPool) readUsed() (int64, error) {

@@ -75,42 +75,58 @@ func (g *gpuPool) superBytes() (units, total int64) {
 	return units, units + blocks*UnitsPerBlock/8
 }
 
-func (g *gpuPool) grow() error {
+// grow adds up to n super blocks in one step: it allocates and fills them,
+// synchronizes once, and publishes them with one descriptor write. When the
+// device runs out part way it publishes the ones it got.
+func (g *gpuPool) grow(n int) (int, error) {
 	unitBytes, total := g.superBytes()
-	buf, err := g.dev.Alloc(total)
-	if err != nil {
-		return err
-	}
-	units, err := cuda.View[uint8](buf, 0, int(unitBytes))
-	if err == nil {
-		err = units.FillBytes(g.opts.Fill, nil)
-	}
-	var bitmaps cuda.Slice[uint8]
-	if err == nil {
-		bitmaps, err = cuda.View[uint8](buf, int(unitBytes), int(total-unitBytes))
-	}
-	if err == nil {
-		err = bitmaps.Zero(nil)
-	}
-	if err == nil {
-		err = g.dev.Synchronize()
-	}
-	if err != nil {
-		buf.Free()
-		return err
-	}
-	i := len(g.supers)
 	next := g.host
-	next[descUnitsWord+i] = uint64(buf.Ptr())
-	next[descBitmapsWord+i] = uint64(buf.Ptr()) + uint64(unitBytes)
-	next[descCountsWord] = uint64(i+1) | uint64(g.opts.BlocksPerSuperBlock)<<32
-	if err := g.desc.Sub(0, len(next)).CopyFromHost(next[:]); err != nil {
-		buf.Free()
-		return err
+	var bufs []*cuda.Buffer
+	var err error
+	for len(bufs) < n && len(g.supers)+len(bufs) < MaxSuperBlocks {
+		var buf *cuda.Buffer
+		if buf, err = g.dev.Alloc(total); err != nil {
+			break
+		}
+		units, verr := cuda.View[uint8](buf, 0, int(unitBytes))
+		if verr == nil {
+			verr = units.FillBytes(g.opts.Fill, nil)
+		}
+		var bitmaps cuda.Slice[uint8]
+		if verr == nil {
+			bitmaps, verr = cuda.View[uint8](buf, int(unitBytes), int(total-unitBytes))
+		}
+		if verr == nil {
+			verr = bitmaps.Zero(nil)
+		}
+		if verr != nil {
+			buf.Free()
+			err = verr
+			break
+		}
+		i := len(g.supers) + len(bufs)
+		next[descUnitsWord+i] = uint64(buf.Ptr())
+		next[descBitmapsWord+i] = uint64(buf.Ptr()) + uint64(unitBytes)
+		bufs = append(bufs, buf)
+	}
+	if len(bufs) == 0 {
+		return 0, err
+	}
+	next[descCountsWord] = uint64(len(g.supers)+len(bufs)) | uint64(g.opts.BlocksPerSuperBlock)<<32
+	// The fills are done before the descriptor names the new super blocks.
+	serr := g.dev.Synchronize()
+	if serr == nil {
+		serr = g.desc.Sub(0, len(next)).CopyFromHost(next[:])
+	}
+	if serr != nil {
+		for _, b := range bufs {
+			b.Free()
+		}
+		return 0, serr
 	}
 	g.host = next
-	g.supers = append(g.supers, buf)
-	return nil
+	g.supers = append(g.supers, bufs...)
+	return len(bufs), err
 }
 
 func (g *gpuPool) readUsed() (int64, error) {

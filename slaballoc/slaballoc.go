@@ -83,11 +83,12 @@ type Stats struct {
 	MaxCapacity    int64 // units at MaxSuperBlocks
 	Allocated      int64
 	Free           int64 // Capacity - Allocated
+	Growths        int64 // growth steps since New (each adds one or more super blocks)
 }
 
 // impl is one backend.
 type impl interface {
-	grow() error                 // add one super block (caller holds growMu and the use lock)
+	grow(n int) (int, error)     // add up to n super blocks, return how many (caller holds growMu and the use lock)
 	readUsed() (int64, error)    // exact count of allocated units
 	allocate(out []uint32) error // all-or-nothing is handled by Pool
 	free(addrs []uint32) error
@@ -106,8 +107,9 @@ type Pool struct {
 
 	use    sync.RWMutex // read: kernels using the descriptor; write: growth, Close
 	growMu sync.Mutex
-	supers atomic.Int32
-	closed atomic.Bool
+	supers  atomic.Int32
+	growths atomic.Int64
+	closed  atomic.Bool
 
 	usedSeen atomic.Int64 // allocated units at the last reading
 	pending  atomic.Int64 // units reserved since that reading
@@ -143,13 +145,12 @@ func New(opts Options) (*Pool, error) {
 		}
 		p.impl = g
 	}
-	for i := 0; i < opts.InitialSuperBlocks; i++ {
-		if err := p.impl.grow(); err != nil {
-			p.impl.close()
-			return nil, fmt.Errorf("slaballoc: new: %w", err)
-		}
-		p.supers.Add(1)
+	added, err := p.impl.grow(opts.InitialSuperBlocks)
+	if err != nil {
+		p.impl.close()
+		return nil, fmt.Errorf("slaballoc: new: %w", err)
 	}
+	p.supers.Store(int32(added))
 	return p, nil
 }
 
@@ -193,11 +194,12 @@ func (p *Pool) Observe(allocated int64) {
 }
 
 // Reserve makes sure that units + LowWater units are free before a launch
-// that may allocate up to units, adding super blocks up to MaxSuperBlocks.
-// It reads the device counter only when the host estimate says the pool may
-// be short. Running short at the maximum is not an error here: the kernel
-// reports exhaustion if it really happens. A failed device allocation while
-// growing returns ErrOutOfMemory only if the free units do not cover units.
+// that may allocate up to units, adding super blocks up to MaxSuperBlocks
+// (see growth for how many at a time). It reads the device counter only when
+// the host estimate says the pool may be short. Running short at the maximum
+// is not an error here: the kernel reports exhaustion if it really happens.
+// A failed device allocation while growing returns ErrOutOfMemory only if the
+// free units do not cover units.
 func (p *Pool) Reserve(ctx context.Context, units int) error {
 	if err := p.live("reserve"); err != nil {
 		return err
@@ -218,7 +220,9 @@ func (p *Pool) Reserve(ctx context.Context, units int) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("slaballoc: reserve: %w", err)
 		}
-		if err := p.growLocked(); err != nil {
+		short := want - (p.Capacity() - used)
+		need := int((short + p.unitsPerSuper() - 1) / p.unitsPerSuper())
+		if err := p.growLocked(need); err != nil {
 			if p.Capacity()-used >= int64(units) {
 				break
 			}
@@ -229,9 +233,10 @@ func (p *Pool) Reserve(ctx context.Context, units int) error {
 	return nil
 }
 
-// GrowPast adds a super block unless the pool already has more than n (a
-// concurrent caller grew it). It returns ErrPoolExhausted at MaxSuperBlocks.
-// Callers pass SuperBlocks() as seen before the launch that ran out.
+// GrowPast grows the pool (see growth) unless it already has more than n
+// super blocks (a concurrent caller grew it). It returns ErrPoolExhausted at
+// MaxSuperBlocks. Callers pass SuperBlocks() as seen before the launch that
+// ran out.
 func (p *Pool) GrowPast(ctx context.Context, n int) error {
 	if err := p.live("grow"); err != nil {
 		return err
@@ -244,24 +249,44 @@ func (p *Pool) GrowPast(ctx context.Context, n int) error {
 	if p.SuperBlocks() >= p.opts.MaxSuperBlocks {
 		return fmt.Errorf("slaballoc: %d super blocks of %d units: %w", p.SuperBlocks(), p.unitsPerSuper(), warpkit.ErrPoolExhausted)
 	}
-	if err := p.growLocked(); err != nil {
+	if err := p.growLocked(1); err != nil {
 		return fmt.Errorf("slaballoc: grow: %w", err)
 	}
 	return nil
 }
 
-// growLocked adds one super block; the caller holds growMu.
-func (p *Pool) growLocked() error {
+// growth is how many super blocks one growth step adds when need are
+// missing: at least half as many as the pool has, so a pool that keeps
+// growing pays for a logarithmic number of steps (each waits for the
+// kernels in flight and synchronizes the device), capped at the maximum.
+func (p *Pool) growth(need int) int {
+	now := p.SuperBlocks()
+	return max(1, min(max(need, (now+1)/2), p.opts.MaxSuperBlocks-now))
+}
+
+// growLocked adds super blocks for need missing ones (see growth) in one
+// step. Super blocks are separate device allocations: when the device runs
+// out part way, the ones added stay, and the step succeeds if they cover
+// need. The caller holds growMu.
+func (p *Pool) growLocked(need int) error {
 	p.use.Lock()
 	defer p.use.Unlock()
 	if p.closed.Load() {
 		return warpkit.ErrClosed
 	}
-	if err := p.impl.grow(); err != nil {
-		return err
+	want := p.growth(need)
+	added, err := p.impl.grow(want)
+	if added > 0 {
+		p.supers.Add(int32(added))
+		p.growths.Add(1)
 	}
-	p.supers.Add(1)
-	return nil
+	if added >= min(need, want) {
+		return nil
+	}
+	if err == nil {
+		err = fmt.Errorf("%w: %d of %d super blocks added", warpkit.ErrOutOfMemory, added, want)
+	}
+	return err
 }
 
 // Stats returns the pool's statistics; Allocated is exact once the kernels
@@ -279,7 +304,7 @@ func (p *Pool) Stats(ctx context.Context) (Stats, error) {
 	return Stats{
 		UnitBytes: p.opts.UnitBytes, SuperBlocks: p.SuperBlocks(), MaxSuperBlocks: p.opts.MaxSuperBlocks,
 		Capacity: c, MaxCapacity: int64(p.opts.MaxSuperBlocks) * p.unitsPerSuper(),
-		Allocated: used, Free: c - used,
+		Allocated: used, Free: c - used, Growths: p.growths.Load(),
 	}, nil
 }
 

@@ -178,6 +178,44 @@ func TestReserveKeepsLowWater(t *testing.T) {
 	})
 }
 
+// TestGrowthSteps: a growth step adds at least half the super blocks the
+// pool has (so a growing pool takes few steps), all it needs when it needs
+// more, never more than the maximum; Stats counts the steps.
+func TestGrowthSteps(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, opts Options) {
+		ctx := context.Background()
+		opts.BlocksPerSuperBlock = 1 // 1024 units per super block
+		opts.InitialSuperBlocks = 4
+		opts.MaxSuperBlocks = 11
+		opts.LowWater = 1
+		p := newPool(t, opts)
+		steps := []struct {
+			reserve      int
+			supers, done int64
+		}{
+			{4000, 4, 0},   // fits
+			{4200, 6, 1},   // one missing: half of 4 added
+			{9000, 9, 2},   // three missing, half of 6 is 3
+			{10000, 11, 3}, // 1 missing, half of 9 would pass the maximum
+		}
+		for _, s := range steps {
+			if err := p.Reserve(ctx, s.reserve); err != nil {
+				t.Fatal(err)
+			}
+			st, err := p.Stats(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int64(st.SuperBlocks) != s.supers || st.Growths != s.done {
+				t.Fatalf("after reserving %d: %d super blocks in %d steps, want %d in %d", s.reserve, st.SuperBlocks, st.Growths, s.supers, s.done)
+			}
+		}
+		if err := p.GrowPast(ctx, p.SuperBlocks()); !errors.Is(err, warpkit.ErrPoolExhausted) {
+			t.Fatalf("GrowPast at the maximum: %v", err)
+		}
+	})
+}
+
 func TestBadFrees(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, opts Options) {
 		ctx := context.Background()

@@ -12,16 +12,25 @@ import (
 	"github.com/warpkit/warpkit/slaballoc"
 )
 
-// Control block words (wk::sh::Ctrl) and the pool counter copied after them.
+// Control block words (wk::sh::Ctrl).
 const (
 	ctrlStatus   = 0
 	ctrlDelta    = 1
 	ctrlFailed   = 2
 	ctrlRejected = 3
 	ctrlCount    = 4
+	ctrlInserted = 5
+	ctrlDone     = 6 // warps of an apply launch that finished
+	ctrlUsed     = 7 // the pool's allocated units, written by the last warp of an apply launch
 	ctrlWords    = 8
-	ctrlUsed     = 8 // in the pinned copy: the pool's allocated units
+	ctrlPoolUsed = 8 // in the pinned copy after a flush: the pool's counter
 )
+
+// churn is the share of ExpectedSize the pool is provisioned for beyond the
+// overflow expected at ExpectedSize: deletes leave tombstones that occupy
+// their slots until Flush, so a table that keeps inserting and deleting
+// needs more slabs than its live entries do.
+const churn = 0.25
 
 // hostChunk is the most elements one staging round trip carries.
 const hostChunk = 1 << 20
@@ -41,7 +50,12 @@ type gpuTable[K, V warpkit.Word] struct {
 	lanes   chan *lane[K, V]
 	all     []*lane[K, V]
 	salt    atomic.Uint32
-	n       atomic.Int64 // live entries, for allocation estimates
+	n       atomic.Int64 // live entries
+	slots   atomic.Int64 // slots holding entries or tombstones (live + deleted since Flush): what allocation grows with
+	reruns  atomic.Int64 // launches rerun after the pool grew
+	// mixedInserts is the share of inserts (in thousandths) that the last
+	// mixed device batch held, whose ops the host does not see.
+	mixedInserts atomic.Int64
 
 	fApply, fFindAll, fSnapshot, fFlush, fScan *cuda.Function
 }
@@ -83,8 +97,10 @@ func newGPU[K, V warpkit.Word](kd kind, geo geometry, o *Options, dev *cuda.Devi
 	g.buckets = uint32(b)
 
 	// The pool: super blocks of about half the overflow expected at
-	// ExpectedSize, enough of them for that overflow, up to 64.
+	// ExpectedSize, enough of them for the overflow at ExpectedSize plus
+	// churn more slots (with a margin), up to 64; growth adds half again.
 	over := geo.overflowSlabs(o.ExpectedSize, b)
+	overChurn := geo.overflowSlabs(int(float64(o.ExpectedSize)*(1+churn)), b)
 	perSuper := max(8, min(slaballoc.MaxBlocksPerSuperBlock, int(over/2/slaballoc.UnitsPerBlock)+1))
 	superBytes := int64(perSuper) * slaballoc.UnitsPerBlock * int64(geo.slabBytes)
 	maxSupers := slaballoc.MaxSuperBlocks
@@ -95,7 +111,7 @@ func newGPU[K, V warpkit.Word](kd kind, geo geometry, o *Options, dev *cuda.Devi
 		}
 	}
 	lowWater := perSuper * slaballoc.UnitsPerBlock / 8
-	initial := min(maxSupers, max(1, int((over*1.3+float64(lowWater))/float64(perSuper*slaballoc.UnitsPerBlock))+1))
+	initial := min(maxSupers, max(1, int((overChurn*1.1+float64(lowWater))/float64(perSuper*slaballoc.UnitsPerBlock))+1))
 	var err error
 	g.pool, err = slaballoc.New(slaballoc.Options{
 		Backend: warpkit.CUDA, Device: dev, UnitBytes: geo.slabBytes, BlocksPerSuperBlock: perSuper,
@@ -189,30 +205,30 @@ func ensurePinned[T cuda.Elem](dev *cuda.Device, p **cuda.Pinned[T], n int) ([]T
 }
 
 // newSlabs estimates the slabs a batch of inserts may allocate: the growth
-// of the expected overflow, with a margin. The kernel's exhaustion report
-// is the backstop when it is short.
+// of the expected overflow from the slots in use (tombstones included), with
+// a margin. The kernel's exhaustion report is the backstop when it is short.
 func (g *gpuTable[K, V]) newSlabs(inserts int) int {
 	if inserts == 0 {
 		return 0
 	}
-	now := int(g.n.Load())
+	now := int(g.slots.Load())
 	d := g.geo.overflowSlabs(now+inserts, int(g.buckets)) - g.geo.overflowSlabs(now, int(g.buckets))
 	return int(d*1.2) + 256
 }
 
 // exec runs one device batch on ln: the device scan when the contents were
 // not checked on the host, the apply kernel, and reruns of the failed
-// elements after the pool grew.
-func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K, V], inserts int, scan bool) (int64, error) {
+// elements after the pool grew. It returns the change in live entries and
+// the number of elements inserted.
+func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K, V], inserts int, scan bool) (delta, inserted int64, err error) {
 	n := b.keys.Len()
 	if err := g.pool.Reserve(ctx, g.newSlabs(inserts)); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	res := b.res
 	if res.Buffer() == nil {
-		var err error
 		if res, err = ensure(g.dev, &ln.dRes, n); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	var opsPtr, valsPtr, countsPtr cuda.DevicePtr
@@ -226,61 +242,61 @@ func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K
 		countsPtr = b.counts.Ptr()
 	}
 	grid := slabrt.Grid(g.fApply, g.dev, int64(n), blockThreads, 2)
-	var delta int64
 	retry := uint32(0)
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return delta, err
+			return delta, inserted, err
 		}
 		seen := g.pool.SuperBlocks()
 		if err := ln.ctrl.Zero(ln.stream); err != nil {
-			return delta, err
+			return delta, inserted, err
 		}
 		if scan && attempt == 0 {
 			sg := slabrt.Grid(g.fScan, g.dev, int64(n), blockThreads, 2)
 			if err := g.fScan.Launch(sg, cuda.D1(blockThreads), 0, ln.stream, b.keys, opsPtr, uint32(g.maxOp()), uint64(n), ln.ctrl); err != nil {
-				return delta, err
+				return delta, inserted, err
 			}
 		}
 		release, err := g.pool.Acquire()
 		if err != nil {
-			return delta, err
+			return delta, inserted, err
 		}
 		err = g.fApply.Launch(grid, cuda.D1(blockThreads), 0, ln.stream, g.heads, g.buckets, g.seed, g.pool.Descriptor(),
 			b.keys, valsPtr, opsPtr, uint32(b.op), res, countsPtr, uint64(n), ln.ctrl, retry, g.salt.Add(0x9e3779b9))
 		if err == nil {
+			// One copy: the last warp wrote the pool's counter into the block.
 			err = cuda.CopyToHostAsync(ln.ctrlHost, 0, ln.ctrl, ln.stream)
-		}
-		if err == nil {
-			err = cuda.CopyToHostAsync(ln.ctrlHost, ctrlUsed, g.pool.UsedCounter(), ln.stream)
 		}
 		if werr := slabrt.Wait(ln.stream); err == nil {
 			err = werr
 		}
 		release()
 		if err != nil {
-			return delta, err
+			return delta, inserted, err
 		}
 		c := ln.ctrlHost.Data()
 		status := uint32(c[ctrlStatus])
 		if c[ctrlRejected] != 0 {
-			return 0, slabrt.StatusError("device scan", status)
+			return 0, 0, slabrt.StatusError("device scan", status)
 		}
 		delta += int64(c[ctrlDelta])
+		inserted += int64(c[ctrlInserted])
 		g.n.Add(int64(c[ctrlDelta]))
+		g.slots.Add(int64(c[ctrlInserted]))
 		g.pool.Observe(int64(c[ctrlUsed]))
 		if status == 0 {
-			return delta, nil
+			return delta, inserted, nil
 		}
 		switch {
 		case status&slabrt.StatusPoolExhausted != 0:
 			if err := g.pool.GrowPast(ctx, seen); err != nil {
-				return delta, fmt.Errorf("%d elements not applied: %w", c[ctrlFailed], err)
+				return delta, inserted, fmt.Errorf("%d elements not applied: %w", c[ctrlFailed], err)
 			}
 		case attempt >= 2 || status&^slabrt.StatusRetryLimit != 0:
-			return delta, fmt.Errorf("%d elements not applied: %w", c[ctrlFailed], slabrt.StatusError("device", status))
+			return delta, inserted, fmt.Errorf("%d elements not applied: %w", c[ctrlFailed], slabrt.StatusError("device", status))
 		}
 		retry = 1
+		g.reruns.Add(1)
 	}
 }
 
@@ -401,7 +417,7 @@ func (g *gpuTable[K, V]) applyChunk(ctx context.Context, ln *lane[K, V], b *batc
 			return 0, err
 		}
 	}
-	delta, kerr := g.exec(ctx, ln, &db, inserts(b), false)
+	delta, _, kerr := g.exec(ctx, ln, &db, inserts(b), false)
 	if kerr != nil && errors.Is(kerr, warpkit.ErrReservedKey) {
 		return delta, kerr
 	}
@@ -451,17 +467,23 @@ func (g *gpuTable[K, V]) applyDevice(ctx context.Context, b *devBatch[K, V]) (in
 	ln := <-g.lanes
 	defer func() { g.lanes <- ln }()
 	// Reserve for the inserts a batch may hold: all of them for InsertDevice;
-	// a quarter of a mixed batch, whose ops stay on the device (if more of
-	// them need slabs, the kernel's exhaustion report makes exec grow the
-	// pool and rerun just those elements).
+	// for a mixed batch, whose ops stay on the device, the share of inserts
+	// the last mixed batch had, at least a quarter (if more of them need
+	// slabs, the kernel's exhaustion report makes exec grow the pool and
+	// rerun just those elements).
+	n := b.keys.Len()
 	ins := 0
 	switch {
 	case b.ops.Buffer() != nil:
-		ins = b.keys.Len() / 4
+		ins = max(n/4, int(int64(n)*g.mixedInserts.Load()/1000))
 	case b.op == OpInsert:
-		ins = b.keys.Len()
+		ins = n
 	}
-	return g.exec(ctx, ln, b, ins, true)
+	delta, inserted, err := g.exec(ctx, ln, b, ins, true)
+	if b.ops.Buffer() != nil && err == nil {
+		g.mixedInserts.Store(inserted * 1000 / int64(n))
+	}
+	return delta, err
 }
 
 // findAll counts the values of each key, lays out room for them, gathers
@@ -678,7 +700,7 @@ func (g *gpuTable[K, V]) flush(ctx context.Context) error {
 		err = cuda.CopyToHostAsync(ln.ctrlHost, 0, ln.ctrl, ln.stream)
 	}
 	if err == nil {
-		err = cuda.CopyToHostAsync(ln.ctrlHost, ctrlUsed, g.pool.UsedCounter(), ln.stream)
+		err = cuda.CopyToHostAsync(ln.ctrlHost, ctrlPoolUsed, g.pool.UsedCounter(), ln.stream)
 	}
 	if werr := slabrt.Wait(ln.stream); err == nil {
 		err = werr
@@ -688,8 +710,12 @@ func (g *gpuTable[K, V]) flush(ctx context.Context) error {
 		return err
 	}
 	c := ln.ctrlHost.Data()
-	g.pool.Observe(int64(c[ctrlUsed]))
-	return slabrt.StatusError("flush", uint32(c[ctrlStatus]))
+	g.pool.Observe(int64(c[ctrlPoolUsed]))
+	if err := slabrt.StatusError("flush", uint32(c[ctrlStatus])); err != nil {
+		return err
+	}
+	g.slots.Store(g.n.Load()) // the tombstones are gone
+	return nil
 }
 
 func (g *gpuTable[K, V]) stats(ctx context.Context, n int) (Stats, error) {
@@ -702,7 +728,8 @@ func (g *gpuTable[K, V]) stats(ctx context.Context, n int) (Stats, error) {
 		Layout:  fmt.Sprintf("%s (%d-byte slabs, %d entries, %d-lane tiles)", g.geo.layout, g.geo.slabBytes, g.geo.slots, g.geo.tile),
 		Buckets: int(g.buckets), SlabBytes: g.geo.slabBytes, PoolSlabs: ps.Allocated, MemoryBytes: mem,
 		Utilization:  float64(n) * float64(g.geo.entryBytes) / float64(mem),
-		PoolCapacity: ps.Capacity,
+		PoolCapacity: ps.Capacity, PoolGrowths: ps.Growths, Reruns: g.reruns.Load(),
+		Tombstones: g.slots.Load() - g.n.Load(),
 	}, nil
 }
 

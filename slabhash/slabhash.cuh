@@ -36,8 +36,20 @@ constexpr uint32_t kStatusBadOp = 1u << 10;
 
 // Control block of one launch (u64 words): status flags, the change in the
 // number of live entries, the failed elements, the reserved keys or bad op
-// codes found by scan, and the snapshot counter.
-enum Ctrl : int { kCtrlStatus = 0, kCtrlDelta = 1, kCtrlFailed = 2, kCtrlRejected = 3, kCtrlCount = 4 };
+// codes found by scan, the snapshot counter, the inserted elements (which
+// also count the slots a batch consumed: deletes leave tombstones), the
+// warps that finished, and the pool's allocated units as the last warp of
+// an apply launch saw them (so the host reads both with one copy).
+enum Ctrl : int {
+  kCtrlStatus = 0,
+  kCtrlDelta = 1,
+  kCtrlFailed = 2,
+  kCtrlRejected = 3,
+  kCtrlCount = 4,
+  kCtrlInserted = 5,
+  kCtrlDone = 6,
+  kCtrlUsed = 7,
+};
 
 // Bounds that only a corrupted structure could reach; reaching one reports
 // kStatusRetryLimit instead of hanging.
@@ -52,6 +64,8 @@ __device__ __forceinline__ constexpr K tomb_key() { return ~K(0) - 1; }
 
 // Racing accesses to slabs are morally strong: relaxed at GPU scope (not
 // cached in L1, so a re-read after a failed CAS sees the winner's write).
+// The CPU emulation of the engine (testdata/emu) defines its own.
+#ifndef WK_HOST_EMULATION
 __device__ __forceinline__ uint32_t ldv32(const void* p) {
   uint32_t v;
   asm volatile("ld.relaxed.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -78,6 +92,7 @@ __device__ __forceinline__ void stv128(void* p, uint64_t a, uint64_t b) {
   asm volatile("st.relaxed.gpu.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"((unsigned long long)a), "l"((unsigned long long)b)
                : "memory");
 }
+#endif  // WK_HOST_EMULATION
 
 template <typename T>
 __device__ __forceinline__ T ldv(const void* p) {
@@ -292,25 +307,77 @@ __device__ bool wait_published(const Tile<L::W>& t, const Ctx<L>& c, char* slab,
   return ok != 0;
 }
 
-// claim takes an empty slot for (k, v) (one lane). Packed layouts claim and
-// publish with one CAS; wide pairs claim the key word, store the value,
-// fence, and clear the slot's unpublished bit (the release).
+// try_claim takes an empty slot for (k, v) (one lane). Packed layouts claim
+// and publish with one CAS; wide pairs claim the key word, store the value,
+// fence, and clear the slot's unpublished bit (the release). When another
+// element took the slot first it returns false with the key found there
+// (seen) and, for packed pairs, the slot's bits (seen_raw).
 template <class L>
-__device__ __forceinline__ bool claim(char* slab, int lane, typename L::K k, typename L::V v) {
+__device__ __forceinline__ bool try_claim(char* slab, int lane, typename L::K k, typename L::V v,
+                                          typename L::K& seen, uint64_t& seen_raw) {
   using K = typename L::K;
   char* p = L::slot_ptr(slab, lane);
   if constexpr (L::kIsSet) {
-    return cas<K>(p, empty_key<K>(), k) == empty_key<K>();
+    const K old = cas<K>(p, empty_key<K>(), k);
+    seen = old;
+    seen_raw = (uint64_t)old;
+    return old == empty_key<K>();
   } else if constexpr (L::kPacked) {
-    return cas<uint64_t>(p, ~0ull, pack(k, v)) == ~0ull;
+    const uint64_t old = cas<uint64_t>(p, ~0ull, pack(k, v));
+    seen = (K)(uint32_t)old;
+    seen_raw = old;
+    return old == ~0ull;
   } else {
-    if (cas<K>(p, empty_key<K>(), k) != empty_key<K>()) return false;
+    const K old = cas<K>(p, empty_key<K>(), k);
+    seen = old;
+    seen_raw = 0;
+    if (old != empty_key<K>()) return false;
     if constexpr (sizeof(typename L::V) == 4) stv32(p + L::kValueOffset, (uint32_t)v);
     else stv64(p + L::kValueOffset, (uint64_t)v);
     __threadfence();
     atomicAnd((unsigned*)(slab + L::kAuxOffset), ~(1u << lane));
     return true;
   }
+}
+
+template <class L>
+__device__ __forceinline__ bool claim(char* slab, int lane, typename L::K k, typename L::V v) {
+  typename L::K seen;
+  uint64_t seen_raw;
+  return try_claim<L>(slab, lane, k, v, seen, seen_raw);
+}
+
+enum Claim : int { kClaimFull = 0, kClaimInserted = 1, kClaimPresent = 2, kClaimReread = 3 };
+
+// claim_first inserts (k, v) into the first slot of slab s, among the slots
+// in e (bits in list order), that is still empty (one lane). Precondition:
+// every slot of s that is not in e, and every slot of the slabs before s,
+// was read holding neither EMPTY nor k (nor, for wide pairs, an unpublished
+// k). A CAS that loses shows the slot's new key: if it is another key or a
+// tombstone, the slot can never hold k, so the next slot of e is the new
+// frontier and is tried at once; if it is k, a concurrent insert of k won
+// (a set reports Present, a packed map replaces the value it just saw,
+// anything else reads the slab again). Returns kClaimInserted,
+// kClaimPresent, kClaimReread, or kClaimFull when other keys took every
+// slot of e (s is then full of other keys).
+template <class L>
+__device__ __forceinline__ int claim_first(char* s, unsigned e, typename L::K k, typename L::V v) {
+  while (e) {
+    const int p = __ffs(e) - 1;
+    e &= e - 1;
+    typename L::K seen;
+    uint64_t raw;
+    if (try_claim<L>(s, p, k, v, seen, raw)) return kClaimInserted;
+    if (L::kKind != kMulti && seen == k) {
+      if constexpr (L::kIsSet) {
+        return kClaimPresent;
+      } else if constexpr (L::kPacked) {
+        if (cas<uint64_t>(L::slot_ptr(s, p), raw, pack(k, v)) == raw) return kClaimPresent;
+      }
+      return kClaimReread;
+    }
+  }
+  return kClaimFull;
 }
 
 // replace_packed swaps the value of a 32/32 pair whose key is k (one lane):
@@ -562,9 +629,12 @@ __device__ __forceinline__ uint32_t wshfl(uint32_t v, int src) { return __shfl_s
 // load instruction, all loads of the round issued before any is used; then
 // each owner lane acts on its own element — CAS on a slot, move to the next
 // slab, or ask for a new one (served for all lanes at once by
-// allocate_many). A failed CAS simply re-reads the slab in the next round.
-// The protocol is the one of the warp engine (insert/erase/find above); only
-// the scheduling differs.
+// allocate_many). A claim that loses tries the next empty slot of the same
+// read at once (claim_first); other failed CASes re-read the slab in the
+// next round. A lane whose element is done takes the warp's next element
+// before the next round (refill), so one long list or lost race holds back
+// one lane, not the whole warp. The protocol is the one of the warp engine
+// (insert/erase/find above); only the scheduling differs.
 template <class L>
 __device__ void apply_rounds(const Ctx<L>& c, const typename L::K* keys, typename L::V* vals, const uint8_t* ops,
                              uint32_t uniform_op, uint8_t* results, uint32_t* counts, uint64_t n,
@@ -576,258 +646,283 @@ __device__ void apply_rounds(const Ctx<L>& c, const typename L::K* keys, typenam
   constexpr int R = W;         // load instructions per lane per round
   constexpr int G = R < 8 ? R : 8;
   constexpr unsigned kLow = (1u << W) - 1;
+  constexpr unsigned kSlotBits = (1u << L::kSlots) - 1;
   constexpr bool kMultiKind = L::kKind == kMulti;
   static_assert(W < 32, "whole-warp layouts use the warp engine");
   const int lane = (int)slab::lane();
+  const unsigned below = (1u << lane) - 1;
   const int ti = lane / W, sl = lane % W;          // as a reader: tile and slot
   const int my_r = lane / OPR;                     // as an owner: the load that reads my slab
   const int my_base = (lane % OPR) * W;            // ... and the first lane of the tile reading it
   const uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
   const uint64_t warps = (uint64_t)gridDim.x * blockDim.x / 32;
+  // The warp's m-th element: chunks of 32 consecutive elements dealt to the
+  // warps in turn. It increases with m, so once it reaches n the warp is done.
+  auto element = [&](uint64_t m) -> uint64_t { return ((m >> 5) * warps + warp) * 32 + (m & 31); };
   Tile<32> wt;
   TileAllocator<32> alloc;
   alloc.init((uint32_t)warp ^ salt);
   long long delta = 0;
-  uint32_t failed = 0;
-  for (uint64_t base = warp * 32; base < n; base += warps * 32) {
-    const uint64_t i = base + lane;
-    bool act = i < n;
-    K key = 0;
-    V val = 0;
-    uint32_t op = uniform_op;
-    if (act) {
-      key = keys[i];
-      if (ops) op = ops[i];
-      if (op == kOpInsert && vals) val = vals[i];
-      if (retry_only && results[i] != kResFailed) act = false;
+  uint32_t failed = 0, inserted = 0;
+  uint64_t next_m = 0;  // the warp's next element to hand out (uniform)
+  // The lane's element: index, op, key, value, where it is, what it found.
+  bool act = false;
+  uint64_t i = 0;
+  K key = 0;
+  V val = 0;
+  uint32_t op = uniform_op;
+  char* s = nullptr;
+  V outv = 0;
+  uint32_t cnt = 0, steps = 0;
+  // done writes the element's outcome and frees the lane.
+  auto done = [&](uint8_t code) {
+    results[i] = code;
+    if (op == kOpFind && vals && !L::kIsSet && !kMultiKind) vals[i] = outv;
+    if (counts) counts[i] = cnt;
+    if (code == kResInserted) {
+      ++delta;
+      ++inserted;
     }
-    const bool wrote = act;  // lanes with an element to run write its result
-    if (act && (op > kOpDeleteAll || (op == kOpDeleteAll && !kMultiKind))) {
-      report(c.status, kStatusBadOp);
-      act = false;
-    }
-    char* s = act ? c.head(c.bucket(key)) : nullptr;
-    uint8_t code = kResFailed;
-    V outv = 0;
-    uint32_t cnt = 0;
-    for (uint32_t round = 0; __any_sync(0xffffffffu, act); ++round) {
-      if (round == kMaxSteps) {
-        if (act) report(c.status, kStatusRetryLimit);
-        act = false;
-        break;
-      }
-      const unsigned actm = __ballot_sync(0xffffffffu, act);
-      // Per-element summary of this round's slab, kept by the owner lane.
-      unsigned mm = 0, em = 0;  // published matching / empty slots of my element's slab
-      unsigned cm = 0;          // matching slots, published or not (wide pairs differ)
-      uint32_t nx = kNull;      // its next pointer
-      uint64_t raw = 0;         // the slot bits of its first match
-      uint32_t removed = 0;     // delete-all: slots tombstoned for it this round
-#pragma unroll
-      for (int g0 = 0; g0 < R; g0 += G) {
-        Lane<L> d[G];
-        // Issue every load of the group before using any.
-#pragma unroll
-        for (int g = 0; g < G; ++g) {
-          const int j = (g0 + g) * OPR + ti;
-          const char* sp = (const char*)wshfl((uint64_t)s, j);
-          if ((actm >> j) & 1) {
-            d[g] = load_pair<L>(sp, sl);
-          } else {
-            d[g].key = empty_key<K>();
-            d[g].val = 0;
-            d[g].raw0 = ~0ull;
-            d[g].raw1 = ~0ull;
-            d[g].tail = kNull;
-            d[g].aux = ~0u;
+    if (code == kResRemoved || (code == kResFailed && cnt)) delta -= cnt;
+    if (code == kResFailed) ++failed;
+    act = false;
+  };
+  for (;;) {
+    // Refill: lanes without an element take the warp's next ones, in order
+    // (consecutive elements, so the loads of keys coalesce).
+    const unsigned idle = __ballot_sync(0xffffffffu, !act);
+    if (idle != 0 && element(next_m) < n) {
+      if (!act) {
+        i = element(next_m + __popc(idle & below));
+        if (i < n) {
+          key = keys[i];
+          op = ops ? (uint32_t)ops[i] : uniform_op;
+          val = (op == kOpInsert && vals) ? vals[i] : V(0);
+          outv = 0;
+          cnt = 0;
+          steps = 0;
+          act = !(retry_only && results[i] != kResFailed);
+          if (act && (op > kOpDeleteAll || (op == kOpDeleteAll && !kMultiKind))) {
+            report(c.status, kStatusBadOp);
+            done(kResFailed);
           }
+          if (act) s = c.head(c.bucket(key));
         }
+      }
+      next_m += __popc(idle);
+    }
+    const unsigned actm = __ballot_sync(0xffffffffu, act);
+    if (actm == 0) {
+      if (element(next_m) < n) continue;  // every element handed out was skipped (a rerun)
+      break;
+    }
+    // Per-element summary of this round's slab, kept by the owner lane.
+    unsigned mm = 0, em = 0;  // published matching / empty slots of my element's slab
+    unsigned cm = 0;          // matching slots, published or not (wide pairs differ)
+    uint32_t nx = kNull;      // its next pointer
+    uint64_t raw = 0;         // the slot bits of its first match (packed pairs)
+    uint32_t removed = 0;     // delete-all: slots tombstoned for it this round
 #pragma unroll
-        for (int g = 0; g < G; ++g) {
-          const int r = g0 + g;
-          const int j = r * OPR + ti;
-          const bool aj = (actm >> j) & 1;
-          K kj;
-          if constexpr (sizeof(K) == 4) kj = (K)wshfl((uint32_t)key, j);
-          else kj = (K)wshfl((uint64_t)key, j);
-          const bool slot = sl < W - 1;
-          bool pub = true;
-          if constexpr (L::kWide) pub = !((wshfl(d[g].aux, ti * W + W - 1) >> sl) & 1);
-          const bool claimed = aj && slot && d[g].key == kj;  // k's slot, published or not
-          const bool match = claimed && pub;
-          // Delete-all: the reader lanes tombstone their own slots at once.
-          bool gone = false;
-          if constexpr (kMultiKind) {
-            char* sp = (char*)wshfl((uint64_t)s, j);  // every lane shuffles, then some CAS
-            const uint32_t oj = wshfl(op, j);
-            if (match && oj == kOpDeleteAll) gone = tombstone<L>(sp, sl, d[g].raw0, kj) == 1;
-          }
-          const unsigned mb = __ballot_sync(0xffffffffu, match);
-          const unsigned cb = __ballot_sync(0xffffffffu, claimed);
-          const unsigned eb = __ballot_sync(0xffffffffu, aj && slot && d[g].key == empty_key<K>());
-          const unsigned gb = __ballot_sync(0xffffffffu, gone);
-          const uint32_t tail = wshfl(d[g].tail, my_base + W - 1);
-          const unsigned mine_m = (mb >> my_base) & kLow;
+    for (int g0 = 0; g0 < R; g0 += G) {
+      Lane<L> d[G];
+      // Issue every load of the group before using any.
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const int j = (g0 + g) * OPR + ti;
+        const char* sp = (const char*)wshfl((uint64_t)s, j);
+        if ((actm >> j) & 1) {
+          d[g] = load_pair<L>(sp, sl);
+        } else {
+          d[g].key = empty_key<K>();
+          d[g].val = 0;
+          d[g].raw0 = ~0ull;
+          d[g].raw1 = ~0ull;
+          d[g].tail = kNull;
+          d[g].aux = ~0u;
+        }
+      }
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const int r = g0 + g;
+        const int j = r * OPR + ti;
+        const bool aj = (actm >> j) & 1;
+        K kj;
+        if constexpr (sizeof(K) == 4) kj = (K)wshfl((uint32_t)key, j);
+        else kj = (K)wshfl((uint64_t)key, j);
+        const bool slot = sl < W - 1;
+        bool pub = true;
+        if constexpr (L::kWide) pub = !((wshfl(d[g].aux, ti * W + W - 1) >> sl) & 1);
+        const bool claimed = aj && slot && d[g].key == kj;  // k's slot, published or not
+        const bool match = claimed && pub;
+        // Delete-all: the reader lanes tombstone their own slots at once.
+        bool gone = false;
+        if constexpr (kMultiKind) {
+          char* sp = (char*)wshfl((uint64_t)s, j);  // every lane shuffles, then some CAS
+          const uint32_t oj = wshfl(op, j);
+          if (match && oj == kOpDeleteAll) gone = tombstone<L>(sp, sl, d[g].raw0, kj) == 1;
+        }
+        const unsigned mb = __ballot_sync(0xffffffffu, match);
+        unsigned cb = mb;  // packed pairs publish with the claim
+        if constexpr (L::kWide) cb = __ballot_sync(0xffffffffu, claimed);
+        const unsigned eb = __ballot_sync(0xffffffffu, aj && slot && d[g].key == empty_key<K>());
+        unsigned gb = 0;
+        if constexpr (kMultiKind) gb = __ballot_sync(0xffffffffu, gone);
+        const uint32_t tail = wshfl(d[g].tail, my_base + W - 1);
+        const unsigned mine_m = (mb >> my_base) & kLow;
+        uint64_t rw = 0;
+        if constexpr (L::kPacked && !L::kIsSet) {
           const int fs = mine_m ? __ffs(mine_m) - 1 : 0;
-          const uint64_t rw = wshfl(d[g].raw0, my_base + fs);
-          if (my_r == r) {
-            mm = mine_m;
-            cm = (cb >> my_base) & kLow;
-            em = (eb >> my_base) & kLow;
-            nx = tail;
-            raw = rw;
-            removed = __popc((gb >> my_base) & kLow);
-          }
+          rw = wshfl(d[g].raw0, my_base + fs);
         }
-      }
-      bool needAlloc = false;
-      if (act) {
-        const int fm = __ffs(mm) - 1, fe = __ffs(em) - 1;
-        if (op == kOpFind) {
-          if constexpr (kMultiKind) {
-            cnt += __popc(mm);
-            if (nx == kNull) {
-              code = cnt ? kResFound : kResNotFound;
-              act = false;
-            } else {
-              s = c.unit(nx);
-            }
-          } else if (mm) {
-            code = kResFound;
-            if constexpr (L::kPacked && !L::kIsSet) outv = (V)(uint32_t)(raw >> 32);
-            if constexpr (L::kWide) {
-              __threadfence();  // acquire: the slot was seen published
-              outv = ldv<V>(L::slot_ptr(s, fm) + L::kValueOffset);
-            }
-            act = false;
-          } else if (nx == kNull) {
-            code = kResNotFound;
-            act = false;
-          } else {
-            s = c.unit(nx);
-          }
-        } else if (op == kOpInsert) {
-          if (!kMultiKind && cm && !mm) {
-            // k is claimed but its value not yet published: never claim a
-            // second slot for it; re-read until the inserter publishes.
-          } else if (!kMultiKind && mm) {
-            if constexpr (L::kIsSet) {
-              code = kResPresent;
-              act = false;
-            } else if constexpr (L::kPacked) {
-              if (cas<uint64_t>(L::slot_ptr(s, fm), raw, pack(key, val)) == raw) {
-                code = kResPresent;
-                act = false;
-              }  // else: changed meanwhile; re-read next round
-            } else {
-              __threadfence();
-              exch<V>(L::slot_ptr(s, fm) + L::kValueOffset, val);
-              code = kResPresent;
-              act = false;
-            }
-          } else if (em) {
-            if (claim<L>(s, fe, key, val)) {
-              code = kResInserted;
-              act = false;
-            }  // else: lost the slot; re-read next round
-          } else if (nx != kNull) {
-            s = c.unit(nx);
-          } else {
-            needAlloc = true;
-          }
-        } else if (op == kOpDelete) {
-          if (mm) {
-            const int t1 = tombstone<L>(s, fm, raw, key);
-            if (t1 == 1) {
-              code = kResRemoved;
-              cnt = 1;
-              act = false;
-            } else if (t1 == 0 && !kMultiKind) {
-              code = kResNotFound;  // deleted by a concurrent element
-              act = false;
-            }  // else: re-read next round
-          } else if (nx == kNull) {
-            code = kResNotFound;
-            act = false;
-          } else {
-            s = c.unit(nx);
-          }
-        } else {  // kOpDeleteAll (multimap)
-          cnt += removed;
-          if (nx == kNull) {
-            code = cnt ? kResRemoved : kResNotFound;
-            act = false;
-          } else {
-            s = c.unit(nx);
-          }
+        if (my_r == r) {
+          mm = mine_m;
+          cm = (cb >> my_base) & kLow;
+          em = (eb >> my_base) & kLow;
+          nx = tail;
+          raw = rw;
+          if constexpr (kMultiKind) removed = __popc((gb >> my_base) & kLow);
         }
-      }
-      // New slabs for the elements that reached a full tail, all at once.
-      if (__any_sync(0xffffffffu, needAlloc)) {
-        const uint32_t a = alloc.allocate_many(wt, c.pool, c.status, needAlloc);
-        bool lost = false;
-        if (needAlloc) {
-          if (a == kNull) {
-            code = kResFailed;
-            act = false;
-          } else {
-            const uint32_t cur = atomicCAS((unsigned*)(s + L::kNextOffset), kNull, a);
-            if (cur != kNull) {
-              slab::free_unit(c.pool, a);  // never linked, never seen
-              lost = true;
-              s = c.unit(cur);
-            } else {
-              s = c.unit(a);
-            }
-          }
-        }
-        alloc.note_free(__popc(__ballot_sync(0xffffffffu, lost)));
       }
     }
-    if (wrote) {
-      results[i] = code;
-      if (op == kOpFind && vals && !L::kIsSet && !kMultiKind) vals[i] = outv;
-      if (counts) counts[i] = cnt;
-      if (code == kResInserted) ++delta;
-      if (code == kResRemoved || (code == kResFailed && cnt)) delta -= cnt;
-      if (code == kResFailed) ++failed;
+    bool needAlloc = false;
+    if (act && ++steps > kMaxSteps) {
+      report(c.status, kStatusRetryLimit);
+      done(kResFailed);
+    }
+    if (act) {
+      const int fm = __ffs(mm) - 1;
+      if (op == kOpFind) {
+        if constexpr (kMultiKind) {
+          cnt += __popc(mm);
+          if (nx == kNull) done(cnt ? kResFound : kResNotFound);
+          else s = c.unit(nx);
+        } else if (mm) {
+          if constexpr (L::kPacked && !L::kIsSet) outv = (V)(uint32_t)(raw >> 32);
+          if constexpr (L::kWide) {
+            __threadfence();  // acquire: the slot was seen published
+            outv = ldv<V>(L::slot_ptr(s, fm) + L::kValueOffset);
+          }
+          done(kResFound);
+        } else if (nx == kNull) {
+          done(kResNotFound);
+        } else {
+          s = c.unit(nx);
+        }
+      } else if (op == kOpInsert) {
+        if (!kMultiKind && cm && !mm) {
+          // k is claimed but its value not yet published: never claim a
+          // second slot for it; re-read until the inserter publishes.
+        } else if (!kMultiKind && mm) {
+          if constexpr (L::kIsSet) {
+            done(kResPresent);
+          } else if constexpr (L::kPacked) {
+            if (cas<uint64_t>(L::slot_ptr(s, fm), raw, pack(key, val)) == raw) done(kResPresent);
+            // else: changed meanwhile; re-read next round
+          } else {
+            __threadfence();
+            exch<V>(L::slot_ptr(s, fm) + L::kValueOffset, val);
+            done(kResPresent);
+          }
+        } else {
+          // No k in this slab (read or claimed): claim its first empty slot.
+          const int r = em ? claim_first<L>(s, em, key, val) : (int)kClaimFull;
+          if (r == kClaimInserted) {
+            done(kResInserted);
+          } else if (r == kClaimPresent) {
+            done(kResPresent);
+          } else if (r == kClaimFull) {  // every slot holds another key: on to the next slab
+            if (nx != kNull) s = c.unit(nx);
+            else needAlloc = true;
+          }  // kClaimReread: read the slab again next round
+        }
+      } else if (op == kOpDelete) {
+        if (mm) {
+          const int t1 = tombstone<L>(s, fm, raw, key);
+          if (t1 == 1) {
+            cnt = 1;
+            done(kResRemoved);
+          } else if (t1 == 0 && !kMultiKind) {
+            done(kResNotFound);  // deleted by a concurrent element
+          }  // else: re-read next round
+        } else if (nx == kNull) {
+          done(kResNotFound);
+        } else {
+          s = c.unit(nx);
+        }
+      } else {  // kOpDeleteAll (multimap)
+        cnt += removed;
+        if (nx == kNull) done(cnt ? kResRemoved : kResNotFound);
+        else s = c.unit(nx);
+      }
+    }
+    // New slabs for the elements that reached a full tail, all at once.
+    if (__any_sync(0xffffffffu, needAlloc)) {
+      const uint32_t a = alloc.allocate_many(wt, c.pool, c.status, needAlloc);
+      bool lost = false;
+      if (needAlloc) {
+        if (a == kNull) {
+          done(kResFailed);
+        } else {
+          const uint32_t cur = atomicCAS((unsigned*)(s + L::kNextOffset), kNull, a);
+          if (cur != kNull) {
+            slab::free_unit(c.pool, a);  // never linked, never seen
+            lost = true;
+            s = c.unit(cur);
+          } else {
+            // Linked: the slab before is full of other keys, so the fresh
+            // slab's first slot is the frontier; claim it without a read.
+            s = c.unit(a);
+            const int r = claim_first<L>(s, kSlotBits, key, val);
+            if (r == kClaimInserted) done(kResInserted);
+            else if (r == kClaimPresent) done(kResPresent);
+          }
+        }
+      }
+      alloc.note_free(__popc(__ballot_sync(0xffffffffu, lost)));
     }
   }
   alloc.flush(wt, c.pool);
   for (int off = 16; off > 0; off >>= 1) {
     delta += __shfl_xor_sync(0xffffffffu, delta, off);
     failed += __shfl_xor_sync(0xffffffffu, failed, off);
+    inserted += __shfl_xor_sync(0xffffffffu, inserted, off);
   }
   if (lane == 0) {
     if (delta) atomicAdd(ctrl + kCtrlDelta, (unsigned long long)delta);
     if (failed) atomicAdd(ctrl + kCtrlFailed, (unsigned long long)failed);
+    if (inserted) atomicAdd(ctrl + kCtrlInserted, (unsigned long long)inserted);
   }
 }
 
-// apply runs a batch: element i is op (ops[i], or uniform_op when ops is
-// null) on keys[i]; vals[i] is the value to insert and receives the found
-// value; results[i] the outcome; counts[i] (multimap) the count found or
-// removed. With retry_only, only elements whose result is kResFailed run
-// (the host's rerun after growing the pool).
+// sign_off is called by every lane at the end of an apply launch: each warp
+// counts itself done, and the last one records the pool's allocated units
+// (after every warp's flush) in the control block.
+__device__ __forceinline__ void sign_off(unsigned long long* ctrl, const Pool* pool) {
+  if (slab::lane() != 0) return;
+  __threadfence();  // this warp's flush and counts come before its sign-off
+  const unsigned long long warps = (unsigned long long)gridDim.x * blockDim.x / 32;
+  if (atomicAdd(ctrl + kCtrlDone, 1ull) == warps - 1) {
+    __threadfence();
+    ctrl[kCtrlUsed] = ldv64(&pool->used);
+  }
+}
+
+// apply_warps is the paper's engine: the warp serves its lanes' operations
+// one at a time.
 template <class L>
-__device__ void apply(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool, const typename L::K* keys,
-                      typename L::V* vals, const uint8_t* ops, uint32_t uniform_op, uint8_t* results, uint32_t* counts,
-                      uint64_t n, unsigned long long* ctrl, uint32_t retry_only, uint32_t salt) {
+__device__ void apply_warps(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool, const typename L::K* keys,
+                            typename L::V* vals, const uint8_t* ops, uint32_t uniform_op, uint8_t* results,
+                            uint32_t* counts, uint64_t n, unsigned long long* ctrl, uint32_t retry_only,
+                            uint32_t salt) {
   using K = typename L::K;
   using V = typename L::V;
-  if (ldv64(ctrl + kCtrlRejected) != 0) return;  // the scan found a reserved key: apply nothing
-  if constexpr (L::W < 32) {
-    const Ctx<L> rc{heads, nbuckets, seed, pool, (uint32_t*)(ctrl + kCtrlStatus)};
-    apply_rounds<L>(rc, keys, vals, ops, uniform_op, results, counts, n, ctrl, retry_only, salt);
-    return;
-  }
   Tile<L::W> t;
   Geometry<L::W> g;
   Ctx<L> c{heads, nbuckets, seed, pool, (uint32_t*)(ctrl + kCtrlStatus)};
   TileAllocator<L::W> alloc;
   alloc.init((uint32_t)g.tile ^ salt);
   long long delta = 0;
-  uint32_t failed = 0;
+  uint32_t failed = 0, inserted = 0;
   for (uint64_t base = g.tile * L::W; base < n; base += g.tiles * L::W) {
     const uint64_t i = base + t.rank;
     bool pending = i < n;
@@ -862,7 +957,10 @@ __device__ void apply(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool,
         report(c.status, kStatusBadOp);
         r = out<L>(kResFailed);
       }
-      if (r.code == kResInserted) ++delta;
+      if (r.code == kResInserted) {
+        ++delta;
+        ++inserted;
+      }
       if (r.code == kResRemoved || (r.code == kResFailed && r.count)) delta -= r.count;
       if (r.code == kResFailed) ++failed;
       if (t.rank == src) {
@@ -877,7 +975,30 @@ __device__ void apply(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool,
   if (t.rank == 0) {
     if (delta) atomicAdd(ctrl + kCtrlDelta, (unsigned long long)delta);
     if (failed) atomicAdd(ctrl + kCtrlFailed, (unsigned long long)failed);
+    if (inserted) atomicAdd(ctrl + kCtrlInserted, (unsigned long long)inserted);
   }
+}
+
+// apply runs a batch: element i is op (ops[i], or uniform_op when ops is
+// null) on keys[i]; vals[i] is the value to insert and receives the found
+// value; results[i] the outcome; counts[i] (multimap) the count found or
+// removed. With retry_only, only elements whose result is kResFailed run
+// (the host's rerun after growing the pool).
+template <class L>
+__device__ void apply(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool, const typename L::K* keys,
+                      typename L::V* vals, const uint8_t* ops, uint32_t uniform_op, uint8_t* results, uint32_t* counts,
+                      uint64_t n, unsigned long long* ctrl, uint32_t retry_only, uint32_t salt) {
+  using K = typename L::K;
+  using V = typename L::V;
+  if (ldv64(ctrl + kCtrlRejected) != 0) return;  // the scan found a reserved key: apply nothing
+  if constexpr (L::W < 32) {
+    const Ctx<L> rc{heads, nbuckets, seed, pool, (uint32_t*)(ctrl + kCtrlStatus)};
+    apply_rounds<L>(rc, keys, vals, ops, uniform_op, results, counts, n, ctrl, retry_only, salt);
+  } else {
+    apply_warps<L>(heads, nbuckets, seed, pool, keys, vals, ops, uniform_op, results, counts, n, ctrl, retry_only,
+                   salt);
+  }
+  sign_off(ctrl, pool);
 }
 
 // find_all stores the values of keys[i] at dst[offsets[i] ..] up to

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/gputest"
 )
 
@@ -320,5 +321,98 @@ func TestDeviceOutOfMemory(t *testing.T) {
 	res := make([]Result, 1)
 	if err := m.Insert(ctx, []uint32{5}, []uint32{6}, res); err != nil || res[0] != Inserted {
 		t.Fatalf("after the failed allocation: %v %v", res, err)
+	}
+}
+
+// TestMixedDeviceBatchOutgrowsReservation: a mixed device batch whose ops the
+// host does not see, all inserts into a table sized for far fewer, outruns
+// the pool it reserved: the kernel reports exhaustion, the host grows the
+// pool and reruns just the failed elements, and every insert applies once.
+// Then deletes leave tombstones that Stats counts until Flush.
+func TestMixedDeviceBatchOutgrowsReservation(t *testing.T) {
+	dev := gputest.Device(t)
+	ctx := context.Background()
+	m, err := NewMap[uint32, uint32](Options{Backend: warpkit.CUDA, Device: dev, ExpectedSize: 1000, Buckets: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const n = 80000
+	keys := keySpace[uint32](2 * n)
+	ops := make([]uint8, n)
+	vals := make([]uint32, n)
+	for i := range ops {
+		ops[i] = uint8(OpInsert)
+		vals[i] = uint32(i) + 1
+	}
+	dOps, _ := cuda.FromHost(dev, ops)
+	dKeys, _ := cuda.FromHost(dev, keys[:n])
+	dVals, _ := cuda.FromHost(dev, vals)
+	dRes, _ := cuda.Alloc[uint8](dev, n)
+	defer dOps.Free()
+	defer dKeys.Free()
+	defer dVals.Free()
+	defer dRes.Free()
+	before, err := m.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.ApplyDevice(ctx, dOps, dKeys, dVals, dRes); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := dRes.ToHost()
+	for i, r := range res {
+		if Result(r) != Inserted {
+			t.Fatalf("element %d: %v, want inserted", i, Result(r))
+		}
+	}
+	after, err := m.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Len() != n || after.PoolGrowths <= before.PoolGrowths || after.Reruns <= before.Reruns {
+		t.Fatalf("Len %d (want %d); pool growths %d -> %d, reruns %d -> %d (want both to grow)", m.Len(), n,
+			before.PoolGrowths, after.PoolGrowths, before.Reruns, after.Reruns)
+	}
+	// Delete every other key in a mixed batch with finds of absent keys.
+	mixedKeys := make([]uint32, n)
+	for i := range ops {
+		if i%2 == 0 {
+			ops[i], mixedKeys[i] = uint8(OpDelete), keys[i]
+		} else {
+			ops[i], mixedKeys[i] = uint8(OpFind), keys[n+i]
+		}
+	}
+	if err := dOps.CopyFromHost(ops); err != nil {
+		t.Fatal(err)
+	}
+	if err := dKeys.CopyFromHost(mixedKeys); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.ApplyDevice(ctx, dOps, dKeys, dVals, dRes); err != nil {
+		t.Fatal(err)
+	}
+	res, _ = dRes.ToHost()
+	for i, r := range res {
+		want := Removed
+		if i%2 == 1 {
+			want = NotFound
+		}
+		if Result(r) != want {
+			t.Fatalf("element %d: %v, want %v", i, Result(r), want)
+		}
+	}
+	st, err := m.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Tombstones != n/2 || m.Len() != n/2 {
+		t.Fatalf("%d tombstones, Len %d after deleting %d of %d", st.Tombstones, m.Len(), n/2, n)
+	}
+	if err := m.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = m.Stats(ctx); err != nil || st.Tombstones != 0 {
+		t.Fatalf("%d tombstones after Flush (%v)", st.Tombstones, err)
 	}
 }

@@ -87,6 +87,9 @@ type Stats struct {
 	MemoryBytes  int64   // bucket heads plus allocated slabs (CUDA)
 	Utilization  float64 // entry bytes over MemoryBytes (CUDA)
 	PoolCapacity int64   // slabs the pool holds now (CUDA)
+	PoolGrowths  int64   // times the pool grew since New (CUDA; each step adds one or more super blocks)
+	Reruns       int64   // batch launches rerun for their failed elements after the pool grew (CUDA)
+	Tombstones   int64   // deleted entries whose slots Flush has not reclaimed yet (CUDA)
 }
 
 // batch is one host-slice call, as every backend receives it.

@@ -72,11 +72,13 @@ struct Pool {
 static_assert(offsetof(Pool, num_super) == 1024, "Pool layout is mirrored in Go");
 static_assert(offsetof(Pool, used) == 1152, "Pool layout is mirrored in Go");
 
+#ifndef WK_HOST_EMULATION  // the CPU emulation of slabhash (slabhash/testdata/emu) defines its own
 __device__ __forceinline__ unsigned lane() {
   unsigned id;
   asm volatile("mov.u32 %0, %%laneid;" : "=r"(id));
   return id;
 }
+#endif
 
 // Tile is a group of W consecutive lanes working as one unit. Unlike
 // wk::Tile (warp.cuh), its intrinsics use the tile's own mask, so the tiles of

@@ -2,9 +2,15 @@
 // the same run: a static open-addressing GPU hash table for 32-bit keys and
 // values, one 8-byte slot per pair, linear probing, one thread per
 // operation (the "one-probe" table of the slab hash issue). It supports bulk
-// insert (insert or replace) and find on device-resident batches; it cannot
-// delete or grow, which is what makes it the static yardstick. Keys
-// 0xffffffff (the empty slot) are not allowed.
+// insert (insert or replace) and find on device-resident batches, and mixed
+// batches whose deletes leave tombstones (Apply); it cannot grow or reclaim
+// tombstones, which is what makes it the static yardstick. Keys 0xffffffff
+// (empty) and 0xfffffffe (deleted) are not allowed.
+//
+// Each call is as lean as the driver allows, so that per-call costs do not
+// flatter the slab hash: a launch on the default stream and one blocking
+// call (a synchronization, or the synchronous copy of the status word, which
+// waits for the kernel).
 package oahash
 
 import (
@@ -27,6 +33,7 @@ type Table struct {
 	status   cuda.Slice[uint32]
 	fInsert  *cuda.Function
 	fFind    *cuda.Function
+	fApply   *cuda.Function
 	capacity int
 }
 
@@ -44,6 +51,9 @@ func New(dev *cuda.Device, capacity int) (*Table, error) {
 		return nil, err
 	}
 	if t.fFind, err = mod.Function("oa_find"); err != nil {
+		return nil, err
+	}
+	if t.fApply, err = mod.Function("oa_apply"); err != nil {
 		return nil, err
 	}
 	if t.slots, err = cuda.Alloc[uint64](dev, capacity); err != nil {
@@ -90,14 +100,39 @@ func (t *Table) Insert(keys, vals cuda.Slice[uint32]) error {
 	if err := t.fInsert.Launch(cuda.GridFor(n, 256), cuda.D1(256), 0, nil, t.slots, uint32(t.capacity), uint32(seed), keys, vals, uint64(n), t.status); err != nil {
 		return err
 	}
-	if err := t.dev.Synchronize(); err != nil {
-		return err
-	}
+	return t.readStatus("oahash: insert")
+}
+
+// readStatus copies the status word back: a synchronous copy on the default
+// stream, so it also waits for the kernel before it.
+func (t *Table) readStatus(what string) error {
 	var st [1]uint32
 	if err := t.status.CopyToHost(st[:]); err != nil {
 		return err
 	}
-	return slabrt.StatusError("oahash: insert", st[0])
+	return slabrt.StatusError(what, st[0])
+}
+
+// Apply runs a mixed batch in one kernel: ops[i] is 0 (find: vals[i]
+// receives the value), 1 (insert or replace vals[i]) or 2 (delete);
+// results[i] receives the slab hash's result code (0 not found, 1 found,
+// 2 inserted, 3 present, 4 removed). Deletes leave tombstones. Op codes are
+// not checked (this is a benchmark baseline).
+func (t *Table) Apply(ops cuda.Slice[uint8], keys, vals cuda.Slice[uint32], results cuda.Slice[uint8]) error {
+	n := keys.Len()
+	if ops.Len() != n || vals.Len() != n || results.Len() != n {
+		return fmt.Errorf("%w: oahash: apply: %d ops, %d values, %d results for %d keys", errs.ErrInvalidArgument, ops.Len(), vals.Len(), results.Len(), n)
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := t.status.Zero(nil); err != nil {
+		return err
+	}
+	if err := t.fApply.Launch(cuda.GridFor(n, 256), cuda.D1(256), 0, nil, t.slots, uint32(t.capacity), uint32(seed), ops, keys, vals, results, uint64(n), t.status); err != nil {
+		return err
+	}
+	return t.readStatus("oahash: apply")
 }
 
 // Find stores each key's value in vals (Absent if missing) and waits.
