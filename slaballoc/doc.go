@@ -35,8 +35,12 @@
 //     many free bits of its word as the warp has requests with one atomicOr,
 //     so one atomic serves up to 32 allocations. [Pool.AllocateDevice] and
 //     [Pool.AllocateDeviceTile] keep the paper's one allocation per atomic.
-//   - Growth: the pool starts with InitialSuperBlocks and adds one super
-//     block at a time, between kernel launches, up to MaxSuperBlocks.
+//   - Growth: the pool starts with InitialSuperBlocks and grows between
+//     kernel launches, up to MaxSuperBlocks. A growth step adds what is
+//     missing but at least half as many super blocks as the pool has, with
+//     one device synchronization and one descriptor write, so a pool that
+//     keeps growing takes a logarithmic number of steps (each waits for the
+//     kernels in flight); Stats counts them.
 //     [Pool.Reserve] is the host-checked low-water mark: before a launch that
 //     may allocate up to n units it makes sure n + LowWater units are free,
 //     reading the device's counter only when its own estimate says the pool

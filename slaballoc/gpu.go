@@ -2,6 +2,7 @@ package slaballoc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/bits"
 	"sync"
@@ -280,28 +281,50 @@ func (g *gpuPool) close() error {
 	return first
 }
 
-// BumpAllocate is the allocator benchmark's baseline: out[i] gets the next
-// value of a device counter, one atomicAdd per allocation, with no reuse and
-// no free. It returns when the kernel has finished.
-func BumpAllocate(ctx context.Context, dev *cuda.Device, out cuda.Slice[uint32]) error {
+// Bump is the allocator benchmark's baseline: Allocate sets out[i] to the
+// next value of a device counter, one atomicAdd per allocation, with no reuse
+// and no free. It waits as pools do (its own stream, polled), so the
+// comparison measures the kernels.
+type Bump struct {
+	f       *cuda.Function
+	counter cuda.Slice[uint32]
+	stream  *cuda.Stream
+	dev     *cuda.Device
+}
+
+// NewBump prepares a bump allocator on dev.
+func NewBump(dev *cuda.Device) (*Bump, error) {
 	mod, err := dev.LoadModule(slaballocPTX)
 	if err != nil {
+		return nil, err
+	}
+	b := &Bump{dev: dev}
+	if b.f, err = mod.Function("slaballoc_bump"); err != nil {
+		return nil, err
+	}
+	if b.counter, err = cuda.Alloc[uint32](dev, 1); err != nil {
+		return nil, err
+	}
+	if b.stream, err = dev.NewStream(); err != nil {
+		b.counter.Free()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Allocate fills out from a counter starting at zero and returns when the
+// kernel has finished.
+func (b *Bump) Allocate(ctx context.Context, out cuda.Slice[uint32]) error {
+	if err := b.counter.Zero(b.stream); err != nil {
 		return err
 	}
-	f, err := mod.Function("slaballoc_bump")
-	if err != nil {
+	if err := b.f.Launch(slabrt.Grid(b.f, b.dev, int64(out.Len()), 256, 2), cuda.D1(256), 0, b.stream, b.counter, out, uint64(out.Len())); err != nil {
 		return err
 	}
-	counter, err := cuda.Alloc[uint32](dev, 1)
-	if err != nil {
-		return err
-	}
-	defer counter.Free()
-	if err := counter.Zero(nil); err != nil {
-		return err
-	}
-	if err := f.Launch(slabrt.Grid(f, dev, int64(out.Len()), 256, 2), cuda.D1(256), 0, nil, counter, out, uint64(out.Len())); err != nil {
-		return err
-	}
-	return dev.Synchronize()
+	return slabrt.Wait(b.stream)
+}
+
+// Close frees the counter and the stream.
+func (b *Bump) Close() error {
+	return errors.Join(b.stream.Close(), b.counter.Free())
 }

@@ -105,8 +105,8 @@ type Pool struct {
 	backend warpkit.Backend
 	impl    impl
 
-	use    sync.RWMutex // read: kernels using the descriptor; write: growth, Close
-	growMu sync.Mutex
+	use     sync.RWMutex // read: kernels using the descriptor; write: growth, Close
+	growMu  sync.Mutex
 	supers  atomic.Int32
 	growths atomic.Int64
 	closed  atomic.Bool

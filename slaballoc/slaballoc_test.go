@@ -384,9 +384,14 @@ func BenchmarkGPUAllocate(b *testing.B) {
 		})
 	}
 	b.Run("bump", func(b *testing.B) {
+		bump, err := NewBump(dev)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer bump.Close()
 		start := time.Now()
 		for i := 0; i < b.N; i++ {
-			if err := BumpAllocate(ctx, dev, out); err != nil {
+			if err := bump.Allocate(ctx, out); err != nil {
 				b.Fatal(err)
 			}
 		}

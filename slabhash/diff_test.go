@@ -305,6 +305,20 @@ func TestReservedKeys(t *testing.T) {
 		if err := m.Find(ctx, []uint64{10, 11}, make([]uint64, 2), got); err != nil || got[0] != NotFound || got[1] != NotFound || m.Len() != 0 {
 			t.Fatalf("rejected device batch applied something: %v %v Len %d", got, err, m.Len())
 		}
+		// Device finds check their keys in the find kernel itself (no scan).
+		out, _ := cuda.Alloc[uint64](opts.Device, 3)
+		defer out.Free()
+		if err := m.FindDevice(ctx, dk, out, cuda.Slice[uint8]{}); !errors.Is(err, warpkit.ErrReservedKey) {
+			t.Fatalf("device find of a sentinel: %v", err)
+		}
+		sk, _ := cuda.FromHost(opts.Device, []uint32{5, TombKey32})
+		defer sk.Free()
+		if err := s.ContainsDevice(ctx, sk, cuda.Slice[uint8]{}); !errors.Is(err, warpkit.ErrReservedKey) {
+			t.Fatalf("device contains of a sentinel: %v", err)
+		}
+		if err := m.FindDevice(ctx, dk.Sub(0, 2), out.Sub(0, 2), cuda.Slice[uint8]{}); err != nil {
+			t.Fatalf("device find after a rejected one: %v", err)
+		}
 		ops, _ := cuda.FromHost(opts.Device, []uint8{1, 9, 1})
 		defer ops.Free()
 		dk2, _ := cuda.FromHost(opts.Device, []uint64{10, 11, 12})

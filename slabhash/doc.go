@@ -26,15 +26,31 @@
 // holding one fails with warpkit.ErrReservedKey before anything is applied:
 // Go slices are checked on the host, device slices by a scan kernel that the
 // batch kernel, queued behind it, reads before touching the table. Unknown
-// op codes are rejected the same way with ErrInvalidArgument.
+// op codes are rejected the same way with ErrInvalidArgument. Device batches
+// of finds only (FindDevice, ContainsDevice) skip the scan: a find changes
+// nothing, so the find kernel itself fails the elements holding a sentinel
+// (they would otherwise match empty or deleted slots) and the batch returns
+// ErrReservedKey; its outputs are then unspecified.
 //
 // Failures: when the allocator is exhausted at its maximum (MaxPoolBytes),
 // inserts that needed a new slab return Failed, the batch returns
 // ErrPoolExhausted, every other element is applied, and the table stays
 // consistent; Delete plus Flush give the memory back. Kernels bound every
 // loop; a bound that is hit becomes ErrRetryLimit. Before reporting
-// exhaustion the host grows the pool by a super block (between launches)
-// and reruns only the failed elements.
+// exhaustion the host grows the pool (between launches) and reruns only the
+// failed elements.
+//
+// Pool sizing: the pool starts with room for the overflow slabs expected at
+// ExpectedSize entries plus a quarter more (deletes leave tombstones that
+// hold their slots until Flush, so churn needs slabs beyond the live
+// entries), and a growth step adds at least half the super blocks the pool
+// has (slaballoc), so a growing table takes few steps: each waits for the
+// kernels in flight and synchronizes the device, which costs far more than a
+// batch. Before a launch the host reserves slabs for the batch's inserts,
+// estimated from the slots in use (live entries plus tombstones); a mixed
+// device batch, whose ops the host does not see, reserves for the share of
+// inserts the previous one had, at least a quarter. Stats reports the
+// tombstones, the growth steps and the reruns.
 //
 // # Layouts (CUDA)
 //
@@ -79,10 +95,27 @@
 // (32 slab reads in flight per warp). Then each lane acts on its own element
 // — a CAS on its slot, a step to the next slab, or a request for a new slab,
 // which the warp serves for all requesting lanes with one allocation
-// (SlabAlloc's allocate_many). A CAS that loses simply re-reads that slab in
-// the next round. The protocol below is the same for both engines; only the
+// (SlabAlloc's allocate_many); an insert that links the new slab claims its
+// first slot at once, without reading it. A lane whose element is done takes
+// the warp's next element before the next round (refill): without it a warp
+// ran as many rounds as its slowest element — nearly every warp of 32 finds
+// has one whose key sits in a second slab — with the other lanes idle. An
+// insert whose claim loses tries the next empty slot of the same read at
+// once (see the protocol); other CASes that lose re-read that slab in the
+// next round. The protocol below is the same for both engines; only the
 // scheduling differs. Multimap delete-all lets the reading lanes tombstone
 // their own slots in the same round.
+//
+// Each apply launch ends with every warp signing off on a counter; the last
+// one copies the pool's allocation counter into the launch's control block,
+// so the host reads the batch's outcome and the pool's state with one copy.
+//
+// The engines also run on the CPU: testdata/emu compiles the device code
+// with g++ against an emulation of warps (lanes as fibers switched at each
+// warp collective, warps as threads racing on the same memory), and the
+// package's tests check every layout's kernels there against sequential
+// models. It checks logic, bounds and the use of *_sync masks, not the GPU
+// memory model.
 //
 // Buckets are sized from ExpectedSize and Utilization by the paper's
 // B = n/(M·β), with the mean slab count β of a list taken from a Poisson
@@ -99,7 +132,13 @@
 //
 //   - No duplicate keys. An insert of k claims slot p only after reading
 //     every earlier slot as non-empty and not k; those slots can never become
-//     k afterwards. Two racing inserts of k aim at the same frontier slot, or
+//     k afterwards. A claim CAS that loses returns the slot's new contents:
+//     if that is another key or a tombstone, the slot is now non-empty and
+//     not k, so the next slot the same read saw empty is the frontier and is
+//     claimed at once; if it is k, a concurrent insert of k won (a set
+//     reports Present, a 32/32 map replaces the value it just saw, wide
+//     pairs read again). A slab whose slots were all taken by other keys
+//     this way is left for the next one, as if read full. Two racing inserts of k aim at the same frontier slot, or
 //     the later one reads the earlier one's slot holding k; the CAS lets one
 //     win and the loser sees k and replaces instead. This is what the public
 //     SlabHash gets wrong (its issue #27): deletes there turn a slot back to

@@ -216,11 +216,26 @@ func (g *gpuTable[K, V]) newSlabs(inserts int) int {
 	return int(d*1.2) + 256
 }
 
+// keyCheck says where a batch's keys (and op codes) are checked.
+type keyCheck int
+
+const (
+	checkedOnHost keyCheck = iota // Go slices: checked before staging
+	scanOnDevice                  // device slices: a scan kernel runs first, and the apply kernel applies nothing if it found one
+	checkInKernel                 // device slices of finds only: the apply kernel fails the elements with a reserved key (a find changes nothing)
+)
+
+// Apply kernel flags (wk::sh::Flags).
+const (
+	flagRetry     = 1
+	flagCheckKeys = 2
+)
+
 // exec runs one device batch on ln: the device scan when the contents were
 // not checked on the host, the apply kernel, and reruns of the failed
 // elements after the pool grew. It returns the change in live entries and
 // the number of elements inserted.
-func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K, V], inserts int, scan bool) (delta, inserted int64, err error) {
+func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K, V], inserts int, check keyCheck) (delta, inserted int64, err error) {
 	n := b.keys.Len()
 	if err := g.pool.Reserve(ctx, g.newSlabs(inserts)); err != nil {
 		return 0, 0, err
@@ -242,7 +257,10 @@ func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K
 		countsPtr = b.counts.Ptr()
 	}
 	grid := slabrt.Grid(g.fApply, g.dev, int64(n), blockThreads, 2)
-	retry := uint32(0)
+	flags := uint32(0)
+	if check == checkInKernel {
+		flags = flagCheckKeys
+	}
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return delta, inserted, err
@@ -251,7 +269,7 @@ func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K
 		if err := ln.ctrl.Zero(ln.stream); err != nil {
 			return delta, inserted, err
 		}
-		if scan && attempt == 0 {
+		if check == scanOnDevice && attempt == 0 {
 			sg := slabrt.Grid(g.fScan, g.dev, int64(n), blockThreads, 2)
 			if err := g.fScan.Launch(sg, cuda.D1(blockThreads), 0, ln.stream, b.keys, opsPtr, uint32(g.maxOp()), uint64(n), ln.ctrl); err != nil {
 				return delta, inserted, err
@@ -262,7 +280,7 @@ func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K
 			return delta, inserted, err
 		}
 		err = g.fApply.Launch(grid, cuda.D1(blockThreads), 0, ln.stream, g.heads, g.buckets, g.seed, g.pool.Descriptor(),
-			b.keys, valsPtr, opsPtr, uint32(b.op), res, countsPtr, uint64(n), ln.ctrl, retry, g.salt.Add(0x9e3779b9))
+			b.keys, valsPtr, opsPtr, uint32(b.op), res, countsPtr, uint64(n), ln.ctrl, flags, g.salt.Add(0x9e3779b9))
 		if err == nil {
 			// One copy: the last warp wrote the pool's counter into the block.
 			err = cuda.CopyToHostAsync(ln.ctrlHost, 0, ln.ctrl, ln.stream)
@@ -278,6 +296,9 @@ func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K
 		status := uint32(c[ctrlStatus])
 		if c[ctrlRejected] != 0 {
 			return 0, 0, slabrt.StatusError("device scan", status)
+		}
+		if status&slabrt.StatusReservedKey != 0 { // a find batch checked in the kernel: nothing changed
+			return 0, 0, slabrt.StatusError("device batch", status)
 		}
 		delta += int64(c[ctrlDelta])
 		inserted += int64(c[ctrlInserted])
@@ -295,7 +316,7 @@ func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K
 		case attempt >= 2 || status&^slabrt.StatusRetryLimit != 0:
 			return delta, inserted, fmt.Errorf("%d elements not applied: %w", c[ctrlFailed], slabrt.StatusError("device", status))
 		}
-		retry = 1
+		flags |= flagRetry
 		g.reruns.Add(1)
 	}
 }
@@ -417,7 +438,7 @@ func (g *gpuTable[K, V]) applyChunk(ctx context.Context, ln *lane[K, V], b *batc
 			return 0, err
 		}
 	}
-	delta, _, kerr := g.exec(ctx, ln, &db, inserts(b), false)
+	delta, _, kerr := g.exec(ctx, ln, &db, inserts(b), checkedOnHost)
 	if kerr != nil && errors.Is(kerr, warpkit.ErrReservedKey) {
 		return delta, kerr
 	}
@@ -479,7 +500,11 @@ func (g *gpuTable[K, V]) applyDevice(ctx context.Context, b *devBatch[K, V]) (in
 	case b.op == OpInsert:
 		ins = n
 	}
-	delta, inserted, err := g.exec(ctx, ln, b, ins, true)
+	check := scanOnDevice
+	if b.ops.Buffer() == nil && b.op == OpFind {
+		check = checkInKernel
+	}
+	delta, inserted, err := g.exec(ctx, ln, b, ins, check)
 	if b.ops.Buffer() != nil && err == nil {
 		g.mixedInserts.Store(inserted * 1000 / int64(n))
 	}

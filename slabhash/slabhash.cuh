@@ -51,6 +51,13 @@ enum Ctrl : int {
   kCtrlUsed = 7,
 };
 
+// Flags of an apply launch. kFlagRetry: run only the elements whose result
+// is kResFailed (the host's rerun after growing the pool). kFlagCheckKeys:
+// fail elements with a reserved key and report kStatusReservedKey, for
+// batches of finds only, which change nothing (every other batch is scanned
+// before it runs, so that nothing applies).
+enum Flags : uint32_t { kFlagRetry = 1, kFlagCheckKeys = 2 };
+
 // Bounds that only a corrupted structure could reach; reaching one reports
 // kStatusRetryLimit instead of hanging.
 constexpr uint32_t kMaxSteps = 1u << 26;
@@ -638,7 +645,7 @@ __device__ __forceinline__ uint32_t wshfl(uint32_t v, int src) { return __shfl_s
 template <class L>
 __device__ void apply_rounds(const Ctx<L>& c, const typename L::K* keys, typename L::V* vals, const uint8_t* ops,
                              uint32_t uniform_op, uint8_t* results, uint32_t* counts, uint64_t n,
-                             unsigned long long* ctrl, uint32_t retry_only, uint32_t salt) {
+                             unsigned long long* ctrl, uint32_t flags, uint32_t salt) {
   using K = typename L::K;
   using V = typename L::V;
   constexpr int W = L::W;
@@ -701,9 +708,13 @@ __device__ void apply_rounds(const Ctx<L>& c, const typename L::K* keys, typenam
           outv = 0;
           cnt = 0;
           steps = 0;
-          act = !(retry_only && results[i] != kResFailed);
+          act = !((flags & kFlagRetry) && results[i] != kResFailed);
           if (act && (op > kOpDeleteAll || (op == kOpDeleteAll && !kMultiKind))) {
             report(c.status, kStatusBadOp);
+            done(kResFailed);
+          }
+          if (act && (flags & kFlagCheckKeys) && (key == empty_key<K>() || key == tomb_key<K>())) {
+            report(c.status, kStatusReservedKey);
             done(kResFailed);
           }
           if (act) s = c.head(c.bucket(key));
@@ -912,7 +923,7 @@ __device__ __forceinline__ void sign_off(unsigned long long* ctrl, const Pool* p
 template <class L>
 __device__ void apply_warps(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool, const typename L::K* keys,
                             typename L::V* vals, const uint8_t* ops, uint32_t uniform_op, uint8_t* results,
-                            uint32_t* counts, uint64_t n, unsigned long long* ctrl, uint32_t retry_only,
+                            uint32_t* counts, uint64_t n, unsigned long long* ctrl, uint32_t flags,
                             uint32_t salt) {
   using K = typename L::K;
   using V = typename L::V;
@@ -933,7 +944,13 @@ __device__ void apply_warps(char* heads, uint32_t nbuckets, uint32_t seed, Pool*
       key = keys[i];
       if (ops) op = ops[i];
       if (op == kOpInsert && vals) val = vals[i];
-      if (retry_only && results[i] != kResFailed) pending = false;
+      if ((flags & kFlagRetry) && results[i] != kResFailed) pending = false;
+      if (pending && (flags & kFlagCheckKeys) && (key == empty_key<K>() || key == tomb_key<K>())) {
+        report(c.status, kStatusReservedKey);
+        results[i] = kResFailed;
+        atomicAdd(ctrl + kCtrlFailed, 1ull);
+        pending = false;
+      }
     }
     unsigned q;
     while ((q = t.ballot(pending)) != 0) {
@@ -982,21 +999,19 @@ __device__ void apply_warps(char* heads, uint32_t nbuckets, uint32_t seed, Pool*
 // apply runs a batch: element i is op (ops[i], or uniform_op when ops is
 // null) on keys[i]; vals[i] is the value to insert and receives the found
 // value; results[i] the outcome; counts[i] (multimap) the count found or
-// removed. With retry_only, only elements whose result is kResFailed run
-// (the host's rerun after growing the pool).
+// removed. flags: see Flags.
 template <class L>
 __device__ void apply(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool, const typename L::K* keys,
                       typename L::V* vals, const uint8_t* ops, uint32_t uniform_op, uint8_t* results, uint32_t* counts,
-                      uint64_t n, unsigned long long* ctrl, uint32_t retry_only, uint32_t salt) {
+                      uint64_t n, unsigned long long* ctrl, uint32_t flags, uint32_t salt) {
   using K = typename L::K;
   using V = typename L::V;
   if (ldv64(ctrl + kCtrlRejected) != 0) return;  // the scan found a reserved key: apply nothing
   if constexpr (L::W < 32) {
     const Ctx<L> rc{heads, nbuckets, seed, pool, (uint32_t*)(ctrl + kCtrlStatus)};
-    apply_rounds<L>(rc, keys, vals, ops, uniform_op, results, counts, n, ctrl, retry_only, salt);
+    apply_rounds<L>(rc, keys, vals, ops, uniform_op, results, counts, n, ctrl, flags, salt);
   } else {
-    apply_warps<L>(heads, nbuckets, seed, pool, keys, vals, ops, uniform_op, results, counts, n, ctrl, retry_only,
-                   salt);
+    apply_warps<L>(heads, nbuckets, seed, pool, keys, vals, ops, uniform_op, results, counts, n, ctrl, flags, salt);
   }
   sign_off(ctrl, pool);
 }
@@ -1188,9 +1203,9 @@ __device__ void scan(const K* keys, const uint8_t* ops, uint32_t max_op, uint64_
   extern "C" __global__ void __launch_bounds__(256, 3) sh_apply_##NAME(char* heads, uint32_t nbuckets, uint32_t seed, wk::slab::Pool* pool,   \
                                              const K* keys, V* vals, const uint8_t* ops, uint32_t uniform_op,      \
                                              uint8_t* results, uint32_t* counts, uint64_t n,                      \
-                                             unsigned long long* ctrl, uint32_t retry_only, uint32_t salt) {      \
+                                             unsigned long long* ctrl, uint32_t flags, uint32_t salt) {           \
     wk::sh::apply<L_##NAME>(heads, nbuckets, seed, pool, keys, vals, ops, uniform_op, results, counts, n, ctrl,    \
-                            retry_only, salt);                                                                     \
+                            flags, salt);                                                                          \
   }                                                                                                                \
   extern "C" __global__ void sh_findall_##NAME(char* heads, uint32_t nbuckets, uint32_t seed, wk::slab::Pool* pool, \
                                                const K* keys, const uint64_t* offsets, V* dst, uint32_t* counts,   \

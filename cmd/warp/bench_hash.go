@@ -178,8 +178,13 @@ func (b *hashBench) warmUp() error {
 		return err
 	}
 	defer p.Close()
+	bump, err := slaballoc.NewBump(b.dev)
+	if err != nil {
+		return err
+	}
+	defer bump.Close()
 	return errors.Join(p.AllocateDeviceTile(b.ctx, out, 8), p.FreeDevice(b.ctx, out), p.AllocateDeviceBulk(b.ctx, out),
-		slaballoc.BumpAllocate(b.ctx, b.dev, out))
+		bump.Allocate(b.ctx, out))
 }
 
 // hashKeys returns n distinct non-reserved keys: a bijective mix of the
@@ -877,8 +882,13 @@ func (b *hashBench) alloc() error {
 	defer out.Free()
 	tab := b.rep.Table(fmt.Sprintf("SlabAlloc: %d allocations of 64-byte units, one per thread (G/s; x = vs bump-pointer atomicAdd)", n),
 		"allocator", "allocate", "x", "free", "reallocate", "x", "target")
+	bumper, err := slaballoc.NewBump(b.dev)
+	if err != nil {
+		return err
+	}
+	defer bumper.Close()
 	bump, err := b.median(func() (time.Duration, error) {
-		return hashTime(func() error { return slaballoc.BumpAllocate(b.ctx, b.dev, out) })
+		return hashTime(func() error { return bumper.Allocate(b.ctx, out) })
 	})
 	if err != nil {
 		return err

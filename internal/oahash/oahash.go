@@ -7,13 +7,13 @@
 // tombstones, which is what makes it the static yardstick. Keys 0xffffffff
 // (empty) and 0xfffffffe (deleted) are not allowed.
 //
-// Each call is as lean as the driver allows, so that per-call costs do not
-// flatter the slab hash: a launch on the default stream and one blocking
-// call (a synchronization, or the synchronous copy of the status word, which
-// waits for the kernel).
+// Each call runs on the table's own stream and waits the way the slab hash
+// does (slabrt.Wait, which polls), with no more driver calls than it needs,
+// so that per-call costs neither flatter nor burden the slab hash.
 package oahash
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/warpkit/warpkit/cuda"
@@ -31,6 +31,8 @@ type Table struct {
 	dev      *cuda.Device
 	slots    cuda.Slice[uint64]
 	status   cuda.Slice[uint32]
+	hStatus  *cuda.Pinned[uint32]
+	stream   *cuda.Stream
 	fInsert  *cuda.Function
 	fFind    *cuda.Function
 	fApply   *cuda.Function
@@ -63,6 +65,14 @@ func New(dev *cuda.Device, capacity int) (*Table, error) {
 		t.slots.Free()
 		return nil, err
 	}
+	if t.hStatus, err = cuda.AllocPinned[uint32](dev, 1); err != nil {
+		t.Close()
+		return nil, err
+	}
+	if t.stream, err = dev.NewStream(); err != nil {
+		t.Close()
+		return nil, err
+	}
 	if err := t.Clear(); err != nil {
 		t.Close()
 		return nil, err
@@ -78,10 +88,10 @@ func (t *Table) Bytes() int64 { return int64(t.capacity) * 8 }
 
 // Clear empties the table.
 func (t *Table) Clear() error {
-	if err := t.slots.FillBytes(0xff, nil); err != nil {
+	if err := t.slots.FillBytes(0xff, t.stream); err != nil {
 		return err
 	}
-	return t.dev.Synchronize()
+	return slabrt.Wait(t.stream)
 }
 
 // Insert inserts (or replaces) the pairs and waits for the kernel. A table
@@ -94,23 +104,24 @@ func (t *Table) Insert(keys, vals cuda.Slice[uint32]) error {
 	if n == 0 {
 		return nil
 	}
-	if err := t.status.Zero(nil); err != nil {
+	if err := t.status.Zero(t.stream); err != nil {
 		return err
 	}
-	if err := t.fInsert.Launch(cuda.GridFor(n, 256), cuda.D1(256), 0, nil, t.slots, uint32(t.capacity), uint32(seed), keys, vals, uint64(n), t.status); err != nil {
+	if err := t.fInsert.Launch(cuda.GridFor(n, 256), cuda.D1(256), 0, t.stream, t.slots, uint32(t.capacity), uint32(seed), keys, vals, uint64(n), t.status); err != nil {
 		return err
 	}
-	return t.readStatus("oahash: insert")
+	return t.finish("oahash: insert")
 }
 
-// readStatus copies the status word back: a synchronous copy on the default
-// stream, so it also waits for the kernel before it.
-func (t *Table) readStatus(what string) error {
-	var st [1]uint32
-	if err := t.status.CopyToHost(st[:]); err != nil {
+// finish copies the status word back behind the kernel, waits, and maps it.
+func (t *Table) finish(what string) error {
+	if err := cuda.CopyToHostAsync(t.hStatus, 0, t.status, t.stream); err != nil {
 		return err
 	}
-	return slabrt.StatusError(what, st[0])
+	if err := slabrt.Wait(t.stream); err != nil {
+		return err
+	}
+	return slabrt.StatusError(what, t.hStatus.Data()[0])
 }
 
 // Apply runs a mixed batch in one kernel: ops[i] is 0 (find: vals[i]
@@ -126,13 +137,13 @@ func (t *Table) Apply(ops cuda.Slice[uint8], keys, vals cuda.Slice[uint32], resu
 	if n == 0 {
 		return nil
 	}
-	if err := t.status.Zero(nil); err != nil {
+	if err := t.status.Zero(t.stream); err != nil {
 		return err
 	}
-	if err := t.fApply.Launch(cuda.GridFor(n, 256), cuda.D1(256), 0, nil, t.slots, uint32(t.capacity), uint32(seed), ops, keys, vals, results, uint64(n), t.status); err != nil {
+	if err := t.fApply.Launch(cuda.GridFor(n, 256), cuda.D1(256), 0, t.stream, t.slots, uint32(t.capacity), uint32(seed), ops, keys, vals, results, uint64(n), t.status); err != nil {
 		return err
 	}
-	return t.readStatus("oahash: apply")
+	return t.finish("oahash: apply")
 }
 
 // Find stores each key's value in vals (Absent if missing) and waits.
@@ -144,17 +155,21 @@ func (t *Table) Find(keys, vals cuda.Slice[uint32]) error {
 	if n == 0 {
 		return nil
 	}
-	if err := t.fFind.Launch(cuda.GridFor(n, 256), cuda.D1(256), 0, nil, t.slots, uint32(t.capacity), uint32(seed), keys, vals, uint64(n)); err != nil {
+	if err := t.fFind.Launch(cuda.GridFor(n, 256), cuda.D1(256), 0, t.stream, t.slots, uint32(t.capacity), uint32(seed), keys, vals, uint64(n)); err != nil {
 		return err
 	}
-	return t.dev.Synchronize()
+	return slabrt.Wait(t.stream)
 }
 
 // Close frees the table.
 func (t *Table) Close() error {
-	err := t.slots.Free()
-	if e := t.status.Free(); err == nil {
-		err = e
+	var errs []error
+	if t.stream != nil {
+		errs = append(errs, t.stream.Close())
 	}
-	return err
+	if t.hStatus != nil {
+		errs = append(errs, t.hStatus.Free())
+	}
+	errs = append(errs, t.slots.Free(), t.status.Free())
+	return errors.Join(errs...)
 }

@@ -42,9 +42,11 @@ func StatusError(what string, status uint32) error {
 	return fmt.Errorf("%s: unexpected device status %#x", what, status)
 }
 
-// Wait waits until the stream's work has finished. Stream.Synchronize waits
-// on a thread of its own, so other goroutines' launches proceed meanwhile; a
-// launched kernel cannot be cancelled, so Wait always waits for it.
+// Wait waits until the stream's work has finished. Stream.Synchronize polls
+// the stream through the device's executor (a thread wake-up costs far more
+// than a short kernel on a virtual machine) and blocks on a waiter thread only
+// for long waits; other goroutines' calls proceed meanwhile. A launched
+// kernel cannot be cancelled, so Wait always waits for it.
 func Wait(s *cuda.Stream) error { return s.Synchronize() }
 
 // Alive returns ctx's error, wrapped, if it is done.

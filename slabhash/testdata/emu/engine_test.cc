@@ -114,7 +114,7 @@ struct Table {
 
   // apply runs one batch; it returns the status word.
   uint32_t apply(const std::vector<K>& keys, std::vector<V>& vals, const std::vector<uint8_t>* ops, uint32_t op,
-                 std::vector<uint8_t>& res, std::vector<uint32_t>* counts, bool retry_only = false) {
+                 std::vector<uint8_t>& res, std::vector<uint32_t>* counts, uint32_t flags = 0) {
     memset(ctrl, 0, 8 * sizeof(*ctrl));
     const uint64_t n = keys.size();
     res.resize(n);
@@ -123,7 +123,7 @@ struct Table {
     const uint64_t used_before = pool->used;
     emu::launch(grid, block, [&] {
       k.apply(heads, buckets, 0x2545f491, pool, keys.data(), vals.data(), ops ? ops->data() : nullptr, op,
-              res.data(), counts ? counts->data() : nullptr, n, ctrl, retry_only, salt);
+              res.data(), counts ? counts->data() : nullptr, n, ctrl, flags, salt);
     });
     salt += 0x9e3779b9;
     CHECK(ctrl[kCtrlDone] == grid * block / 32, "%llu warps signed off, want %u", ctrl[kCtrlDone], grid * block / 32);
@@ -393,7 +393,7 @@ static void test_exhaustion(const char* name, Kernels<typename L::K, typename L:
         t.ctrl[kCtrlFailed], fail);
   t.grow();
   vals = in;
-  st = t.apply(keys, vals, nullptr, kOpInsert, res, nullptr, true);
+  st = t.apply(keys, vals, nullptr, kOpInsert, res, nullptr, kFlagRetry);
   size_t ins2 = 0;
   for (auto r : res) ins2 += r == kResInserted;
   CHECK(st == 0 && ins2 == n, "%s: after growing, status %#x, %zu of %zu inserted", name, st, ins2, n);
@@ -406,6 +406,16 @@ static void test_exhaustion(const char* name, Kernels<typename L::K, typename L:
   st = t.apply(k2, v2, &o2, 0, r2, nullptr);
   CHECK((st & kStatusBadOp) && r2[0] == kResInserted && r2[1] == kResFailed, "%s: bad op: status %#x results %d %d",
         name, st, r2[0], r2[1]);
+  // A find batch checked in the kernel: the sentinel fails, the others find.
+  std::vector<K> k3 = {keys[0], (K)~K(0), keys[1], (K)(~K(0) - 1), k2[0]};
+  std::vector<V> v3;
+  std::vector<uint8_t> r3;
+  st = t.apply(k3, v3, nullptr, kOpFind, r3, nullptr, kFlagCheckKeys);
+  CHECK((st & kStatusReservedKey) && r3[0] == kResFound && r3[1] == kResFailed && r3[2] == kResFound &&
+            r3[3] == kResFailed && r3[4] == kResFound && t.ctrl[kCtrlFailed] == 2,
+        "%s: find with sentinels: status %#x results %d %d %d %d %d, %llu failed", name, st, r3[0], r3[1], r3[2], r3[3],
+        r3[4], t.ctrl[kCtrlFailed]);
+  if (!L::kIsSet) CHECK(v3[0] == in[0] && v3[2] == in[1], "%s: find with sentinels: values", name);
 }
 
 int main(int argc, char** argv) {
