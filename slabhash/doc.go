@@ -68,14 +68,25 @@
 //     by half a warp); wider pairs are 16-byte slots (a 32-bit key or value
 //     is padded), sets use key-sized slots.
 //
-// // Why tiles: a one-probe open-addressing table reads one 32-byte sector per
+// Why tiles: a one-probe open-addressing table reads one 32-byte sector per
 // lookup where a warp-per-128-byte slab reads four, and a warp that serves
 // one operation at a time has one memory access in flight. The default
 // (LayoutAuto) is LayoutTile8, the fastest correct configuration measured:
 // on an H100 at n = 2^22 and 60% utilization it built at 6.7 G/s and found
 // at 13.3 (all present) and 10.4 G/s (none present), against 5.4/10.4/8.4
 // for LayoutTile16 and 3.5/4.7/5.6 for LayoutPaper (`warp bench hash`,
-// docs/benchmarks.md). The paper's layout stays available.
+// commit bcae406, before the round engine refilled its lanes and when a
+// driver call cost 18.5 µs; docs/benchmarks.md). The paper's layout stays
+// available.
+//
+// Measured since (H100, commit 7040164, the refilling engine): the
+// concurrent mix Γ1 = (.2, .2, .3, .3) on 2^22 keys at 60% runs at 3.6 G
+// ops/s in batches of 2^20, 0.67x the static open-addressing table running
+// the same batches at the same footprint (it was 2.1 G ops/s before; no
+// pool growth inside the timed calls now). One call of one element costs
+// about 94 µs (find) to 133 µs (insert, mixed) there, against 50 to 103 µs
+// for the static table, so batches of 2^20 are still dominated by per-call
+// cost.
 //
 // # Two engines (CUDA)
 //
