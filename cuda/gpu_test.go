@@ -316,10 +316,10 @@ func TestGPUSelfTest(t *testing.T) {
 		rep.MemcpyBandwidth/1e9, rep.KernelCopyBandwidth/1e9, rep.TheoreticalBandwidth/1e9)
 }
 
-// BenchmarkGPULaunch measures the host cost of one asynchronous kernel launch
-// (an empty grid-stride loop) through the executor: the fixed overhead every
-// batch operation pays per kernel.
-func BenchmarkGPULaunch(b *testing.B) {
+// benchKernel opens device 0 (or skips) and returns it with one of the
+// package's kernels and a stream, all released at the end of the benchmark.
+func benchKernel(b *testing.B, name string) (*Device, *Function, *Stream) {
+	b.Helper()
 	d, err := Open(0)
 	if errors.Is(err, ErrNoDevice) {
 		b.Skip("no CUDA device")
@@ -327,12 +327,12 @@ func BenchmarkGPULaunch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer d.Close()
+	b.Cleanup(func() { d.Close() })
 	m, err := d.LoadModule(selftestPTX)
 	if err != nil {
 		b.Fatal(err)
 	}
-	add, err := m.Function("add_u32")
+	f, err := m.Function(name)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -340,7 +340,15 @@ func BenchmarkGPULaunch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	b.Cleanup(func() { s.Close() })
+	return d, f, s
+}
+
+// BenchmarkGPULaunch measures the host cost of one asynchronous kernel launch
+// (an empty grid-stride loop) through the executor: the fixed overhead every
+// batch operation pays per kernel.
+func BenchmarkGPULaunch(b *testing.B) {
+	d, add, s := benchKernel(b, "add_u32")
 	buf, err := Alloc[uint32](d, 32)
 	if err != nil {
 		b.Fatal(err)
@@ -364,27 +372,7 @@ func BenchmarkGPULaunch(b *testing.B) {
 // follows on a small batch: zero a status word, launch, copy the status back
 // asynchronously, and synchronize the stream.
 func BenchmarkGPUBatchCall(b *testing.B) {
-	d, err := Open(0)
-	if errors.Is(err, ErrNoDevice) {
-		b.Skip("no CUDA device")
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
-	m, err := d.LoadModule(selftestPTX)
-	if err != nil {
-		b.Fatal(err)
-	}
-	add, err := m.Function("add_u32")
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := d.NewStream()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	d, add, s := benchKernel(b, "add_u32")
 	buf, err := Alloc[uint32](d, 1<<16)
 	if err != nil {
 		b.Fatal(err)
@@ -414,14 +402,7 @@ func BenchmarkGPUBatchCall(b *testing.B) {
 
 // BenchmarkGPUSmallCopy measures a synchronous 4-byte device-to-host copy.
 func BenchmarkGPUSmallCopy(b *testing.B) {
-	d, err := Open(0)
-	if errors.Is(err, ErrNoDevice) {
-		b.Skip("no CUDA device")
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
+	d, _, _ := benchKernel(b, "add_u32")
 	buf, err := Alloc[uint32](d, 1)
 	if err != nil {
 		b.Fatal(err)
