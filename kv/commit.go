@@ -130,6 +130,12 @@ func (d *DB) commit(b *Batch, sync, flush bool) error {
 // least the leader). Called and returns with d.mu held.
 func (d *DB) leadLocked(w *writer) ([]*writer, error) {
 	if w.flush {
+		switch {
+		case d.bgErr != nil:
+			return []*writer{w}, d.writeStoppedErr()
+		case d.closed:
+			return []*writer{w}, ErrClosed
+		}
 		return []*writer{w}, d.rotateMemTableLocked(true)
 	}
 	// Gather the group: the leader and the batches queued behind it.

@@ -237,3 +237,54 @@ func TestAPIErrors(t *testing.T) {
 		t.Fatalf("%d files left open after Close", fs.OpenFiles())
 	}
 }
+
+// TestLargeValues writes values larger than a memtable: each gets a
+// memtable of its own and survives flushes, compactions and a reopen.
+func TestLargeValues(t *testing.T) {
+	opts := smallOptions() // 64 KiB memtables
+	mem := vfs.NewMem()
+	opts.FS = mem
+	db, err := Open("/db", &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := func(i int) []byte { return bytes.Repeat([]byte{byte('a' + i)}, 300<<10+i) }
+	for i := range 5 {
+		if err := db.Set([]byte(fmt.Sprintf("big%d", i)), big(i), nil); err != nil {
+			t.Fatal(err)
+		}
+		db.Set([]byte(fmt.Sprintf("small%d", i)), []byte("s"), nil)
+	}
+	b := db.NewBatch()
+	for i := range 3 {
+		b.Set([]byte(fmt.Sprintf("batch%d", i)), big(i))
+	}
+	if err := b.Commit(Sync); err != nil {
+		t.Fatal(err)
+	}
+	check := func() {
+		for i := range 5 {
+			v, err := db.Get([]byte(fmt.Sprintf("big%d", i)))
+			if err != nil || !bytes.Equal(v, big(i)) {
+				t.Fatalf("big%d: %d bytes, %v", i, len(v), err)
+			}
+		}
+		for i := range 3 {
+			v, err := db.Get([]byte(fmt.Sprintf("batch%d", i)))
+			if err != nil || !bytes.Equal(v, big(i)) {
+				t.Fatalf("batch%d: %d bytes, %v", i, len(v), err)
+			}
+		}
+	}
+	check()
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	check()
+	db.Close()
+	if db, err = Open("/db", &opts); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	check()
+}
