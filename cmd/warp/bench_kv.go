@@ -249,7 +249,7 @@ func kvReport(f kvBenchFlags, cfg kvbench.Config, workloads []string, res, base 
 		us := func(d time.Duration) float64 { return float64(d) / 1e3 }
 		t.Add(w, r.Ops, r.OpsPerSec(), r.MBPerSec(), us(r.Latency.Quantile(0.5)), us(r.Latency.Quantile(0.99)), us(r.Latency.Quantile(0.999)), us(r.Latency.Max()), b.OpsPerSec(), r.OpsPerSec()/b.OpsPerSec())
 	}
-	lsm := rep.Table("LSM after each write workload", "workload", "write amp", "compaction MB/s", "compactions", "stalls", "L0..L6 tables")
+	lsm := rep.Table("LSM after each write workload (counters cumulative since the store was opened)", "workload", "write amp", "compaction MB/s", "compactions", "stalls", "L0..L6 tables")
 	for _, w := range workloads {
 		if w != "fillseq" && w != "fillrandom" && w != "overwrite" && w != "deleterandom" && w != "ycsb-a" {
 			continue
