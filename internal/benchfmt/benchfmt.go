@@ -5,9 +5,12 @@
 package benchfmt
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os/exec"
 	"runtime/debug"
 	"strings"
 	"text/tabwriter"
@@ -160,15 +163,27 @@ func formatFloat(x float64) string {
 // builds where Go's own VCS stamping is off or absent (test binaries).
 var stampedCommit string
 
-// Commit returns the VCS revision the binary was built from (12 hex digits,
-// "+dirty" when the tree had changes), or "unknown".
+// Commit returns the revision the binary was built from (12 hex digits,
+// "+dirty" when the tree had changes): the link-time stamp if there is one,
+// else Go's VCS stamp, else what git says of the current directory (for
+// `go run`, where stamping may be off), else "unknown".
 func Commit() string {
 	if stampedCommit != "" {
 		return stampedCommit
 	}
+	if c := buildInfoCommit(); c != "" {
+		return c
+	}
+	if c := gitCommit(); c != "" {
+		return c
+	}
+	return "unknown"
+}
+
+func buildInfoCommit() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "unknown"
+		return ""
 	}
 	rev, dirty := "", false
 	for _, s := range info.Settings {
@@ -180,8 +195,26 @@ func Commit() string {
 		}
 	}
 	if rev == "" {
-		return "unknown"
+		return ""
 	}
+	return shortRev(rev, dirty)
+}
+
+func gitCommit() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	rev, err := exec.CommandContext(ctx, "git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	status, err := exec.CommandContext(ctx, "git", "status", "--porcelain", "--untracked-files=no").Output()
+	if err != nil {
+		return ""
+	}
+	return shortRev(strings.TrimSpace(string(rev)), len(bytes.TrimSpace(status)) > 0)
+}
+
+func shortRev(rev string, dirty bool) string {
 	if len(rev) > 12 {
 		rev = rev[:12]
 	}

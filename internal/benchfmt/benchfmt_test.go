@@ -68,3 +68,18 @@ func TestStream(t *testing.T) {
 		t.Fatalf("JSON after streaming: %v %s", err, js.String())
 	}
 }
+
+func TestCommit(t *testing.T) {
+	// Tests run in the package directory of a git checkout (CI clones one), so
+	// some revision must be found; without git it may only say "unknown".
+	c := Commit()
+	if c == "" {
+		t.Fatal("empty commit")
+	}
+	if c != "unknown" && len(strings.TrimSuffix(c, "+dirty")) != 12 {
+		t.Fatalf("commit %q is not 12 hex digits", c)
+	}
+	if got := shortRev("0123456789abcdef", true); got != "0123456789ab+dirty" {
+		t.Fatalf("shortRev: %q", got)
+	}
+}
