@@ -193,7 +193,6 @@ struct Node {
 
   __device__ __forceinline__ uint32_t count() const { return m_count(meta); }
   __device__ __forceinline__ uint32_t level() const { return m_level(meta); }
-  __device__ __forceinline__ bool latched() const { return (meta & kLatch) != 0; }
 
   __device__ __forceinline__ void load(const Pool<S>& pool, uint32_t idx, int mode, const Tile<T>& t) {
     ld_chunk(pool.node(idx) + t.rank * 16, w, mode);
@@ -308,7 +307,6 @@ struct Node {
   }
   // remove_at drops pair pos, shifting the later pairs down by one.
   __device__ __forceinline__ void remove_at(const Tile<T>& t, int pos) {
-    int c = (int)count() - 1;
     S nk[P], nv[P];
 #pragma unroll
     for (int p = 0; p < P; ++p) {
@@ -318,7 +316,6 @@ struct Node {
       if (src < 0) src = 0;
       pair(t, src, nk[p], nv[p]);
     }
-    (void)c;
 #pragma unroll
     for (int p = 0; p < P; ++p)
       if (slot(t, p) >= 0) {
