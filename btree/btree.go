@@ -410,8 +410,14 @@ func (t *Tree[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K], offs
 	return wrap("range", g.rangeDevice(ctx, lo, hi, offsets, outKeys, outVals, counts))
 }
 
-// DeviceOps is a mixed batch in device memory (structure of arrays). Vals may be
-// empty when the batch has no inserts and His when it has no counts.
+// DeviceOps is a mixed batch in device memory (structure of arrays). Kinds and
+// Keys have one element per operation. Vals may be empty (Len 0), and then
+// every insert stores the zero value; His may be empty, and then every count
+// has the upper bound 0. A field that is not empty has one element per
+// operation.
+//
+// Kinds holds OpKind values. The host does not read device data, so it cannot
+// reject an unknown kind as Apply does: a value above OpCount runs as a lookup.
 type DeviceOps[K, V warpkit.Word] struct {
 	Kinds cuda.Slice[uint8] // OpKind values
 	Keys  cuda.Slice[K]
@@ -419,7 +425,9 @@ type DeviceOps[K, V warpkit.Word] struct {
 	His   cuda.Slice[K]
 }
 
-// DeviceResults receives a mixed batch's results; any field may be empty.
+// DeviceResults receives a mixed batch's results; any field may be empty (Len
+// 0), and then that result is not written (an empty view of a larger buffer
+// is left untouched too).
 type DeviceResults[K, V warpkit.Word] struct {
 	Found  cuda.Slice[uint8]
 	Keys   cuda.Slice[K]
@@ -427,7 +435,32 @@ type DeviceResults[K, V warpkit.Word] struct {
 	Counts cuda.Slice[uint32]
 }
 
-// ApplyDevice is Apply on device-resident buffers.
+// orNull returns s, or the zero value of its type when s is empty. The kernels
+// test optional buffers for a null pointer, and an empty view of a real buffer
+// still carries that buffer's address: passed as is, the kernel would read or
+// write past the view.
+func orNull[S interface{ Len() int }](s S) S {
+	if s.Len() == 0 {
+		var zero S
+		return zero
+	}
+	return s
+}
+
+// kernelArgs returns the batch with every empty optional field null.
+func (o DeviceOps[K, V]) kernelArgs() DeviceOps[K, V] {
+	o.Vals, o.His = orNull(o.Vals), orNull(o.His)
+	return o
+}
+
+// kernelArgs returns the results with every empty field null.
+func (r DeviceResults[K, V]) kernelArgs() DeviceResults[K, V] {
+	r.Found, r.Keys, r.Vals, r.Counts = orNull(r.Found), orNull(r.Keys), orNull(r.Vals), orNull(r.Counts)
+	return r
+}
+
+// ApplyDevice is Apply on device-resident buffers (see DeviceOps and
+// DeviceResults for the optional fields).
 func (t *Tree[K, V]) ApplyDevice(ctx context.Context, ops DeviceOps[K, V], res DeviceResults[K, V]) error {
 	g, err := t.deviceTree("apply")
 	if err != nil {

@@ -519,6 +519,7 @@ func (g *gpuTree[K, V]) applyDevice(ctx context.Context, ops DeviceOps[K, V], re
 	if n == 0 {
 		return ctx.Err()
 	}
+	ops, res = ops.kernelArgs(), res.kernelArgs()
 	return g.mutate(ctx, insertReserve(n), func(l *lane) error {
 		return g.k.mixed.launch(l.stream, n, g.pool, uint64(g.capNodes), g.ctl, l.status,
 			ops.Kinds, ops.Keys, ops.Vals, ops.His, uint64(n), res.Found, res.Keys, res.Vals, res.Counts)

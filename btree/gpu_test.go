@@ -424,20 +424,28 @@ func TestGPURangeWindows(t *testing.T) {
 	hi := []uint32{40, 101, 30000, 4}
 	const L = 8
 	offsets := []uint32{0, L, 2 * L, 3 * L, 4 * L}
-	dl, _ := cuda.FromHost(dev, lo)
-	dh, _ := cuda.FromHost(dev, hi)
-	do, _ := cuda.FromHost(dev, offsets)
-	ok, _ := cuda.Alloc[uint32](dev, 4*L)
-	ov, _ := cuda.Alloc[uint32](dev, 4*L)
-	dc, _ := cuda.Alloc[uint32](dev, 4)
-	for _, b := range []cuda.Slice[uint32]{dl, dh, do, ok, ov, dc} {
-		defer b.Free()
+	up := func(src []uint32) cuda.Slice[uint32] {
+		t.Helper()
+		s, err := cuda.FromHost(dev, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Free() })
+		return s
 	}
+	dl, dh, do := up(lo), up(hi), up(offsets)
+	ok, ov, dc := up(make([]uint32, 4*L)), up(make([]uint32, 4*L)), up(make([]uint32, 4))
 	if err := tr.RangeDevice(ctx, dl, dh, do, ok, ov, dc); err != nil {
 		t.Fatal(err)
 	}
-	counts, _ := dc.ToHost()
-	keys, _ := ok.ToHost()
+	counts, err := dc.ToHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := ok.ToHost()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !slices.Equal(counts, []uint32{21, 1, 5, 0}) {
 		t.Fatalf("counts %v", counts)
 	}
@@ -493,5 +501,82 @@ func TestGPUBuildDevice(t *testing.T) {
 		dv.Free()
 		d.must(d.oracle.Build(ctx, ks, vs), "oracle build")
 		d.compareAll()
+	}
+}
+
+// TestGPUApplyDeviceEmptyViews passes empty views of real buffers as the
+// optional fields of a mixed batch: inserts must store the zero value (not
+// read the buffer behind the empty Vals), and no result may be written into
+// the buffers behind the empty result views.
+func TestGPUApplyDeviceEmptyViews(t *testing.T) {
+	dev := gputest.Device(t)
+	ctx := context.Background()
+	tr := newGPUTree[uint32, uint32](t, dev, Options{})
+	const n = 64
+	kinds, keys := make([]uint8, n), make([]uint32, n)
+	for i := range kinds {
+		kinds[i], keys[i] = uint8(OpInsert), uint32(i)+1
+		if i%2 == 1 {
+			kinds[i] = uint8(OpLookup) // of the previous insert's key or an absent one
+		}
+	}
+	fill32 := make([]uint32, n)
+	fill8 := make([]uint8, n)
+	for i := range fill32 {
+		fill32[i], fill8[i] = 0xdeadbeef, 0xee
+	}
+	var bufs []interface{ Free() error }
+	t.Cleanup(func() {
+		for _, b := range bufs {
+			b.Free()
+		}
+	})
+	up32 := func(src []uint32) cuda.Slice[uint32] {
+		s, err := cuda.FromHost(dev, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs = append(bufs, s)
+		return s
+	}
+	up8 := func(src []uint8) cuda.Slice[uint8] {
+		s, err := cuda.FromHost(dev, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs = append(bufs, s)
+		return s
+	}
+	canary32, canary8 := up32(fill32), up8(fill8)
+	ops := DeviceOps[uint32, uint32]{Kinds: up8(kinds), Keys: up32(keys), Vals: canary32.Sub(0, 0), His: canary32.Sub(0, 0)}
+	res := DeviceResults[uint32, uint32]{Found: canary8.Sub(0, 0), Keys: canary32.Sub(0, 0), Vals: canary32.Sub(0, 0), Counts: canary32.Sub(0, 0)}
+	if err := tr.ApplyDevice(ctx, ops, res); err != nil {
+		t.Fatal(err)
+	}
+	got32, err := canary32.ToHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got8, err := canary8.ToHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got32, fill32) || !slices.Equal(got8, fill8) {
+		t.Fatal("ApplyDevice wrote into the buffers behind empty result views")
+	}
+	var ins []uint32
+	for i, k := range keys {
+		if kinds[i] == uint8(OpInsert) {
+			ins = append(ins, k)
+		}
+	}
+	vals, found := make([]uint32, len(ins)), make([]bool, len(ins))
+	if err := tr.Lookup(ctx, ins, vals, found); err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range ins {
+		if !found[i] || vals[i] != 0 {
+			t.Fatalf("key %d inserted with empty Vals: (%d, %v), want (0, true)", k, vals[i], found[i])
+		}
 	}
 }

@@ -175,3 +175,26 @@ func TestCPUClose(t *testing.T) {
 		t.Fatalf("second close: %v", err)
 	}
 }
+
+// emptyView stands for a zero-length view of a real buffer: a non-zero address
+// and no elements.
+type emptyView struct{ addr, n int }
+
+func (v emptyView) Len() int { return v.n }
+
+// TestOrNullDropsEmptyViews checks the mapping ApplyDevice applies to its
+// optional buffers: an empty view loses its address (the kernel then sees a
+// null pointer and skips the field), a non-empty one is passed unchanged.
+func TestOrNullDropsEmptyViews(t *testing.T) {
+	if got := orNull(emptyView{addr: 0x7000, n: 0}); got != (emptyView{}) {
+		t.Fatalf("empty view passed as %+v, want the zero value", got)
+	}
+	if got := orNull(emptyView{addr: 0x7000, n: 3}); got != (emptyView{addr: 0x7000, n: 3}) {
+		t.Fatalf("non-empty view passed as %+v", got)
+	}
+	var ops DeviceOps[uint32, uint64]
+	var res DeviceResults[uint32, uint64]
+	if ops.kernelArgs() != ops || res.kernelArgs() != res {
+		t.Fatal("kernelArgs changed a batch of zero slices")
+	}
+}
