@@ -111,6 +111,10 @@ func TestCheckRejectsCorruption(t *testing.T) {
 	base, p, _, _ := buildHost(t, l, 3000, 7)
 	leaf := p.bases[0] + 5 // a leaf in the middle
 	inner := p.bases[1] + 1
+	first := p.bases[1] // the leftmost node one level above the leaves
+	if len(p.counts) < 3 {
+		t.Fatalf("the tree has %d levels; the cases need a root above level 1", len(p.counts))
+	}
 	cases := []struct {
 		name, want string
 		damage     func(n map[int]*hostNode)
@@ -121,7 +125,10 @@ func TestCheckRejectsCorruption(t *testing.T) {
 		{"wrong high", "sibling", func(n map[int]*hostNode) { n[leaf].high-- }},
 		{"broken link", "links to", func(n map[int]*hostNode) { n[leaf].link++ }},
 		{"bad pivot", "pivot", func(n map[int]*hostNode) { n[inner].keys[1]++ }},
-		{"child twice", "", func(n map[int]*hostNode) { n[inner].vals[2] = n[inner].vals[1] }},
+		{"duplicate child", "pivot", func(n map[int]*hostNode) { n[inner].vals[2] = n[inner].vals[1] }},
+		// The leftmost level-1 node's first entry points back to the root, whose
+		// low (0) matches the entry's pivot: only the reachability check notices.
+		{"child twice", "node 0 reached twice", func(n map[int]*hostNode) { n[first].vals[0] = 0 }},
 		{"wrong level", "level", func(n map[int]*hostNode) { n[leaf].meta = makeMeta(n[leaf].count(), 1) }},
 		{"count", "count", func(n map[int]*hostNode) { n[inner].meta = makeMeta(15, 1) }},
 		{"root link", "root", func(n map[int]*hostNode) { n[0].link = 3 }},
@@ -129,7 +136,7 @@ func TestCheckRejectsCorruption(t *testing.T) {
 	for _, c := range cases {
 		pool := slices.Clone(base)
 		nodes := map[int]*hostNode{}
-		for _, i := range []int{0, leaf, inner} {
+		for _, i := range []int{0, leaf, inner, first} {
 			d := l.decode(pool[i*l.nodeBytes:])
 			nodes[i] = &d
 		}
