@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/warpkit/warpkit/kv/internal/base"
@@ -46,8 +47,14 @@ func (b *Batch) Set(key, value []byte) { b.add(base.KindSet, key, value) }
 func (b *Batch) Delete(key []byte) { b.add(base.KindDelete, key, nil) }
 
 // DeleteRange records a deletion of every key in [start, end). An empty
-// range (start >= end) deletes nothing.
-func (b *Batch) DeleteRange(start, end []byte) { b.add(base.KindRangeDelete, start, end) }
+// range (start >= end) deletes nothing and is not recorded (it does not
+// count in Count).
+func (b *Batch) DeleteRange(start, end []byte) {
+	if bytes.Compare(start, end) >= 0 {
+		return
+	}
+	b.add(base.KindRangeDelete, start, end)
+}
 
 // Count returns the number of operations in the batch.
 func (b *Batch) Count() int { return int(b.count) }

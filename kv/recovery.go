@@ -45,7 +45,9 @@ func (d *DB) recover() error {
 		if err != nil {
 			return err
 		}
-		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: 0, Meta: meta})
+		if meta != nil { // nil: the memtable held only empty range deletions
+			edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: 0, Meta: meta})
+		}
 		mem = nil
 		return nil
 	}
