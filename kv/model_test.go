@@ -20,7 +20,8 @@ var (
 // oracle is an in-memory model of the store: every key's history of
 // (sequence number, value or deletion), with range deletions applied to the
 // keys they cover. Sequence numbers follow the store's rule: each operation
-// of a batch takes the next one.
+// of a batch takes the next one, except an empty range deletion, which the
+// batch does not record.
 type oracle struct {
 	seq     uint64
 	hist    map[string][]version
@@ -43,6 +44,9 @@ type op struct {
 
 func (o *oracle) apply(ops []op) {
 	for _, x := range ops {
+		if x.kind == 2 && string(x.key) >= string(x.end) {
+			continue
+		}
 		o.seq++
 		switch x.kind {
 		case 0:
