@@ -65,6 +65,11 @@ type DB struct {
 	openIters       atomic.Int64
 	openTableIterFn mergeiter.OpenFunc // d.openTableIter, bound once
 	m               metricsState
+
+	// readHook, set only by tests before the DB is shared, runs in Get and
+	// NewIter between pinning the read state and choosing the sequence
+	// number to read at.
+	readHook func()
 }
 
 // walFile is the live write-ahead log.

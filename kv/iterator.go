@@ -42,7 +42,7 @@ type Iterator struct {
 
 // NewIter returns an iterator over the current state.
 func (d *DB) NewIter(opts *IterOptions) (*Iterator, error) {
-	return d.newIter(opts, base.SeqNum(d.visibleSeq.Load()))
+	return d.newIter(opts, nil)
 }
 
 // iterAlloc is an Iterator with the memory of its parts, pooled: creating
@@ -62,13 +62,15 @@ type iterAlloc struct {
 
 var iterAllocPool = sync.Pool{New: func() any { return new(iterAlloc) }}
 
-func (d *DB) newIter(opts *IterOptions, snap base.SeqNum) (*Iterator, error) {
+// newIter returns an iterator at snapshot s, or at the newest state for s
+// nil.
+func (d *DB) newIter(opts *IterOptions, s *Snapshot) (*Iterator, error) {
 	if opts != nil {
 		if err := boundsOrdered(opts.LowerBound, opts.UpperBound); err != nil {
 			return nil, err
 		}
 	}
-	rs := d.loadReadState()
+	rs, snap := d.beginRead(s)
 	if rs == nil {
 		return nil, ErrClosed
 	}

@@ -84,11 +84,37 @@ func (d *DB) tableTombstones(rs *readState) (*rangedel.Set, error) {
 
 // Get returns a copy of the value of key, or ErrNotFound.
 func (d *DB) Get(key []byte) ([]byte, error) {
-	return d.get(key, base.SeqNum(d.visibleSeq.Load()))
+	return d.get(key, nil)
 }
 
-func (d *DB) get(key []byte, snap base.SeqNum) ([]byte, error) {
+// beginRead pins the current read state and returns it with the sequence
+// number to read at: the snapshot's, or (s nil) the newest visible one. The
+// order matters (it is Pebble's): the read state is pinned first and the
+// sequence number loaded after it. Loaded first, the sequence number could
+// be older than a compaction installed in between, which may have dropped
+// the version of a key visible at it (no snapshot protects it); pinned
+// first, every version in the read state was compacted with a view at most
+// as new as the sequence number loaded after it, and a write newer than the
+// read state's memtables carries a larger sequence number than any entry in
+// them, so the read sees a consistent prefix. It returns nil once the DB is
+// closed.
+func (d *DB) beginRead(s *Snapshot) (*readState, base.SeqNum) {
 	rs := d.loadReadState()
+	if rs == nil {
+		return nil, 0
+	}
+	if d.readHook != nil {
+		d.readHook()
+	}
+	if s != nil {
+		return rs, s.seq
+	}
+	return rs, base.SeqNum(d.visibleSeq.Load())
+}
+
+// get reads key at snapshot s, or at the newest state for s nil.
+func (d *DB) get(key []byte, s *Snapshot) ([]byte, error) {
+	rs, snap := d.beginRead(s)
 	if rs == nil {
 		return nil, ErrClosed
 	}
@@ -230,7 +256,7 @@ func (s *Snapshot) Get(key []byte) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	return s.db.get(key, s.seq)
+	return s.db.get(key, s)
 }
 
 // NewIter returns an iterator over the snapshot.
@@ -238,7 +264,7 @@ func (s *Snapshot) NewIter(opts *IterOptions) (*Iterator, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	return s.db.newIter(opts, s.seq)
+	return s.db.newIter(opts, s)
 }
 
 // Close releases the snapshot. Closing twice returns ErrClosed.
