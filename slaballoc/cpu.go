@@ -138,6 +138,8 @@ func (c *cpuPool) freeDevice(ctx context.Context, addrs cuda.Slice[uint32]) erro
 	return errDeviceSlice
 }
 
+func (c *cpuPool) fillNull(out cuda.Slice[uint32]) error { return errDeviceSlice }
+
 var errDeviceSlice = fmt.Errorf("%w: slaballoc: device slices need the CUDA backend", warpkit.ErrInvalidArgument)
 
 func (c *cpuPool) unit(addr uint32) []byte {

@@ -42,9 +42,10 @@
 //     keeps growing takes a logarithmic number of steps (each waits for the
 //     kernels in flight); Stats counts them.
 //     [Pool.Reserve] is the host-checked low-water mark: before a launch that
-//     may allocate up to n units it makes sure n + LowWater units are free,
-//     reading the device's counter only when its own estimate says the pool
-//     may be short. A kernel that still runs out reports it; the caller grows
+//     may allocate up to n units it makes sure n + LowWater units are free
+//     beyond the reservations of launches still in flight (each caller ends
+//     its own with [Pool.Unreserve]), reading the device's counter only when
+//     its own estimate says the pool may be short. A kernel that still runs out reports it; the caller grows
 //     ([Pool.GrowPast]) and retries what failed, and at MaxSuperBlocks the
 //     operation fails with warpkit.ErrPoolExhausted. Nothing waits for memory.
 //   - Statistics: each tile adds its net allocation count to a device counter
@@ -65,5 +66,8 @@
 // # Concurrency
 //
 // A Pool is safe for concurrent use. Kernels that use the descriptor must run
-// while the caller holds [Pool.Acquire]; growth waits for them.
+// while the caller holds [Pool.Acquire], and the caller waits for them before
+// releasing it; growth takes the lock exclusively, so it never rewrites the
+// descriptor under a running kernel, and its write is complete before any
+// later launch.
 package slaballoc

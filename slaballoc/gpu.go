@@ -78,7 +78,12 @@ func (g *gpuPool) superBytes() (units, total int64) {
 
 // grow adds up to n super blocks in one step: it allocates and fills them,
 // synchronizes once, and publishes them with one descriptor write. When the
-// device runs out part way it publishes the ones it got.
+// device runs out part way it publishes the ones it got. The caller holds the
+// pool's use lock for writing, so no kernel that reads the descriptor is in
+// flight (holders of Acquire wait for their kernels before releasing it) and
+// none starts before the lock is released; the descriptor write is a
+// synchronous copy, complete when it returns, so every later launch, on any
+// stream, sees the whole new descriptor.
 func (g *gpuPool) grow(n int) (int, error) {
 	unitBytes, total := g.superBytes()
 	next := g.host
@@ -139,7 +144,8 @@ func (g *gpuPool) readUsed() (int64, error) {
 }
 
 // countBits counts the set bits of every bitmap: the exact number of
-// allocated units, which tests compare with the counter.
+// allocated units, which tests compare with the counter. The caller holds the
+// use lock (g.supers changes only under its write side).
 func (g *gpuPool) countBits() (int64, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -167,6 +173,10 @@ func (g *gpuPool) countBits() (int64, error) {
 	}
 	return int64(v[0]), nil
 }
+
+// fillNull sets out to Null on the pool's stream, ahead of the allocation
+// kernels that launch() queues behind it.
+func (g *gpuPool) fillNull(out cuda.Slice[uint32]) error { return cuda.Fill(out, Null, g.stream) }
 
 // allocate fills the Null entries of out.
 func (g *gpuPool) allocate(out []uint32) error {

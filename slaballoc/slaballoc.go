@@ -60,6 +60,8 @@ func (o *Options) setDefaults() error {
 		o.LowWater = o.BlocksPerSuperBlock * UnitsPerBlock / 4
 	}
 	switch {
+	case o.Backend != warpkit.Auto && o.Backend != warpkit.CPU && o.Backend != warpkit.CUDA:
+		return fmt.Errorf("%w: slaballoc: unknown backend %d", warpkit.ErrInvalidArgument, int(o.Backend))
 	case o.UnitBytes < 16 || o.UnitBytes > 4096 || bits.OnesCount(uint(o.UnitBytes)) != 1:
 		return fmt.Errorf("%w: slaballoc: unit size %d (want a power of two, 16 to 4096)", warpkit.ErrInvalidArgument, o.UnitBytes)
 	case o.BlocksPerSuperBlock < 1 || o.BlocksPerSuperBlock > MaxBlocksPerSuperBlock:
@@ -88,9 +90,11 @@ type Stats struct {
 
 // impl is one backend.
 type impl interface {
-	grow(n int) (int, error)     // add up to n super blocks, return how many (caller holds growMu and the use lock)
-	readUsed() (int64, error)    // exact count of allocated units
-	allocate(out []uint32) error // all-or-nothing is handled by Pool
+	grow(n int) (int, error)               // add up to n super blocks, return how many (caller holds growMu and the use lock)
+	readUsed() (int64, error)              // the allocated-units counter (caller holds the use lock)
+	countBits() (int64, error)             // allocated units counted in the bitmaps, for tests (caller holds the use lock)
+	fillNull(out cuda.Slice[uint32]) error // set out to Null, ordered before the next allocateDevice
+	allocate(out []uint32) error           // all-or-nothing is handled by Pool
 	free(addrs []uint32) error
 	allocateDevice(ctx context.Context, out cuda.Slice[uint32], kernel string) error
 	freeDevice(ctx context.Context, addrs cuda.Slice[uint32]) error
@@ -111,8 +115,8 @@ type Pool struct {
 	growths atomic.Int64
 	closed  atomic.Bool
 
-	usedSeen atomic.Int64 // allocated units at the last reading
-	pending  atomic.Int64 // units reserved since that reading
+	usedSeen atomic.Int64 // allocated units at the last reading, plus what host calls allocated since
+	pending  atomic.Int64 // units of the reservations not yet ended (Unreserve)
 }
 
 // New creates a pool with opts.InitialSuperBlocks super blocks.
@@ -120,15 +124,16 @@ func New(opts Options) (*Pool, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
-	dev, err := warpkit.OpenDevice(opts.Backend, 0)
-	if opts.Device != nil && opts.Backend != warpkit.CPU {
-		if dev != nil {
-			dev.Close()
+	dev, own := opts.Device, false
+	switch {
+	case opts.Backend == warpkit.CPU:
+		dev = nil
+	case dev == nil:
+		var err error
+		if dev, err = warpkit.OpenDevice(opts.Backend, 0); err != nil {
+			return nil, fmt.Errorf("slaballoc: %w", err)
 		}
-		dev, err = opts.Device, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("slaballoc: %w", err)
+		own = dev != nil
 	}
 	p := &Pool{opts: opts}
 	if dev == nil {
@@ -136,11 +141,8 @@ func New(opts Options) (*Pool, error) {
 		p.impl = newCPU(&p.opts)
 	} else {
 		p.backend = warpkit.CUDA
-		g, err := newGPU(&p.opts, dev, opts.Device == nil)
+		g, err := newGPU(&p.opts, dev, own) // on failure it closes the device it owns
 		if err != nil {
-			if opts.Device == nil {
-				dev.Close()
-			}
 			return nil, err
 		}
 		p.impl = g
@@ -187,19 +189,24 @@ func (p *Pool) Acquire() (release func(), err error) {
 }
 
 // Observe records the allocated count a caller read back after its kernel
-// (the descriptor's counter), refreshing Reserve's estimate for free.
-func (p *Pool) Observe(allocated int64) {
-	p.usedSeen.Store(allocated)
-	p.pending.Store(0)
-}
+// (the descriptor's counter), refreshing Reserve's estimate of what is free.
+// It leaves the reservations alone: each ends with its own Unreserve.
+func (p *Pool) Observe(allocated int64) { p.usedSeen.Store(allocated) }
+
+// Unreserve ends a reservation of units made by Reserve, once the launches
+// it covered have finished (or failed). A caller that reads the counter back
+// calls Observe first, so the estimate counts its allocations throughout.
+func (p *Pool) Unreserve(units int) { p.pending.Add(-int64(units)) }
 
 // Reserve makes sure that units + LowWater units are free before a launch
-// that may allocate up to units, adding super blocks up to MaxSuperBlocks
-// (see growth for how many at a time). It reads the device counter only when
-// the host estimate says the pool may be short. Running short at the maximum
-// is not an error here: the kernel reports exhaustion if it really happens.
-// A failed device allocation while growing returns ErrOutOfMemory only if the
-// free units do not cover units.
+// that may allocate up to units, besides the units of the reservations still
+// in flight, adding super blocks up to MaxSuperBlocks (see growth for how
+// many at a time). The reservation lasts until the caller ends it with
+// Unreserve. Reserve reads the device counter only when the host estimate
+// says the pool may be short. Running short at the maximum is not an error
+// here: the kernel reports exhaustion if it really happens. A failed device
+// allocation while growing returns ErrOutOfMemory only if the free units do
+// not cover units. On error there is no reservation to end.
 func (p *Pool) Reserve(ctx context.Context, units int) error {
 	if err := p.live("reserve"); err != nil {
 		return err
@@ -211,11 +218,14 @@ func (p *Pool) Reserve(ctx context.Context, units int) error {
 	}
 	p.growMu.Lock()
 	defer p.growMu.Unlock()
-	used, err := p.impl.readUsed()
+	used, err := p.readUsed("reserve")
 	if err != nil {
-		return fmt.Errorf("slaballoc: reserve: %w", err)
+		return err
 	}
 	p.Observe(used)
+	// The other reservations in flight may still allocate (some of them may
+	// already be counted in used: the estimate errs on the side of growing).
+	used += p.pending.Load()
 	for p.Capacity()-used < want && p.SuperBlocks() < p.opts.MaxSuperBlocks {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("slaballoc: reserve: %w", err)
@@ -231,6 +241,32 @@ func (p *Pool) Reserve(ctx context.Context, units int) error {
 	}
 	p.pending.Add(int64(units))
 	return nil
+}
+
+// readUsed reads the device counter under the use lock, so it cannot race
+// with Close.
+func (p *Pool) readUsed(op string) (int64, error) {
+	release, err := p.Acquire()
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	used, err := p.impl.readUsed()
+	if err != nil {
+		return 0, fmt.Errorf("slaballoc: %s: %w", op, err)
+	}
+	return used, nil
+}
+
+// countBits counts the allocated units in the bitmaps (tests compare it
+// with the counter).
+func (p *Pool) countBits() (int64, error) {
+	release, err := p.Acquire()
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	return p.impl.countBits()
 }
 
 // GrowPast grows the pool (see growth) unless it already has more than n
@@ -295,9 +331,9 @@ func (p *Pool) Stats(ctx context.Context) (Stats, error) {
 	if err := p.live("stats"); err != nil {
 		return Stats{}, err
 	}
-	used, err := p.impl.readUsed()
+	used, err := p.readUsed("stats")
 	if err != nil {
-		return Stats{}, fmt.Errorf("slaballoc: stats: %w", err)
+		return Stats{}, err
 	}
 	p.Observe(used)
 	c := p.Capacity()
@@ -324,15 +360,17 @@ func (p *Pool) Allocate(ctx context.Context, out []uint32) error {
 	if err := p.Reserve(ctx, len(out)); err != nil {
 		return err
 	}
+	defer p.Unreserve(len(out))
 	for {
-		seen := p.SuperBlocks()
 		release, err := p.Acquire()
 		if err != nil {
 			return err
 		}
+		seen := p.SuperBlocks() // what this launch sees: growth waits for the use lock
 		err = p.impl.allocate(out)
 		release()
 		if err == nil {
+			p.usedSeen.Add(int64(len(out)))
 			return nil
 		}
 		if !isExhausted(err) {
@@ -407,26 +445,40 @@ func (p *Pool) allocateDevice(ctx context.Context, out cuda.Slice[uint32], kerne
 	if out.Len() == 0 {
 		return nil
 	}
+	if p.backend != warpkit.CUDA {
+		return errDeviceSlice
+	}
 	if err := p.Reserve(ctx, out.Len()); err != nil {
 		return err
 	}
-	if err := cuda.Fill(out, Null, nil); err != nil {
+	defer p.Unreserve(out.Len())
+	release, err := p.Acquire()
+	if err != nil {
+		return err
+	}
+	err = p.impl.fillNull(out) // once: a rerun after growth fills the entries still Null
+	release()
+	if err != nil {
 		return fmt.Errorf("slaballoc: allocate: %w", err)
 	}
 	for {
-		seen := p.SuperBlocks()
 		release, err := p.Acquire()
 		if err != nil {
 			return err
 		}
+		seen := p.SuperBlocks() // what this launch sees: growth waits for the use lock
 		err = p.impl.allocateDevice(ctx, out, kernel)
 		release()
-		if err == nil || !isExhausted(err) {
-			return err
+		if isExhausted(err) {
+			if err = p.GrowPast(ctx, seen); err == nil {
+				continue // rerun: the kernel serves the entries still Null
+			}
+			err = fmt.Errorf("slaballoc: allocate %d units: %w", out.Len(), err)
 		}
-		if gerr := p.GrowPast(ctx, seen); gerr != nil {
-			return fmt.Errorf("slaballoc: allocate %d units: %w", out.Len(), gerr)
-		}
+		// At most this many were allocated: the estimate errs on the side of
+		// growing until the next reading of the counter.
+		p.usedSeen.Add(int64(out.Len()))
+		return err
 	}
 }
 

@@ -43,13 +43,7 @@ func checkCounts(t *testing.T, p *Pool, want int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bitsSet int64
-	switch im := p.impl.(type) {
-	case *cpuPool:
-		bitsSet, err = im.countBits()
-	case *gpuPool:
-		bitsSet, err = im.countBits()
-	}
+	bitsSet, err := p.countBits()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +71,9 @@ func TestOptionsValidation(t *testing.T) {
 		{UnitBytes: 100}, {UnitBytes: 8}, {UnitBytes: 8192},
 		{BlocksPerSuperBlock: 1 << 15}, {MaxSuperBlocks: 65},
 		{InitialSuperBlocks: 3, MaxSuperBlocks: 2}, {LowWater: -1},
+	}
+	if _, err := New(Options{Backend: warpkit.Backend(7)}); !errors.Is(err, warpkit.ErrInvalidArgument) {
+		t.Errorf("unknown backend: got %v", err)
 	}
 	for _, o := range bad {
 		o.Backend = warpkit.CPU
@@ -178,6 +175,44 @@ func TestReserveKeepsLowWater(t *testing.T) {
 	})
 }
 
+// TestReservationsInFlight: a reservation counts until Unreserve ends it,
+// also across readings of the counter by other callers (Observe, Stats), so
+// a second caller reserving while the first one's kernel may still allocate
+// gets room for both.
+func TestReservationsInFlight(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, opts Options) {
+		ctx := context.Background()
+		opts.BlocksPerSuperBlock = 1 // 1024 units per super block
+		opts.InitialSuperBlocks = 2
+		opts.MaxSuperBlocks = 16
+		opts.LowWater = 1
+		p := newPool(t, opts)
+		if err := p.Reserve(ctx, 1500); err != nil { // fits in 2048
+			t.Fatal(err)
+		}
+		p.Observe(0) // another caller's kernel finished and read the counter
+		if _, err := p.Stats(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Reserve(ctx, 1500); err != nil { // 3000 + 1 do not fit in 2048
+			t.Fatal(err)
+		}
+		if c := p.Capacity(); c < 3001 {
+			t.Fatalf("capacity %d with two reservations of 1500 in flight", c)
+		}
+		p.Unreserve(1500)
+		p.Unreserve(1500)
+		before := p.SuperBlocks()
+		if err := p.Reserve(ctx, 3000); err != nil { // fits once both ended
+			t.Fatal(err)
+		}
+		p.Unreserve(3000)
+		if p.SuperBlocks() != before {
+			t.Fatalf("grew from %d to %d super blocks for room it had", before, p.SuperBlocks())
+		}
+	})
+}
+
 // TestGrowthSteps: a growth step adds at least half the super blocks the
 // pool has (so a growing pool takes few steps), all it needs when it needs
 // more, never more than the maximum; Stats counts the steps.
@@ -202,6 +237,7 @@ func TestGrowthSteps(t *testing.T) {
 			if err := p.Reserve(ctx, s.reserve); err != nil {
 				t.Fatal(err)
 			}
+			p.Unreserve(s.reserve)
 			st, err := p.Stats(ctx)
 			if err != nil {
 				t.Fatal(err)

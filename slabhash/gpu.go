@@ -237,9 +237,11 @@ const (
 // the number of elements inserted.
 func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K, V], inserts int, check keyCheck) (delta, inserted int64, err error) {
 	n := b.keys.Len()
-	if err := g.pool.Reserve(ctx, g.newSlabs(inserts)); err != nil {
+	slabs := g.newSlabs(inserts)
+	if err := g.pool.Reserve(ctx, slabs); err != nil {
 		return 0, 0, err
 	}
+	defer g.pool.Unreserve(slabs)
 	res := b.res
 	if res.Buffer() == nil {
 		if res, err = ensure(g.dev, &ln.dRes, n); err != nil {
@@ -265,7 +267,6 @@ func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K
 		if err := ctx.Err(); err != nil {
 			return delta, inserted, err
 		}
-		seen := g.pool.SuperBlocks()
 		if err := ln.ctrl.Zero(ln.stream); err != nil {
 			return delta, inserted, err
 		}
@@ -279,6 +280,7 @@ func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K
 		if err != nil {
 			return delta, inserted, err
 		}
+		seen := g.pool.SuperBlocks() // what this launch sees: growth waits for the use lock
 		err = g.fApply.Launch(grid, cuda.D1(blockThreads), 0, ln.stream, g.heads, g.buckets, g.seed, g.pool.Descriptor(),
 			b.keys, valsPtr, opsPtr, uint32(b.op), res, countsPtr, uint64(n), ln.ctrl, flags, g.salt.Add(0x9e3779b9))
 		if err == nil {
