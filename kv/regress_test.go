@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/warpkit/warpkit/kv/internal/base"
@@ -113,5 +114,53 @@ func TestReadRacesCompaction(t *testing.T) {
 				t.Fatalf("k = %q", got)
 			}
 		})
+	}
+}
+
+// TestValueLargerThanCompressedBlockLimit: a value of more than 64 MiB (the
+// largest compressed block a table reader decodes) survives a flush, a
+// compaction and a reopen.
+func TestValueLargerThanCompressedBlockLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 65 MiB value several times")
+	}
+	mem := vfs.NewMem()
+	db, err := Open("/db", &Options{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte("0123456789abcdef"), (64<<20+1<<10)/16)
+	if err := db.Set([]byte("big"), big, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte("small"), []byte("s"), nil); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		v, err := db.Get([]byte("big"))
+		if err != nil || !bytes.Equal(v, big) {
+			t.Fatalf("%s: Get(big) = %d bytes, %v", when, len(v), err)
+		}
+		mustGet(t, db, "small", "s")
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	check("after Flush")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = reopenClean(t, mem, Options{})
+	check("after reopen")
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("after Compact")
+	if err := db.CheckIntegrity(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

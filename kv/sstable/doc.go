@@ -37,12 +37,19 @@
 // 8-byte trailer, see kv/internal/base) in data, index and range-del blocks,
 // and plain names in properties and metaindex blocks.
 //
-// A data block ends when it reaches the block size (4 KiB by default). Its
-// index entry's key is an internal key >= every key in the block and < every
-// key in the next block (shortened where possible); its value is the block's
-// handle. A range-del block holds one entry per fragment and sequence number:
-// key (start, seq, RANGEDEL), value = exclusive end key; fragments do not
-// overlap (kv/internal/rangedel).
+// A data block ends when it reaches the block size (4 KiB by default), so a
+// block may exceed it by one entry: a value of any size is one entry. A data
+// block's index entry's key is an internal key >= every key in the block and
+// < every key in the next block (shortened where possible); its value is the
+// block's handle. A range-del block holds one entry per fragment and sequence
+// number: key (start, seq, RANGEDEL), value = exclusive end key; fragments do
+// not overlap (kv/internal/rangedel).
+//
+// Only data blocks are compressed, and only those of at most 64 MiB: larger
+// ones (holding a larger value) are stored uncompressed, so that a reader
+// never decodes a compressed block to more than 64 MiB, whatever length a
+// damaged block claims. Any block, compressed or not, must lie within its
+// file.
 //
 // # Filter
 //

@@ -57,8 +57,12 @@ func ParseCompression(s string) (Compression, error) {
 	return 0, fmt.Errorf("sstable: unknown compression %q (none, snappy, s2)", s)
 }
 
-// compress returns the stored form of a block and its type byte.
+// compress returns the stored form of a block and its type byte. Blocks
+// larger than maxCompressedBlockSize are stored uncompressed.
 func compress(c Compression, dst, block []byte) ([]byte, Compression) {
+	if len(block) > maxCompressedBlockSize {
+		return block, NoCompression
+	}
 	var out []byte
 	switch c {
 	case SnappyCompression:
@@ -89,7 +93,7 @@ func decompress(c Compression, stored, dst []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if n > maxBlockSize {
+		if n > maxCompressedBlockSize {
 			return nil, fmt.Errorf("decoded length %d too large", n)
 		}
 		return s2.Decode(sized(dst, n), stored) // S2's decoder reads Snappy
@@ -98,7 +102,7 @@ func decompress(c Compression, stored, dst []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if n > maxBlockSize {
+		if n > maxCompressedBlockSize {
 			return nil, fmt.Errorf("decoded length %d too large", n)
 		}
 		return s2.Decode(sized(dst, n), stored)
@@ -113,9 +117,13 @@ func sized(dst []byte, n int) []byte {
 	return make([]byte, n)
 }
 
-// maxBlockSize bounds a decompressed block, so damaged lengths cannot make
-// the reader allocate without limit.
-const maxBlockSize = 64 << 20
+// maxCompressedBlockSize bounds the decoded size of a compressed block, so
+// that a decoded length in a damaged (or crafted) block cannot make the
+// reader allocate without limit. The writer stores larger blocks (a data
+// block holding a value of more than 64 MiB) uncompressed; an uncompressed
+// block is bounded by the file it is in. A variable so that tests can lower
+// it.
+var maxCompressedBlockSize = 64 << 20
 
 // handle locates a block.
 type handle struct {

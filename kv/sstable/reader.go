@@ -189,8 +189,8 @@ func (r *Reader) readBlock(h handle, useCache bool) ([]byte, error) {
 
 // readBlockFromFile reads a block with one positioned read.
 func (r *Reader) readBlockFromFile(h handle, fillCache bool) ([]byte, error) {
-	if h.length > maxBlockSize || h.offset > r.size || h.length+blockTrailerLen > r.size-h.offset {
-		return nil, r.corrupt(h.offset, "block handle (offset %d, length %d) outside the file", h.offset, h.length)
+	if err := r.checkHandle(h); err != nil {
+		return nil, err
 	}
 	buf := make([]byte, h.length+blockTrailerLen)
 	if err := r.readAt(buf, h.offset); err != nil {
@@ -206,6 +206,15 @@ func (r *Reader) readBlockFromFile(h handle, fillCache bool) ([]byte, error) {
 		r.cache.Set(r.cacheID, h.offset, b)
 	}
 	return b, nil
+}
+
+// checkHandle checks that a block and its trailer lie within the file,
+// which bounds what reading it allocates.
+func (r *Reader) checkHandle(h handle) error {
+	if h.offset > r.size || h.length > r.size || h.length+blockTrailerLen > r.size-h.offset {
+		return r.corrupt(h.offset, "block handle (offset %d, length %d) outside the file", h.offset, h.length)
+	}
+	return nil
 }
 
 // checkBlock verifies a stored block (with its trailer) and returns its
@@ -243,8 +252,8 @@ const (
 // into the cache); otherwise it may alias buffers reused by the next call.
 func (s *seqReader) block(h handle, owned bool) ([]byte, error) {
 	r := s.r
-	if h.length > maxBlockSize || h.offset > r.size || h.length+blockTrailerLen > r.size-h.offset {
-		return nil, r.corrupt(h.offset, "block handle (offset %d, length %d) outside the file", h.offset, h.length)
+	if err := r.checkHandle(h); err != nil {
+		return nil, err
 	}
 	need := h.length + blockTrailerLen
 	if h.offset < s.start || h.offset+need > s.start+uint64(len(s.window)) {

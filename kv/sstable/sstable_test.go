@@ -281,3 +281,52 @@ func TestTombstoneOnlyTableSeeks(t *testing.T) {
 		t.Fatalf("Get: %v %v", found, err)
 	}
 }
+
+// TestBlockLargerThanCompressionLimit: a value too large for a compressed
+// block (the limit lowered here from 64 MiB) is stored in an uncompressed
+// block and reads back through Get, iterators (cached and compaction ones)
+// and checksum validation.
+func TestBlockLargerThanCompressionLimit(t *testing.T) {
+	defer func(old int) { maxCompressedBlockSize = old }(maxCompressedBlockSize)
+	maxCompressedBlockSize = 64 << 10
+	big := bytes.Repeat([]byte("compressible "), 20<<10) // 260 KiB
+	noise := make([]byte, 100<<10)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range noise {
+		noise[i] = byte(rng.Uint32())
+	}
+	entries := []kv{
+		{base.MakeInternalKey([]byte("a"), 3, base.KindSet), []byte("small")},
+		{base.MakeInternalKey([]byte("b"), 2, base.KindSet), big},
+		{base.MakeInternalKey([]byte("c"), 1, base.KindSet), noise},
+		{base.MakeInternalKey([]byte("d"), 1, base.KindSet), []byte("small")},
+	}
+	for _, c := range []Compression{SnappyCompression, S2Compression} {
+		data, _ := build(t, entries, nil, WriterOptions{Compression: c, BlockSize: 1024})
+		if len(data) < len(big)+len(noise) {
+			t.Fatalf("%v: table of %d bytes: the large block was compressed", c, len(data))
+		}
+		r := open(t, data, cache.New(1<<20))
+		for _, e := range entries {
+			v, _, _, found, err := r.Get(e.k.UserKey, base.SeqNumMax)
+			if err != nil || !found || !bytes.Equal(v, e.v) {
+				t.Fatalf("%v: Get(%s) = %d bytes, %v, %v", c, e.k.UserKey, len(v), found, err)
+			}
+		}
+		for _, it := range []*Iter{r.NewIter(), r.NewCompactionIter()} {
+			n := 0
+			for ok := it.First(); ok; ok = it.Next() {
+				if !bytes.Equal(it.Value(), entries[n].v) {
+					t.Fatalf("%v: entry %d differs", c, n)
+				}
+				n++
+			}
+			if err := it.Close(); err != nil || n != len(entries) {
+				t.Fatalf("%v: iterated %d entries, %v", c, n, err)
+			}
+		}
+		if err := r.ValidateChecksums(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
