@@ -4,7 +4,6 @@
 package slabrt
 
 import (
-	"context"
 	"fmt"
 	"sync"
 
@@ -12,18 +11,19 @@ import (
 	"github.com/warpkit/warpkit/internal/errs"
 )
 
-// Status flags, mirrored from internal/devcode/status.cuh and slaballoc.cuh.
+// Status flags, mirrored from internal/devcode/status.cuh, slaballoc.cuh and
+// slabhash.cuh (the flags their kernels report; status.cuh's overflow flag is
+// not one of them).
 const (
 	StatusRetryLimit    = 1 << 0
 	StatusPoolExhausted = 1 << 1
-	StatusOverflow      = 1 << 2
 	StatusBadFree       = 1 << 8
 	StatusReservedKey   = 1 << 9 // slabhash: a device batch held a reserved key
 	StatusBadOp         = 1 << 10
 )
 
-// StatusError maps status flags to the shared error values (nil for 0).
-// Overflow is left to the caller, which retries with more room.
+// StatusError maps status flags to the shared error values (nil for 0); a
+// flag it does not know becomes an "unexpected device status" error.
 func StatusError(what string, status uint32) error {
 	switch {
 	case status == 0:
@@ -48,14 +48,6 @@ func StatusError(what string, status uint32) error {
 // for long waits; other goroutines' calls proceed meanwhile. A launched
 // kernel cannot be cancelled, so Wait always waits for it.
 func Wait(s *cuda.Stream) error { return s.Synchronize() }
-
-// Alive returns ctx's error, wrapped, if it is done.
-func Alive(ctx context.Context, what string) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
-}
 
 // Grid returns the grid for a grid-stride kernel over n items with blocks of
 // block threads: enough blocks for n, but no more than wave times what the
