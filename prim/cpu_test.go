@@ -229,3 +229,35 @@ func TestValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestThirtyTwoBitLimits checks the host-side bounds that keep the sort
+// kernels' 32-bit loop counters from overflowing: segmented sorts reject more
+// than MaxSegmentedElements elements, and a multi-pass radix sort gives no
+// block a run of tiles longer than that, however few blocks fill the device.
+func TestThirtyTwoBitLimits(t *testing.T) {
+	if err := checkSegmentedSize("op", MaxSegmentedElements); err != nil {
+		t.Errorf("at the limit: %v", err)
+	}
+	for _, n := range []int{MaxSegmentedElements + 1, 1<<31 - 4096, MaxElements} {
+		if err := checkSegmentedSize("op", n); !errors.Is(err, warpkit.ErrInvalidArgument) {
+			t.Errorf("%d elements: got %v, want ErrInvalidArgument", n, err)
+		}
+	}
+	for _, items := range []int{sortTileItems[uint32](), sortTileItems[uint64]()} {
+		for _, n := range []int{MaxElements, MaxSegmentedElements + 1, 1 << 30, 3*items + 5} {
+			tiles := ceilDiv(n, items)
+			for _, fill := range []int{1, 2, 3, 132 * 8} {
+				g := radixGrid(tiles, fill, items)
+				if g < 1 || g > tiles || g < min(tiles, fill) {
+					t.Fatalf("items %d, n %d, fill %d: grid %d of %d tiles", items, n, fill, g, tiles)
+				}
+				for b := range g { // tile_range in common.cuh
+					first, last := int(int64(b)*int64(tiles)/int64(g)), int(int64(b+1)*int64(tiles)/int64(g))
+					if run := min(last*items, n) - first*items; run > MaxSegmentedElements {
+						t.Fatalf("items %d, n %d, fill %d: block %d of %d counts %d elements", items, n, fill, b, g, run)
+					}
+				}
+			}
+		}
+	}
+}

@@ -34,9 +34,14 @@
 //
 // GPU functions return an error wrapping [warpkit.ErrInvalidArgument] for
 // mismatched lengths, an invalid bit range or more than [MaxElements]
-// elements; [warpkit.ErrOutOfMemory] when scratch cannot be
-// allocated; [warpkit.ErrClosed] after [Engine.Close]. On error nothing has been
-// enqueued that writes the outputs.
+// elements (more than [MaxSegmentedElements] for segmented sorts);
+// [warpkit.ErrOutOfMemory] when scratch cannot be allocated;
+// [warpkit.ErrClosed] after [Engine.Close]. These are all found before
+// anything that writes the outputs is enqueued. A primitive of several launches (the multi-pass radix
+// sort, segmented sort, select, multisplit) whose later launch fails to enqueue
+// (a driver error, in practice a lost context) may already have enqueued
+// launches that write its outputs: after such an error the outputs are
+// unspecified.
 //
 // A GPU function returns after enqueuing, so failures inside kernels (there are
 // none by design: every index is bounds-checked, including for invalid segment
@@ -71,7 +76,8 @@
 // but never an out-of-bounds access. Segments of up to 32 elements are sorted by
 // one warp, up to 4096 by one block in shared memory, longer ones by one block
 // each with a block-wide LSD radix sort through global scratch — many small
-// segments are the intended use; sort one huge segment with SortPairs.
+// segments are the intended use; sort one huge segment with SortPairs. The
+// total length is limited to [MaxSegmentedElements] (see Limits).
 //
 // Merges ([MergePairs], [MergeKeys]) are one launch each (every block finds
 // its output tile's share of the two runs by a 32-way search of the merge
@@ -87,11 +93,15 @@
 // total[0] = the sum of all of in. It is one pass with decoupled look-back
 // (Merrill & Garland 2016): each block publishes its tile's sum and waits for
 // its predecessors'. That wait always ends (tiles are claimed in the order
-// blocks start) and is bounded anyway: past a few seconds the kernel traps,
-// which surfaces as an error at the stream's next synchronization — never a
-// hang. The fused radix sort waits the same way (for the previous pass and for
-// its look-back predecessors, always items taken earlier), with the same
-// bound. No other prim kernel waits on another block.
+// blocks start) and is bounded anyway: past a few seconds the kernel traps.
+// The fused radix sort waits the same way (for the previous pass and for its
+// look-back predecessors, always items taken earlier), with the same bound.
+// No other prim kernel waits on another block. A trap is never a hang, but it
+// is not a recoverable error either: it is a sticky error of the CUDA
+// context, so the stream's next synchronization and every later call on the
+// device, from any structure or goroutine of the process, fail; only a new
+// process (or a reset of the device's primary context) recovers. The bound
+// exists to turn a bug into that failure instead of a hung process.
 //
 // [SelectFlagged] and [SelectFlaggedPairs] copy the elements whose flag is
 // non-zero to the front of out, in input order. count[0] (if count is
@@ -109,4 +119,15 @@
 // Every primitive handles at most [MaxElements] (2^31-1) elements per input;
 // sizes are 32-bit on the device. Zero-length inputs are valid and enqueue
 // nothing but the zeroing of count/total outputs.
+//
+// Segmented sorts handle at most [MaxSegmentedElements] (2^31-2^13) elements
+// in all. Known limitation: the kernels that sort one long segment
+// (segsort_large, and the histogram loop it shares with the radix upsweep)
+// count with 32-bit int loop variables stepped by up to a tile (4096) past the
+// segment's length, which overflows for a segment longer than 2^31-4096.
+// Since the offsets are device data, the host bounds the total length
+// instead, and the multi-pass radix sort launches enough blocks that no block
+// counts more than MaxSegmentedElements elements. The kernel fix (64-bit loop
+// counters in accumulate_histogram and segsort_large in sort.cuh) needs a
+// device run to validate; with it the limit can become MaxElements.
 package prim

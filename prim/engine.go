@@ -25,6 +25,12 @@ type Engine struct {
 	kernels  map[string]*kernel
 	arenas   map[weak.Pointer[cuda.Stream]]*arena
 	fallback *arena // the nil (legacy default) stream's
+
+	// fusedGridCap, when positive, caps the fused sort's grid below the
+	// blocks that fill the device, so that tests reach the case of fewer
+	// blocks than tiles (each block then takes many items in turn) on any
+	// device. Set it before the Engine is used.
+	fusedGridCap int
 }
 
 // kernel is a loaded function with its launch shape.
@@ -39,6 +45,7 @@ type kernel struct {
 // interleave their use of the buffer; the stream's order does the rest.
 type arena struct {
 	mu     sync.Mutex
+	stream weak.Pointer[cuda.Stream] // the zero pointer for the nil (legacy default) stream
 	buf    *cuda.Buffer
 	fused  *fusedState // allocated by the first fused sort on the stream
 	closed bool        // the Engine is closed: no new buffer
@@ -122,8 +129,10 @@ func NewEngine(dev *cuda.Device) (*Engine, error) {
 // Device returns the Engine's device.
 func (e *Engine) Device() *cuda.Device { return e.dev }
 
-// Close waits for the device's work and frees all scratch memory. Using the
-// Engine afterwards returns ErrClosed; closing twice returns ErrClosed.
+// Close waits for the work enqueued on each stream the Engine keeps scratch
+// for and frees all scratch memory (a call still enqueueing on a stream
+// finishes enqueueing first). Using the Engine afterwards returns ErrClosed;
+// closing twice returns ErrClosed.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -131,48 +140,73 @@ func (e *Engine) Close() error {
 		return warpkit.ErrClosed
 	}
 	e.closed = true
-	err := e.dev.Synchronize()
+	var err error
 	for k, a := range e.arenas {
-		err = errors.Join(err, a.free(true))
+		err = errors.Join(err, a.free(e.dev, true))
 		delete(e.arenas, k)
 	}
 	if e.fallback != nil {
-		err = errors.Join(err, e.fallback.free(true))
+		err = errors.Join(err, e.fallback.free(e.dev, true))
 	}
 	return err
 }
 
-// ReleaseScratch waits for the device's work and frees the cached scratch
-// memory of every stream; later calls allocate afresh.
+// ReleaseScratch frees the cached scratch memory of every stream, each after
+// the work enqueued on its stream has finished; later calls allocate afresh.
 func (e *Engine) ReleaseScratch() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return warpkit.ErrClosed
 	}
-	err := e.dev.Synchronize()
+	var err error
 	for _, a := range e.arenas {
-		err = errors.Join(err, a.free(false))
+		err = errors.Join(err, a.free(e.dev, false))
 	}
 	if e.fallback != nil {
-		err = errors.Join(err, e.fallback.free(false))
+		err = errors.Join(err, e.fallback.free(e.dev, false))
 	}
 	return err
 }
 
-// free releases the buffers; unless closing, the arena stays usable.
-func (a *arena) free(closing bool) error {
+// free releases the buffers; unless closing, the arena stays usable. It
+// takes the arena's lock first, so that no call is enqueueing work that uses
+// the buffers, then waits for the work already enqueued on the stream (the
+// whole device's for the nil stream, or for a stream that has been
+// collected, whose pending work cannot be waited for by itself), and frees.
+// The buffers are freed even when the wait fails (a device fault, after
+// which no work runs).
+func (a *arena) free(dev *cuda.Device, closing bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.closed = a.closed || closing
-	var err error
+	if a.fused == nil && a.buf == nil {
+		return nil
+	}
+	err := a.sync(dev)
 	if a.fused != nil {
-		err = a.fused.buf.Free()
+		err = errors.Join(err, a.fused.buf.Free())
 		a.fused = nil
 	}
 	if a.buf != nil {
 		err = errors.Join(err, a.buf.Free())
 		a.buf = nil
+	}
+	return err
+}
+
+// sync waits for the work enqueued on the arena's stream (see free).
+func (a *arena) sync(dev *cuda.Device) error {
+	if s := a.stream.Value(); s != nil {
+		err := s.Synchronize()
+		if errors.Is(err, cuda.ErrClosed) {
+			return nil // Stream.Close waited for the stream's work
+		}
+		return err
+	}
+	err := dev.Synchronize()
+	if errors.Is(err, cuda.ErrClosed) {
+		return nil // a closed device runs no more work
 	}
 	return err
 }
@@ -273,7 +307,7 @@ func (e *Engine) arenaFor(s *cuda.Stream) (*arena, error) {
 	if a, ok := e.arenas[key]; ok {
 		return a, nil
 	}
-	a := &arena{}
+	a := &arena{stream: key}
 	e.arenas[key] = a
 	// When the stream is collected, its scratch goes with it.
 	runtime.AddCleanup(s, func(key weak.Pointer[cuda.Stream]) {
@@ -282,7 +316,7 @@ func (e *Engine) arenaFor(s *cuda.Stream) (*arena, error) {
 		delete(e.arenas, key)
 		e.mu.Unlock()
 		if ok {
-			a.free(true)
+			a.free(e.dev, true)
 		}
 	}, key)
 	return a, nil

@@ -84,6 +84,24 @@ func checkSize(op string, n int) error {
 	return nil
 }
 
+// checkSegmentedSize rejects segmented sorts of more than
+// MaxSegmentedElements elements.
+func checkSegmentedSize(op string, n int) error {
+	if n > MaxSegmentedElements {
+		return invalid(op, "%d elements (at most %d: a longer segment would overflow the kernels' 32-bit loop counters; sort one huge segment with SortPairs)", n, MaxSegmentedElements)
+	}
+	return nil
+}
+
+// radixGrid returns the number of blocks of a multi-pass radix sort of tiles
+// tiles of tileItems elements: the blocks that fill the device (fill), but
+// at least enough that every block's contiguous run of at most
+// ceil(tiles/grid) tiles stays within MaxSegmentedElements, which the
+// upsweep's 32-bit histogram loops share with the segmented sort.
+func radixGrid(tiles, fill, tileItems int) int {
+	return min(tiles, max(fill, ceilDiv(tiles, MaxSegmentedElements/tileItems)))
+}
+
 // kernelSet resolves several kernels, all with the given block size.
 func (e *Engine) kernelSet(block int, names ...string) ([]*kernel, error) {
 	ks := make([]*kernel, len(names))
@@ -171,7 +189,7 @@ func radixSort[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys cuda.Slice[K],
 	}
 	up, rows, down := ks[0], ks[1], ks[2]
 	tiles := ceilDiv(n, sortTileItems[K]())
-	g := min(tiles, down.grid)
+	g := radixGrid(tiles, down.grid, sortTileItems[K]())
 	nv := 0
 	if pairs {
 		nv = n
@@ -241,7 +259,11 @@ func fusedSort[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys, vals cuda.Dev
 		return err
 	}
 	use, clear := st.halves()
-	if err := k.launch(s, min(tiles, k.grid), keys, vals, altKeys.Ptr(), altVals.Ptr(), int32(n), int32(tiles), int32(begin), int32(end),
+	grid := min(tiles, k.grid)
+	if e.fusedGridCap > 0 {
+		grid = min(grid, e.fusedGridCap)
+	}
+	if err := k.launch(s, grid, keys, vals, altKeys.Ptr(), altVals.Ptr(), int32(n), int32(tiles), int32(begin), int32(end),
 		use, clear, int32(st.dirty[1-st.half])); err != nil {
 		return err
 	}
@@ -303,6 +325,9 @@ func segmentedSort[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys cuda.Slice
 	}
 	segments := offsets.Len() - 1
 	if err := checkSize(op, max(n, segments)); err != nil {
+		return err
+	}
+	if err := checkSegmentedSize(op, n); err != nil {
 		return err
 	}
 	if err := e.alive(); err != nil || n <= 1 || segments == 0 {

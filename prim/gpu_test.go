@@ -163,6 +163,34 @@ func testGPUSortFused[K, V warpkit.Word](t *testing.T, e *Engine, pairs bool) {
 	}
 }
 
+// TestGPUSortFusedFewBlocks runs the fused sort with its grid capped at 1, 2
+// and 3 blocks, far fewer than its tiles: each block then takes histogram,
+// pass and copy items in turn, and every wait is on items it or another
+// capped block took earlier. Without the cap the grid fills the device, so
+// this case is reached only here.
+func TestGPUSortFusedFewBlocks(t *testing.T) {
+	dev := gpuEngine(t).Device()
+	for _, blocks := range []int{1, 2, 3} {
+		e, err := NewEngine(dev)
+		must(t, err)
+		e.fusedGridCap = blocks
+		t.Run(fmt.Sprintf("grid%d/k32_v32", blocks), func(t *testing.T) { testGPUSortFusedCapped[uint32, uint32](t, e, true) })
+		t.Run(fmt.Sprintf("grid%d/k64_v0", blocks), func(t *testing.T) { testGPUSortFusedCapped[uint64, uint32](t, e, false) })
+		t.Run(fmt.Sprintf("grid%d/k64_v64", blocks), func(t *testing.T) { testGPUSortFusedCapped[uint64, uint64](t, e, true) })
+		must(t, e.Close())
+	}
+}
+
+func testGPUSortFusedCapped[K, V warpkit.Word](t *testing.T, e *Engine, pairs bool) {
+	rng := rand.New(rand.NewPCG(23, uint64(keyBits[K]()+sizeOf[V]())))
+	tile, most := sortTileItems[K](), fusedSortMax[K]()
+	for _, n := range []int{blockSortMax + 1, 3*tile + 17, most} {
+		for _, opt := range []SortOptions{{}, {BeginBit: 3, EndBit: 27}} { // even and odd pass counts
+			checkGPUSort[K, V](t, e, rng, n, "random", opt, pairs)
+		}
+	}
+}
+
 // TestGPUSortFusedBackToBack enqueues fused sorts of different sizes and
 // pass counts on one stream without waiting in between: each clears the
 // state the one before it left, so a mistake in that hand-over shows here.
@@ -477,21 +505,25 @@ func streamWorker(e *Engine, w int) error {
 		}
 		dv, err := cuda.FromHost(e.Device(), vals)
 		if err != nil {
+			dk.Free()
 			return err
 		}
-		if err := SortPairs(e, s, dk, dv, SortOptions{}); err != nil {
+		err = SortPairs(e, s, dk, dv, SortOptions{})
+		if err == nil {
+			err = ExclusiveScan(e, s, dv, dv, cuda.Slice[uint32]{})
+		}
+		if err = errors.Join(err, s.Synchronize()); err != nil {
+			dk.Free()
+			dv.Free()
 			return err
 		}
-		if err := ExclusiveScan(e, s, dv, dv, cuda.Slice[uint32]{}); err != nil {
-			return err
-		}
-		if err := s.Synchronize(); err != nil {
-			return err
-		}
-		gk, _ := dk.ToHost()
-		gv, _ := dv.ToHost()
+		gk, err1 := dk.ToHost()
+		gv, err2 := dv.ToHost()
 		dk.Free()
 		dv.Free()
+		if err := errors.Join(err1, err2); err != nil {
+			return fmt.Errorf("worker %d round %d: %w", w, round, err)
+		}
 		SortPairsHost(keys, vals, SortOptions{})
 		ExclusiveScanHost(vals, vals)
 		if i := firstDiff(gk, keys); i >= 0 {
@@ -502,6 +534,43 @@ func streamWorker(e *Engine, w int) error {
 		}
 	}
 	return nil
+}
+
+// TestGPUReleaseScratchWhileSorting frees a private Engine's scratch over and
+// over while other goroutines enqueue sorts that use it: each free must wait
+// for the work on the arena's stream, so every sort still matches. (A free
+// that did not wait would let a running kernel use freed memory: wrong
+// results, or a fault that ends the test binary's context.)
+func TestGPUReleaseScratchWhileSorting(t *testing.T) {
+	e, err := NewEngine(gpuEngine(t).Device())
+	must(t, err)
+	defer e.Close()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- streamWorker(e, 100+w)
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	for releases := 0; ; releases++ {
+		select {
+		case <-done:
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Error(err)
+				}
+			}
+			t.Logf("%d releases", releases)
+			return
+		default:
+		}
+		must(t, e.ReleaseScratch())
+	}
 }
 
 func TestGPUErrors(t *testing.T) {

@@ -11,6 +11,15 @@ import (
 // sizes and positions are 32-bit signed integers on the device.
 const MaxElements = 1<<31 - 1
 
+// MaxSegmentedElements is the largest total length SegmentedSortPairs and
+// SegmentedSortKeys accept. The kernels that sort one long segment step
+// 32-bit loop counters by up to a radix tile (4096 elements) past the
+// segment's length, which overflows for a segment longer than 2^31 - 4096;
+// the offsets live on the device, so the host bounds the total length (no
+// segment is longer) with a margin of 2^13. Sort one huge segment with
+// SortPairs, which has no such limit.
+const MaxSegmentedElements = 1<<31 - 1<<13
+
 // SortOptions selects the key bits [BeginBit, EndBit) to sort on; the zero
 // value means all bits of the key type.
 type SortOptions struct{ BeginBit, EndBit int }

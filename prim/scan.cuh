@@ -26,8 +26,9 @@ constexpr int kSelectItems = kScanBlock * kSelectIPT;
 // at a time — sums predecessors' aggregates until it meets one that has
 // published its inclusive prefix. Tile ids are handed out in the order blocks
 // start, so every predecessor belongs to a running block: the wait always
-// ends. It is bounded anyway; past the bound the kernel traps, which the host
-// sees as a launch failure instead of a hang.
+// ends. It is bounded anyway; past the bound the kernel traps: no hang, but a
+// sticky error that ends the CUDA context for the whole process (every later
+// call on the device fails; see the package doc).
 
 enum TileStatus : uint32_t { kTileInvalid = 0, kTileAggregate = 1, kTileInclusive = 2 };
 constexpr uint32_t kLookbackSpins = 1u << 26;  // of about 64 ns each: seconds

@@ -232,7 +232,9 @@ __device__ void radix_downsweep(const K* keys_in, K* keys_out, const V* vals_in,
 //
 // Every wait is on items with smaller numbers, which were taken earlier by
 // blocks that are running, so the waits always end (the same argument as the
-// single-pass scan); they are bounded anyway and trap past a few seconds.
+// single-pass scan); they are bounded anyway and trap past a few seconds (a
+// sticky error that ends the CUDA context for the whole process: see the
+// package doc).
 // Data written by other blocks of this launch is read with ld.global.cg.
 //
 // State (32-bit words, zero before the launch): [0] the item counter, [1]
@@ -248,7 +250,7 @@ constexpr int kFusedMaxTiles = 128;
 constexpr int kMaxPasses = 8;  // 64-bit keys, 8-bit digits
 constexpr int kFusedHeader = 16;
 constexpr uint32_t kLookAggregate = 1u << 30, kLookInclusive = 2u << 30, kLookCount = (1u << 30) - 1;
-constexpr uint32_t kFusedSpins = 1u << 26;  // of about 64 ns each: seconds
+constexpr uint32_t kFusedSpins = 1u << 26;  // each a volatile load and a __nanosleep(32): seconds
 
 template <typename K, typename V, bool kPairs>
 struct FusedStorage {
