@@ -18,10 +18,12 @@ type Options struct {
 	// itself and closes it in Close.
 	Device *cuda.Device
 	// InitialNodes is the node pool's starting size on the GPU (0: 4096 nodes).
-	// The pool grows by doubling as batches need it.
+	// The pool grows by doubling as batches need it, and never shrinks.
 	InitialNodes int
-	// MaxNodes caps the node pool (0: no cap but device memory). A batch that
-	// would need more fails with ErrPoolExhausted and leaves a valid tree.
+	// MaxNodes caps the node pool (0: no cap but device memory and the
+	// largest pool there is, 2^32-2^17-1 nodes, which also caps larger
+	// values). A batch that would need more fails with ErrPoolExhausted and
+	// leaves a valid tree.
 	MaxNodes int
 	// Streams is the number of CUDA streams concurrent batch calls share (0: 4).
 	Streams int
@@ -190,7 +192,10 @@ func lengths(op string, n int, others ...int) error {
 
 // Build replaces the tree's contents with the given pairs (bulk build: sort,
 // then fill the nodes bottom-up, leaves 10/14 full, internal nodes 12/14, so
-// that inserts have room). If a key repeats, its last pair wins.
+// that inserts have room). If a key repeats, its last pair wins. On failure
+// the tree keeps its old contents, except after a device error while the new
+// tree was being laid out in place, which leaves it empty (see the package
+// documentation, "Bulk build").
 func (t *Tree[K, V]) Build(ctx context.Context, keys []K, vals []V) error {
 	if err := lengths("build", len(keys), len(vals)); err != nil {
 		return err
@@ -290,9 +295,12 @@ func (t *Tree[K, V]) Stats(ctx context.Context) (Stats, error) {
 	return s, wrap("stats", err)
 }
 
-// Compact rebuilds the tree from its pairs, reclaiming the room that deletes
-// left in underfull nodes (deletes never merge nodes). It needs exclusive use
-// of the tree: concurrent calls wait for it.
+// Compact rebuilds the tree from its pairs, packing them into fewer nodes
+// (deletes never merge nodes): the nodes it frees serve later inserts. The
+// pool keeps its size, so Compact returns no device memory; Close the tree
+// and build a new one for that. It needs exclusive use of the tree:
+// concurrent calls wait for it. Like Build, a device error while it lays the
+// tree out in place leaves the tree empty.
 func (t *Tree[K, V]) Compact(ctx context.Context) error { return wrap("compact", t.impl.compact(ctx)) }
 
 // Check verifies the tree's structural invariants (sorted leaves, consistent
@@ -396,6 +404,13 @@ func (t *Tree[K, V]) CountDevice(ctx context.Context, lo, hi cuda.Slice[K], coun
 // hi[i]]. When counts[i] exceeds the window, the first window-size pairs were
 // written: size windows with CountDevice and a scan for exact results, or use
 // fixed windows (offsets[i] = i*L) for bounded ranges.
+//
+// The caller must make every window lie within outKeys and outVals:
+// offsets[i+1] <= outKeys.Len() wherever offsets[i+1] > offsets[i] (a window
+// with offsets[i+1] <= offsets[i] is empty). The offsets are device data and
+// are not checked: a window past the end makes the kernel write past the
+// buffers (another allocation's memory, or a fault that ends the CUDA
+// context).
 func (t *Tree[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K], offsets cuda.Slice[uint32], outKeys cuda.Slice[K], outVals cuda.Slice[V], counts cuda.Slice[uint32]) error {
 	g, err := t.deviceTree("range")
 	if err != nil {

@@ -16,8 +16,8 @@
 // bottom-up), Insert (insert or replace), Delete (no merging of underfull nodes,
 // as in the paper), Lookup, Count and Range over [lo, hi] (per-query offsets;
 // results as device buffers or iter.Seq2), Successor and Predecessor, Apply
-// (mixed batches, one kernel), Compact (rebuild to reclaim the room deletes
-// leave), Len, Stats and Check (the structural checker).
+// (mixed batches, one kernel), Compact (rebuild into fewer nodes after deletes;
+// the pool keeps its size), Len, Stats and Check (the structural checker).
 //
 // # Keys and values
 //
@@ -87,10 +87,15 @@
 // vs 6.2 G/s at 45M).
 //
 // Node memory is a pool of our own (one device buffer; node 0 is the root,
-// which is split in place so it never moves). The pool grows by doubling when
-// a batch needs it; Options.MaxNodes caps it, and a batch that would pass the
-// cap fails with ErrPoolExhausted after applying only whole operations: the
-// tree stays valid.
+// which is split in place so it never moves). A writing batch that runs out of
+// nodes is re-run in a pool at least twice as large (inserts and deletes are
+// idempotent) until it fits; concurrent batches that ran out of the same pool
+// grow it once. At Options.MaxNodes (at most 2^32-2^17-1 nodes: node indices
+// are 32-bit) the batch fails with ErrPoolExhausted, and when the device
+// cannot hold the larger pool with ErrOutOfMemory; either way it has applied
+// only whole operations (some of them) and the tree stays valid. The pool
+// never shrinks: Compact packs the pairs into fewer nodes and leaves the rest
+// of the pool for later inserts.
 //
 // # Concurrency protocol (the paper's §3 and §4.1, and where we depart)
 //
@@ -110,8 +115,12 @@
 //     the root. Of the paper's three spin cases, (1) the parent latch during a
 //     split is a bounded spin (256 tries with backoff, then a restart), and (2)
 //     moving right after latching and (3) the delete latch are restarts. Every
-//     operation is bounded (131072 node visits); past that the batch fails with
-//     ErrRetryLimit. No kernel waits without bound.
+//     loop is bounded: a descent, an insert, a delete or a predecessor gives
+//     up after 131072 node visits, restarts included (a phased predecessor
+//     after 131072 descents); a successor or range walk along the leaves after
+//     131072 plus the pool's node count (a range may cross every leaf); a
+//     validated leaf read after 16384 tries; the parent-latch spin after 256. Past a bound the batch
+//     fails with ErrRetryLimit. No kernel waits without bound.
 //   - Departure: routing does not trust a node read without a latch. Each node
 //     carries an immutable low fence and level; a traversal that lands on a
 //     node of the wrong level or whose low is above its key (a torn or stale
@@ -164,4 +173,47 @@
 // keeps the last pair of each key with prim's selection, and lays out the same
 // way. The paper fills nodes 8/15; we fill leaves 10/14 and internal nodes
 // 12/14.
+//
+// When the new tree needs a larger pool (its nodes plus half again), Build
+// lays it out in a new pool and swaps that in only on success, so a failure
+// leaves the old tree. Otherwise (and when the device cannot hold the larger
+// pool but the tree fits the current one) Build and Compact lay the tree out
+// in place, over the old nodes: a device error there (a kernel launch or
+// synchronisation failure, which usually means the CUDA context is lost)
+// resets the tree to empty, and the error says so. Errors found before
+// anything is written (a cancelled context, MaxNodes, device memory for the
+// staging buffers) leave the old tree.
+//
+// # Known limitations
+//
+// These are kernel-level findings of a review that were not fixed because the
+// kernels could not be re-validated on a device at the time:
+//
+//   - Replacing the value of a key in a full leaf splits the leaf first: the
+//     proactive split of an insert happens before it looks for the key. A
+//     batch of pure updates can therefore allocate nodes, fail with
+//     ErrPoolExhausted at MaxNodes although it needs no room, and leave
+//     update-heavy workloads with more, emptier leaves than necessary. The fix
+//     is to look the key up in the latched full leaf and replace in place when
+//     it is there, before splitting.
+//   - The memory ordering is not formally established. The latch, release and
+//     seqlock steps fence in every lane, but the meta word is latched, stored
+//     and re-read by the tile's rank 0 only, and the other lanes' chunk loads
+//     and stores are ordered against those accesses by __syncwarp and
+//     shuffles, which the PTX memory model does not define as synchronizing at
+//     GPU scope; the meta stores are relaxed rather than release stores; and
+//     writers and validated queries route through internal nodes with weak
+//     loads while other writers change them (a data race in the model, whose
+//     torn or stale results the routing checks reject: level, fences, links
+//     inside the pool). A formal argument needs rank 0's meta accesses to be
+//     acquire/release operations ordered against a tile barrier that every
+//     lane's chunk access is ordered with, and strong loads for routing.
+//   - The rule "load a node, check it (sane, expected level, low fence), move
+//     right past its high key" is written out five times in btree.cu (descend,
+//     op_insert before and after latching, op_delete before and after
+//     latching). One routine returning restart, move right or stay should
+//     serve them all.
+//   - RangeDevice does not check its offsets and ApplyDevice does not check its
+//     kinds: both are device data. Windows must lie within the output buffers
+//     (see RangeDevice); an unknown kind runs as a lookup.
 package btree

@@ -2,6 +2,7 @@ package btree
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -16,8 +17,11 @@ const (
 	blockSize           = 256
 	defaultInitialNodes = 4096
 	defaultStreams      = 4
-	maxPoolRetries      = 8 // re-runs of a batch after growing an exhausted pool
 	maxRangeRetries     = 4 // re-runs of a range batch whose results outgrew its windows
+	// maxPoolNodes caps every pool: node indices are uint32 with linkNone
+	// reserved, and the kernels bound a walk along the leaves by kMaxSteps
+	// (1<<17) plus the capacity, computed in a uint32.
+	maxPoolNodes = linkNone - 1<<17
 )
 
 // gpuTree is the CUDA backend. Node memory is one pool buffer (node 0 is the
@@ -35,7 +39,7 @@ type gpuTree[K, V warpkit.Word] struct {
 	mu       sync.RWMutex
 	pool     *cuda.Buffer
 	capNodes int
-	maxNodes int
+	maxNodes int                // the pool's cap: Options.MaxNodes, or maxPoolNodes
 	ctl      cuda.Slice[uint64] // [0] next free node, [1] keys stored
 	usedHint atomic.Int64       // nodes in use after the last writing batch (a lower bound)
 	closed   bool
@@ -44,7 +48,7 @@ type gpuTree[K, V warpkit.Word] struct {
 	sortMin int // phased query batches of at least this many queries are sorted first (0: never)
 
 	primOnce sync.Once
-	prim     *prim.Engine // device sort for BuildDevice, loaded on first use
+	prim     *prim.Engine // device sort, loaded on first use with mu held (free reads it under the exclusive lock)
 	primErr  error
 }
 
@@ -109,7 +113,10 @@ func (p *phase) endWrite() {
 func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, opts Options) (*gpuTree[K, V], error) {
 	var k K
 	var v V
-	g := &gpuTree[K, V]{dev: dev, ownDev: own, lay: layoutFor(int(unsafe.Sizeof(k)), int(unsafe.Sizeof(v))), maxNodes: opts.MaxNodes, sortMin: opts.SortQueries}
+	g := &gpuTree[K, V]{dev: dev, ownDev: own, lay: layoutFor(int(unsafe.Sizeof(k)), int(unsafe.Sizeof(v))), maxNodes: maxPoolNodes, sortMin: opts.SortQueries}
+	if opts.MaxNodes > 0 {
+		g.maxNodes = min(opts.MaxNodes, maxPoolNodes)
+	}
 
 	g.phase.cond.L = &g.phase.mu
 	var err error
@@ -150,24 +157,36 @@ func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, opts Options) (*gpuTr
 	if initial == 0 {
 		initial = defaultInitialNodes
 	}
-	if g.maxNodes > 0 {
-		initial = min(initial, g.maxNodes)
-	}
-	if g.pool, err = dev.Alloc(int64(max(initial, 1)) * int64(g.lay.nodeBytes)); err != nil {
+	initial = max(min(initial, g.maxNodes), 1)
+	if g.pool, err = dev.Alloc(int64(initial) * int64(g.lay.nodeBytes)); err != nil {
 		return fail(err)
 	}
-	g.capNodes = max(initial, 1)
-	// An empty tree: the root is an empty leaf.
+	g.capNodes = initial
+	if err := g.resetLocked(); err != nil {
+		return fail(err)
+	}
+	return g, nil
+}
+
+// writeEmptyRoot makes node 0 of pool an empty leaf: the root of an empty tree.
+func (g *gpuTree[K, V]) writeEmptyRoot(pool *cuda.Buffer) error {
 	root := make([]byte, g.lay.nodeBytes)
 	g.lay.encode(root, &hostNode{meta: makeMeta(0, 0), link: linkNone})
-	if err := g.poolBytes(0, len(root)).CopyFromHost(root); err != nil {
-		return fail(err)
+	dst, err := cuda.View[uint8](pool, 0, len(root))
+	if err != nil {
+		return err
 	}
-	if err := g.ctl.CopyFromHost([]uint64{1, 0}); err != nil {
-		return fail(err)
+	return dst.CopyFromHost(root)
+}
+
+// resetLocked makes the tree empty (an empty root leaf, one node in use, no
+// keys), with the pool held exclusively.
+func (g *gpuTree[K, V]) resetLocked() error {
+	if err := g.writeEmptyRoot(g.pool); err != nil {
+		return err
 	}
 	g.usedHint.Store(1)
-	return g, nil
+	return g.ctl.CopyFromHost([]uint64{1, 0})
 }
 
 // poolBytes is a byte view of the pool (the caller checked the range).
@@ -286,19 +305,22 @@ func (g *gpuTree[K, V]) reserve(ctx context.Context, need int) error {
 		g.mu.RUnlock()
 		return nil
 	}
+	seen := g.capNodes
 	used, err := g.used()
-	free := g.capNodes - used
 	g.mu.RUnlock()
-	if err != nil || free >= need {
+	if err != nil || seen-used >= need {
 		return err
 	}
-	_, err = g.grow(ctx, used+need)
+	_, err = g.grow(ctx, seen, used+need)
 	return err
 }
 
 // grow replaces the pool with one of at least target nodes (at least double the
-// size, at most MaxNodes); it reports false when the pool is at its cap.
-func (g *gpuTree[K, V]) grow(ctx context.Context, target int) (bool, error) {
+// size, at most the cap). seen is the capacity the caller found short: when the
+// pool no longer has it (another call grew the pool meanwhile), grow reports
+// true without growing it again, so that concurrent callers that ran out of the
+// same pool grow it once. It reports false when the pool is at its cap.
+func (g *gpuTree[K, V]) grow(ctx context.Context, seen, target int) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -307,14 +329,14 @@ func (g *gpuTree[K, V]) grow(ctx context.Context, target int) (bool, error) {
 	if g.closed {
 		return false, warpkit.ErrClosed
 	}
+	if g.capNodes != seen {
+		return true, nil
+	}
 	return g.growLocked(target)
 }
 
 func (g *gpuTree[K, V]) growLocked(target int) (bool, error) {
-	newCap := max(target, 2*g.capNodes)
-	if g.maxNodes > 0 {
-		newCap = min(newCap, g.maxNodes)
-	}
+	newCap := min(max(target, 2*g.capNodes), g.maxNodes)
 	if newCap <= g.capNodes {
 		return false, nil
 	}
@@ -345,29 +367,35 @@ func (g *gpuTree[K, V]) growLocked(target int) (bool, error) {
 
 // mutate runs a writing batch, growing the pool and re-running the batch when
 // the pool ran out (inserts and deletes are idempotent, so a re-run applies the
-// batch once).
+// batch once). It re-runs only after the capacity rose (this call or another
+// grew the pool), and the capacity never falls and is capped, so the loop ends:
+// with success, with ErrPoolExhausted at the cap, or with the error of a growth
+// the device cannot hold (ErrOutOfMemory).
 func (g *gpuTree[K, V]) mutate(ctx context.Context, need int, launch func(l *lane) error) error {
-	if err := g.reserve(ctx, need); err != nil {
+	// Growing ahead only saves re-runs: when the device cannot hold the larger
+	// pool, the batch runs in the pool there is and its exhaustion decides.
+	if err := g.reserve(ctx, need); err != nil && !errors.Is(err, warpkit.ErrOutOfMemory) {
 		return err
 	}
-	for attempt := 0; ; attempt++ {
-		st, err := g.batch(ctx, true, func(l *lane, _ bool) error { return launch(l) })
+	for {
+		ran := 0 // the capacity the batch ran with
+		st, err := g.batch(ctx, true, func(l *lane, _ bool) error {
+			ran = g.capNodes
+			return launch(l)
+		})
 		if err != nil {
 			return err
 		}
-		if st&statusPoolExhausted != 0 && attempt < maxPoolRetries {
-			g.mu.RLock()
-			target := g.capNodes + need
-			g.mu.RUnlock()
-			grown, err := g.grow(ctx, target)
-			if err != nil {
-				return err
-			}
-			if grown {
-				continue
-			}
+		if st&statusPoolExhausted == 0 {
+			return statusErr(st)
 		}
-		return statusErr(st)
+		grown, err := g.grow(ctx, ran, ran+need)
+		if err != nil {
+			return err
+		}
+		if !grown {
+			return statusErr(st)
+		}
 	}
 }
 
@@ -850,33 +878,57 @@ func (g *gpuTree[K, V]) buildDevice(ctx context.Context, keys cuda.Slice[K], val
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	n := keys.Len()
-	if n == 0 {
+	if keys.Len() == 0 {
 		return g.buildSorted(ctx, nil, nil)
-	}
-	eng, err := g.primEngine()
-	if err != nil {
-		return err
 	}
 	var s staged
 	defer s.free()
-	flags, err := scratch[uint8](&s, g.dev, n)
+	uk, uv, err := g.sortUniqueDevice(&s, keys, vals)
 	if err != nil {
 		return err
 	}
-	uk, err := scratch[K](&s, g.dev, n)
-	if err != nil {
-		return err
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return warpkit.ErrClosed
 	}
-	uv, err := scratch[V](&s, g.dev, n)
-	if err != nil {
-		return err
+	return g.installLocked(uk, uv)
+}
+
+// sortUniqueDevice sorts the pairs in place and returns the last pair of each
+// key, in scratch buffers of s. It holds the tree shared, so that Close waits
+// for the stream and the prim engine it uses; the caller then takes the tree
+// exclusively to install the pairs (which re-checks for Close).
+func (g *gpuTree[K, V]) sortUniqueDevice(s *staged, keys cuda.Slice[K], vals cuda.Slice[V]) (cuda.Slice[K], cuda.Slice[V], error) {
+	n := keys.Len()
+	fail := func(err error) (cuda.Slice[K], cuda.Slice[V], error) { return cuda.Slice[K]{}, cuda.Slice[V]{}, err }
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.closed {
+		return fail(warpkit.ErrClosed)
 	}
-	count, err := scratch[uint32](&s, g.dev, 1)
+	eng, err := g.primEngine()
 	if err != nil {
-		return err
+		return fail(err)
+	}
+	flags, err := scratch[uint8](s, g.dev, n)
+	if err != nil {
+		return fail(err)
+	}
+	uk, err := scratch[K](s, g.dev, n)
+	if err != nil {
+		return fail(err)
+	}
+	uv, err := scratch[V](s, g.dev, n)
+	if err != nil {
+		return fail(err)
+	}
+	count, err := scratch[uint32](s, g.dev, 1)
+	if err != nil {
+		return fail(err)
 	}
 	l := <-g.lanes
+	defer func() { g.lanes <- l }()
 	err = prim.SortPairs(eng, l.stream, keys, vals, prim.SortOptions{})
 	if err == nil {
 		err = g.k.markLast.launch(l.stream, n, keys, uint64(n), flags)
@@ -887,52 +939,83 @@ func (g *gpuTree[K, V]) buildDevice(ctx context.Context, keys cuda.Slice[K], val
 	if serr := l.stream.Synchronize(); err == nil {
 		err = serr
 	}
-	g.lanes <- l // before taking the tree exclusively: batches waiting for a lane hold it shared
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	var m [1]uint32
 	if err := count.CopyToHost(m[:]); err != nil {
-		return err
+		return fail(err)
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		return warpkit.ErrClosed
-	}
-	return g.installLocked(uk.Sub(0, int(m[0])), uv.Sub(0, int(m[0])))
+	return uk.Sub(0, int(m[0])), uv.Sub(0, int(m[0])), nil
 }
 
-// primEngine returns the device's prim engine, loading it on first use.
+// primEngine returns the device's prim engine, loading it on first use. The
+// caller holds mu (shared is enough) and has checked that the tree is open.
 func (g *gpuTree[K, V]) primEngine() (*prim.Engine, error) {
 	g.primOnce.Do(func() { g.prim, g.primErr = prim.NewEngine(g.dev) })
 	return g.prim, g.primErr
 }
 
-// installLocked lays out a bulk-built tree of the sorted, distinct device pairs
-// (empty slices: an empty tree), level by level, with the pool held exclusively.
+// installLocked replaces the tree with a bulk-built tree of the sorted,
+// distinct device pairs (empty slices: an empty tree), with the pool held
+// exclusively. When the pool is too small it lays the tree out in a new pool
+// and swaps it in only on success, so a failure leaves the old tree. Otherwise
+// it lays the tree out in place, and a failure there (a kernel launch or a
+// synchronisation error) resets the tree to empty, the one valid state it can
+// still reach.
 func (g *gpuTree[K, V]) installLocked(keys cuda.Slice[K], vals cuda.Slice[V]) error {
 	m := keys.Len()
 	p := planBuild(m)
-	if g.maxNodes > 0 && p.nodes > g.maxNodes {
-		return fmt.Errorf("%w: a tree of %d keys needs %d nodes, MaxNodes is %d", warpkit.ErrPoolExhausted, m, p.nodes, g.maxNodes)
+	if p.nodes > g.maxNodes {
+		return fmt.Errorf("%w: a tree of %d keys needs %d nodes, the pool's cap is %d", warpkit.ErrPoolExhausted, m, p.nodes, g.maxNodes)
 	}
-	if want := p.nodes + p.nodes/2 + 64; g.capNodes < want {
-		if g.maxNodes > 0 {
-			want = min(want, g.maxNodes)
-		}
-		if err := g.replacePoolLocked(max(want, p.nodes)); err != nil {
-			return err
+	dst, capNodes := g.pool, g.capNodes
+	if want := p.nodes + p.nodes/2 + 64; capNodes < want {
+		bigger := max(min(want, g.maxNodes), p.nodes)
+		buf, err := g.dev.Alloc(int64(bigger) * int64(g.lay.nodeBytes))
+		switch {
+		case err == nil:
+			dst, capNodes = buf, bigger
+		case errors.Is(err, warpkit.ErrOutOfMemory) && p.nodes <= capNodes:
+			// No memory for the room to grow, but the tree fits: build in place.
+		default:
+			return err // nothing was written: the old tree stands
 		}
 	}
+	fresh := dst != g.pool
+	if err := g.layOut(dst, p, keys, vals); err != nil {
+		if fresh {
+			dst.Free()
+			return err // the old tree stands
+		}
+		return g.emptyAfterLocked(err)
+	}
+	if fresh {
+		g.pool.Free()
+		g.pool, g.capNodes = dst, capNodes
+	}
+	g.usedHint.Store(int64(p.nodes))
+	if err := g.ctl.CopyFromHost([]uint64{uint64(p.nodes), uint64(m)}); err != nil {
+		return g.emptyAfterLocked(err)
+	}
+	return nil
+}
+
+// emptyAfterLocked resets the tree to empty after err left the pool or its
+// counters in an unknown state, and says so in the error it returns.
+func (g *gpuTree[K, V]) emptyAfterLocked(err error) error {
+	if rerr := g.resetLocked(); rerr != nil {
+		return fmt.Errorf("%w; emptying the tree afterwards failed too: %w", err, rerr)
+	}
+	return fmt.Errorf("%w (the tree is now empty)", err)
+}
+
+// layOut writes the nodes of plan p for the sorted, distinct device pairs into
+// pool, level by level (leaves first).
+func (g *gpuTree[K, V]) layOut(pool *cuda.Buffer, p buildPlan, keys cuda.Slice[K], vals cuda.Slice[V]) error {
+	m := keys.Len()
 	if m == 0 {
-		root := make([]byte, g.lay.nodeBytes)
-		g.lay.encode(root, &hostNode{meta: makeMeta(0, 0), link: linkNone})
-		if err := g.poolBytes(0, len(root)).CopyFromHost(root); err != nil {
-			return err
-		}
-		g.usedHint.Store(1)
-		return g.ctl.CopyFromHost([]uint64{1, 0})
+		return g.writeEmptyRoot(pool)
 	}
 	l := <-g.lanes
 	defer func() { g.lanes <- l }()
@@ -942,7 +1025,7 @@ func (g *gpuTree[K, V]) installLocked(keys cuda.Slice[K], vals cuda.Slice[V]) er
 		if lv > 0 {
 			childBase, children, childSpan = p.bases[lv-1], p.counts[lv-1], p.spans[lv-1]
 		}
-		err := g.k.buildLevel.launch(l.stream, nodes, g.pool, keys, vals, uint64(m), uint32(lv),
+		err := g.k.buildLevel.launch(l.stream, nodes, pool, keys, vals, uint64(m), uint32(lv),
 			uint32(p.bases[lv]), uint64(nodes), uint32(childBase), uint64(children), uint32(buildFill), uint32(buildFan),
 			uint64(p.spans[lv]), uint64(childSpan))
 		if err != nil {
@@ -950,23 +1033,7 @@ func (g *gpuTree[K, V]) installLocked(keys cuda.Slice[K], vals cuda.Slice[V]) er
 			return err
 		}
 	}
-	if err := l.stream.Synchronize(); err != nil {
-		return err
-	}
-	g.usedHint.Store(int64(p.nodes))
-	return g.ctl.CopyFromHost([]uint64{uint64(p.nodes), uint64(m)})
-}
-
-// replacePoolLocked swaps in an empty pool of n nodes (contents are rebuilt by
-// the caller).
-func (g *gpuTree[K, V]) replacePoolLocked(n int) error {
-	buf, err := g.dev.Alloc(int64(n) * int64(g.lay.nodeBytes))
-	if err != nil {
-		return err
-	}
-	g.pool.Free()
-	g.pool, g.capNodes = buf, n
-	return nil
+	return l.stream.Synchronize()
 }
 
 // snapshotLocked copies the used nodes to the host and checks them, returning

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
@@ -578,5 +579,86 @@ func TestGPUApplyDeviceEmptyViews(t *testing.T) {
 		if !found[i] || vals[i] != 0 {
 			t.Fatalf("key %d inserted with empty Vals: (%d, %v), want (0, true)", k, vals[i], found[i])
 		}
+	}
+}
+
+// TestGPUConcurrentGrowth runs writers that exhaust a tiny pool at the same
+// time: batches that ran out of the same pool must grow it once, not once
+// each. A pool is grown only when the nodes in use (or a batch's reserve) pass
+// it, to at most twice that, so its final size stays within twice the nodes in
+// use plus one batch's reserve.
+func TestGPUConcurrentGrowth(t *testing.T) {
+	dev := gputest.Device(t)
+	ctx := context.Background()
+	tr := newGPUTree[uint32, uint32](t, dev, Options{InitialNodes: 16, Streams: 8})
+	const writers, rounds, batch = 8, 6, 4000
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range rounds {
+				ks := make([]uint32, batch)
+				for i := range ks {
+					ks[i] = uint32((round*batch+i)*writers + w)
+				}
+				if err := tr.Insert(ctx, ks, ks); err != nil {
+					errs <- fmt.Errorf("writer %d round %d: %w", w, round, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	st, err := tr.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Keys != writers*rounds*batch {
+		t.Fatalf("%d keys, want %d", st.Keys, writers*rounds*batch)
+	}
+	poolNodes := int(st.PoolBytes / int64(st.NodeBytes))
+	if limit := 2*(st.Nodes+insertReserve(batch)) + 2; poolNodes > limit {
+		t.Fatalf("pool of %d nodes for %d in use: grown more than once per exhaustion (limit %d)", poolNodes, st.Nodes, limit)
+	}
+}
+
+// TestGPUBuildDeviceRacesClose closes the tree while BuildDevice runs: the
+// build either finishes or fails with ErrClosed, and nothing uses the tree's
+// streams or sort engine after Close freed them.
+func TestGPUBuildDeviceRacesClose(t *testing.T) {
+	dev := gputest.Device(t)
+	ctx := context.Background()
+	for _, delay := range []time.Duration{0, 100 * time.Microsecond, time.Millisecond} {
+		tr := newGPUTree[uint32, uint32](t, dev, Options{})
+		const n = 1 << 20
+		ks := make([]uint32, n)
+		for i := range ks {
+			ks[i] = uint32(i) * 2654435761
+		}
+		dk, err := cuda.FromHost(dev, ks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dv, err := cuda.FromHost(dev, ks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- tr.BuildDevice(ctx, dk, dv) }()
+		time.Sleep(delay)
+		if err := tr.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil && !errors.Is(err, warpkit.ErrClosed) {
+			t.Fatalf("delay %v: BuildDevice beside Close: %v", delay, err)
+		}
+		dk.Free()
+		dv.Free()
 	}
 }
