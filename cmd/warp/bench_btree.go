@@ -65,6 +65,13 @@ func runBenchBTree(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	if *keyBits == 32 {
+		for _, n := range b.sizes {
+			if n > maxSize32 {
+				return fmt.Errorf("%w: size %d: 32-bit keys allow trees of at most %d keys here (the concurrent table draws 2n distinct keys)", errUsage, n, maxSize32)
+			}
+		}
+	}
 	name := "CPU (no CUDA device)"
 	if dev != nil {
 		p := dev.Properties()
@@ -92,6 +99,13 @@ func runBenchBTree(ctx context.Context, args []string) error {
 	return b.rep.Print(os.Stdout, *asJSON)
 }
 
+// Tree sizes --sizes accepts: ranges of 8 keys need more than 8 keys, and the
+// concurrent table draws 2n distinct keys spread over the key range.
+const (
+	minSize   = 1 << 10
+	maxSize32 = 1 << 30
+)
+
 func parseSizes(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
@@ -106,6 +120,9 @@ func parseSizes(s string) ([]int, error) {
 		v, err := strconv.Atoi(f)
 		if err != nil || v <= 0 {
 			return nil, fmt.Errorf("%w: bad size %q", errUsage, f)
+		}
+		if v*mul < minSize {
+			return nil, fmt.Errorf("%w: size %d: trees need at least %d keys", errUsage, v*mul, minSize)
 		}
 		out = append(out, v*mul)
 	}
@@ -290,8 +307,9 @@ func measureCPU[K, V warpkit.Word](b *btBench) (cpuRates, error) {
 		return r, err
 	}
 	lo, hi := make([]K, q), make([]K, q)
+	rr := rand.New(rand.NewPCG(uint64(n), 4))
 	for i := range lo {
-		p := rand.IntN(n - 8)
+		p := rr.IntN(n - 8)
 		lo[i], hi[i] = base[p], base[p+7]
 	}
 	if r.rng, err = rate(func() error { _, err := t.Range(ctx, lo, hi); return err }); err != nil {
@@ -698,7 +716,7 @@ func btCrossover[K, V warpkit.Word](b *btBench) error {
 			if d, err = deviceRebuild(b, t, keys, vals); err == nil {
 				rebuild = d
 			} else {
-				b.rep.Note("Fig. 3: BuildDevice failed (%v); rebuild times use Build from Go slices", err)
+				b.rep.Note("Fig. 3: BuildDevice failed at m = %s (%v); the rebuild times of that m are Build from Go slices", sizeName(m), err)
 				err = nil
 			}
 		}
@@ -730,7 +748,11 @@ func btCrossover[K, V warpkit.Word](b *btBench) error {
 			tab.Add(sizeName(m), sizeName(bs), ms3(rebuild), ms3(ins), faster)
 		}
 	}
-	b.rep.Note("Fig. 3: rebuild = BuildDevice from unsorted device pairs (prim radix sort, dedup, device layout), best of 2")
+	if b.dev != nil {
+		b.rep.Note("Fig. 3: rebuild = BuildDevice from unsorted device pairs (prim radix sort, dedup, device layout), best of 2")
+	} else {
+		b.rep.Note("Fig. 3: rebuild = Build on the CPU backend (no CUDA device), best of 2")
+	}
 	return nil
 }
 
@@ -931,7 +953,7 @@ func btConcurrent[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 		pv := valsFor[K, V](present)
 		row := []any{sizeName(n)}
 		for _, alpha := range []float64{0.2, 0.6, 1.0} {
-			t, err := openTree[K, V](b, 0)
+			t, err := openTree[K, V](b, n/2)
 			if err != nil {
 				return err
 			}
@@ -958,6 +980,9 @@ func btConcurrent[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 			}
 		}
 		tab.Add(row...)
+	}
+	if b.dev != nil {
+		b.rep.Note("Fig. 5: the node pool is preallocated (Options.InitialNodes = n/2) so pool growth is not timed")
 	}
 	if len(at06) > 0 {
 		b.rep.Note("concurrent α=0.6: harmonic mean %.3g G ops/s over 1M-45M keys; target %.1f (%s)", hmean(at06), targetConcurrent, ratio(hmean(at06), targetConcurrent))
