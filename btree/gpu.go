@@ -618,6 +618,22 @@ func (g *gpuTree[K, V]) delete(ctx context.Context, keys []K) error {
 }
 
 func (g *gpuTree[K, V]) lookup(ctx context.Context, keys []K, vals []V, found []bool) error {
+	return g.stagedQuery(ctx, keys, nil, vals, found, func(dk, _ cuda.Slice[K], dv cuda.Slice[V], df cuda.Slice[uint8]) error {
+		return g.lookupDevice(ctx, dk, dv, df)
+	})
+}
+
+func (g *gpuTree[K, V]) neighbor(ctx context.Context, pred bool, keys, outKeys []K, outVals []V, found []bool) error {
+	return g.stagedQuery(ctx, keys, outKeys, outVals, found, func(dk, ok cuda.Slice[K], dv cuda.Slice[V], df cuda.Slice[uint8]) error {
+		return g.neighborDevice(ctx, pred, dk, ok, dv, df)
+	})
+}
+
+// stagedQuery runs a point-query batch from Go slices: it uploads keys, gives
+// run device buffers for the found flags, the values and (when outKeys is not
+// nil) the keys found, and copies the results into found, outVals and outKeys.
+func (g *gpuTree[K, V]) stagedQuery(ctx context.Context, keys, outKeys []K, outVals []V, found []bool,
+	run func(dk, ok cuda.Slice[K], dv cuda.Slice[V], df cuda.Slice[uint8]) error) error {
 	n := len(keys)
 	if n == 0 {
 		return ctx.Err()
@@ -627,6 +643,12 @@ func (g *gpuTree[K, V]) lookup(ctx context.Context, keys []K, vals []V, found []
 	dk, err := upload(&s, g.dev, keys)
 	if err != nil {
 		return err
+	}
+	var ok cuda.Slice[K]
+	if outKeys != nil {
+		if ok, err = scratch[K](&s, g.dev, n); err != nil {
+			return err
+		}
 	}
 	dv, err := scratch[V](&s, g.dev, n)
 	if err != nil {
@@ -636,7 +658,7 @@ func (g *gpuTree[K, V]) lookup(ctx context.Context, keys []K, vals []V, found []
 	if err != nil {
 		return err
 	}
-	if err := g.lookupDevice(ctx, dk, dv, df); err != nil {
+	if err := run(dk, ok, dv, df); err != nil {
 		return err
 	}
 	f := make([]uint8, n)
@@ -644,44 +666,12 @@ func (g *gpuTree[K, V]) lookup(ctx context.Context, keys []K, vals []V, found []
 		return err
 	}
 	toBools(found, f)
-	return dv.CopyToHost(vals)
-}
-
-func (g *gpuTree[K, V]) neighbor(ctx context.Context, pred bool, keys, outKeys []K, outVals []V, found []bool) error {
-	n := len(keys)
-	if n == 0 {
-		return ctx.Err()
+	if outKeys != nil {
+		if err := ok.CopyToHost(outKeys); err != nil {
+			return err
+		}
 	}
-	var s staged
-	defer s.free()
-	dk, err := upload(&s, g.dev, keys)
-	if err != nil {
-		return err
-	}
-	ok, err := scratch[K](&s, g.dev, n)
-	if err != nil {
-		return err
-	}
-	ov, err := scratch[V](&s, g.dev, n)
-	if err != nil {
-		return err
-	}
-	of, err := scratch[uint8](&s, g.dev, n)
-	if err != nil {
-		return err
-	}
-	if err := g.neighborDevice(ctx, pred, dk, ok, ov, of); err != nil {
-		return err
-	}
-	f := make([]uint8, n)
-	if err := of.CopyToHost(f); err != nil {
-		return err
-	}
-	toBools(found, f)
-	if err := ok.CopyToHost(outKeys); err != nil {
-		return err
-	}
-	return ov.CopyToHost(outVals)
+	return dv.CopyToHost(outVals)
 }
 
 func (g *gpuTree[K, V]) count(ctx context.Context, lo, hi []K, counts []uint32) error {
