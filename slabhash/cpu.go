@@ -177,7 +177,7 @@ func (c *cpuTable[K, V]) snapshot(ctx context.Context) ([]K, []V, error) {
 }
 
 // flush has nothing to compact: Go maps drop deleted entries themselves.
-func (c *cpuTable[K, V]) flush(ctx context.Context) error { return nil }
+func (c *cpuTable[K, V]) flush(ctx context.Context, live int) error { return nil }
 
 func (c *cpuTable[K, V]) stats(ctx context.Context, n int) (Stats, error) {
 	return Stats{Layout: "Go maps in 64 locked shards"}, nil

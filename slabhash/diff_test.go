@@ -358,6 +358,18 @@ func TestArgumentsAndClose(t *testing.T) {
 				t.Fatalf("device slices on the CPU: %v", err)
 			}
 		}
+		mm, err := NewMultiMap[uint32, uint32](opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mm.Close()
+		// Count and CountDevice both need somewhere to put the counts.
+		if err := mm.Count(ctx, nil, nil); !errors.Is(err, warpkit.ErrInvalidArgument) {
+			t.Fatalf("count without counts: %v", err)
+		}
+		if err := mm.CountDevice(ctx, cuda.Slice[uint32]{}, cuda.Slice[uint32]{}); !errors.Is(err, warpkit.ErrInvalidArgument) {
+			t.Fatalf("device count without counts: %v", err)
+		}
 		if err := m.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -383,5 +395,8 @@ func TestArgumentsAndClose(t *testing.T) {
 	}
 	if _, err := NewMap[uint32, uint32](Options{Backend: warpkit.CPU, Utilization: 1.5}); !errors.Is(err, warpkit.ErrInvalidArgument) {
 		t.Fatalf("utilization 1.5: %v", err)
+	}
+	if _, err := NewMap[uint32, uint32](Options{Backend: warpkit.Backend(7)}); !errors.Is(err, warpkit.ErrInvalidArgument) {
+		t.Fatalf("unknown backend: %v", err)
 	}
 }

@@ -35,6 +35,16 @@ const churn = 0.25
 // hostChunk is the most elements one staging round trip carries.
 const hostChunk = 1 << 20
 
+// maxSlabsPerBucket bounds the pool at this many slabs per bucket list on
+// average. The kernels give up on a list after 2^26 slabs (kMaxSteps in
+// slabhash.cuh: a find or insert fails with ErrRetryLimit, and a flush that
+// gives up leaves that list with entries copied forward and not yet erased,
+// that is, duplicates). With the bound a list would have to be 64 times
+// longer than the average over a full pool to get there, which hashing does
+// not produce short of a corrupted list or keys chosen against the seed. It
+// only binds for tables with very few buckets (Options.Buckets).
+const maxSlabsPerBucket = 1 << 20
+
 const blockThreads = 256
 
 // gpuTable is the CUDA backend.
@@ -50,7 +60,6 @@ type gpuTable[K, V warpkit.Word] struct {
 	lanes   chan *lane[K, V]
 	all     []*lane[K, V]
 	salt    atomic.Uint32
-	n       atomic.Int64 // live entries
 	slots   atomic.Int64 // slots holding entries or tombstones (live + deleted since Flush): what allocation grows with
 	reruns  atomic.Int64 // launches rerun after the pool grew
 	// mixedInserts is the share of inserts (in thousandths) that the last
@@ -103,12 +112,13 @@ func newGPU[K, V warpkit.Word](kd kind, geo geometry, o *Options, dev *cuda.Devi
 	overChurn := geo.overflowSlabs(int(float64(o.ExpectedSize)*(1+churn)), b)
 	perSuper := max(8, min(slaballoc.MaxBlocksPerSuperBlock, int(over/2/slaballoc.UnitsPerBlock)+1))
 	superBytes := int64(perSuper) * slaballoc.UnitsPerBlock * int64(geo.slabBytes)
-	maxSupers := slaballoc.MaxSuperBlocks
+	maxPool := int64(b) * maxSlabsPerBucket * int64(geo.slabBytes)
 	if o.MaxPoolBytes > 0 {
-		maxSupers = int(min(int64(maxSupers), max(1, o.MaxPoolBytes/superBytes)))
-		if o.MaxPoolBytes < superBytes {
-			perSuper = max(1, int(o.MaxPoolBytes/(slaballoc.UnitsPerBlock*int64(geo.slabBytes))))
-		}
+		maxPool = min(maxPool, o.MaxPoolBytes)
+	}
+	maxSupers := int(min(slaballoc.MaxSuperBlocks, max(1, maxPool/superBytes)))
+	if maxPool < superBytes {
+		perSuper = max(1, int(maxPool/(slaballoc.UnitsPerBlock*int64(geo.slabBytes))))
 	}
 	lowWater := perSuper * slaballoc.UnitsPerBlock / 8
 	initial := min(maxSupers, max(1, int((overChurn*1.1+float64(lowWater))/float64(perSuper*slaballoc.UnitsPerBlock))+1))
@@ -231,21 +241,85 @@ const (
 	flagCheckKeys = 2
 )
 
+// launch runs one kernel on ln's stream: it zeroes the control block, runs
+// prep (kernels that must come first on the stream; may be nil), takes the
+// pool's use lock, launches f, copies the control block back (with
+// poolUsed, the pool's counter too, at ctrlPoolUsed), and waits for the
+// stream before releasing the lock (the kernel reads the pool's
+// descriptor). It waits on every path, so nothing queued on the lane — the
+// caller's staging copies included — is in flight when it returns.
+func (g *gpuTable[K, V]) launch(ln *lane[K, V], prep func() error, f *cuda.Function, grid cuda.Dim3, poolUsed bool, args ...any) (r launched, err error) {
+	s := ln.stream
+	err = ln.ctrl.Zero(s)
+	if err == nil && prep != nil {
+		err = prep()
+	}
+	if err != nil {
+		return r, waitAfter(s, err)
+	}
+	release, err := g.pool.Acquire()
+	if err != nil {
+		return r, waitAfter(s, err)
+	}
+	r.supers = g.pool.SuperBlocks() // growth waits for the use lock
+	err = f.Launch(grid, cuda.D1(blockThreads), 0, s, args...)
+	r.ok = err == nil
+	if err == nil {
+		err = cuda.CopyToHostAsync(ln.ctrlHost, 0, ln.ctrl, s)
+	}
+	if err == nil && poolUsed {
+		err = cuda.CopyToHostAsync(ln.ctrlHost, ctrlPoolUsed, g.pool.UsedCounter(), s)
+	}
+	if werr := slabrt.Wait(s); err == nil {
+		err = werr
+	}
+	release()
+	if err != nil {
+		return r, err
+	}
+	r.ctrl = ln.ctrlHost.Data()
+	return r, nil
+}
+
+// launched is what launch reports.
+type launched struct {
+	ok     bool     // the kernel was queued: its outputs were written
+	supers int      // the pool's super blocks while it ran
+	ctrl   []uint64 // the control block (pinned), copied back after it (nil on error)
+}
+
+// waitAfter waits for the stream after err (so that pinned staging buffers
+// are no longer in use) and returns err.
+func waitAfter(s *cuda.Stream, err error) error {
+	if werr := slabrt.Wait(s); werr != nil {
+		return fmt.Errorf("%w (and waiting for the stream: %v)", err, werr)
+	}
+	return err
+}
+
+// grid returns the launch grid for a grid-stride kernel over items threads.
+func (g *gpuTable[K, V]) grid(f *cuda.Function, items int64) cuda.Dim3 {
+	return slabrt.Grid(f, g.dev, items, blockThreads, 2)
+}
+
 // exec runs one device batch on ln: the device scan when the contents were
 // not checked on the host, the apply kernel, and reruns of the failed
-// elements after the pool grew. It returns the change in live entries and
-// the number of elements inserted.
-func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K, V], inserts int, check keyCheck) (delta, inserted int64, err error) {
+// elements after the pool grew. It returns the change in live entries, the
+// number of elements inserted, and whether the apply kernel wrote the
+// batch's outputs (false when it failed before its first launch or the scan
+// rejected the batch: then nothing was applied and the outputs are as they
+// were).
+func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K, V], inserts int, check keyCheck) (delta, inserted int64, applied bool, err error) {
 	n := b.keys.Len()
 	slabs := g.newSlabs(inserts)
 	if err := g.pool.Reserve(ctx, slabs); err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	defer g.pool.Unreserve(slabs)
 	res := b.res
 	if res.Buffer() == nil {
 		if res, err = ensure(g.dev, &ln.dRes, n); err != nil {
-			return 0, 0, err
+			return 0, 0, false, err
 		}
 	}
 	var opsPtr, valsPtr, countsPtr cuda.DevicePtr
@@ -258,76 +332,55 @@ func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K
 	if b.counts.Buffer() != nil {
 		countsPtr = b.counts.Ptr()
 	}
-	grid := slabrt.Grid(g.fApply, g.dev, int64(n), blockThreads, 2)
+	var scan func() error
+	if check == scanOnDevice {
+		scan = func() error {
+			return g.fScan.Launch(g.grid(g.fScan, int64(n)), cuda.D1(blockThreads), 0, ln.stream,
+				b.keys, opsPtr, uint32(g.kind.maxOp()), uint64(n), ln.ctrl)
+		}
+	}
 	flags := uint32(0)
 	if check == checkInKernel {
 		flags = flagCheckKeys
 	}
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return delta, inserted, err
+			return delta, inserted, applied, err
 		}
-		if err := ln.ctrl.Zero(ln.stream); err != nil {
-			return delta, inserted, err
-		}
-		if check == scanOnDevice && attempt == 0 {
-			sg := slabrt.Grid(g.fScan, g.dev, int64(n), blockThreads, 2)
-			if err := g.fScan.Launch(sg, cuda.D1(blockThreads), 0, ln.stream, b.keys, opsPtr, uint32(g.maxOp()), uint64(n), ln.ctrl); err != nil {
-				return delta, inserted, err
-			}
-		}
-		release, err := g.pool.Acquire()
-		if err != nil {
-			return delta, inserted, err
-		}
-		seen := g.pool.SuperBlocks() // what this launch sees: growth waits for the use lock
-		err = g.fApply.Launch(grid, cuda.D1(blockThreads), 0, ln.stream, g.heads, g.buckets, g.seed, g.pool.Descriptor(),
+		r, err := g.launch(ln, scan, g.fApply, g.grid(g.fApply, int64(n)), false,
+			g.heads, g.buckets, g.seed, g.pool.Descriptor(),
 			b.keys, valsPtr, opsPtr, uint32(b.op), res, countsPtr, uint64(n), ln.ctrl, flags, g.salt.Add(0x9e3779b9))
-		if err == nil {
-			// One copy: the last warp wrote the pool's counter into the block.
-			err = cuda.CopyToHostAsync(ln.ctrlHost, 0, ln.ctrl, ln.stream)
-		}
-		if werr := slabrt.Wait(ln.stream); err == nil {
-			err = werr
-		}
-		release()
+		applied = applied || r.ok
+		scan = nil // the keys were checked; reruns skip the scan
 		if err != nil {
-			return delta, inserted, err
+			return delta, inserted, applied, err
 		}
-		c := ln.ctrlHost.Data()
+		c := r.ctrl
 		status := uint32(c[ctrlStatus])
-		if c[ctrlRejected] != 0 {
-			return 0, 0, slabrt.StatusError("device scan", status)
+		if c[ctrlRejected] != 0 { // the apply kernel saw the scan's reject and wrote nothing
+			return 0, 0, false, slabrt.StatusError("device scan", status)
 		}
 		if status&slabrt.StatusReservedKey != 0 { // a find batch checked in the kernel: nothing changed
-			return 0, 0, slabrt.StatusError("device batch", status)
+			return 0, 0, true, slabrt.StatusError("device batch", status)
 		}
 		delta += int64(c[ctrlDelta])
 		inserted += int64(c[ctrlInserted])
-		g.n.Add(int64(c[ctrlDelta]))
 		g.slots.Add(int64(c[ctrlInserted]))
 		g.pool.Observe(int64(c[ctrlUsed]))
 		if status == 0 {
-			return delta, inserted, nil
+			return delta, inserted, true, nil
 		}
 		switch {
 		case status&slabrt.StatusPoolExhausted != 0:
-			if err := g.pool.GrowPast(ctx, seen); err != nil {
-				return delta, inserted, fmt.Errorf("%d elements not applied: %w", c[ctrlFailed], err)
+			if err := g.pool.GrowPast(ctx, r.supers); err != nil {
+				return delta, inserted, true, fmt.Errorf("%d elements not applied: %w", c[ctrlFailed], err)
 			}
 		case attempt >= 2 || status&^slabrt.StatusRetryLimit != 0:
-			return delta, inserted, fmt.Errorf("%d elements not applied: %w", c[ctrlFailed], slabrt.StatusError("device", status))
+			return delta, inserted, true, fmt.Errorf("%d elements not applied: %w", c[ctrlFailed], slabrt.StatusError("device", status))
 		}
 		flags |= flagRetry
 		g.reruns.Add(1)
 	}
-}
-
-func (g *gpuTable[K, V]) maxOp() Op {
-	if g.kind == kindMulti {
-		return OpDeleteAll
-	}
-	return OpDelete
 }
 
 // inserts counts the insert elements of a host batch.
@@ -350,9 +403,7 @@ func inserts[K, V warpkit.Word](b *batch[K, V]) int {
 func (g *gpuTable[K, V]) apply(ctx context.Context, b *batch[K, V]) (int64, error) {
 	ln := <-g.lanes
 	defer func() { g.lanes <- ln }()
-	var total int64
-	for lo := 0; lo < len(b.keys); lo += hostChunk {
-		hi := min(len(b.keys), lo+hostChunk)
+	return runChunks(len(b.keys), hostChunk, b.res, b.counts, func(lo, hi int) (int64, error) {
 		part := &batch[K, V]{op: b.op, keys: b.keys[lo:hi]}
 		if b.ops != nil {
 			part.ops = b.ops[lo:hi]
@@ -366,116 +417,135 @@ func (g *gpuTable[K, V]) apply(ctx context.Context, b *batch[K, V]) (int64, erro
 		if b.counts != nil {
 			part.counts = b.counts[lo:hi]
 		}
-		d, err := g.applyChunk(ctx, ln, part)
-		total += d
-		if err != nil {
-			if b.res != nil {
-				for i := hi; i < len(b.keys); i++ {
-					b.res[i] = Failed
-				}
-			}
-			return total, err
-		}
-	}
-	return total, nil
+		return g.applyChunk(ctx, ln, part)
+	})
 }
 
 // applyChunk stages one chunk through pinned memory, runs it, and copies
 // the outputs back (also when the kernel reported an error: the results say
-// which elements failed).
+// which elements failed). When it fails before the kernel wrote the outputs,
+// nothing of the chunk was applied: it marks every element Failed (count 0)
+// and copies nothing back. Nothing it queued is in flight when it returns.
 func (g *gpuTable[K, V]) applyChunk(ctx context.Context, ln *lane[K, V], b *batch[K, V]) (int64, error) {
+	db, err := g.stage(ln, b)
+	if err != nil {
+		markFailed(b.res, b.counts)
+		return 0, waitAfter(ln.stream, err)
+	}
+	delta, _, applied, kerr := g.exec(ctx, ln, &db, inserts(b), checkedOnHost)
+	if !applied { // exec returns an error whenever it wrote no outputs
+		markFailed(b.res, b.counts)
+		return delta, waitAfter(ln.stream, kerr)
+	}
+	if err := g.copyBack(ln, b, &db); err != nil {
+		return delta, err
+	}
+	return delta, kerr
+}
+
+// stage queues the copies of one chunk's inputs to the lane's device
+// buffers and returns the device batch that names them.
+func (g *gpuTable[K, V]) stage(ln *lane[K, V], b *batch[K, V]) (devBatch[K, V], error) {
 	n := len(b.keys)
 	s := ln.stream
-	var db devBatch[K, V]
-	db.op = b.op
-	var err error
+	db := devBatch[K, V]{op: b.op}
 	hk, err := ensurePinned(g.dev, &ln.hKeys, n)
 	if err != nil {
-		return 0, err
+		return db, err
 	}
 	copy(hk, b.keys)
 	if db.keys, err = ensure(g.dev, &ln.dKeys, n); err != nil {
-		return 0, err
+		return db, err
 	}
 	if err := cuda.CopyToDeviceAsync(db.keys, ln.hKeys, 0, s); err != nil {
-		return 0, err
+		return db, err
 	}
 	if b.ops != nil {
 		ho, err := ensurePinned(g.dev, &ln.hOps, n)
 		if err != nil {
-			return 0, err
+			return db, err
 		}
 		for i, o := range b.ops {
 			ho[i] = uint8(o)
 		}
 		if db.ops, err = ensure(g.dev, &ln.dOps, n); err != nil {
-			return 0, err
+			return db, err
 		}
 		if err := cuda.CopyToDeviceAsync(db.ops, ln.hOps, 0, s); err != nil {
-			return 0, err
+			return db, err
 		}
 	}
-	valsOut := b.vals != nil && g.kind == kindMap && (b.ops != nil || b.op == OpFind)
-	valsIn := b.vals != nil && g.kind != kindSet && (b.ops != nil || b.op == OpInsert)
-	if valsIn || valsOut {
+	if g.valsIn(b) || g.valsOut(b) {
 		hv, err := ensurePinned(g.dev, &ln.hVals, n)
 		if err != nil {
-			return 0, err
+			return db, err
 		}
 		if db.vals, err = ensure(g.dev, &ln.dVals, n); err != nil {
-			return 0, err
+			return db, err
 		}
-		if valsIn {
+		if g.valsIn(b) {
 			copy(hv, b.vals)
 			if err := cuda.CopyToDeviceAsync(db.vals, ln.hVals, 0, s); err != nil {
-				return 0, err
+				return db, err
 			}
 		}
 	}
 	if db.res, err = ensure(g.dev, &ln.dRes, n); err != nil {
-		return 0, err
+		return db, err
 	}
 	if b.counts != nil {
 		if db.counts, err = ensure(g.dev, &ln.dCounts, n); err != nil {
-			return 0, err
+			return db, err
 		}
 	}
-	delta, _, kerr := g.exec(ctx, ln, &db, inserts(b), checkedOnHost)
-	if kerr != nil && errors.Is(kerr, warpkit.ErrReservedKey) {
-		return delta, kerr
-	}
-	// Copy the outputs back.
+	return db, nil
+}
+
+// valsIn and valsOut say whether a host chunk's values go to the device
+// (insert values) and come back (values found by a Map).
+func (g *gpuTable[K, V]) valsIn(b *batch[K, V]) bool {
+	return b.vals != nil && g.kind != kindSet && (b.ops != nil || b.op == OpInsert)
+}
+
+func (g *gpuTable[K, V]) valsOut(b *batch[K, V]) bool {
+	return b.vals != nil && g.kind == kindMap && (b.ops != nil || b.op == OpFind)
+}
+
+// copyBack copies the outputs of db, the staged chunk b, into b.
+func (g *gpuTable[K, V]) copyBack(ln *lane[K, V], b *batch[K, V], db *devBatch[K, V]) error {
+	n, s := len(b.keys), ln.stream
 	var hr []uint8
 	var hc []uint32
+	var err error
 	if b.res != nil {
 		if hr, err = ensurePinned(g.dev, &ln.hRes, n); err != nil {
-			return delta, err
+			return waitAfter(s, err)
 		}
 		if err := cuda.CopyToHostAsync(ln.hRes, 0, db.res, s); err != nil {
-			return delta, err
+			return waitAfter(s, err)
 		}
 	}
 	if b.counts != nil {
 		if hc, err = ensurePinned(g.dev, &ln.hCounts, n); err != nil {
-			return delta, err
+			return waitAfter(s, err)
 		}
 		if err := cuda.CopyToHostAsync(ln.hCounts, 0, db.counts, s); err != nil {
-			return delta, err
+			return waitAfter(s, err)
 		}
 	}
-	if valsOut {
+	if g.valsOut(b) {
 		if err := cuda.CopyToHostAsync(ln.hVals, 0, db.vals, s); err != nil {
-			return delta, err
+			return waitAfter(s, err)
 		}
 	}
 	if err := slabrt.Wait(s); err != nil {
-		return delta, err
+		return err
 	}
 	for i := range hr {
 		b.res[i] = Result(hr[i])
 	}
 	copy(b.counts, hc)
-	if valsOut {
+	if g.valsOut(b) {
 		hv := ln.hVals.Data()
 		for i := range b.vals {
 			if b.ops == nil || b.ops[i] == OpFind {
@@ -483,7 +553,7 @@ func (g *gpuTable[K, V]) applyChunk(ctx context.Context, ln *lane[K, V], b *batc
 			}
 		}
 	}
-	return delta, kerr
+	return nil
 }
 
 func (g *gpuTable[K, V]) applyDevice(ctx context.Context, b *devBatch[K, V]) (int64, error) {
@@ -506,7 +576,7 @@ func (g *gpuTable[K, V]) applyDevice(ctx context.Context, b *devBatch[K, V]) (in
 	if b.ops.Buffer() == nil && b.op == OpFind {
 		check = checkInKernel
 	}
-	delta, inserted, err := g.exec(ctx, ln, b, ins, check)
+	delta, inserted, _, err := g.exec(ctx, ln, b, ins, check)
 	if b.ops.Buffer() != nil && err == nil {
 		g.mixedInserts.Store(inserted * 1000 / int64(n))
 	}
@@ -618,27 +688,13 @@ func (g *gpuTable[K, V]) findAllChunk(ctx context.Context, ln *lane[K, V], keys 
 }
 
 func (g *gpuTable[K, V]) launchFindAll(ln *lane[K, V], keys cuda.Slice[K], offs cuda.Slice[uint64], dst cuda.Slice[V], counts cuda.Slice[uint32]) error {
-	if err := ln.ctrl.Zero(ln.stream); err != nil {
-		return err
-	}
-	release, err := g.pool.Acquire()
-	if err != nil {
-		return err
-	}
 	n := keys.Len()
-	err = g.fFindAll.Launch(slabrt.Grid(g.fFindAll, g.dev, int64(n), blockThreads, 2), cuda.D1(blockThreads), 0, ln.stream,
+	r, err := g.launch(ln, nil, g.fFindAll, g.grid(g.fFindAll, int64(n)), false,
 		g.heads, g.buckets, g.seed, g.pool.Descriptor(), keys, offs, dst, counts, uint64(n), ln.ctrl)
-	if err == nil {
-		err = cuda.CopyToHostAsync(ln.ctrlHost, 0, ln.ctrl, ln.stream)
-	}
-	if werr := slabrt.Wait(ln.stream); err == nil {
-		err = werr
-	}
-	release()
 	if err != nil {
 		return err
 	}
-	return slabrt.StatusError("find all", uint32(ln.ctrlHost.Data()[ctrlStatus]))
+	return slabrt.StatusError("find all", uint32(r.ctrl[ctrlStatus]))
 }
 
 // snapshot counts the live entries, then copies them out. The table lock
@@ -686,62 +742,29 @@ func (g *gpuTable[K, V]) snapshot(ctx context.Context) ([]K, []V, error) {
 }
 
 func (g *gpuTable[K, V]) launchSnapshot(ln *lane[K, V], keys cuda.Slice[K], vals cuda.Slice[V], capacity int) (int, error) {
-	if err := ln.ctrl.Zero(ln.stream); err != nil {
-		return 0, err
-	}
-	release, err := g.pool.Acquire()
-	if err != nil {
-		return 0, err
-	}
-	threads := int64(g.buckets) * int64(g.geo.tile)
-	err = g.fSnapshot.Launch(slabrt.Grid(g.fSnapshot, g.dev, threads, blockThreads, 2), cuda.D1(blockThreads), 0, ln.stream,
+	r, err := g.launch(ln, nil, g.fSnapshot, g.grid(g.fSnapshot, int64(g.buckets)*int64(g.geo.tile)), false,
 		g.heads, g.buckets, g.pool.Descriptor(), keys, vals, uint64(capacity), ln.ctrl)
-	if err == nil {
-		err = cuda.CopyToHostAsync(ln.ctrlHost, 0, ln.ctrl, ln.stream)
-	}
-	if werr := slabrt.Wait(ln.stream); err == nil {
-		err = werr
-	}
-	release()
 	if err != nil {
 		return 0, err
 	}
-	c := ln.ctrlHost.Data()
-	return int(c[ctrlCount]), slabrt.StatusError("snapshot", uint32(c[ctrlStatus]))
+	return int(r.ctrl[ctrlCount]), slabrt.StatusError("snapshot", uint32(r.ctrl[ctrlStatus]))
 }
 
-func (g *gpuTable[K, V]) flush(ctx context.Context) error {
+// flush compacts every list; live is the number of live entries (exact: the
+// caller holds the table alone).
+func (g *gpuTable[K, V]) flush(ctx context.Context, live int) error {
 	ln := <-g.lanes
 	defer func() { g.lanes <- ln }()
-	if err := ln.ctrl.Zero(ln.stream); err != nil {
-		return err
-	}
-	release, err := g.pool.Acquire()
-	if err != nil {
-		return err
-	}
-	threads := int64(g.buckets) * int64(g.geo.tile)
-	err = g.fFlush.Launch(slabrt.Grid(g.fFlush, g.dev, threads, blockThreads, 2), cuda.D1(blockThreads), 0, ln.stream,
+	r, err := g.launch(ln, nil, g.fFlush, g.grid(g.fFlush, int64(g.buckets)*int64(g.geo.tile)), true,
 		g.heads, g.buckets, g.pool.Descriptor(), ln.ctrl)
-	if err == nil {
-		err = cuda.CopyToHostAsync(ln.ctrlHost, 0, ln.ctrl, ln.stream)
-	}
-	if err == nil {
-		err = cuda.CopyToHostAsync(ln.ctrlHost, ctrlPoolUsed, g.pool.UsedCounter(), ln.stream)
-	}
-	if werr := slabrt.Wait(ln.stream); err == nil {
-		err = werr
-	}
-	release()
 	if err != nil {
 		return err
 	}
-	c := ln.ctrlHost.Data()
-	g.pool.Observe(int64(c[ctrlPoolUsed]))
-	if err := slabrt.StatusError("flush", uint32(c[ctrlStatus])); err != nil {
+	g.pool.Observe(int64(r.ctrl[ctrlPoolUsed]))
+	if err := slabrt.StatusError("flush", uint32(r.ctrl[ctrlStatus])); err != nil {
 		return err
 	}
-	g.slots.Store(g.n.Load()) // the tombstones are gone
+	g.slots.Store(int64(live)) // the tombstones are gone
 	return nil
 }
 
@@ -756,7 +779,7 @@ func (g *gpuTable[K, V]) stats(ctx context.Context, n int) (Stats, error) {
 		Buckets: int(g.buckets), SlabBytes: g.geo.slabBytes, PoolSlabs: ps.Allocated, MemoryBytes: mem,
 		Utilization:  float64(n) * float64(g.geo.entryBytes) / float64(mem),
 		PoolCapacity: ps.Capacity, PoolGrowths: ps.Growths, Reruns: g.reruns.Load(),
-		Tombstones: g.slots.Load() - g.n.Load(),
+		Tombstones: g.slots.Load() - int64(n),
 	}, nil
 }
 

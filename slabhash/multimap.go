@@ -73,8 +73,12 @@ func (m *MultiMap[K, V]) InsertDevice(ctx context.Context, keys cuda.Slice[K], v
 	return m.t.runDevice(ctx, "insert", &devBatch[K, V]{op: OpInsert, keys: keys, vals: vals, res: res}, true)
 }
 
-// CountDevice is Count on device-resident slices (CUDA backend).
+// CountDevice is Count on device-resident slices (CUDA backend); like Count,
+// it needs counts.
 func (m *MultiMap[K, V]) CountDevice(ctx context.Context, keys cuda.Slice[K], counts cuda.Slice[uint32]) error {
+	if counts.Buffer() == nil {
+		return fmt.Errorf("%w: slabhash: count: no counts slice", warpkit.ErrInvalidArgument)
+	}
 	return m.t.runDevice(ctx, "count", &devBatch[K, V]{op: OpFind, keys: keys, counts: counts}, false)
 }
 

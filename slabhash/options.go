@@ -57,13 +57,17 @@ type Options struct {
 	// entries are stored: the bytes of the entries over the bytes of the slabs
 	// in use (default 0.6). It sets the bucket count B = n/(M·β) of the paper.
 	Utilization float64
-	// Buckets, if positive, overrides the computed bucket count.
+	// Buckets, if positive, overrides the computed bucket count. The pool
+	// holds at most 2^20 slabs per bucket (see MaxPoolBytes).
 	Buckets int
 	// Layout selects the slab geometry (CUDA backend).
 	Layout Layout
 	// MaxPoolBytes bounds the memory of overflow slabs (default: 64 super
 	// blocks, each about half the overflow expected at ExpectedSize, at least
-	// 8192 slabs). Exhausting it fails inserts with ErrPoolExhausted.
+	// 8192 slabs). Exhausting it fails inserts with ErrPoolExhausted. Either
+	// way the pool holds at most 2^20 slabs per bucket, which keeps every
+	// list far below the kernels' bound on list length (see the package
+	// documentation); only tables with very few buckets meet that limit.
 	MaxPoolBytes int64
 	// Seed seeds the bucket hash (0 uses a fixed default).
 	Seed uint32
@@ -88,6 +92,8 @@ func (o *Options) setDefaults() error {
 		o.Streams = 4
 	}
 	switch {
+	case o.Backend != warpkit.Auto && o.Backend != warpkit.CPU && o.Backend != warpkit.CUDA:
+		return fmt.Errorf("%w: slabhash: unknown backend %d", warpkit.ErrInvalidArgument, int(o.Backend))
 	case o.ExpectedSize < 0 || o.ExpectedSize > 1<<34:
 		return fmt.Errorf("%w: slabhash: expected size %d", warpkit.ErrInvalidArgument, o.ExpectedSize)
 	case !(o.Utilization > 0 && o.Utilization < 1):

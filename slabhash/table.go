@@ -2,6 +2,7 @@ package slabhash
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"sync"
@@ -118,7 +119,7 @@ type backend[K, V warpkit.Word] interface {
 	applyDevice(ctx context.Context, b *devBatch[K, V]) (delta int64, err error)
 	findAll(ctx context.Context, keys []K) (offsets []int, vals []V, err error)
 	snapshot(ctx context.Context) ([]K, []V, error)
-	flush(ctx context.Context) error
+	flush(ctx context.Context, live int) error
 	stats(ctx context.Context, n int) (Stats, error)
 	close() error
 }
@@ -179,11 +180,58 @@ func (t *table[K, V]) live(op string) error {
 }
 
 // maxOp is the largest op code the kind accepts.
-func (t *table[K, V]) maxOp() Op {
-	if t.kind == kindMulti {
+func (k kind) maxOp() Op {
+	if k == kindMulti {
 		return OpDeleteAll
 	}
 	return OpDelete
+}
+
+// runChunks runs a host batch of n elements in chunks of at most size, in
+// order. A chunk that fails with ErrPoolExhausted does not stop the batch:
+// the chunks after it still run (each fails fast where it needs a new slab),
+// so every element that needs no new slab is applied, as in one launch. Any
+// other error stops it, and the elements of the chunks not run are marked
+// Failed in res and counts (each nil when not wanted); run marks those of
+// its own chunk. It returns the summed changes in live entries and the first
+// error (joined with the one that stopped the batch, if that came later).
+func runChunks(n, size int, res []Result, counts []uint32, run func(lo, hi int) (int64, error)) (int64, error) {
+	var total int64
+	var first error
+	for lo := 0; lo < n; lo += size {
+		hi := min(n, lo+size)
+		d, err := run(lo, hi)
+		total += d
+		if err == nil {
+			continue
+		}
+		exhausted := errors.Is(err, warpkit.ErrPoolExhausted)
+		switch {
+		case first == nil:
+			first = err
+		case !exhausted:
+			first = errors.Join(first, err)
+		}
+		if !exhausted {
+			if res != nil {
+				res = res[hi:]
+			}
+			if counts != nil {
+				counts = counts[hi:]
+			}
+			markFailed(res, counts)
+			break
+		}
+	}
+	return total, first
+}
+
+// markFailed marks elements that were not applied: Failed, count 0.
+func markFailed(res []Result, counts []uint32) {
+	for i := range res {
+		res[i] = Failed
+	}
+	clear(counts)
 }
 
 // check validates a host batch before anything is applied.
@@ -206,7 +254,7 @@ func (t *table[K, V]) check(what string, b *batch[K, V], valsNeeded bool) error 
 		return bad("%d counts for %d keys", len(b.counts), n)
 	}
 	for i, o := range b.ops {
-		if o > t.maxOp() {
+		if o > t.kind.maxOp() {
 			return bad("op %d at %d is not a %s operation", o, i, t.kind)
 		}
 	}
@@ -324,7 +372,7 @@ func (t *table[K, V]) flush(ctx context.Context) error {
 	if err := t.live("flush"); err != nil {
 		return err
 	}
-	if err := t.be.flush(ctx); err != nil {
+	if err := t.be.flush(ctx, t.length()); err != nil {
 		return fmt.Errorf("slabhash: flush: %w", err)
 	}
 	return nil
