@@ -425,34 +425,39 @@ func TestGPURangeWindows(t *testing.T) {
 	hi := []uint32{40, 101, 30000, 4}
 	const L = 8
 	offsets := []uint32{0, L, 2 * L, 3 * L, 4 * L}
-	up := func(src []uint32) cuda.Slice[uint32] {
-		t.Helper()
-		s, err := cuda.FromHost(dev, src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Free() })
-		return s
-	}
-	dl, dh, do := up(lo), up(hi), up(offsets)
-	ok, ov, dc := up(make([]uint32, 4*L)), up(make([]uint32, 4*L)), up(make([]uint32, 4))
+	dl, dh, do := onDevice(t, dev, lo), onDevice(t, dev, hi), onDevice(t, dev, offsets)
+	ok, ov, dc := onDevice(t, dev, make([]uint32, 4*L)), onDevice(t, dev, make([]uint32, 4*L)), onDevice(t, dev, make([]uint32, 4))
 	if err := tr.RangeDevice(ctx, dl, dh, do, ok, ov, dc); err != nil {
 		t.Fatal(err)
 	}
-	counts, err := dc.ToHost()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := ok.ToHost()
-	if err != nil {
-		t.Fatal(err)
-	}
+	counts, keys := onHost(t, dc), onHost(t, ok)
 	if !slices.Equal(counts, []uint32{21, 1, 5, 0}) {
 		t.Fatalf("counts %v", counts)
 	}
 	if !slices.Equal(keys[:L], []uint32{0, 2, 4, 6, 8, 10, 12, 14}) || keys[L] != 100 || !slices.Equal(keys[2*L:2*L+5], []uint32{19990, 19992, 19994, 19996, 19998}) {
 		t.Fatalf("window contents %v", keys)
 	}
+}
+
+// onDevice copies src to a new device buffer that the test frees at cleanup.
+func onDevice[T cuda.Elem](t *testing.T, dev *cuda.Device, src []T) cuda.Slice[T] {
+	t.Helper()
+	s, err := cuda.FromHost(dev, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Free() })
+	return s
+}
+
+// onHost copies s to the host.
+func onHost[T cuda.Elem](t *testing.T, s cuda.Slice[T]) []T {
+	t.Helper()
+	out, err := s.ToHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func TestGPUClose(t *testing.T) {
@@ -526,43 +531,13 @@ func TestGPUApplyDeviceEmptyViews(t *testing.T) {
 	for i := range fill32 {
 		fill32[i], fill8[i] = 0xdeadbeef, 0xee
 	}
-	var bufs []interface{ Free() error }
-	t.Cleanup(func() {
-		for _, b := range bufs {
-			b.Free()
-		}
-	})
-	up32 := func(src []uint32) cuda.Slice[uint32] {
-		s, err := cuda.FromHost(dev, src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bufs = append(bufs, s)
-		return s
-	}
-	up8 := func(src []uint8) cuda.Slice[uint8] {
-		s, err := cuda.FromHost(dev, src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bufs = append(bufs, s)
-		return s
-	}
-	canary32, canary8 := up32(fill32), up8(fill8)
-	ops := DeviceOps[uint32, uint32]{Kinds: up8(kinds), Keys: up32(keys), Vals: canary32.Sub(0, 0), His: canary32.Sub(0, 0)}
+	canary32, canary8 := onDevice(t, dev, fill32), onDevice(t, dev, fill8)
+	ops := DeviceOps[uint32, uint32]{Kinds: onDevice(t, dev, kinds), Keys: onDevice(t, dev, keys), Vals: canary32.Sub(0, 0), His: canary32.Sub(0, 0)}
 	res := DeviceResults[uint32, uint32]{Found: canary8.Sub(0, 0), Keys: canary32.Sub(0, 0), Vals: canary32.Sub(0, 0), Counts: canary32.Sub(0, 0)}
 	if err := tr.ApplyDevice(ctx, ops, res); err != nil {
 		t.Fatal(err)
 	}
-	got32, err := canary32.ToHost()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got8, err := canary8.ToHost()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(got32, fill32) || !slices.Equal(got8, fill8) {
+	if !slices.Equal(onHost(t, canary32), fill32) || !slices.Equal(onHost(t, canary8), fill8) {
 		t.Fatal("ApplyDevice wrote into the buffers behind empty result views")
 	}
 	var ins []uint32
@@ -641,14 +616,7 @@ func TestGPUBuildDeviceRacesClose(t *testing.T) {
 		for i := range ks {
 			ks[i] = uint32(i) * 2654435761
 		}
-		dk, err := cuda.FromHost(dev, ks)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dv, err := cuda.FromHost(dev, ks)
-		if err != nil {
-			t.Fatal(err)
-		}
+		dk, dv := onDevice(t, dev, ks), onDevice(t, dev, ks)
 		done := make(chan error, 1)
 		go func() { done <- tr.BuildDevice(ctx, dk, dv) }()
 		time.Sleep(delay)
@@ -658,7 +626,5 @@ func TestGPUBuildDeviceRacesClose(t *testing.T) {
 		if err := <-done; err != nil && !errors.Is(err, warpkit.ErrClosed) {
 			t.Fatalf("delay %v: BuildDevice beside Close: %v", delay, err)
 		}
-		dk.Free()
-		dv.Free()
 	}
 }
