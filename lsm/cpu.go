@@ -53,7 +53,7 @@ func (c *cpuLSM[K, V]) Update(ctx context.Context, keys []K, vals []V, dels []bo
 	if m == 0 {
 		return nil
 	}
-	if err := c.checkRoom(m); err != nil {
+	if err := c.checkRoom(m, kind); err != nil {
 		return err
 	}
 	p := c.padded(m)

@@ -16,7 +16,8 @@
 // On the GPU an insertion of one batch is a handful of launches on one
 // stream and a single synchronization at the end, with nothing read back in
 // between: one kernel prepares the batch, one sorts it (prim's fused radix
-// sort runs every pass in one launch for batches of up to 2^19 entries), and
+// sort runs every pass in one launch for batches of up to 2^19 entries with
+// 32-bit keys, 393,216 with 64-bit keys), and
 // one merge per full level it passes (prim's merge finds its tile splits
 // itself). At the paper's small batch sizes the cost of an insertion is this
 // fixed latency, not bandwidth, so the number of launches is what was cut.
@@ -84,14 +85,24 @@
 //
 // # Limits and errors
 //
-// At most 2^31 entries may be resident (r·b, including stale entries and
-// padding) and at most 2^31 values logged between cleanups; beyond that an
-// update fails with ErrInvalidArgument (call Cleanup) and nothing is applied.
-// Device memory exhaustion wraps ErrOutOfMemory. An update allocates what it
-// needs before it changes anything; a batch longer than b is applied chunk by
-// chunk, and a failure between chunks leaves the chunks before it applied (the
-// structure stays consistent). Use after Close gives ErrClosed. Device-resident
-// methods on the CPU backend give ErrInvalidArgument.
+// At most MaxResident (2^31-1) entries may be resident (r·b, including stale
+// entries and padding) and at most MaxLogged (2^31) values logged between
+// cleanups (deletions-only batches log none); beyond that an update fails
+// with ErrInvalidArgument (call Cleanup) and nothing is applied. Device memory
+// exhaustion wraps ErrOutOfMemory. An update allocates what it needs before it
+// changes anything, so ErrOutOfMemory leaves the structure as it was. A batch
+// longer than b is sorted as a whole and applied as chunks of b consecutive
+// sorted entries, highest keys first; only a failing kernel launch (a driver
+// error) can stop it between chunks, which leaves the chunks before it
+// applied: the structure stays consistent, but what is applied is the batch's
+// entries above some key, not a prefix of the batch in its input order.
+//
+// Every call waits for the device work it enqueued before it returns, also
+// when it fails. An error from that wait is a device fault (a kernel trap or
+// an illegal address), which is sticky: the CUDA context is lost for the whole
+// process and the structure's contents are undefined (a cleanup may have
+// rewritten part of the levels); close it. Use after Close gives ErrClosed.
+// Device-resident methods on the CPU backend give ErrInvalidArgument.
 //
 // Results returned as Go slices belong to the caller. A DeviceRange belongs to
 // the caller, who must Free it.

@@ -28,7 +28,8 @@ const (
 
 // gpuLSM is the CUDA backend. Host state (r, the level buffers, the log's
 // length) changes only under the LSM's write lock; every call synchronizes
-// its stream before it returns.
+// its stream before it returns, also when it fails (so that no work it
+// enqueued still reads the caller's slices or uses buffers it frees).
 type gpuLSM[K, V warpkit.Word] struct {
 	*sorteddict.Host[K, V] // the Go-slice forms of the operations
 	levelState
@@ -75,12 +76,15 @@ func newWorker[K, V warpkit.Word](dev *cuda.Device) (*worker[K, V], error) {
 	return &worker[K, V]{dev: dev, stream: s}, nil
 }
 
+// free closes the stream, which waits for its work, then frees the buffers
+// that work may have used.
 func (w *worker[K, V]) free() error {
+	err := w.stream.Close()
 	for _, b := range []interface{ Free() }{&w.ones, &w.batchK, &w.batchT, &w.pingK[0], &w.pingK[1], &w.pingT[0], &w.pingT[1],
 		&w.cnt, &w.off, &w.segoff, &w.ct, &w.selT, &w.counts, &w.small32, &w.start, &w.small64, &w.walkTotal, &w.ck, &w.selK, &w.flags, &w.stage} {
 		b.Free()
 	}
-	return w.stream.Close()
+	return err
 }
 
 // readBack copies src to the host, synchronizing the worker's stream.
@@ -257,7 +261,7 @@ func (g *gpuLSM[K, V]) ensureLog(need int) error {
 	return nil
 }
 
-func (g *gpuLSM[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], dels cuda.Slice[uint8], kind sorteddict.UpdateKind) error {
+func (g *gpuLSM[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], dels cuda.Slice[uint8], kind sorteddict.UpdateKind) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -265,10 +269,11 @@ func (g *gpuLSM[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], val
 	if m == 0 {
 		return nil
 	}
-	if err := g.checkRoom(m); err != nil {
+	if err := g.checkRoom(m, kind); err != nil {
 		return err
 	}
 	w, s := g.upd, g.upd.stream
+	defer sorteddict.SyncOnError(s, &err)
 	p := g.padded(m)
 	chunks := p / g.b
 
@@ -379,7 +384,7 @@ func (g *gpuLSM[K, V]) cascade(w *worker[K, V], ak cuda.Slice[K], at cuda.Slice[
 	return nil
 }
 
-func (g *gpuLSM[K, V]) Cleanup(ctx context.Context) error {
+func (g *gpuLSM[K, V]) Cleanup(ctx context.Context) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -390,9 +395,11 @@ func (g *gpuLSM[K, V]) Cleanup(ctx context.Context) error {
 	w, s, n := g.upd, g.upd.stream, g.resident()
 	defer func() {
 		// Cleanup's buffers are as large as the structure: give them back,
-		// down to what Options.Capacity reserved for updates. Reserving
-		// again is best effort: should it fail, an update allocates (and
-		// reports ErrOutOfMemory) on demand.
+		// down to what Options.Capacity reserved for updates, once no work
+		// uses them (a failure may leave some enqueued). Reserving again is
+		// best effort: should it fail, an update allocates (and reports
+		// ErrOutOfMemory) on demand.
+		sorteddict.SyncOnError(s, &err)
 		for i := range 2 {
 			w.pingK[i].Free()
 			w.pingT[i].Free()
@@ -403,7 +410,6 @@ func (g *gpuLSM[K, V]) Cleanup(ctx context.Context) error {
 	var pk [2]cuda.Slice[K]
 	var pt [2]cuda.Slice[uint32]
 	for i := range 2 {
-		var err error
 		if pk[i], err = w.pingK[i].Get(g.dev, s, n); err != nil {
 			return err
 		}
@@ -454,6 +460,9 @@ func (g *gpuLSM[K, V]) Cleanup(ctx context.Context) error {
 		}
 	}
 	if err := s.Synchronize(); err != nil {
+		// A device fault: the scatter may have rewritten part of the
+		// levels, so the structure is undefined (see the package doc).
+		newlog.Free()
 		return err
 	}
 	g.log.Free()
@@ -520,6 +529,7 @@ func (g *gpuLSM[K, V]) countRange(ctx context.Context, w *worker[K, V], lo, hi c
 	var parts sorteddict.RangeParts[K, V]
 	defer func() {
 		if err != nil {
+			sorteddict.SyncOnError(s, &err) // before the parts the work writes are freed
 			parts.Free()
 		}
 	}()
@@ -660,7 +670,15 @@ func (g *gpuLSM[K, V]) stages2to5(w *worker[K, V], qc, nlev, total int, counts c
 	if err := g.fn.gather.Launch(sorteddict.TileGrid(total, tileItems), sorteddict.Block, 0, s, g.tab, off, start, uint64(nseg), uint64(total), ck, ct); err != nil {
 		return err
 	}
-	if err := prim.SegmentedSortPairs(g.eng, s, ck, ct, segoff); err != nil {
+	// One query is one segment: sort it with the device-wide radix sort (same
+	// stable order), which also takes the candidates of a single query that
+	// exceed prim.MaxSegmentedElements. Several queries have at most
+	// g.budget candidates in all (stage1 splits them).
+	sortCandidates := func() error { return prim.SegmentedSortPairs(g.eng, s, ck, ct, segoff) }
+	if qc == 1 {
+		sortCandidates = func() error { return prim.SortPairs(g.eng, s, ck, ct, prim.SortOptions{}) }
+	}
+	if err := sortCandidates(); err != nil {
 		return err
 	}
 	var flags cuda.Slice[uint8]

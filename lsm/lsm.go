@@ -35,8 +35,13 @@ type Options struct {
 	BatchSize int
 	// Capacity, when positive, reserves device memory up front for that many
 	// resident entries: the levels, the value log, the merge buffers and the
-	// sort scratch of a batch of b, so that updates within it allocate nothing
-	// (also after Cleanup, which returns its own larger buffers).
+	// sort scratch of a batch of b, so that device-resident insertions and
+	// mixed updates of at most b entries within it allocate nothing (also
+	// after Cleanup, which returns its own larger buffers). Other updates
+	// still allocate, once, what the reservation does not cover: a
+	// deletions-only batch its deletion flags (DeleteDevice, Delete), a batch
+	// longer than b its sort buffers and scratch, and the Go-slice methods
+	// their device copies of the arguments and pinned staging.
 	Capacity int
 }
 
@@ -86,9 +91,11 @@ func (s levelState) resident() int { return int(s.r) * s.b }
 // padded returns the number of entries a batch of m becomes: ceil(m/b)·b.
 func (s levelState) padded(m int) int { return (m + s.b - 1) / s.b * s.b }
 
-// checkRoom fails when a batch of m entries would exceed the limits.
-func (s levelState) checkRoom(m int) error {
-	if s.logged+m > MaxLogged {
+// checkRoom fails when a batch of m entries of the given kind would exceed
+// the limits. A deletions-only batch logs no values (tombstones' slots are
+// never read), so only the resident limit applies to it.
+func (s levelState) checkRoom(m int, kind sorteddict.UpdateKind) error {
+	if kind != sorteddict.DeletesOnly && s.logged+m > MaxLogged {
 		return fmt.Errorf("lsm: update: %w: %d logged values plus a batch of %d exceed %d; call Cleanup", warpkit.ErrInvalidArgument, s.logged, m, MaxLogged)
 	}
 	if s.resident()+s.padded(m) > MaxResident {
@@ -106,7 +113,7 @@ func (s levelState) levels() []int {
 	return lv
 }
 
-// cascadeDepths returns, for inserting chunks batches one after the other,
+// deepest returns, for inserting chunks batches one after the other,
 // the deepest level reached (the first empty level of the last increment that
 // reaches furthest).
 func (s levelState) deepest(chunks int) int {

@@ -207,6 +207,17 @@ func TestCPULimits(t *testing.T) {
 	if err := l.Insert(context.Background(), []uint32{1, 2}, []uint32{1, 2}); !errors.Is(err, warpkit.ErrInvalidArgument) {
 		t.Fatalf("log overflow: %v", err)
 	}
+	// A deletions-only batch logs nothing, so a full log does not stop it.
+	c.logged = MaxLogged
+	if err := l.Delete(context.Background(), []uint32{1, 2}); err != nil {
+		t.Fatalf("deletions with the log full: %v", err)
+	}
+	if st := l.Stats(); st.Logged != MaxLogged || st.Batches != 1 {
+		t.Fatalf("deletions-only batch: %+v, want the log untouched and one batch", st)
+	}
+	if err := l.Update(context.Background(), []uint32{1, 2}, []uint32{1, 2}, []bool{true, true}); !errors.Is(err, warpkit.ErrInvalidArgument) {
+		t.Fatalf("mixed batch (of deletions) with the log full: %v, want ErrInvalidArgument", err)
+	}
 	c.logged = 0
 	c.r = MaxResident / (1 << 20)
 	if err := l.Insert(context.Background(), []uint32{1}, []uint32{1}); !errors.Is(err, warpkit.ErrInvalidArgument) {

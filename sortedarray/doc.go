@@ -22,6 +22,12 @@
 // concurrently (each on its own CUDA stream on the GPU backend). An update
 // allocates everything it needs before it changes the array: on
 // ErrOutOfMemory nothing is applied. At most prim.MaxElements (2^31-1) keys.
-// Use after Close gives ErrClosed; device-resident methods on the CPU backend
-// give ErrInvalidArgument. A DeviceRange belongs to the caller, who frees it.
+// Every call waits for the device work it enqueued before it returns, also
+// when it fails. An error from that wait is a device fault (a kernel trap or
+// an illegal address), which is sticky: the CUDA context is lost for the whole
+// process, and after one in an update the array's contents are undefined (the
+// final merge writes the batch into the array's own buffer when the batch
+// replaces or deletes keys); close it. Use after Close gives ErrClosed;
+// device-resident methods on the CPU backend give ErrInvalidArgument. A
+// DeviceRange belongs to the caller, who frees it.
 package sortedarray

@@ -16,7 +16,8 @@ const workers = 4
 
 // gpuSA is the CUDA backend: the array lives in one of two buffers (the
 // other receives the next merge); host state changes only under the write
-// lock, and every call synchronizes its stream before it returns.
+// lock, and every call synchronizes its stream before it returns, also when
+// it fails.
 type gpuSA[K, V warpkit.Word] struct {
 	*sorteddict.Host[K, V] // the Go-slice forms of the operations
 	dev                    *cuda.Device
@@ -49,11 +50,14 @@ func newWorker[K, V warpkit.Word](dev *cuda.Device) (*worker[K, V], error) {
 	return &worker[K, V]{dev: dev, stream: s}, nil
 }
 
+// free closes the stream, which waits for its work, then frees the buffers
+// that work may have used.
 func (w *worker[K, V]) free() error {
+	err := w.stream.Close()
 	for _, b := range []interface{ Free() }{&w.stage, &w.bk, &w.ck, &w.bt, &w.ct, &w.small, &w.cnts, &w.cv, &w.keepB, &w.keepA, &w.ones, &w.drops, &w.starts, &w.tot} {
 		b.Free()
 	}
-	return w.stream.Close()
+	return err
 }
 
 type kernels struct {
@@ -152,7 +156,7 @@ func (g *gpuSA[K, V]) reserve(need int) error {
 	return nil
 }
 
-func (g *gpuSA[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], dels cuda.Slice[uint8], kind sorteddict.UpdateKind) error {
+func (g *gpuSA[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], dels cuda.Slice[uint8], kind sorteddict.UpdateKind) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -164,6 +168,7 @@ func (g *gpuSA[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], vals
 		return fmt.Errorf("%w: %d keys plus a batch of %d exceed %d", warpkit.ErrInvalidArgument, g.n, m, MaxLen)
 	}
 	w, s := g.upd, g.upd.stream
+	defer sorteddict.SyncOnError(s, &err)
 	// Allocate everything first: a failure leaves the array as it was.
 	if err := g.reserve(g.n + m); err != nil {
 		return err
@@ -191,7 +196,7 @@ func (g *gpuSA[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], vals
 	}
 	ak, av := g.array()
 	grid := sorteddict.Grid(m)
-	err := errors.Join(
+	err = errors.Join(
 		small.Zero(s),
 		g.fn.prep.Launch(grid, sorteddict.Block, 0, s, keys, dels, nil, uint64(m), uint64(m), uint32(0), bk, bt, nil),
 	)
@@ -241,9 +246,11 @@ func (g *gpuSA[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], vals
 		dst = alt
 	}
 	if err := prim.MergePairs(g.eng, s, ck.Sub(0, cb), cv.Sub(0, cb), ak, av, g.keys[dst].Sub(0, newN), g.vals[dst].Sub(0, newN), prim.MergeOptions[K]{}); err != nil {
-		return err
+		return err // not enqueued: the array is as it was
 	}
 	if err := s.Synchronize(); err != nil {
+		// A device fault: with dst == g.cur the merge may have overwritten
+		// part of the array, which is undefined now (see the package doc).
 		return err
 	}
 	g.cur, g.n = dst, newN
@@ -303,7 +310,11 @@ func (g *gpuSA[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*D
 			return err
 		}
 		dr := &DeviceRange[K, V]{Offsets: off}
-		fail := func(err error) error { dr.Free(); return err }
+		fail := func(err error) error {
+			sorteddict.SyncOnError(s, &err) // before the memory the work writes is freed
+			dr.Free()
+			return err
+		}
 		ak, av := g.array()
 		if err := tot.Zero(s); err != nil {
 			return fail(err)

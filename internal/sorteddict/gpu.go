@@ -77,6 +77,17 @@ func (b *Buf[T]) Free() {
 	b.s = cuda.Slice[T]{}
 }
 
+// SyncOnError waits for the work enqueued on stream when *err is set (defer
+// it): a call that fails midway must not return while its work may still read
+// the caller's slices or use buffers that are about to be freed. The wait's
+// own error is dropped: *err is what the caller reports (a failed wait means a
+// device fault, which every later call reports too).
+func SyncOnError(stream *cuda.Stream, err *error) {
+	if *err != nil {
+		_ = stream.Synchronize()
+	}
+}
+
 // Alloc allocates n elements, or returns the zero Slice for n == 0.
 func Alloc[T cuda.Elem](dev *cuda.Device, n int) (cuda.Slice[T], error) {
 	if n == 0 {

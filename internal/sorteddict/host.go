@@ -45,11 +45,14 @@ func NewHost[K, V warpkit.Word](dev *cuda.Device, eng DeviceEngine[K, V], worker
 	}, (*stager[K, V]).free)}
 }
 
+// free closes the stream, which waits for its copies, then frees the buffers
+// and staging they use.
 func (s *stager[K, V]) free() error {
+	err := s.stream.Close()
 	for _, b := range []interface{ Free() }{&s.k1, &s.k2, &s.rk, &s.v1, &s.rv, &s.f1, &s.rf, &s.counts, &s.stage} {
 		b.Free()
 	}
-	return s.stream.Close()
+	return err
 }
 
 // Close releases the staging streams and memory.
@@ -75,8 +78,11 @@ func up[T cuda.Elem](h *cuda.Device, st *cuda.Stream, buf *Buf[T], src []T, dst 
 	return upload{Bytes[T](len(src)), func(s *Staging, st *cuda.Stream) error { return Upload(s, st, d, src) }}, err
 }
 
-// with runs f on a stager after staging the uploads and synchronizing.
-func (h *Host[K, V]) with(ctx context.Context, f func(w *stager[K, V]) ([]upload, error), then func(w *stager[K, V]) error) error {
+// with runs f on a stager after staging the uploads and synchronizing. On
+// failure it waits for the copies already enqueued on the stager's stream
+// before handing the stager back (the next call may replace the staging they
+// read from or write to).
+func (h *Host[K, V]) with(ctx context.Context, f func(w *stager[K, V]) ([]upload, error), then func(w *stager[K, V]) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -85,6 +91,7 @@ func (h *Host[K, V]) with(ctx context.Context, f func(w *stager[K, V]) ([]upload
 		return err
 	}
 	defer h.pool.Put(w)
+	defer SyncOnError(w.stream, &err)
 	ups, err := f(w)
 	if err != nil {
 		return err

@@ -27,12 +27,14 @@ func (p pair[T]) Download(s *Staging, stream *cuda.Stream) (Pending, error) {
 func Pair[T cuda.Elem](dst []T, src cuda.Slice[T]) Copier { return pair[T]{dst, src} }
 
 // Fetch enqueues the copies through staging already reserved for them,
-// synchronizes the stream and finishes them.
+// synchronizes the stream and finishes them. It synchronizes also when it
+// fails to enqueue a copy, so that none is in flight when it returns.
 func Fetch(s *Staging, stream *cuda.Stream, copies ...Copier) error {
 	ps := make([]Pending, 0, len(copies))
 	for _, c := range copies {
 		p, err := c.Download(s, stream)
 		if err != nil {
+			SyncOnError(stream, &err)
 			return err
 		}
 		ps = append(ps, p)
@@ -93,8 +95,10 @@ func (p *RangeParts[K, V]) Free() {
 }
 
 // Assemble builds the result: per-query offsets from counts (scan is an
-// exclusive scan writing the total to its last argument), and the chunks' pairs in one pair of slices. It synchronizes the
-// stream. The parts are consumed.
+// exclusive scan writing the total to its last argument), and the chunks'
+// pairs in one pair of slices. It synchronizes the stream, also when it fails.
+// On success the parts are consumed; on failure they are left for the caller
+// to Free (and nothing Assemble allocated is left behind).
 func (p *RangeParts[K, V]) Assemble(dev *cuda.Device, stream *cuda.Stream, counts cuda.Slice[uint32], scan func(in, out, total cuda.Slice[uint32]) error) (*DeviceRange[K, V], error) {
 	nq := counts.Len()
 	off, err := cuda.Alloc[uint32](dev, nq+1)
@@ -102,44 +106,41 @@ func (p *RangeParts[K, V]) Assemble(dev *cuda.Device, stream *cuda.Stream, count
 		return nil, err
 	}
 	res := &DeviceRange[K, V]{Offsets: off, Total: p.total}
-	if err := scan(counts, off.Sub(0, nq), off.Sub(nq, nq+1)); err != nil {
-		off.Free()
+	// fail frees what Assemble allocated once the work that writes it is done.
+	fail := func(err error) (*DeviceRange[K, V], error) {
+		SyncOnError(stream, &err)
+		res.Free()
 		return nil, err
 	}
-	switch len(p.keys) {
-	case 0:
-	case 1:
-		res.Keys, res.Values = p.keys[0], p.vals[0]
-	default:
+	if err := scan(counts, off.Sub(0, nq), off.Sub(nq, nq+1)); err != nil {
+		return fail(err)
+	}
+	if len(p.keys) > 1 {
 		k, err1 := Alloc[K](dev, p.total)
 		v, err2 := Alloc[V](dev, p.total)
+		res.Keys, res.Values = k, v
 		if err := errors.Join(err1, err2); err != nil {
-			k.Free()
-			v.Free()
-			off.Free()
-			return nil, err
+			return fail(err)
 		}
 		at := 0
 		for i := range p.keys {
 			n := p.keys[i].Len()
 			if err := errors.Join(cuda.CopyAsync(k.Sub(at, at+n), p.keys[i], stream), cuda.CopyAsync(v.Sub(at, at+n), p.vals[i], stream)); err != nil {
-				k.Free()
-				v.Free()
-				off.Free()
-				return nil, err
+				return fail(err)
 			}
 			at += n
 		}
-		if err := stream.Synchronize(); err != nil {
-			return nil, err
-		}
-		p.Free()
-		res.Keys, res.Values = k, v
 	}
-	p.keys, p.vals = nil, nil
 	if err := stream.Synchronize(); err != nil {
-		res.Free()
-		return nil, err
+		return fail(err)
+	}
+	switch len(p.keys) {
+	case 0:
+	case 1: // the only part is the result
+		res.Keys, res.Values = p.keys[0], p.vals[0]
+		p.keys, p.vals, p.total = nil, nil, 0
+	default: // copied: the parts go
+		p.Free()
 	}
 	return res, nil
 }

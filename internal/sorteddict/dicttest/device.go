@@ -35,7 +35,8 @@ func FromHost[T cuda.Elem](t testing.TB, dev *cuda.Device, h []T) cuda.Slice[T] 
 	return s
 }
 
-// Alloc allocates n device elements freed at the end of the test.
+// Alloc allocates n device elements freed at the end of the test, filled
+// with the byte 0xa5 so that an output a query leaves unwritten shows.
 func Alloc[T cuda.Elem](t testing.TB, dev *cuda.Device, n int) cuda.Slice[T] {
 	t.Helper()
 	s, err := cuda.Alloc[T](dev, n)
@@ -43,6 +44,11 @@ func Alloc[T cuda.Elem](t testing.TB, dev *cuda.Device, n int) cuda.Slice[T] {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Free() })
+	// The dictionaries' streams do not wait for the legacy stream: finish
+	// the fill before they run.
+	if err := errors.Join(s.FillBytes(0xa5, nil), dev.Synchronize()); err != nil {
+		t.Fatal(err)
+	}
 	return s
 }
 

@@ -178,15 +178,25 @@ func Check[K, V warpkit.Word](t testing.TB, ctx context.Context, d Dict[K, V], o
 	}
 }
 
+// garbage fills the outputs of a query before it runs, so that an output the
+// query leaves unwritten (a value not zeroed for an absent key, say) shows.
+func garbage[T any](xs []T, x T) {
+	for i := range xs {
+		xs[i] = x
+	}
+}
+
 func check[K, V warpkit.Word](ctx context.Context, d Dict[K, V], o *Oracle[K, V], rng *rand.Rand, w Workload, nq int) error {
 	q := Queries(rng, w, o, nq)
 	vals, found := make([]V, nq), make([]bool, nq)
+	garbage(vals, V(0x5a5a5a5a))
+	garbage(found, true)
 	if err := d.Lookup(ctx, q, vals, found); err != nil {
 		return fmt.Errorf("lookup: %w", err)
 	}
 	for i, k := range q {
-		v, ok := o.Lookup(k)
-		if found[i] != ok || (ok && vals[i] != v) {
+		v, ok := o.Lookup(k) // v is 0 when absent, as Lookup documents
+		if found[i] != ok || vals[i] != v {
 			return fmt.Errorf("lookup(%#x) = %#x, %v; want %#x, %v", k, vals[i], found[i], v, ok)
 		}
 	}
@@ -242,12 +252,15 @@ func check[K, V warpkit.Word](ctx context.Context, d Dict[K, V], o *Oracle[K, V]
 		if dir == "predecessor" {
 			f, want = d.Predecessor, o.Predecessor
 		}
+		garbage(ok, K(0x6b6b6b6b))
+		garbage(ov, V(0x7c7c7c7c))
+		garbage(found, true)
 		if err := f(ctx, q, ok, ov, found); err != nil {
 			return fmt.Errorf("%s: %w", dir, err)
 		}
 		for i, k := range q {
-			wk, wv, wf := want(k)
-			if found[i] != wf || (wf && (ok[i] != wk || ov[i] != wv)) {
+			wk, wv, wf := want(k) // 0, 0, false when there is none: the outputs are documented as 0 then
+			if found[i] != wf || ok[i] != wk || ov[i] != wv {
 				return fmt.Errorf("%s(%#x) = (%#x, %#x, %v), want (%#x, %#x, %v)", dir, k, ok[i], ov[i], found[i], wk, wv, wf)
 			}
 		}
