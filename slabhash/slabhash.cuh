@@ -62,7 +62,6 @@ enum Flags : uint32_t { kFlagRetry = 1, kFlagCheckKeys = 2 };
 // kStatusRetryLimit instead of hanging.
 constexpr uint32_t kMaxSteps = 1u << 26;
 constexpr uint32_t kCasTries = 1u << 20;
-constexpr uint32_t kPublishSpins = 1u << 22;
 
 template <typename K>
 __device__ __forceinline__ constexpr K empty_key() { return ~K(0); }
@@ -293,27 +292,6 @@ __device__ __forceinline__ unsigned published(const Tile<L::W>& t, const Lane<L>
   else return 0xffffffffu;
 }
 
-// wait_published waits (bounded) until the inserter that claimed slot lane
-// has published its value; afterwards, and after the acquire fence, the
-// value is visible.
-template <class L>
-__device__ bool wait_published(const Tile<L::W>& t, const Ctx<L>& c, char* slab, int lane) {
-  uint32_t ok = 0;
-  if (t.rank == 0) {
-    for (uint32_t i = 0; i < kPublishSpins; ++i) {
-      if (!((ldv32(slab + L::kAuxOffset) >> lane) & 1)) {
-        ok = 1;
-        break;
-      }
-      __nanosleep(32);
-    }
-    __threadfence();
-  }
-  ok = t.shfl(ok, 0);
-  if (!ok) report(c.status, kStatusRetryLimit);
-  return ok != 0;
-}
-
 // try_claim takes an empty slot for (k, v) (one lane). Packed layouts claim
 // and publish with one CAS; wide pairs claim the key word, store the value,
 // fence, and clear the slot's unpublished bit (the release). When another
@@ -424,10 +402,11 @@ __device__ __forceinline__ int tombstone(char* slab, int lane, uint64_t seen, ty
   }
 }
 
-// find looks k up (map and set).
+// find looks k up (map and set; the warp engine's packed layouts).
 template <class L>
 __device__ Out<L> find(const Tile<L::W>& t, const Ctx<L>& c, typename L::K k) {
   using V = typename L::V;
+  static_assert(!L::kWide, "wide pairs run the round engine");
   char* s = c.head(c.bucket(k));
   for (uint32_t hop = 0; hop < kMaxSteps; ++hop) {
     Lane<L> d = load<L>(t, s);
@@ -444,16 +423,8 @@ __device__ Out<L> find(const Tile<L::W>& t, const Ctx<L>& c, typename L::K k) {
         pr = t.shfl(pr, l);
         if ((uint32_t)pr != (uint32_t)k) return out<L>(kResNotFound);  // deleted meanwhile
         return out<L>(kResFound, (V)(pr >> 32));
-      } else if constexpr (L::kPacked) {
-        return out<L>(kResFound, t.shfl(d.val, l));
       } else {
-        if (!((published<L>(t, d) >> l) & 1)) return out<L>(kResNotFound);  // insert not yet linearized
-        V v = 0;
-        if (t.rank == l) {
-          __threadfence();  // acquire: the unpublished bit was seen clear
-          v = ldv<V>(L::slot_ptr(s, l) + L::kValueOffset);
-        }
-        return out<L>(kResFound, t.shfl(v, l));
+        return out<L>(kResFound, t.shfl(d.val, l));
       }
     }
     uint32_t next = t.shfl(d.tail, L::kTailLane);
@@ -467,10 +438,12 @@ __device__ Out<L> find(const Tile<L::W>& t, const Ctx<L>& c, typename L::K k) {
 // insert adds (k, v): map = insert or replace, set = insert if absent,
 // multimap = always a new pair. Only the first empty slot in list order (the
 // frontier) is ever claimed, so two inserts of one key meet at one slot.
+// The warp engine's packed layouts only.
 template <class L>
 __device__ Out<L> insert(const Tile<L::W>& t, const Ctx<L>& c, TileAllocator<L::W>& alloc, typename L::K k,
                          typename L::V v) {
   using K = typename L::K;
+  static_assert(!L::kWide, "wide pairs run the round engine");
   char* s = c.head(c.bucket(k));
   for (uint32_t it = 0; it < kMaxSteps; ++it) {
     Lane<L> d = load<L>(t, s);
@@ -481,7 +454,7 @@ __device__ Out<L> insert(const Tile<L::W>& t, const Ctx<L>& c, TileAllocator<L::
         int l = __ffs(m) - 1;
         if constexpr (L::kIsSet) {
           return out<L>(kResPresent);
-        } else if constexpr (L::kPacked) {
+        } else {
           int r = 0;
           if (t.rank == l) r = replace_packed<L>(s, l, d.raw0, k, v);
           r = t.shfl(r, l);
@@ -489,13 +462,6 @@ __device__ Out<L> insert(const Tile<L::W>& t, const Ctx<L>& c, TileAllocator<L::
           if (r == 2) continue;  // deleted meanwhile: k is absent, insert at the frontier
           report(c.status, kStatusRetryLimit);
           return out<L>(kResFailed);
-        } else {
-          if (!((published<L>(t, d) >> l) & 1) && !wait_published<L>(t, c, s, l)) return out<L>(kResFailed);
-          if (t.rank == l) {
-            __threadfence();
-            exch<typename L::V>(L::slot_ptr(s, l) + L::kValueOffset, v);
-          }
-          return out<L>(kResPresent);
         }
       }
     }
@@ -919,7 +885,9 @@ __device__ __forceinline__ void sign_off(unsigned long long* ctrl, const Pool* p
 }
 
 // apply_warps is the paper's engine: the warp serves its lanes' operations
-// one at a time.
+// one at a time. It runs the whole-warp layouts, which are all packed (the
+// paper's 32/32 pairs and 32-bit sets); wide pairs need tiles of 8 or 16
+// lanes and run apply_rounds.
 template <class L>
 __device__ void apply_warps(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool, const typename L::K* keys,
                             typename L::V* vals, const uint8_t* ops, uint32_t uniform_op, uint8_t* results,

@@ -58,7 +58,7 @@ constexpr uint32_t kStatusBadFree = 1u << 8;
 // Pool is the device-resident descriptor. The host rewrites the immutable
 // part (super block table, counts) only between kernels; `used` is updated by
 // kernels (once per tile and launch) and read by the host. The Go mirror is in
-// package slaballoc (descriptor.go); offsets are asserted below.
+// package slaballoc (gpu.go); offsets are asserted below.
 struct Pool {
   unsigned long long units[kMaxSuperBlocks];    // base address of each super block's units
   unsigned long long bitmaps[kMaxSuperBlocks];  // base address of its bitmaps
@@ -85,7 +85,7 @@ __device__ __forceinline__ unsigned lane() {
 // a warp may follow different paths.
 template <int W>
 struct Tile {
-  static_assert(W == 4 || W == 8 || W == 16 || W == 32, "tile width must be 4, 8, 16 or 32");
+  static_assert(W == 8 || W == 16 || W == 32, "tile width must be 8, 16 or 32");
   static constexpr int kWidth = W;
   unsigned mask;  // this tile's lanes in the warp
   unsigned base;  // warp lane of rank 0
