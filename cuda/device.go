@@ -43,7 +43,6 @@ func (p Properties) DriverVersionString() string {
 }
 
 const (
-	attrMaxThreadsPerBlock      = 1
 	attrClockRate               = 13
 	attrMultiprocessorCount     = 16
 	attrMemoryClockRate         = 36
@@ -143,6 +142,10 @@ type deviceState struct {
 	idleWaiters []*executor
 	allWaiters  []*executor
 	closing     bool
+
+	// closed is set when the last handle closes; pinned memory checks it,
+	// since releasing the context frees that memory too.
+	closed atomic.Bool
 }
 
 var (
@@ -208,8 +211,10 @@ func Open(ordinal int) (*Device, error) {
 
 // Close releases this handle. When it is the last one, it waits for the
 // device's work, unloads every module and releases the primary context, which
-// frees all memory, streams and events made through the device; a goroutine
-// still waiting in Synchronize gets ErrClosed. Closing twice returns ErrClosed.
+// frees all memory, streams and events made through the device. A goroutine
+// whose Synchronize is still polling gets ErrClosed; one already blocked on a
+// waiter thread gets its result, and Close waits for it. Closing twice
+// returns ErrClosed.
 func (d *Device) Close() error {
 	if d == nil || !d.closed.CompareAndSwap(false, true) {
 		return ErrClosed
@@ -223,17 +228,22 @@ func (d *Device) Close() error {
 	}
 	delete(registry, st.props.Ordinal)
 	st.stopWaiters()
+	// Take the modules before stopping the executor: LoadModule holds modMu
+	// while it calls the executor, so taking modMu on the executor thread
+	// during stop could deadlock with a load in flight.
+	st.modMu.Lock()
+	mods := st.modules
+	st.modules = nil
+	st.modMu.Unlock()
 	var err error
 	st.exec.stop(func() {
-		st.modMu.Lock()
-		for _, m := range st.modules {
+		for _, m := range mods {
 			st.drv.moduleUnload(m.handle)
 		}
-		st.modules = nil
-		st.modMu.Unlock()
 		st.drv.ctxSynchronize()
 		err = check(st.drv, "cuDevicePrimaryCtxRelease", st.drv.primaryCtxRelease(st.dev))
 	})
+	st.closed.Store(true)
 	return err
 }
 
@@ -288,6 +298,19 @@ func (st *deviceState) awaitWork(query func() result, queryOp string, wait func(
 		}
 		runtime.Gosched()
 	}
+}
+
+// finishDefault makes work enqueued on the legacy default stream (handle 0)
+// complete before the caller goes on: an operation given the nil *Stream is
+// synchronous. warpkit's own streams are non-blocking, so without this wait
+// the work would not be ordered before later work on them.
+func (st *deviceState) finishDefault(stream uintptr) error {
+	if stream != 0 {
+		return nil
+	}
+	return st.awaitWork(
+		func() result { return st.drv.streamQuery(0) }, "cuStreamQuery",
+		func() result { return st.drv.streamSynchronize(0) }, "cuStreamSynchronize")
 }
 
 // block runs a call that may wait for the device (a synchronization, a

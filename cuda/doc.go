@@ -24,7 +24,8 @@
 // Device.Synchronize run on waiters directly. All types here are therefore
 // safe for concurrent use by any number of goroutines.
 // Operations on one [Stream] run in issue order; work on different streams may
-// overlap. The nil *Stream is the legacy default stream.
+// overlap. The nil *Stream is the legacy default stream, and operations given
+// it complete before the call returns.
 //
 // # Lifetimes
 //

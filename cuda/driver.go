@@ -11,7 +11,6 @@ type result int32
 const (
 	resultSuccess           result = 0
 	resultOutOfMemory       result = 2
-	resultNotInitialized    result = 3
 	resultDeinitialized     result = 4
 	resultNoDevice          result = 100
 	resultInvalidDevice     result = 101

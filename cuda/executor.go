@@ -44,6 +44,13 @@ var (
 	callerSpin   = 30 * time.Microsecond
 )
 
+// spinning reports whether to spin for up to limit. With one processor (a
+// one-CPU container) a spinning goroutine would hold the processor the other
+// side needs to make progress, so nobody spins.
+func spinning(limit time.Duration) bool {
+	return limit > 0 && runtime.GOMAXPROCS(0) > 1
+}
+
 // call is one unit of work and its completion state.
 type call struct {
 	f     func()
@@ -95,7 +102,7 @@ func (e *executor) loop() {
 		if quit {
 			return
 		}
-		if executorSpin > 0 && e.spinForWork() {
+		if spinning(executorSpin) && e.spinForWork() {
 			continue
 		}
 		// Announce the park, then look once more: a submitter either sees
@@ -174,7 +181,7 @@ func (c *call) finish() {
 
 // wait returns once the call is done: it spins for up to callerSpin, then parks.
 func (c *call) wait() {
-	if callerSpin > 0 {
+	if spinning(callerSpin) {
 		deadline := time.Now().Add(callerSpin)
 		for i := 0; ; i++ {
 			if c.state.Load() == callDone {

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -26,7 +29,9 @@ type fakeGPU struct {
 	functions   map[uintptr]string
 	contexts    int // retained primary contexts
 	threadCtx   sync.Map
-	syncGate    chan struct{} // if non-nil, stream synchronization waits for it to close
+	syncGate    chan struct{} // if non-nil, created streams (not stream 0) are busy until it closes
+	gcInCopy    bool          // run the garbage collector (and its cleanups) inside device-to-host copies
+	defaultWait atomic.Int32  // queries and synchronizations of stream 0
 }
 
 type fakeLaunch struct {
@@ -161,6 +166,11 @@ func (f *fakeGPU) driver() *driverAPI {
 		return 0
 	}
 	copyOut := func(dst []byte, src uint64) result {
+		if f.gcInCopy {
+			runtime.GC()
+			runtime.GC()
+			time.Sleep(10 * time.Millisecond) // let cleanups reach the executor
+		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		mem, ok := f.resolve(src, uint64(len(dst)))
@@ -203,14 +213,20 @@ func (f *fakeGPU) driver() *driverAPI {
 	newHandle := func() uintptr { f.mu.Lock(); defer f.mu.Unlock(); handles++; return handles }
 	d.streamCreate = func(s *uintptr, _ uint32) result { *s = newHandle(); return 0 }
 	d.streamDestroy = func(uintptr) result { return 0 }
-	d.streamSynchronize = func(uintptr) result {
-		if f.syncGate != nil {
+	d.streamSynchronize = func(h uintptr) result {
+		if h == 0 {
+			f.defaultWait.Add(1)
+		}
+		if f.syncGate != nil && h != 0 {
 			<-f.syncGate
 		}
 		return 0
 	}
-	d.streamQuery = func(uintptr) result {
-		if f.syncGate != nil {
+	d.streamQuery = func(h uintptr) result {
+		if h == 0 {
+			f.defaultWait.Add(1)
+		}
+		if f.syncGate != nil && h != 0 {
 			select {
 			case <-f.syncGate:
 			default:

@@ -30,15 +30,19 @@ var libcudaSymbols = []string{
 // missing.
 func loadLibcuda() (*driverAPI, error) {
 	var lib uintptr
-	var err error
+	var first error
 	for _, name := range libcudaNames {
-		lib, err = purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 		if err == nil {
+			lib = h
 			break
 		}
+		if first == nil {
+			first = err // the versioned name's reason is the one that matters
+		}
 	}
-	if err != nil {
-		return nil, err
+	if lib == 0 {
+		return nil, first
 	}
 	b := binder{lib: lib}
 	d := &driverAPI{}

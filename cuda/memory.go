@@ -68,6 +68,12 @@ func (b *Buffer) Free() error {
 	return b.st.run(func() result { return b.st.drv.memFree(p) }, "cuMemFree")
 }
 
+// ptrErr lets Launch refuse a nil or freed buffer as a kernel argument.
+func (b *Buffer) ptrErr() error { return b.live() }
+
+// ptrErr lets Launch refuse a view of a freed buffer as a kernel argument.
+func (s Slice[T]) ptrErr() error { return s.live() }
+
 // live returns ErrClosed for a freed buffer.
 func (b *Buffer) live() error {
 	if b == nil || b.freed.Load() {
@@ -187,9 +193,8 @@ func (s Slice[T]) live() error {
 }
 
 // smallCopy is the size up to which a synchronous copy runs on the executor:
-// it finishes in microseconds (it waits only for the legacy default stream,
-// which warpkit's structures do not use), and waking a waiter thread costs
-// more than that. Larger copies run on a waiter thread.
+// it finishes in microseconds, and waking a waiter thread costs more than
+// that. Larger copies run on a waiter thread.
 const smallCopy = 1 << 20
 
 func (st *deviceState) syncCopy(n uint64, f func() result, op string) error {
@@ -199,11 +204,25 @@ func (st *deviceState) syncCopy(n uint64, f func() result, op string) error {
 	return st.block(f, op)
 }
 
-// CopyFromHost copies src into the first len(src) elements, synchronously.
+// enqueue runs an asynchronous operation on the executor and, when it went to
+// the legacy default stream (stream 0), waits for it to complete.
+func (st *deviceState) enqueue(stream uintptr, f func() result, op string) error {
+	if err := st.run(f, op); err != nil {
+		return err
+	}
+	return st.finishDefault(stream)
+}
+
+// CopyFromHost copies src into the first len(src) elements and returns once
+// the data is on the device. (The driver may return from a copy out of
+// pageable memory before its DMA has landed, ordered only on the legacy
+// default stream; CopyFromHost waits for that stream, so work on any stream
+// that follows sees the data.)
 func (s Slice[T]) CopyFromHost(src []T) error {
 	if err := s.live(); err != nil {
 		return err
 	}
+	defer runtime.KeepAlive(s.buf) // its cleanup must not free it mid-copy
 	if len(src) > s.n {
 		return fmt.Errorf("%w: cuda: copying %d elements into a slice of %d", ErrInvalidArgument, len(src), s.n)
 	}
@@ -212,7 +231,10 @@ func (s Slice[T]) CopyFromHost(src []T) error {
 	}
 	st, dst, n := s.buf.st, uint64(s.Ptr()), uint64(len(src))*uint64(sizeOf[T]())
 	p := unsafe.Pointer(&src[0])
-	return st.syncCopy(n, func() result { return st.drv.memcpyHtoD(dst, p, n) }, "cuMemcpyHtoD")
+	if err := st.syncCopy(n, func() result { return st.drv.memcpyHtoD(dst, p, n) }, "cuMemcpyHtoD"); err != nil {
+		return err
+	}
+	return st.finishDefault(0)
 }
 
 // CopyToHost copies the first len(dst) elements into dst, synchronously.
@@ -220,6 +242,7 @@ func (s Slice[T]) CopyToHost(dst []T) error {
 	if err := s.live(); err != nil {
 		return err
 	}
+	defer runtime.KeepAlive(s.buf)
 	if len(dst) > s.n {
 		return fmt.Errorf("%w: cuda: copying %d elements out of a slice of %d", ErrInvalidArgument, len(dst), s.n)
 	}
@@ -237,13 +260,14 @@ func (s Slice[T]) ToHost() ([]T, error) {
 	return out, s.CopyToHost(out)
 }
 
-// CopyFrom copies src (same length) into s, device to device, synchronously.
+// CopyFrom copies src (same length) into s, device to device, and returns once
+// the copy is done.
 func (s Slice[T]) CopyFrom(src Slice[T]) error {
 	return CopyAsync(s, src, nil)
 }
 
 // CopyAsync enqueues a device-to-device copy of src into dst (same length) on
-// stream (nil: the default stream, which makes the call synchronous).
+// stream; with the nil stream it returns once the copy is done.
 func CopyAsync[T Elem](dst, src Slice[T], stream *Stream) error {
 	if err := dst.live(); err != nil {
 		return err
@@ -251,6 +275,8 @@ func CopyAsync[T Elem](dst, src Slice[T], stream *Stream) error {
 	if err := src.live(); err != nil {
 		return err
 	}
+	defer runtime.KeepAlive(dst.buf)
+	defer runtime.KeepAlive(src.buf)
 	if dst.n != src.n {
 		return fmt.Errorf("%w: cuda: copy of %d elements into %d", ErrInvalidArgument, src.n, dst.n)
 	}
@@ -265,35 +291,37 @@ func CopyAsync[T Elem](dst, src Slice[T], stream *Stream) error {
 	if err != nil {
 		return err
 	}
-	if stream == nil {
-		return st.syncCopy(n, func() result { return st.drv.memcpyDtoD(d, sp, n) }, "cuMemcpyDtoD")
-	}
-	return st.run(func() result { return st.drv.memcpyDtoDAsync(d, sp, n, hs) }, "cuMemcpyDtoDAsync")
+	return st.enqueue(hs, func() result { return st.drv.memcpyDtoDAsync(d, sp, n, hs) }, "cuMemcpyDtoDAsync")
 }
 
-// Zero sets every byte of the view to 0, asynchronously on stream.
+// Zero sets every byte of the view to 0, asynchronously on stream (nil: done
+// on return).
 func (s Slice[T]) Zero(stream *Stream) error { return s.memsetBytes(0, stream) }
 
-// FillBytes sets every byte of the view to v, asynchronously on stream.
+// FillBytes sets every byte of the view to v, asynchronously on stream (nil:
+// done on return).
 func (s Slice[T]) FillBytes(v byte, stream *Stream) error { return s.memsetBytes(v, stream) }
 
 func (s Slice[T]) memsetBytes(v byte, stream *Stream) error {
 	if err := s.live(); err != nil || s.n == 0 {
 		return err
 	}
+	defer runtime.KeepAlive(s.buf)
 	st, p, n := s.buf.st, uint64(s.Ptr()), uint64(s.Bytes())
 	hs, err := stream.handle(st)
 	if err != nil {
 		return err
 	}
-	return st.run(func() result { return st.drv.memsetD8Async(p, v, n, hs) }, "cuMemsetD8Async")
+	return st.enqueue(hs, func() result { return st.drv.memsetD8Async(p, v, n, hs) }, "cuMemsetD8Async")
 }
 
-// Fill sets every element of the view to v, asynchronously on stream.
+// Fill sets every element of the view to v, asynchronously on stream (nil:
+// done on return).
 func Fill[T Elem](s Slice[T], v T, stream *Stream) error {
 	if err := s.live(); err != nil || s.n == 0 {
 		return err
 	}
+	defer runtime.KeepAlive(s.buf)
 	st, p, n := s.buf.st, uint64(s.Ptr()), uint64(s.n)
 	hs, err := stream.handle(st)
 	if err != nil {
@@ -302,11 +330,11 @@ func Fill[T Elem](s Slice[T], v T, stream *Stream) error {
 	bits := toBits(v)
 	switch sizeOf[T]() {
 	case 1:
-		return st.run(func() result { return st.drv.memsetD8Async(p, uint8(bits), n, hs) }, "cuMemsetD8Async")
+		return st.enqueue(hs, func() result { return st.drv.memsetD8Async(p, uint8(bits), n, hs) }, "cuMemsetD8Async")
 	case 2:
-		return st.run(func() result { return st.drv.memsetD16Async(p, uint16(bits), n, hs) }, "cuMemsetD16Async")
+		return st.enqueue(hs, func() result { return st.drv.memsetD16Async(p, uint16(bits), n, hs) }, "cuMemsetD16Async")
 	case 4:
-		return st.run(func() result { return st.drv.memsetD32Async(p, uint32(bits), n, hs) }, "cuMemsetD32Async")
+		return st.enqueue(hs, func() result { return st.drv.memsetD32Async(p, uint32(bits), n, hs) }, "cuMemsetD32Async")
 	}
 	k, err := builtinKernel(st, "fill_u64")
 	if err != nil {

@@ -73,10 +73,10 @@ func (d *Device) LoadModule(ptx []byte) (*Module, error) {
 	err := d.run(func() result {
 		return st.drv.moduleLoadDataEx(&h, unsafe.Pointer(&image[0]), uint32(len(opts)), &opts[0], &vals[0])
 	}, "cuModuleLoadDataEx")
-	info := strings.TrimSpace(cString(&infoLog[0]))
+	info := jitLog(infoLog)
 	if err != nil {
 		if e, ok := err.(*Error); ok {
-			if log := strings.TrimSpace(cString(&errLog[0])); log != "" {
+			if log := jitLog(errLog); log != "" {
 				if e.Detail != "" {
 					e.Detail += "; "
 				}
@@ -88,6 +88,15 @@ func (d *Device) LoadModule(ptx []byte) (*Module, error) {
 	m := &Module{st: st, handle: h, InfoLog: info, funcs: map[string]*Function{}}
 	st.modules[key] = m
 	return m, nil
+}
+
+// jitLog returns the text the JIT wrote into buf: up to its first NUL, or all
+// of it if the driver filled the buffer without one.
+func jitLog(buf []byte) string {
+	if i := bytes.IndexByte(buf, 0); i >= 0 {
+		buf = buf[:i]
+	}
+	return strings.TrimSpace(string(buf))
 }
 
 // Function returns the kernel with the given (extern "C") name.
@@ -169,6 +178,11 @@ func packArgs(args []any) ([]uint64, []unsafe.Pointer, error) {
 				slots[i] = 1
 			}
 		case DevicePointer:
+			if c, ok := a.(interface{ ptrErr() error }); ok {
+				if err := c.ptrErr(); err != nil {
+					return nil, nil, fmt.Errorf("cuda: kernel argument %d: %w", i, err)
+				}
+			}
 			slots[i] = uint64(v.DevicePointer())
 		case nil:
 			slots[i] = 0 // a null pointer
@@ -183,11 +197,12 @@ func packArgs(args []any) ([]uint64, []unsafe.Pointer, error) {
 	return slots, params, nil
 }
 
-// Launch enqueues the kernel on stream (nil: default stream) with the given
-// grid, block and dynamic shared memory. Arguments follow packArgs' rules and
-// must match the kernel's parameter list in order and width. Launch returns
-// launch errors (a bad configuration); faults inside the kernel surface at the
-// next synchronization.
+// Launch enqueues the kernel on stream with the given grid, block and dynamic
+// shared memory; with the nil stream it returns once the kernel has finished.
+// Arguments follow packArgs' rules and must match the kernel's parameter list
+// in order and width; a nil or freed buffer is refused (ErrClosed). Launch
+// returns launch errors (a bad configuration); faults inside the kernel surface
+// at the next synchronization.
 func (f *Function) Launch(grid, block Dim3, sharedBytes int, stream *Stream, args ...any) error {
 	if f == nil {
 		return ErrClosed
@@ -217,7 +232,11 @@ func (f *Function) Launch(grid, block Dim3, sharedBytes int, stream *Stream, arg
 	if e, ok := err.(*Error); ok {
 		e.Detail = fmt.Sprintf("kernel %s grid %v block %v shared %d", f.name, grid, block, sharedBytes)
 	}
-	return err
+	runtime.KeepAlive(args) // buffers among them must outlive the launch call
+	if err != nil {
+		return err
+	}
+	return f.st.finishDefault(hs)
 }
 
 // MaxActiveBlocksPerSM returns how many blocks of blockSize threads using

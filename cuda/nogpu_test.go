@@ -2,12 +2,15 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,7 +114,7 @@ func TestErrorMapping(t *testing.T) {
 }
 
 func TestPackArgs(t *testing.T) {
-	s := Slice[uint32]{buf: &Buffer{ptr: 0x1000}, off: 8, n: 1}
+	s := Slice[uint32]{buf: &Buffer{ptr: 0x1000, freed: new(atomic.Bool)}, off: 8, n: 1}
 	args := []any{int32(-2), uint32(3), int64(-4), uint64(1 << 40), float32(1.5), float64(-2.25), true, DevicePtr(0xabc), s, nil}
 	slots, params, err := packArgs(args)
 	if err != nil {
@@ -130,6 +133,13 @@ func TestPackArgs(t *testing.T) {
 	for _, bad := range []any{int(1), uint(1), "x", []byte{1}} {
 		if _, _, err := packArgs([]any{bad}); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("%T accepted", bad)
+		}
+	}
+	freed := &Buffer{ptr: 0x2000, freed: new(atomic.Bool)}
+	freed.freed.Store(true)
+	for _, bad := range []any{(*Buffer)(nil), freed, Slice[uint32]{buf: freed, n: 1}} {
+		if _, _, err := packArgs([]any{bad}); !errors.Is(err, ErrClosed) {
+			t.Errorf("%#v accepted as a kernel argument: %v", bad, err)
 		}
 	}
 }
@@ -492,5 +502,135 @@ func TestBlockingCallsDoNotHoldTheExecutor(t *testing.T) {
 				t.Fatalf("Synchronize after Close: %v", err)
 			}
 		})
+	}
+}
+
+// TestCloseRacingModuleLoads closes the device while other goroutines load
+// modules: Close must neither deadlock with a load in flight nor leave a
+// module loaded after it returns.
+func TestCloseRacingModuleLoads(t *testing.T) {
+	for round := range 50 {
+		f := newFakeGPU()
+		useDriver(t, func() (*driverAPI, error) { return f.driver(), nil })
+		d, err := Open(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					ptx := fmt.Appendf(nil, "// Code generated for round %d, loader %d, load %d\n", round, g, i)
+					if _, err := d.LoadModule(ptx); err != nil {
+						if !errors.Is(err, ErrClosed) {
+							t.Errorf("load: %v", err)
+						}
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(time.Duration(round%5) * 100 * time.Microsecond)
+		done := make(chan error, 1)
+		go func() { done <- d.Close() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Close deadlocked with module loads in flight")
+		}
+		wg.Wait()
+	}
+}
+
+// TestBufferLivesThroughItsCopy drops the last reference to a buffer while a
+// large copy out of it runs (the fake collects garbage inside the copy): its
+// cleanup must not free it mid-copy.
+func TestBufferLivesThroughItsCopy(t *testing.T) {
+	f := newFakeGPU()
+	d := openFake(t, f)
+	s, err := Alloc[byte](d, 2<<20) // above smallCopy: the copy runs on a waiter
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.gcInCopy = true
+	defer func() { f.gcInCopy = false }()
+	if _, err := s.ToHost(); err != nil { // the last use of s
+		t.Fatalf("copy out of a buffer whose last reference is the copy: %v", err)
+	}
+}
+
+// TestNilStreamIsSynchronous checks that operations given the nil stream wait
+// for the legacy default stream before returning, and that host-to-device
+// copies wait for their DMA.
+func TestNilStreamIsSynchronous(t *testing.T) {
+	f := newFakeGPU()
+	d := openFake(t, f)
+	a, _ := FromHost(d, []uint32{1, 2, 3, 4})
+	b, _ := Alloc[uint32](d, 4)
+	for name, op := range map[string]func() error{
+		"CopyFromHost": func() error { return a.CopyFromHost([]uint32{5, 6, 7, 8}) },
+		"CopyFrom":     func() error { return b.CopyFrom(a) },
+		"Zero":         func() error { return b.Zero(nil) },
+		"Fill":         func() error { return Fill(b, 9, nil) },
+		"Fill64":       func() error { s, _ := Alloc[uint64](d, 2); return Fill(s, 9, nil) },
+	} {
+		before := f.defaultWait.Load()
+		if err := op(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if f.defaultWait.Load() == before {
+			t.Errorf("%s on the nil stream returned without waiting for it", name)
+		}
+	}
+	s, _ := d.NewStream()
+	defer s.Close()
+	before := f.defaultWait.Load()
+	if err := b.Zero(s); err != nil {
+		t.Fatal(err)
+	}
+	if f.defaultWait.Load() != before {
+		t.Error("an operation on a created stream waited for the default stream")
+	}
+}
+
+func TestPinnedDataDiesWithTheDevice(t *testing.T) {
+	f := newFakeGPU()
+	useDriver(t, func() (*driverAPI, error) { return f.driver(), nil })
+	d, _ := Open(0)
+	p, err := AllocPinned[uint32](d, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Data()) != 4 {
+		t.Fatal("no data while the device is open")
+	}
+	d.Close()
+	if p.Data() != nil {
+		t.Fatal("pinned memory still handed out after the device closed")
+	}
+}
+
+func TestJITLogWithoutTerminator(t *testing.T) {
+	if got := jitLog([]byte("ptxas error, no NUL")); got != "ptxas error, no NUL" {
+		t.Fatalf("got %q", got)
+	}
+	if got := jitLog([]byte("line\x00garbage")); got != "line" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestNoSpinningOnOneProcessor(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	if spinning(time.Second) {
+		t.Fatal("spins with GOMAXPROCS=1")
+	}
+	runtime.GOMAXPROCS(2)
+	if !spinning(time.Second) || spinning(0) {
+		t.Fatal("spin decision wrong with two processors")
 	}
 }

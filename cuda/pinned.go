@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 )
@@ -37,9 +38,11 @@ func AllocPinned[T Elem](d *Device, n int) (*Pinned[T], error) {
 // Len returns the number of elements.
 func (p *Pinned[T]) Len() int { return p.n }
 
-// Data returns the memory as a Go slice. Do not use it after Free.
+// Data returns the memory as a Go slice, or nil once the memory is freed (by
+// Free, or by closing the device's last handle). A slice obtained earlier must
+// not be used after that.
 func (p *Pinned[T]) Data() []T {
-	if p.freed.Load() {
+	if p.freed.Load() || p.st.closed.Load() {
 		return nil
 	}
 	return unsafe.Slice((*T)(p.ptr), p.n)
@@ -64,7 +67,8 @@ func (p *Pinned[T]) checkRange(off, n int) error {
 }
 
 // CopyToDeviceAsync enqueues a copy of src's elements [off, off+dst.Len()) into
-// dst on stream. src must stay allocated until the stream is synchronized.
+// dst on stream. src must stay allocated until the stream is synchronized
+// (nil stream: the copy is done on return).
 func CopyToDeviceAsync[T Elem](dst Slice[T], src *Pinned[T], off int, stream *Stream) error {
 	if err := dst.live(); err != nil {
 		return err
@@ -75,17 +79,19 @@ func CopyToDeviceAsync[T Elem](dst Slice[T], src *Pinned[T], off int, stream *St
 	if dst.n == 0 {
 		return nil
 	}
+	defer runtime.KeepAlive(dst.buf)
 	st := dst.buf.st
 	hs, err := stream.handle(st)
 	if err != nil {
 		return err
 	}
 	d, s, n := uint64(dst.Ptr()), unsafe.Add(src.ptr, int64(off)*sizeOf[T]()), uint64(dst.Bytes())
-	return st.run(func() result { return st.drv.memcpyHtoDAsync(d, s, n, hs) }, "cuMemcpyHtoDAsync")
+	return st.enqueue(hs, func() result { return st.drv.memcpyHtoDAsync(d, s, n, hs) }, "cuMemcpyHtoDAsync")
 }
 
 // CopyToHostAsync enqueues a copy of src into dst's elements [off,
-// off+src.Len()) on stream. Read dst only after the stream is synchronized.
+// off+src.Len()) on stream. Read dst only after the stream is synchronized
+// (nil stream: the copy is done on return).
 func CopyToHostAsync[T Elem](dst *Pinned[T], off int, src Slice[T], stream *Stream) error {
 	if err := src.live(); err != nil {
 		return err
@@ -96,11 +102,12 @@ func CopyToHostAsync[T Elem](dst *Pinned[T], off int, src Slice[T], stream *Stre
 	if src.n == 0 {
 		return nil
 	}
+	defer runtime.KeepAlive(src.buf)
 	st := src.buf.st
 	hs, err := stream.handle(st)
 	if err != nil {
 		return err
 	}
 	d, s, n := unsafe.Add(dst.ptr, int64(off)*sizeOf[T]()), uint64(src.Ptr()), uint64(src.Bytes())
-	return st.run(func() result { return st.drv.memcpyDtoHAsync(d, s, n, hs) }, "cuMemcpyDtoHAsync")
+	return st.enqueue(hs, func() result { return st.drv.memcpyDtoHAsync(d, s, n, hs) }, "cuMemcpyDtoHAsync")
 }

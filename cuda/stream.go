@@ -6,8 +6,11 @@ import (
 	"time"
 )
 
-// Stream is an ordered queue of device work (CUstream). The nil *Stream means
-// the legacy default stream, which synchronizes with all blocking streams.
+// Stream is an ordered queue of device work (CUstream). Streams made by
+// NewStream do not synchronize with each other or with the legacy default
+// stream. The nil *Stream means the legacy default stream, and an operation
+// given it is synchronous: it has completed when the call returns, so work on
+// any stream that follows sees its result.
 type Stream struct {
 	st     *deviceState
 	h      uintptr
