@@ -72,7 +72,7 @@ func (b Backend) String() string {
 }
 
 // ParseBackend parses the String form, case-insensitively; "gpu" is accepted as
-// a synonym for "cuda" and "" for "auto".
+// a synonym for "cuda", "go" for "cpu", and "" for "auto".
 func ParseBackend(s string) (Backend, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "auto":

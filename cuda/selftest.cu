@@ -1,23 +1,12 @@
 // selftest.cu: small kernels the cuda package uses for its self-test, for
-// typed fills, and for testing kernel launches.
+// 8-byte fills, and for testing kernel launches.
 #include <stdint.h>
 #include "warp.cuh"
 
-// fill_u32 and fill_u64 set out[i] = v for i < n (grid-stride).
-extern "C" __global__ void fill_u32(uint32_t* out, uint32_t v, uint64_t n) {
-  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
-    out[i] = v;
-}
-
+// fill_u64 sets out[i] = v for i < n (grid-stride): Fill of 8-byte elements.
 extern "C" __global__ void fill_u64(uint64_t* out, uint64_t v, uint64_t n) {
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
     out[i] = v;
-}
-
-// iota_u32 sets out[i] = start + i*step.
-extern "C" __global__ void iota_u32(uint32_t* out, uint32_t start, uint32_t step, uint64_t n) {
-  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
-    out[i] = start + (uint32_t)i * step;
 }
 
 // copy_v4 copies n16 16-byte vectors: the bandwidth probe.

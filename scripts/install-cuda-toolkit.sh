@@ -15,8 +15,9 @@ fi
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
+# non-free as a whole word: Debian 12's default "non-free-firmware" does not count.
 has_nonfree() {
-	grep -rqsE '^[^#]*(Components:.*|deb .*)\bnon-free\b' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null
+	grep -rqsE '^[^#]*(Components:|deb ).*[[:space:]]non-free([[:space:]]|$)' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null
 }
 
 if ! has_nonfree; then
@@ -31,7 +32,7 @@ if ! has_nonfree; then
 	fi
 fi
 
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends nvidia-cuda-toolkit >/dev/null
+# env, not export: sudo resets the environment.
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nvidia-cuda-toolkit >/dev/null
 nvcc --version | tail -n 2

@@ -3,6 +3,7 @@
 //	warp devices [--selftest] [--json]   list CUDA devices; run the device self-test
 //	warp tour [--backend B]              show each structure working, and how fast
 //	warp bench <structure> [flags]       reproduce a paper's experiments (warp bench -h)
+//	warp kv <bench|get|set|...> [flags]  the kv store: db_bench and YCSB, and a small shell (warp kv -h)
 //
 // Each structure adds its own tour part (tour_*.go) and benchmark (bench_*.go)
 // by registering them in an init function.

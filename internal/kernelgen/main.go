@@ -24,9 +24,6 @@ import (
 	"github.com/warpkit/warpkit/internal/kernelgen/ptxcheck"
 )
 
-// baseFlags are recorded in the header; -I and -o are added per run.
-var baseFlags = []string{"-ptx", "-arch=compute_70", "-O3", "-std=c++17"}
-
 func main() {
 	out := flag.String("o", "", "output .ptx file (default: the source name with .ptx)")
 	flag.Usage = func() {
@@ -82,7 +79,7 @@ func run(src, out string) error {
 	tmp.Close()
 	defer os.Remove(tmpName)
 
-	args := append([]string{}, baseFlags...)
+	args := append([]string{}, ptxcheck.Flags...)
 	for _, d := range ptxcheck.IncludeDirs {
 		args = append(args, "-I", filepath.Join(root, filepath.FromSlash(d)))
 	}
@@ -97,7 +94,7 @@ func run(src, out string) error {
 	if err != nil {
 		return err
 	}
-	h := ptxcheck.Header{Source: rel, NVCC: version, Flags: strings.Join(baseFlags, " "), Inputs: inputs}
+	h := ptxcheck.Header{Source: rel, NVCC: version, Flags: strings.Join(ptxcheck.Flags, " "), Inputs: inputs}
 	var buf bytes.Buffer
 	buf.WriteString(h.Format())
 	buf.Write(ptx)

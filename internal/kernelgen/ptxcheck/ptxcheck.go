@@ -121,6 +121,11 @@ func ModuleRoot(dir string) (string, error) {
 	}
 }
 
+// Flags are the nvcc flags kernelgen compiles with (besides -I and -o). A PTX
+// file whose header records other flags is stale: changing them must
+// regenerate every kernel.
+var Flags = []string{"-ptx", "-arch=compute_70", "-O3", "-std=c++17"}
+
 // IncludeDirs are the module-relative directories searched for quoted
 // includes after the including file's own directory.
 var IncludeDirs = []string{"internal/devcode"}
@@ -204,6 +209,9 @@ func Stale(ptxPath string) ([]string, error) {
 		recorded[in.Path] = in.SHA256
 	}
 	var diffs []string
+	if want := strings.Join(Flags, " "); h.Flags != want {
+		diffs = append(diffs, fmt.Sprintf("compiled with flags %q, kernelgen now uses %q", h.Flags, want))
+	}
 	for _, in := range now {
 		old, ok := recorded[in.Path]
 		switch {

@@ -32,7 +32,7 @@ func generate(t *testing.T, root string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := Header{Source: "pkg/k.cu", NVCC: "Cuda compilation tools, release 11.8, V11.8.89", Flags: "-ptx -arch=compute_70", Inputs: in}
+	h := Header{Source: "pkg/k.cu", NVCC: "Cuda compilation tools, release 11.8, V11.8.89", Flags: strings.Join(Flags, " "), Inputs: in}
 	p := filepath.Join(root, "pkg", "k.ptx")
 	if err := os.WriteFile(p, []byte(h.Format()+".version 7.8\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -83,6 +83,15 @@ func TestStaleDetection(t *testing.T) {
 	want := []string{"internal/devcode/w.cuh is no longer included", "internal/devcode/x.cuh is now included", "pkg/k.cu changed"}
 	if strings.Join(diffs, "|") != strings.Join(want, "|") {
 		t.Fatalf("changed includes: %v", diffs)
+	}
+	generate(t, root)
+	old := Flags
+	Flags = append([]string{}, old...)
+	Flags[1] = "-arch=compute_80"
+	diffs, _ = Stale(ptx)
+	Flags = old
+	if len(diffs) != 1 || !strings.Contains(diffs[0], "flags") {
+		t.Fatalf("changed flags: %v", diffs)
 	}
 	write("pkg/k.cu", "#include \"missing.cuh\"\n")
 	if _, err := Stale(ptx); err == nil || !strings.Contains(err.Error(), "missing.cuh") {
