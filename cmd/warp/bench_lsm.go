@@ -42,6 +42,7 @@ type lsmBench struct {
 	rep      *benchfmt.Report
 	keys     cuda.Slice[uint32] // distinct pseudo-random keys: mix32 of the index
 	vals     cuda.Slice[uint32]
+	warmAt   int           // keys[warmAt:] are the warm-up keys, used by nothing else
 	samples  int           // resident-batch counts r measured per batch size (all when fewer)
 	saBudget time.Duration // per batch size, for the sorted array's Table II run
 	plotPath string
@@ -93,7 +94,8 @@ func runBenchLSM(ctx context.Context, args []string) error {
 	b := &lsmBench{ctx: ctx, dev: dev, rep: benchfmt.NewReport("warp bench lsm: GPU LSM vs GPU sorted array (uint32 keys and values, device-resident)", dev.Name()),
 		samples: *samples, saBudget: *saBudget, plotPath: *plotPath, summary: map[string][2]float64{}}
 	nKeys := max(1<<*insLog, 2<<*qLog, 64<<*cleanLog)
-	if err := b.makeKeys(nKeys); err != nil {
+	b.warmAt = nKeys
+	if err := b.makeKeys(nKeys + 1<<max(*insBMax, *lkBMax, *cntBMax)); err != nil {
 		return err
 	}
 	defer b.keys.Free()
@@ -153,9 +155,23 @@ type dict interface {
 	Close() error
 }
 
+// withPair runs f on a warmed LSM with batch size bs and a warmed sorted
+// array, both reserving capacity entries, and closes both afterwards.
+func (b *lsmBench) withPair(bs, capacity int, f func(l *lsm.LSM[uint32, uint32], a *sortedarray.SortedArray[uint32, uint32]) error) error {
+	l, a, err := b.open(bs, capacity)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	defer a.Close()
+	return f(l, a)
+}
+
 // open returns a warmed LSM with batch size bs and a warmed sorted array,
-// both reserving capacity entries. warm holds bs keys not used otherwise.
-func (b *lsmBench) open(bs, capacity int, warm cuda.Slice[uint32]) (*lsm.LSM[uint32, uint32], *sortedarray.SortedArray[uint32, uint32], error) {
+// both reserving capacity entries. The warm-up inserts and deletes bs keys
+// from keys[warmAt:], which no experiment uses.
+func (b *lsmBench) open(bs, capacity int) (*lsm.LSM[uint32, uint32], *sortedarray.SortedArray[uint32, uint32], error) {
+	warm := b.keys.Sub(b.warmAt, b.warmAt+bs)
 	l, err := lsm.New[uint32, uint32](lsm.Options{Backend: warpkit.CUDA, Device: b.dev, BatchSize: bs, Capacity: capacity})
 	if err != nil {
 		return nil, nil, err
@@ -206,45 +222,19 @@ func (b *lsmBench) insertion(logN, bmin, bmax int) error {
 	for lb := bmax; lb >= bmin; lb-- {
 		bs := 1 << lb
 		nb := n / bs
-		l, a, err := b.open(bs, n, b.keys.Sub(n-bs, n))
+		s := insertSeries{b: bs}
+		var lr, sr []float64
+		err := b.withPair(bs, n, func(l *lsm.LSM[uint32, uint32], a *sortedarray.SortedArray[uint32, uint32]) error {
+			var err error
+			if lr, s.lsm, _, err = b.insertAll(l, bs, nb, 0); err != nil {
+				return err
+			}
+			sr, s.sa, s.saCapped, err = b.insertAll(a, bs, nb, b.saBudget)
+			return err
+		})
 		if err != nil {
 			return err
 		}
-		s := insertSeries{b: bs}
-		var lr, sr []float64
-		var cum time.Duration
-		for i := range nb {
-			if err := b.ctx.Err(); err != nil {
-				return err
-			}
-			d, err := timed(func() error {
-				return l.InsertDevice(b.ctx, b.keys.Sub(i*bs, (i+1)*bs), b.vals.Sub(i*bs, (i+1)*bs))
-			})
-			if err != nil {
-				return err
-			}
-			cum += d
-			lr = append(lr, mrate(bs, d))
-			s.lsm = append(s.lsm, mrate((i+1)*bs, cum))
-		}
-		cum = 0
-		for i := range nb {
-			if cum > b.saBudget {
-				s.saCapped = true
-				break
-			}
-			d, err := timed(func() error {
-				return a.InsertDevice(b.ctx, b.keys.Sub(i*bs, (i+1)*bs), b.vals.Sub(i*bs, (i+1)*bs))
-			})
-			if err != nil {
-				return err
-			}
-			cum += d
-			sr = append(sr, mrate(bs, d))
-			s.sa = append(s.sa, mrate((i+1)*bs, cum))
-		}
-		l.Close()
-		a.Close()
 		lmin, lmax, lmean := minMaxHmean(lr)
 		smin, smax, smean := minMaxHmean(sr)
 		t.Add(fmt.Sprintf("2^%d", lb), lmin, lmax, lmean, smin, smax, smean, fmt.Sprintf("%d/%d", len(sr), nb), ratio(lmean, smean))
@@ -274,6 +264,31 @@ func (b *lsmBench) insertion(logN, bmin, bmax int) error {
 		}
 	}
 	return nil
+}
+
+// insertAll inserts the nb batches of bs keys into d and returns each batch's
+// rate and the effective rate after each (elements inserted / total time). A
+// positive budget stops the run once the total time exceeds it (capped).
+func (b *lsmBench) insertAll(d dict, bs, nb int, budget time.Duration) (rates, effective []float64, capped bool, err error) {
+	var cum time.Duration
+	for i := range nb {
+		if budget > 0 && cum > budget {
+			return rates, effective, true, nil
+		}
+		if err := b.ctx.Err(); err != nil {
+			return nil, nil, false, err
+		}
+		t, err := timed(func() error {
+			return d.InsertDevice(b.ctx, b.keys.Sub(i*bs, (i+1)*bs), b.vals.Sub(i*bs, (i+1)*bs))
+		})
+		if err != nil {
+			return nil, nil, false, err
+		}
+		cum += t
+		rates = append(rates, mrate(bs, t))
+		effective = append(effective, mrate((i+1)*bs, cum))
+	}
+	return rates, effective, false, nil
 }
 
 // sampleR returns the resident-batch counts to measure: all of 1..nb when
@@ -333,36 +348,33 @@ func (b *lsmBench) lookups(logN, bmin, bmax int) error {
 	for lb := bmax; lb >= bmin; lb-- {
 		bs := 1 << lb
 		nb := n / bs
-		l, a, err := b.open(bs, n, b.keys.Sub(2*n-bs, 2*n))
+		var ln, sn, la, sa []float64
+		rs := sampleR(nb, b.samples)
+		err := b.withPair(bs, n, func(l *lsm.LSM[uint32, uint32], a *sortedarray.SortedArray[uint32, uint32]) error {
+			r0 := 0
+			for _, r := range rs {
+				if err := b.grow(l, a, bs, r0, r); err != nil {
+					return err
+				}
+				r0 = r
+				q := r * bs
+				for _, c := range []struct {
+					d     dict
+					keys  cuda.Slice[uint32]
+					rates *[]float64
+				}{{a, b.keys.Sub(n, n+q), &sn}, {l, b.keys.Sub(n, n+q), &ln}, {a, b.keys.Sub(0, q), &sa}, {l, b.keys.Sub(0, q), &la}} {
+					d, err := timed(func() error { return c.d.LookupDevice(b.ctx, c.keys, out.Sub(0, q), found.Sub(0, q)) })
+					if err != nil {
+						return err
+					}
+					*c.rates = append(*c.rates, mrate(q, d))
+				}
+			}
+			return expectFound(found.Sub(0, n), true) // the LSM's last "all present" run
+		})
 		if err != nil {
 			return err
 		}
-		var ln, sn, la, sa []float64
-		r0 := 0
-		rs := sampleR(nb, b.samples)
-		for _, r := range rs {
-			if err := b.grow(l, a, bs, r0, r); err != nil {
-				return err
-			}
-			r0 = r
-			q := r * bs
-			for _, c := range []struct {
-				d     dict
-				keys  cuda.Slice[uint32]
-				rates *[]float64
-			}{{a, b.keys.Sub(n, n+q), &sn}, {l, b.keys.Sub(n, n+q), &ln}, {a, b.keys.Sub(0, q), &sa}, {l, b.keys.Sub(0, q), &la}} {
-				d, err := timed(func() error { return c.d.LookupDevice(b.ctx, c.keys, out.Sub(0, q), found.Sub(0, q)) })
-				if err != nil {
-					return err
-				}
-				*c.rates = append(*c.rates, mrate(q, d))
-			}
-		}
-		if err := expectFound(found.Sub(0, n), true); err != nil { // the LSM's last "all present" run
-			return err
-		}
-		l.Close()
-		a.Close()
 		n0, n1, nm := minMaxHmean(ln)
 		a0, a1, am := minMaxHmean(la)
 		t.Add(fmt.Sprintf("2^%d", lb), fmt.Sprintf("%d of %d", len(rs), nb), n0, n1, nm, hmean(sn), ratio(nm, hmean(sn)), a0, a1, am, hmean(sa), ratio(am, hmean(sa)))
@@ -413,53 +425,53 @@ func (b *lsmBench) countRange(logN, bmin, bmax int) error {
 	for lb := bmax; lb >= bmin; lb-- {
 		bs := 1 << lb
 		nb := n / bs
-		l, a, err := b.open(bs, n, b.keys.Sub(2*n-bs, 2*n))
+		rates := map[key][2][]float64{}
+		rs := sampleR(nb, max(2, b.samples/2))
+		err := b.withPair(bs, n, func(l *lsm.LSM[uint32, uint32], a *sortedarray.SortedArray[uint32, uint32]) error {
+			r0 := 0
+			for _, r := range rs {
+				if err := b.grow(l, a, bs, r0, r); err != nil {
+					return err
+				}
+				r0 = r
+				for _, L := range []int{8, 1024} {
+					q := queries[L]
+					width := uint64(L) << 32 / uint64(r*bs)
+					hl, hh := make([]uint32, q), make([]uint32, q)
+					for i := range hl {
+						hl[i] = rng.Uint32()
+						hh[i] = uint32(min(uint64(hl[i])+width, math.MaxUint32))
+					}
+					if err := errors.Join(lo.Sub(0, q).CopyFromHost(hl), hi.Sub(0, q).CopyFromHost(hh)); err != nil {
+						return err
+					}
+					for si, d := range []dict{l, a} {
+						dc, err := timed(func() error { return d.CountDevice(b.ctx, lo.Sub(0, q), hi.Sub(0, q), counts.Sub(0, q)) })
+						if err != nil {
+							return err
+						}
+						dr, err := timed(func() error {
+							res, err := d.RangeDevice(b.ctx, lo.Sub(0, q), hi.Sub(0, q))
+							if err == nil {
+								err = res.Free()
+							}
+							return err
+						})
+						if err != nil {
+							return err
+						}
+						kc, kr := key{"count", L}, key{"range", L}
+						x, y := rates[kc], rates[kr]
+						x[si], y[si] = append(x[si], mrate(q, dc)), append(y[si], mrate(q, dr))
+						rates[kc], rates[kr] = x, y
+					}
+				}
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		rates := map[key][2][]float64{}
-		r0 := 0
-		rs := sampleR(nb, max(2, b.samples/2))
-		for _, r := range rs {
-			if err := b.grow(l, a, bs, r0, r); err != nil {
-				return err
-			}
-			r0 = r
-			for _, L := range []int{8, 1024} {
-				q := queries[L]
-				width := uint64(L) << 32 / uint64(r*bs)
-				hl, hh := make([]uint32, q), make([]uint32, q)
-				for i := range hl {
-					hl[i] = rng.Uint32()
-					hh[i] = uint32(min(uint64(hl[i])+width, math.MaxUint32))
-				}
-				if err := errors.Join(lo.Sub(0, q).CopyFromHost(hl), hi.Sub(0, q).CopyFromHost(hh)); err != nil {
-					return err
-				}
-				for si, d := range []dict{l, a} {
-					dc, err := timed(func() error { return d.CountDevice(b.ctx, lo.Sub(0, q), hi.Sub(0, q), counts.Sub(0, q)) })
-					if err != nil {
-						return err
-					}
-					dr, err := timed(func() error {
-						res, err := d.RangeDevice(b.ctx, lo.Sub(0, q), hi.Sub(0, q))
-						if err == nil {
-							err = res.Free()
-						}
-						return err
-					})
-					if err != nil {
-						return err
-					}
-					kc, kr := key{"count", L}, key{"range", L}
-					x, y := rates[kc], rates[kr]
-					x[si], y[si] = append(x[si], mrate(q, dc)), append(y[si], mrate(q, dr))
-					rates[kc], rates[kr] = x, y
-				}
-			}
-		}
-		l.Close()
-		a.Close()
 		for _, k := range []key{{"count", 8}, {"count", 1024}, {"range", 8}, {"range", 1024}} {
 			lmin, lmax, lmean := minMaxHmean(rates[k][0])
 			smean := hmean(rates[k][1])
@@ -664,7 +676,7 @@ func (b *lsmBench) overhead() error {
 	t := b.rep.Table("Call overhead: one asynchronous driver call (cuMemsetD32Async on 256 bytes), and one call plus Stream.Synchronize",
 		"µs per call", "µs per call + Synchronize")
 	t.Add(float64(async.Microseconds())/calls, float64(sync.Microseconds())/trips)
-	b.rep.Note("per operation, in driver calls: LSM insert = 1 prep + 1 sort (fused up to 2^19 pairs; 12 launches above) + 1 per merge + 1 sync (+1 fix-up with deletions); SA insert = 1 prep + 1 sort + 1 fix-up + 1 memset + 1 mark + 3 select + 1 read-back sync + 1 gather + 1 merge + 1 sync; LSM short count = 2 memsets + 1 walk + 1 read-back sync; SA count = 1 launch + 1 sync")
+	b.rep.Note("per operation, in driver calls: LSM insert = 1 prep + the sort (1 fused launch up to 2^19 pairs, 12 launches above) + 1 merge per full level it passes + 1 sync (+1 fix-up with deletions); SA insert = 1 memset + 1 prep + the sort (as the LSM's) + 1 fix-up + 1 mark + 3 select launches (count, spine, move) + 1 copy and sync to read back the counts + 1 gather + 1 merge + 1 sync, and for a batch that replaces or deletes resident keys (none here: every inserted key is new) 1 memset + 1 unmark + 3 more select launches; LSM short count = 3 memsets + 1 walk + 2 copies and a sync to read back + 1 sync; SA count = 1 launch + 1 sync")
 	return b.insertParts(s)
 }
 

@@ -46,6 +46,13 @@ func runBenchPrim(ctx context.Context, args []string) error {
 		return err
 	}
 	defer dev.Close()
+	free, _, err := dev.MemInfo()
+	if err != nil {
+		return err
+	}
+	if err := checkPrimBenchMemory(*log2n, free); err != nil {
+		return err
+	}
 	e, err := prim.NewEngine(dev)
 	if err != nil {
 		return err
@@ -93,6 +100,29 @@ func runBenchPrim(ctx context.Context, args []string) error {
 	rep.Note("min B/elem counts one read of every input and one write of every output element; an LSD sort makes one pass per 8 key bits, so sorts cannot reach the bound.")
 	rep.Note("times are medians of %d runs, measured with events on one stream; inputs are restored (untimed) before each run.", *reps)
 	return rep.Print(os.Stdout, *asJSON)
+}
+
+// primBenchBytesPerElem is the device memory the benchmark holds per element
+// of n: 16 bytes for the bandwidth copy, 13 of inputs (32- and 64-bit values,
+// flags), 24 of sort operands, 24 of outputs, 12 of sorted runs for the
+// merges, and 20 of prim scratch (the 64-bit pair sort's copy of n keys and
+// values, plus the arena's 25% headroom); the segment offsets add 4 bytes per
+// segment of about 100.
+const primBenchBytesPerElem = 16 + 13 + 24 + 24 + 12 + 20
+
+// checkPrimBenchMemory rejects a --log2n whose data would not fit in free
+// bytes of device memory (with 5% to spare), naming the largest that fits.
+func checkPrimBenchMemory(log2n int, free uint64) error {
+	need := func(l int) uint64 { n := uint64(1) << l; return n*primBenchBytesPerElem + n/16 }
+	if need(log2n)+need(log2n)/20 <= free {
+		return nil
+	}
+	fits := log2n - 1
+	for fits >= 10 && need(fits)+need(fits)/20 > free {
+		fits--
+	}
+	return fmt.Errorf("%w: --log2n %d needs about %.1f GiB of device memory, %.1f GiB are free (at most --log2n %d fits)",
+		errUsage, log2n, float64(need(log2n))/(1<<30), float64(free)/(1<<30), fits)
 }
 
 func yesNo(ok bool) string {

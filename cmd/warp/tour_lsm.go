@@ -45,10 +45,10 @@ func tourLSM(ctx context.Context, env tourEnv) error {
 	for range batches {
 		keys, vals, dels := make([]uint32, batch), make([]uint32, batch), make([]bool, batch)
 		for j := range keys {
-			switch {
-			case len(inserted) > 0 && r.IntN(10) == 0: // delete an earlier key
+			switch c := r.IntN(10); {
+			case len(inserted) > 0 && c == 0: // delete an earlier key
 				keys[j], dels[j] = inserted[r.IntN(len(inserted))], true
-			case len(inserted) > 0 && r.IntN(10) == 0: // replace an earlier key's value
+			case len(inserted) > 0 && c == 1: // replace an earlier key's value
 				keys[j], vals[j] = inserted[r.IntN(len(inserted))], r.Uint32()
 			default:
 				keys[j], vals[j] = r.Uint32(), r.Uint32()
@@ -80,7 +80,8 @@ func tourLSM(ctx context.Context, env tourEnv) error {
 }
 
 // tourCompare runs lookups, counts, ranges and successors on both structures
-// and requires equal answers.
+// and requires equal answers: the same values, counts, range pairs (keys and
+// values) and successor pairs.
 func tourCompare(ctx context.Context, a, l tourDict, keys []uint32, when string) error {
 	n := len(keys)
 	var got [2][]uint32
@@ -113,15 +114,16 @@ func tourCompare(ctx context.Context, a, l tourDict, keys []uint32, when string)
 	}
 	var counts [2][]uint32
 	var ranges [2]*lsm.RangeResult[uint32, uint32]
-	var succ [2][]uint32
+	var succK, succV [2][]uint32
+	var succF [2][]bool
 	for i, d := range []tourDict{a, l} {
-		counts[i], succ[i] = make([]uint32, len(lo)), make([]uint32, len(lo))
+		counts[i], succK[i], succV[i], succF[i] = make([]uint32, len(lo)), make([]uint32, len(lo)), make([]uint32, len(lo)), make([]bool, len(lo))
 		var err error
 		if err = d.Count(ctx, lo, hi, counts[i]); err == nil {
 			ranges[i], err = d.Range(ctx, lo, hi)
 		}
 		if err == nil {
-			err = d.Successor(ctx, lo, succ[i], make([]uint32, len(lo)), make([]bool, len(lo)))
+			err = d.Successor(ctx, lo, succK[i], succV[i], succF[i])
 		}
 		if err != nil {
 			return err
@@ -129,9 +131,21 @@ func tourCompare(ctx context.Context, a, l tourDict, keys []uint32, when string)
 	}
 	total := 0
 	for j := range lo {
-		if counts[0][j] != counts[1][j] || ranges[0].Count(j) != ranges[1].Count(j) || succ[0][j] != succ[1][j] {
-			return fmt.Errorf("%s: query [%d, %d]: counts %d/%d, ranges %d/%d, successors %d/%d", when, lo[j], hi[j],
-				counts[0][j], counts[1][j], ranges[0].Count(j), ranges[1].Count(j), succ[0][j], succ[1][j])
+		if counts[0][j] != counts[1][j] || ranges[0].Count(j) != ranges[1].Count(j) {
+			return fmt.Errorf("%s: query [%d, %d]: counts %d/%d, ranges of %d/%d pairs", when, lo[j], hi[j],
+				counts[0][j], counts[1][j], ranges[0].Count(j), ranges[1].Count(j))
+		}
+		ra, rl := ranges[0], ranges[1]
+		for p := range ra.Count(j) {
+			pa, pl := ra.Offsets[j]+p, rl.Offsets[j]+p
+			if ra.Keys[pa] != rl.Keys[pl] || ra.Values[pa] != rl.Values[pl] {
+				return fmt.Errorf("%s: range [%d, %d], pair %d: sorted array (%d, %d), LSM (%d, %d)", when, lo[j], hi[j], p,
+					ra.Keys[pa], ra.Values[pa], rl.Keys[pl], rl.Values[pl])
+			}
+		}
+		if succK[0][j] != succK[1][j] || succV[0][j] != succV[1][j] || succF[0][j] != succF[1][j] {
+			return fmt.Errorf("%s: successor(%d): sorted array (%d, %d, %v), LSM (%d, %d, %v)", when, lo[j],
+				succK[0][j], succV[0][j], succF[0][j], succK[1][j], succV[1][j], succF[1][j])
 		}
 		total += int(counts[0][j])
 	}
