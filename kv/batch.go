@@ -6,11 +6,23 @@ import (
 
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/internal/batchrepr"
+	"github.com/warpkit/warpkit/kv/internal/memtable"
 )
 
-// maxBatchSize bounds an encoded batch (it becomes one log record and must
-// fit a memtable arena).
-const maxBatchSize = 1 << 30
+// Batch limits: a batch becomes one log record and goes into one memtable.
+// Variables so that tests can lower them.
+var (
+	// maxBatchSize bounds an encoded batch, and so a key with its value.
+	maxBatchSize = 1 << 30
+	// maxMemTableCapacity bounds a memtable's arena, which a batch's
+	// entries (memtable.NeededBytes) must fit.
+	maxMemTableCapacity = memtable.MaxCapacity
+)
+
+// maxBatchMemory is the most memtable bytes (memtable.NeededBytes) one
+// commit group may need: what the largest memtable holds besides its
+// skiplist heads.
+func maxBatchMemory() int64 { return int64(maxMemTableCapacity - memtable.MinCapacity) }
 
 // Batch is an atomic group of writes: Commit applies all of them or none,
 // and readers see all of them or none. A Batch copies the keys and values
@@ -89,6 +101,10 @@ func (b *Batch) prepare() error {
 	}
 	if len(b.repr) > maxBatchSize {
 		return fmt.Errorf("%w: batch of %d bytes exceeds %d", ErrInvalidArgument, len(b.repr), maxBatchSize)
+	}
+	if need := memtable.NeededBytes(len(b.repr), b.count); need > maxBatchMemory() {
+		return fmt.Errorf("%w: batch of %d entries needs %d bytes of memtable, more than the %d a memtable holds",
+			ErrInvalidArgument, b.count, need, maxBatchMemory())
 	}
 	b.init()
 	batchrepr.SetCount(b.repr, b.count)

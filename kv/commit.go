@@ -35,10 +35,9 @@ var writerPool = sync.Pool{New: func() any { return new(writer) }}
 // Group limits, as in LevelDB: a small first batch does not make its
 // followers wait behind a large group.
 const (
-	maxGroupBytes      = 1 << 20
-	smallBatchBytes    = 128 << 10
-	slowdownDelay      = time.Millisecond
-	maxEncodedBatchLen = maxBatchSize
+	maxGroupBytes   = 1 << 20
+	smallBatchBytes = 128 << 10
+	slowdownDelay   = time.Millisecond
 )
 
 // Apply commits a batch atomically.
@@ -152,6 +151,9 @@ func (d *DB) leadLocked(w *writer) ([]*writer, error) {
 		if x.flush || (x.sync && !sync) || size+len(x.batch.repr)-batchrepr.HeaderLen > limit {
 			break // do not make a non-sync group pay for an fsync it did not ask for
 		}
+		if memtable.NeededBytes(size+len(x.batch.repr)-batchrepr.HeaderLen, count+x.batch.count) > maxBatchMemory() {
+			break // the group must fit one memtable
+		}
 		size += len(x.batch.repr) - batchrepr.HeaderLen
 		count += x.batch.count
 	}
@@ -256,8 +258,16 @@ func (d *DB) makeRoomLocked(need int64) error {
 			if err := d.rotateMemTableLocked(false); err != nil {
 				return err
 			}
-			if need > int64(d.mem.Capacity()) && d.mem.Empty() {
-				// A batch larger than a memtable gets a memtable of its own.
+			if d.mem.Empty() && need > d.mem.Room() {
+				// A batch larger than an empty memtable's room (its capacity
+				// less the skiplist heads) gets a memtable of its own.
+				// Batch.prepare and the grouping keep need within the
+				// largest memtable; should one not fit even that, fail
+				// rather than rotate empty memtables for ever.
+				if need > maxBatchMemory() {
+					return fmt.Errorf("%w: commit group needs %d bytes of memtable, more than the %d a memtable holds",
+						ErrInvalidArgument, need, maxBatchMemory())
+				}
 				d.mem = memtable.New(int(need)+memtable.MinCapacity, d.mem.LogNum())
 				d.updateReadStateLocked()
 			}

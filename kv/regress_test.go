@@ -2,9 +2,15 @@ package kv
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"testing"
+	"time"
 
+	"github.com/warpkit/warpkit/kv/internal/arenaskl"
 	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/internal/batchrepr"
+	"github.com/warpkit/warpkit/kv/internal/memtable"
 	"github.com/warpkit/warpkit/kv/vfs"
 )
 
@@ -159,6 +165,90 @@ func TestValueLargerThanCompressedBlockLimit(t *testing.T) {
 	check("after Compact")
 	if err := db.CheckIntegrity(); err != nil {
 		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lowerBatchLimits lowers the batch limits for one test.
+func lowerBatchLimits(t *testing.T, batchSize, memTableCapacity int) {
+	oldSize, oldCap := maxBatchSize, maxMemTableCapacity
+	maxBatchSize, maxMemTableCapacity = batchSize, memTableCapacity
+	t.Cleanup(func() { maxBatchSize, maxMemTableCapacity = oldSize, oldCap })
+}
+
+// commitWithin commits b, failing the test if Commit does not return
+// within a generous time (a livelocked writer never returns).
+func commitWithin(t *testing.T, b *Batch) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- b.Commit(nil) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("Commit did not return")
+		return nil
+	}
+}
+
+// TestBatchTooManyEntries: a batch whose entries need more memtable than
+// the largest memtable holds (each entry costs a skiplist node besides its
+// bytes) fails with ErrInvalidArgument instead of livelocking every writer,
+// and the store goes on working. The memtable limit is lowered from 4 GiB
+// to 1 MiB.
+func TestBatchTooManyEntries(t *testing.T) {
+	lowerBatchLimits(t, maxBatchSize, 1<<20)
+	db, err := Open("/db", &Options{FS: vfs.NewMem(), MemTableSize: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No deferred Close: after a livelock it would wait for ever.
+	b := db.NewBatch()
+	for range 20000 { // 40 KB encoded, about 2 MB of memtable
+		b.Delete(nil)
+	}
+	if err := commitWithin(t, b); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("Commit of 20000 entries: %v, want ErrInvalidArgument", err)
+	}
+	// A batch that fits only the largest memtable gets one of its own.
+	b = db.NewBatch()
+	for i := range 8000 {
+		b.Set([]byte(fmt.Sprintf("k%05d", i)), nil)
+	}
+	if err := commitWithin(t, b); err != nil {
+		t.Fatalf("Commit of 8000 entries: %v", err)
+	}
+	mustGet(t, db, "k07999", "")
+	if err := db.Set([]byte("after"), []byte("1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, db, "after", "1")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBatchFillingAWholeMemTable: a batch that needs about a memtable's
+// whole capacity (more than an empty memtable has left beside its skiplist
+// heads) gets a memtable of its own rather than livelocking the writer.
+func TestBatchFillingAWholeMemTable(t *testing.T) {
+	const memTableSize = 64 << 10
+	db, err := Open("/db", &Options{FS: vfs.NewMem(), MemTableSize: memTableSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No deferred Close: after a livelock it would wait for ever.
+	for size := memTableSize - 512; size <= memTableSize; size += 8 {
+		b := db.NewBatch()
+		b.Set([]byte("k"), make([]byte, size-(batchrepr.HeaderLen+6+arenaskl.NodeOverhead)))
+		if got := memtable.NeededBytes(b.Size(), 1); got != int64(size) {
+			t.Fatalf("batch needs %d bytes, want %d", got, size)
+		}
+		if err := commitWithin(t, b); err != nil {
+			t.Fatalf("batch needing %d bytes: %v", size, err)
+		}
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

@@ -61,9 +61,14 @@ type Arena struct {
 	cap uint32        // usable bytes (buf has maxNodeSize of slack beyond cap)
 }
 
-// NewArena returns an arena of the given capacity (at most 4 GiB-1).
+// MaxCapacity is the largest arena capacity: offsets are 32-bit, and the
+// arena keeps a node's worth of slack beyond its capacity.
+const MaxCapacity = math.MaxUint32 - maxNodeSize - nodeAlign
+
+// NewArena returns an arena of the given capacity, at most MaxCapacity
+// (a larger one is reduced to it).
 func NewArena(capacity int) *Arena {
-	capacity = min(capacity, math.MaxUint32-maxNodeSize-nodeAlign)
+	capacity = min(capacity, MaxCapacity)
 	a := &Arena{buf: make([]byte, capacity+maxNodeSize+nodeAlign), cap: uint32(capacity)}
 	a.n.Store(nodeAlign) // offset 0 means nil
 	return a

@@ -58,6 +58,10 @@ func New(capacity int, logNum base.FileNum) *MemTable {
 // MinCapacity is the smallest capacity New accepts.
 const MinCapacity = 4 * arenaskl.NodeOverhead
 
+// MaxCapacity is the largest capacity a memtable has (New reduces a larger
+// one to it): about 4 GiB.
+const MaxCapacity = arenaskl.MaxCapacity
+
 // LogNum returns the number of the write-ahead log holding this memtable's
 // entries.
 func (m *MemTable) LogNum() base.FileNum { return m.logNum }
@@ -82,6 +86,9 @@ func (m *MemTable) Reserve(n int64) bool {
 		}
 	}
 }
+
+// Room returns the bytes Reserve can still promise.
+func (m *MemTable) Room() int64 { return int64(m.arena.Capacity()) - m.reserved.Load() }
 
 // Apply inserts a batch's entries; the batch's sequence numbers must be
 // assigned. Room must have been reserved.
