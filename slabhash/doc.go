@@ -184,6 +184,13 @@
 //     whose exchange lands after a concurrent delete linearizes just before
 //     that delete.
 //   - Sets have no value: the key CAS is the whole operation.
+//   - Multimaps: insert claims the frontier like any insert (duplicates
+//     allowed, so it never replaces) and delete-one CASes the first live
+//     pair of k; both are linearizable. Count and search-all read the list
+//     once without a snapshot, so they count every pair present throughout
+//     and none that never existed, but concurrent changes to the key in the
+//     same batch may or may not be seen. Delete-all tombstones each pair it
+//     reads: every pair is removed once, by one element.
 //
 // A slab that a lost linking race allocated was never visible and goes back
 // to the pool at once. Flush (exclusive: it waits for batches in flight and

@@ -10,8 +10,13 @@ import (
 )
 
 // MultiMap is a concurrent hash multimap: a key may hold many values
-// (duplicate pairs included). Insert, search-all, count, delete-one and
-// delete-all are linearizable per key. See the package documentation.
+// (duplicate pairs included). Insert and delete-one are linearizable per
+// key, and so is a delete-all when it is the only one on its key in the
+// batch. Count and search-all walk the key's list without a snapshot: they
+// see every pair present for their whole duration and none that never
+// existed, but a pair inserted or deleted while they run may or may not be
+// seen; use separate batches when a count must follow a change. See the
+// package documentation.
 type MultiMap[K, V warpkit.Word] struct{ t *table[K, V] }
 
 // NewMultiMap creates a multimap.

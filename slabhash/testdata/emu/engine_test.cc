@@ -1,15 +1,18 @@
 // engine_test.cc: runs the slab hash kernels (slabhash.cuh) on the CPU
 // emulation of emu.h against sequential models, for every engine: the round
 // engine of the tile layouts (32/32 packed pairs, wide pairs, sets,
-// multimaps) and the warp engine of the paper's layout. Built and run by
-// emu_test.go; prints "ok" and exits 0 when every check passes.
+// multimaps) and the warp engine of the paper's layout (maps, multimaps,
+// and 32-bit sets with whole-warp tiles). Built and run by emu_test.go;
+// prints "ok" and exits 0 when every check passes.
 //
 // Checks: exact results of batches whose keys are distinct (the outcome of
 // each element is then fixed), per-key linearizability of batches with
-// repeated keys, snapshots and flushes against the model, the control block
-// (live-entry delta, inserted count, the pool counter copied by the last
-// warp), pool exhaustion with Failed elements and the host's rerun of just
-// those after the pool grew, and bad op codes.
+// repeated keys (multimaps too: several kinds of operation on one key in one
+// batch), snapshots and flushes against the model, multimap search-all
+// (values in list order, oldest first), the control block (live-entry delta,
+// inserted count, the pool counter copied by the last warp), pool
+// exhaustion with Failed elements and the host's rerun of just those after
+// the pool grew, and bad op codes.
 #include "emu.h"
 //
 #include "../../slabhash.cuh"
@@ -31,6 +34,7 @@ SH_TABLE(set_64_t16, uint64_t, uint32_t, wk::sh::kSet, 16, false)
 SH_TABLE(set_32_t32, uint32_t, uint32_t, wk::sh::kSet, 32, false)
 SH_TABLE(multi_32_32_t8, uint32_t, uint32_t, wk::sh::kMulti, 8, false)
 SH_TABLE(multi_64_32_t16, uint64_t, uint32_t, wk::sh::kMulti, 16, false)
+SH_TABLE(multi_32_32_paper, uint32_t, uint32_t, wk::sh::kMulti, 32, true)
 
 using namespace wk::sh;
 using wk::slab::Pool;
@@ -60,9 +64,13 @@ struct Kernels {
                 uint64_t, unsigned long long*, uint32_t, uint32_t);
   void (*snapshot)(char*, uint32_t, Pool*, K*, V*, uint64_t, unsigned long long*);
   void (*flush)(char*, uint32_t, Pool*, unsigned long long*);
+  void (*findall)(char*, uint32_t, uint32_t, Pool*, const K*, const uint64_t*, V*, uint32_t*, uint64_t,
+                  unsigned long long*);
 };
-#define KERNELS(NAME) \
-  Kernels<typename L_##NAME::K, typename L_##NAME::V> { sh_apply_##NAME, sh_snapshot_##NAME, sh_flush_##NAME }
+#define KERNELS(NAME)                                                                                   \
+  Kernels<typename L_##NAME::K, typename L_##NAME::V> {                                                \
+    sh_apply_##NAME, sh_snapshot_##NAME, sh_flush_##NAME, sh_findall_##NAME                             \
+  }
 
 // Table is a slab hash in host memory with its pool.
 template <class L>
@@ -146,6 +154,35 @@ struct Table {
     CHECK(ctrl[kCtrlCount] == n, "snapshot found %llu, then %llu", (unsigned long long)n, ctrl[kCtrlCount]);
     std::vector<std::pair<K, V>> out;
     for (uint64_t i = 0; i < n; ++i) out.push_back({ks[i], L::kIsSet ? V(0) : vs[i]});
+    return out;
+  }
+
+  // find_all returns the values of each key in list order: a counting pass,
+  // then a pass that gathers them (which must count the same, as nothing
+  // runs in between).
+  std::vector<std::vector<V>> find_all(const std::vector<K>& keys) {
+    const uint64_t n = keys.size();
+    std::vector<std::vector<V>> out(n);
+    if (n == 0) return out;
+    std::vector<uint32_t> counts(n), again(n);
+    memset(ctrl, 0, 8 * sizeof(*ctrl));
+    emu::launch(grid, block, [&] {
+      k.findall(heads, buckets, 0x2545f491, pool, keys.data(), nullptr, nullptr, counts.data(), n, ctrl);
+    });
+    CHECK(ctrl[kCtrlStatus] == 0, "find all: status %llu", ctrl[kCtrlStatus]);
+    std::vector<uint64_t> offs(n + 1, 0);
+    for (uint64_t i = 0; i < n; ++i) offs[i + 1] = offs[i] + counts[i];
+    std::vector<V> vals(offs[n] + 1);
+    memset(ctrl, 0, 8 * sizeof(*ctrl));
+    emu::launch(grid, block, [&] {
+      k.findall(heads, buckets, 0x2545f491, pool, keys.data(), offs.data(), vals.data(), again.data(), n, ctrl);
+    });
+    CHECK(ctrl[kCtrlStatus] == 0, "find all: status %llu", ctrl[kCtrlStatus]);
+    for (uint64_t i = 0; i < n; ++i) {
+      CHECK(again[i] == counts[i], "find all: key %#llx counted %u, then %u", (unsigned long long)keys[i], counts[i],
+            again[i]);
+      out[i].assign(vals.begin() + offs[i], vals.begin() + offs[i] + std::min(again[i], counts[i]));
+    }
     return out;
   }
 
@@ -367,6 +404,163 @@ static void test_multi(const char* name, Kernels<typename L::K, typename L::V> k
       std::multiset<V> want(kv.second.begin(), kv.second.end());
       CHECK(got[kv.first] == want, "%s round %d: key %#llx values differ", name, round, (unsigned long long)kv.first);
     }
+    // Search-all: each key's values oldest first (one insert per key and
+    // batch, so the order is defined), also after flushes.
+    std::vector<K> mk;
+    for (auto& kv : model) mk.push_back(kv.first);
+    auto fa = t.find_all(mk);
+    for (size_t i = 0; i < mk.size(); ++i) {
+      const auto& want = model[mk[i]];
+      CHECK(fa[i].size() == want.size() && std::equal(fa[i].begin(), fa[i].end(), want.begin()),
+            "%s round %d: search-all of key %#llx: %zu values, want %zu in insertion order", name, round,
+            (unsigned long long)mk[i], fa[i].size(), want.size());
+    }
+  }
+}
+
+// MultiRepeats: a MultiMap with up to four elements per key in a batch, of
+// any kinds (insert, delete-one, delete-all, count), checked per key against
+// the package's contract (doc.go): inserts, delete-ones and a lone
+// delete-all are linearizable, so some order of them explains their results
+// and the values left (read back with search-all); counts walk the list
+// without a snapshot, so each count lies between the pairs present
+// throughout and the pairs present at any time. With two delete-alls the
+// check is what they guarantee: every pair is removed at most once, by one
+// element, and no pair that was there before survives.
+template <class L>
+static void test_multi_repeats(const char* name, Kernels<typename L::K, typename L::V> kk, uint32_t buckets,
+                               int rounds, int batch, int keyspace, uint64_t seed) {
+  using K = typename L::K;
+  using V = typename L::V;
+  Table<L> t(kk, buckets, 4, 1);
+  std::mt19937_64 rng(seed);
+  std::map<K, std::deque<V>> model;
+  size_t total = 0;
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<K> keys;
+    std::vector<V> vals, in;
+    std::vector<uint8_t> ops, res;
+    std::vector<uint32_t> counts;
+    std::map<uint64_t, int> used;
+    for (int i = 0; i < batch; ++i) {
+      uint64_t ki = rng() % keyspace;
+      if (used[ki] == 4) continue;
+      ++used[ki];
+      keys.push_back(key_of<K>(ki));
+      const int r = (int)(rng() % 10);
+      ops.push_back(r < 5 ? kOpInsert : r < 7 ? kOpDelete : r < 8 ? kOpDeleteAll : kOpFind);
+      vals.push_back((V)(rng() | 1));
+    }
+    in = vals;
+    CHECK(t.apply(keys, vals, &ops, 0, res, &counts) == 0, "%s: status", name);
+    const long long delta = (long long)t.ctrl[kCtrlDelta];
+    std::map<K, std::vector<size_t>> by;
+    for (size_t i = 0; i < keys.size(); ++i) by[keys[i]].push_back(i);
+    std::vector<K> q;
+    for (auto& kv : by) q.push_back(kv.first);
+    auto post = t.find_all(q);
+    long long want_delta = 0;
+    size_t qi = 0;
+    for (auto& kv : by) {
+      const std::deque<V> pre = model[kv.first];
+      const std::vector<V>& after = post[qi++];
+      std::vector<size_t> es = kv.second;
+      std::sort(es.begin(), es.end());
+      // Pairs ever present during the batch, pairs present throughout (those
+      // of pre still there after: pairs never come back), and what counts
+      // may see: at least the latter, at most the former.
+      std::multiset<V> all(pre.begin(), pre.end()), ins, left(after.begin(), after.end()), kept;
+      std::multiset<V> pre_set(pre.begin(), pre.end());
+      std::set_intersection(pre_set.begin(), pre_set.end(), left.begin(), left.end(),
+                            std::inserter(kept, kept.begin()));
+      std::vector<size_t> changers;  // elements that may change the key: all but counts
+      int n_all = 0;
+      bool ok = true;
+      for (size_t e : es) {
+        if (ops[e] == kOpInsert) all.insert(in[e]), ins.insert(in[e]);
+        n_all += ops[e] == kOpDeleteAll;
+        if (ops[e] != kOpFind) changers.push_back(e);
+      }
+      for (size_t e : es)
+        if (ops[e] == kOpFind)
+          ok &= (res[e] == kResFound) == (counts[e] > 0) && (res[e] == kResFound || res[e] == kResNotFound) &&
+                counts[e] >= kept.size() && counts[e] <= all.size();
+      if (n_all <= 1) {
+        // Inserts, delete-ones and one delete-all are linearizable: some
+        // order of them explains their results and the pairs left.
+        bool found = false;
+        do {
+          std::deque<V> vs = pre;
+          bool good = true;
+          for (size_t e : changers) {
+            uint8_t want;
+            uint32_t wc = 0;
+            switch (ops[e]) {
+              case kOpInsert:
+                want = kResInserted;
+                vs.push_back(in[e]);
+                break;
+              case kOpDelete:
+                want = vs.empty() ? kResNotFound : kResRemoved;
+                wc = vs.empty() ? 0 : 1;
+                if (!vs.empty()) vs.pop_front();
+                break;
+              default:  // delete-all
+                wc = (uint32_t)vs.size();
+                want = wc ? kResRemoved : kResNotFound;
+                vs.clear();
+            }
+            if (res[e] != want || counts[e] != wc) {
+              good = false;
+              break;
+            }
+          }
+          if (good) found = std::multiset<V>(vs.begin(), vs.end()) == left;
+        } while (!found && std::next_permutation(changers.begin(), changers.end()));
+        ok &= found;
+      } else {
+        // Two delete-alls: every pair is removed at most once, by one
+        // element, and none of pre survives.
+        size_t removed = 0;
+        ok &= std::includes(ins.begin(), ins.end(), left.begin(), left.end());
+        for (size_t e : changers) {
+          switch (ops[e]) {
+            case kOpInsert:
+              ok &= res[e] == kResInserted;
+              break;
+            case kOpDelete:
+              ok &= (res[e] == kResRemoved && counts[e] == 1) || (res[e] == kResNotFound && counts[e] == 0);
+              removed += counts[e];
+              break;
+            default:
+              ok &= (res[e] == kResRemoved) == (counts[e] > 0) && (res[e] == kResRemoved || res[e] == kResNotFound);
+              removed += counts[e];
+          }
+        }
+        ok &= all.size() == left.size() + removed;
+      }
+      CHECK(ok, "%s round %d: key %#llx: no order of its %zu elements explains the results", name, round,
+            (unsigned long long)kv.first, es.size());
+      if (!ok) {
+        fprintf(stderr, "  before:");
+        for (V v : pre) fprintf(stderr, " %llx", (unsigned long long)v);
+        fprintf(stderr, "\n  after:");
+        for (V v : after) fprintf(stderr, " %llx", (unsigned long long)v);
+        fprintf(stderr, "\n");
+        for (size_t e : es)
+          fprintf(stderr, "  element %zu: op %d value %llx: result %d count %u\n", e, ops[e],
+                  (unsigned long long)in[e], res[e], counts[e]);
+      }
+      for (size_t e : es) {
+        if (res[e] == kResInserted) ++want_delta;
+        if (res[e] == kResRemoved) want_delta -= counts[e];
+      }
+      total = total - pre.size() + after.size();
+      model[kv.first] = std::deque<V>(after.begin(), after.end());
+    }
+    CHECK(delta == want_delta, "%s round %d: delta %lld, results say %lld", name, round, delta, want_delta);
+    if (round % 4 == 3) t.flush();
+    CHECK(t.snapshot().size() == total, "%s round %d: snapshot size, model %zu", name, round, total);
   }
 }
 
@@ -439,6 +633,13 @@ int main(int argc, char** argv) {
     test_unique<L_set_32_t32>("set32/t32", KERNELS(set_32_t32), buckets, rounds, 600, keys, false, 12);
     test_multi<L_multi_32_32_t8>("multi32x32/t8", KERNELS(multi_32_32_t8), buckets, rounds, 1000, few, 13);
     test_multi<L_multi_64_32_t16>("multi64x32/t16", KERNELS(multi_64_32_t16), buckets, rounds, 1000, few, 14);
+    test_multi<L_multi_32_32_paper>("multi32x32/paper", KERNELS(multi_32_32_paper), buckets, rounds, 600, few, 15);
+    test_multi_repeats<L_multi_32_32_t8>("multi32x32/t8 repeats", KERNELS(multi_32_32_t8), buckets, rounds, 1000,
+                                         few / 2, 16);
+    test_multi_repeats<L_multi_64_32_t16>("multi64x32/t16 repeats", KERNELS(multi_64_32_t16), buckets, rounds,
+                                          1000, few / 2, 17);
+    test_multi_repeats<L_multi_32_32_paper>("multi32x32/paper repeats", KERNELS(multi_32_32_paper), buckets,
+                                            rounds, 600, few / 2, 18);
   }
   test_exhaustion<L_map_32_32_t8>("exhaustion map32x32/t8", KERNELS(map_32_32_t8));
   test_exhaustion<L_map_32_64_t8>("exhaustion map32x64/t8", KERNELS(map_32_64_t8));
