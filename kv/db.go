@@ -120,14 +120,8 @@ func Open(dir string, opts *Options) (*DB, error) {
 // open does everything of Open before the background goroutines start.
 func (d *DB) open() error {
 	fs := d.fs
-	if err := fs.MkdirAll(d.dir, 0o755); err != nil {
-		return fmt.Errorf("kv: create %s: %w", d.dir, err)
-	}
-	// A new directory's own entry must be durable too.
-	if parent := parentDir(fs, d.dir); parent != "" {
-		if err := vfs.SyncDir(fs, parent); err != nil {
-			return fmt.Errorf("kv: sync %s: %w", parent, err)
-		}
+	if err := mkdirAllDurable(fs, d.dir); err != nil {
+		return err
 	}
 	lock, err := fs.Lock(fs.PathJoin(d.dir, base.MakeFilename(base.FileTypeLock, 0)))
 	if err != nil {
@@ -169,11 +163,45 @@ func (d *DB) open() error {
 	return nil
 }
 
-// parentDir returns the directory containing dir, or "" at the root.
+// mkdirAllDurable creates dir and any missing parents, and makes their
+// entries durable: it syncs the parent of dir (always, in case an earlier
+// Open created dir and crashed before syncing) and of every ancestor it
+// created.
+func mkdirAllDurable(fs vfs.FS, dir string) error {
+	// dir and the ancestors MkdirAll will create, deepest first.
+	dirs := []string{dir}
+	for p := parentDir(fs, dir); p != "" && fs.PathBase(p) != ".."; p = parentDir(fs, p) {
+		if _, err := fs.Stat(p); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("kv: create %s: %w", dir, err)
+		}
+		dirs = append(dirs, p)
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("kv: create %s: %w", dir, err)
+	}
+	// Top down, so that each synced entry names a directory whose own
+	// entry is already durable.
+	for i := len(dirs) - 1; i >= 0; i-- {
+		parent := parentDir(fs, dirs[i])
+		if parent == "" {
+			continue // a root has no entry to sync
+		}
+		if err := vfs.SyncDir(fs, parent); err != nil {
+			return fmt.Errorf("kv: sync %s: %w", parent, err)
+		}
+	}
+	return nil
+}
+
+// parentDir returns the directory containing dir: "." for a relative
+// single-element path such as "mydb", and "" only for a root, which has no
+// parent.
 func parentDir(fs vfs.FS, dir string) string {
 	p := fs.PathJoin(dir, "..")
-	if p == dir || p == "" || fs.PathBase(dir) == dir {
-		return ""
+	if p == "" || p == fs.PathJoin(dir) {
+		return "" // "/" (or a volume root): its ".." is itself
 	}
 	return p
 }
