@@ -66,9 +66,11 @@
 // # Recovery
 //
 // Open replays the logs the manifest does not cover. The unfinished tail
-// of a log (a write a crash cut short) is ignored; damage followed by intact
-// records is an error naming the log and offset, unless Options.WALRecovery
-// is WALSalvage, which skips the damaged records and keeps the rest.
+// of the last log that holds records (a write a crash cut short, or zeros up
+// to the end of the file) is the end of the log and is ignored; damage
+// followed by intact records, in the same log or in a later one, is an error
+// naming the log and offset, unless Options.WALRecovery is WALSalvage, which
+// skips the damaged records and keeps the rest.
 //
 // # Departures from gLSM and LevelDB
 //

@@ -13,9 +13,14 @@ import (
 type WALRecovery int
 
 const (
-	// WALStrict (the default) ignores a torn tail (the unfinished end of a
-	// write that a crash cut short) and fails on any other damage with a
-	// *CorruptionError naming the log and offset.
+	// WALStrict (the default) ignores a torn tail of the last log that
+	// holds records (the unfinished end of a write that a crash cut short:
+	// a record cut short, or zeros up to the end of the file, as a file
+	// system that extended the file or preallocated space leaves them) and
+	// fails on any other damage with a *CorruptionError naming the log and
+	// offset: damage followed by intact records, or a torn end of a log
+	// followed by a log with records (a log is synced whole before the next
+	// one is written).
 	WALStrict WALRecovery = iota
 	// WALSalvage skips damaged records, keeps every intact record after
 	// them, and reports what it skipped in Metrics().Recovery. Batches are

@@ -51,12 +51,36 @@ func (d *DB) recover() error {
 		mem = nil
 		return nil
 	}
+	// A log whose end is torn (or zeroed) ends the log sequence: the store
+	// syncs a log whole before it writes to the next one, so a torn end
+	// followed by a later log holding records is damage, not a crash's cut.
+	// (A crash between creating a log and syncing the one before leaves the
+	// new log empty, or with only torn records.)
+	var torn []*tornTail // torn ends of the logs since the last one with records
 	for _, num := range logs {
-		seq, err := d.replayLog(num, &mem, flush)
+		res, err := d.replayLog(num, &mem, flush)
 		if err != nil {
 			return err
 		}
-		lastSeq = max(lastSeq, seq)
+		if res.records > 0 && len(torn) > 0 {
+			t := torn[0]
+			if d.opts.WALRecovery != WALSalvage {
+				return fmt.Errorf("%w (not a torn tail: a later log holds records; open with WALRecovery: WALSalvage to skip the damaged records)", t.err)
+			}
+			d.m.salvaged.Add(1)
+			d.opts.logf("kv: log %s: skipped the damaged end of a log followed by more logs: %v", t.name, t.err)
+			torn = nil
+		}
+		if res.torn != nil {
+			torn = append(torn, res.torn)
+		}
+		lastSeq = max(lastSeq, res.last)
+	}
+	for _, t := range torn {
+		// The end of a write a crash interrupted, which was never
+		// acknowledged as durable.
+		d.m.tornTails.Add(1)
+		d.opts.logf("kv: log %s: ignored torn tail (%v)", t.name, t.err)
 	}
 	if err := flush(); err != nil {
 		return err
@@ -84,55 +108,68 @@ func (d *DB) recover() error {
 	return nil
 }
 
+// replayResult is what replayLog found in one log.
+type replayResult struct {
+	last    base.SeqNum // the last sequence number replayed
+	records int         // intact records read
+	torn    *tornTail   // the log's torn end, if any
+}
+
+// tornTail is damage with no intact chunk after it in its log.
+type tornTail struct {
+	name string
+	err  error // the *base.CorruptionError at the damage
+}
+
 // replayLog applies one log's batches to *mem, flushing it to L0 when full.
-// It returns the last sequence number it saw.
-func (d *DB) replayLog(num base.FileNum, mem **memtable.MemTable, flush func() error) (base.SeqNum, error) {
+// A torn end is returned, not reported: whether it is a crash's cut depends
+// on the logs after it.
+func (d *DB) replayLog(num base.FileNum, mem **memtable.MemTable, flush func() error) (replayResult, error) {
+	var res replayResult
 	name := base.MakeFilename(base.FileTypeLog, num)
 	f, err := d.fs.Open(d.fs.PathJoin(d.dir, name))
 	if err != nil {
-		return 0, fmt.Errorf("kv: open log %s: %w", name, err)
+		return res, fmt.Errorf("kv: open log %s: %w", name, err)
 	}
 	defer f.Close()
 	r := record.NewReader(f, name)
-	var last base.SeqNum
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {
-			return last, nil
+			return res, nil
 		}
 		if err != nil {
 			if !errors.Is(err, base.ErrCorruption) {
-				return 0, fmt.Errorf("kv: read log %s: %w", name, err)
+				return res, fmt.Errorf("kv: read log %s: %w", name, err)
 			}
 			after, serr := r.SkipCorruption()
 			if serr != nil {
-				return 0, fmt.Errorf("kv: read log %s: %w", name, serr)
+				return res, fmt.Errorf("kv: read log %s: %w", name, serr)
 			}
 			if !after {
-				// A torn tail: the end of a write a crash interrupted, which
-				// was never acknowledged as durable.
-				d.m.tornTails.Add(1)
-				d.opts.logf("kv: log %s: ignored torn tail (%v)", name, err)
-				return last, nil
+				// Zeros, or a record cut short, up to the end of the log.
+				res.torn = &tornTail{name: name, err: err}
+				return res, nil
 			}
 			if d.opts.WALRecovery != WALSalvage {
-				return 0, fmt.Errorf("%w (open with WALRecovery: WALSalvage to skip the damaged records)", err)
+				return res, fmt.Errorf("%w (open with WALRecovery: WALSalvage to skip the damaged records)", err)
 			}
 			d.m.salvaged.Add(1)
 			d.opts.logf("kv: log %s: skipped damaged records: %v", name, err)
 			continue
 		}
+		res.records++
 		seq, count, ok := batchrepr.Header(rec)
 		if !ok || count == 0 {
 			if !ok {
-				return 0, base.Corruptf(name, r.Offset(), "log record too short for a batch")
+				return res, base.Corruptf(name, r.Offset(), "log record too short for a batch")
 			}
 			continue
 		}
 		need := memtable.NeededBytes(len(rec), count)
 		if *mem != nil && !(*mem).Reserve(need) {
 			if err := flush(); err != nil {
-				return 0, err
+				return res, err
 			}
 		}
 		if *mem == nil {
@@ -140,8 +177,8 @@ func (d *DB) replayLog(num base.FileNum, mem **memtable.MemTable, flush func() e
 			(*mem).Reserve(need)
 		}
 		if err := (*mem).Apply(rec); err != nil {
-			return 0, base.Corruptf(name, r.Offset(), "bad batch: %v", err)
+			return res, base.Corruptf(name, r.Offset(), "bad batch: %v", err)
 		}
-		last = max(last, seq+base.SeqNum(count)-1)
+		res.last = max(res.last, seq+base.SeqNum(count)-1)
 	}
 }
