@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/warpkit/warpkit/kv/compaction"
@@ -300,7 +301,16 @@ func (d *DB) runCompaction(c *pickedCompaction, snaps []base.SeqNum) error {
 		d.opts.logf("kv: moved table %s from L%d to L%d", f.FileNum, c.level, c.outputLevel)
 		return nil
 	}
-	var created []base.FileNum
+	// The tables the job creates, deleted if it fails. A compactor may
+	// create tables from several goroutines (a GPU compactor encoding
+	// outputs in parallel), and one that leaks a goroutine may call
+	// CreateTable after Compact returned: such a late call fails instead of
+	// leaving a table nobody deletes until the next Open.
+	var (
+		createdMu sync.Mutex
+		created   []base.FileNum
+		finished  bool
+	)
 	job := &compaction.Job{
 		Inputs:                c.inputs,
 		OutputLevel:           c.outputLevel,
@@ -315,6 +325,11 @@ func (d *DB) runCompaction(c *pickedCompaction, snaps []base.SeqNum) error {
 				return d.fs.Open(d.fs.PathJoin(d.dir, base.MakeFilename(base.FileTypeTable, f.FileNum)))
 			},
 			CreateTable: func() (base.FileNum, vfs.File, error) {
+				createdMu.Lock()
+				defer createdMu.Unlock()
+				if finished {
+					return 0, nil, errors.New("kv: CreateTable called after the compaction returned")
+				}
 				num := d.vs.NewFileNum()
 				name := base.MakeFilename(base.FileTypeTable, num)
 				f, err := d.fs.Create(d.fs.PathJoin(d.dir, name))
@@ -328,6 +343,9 @@ func (d *DB) runCompaction(c *pickedCompaction, snaps []base.SeqNum) error {
 		},
 	}
 	res, err := d.opts.Compactor.Compact(d.bgCtx, job)
+	createdMu.Lock()
+	finished = true
+	createdMu.Unlock()
 	if err == nil {
 		err = vfs.SyncDir(d.fs, d.dir)
 	}

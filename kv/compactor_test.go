@@ -2,11 +2,14 @@ package kv
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/vfs"
 )
 
@@ -72,4 +75,74 @@ func TestCustomCompactor(t *testing.T) {
 		t.Fatalf("compactor saw %d jobs, %d with snapshots", cc.jobs.Load(), cc.snapshots.Load())
 	}
 	mustGet(t, db, "k01499", "4499")
+}
+
+// parallelCreateCompactor creates tables from several goroutines at once, as
+// a GPU compactor encoding outputs in parallel may, and then fails.
+type parallelCreateCompactor struct {
+	env compaction.Env // the last job's, to call after Compact returned
+}
+
+var errCompactorFailed = errors.New("compactor failed")
+
+func (c *parallelCreateCompactor) Compact(ctx context.Context, job *compaction.Job) (*compaction.Result, error) {
+	c.env = job.Env
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 4 {
+				if _, f, err := job.Env.CreateTable(); err == nil {
+					f.Write([]byte("partial table"))
+					f.Close()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return nil, errCompactorFailed
+}
+
+// TestFailedCompactionRemovesConcurrentOutputs: the store deletes every
+// table a failed compaction created, also when the compactor created them
+// from several goroutines (the list of created tables was appended to
+// without a lock: go test -race flags it, and appends could be lost, leaving
+// tables behind), and CreateTable fails once Compact has returned.
+func TestFailedCompactionRemovesConcurrentOutputs(t *testing.T) {
+	mem := vfs.NewMem()
+	cc := &parallelCreateCompactor{}
+	db, err := Open("/db", &Options{FS: mem, Compactor: cc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := range 100 {
+		db.Set([]byte(fmt.Sprintf("k%03d", i)), []byte("v"), nil)
+	}
+	if err := db.Compact(nil, nil); !errors.Is(err, errCompactorFailed) {
+		t.Fatalf("Compact: %v", err)
+	}
+	tables := func() []string {
+		names, err := mem.List("/db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, n := range names {
+			if typ, _, _ := base.ParseFilename(n); typ == base.FileTypeTable {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	if got := tables(); len(got) != 1 { // the flushed input
+		t.Fatalf("tables after the failed compaction: %v", got)
+	}
+	if _, f, err := cc.env.CreateTable(); err == nil {
+		f.Close()
+		t.Fatal("CreateTable succeeded after Compact returned")
+	}
+	if got := tables(); len(got) != 1 {
+		t.Fatalf("tables after a late CreateTable: %v", got)
+	}
+	mustGet(t, db, "k042", "v")
 }

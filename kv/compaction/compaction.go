@@ -73,7 +73,8 @@ type Env struct {
 	// caller closes it. Input tables are immutable and stay on disk until
 	// the compaction ends.
 	OpenTableFile func(*manifest.FileMetadata) (vfs.File, error)
-	// CreateTable allocates a file number and creates the table file.
+	// CreateTable allocates a file number and creates the table file. It
+	// is safe for concurrent use, and fails once Compact has returned.
 	CreateTable func() (base.FileNum, vfs.File, error)
 	// WriterOptions configure output tables.
 	WriterOptions sstable.WriterOptions
