@@ -123,6 +123,10 @@ func Key(dst []byte, n uint64) []byte {
 	return append(dst, buf[i:]...)
 }
 
+// MaxValueSize is the largest value size ParseValueSize accepts. Each
+// worker keeps a pool of value bytes 1 MiB larger than the largest value.
+const MaxValueSize = 64 << 20
+
 // values is a pool of pseudo-random bytes that compresses to about half
 // (each 32-byte half-run is repeated), like db_bench's RandomGenerator.
 type values struct {
@@ -130,9 +134,17 @@ type values struct {
 	pos  int
 }
 
-func newValues(seed uint64) *values {
+// newValues returns a pool for values of up to maxLen bytes: 1 MiB, or for
+// values above 1 MiB (which once sliced past a fixed 1 MiB pool and
+// panicked) 1 MiB more than maxLen, so that consecutive values still start
+// at different offsets.
+func newValues(seed uint64, maxLen int) *values {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	pool := make([]byte, 1<<20)
+	size := 1 << 20
+	if maxLen > size {
+		size += (maxLen + 63) &^ 63 // the loop below fills whole 64-byte runs
+	}
+	pool := make([]byte, size)
 	for i := 0; i < len(pool); i += 64 {
 		for j := range 32 {
 			pool[i+j] = byte(' ' + rng.IntN(95))
@@ -277,7 +289,7 @@ func (r *Runner) parallel(ctx context.Context, n int, op func(w *workerState, i 
 		go func() {
 			w := &workerState{
 				rng:    rand.New(rand.NewPCG(r.cfg.Seed+uint64(t)*7919, uint64(t)+1)),
-				values: newValues(r.cfg.Seed + uint64(t)),
+				values: newValues(r.cfg.Seed+uint64(t), r.cfg.ValueMax),
 				hist:   NewHistogram(),
 				cfg:    r.cfg,
 			}
@@ -632,7 +644,7 @@ func SortedWorkloads(names []string) []string {
 	return out
 }
 
-// ParseValueSize parses "100" or "32..4096".
+// ParseValueSize parses "100" or "32..4096" (bytes, at most MaxValueSize).
 func ParseValueSize(s string) (lo, hi int, err error) {
 	a, b, isRange := strings.Cut(s, "..")
 	if _, err := fmt.Sscan(a, &lo); err != nil || lo <= 0 {
@@ -643,6 +655,9 @@ func ParseValueSize(s string) (lo, hi int, err error) {
 		if _, err := fmt.Sscan(b, &hi); err != nil || hi < lo {
 			return 0, 0, fmt.Errorf("kvbench: bad value size range %q", s)
 		}
+	}
+	if hi > MaxValueSize {
+		return 0, 0, fmt.Errorf("kvbench: value size %q above the largest supported, %d bytes (64 MiB)", s, MaxValueSize)
 	}
 	return lo, hi, nil
 }

@@ -62,7 +62,9 @@ func TestParseValueSize(t *testing.T) {
 		in     string
 		lo, hi int
 		ok     bool
-	}{{"100", 100, 100, true}, {"32..4096", 32, 4096, true}, {"0", 0, 0, false}, {"5..1", 0, 0, false}, {"x", 0, 0, false}} {
+	}{{"100", 100, 100, true}, {"32..4096", 32, 4096, true}, {"0", 0, 0, false}, {"5..1", 0, 0, false}, {"x", 0, 0, false},
+		{"2097152", 2 << 20, 2 << 20, true}, {"67108864", MaxValueSize, MaxValueSize, true},
+		{"67108865", 0, 0, false}, {"1..67108865", 0, 0, false}} {
 		lo, hi, err := ParseValueSize(tc.in)
 		if (err == nil) != tc.ok || (tc.ok && (lo != tc.lo || hi != tc.hi)) {
 			t.Errorf("%q: %d %d %v", tc.in, lo, hi, err)
@@ -70,19 +72,23 @@ func TestParseValueSize(t *testing.T) {
 	}
 }
 
+// testStores make the stores the tests run workloads on: the kv store, in
+// memory, and the baseline.
+var testStores = []func(t *testing.T) Store{
+	func(t *testing.T) Store {
+		db, err := kv.Open("/db", &kv.Options{FS: vfs.NewMem(), MemTableSize: 256 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return NewKVStore(db, false)
+	},
+	func(*testing.T) Store { return NewMemStore() },
+}
+
 // TestAllWorkloads runs every workload on the kv store and on the baseline,
 // small, and checks the read workloads find what the fills wrote.
 func TestAllWorkloads(t *testing.T) {
-	for _, mk := range []func(t *testing.T) Store{
-		func(t *testing.T) Store {
-			db, err := kv.Open("/db", &kv.Options{FS: vfs.NewMem(), MemTableSize: 256 << 10})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return NewKVStore(db, false)
-		},
-		func(*testing.T) Store { return NewMemStore() },
-	} {
+	for _, mk := range testStores {
 		s := mk(t)
 		r := NewRunner(s, Config{Num: 5000, ValueMin: 10, ValueMax: 200, Threads: 2})
 		for _, w := range Workloads {
@@ -102,6 +108,36 @@ func TestAllWorkloads(t *testing.T) {
 				if res.Found < 5000 {
 					t.Fatalf("%s readseq: %d keys", s.Name(), res.Found)
 				}
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestValuesAboveOneMiB: values larger than the 1 MiB value pool once sliced
+// past its end and panicked (warp kv bench --value 2000000).
+func TestValuesAboveOneMiB(t *testing.T) {
+	for _, n := range []int{1<<20 - 1, 1 << 20, 1<<20 + 1, 3<<20 + 5} {
+		v := newValues(1, n)
+		for range 5 {
+			if got := len(v.next(n)); got != n {
+				t.Fatalf("value of %d bytes: got %d", n, got)
+			}
+		}
+	}
+	const lo, hi = 1<<20 + 1, 2<<20 + 3
+	for _, mk := range testStores {
+		s := mk(t)
+		r := NewRunner(s, Config{Num: 6, ValueMin: lo, ValueMax: hi, Threads: 2})
+		for _, w := range []string{"fillrandom", "fillseq", "readrandom"} {
+			res, err := r.Run(context.Background(), w)
+			if err != nil {
+				t.Fatalf("%s %s: %v", s.Name(), w, err)
+			}
+			if w == "readrandom" && (res.Found != res.Ops || res.Bytes < res.Ops*(KeyLen+lo)) {
+				t.Fatalf("%s readrandom: found %d of %d, %d bytes", s.Name(), res.Found, res.Ops, res.Bytes)
 			}
 		}
 		if err := s.Close(); err != nil {
