@@ -2,7 +2,8 @@
 // workloads and YCSB A-F) on warpkit kv, Pebble, goleveldb and Badger in one
 // process run, with the same memtable and table sizes, L0 thresholds, block
 // size, bloom filter, block cache, compression and sync setting, and prints
-// one table of rates with ratios to warpkit kv.
+// one table of rates with each store's ratio to warpkit kv (named
+// warpkit/X: warpkit's ops/s over X's).
 //
 // It is its own module so that the library never depends on its peers:
 //
@@ -205,14 +206,38 @@ func runStore(ctx context.Context, o opener, dir string, s settings, cfg kvbench
 	return out, nil
 }
 
+// ratioBase returns the store the throughput ratios divide: warpkit when it
+// ran, else the first store.
+func ratioBase(stores []opener) opener {
+	for _, o := range stores {
+		if o.name == "warpkit" {
+			return o
+		}
+	}
+	return stores[0]
+}
+
 func report(stores []opener, wl []string, res map[string]map[string]*kvbench.Result, cfg kvbench.Config, s settings) *benchfmt.Report {
-	rep := benchfmt.NewReport("kv peers: warpkit kv vs Pebble, goleveldb, Badger (same process, same workloads)", cpuName())
+	var names []string
+	for _, o := range stores {
+		names = append(names, o.name)
+	}
+	rep := benchfmt.NewReport("kv peers: "+strings.Join(names, " vs ")+" (same process, same workloads)", cpuName())
+	// Each ratio column is named numerator/denominator, and computed so:
+	// the base store's ops/s over the other store's.
+	ref := ratioBase(stores)
+	var others []opener
+	for _, o := range stores {
+		if o.name != ref.name {
+			others = append(others, o)
+		}
+	}
 	cols := []string{"workload"}
 	for _, o := range stores {
 		cols = append(cols, o.name+" ops/s")
 	}
-	for _, o := range stores[1:] {
-		cols = append(cols, "warpkit/"+o.name)
+	for _, o := range others {
+		cols = append(cols, ref.name+"/"+o.name+" ops/s")
 	}
 	t := rep.Table(fmt.Sprintf("throughput (num %d, value %d..%d B, 16 B keys, %d client(s), sync %v)", cfg.Num, cfg.ValueMin, cfg.ValueMax, max(cfg.Threads, 1), s.sync), cols...)
 	for _, w := range wl {
@@ -220,10 +245,13 @@ func report(stores []opener, wl []string, res map[string]map[string]*kvbench.Res
 		for _, o := range stores {
 			row = append(row, res[o.name][w].OpsPerSec())
 		}
-		for _, o := range stores[1:] {
-			row = append(row, res[stores[0].name][w].OpsPerSec()/res[o.name][w].OpsPerSec())
+		for _, o := range others {
+			row = append(row, res[ref.name][w].OpsPerSec()/res[o.name][w].OpsPerSec())
 		}
 		t.Add(row...)
+	}
+	if len(others) > 0 {
+		rep.Note("%s/X ops/s: %s's throughput divided by X's (above 1: %s is faster)", ref.name, ref.name, ref.name)
 	}
 	cols = []string{"workload"}
 	for _, o := range stores {
@@ -241,6 +269,10 @@ func report(stores []opener, wl []string, res map[string]map[string]*kvbench.Res
 	at := rep.Table("write amplification after fillrandom", "store", "write amp", "compaction MB", "stalls")
 	for _, o := range stores {
 		if r, ok := res[o.name]["fillrandom"]; ok {
+			if r.Stats == (kvbench.StoreStats{}) {
+				at.Add(o.name, "n/a", "n/a", "n/a") // the store reports none (Badger)
+				continue
+			}
 			at.Add(o.name, r.Stats.WriteAmp, float64(r.StatsDiff.CompactionBytes)/1e6, r.StatsDiff.Stalls)
 		}
 	}
