@@ -52,6 +52,9 @@ func (d *DB) deleteObsolete() {
 	d.obsoleteMu.Unlock()
 	for _, n := range tables {
 		d.tables.evict(n)
+		d.tableTombsMu.Lock()
+		delete(d.tableTombs, n)
+		d.tableTombsMu.Unlock()
 		d.removeFile(base.MakeFilename(base.FileTypeTable, n))
 		d.m.tablesDeleted.Add(1)
 	}

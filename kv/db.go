@@ -14,6 +14,7 @@ import (
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/internal/memtable"
 	"github.com/warpkit/warpkit/kv/internal/mergeiter"
+	"github.com/warpkit/warpkit/kv/internal/rangedel"
 	"github.com/warpkit/warpkit/kv/manifest"
 	"github.com/warpkit/warpkit/kv/record"
 	"github.com/warpkit/warpkit/kv/vfs"
@@ -51,6 +52,13 @@ type DB struct {
 	rsMu sync.Mutex
 	rs   *readState
 
+	// tableTombs holds the range tombstones of live tables that have any,
+	// each decoded once (tableTombstones): a new version reuses them instead
+	// of reopening every such table the table cache has evicted. A table's
+	// entry goes when the table is deleted.
+	tableTombsMu sync.Mutex
+	tableTombs   map[base.FileNum]*rangedel.Set
+
 	obsoleteMu     sync.Mutex
 	obsoleteTables []base.FileNum
 	obsoleteFiles  []string // logs, manifests: deleted by the cleaner
@@ -79,7 +87,14 @@ type walFile struct {
 	w    *record.LogWriter
 }
 
-// Open opens (or creates) the store in dir.
+// Open opens (or creates) the store in dir. It reads the manifest and
+// replays the logs it does not cover, but no table: tables are opened when a
+// read needs them. The exception is range tombstones: the first iterator
+// after Open reads (once per Open; the decoded tombstones stay in memory)
+// the footer, index, properties and range-deletion block of every table
+// holding range deletions, whatever the iterator's bounds, so a store with
+// many such tables (tombstone-only ones included) pays a few small reads
+// per table on its first scan.
 func Open(dir string, opts *Options) (*DB, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -92,6 +107,8 @@ func Open(dir string, opts *Options) (*DB, error) {
 		flushCh:   make(chan struct{}, 1),
 		compactCh: make(chan struct{}, 1),
 		cleanCh:   make(chan struct{}, 1),
+
+		tableTombs: map[base.FileNum]*rangedel.Set{},
 	}
 	d.cond.L = &d.mu
 	d.openTableIterFn = d.openTableIter

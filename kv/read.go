@@ -59,7 +59,10 @@ func (d *DB) updateReadStateLocked() {
 }
 
 // tableTombstones returns the range tombstones of every table in the read
-// state's version, loaded once per version.
+// state's version, gathered once per version. Each table's tombstones are
+// read from the table once per Open (tableRangeDels), so the first iterator
+// after Open reads every table that has any, whatever its bounds, and later
+// versions read only new tables.
 func (d *DB) tableTombstones(rs *readState) (*rangedel.Set, error) {
 	rs.tombOnce.Do(func() {
 		var ts []rangedel.Tombstone
@@ -68,18 +71,38 @@ func (d *DB) tableTombstones(rs *readState) (*rangedel.Set, error) {
 				if !f.HasRangeDels {
 					continue
 				}
-				r, release, err := d.tables.get(f)
+				set, err := d.tableRangeDels(f)
 				if err != nil {
 					rs.tombErr = err
 					return
 				}
-				ts = append(ts, rangedel.Tombstones(r.RangeDels().Spans())...)
-				release()
+				ts = append(ts, rangedel.Tombstones(set.Spans())...)
 			}
 		}
 		rs.tombs = rangedel.NewSet(ts)
 	})
 	return rs.tombs, rs.tombErr
+}
+
+// tableRangeDels returns a table's range tombstones, read from the table
+// the first time (they are immutable, and outlive the reader).
+func (d *DB) tableRangeDels(f *manifest.FileMetadata) (*rangedel.Set, error) {
+	d.tableTombsMu.Lock()
+	set, ok := d.tableTombs[f.FileNum]
+	d.tableTombsMu.Unlock()
+	if ok {
+		return set, nil
+	}
+	r, release, err := d.tables.get(f)
+	if err != nil {
+		return nil, err
+	}
+	set = r.RangeDels()
+	release()
+	d.tableTombsMu.Lock()
+	d.tableTombs[f.FileNum] = set
+	d.tableTombsMu.Unlock()
+	return set, nil
 }
 
 // Get returns a copy of the value of key, or ErrNotFound.
