@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
 )
 
 // cpuShards is the number of independently locked parts of a CPU table.
@@ -137,6 +138,10 @@ func (c *cpuTable[K, V]) one(s *cpuShard[K, V], op Op, k K, v V) (Result, V, uin
 
 func (c *cpuTable[K, V]) applyDevice(ctx context.Context, b *devBatch[K, V]) (int64, error) {
 	return 0, errCPUDevice
+}
+
+func (c *cpuTable[K, V]) findAllDevice(ctx context.Context, keys cuda.Slice[K], offs cuda.Slice[uint64], vals cuda.Slice[V], counts cuda.Slice[uint32]) error {
+	return errCPUDevice
 }
 
 func (c *cpuTable[K, V]) findAll(ctx context.Context, keys []K) ([]int, []V, error) {

@@ -11,7 +11,9 @@
 //
 // Every operation is a batch: Go slices (staged through pinned memory, in
 // chunks of up to 1M elements) or device-resident cuda.Slices (Device
-// variants; no copies). Apply runs a mixed batch — each element its own
+// variants; no copies; a MultiMap search-all there is two calls, CountDevice
+// and then FindAllDevice into the rooms the caller laid out from the
+// counts). Apply runs a mixed batch — each element its own
 // find, insert or delete — in one kernel with the paper's warp-cooperative
 // work sharing: each tile of lanes serves its lanes' operations one at a
 // time. The elements of a batch run concurrently: each is linearizable, and

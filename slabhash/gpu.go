@@ -641,7 +641,7 @@ func (g *gpuTable[K, V]) findAllChunk(ctx context.Context, ln *lane[K, V], keys 
 		return nil, err
 	}
 	// Pass 1: counts.
-	if err := g.launchFindAll(ln, dk, cuda.Slice[uint64]{}, cuda.Slice[V]{}, dc); err != nil {
+	if err := g.launchFindAll(ln, false, dk, cuda.Slice[uint64]{}, cuda.Slice[V]{}, dc); err != nil {
 		return nil, err
 	}
 	counts := make([]uint32, n)
@@ -664,7 +664,7 @@ func (g *gpuTable[K, V]) findAllChunk(ctx context.Context, ln *lane[K, V], keys 
 	}
 	defer dVals.Free()
 	// Pass 2: values (the counts again, which may have grown).
-	if err := g.launchFindAll(ln, dk, dOffs, dVals, dc); err != nil {
+	if err := g.launchFindAll(ln, false, dk, dOffs, dVals, dc); err != nil {
 		return nil, err
 	}
 	got := make([]uint32, n)
@@ -687,14 +687,42 @@ func (g *gpuTable[K, V]) findAllChunk(ctx context.Context, ln *lane[K, V], keys 
 	return redo, nil
 }
 
-func (g *gpuTable[K, V]) launchFindAll(ln *lane[K, V], keys cuda.Slice[K], offs cuda.Slice[uint64], dst cuda.Slice[V], counts cuda.Slice[uint32]) error {
+// findAllDevice is the gathering pass of a search-all on the caller's device
+// slices (MultiMap.FindAllDevice): the scan kernel checks the keys, then the
+// find-all kernel writes each key's values into its room and its count.
+func (g *gpuTable[K, V]) findAllDevice(ctx context.Context, keys cuda.Slice[K], offs cuda.Slice[uint64], vals cuda.Slice[V], counts cuda.Slice[uint32]) error {
+	ln := <-g.lanes
+	defer func() { g.lanes <- ln }()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return g.launchFindAll(ln, true, keys, offs, vals, counts)
+}
+
+// launchFindAll runs the find-all kernel: with offs the zero Slice it only
+// counts; with offs it also stores each key's values, at most
+// offs[i+1]-offs[i] of them, at dst[offs[i]:]. With scan (device keys the
+// host has not checked), the scan kernel runs first; a reserved key then
+// fails the call with ErrReservedKey (the outputs are unspecified).
+func (g *gpuTable[K, V]) launchFindAll(ln *lane[K, V], scan bool, keys cuda.Slice[K], offs cuda.Slice[uint64], dst cuda.Slice[V], counts cuda.Slice[uint32]) error {
 	n := keys.Len()
-	r, err := g.launch(ln, nil, g.fFindAll, g.grid(g.fFindAll, int64(n)), false,
+	var prep func() error
+	if scan {
+		prep = func() error {
+			return g.fScan.Launch(g.grid(g.fScan, int64(n)), cuda.D1(blockThreads), 0, ln.stream,
+				keys, cuda.DevicePtr(0), uint32(g.kind.maxOp()), uint64(n), ln.ctrl)
+		}
+	}
+	r, err := g.launch(ln, prep, g.fFindAll, g.grid(g.fFindAll, int64(n)), false,
 		g.heads, g.buckets, g.seed, g.pool.Descriptor(), keys, offs, dst, counts, uint64(n), ln.ctrl)
 	if err != nil {
 		return err
 	}
-	return slabrt.StatusError("find all", uint32(r.ctrl[ctrlStatus]))
+	status := uint32(r.ctrl[ctrlStatus])
+	if r.ctrl[ctrlRejected] != 0 {
+		return slabrt.StatusError("device scan", status)
+	}
+	return slabrt.StatusError("find all", status)
 }
 
 // snapshot counts the live entries, then copies them out. The table lock

@@ -97,6 +97,37 @@ func (m *MultiMap[K, V]) DeleteAllDevice(ctx context.Context, keys cuda.Slice[K]
 	return m.t.runDevice(ctx, "delete all", &devBatch[K, V]{op: OpDeleteAll, keys: keys, counts: counts}, false)
 }
 
+// FindAllDevice is FindAll on device-resident slices (CUDA backend), as the
+// second of two calls: CountDevice gives each key's count, the caller lays
+// out room for the values, and FindAllDevice gathers them.
+//
+// offsets holds len(keys)+1 offsets into vals, the exclusive prefix sum of
+// the counts with the total last (offsets[0] is usually 0): the values of
+// keys[i] go to vals[offsets[i]:offsets[i+1]], in list order (oldest first;
+// pairs inserted by one batch have no order among themselves), and
+// counts[i] (len(keys), required) receives the number of values the key had
+// when the search read its list. offsets must not decrease; that
+// offsets[0] <= offsets[len(keys)] <= vals.Len() is checked (the two are
+// read back, 16 bytes), the order of the offsets between them is not: a
+// decreasing pair gives a key room that wraps around, and its values are
+// then written outside its range.
+//
+// The table may change between CountDevice and FindAllDevice, and during
+// FindAllDevice (it is safe for concurrent use, and like Count it reads each
+// list once without a snapshot, so a pair inserted or deleted while it runs
+// may or may not be seen). Nothing is ever written outside a key's room:
+// where a key gained values, counts[i] exceeds offsets[i+1]-offsets[i] and
+// only the first offsets[i+1]-offsets[i] of its values in list order were
+// written; where it lost some, counts[i] is smaller and the rest of its room
+// is left as it was. FindAllDevice does not read the counts back, so it
+// returns nil in both cases: compare counts with the rooms and search again
+// the keys that outgrew theirs (host FindAll does this itself). Reserved keys
+// are found on the device first and fail the call with ErrReservedKey,
+// leaving the outputs unspecified.
+func (m *MultiMap[K, V]) FindAllDevice(ctx context.Context, keys cuda.Slice[K], offsets cuda.Slice[uint64], vals cuda.Slice[V], counts cuda.Slice[uint32]) error {
+	return m.t.findAllDevice(ctx, keys, offsets, vals, counts)
+}
+
 // ApplyDevice is Apply on device-resident slices (CUDA backend).
 func (m *MultiMap[K, V]) ApplyDevice(ctx context.Context, ops cuda.Slice[uint8], keys cuda.Slice[K], vals cuda.Slice[V], res cuda.Slice[uint8], counts cuda.Slice[uint32]) error {
 	return m.t.runDevice(ctx, "apply", &devBatch[K, V]{ops: ops, keys: keys, vals: vals, res: res, counts: counts}, true)

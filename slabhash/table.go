@@ -118,6 +118,7 @@ type backend[K, V warpkit.Word] interface {
 	apply(ctx context.Context, b *batch[K, V]) (delta int64, err error)
 	applyDevice(ctx context.Context, b *devBatch[K, V]) (delta int64, err error)
 	findAll(ctx context.Context, keys []K) (offsets []int, vals []V, err error)
+	findAllDevice(ctx context.Context, keys cuda.Slice[K], offs cuda.Slice[uint64], vals cuda.Slice[V], counts cuda.Slice[uint32]) error
 	snapshot(ctx context.Context) ([]K, []V, error)
 	flush(ctx context.Context, live int) error
 	stats(ctx context.Context, n int) (Stats, error)
@@ -417,6 +418,48 @@ func (t *table[K, V]) findAll(ctx context.Context, keys []K) ([]int, []V, error)
 		return nil, nil, fmt.Errorf("slabhash: find all: %w", err)
 	}
 	return offsets, vals, nil
+}
+
+// findAllDevice runs a MultiMap search-all on device slices under the read
+// lock. It checks the shapes, and reads offs[0] and offs[len(keys)] back
+// (two 8-byte copies) to check that the rooms lie inside vals.
+func (t *table[K, V]) findAllDevice(ctx context.Context, keys cuda.Slice[K], offs cuda.Slice[uint64], vals cuda.Slice[V], counts cuda.Slice[uint32]) error {
+	const what = "find all"
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if err := t.checkDevice(what, &devBatch[K, V]{keys: keys, counts: counts}, false); err != nil {
+		return err
+	}
+	n := keys.Len()
+	if n == 0 {
+		return nil
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: slabhash: %s: %s", warpkit.ErrInvalidArgument, what, fmt.Sprintf(format, args...))
+	}
+	if counts.Buffer() == nil {
+		return bad("no counts slice")
+	}
+	if offs.Len() != n+1 {
+		return bad("%d offsets for %d keys (want len(keys)+1)", offs.Len(), n)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("slabhash: %s: %w", what, err)
+	}
+	var first, last [1]uint64
+	if err := offs.Sub(0, 1).CopyToHost(first[:]); err != nil {
+		return fmt.Errorf("slabhash: %s: reading the offsets: %w", what, err)
+	}
+	if err := offs.Sub(n, n+1).CopyToHost(last[:]); err != nil {
+		return fmt.Errorf("slabhash: %s: reading the offsets: %w", what, err)
+	}
+	if first[0] > last[0] || last[0] > uint64(vals.Len()) {
+		return bad("offsets run from %d to %d, for %d values", first[0], last[0], vals.Len())
+	}
+	if err := t.be.findAllDevice(ctx, keys, offs, vals, counts); err != nil {
+		return fmt.Errorf("slabhash: %s: %w", what, err)
+	}
+	return nil
 }
 
 var errCPUDevice = fmt.Errorf("%w: slabhash: device slices need the CUDA backend", warpkit.ErrInvalidArgument)
