@@ -1,0 +1,524 @@
+package slabhash
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/gputest"
+)
+
+// This file checks every *Device method element by element against the same
+// batch run from Go slices on the CPU backend. Keys are distinct within each
+// batch, so every outcome is fixed and the two backends must agree exactly.
+
+// toDevice copies host to a new device slice, freed when the test ends; nil
+// gives the zero Slice (the argument left out).
+func toDevice[T cuda.Elem](t testing.TB, dev *cuda.Device, host []T) cuda.Slice[T] {
+	t.Helper()
+	if host == nil {
+		return cuda.Slice[T]{}
+	}
+	s, err := cuda.FromHost(dev, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Free() })
+	return s
+}
+
+// poison is the byte device outputs are filled with before a call: no valid
+// Result, and no count or value the tests produce.
+const poison = 0xa5
+
+// poisonWord is a word of poison bytes.
+func poisonWord[T warpkit.Word]() T {
+	var w T
+	for range sizeOf[T]() {
+		w = w<<8 | poison
+	}
+	return w
+}
+
+// outDevice allocates n device outputs filled with poison, freed when the
+// test ends, so an output the call should have written and did not shows.
+func outDevice[T cuda.Elem](t testing.TB, dev *cuda.Device, n int) cuda.Slice[T] {
+	t.Helper()
+	s, err := cuda.Alloc[T](dev, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Free() })
+	if err := s.FillBytes(poison, nil); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// toHost copies a device slice back.
+func toHost[T cuda.Elem](t testing.TB, s cuda.Slice[T]) []T {
+	t.Helper()
+	h, err := s.ToHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// opCodes converts ops to the device's op codes.
+func opCodes(ops []Op) []uint8 {
+	out := make([]uint8, len(ops))
+	for i, o := range ops {
+		out[i] = uint8(o)
+	}
+	return out
+}
+
+// resultsOf copies device results back as Results.
+func resultsOf(t testing.TB, s cuda.Slice[uint8]) []Result {
+	t.Helper()
+	raw := toHost(t, s)
+	out := make([]Result, len(raw))
+	for i, r := range raw {
+		out[i] = Result(r)
+	}
+	return out
+}
+
+// agree fails the test at the first element (where only, if not nil, says
+// it counts) whose GPU output differs from the CPU's.
+func agree[K warpkit.Word, T comparable](t testing.TB, what string, keys []K, gpu, cpu []T, only func(int) bool) {
+	t.Helper()
+	if len(gpu) != len(cpu) {
+		t.Fatalf("%s: %d outputs from the GPU, %d from the CPU", what, len(gpu), len(cpu))
+	}
+	for i := range gpu {
+		if (only == nil || only(i)) && gpu[i] != cpu[i] {
+			t.Fatalf("%s: element %d (key %#x): GPU %v, CPU %v", what, i, uint64(keys[i]), gpu[i], cpu[i])
+		}
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// distinct draws n distinct keys of pool.
+func distinct[K warpkit.Word](rng *rand.Rand, pool []K, n int) []K {
+	ks := make([]K, n)
+	for i, p := range rng.Perm(len(pool))[:n] {
+		ks[i] = pool[p]
+	}
+	return ks
+}
+
+func randomVals[V warpkit.Word](rng *rand.Rand, n int) []V {
+	vs := make([]V, n)
+	for i := range vs {
+		vs[i] = V(rng.Uint64())
+	}
+	return vs
+}
+
+// randomOps draws n op codes up to max.
+func randomOps(rng *rand.Rand, n int, max Op) []Op {
+	ops := make([]Op, n)
+	for i := range ops {
+		ops[i] = Op(rng.IntN(int(max) + 1))
+	}
+	return ops
+}
+
+// sameContents compares two snapshots as multisets of pairs (vals nil: keys
+// only).
+func sameContents[K, V warpkit.Word](t testing.TB, gk []K, gv []V, ck []K, cv []V) {
+	t.Helper()
+	type pair struct {
+		k K
+		v V
+	}
+	sorted := func(ks []K, vs []V) []pair {
+		ps := make([]pair, len(ks))
+		for i, k := range ks {
+			ps[i].k = k
+			if vs != nil {
+				ps[i].v = vs[i]
+			}
+		}
+		slices.SortFunc(ps, func(a, b pair) int { return cmp.Or(cmp.Compare(a.k, b.k), cmp.Compare(a.v, b.v)) })
+		return ps
+	}
+	g, c := sorted(gk, gv), sorted(ck, cv)
+	if len(g) != len(c) {
+		t.Fatalf("the GPU table holds %d entries, the CPU one %d", len(g), len(c))
+	}
+	for i := range g {
+		if g[i] != c[i] {
+			t.Fatalf("entry %d of the sorted contents: GPU (%#x, %#x), CPU (%#x, %#x)", i, uint64(g[i].k), uint64(g[i].v), uint64(c[i].k), uint64(c[i].v))
+		}
+	}
+}
+
+// forLayouts runs f for every layout of a kind and width pair, on one
+// device.
+func forLayouts[K, V warpkit.Word](t *testing.T, kd kind, f func(t *testing.T, dev *cuda.Device, l Layout)) {
+	dev := gputest.Device(t)
+	for _, l := range layoutsFor[K, V](kd) {
+		t.Run(l.String(), func(t *testing.T) { f(t, dev, l) })
+	}
+}
+
+const (
+	devRounds = 4
+	devElems  = 1000 // elements per device batch
+	devKeys   = 3000 // keys the batches draw from
+)
+
+func deviceMap[K, V warpkit.Word](t *testing.T, dev *cuda.Device, l Layout) {
+	ctx := context.Background()
+	g, err := NewMap[K, V](Options{Backend: warpkit.CUDA, Device: dev, Layout: l, Buckets: 31})
+	must(t, err)
+	defer g.Close()
+	c, err := NewMap[K, V](Options{Backend: warpkit.CPU})
+	must(t, err)
+	defer c.Close()
+	rng := rand.New(rand.NewPCG(11, uint64(l)))
+	pool := keySpace[K](devKeys)
+	for round := 0; round < devRounds; round++ {
+		at := func(what string) string { return fmt.Sprintf("round %d: %s", round, what) }
+		n := devElems
+		want := make([]Result, n)
+
+		ks, vs := distinct(rng, pool, n), randomVals[V](rng, n)
+		res := outDevice[uint8](t, dev, n)
+		must(t, g.InsertDevice(ctx, toDevice(t, dev, ks), toDevice(t, dev, vs), res))
+		must(t, c.Insert(ctx, ks, vs, want))
+		agree(t, at("InsertDevice"), ks, resultsOf(t, res), want, nil)
+
+		ks = distinct(rng, pool, n)
+		res, out := outDevice[uint8](t, dev, n), outDevice[V](t, dev, n)
+		must(t, g.FindDevice(ctx, toDevice(t, dev, ks), out, res))
+		wantVals := make([]V, n)
+		must(t, c.Find(ctx, ks, wantVals, want))
+		agree(t, at("FindDevice"), ks, resultsOf(t, res), want, nil)
+		agree(t, at("FindDevice values"), ks, toHost(t, out), wantVals, nil)
+
+		ks = distinct(rng, pool, n/3)
+		res = outDevice[uint8](t, dev, len(ks))
+		must(t, g.DeleteDevice(ctx, toDevice(t, dev, ks), res))
+		want = want[:len(ks)]
+		must(t, c.Delete(ctx, ks, want))
+		agree(t, at("DeleteDevice"), ks, resultsOf(t, res), want, nil)
+
+		ops, ks, vs := randomOps(rng, n, OpDelete), distinct(rng, pool, n), randomVals[V](rng, n)
+		res, dv := outDevice[uint8](t, dev, n), toDevice(t, dev, vs)
+		must(t, g.ApplyDevice(ctx, toDevice(t, dev, opCodes(ops)), toDevice(t, dev, ks), dv, res))
+		want = make([]Result, n)
+		must(t, c.Apply(ctx, ops, ks, vs, want))
+		agree(t, at("ApplyDevice"), ks, resultsOf(t, res), want, nil)
+		agree(t, at("ApplyDevice found values"), ks, toHost(t, dv), vs, func(i int) bool { return ops[i] == OpFind })
+
+		if g.Len() != c.Len() {
+			t.Fatalf("round %d: Len %d on the GPU, %d on the CPU", round, g.Len(), c.Len())
+		}
+		if round == 1 {
+			must(t, g.Flush(ctx))
+		}
+	}
+	gk, gv, err := g.Snapshot(ctx)
+	must(t, err)
+	ck, cv, err := c.Snapshot(ctx)
+	must(t, err)
+	sameContents(t, gk, gv, ck, cv)
+}
+
+func deviceSet[K warpkit.Word](t *testing.T, dev *cuda.Device, l Layout) {
+	ctx := context.Background()
+	g, err := NewSet[K](Options{Backend: warpkit.CUDA, Device: dev, Layout: l, Buckets: 31})
+	must(t, err)
+	defer g.Close()
+	c, err := NewSet[K](Options{Backend: warpkit.CPU})
+	must(t, err)
+	defer c.Close()
+	rng := rand.New(rand.NewPCG(12, uint64(l)))
+	pool := keySpace[K](devKeys)
+	for round := 0; round < devRounds; round++ {
+		at := func(what string) string { return fmt.Sprintf("round %d: %s", round, what) }
+		n := devElems
+		want := make([]Result, n)
+
+		ks := distinct(rng, pool, n)
+		res := outDevice[uint8](t, dev, n)
+		must(t, g.InsertDevice(ctx, toDevice(t, dev, ks), res))
+		must(t, c.Insert(ctx, ks, want))
+		agree(t, at("InsertDevice"), ks, resultsOf(t, res), want, nil)
+
+		ks = distinct(rng, pool, n)
+		res = outDevice[uint8](t, dev, n)
+		must(t, g.ContainsDevice(ctx, toDevice(t, dev, ks), res))
+		must(t, c.Contains(ctx, ks, want))
+		agree(t, at("ContainsDevice"), ks, resultsOf(t, res), want, nil)
+
+		ks = distinct(rng, pool, n/3)
+		res = outDevice[uint8](t, dev, len(ks))
+		must(t, g.DeleteDevice(ctx, toDevice(t, dev, ks), res))
+		want = want[:len(ks)]
+		must(t, c.Delete(ctx, ks, want))
+		agree(t, at("DeleteDevice"), ks, resultsOf(t, res), want, nil)
+
+		ops, ks := randomOps(rng, n, OpDelete), distinct(rng, pool, n)
+		res = outDevice[uint8](t, dev, n)
+		must(t, g.ApplyDevice(ctx, toDevice(t, dev, opCodes(ops)), toDevice(t, dev, ks), res))
+		want = make([]Result, n)
+		must(t, c.Apply(ctx, ops, ks, want))
+		agree(t, at("ApplyDevice"), ks, resultsOf(t, res), want, nil)
+
+		if g.Len() != c.Len() {
+			t.Fatalf("round %d: Len %d on the GPU, %d on the CPU", round, g.Len(), c.Len())
+		}
+		if round == 1 {
+			must(t, g.Flush(ctx))
+		}
+	}
+	gk, err := g.Snapshot(ctx)
+	must(t, err)
+	ck, err := c.Snapshot(ctx)
+	must(t, err)
+	sameContents[K, uint32](t, gk, nil, ck, nil)
+}
+
+// findAllDevice runs CountDevice, lays out the rooms on the host from the
+// counts, and runs FindAllDevice into a values buffer with a poisoned tail
+// of spare elements beyond the last room. It returns the offsets, the values
+// (without the tail) and the counts FindAllDevice reported, after checking
+// that the tail was not written.
+func findAllDevice[K, V warpkit.Word](t testing.TB, ctx context.Context, dev *cuda.Device, m *MultiMap[K, V], ks []K) (offs []uint64, vals []V, counts []uint32) {
+	t.Helper()
+	const spare = 8
+	dk := toDevice(t, dev, ks)
+	dc := outDevice[uint32](t, dev, len(ks))
+	must(t, m.CountDevice(ctx, dk, dc))
+	offs = make([]uint64, len(ks)+1)
+	for i, c := range toHost(t, dc) {
+		offs[i+1] = offs[i] + uint64(c)
+	}
+	total := int(offs[len(ks)])
+	dv := outDevice[V](t, dev, total+spare)
+	must(t, dc.FillBytes(poison, nil))
+	must(t, m.FindAllDevice(ctx, dk, toDevice(t, dev, offs), dv, dc))
+	all := toHost(t, dv)
+	for i, v := range all[total:] {
+		if v != poisonWord[V]() {
+			t.Fatalf("FindAllDevice wrote %#x past the last room (at spare element %d)", uint64(v), i)
+		}
+	}
+	return offs, all[:total], toHost(t, dc)
+}
+
+func deviceMulti[K, V warpkit.Word](t *testing.T, dev *cuda.Device, l Layout) {
+	ctx := context.Background()
+	g, err := NewMultiMap[K, V](Options{Backend: warpkit.CUDA, Device: dev, Layout: l, Buckets: 31})
+	must(t, err)
+	defer g.Close()
+	c, err := NewMultiMap[K, V](Options{Backend: warpkit.CPU})
+	must(t, err)
+	defer c.Close()
+	rng := rand.New(rand.NewPCG(13, uint64(l)))
+	// Fewer keys than elsewhere, so that keys gather several values over the
+	// rounds; one element per key per batch keeps each key's values in a
+	// fixed order (one per batch), so both backends list them alike.
+	pool := keySpace[K](devElems * 3 / 2)
+	for round := 0; round < devRounds+2; round++ {
+		at := func(what string) string { return fmt.Sprintf("round %d: %s", round, what) }
+		n := devElems
+
+		ks, vs := distinct(rng, pool, n), randomVals[V](rng, n)
+		res := outDevice[uint8](t, dev, n)
+		want := make([]Result, n)
+		must(t, g.InsertDevice(ctx, toDevice(t, dev, ks), toDevice(t, dev, vs), res))
+		must(t, c.Insert(ctx, ks, vs, want))
+		agree(t, at("InsertDevice"), ks, resultsOf(t, res), want, nil)
+
+		ks = distinct(rng, pool, n)
+		counts := outDevice[uint32](t, dev, n)
+		wantCounts := make([]uint32, n)
+		must(t, g.CountDevice(ctx, toDevice(t, dev, ks), counts))
+		must(t, c.Count(ctx, ks, wantCounts))
+		agree(t, at("CountDevice"), ks, toHost(t, counts), wantCounts, nil)
+
+		ks = distinct(rng, pool, n/2)
+		offs, vals, got := findAllDevice(t, ctx, dev, g, ks)
+		wantOffs, wantVals, err := c.FindAll(ctx, ks)
+		must(t, err)
+		for i, k := range ks {
+			if want := wantOffs[i+1] - wantOffs[i]; int(got[i]) != want || offs[i+1]-offs[i] != uint64(want) {
+				t.Fatalf("round %d: FindAllDevice: key %#x: count %d, room %d, the CPU has %d values", round, uint64(k), got[i], offs[i+1]-offs[i], want)
+			}
+			if !slices.Equal(vals[offs[i]:offs[i+1]], wantVals[wantOffs[i]:wantOffs[i+1]]) {
+				t.Fatalf("round %d: FindAllDevice: key %#x: values %#x, the CPU's %#x", round, uint64(k),
+					vals[offs[i]:offs[i+1]], wantVals[wantOffs[i]:wantOffs[i+1]])
+			}
+		}
+
+		ks = distinct(rng, pool, n/3)
+		res = outDevice[uint8](t, dev, len(ks))
+		want = want[:len(ks)]
+		must(t, g.DeleteOneDevice(ctx, toDevice(t, dev, ks), res))
+		must(t, c.DeleteOne(ctx, ks, want))
+		agree(t, at("DeleteOneDevice"), ks, resultsOf(t, res), want, nil)
+
+		ks = distinct(rng, pool, n/8)
+		counts = outDevice[uint32](t, dev, len(ks))
+		wantCounts = wantCounts[:len(ks)]
+		must(t, g.DeleteAllDevice(ctx, toDevice(t, dev, ks), counts))
+		must(t, c.DeleteAll(ctx, ks, wantCounts))
+		agree(t, at("DeleteAllDevice"), ks, toHost(t, counts), wantCounts, nil)
+
+		ops, ks, vs := randomOps(rng, n, OpDeleteAll), distinct(rng, pool, n), randomVals[V](rng, n)
+		res, counts = outDevice[uint8](t, dev, n), outDevice[uint32](t, dev, n)
+		want, wantCounts = make([]Result, n), make([]uint32, n)
+		must(t, g.ApplyDevice(ctx, toDevice(t, dev, opCodes(ops)), toDevice(t, dev, ks), toDevice(t, dev, vs), res, counts))
+		must(t, c.Apply(ctx, ops, ks, vs, want, wantCounts))
+		agree(t, at("ApplyDevice"), ks, resultsOf(t, res), want, nil)
+		agree(t, at("ApplyDevice counts"), ks, toHost(t, counts), wantCounts, nil)
+
+		if g.Len() != c.Len() {
+			t.Fatalf("round %d: Len %d on the GPU, %d on the CPU", round, g.Len(), c.Len())
+		}
+		if round == 2 {
+			must(t, g.Flush(ctx))
+		}
+	}
+	gk, gv, err := g.Snapshot(ctx)
+	must(t, err)
+	ck, cv, err := c.Snapshot(ctx)
+	must(t, err)
+	sameContents(t, gk, gv, ck, cv)
+}
+
+// TestMapDevice checks InsertDevice, FindDevice, DeleteDevice and
+// ApplyDevice against the CPU backend, for every width pair and layout.
+func TestMapDevice(t *testing.T) {
+	t.Run("32x32", func(t *testing.T) { forLayouts[uint32, uint32](t, kindMap, deviceMap[uint32, uint32]) })
+	t.Run("32x64", func(t *testing.T) { forLayouts[uint32, uint64](t, kindMap, deviceMap[uint32, uint64]) })
+	t.Run("64x32", func(t *testing.T) { forLayouts[uint64, uint32](t, kindMap, deviceMap[uint64, uint32]) })
+	t.Run("64x64", func(t *testing.T) { forLayouts[uint64, uint64](t, kindMap, deviceMap[uint64, uint64]) })
+}
+
+// TestSetDevice checks InsertDevice, ContainsDevice, DeleteDevice and
+// ApplyDevice against the CPU backend.
+func TestSetDevice(t *testing.T) {
+	t.Run("32", func(t *testing.T) { forLayouts[uint32, uint32](t, kindSet, deviceSet[uint32]) })
+	t.Run("64", func(t *testing.T) { forLayouts[uint64, uint32](t, kindSet, deviceSet[uint64]) })
+}
+
+// TestMultiMapDevice checks InsertDevice, CountDevice, FindAllDevice,
+// DeleteOneDevice, DeleteAllDevice and ApplyDevice against the CPU backend.
+func TestMultiMapDevice(t *testing.T) {
+	t.Run("32x32", func(t *testing.T) { forLayouts[uint32, uint32](t, kindMulti, deviceMulti[uint32, uint32]) })
+	t.Run("32x64", func(t *testing.T) { forLayouts[uint32, uint64](t, kindMulti, deviceMulti[uint32, uint64]) })
+	t.Run("64x32", func(t *testing.T) { forLayouts[uint64, uint32](t, kindMulti, deviceMulti[uint64, uint32]) })
+	t.Run("64x64", func(t *testing.T) { forLayouts[uint64, uint64](t, kindMulti, deviceMulti[uint64, uint64]) })
+}
+
+// TestFindAllDeviceRooms: the table changes between CountDevice and
+// FindAllDevice. A key that gained values reports its new count and fills
+// exactly its room with its oldest values; a key that lost some reports the
+// smaller count and leaves the rest of its room alone; nothing is written
+// past the rooms. Bad shapes and offsets beyond the values fail with
+// ErrInvalidArgument before anything runs, reserved keys with
+// ErrReservedKey, and the CPU backend refuses device slices like every
+// other *Device method.
+func TestFindAllDeviceRooms(t *testing.T) {
+	ctx := context.Background()
+	forEachBackend(t, func(t *testing.T, opts Options) {
+		m, err := NewMultiMap[uint32, uint32](opts)
+		must(t, err)
+		defer m.Close()
+		if opts.Backend == warpkit.CPU {
+			err := m.FindAllDevice(ctx, cuda.Slice[uint32]{}, cuda.Slice[uint64]{}, cuda.Slice[uint32]{}, cuda.Slice[uint32]{})
+			if !errors.Is(err, warpkit.ErrInvalidArgument) {
+				t.Fatalf("device slices on the CPU: %v", err)
+			}
+			return
+		}
+		dev := opts.Device
+		const a, b, absent = 10, 20, 30
+		// One pair per batch, so each key's values have a fixed order.
+		ins := func(k, v uint32) { must(t, m.Insert(ctx, []uint32{k}, []uint32{v}, nil)) }
+		for v := uint32(1); v <= 5; v++ {
+			ins(a, 100+v)
+		}
+		for v := uint32(1); v <= 3; v++ {
+			ins(b, 200+v)
+		}
+		keys := []uint32{a, b, absent}
+		dk := toDevice(t, dev, keys)
+		dc := outDevice[uint32](t, dev, 3)
+		must(t, m.CountDevice(ctx, dk, dc))
+		if got := toHost(t, dc); !slices.Equal(got, []uint32{5, 3, 0}) {
+			t.Fatalf("counts %v, want [5 3 0]", got)
+		}
+		offs := toDevice(t, dev, []uint64{0, 5, 8, 8})
+		// The table changes: a gains two values, b loses its oldest.
+		ins(a, 106)
+		ins(a, 107)
+		must(t, m.DeleteOne(ctx, []uint32{b}, nil))
+		dv := outDevice[uint32](t, dev, 12)
+		must(t, dc.FillBytes(poison, nil))
+		must(t, m.FindAllDevice(ctx, dk, offs, dv, dc))
+		if got := toHost(t, dc); !slices.Equal(got, []uint32{7, 2, 0}) {
+			t.Fatalf("counts after the change %v, want [7 2 0]", got)
+		}
+		const p = 0xa5a5a5a5
+		want := []uint32{101, 102, 103, 104, 105, 202, 203, p, p, p, p, p}
+		if got := toHost(t, dv); !slices.Equal(got, want) {
+			t.Fatalf("values %#x, want %#x", got, want)
+		}
+
+		bad := []struct {
+			name   string
+			keys   cuda.Slice[uint32]
+			offs   cuda.Slice[uint64]
+			vals   cuda.Slice[uint32]
+			counts cuda.Slice[uint32]
+		}{
+			{"offsets of len(keys)", dk, offs.Sub(0, 3), dv, dc},
+			{"no counts", dk, offs, dv, cuda.Slice[uint32]{}},
+			{"short counts", dk, offs, dv, dc.Sub(0, 2)},
+			{"rooms past the values", dk, offs, dv.Sub(0, 7), dc},
+			{"no values for rooms", dk, offs, cuda.Slice[uint32]{}, dc},
+			{"offsets that end below their start", dk, toDevice(t, dev, []uint64{9, 9, 9, 8}), dv, dc},
+		}
+		for _, c := range bad {
+			if err := m.FindAllDevice(ctx, c.keys, c.offs, c.vals, c.counts); !errors.Is(err, warpkit.ErrInvalidArgument) {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+		}
+		must(t, m.FindAllDevice(ctx, dk.Sub(0, 0), offs.Sub(0, 1), cuda.Slice[uint32]{}, dc.Sub(0, 0)))
+		// No values at all: rooms of zero need no values slice.
+		must(t, m.FindAllDevice(ctx, dk, toDevice(t, dev, []uint64{0, 0, 0, 0}), cuda.Slice[uint32]{}, dc))
+		if got := toHost(t, dc); !slices.Equal(got, []uint32{7, 2, 0}) {
+			t.Fatalf("counts with empty rooms %v, want [7 2 0]", got)
+		}
+		sk := toDevice(t, dev, []uint32{a, EmptyKey32})
+		if err := m.FindAllDevice(ctx, sk, offs.Sub(0, 3), dv, dc.Sub(0, 2)); !errors.Is(err, warpkit.ErrReservedKey) {
+			t.Fatalf("a reserved key: %v", err)
+		}
+		// The table still answers.
+		o, v, err := m.FindAll(ctx, []uint32{a, b})
+		must(t, err)
+		if !slices.Equal(o, []int{0, 7, 9}) || !slices.Equal(v, []uint32{101, 102, 103, 104, 105, 106, 107, 202, 203}) {
+			t.Fatalf("FindAll afterwards: %v %v", o, v)
+		}
+	})
+}
