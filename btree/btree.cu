@@ -50,6 +50,11 @@ constexpr int kFailRetry = 2;
 constexpr uint32_t kOpLookup = 0, kOpInsert = 1, kOpDelete = 2, kOpSuccessor = 3, kOpPredecessor = 4,
                    kOpCount = 5;
 
+// kStatusInvalidArgument is btree's own status flag (beside those of
+// status.cuh; mirrored in Go as statusInvalidArgument): a device batch held an
+// operation kind above kOpCount, or a range window outside the output buffers.
+constexpr uint32_t kStatusInvalidArgument = 1u << 8;
+
 __device__ __forceinline__ uint32_t m_count(uint32_t m) { return m & 0xffu; }
 __device__ __forceinline__ uint32_t m_level(uint32_t m) { return (m >> 8) & 0xffu; }
 __device__ __forceinline__ uint32_t m_make(uint32_t count, uint32_t level, uint32_t version) {
@@ -1050,14 +1055,22 @@ __device__ __forceinline__ void add_keys(unsigned long long* ctl, long long delt
   if (threadIdx.x == 0 && block_delta) atomicAdd(&ctl[1], (unsigned long long)block_delta);
 }
 
-// window returns query i's output window [off, off+limit) (none without offsets).
-__device__ __forceinline__ void window(const uint32_t* offsets, uint64_t i, uint32_t& off, uint32_t& limit) {
+// window returns query i's output window [off, off+limit) (none without
+// offsets). A window must satisfy offsets[i] <= offsets[i+1] <= out_len (the
+// output buffers' length); any other is reported as kStatusInvalidArgument and
+// left empty, so that no query ever writes outside the output buffers.
+__device__ __forceinline__ void window(const uint32_t* offsets, uint64_t i, uint64_t out_len, uint32_t* status,
+                                       uint32_t& off, uint32_t& limit) {
   off = 0;
   limit = 0;
   if (offsets) {
-    off = offsets[i];
-    uint32_t end = offsets[i + 1];
-    limit = end > off ? end - off : 0;
+    uint32_t a = offsets[i], b = offsets[i + 1];
+    if (a <= b && (uint64_t)b <= out_len) {
+      off = a;
+      limit = b - a;
+    } else {
+      wk::report(status, kStatusInvalidArgument);
+    }
   }
 }
 
@@ -1143,7 +1156,7 @@ __device__ void neighbor_batch(char* base, uint64_t cap, uint32_t* status, const
 
 template <typename K, typename V>
 __device__ void range_batch(char* base, uint64_t cap, uint32_t* status, const K* lo, const K* hi, uint64_t n,
-                            const uint32_t* offsets, K* out_keys, V* out_vals, uint32_t* counts) {
+                            const uint32_t* offsets, uint64_t out_len, K* out_keys, V* out_vals, uint32_t* counts) {
   using S = SlotOf<K, V>;
   constexpr int T = Lay<S>::kTile;
   uint64_t i = tile_id<T>();
@@ -1151,7 +1164,7 @@ __device__ void range_batch(char* base, uint64_t cap, uint32_t* status, const K*
   Tile<T> t;
   Pool<S> pool{base, cap, nullptr, status};
   uint32_t off, limit, total = 0;
-  window(offsets, i, off, limit);
+  window(offsets, i, out_len, status, off, limit);
   int r = op_range<S, K, V, T>(pool, (S)lo[i], (S)hi[i], true, offsets ? out_keys + off : nullptr,
                                offsets ? out_vals + off : nullptr, limit, total, t);
   report_result(pool, r);
@@ -1195,6 +1208,14 @@ __device__ void mixed_batch(char* base, uint64_t cap, unsigned long long* ctl, u
   uint64_t i = tile_id<T>();
   Tile<T> t;
   Pool<S> pool{base, cap, ctl, status};
+  // bt_check_kinds, queued before this kernel on the same stream, flags a batch
+  // that holds an unknown kind: then nothing of it is applied. One thread reads
+  // the flag for the block, so that the whole block leaves (or stays) together
+  // and add_keys's barriers see every thread.
+  __shared__ bool rejected;
+  if (threadIdx.x == 0) rejected = (*(volatile uint32_t*)status & kStatusInvalidArgument) != 0;
+  __syncthreads();
+  if (rejected) return;
   long long delta = 0;
   if (i < n) {
     uint32_t kind = kinds[i];
@@ -1222,9 +1243,11 @@ __device__ void mixed_batch(char* base, uint64_t cap, unsigned long long* ctl, u
         r = op_range<S, K, V, T>(pool, k, h, true, nullptr, nullptr, 0, cnt, t);
         break;
       case kOpLookup:
-      default:
         r = op_lookup(pool, k, true, rv, found, t);
         rk = k;
+        break;
+      default:  // unreachable after bt_check_kinds; never run an unknown kind
+        if (t.rank == 0) wk::report(status, kStatusInvalidArgument);
         break;
     }
     report_result(pool, r);
@@ -1452,8 +1475,8 @@ __device__ void phased_neighbor(char* base, uint64_t cap, uint32_t* status, cons
 // position (for hi, offsets, counts) is order[i].
 template <typename K, typename V>
 __device__ void phased_range(char* base, uint64_t cap, uint32_t* status, const K* los, const K* his,
-                             const uint32_t* order, uint64_t n, const uint32_t* offsets, K* out_keys, V* out_vals,
-                             uint32_t* counts) {
+                             const uint32_t* order, uint64_t n, const uint32_t* offsets, uint64_t out_len,
+                             K* out_keys, V* out_vals, uint32_t* counts) {
   using S = SlotOf<K, V>;
   using Wv = Wave<S, kRounds>;
   constexpr int R = kRounds;
@@ -1472,7 +1495,7 @@ __device__ void phased_range(char* base, uint64_t cap, uint32_t* status, const K
       lo[r] = act[r] ? (S)los[q[r]] : S(0);
       hi[r] = act[r] ? (S)his[at[r]] : S(0);
       off[r] = limit[r] = total[r] = 0;
-      if (act[r]) window(offsets, at[r], off[r], limit[r]);
+      if (act[r]) window(offsets, at[r], out_len, status, off[r], limit[r]);
       run[r] = act[r] && lo[r] <= hi[r];
     }
     wave_descend(pool, v, lo, run, ok);
@@ -1611,9 +1634,9 @@ __device__ void mark_last(const K* keys, uint64_t n, uint8_t* flags) {
     neighbor_batch<K, V>(base, cap, status, keys, n, predecessor, out_keys, out_vals, out_found);                \
   }                                                                                                               \
   extern "C" __global__ void bt_range_##SUF(char* base, uint64_t cap, uint32_t* status, const K* lo, const K* hi, \
-                                             uint64_t n, const uint32_t* offsets, K* out_keys, V* out_vals,       \
-                                             uint32_t* counts) {                                                  \
-    range_batch<K, V>(base, cap, status, lo, hi, n, offsets, out_keys, out_vals, counts);                        \
+                                             uint64_t n, const uint32_t* offsets, uint64_t out_len, K* out_keys,  \
+                                             V* out_vals, uint32_t* counts) {                                     \
+    range_batch<K, V>(base, cap, status, lo, hi, n, offsets, out_len, out_keys, out_vals, counts);               \
   }                                                                                                               \
   extern "C" __global__ void __launch_bounds__(256, 4) bt_phased_lookup_##SUF(char* base, uint64_t cap, uint32_t* status, const K* keys,   \
                                                      const uint32_t* order, uint64_t n, V* out_vals,              \
@@ -1627,9 +1650,9 @@ __device__ void mark_last(const K* keys, uint64_t n, uint8_t* flags) {
   }                                                                                                               \
   extern "C" __global__ void bt_phased_range_##SUF(char* base, uint64_t cap, uint32_t* status, const K* lo,      \
                                                     const K* hi, const uint32_t* order, uint64_t n,               \
-                                                    const uint32_t* offsets, K* out_keys, V* out_vals,            \
-                                                    uint32_t* counts) {                                           \
-    phased_range<K, V>(base, cap, status, lo, hi, order, n, offsets, out_keys, out_vals, counts);                \
+                                                    const uint32_t* offsets, uint64_t out_len, K* out_keys,       \
+                                                    V* out_vals, uint32_t* counts) {                              \
+    phased_range<K, V>(base, cap, status, lo, hi, order, n, offsets, out_len, out_keys, out_vals, counts);       \
   }                                                                                                               \
   extern "C" __global__ void bt_insert_##SUF(char* base, uint64_t cap, unsigned long long* ctl, uint32_t* status, \
                                               const K* keys, const V* vals, uint64_t n) {                         \
@@ -1664,6 +1687,15 @@ extern "C" __global__ void bt_mark_last_u32(const uint32_t* keys, uint64_t n, ui
 }
 extern "C" __global__ void bt_mark_last_u64(const uint64_t* keys, uint64_t n, uint8_t* flags) {
   mark_last(keys, n, flags);
+}
+
+// bt_check_kinds flags (kStatusInvalidArgument) a mixed batch that holds a kind
+// above kOpCount; the mixed kernel queued behind it then applies nothing.
+extern "C" __global__ void bt_check_kinds(const uint8_t* kinds, uint64_t n, uint32_t* status) {
+  bool bad = false;
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+    bad |= kinds[i] > kOpCount;
+  if (bad) wk::report(status, kStatusInvalidArgument);
 }
 
 // bt_iota sets idx[i] = i: the positions that a sorted query batch carries.

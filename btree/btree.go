@@ -405,12 +405,13 @@ func (t *Tree[K, V]) CountDevice(ctx context.Context, lo, hi cuda.Slice[K], coun
 // written: size windows with CountDevice and a scan for exact results, or use
 // fixed windows (offsets[i] = i*L) for bounded ranges.
 //
-// The caller must make every window lie within outKeys and outVals:
-// offsets[i+1] <= outKeys.Len() wherever offsets[i+1] > offsets[i] (a window
-// with offsets[i+1] <= offsets[i] is empty). The offsets are device data and
-// are not checked: a window past the end makes the kernel write past the
-// buffers (another allocation's memory, or a fault that ends the CUDA
-// context).
+// Every window must lie within outKeys and outVals: offsets[i] <= offsets[i+1]
+// <= outKeys.Len() (so the offsets never decrease; an empty window has
+// offsets[i] == offsets[i+1]). The kernel checks each query's window: one that
+// decreases or passes the end of the buffers is left empty (nothing is written
+// for that query, and nothing ever outside the buffers), the other queries'
+// windows and every count are written as usual, and the call returns an error
+// wrapping ErrInvalidArgument.
 func (t *Tree[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K], offsets cuda.Slice[uint32], outKeys cuda.Slice[K], outVals cuda.Slice[V], counts cuda.Slice[uint32]) error {
 	g, err := t.deviceTree("range")
 	if err != nil {
@@ -431,8 +432,10 @@ func (t *Tree[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K], offs
 // has the upper bound 0. A field that is not empty has one element per
 // operation.
 //
-// Kinds holds OpKind values. The host does not read device data, so it cannot
-// reject an unknown kind as Apply does: a value above OpCount runs as a lookup.
+// Kinds holds OpKind values. A batch holding a value above OpCount is rejected
+// on the device before any of it runs (a small check kernel ahead of the batch
+// kernel): ApplyDevice returns an error wrapping ErrInvalidArgument, the tree is
+// unchanged and no result is written.
 type DeviceOps[K, V warpkit.Word] struct {
 	Kinds cuda.Slice[uint8] // OpKind values
 	Keys  cuda.Slice[K]

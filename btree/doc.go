@@ -164,6 +164,11 @@
 // the tree exclusively (other calls wait). Returned slices and Ranges belong to
 // the caller. Device-resident variants return ErrInvalidArgument on the CPU
 // backend; their buffers must stay allocated until the call returns.
+// Device-resident input that the host cannot read is checked on the device:
+// RangeDevice's kernels leave a window that decreases or passes the end of the
+// output buffers empty, and ApplyDevice runs a check of the kinds ahead of the
+// batch kernel, which then applies nothing of a batch holding an unknown kind;
+// either call returns ErrInvalidArgument.
 //
 // # Bulk build
 //
@@ -213,7 +218,4 @@
 //     op_insert before and after latching, op_delete before and after
 //     latching). One routine returning restart, move right or stay should
 //     serve them all.
-//   - RangeDevice does not check its offsets and ApplyDevice does not check its
-//     kinds: both are device data. Windows must lie within the output buffers
-//     (see RangeDevice); an unknown kind runs as a lookup.
 package btree

@@ -528,13 +528,13 @@ func (g *gpuTree[K, V]) rangeDevice(ctx context.Context, lo, hi cuda.Slice[K], o
 	}
 	st, err := g.batch(ctx, false, func(l *lane, fast bool) error {
 		if !fast {
-			return g.k.rng.launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, lo, hi, uint64(n), offsets, outKeys, outVals, counts)
+			return g.k.rng.launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, lo, hi, uint64(n), offsets, uint64(outKeys.Len()), outKeys, outVals, counts)
 		}
 		ql, pos, err := g.sortedQueries(l, lo)
 		if err != nil {
 			return err
 		}
-		return g.k.phasedRange.launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, ql, hi, pos, uint64(n), offsets, outKeys, outVals, counts)
+		return g.k.phasedRange.launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, ql, hi, pos, uint64(n), offsets, uint64(outKeys.Len()), outKeys, outVals, counts)
 	})
 	if err != nil {
 		return err
@@ -549,6 +549,11 @@ func (g *gpuTree[K, V]) applyDevice(ctx context.Context, ops DeviceOps[K, V], re
 	}
 	ops, res = ops.kernelArgs(), res.kernelArgs()
 	return g.mutate(ctx, insertReserve(n), func(l *lane) error {
+		// The check flags unknown kinds in the status word, which the mixed
+		// kernel queued behind it reads first: such a batch applies nothing.
+		if err := g.k.checkKinds.launch(l.stream, n, ops.Kinds, uint64(n), l.status); err != nil {
+			return err
+		}
 		return g.k.mixed.launch(l.stream, n, g.pool, uint64(g.capNodes), g.ctl, l.status,
 			ops.Kinds, ops.Keys, ops.Vals, ops.His, uint64(n), res.Found, res.Keys, res.Vals, res.Counts)
 	})

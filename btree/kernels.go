@@ -20,11 +20,17 @@ var btreePTX []byte
 const (
 	statusRetryLimit    = 1 << 0
 	statusPoolExhausted = 1 << 1
+	// statusInvalidArgument is btree.cu's own flag: a device batch held an
+	// operation kind above OpCount (the batch was not applied) or a range window
+	// outside the output buffers (left empty).
+	statusInvalidArgument = 1 << 8
 )
 
 // statusErr maps a kernel's status word to an error.
 func statusErr(st uint32) error {
 	switch {
+	case st&statusInvalidArgument != 0:
+		return fmt.Errorf("%w: invalid device input: an operation kind above OpCount, or a range window that is decreasing or passes the end of the output buffers", warpkit.ErrInvalidArgument)
 	case st&statusPoolExhausted != 0:
 		return warpkit.ErrPoolExhausted
 	case st&statusRetryLimit != 0:
@@ -66,7 +72,7 @@ type kernels struct {
 	lookup, neighbor, rng, insert, del, mixed kernel
 	// Phased queries (no writer can run): lockstep walk and finish.
 	phasedLookup, phasedNeighbor, phasedRange kernel
-	buildLevel, markLast, iota                kernel
+	buildLevel, markLast, iota, checkKinds    kernel
 }
 
 func widthSuffix[T warpkit.Word]() string {
@@ -104,6 +110,7 @@ func loadKernels[K, V warpkit.Word](dev *cuda.Device) (kernels, error) {
 		{&ks.buildLevel, "bt_build_level_" + suf, tiles, true}, // one node per tile
 		{&ks.markLast, "bt_mark_last_" + widthSuffix[K](), 32, true},
 		{&ks.iota, "bt_iota", 32, true},
+		{&ks.checkKinds, "bt_check_kinds", 32, true},
 	} {
 		if f.dst.f, err = mod.Function(f.name); err != nil {
 			return ks, err
