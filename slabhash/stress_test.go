@@ -12,15 +12,126 @@ import (
 	"github.com/warpkit/warpkit/internal/gputest"
 )
 
+// stressTable is a Map, Set or MultiMap under stress, seen through one
+// interface.
+type stressTable[K, V warpkit.Word] struct {
+	kd    kind
+	apply func(ctx context.Context, ops []Op, keys []K, vals []V, res []Result, counts []uint32) error
+	// contents returns each key's values (Map: at most one; Set: a zero
+	// value for a present key; MultiMap: oldest first).
+	contents func(ctx context.Context, keys []K) ([][]V, error)
+	snapshot func(ctx context.Context) ([]K, error)
+	length   func() int
+	close    func() error
+}
+
+func stressMap[K, V warpkit.Word](opts Options) (*stressTable[K, V], error) {
+	m, err := NewMap[K, V](opts)
+	if err != nil {
+		return nil, err
+	}
+	return &stressTable[K, V]{
+		kd: kindMap,
+		apply: func(ctx context.Context, ops []Op, keys []K, vals []V, res []Result, _ []uint32) error {
+			return m.Apply(ctx, ops, keys, vals, res)
+		},
+		contents: func(ctx context.Context, keys []K) ([][]V, error) {
+			vals := make([]V, len(keys))
+			res := make([]Result, len(keys))
+			if err := m.Find(ctx, keys, vals, res); err != nil {
+				return nil, err
+			}
+			out := make([][]V, len(keys))
+			for i, r := range res {
+				if r == Found {
+					out[i] = []V{vals[i]}
+				}
+			}
+			return out, nil
+		},
+		snapshot: func(ctx context.Context) ([]K, error) {
+			k, _, err := m.Snapshot(ctx)
+			return k, err
+		},
+		length: m.Len, close: m.Close,
+	}, nil
+}
+
+func stressSet[K warpkit.Word](opts Options) (*stressTable[K, uint32], error) {
+	s, err := NewSet[K](opts)
+	if err != nil {
+		return nil, err
+	}
+	return &stressTable[K, uint32]{
+		kd: kindSet,
+		apply: func(ctx context.Context, ops []Op, keys []K, _ []uint32, res []Result, _ []uint32) error {
+			return s.Apply(ctx, ops, keys, res)
+		},
+		contents: func(ctx context.Context, keys []K) ([][]uint32, error) {
+			res := make([]Result, len(keys))
+			if err := s.Contains(ctx, keys, res); err != nil {
+				return nil, err
+			}
+			out := make([][]uint32, len(keys))
+			for i, r := range res {
+				if r == Found {
+					out[i] = []uint32{0}
+				}
+			}
+			return out, nil
+		},
+		snapshot: s.Snapshot, length: s.Len, close: s.Close,
+	}, nil
+}
+
+func stressMulti[K, V warpkit.Word](opts Options) (*stressTable[K, V], error) {
+	m, err := NewMultiMap[K, V](opts)
+	if err != nil {
+		return nil, err
+	}
+	return &stressTable[K, V]{
+		kd: kindMulti, apply: m.Apply,
+		contents: func(ctx context.Context, keys []K) ([][]V, error) {
+			offs, vals, err := m.FindAll(ctx, keys)
+			if err != nil {
+				return nil, err
+			}
+			out := make([][]V, len(keys))
+			for i := range keys {
+				out[i] = vals[offs[i]:offs[i+1]]
+			}
+			return out, nil
+		},
+		snapshot: func(ctx context.Context) ([]K, error) {
+			k, _, err := m.Snapshot(ctx)
+			return k, err
+		},
+		length: m.Len, close: m.Close,
+	}, nil
+}
+
+// stressValue encodes a written value: its writer and the writer's
+// sequence number (fits 32 bits).
+func stressValue[V warpkit.Word](worker int, seq uint64) V { return V(uint64(worker+1)<<20 | seq) }
+
+func stressWriter[V warpkit.Word](v V) (worker int, seq uint64) {
+	return int(uint64(v)>>20) - 1, uint64(v) & (1<<20 - 1)
+}
+
 // stress runs goroutines that apply random mixed batches over one shared,
 // small key set at the same time (on the GPU each batch holds its own
 // stream). Every value written is unique and names its writer. Afterwards:
-//   - per key, Inserted results minus Removed results equals its presence
-//     (no lost key, no duplicate insert);
-//   - a present key holds the last value its writer wrote to it (no stale
-//     value), and every value a find returned was written to that key;
-//   - the snapshot has each key once and Len agrees.
-func stress[K, V warpkit.Word](t *testing.T, m *Map[K, V], workers, rounds, batch, keyCount int) {
+//   - per key, the pairs its elements reported added minus those they
+//     reported removed equals what it holds (no lost key or pair, no
+//     duplicate insert; a Map or Set key holds at most one);
+//   - every value held or found was written to that key, and none is held
+//     twice;
+//   - a Map key holds the last value its writer wrote to it (no stale
+//     value); a MultiMap key holds each writer's values in the order
+//     written (oldest first);
+//   - the snapshot holds every entry (Map and Set: each key once) and Len
+//     agrees.
+func stress[K, V warpkit.Word](t *testing.T, m *stressTable[K, V], workers, rounds, batch, keyCount int) {
 	t.Helper()
 	ctx := context.Background()
 	keys := keySpace[K](keyCount)
@@ -28,14 +139,15 @@ func stress[K, V warpkit.Word](t *testing.T, m *Map[K, V], workers, rounds, batc
 		worker int
 		key    K
 	}
+	type pair struct {
+		k K
+		v V
+	}
 	var mu sync.Mutex
 	net := map[K]int{}
 	last := map[writeKey]V{} // each worker's last value written per key
 	writer := map[V]K{}      // the key every value was written to
-	var found []struct {
-		k K
-		v V
-	}
+	var found []pair
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := 0; w < workers; w++ {
@@ -53,13 +165,17 @@ func stress[K, V warpkit.Word](t *testing.T, m *Map[K, V], workers, rounds, batc
 				vs := make([]V, batch)
 				for i, p := range perm {
 					ks[i] = keys[p]
-					ops[i] = Op(rng.IntN(3))
+					ops[i] = Op(rng.IntN(int(m.kd.maxOp()) + 1))
+					if m.kd == kindMulti && rng.IntN(3) == 0 {
+						ops[i] = OpInsert // keys gather several pairs
+					}
 					seq++
-					vs[i] = V(uint64(w+1)<<20 | seq) // unique per writer and write (fits 32 bits)
+					vs[i] = stressValue[V](w, seq)
 				}
 				in := append([]V(nil), vs...)
 				res := make([]Result, batch)
-				if err := m.Apply(ctx, ops, ks, vs, res); err != nil {
+				counts := make([]uint32, batch)
+				if err := m.apply(ctx, ops, ks, vs, res, counts); err != nil {
 					errs <- err
 					return
 				}
@@ -72,13 +188,12 @@ func stress[K, V warpkit.Word](t *testing.T, m *Map[K, V], workers, rounds, batc
 						if res[i] == Inserted {
 							net[k]++
 						}
+					case res[i] == Removed && m.kd == kindMulti:
+						net[k] -= int(counts[i])
 					case res[i] == Removed:
 						net[k]--
-					case ops[i] == OpFind && res[i] == Found:
-						found = append(found, struct {
-							k K
-							v V
-						}{k, vs[i]})
+					case ops[i] == OpFind && res[i] == Found && m.kd == kindMap:
+						found = append(found, pair{k, vs[i]})
 					}
 				}
 				mu.Unlock()
@@ -95,73 +210,103 @@ func stress[K, V warpkit.Word](t *testing.T, m *Map[K, V], workers, rounds, batc
 			t.Fatalf("a find of %#x returned %#x, which was never written to it", uint64(f.k), uint64(f.v))
 		}
 	}
-	vals := make([]V, len(keys))
-	res := make([]Result, len(keys))
-	if err := m.Find(ctx, keys, vals, res); err != nil {
-		t.Fatal(err)
-	}
-	present := 0
-	for i, k := range keys {
-		in := res[i] == Found
-		if net[k] != map[bool]int{false: 0, true: 1}[in] {
-			t.Fatalf("key %#x: %d more inserts than removals, present %v", uint64(k), net[k], in)
-		}
-		if !in {
-			continue
-		}
-		present++
-		v := vals[i]
-		w := int(uint64(v)>>20) - 1
-		if writer[v] != k || last[writeKey{w, k}] != v {
-			t.Fatalf("key %#x holds %#x, which is not the last value its writer (%d) wrote to it", uint64(k), uint64(v), w)
-		}
-	}
-	snapKeys, _, err := m.Snapshot(ctx)
+	held, err := m.contents(ctx, keys)
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := map[K]bool{}
-	for _, k := range snapKeys {
-		if seen[k] {
-			t.Fatalf("key %#x twice in the snapshot", uint64(k))
+	total := 0
+	seen := map[V]bool{}
+	for i, k := range keys {
+		vs := held[i]
+		total += len(vs)
+		if net[k] != len(vs) {
+			t.Fatalf("key %#x: %d more pairs reported added than removed, %d held", uint64(k), net[k], len(vs))
 		}
-		seen[k] = true
+		if m.kd == kindSet {
+			continue
+		}
+		lastSeq := map[int]uint64{}
+		for _, v := range vs {
+			w, seq := stressWriter(v)
+			if writer[v] != k || seen[v] {
+				t.Fatalf("key %#x holds %#x, which was not written to it or is held twice", uint64(k), uint64(v))
+			}
+			seen[v] = true
+			if m.kd == kindMap && last[writeKey{w, k}] != v {
+				t.Fatalf("key %#x holds %#x, which is not the last value its writer (%d) wrote to it", uint64(k), uint64(v), w)
+			}
+			if seq <= lastSeq[w] {
+				t.Fatalf("key %#x holds writer %d's values out of the order written: %v", uint64(k), w, vs)
+			}
+			lastSeq[w] = seq
+		}
 	}
-	if len(snapKeys) != present || m.Len() != present {
-		t.Fatalf("snapshot %d keys, Len %d, present %d", len(snapKeys), m.Len(), present)
+	snapKeys, err := m.snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.kd != kindMulti {
+		once := map[K]bool{}
+		for _, k := range snapKeys {
+			if once[k] {
+				t.Fatalf("key %#x twice in the snapshot", uint64(k))
+			}
+			once[k] = true
+		}
+	}
+	if len(snapKeys) != total || m.length() != total {
+		t.Fatalf("snapshot %d entries, Len %d, held %d", len(snapKeys), m.length(), total)
 	}
 }
 
-func TestConcurrentStress(t *testing.T) {
-	t.Run("CPU", func(t *testing.T) {
-		m, err := NewMap[uint32, uint32](Options{Backend: warpkit.CPU})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		stress(t, m, 4, 20, 200, 300)
-	})
-	for _, l := range []Layout{LayoutTile8, LayoutTile16, LayoutPaper} {
-		t.Run("GPU-32x32-"+l.String(), func(t *testing.T) {
-			dev := gputest.Device(t)
-			m, err := NewMap[uint32, uint32](Options{Backend: warpkit.CUDA, Device: dev, Layout: l, Buckets: 7, Streams: 8})
+// stressCase is one table type of TestConcurrentStress.
+type stressCase struct {
+	name string
+	run  func(t *testing.T, opts Options, workers, rounds, batch, keyCount int)
+	// layouts are the layouts the type supports.
+	layouts []Layout
+}
+
+func stressCaseOf[K, V warpkit.Word](name string, kd kind, open func(Options) (*stressTable[K, V], error)) stressCase {
+	return stressCase{
+		name: name, layouts: layoutsFor[K, V](kd),
+		run: func(t *testing.T, opts Options, workers, rounds, batch, keyCount int) {
+			m, err := open(opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer m.Close()
-			stress(t, m, 8, 60, 400, 500)
+			defer m.close()
+			stress(t, m, workers, rounds, batch, keyCount)
+		},
+	}
+}
+
+// TestConcurrentStress runs stress on every table type: Maps of each width
+// pair, Sets, MultiMaps, on the CPU and on every GPU layout (with 7 buckets,
+// so the workers meet on long lists).
+func TestConcurrentStress(t *testing.T) {
+	cases := []stressCase{
+		stressCaseOf("Map-32x32", kindMap, stressMap[uint32, uint32]),
+		stressCaseOf("Map-32x64", kindMap, stressMap[uint32, uint64]),
+		stressCaseOf("Map-64x32", kindMap, stressMap[uint64, uint32]),
+		stressCaseOf("Map-64x64", kindMap, stressMap[uint64, uint64]),
+		stressCaseOf("Set-32", kindSet, stressSet[uint32]),
+		stressCaseOf("Set-64", kindSet, stressSet[uint64]),
+		stressCaseOf("MultiMap-32x32", kindMulti, stressMulti[uint32, uint32]),
+		stressCaseOf("MultiMap-64x64", kindMulti, stressMulti[uint64, uint64]),
+	}
+	for _, c := range cases {
+		t.Run("CPU-"+c.name, func(t *testing.T) {
+			c.run(t, Options{Backend: warpkit.CPU}, 4, 20, 200, 300)
 		})
 	}
-	for _, l := range []Layout{LayoutTile8, LayoutTile16} {
-		t.Run("GPU-64x64-"+l.String(), func(t *testing.T) {
-			dev := gputest.Device(t)
-			m, err := NewMap[uint64, uint64](Options{Backend: warpkit.CUDA, Device: dev, Layout: l, Buckets: 7, Streams: 8})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			stress(t, m, 8, 60, 400, 500)
-		})
+	for _, c := range cases {
+		for _, l := range c.layouts {
+			t.Run("GPU-"+c.name+"-"+l.String(), func(t *testing.T) {
+				dev := gputest.Device(t)
+				c.run(t, Options{Backend: warpkit.CUDA, Device: dev, Layout: l, Buckets: 7, Streams: 8}, 8, 60, 400, 500)
+			})
+		}
 	}
 }
 
