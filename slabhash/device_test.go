@@ -522,3 +522,163 @@ func TestFindAllDeviceRooms(t *testing.T) {
 		}
 	})
 }
+
+// TestDevicePoolExhaustion: device batches that outgrow a pool capped by
+// MaxPoolBytes return ErrPoolExhausted; each element is Inserted or Failed,
+// the table holds exactly the inserted ones (with their values) and Len
+// agrees; after deleting them and a Flush the freed slabs take new keys from
+// device slices again. For each table type, and for a mixed device batch.
+func TestDevicePoolExhaustion(t *testing.T) {
+	dev := gputest.Device(t)
+	ctx := context.Background()
+	opts := Options{Backend: warpkit.CUDA, Device: dev, Buckets: 4, MaxPoolBytes: 64 << 10}
+	const n = 20000
+	keys := keySpace[uint32](n)
+	vals := make([]uint32, n)
+	for i := range vals {
+		vals[i] = uint32(i) + 1
+	}
+	// Each table type: insert from device slices; held reads keys back from
+	// Go slices (found, and the value where there is one); remove deletes.
+	type target struct {
+		insert func(keys, vals cuda.Slice[uint32], res cuda.Slice[uint8]) error
+		held   func(keys []uint32) (found []bool, vals []uint32, err error)
+		remove func(keys []uint32) error
+		flush  func(context.Context) error
+		length func() int
+	}
+	found := func(res []Result) []bool {
+		out := make([]bool, len(res))
+		for i, r := range res {
+			out[i] = r == Found
+		}
+		return out
+	}
+	mapTarget := func(t *testing.T, apply bool) target {
+		m, err := NewMap[uint32, uint32](opts)
+		must(t, err)
+		t.Cleanup(func() { m.Close() })
+		return target{
+			insert: func(k, v cuda.Slice[uint32], res cuda.Slice[uint8]) error {
+				if !apply {
+					return m.InsertDevice(ctx, k, v, res)
+				}
+				ops := make([]uint8, k.Len())
+				for i := range ops {
+					ops[i] = uint8(OpInsert)
+				}
+				return m.ApplyDevice(ctx, toDevice(t, dev, ops), k, v, res)
+			},
+			held: func(k []uint32) ([]bool, []uint32, error) {
+				v, res := make([]uint32, len(k)), make([]Result, len(k))
+				err := m.Find(ctx, k, v, res)
+				return found(res), v, err
+			},
+			remove: func(k []uint32) error { return m.Delete(ctx, k, nil) },
+			flush:  m.Flush, length: m.Len,
+		}
+	}
+	targets := []struct {
+		name string
+		open func(t *testing.T) target
+	}{
+		{"Map-InsertDevice", func(t *testing.T) target { return mapTarget(t, false) }},
+		{"Map-ApplyDevice", func(t *testing.T) target { return mapTarget(t, true) }},
+		{"Set-InsertDevice", func(t *testing.T) target {
+			s, err := NewSet[uint32](opts)
+			must(t, err)
+			t.Cleanup(func() { s.Close() })
+			return target{
+				insert: func(k, _ cuda.Slice[uint32], res cuda.Slice[uint8]) error { return s.InsertDevice(ctx, k, res) },
+				held: func(k []uint32) ([]bool, []uint32, error) {
+					res := make([]Result, len(k))
+					err := s.Contains(ctx, k, res)
+					return found(res), nil, err
+				},
+				remove: func(k []uint32) error { return s.Delete(ctx, k, nil) },
+				flush:  s.Flush, length: s.Len,
+			}
+		}},
+		{"MultiMap-InsertDevice", func(t *testing.T) target {
+			m, err := NewMultiMap[uint32, uint32](opts)
+			must(t, err)
+			t.Cleanup(func() { m.Close() })
+			return target{
+				insert: func(k, v cuda.Slice[uint32], res cuda.Slice[uint8]) error { return m.InsertDevice(ctx, k, v, res) },
+				held: func(k []uint32) ([]bool, []uint32, error) {
+					offs, vs, err := m.FindAll(ctx, k)
+					if err != nil {
+						return nil, nil, err
+					}
+					f, v := make([]bool, len(k)), make([]uint32, len(k))
+					for i := range k {
+						switch offs[i+1] - offs[i] {
+						case 0:
+						case 1:
+							f[i], v[i] = true, vs[offs[i]]
+						default:
+							return nil, nil, fmt.Errorf("key %#x holds %d pairs, inserted once", k[i], offs[i+1]-offs[i])
+						}
+					}
+					return f, v, nil
+				},
+				remove: func(k []uint32) error { return m.DeleteAll(ctx, k, nil) },
+				flush:  m.Flush, length: m.Len,
+			}
+		}},
+	}
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			x := tg.open(t)
+			res := outDevice[uint8](t, dev, n)
+			err := x.insert(toDevice(t, dev, keys), toDevice(t, dev, vals), res)
+			if !errors.Is(err, warpkit.ErrPoolExhausted) {
+				t.Fatalf("inserting past the pool: %v", err)
+			}
+			var in, failed []uint32
+			for i, r := range resultsOf(t, res) {
+				switch r {
+				case Inserted:
+					in = append(in, keys[i])
+				case Failed:
+					failed = append(failed, keys[i])
+				default:
+					t.Fatalf("element %d: %v after a failed batch", i, r)
+				}
+			}
+			if len(in) == 0 || len(failed) == 0 || x.length() != len(in) {
+				t.Fatalf("%d inserted, %d failed, Len %d", len(in), len(failed), x.length())
+			}
+			f, v, err := x.held(keys)
+			must(t, err)
+			resAt := resultsOf(t, res)
+			for i, k := range keys {
+				inserted := resAt[i] == Inserted
+				if f[i] != inserted {
+					t.Fatalf("key %#x: reported %v, now found %v", k, resAt[i], f[i])
+				}
+				if inserted && v != nil && v[i] != vals[i] {
+					t.Fatalf("key %#x holds %#x, inserted with %#x", k, v[i], vals[i])
+				}
+			}
+			must(t, x.remove(in))
+			must(t, x.flush(ctx))
+			again := failed[:len(in)/2]
+			res = outDevice[uint8](t, dev, len(again))
+			must(t, x.insert(toDevice(t, dev, again), toDevice(t, dev, vals[:len(again)]), res))
+			for i, r := range resultsOf(t, res) {
+				if r != Inserted {
+					t.Fatalf("after the flush: element %d (key %#x): %v", i, again[i], r)
+				}
+			}
+			if x.length() != len(again) {
+				t.Fatalf("Len %d, want %d", x.length(), len(again))
+			}
+			f, _, err = x.held(again)
+			must(t, err)
+			if i := slices.Index(f, false); i >= 0 {
+				t.Fatalf("key %#x inserted after the flush is missing", again[i])
+			}
+		})
+	}
+}
