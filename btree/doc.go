@@ -172,12 +172,15 @@
 //
 // # Bulk build
 //
-// Build from Go slices sorts on the host (LSD radix) and lays out the nodes on
-// the GPU, one tile per node, level by level. BuildDevice sorts on the device
-// with package prim's radix sort (in place: it reorders the caller's buffers),
-// keeps the last pair of each key with prim's selection, and lays out the same
-// way. The paper fills nodes 8/15; we fill leaves 10/14 and internal nodes
-// 12/14.
+// BuildDevice sorts on the device with package prim's stable radix sort (in
+// place: it reorders the caller's buffers), keeps the last pair of each key with
+// prim's selection, and lays out the nodes on the GPU, one tile per node, level
+// by level. Build from Go slices uploads the pairs and takes the same path (the
+// caller's slices are not reordered); only when the device sort cannot run
+// (more than prim.MaxElements pairs, or too little device memory for its
+// scratch) does it sort on the host (LSD radix, the same order and the same
+// last-wins rule) and upload the distinct pairs. The paper fills nodes 8/15;
+// we fill leaves 10/14 and internal nodes 12/14.
 //
 // When the new tree needs a larger pool (its nodes plus half again), Build
 // lays it out in a new pool and swaps that in only on success, so a failure

@@ -836,9 +836,35 @@ func (g *gpuTree[K, V]) apply(ctx context.Context, ops []Op[K, V], results []Res
 
 // ---- bulk build, compact, check, stats ------------------------------------
 
+// build uploads the pairs and builds as BuildDevice does (prim's stable sort
+// and selection of the last pair of each key, on the device). Batches larger
+// than prim handles, and batches whose device sort ran out of device memory
+// (it needs scratch of about twice the pairs), are sorted on the host instead
+// (sortUnique, the same order and the same last-wins rule), which leaves only
+// the distinct pairs to upload.
 func (g *gpuTree[K, V]) build(ctx context.Context, keys []K, vals []V) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if len(keys) == 0 {
+		return g.buildSorted(ctx, nil, nil)
+	}
+	if len(keys) <= prim.MaxElements {
+		var s staged
+		dk, err := upload(&s, g.dev, keys)
+		var dv cuda.Slice[V]
+		if err == nil {
+			dv, err = upload(&s, g.dev, vals)
+		}
+		if err == nil {
+			err = g.sortAndInstall(&s, dk, dv)
+		}
+		s.free()
+		if !errors.Is(err, warpkit.ErrOutOfMemory) {
+			return err
+		}
+		// Build either installs the new tree or fails: trying again with less
+		// device memory is safe whatever the failed attempt left.
 	}
 	sk, sv := sortUnique(keys, vals)
 	return g.buildSorted(ctx, sk, sv)
@@ -878,7 +904,13 @@ func (g *gpuTree[K, V]) buildDevice(ctx context.Context, keys cuda.Slice[K], val
 	}
 	var s staged
 	defer s.free()
-	uk, uv, err := g.sortUniqueDevice(&s, keys, vals)
+	return g.sortAndInstall(&s, keys, vals)
+}
+
+// sortAndInstall sorts the device pairs in place, keeps the last pair of each
+// key (in scratch buffers of s) and installs the tree built from them.
+func (g *gpuTree[K, V]) sortAndInstall(s *staged, keys cuda.Slice[K], vals cuda.Slice[V]) error {
+	uk, uv, err := g.sortUniqueDevice(s, keys, vals)
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,10 @@ import "github.com/warpkit/warpkit"
 
 // sortUnique returns the distinct keys in increasing order with, for each, the
 // value of its last occurrence: a stable LSD radix sort (16-bit digits) of the
-// pairs by key, then a pass keeping the last of each run. It is the host half of
-// a bulk build from Go slices and of Compact.
+// pairs by key, then a pass keeping the last of each run. Build from Go slices
+// falls back to it on the CUDA backend when the device sort cannot run (more
+// pairs than prim handles, or too little device memory); it is what the device
+// path (prim's stable radix sort, then the last pair of each key) computes.
 func sortUnique[K, V warpkit.Word](keys []K, vals []V) ([]K, []V) {
 	n := len(keys)
 	k0, v0 := make([]K, n), make([]V, n)
