@@ -59,7 +59,6 @@ func TestTombstoneTablesReadOncePerOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
 	if n := opens.n.Load(); n != 0 {
 		t.Fatalf("Open opened %d tables", n)
 	}
@@ -92,14 +91,15 @@ func TestTombstoneTablesReadOncePerOpen(t *testing.T) {
 	if _, err := db.Get([]byte("k005")); err != ErrNotFound {
 		t.Fatalf("Get of a deleted key: %v", err)
 	}
-	// Deleted tables leave the tombstone cache.
+	// Deleted tables leave the tombstone cache. (Close waits for the
+	// background deletions, then deletes what is left.)
 	if err := db.Compact(nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	db.deleteObsolete()
 	live := db.vs.LiveFileNums()
-	db.tableTombsMu.Lock()
-	defer db.tableTombsMu.Unlock()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
 	for n := range db.tableTombs {
 		if !live[n] {
 			t.Fatalf("tombstones of deleted table %s still cached", n)
