@@ -434,9 +434,9 @@ func TestMultiMapDevice(t *testing.T) {
 // FindAllDevice. A key that gained values reports its new count and fills
 // exactly its room with its oldest values; a key that lost some reports the
 // smaller count and leaves the rest of its room alone; nothing is written
-// past the rooms. Bad shapes and offsets beyond the values fail with
-// ErrInvalidArgument before anything runs, reserved keys with
-// ErrReservedKey, and the CPU backend refuses device slices like every
+// past the rooms. Bad shapes and rooms outside the values fail with
+// ErrInvalidArgument, writing nothing outside the values; reserved keys
+// fail with ErrReservedKey, and the CPU backend refuses device slices like every
 // other *Device method.
 func TestFindAllDeviceRooms(t *testing.T) {
 	ctx := context.Background()
@@ -485,23 +485,36 @@ func TestFindAllDeviceRooms(t *testing.T) {
 			t.Fatalf("values %#x, want %#x", got, want)
 		}
 
+		// Bad shapes fail on the host; rooms outside vals fail in the kernel,
+		// which leaves them unwritten: each case gets a view of the first
+		// len elements of dv, whose rest must stay poisoned.
 		bad := []struct {
 			name   string
-			keys   cuda.Slice[uint32]
-			offs   cuda.Slice[uint64]
-			vals   cuda.Slice[uint32]
+			offs   []uint64
+			len    int // of the view of dv passed as vals; -1: none
 			counts cuda.Slice[uint32]
 		}{
-			{"offsets of len(keys)", dk, offs.Sub(0, 3), dv, dc},
-			{"no counts", dk, offs, dv, cuda.Slice[uint32]{}},
-			{"short counts", dk, offs, dv, dc.Sub(0, 2)},
-			{"rooms past the values", dk, offs, dv.Sub(0, 7), dc},
-			{"no values for rooms", dk, offs, cuda.Slice[uint32]{}, dc},
-			{"offsets that end below their start", dk, toDevice(t, dev, []uint64{9, 9, 9, 8}), dv, dc},
+			{"offsets of len(keys)", []uint64{0, 5, 8}, 12, dc},
+			{"no counts", []uint64{0, 5, 8, 8}, 12, cuda.Slice[uint32]{}},
+			{"short counts", []uint64{0, 5, 8, 8}, 12, dc.Sub(0, 2)},
+			{"a room past the values", []uint64{0, 5, 8, 8}, 6, dc},
+			{"a room that ends before it starts", []uint64{0, 8, 2, 9}, 9, dc},
+			{"a room that ends below them all", []uint64{9, 9, 9, 8}, 12, dc},
+			{"rooms and no values", []uint64{0, 5, 8, 8}, -1, dc},
 		}
 		for _, c := range bad {
-			if err := m.FindAllDevice(ctx, c.keys, c.offs, c.vals, c.counts); !errors.Is(err, warpkit.ErrInvalidArgument) {
+			must(t, dv.FillBytes(poison, nil))
+			var vals cuda.Slice[uint32]
+			if c.len >= 0 {
+				vals = dv.Sub(0, c.len)
+			}
+			if err := m.FindAllDevice(ctx, dk, toDevice(t, dev, c.offs), vals, c.counts); !errors.Is(err, warpkit.ErrInvalidArgument) {
 				t.Fatalf("%s: %v", c.name, err)
+			}
+			for i, v := range toHost(t, dv)[max(c.len, 0):] {
+				if v != p {
+					t.Fatalf("%s: %#x written at %d, past the %d values", c.name, v, max(c.len, 0)+i, max(c.len, 0))
+				}
 			}
 		}
 		must(t, m.FindAllDevice(ctx, dk.Sub(0, 0), offs.Sub(0, 1), cuda.Slice[uint32]{}, dc.Sub(0, 0)))

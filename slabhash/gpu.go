@@ -699,9 +699,15 @@ func (g *gpuTable[K, V]) findAllDevice(ctx context.Context, keys cuda.Slice[K], 
 	return g.launchFindAll(ln, true, keys, offs, vals, counts)
 }
 
+// statusBadRoom is the find-all kernel's flag for a room outside dst
+// (kStatusBadRoom in slabhash.cuh).
+const statusBadRoom = 1 << 11
+
 // launchFindAll runs the find-all kernel: with offs the zero Slice it only
 // counts; with offs it also stores each key's values, at most
-// offs[i+1]-offs[i] of them, at dst[offs[i]:]. With scan (device keys the
+// offs[i+1]-offs[i] of them, at dst[offs[i]:], and fails with
+// ErrInvalidArgument where a room lies outside dst (which it leaves
+// unwritten; nothing is written outside dst). With scan (device keys the
 // host has not checked), the scan kernel runs first; a reserved key then
 // fails the call with ErrReservedKey (the outputs are unspecified).
 func (g *gpuTable[K, V]) launchFindAll(ln *lane[K, V], scan bool, keys cuda.Slice[K], offs cuda.Slice[uint64], dst cuda.Slice[V], counts cuda.Slice[uint32]) error {
@@ -714,13 +720,16 @@ func (g *gpuTable[K, V]) launchFindAll(ln *lane[K, V], scan bool, keys cuda.Slic
 		}
 	}
 	r, err := g.launch(ln, prep, g.fFindAll, g.grid(g.fFindAll, int64(n)), false,
-		g.heads, g.buckets, g.seed, g.pool.Descriptor(), keys, offs, dst, counts, uint64(n), ln.ctrl)
+		g.heads, g.buckets, g.seed, g.pool.Descriptor(), keys, offs, dst, uint64(dst.Len()), counts, uint64(n), ln.ctrl)
 	if err != nil {
 		return err
 	}
 	status := uint32(r.ctrl[ctrlStatus])
-	if r.ctrl[ctrlRejected] != 0 {
+	switch {
+	case r.ctrl[ctrlRejected] != 0:
 		return slabrt.StatusError("device scan", status)
+	case status&statusBadRoom != 0:
+		return fmt.Errorf("%w: find all: offsets that decrease or pass the %d values", warpkit.ErrInvalidArgument, dst.Len())
 	}
 	return slabrt.StatusError("find all", status)
 }

@@ -106,11 +106,11 @@ func (m *MultiMap[K, V]) DeleteAllDevice(ctx context.Context, keys cuda.Slice[K]
 // keys[i] go to vals[offsets[i]:offsets[i+1]], in list order (oldest first;
 // pairs inserted by one batch have no order among themselves), and
 // counts[i] (len(keys), required) receives the number of values the key had
-// when the search read its list. offsets must not decrease; that
-// offsets[0] <= offsets[len(keys)] <= vals.Len() is checked (the two are
-// read back, 16 bytes), the order of the offsets between them is not: a
-// decreasing pair gives a key room that wraps around, and its values are
-// then written outside its range.
+// when the search read its list. The kernel checks every room: where
+// offsets[i] > offsets[i+1] or offsets[i+1] > vals.Len(), that key's values
+// are not written (it is only counted) and the call returns
+// ErrInvalidArgument, with the outputs unspecified; nothing outside vals is
+// ever written.
 //
 // The table may change between CountDevice and FindAllDevice, and during
 // FindAllDevice (it is safe for concurrent use, and like Count it reads each

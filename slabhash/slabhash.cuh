@@ -33,6 +33,9 @@ enum Res : uint8_t {
 // Status flags beyond status.cuh (mirrored in internal/slabrt).
 constexpr uint32_t kStatusReservedKey = 1u << 9;
 constexpr uint32_t kStatusBadOp = 1u << 10;
+// find_all: a key's room (offsets[i] .. offsets[i+1]) ends before it starts
+// or past the end of dst (slabhash only, not mirrored in slabrt).
+constexpr uint32_t kStatusBadRoom = 1u << 11;
 
 // Control block of one launch (u64 words): status flags, the change in the
 // number of live entries, the failed elements, the reserved keys or bad op
@@ -986,11 +989,14 @@ __device__ void apply(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool,
 
 // find_all stores the values of keys[i] at dst[offsets[i] ..] up to
 // offsets[i+1] and its count in counts[i] (which may exceed the room: the
-// host then retries that key with more).
+// host then retries that key with more). The offsets may come from the
+// caller's device memory: a room that ends before it starts or past dst_len
+// is not written (the key is only counted) and reports kStatusBadRoom, so
+// nothing is ever stored outside dst[0, dst_len).
 template <class L>
 __device__ void find_all(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool, const typename L::K* keys,
-                         const uint64_t* offsets, typename L::V* dst, uint32_t* counts, uint64_t n,
-                         unsigned long long* ctrl) {
+                         const uint64_t* offsets, typename L::V* dst, uint64_t dst_len, uint32_t* counts,
+                         uint64_t n, unsigned long long* ctrl) {
   Tile<L::W> t;
   Geometry<L::W> g;
   Ctx<L> c{heads, nbuckets, seed, pool, (uint32_t*)(ctrl + kCtrlStatus)};
@@ -1002,13 +1008,18 @@ __device__ void find_all(char* heads, uint32_t nbuckets, uint32_t seed, Pool* po
       const int src = __ffs(q) - 1;
       const uint64_t j = t.shfl((uint64_t)i, src);
       const typename L::K k = keys[j];
-      uint32_t cnt;
+      typename L::V* out = nullptr;  // null: count only
+      uint32_t cap = 0;
       if (offsets) {
         const uint64_t lo = offsets[j], hi = offsets[j + 1];
-        cnt = collect<L>(t, c, k, dst + lo, (uint32_t)(hi - lo));
-      } else {
-        cnt = collect<L>(t, c, k, (typename L::V*)nullptr, 0);
+        if (lo <= hi && hi <= dst_len) {  // the same for every lane of the tile (one j)
+          out = dst + lo;
+          cap = hi - lo < 0xffffffffu ? (uint32_t)(hi - lo) : 0xffffffffu;
+        } else if (t.rank == src) {
+          report(c.status, kStatusBadRoom);
+        }
       }
+      const uint32_t cnt = collect<L>(t, c, k, out, cap);
       if (t.rank == src) {
         counts[i] = cnt;
         pending = false;
@@ -1176,9 +1187,9 @@ __device__ void scan(const K* keys, const uint8_t* ops, uint32_t max_op, uint64_
                             flags, salt);                                                                          \
   }                                                                                                                \
   extern "C" __global__ void sh_findall_##NAME(char* heads, uint32_t nbuckets, uint32_t seed, wk::slab::Pool* pool, \
-                                               const K* keys, const uint64_t* offsets, V* dst, uint32_t* counts,   \
-                                               uint64_t n, unsigned long long* ctrl) {                            \
-    wk::sh::find_all<L_##NAME>(heads, nbuckets, seed, pool, keys, offsets, dst, counts, n, ctrl);                 \
+                                               const K* keys, const uint64_t* offsets, V* dst, uint64_t dst_len,   \
+                                               uint32_t* counts, uint64_t n, unsigned long long* ctrl) {          \
+    wk::sh::find_all<L_##NAME>(heads, nbuckets, seed, pool, keys, offsets, dst, dst_len, counts, n, ctrl);        \
   }                                                                                                                \
   extern "C" __global__ void sh_snapshot_##NAME(char* heads, uint32_t nbuckets, wk::slab::Pool* pool, K* keys,      \
                                                 V* vals, uint64_t cap, unsigned long long* ctrl) {                \

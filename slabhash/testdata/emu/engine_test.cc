@@ -64,7 +64,7 @@ struct Kernels {
                 uint64_t, unsigned long long*, uint32_t, uint32_t);
   void (*snapshot)(char*, uint32_t, Pool*, K*, V*, uint64_t, unsigned long long*);
   void (*flush)(char*, uint32_t, Pool*, unsigned long long*);
-  void (*findall)(char*, uint32_t, uint32_t, Pool*, const K*, const uint64_t*, V*, uint32_t*, uint64_t,
+  void (*findall)(char*, uint32_t, uint32_t, Pool*, const K*, const uint64_t*, V*, uint64_t, uint32_t*, uint64_t,
                   unsigned long long*);
 };
 #define KERNELS(NAME)                                                                                   \
@@ -167,7 +167,7 @@ struct Table {
     std::vector<uint32_t> counts(n), again(n);
     memset(ctrl, 0, 8 * sizeof(*ctrl));
     emu::launch(grid, block, [&] {
-      k.findall(heads, buckets, 0x2545f491, pool, keys.data(), nullptr, nullptr, counts.data(), n, ctrl);
+      k.findall(heads, buckets, 0x2545f491, pool, keys.data(), nullptr, nullptr, 0, counts.data(), n, ctrl);
     });
     CHECK(ctrl[kCtrlStatus] == 0, "find all: status %llu", ctrl[kCtrlStatus]);
     std::vector<uint64_t> offs(n + 1, 0);
@@ -175,7 +175,7 @@ struct Table {
     std::vector<V> vals(offs[n] + 1);
     memset(ctrl, 0, 8 * sizeof(*ctrl));
     emu::launch(grid, block, [&] {
-      k.findall(heads, buckets, 0x2545f491, pool, keys.data(), offs.data(), vals.data(), again.data(), n, ctrl);
+      k.findall(heads, buckets, 0x2545f491, pool, keys.data(), offs.data(), vals.data(), vals.size(), again.data(), n, ctrl);
     });
     CHECK(ctrl[kCtrlStatus] == 0, "find all: status %llu", ctrl[kCtrlStatus]);
     for (uint64_t i = 0; i < n; ++i) {
