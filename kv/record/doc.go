@@ -30,7 +30,9 @@
 // *base.CorruptionError naming the file and the chunk's offset. The caller
 // then decides with Reader.SkipCorruption, which looks for any valid chunk
 // after the damage: if there is none, the damage is a torn tail (the end of a
-// write that a crash cut short) and can be ignored; if there is one, the log
+// write that a crash cut short, or zeros up to the end of the file) and can
+// be ignored, if no later log holds records (the kv store syncs a log whole
+// before it writes to the next); if there is one, the log
 // is damaged in the middle, which is an error unless the caller chose to
 // salvage, in which case reading resumes at the next record.
 //
