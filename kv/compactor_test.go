@@ -121,19 +121,7 @@ func TestFailedCompactionRemovesConcurrentOutputs(t *testing.T) {
 	if err := db.Compact(nil, nil); !errors.Is(err, errCompactorFailed) {
 		t.Fatalf("Compact: %v", err)
 	}
-	tables := func() []string {
-		names, err := mem.List("/db")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, n := range names {
-			if typ, _, _ := base.ParseFilename(n); typ == base.FileTypeTable {
-				out = append(out, n)
-			}
-		}
-		return out
-	}
+	tables := func() map[base.FileNum]bool { return tableFiles(t, mem, "/db") }
 	if got := tables(); len(got) != 1 { // the flushed input
 		t.Fatalf("tables after the failed compaction: %v", got)
 	}
