@@ -456,7 +456,7 @@ func btQueries[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 			}
 			sum.Add(cells...)
 		}
-		b.rep.Note("build ms: Build from Go slices (host radix sort, upload, device layout); vs LSM: package lsm (batch 2^20) looking up the same queries")
+		b.rep.Note("build ms: Build from Go slices (upload, prim radix sort and dedup on the device, device layout); vs LSM: package lsm (batch 2^20) looking up the same queries")
 	}
 	if lsmNote != "" {
 		b.rep.Note("Fig. 2: no LSM comparison: %s", lsmNote)
