@@ -12,15 +12,14 @@ import (
 // goes through it.
 //
 // Handing work to a goroutine locked to its thread costs a thread wake-up when
-// that goroutine is parked, and so does handing the result back. Batch
-// structures make many driver calls in a row, so both sides spin for a short
-// while before they park: the executor after each call, waiting for the next,
-// and the caller while its call runs. Measured on an H100 machine (a VM) in one
-// run, with Synchronize polling through the executor: a kernel launch took
-// 27 us with both sides parking at once, 73 us with only the executor
-// spinning (the parked caller's wake-up waited behind the spinning thread),
-// and 11 us with both spinning; a zero+launch+copy+synchronize batch call took
-// 100, 287 and 85 us. An idle executor parks and uses no CPU.
+// that goroutine is parked, and so does handing the result back. Both sides
+// can spin for a while before they park (executorSpin, callerSpin), but by
+// default neither does. Measured on an H100 machine (a VM), spinning on both
+// sides cut a one-element batch call from ~100 to ~45 us, yet halved the rate
+// of batches of a million operations (a slab hash mix: 1.2-1.8 against
+// 2.5-3.4 G ops/s; its static baseline 1.7-2.3 against 3.9-5.4), in every
+// combination with the executor spinning; device batches are what the
+// structures are for. An idle executor parks and uses no CPU.
 type executor struct {
 	mu      sync.RWMutex // held for reading while a call is in flight
 	stopped bool
@@ -34,14 +33,15 @@ type executor struct {
 	done     chan struct{} // closed when the executor goroutine has exited
 }
 
-// Spin limits (zero: park at once). The executor's covers the gap between the
-// driver calls of one batch operation; the caller's covers a typical driver
-// call (a launch, a query, a small copy) but not a long wait. They are
-// variables so that the package's benchmarks can compare settings on a device
-// (the cuda.spin flag of its tests).
+// Spin limits (zero: park at once; the default, see executor). The
+// executor's would cover the gap between the driver calls of one batch
+// operation; the caller's a typical driver call (a launch, a query, a small
+// copy) but not a long wait. They are variables so that the package's
+// benchmarks can compare settings on a device (the cuda.spin flag of its
+// tests).
 var (
-	executorSpin = 50 * time.Microsecond
-	callerSpin   = 30 * time.Microsecond
+	executorSpin = time.Duration(0)
+	callerSpin   = time.Duration(0)
 )
 
 // spinning reports whether to spin for up to limit. With one processor (a
