@@ -158,6 +158,11 @@
 // information (a batch may be re-run after the pool grows). For strictly
 // ordered semantics, use phased batches.
 //
+// Range queries are not a kind of Apply element: their output is of variable
+// length and needs offsets computed before the kernel runs (a count pass), so
+// they run as batches of their own (Range, RangeDevice); count is the form a
+// range takes inside a mixed batch.
+//
 // # Concurrency of methods
 //
 // All methods are safe for concurrent use. Build, Compact, Check and Close take
