@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -47,7 +48,7 @@ type hashBench struct {
 }
 
 func runBenchHash(ctx context.Context, args []string) error {
-	fs := newFlags("bench hash", "[--json] [--json-out FILE] [--quick] [--reps N] [--min-log2 N] [--max-log2 N] [--mix-utils U,..] [--only overhead,layouts,fig4,fig5,fig6,fig7,alloc] [--layout L]")
+	fs := newFlags("bench hash", "[--json] [--json-out FILE] [--quick] [--reps N] [--min-log2 N] [--max-log2 N] [--mix-utils U,..] [--mix-log2 N,..] [--only overhead,layouts,fig4,fig5,fig6,fig7,alloc] [--layout L]")
 	asJSON := fs.Bool("json", false, "print JSON")
 	jsonOut := fs.String("json-out", "", "also write the JSON report to this file")
 	quick := fs.Bool("quick", false, "small sizes, one repetition (seconds)")
@@ -55,6 +56,7 @@ func runBenchHash(ctx context.Context, args []string) error {
 	minLog := fs.Int("min-log2", 18, "smallest n of the size sweep (Fig. 5) is 2^min-log2")
 	maxLog := fs.Int("max-log2", 26, "largest n of the size sweep (Fig. 5) is 2^max-log2")
 	mixUtils := fs.String("mix-utils", "0.3,0.45,0.6,0.75", "initial utilizations of the concurrent mixes (Fig. 7a)")
+	mixLogs := fs.String("mix-log2", "22", "table sizes of the concurrent mixes (Fig. 7a): 2^N keys each, N in 16..26 (--quick: 20)")
 	only := fs.String("only", "", "comma-separated experiments, run in the order given (default all): overhead, layouts, fig4, fig5, fig6, fig7, alloc")
 	layoutName := fs.String("layout", "auto", "slab layout of the slab hash: auto, paper, tile8, tile16")
 	if err := parse(fs, args); err != nil {
@@ -75,6 +77,27 @@ func runBenchHash(ctx context.Context, args []string) error {
 			return fmt.Errorf("%w: --mix-utils: %q is not a utilization", errUsage, f)
 		}
 		utils = append(utils, u)
+	}
+	var mixSizes []int
+	for _, f := range strings.Split(*mixLogs, ",") {
+		var l int
+		if _, err := fmt.Sscanf(f, "%d", &l); err != nil || l < 16 || l > 26 {
+			return fmt.Errorf("%w: --mix-log2: %q is not a size exponent in 16..26", errUsage, f)
+		}
+		mixSizes = append(mixSizes, 1<<l)
+	}
+	if *quick {
+		mixSizes = []int{1 << 20}
+	}
+	order := []string{"overhead", "layouts", "fig4", "fig5", "fig6", "fig7", "alloc"}
+	if *only != "" {
+		known := order
+		order = strings.Split(*only, ",")
+		for _, name := range order {
+			if !slices.Contains(known, name) {
+				return fmt.Errorf("%w: --only: unknown experiment %q", errUsage, name)
+			}
+		}
 	}
 	dev, err := warpkit.OpenDevice(warpkit.CUDA, 0)
 	if err != nil {
@@ -98,17 +121,8 @@ func runBenchHash(ctx context.Context, args []string) error {
 		"fig4":     b.fig4,
 		"fig5":     func() error { return b.fig5(*minLog, *maxLog) },
 		"fig6":     b.fig6,
-		"fig7":     func() error { return b.fig7(utils) },
+		"fig7":     func() error { return b.fig7(mixSizes, utils) },
 		"alloc":    b.alloc,
-	}
-	order := []string{"overhead", "layouts", "fig4", "fig5", "fig6", "fig7", "alloc"}
-	if *only != "" {
-		order = strings.Split(*only, ",")
-		for _, name := range order {
-			if steps[name] == nil {
-				return fmt.Errorf("%w: --only: unknown experiment %q", errUsage, name)
-			}
-		}
 	}
 	if err := b.warmUp(); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
@@ -765,12 +779,17 @@ func (b *hashBench) mixed(m *slabhash.Map[uint32, uint32], d *hashData, g [4]flo
 }
 
 // fig7 measures the concurrent mixes Γ0-Γ2 against the initial utilization
-// (the paper's Fig. 7a).
-func (b *hashBench) fig7(utils []float64) error {
-	n := 1 << 22
-	if b.quick {
-		n = 1 << 20
+// (the paper's Fig. 7a), one table per size.
+func (b *hashBench) fig7(sizes []int, utils []float64) error {
+	for _, n := range sizes {
+		if err := b.fig7At(n, utils); err != nil {
+			return fmt.Errorf("Fig. 7a, n = %d: %w", n, err)
+		}
 	}
+	return nil
+}
+
+func (b *hashBench) fig7At(n int, utils []float64) error {
 	d, err := b.data(n)
 	if err != nil {
 		return err
@@ -817,7 +836,7 @@ func (b *hashBench) fig7(utils []float64) error {
 			cell = "met"
 			if x := g1.slab / g1.static; x < hashTargetMixed {
 				cell = fmt.Sprintf("MISSED Γ1 %.2fx<%.1f", x, hashTargetMixed)
-				b.misses = append(b.misses, "Fig. 7a "+cell[7:])
+				b.misses = append(b.misses, fmt.Sprintf("Fig. 7a n=2^%d: %s", bits.Len(uint(n))-1, cell[7:]))
 			}
 		}
 		tab.Add(append(row, cell)...)
