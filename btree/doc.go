@@ -184,7 +184,9 @@
 // caller's slices are not reordered); only when the device sort cannot run
 // (more than prim.MaxElements pairs, or too little device memory for its
 // scratch) does it sort on the host (LSD radix, the same order and the same
-// last-wins rule) and upload the distinct pairs. The paper fills nodes 8/15;
+// last-wins rule) and upload the distinct pairs. The sort's device scratch
+// (about the pairs' size again) is freed before the build returns. The paper
+// fills nodes 8/15;
 // we fill leaves 10/14 and internal nodes 12/14.
 //
 // When the new tree needs a larger pool (its nodes plus half again), Build

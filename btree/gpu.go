@@ -966,6 +966,12 @@ func (g *gpuTree[K, V]) sortUniqueDevice(s *staged, keys cuda.Slice[K], vals cud
 	if serr := l.stream.Synchronize(); err == nil {
 		err = serr
 	}
+	// prim caches a sort's scratch (about the pairs' size again) on the
+	// stream until released; a build is rare, so give it back now rather
+	// than hold it, unused, until Close.
+	if rerr := eng.ReleaseScratch(); err == nil {
+		err = rerr
+	}
 	if err != nil {
 		return fail(err)
 	}

@@ -524,8 +524,21 @@ func TestFindAllDeviceRooms(t *testing.T) {
 			t.Fatalf("counts with empty rooms %v, want [7 2 0]", got)
 		}
 		sk := toDevice(t, dev, []uint32{a, EmptyKey32})
+		must(t, dv.FillBytes(poison, nil))
+		must(t, dc.FillBytes(poison, nil))
 		if err := m.FindAllDevice(ctx, sk, offs.Sub(0, 3), dv, dc.Sub(0, 2)); !errors.Is(err, warpkit.ErrReservedKey) {
 			t.Fatalf("a reserved key: %v", err)
+		}
+		// A rejected batch searches nothing: the outputs are as they were.
+		for i, v := range toHost(t, dv) {
+			if v != p {
+				t.Fatalf("a reserved key: value %#x written at %d", v, i)
+			}
+		}
+		for i, v := range toHost(t, dc) {
+			if v != p {
+				t.Fatalf("a reserved key: count %#x written at %d", v, i)
+			}
 		}
 		// The table still answers.
 		o, v, err := m.FindAll(ctx, []uint32{a, b})

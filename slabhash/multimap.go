@@ -122,8 +122,8 @@ func (m *MultiMap[K, V]) DeleteAllDevice(ctx context.Context, keys cuda.Slice[K]
 // is left as it was. FindAllDevice does not read the counts back, so it
 // returns nil in both cases: compare counts with the rooms and search again
 // the keys that outgrew theirs (host FindAll does this itself). Reserved keys
-// are found on the device first and fail the call with ErrReservedKey,
-// leaving the outputs unspecified.
+// are found on the device first and fail the call with ErrReservedKey; the
+// search then runs for no key, and vals and counts are left as they were.
 func (m *MultiMap[K, V]) FindAllDevice(ctx context.Context, keys cuda.Slice[K], offsets cuda.Slice[uint64], vals cuda.Slice[V], counts cuda.Slice[uint32]) error {
 	return m.t.findAllDevice(ctx, keys, offsets, vals, counts)
 }

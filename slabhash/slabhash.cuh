@@ -997,6 +997,7 @@ template <class L>
 __device__ void find_all(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool, const typename L::K* keys,
                          const uint64_t* offsets, typename L::V* dst, uint64_t dst_len, uint32_t* counts,
                          uint64_t n, unsigned long long* ctrl) {
+  if (ldv64(ctrl + kCtrlRejected) != 0) return;  // the scan found a reserved key: write nothing
   Tile<L::W> t;
   Geometry<L::W> g;
   Ctx<L> c{heads, nbuckets, seed, pool, (uint32_t*)(ctrl + kCtrlStatus)};

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -72,16 +73,16 @@ func runBenchHash(ctx context.Context, args []string) error {
 	}
 	var utils []float64
 	for _, f := range strings.Split(*mixUtils, ",") {
-		var u float64
-		if _, err := fmt.Sscanf(f, "%g", &u); err != nil || !(u > 0 && u < 1) {
+		u, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(u > 0 && u < 1) {
 			return fmt.Errorf("%w: --mix-utils: %q is not a utilization", errUsage, f)
 		}
 		utils = append(utils, u)
 	}
 	var mixSizes []int
 	for _, f := range strings.Split(*mixLogs, ",") {
-		var l int
-		if _, err := fmt.Sscanf(f, "%d", &l); err != nil || l < 16 || l > 26 {
+		l, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || l < 16 || l > 26 {
 			return fmt.Errorf("%w: --mix-log2: %q is not a size exponent in 16..26", errUsage, f)
 		}
 		mixSizes = append(mixSizes, 1<<l)
@@ -780,13 +781,15 @@ func (b *hashBench) mixed(m *slabhash.Map[uint32, uint32], d *hashData, g [4]flo
 
 // fig7 measures the concurrent mixes Γ0-Γ2 against the initial utilization
 // (the paper's Fig. 7a), one table per size.
+// A size that fails is reported and the others still run.
 func (b *hashBench) fig7(sizes []int, utils []float64) error {
+	var errs []error
 	for _, n := range sizes {
 		if err := b.fig7At(n, utils); err != nil {
-			return fmt.Errorf("Fig. 7a, n = %d: %w", n, err)
+			errs = append(errs, fmt.Errorf("Fig. 7a, n = %d: %w", n, err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (b *hashBench) fig7At(n int, utils []float64) error {
