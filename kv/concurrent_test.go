@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 
@@ -173,8 +174,11 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 
 func TestAPIErrors(t *testing.T) {
 	fs := vfs.NewMem()
-	if _, err := Open("/db", &Options{FS: fs, ErrorIfNotExists: true}); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := Open("/top/db", &Options{FS: fs, ErrorIfNotExists: true}); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("ErrorIfNotExists: %v", err)
+	}
+	if _, err := fs.Stat("/top"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a failed ErrorIfNotExists Open created directories: %v", err)
 	}
 	if _, err := Open("/db", &Options{FS: fs, MemTableSize: 10}); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("tiny memtable: %v", err)

@@ -137,6 +137,12 @@ func Open(dir string, opts *Options) (*DB, error) {
 // open does everything of Open before the background goroutines start.
 func (d *DB) open() error {
 	fs := d.fs
+	if d.opts.ErrorIfNotExists {
+		// Fail before creating anything (the check is repeated under the lock).
+		if _, err := fs.Stat(fs.PathJoin(d.dir, "CURRENT")); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%w: store %s does not exist", ErrInvalidArgument, d.dir)
+		}
+	}
 	if err := mkdirAllDurable(fs, d.dir); err != nil {
 		return err
 	}
@@ -183,7 +189,9 @@ func (d *DB) open() error {
 // mkdirAllDurable creates dir and any missing parents, and makes their
 // entries durable: it syncs the parent of dir (always, in case an earlier
 // Open created dir and crashed before syncing) and of every ancestor it
-// created.
+// created. An ancestor that an earlier Open created, and crashed (the process,
+// not the machine) before syncing, is not synced again: it exists, and only a
+// machine crash before the file system writes it back could lose it.
 func mkdirAllDurable(fs vfs.FS, dir string) error {
 	// dir and the ancestors MkdirAll will create, deepest first.
 	dirs := []string{dir}

@@ -63,12 +63,13 @@ func (d *DB) recover() error {
 			return err
 		}
 		if res.records > 0 && len(torn) > 0 {
-			t := torn[0]
 			if d.opts.WALRecovery != WALSalvage {
-				return fmt.Errorf("%w (not a torn tail: a later log holds records; open with WALRecovery: WALSalvage to skip the damaged records)", t.err)
+				return fmt.Errorf("%w (not a torn tail: a later log holds records; open with WALRecovery: WALSalvage to skip the damaged records)", torn[0].err)
 			}
-			d.m.salvaged.Add(1)
-			d.opts.logf("kv: log %s: skipped the damaged end of a log followed by more logs: %v", t.name, t.err)
+			for _, t := range torn {
+				d.m.salvaged.Add(1)
+				d.opts.logf("kv: log %s: skipped the damaged end of a log followed by more logs: %v", t.name, t.err)
+			}
 			torn = nil
 		}
 		if res.torn != nil {

@@ -2,8 +2,9 @@
 // workloads and YCSB A-F) on warpkit kv, Pebble, goleveldb and Badger in one
 // process run, with the same memtable and table sizes, L0 thresholds, block
 // size, bloom filter, block cache, compression and sync setting, and prints
-// one table of rates with each store's ratio to warpkit kv (named
-// warpkit/X: warpkit's ops/s over X's).
+// one table of rates with each store's ratio to a base store (named base/X:
+// the base's ops/s over X's). The base is warpkit kv when it runs, else the
+// first store listed.
 //
 // It is its own module so that the library never depends on its peers:
 //
