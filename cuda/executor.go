@@ -17,9 +17,10 @@ import (
 // default neither does. Measured on an H100 machine (a VM), spinning on both
 // sides cut a one-element batch call from ~100 to ~45 us, yet halved the rate
 // of batches of a million operations (a slab hash mix: 1.2-1.8 against
-// 2.5-3.4 G ops/s; its static baseline 1.7-2.3 against 3.9-5.4), in every
-// combination with the executor spinning; device batches are what the
-// structures are for. An idle executor parks and uses no CPU.
+// 2.4-3.4 G ops/s; its static baseline 1.9-2.7 against 3.9-5.4), and every
+// other setting tried (docs/benchmarks.md) was slower than parking too;
+// device batches are what the structures are for. An idle executor parks and
+// uses no CPU.
 type executor struct {
 	mu      sync.RWMutex // held for reading while a call is in flight
 	stopped bool
