@@ -325,18 +325,30 @@ func (d *DB) runCompaction(c *pickedCompaction, snaps []base.SeqNum) error {
 				return d.fs.Open(d.fs.PathJoin(d.dir, base.MakeFilename(base.FileTypeTable, f.FileNum)))
 			},
 			CreateTable: func() (base.FileNum, vfs.File, error) {
+				// The number is listed before the file exists (so a failed
+				// job removes it) and the file is created outside the lock
+				// (so a compactor's goroutines create theirs in parallel).
 				createdMu.Lock()
-				defer createdMu.Unlock()
 				if finished {
+					createdMu.Unlock()
 					return 0, nil, errors.New("kv: CreateTable called after the compaction returned")
 				}
 				num := d.vs.NewFileNum()
+				created = append(created, num)
+				createdMu.Unlock()
 				name := base.MakeFilename(base.FileTypeTable, num)
 				f, err := d.fs.Create(d.fs.PathJoin(d.dir, name))
 				if err != nil {
 					return 0, nil, fmt.Errorf("kv: create table %s: %w", name, err)
 				}
-				created = append(created, num)
+				createdMu.Lock()
+				late := finished
+				createdMu.Unlock()
+				if late { // the job's cleanup may have run before the file existed
+					f.Close()
+					d.removeFile(name)
+					return 0, nil, errors.New("kv: CreateTable called after the compaction returned")
+				}
 				return num, f, nil
 			},
 			WriterOptions: d.opts.writerOptions(),

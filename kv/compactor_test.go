@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/internal/base"
@@ -131,6 +132,65 @@ func TestFailedCompactionRemovesConcurrentOutputs(t *testing.T) {
 	}
 	if got := tables(); len(got) != 1 {
 		t.Fatalf("tables after a late CreateTable: %v", got)
+	}
+	mustGet(t, db, "k042", "v")
+}
+
+// inFlightCreateCompactor starts one CreateTable and fails once it is inside
+// the file system's Create (held at g), without waiting for it, as a
+// compactor whose goroutine outlives its job would.
+type inFlightCreateCompactor struct {
+	g    *gate
+	done chan error
+}
+
+func (c *inFlightCreateCompactor) Compact(ctx context.Context, job *compaction.Job) (*compaction.Result, error) {
+	go func() {
+		_, f, err := job.Env.CreateTable()
+		if err == nil {
+			f.Close()
+		}
+		c.done <- err
+	}()
+	<-c.g.entered
+	return nil, errCompactorFailed
+}
+
+// TestCreateTableInFlightWhenCompactionFails: a table whose creation was
+// under way (held in the file system) when its compaction failed and cleaned
+// up is removed once created, and its CreateTable fails: no table is left
+// that nothing tracks.
+func TestCreateTableInFlightWhenCompactionFails(t *testing.T) {
+	g := newGate()
+	mem := vfs.NewMem()
+	cc := &inFlightCreateCompactor{g: g, done: make(chan error, 1)}
+	db, err := Open("/db", &Options{FS: vfs.NewFault(mem, gatedTableCreates{g}), Compactor: cc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := range 100 {
+		db.Set([]byte(fmt.Sprintf("k%03d", i)), []byte("v"), nil)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	g.hold()
+	if err := db.Compact(nil, nil); !errors.Is(err, errCompactorFailed) {
+		t.Fatalf("Compact: %v", err)
+	}
+	g.release() // the compactor's CreateTable is inside Create
+
+	select {
+	case err := <-cc.done:
+		if err == nil {
+			t.Fatal("CreateTable of a failed compaction succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("CreateTable did not return")
+	}
+	if got := tableFiles(t, mem, "/db"); len(got) != 1 { // the flushed input
+		t.Fatalf("tables after the late creation: %v", got)
 	}
 	mustGet(t, db, "k042", "v")
 }
