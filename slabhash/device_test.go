@@ -138,6 +138,24 @@ func randomOps(rng *rand.Rand, n int, max Op) []Op {
 	return ops
 }
 
+// lenFlusher is what endRound needs of a GPU table and its CPU twin.
+type lenFlusher interface {
+	Len() int
+	Flush(context.Context) error
+}
+
+// endRound ends a round of a device test: both backends must hold as many
+// entries, and the GPU table is flushed in round flushAt.
+func endRound(t testing.TB, ctx context.Context, round, flushAt int, g, c lenFlusher) {
+	t.Helper()
+	if g.Len() != c.Len() {
+		t.Fatalf("round %d: Len %d on the GPU, %d on the CPU", round, g.Len(), c.Len())
+	}
+	if round == flushAt {
+		must(t, g.Flush(ctx))
+	}
+}
+
 // sameContents compares two snapshots as multisets of pairs (vals nil: keys
 // only).
 func sameContents[K, V warpkit.Word](t testing.TB, gk []K, gv []V, ck []K, cv []V) {
@@ -227,12 +245,7 @@ func deviceMap[K, V warpkit.Word](t *testing.T, dev *cuda.Device, l Layout) {
 		agree(t, at("ApplyDevice"), ks, resultsOf(t, res), want, nil)
 		agree(t, at("ApplyDevice found values"), ks, toHost(t, dv), vs, func(i int) bool { return ops[i] == OpFind })
 
-		if g.Len() != c.Len() {
-			t.Fatalf("round %d: Len %d on the GPU, %d on the CPU", round, g.Len(), c.Len())
-		}
-		if round == 1 {
-			must(t, g.Flush(ctx))
-		}
+		endRound(t, ctx, round, 1, g, c)
 	}
 	gk, gv, err := g.Snapshot(ctx)
 	must(t, err)
@@ -282,12 +295,7 @@ func deviceSet[K warpkit.Word](t *testing.T, dev *cuda.Device, l Layout) {
 		must(t, c.Apply(ctx, ops, ks, want))
 		agree(t, at("ApplyDevice"), ks, resultsOf(t, res), want, nil)
 
-		if g.Len() != c.Len() {
-			t.Fatalf("round %d: Len %d on the GPU, %d on the CPU", round, g.Len(), c.Len())
-		}
-		if round == 1 {
-			must(t, g.Flush(ctx))
-		}
+		endRound(t, ctx, round, 1, g, c)
 	}
 	gk, err := g.Snapshot(ctx)
 	must(t, err)
@@ -391,12 +399,7 @@ func deviceMulti[K, V warpkit.Word](t *testing.T, dev *cuda.Device, l Layout) {
 		agree(t, at("ApplyDevice"), ks, resultsOf(t, res), want, nil)
 		agree(t, at("ApplyDevice counts"), ks, toHost(t, counts), wantCounts, nil)
 
-		if g.Len() != c.Len() {
-			t.Fatalf("round %d: Len %d on the GPU, %d on the CPU", round, g.Len(), c.Len())
-		}
-		if round == 2 {
-			must(t, g.Flush(ctx))
-		}
+		endRound(t, ctx, round, 2, g, c)
 	}
 	gk, gv, err := g.Snapshot(ctx)
 	must(t, err)

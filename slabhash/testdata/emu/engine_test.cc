@@ -340,6 +340,24 @@ static void test_unique(const char* name, Kernels<typename L::K, typename L::V> 
   }
 }
 
+// multi_batch draws a multimap batch of up to batch elements over keyspace
+// keys, at most per_key on one key: half inserts, then delete-ones,
+// delete-alls and counts (finds), each with a non-zero value.
+template <class K, class V>
+static void multi_batch(std::mt19937_64& rng, int batch, int keyspace, int per_key, std::vector<K>& keys,
+                        std::vector<uint8_t>& ops, std::vector<V>& vals) {
+  std::map<uint64_t, int> used;
+  for (int i = 0; i < batch; ++i) {
+    uint64_t ki = rng() % keyspace;
+    if (used[ki] == per_key) continue;
+    ++used[ki];
+    keys.push_back(key_of<K>(ki));
+    const int r = (int)(rng() % 10);
+    ops.push_back(r < 5 ? kOpInsert : r < 7 ? kOpDelete : r < 8 ? kOpDeleteAll : kOpFind);
+    vals.push_back((V)(rng() | 1));
+  }
+}
+
 // Multi: a MultiMap against a map of value lists, distinct keys per batch.
 template <class L>
 static void test_multi(const char* name, Kernels<typename L::K, typename L::V> kk, uint32_t buckets, int rounds,
@@ -355,16 +373,7 @@ static void test_multi(const char* name, Kernels<typename L::K, typename L::V> k
     std::vector<V> vals, in;
     std::vector<uint8_t> ops, res;
     std::vector<uint32_t> counts;
-    std::set<uint64_t> used;
-    for (int i = 0; i < batch; ++i) {
-      uint64_t ki = rng() % keyspace;
-      if (used.count(ki)) continue;
-      used.insert(ki);
-      keys.push_back(key_of<K>(ki));
-      const int r = (int)(rng() % 10);
-      ops.push_back(r < 5 ? kOpInsert : r < 7 ? kOpDelete : r < 8 ? kOpDeleteAll : kOpFind);
-      vals.push_back((V)(rng() | 1));
-    }
+    multi_batch(rng, batch, keyspace, 1, keys, ops, vals);
     in = vals;
     CHECK(t.apply(keys, vals, &ops, 0, res, &counts) == 0, "%s: status", name);
     for (size_t i = 0; i < keys.size(); ++i) {
@@ -441,16 +450,7 @@ static void test_multi_repeats(const char* name, Kernels<typename L::K, typename
     std::vector<V> vals, in;
     std::vector<uint8_t> ops, res;
     std::vector<uint32_t> counts;
-    std::map<uint64_t, int> used;
-    for (int i = 0; i < batch; ++i) {
-      uint64_t ki = rng() % keyspace;
-      if (used[ki] == 4) continue;
-      ++used[ki];
-      keys.push_back(key_of<K>(ki));
-      const int r = (int)(rng() % 10);
-      ops.push_back(r < 5 ? kOpInsert : r < 7 ? kOpDelete : r < 8 ? kOpDeleteAll : kOpFind);
-      vals.push_back((V)(rng() | 1));
-    }
+    multi_batch(rng, batch, keyspace, 4, keys, ops, vals);
     in = vals;
     CHECK(t.apply(keys, vals, &ops, 0, res, &counts) == 0, "%s: status", name);
     const long long delta = (long long)t.ctrl[kCtrlDelta];
