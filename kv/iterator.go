@@ -22,6 +22,16 @@ import (
 // positioning method returns false, Error tells the end of the range from a
 // failure. An Iterator is not safe for concurrent use; close it when done (it
 // pins the tables it reads).
+//
+// As in Pebble and goleveldb, an iterator that runs out of keys remembers
+// which end it ran off. It is after the end when Next, First or SeekGE found
+// no key (none at or above the position within the bounds), and before the
+// start when Prev, Last or SeekLT found none. Prev from after the end moves to
+// the last key (Last); Next from before the start moves to the first key
+// (First). Moving further off the same end stays there and returns false. A
+// new iterator, not yet positioned, is at neither end: Next and Prev return
+// false until a positioning call. An iterator that failed (Error non-nil)
+// stays invalid, and a closed one returns false from every move.
 type Iterator struct {
 	alloc        *iterAlloc
 	db           *DB
@@ -32,13 +42,24 @@ type Iterator struct {
 	lower, upper []byte
 
 	valid   bool
-	reverse bool   // the internal iterator is before the current entry
-	key     []byte // current key in reverse mode (owned)
-	value   []byte // current value in reverse mode (owned)
-	skip    []byte // forward: user key whose remaining entries are skipped
+	reverse bool    // the internal iterator is before the current entry
+	key     []byte  // current key in reverse mode (owned)
+	value   []byte  // current value in reverse mode (owned)
+	skip    []byte  // forward: user key whose remaining entries are skipped
+	end     iterEnd // when !valid: which end the iterator ran off
 	err     error
 	closed  bool
 }
+
+// iterEnd records where an exhausted iterator is: Prev from after the end
+// and Next from before the start step back onto the keys.
+type iterEnd int8
+
+const (
+	endNone     iterEnd = iota // positioned at a key, or never positioned
+	afterEnd                   // ran off the end: Prev moves to Last
+	beforeStart                // ran off the start: Next moves to First
+)
 
 // NewIter returns an iterator over the current state.
 func (d *DB) NewIter(opts *IterOptions) (*Iterator, error) {
@@ -82,11 +103,20 @@ func (d *DB) newIter(opts *IterOptions, s *Snapshot) (*Iterator, error) {
 	a := iterAllocPool.Get().(*iterAlloc)
 	var lower, upper []byte
 	if opts != nil {
+		// A bound is set when non-nil, even empty: an empty upper bound
+		// admits no key. (Appending nothing to a nil slice would leave it
+		// nil, an open bound, so the copy starts from a non-nil slice.)
 		if opts.LowerBound != nil {
+			if a.lower == nil {
+				a.lower = make([]byte, 0, len(opts.LowerBound))
+			}
 			a.lower = append(a.lower[:0], opts.LowerBound...)
 			lower = a.lower
 		}
 		if opts.UpperBound != nil {
+			if a.upper == nil {
+				a.upper = make([]byte, 0, len(opts.UpperBound))
+			}
 			a.upper = append(a.upper[:0], opts.UpperBound...)
 			upper = a.upper
 		}
@@ -216,12 +246,14 @@ func (it *Iterator) findNext(skipping bool) bool {
 		}
 		if k.Kind() == base.KindSet && !it.deleted(k) {
 			it.valid = true
+			it.end = endNone
 			return true
 		}
 		// The newest visible entry is a deletion: skip the key.
 		it.skip = append(it.skip[:0], k.UserKey...)
 		skipping = true
 	}
+	it.end = afterEnd
 	return it.fail()
 }
 
@@ -253,10 +285,16 @@ func (it *Iterator) findPrev() bool {
 		return it.fail()
 	}
 	it.valid = haveValue
+	if haveValue {
+		it.end = endNone
+	} else {
+		it.end = beforeStart
+	}
 	return haveValue
 }
 
-// SeekGE moves to the first key >= key (and >= the lower bound).
+// SeekGE moves to the first key >= key (and >= the lower bound). Finding
+// none leaves the iterator after the end: a Prev then moves to the last key.
 func (it *Iterator) SeekGE(key []byte) bool {
 	if it.err != nil || it.closed {
 		return false
@@ -268,7 +306,8 @@ func (it *Iterator) SeekGE(key []byte) bool {
 	return it.findNext(false)
 }
 
-// SeekLT moves to the last key < key (and < the upper bound).
+// SeekLT moves to the last key < key (and < the upper bound). Finding none
+// leaves the iterator before the start: a Next then moves to the first key.
 func (it *Iterator) SeekLT(key []byte) bool {
 	if it.err != nil || it.closed {
 		return false
@@ -280,7 +319,8 @@ func (it *Iterator) SeekLT(key []byte) bool {
 	return it.findPrev()
 }
 
-// First moves to the first key.
+// First moves to the first key (the first >= the lower bound). Finding none
+// leaves the iterator after the end.
 func (it *Iterator) First() bool {
 	if it.err != nil || it.closed {
 		return false
@@ -293,7 +333,8 @@ func (it *Iterator) First() bool {
 	return it.findNext(false)
 }
 
-// Last moves to the last key.
+// Last moves to the last key (the last < the upper bound). Finding none
+// leaves the iterator before the start.
 func (it *Iterator) Last() bool {
 	if it.err != nil || it.closed {
 		return false
@@ -306,9 +347,20 @@ func (it *Iterator) Last() bool {
 	return it.findPrev()
 }
 
-// Next moves to the next key.
+// Next moves to the next key. Past the last key (within the bounds) it
+// returns false and leaves the iterator after the end, where further Next
+// calls return false and Prev moves to the last key. From before the start
+// (a Prev, Last or SeekLT that found no key) Next moves to the first key, as
+// First does. On a new, unpositioned, failed or closed iterator it returns
+// false.
 func (it *Iterator) Next() bool {
-	if !it.valid || it.err != nil {
+	if it.err != nil || it.closed {
+		return false
+	}
+	if !it.valid {
+		if it.end == beforeStart {
+			return it.First()
+		}
 		return false
 	}
 	if it.reverse {
@@ -329,9 +381,20 @@ func (it *Iterator) Next() bool {
 	return it.findNext(true)
 }
 
-// Prev moves to the previous key.
+// Prev moves to the previous key. Before the first key (within the bounds)
+// it returns false and leaves the iterator before the start, where further
+// Prev calls return false and Next moves to the first key. From after the end
+// (a Next, First or SeekGE that found no key) Prev moves to the last key, as
+// Last does. On a new, unpositioned, failed or closed iterator it returns
+// false.
 func (it *Iterator) Prev() bool {
-	if !it.valid || it.err != nil {
+	if it.err != nil || it.closed {
+		return false
+	}
+	if !it.valid {
+		if it.end == afterEnd {
+			return it.Last()
+		}
 		return false
 	}
 	if !it.reverse {
