@@ -28,7 +28,7 @@ const (
 	OpList
 	OpMkdir
 	OpStat
-	OpLock
+	OpLock // Lock and LockShared
 
 	// OpAll matches every operation.
 	OpAll Op = 1<<iota - 1
@@ -241,6 +241,14 @@ func (f *FaultFS) Lock(name string) (io.Closer, error) {
 		return nil, err
 	}
 	return f.fs.Lock(name)
+}
+
+// LockShared implements FS; it is subject to OpLock faults, as Lock is.
+func (f *FaultFS) LockShared(name string) (io.Closer, error) {
+	if err := f.check(OpLock, name); err != nil {
+		return nil, err
+	}
+	return f.fs.LockShared(name)
 }
 
 // PathJoin implements FS.

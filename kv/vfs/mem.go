@@ -30,14 +30,17 @@ type memNode struct {
 	name  string
 	isDir bool
 
-	mu       sync.Mutex // guards data and synced; dir maps are under MemFS.mu
-	data     []byte
-	synced   int // length of the durable prefix of data
-	modTime  time.Time
-	refs     int // open handles; informative only
-	locked   bool
-	children map[string]*memNode // directories: live entries
-	durable  map[string]*memNode // directories: entries as of the last dir sync
+	mu      sync.Mutex // guards data and synced; dir maps are under MemFS.mu
+	data    []byte
+	synced  int // length of the durable prefix of data
+	modTime time.Time
+	refs    int // open handles; informative only
+	// Locks, under MemFS.mu: an exclusive holder (Lock) or a count of shared
+	// holders (LockShared), never both.
+	lockedExcl bool
+	lockShared int
+	children   map[string]*memNode // directories: live entries
+	durable    map[string]*memNode // directories: entries as of the last dir sync
 }
 
 func newDir(name string) *memNode {
@@ -226,7 +229,8 @@ func (fs *MemFS) Stat(name string) (os.FileInfo, error) {
 	return n.info(), nil
 }
 
-// Lock implements FS.
+// Lock implements FS. It fails with ErrLocked while the file has any other
+// holder, exclusive or shared.
 func (fs *MemFS) Lock(name string) (io.Closer, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
@@ -239,23 +243,51 @@ func (fs *MemFS) Lock(name string) (io.Closer, error) {
 		n = &memNode{name: base, modTime: time.Now()}
 		dir.children[base] = n
 	}
-	if n.locked {
+	if n.isDir {
+		return nil, &os.PathError{Op: "lock", Path: name, Err: errors.New("is a directory")}
+	}
+	if n.lockedExcl || n.lockShared > 0 {
 		return nil, fmt.Errorf("vfs: lock %s: %w", name, ErrLocked)
 	}
-	n.locked = true
+	n.lockedExcl = true
 	return &memLock{fs: fs, n: n}, nil
 }
 
+// LockShared implements FS. The file must exist and not be a directory.
+func (fs *MemFS) LockShared(name string) (io.Closer, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	n, err := fs.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if n.isDir {
+		return nil, &os.PathError{Op: "lock", Path: name, Err: errors.New("is a directory")}
+	}
+	if n.lockedExcl {
+		return nil, fmt.Errorf("vfs: lock %s: %w", name, ErrLocked)
+	}
+	n.lockShared++
+	return &memLock{fs: fs, n: n, shared: true}, nil
+}
+
+// memLock is one hold on a node's lock; closing it more than once releases
+// it only once.
 type memLock struct {
-	fs   *MemFS
-	n    *memNode
-	once sync.Once
+	fs     *MemFS
+	n      *memNode
+	shared bool
+	once   sync.Once
 }
 
 func (l *memLock) Close() error {
 	l.once.Do(func() {
 		l.fs.mu.Lock()
-		l.n.locked = false
+		if l.shared {
+			l.n.lockShared--
+		} else {
+			l.n.lockedExcl = false
+		}
 		l.fs.mu.Unlock()
 	})
 	return nil

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Default is the operating system's file system.
@@ -78,7 +79,30 @@ func (osFS) Lock(name string) (io.Closer, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := lockFile(f)
+	c, err := lockFile(f, false)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("vfs: lock %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// LockShared opens the file read-only, so it never creates it. A directory
+// is refused, as Lock's read-write open refuses one, so that the two agree
+// with MemFS.
+func (osFS) LockShared(name string) (io.Closer, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || fi.IsDir() {
+		f.Close()
+		if err == nil {
+			err = &os.PathError{Op: "lock", Path: name, Err: syscall.EISDIR}
+		}
+		return nil, err
+	}
+	c, err := lockFile(f, true)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("vfs: lock %s: %w", name, err)

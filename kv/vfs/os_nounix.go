@@ -5,35 +5,37 @@ package vfs
 import (
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 )
 
 // Without flock, locks only exclude other opens in this process.
-var (
-	lockMu   sync.Mutex
-	lockHeld = map[string]bool{}
-)
+var procLocks lockTable
 
 type heldLock struct {
-	f    *os.File
-	once sync.Once
+	f      *os.File
+	key    string
+	shared bool
+	once   sync.Once
 }
 
 func (l *heldLock) Close() error {
-	l.once.Do(func() {
-		lockMu.Lock()
-		delete(lockHeld, l.f.Name())
-		lockMu.Unlock()
-	})
+	l.once.Do(func() { procLocks.release(l.key, l.shared) })
 	return l.f.Close()
 }
 
-func lockFile(f *os.File) (io.Closer, error) {
-	lockMu.Lock()
-	defer lockMu.Unlock()
-	if lockHeld[f.Name()] {
+// lockKey names a file the same way however it was spelt when opened.
+func lockKey(name string) string {
+	if abs, err := filepath.Abs(name); err == nil {
+		return abs
+	}
+	return filepath.Clean(name)
+}
+
+func lockFile(f *os.File, shared bool) (io.Closer, error) {
+	key := lockKey(f.Name())
+	if !procLocks.acquire(key, shared) {
 		return nil, ErrLocked
 	}
-	lockHeld[f.Name()] = true
-	return &heldLock{f: f}, nil
+	return &heldLock{f: f, key: key, shared: shared}, nil
 }

@@ -9,14 +9,25 @@ import (
 	"syscall"
 )
 
-// lockFile takes a flock; closing the descriptor releases it.
-func lockFile(f *os.File) (io.Closer, error) {
-	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	if errors.Is(err, syscall.EWOULDBLOCK) {
-		return nil, ErrLocked
+// lockFile takes a non-blocking flock on f, shared or exclusive; closing the
+// descriptor releases it. A flock belongs to the open file description, so
+// two opens of one file in this process conflict exactly as two processes do.
+func lockFile(f *os.File, shared bool) (io.Closer, error) {
+	how := syscall.LOCK_EX
+	if shared {
+		how = syscall.LOCK_SH
 	}
-	if err != nil {
-		return nil, err
+	for {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		if err == syscall.EINTR {
+			continue
+		}
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrLocked
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "flock", Path: f.Name(), Err: err}
+		}
+		return f, nil
 	}
-	return f, nil
 }

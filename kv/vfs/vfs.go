@@ -1,5 +1,5 @@
 // Package vfs is the file-system layer under the kv store: every file the
-// store touches goes through an FS. Three implementations ship with it:
+// store touches goes through an FS. Four implementations ship with it:
 //
 //   - Default, the operating system's file system;
 //   - NewMem, an in-memory file system that also models durability: data
@@ -7,7 +7,10 @@
 //     directory entry (create, rename, remove) only when its directory is
 //     synced. CrashClone returns the file system as a crash at that instant
 //     would leave it, optionally keeping a random prefix of unsynced data;
-//   - NewFault, a wrapper that injects I/O errors chosen by an Injector.
+//   - NewFault, a wrapper that injects I/O errors chosen by an Injector;
+//   - NewReadOnly, a wrapper that presents an FS as a read-only mount would:
+//     every operation that would change it, and every sync, fails with an
+//     error matching syscall.EROFS.
 //
 // Files are written sequentially (Create, Write, Sync, Close) and read with
 // Read or ReadAt; the store never overwrites a file in place.
@@ -54,17 +57,25 @@ type FS interface {
 	List(dir string) ([]string, error)
 	// Stat returns information about a file.
 	Stat(name string) (os.FileInfo, error)
-	// Lock takes an exclusive lock on the named file, creating it if needed;
-	// it fails (without waiting) if the lock is held, by this process or
+	// Lock takes an exclusive lock on the named file, creating it if needed.
+	// It fails without waiting, wrapping ErrLocked, while any other holder
+	// exists, exclusive (Lock) or shared (LockShared), in this process or
 	// another. Closing the returned Closer releases the lock.
 	Lock(name string) (io.Closer, error)
+	// LockShared takes a shared lock on the named file, which must exist (it is
+	// opened read-only and never created: a missing file is an error matching
+	// os.ErrNotExist). Several shared holders may coexist, in this process or
+	// others, but none beside an exclusive holder (Lock); it fails without
+	// waiting, wrapping ErrLocked. Closing the returned Closer releases it.
+	LockShared(name string) (io.Closer, error)
 	// PathJoin joins path elements with the file system's separator.
 	PathJoin(elem ...string) string
 	// PathBase returns the last element of a path.
 	PathBase(path string) string
 }
 
-// ErrLocked is returned (wrapped) by Lock when the lock is already held.
+// ErrLocked is returned (wrapped) by Lock and LockShared when a lock of a
+// conflicting kind is held.
 var ErrLocked = errors.New("vfs: lock held")
 
 // ReadFile reads a whole file.
