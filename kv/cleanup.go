@@ -1,8 +1,10 @@
 package kv
 
 import (
+	"cmp"
 	"errors"
 	"os"
+	"slices"
 
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/manifest"
@@ -64,35 +66,41 @@ func (d *DB) deleteObsolete() {
 }
 
 // removeFile deletes a file of the store; a failure only leaves garbage that
-// the next Open removes, so it is counted, not returned.
+// the next Open removes, so it is counted, not returned. A read-only store
+// never removes anything.
 func (d *DB) removeFile(name string) {
+	if d.opts.ReadOnly {
+		return
+	}
 	if err := d.fs.Remove(d.fs.PathJoin(d.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		d.m.deleteErrors.Add(1)
 		d.opts.logf("kv: remove %s: %v", name, err)
 	}
 }
 
-// deleteObsoleteAtOpen removes what a crash or failed deletion left: tables
-// no version lists, temporary files, old manifests and flushed logs.
-func (d *DB) deleteObsoleteAtOpen() {
-	names, err := d.fs.List(d.dir)
-	if err != nil {
-		return
+// deleteObsoleteAtOpen removes what a crash or failed deletion left, as
+// planRecovery proved obsolete: tables no version lists numbered below the
+// manifest's next file number, temporary files, old manifests and flushed or
+// replayed logs. Logs go in ascending order, as the cleaner deletes them, so
+// that a later Open finding a log missing can tell that every older log's
+// deletion was recorded first.
+func (d *DB) deleteObsoleteAtOpen(names []string) {
+	num := func(name string) base.FileNum {
+		_, n, _ := base.ParseFilename(name)
+		return n
 	}
-	live := d.vs.LiveFileNums()
-	manifestNum, logNum := d.vs.ManifestNum(), d.vs.LogNum()
+	names = slices.Clone(names)
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(num(a), num(b)) })
 	for _, name := range names {
-		typ, num, ok := base.ParseFilename(name)
+		typ, n, ok := base.ParseFilename(name)
 		if !ok {
 			continue
 		}
-		switch {
-		case typ == base.FileTypeTable && !live[num],
-			typ == base.FileTypeTemp,
-			typ == base.FileTypeManifest && num != manifestNum,
-			typ == base.FileTypeLog && num < logNum:
-			d.removeFile(name)
+		if typ == base.FileTypeTable {
+			d.tables.evict(n)
+			d.m.tablesDeleted.Add(1)
 		}
+		d.removeFile(name)
 	}
 	d.deleteObsolete()
 }

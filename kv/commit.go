@@ -9,6 +9,7 @@ import (
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/internal/batchrepr"
 	"github.com/warpkit/warpkit/kv/internal/memtable"
+	"github.com/warpkit/warpkit/kv/manifest"
 )
 
 // The commit pipeline is LevelDB's: writers queue under d.mu; the writer at
@@ -42,6 +43,9 @@ const (
 
 // Apply commits a batch atomically.
 func (d *DB) Apply(b *Batch, opts *WriteOptions) error {
+	if b != nil && b.db != nil && b.db != d {
+		return fmt.Errorf("%w: the batch was made by another DB's NewBatch", ErrInvalidArgument)
+	}
 	if b == nil || b.Empty() {
 		return nil
 	}
@@ -97,6 +101,10 @@ func (d *DB) commit(b *Batch, sync, flush bool) error {
 	if d.closed {
 		d.mu.Unlock()
 		return ErrClosed
+	}
+	if d.opts.ReadOnly {
+		d.mu.Unlock()
+		return ErrReadOnly
 	}
 	d.writers = append(d.writers, w)
 	for !w.done && d.writers[0] != w {
@@ -305,6 +313,18 @@ func (d *DB) rotateMemTableLocked(force bool) error {
 		d.m.walBytesClosed.Add(old.w.Size())
 		if cerr := old.file.Close(); oldErr == nil {
 			oldErr = cerr
+		}
+		if oldErr == nil {
+			// One edit seals the old log at its final size and records the
+			// new one, before anything is written to it: the manifest knows
+			// every log that holds unflushed writes, and where each complete
+			// one ends.
+			if merr := d.vs.LogAndApply(&manifest.VersionEdit{
+				SealedWALs: []manifest.SealedWAL{{Num: old.num, Size: old.w.Size()}},
+				WALs:       []base.FileNum{wal.num},
+			}); merr != nil {
+				oldErr = fmt.Errorf("record the new log %s in the manifest: %w", wal.num, merr)
+			}
 		}
 	}
 	d.mu.Lock()

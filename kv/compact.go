@@ -416,6 +416,7 @@ func (d *DB) Compact(start, end []byte) error {
 	if err := d.Flush(); err != nil {
 		return err
 	}
+	// (Flush fails on a closed or read-only DB.)
 	m := &manualCompaction{
 		start: append([]byte(nil), start...), end: append([]byte(nil), end...),
 		done: make(chan error, 1),
@@ -465,6 +466,8 @@ func (d *DB) WaitForCompactions() error {
 			return d.writeStoppedErr()
 		case d.closed:
 			return ErrClosed
+		case d.opts.ReadOnly:
+			return nil // nothing ever runs
 		}
 		busy := len(d.imm) > 0 || d.flushing || d.compacting > 0
 		if !busy {

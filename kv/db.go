@@ -73,6 +73,7 @@ type DB struct {
 	openIters       atomic.Int64
 	openTableIterFn mergeiter.OpenFunc // d.openTableIter, bound once
 	m               metricsState
+	recovery        recoveryReport // what Open found; fixed once Open returns
 
 	// readHook, set only by tests before the DB is shared, runs in Get and
 	// NewIter between pinning the read state and choosing the sequence
@@ -87,9 +88,11 @@ type walFile struct {
 	w    *record.LogWriter
 }
 
-// Open opens (or creates) the store in dir. It reads the manifest and
-// replays the logs it does not cover, but no table: tables are opened when a
-// read needs them. The exception is range tombstones: the first iterator
+// Open opens (or creates) the store in dir. It reads the manifest, checks it
+// against the files present, and replays the logs it does not cover, but
+// reads no table: tables are opened when a read needs them. See "Opening
+// and recovery" in the package doc for what Open creates, refuses, keeps
+// and deletes. The exception is range tombstones: the first iterator
 // after Open reads (once per Open; the decoded tombstones stay in memory)
 // the footer, index, properties and range-deletion block of every table
 // holding range deletions, whatever the iterator's bounds, so a store with
@@ -122,6 +125,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	d.bgCtx, d.bgCancel = context.WithCancel(context.Background())
+	if o.ReadOnly {
+		return d, nil // no flushes, compactions or deletions
+	}
 	d.bgWG.Add(2 + o.MaxConcurrentCompactions)
 	go d.flushLoop()
 	go d.cleanLoop()
@@ -134,90 +140,50 @@ func Open(dir string, opts *Options) (*DB, error) {
 	return d, nil
 }
 
-// open does everything of Open before the background goroutines start.
-func (d *DB) open() error {
-	fs := d.fs
-	if d.opts.ErrorIfNotExists {
-		// Fail before creating anything (the check is repeated under the lock).
-		if _, err := fs.Stat(fs.PathJoin(d.dir, "CURRENT")); errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%w: store %s does not exist", ErrInvalidArgument, d.dir)
-		}
-	}
-	if err := mkdirAllDurable(fs, d.dir); err != nil {
-		return err
-	}
-	lock, err := fs.Lock(fs.PathJoin(d.dir, base.MakeFilename(base.FileTypeLock, 0)))
-	if err != nil {
-		if errors.Is(err, vfs.ErrLocked) {
-			return fmt.Errorf("%w: %s", ErrLocked, d.dir)
-		}
-		return fmt.Errorf("kv: lock %s: %w", d.dir, err)
-	}
-	d.lock = lock
-	d.tables = newTableCache(fs, d.dir, d.blocks, d.opts.MaxOpenFiles)
-
-	mopts := manifest.Options{
-		FS: fs, Dir: d.dir, MaxManifestSize: d.opts.MaxManifestSize,
-		OnObsolete:         d.onObsoleteTables,
-		OnObsoleteManifest: func(n base.FileNum) { d.addObsoleteFile(base.MakeFilename(base.FileTypeManifest, n)) },
-	}
-	_, statErr := fs.Stat(fs.PathJoin(d.dir, "CURRENT"))
-	exists := statErr == nil
-	switch {
-	case statErr != nil && !errors.Is(statErr, os.ErrNotExist):
-		return fmt.Errorf("kv: %w", statErr)
-	case exists && d.opts.ErrorIfExists:
-		return fmt.Errorf("%w: store %s exists", ErrInvalidArgument, d.dir)
-	case !exists && d.opts.ErrorIfNotExists:
-		return fmt.Errorf("%w: store %s does not exist", ErrInvalidArgument, d.dir)
-	}
-	if exists {
-		d.vs, err = manifest.Load(mopts)
-	} else {
-		d.vs, err = manifest.Create(mopts)
-	}
-	if err != nil {
-		return err
-	}
-	if err := d.recover(); err != nil {
-		return err
-	}
-	d.deleteObsoleteAtOpen()
-	return nil
-}
-
 // mkdirAllDurable creates dir and any missing parents, and makes their
 // entries durable: it syncs the parent of dir (always, in case an earlier
 // Open created dir and crashed before syncing) and of every ancestor it
 // created. An ancestor that an earlier Open created, and crashed (the process,
 // not the machine) before syncing, is not synced again: it exists, and only a
 // machine crash before the file system writes it back could lose it.
-func mkdirAllDurable(fs vfs.FS, dir string) error {
+//
+// It returns the directories it created, deepest first, so that a failed
+// Open can remove them again.
+func mkdirAllDurable(fs vfs.FS, dir string) ([]string, error) {
 	// dir and the ancestors MkdirAll will create, deepest first.
-	dirs := []string{dir}
+	var dirs []string
+	if _, err := fs.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		dirs = append(dirs, dir)
+	} else if err != nil {
+		return nil, fmt.Errorf("kv: create %s: %w", dir, err)
+	}
 	for p := parentDir(fs, dir); p != "" && fs.PathBase(p) != ".."; p = parentDir(fs, p) {
 		if _, err := fs.Stat(p); err == nil {
 			break
 		} else if !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("kv: create %s: %w", dir, err)
+			return nil, fmt.Errorf("kv: create %s: %w", dir, err)
 		}
 		dirs = append(dirs, p)
 	}
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("kv: create %s: %w", dir, err)
+		return nil, fmt.Errorf("kv: create %s: %w", dir, err)
 	}
 	// Top down, so that each synced entry names a directory whose own
 	// entry is already durable.
-	for i := len(dirs) - 1; i >= 0; i-- {
-		parent := parentDir(fs, dirs[i])
+	synced := append([]string{dir}, dirs...)
+	if len(dirs) > 0 && dirs[0] == dir {
+		synced = dirs
+	}
+	for i := len(synced) - 1; i >= 0; i-- {
+		parent := parentDir(fs, synced[i])
 		if parent == "" {
 			continue // a root has no entry to sync
 		}
 		if err := vfs.SyncDir(fs, parent); err != nil {
-			return fmt.Errorf("kv: sync %s: %w", parent, err)
+			return dirs, fmt.Errorf("kv: sync %s: %w", parent, err)
 		}
 	}
-	return nil
+	return dirs, nil
 }
 
 // parentDir returns the directory containing dir: "." for a relative
@@ -279,11 +245,24 @@ func (d *DB) Close() error {
 
 	var errs []error
 	if d.wal != nil {
-		if err := d.wal.w.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("kv: close log: %w", err))
+		werr := d.wal.w.Close()
+		if werr != nil {
+			errs = append(errs, fmt.Errorf("kv: close log: %w", werr))
 		}
 		if err := d.wal.file.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("kv: close log: %w", err))
+		}
+		// A clean Close seals the log: the next Open knows where it ends,
+		// so damage anywhere in it is corruption, not a crash's torn tail.
+		d.mu.Lock()
+		bgErr := d.bgErr
+		d.mu.Unlock()
+		if werr == nil && bgErr == nil {
+			if err := d.vs.LogAndApply(&manifest.VersionEdit{
+				SealedWALs: []manifest.SealedWAL{{Num: d.wal.num, Size: d.wal.w.Size()}},
+			}); err != nil {
+				errs = append(errs, fmt.Errorf("kv: seal log %s: %w", d.wal.num, err))
+			}
 		}
 	}
 	d.rsMu.Lock()
@@ -296,8 +275,10 @@ func (d *DB) Close() error {
 		errs = append(errs, err)
 	}
 	d.tables.close()
-	if err := d.lock.Close(); err != nil {
-		errs = append(errs, err)
+	if d.lock != nil {
+		if err := d.lock.Close(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if n := d.openIters.Load(); n > 0 {
 		errs = append(errs, fmt.Errorf("kv: Close with %d iterators still open", n))

@@ -35,8 +35,9 @@
 // close them promptly.
 //
 // Errors: ErrNotFound, ErrClosed (use after Close), ErrInvalidArgument (bad
-// options), ErrCorruption (a *CorruptionError naming the damaged file and
-// offset), ErrWritesStopped (after a log, flush, manifest or compaction
+// options, or a batch made by another DB), ErrCorruption (a *CorruptionError
+// naming the damaged file and offset), ErrLocked (the directory is open
+// elsewhere), ErrReadOnly (a write to a read-only DB), ErrWritesStopped (after a log, flush, manifest or compaction
 // failure writes stop and reads go on; the on-disk state stays consistent and
 // a reopen recovers). ErrClosed and ErrInvalidArgument are warpkit's shared
 // error values.
@@ -63,14 +64,59 @@
 // it. Data blocks go through a block cache (byte limit), open tables through
 // a table cache (handle limit). All file access goes through package vfs.
 //
-// # Recovery
+// # Opening and recovery
 //
-// Open replays the logs the manifest does not cover. The unfinished tail
-// of the last log that holds records (a write a crash cut short, or zeros up
-// to the end of the file) is the end of the log and is ignored; damage
-// followed by intact records, in the same log or in a later one, is an error
-// naming the log and offset, unless Options.WALRecovery is WALSalvage, which
-// skips the damaged records and keeps the rest.
+// Open never destroys data. It creates a new store only in a directory with
+// no CURRENT and no file of a store (CURRENT, LOCK, MANIFEST-*, OPTIONS*,
+// *.log, *.sst, *.ldb, *.dbtmp, canonical or not), or one holding only what
+// an interrupted creation of this store leaves (LOCK, empty logs, a manifest
+// of an empty store): files of a store without a readable CURRENT are
+// ErrCorruption naming them, and nothing is written. A failed Open of a new
+// store removes what it created, the directory included.
+//
+// Before writing anything, Open proves the manifest consistent with the
+// files present: every table it lists exists with its recorded size, and
+// every log it records as holding unflushed writes exists. If not, Open
+// fails with ErrCorruption naming what is missing and changes nothing. It
+// then replays the logs into new L0 tables and starts a new manifest; only
+// when CURRENT names the new manifest (the commit point) does it touch the
+// files it found. A failed Open leaves every file that was there as it was.
+//
+// Files: the store removes only files whose names it makes (six or more
+// zero-padded digits: 000005.sst, not 5.sst) and that are provably
+// obsolete: tables no version lists numbered below the manifest's next file
+// number, logs below its log number or replayed into tables, old manifests
+// and temporary files. A table numbered at or above the next file number, or
+// a non-empty log the manifest does not record, is unexplained (the output of
+// a flush or compaction a crash interrupted, or of a manifest edit that was
+// lost): Open moves it to the lost/ subdirectory and lists it in
+// Metrics().Recovery.Unexplained; nothing deletes it. Every other file is
+// left alone.
+//
+// Logs: the manifest records every log before anything is written to it,
+// and seals it with its final size when the store switches to a new log and
+// at a clean Close. A sealed log must be exactly that long and undamaged;
+// anything else is corruption: WALStrict (the default) fails naming the log
+// and offset, WALSalvage skips the damaged records, keeps every intact one
+// and reports each skipped region in Metrics().Recovery. Only the one log
+// the store was writing when it stopped without Close is unsealed. Its
+// unfinished tail (a record cut short, or zeros to the end of the file) is
+// the end of a write a crash interrupted and is ignored, and counted; damage
+// followed by intact records is corruption as above. What the store cannot
+// know: the store does not record how far that last log was synced (that
+// would cost a manifest write per sync), so damage to the last record of
+// the unsealed log reads as a torn tail, and a record acknowledged as synced
+// just before the crash is dropped if a later fault damaged it.
+//
+// ReadOnly opens an existing store without writing, creating or removing
+// anything (the directory may be on a read-only mount): logs are replayed
+// into memory, a shared lock admits other read-only DBs but no writer, and
+// writes return ErrReadOnly.
+//
+// Repair (explicit, never run by Open) rebuilds a damaged store from the
+// tables and logs present: it ignores the manifest, verifies every table
+// (moving damaged ones to lost/), replays every log with salvage, merges
+// everything into the bottom level and writes a new manifest.
 //
 // # Departures from gLSM and LevelDB
 //

@@ -24,8 +24,12 @@ var (
 	// stop accepting writes (its on-disk state is consistent; reopen it).
 	// The error wraps the original cause.
 	ErrWritesStopped = errors.New("kv: writes stopped after an earlier error")
-	// ErrLocked: another DB (in this or another process) has the directory open.
+	// ErrLocked: another DB (in this or another process) has the directory
+	// open: a writer, or (for a writer's Open) a read-only DB.
 	ErrLocked = errors.New("kv: directory locked by another DB")
+	// ErrReadOnly: a write, flush or compaction on a DB opened with
+	// Options.ReadOnly.
+	ErrReadOnly = errors.New("kv: store opened read-only")
 )
 
 // CorruptionError names a damaged file and offset; it matches ErrCorruption.

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"text/tabwriter"
@@ -94,8 +95,23 @@ type Metrics struct {
 		Misses int64
 	}
 	Recovery struct {
-		TornTails       int64 // logs whose unfinished tail was ignored at open
-		SalvagedRecords int64 // damaged log regions skipped (WALSalvage)
+		// TornTails counts logs whose unfinished tail Open ignored: only
+		// the log the store was writing when it stopped without a clean
+		// Close can have one.
+		TornTails int64
+		// SalvagedRecords counts damaged log regions WALSalvage skipped.
+		SalvagedRecords int64
+		// Damage lists each ignored torn tail and each skipped region:
+		// the log, the offset and what was wrong.
+		Damage []CorruptionError
+		// Unexplained lists files of the store's own name patterns that
+		// Open could neither use nor prove obsolete: a table or log
+		// numbered at or above the manifest's next file number (the output
+		// of a flush or compaction a crash interrupted, or of an edit the
+		// manifest lost), or a non-empty log the manifest does not record.
+		// A read-write Open moves them to the lost/ subdirectory, where no
+		// later Open touches them; nothing deletes them.
+		Unexplained []string
 	}
 	Snapshots       int
 	Iterators       int64
@@ -176,6 +192,8 @@ func (d *DB) Metrics() *Metrics {
 	m.TableCache.Misses = d.tables.misses.Load()
 	m.Recovery.TornTails = d.m.tornTails.Load()
 	m.Recovery.SalvagedRecords = d.m.salvaged.Load()
+	m.Recovery.Damage = slices.Clone(d.recovery.Damage)
+	m.Recovery.Unexplained = slices.Clone(d.recovery.Unexplained)
 	m.Iterators = d.openIters.Load()
 	m.TablesDeleted = d.m.tablesDeleted.Load()
 	m.DeleteErrors = d.m.deleteErrors.Load()
@@ -201,6 +219,16 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&b, "block cache: %s of %s, hit rate %.1f%%; table cache: %d open, hit rate %.1f%%\n",
 		humanBytes(float64(m.BlockCache.Size)), humanBytes(float64(m.BlockCache.Capacity)), 100*m.BlockCache.HitRate(),
 		m.TableCache.Open, 100*ratio(m.TableCache.Hits, m.TableCache.Hits+m.TableCache.Misses))
+	if r := m.Recovery; r.TornTails > 0 || r.SalvagedRecords > 0 || len(r.Unexplained) > 0 {
+		fmt.Fprintf(&b, "recovery: %d torn log tails ignored, %d damaged log regions skipped, %d unexplained files moved to lost/\n",
+			r.TornTails, r.SalvagedRecords, len(r.Unexplained))
+		for _, c := range r.Damage {
+			fmt.Fprintf(&b, "  %v\n", &c)
+		}
+		for _, n := range r.Unexplained {
+			fmt.Fprintf(&b, "  unexplained: %s\n", n)
+		}
+	}
 	if m.BackgroundError != nil {
 		fmt.Fprintf(&b, "writes stopped: %v\n", m.BackgroundError)
 	}
@@ -224,4 +252,10 @@ func humanBytes(n float64) string {
 		return fmt.Sprintf("%.1f KiB", n/(1<<10))
 	}
 	return fmt.Sprintf("%.0f B", n)
+}
+
+// recoveryReport is what Open found: set during Open, read-only after.
+type recoveryReport struct {
+	Damage      []CorruptionError
+	Unexplained []string
 }

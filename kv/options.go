@@ -39,6 +39,13 @@ type Options struct {
 	ErrorIfNotExists bool
 	// ErrorIfExists makes Open fail when the store exists.
 	ErrorIfExists bool
+	// ReadOnly opens an existing store for reading only: Open writes,
+	// creates and removes nothing (the directory may be on a read-only
+	// mount), replays the logs into memory, and takes a shared lock, so that
+	// several read-only DBs, in this process or others, may open one store
+	// but none beside a writer. Writes, Flush and Compact return ErrReadOnly;
+	// no flush, compaction or file deletion ever runs.
+	ReadOnly bool
 
 	// MemTableSize is the write buffer size; default 4 MiB (gLSM's setting).
 	MemTableSize int

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/internal/batchrepr"
@@ -13,32 +12,23 @@ import (
 	"github.com/warpkit/warpkit/kv/record"
 )
 
-// recover replays the logs the manifest does not cover into L0 tables, then
-// starts a fresh log and memtable.
-func (d *DB) recover() error {
-	names, err := d.fs.List(d.dir)
-	if err != nil {
-		return fmt.Errorf("kv: list %s: %w", d.dir, err)
-	}
-	minLog := d.vs.LogNum()
-	var logs []base.FileNum
-	for _, name := range names {
-		typ, num, ok := base.ParseFilename(name)
-		if !ok {
-			continue
-		}
-		d.vs.MarkFileNumUsed(num)
-		if typ == base.FileTypeLog && num >= minLog {
-			logs = append(logs, num)
-		}
-	}
-	sort.Slice(logs, func(i, j int) bool { return logs[i] < logs[j] })
-
+// recover replays the logs of the plan into L0 tables (kept in memory by a
+// read-only Open), then starts a fresh log and memtable and commits the
+// result (manifest.VersionSet.Activate). Files it creates are recorded in
+// undo, so that a failure leaves the directory as it was.
+func (d *DB) recover(plan *recoveryPlan, undo *openUndo) error {
+	ro := d.opts.ReadOnly
 	lastSeq := d.vs.LastSeq()
 	edit := &manifest.VersionEdit{}
 	var mem *memtable.MemTable
+	var replayed []*memtable.MemTable // read-only: the recovered memtables
 	flush := func() error {
 		if mem == nil || mem.Empty() {
+			return nil
+		}
+		if ro {
+			replayed = append(replayed, mem)
+			mem = nil
 			return nil
 		}
 		meta, err := d.writeL0(mem)
@@ -46,6 +36,7 @@ func (d *DB) recover() error {
 			return err
 		}
 		if meta != nil { // nil: the memtable held only empty range deletions
+			undo.files = append(undo.files, d.fs.PathJoin(d.dir, base.MakeFilename(base.FileTypeTable, meta.FileNum)))
 			edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: 0, Meta: meta})
 		}
 		mem = nil
@@ -55,10 +46,11 @@ func (d *DB) recover() error {
 	// syncs a log whole before it writes to the next one, so a torn end
 	// followed by a later log holding records is damage, not a crash's cut.
 	// (A crash between creating a log and syncing the one before leaves the
-	// new log empty, or with only torn records.)
+	// new log empty, or with only torn records.) A sealed log has no torn
+	// end: it was complete.
 	var torn []*tornTail // torn ends of the logs since the last one with records
-	for _, num := range logs {
-		res, err := d.replayLog(num, &mem, flush)
+	for _, l := range plan.logs {
+		res, err := d.replayLog(l, &mem, flush)
 		if err != nil {
 			return err
 		}
@@ -67,8 +59,7 @@ func (d *DB) recover() error {
 				return fmt.Errorf("%w (not a torn tail: a later log holds records; open with WALRecovery: WALSalvage to skip the damaged records)", torn[0].err)
 			}
 			for _, t := range torn {
-				d.m.salvaged.Add(1)
-				d.opts.logf("kv: log %s: skipped the damaged end of a log followed by more logs: %v", t.name, t.err)
+				d.noteSalvaged(t.err, "skipped the damaged end of a log followed by more logs")
 			}
 			torn = nil
 		}
@@ -81,32 +72,52 @@ func (d *DB) recover() error {
 		// The end of a write a crash interrupted, which was never
 		// acknowledged as durable.
 		d.m.tornTails.Add(1)
+		var ce *CorruptionError
+		if errors.As(t.err, &ce) {
+			d.recovery.Damage = append(d.recovery.Damage, *ce)
+		}
 		d.opts.logf("kv: log %s: ignored torn tail (%v)", t.name, t.err)
 	}
 	if err := flush(); err != nil {
 		return err
 	}
 
-	wal, err := d.newWAL()
-	if err != nil {
-		return err
-	}
-	d.wal = wal
-	edit.LogNum = wal.num
-	edit.LastSeq = lastSeq
-	if err := d.vs.LogAndApply(edit); err != nil {
-		return err
-	}
-	for _, num := range logs {
-		d.addObsoleteFile(base.MakeFilename(base.FileTypeLog, num))
+	if ro {
+		d.imm = replayed
+		d.mem = memtable.New(memtable.MinCapacity, 0) // never written
+	} else {
+		wal, err := d.newWAL()
+		if err != nil {
+			return err
+		}
+		undo.files = append(undo.files, d.fs.PathJoin(d.dir, base.MakeFilename(base.FileTypeLog, wal.num)))
+		d.wal = wal
+		edit.LogNum = wal.num
+		edit.LastSeq = lastSeq
+		edit.WALs = []base.FileNum{wal.num}
+		if err := d.vs.Activate(edit); err != nil {
+			return err
+		}
+		// Committed: CURRENT names the new manifest; nothing to undo.
+		*undo = openUndo{}
+		d.mem = memtable.New(d.opts.MemTableSize, wal.num)
 	}
 	d.lastSeq = lastSeq
 	d.visibleSeq.Store(uint64(lastSeq))
-	d.mem = memtable.New(d.opts.MemTableSize, wal.num)
 	d.mu.Lock()
 	d.updateReadStateLocked()
 	d.mu.Unlock()
 	return nil
+}
+
+// noteSalvaged counts and reports a damaged log region WALSalvage skipped.
+func (d *DB) noteSalvaged(err error, what string) {
+	d.m.salvaged.Add(1)
+	var ce *CorruptionError
+	if errors.As(err, &ce) {
+		d.recovery.Damage = append(d.recovery.Damage, *ce)
+	}
+	d.opts.logf("kv: %s: %v", what, err)
 }
 
 // replayResult is what replayLog found in one log.
@@ -123,17 +134,35 @@ type tornTail struct {
 }
 
 // replayLog applies one log's batches to *mem, flushing it to L0 when full.
-// A torn end is returned, not reported: whether it is a crash's cut depends
-// on the logs after it.
-func (d *DB) replayLog(num base.FileNum, mem **memtable.MemTable, flush func() error) (replayResult, error) {
+// A torn end of a log that was not sealed is returned, not reported: whether
+// it is a crash's cut depends on the logs after it. In a sealed log every
+// damage is corruption, and so is a length other than the sealed one.
+func (d *DB) replayLog(l logToReplay, mem **memtable.MemTable, flush func() error) (replayResult, error) {
 	var res replayResult
+	num := l.num
 	name := base.MakeFilename(base.FileTypeLog, num)
 	f, err := d.fs.Open(d.fs.PathJoin(d.dir, name))
 	if err != nil {
 		return res, fmt.Errorf("kv: open log %s: %w", name, err)
 	}
 	defer f.Close()
-	r := record.NewReader(f, name)
+	salvage := d.opts.WALRecovery == WALSalvage
+	var src io.Reader = f
+	if l.sealed >= 0 {
+		size, err := f.Size()
+		if err != nil {
+			return res, fmt.Errorf("kv: size of log %s: %w", name, err)
+		}
+		if size != l.sealed {
+			err := base.Corruptf(name, min(size, l.sealed), "log is %d bytes, but was sealed at %d when the store closed it", size, l.sealed)
+			if !salvage {
+				return res, fmt.Errorf("%w (open with WALRecovery: WALSalvage to keep what is readable)", err)
+			}
+			d.noteSalvaged(err, "log "+name)
+		}
+		src = io.LimitReader(f, l.sealed)
+	}
+	r := record.NewReader(src, name)
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {
@@ -147,16 +176,22 @@ func (d *DB) replayLog(num base.FileNum, mem **memtable.MemTable, flush func() e
 			if serr != nil {
 				return res, fmt.Errorf("kv: read log %s: %w", name, serr)
 			}
-			if !after {
+			if !after && l.sealed < 0 {
 				// Zeros, or a record cut short, up to the end of the log.
 				res.torn = &tornTail{name: name, err: err}
 				return res, nil
 			}
-			if d.opts.WALRecovery != WALSalvage {
-				return res, fmt.Errorf("%w (open with WALRecovery: WALSalvage to skip the damaged records)", err)
+			if !salvage {
+				why := "damage followed by intact records"
+				if !after {
+					why = "damage in a log the store closed cleanly, so not a torn tail"
+				}
+				return res, fmt.Errorf("%w (%s; open with WALRecovery: WALSalvage to skip the damaged records)", err, why)
 			}
-			d.m.salvaged.Add(1)
-			d.opts.logf("kv: log %s: skipped damaged records: %v", name, err)
+			d.noteSalvaged(err, "log "+name+": skipped damaged records")
+			if !after {
+				return res, nil
+			}
 			continue
 		}
 		res.records++

@@ -8,6 +8,7 @@ import (
 
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/internal/batchrepr"
+	"github.com/warpkit/warpkit/kv/manifest"
 	"github.com/warpkit/warpkit/kv/record"
 	"github.com/warpkit/warpkit/kv/vfs"
 )
@@ -39,7 +40,9 @@ func testLog(t *testing.T, seq base.SeqNum, keys ...string) (data []byte, starts
 }
 
 // storeWithLogs creates an empty store in /db and adds logs, numbered from
-// 100 in the order given, that recovery will replay.
+// 100 in the order given, that recovery will replay: the manifest records
+// them as the store's logs, none sealed (as a store that stopped without a
+// clean Close, in the middle of switching logs, would leave them).
 func storeWithLogs(t *testing.T, logs ...[]byte) *vfs.MemFS {
 	t.Helper()
 	mem := vfs.NewMem()
@@ -50,13 +53,38 @@ func storeWithLogs(t *testing.T, logs ...[]byte) *vfs.MemFS {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
+	var nums []base.FileNum
 	for i, data := range logs {
-		name := base.MakeFilename(base.FileTypeLog, base.FileNum(100+i))
-		if err := vfs.WriteFile(mem, "/db/"+name, data); err != nil {
+		num := base.FileNum(100 + i)
+		nums = append(nums, num)
+		if err := vfs.WriteFile(mem, "/db/"+base.MakeFilename(base.FileTypeLog, num), data); err != nil {
 			t.Fatal(err)
 		}
 	}
+	recordLogs(t, mem, "/db", nil, nums...)
 	return mem
+}
+
+// recordLogs adds logs to the manifest of the closed store in dir, as
+// manifest edits of the store would have: each of nums as written, and
+// sealed at the size sealed gives, if any.
+func recordLogs(t *testing.T, fs vfs.FS, dir string, sealed map[base.FileNum]int64, nums ...base.FileNum) {
+	t.Helper()
+	vs, err := manifest.Load(manifest.Options{FS: fs, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vs.Close()
+	e := &manifest.VersionEdit{WALs: nums}
+	for n, size := range sealed {
+		e.SealedWALs = append(e.SealedWALs, manifest.SealedWAL{Num: n, Size: size})
+	}
+	for _, n := range nums {
+		vs.MarkFileNumUsed(n)
+	}
+	if err := vs.Activate(e); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // checkKeys fails unless the store holds exactly keys (set by testLog).

@@ -22,6 +22,19 @@
 //	7  new file        level, file number, size, smallest (internal key
 //	                   string), largest (internal key string), smallest seq,
 //	                   largest seq, flags (bit 0: has range tombstones)
+//	8  wal             uvarint: a write-ahead log the store created; logged
+//	                   before any record is written to it
+//	9  sealed wal      log number uvarint, size uvarint: the log is complete,
+//	                   synced, and exactly this long
+//	10 format          uvarint: 2 (FormatTracksWALs) in every snapshot edit
+//
+// In format 2 the manifest knows every log that may hold unflushed data: the
+// logs recorded (tag 8) at or above the log number. All but the newest are
+// sealed (a memtable switch seals the old log and records the new one in one
+// edit, before anything is written to the new log), and a clean Close seals
+// the newest. Open uses this to tell a crash's torn tail (only in the one
+// unsealed log) from damage (anything short of a sealed size, or a recorded
+// log that is missing).
 //
 // An unknown tag is an error: edits have no per-field length, so a reader
 // cannot skip what it does not understand.

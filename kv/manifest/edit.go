@@ -21,7 +21,24 @@ const (
 	tagLastSequence = 4
 	tagDeletedFile  = 6
 	tagNewFile      = 7
+	tagWAL          = 8
+	tagSealedWAL    = 9
+	tagFormat       = 10
 )
+
+// FormatTracksWALs is the manifest format in which every write-ahead log the
+// store writes is recorded (tag 8) before the first record goes into it, and
+// sealed with its final size (tag 9) once it is complete. In a manifest
+// without it (written by an older build) Open can only find logs by listing
+// the directory. Every snapshot edit records the format.
+const FormatTracksWALs = 2
+
+// SealedWAL records that a write-ahead log is complete and synced: it holds
+// exactly Size bytes and nothing is ever written to it again.
+type SealedWAL struct {
+	Num  base.FileNum
+	Size int64
+}
 
 // DeletedFile names a table removed from a level.
 type DeletedFile struct {
@@ -43,6 +60,13 @@ type VersionEdit struct {
 	LastSeq      base.SeqNum  // 0: unchanged
 	DeletedFiles []DeletedFile
 	NewFiles     []NewFile
+	// WALs are logs the store has created and will write: they hold
+	// unflushed data until LogNum passes them.
+	WALs []base.FileNum
+	// SealedWALs are logs that are complete, with their final sizes.
+	SealedWALs []SealedWAL
+	// Format, when non-zero, is the manifest format (FormatTracksWALs).
+	Format uint64
 }
 
 // Encode appends the edit's encoding to dst.
@@ -66,6 +90,19 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 	if e.LastSeq != 0 {
 		dst = binary.AppendUvarint(dst, tagLastSequence)
 		dst = binary.AppendUvarint(dst, uint64(e.LastSeq))
+	}
+	if e.Format != 0 {
+		dst = binary.AppendUvarint(dst, tagFormat)
+		dst = binary.AppendUvarint(dst, e.Format)
+	}
+	for _, n := range e.WALs {
+		dst = binary.AppendUvarint(dst, tagWAL)
+		dst = binary.AppendUvarint(dst, uint64(n))
+	}
+	for _, w := range e.SealedWALs {
+		dst = binary.AppendUvarint(dst, tagSealedWAL)
+		dst = binary.AppendUvarint(dst, uint64(w.Num))
+		dst = binary.AppendUvarint(dst, uint64(w.Size))
 	}
 	for _, d := range e.DeletedFiles {
 		dst = binary.AppendUvarint(dst, tagDeletedFile)
@@ -161,6 +198,28 @@ func (e *VersionEdit) Decode(b []byte) error {
 				return err
 			}
 			e.LastSeq = base.SeqNum(v)
+		case tagFormat:
+			v, err := getUvarint()
+			if err != nil {
+				return err
+			}
+			e.Format = v
+		case tagWAL:
+			v, err := getUvarint()
+			if err != nil {
+				return err
+			}
+			e.WALs = append(e.WALs, base.FileNum(v))
+		case tagSealedWAL:
+			n, err := getUvarint()
+			if err != nil {
+				return err
+			}
+			size, err := getUvarint()
+			if err != nil || size > 1<<62 {
+				return errBadEdit
+			}
+			e.SealedWALs = append(e.SealedWALs, SealedWAL{Num: base.FileNum(n), Size: int64(size)})
 		case tagDeletedFile:
 			l, err := getLevel()
 			if err != nil {

@@ -3,6 +3,8 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"sync"
 	"testing"
 
@@ -113,8 +115,170 @@ func TestCreateApplyReload(t *testing.T) {
 	if vs2.LogNum() != 2 || vs2.LastSeq() != 12 || vs2.NewFileNum() <= n3 {
 		t.Fatalf("counters: log %d seq %d", vs2.LogNum(), vs2.LastSeq())
 	}
+	if len(ob.manifests) != 0 {
+		t.Fatalf("Load reported a manifest obsolete before Activate: %v", ob.manifests)
+	}
+	if err := vs2.LogAndApply(&VersionEdit{LastSeq: 13}); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("LogAndApply before Activate: %v", err)
+	}
+	if err := vs2.Activate(&VersionEdit{LastSeq: 13}); err != nil {
+		t.Fatal(err)
+	}
 	if len(ob.manifests) != 1 {
 		t.Fatalf("old manifest not reported obsolete: %v", ob.manifests)
+	}
+	if err := vs2.LogAndApply(&VersionEdit{LastSeq: 14}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listing returns every file of a MemFS directory with its contents.
+func listing(t *testing.T, fs vfs.FS, dir string) map[string]string {
+	t.Helper()
+	names, err := fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, n := range names {
+		b, err := vfs.ReadFile(fs, fs.PathJoin(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[n] = string(b)
+	}
+	return out
+}
+
+func TestWALTracking(t *testing.T) {
+	fs := vfs.NewMem()
+	fs.MkdirAll("/db", 0o755)
+	var ob obsoleteLog
+	vs := New(ob.opts(fs))
+	w1 := vs.NewFileNum()
+	if err := vs.Activate(&VersionEdit{LogNum: w1, WALs: []base.FileNum{w1}}); err != nil {
+		t.Fatal(err)
+	}
+	w2 := vs.NewFileNum()
+	if err := vs.LogAndApply(&VersionEdit{SealedWALs: []SealedWAL{{w1, 4096}}, WALs: []base.FileNum{w2}}); err != nil {
+		t.Fatal(err)
+	}
+	want := []WAL{{w1, 4096}, {w2, -1}}
+	if got := vs.WALs(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("WALs %v, want %v", got, want)
+	}
+	vs.Close()
+	vs2, err := Load(ob.opts(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := vs2.WALs(); !reflect.DeepEqual(got, want) || !vs2.TracksWALs() {
+		t.Fatalf("reloaded WALs %v (tracks %v), want %v", vs2.WALs(), vs2.TracksWALs(), want)
+	}
+	// A flush past w1 drops it; the snapshot of a rotation keeps w2.
+	if err := vs2.Activate(&VersionEdit{LogNum: w2}); err != nil {
+		t.Fatal(err)
+	}
+	if got := vs2.WALs(); !reflect.DeepEqual(got, []WAL{{w2, -1}}) {
+		t.Fatalf("after LogNum %d: %v", w2, got)
+	}
+	if err := vs2.LogAndApply(&VersionEdit{SealedWALs: []SealedWAL{{w2, 77}}}); err != nil {
+		t.Fatal(err)
+	}
+	vs2.Close()
+	vs3, err := Load(ob.opts(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := vs3.WALs(); !reflect.DeepEqual(got, []WAL{{w2, 77}}) {
+		t.Fatalf("sealed after reload: %v", got)
+	}
+	if r := vs3.Recovered(); r.NextFileNum <= w2 || r.TornTail != nil || r.Records != 2 {
+		t.Fatalf("recovered %+v", r)
+	}
+}
+
+func TestLoadWritesNothing(t *testing.T) {
+	fs := vfs.NewMem()
+	fs.MkdirAll("/db", 0o755)
+	var ob obsoleteLog
+	vs, _ := Create(ob.opts(fs))
+	vs.LogAndApply(&VersionEdit{LastSeq: 3})
+	vs.Close()
+	before := listing(t, fs, "/db")
+	for range 3 {
+		vs, err := Load(ob.opts(fs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs.Close()
+	}
+	if after := listing(t, fs, "/db"); !reflect.DeepEqual(before, after) {
+		t.Fatalf("Load changed the directory:\n%v\n%v", before, after)
+	}
+}
+
+func TestActivateFailureLeavesStore(t *testing.T) {
+	mem := vfs.NewMem()
+	mem.MkdirAll("/db", 0o755)
+	var ob obsoleteLog
+	vs, _ := Create(ob.opts(mem))
+	vs.LogAndApply(&VersionEdit{LastSeq: 3})
+	vs.Close()
+	before := listing(t, mem, "/db")
+	// Fail each write, sync and rename of Activate in turn.
+	for n := int64(1); ; n++ {
+		inj := vfs.NewCountdown(vfs.OpWrite|vfs.OpSync|vfs.OpRename|vfs.OpCreate, n, false)
+		o := ob.opts(vfs.NewFault(mem, inj))
+		vs, err := Load(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = vs.Activate(&VersionEdit{LastSeq: 4})
+		vs.Close()
+		if err == nil {
+			break
+		}
+		after := listing(t, mem, "/db")
+		if cur := after["CURRENT"]; cur != before["CURRENT"] {
+			// Only a failed directory sync after the rename may leave the
+			// new CURRENT in place.
+			continue
+		}
+		if !reflect.DeepEqual(before, after) {
+			t.Fatalf("fault %d (%v): directory changed:\n%v\n%v", n, err, keys(before), keys(after))
+		}
+	}
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestDamagedCurrent(t *testing.T) {
+	fs := vfs.NewMem()
+	fs.MkdirAll("/db", 0o755)
+	var ob obsoleteLog
+	vs, _ := Create(ob.opts(fs))
+	name := base.MakeFilename(base.FileTypeManifest, vs.ManifestNum())
+	vs.Close()
+	for _, tc := range []struct{ what, current string }{
+		{"empty", ""},
+		{"no newline", name},
+		{"not a manifest", "000001.log\n"},
+		{"missing manifest", "MANIFEST-999999\n"},
+	} {
+		vfs.WriteFile(fs, "/db/CURRENT", []byte(tc.current))
+		_, err := Load(ob.opts(fs))
+		var ce *base.CorruptionError
+		if !errors.As(err, &ce) || ce.File != "CURRENT" {
+			t.Errorf("%s CURRENT: %v", tc.what, err)
+		}
 	}
 }
 

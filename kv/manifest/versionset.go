@@ -1,9 +1,13 @@
 package manifest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +35,10 @@ type Options struct {
 
 // VersionSet owns the current version, the live versions and the manifest.
 // It is safe for concurrent use; LogAndApply calls are serialised.
+//
+// A set from Load or New writes nothing until Activate starts its manifest:
+// until then (and for ever, in a read-only store) LogAndApply fails with
+// ErrReadOnly.
 type VersionSet struct {
 	opts Options
 
@@ -42,38 +50,76 @@ type VersionSet struct {
 	nextFileNum  atomic.Uint64
 	logNum       base.FileNum
 	lastSeq      base.SeqNum
+	format       uint64
+	wals         map[base.FileNum]int64 // recorded logs >= logNum: sealed size, or -1
 	manifestNum  base.FileNum
 	manifestFile vfs.File
 	manifest     *record.Writer
 	edits        atomic.Int64
 	err          error // sticky: a manifest write failed
+	closed       bool
+
+	// What Load found; fixed after Load.
+	recovered Recovered
 }
+
+// Recovered describes the manifest a VersionSet was loaded from.
+type Recovered struct {
+	// Manifest is the manifest CURRENT named (0 for a new store).
+	Manifest base.FileNum
+	// NextFileNum is the next file number the manifest recorded (at least
+	// one above every file it lists): every number below it was handed out
+	// by the store, and a file numbered at or above it can only belong to
+	// an edit the manifest does not hold.
+	NextFileNum base.FileNum
+	// TornTail is the manifest's ignored torn last record (an edit a crash
+	// cut short, so never acknowledged), or nil.
+	TornTail error
+	// Size is the manifest's length; Records the edits read from it.
+	Size    int64
+	Records int
+}
+
+// ErrReadOnly is returned by LogAndApply on a set whose manifest was never
+// activated (a read-only store).
+var ErrReadOnly = errors.New("manifest: read-only (not activated)")
 
 func newVersionSet(opts Options) *VersionSet {
 	if opts.MaxManifestSize <= 0 {
 		opts.MaxManifestSize = 8 << 20
 	}
-	vs := &VersionSet{opts: opts}
+	vs := &VersionSet{opts: opts, wals: map[base.FileNum]int64{}}
 	vs.live.next, vs.live.prev = &vs.live, &vs.live
 	return vs
 }
 
-// Create initialises an empty store's manifest and CURRENT in opts.Dir.
-func Create(opts Options) (*VersionSet, error) {
+// New returns the version set of a new, empty store. It writes nothing:
+// Activate creates the manifest and CURRENT.
+func New(opts Options) *VersionSet {
 	vs := newVersionSet(opts)
 	vs.nextFileNum.Store(1)
-	if err := vs.rotate(&Version{}); err != nil {
+	vs.format = FormatTracksWALs
+	vs.recovered.NextFileNum = 1
+	vs.install(&Version{})
+	return vs
+}
+
+// Create is New followed by Activate with an empty edit.
+func Create(opts Options) (*VersionSet, error) {
+	vs := New(opts)
+	if err := vs.Activate(&VersionEdit{}); err != nil {
 		return nil, err
 	}
-	vs.install(&Version{})
 	return vs, nil
 }
 
-// Load reads CURRENT and replays the manifest it names, then starts a fresh
-// manifest holding the recovered version (so later edits never follow a torn
-// tail). A torn last record (an edit whose write a crash cut short, which was
-// therefore never acknowledged) is ignored; damage in the middle is a
-// corruption error naming the manifest and offset.
+// Load reads CURRENT and replays the manifest it names. It writes nothing;
+// Activate starts a fresh manifest holding the recovered version (so later
+// edits never follow a torn tail). A torn last record (an edit whose write a
+// crash cut short, which was therefore never acknowledged) is ignored and
+// reported in Recovered().TornTail; damage in the middle is a corruption
+// error naming the manifest and offset. A CURRENT that is empty, malformed or
+// names a missing manifest is a corruption error too.
 func Load(opts Options) (*VersionSet, error) {
 	vs := newVersionSet(opts)
 	fs := opts.FS
@@ -83,17 +129,23 @@ func Load(opts Options) (*VersionSet, error) {
 	}
 	name, ok := strings.CutSuffix(string(cur), "\n")
 	if !ok {
-		return nil, base.Corruptf("CURRENT", 0, "no trailing newline")
+		return nil, base.Corruptf("CURRENT", 0, "no trailing newline (%d bytes)", len(cur))
 	}
 	typ, num, ok := base.ParseFilename(name)
 	if !ok || typ != base.FileTypeManifest {
 		return nil, base.Corruptf("CURRENT", 0, "names %q, not a manifest", name)
 	}
 	f, err := fs.Open(fs.PathJoin(opts.Dir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, base.Corruptf("CURRENT", 0, "names %s, which does not exist", name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("manifest: open %s: %w", name, err)
 	}
 	defer f.Close()
+	if size, err := f.Size(); err == nil {
+		vs.recovered.Size = size
+	}
 	r := record.NewReader(f, name)
 	v := &Version{}
 	var next base.FileNum
@@ -114,8 +166,10 @@ func Load(opts Options) (*VersionSet, error) {
 			if after {
 				return nil, err
 			}
-			break // torn tail
+			vs.recovered.TornTail = err
+			break
 		}
+		vs.recovered.Records++
 		var e VersionEdit
 		if err := e.Decode(rec); err != nil {
 			return nil, base.Corruptf(name, r.Offset(), "%v", err)
@@ -125,38 +179,129 @@ func Load(opts Options) (*VersionSet, error) {
 				return nil, fmt.Errorf("manifest: store uses comparator %q, this build %q", e.Comparator, Comparator)
 			}
 			sawComparator = true
+		} else if !sawComparator {
+			return nil, base.Corruptf(name, r.Offset(), "first edit is not a snapshot (no comparator)")
 		}
-		if e.LogNum != 0 {
-			vs.logNum = e.LogNum
+		if e.Format != 0 {
+			if e.Format > FormatTracksWALs {
+				return nil, fmt.Errorf("manifest: %s has format %d, newer than this build's %d", name, e.Format, FormatTracksWALs)
+			}
+			vs.format = e.Format
 		}
 		if e.NextFileNum != 0 {
 			next = e.NextFileNum
 		}
-		if e.LastSeq != 0 {
-			vs.lastSeq = e.LastSeq
-		}
+		vs.applyCounters(&e)
 		if v, err = v.apply(&e); err != nil {
 			return nil, base.Corruptf(name, r.Offset(), "%v", err)
 		}
 	}
 	if !sawComparator {
-		return nil, base.Corruptf(name, 0, "no comparator record")
+		return nil, base.Corruptf(name, 0, "no complete snapshot record (%d bytes)", vs.recovered.Size)
 	}
 	for _, files := range v.Levels {
 		for _, f := range files {
 			next = max(next, f.FileNum+1)
 		}
 	}
+	for n := range vs.wals {
+		next = max(next, n+1)
+	}
 	next = max(next, num+1, vs.logNum+1)
 	vs.nextFileNum.Store(uint64(next))
-	if err := vs.rotate(v); err != nil {
-		return nil, err
-	}
+	vs.recovered.Manifest = num
+	vs.recovered.NextFileNum = next
 	vs.install(v)
-	if opts.OnObsoleteManifest != nil {
-		opts.OnObsoleteManifest(num)
-	}
 	return vs, nil
+}
+
+// applyCounters applies an edit's log number, last sequence number and log
+// records. Caller holds applyMu (or owns the set, in Load).
+func (vs *VersionSet) applyCounters(e *VersionEdit) {
+	if e.LogNum != 0 {
+		vs.logNum = e.LogNum
+	}
+	if e.LastSeq != 0 {
+		vs.lastSeq = e.LastSeq
+	}
+	for _, n := range e.WALs {
+		if _, ok := vs.wals[n]; !ok {
+			vs.wals[n] = -1
+		}
+	}
+	for _, w := range e.SealedWALs {
+		vs.wals[w.Num] = w.Size
+	}
+	for n := range vs.wals {
+		if n < vs.logNum {
+			delete(vs.wals, n)
+		}
+	}
+}
+
+// Activate applies e to the loaded (or new) version, writes a new manifest
+// holding the result, and points CURRENT at it: the moment an Open commits
+// to what it recovered. Until CURRENT is replaced nothing of the store
+// changes; if Activate fails before that, the new manifest is removed again.
+// The manifest that was loaded becomes obsolete (OnObsoleteManifest).
+func (vs *VersionSet) Activate(e *VersionEdit) error {
+	vs.applyMu.Lock()
+	defer vs.applyMu.Unlock()
+	if vs.manifest != nil || vs.closed {
+		return errors.New("manifest: Activate on an active or closed set")
+	}
+	vs.mu.Lock()
+	cur := vs.current
+	vs.mu.Unlock()
+	nv, err := cur.apply(e)
+	if err != nil {
+		return err
+	}
+	oldLog, oldSeq, oldWALs := vs.logNum, vs.lastSeq, maps.Clone(vs.wals)
+	vs.applyCounters(e)
+	vs.format = FormatTracksWALs
+	if err := vs.rotate(nv); err != nil {
+		vs.logNum, vs.lastSeq, vs.wals = oldLog, oldSeq, oldWALs
+		return err
+	}
+	vs.edits.Add(1)
+	vs.install(nv)
+	if vs.recovered.Manifest != 0 && vs.opts.OnObsoleteManifest != nil {
+		vs.opts.OnObsoleteManifest(vs.recovered.Manifest)
+	}
+	return nil
+}
+
+// Recovered describes the manifest Load read.
+func (vs *VersionSet) Recovered() Recovered { return vs.recovered }
+
+// TracksWALs reports whether the loaded manifest records every log
+// (FormatTracksWALs); a manifest of an older build does not.
+func (vs *VersionSet) TracksWALs() bool {
+	vs.applyMu.Lock()
+	defer vs.applyMu.Unlock()
+	return vs.format >= FormatTracksWALs
+}
+
+// WAL is a write-ahead log the manifest records.
+type WAL struct {
+	Num base.FileNum
+	// Size is the log's sealed size, or -1 if it is not sealed (the log
+	// the store was writing when it stopped without a clean Close).
+	Size int64
+}
+
+// WALs returns the logs at or above the log number that the manifest
+// records, in ascending order: they hold every write not yet flushed.
+func (vs *VersionSet) WALs() []WAL {
+	vs.applyMu.Lock()
+	defer vs.applyMu.Unlock()
+	out := make([]WAL, 0, len(vs.wals))
+	for n, size := range vs.wals {
+		out = append(out, WAL{Num: n, Size: size})
+	}
+	slices.SortFunc(out, func(a, b WAL) int { return cmp.Compare(a.Num, b.Num) })
+	return out
 }
 
 // snapshotEdit describes v completely.
@@ -166,7 +311,16 @@ func (vs *VersionSet) snapshotEdit(v *Version) *VersionEdit {
 		LogNum:      vs.logNum,
 		NextFileNum: base.FileNum(vs.nextFileNum.Load()),
 		LastSeq:     vs.lastSeq,
+		Format:      vs.format,
 	}
+	for n, size := range vs.wals {
+		e.WALs = append(e.WALs, n)
+		if size >= 0 {
+			e.SealedWALs = append(e.SealedWALs, SealedWAL{Num: n, Size: size})
+		}
+	}
+	slices.Sort(e.WALs)
+	slices.SortFunc(e.SealedWALs, func(a, b SealedWAL) int { return cmp.Compare(a.Num, b.Num) })
 	for l, files := range v.Levels {
 		for _, f := range files {
 			e.NewFiles = append(e.NewFiles, NewFile{Level: l, Meta: f})
@@ -175,7 +329,9 @@ func (vs *VersionSet) snapshotEdit(v *Version) *VersionEdit {
 	return e
 }
 
-// rotate starts a new manifest describing v and points CURRENT at it.
+// rotate starts a new manifest describing v and points CURRENT at it. If it
+// fails before CURRENT is replaced, the new manifest is removed and the old
+// one stays live.
 func (vs *VersionSet) rotate(v *Version) error {
 	fs, dir := vs.opts.FS, vs.opts.Dir
 	num := vs.NewFileNum()
@@ -184,21 +340,26 @@ func (vs *VersionSet) rotate(v *Version) error {
 	if err != nil {
 		return fmt.Errorf("manifest: create %s: %w", name, err)
 	}
+	fail := func(err error) error {
+		f.Close()
+		fs.Remove(fs.PathJoin(dir, name))
+		return err
+	}
 	w := record.NewWriter(f)
 	// The snapshot records the next file number after this manifest's own.
 	if _, err := w.WriteRecord(vs.snapshotEdit(v).Encode(nil)); err != nil {
-		f.Close()
-		return fmt.Errorf("manifest: write %s: %w", name, err)
+		return fail(fmt.Errorf("manifest: write %s: %w", name, err))
 	}
 	if err := w.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("manifest: write %s: %w", name, err)
+		return fail(fmt.Errorf("manifest: write %s: %w", name, err))
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("manifest: sync %s: %w", name, err)
+		return fail(fmt.Errorf("manifest: sync %s: %w", name, err))
 	}
 	if err := setCurrent(fs, dir, name, vs.NewFileNum()); err != nil {
+		if errors.Is(err, errCurrentNotReplaced) {
+			return fail(err)
+		}
 		f.Close()
 		return err
 	}
@@ -213,16 +374,20 @@ func (vs *VersionSet) rotate(v *Version) error {
 	return nil
 }
 
+// errCurrentNotReplaced marks a setCurrent failure that left CURRENT as it
+// was.
+var errCurrentNotReplaced = errors.New("CURRENT not replaced")
+
 // setCurrent atomically replaces CURRENT with one naming manifest.
 func setCurrent(fs vfs.FS, dir, manifest string, tmpNum base.FileNum) error {
 	tmp := fs.PathJoin(dir, base.MakeFilename(base.FileTypeTemp, tmpNum))
 	if err := vfs.WriteFile(fs, tmp, []byte(manifest+"\n")); err != nil {
 		fs.Remove(tmp)
-		return fmt.Errorf("manifest: write CURRENT: %w", err)
+		return fmt.Errorf("manifest: write CURRENT: %w (%w)", err, errCurrentNotReplaced)
 	}
 	if err := fs.Rename(tmp, fs.PathJoin(dir, "CURRENT")); err != nil {
 		fs.Remove(tmp)
-		return fmt.Errorf("manifest: install CURRENT: %w", err)
+		return fmt.Errorf("manifest: install CURRENT: %w (%w)", err, errCurrentNotReplaced)
 	}
 	if err := vfs.SyncDir(fs, dir); err != nil {
 		return fmt.Errorf("manifest: sync directory: %w", err)
@@ -330,8 +495,11 @@ func (vs *VersionSet) Edits() int64 { return vs.edits.Load() }
 func (vs *VersionSet) LogAndApply(e *VersionEdit) error {
 	vs.applyMu.Lock()
 	defer vs.applyMu.Unlock()
-	if vs.manifest == nil {
+	if vs.closed {
 		return errors.New("manifest: version set closed")
+	}
+	if vs.manifest == nil {
+		return ErrReadOnly
 	}
 	if vs.err != nil {
 		return vs.err
@@ -350,16 +518,11 @@ func (vs *VersionSet) LogAndApply(e *VersionEdit) error {
 	if err != nil {
 		return err
 	}
-	oldLog, oldSeq := vs.logNum, vs.lastSeq
-	if e.LogNum != 0 {
-		vs.logNum = e.LogNum
-	}
-	if e.LastSeq != 0 {
-		vs.lastSeq = e.LastSeq
-	}
+	oldLog, oldSeq, oldWALs := vs.logNum, vs.lastSeq, maps.Clone(vs.wals)
+	vs.applyCounters(e)
 	if vs.manifest.Size() >= vs.opts.MaxManifestSize {
 		if err := vs.rotate(nv); err != nil {
-			vs.logNum, vs.lastSeq = oldLog, oldSeq
+			vs.logNum, vs.lastSeq, vs.wals = oldLog, oldSeq, oldWALs
 			vs.err = fmt.Errorf("manifest: unusable after a failed write: %w", err)
 			return err
 		}
@@ -367,7 +530,7 @@ func (vs *VersionSet) LogAndApply(e *VersionEdit) error {
 		if err := vs.append(e); err != nil {
 			// The edit may or may not be durable, and the log may end in a
 			// partial record: refuse further edits.
-			vs.logNum, vs.lastSeq = oldLog, oldSeq
+			vs.logNum, vs.lastSeq, vs.wals = oldLog, oldSeq, oldWALs
 			vs.err = fmt.Errorf("manifest: unusable after a failed write: %w", err)
 			return err
 		}
@@ -409,6 +572,7 @@ func (vs *VersionSet) LiveFileNums() map[base.FileNum]bool {
 func (vs *VersionSet) Close() error {
 	vs.applyMu.Lock()
 	defer vs.applyMu.Unlock()
+	vs.closed = true
 	if vs.manifestFile == nil {
 		return nil
 	}

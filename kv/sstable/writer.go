@@ -276,15 +276,7 @@ func (w *Writer) Finish() (Metadata, error) {
 				rd.add(base.MakeInternalKey(sp.Start, s, base.KindRangeDelete).Append(nil), sp.End)
 			}
 		}
-		first := w.spans[0]
-		lo := base.MakeInternalKey(first.Start, first.Seqs[0], base.KindRangeDelete)
-		if !w.meta.HasPoints || base.CompareInternal(lo, w.meta.Smallest) < 0 {
-			w.meta.Smallest = lo.Clone()
-		}
-		hi := base.MakeSentinel(w.spans[len(w.spans)-1].End)
-		if !w.meta.HasPoints || base.CompareInternal(hi, w.meta.Largest) > 0 {
-			w.meta.Largest = hi.Clone()
-		}
+		w.meta.includeSpans(w.spans)
 		h, _ := w.writeBlock(rd.finish(), NoCompression)
 		hbuf = h.append(hbuf[:0])
 		meta.add([]byte(metaRangeDel), hbuf)

@@ -44,8 +44,20 @@ func MakeFilename(t FileType, n FileNum) string {
 	panic("kv: unknown file type")
 }
 
-// ParseFilename recognises a base name made by MakeFilename.
+// ParseFilename recognises a base name made by MakeFilename, and only such
+// a name: the number must be written exactly as MakeFilename writes it (at
+// least six digits, zero-padded, no further leading zeros), so that "5.sst"
+// or "2024.log" (a user's files, perhaps) are not taken for the store's own.
+// The store removes only files whose names it recognises.
 func ParseFilename(name string) (FileType, FileNum, bool) {
+	typ, num, ok := parseFilename(name)
+	if !ok || MakeFilename(typ, num) != name {
+		return 0, 0, false
+	}
+	return typ, num, true
+}
+
+func parseFilename(name string) (FileType, FileNum, bool) {
 	switch name {
 	case "CURRENT":
 		return FileTypeCurrent, 0, true
@@ -73,4 +85,24 @@ func ParseFilename(name string) (FileType, FileNum, bool) {
 		return FileTypeTemp, FileNum(n), true
 	}
 	return 0, 0, false
+}
+
+// IsStoreTrace reports whether a directory entry looks like a file of a
+// key-value store, this one's or another LevelDB-family store's, whether or
+// not its name is canonical: CURRENT, LOCK, MANIFEST-*, OPTIONS*, and names
+// ending in .log, .sst, .ldb or .dbtmp. Open refuses to create a new store in
+// a directory holding any such file (other than what an interrupted creation
+// of this store leaves), so that it never writes over another store.
+func IsStoreTrace(name string) bool {
+	switch {
+	case name == "CURRENT", name == "LOCK",
+		strings.HasPrefix(name, "MANIFEST-"), strings.HasPrefix(name, "OPTIONS"):
+		return true
+	}
+	for _, ext := range []string{".log", ".sst", ".ldb", ".dbtmp"} {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return false
 }

@@ -92,9 +92,20 @@ func TestFilenames(t *testing.T) {
 			t.Errorf("%q parsed as %v %v %v", name, ft, fn, ok)
 		}
 	}
-	for _, bad := range []string{"", "x.sst", "12.txt", "MANIFEST-x", ".log"} {
+	for _, bad := range []string{"", "x.sst", "12.txt", "MANIFEST-x", ".log",
+		"5.sst", "2024.log", "0000001.sst", "MANIFEST-1", "+00001.log", "000001.sst.bak", "1234567.dbtmp0"} {
 		if _, _, ok := ParseFilename(bad); ok {
 			t.Errorf("%q parsed", bad)
+		}
+	}
+	for _, trace := range []string{"CURRENT", "LOCK", "MANIFEST-x", "OPTIONS-000003", "2024.log", "5.sst", "000005.ldb", "a.dbtmp"} {
+		if !IsStoreTrace(trace) {
+			t.Errorf("%q is not a store trace", trace)
+		}
+	}
+	for _, other := range []string{"notes.txt", "lost", "log", "sst.txt"} {
+		if IsStoreTrace(other) {
+			t.Errorf("%q is a store trace", other)
 		}
 	}
 	names := []string{MakeFilename(FileTypeTable, 10), MakeFilename(FileTypeTable, 9)}

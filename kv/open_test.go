@@ -1,0 +1,168 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/manifest"
+	"github.com/warpkit/warpkit/kv/vfs"
+)
+
+func TestBatchOfAnotherDB(t *testing.T) {
+	mem := vfs.NewMem()
+	db1, err := Open("/a", &Options{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db1.Close()
+	db2, err := Open("/b", &Options{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	b := db1.NewBatch()
+	b.Set([]byte("k"), []byte("v"))
+	if err := db2.Apply(b, nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("db2.Apply(db1's batch): %v", err)
+	}
+	if _, err := db2.Get([]byte("k")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("rejected batch applied: %v", err)
+	}
+	if err := db1.Apply(b, nil); err != nil {
+		t.Fatal(err)
+	}
+	var free Batch // a zero Batch belongs to no DB
+	free.Set([]byte("z"), []byte("1"))
+	if err := db2.Apply(&free, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReadOnlyAPI: every write of a read-only DB returns ErrReadOnly and
+// reads see the replayed log; after Close every method returns ErrClosed.
+func TestReadOnlyAPI(t *testing.T) {
+	mem := vfs.NewMem()
+	db, err := Open("/db", &Options{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Set([]byte("flushed"), []byte("1"), nil)
+	db.Flush()
+	db.Set([]byte("logged"), []byte("2"), Sync)
+	crashed := mem.CrashClone(vfs.CrashOptions{}) // a writer that never closed: the log is unsealed
+	db.Close()
+
+	ro := vfs.NewReadOnly(crashed)
+	r, err := Open("/db", &Options{FS: ro, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"flushed", "logged"} {
+		if _, err := r.Get([]byte(k)); err != nil {
+			t.Fatalf("Get(%s): %v", k, err)
+		}
+	}
+	for name, err := range map[string]error{
+		"Set":         r.Set([]byte("x"), nil, nil),
+		"Delete":      r.Delete([]byte("x"), nil),
+		"DeleteRange": r.DeleteRange([]byte("a"), []byte("b"), nil),
+		"Flush":       r.Flush(),
+		"Compact":     r.Compact(nil, nil),
+	} {
+		if !errors.Is(err, ErrReadOnly) {
+			t.Errorf("%s on a read-only DB: %v", name, err)
+		}
+	}
+	if err := r.WaitForCompactions(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CheckIntegrity(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Get([]byte("flushed")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Get after Close: %v", err)
+	}
+	if err := r.Set([]byte("x"), nil, nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Set after Close: %v", err)
+	}
+	// A read-only Open of a missing store creates nothing.
+	if _, err := Open("/nothing", &Options{FS: mem, ReadOnly: true}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("read-only Open of a missing store: %v", err)
+	}
+	if _, err := mem.Stat("/nothing"); err == nil {
+		t.Fatal("read-only Open created the directory")
+	}
+}
+
+// TestLogsAreSealed: a memtable switch seals the old log and records the
+// new one in the manifest, and a clean Close seals the last; a byte flipped
+// anywhere in a sealed log is then corruption, not a torn tail.
+func TestLogsAreSealed(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := &Options{FS: mem, MemTableSize: 64 << 10}
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2000 {
+		if err := db.Set([]byte(fmt.Sprintf("k%05d", i)), make([]byte, 100), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Set([]byte("last"), []byte("synced"), Sync)
+	crashed := mem.CrashClone(vfs.CrashOptions{})
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	walsOf := func(fs vfs.FS) []manifest.WAL {
+		vs, err := manifest.Load(manifest.Options{FS: fs, Dir: "/db"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer vs.Close()
+		return vs.WALs()
+	}
+	// Before Close: the live log is recorded, unsealed.
+	if w := walsOf(crashed); len(w) == 0 || w[len(w)-1].Size != -1 {
+		t.Fatalf("logs recorded before Close: %v", w)
+	}
+	w := walsOf(mem)
+	if len(w) == 0 {
+		t.Fatal("no log recorded")
+	}
+	last := w[len(w)-1]
+	name := "/db/" + base.MakeFilename(base.FileTypeLog, last.Num)
+	data, err := vfs.ReadFile(mem, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last.Size != int64(len(data)) || last.Size == 0 {
+		t.Fatalf("last log sealed at %d, is %d bytes", last.Size, len(data))
+	}
+	// Flip a byte in the last record (where a torn tail would be).
+	bad := append([]byte(nil), data...)
+	bad[len(bad)-3] ^= 1
+	if err := vfs.WriteFile(mem, name, bad); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open("/db", opts); !errors.Is(err, ErrCorruption) {
+		t.Fatalf("flipped byte in a sealed log: Open gave %v", err)
+	}
+	s, err := Open("/db", &Options{FS: mem, MemTableSize: 64 << 10, WALRecovery: WALSalvage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.Metrics().Recovery
+	if r.SalvagedRecords != 1 || len(r.Damage) != 1 || r.Damage[0].File != base.MakeFilename(base.FileTypeLog, last.Num) {
+		t.Fatalf("salvage report: %+v", r)
+	}
+	if _, err := s.Get([]byte("last")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the damaged record read back: %v", err)
+	}
+	s.Close()
+}

@@ -1,0 +1,302 @@
+package kv
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/warpkit/warpkit/kv/cache"
+	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/internal/memtable"
+	"github.com/warpkit/warpkit/kv/manifest"
+	"github.com/warpkit/warpkit/kv/sstable"
+	"github.com/warpkit/warpkit/kv/vfs"
+)
+
+// RepairReport says what Repair found and did.
+type RepairReport struct {
+	// Tables are the tables read, verified and merged into the rebuilt
+	// store.
+	Tables []string
+	// Logs are the logs replayed, with damaged records skipped.
+	Logs []string
+	// Damage lists each damaged log region skipped and each torn log end
+	// ignored: the log, the offset and what was wrong.
+	Damage []CorruptionError
+	// Lost lists files that could not be read (a damaged table, a file with
+	// a table's name that is not one): Repair moved them to lost/.
+	Lost []LostFile
+	// Outputs are the rebuilt store's tables, all in the bottom level.
+	Outputs []string
+	// EntriesIn counts the point entries read (tables and logs); EntriesOut
+	// those written after dropping overwritten and deleted ones.
+	EntriesIn, EntriesOut uint64
+	// LastSeq is the highest sequence number found.
+	LastSeq uint64
+}
+
+// LostFile is a file Repair could not use, and why.
+type LostFile struct {
+	Name   string
+	Reason string
+}
+
+// Repair rebuilds the store in dir from the tables and logs present, for a
+// store Open refuses as damaged (CURRENT missing or wrong, a manifest
+// truncated or listing missing tables, a log missing). It is explicit and
+// never automatic: Open never repairs.
+//
+// Repair ignores CURRENT and every manifest. It takes the store's lock,
+// replays every log (skipping damaged records, as WALSalvage does), reads
+// and verifies every table (a table that fails is moved to lost/ and
+// reported), merges all of it with the store's Compactor into new tables in
+// the bottom level (newer entries shadow older ones by sequence number;
+// deleted entries are dropped), and writes a new manifest and CURRENT. It
+// deletes nothing: the next Open removes the tables and logs the rebuilt
+// store no longer lists, as obsolete. Files in lost/ are not read; move one
+// back into dir to include it.
+//
+// What Repair cannot restore: writes only a damaged or missing file held,
+// and deletions whose tombstones were in such a file (the older value they
+// deleted may reappear). A failed Repair removes the files it created and
+// leaves the rest as it was.
+func Repair(dir string, opts *Options) (*RepairReport, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if o.ReadOnly {
+		return nil, fmt.Errorf("%w: Repair with ReadOnly", ErrInvalidArgument)
+	}
+	o.WALRecovery = WALSalvage
+	fs := o.FS
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil, fmt.Errorf("kv: repair %s: %w", dir, err)
+	}
+	if !slices.ContainsFunc(names, base.IsStoreTrace) {
+		return nil, fmt.Errorf("%w: %s holds no store to repair", ErrInvalidArgument, dir)
+	}
+	lock, err := fs.Lock(fs.PathJoin(dir, base.MakeFilename(base.FileTypeLock, 0)))
+	if err != nil {
+		if errors.Is(err, vfs.ErrLocked) {
+			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+		}
+		return nil, fmt.Errorf("kv: lock %s: %w", dir, err)
+	}
+	defer lock.Close()
+
+	r := &repairer{
+		d:   &DB{dir: dir, opts: o, fs: fs, blocks: cache.New(o.BlockCacheSize)},
+		rep: &RepairReport{},
+	}
+	r.d.tables = newTableCache(fs, dir, r.d.blocks, o.MaxOpenFiles)
+	defer r.d.tables.close()
+	r.d.vs = manifest.New(manifest.Options{FS: fs, Dir: dir, MaxManifestSize: o.MaxManifestSize})
+	defer r.d.vs.Close()
+	if err := r.run(names); err != nil {
+		for i := len(r.created) - 1; i >= 0; i-- {
+			fs.Remove(fs.PathJoin(dir, r.created[i]))
+		}
+		return nil, err
+	}
+	return r.rep, nil
+}
+
+// repairer holds a Repair's state. Its DB is a shell: the directory, the
+// options, the file system, a table cache and a version set, enough for the
+// log replay and table writing that Open uses.
+type repairer struct {
+	d       *DB
+	rep     *RepairReport
+	inputs  []*manifest.FileMetadata
+	created []string // files this Repair wrote, removed if it fails
+	lastSeq base.SeqNum
+}
+
+func (r *repairer) run(names []string) error {
+	d := r.d
+	var logs, tables []base.FileNum
+	for _, name := range names {
+		typ, num, ok := base.ParseFilename(name)
+		if !ok {
+			continue
+		}
+		if typ != base.FileTypeCurrent && typ != base.FileTypeLock {
+			d.vs.MarkFileNumUsed(num)
+		}
+		switch typ {
+		case base.FileTypeLog:
+			logs = append(logs, num)
+		case base.FileTypeTable:
+			tables = append(tables, num)
+		}
+	}
+	slices.Sort(logs)
+	slices.Sort(tables)
+
+	// Tables first: a log's replay writes new tables, which are not inputs
+	// to verify.
+	var lost []LostFile
+	for _, num := range tables {
+		name := base.MakeFilename(base.FileTypeTable, num)
+		meta, entries, err := r.readTable(num)
+		if err != nil {
+			if !errors.Is(err, base.ErrCorruption) {
+				return fmt.Errorf("kv: repair: read table %s: %w", name, err)
+			}
+			lost = append(lost, LostFile{Name: name, Reason: err.Error()})
+			continue
+		}
+		r.inputs = append(r.inputs, meta)
+		r.rep.Tables = append(r.rep.Tables, name)
+		r.rep.EntriesIn += entries
+	}
+	for _, num := range logs {
+		if err := r.replayLog(num); err != nil {
+			return err
+		}
+		r.rep.Logs = append(r.rep.Logs, base.MakeFilename(base.FileTypeLog, num))
+	}
+
+	edit := &manifest.VersionEdit{}
+	if len(r.inputs) > 0 {
+		res, err := r.merge()
+		if err != nil {
+			return err
+		}
+		for _, o := range res.Outputs {
+			edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: manifest.NumLevels - 1, Meta: o})
+			r.rep.Outputs = append(r.rep.Outputs, base.MakeFilename(base.FileTypeTable, o.FileNum))
+		}
+		r.rep.EntriesOut = res.Stats.EntriesOut
+	}
+	for _, f := range r.inputs {
+		r.lastSeq = max(r.lastSeq, f.LargestSeq)
+	}
+	// Every log present is replayed: the log number passes them all, so the
+	// next Open deletes them as flushed.
+	edit.LogNum = d.vs.NewFileNum()
+	edit.LastSeq = r.lastSeq
+	if err := vfs.SyncDir(d.fs, d.dir); err != nil {
+		return fmt.Errorf("kv: repair: sync %s: %w", d.dir, err)
+	}
+	if err := d.vs.Activate(edit); err != nil {
+		return fmt.Errorf("kv: repair: %w", err)
+	}
+	r.created = nil // committed
+	r.rep.LastSeq = uint64(r.lastSeq)
+	// Unreadable tables would otherwise be deleted by the next Open as
+	// obsolete: keep them where no Open looks.
+	var lostNames []string
+	for _, l := range lost {
+		lostNames = append(lostNames, l.Name)
+		d.opts.logf("kv: repair: cannot read %s: %s", l.Name, l.Reason)
+	}
+	d.keepUnexplained(lostNames)
+	r.rep.Lost = lost
+	r.rep.Damage = d.recovery.Damage
+	return nil
+}
+
+// readTable opens, verifies and describes table num, and counts its point
+// entries. A table that is damaged (or not a table) gives a corruption
+// error.
+func (r *repairer) readTable(num base.FileNum) (*manifest.FileMetadata, uint64, error) {
+	d := r.d
+	name := base.MakeFilename(base.FileTypeTable, num)
+	f, err := d.fs.Open(d.fs.PathJoin(d.dir, name))
+	if err != nil {
+		return nil, 0, err
+	}
+	rd, err := sstable.NewReader(f, sstable.ReaderOptions{FileName: name})
+	if err != nil {
+		f.Close()
+		return nil, 0, base.WithFile(err, name)
+	}
+	defer rd.Close()
+	m, err := sstable.ReadMetadata(rd)
+	if err != nil {
+		return nil, 0, base.WithFile(err, name)
+	}
+	return &manifest.FileMetadata{
+		FileNum: num, Size: m.Size, Smallest: m.Smallest, Largest: m.Largest,
+		SmallestSeq: m.SmallestSeq, LargestSeq: m.LargestSeq, HasRangeDels: m.HasRangeDels,
+	}, m.Properties.NumEntries, nil
+}
+
+// replayLog turns one log into tables, skipping damaged records.
+func (r *repairer) replayLog(num base.FileNum) error {
+	d := r.d
+	var mem *memtable.MemTable
+	flush := func() error {
+		if mem == nil || mem.Empty() {
+			return nil
+		}
+		meta, err := d.writeL0(mem)
+		if err != nil {
+			return err
+		}
+		if meta != nil {
+			r.created = append(r.created, base.MakeFilename(base.FileTypeTable, meta.FileNum))
+			r.inputs = append(r.inputs, meta)
+			r.rep.EntriesIn += uint64(mem.Count())
+		}
+		mem = nil
+		return nil
+	}
+	res, err := d.replayLog(logToReplay{num: num, sealed: -1}, &mem, flush)
+	if err != nil {
+		return fmt.Errorf("kv: repair: %w", err)
+	}
+	if res.torn != nil {
+		var ce *CorruptionError
+		if errors.As(res.torn.err, &ce) {
+			d.recovery.Damage = append(d.recovery.Damage, *ce)
+		}
+	}
+	r.lastSeq = max(r.lastSeq, res.last)
+	return flush()
+}
+
+// merge compacts every input into the bottom level.
+func (r *repairer) merge() (*compaction.Result, error) {
+	d := r.d
+	var createdMu sync.Mutex // CreateTable may be called concurrently
+	inputs := slices.Clone(r.inputs)
+	slices.SortFunc(inputs, func(a, b *manifest.FileMetadata) int { return cmp.Compare(a.LargestSeq, b.LargestSeq) })
+	job := &compaction.Job{
+		Inputs:                []compaction.Input{{Level: 0, Files: inputs}},
+		OutputLevel:           manifest.NumLevels - 1,
+		TargetFileSize:        uint64(d.opts.TargetFileSize),
+		MaxGrandparentOverlap: uint64(d.opts.MaxGrandparentOverlap),
+		Env: compaction.Env{
+			OpenTable: d.tables.get,
+			OpenTableFile: func(f *manifest.FileMetadata) (vfs.File, error) {
+				return d.fs.Open(d.fs.PathJoin(d.dir, base.MakeFilename(base.FileTypeTable, f.FileNum)))
+			},
+			CreateTable: func() (base.FileNum, vfs.File, error) {
+				num := d.vs.NewFileNum()
+				name := base.MakeFilename(base.FileTypeTable, num)
+				createdMu.Lock()
+				r.created = append(r.created, name)
+				createdMu.Unlock()
+				f, err := d.fs.Create(d.fs.PathJoin(d.dir, name))
+				if err != nil {
+					return 0, nil, fmt.Errorf("kv: create table %s: %w", name, err)
+				}
+				return num, f, nil
+			},
+			WriterOptions: d.opts.writerOptions(),
+		},
+	}
+	res, err := d.opts.Compactor.Compact(context.Background(), job)
+	if err != nil {
+		return nil, fmt.Errorf("kv: repair: merge: %w", err)
+	}
+	return res, nil
+}
