@@ -131,7 +131,9 @@ func (d *DB) open() (err error) {
 	if err := d.recover(plan, &undo); err != nil {
 		return err
 	}
-	if !ro {
+	if ro {
+		d.recovery.Unexplained = plan.unexplained // reported, left in place
+	} else {
 		d.keepUnexplained(plan.unexplained)
 		d.deleteObsoleteAtOpen(plan.obsolete)
 	}
