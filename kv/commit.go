@@ -10,6 +10,7 @@ import (
 	"github.com/warpkit/warpkit/kv/internal/batchrepr"
 	"github.com/warpkit/warpkit/kv/internal/memtable"
 	"github.com/warpkit/warpkit/kv/manifest"
+	"github.com/warpkit/warpkit/kv/record"
 )
 
 // The commit pipeline is LevelDB's: writers queue under d.mu; the writer at
@@ -303,34 +304,34 @@ func (d *DB) rotateMemTableLocked(force bool) error {
 		return nil
 	}
 	d.mu.Unlock()
-	wal, err := d.newWAL()
-	var oldErr error
+	// The new log is the spare: created, and recorded in the manifest (so
+	// that the manifest knows every log that may hold unflushed writes)
+	// before anything is written to it. Normally it has been ready since the
+	// last switch.
+	sp := <-d.spare
+	if sp.err != nil {
+		go d.prepareSpare(nil) // try again at the next switch
+		d.mu.Lock()
+		return sp.err // nothing changed; the old log still works
+	}
+	wal := &walFile{num: sp.num, file: sp.file, w: record.NewLogWriter(sp.file)}
 	old := d.wal
-	if err == nil {
-		// The old log must be durable before any write in the new one can
-		// be acknowledged as synced.
-		oldErr = old.w.Close()
-		d.m.walBytesClosed.Add(old.w.Size())
-		if cerr := old.file.Close(); oldErr == nil {
-			oldErr = cerr
-		}
-		if oldErr == nil {
-			// One edit seals the old log at its final size and records the
-			// new one, before anything is written to it: the manifest knows
-			// every log that holds unflushed writes, and where each complete
-			// one ends.
-			if merr := d.vs.LogAndApply(&manifest.VersionEdit{
-				SealedWALs: []manifest.SealedWAL{{Num: old.num, Size: old.w.Size()}},
-				WALs:       []base.FileNum{wal.num},
-			}); merr != nil {
-				oldErr = fmt.Errorf("record the new log %s in the manifest: %w", wal.num, merr)
-			}
-		}
+	// The old log must be durable before any write in the new one can be
+	// acknowledged as synced.
+	oldErr := old.w.Close()
+	d.m.walBytesClosed.Add(old.w.Size())
+	if cerr := old.file.Close(); oldErr == nil {
+		oldErr = cerr
 	}
+	var sealed *manifest.SealedWAL
+	if oldErr == nil {
+		// Sealing records where the old log ends (it is complete): the next
+		// Open treats damage anywhere in it as corruption. The seal goes
+		// with the next spare's record, in the background.
+		sealed = &manifest.SealedWAL{Num: old.num, Size: old.w.Size()}
+	}
+	go d.prepareSpare(sealed)
 	d.mu.Lock()
-	if err != nil {
-		return err // nothing changed; the old log still works
-	}
 	d.wal = wal
 	if oldErr != nil {
 		d.setBackgroundErrorLocked(fmt.Errorf("kv: close log %s: %w", old.num, oldErr))

@@ -372,7 +372,8 @@ func (d *DB) runCompaction(c *pickedCompaction, snaps []base.SeqNum) error {
 	}
 	if err := d.vs.LogAndApply(edit); err != nil {
 		// The edit may be durable even though it failed: keep the outputs
-		// (the next Open deletes whichever no version lists).
+		// (if the next Open finds none of its manifest listing them, it
+		// moves them to lost/: it cannot tell them from a lost edit's).
 		return err
 	}
 	st := res.Stats

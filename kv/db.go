@@ -36,9 +36,14 @@ type DB struct {
 	mu   sync.Mutex
 	cond sync.Cond // signalled when flushes, compactions or closing change what writers wait for
 	// Guarded by mu:
-	mem        *memtable.MemTable
-	imm        []*memtable.MemTable // oldest first; waiting to be flushed
-	wal        *walFile
+	mem *memtable.MemTable
+	imm []*memtable.MemTable // oldest first; waiting to be flushed
+	wal *walFile
+	// spare receives the next log, created and recorded in the manifest
+	// ahead of time (by Open, then in the background after each memtable
+	// switch), so that a switch waits for neither a file creation nor a
+	// manifest write. Read-write DBs only; holds one value between switches.
+	spare      chan spareLog
 	lastSeq    base.SeqNum // last sequence number handed to a batch
 	writers    []*writer   // commit queue; writers[0] leads
 	snapshots  snapshotList
@@ -86,6 +91,14 @@ type walFile struct {
 	num  base.FileNum
 	file vfs.File
 	w    *record.LogWriter
+}
+
+// spareLog is a log file created and recorded in the manifest, not yet
+// written, or the error that kept it from being made.
+type spareLog struct {
+	num  base.FileNum
+	file vfs.File
+	err  error
 }
 
 // Open opens (or creates) the store in dir. It reads the manifest, checks it
@@ -203,6 +216,15 @@ func (d *DB) abandon() {
 		d.wal.w.Close()
 		d.wal.file.Close()
 	}
+	if d.spare != nil {
+		select {
+		case sp := <-d.spare:
+			if sp.file != nil {
+				sp.file.Close()
+			}
+		default:
+		}
+	}
 	if d.rs != nil {
 		d.rs.unref()
 	}
@@ -252,15 +274,19 @@ func (d *DB) Close() error {
 		if err := d.wal.file.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("kv: close log: %w", err))
 		}
-		// A clean Close seals the log: the next Open knows where it ends,
-		// so damage anywhere in it is corruption, not a crash's torn tail.
+		// A clean Close seals the log (and the spare, empty): the next Open
+		// knows where they end, so damage anywhere in them is corruption,
+		// not a crash's torn tail.
+		seal := []manifest.SealedWAL{{Num: d.wal.num, Size: d.wal.w.Size()}}
+		if sp := <-d.spare; sp.err == nil {
+			sp.file.Close()
+			seal = append(seal, manifest.SealedWAL{Num: sp.num, Size: 0})
+		}
 		d.mu.Lock()
 		bgErr := d.bgErr
 		d.mu.Unlock()
 		if werr == nil && bgErr == nil {
-			if err := d.vs.LogAndApply(&manifest.VersionEdit{
-				SealedWALs: []manifest.SealedWAL{{Num: d.wal.num, Size: d.wal.w.Size()}},
-			}); err != nil {
+			if err := d.vs.LogAndApply(&manifest.VersionEdit{SealedWALs: seal}); err != nil {
 				errs = append(errs, fmt.Errorf("kv: seal log %s: %w", d.wal.num, err))
 			}
 		}
@@ -310,19 +336,56 @@ func (d *DB) writeStoppedErr() error {
 	return fmt.Errorf("%w: %w", ErrWritesStopped, d.bgErr)
 }
 
-// newWAL creates and syncs (its directory entry included) a new log.
-func (d *DB) newWAL() (*walFile, error) {
-	num := d.vs.NewFileNum()
-	name := base.MakeFilename(base.FileTypeLog, num)
-	f, err := d.fs.Create(d.fs.PathJoin(d.dir, name))
-	if err != nil {
-		return nil, fmt.Errorf("kv: create log %s: %w", name, err)
+// createLogs creates n new, empty logs and syncs the directory, so that
+// their entries are durable. On error it removes what it created.
+func (d *DB) createLogs(n int) ([]spareLog, error) {
+	var out []spareLog
+	fail := func(err error) ([]spareLog, error) {
+		for _, l := range out {
+			l.file.Close()
+			d.removeFile(base.MakeFilename(base.FileTypeLog, l.num))
+		}
+		return nil, err
+	}
+	for range n {
+		num := d.vs.NewFileNum()
+		name := base.MakeFilename(base.FileTypeLog, num)
+		f, err := d.fs.Create(d.fs.PathJoin(d.dir, name))
+		if err != nil {
+			return fail(fmt.Errorf("kv: create log %s: %w", name, err))
+		}
+		out = append(out, spareLog{num: num, file: f})
 	}
 	if err := vfs.SyncDir(d.fs, d.dir); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("kv: sync directory: %w", err)
+		return fail(fmt.Errorf("kv: sync directory: %w", err))
 	}
-	return &walFile{num: num, file: f, w: record.NewLogWriter(f)}, nil
+	return out, nil
+}
+
+// prepareSpare creates the next log and records it in the manifest, together
+// with the seal of the log just switched away from (if any), and hands it to
+// the next memtable switch through d.spare. It runs in the background; the
+// edit's order relative to a flush's does not matter (a flush only moves the
+// log number past logs recorded before).
+func (d *DB) prepareSpare(sealed *manifest.SealedWAL) {
+	logs, err := d.createLogs(1)
+	if err != nil {
+		d.spare <- spareLog{err: err}
+		return
+	}
+	sp := logs[0]
+	e := &manifest.VersionEdit{WALs: []base.FileNum{sp.num}}
+	if sealed != nil {
+		e.SealedWALs = []manifest.SealedWAL{*sealed}
+	}
+	if err := d.vs.LogAndApply(e); err != nil {
+		// The log stays: the edit may be durable. An unrecorded empty
+		// log is deleted by the next Open.
+		sp.file.Close()
+		d.spare <- spareLog{err: fmt.Errorf("kv: record log %s in the manifest: %w", sp.num, err)}
+		return
+	}
+	d.spare <- sp
 }
 
 // snapshotSeqs returns the live snapshots' sequence numbers, ascending and

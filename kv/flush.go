@@ -50,8 +50,8 @@ func (d *DB) flushOne() bool {
 		edit.NewFiles = []manifest.NewFile{{Level: 0, Meta: meta}}
 	}
 	if err == nil {
-		// On failure the edit may still be durable: keep the table (the next
-		// Open deletes it if no version lists it).
+		// On failure the edit may still be durable: keep the table (if the
+		// next Open finds no version listing it, it moves it to lost/).
 		err = d.vs.LogAndApply(edit)
 	}
 

@@ -128,7 +128,7 @@ func (d *DB) open() (err error) {
 	if err != nil {
 		return err
 	}
-	if err := d.recover(plan, &undo); err != nil {
+	if err := d.recover(plan, isNew, &undo); err != nil {
 		return err
 	}
 	if ro {

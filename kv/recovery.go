@@ -16,7 +16,7 @@ import (
 // read-only Open), then starts a fresh log and memtable and commits the
 // result (manifest.VersionSet.Activate). Files it creates are recorded in
 // undo, so that a failure leaves the directory as it was.
-func (d *DB) recover(plan *recoveryPlan, undo *openUndo) error {
+func (d *DB) recover(plan *recoveryPlan, isNew bool, undo *openUndo) error {
 	ro := d.opts.ReadOnly
 	lastSeq := d.vs.LastSeq()
 	edit := &manifest.VersionEdit{}
@@ -86,16 +86,36 @@ func (d *DB) recover(plan *recoveryPlan, undo *openUndo) error {
 		d.imm = replayed
 		d.mem = memtable.New(memtable.MinCapacity, 0) // never written
 	} else {
-		wal, err := d.newWAL()
+		// The new log, and a spare for the first memtable switch: both
+		// recorded before anything is written to them.
+		logs, err := d.createLogs(2)
 		if err != nil {
 			return err
 		}
-		undo.files = append(undo.files, d.fs.PathJoin(d.dir, base.MakeFilename(base.FileTypeLog, wal.num)))
+		for _, l := range logs {
+			undo.files = append(undo.files, d.fs.PathJoin(d.dir, base.MakeFilename(base.FileTypeLog, l.num)))
+		}
+		wal := &walFile{num: logs[0].num, file: logs[0].file, w: record.NewLogWriter(logs[0].file)}
 		d.wal = wal
+		d.spare = make(chan spareLog, 1)
+		d.spare <- logs[1]
 		edit.LogNum = wal.num
 		edit.LastSeq = lastSeq
-		edit.WALs = []base.FileNum{wal.num}
+		edit.WALs = []base.FileNum{logs[0].num, logs[1].num}
 		if err := d.vs.Activate(edit); err != nil {
+			if !errors.Is(err, manifest.ErrCurrentUnchanged) {
+				// CURRENT names the new manifest (the directory sync that
+				// would make the rename durable failed): the store is the
+				// new one now, consistent with the files this Open made,
+				// so they stay; a new store holds nothing and goes whole.
+				if isNew {
+					undo.files = append(undo.files,
+						d.fs.PathJoin(d.dir, base.MakeFilename(base.FileTypeManifest, d.vs.ManifestNum())),
+						d.fs.PathJoin(d.dir, "CURRENT"))
+				} else {
+					*undo = openUndo{}
+				}
+			}
 			return err
 		}
 		// Committed: CURRENT names the new manifest; nothing to undo.

@@ -255,7 +255,7 @@ func (vs *VersionSet) Activate(e *VersionEdit) error {
 	vs.mu.Unlock()
 	nv, err := cur.apply(e)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (%w)", err, ErrCurrentUnchanged)
 	}
 	oldLog, oldSeq, oldWALs := vs.logNum, vs.lastSeq, maps.Clone(vs.wals)
 	vs.applyCounters(e)
@@ -338,11 +338,14 @@ func (vs *VersionSet) rotate(v *Version) error {
 	name := base.MakeFilename(base.FileTypeManifest, num)
 	f, err := fs.Create(fs.PathJoin(dir, name))
 	if err != nil {
-		return fmt.Errorf("manifest: create %s: %w", name, err)
+		return fmt.Errorf("manifest: create %s: %w (%w)", name, err, ErrCurrentUnchanged)
 	}
 	fail := func(err error) error {
 		f.Close()
 		fs.Remove(fs.PathJoin(dir, name))
+		if !errors.Is(err, ErrCurrentUnchanged) {
+			err = fmt.Errorf("%w (%w)", err, ErrCurrentUnchanged)
+		}
 		return err
 	}
 	w := record.NewWriter(f)
@@ -357,10 +360,16 @@ func (vs *VersionSet) rotate(v *Version) error {
 		return fail(fmt.Errorf("manifest: sync %s: %w", name, err))
 	}
 	if err := setCurrent(fs, dir, name, vs.NewFileNum()); err != nil {
-		if errors.Is(err, errCurrentNotReplaced) {
+		if errors.Is(err, ErrCurrentUnchanged) {
 			return fail(err)
 		}
-		f.Close()
+		// CURRENT names the new manifest, but its rename may not be
+		// durable: keep both manifests (the old one is not reported
+		// obsolete) and write to the new one from now on.
+		if vs.manifestFile != nil {
+			vs.manifestFile.Close()
+		}
+		vs.manifestNum, vs.manifestFile, vs.manifest = num, f, w
 		return err
 	}
 	old := vs.manifestNum
@@ -374,20 +383,22 @@ func (vs *VersionSet) rotate(v *Version) error {
 	return nil
 }
 
-// errCurrentNotReplaced marks a setCurrent failure that left CURRENT as it
-// was.
-var errCurrentNotReplaced = errors.New("CURRENT not replaced")
+// ErrCurrentUnchanged is matched (errors.Is) by an error of Activate or
+// LogAndApply that left CURRENT as it was: the set's old manifest is still
+// the live one. Any other error of Activate may have replaced CURRENT (a
+// failed directory sync after the rename), so the new manifest may be live.
+var ErrCurrentUnchanged = errors.New("CURRENT unchanged")
 
 // setCurrent atomically replaces CURRENT with one naming manifest.
 func setCurrent(fs vfs.FS, dir, manifest string, tmpNum base.FileNum) error {
 	tmp := fs.PathJoin(dir, base.MakeFilename(base.FileTypeTemp, tmpNum))
 	if err := vfs.WriteFile(fs, tmp, []byte(manifest+"\n")); err != nil {
 		fs.Remove(tmp)
-		return fmt.Errorf("manifest: write CURRENT: %w (%w)", err, errCurrentNotReplaced)
+		return fmt.Errorf("manifest: write CURRENT: %w (%w)", err, ErrCurrentUnchanged)
 	}
 	if err := fs.Rename(tmp, fs.PathJoin(dir, "CURRENT")); err != nil {
 		fs.Remove(tmp)
-		return fmt.Errorf("manifest: install CURRENT: %w (%w)", err, errCurrentNotReplaced)
+		return fmt.Errorf("manifest: install CURRENT: %w (%w)", err, ErrCurrentUnchanged)
 	}
 	if err := vfs.SyncDir(fs, dir); err != nil {
 		return fmt.Errorf("manifest: sync directory: %w", err)
