@@ -10,6 +10,7 @@ import (
 	"github.com/warpkit/warpkit/kv/internal/memtable"
 	"github.com/warpkit/warpkit/kv/manifest"
 	"github.com/warpkit/warpkit/kv/record"
+	"github.com/warpkit/warpkit/kv/sstable"
 )
 
 // recover replays the logs of the plan into L0 tables (kept in memory by a
@@ -80,6 +81,12 @@ func (d *DB) recover(plan *recoveryPlan, isNew bool, undo *openUndo) error {
 	}
 	if err := flush(); err != nil {
 		return err
+	}
+	// Files kept aside (lost/) may hold writes newer than any replayed:
+	// new writes must not reuse their sequence numbers, or a file moved
+	// back (for Repair) could not be ordered against them.
+	for _, name := range plan.unexplained {
+		lastSeq = max(lastSeq, d.largestSeqIn(name))
 	}
 
 	if ro {
@@ -237,4 +244,50 @@ func (d *DB) replayLog(l logToReplay, mem **memtable.MemTable, flush func() erro
 		}
 		res.last = max(res.last, seq+base.SeqNum(count)-1)
 	}
+}
+
+// largestSeqIn returns the largest sequence number a file of the store
+// holds, as far as it can be read: a table's properties, or every intact
+// batch header of a log (damaged records skipped). 0 if nothing is readable.
+func (d *DB) largestSeqIn(name string) base.SeqNum {
+	typ, _, ok := base.ParseFilename(name)
+	if !ok {
+		return 0
+	}
+	f, err := d.fs.Open(d.fs.PathJoin(d.dir, name))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var last base.SeqNum
+	switch typ {
+	case base.FileTypeTable:
+		r, err := sstable.NewReader(f, sstable.ReaderOptions{FileName: name})
+		if err != nil {
+			return 0
+		}
+		defer r.Close()
+		return base.SeqNum(r.Properties().LargestSeq)
+	case base.FileTypeLog:
+		r := record.NewReader(f, name)
+		for {
+			rec, err := r.Next()
+			if err == io.EOF {
+				return last
+			}
+			if err != nil {
+				if !errors.Is(err, base.ErrCorruption) {
+					return last
+				}
+				if after, serr := r.SkipCorruption(); serr != nil || !after {
+					return last
+				}
+				continue
+			}
+			if seq, count, ok := batchrepr.Header(rec); ok && count > 0 {
+				last = max(last, seq+base.SeqNum(count)-1)
+			}
+		}
+	}
+	return 0
 }
