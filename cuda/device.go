@@ -2,10 +2,8 @@ package cuda
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Properties describes a device as the driver reports it.
@@ -130,18 +128,11 @@ type deviceState struct {
 	props Properties
 	dev   int32
 	ctx   uintptr
-	exec  *executor
-	refs  int // guarded by registryMu
+	gate  gate // admits driver calls; closed by the last handle's Close
+	refs  int  // guarded by registryMu
 
 	modMu   sync.Mutex
 	modules map[string]*Module // by sha256 of the PTX
-
-	// Waiters run blocking calls (see block), each on its own thread with the
-	// context current, so a long wait never holds up the executor.
-	waitMu      sync.Mutex
-	idleWaiters []*executor
-	allWaiters  []*executor
-	closing     bool
 
 	// closed is set when the last handle closes; pinned memory checks it,
 	// since releasing the context frees that memory too.
@@ -192,17 +183,7 @@ func Open(ordinal int) (*Device, error) {
 	if err := check(drv, "cuDeviceGet", drv.deviceGet(&st.dev, int32(ordinal))); err != nil {
 		return nil, err
 	}
-	st.exec, err = startExecutor(func() error {
-		if err := check(drv, "cuDevicePrimaryCtxRetain", drv.primaryCtxRetain(&st.ctx, st.dev)); err != nil {
-			return err
-		}
-		if err := check(drv, "cuCtxSetCurrent", drv.ctxSetCurrent(st.ctx)); err != nil {
-			drv.primaryCtxRelease(st.dev)
-			return err
-		}
-		return nil
-	})
-	if err != nil {
+	if err := check(drv, "cuDevicePrimaryCtxRetain", drv.primaryCtxRetain(&st.ctx, st.dev)); err != nil {
 		return nil, err
 	}
 	registry[ordinal] = st
@@ -211,10 +192,10 @@ func Open(ordinal int) (*Device, error) {
 
 // Close releases this handle. When it is the last one, it waits for the
 // device's work, unloads every module and releases the primary context, which
-// frees all memory, streams and events made through the device. A goroutine
-// whose Synchronize is still polling gets ErrClosed; one already blocked on a
-// waiter thread gets its result, and Close waits for it. Closing twice
-// returns ErrClosed.
+// frees all memory, streams and events made through the device. Close waits
+// for driver calls in flight (a Synchronize already blocked in the driver
+// gets its result); a call that starts later, or a Synchronize still polling,
+// gets ErrClosed. Closing twice returns ErrClosed.
 func (d *Device) Close() error {
 	if d == nil || !d.closed.CompareAndSwap(false, true) {
 		return ErrClosed
@@ -227,16 +208,15 @@ func (d *Device) Close() error {
 		return nil
 	}
 	delete(registry, st.props.Ordinal)
-	st.stopWaiters()
-	// Take the modules before stopping the executor: LoadModule holds modMu
-	// while it calls the executor, so taking modMu on the executor thread
-	// during stop could deadlock with a load in flight.
+	// Take the modules before closing the gate: LoadModule holds modMu while
+	// it makes driver calls, so taking modMu with the gate closed could
+	// deadlock with a load in flight.
 	st.modMu.Lock()
 	mods := st.modules
 	st.modules = nil
 	st.modMu.Unlock()
 	var err error
-	st.exec.stop(func() {
+	st.stop(func() {
 		for _, m := range mods {
 			st.drv.moduleUnload(m.handle)
 		}
@@ -262,111 +242,6 @@ func (d *Device) run(f func() result, op string) error {
 	return d.st.run(f, op)
 }
 
-func (st *deviceState) run(f func() result, op string) error {
-	var r result
-	if err := st.exec.do(func() { r = f() }); err != nil {
-		return err
-	}
-	return check(st.drv, op, r)
-}
-
-// pollWindow bounds how long awaitWork polls before it blocks on a waiter (a
-// variable so tests can reach the blocking path at once).
-// Measured on an H100 machine (a VM): polling cuStreamQuery through the
-// executor noticed a finished stream after ~14 us, while a cuStreamSynchronize
-// on a parked waiter thread took ~200 us to return, and up to 1.4 ms more for
-// longer waits, the cost of waking a thread there.
-var pollWindow = 20 * time.Millisecond
-
-// awaitWork waits for device work: it polls query (which returns
-// CUDA_ERROR_NOT_READY until the work is done) through the executor, yielding
-// the processor between polls, for up to pollWindow, then blocks in wait on a
-// waiter thread. Neither holds up other goroutines' calls for longer than one
-// query.
-func (st *deviceState) awaitWork(query func() result, queryOp string, wait func() result, waitOp string) error {
-	deadline := time.Now().Add(pollWindow)
-	for {
-		var r result
-		if err := st.exec.do(func() { r = query() }); err != nil {
-			return err
-		}
-		if r != resultNotReady {
-			return check(st.drv, queryOp, r)
-		}
-		if time.Now().After(deadline) {
-			return st.block(wait, waitOp)
-		}
-		runtime.Gosched()
-	}
-}
-
-// finishDefault makes work enqueued on the legacy default stream (handle 0)
-// complete before the caller goes on: an operation given the nil *Stream is
-// synchronous. warpkit's own streams are non-blocking, so without this wait
-// the work would not be ordered before later work on them.
-func (st *deviceState) finishDefault(stream uintptr) error {
-	if stream != 0 {
-		return nil
-	}
-	return st.awaitWork(
-		func() result { return st.drv.streamQuery(0) }, "cuStreamQuery",
-		func() result { return st.drv.streamSynchronize(0) }, "cuStreamSynchronize")
-}
-
-// block runs a call that may wait for the device (a synchronization, a
-// synchronous copy) on a waiter thread instead of the executor, so that other
-// goroutines' launches and copies proceed meanwhile. Waiters are started on
-// demand, one per concurrently blocked caller, and live until the device closes.
-func (st *deviceState) block(f func() result, op string) error {
-	w, err := st.takeWaiter()
-	if err != nil {
-		return err
-	}
-	var r result
-	err = w.do(func() { r = f() })
-	st.waitMu.Lock()
-	st.idleWaiters = append(st.idleWaiters, w)
-	st.waitMu.Unlock()
-	if err != nil {
-		return err
-	}
-	return check(st.drv, op, r)
-}
-
-func (st *deviceState) takeWaiter() (*executor, error) {
-	st.waitMu.Lock()
-	defer st.waitMu.Unlock()
-	if st.closing {
-		return nil, ErrClosed
-	}
-	if n := len(st.idleWaiters); n > 0 {
-		w := st.idleWaiters[n-1]
-		st.idleWaiters = st.idleWaiters[:n-1]
-		return w, nil
-	}
-	w, err := startExecutor(func() error {
-		return check(st.drv, "cuCtxSetCurrent", st.drv.ctxSetCurrent(st.ctx))
-	})
-	if err != nil {
-		return nil, err
-	}
-	st.allWaiters = append(st.allWaiters, w)
-	return w, nil
-}
-
-// stopWaiters refuses new blocking calls and stops every waiter once its call
-// in flight (if any) has returned.
-func (st *deviceState) stopWaiters() {
-	st.waitMu.Lock()
-	st.closing = true
-	all := st.allWaiters
-	st.allWaiters, st.idleWaiters = nil, nil
-	st.waitMu.Unlock()
-	for _, w := range all {
-		w.stop(func() {})
-	}
-}
-
 // MemInfo returns the free and total device memory in bytes.
 func (d *Device) MemInfo() (free, total uint64, err error) {
 	err = d.run(func() result { return d.st.drv.memGetInfo(&free, &total) }, "cuMemGetInfo")
@@ -374,11 +249,11 @@ func (d *Device) MemInfo() (free, total uint64, err error) {
 }
 
 // Synchronize waits for all work on the device to finish and returns the first
-// asynchronous error (a kernel fault, say). Like every blocking call it waits
-// on a thread of its own: other goroutines keep using the device meanwhile.
+// asynchronous error (a kernel fault, say). It blocks in the driver on the
+// caller's thread; other goroutines keep using the device meanwhile.
 func (d *Device) Synchronize() error {
 	if d == nil || d.closed.Load() {
 		return ErrClosed
 	}
-	return d.st.block(func() result { return d.st.drv.ctxSynchronize() }, "cuCtxSynchronize")
+	return d.st.run(func() result { return d.st.drv.ctxSynchronize() }, "cuCtxSynchronize")
 }

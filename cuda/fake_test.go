@@ -27,11 +27,14 @@ type fakeGPU struct {
 	launches    []fakeLaunch
 	kernelArity map[string]int
 	functions   map[uintptr]string
-	contexts    int // retained primary contexts
-	threadCtx   sync.Map
+	contexts    int           // retained primary contexts
+	threadCtx   sync.Map      // OS thread id -> the context current on it (Linux)
+	wrongCtx    atomic.Int32  // calls made on a thread without a retained context current
 	syncGate    chan struct{} // if non-nil, created streams (not stream 0) are busy until it closes
 	gcInCopy    bool          // run the garbage collector (and its cleanups) inside device-to-host copies
 	defaultWait atomic.Int32  // queries and synchronizations of stream 0
+	gatedSyncs  atomic.Int32  // synchronizations blocked on syncGate now
+	gatedPolls  atomic.Int32  // queries that found a syncGate stream busy
 }
 
 type fakeLaunch struct {
@@ -110,7 +113,12 @@ func (f *fakeGPU) driver() *driverAPI {
 		}
 		return 0
 	}
-	d.ctxSetCurrent = func(uintptr) result { return 0 }
+	d.ctxSetCurrent = func(ctx uintptr) result {
+		if tid := threadID(); tid >= 0 {
+			f.threadCtx.Store(tid, ctx)
+		}
+		return 0
+	}
 	d.ctxSynchronize = func() result { return 0 }
 	d.memGetInfo = func(free, total *uint64) result {
 		f.mu.Lock()
@@ -169,7 +177,7 @@ func (f *fakeGPU) driver() *driverAPI {
 		if f.gcInCopy {
 			runtime.GC()
 			runtime.GC()
-			time.Sleep(10 * time.Millisecond) // let cleanups reach the executor
+			time.Sleep(10 * time.Millisecond) // let cleanups run
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -218,7 +226,9 @@ func (f *fakeGPU) driver() *driverAPI {
 			f.defaultWait.Add(1)
 		}
 		if f.syncGate != nil && h != 0 {
+			f.gatedSyncs.Add(1)
 			<-f.syncGate
+			f.gatedSyncs.Add(-1)
 		}
 		return 0
 	}
@@ -230,6 +240,7 @@ func (f *fakeGPU) driver() *driverAPI {
 			select {
 			case <-f.syncGate:
 			default:
+				f.gatedPolls.Add(1)
 				return resultNotReady
 			}
 		}
@@ -306,6 +317,60 @@ func (f *fakeGPU) driver() *driverAPI {
 		b := []byte(fmt.Sprintf("fake description of %d\x00", r))
 		*s = &b[0]
 		return 0
+	}
+	// Calls that need a context check that one of the retained contexts is
+	// current on the calling OS thread, as the real driver requires (on
+	// Linux, where the thread's id is known).
+	ok := func() bool {
+		tid := threadID()
+		if tid < 0 {
+			return true
+		}
+		v, found := f.threadCtx.Load(tid)
+		if !found || v.(uintptr) < 100 || v.(uintptr) >= uintptr(100+f.devices) {
+			f.wrongCtx.Add(1)
+			return false
+		}
+		return true
+	}
+	const resultInvalidContext = 201
+	memAlloc, memcpyHtoD, memcpyDtoH := d.memAlloc, d.memcpyHtoD, d.memcpyDtoH
+	launch, syncStream, query := d.launchKernel, d.streamSynchronize, d.streamQuery
+	d.memAlloc = func(p *uint64, size uint64) result {
+		if !ok() {
+			return resultInvalidContext
+		}
+		return memAlloc(p, size)
+	}
+	d.memcpyHtoD = func(dst uint64, src unsafe.Pointer, n uint64) result {
+		if !ok() {
+			return resultInvalidContext
+		}
+		return memcpyHtoD(dst, src, n)
+	}
+	d.memcpyDtoH = func(dst unsafe.Pointer, src uint64, n uint64) result {
+		if !ok() {
+			return resultInvalidContext
+		}
+		return memcpyDtoH(dst, src, n)
+	}
+	d.launchKernel = func(fn uintptr, gx, gy, gz, bx, by, bz, smem uint32, s uintptr, params *unsafe.Pointer) result {
+		if !ok() {
+			return resultInvalidContext
+		}
+		return launch(fn, gx, gy, gz, bx, by, bz, smem, s, params)
+	}
+	d.streamSynchronize = func(h uintptr) result {
+		if !ok() {
+			return resultInvalidContext
+		}
+		return syncStream(h)
+	}
+	d.streamQuery = func(h uintptr) result {
+		if !ok() {
+			return resultInvalidContext
+		}
+		return query(h)
 	}
 	return d
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // gpu opens device 0 or skips the test.
@@ -345,7 +346,7 @@ func benchKernel(b *testing.B, name string) (*Device, *Function, *Stream) {
 }
 
 // BenchmarkGPULaunch measures the host cost of one asynchronous kernel launch
-// (an empty grid-stride loop) through the executor: the fixed overhead every
+// (an empty grid-stride loop) on the caller's thread: the fixed overhead every
 // batch operation pays per kernel.
 func BenchmarkGPULaunch(b *testing.B) {
 	d, add, s := benchKernel(b, "add_u32")
@@ -369,11 +370,13 @@ func BenchmarkGPULaunch(b *testing.B) {
 }
 
 // BenchmarkGPUBatchCall measures the pattern every structure's batch call
-// follows on a small batch: zero a status word, launch, copy the status back
-// asynchronously, and synchronize the stream.
+// follows: zero a status word, launch, copy the status back asynchronously,
+// and synchronize the stream, on a small (2^16) and a larger (2^24) kernel,
+// for several polling windows of Synchronize (pollWindow) — the measurement
+// the default window was chosen by.
 func BenchmarkGPUBatchCall(b *testing.B) {
 	d, add, s := benchKernel(b, "add_u32")
-	buf, err := Alloc[uint32](d, 1<<16)
+	buf, err := Alloc[uint32](d, 1<<24)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -384,18 +387,26 @@ func BenchmarkGPUBatchCall(b *testing.B) {
 	}
 	defer host.Free()
 	status := buf.Sub(0, 1)
-	for b.Loop() {
-		if err := status.Zero(s); err != nil {
-			b.Fatal(err)
-		}
-		if err := add.Launch(GridFor(1<<16, 256), D1(256), 0, s, buf, uint32(1), uint64(1<<16)); err != nil {
-			b.Fatal(err)
-		}
-		if err := CopyToHostAsync(host, 0, status, s); err != nil {
-			b.Fatal(err)
-		}
-		if err := s.Synchronize(); err != nil {
-			b.Fatal(err)
+	defer func(w time.Duration) { pollWindow = w }(pollWindow)
+	for _, n := range []int{1 << 16, 1 << 24} {
+		for _, w := range []time.Duration{0, 20 * time.Microsecond, 50 * time.Microsecond, 200 * time.Microsecond, 2 * time.Millisecond} {
+			b.Run(fmt.Sprintf("n=%d/poll=%v", n, w), func(b *testing.B) {
+				pollWindow = w
+				for b.Loop() {
+					if err := status.Zero(s); err != nil {
+						b.Fatal(err)
+					}
+					if err := add.Launch(GridFor(n, 256), D1(256), 0, s, buf, uint32(1), uint64(n)); err != nil {
+						b.Fatal(err)
+					}
+					if err := CopyToHostAsync(host, 0, status, s); err != nil {
+						b.Fatal(err)
+					}
+					if err := s.Synchronize(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }

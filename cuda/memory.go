@@ -49,7 +49,7 @@ type leaked struct {
 
 func freeLeaked(l leaked) {
 	if l.freed.CompareAndSwap(false, true) {
-		l.st.exec.do(func() { l.st.drv.memFree(l.ptr) })
+		l.st.do(func() { l.st.drv.memFree(l.ptr) })
 	}
 }
 
@@ -192,20 +192,13 @@ func (s Slice[T]) live() error {
 	return s.buf.live()
 }
 
-// smallCopy is the size up to which a synchronous copy runs on the executor:
-// it finishes in microseconds, and waking a waiter thread costs more than
-// that. Larger copies run on a waiter thread.
-const smallCopy = 1 << 20
-
+// syncCopy runs a synchronous copy on the caller's thread.
 func (st *deviceState) syncCopy(n uint64, f func() result, op string) error {
-	if n <= smallCopy {
-		return st.run(f, op)
-	}
-	return st.block(f, op)
+	return st.run(f, op)
 }
 
-// enqueue runs an asynchronous operation on the executor and, when it went to
-// the legacy default stream (stream 0), waits for it to complete.
+// enqueue runs an asynchronous operation and, when it went to the legacy
+// default stream (stream 0), waits for it to complete.
 func (st *deviceState) enqueue(stream uintptr, f func() result, op string) error {
 	if err := st.run(f, op); err != nil {
 		return err

@@ -63,7 +63,7 @@ func (s *Stream) Done() (bool, error) {
 		return false, ErrClosed
 	}
 	var r result
-	if err := s.st.exec.do(func() { r = s.st.drv.streamQuery(s.h) }); err != nil {
+	if err := s.st.do(func() { r = s.st.drv.streamQuery(s.h) }); err != nil {
 		return false, err
 	}
 	if r == resultNotReady {
