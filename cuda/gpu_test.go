@@ -426,3 +426,91 @@ func BenchmarkGPUSmallCopy(b *testing.B) {
 		}
 	}
 }
+
+// TestGPUCallsAcrossClose: on the device, 16 goroutines, each on its own
+// stream, copy, launch, synchronize and check their data while the device
+// is closed under them, five times over. Every call returns its result or
+// ErrClosed; no result is wrong, nothing hangs or crashes, and the device
+// opens again afterwards.
+func TestGPUCallsAcrossClose(t *testing.T) {
+	if _, err := Devices(); errors.Is(err, ErrNoDevice) {
+		t.Skip("no CUDA device")
+	}
+	for round := range 5 {
+		d, err := Open(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		add := kernel(t, d, "add_u32")
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		started := make(chan struct{}, 16)
+		for g := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fail := func(err error) { errs <- err }
+				s, err := d.NewStream()
+				if err != nil {
+					fail(err)
+					return
+				}
+				defer s.Close()
+				buf, err := Alloc[uint32](d, 1<<16)
+				if err != nil {
+					fail(err)
+					return
+				}
+				defer buf.Free()
+				host := make([]uint32, 1<<16)
+				started <- struct{}{}
+				for i := 0; ; i++ {
+					for j := range host {
+						host[j] = uint32(g*1000 + i + j)
+					}
+					if err := buf.CopyFromHost(host); err != nil {
+						fail(err)
+						return
+					}
+					if err := add.Launch(GridFor(1<<16, 256), D1(256), 0, s, buf, uint32(3), uint64(1<<16)); err != nil {
+						fail(err)
+						return
+					}
+					if err := s.Synchronize(); err != nil {
+						fail(err)
+						return
+					}
+					got, err := buf.ToHost()
+					if err != nil {
+						fail(err)
+						return
+					}
+					for j, v := range got {
+						if v != host[j]+3 {
+							fail(fmt.Errorf("goroutine %d, round %d: element %d is %d, want %d", g, i, j, v, host[j]+3))
+							return
+						}
+					}
+				}
+			}()
+		}
+		for range 16 {
+			<-started
+		}
+		time.Sleep(time.Duration(5+5*round) * time.Millisecond)
+		if err := d.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if !errors.Is(err, ErrClosed) {
+				t.Fatalf("round %d: %v (want results or ErrClosed)", round, err)
+			}
+		}
+	}
+	d := gpu(t)
+	if _, _, err := d.MemInfo(); err != nil {
+		t.Fatalf("the device after five closes: %v", err)
+	}
+}
