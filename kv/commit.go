@@ -310,9 +310,15 @@ func (d *DB) rotateMemTableLocked(force bool) error {
 	// last switch.
 	sp := <-d.spare
 	if sp.err != nil {
-		go d.prepareSpare(nil) // try again at the next switch
 		d.mu.Lock()
-		return sp.err // nothing changed; the old log still works
+		if d.bgErr != nil {
+			d.spare <- sp // the manifest failed: nothing to retry
+			return d.writeStoppedErr()
+		}
+		// Creating the file failed: try again (with the seal it was to
+		// carry) for the next switch; the old log still works.
+		go d.prepareSpare(sp.sealed)
+		return sp.err
 	}
 	wal := &walFile{num: sp.num, file: sp.file, w: record.NewLogWriter(sp.file)}
 	old := d.wal

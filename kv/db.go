@@ -94,23 +94,27 @@ type walFile struct {
 }
 
 // spareLog is a log file created and recorded in the manifest, not yet
-// written, or the error that kept it from being made.
+// written, or the error that kept it from being made (with the seal that
+// was to be recorded with it, for the retry).
 type spareLog struct {
-	num  base.FileNum
-	file vfs.File
-	err  error
+	num    base.FileNum
+	file   vfs.File
+	err    error
+	sealed *manifest.SealedWAL
 }
 
 // Open opens (or creates) the store in dir. It reads the manifest, checks it
 // against the files present, and replays the logs it does not cover, but
-// reads no table: tables are opened when a read needs them. See "Opening
-// and recovery" in the package doc for what Open creates, refuses, keeps
-// and deletes. The exception is range tombstones: the first iterator
+// reads no table: tables are opened when a read needs them. The exception
+// is range tombstones: the first iterator
 // after Open reads (once per Open; the decoded tombstones stay in memory)
 // the footer, index, properties and range-deletion block of every table
 // holding range deletions, whatever the iterator's bounds, so a store with
 // many such tables (tombstone-only ones included) pays a few small reads
 // per table on its first scan.
+//
+// "Opening and recovery" in the package doc says what Open creates,
+// refuses, keeps and deletes.
 func Open(dir string, opts *Options) (*DB, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -133,8 +137,17 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if d.blocks == nil {
 		d.blocks = cache.New(o.BlockCacheSize)
 	}
-	if err := d.open(); err != nil {
+	var undo openUndo
+	if err := d.open(&undo); err != nil {
+		// Close what this Open opened, undo what it did while still
+		// holding the lock, then release the lock.
 		d.abandon()
+		if !o.ReadOnly {
+			undo.run(d.fs)
+		}
+		if d.lock != nil {
+			d.lock.Close()
+		}
 		return nil, err
 	}
 	d.bgCtx, d.bgCancel = context.WithCancel(context.Background())
@@ -210,7 +223,8 @@ func parentDir(fs vfs.FS, dir string) string {
 	return p
 }
 
-// abandon releases what a failed Open acquired.
+// abandon closes what a failed Open opened (not the lock: the caller undoes
+// the Open's changes first).
 func (d *DB) abandon() {
 	if d.wal != nil {
 		d.wal.w.Close()
@@ -233,9 +247,6 @@ func (d *DB) abandon() {
 	}
 	if d.tables != nil {
 		d.tables.close()
-	}
-	if d.lock != nil {
-		d.lock.Close()
 	}
 }
 
@@ -370,7 +381,7 @@ func (d *DB) createLogs(n int) ([]spareLog, error) {
 func (d *DB) prepareSpare(sealed *manifest.SealedWAL) {
 	logs, err := d.createLogs(1)
 	if err != nil {
-		d.spare <- spareLog{err: err}
+		d.spare <- spareLog{err: err, sealed: sealed}
 		return
 	}
 	sp := logs[0]
@@ -380,9 +391,14 @@ func (d *DB) prepareSpare(sealed *manifest.SealedWAL) {
 	}
 	if err := d.vs.LogAndApply(e); err != nil {
 		// The log stays: the edit may be durable. An unrecorded empty
-		// log is deleted by the next Open.
+		// log is deleted by the next Open. The manifest takes no more
+		// edits: writes stop.
 		sp.file.Close()
-		d.spare <- spareLog{err: fmt.Errorf("kv: record log %s in the manifest: %w", sp.num, err)}
+		err = fmt.Errorf("kv: record log %s in the manifest: %w", sp.num, err)
+		d.mu.Lock()
+		d.setBackgroundErrorLocked(err)
+		d.mu.Unlock()
+		d.spare <- spareLog{err: err}
 		return
 	}
 	d.spare <- sp

@@ -72,46 +72,63 @@
 // an interrupted creation of this store leaves (LOCK, empty logs, a manifest
 // of an empty store): files of a store without a readable CURRENT are
 // ErrCorruption naming them, and nothing is written. A failed Open of a new
-// store removes what it created, the directory included.
+// store removes what it created, except LOCK (an empty file: removing a lock
+// file another process may be about to take would let two writers in; no
+// LevelDB-family store removes it).
 //
 // Before writing anything, Open proves the manifest consistent with the
 // files present: every table it lists exists with its recorded size, and
 // every log it records as holding unflushed writes exists. If not, Open
 // fails with ErrCorruption naming what is missing and changes nothing. It
-// then replays the logs into new L0 tables and starts a new manifest; only
-// when CURRENT names the new manifest (the commit point) does it touch the
-// files it found. A failed Open leaves every file that was there as it was.
+// then replays the logs into new L0 tables, moves unexplained files (below)
+// to lost/ and starts a new manifest; only when CURRENT names the new
+// manifest (the commit point) does it delete anything. A failed Open undoes
+// its moves and removes what it created, so every file that was there is as
+// it was — with one exception: if the rename of CURRENT succeeded and only
+// the directory sync after it failed, the new manifest may already be the
+// live one, and the Open keeps the consistent state it committed.
 //
 // Files: the store removes only files whose names it makes (six or more
 // zero-padded digits: 000005.sst, not 5.sst) and that are provably
 // obsolete: tables no version lists numbered below the manifest's next file
 // number, logs below its log number or replayed into tables, old manifests
-// and temporary files. A table numbered at or above the next file number, or
-// a non-empty log the manifest does not record, is unexplained (the output of
-// a flush or compaction a crash interrupted, or of a manifest edit that was
-// lost): Open moves it to the lost/ subdirectory and lists it in
-// Metrics().Recovery.Unexplained; nothing deletes it. Every other file is
-// left alone.
+// and temporary files. A table that no version lists numbered at or above
+// the next file number is unexplained (the output of a flush or compaction a
+// crash interrupted, or of a manifest edit that was lost): Open moves it to
+// the lost/ subdirectory, before its commit point, and lists it in
+// Metrics().Recovery.Unexplained; the store never deletes anything in lost/
+// (it never needs those files: after a crash they are redundant copies;
+// delete them when `warp kv check` has shown the store sound, or move one
+// back for kv.Repair). A non-empty log the manifest does not record proves
+// that the manifest lost an edit (the store records a log before writing to
+// it): Open refuses with ErrCorruption, and Repair replays it. Every other
+// file is left alone.
 //
-// Logs: the manifest records every log before anything is written to it,
-// and seals it with its final size when the store switches to a new log and
-// at a clean Close. A sealed log must be exactly that long and undamaged;
-// anything else is corruption: WALStrict (the default) fails naming the log
-// and offset, WALSalvage skips the damaged records, keeps every intact one
-// and reports each skipped region in Metrics().Recovery. Only the one log
-// the store was writing when it stopped without Close is unsealed. Its
-// unfinished tail (a record cut short, or zeros to the end of the file) is
-// the end of a write a crash interrupted and is ignored, and counted; damage
-// followed by intact records is corruption as above. What the store cannot
-// know: the store does not record how far that last log was synced (that
-// would cost a manifest write per sync), so damage to the last record of
-// the unsealed log reads as a torn tail, and a record acknowledged as synced
-// just before the crash is dropped if a later fault damaged it.
+// Logs: the manifest records every log before anything is written to it
+// (the store keeps one spare log recorded ahead of time, so that switching
+// logs waits for no manifest write), and seals it with its final size: a log
+// the store switched away from is sealed in the background right after the
+// switch, and the last log at a clean Close. A sealed log must be exactly
+// that long and undamaged; anything else is corruption: WALStrict (the
+// default) fails naming the log and offset, WALSalvage skips the damaged
+// records, keeps every intact one and reports each skipped region in
+// Metrics().Recovery. After a crash the log being written is unsealed (and
+// so is the one before it if the crash came within the moment between a
+// switch and its seal). An unsealed log's unfinished tail (a record cut
+// short, or zeros to the end of the file) is the end of a write the crash
+// interrupted and is ignored, and counted, if no later log holds records;
+// damage followed by intact records is corruption as above. What the store
+// cannot know: it does not record how far an unsealed log was synced (that
+// would cost a manifest write per sync), so damage to the last record of an
+// unsealed log reads as a torn tail, and a record acknowledged as synced
+// just before the crash is dropped if a later fault damaged exactly it.
 //
 // ReadOnly opens an existing store without writing, creating or removing
 // anything (the directory may be on a read-only mount): logs are replayed
-// into memory, a shared lock admits other read-only DBs but no writer, and
-// writes return ErrReadOnly.
+// into memory, a shared lock on LOCK admits other read-only DBs but no
+// writer, and writes return ErrReadOnly. A store without a LOCK file (a copy
+// no writer has opened since) is read without a lock, since a read-only
+// Open creates nothing: a writer opening it meanwhile is not excluded.
 //
 // Repair (explicit, never run by Open) rebuilds a damaged store from the
 // tables and logs present: it ignores the manifest, verifies every table

@@ -104,13 +104,13 @@ type Metrics struct {
 		// Damage lists each ignored torn tail and each skipped region:
 		// the log, the offset and what was wrong.
 		Damage []CorruptionError
-		// Unexplained lists files of the store's own name patterns that
-		// Open could neither use nor prove obsolete: a table or log
-		// numbered at or above the manifest's next file number (the output
-		// of a flush or compaction a crash interrupted, or of an edit the
-		// manifest lost), or a non-empty log the manifest does not record.
-		// A read-write Open moves them to the lost/ subdirectory, where no
-		// later Open touches them; nothing deletes them.
+		// Unexplained lists tables of the store's own name pattern that
+		// Open could neither use nor prove obsolete: numbered at or above
+		// the manifest's next file number, listed by no version (the
+		// output of a flush or compaction a crash interrupted, or of an
+		// edit the manifest lost). A read-write Open moves them to the
+		// lost/ subdirectory, where no later Open touches them; the store
+		// never deletes them.
 		Unexplained []string
 	}
 	Snapshots       int

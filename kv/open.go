@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -33,13 +34,22 @@ import (
 // neither use nor prove obsolete.
 const lostDir = "lost"
 
-// openUndo lists what a failing Open created, to remove it again.
+// openUndo lists what a failing Open did, to undo it. It never lists LOCK:
+// removing a lock file another process may be about to lock would let two
+// writers in (LOCK is empty and harmless, and an interrupted creation's
+// leftover that Open accepts).
 type openUndo struct {
-	files []string // paths, removed in reverse order
-	dirs  []string // directories Open created, deepest first
+	files []string    // paths created, removed in reverse order
+	moved [][2]string // renames done (from, to), reversed in reverse order
+	dirs  []string    // directories Open created, deepest first
 }
 
+// run undoes, while the caller still holds the store's lock and after it
+// closed every file this Open opened.
 func (u *openUndo) run(fs vfs.FS) {
+	for i := len(u.moved) - 1; i >= 0; i-- {
+		fs.Rename(u.moved[i][1], u.moved[i][0])
+	}
 	for i := len(u.files) - 1; i >= 0; i-- {
 		fs.Remove(u.files[i])
 	}
@@ -49,8 +59,10 @@ func (u *openUndo) run(fs vfs.FS) {
 	*u = openUndo{}
 }
 
-// open does everything of Open before the background goroutines start.
-func (d *DB) open() (err error) {
+// open does everything of Open before the background goroutines start. On
+// error the caller closes what open opened, runs undo, then releases the
+// lock.
+func (d *DB) open(undo *openUndo) (err error) {
 	fs, dir, ro := d.fs, d.dir, d.opts.ReadOnly
 	if ro && d.opts.ErrorIfExists {
 		return fmt.Errorf("%w: ErrorIfExists with ReadOnly", ErrInvalidArgument)
@@ -64,13 +76,6 @@ func (d *DB) open() (err error) {
 		return err
 	}
 
-	var undo openUndo
-	defer func() {
-		if err != nil && !ro {
-			d.closeLockForUndo()
-			undo.run(fs)
-		}
-	}()
 	lockPath := fs.PathJoin(dir, base.MakeFilename(base.FileTypeLock, 0))
 	if ro {
 		lock, err := fs.LockShared(lockPath)
@@ -91,7 +96,6 @@ func (d *DB) open() (err error) {
 		if err != nil {
 			return err
 		}
-		_, statErr := fs.Stat(lockPath)
 		lock, err := fs.Lock(lockPath)
 		if err != nil {
 			if errors.Is(err, vfs.ErrLocked) {
@@ -100,9 +104,6 @@ func (d *DB) open() (err error) {
 			return fmt.Errorf("kv: lock %s: %w", dir, err)
 		}
 		d.lock = lock
-		if errors.Is(statErr, os.ErrNotExist) {
-			undo.files = append(undo.files, lockPath)
-		}
 	}
 	// Decide again under the lock: another process may have changed the
 	// directory in between.
@@ -128,25 +129,14 @@ func (d *DB) open() (err error) {
 	if err != nil {
 		return err
 	}
-	if err := d.recover(plan, isNew, &undo); err != nil {
+	d.recovery.Unexplained = plan.unexplained
+	if err := d.recover(plan, isNew, undo); err != nil {
 		return err
 	}
-	if ro {
-		d.recovery.Unexplained = plan.unexplained // reported, left in place
-	} else {
-		d.keepUnexplained(plan.unexplained)
+	if !ro {
 		d.deleteObsoleteAtOpen(plan.obsolete)
 	}
 	return nil
-}
-
-// closeLockForUndo releases the lock before a failed Open removes a LOCK
-// file it created.
-func (d *DB) closeLockForUndo() {
-	if d.lock != nil {
-		d.lock.Close()
-		d.lock = nil
-	}
 }
 
 // listIfExists lists dir; a missing directory gives nil names and no error.
@@ -326,6 +316,7 @@ func (d *DB) planRecovery(names []string, isNew bool) (*recoveryPlan, error) {
 		return nil, &CorruptionError{File: manifestName, Offset: -1, Reason: reason}
 	}
 
+	var lostLogs []string
 	for _, name := range names {
 		typ, num, ok := base.ParseFilename(name)
 		if !ok {
@@ -358,11 +349,18 @@ func (d *DB) planRecovery(names []string, isNew bool) (*recoveryPlan, error) {
 				plan.obsolete = append(plan.obsolete, name)
 			default:
 				// A log the manifest does not record. The store records a
-				// log before writing to it, so one of its own is empty.
-				if st, err := fs.Stat(fs.PathJoin(d.dir, name)); err == nil && st.Size() == 0 {
+				// log before writing anything to it, so one of its own is
+				// empty (created just before a crash); one holding data
+				// proves that the manifest lost an edit, and the writes in
+				// it may have been acknowledged.
+				st, err := fs.Stat(fs.PathJoin(d.dir, name))
+				switch {
+				case err != nil:
+					return nil, fmt.Errorf("kv: stat %s: %w", name, err)
+				case st.Size() == 0:
 					plan.obsolete = append(plan.obsolete, name)
-				} else {
-					plan.unexplained = append(plan.unexplained, name)
+				default:
+					lostLogs = append(lostLogs, name)
 				}
 			}
 		case base.FileTypeManifest:
@@ -373,22 +371,30 @@ func (d *DB) planRecovery(names []string, isNew bool) (*recoveryPlan, error) {
 			plan.obsolete = append(plan.obsolete, name)
 		}
 	}
-	slices.SortFunc(plan.logs, func(a, b logToReplay) int { return int(a.num) - int(b.num) })
+	if len(lostLogs) > 0 {
+		return nil, &CorruptionError{File: base.MakeFilename(base.FileTypeManifest, rec.Manifest), Offset: -1, Reason: fmt.Sprintf(
+			"log %s holds writes, but the manifest does not record it (an edit of the manifest was lost); Open changed nothing (kv.Repair rebuilds the store from its tables and logs, this one included)",
+			summarize(lostLogs, 8))}
+	}
+	slices.SortFunc(plan.logs, func(a, b logToReplay) int { return cmp.Compare(a.num, b.num) })
 	return plan, nil
 }
 
-// keepUnexplained moves files Open could not explain to lost/, where no
-// later Open mistakes them for obsolete ones, and reports them.
-func (d *DB) keepUnexplained(names []string) {
-	d.recovery.Unexplained = names
+// moveToLost moves files to the lost/ subdirectory, where no Open deletes
+// or uses them, and makes the moves durable. It runs before the commit
+// point (Activate): once the new manifest's next file number is above
+// them, they must not be in the directory any more, or a later Open would
+// take them for obsolete ones. The renames are recorded in undo.
+func moveToLost(fs vfs.FS, dir string, names []string, undo *openUndo, logf func(string, ...any)) error {
 	if len(names) == 0 {
-		return
+		return nil
 	}
-	fs := d.fs
-	lost := fs.PathJoin(d.dir, lostDir)
+	lost := fs.PathJoin(dir, lostDir)
+	if st, err := fs.Stat(lost); err == nil && !st.IsDir() {
+		return fmt.Errorf("kv: cannot keep %s in %s: it is not a directory", summarize(names, 5), lost)
+	}
 	if err := fs.MkdirAll(lost, 0o755); err != nil {
-		d.opts.logf("kv: keeping unexplained files %v in place: %v", names, err)
-		return
+		return fmt.Errorf("kv: create %s: %w", lost, err)
 	}
 	for _, name := range names {
 		dst := fs.PathJoin(lost, name)
@@ -398,16 +404,18 @@ func (d *DB) keepUnexplained(names []string) {
 			}
 			dst = fs.PathJoin(lost, fmt.Sprintf("%s.%d", name, i))
 		}
-		if err := fs.Rename(fs.PathJoin(d.dir, name), dst); err != nil {
-			d.opts.logf("kv: keeping unexplained file %s in place: %v", name, err)
-			continue
+		src := fs.PathJoin(dir, name)
+		if err := fs.Rename(src, dst); err != nil {
+			return fmt.Errorf("kv: move %s to %s: %w", name, lost, err)
 		}
-		d.opts.logf("kv: moved %s, which no version lists and the manifest cannot explain, to %s", name, dst)
+		undo.moved = append(undo.moved, [2]string{src, dst})
+		logf("kv: moved %s, which no version lists and the manifest cannot explain, to %s", name, dst)
 	}
 	if err := vfs.SyncDir(fs, lost); err != nil {
-		d.opts.logf("kv: sync %s: %v", lost, err)
+		return fmt.Errorf("kv: sync %s: %w", lost, err)
 	}
-	if err := vfs.SyncDir(fs, d.dir); err != nil {
-		d.opts.logf("kv: sync %s: %v", d.dir, err)
+	if err := vfs.SyncDir(fs, dir); err != nil {
+		return fmt.Errorf("kv: sync %s: %w", dir, err)
 	}
+	return nil
 }

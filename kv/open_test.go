@@ -3,6 +3,8 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/warpkit/warpkit/kv/internal/base"
@@ -209,5 +211,166 @@ func TestOpenLegacyManifest(t *testing.T) {
 	defer vs.Close()
 	if w := vs.WALs(); !vs.TracksWALs() || len(w) != 2 || w[0].Size < 0 || w[1].Size != 0 {
 		t.Fatalf("rewritten manifest: tracks %v, logs %v", vs.TracksWALs(), vs.WALs())
+	}
+}
+
+// TestUnexplainedMovedBeforeCommit: an unexplained table goes to lost/
+// before the new manifest (whose next file number is above it) is live. If
+// it cannot be moved (here a plain file named lost is in the way), Open
+// fails and leaves it in place, and a later Open, once lost/ can be made,
+// moves it: no Open ever takes it for an obsolete file.
+func TestUnexplainedMovedBeforeCommit(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := &Options{FS: mem}
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Set([]byte("k"), []byte("v"), Sync)
+	db.Close()
+	orphan := base.MakeFilename(base.FileTypeTable, 900000)
+	vfs.WriteFile(mem, "/db/"+orphan, []byte("a table only a lost edit listed"))
+	vfs.WriteFile(mem, "/db/lost", []byte("a user's file named lost"))
+	before := dirContents(t, mem, "/db")
+	if _, err := Open("/db", opts); err == nil {
+		t.Fatal("Open succeeded although the unexplained table could not be moved")
+	}
+	after := dirContents(t, mem, "/db")
+	delete(after, "LOCK")
+	delete(before, "LOCK")
+	if !mapsEqual(before, after) {
+		t.Fatalf("the failed Open changed the directory")
+	}
+	mem.Remove("/db/lost")
+	db, err = Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := db.Metrics().Recovery.Unexplained; len(u) != 1 || u[0] != orphan {
+		t.Fatalf("Unexplained %v", u)
+	}
+	db.Close()
+	for range 2 { // later Opens leave it alone
+		db, err = Open("/db", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+	}
+	if b, err := vfs.ReadFile(mem, "/db/lost/"+orphan); err != nil || string(b) != "a table only a lost edit listed" {
+		t.Fatalf("lost/%s: %q, %v", orphan, b, err)
+	}
+}
+
+// TestSpareRecordFailureStopsWrites: when the manifest refuses edits (the
+// next spare log's record, or a flush's, whichever comes first), writes stop
+// (ErrWritesStopped) instead of memtable switches retrying for ever with a
+// new log file each time, and the store reopens.
+func TestSpareRecordFailureStopsWrites(t *testing.T) {
+	mem := vfs.NewMem()
+	var failManifest atomic.Bool
+	inj := vfs.InjectorFunc(func(op vfs.Op, path string) error {
+		if failManifest.Load() && op == vfs.OpWrite && strings.Contains(path, "MANIFEST") {
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	fs := vfs.NewFault(mem, inj)
+	db, err := Open("/db", &Options{FS: fs, MemTableSize: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failManifest.Store(true)
+	var werr error
+	for i := 0; i < 20000 && werr == nil; i++ {
+		werr = db.Set([]byte(fmt.Sprintf("k%06d", i)), make([]byte, 100), nil)
+	}
+	if !errors.Is(werr, ErrWritesStopped) {
+		t.Fatalf("writes after the manifest failed: %v, want ErrWritesStopped", werr)
+	}
+	for range 10 {
+		if err := db.Set([]byte("x"), nil, nil); !errors.Is(err, ErrWritesStopped) {
+			t.Fatalf("a later write: %v", err)
+		}
+	}
+	names, _ := mem.List("/db")
+	logs := 0
+	for _, n := range names {
+		if typ, _, ok := base.ParseFilename(n); ok && typ == base.FileTypeLog {
+			logs++
+		}
+	}
+	if logs > 4 {
+		t.Fatalf("%d logs after the failure: switches kept creating logs", logs)
+	}
+	db.Close()
+	failManifest.Store(false)
+	db, err = Open("/db", &Options{FS: fs, MemTableSize: 64 << 10})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	db.Close()
+}
+
+// TestRepairKeepsLostSequenceNumbers: Repair's last sequence number covers
+// the files in lost/, so writes after it win over a lost file moved back for
+// a later Repair.
+func TestRepairKeepsLostSequenceNumbers(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := &Options{FS: mem}
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		db.Set([]byte("x"), []byte(fmt.Sprintf("old%d", i)), nil)
+	}
+	db.Flush()
+	db.Close()
+	// The flushed table becomes a lost one: a copy numbered far above the
+	// next file number, set aside by the next Open.
+	names, _ := mem.List("/db")
+	var table string
+	for _, n := range names {
+		if typ, _, ok := base.ParseFilename(n); ok && typ == base.FileTypeTable {
+			table = n
+		}
+	}
+	data, _ := vfs.ReadFile(mem, "/db/"+table)
+	far := base.MakeFilename(base.FileTypeTable, 900000)
+	vfs.WriteFile(mem, "/db/"+far, data)
+	db, err = Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	// Remove the store's own table and repair: only lost/ knows seq 300.
+	mem.Remove("/db/" + table)
+	mem.Remove("/db/CURRENT")
+	rep, err := Repair("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.LastSeq < 300 {
+		t.Fatalf("Repair's last sequence number %d is below the lost table's 300", rep.LastSeq)
+	}
+	db, err = Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Set([]byte("x"), []byte("new"), Sync)
+	db.Close()
+	mem.Rename("/db/lost/"+far, "/db/"+far)
+	mem.Remove("/db/CURRENT")
+	if _, err := Repair("/db", opts); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v, err := db.Get([]byte("x")); err != nil || string(v) != "new" {
+		t.Fatalf("x = %q, %v; want the newest write", v, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/warpkit/warpkit/kv/manifest"
 	"github.com/warpkit/warpkit/kv/record"
 	"github.com/warpkit/warpkit/kv/sstable"
+	"github.com/warpkit/warpkit/kv/vfs"
 )
 
 // recover replays the logs of the plan into L0 tables (kept in memory by a
@@ -86,7 +87,7 @@ func (d *DB) recover(plan *recoveryPlan, isNew bool, undo *openUndo) error {
 	// new writes must not reuse their sequence numbers, or a file moved
 	// back (for Repair) could not be ordered against them.
 	for _, name := range plan.unexplained {
-		lastSeq = max(lastSeq, d.largestSeqIn(name))
+		lastSeq = max(lastSeq, largestSeqIn(d.fs, d.fs.PathJoin(d.dir, name), name))
 	}
 
 	if ro {
@@ -109,6 +110,11 @@ func (d *DB) recover(plan *recoveryPlan, isNew bool, undo *openUndo) error {
 		edit.LogNum = wal.num
 		edit.LastSeq = lastSeq
 		edit.WALs = []base.FileNum{logs[0].num, logs[1].num}
+		// Unexplained files leave the directory before the new manifest,
+		// whose next file number is above them, makes them look obsolete.
+		if err := moveToLost(d.fs, d.dir, plan.unexplained, undo, d.opts.logf); err != nil {
+			return err
+		}
 		if err := d.vs.Activate(edit); err != nil {
 			if !errors.Is(err, manifest.ErrCurrentUnchanged) {
 				// CURRENT names the new manifest (the directory sync that
@@ -246,15 +252,16 @@ func (d *DB) replayLog(l logToReplay, mem **memtable.MemTable, flush func() erro
 	}
 }
 
-// largestSeqIn returns the largest sequence number a file of the store
-// holds, as far as it can be read: a table's properties, or every intact
-// batch header of a log (damaged records skipped). 0 if nothing is readable.
-func (d *DB) largestSeqIn(name string) base.SeqNum {
+// largestSeqIn returns the largest sequence number a file of the store (at
+// path, named name) holds, as far as it can be read: a table's properties,
+// or every intact batch header of a log (damaged records skipped). 0 if
+// nothing is readable.
+func largestSeqIn(fs vfs.FS, path, name string) base.SeqNum {
 	typ, _, ok := base.ParseFilename(name)
 	if !ok {
 		return 0
 	}
-	f, err := d.fs.Open(d.fs.PathJoin(d.dir, name))
+	f, err := fs.Open(path)
 	if err != nil {
 		return 0
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/warpkit/warpkit/kv/cache"
@@ -99,6 +100,7 @@ func Repair(dir string, opts *Options) (*RepairReport, error) {
 	r.d.vs = manifest.New(manifest.Options{FS: fs, Dir: dir, MaxManifestSize: o.MaxManifestSize})
 	defer r.d.vs.Close()
 	if err := r.run(names); err != nil {
+		r.undo.run(fs)
 		for i := len(r.created) - 1; i >= 0; i-- {
 			fs.Remove(fs.PathJoin(dir, r.created[i]))
 		}
@@ -115,6 +117,7 @@ type repairer struct {
 	rep     *RepairReport
 	inputs  []*manifest.FileMetadata
 	created []string // files this Repair wrote, removed if it fails
+	undo    openUndo // its moves to lost/, reversed if it fails
 	lastSeq base.SeqNum
 }
 
@@ -178,6 +181,11 @@ func (r *repairer) run(names []string) error {
 	for _, f := range r.inputs {
 		r.lastSeq = max(r.lastSeq, f.LargestSeq)
 	}
+	// New writes must not reuse a sequence number that any file of the
+	// store may hold: the ones read here, but also whatever a manifest
+	// recorded (an Open raises it past files it set aside) and the files
+	// in lost/ (which may be moved back for a later Repair).
+	r.lastSeq = max(r.lastSeq, r.seqFloor(names))
 	// Every log present is replayed: the log number passes them all, so the
 	// next Open deletes them as flushed.
 	edit.LogNum = d.vs.NewFileNum()
@@ -185,22 +193,51 @@ func (r *repairer) run(names []string) error {
 	if err := vfs.SyncDir(d.fs, d.dir); err != nil {
 		return fmt.Errorf("kv: repair: sync %s: %w", d.dir, err)
 	}
-	if err := d.vs.Activate(edit); err != nil {
-		return fmt.Errorf("kv: repair: %w", err)
-	}
-	r.created = nil // committed
-	r.rep.LastSeq = uint64(r.lastSeq)
-	// Unreadable tables would otherwise be deleted by the next Open as
-	// obsolete: keep them where no Open looks.
+	// Unreadable tables leave the directory before the new manifest, whose
+	// next file number is above them, would make them look obsolete.
 	var lostNames []string
 	for _, l := range lost {
 		lostNames = append(lostNames, l.Name)
 		d.opts.logf("kv: repair: cannot read %s: %s", l.Name, l.Reason)
 	}
-	d.keepUnexplained(lostNames)
+	if err := moveToLost(d.fs, d.dir, lostNames, &r.undo, d.opts.logf); err != nil {
+		return fmt.Errorf("kv: repair: %w", err)
+	}
+	if err := d.vs.Activate(edit); err != nil {
+		if !errors.Is(err, manifest.ErrCurrentUnchanged) {
+			r.created, r.undo = nil, openUndo{} // CURRENT names the new manifest
+		}
+		return fmt.Errorf("kv: repair: %w", err)
+	}
+	r.created, r.undo = nil, openUndo{} // committed
+	r.rep.LastSeq = uint64(r.lastSeq)
 	r.rep.Lost = lost
 	r.rep.Damage = d.recovery.Damage
 	return nil
+}
+
+// seqFloor returns the largest sequence number recorded by any readable
+// manifest in the directory or held by any readable file in lost/.
+func (r *repairer) seqFloor(names []string) base.SeqNum {
+	d := r.d
+	var floor base.SeqNum
+	for _, name := range names {
+		if typ, _, ok := base.ParseFilename(name); ok && typ == base.FileTypeManifest {
+			floor = max(floor, manifest.LastSeqOf(d.fs, d.fs.PathJoin(d.dir, name)))
+		}
+	}
+	lost := d.fs.PathJoin(d.dir, lostDir)
+	if names, err := d.fs.List(lost); err == nil {
+		for _, name := range names {
+			// lost/ may hold NAME.1 for a second NAME: read it by content.
+			orig := name
+			if i := strings.LastIndexByte(name, '.'); i > 0 && strings.Trim(name[i+1:], "0123456789") == "" {
+				orig = name[:i]
+			}
+			floor = max(floor, largestSeqIn(d.fs, d.fs.PathJoin(lost, name), orig))
+		}
+	}
+	return floor
 }
 
 // readTable opens, verifies and describes table num, and counts its point

@@ -29,12 +29,14 @@
 //	10 format          uvarint: 2 (FormatTracksWALs) in every snapshot edit
 //
 // In format 2 the manifest knows every log that may hold unflushed data: the
-// logs recorded (tag 8) at or above the log number. All but the newest are
-// sealed (a memtable switch seals the old log and records the new one in one
-// edit, before anything is written to the new log), and a clean Close seals
-// the newest. Open uses this to tell a crash's torn tail (only in the one
-// unsealed log) from damage (anything short of a sealed size, or a recorded
-// log that is missing).
+// logs recorded (tag 8) at or above the log number, each recorded before
+// anything is written to it. The store keeps one spare log recorded ahead of
+// time; after it switches to it, one edit seals the old log at its final size
+// and records the next spare. A clean Close seals the last log and the spare.
+// Open uses this to tell a crash's torn tail (only in an unsealed log: the
+// one being written, and the one before it within the moment after a switch)
+// from damage (anything short of a sealed size, a recorded log that is
+// missing, or a non-empty log that is not recorded).
 //
 // An unknown tag is an error: edits have no per-field length, so a reader
 // cannot skip what it does not understand.

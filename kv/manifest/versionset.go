@@ -215,6 +215,30 @@ func Load(opts Options) (*VersionSet, error) {
 	return vs, nil
 }
 
+// LastSeqOf returns the largest last sequence number recorded in the
+// manifest at path, reading its intact records up to the first damage; 0 if
+// none can be read. Repair uses it as a floor for new sequence numbers.
+func LastSeqOf(fs vfs.FS, path string) base.SeqNum {
+	f, err := fs.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	r := record.NewReader(f, path)
+	var last base.SeqNum
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			return last
+		}
+		var e VersionEdit
+		if e.Decode(rec) != nil {
+			return last
+		}
+		last = max(last, e.LastSeq)
+	}
+}
+
 // applyCounters applies an edit's log number, last sequence number and log
 // records. Caller holds applyMu (or owns the set, in Load).
 func (vs *VersionSet) applyCounters(e *VersionEdit) {
