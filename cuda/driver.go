@@ -41,20 +41,21 @@ type driverAPI struct {
 	ctxSetCurrent     func(ctx uintptr) result
 	ctxSynchronize    func() result
 
-	memGetInfo      func(free, total *uint64) result
-	memAlloc        func(p *uint64, size uint64) result
-	memFree         func(p uint64) result
-	memAllocHost    func(p *unsafe.Pointer, size uint64) result
-	memFreeHost     func(p unsafe.Pointer) result
-	memcpyHtoD      func(dst uint64, src unsafe.Pointer, n uint64) result
-	memcpyDtoH      func(dst unsafe.Pointer, src uint64, n uint64) result
-	memcpyDtoD      func(dst, src, n uint64) result
-	memcpyHtoDAsync func(dst uint64, src unsafe.Pointer, n uint64, stream uintptr) result
-	memcpyDtoHAsync func(dst unsafe.Pointer, src uint64, n uint64, stream uintptr) result
-	memcpyDtoDAsync func(dst, src, n uint64, stream uintptr) result
-	memsetD8Async   func(dst uint64, v uint8, n uint64, stream uintptr) result
-	memsetD16Async  func(dst uint64, v uint16, n uint64, stream uintptr) result
-	memsetD32Async  func(dst uint64, v uint32, n uint64, stream uintptr) result
+	memGetInfo       func(free, total *uint64) result
+	memAlloc         func(p *uint64, size uint64) result
+	memFree          func(p uint64) result
+	memAllocHost     func(p *unsafe.Pointer, size uint64) result
+	memFreeHost      func(p unsafe.Pointer) result
+	memHostGetDevPtr func(d *uint64, p unsafe.Pointer, flags uint32) result
+	memcpyHtoD       func(dst uint64, src unsafe.Pointer, n uint64) result
+	memcpyDtoH       func(dst unsafe.Pointer, src uint64, n uint64) result
+	memcpyDtoD       func(dst, src, n uint64) result
+	memcpyHtoDAsync  func(dst uint64, src unsafe.Pointer, n uint64, stream uintptr) result
+	memcpyDtoHAsync  func(dst unsafe.Pointer, src uint64, n uint64, stream uintptr) result
+	memcpyDtoDAsync  func(dst, src, n uint64, stream uintptr) result
+	memsetD8Async    func(dst uint64, v uint8, n uint64, stream uintptr) result
+	memsetD16Async   func(dst uint64, v uint16, n uint64, stream uintptr) result
+	memsetD32Async   func(dst uint64, v uint32, n uint64, stream uintptr) result
 
 	streamCreate      func(s *uintptr, flags uint32) result
 	streamDestroy     func(s uintptr) result

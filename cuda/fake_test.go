@@ -120,6 +120,15 @@ func (f *fakeGPU) driver() *driverAPI {
 		return 0
 	}
 	d.ctxSynchronize = func() result { return 0 }
+	d.memHostGetDevPtr = func(dp *uint64, p unsafe.Pointer, _ uint32) result {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if _, ok := f.host[p]; !ok {
+			return 1 // CUDA_ERROR_INVALID_VALUE: not pinned memory of this context
+		}
+		*dp = uint64(uintptr(p))
+		return 0
+	}
 	d.memGetInfo = func(free, total *uint64) result {
 		f.mu.Lock()
 		defer f.mu.Unlock()

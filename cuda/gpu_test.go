@@ -514,3 +514,40 @@ func TestGPUCallsAcrossClose(t *testing.T) {
 		t.Fatalf("the device after five closes: %v", err)
 	}
 }
+
+// TestGPUKernelWritesPinned: a kernel writes through a pinned buffer's
+// device pointer, and the host reads the values after synchronizing, with
+// no copy call.
+func TestGPUKernelWritesPinned(t *testing.T) {
+	d := gpu(t)
+	fill := kernel(t, d, "fill_u64")
+	s, err := d.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p, err := AllocPinned[uint64](d, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Free()
+	dp, err := p.DevicePtr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		clear(p.Data())
+		v := uint64(0xabcdef0000 + round)
+		if err := fill.Launch(D1(4), D1(256), 0, s, dp, v, uint64(1000)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		for i, got := range p.Data() {
+			if got != v {
+				t.Fatalf("round %d: element %d is %#x, want %#x", round, i, got, v)
+			}
+		}
+	}
+}

@@ -16,7 +16,7 @@ var libcudaSymbols = []string{
 	"cuInit", "cuDriverGetVersion", "cuGetErrorName", "cuGetErrorString",
 	"cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceTotalMem_v2", "cuDeviceGetAttribute",
 	"cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuCtxSetCurrent", "cuCtxSynchronize",
-	"cuMemGetInfo_v2", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocHost_v2", "cuMemFreeHost",
+	"cuMemGetInfo_v2", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocHost_v2", "cuMemFreeHost", "cuMemHostGetDevicePointer_v2",
 	"cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuMemcpyDtoD_v2",
 	"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoDAsync_v2", "cuMemsetD8Async", "cuMemsetD16Async", "cuMemsetD32Async",
 	"cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize", "cuStreamQuery",
@@ -87,6 +87,9 @@ func loadLibcuda() (*driverAPI, error) {
 		return b.callKeep("cuMemAllocHost_v2", unsafe.Pointer(p), uintptr(unsafe.Pointer(p)), uintptr(size))
 	}
 	d.memFreeHost = func(p unsafe.Pointer) result { return b.call("cuMemFreeHost", uintptr(p)) }
+	d.memHostGetDevPtr = func(dp *uint64, p unsafe.Pointer, flags uint32) result {
+		return b.callKeep("cuMemHostGetDevicePointer_v2", unsafe.Pointer(dp), uintptr(unsafe.Pointer(dp)), uintptr(p), uintptr(flags))
+	}
 	d.memcpyHtoD = func(dst uint64, src unsafe.Pointer, n uint64) result {
 		return b.callKeep("cuMemcpyHtoD_v2", src, uintptr(dst), uintptr(src), uintptr(n))
 	}

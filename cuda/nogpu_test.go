@@ -630,3 +630,19 @@ func TestJITLogWithoutTerminator(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+func TestPinnedDevicePtrFake(t *testing.T) {
+	d := openFake(t, newFakeGPU())
+	p, err := AllocPinned[uint64](d, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp, err := p.DevicePtr()
+	if err != nil || dp == 0 {
+		t.Fatalf("DevicePtr: %#x, %v", dp, err)
+	}
+	p.Free()
+	if _, err := p.DevicePtr(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("DevicePtr after Free: %v", err)
+	}
+}

@@ -38,6 +38,21 @@ func AllocPinned[T Elem](d *Device, n int) (*Pinned[T], error) {
 // Len returns the number of elements.
 func (p *Pinned[T]) Len() int { return p.n }
 
+// DevicePtr returns the address at which kernels reach the memory
+// (cuMemHostGetDevicePointer): pinned memory is mapped into the device's
+// address space, so a kernel can write results where the host reads them,
+// with no copy call (the host reads them after synchronizing the stream the
+// kernel ran on). Accesses cross the bus: for a few words per launch, not
+// bulk data.
+func (p *Pinned[T]) DevicePtr() (DevicePtr, error) {
+	if p == nil || p.freed.Load() {
+		return 0, ErrClosed
+	}
+	var d uint64
+	err := p.st.run(func() result { return p.st.drv.memHostGetDevPtr(&d, p.ptr, 0) }, "cuMemHostGetDevicePointer")
+	return DevicePtr(d), err
+}
+
 // Data returns the memory as a Go slice, or nil once the memory is freed (by
 // Free, or by closing the device's last handle). A slice obtained earlier must
 // not be used after that.

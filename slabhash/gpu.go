@@ -76,6 +76,11 @@ type lane[K, V warpkit.Word] struct {
 	stream   *cuda.Stream
 	ctrl     cuda.Slice[uint64]
 	ctrlHost *cuda.Pinned[uint64]
+	// ctrlOut is ctrlHost's device address: an apply launch given it copies
+	// the control block there and zeroes ctrl (see launch). ctrlClean says
+	// ctrl is known to be zero (left so by such a launch).
+	ctrlOut   cuda.DevicePtr
+	ctrlClean bool
 
 	dKeys   cuda.Slice[K]
 	dVals   cuda.Slice[V]
@@ -166,6 +171,9 @@ func newGPU[K, V warpkit.Word](kd kind, geo geometry, o *Options, dev *cuda.Devi
 		if ln.ctrlHost, err = cuda.AllocPinned[uint64](dev, ctrlWords+1); err != nil {
 			return fail(err)
 		}
+		if ln.ctrlOut, err = ln.ctrlHost.DevicePtr(); err != nil {
+			return fail(err)
+		}
 		g.lanes <- ln
 	}
 	if err := dev.Synchronize(); err != nil {
@@ -248,9 +256,19 @@ const (
 // stream before releasing the lock (the kernel reads the pool's
 // descriptor). It waits on every path, so nothing queued on the lane — the
 // caller's staging copies included — is in flight when it returns.
-func (g *gpuTable[K, V]) launch(ln *lane[K, V], prep func() error, f *cuda.Function, grid cuda.Dim3, poolUsed bool, args ...any) (r launched, err error) {
+//
+// With mapped (an apply launch with no prep, whose last argument is
+// ln.ctrlOut), the kernel's last warp copies the control block into the
+// lane's pinned block and zeroes it, so the launch needs neither the copy
+// nor (when the block is known to be zero) the memset: a small batch costs
+// one launch and one wait. A launch whose last warp did not sign off (the
+// sentinel in the pinned block stays zero) falls back to the copy.
+func (g *gpuTable[K, V]) launch(ln *lane[K, V], prep func() error, f *cuda.Function, grid cuda.Dim3, poolUsed, mapped bool, args ...any) (r launched, err error) {
 	s := ln.stream
-	err = ln.ctrl.Zero(s)
+	if !mapped || !ln.ctrlClean {
+		err = ln.ctrl.Zero(s)
+	}
+	ln.ctrlClean = false // until a mapped launch leaves it zero again
 	if err == nil && prep != nil {
 		err = prep()
 	}
@@ -262,9 +280,13 @@ func (g *gpuTable[K, V]) launch(ln *lane[K, V], prep func() error, f *cuda.Funct
 		return r, waitAfter(s, err)
 	}
 	r.supers = g.pool.SuperBlocks() // growth waits for the use lock
+	host := ln.ctrlHost.Data()
+	if mapped {
+		host[ctrlDone] = 0 // the last warp writes the number of warps
+	}
 	err = f.Launch(grid, cuda.D1(blockThreads), 0, s, args...)
 	r.ok = err == nil
-	if err == nil {
+	if err == nil && !mapped {
 		err = cuda.CopyToHostAsync(ln.ctrlHost, 0, ln.ctrl, s)
 	}
 	if err == nil && poolUsed {
@@ -273,11 +295,23 @@ func (g *gpuTable[K, V]) launch(ln *lane[K, V], prep func() error, f *cuda.Funct
 	if werr := slabrt.Wait(s); err == nil {
 		err = werr
 	}
+	if err == nil && mapped {
+		if atomic.LoadUint64(&host[ctrlDone]) != 0 {
+			ln.ctrlClean = true
+		} else {
+			// The kernel returned before its sign-off (it applies nothing
+			// after a rejecting scan): read the block the slow way.
+			err = cuda.CopyToHostAsync(ln.ctrlHost, 0, ln.ctrl, s)
+			if werr := slabrt.Wait(s); err == nil {
+				err = werr
+			}
+		}
+	}
 	release()
 	if err != nil {
 		return r, err
 	}
-	r.ctrl = ln.ctrlHost.Data()
+	r.ctrl = host
 	return r, nil
 }
 
@@ -347,9 +381,14 @@ func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K
 		if err := ctx.Err(); err != nil {
 			return delta, inserted, applied, err
 		}
-		r, err := g.launch(ln, scan, g.fApply, g.grid(g.fApply, int64(n)), false,
+		mapped := scan == nil // after a scan the kernel may return before signing off
+		out := cuda.DevicePtr(0)
+		if mapped {
+			out = ln.ctrlOut
+		}
+		r, err := g.launch(ln, scan, g.fApply, g.grid(g.fApply, int64(n)), false, mapped,
 			g.heads, g.buckets, g.seed, g.pool.Descriptor(),
-			b.keys, valsPtr, opsPtr, uint32(b.op), res, countsPtr, uint64(n), ln.ctrl, flags, g.salt.Add(0x9e3779b9))
+			b.keys, valsPtr, opsPtr, uint32(b.op), res, countsPtr, uint64(n), ln.ctrl, flags, g.salt.Add(0x9e3779b9), out)
 		applied = applied || r.ok
 		scan = nil // the keys were checked; reruns skip the scan
 		if err != nil {
@@ -719,7 +758,7 @@ func (g *gpuTable[K, V]) launchFindAll(ln *lane[K, V], scan bool, keys cuda.Slic
 				keys, cuda.DevicePtr(0), uint32(g.kind.maxOp()), uint64(n), ln.ctrl)
 		}
 	}
-	r, err := g.launch(ln, prep, g.fFindAll, g.grid(g.fFindAll, int64(n)), false,
+	r, err := g.launch(ln, prep, g.fFindAll, g.grid(g.fFindAll, int64(n)), false, false,
 		g.heads, g.buckets, g.seed, g.pool.Descriptor(), keys, offs, dst, uint64(dst.Len()), counts, uint64(n), ln.ctrl)
 	if err != nil {
 		return err
@@ -779,7 +818,7 @@ func (g *gpuTable[K, V]) snapshot(ctx context.Context) ([]K, []V, error) {
 }
 
 func (g *gpuTable[K, V]) launchSnapshot(ln *lane[K, V], keys cuda.Slice[K], vals cuda.Slice[V], capacity int) (int, error) {
-	r, err := g.launch(ln, nil, g.fSnapshot, g.grid(g.fSnapshot, int64(g.buckets)*int64(g.geo.tile)), false,
+	r, err := g.launch(ln, nil, g.fSnapshot, g.grid(g.fSnapshot, int64(g.buckets)*int64(g.geo.tile)), false, false,
 		g.heads, g.buckets, g.pool.Descriptor(), keys, vals, uint64(capacity), ln.ctrl)
 	if err != nil {
 		return 0, err
@@ -792,7 +831,7 @@ func (g *gpuTable[K, V]) launchSnapshot(ln *lane[K, V], keys cuda.Slice[K], vals
 func (g *gpuTable[K, V]) flush(ctx context.Context, live int) error {
 	ln := <-g.lanes
 	defer func() { g.lanes <- ln }()
-	r, err := g.launch(ln, nil, g.fFlush, g.grid(g.fFlush, int64(g.buckets)*int64(g.geo.tile)), true,
+	r, err := g.launch(ln, nil, g.fFlush, g.grid(g.fFlush, int64(g.buckets)*int64(g.geo.tile)), true, false,
 		g.heads, g.buckets, g.pool.Descriptor(), ln.ctrl)
 	if err != nil {
 		return err

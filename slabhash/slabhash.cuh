@@ -52,6 +52,7 @@ enum Ctrl : int {
   kCtrlInserted = 5,
   kCtrlDone = 6,
   kCtrlUsed = 7,
+  kCtrlWords = 8,
 };
 
 // Flags of an apply launch. kFlagRetry: run only the elements whose result
@@ -876,14 +877,25 @@ __device__ void apply_rounds(const Ctx<L>& c, const typename L::K* keys, typenam
 
 // sign_off is called by every lane at the end of an apply launch: each warp
 // counts itself done, and the last one records the pool's allocated units
-// (after every warp's flush) in the control block.
-__device__ __forceinline__ void sign_off(unsigned long long* ctrl, const Pool* pool) {
+// (after every warp's flush) in the control block. With out (host memory
+// mapped into the device, or null), the last warp also copies the control
+// block there, where the host reads it after the launch, and zeroes it for
+// the next launch: the host needs neither a copy nor a memset call.
+__device__ __forceinline__ void sign_off(unsigned long long* ctrl, const Pool* pool, unsigned long long* out) {
   if (slab::lane() != 0) return;
   __threadfence();  // this warp's flush and counts come before its sign-off
   const unsigned long long warps = (unsigned long long)gridDim.x * blockDim.x / 32;
   if (atomicAdd(ctrl + kCtrlDone, 1ull) == warps - 1) {
     __threadfence();
     ctrl[kCtrlUsed] = ldv64(&pool->used);
+    if (out != nullptr) {
+      for (int i = 0; i < kCtrlWords; ++i) {
+        const unsigned long long v = ldv64(ctrl + i);
+        stv64(ctrl + i, 0);
+        *(volatile unsigned long long*)(out + i) = v;
+      }
+      __threadfence_system();
+    }
   }
 }
 
@@ -974,7 +986,8 @@ __device__ void apply_warps(char* heads, uint32_t nbuckets, uint32_t seed, Pool*
 template <class L>
 __device__ void apply(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool, const typename L::K* keys,
                       typename L::V* vals, const uint8_t* ops, uint32_t uniform_op, uint8_t* results, uint32_t* counts,
-                      uint64_t n, unsigned long long* ctrl, uint32_t flags, uint32_t salt) {
+                      uint64_t n, unsigned long long* ctrl, uint32_t flags, uint32_t salt,
+                      unsigned long long* out) {
   using K = typename L::K;
   using V = typename L::V;
   if (ldv64(ctrl + kCtrlRejected) != 0) return;  // the scan found a reserved key: apply nothing
@@ -984,7 +997,7 @@ __device__ void apply(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool,
   } else {
     apply_warps<L>(heads, nbuckets, seed, pool, keys, vals, ops, uniform_op, results, counts, n, ctrl, flags, salt);
   }
-  sign_off(ctrl, pool);
+  sign_off(ctrl, pool, out);
 }
 
 // find_all stores the values of keys[i] at dst[offsets[i] ..] up to
@@ -1183,9 +1196,10 @@ __device__ void scan(const K* keys, const uint8_t* ops, uint32_t max_op, uint64_
   extern "C" __global__ void __launch_bounds__(256, 3) sh_apply_##NAME(char* heads, uint32_t nbuckets, uint32_t seed, wk::slab::Pool* pool,   \
                                              const K* keys, V* vals, const uint8_t* ops, uint32_t uniform_op,      \
                                              uint8_t* results, uint32_t* counts, uint64_t n,                      \
-                                             unsigned long long* ctrl, uint32_t flags, uint32_t salt) {           \
+                                             unsigned long long* ctrl, uint32_t flags, uint32_t salt,             \
+                                             unsigned long long* out) {                                           \
     wk::sh::apply<L_##NAME>(heads, nbuckets, seed, pool, keys, vals, ops, uniform_op, results, counts, n, ctrl,    \
-                            flags, salt);                                                                          \
+                            flags, salt, out);                                                                     \
   }                                                                                                                \
   extern "C" __global__ void sh_findall_##NAME(char* heads, uint32_t nbuckets, uint32_t seed, wk::slab::Pool* pool, \
                                                const K* keys, const uint64_t* offsets, V* dst, uint64_t dst_len,   \

@@ -276,6 +276,7 @@ inline T __ldg(const T* p) {
 
 // Atomics (device memory is host memory here).
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 template <typename T>
 inline T emu_cas(T* p, T cmp, T val) {
   __atomic_compare_exchange_n(p, &cmp, val, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);

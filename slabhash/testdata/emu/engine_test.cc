@@ -61,7 +61,7 @@ static T* alloc_fill(size_t n, int byte) {
 template <typename K, typename V>
 struct Kernels {
   void (*apply)(char*, uint32_t, uint32_t, Pool*, const K*, V*, const uint8_t*, uint32_t, uint8_t*, uint32_t*,
-                uint64_t, unsigned long long*, uint32_t, uint32_t);
+                uint64_t, unsigned long long*, uint32_t, uint32_t, unsigned long long*);
   void (*snapshot)(char*, uint32_t, Pool*, K*, V*, uint64_t, unsigned long long*);
   void (*flush)(char*, uint32_t, Pool*, unsigned long long*);
   void (*findall)(char*, uint32_t, uint32_t, Pool*, const K*, const uint64_t*, V*, uint64_t, uint32_t*, uint64_t,
@@ -86,6 +86,7 @@ struct Table {
   uint32_t blocks_per_super;
   unsigned grid = 3, block = 64;  // 6 warps
   uint32_t salt = 1;
+  uint64_t applies = 0;  // apply calls so far: every other one is mapped
 
   Table(Kernels<K, V> kk, uint32_t b, uint32_t bps, int supers_now) : k(kk), buckets(b), blocks_per_super(bps) {
     heads = alloc_fill<char>((size_t)b * L::kSlabBytes, 0xff);
@@ -129,11 +130,21 @@ struct Table {
     vals.resize(n);
     if (counts) counts->resize(n);
     const uint64_t used_before = pool->used;
+    // Every other batch gives the kernel a host block to copy the control
+    // block to (the mapped pinned memory of the GPU backend): the last warp
+    // copies it there and zeroes the device's for the next launch.
+    const bool mapped = (++applies % 2) == 0;
+    unsigned long long out[kCtrlWords];
+    memset(out, 0, sizeof out);
     emu::launch(grid, block, [&] {
       k.apply(heads, buckets, 0x2545f491, pool, keys.data(), vals.data(), ops ? ops->data() : nullptr, op,
-              res.data(), counts ? counts->data() : nullptr, n, ctrl, flags, salt);
+              res.data(), counts ? counts->data() : nullptr, n, ctrl, flags, salt, mapped ? out : nullptr);
     });
     salt += 0x9e3779b9;
+    if (mapped) {
+      for (int i = 0; i < kCtrlWords; ++i) CHECK(ctrl[i] == 0, "control word %d left %llu after a mapped launch", i, ctrl[i]);
+      memcpy(ctrl, out, sizeof out);
+    }
     CHECK(ctrl[kCtrlDone] == grid * block / 32, "%llu warps signed off, want %u", ctrl[kCtrlDone], grid * block / 32);
     CHECK(ctrl[kCtrlUsed] == pool->used, "control block says %llu units allocated, the pool %llu", ctrl[kCtrlUsed],
           pool->used);
