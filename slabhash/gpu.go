@@ -257,11 +257,11 @@ const (
 // descriptor). It waits on every path, so nothing queued on the lane — the
 // caller's staging copies included — is in flight when it returns.
 //
-// With mapped (an apply launch with no prep, whose last argument is
-// ln.ctrlOut), the kernel's last warp copies the control block into the
-// lane's pinned block and zeroes it, so the launch needs neither the copy
-// nor (when the block is known to be zero) the memset: a small batch costs
-// one launch and one wait. A launch whose last warp did not sign off (the
+// With mapped (an apply launch, whose last argument is ln.ctrlOut), the
+// kernel's last warp copies the control block into the lane's pinned block
+// and zeroes it, so the launch needs neither the copy nor (when the block
+// is known to be zero) the memset: a small batch costs one launch (two with
+// a scan) and one wait. A launch whose last warp did not sign off (the
 // sentinel in the pinned block stays zero) falls back to the copy.
 func (g *gpuTable[K, V]) launch(ln *lane[K, V], prep func() error, f *cuda.Function, grid cuda.Dim3, poolUsed, mapped bool, args ...any) (r launched, err error) {
 	s := ln.stream
@@ -299,8 +299,8 @@ func (g *gpuTable[K, V]) launch(ln *lane[K, V], prep func() error, f *cuda.Funct
 		if atomic.LoadUint64(&host[ctrlDone]) != 0 {
 			ln.ctrlClean = true
 		} else {
-			// The kernel returned before its sign-off (it applies nothing
-			// after a rejecting scan): read the block the slow way.
+			// No sign-off reached the pinned block (never expected; the
+			// kernel signs off on every path): read it the slow way.
 			err = cuda.CopyToHostAsync(ln.ctrlHost, 0, ln.ctrl, s)
 			if werr := slabrt.Wait(s); err == nil {
 				err = werr
@@ -381,14 +381,12 @@ func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K
 		if err := ctx.Err(); err != nil {
 			return delta, inserted, applied, err
 		}
-		mapped := scan == nil // after a scan the kernel may return before signing off
-		out := cuda.DevicePtr(0)
-		if mapped {
-			out = ln.ctrlOut
-		}
-		r, err := g.launch(ln, scan, g.fApply, g.grid(g.fApply, int64(n)), false, mapped,
+		// Every apply launch hands its control block over through the
+		// lane's pinned block (see launch), a scanned one too: after a
+		// reject the kernel applies nothing but still signs off.
+		r, err := g.launch(ln, scan, g.fApply, g.grid(g.fApply, int64(n)), false, true,
 			g.heads, g.buckets, g.seed, g.pool.Descriptor(),
-			b.keys, valsPtr, opsPtr, uint32(b.op), res, countsPtr, uint64(n), ln.ctrl, flags, g.salt.Add(0x9e3779b9), out)
+			b.keys, valsPtr, opsPtr, uint32(b.op), res, countsPtr, uint64(n), ln.ctrl, flags, g.salt.Add(0x9e3779b9), ln.ctrlOut)
 		applied = applied || r.ok
 		scan = nil // the keys were checked; reruns skip the scan
 		if err != nil {

@@ -990,12 +990,16 @@ __device__ void apply(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool,
                       unsigned long long* out) {
   using K = typename L::K;
   using V = typename L::V;
-  if (ldv64(ctrl + kCtrlRejected) != 0) return;  // the scan found a reserved key: apply nothing
-  if constexpr (L::W < 32) {
-    const Ctx<L> rc{heads, nbuckets, seed, pool, (uint32_t*)(ctrl + kCtrlStatus)};
-    apply_rounds<L>(rc, keys, vals, ops, uniform_op, results, counts, n, ctrl, flags, salt);
-  } else {
-    apply_warps<L>(heads, nbuckets, seed, pool, keys, vals, ops, uniform_op, results, counts, n, ctrl, flags, salt);
+  // A reserved key found by the scan: apply nothing, but sign off (the
+  // host reads the reject from the control block the last warp hands over).
+  if (ldv64(ctrl + kCtrlRejected) == 0) {
+    if constexpr (L::W < 32) {
+      const Ctx<L> rc{heads, nbuckets, seed, pool, (uint32_t*)(ctrl + kCtrlStatus)};
+      apply_rounds<L>(rc, keys, vals, ops, uniform_op, results, counts, n, ctrl, flags, salt);
+    } else {
+      apply_warps<L>(heads, nbuckets, seed, pool, keys, vals, ops, uniform_op, results, counts, n, ctrl, flags,
+                     salt);
+    }
   }
   sign_off(ctrl, pool, out);
 }
