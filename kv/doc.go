@@ -74,7 +74,7 @@
 // ErrCorruption naming them, and nothing is written. A failed Open of a new
 // store removes what it created, except LOCK (an empty file: removing a lock
 // file another process may be about to take would let two writers in; no
-// LevelDB-family store removes it).
+// LevelDB-family store removes it) and so the directory holding it.
 //
 // Before writing anything, Open proves the manifest consistent with the
 // files present: every table it lists exists with its recorded size, and
