@@ -301,16 +301,7 @@ func (d *DB) runCompaction(c *pickedCompaction, snaps []base.SeqNum) error {
 		d.opts.logf("kv: moved table %s from L%d to L%d", f.FileNum, c.level, c.outputLevel)
 		return nil
 	}
-	// The tables the job creates, deleted if it fails. A compactor may
-	// create tables from several goroutines (a GPU compactor encoding
-	// outputs in parallel), and one that leaks a goroutine may call
-	// CreateTable after Compact returned: such a late call fails instead of
-	// leaving a table nobody deletes until the next Open.
-	var (
-		createdMu sync.Mutex
-		created   []base.FileNum
-		finished  bool
-	)
+	je := d.newJobEnv()
 	job := &compaction.Job{
 		Inputs:                c.inputs,
 		OutputLevel:           c.outputLevel,
@@ -319,45 +310,10 @@ func (d *DB) runCompaction(c *pickedCompaction, snaps []base.SeqNum) error {
 		Grandparents:          c.grandparent,
 		TargetFileSize:        uint64(d.opts.TargetFileSize),
 		MaxGrandparentOverlap: uint64(d.opts.MaxGrandparentOverlap),
-		Env: compaction.Env{
-			OpenTable: d.tables.get,
-			OpenTableFile: func(f *manifest.FileMetadata) (vfs.File, error) {
-				return d.fs.Open(d.fs.PathJoin(d.dir, base.MakeFilename(base.FileTypeTable, f.FileNum)))
-			},
-			CreateTable: func() (base.FileNum, vfs.File, error) {
-				// The number is listed before the file exists (so a failed
-				// job removes it) and the file is created outside the lock
-				// (so a compactor's goroutines create theirs in parallel).
-				createdMu.Lock()
-				if finished {
-					createdMu.Unlock()
-					return 0, nil, errors.New("kv: CreateTable called after the compaction returned")
-				}
-				num := d.vs.NewFileNum()
-				created = append(created, num)
-				createdMu.Unlock()
-				name := base.MakeFilename(base.FileTypeTable, num)
-				f, err := d.fs.Create(d.fs.PathJoin(d.dir, name))
-				if err != nil {
-					return 0, nil, fmt.Errorf("kv: create table %s: %w", name, err)
-				}
-				createdMu.Lock()
-				late := finished
-				createdMu.Unlock()
-				if late { // the job's cleanup may have run before the file existed
-					f.Close()
-					d.removeFile(name)
-					return 0, nil, errors.New("kv: CreateTable called after the compaction returned")
-				}
-				return num, f, nil
-			},
-			WriterOptions: d.opts.writerOptions(),
-		},
+		Env:                   je.env(),
 	}
 	res, err := d.opts.Compactor.Compact(d.bgCtx, job)
-	createdMu.Lock()
-	finished = true
-	createdMu.Unlock()
+	created := je.finish()
 	if err == nil {
 		err = vfs.SyncDir(d.fs, d.dir)
 	}
@@ -389,6 +345,72 @@ func (d *DB) runCompaction(c *pickedCompaction, snaps []base.SeqNum) error {
 		c.level, c.outputLevel, len(edit.DeletedFiles), st.BytesRead, len(res.Outputs), st.BytesWritten,
 		st.EntriesOut, st.EntriesIn, time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// jobEnv gives one compaction job (of the store, or of Repair) its access to
+// the store's files and records the tables it creates, so that the caller
+// can delete them if the job fails. A compactor may create tables from
+// several goroutines (a GPU compactor encoding outputs in parallel), and
+// one that leaks a goroutine may call CreateTable after Compact returned:
+// such a late call fails instead of leaving a table nobody deletes.
+type jobEnv struct {
+	d        *DB
+	mu       sync.Mutex
+	created  []base.FileNum
+	finished bool
+}
+
+func (d *DB) newJobEnv() *jobEnv { return &jobEnv{d: d} }
+
+// env returns the compaction.Env of the job.
+func (e *jobEnv) env() compaction.Env {
+	d := e.d
+	return compaction.Env{
+		OpenTable: d.tables.get,
+		OpenTableFile: func(f *manifest.FileMetadata) (vfs.File, error) {
+			return d.fs.Open(d.fs.PathJoin(d.dir, base.MakeFilename(base.FileTypeTable, f.FileNum)))
+		},
+		CreateTable:   e.createTable,
+		WriterOptions: d.opts.writerOptions(),
+	}
+}
+
+// createTable is the job's CreateTable. The number is listed before the
+// file exists (so a failed job removes it) and the file is created outside
+// the lock (so a compactor's goroutines create theirs in parallel).
+func (e *jobEnv) createTable() (base.FileNum, vfs.File, error) {
+	d := e.d
+	e.mu.Lock()
+	if e.finished {
+		e.mu.Unlock()
+		return 0, nil, errors.New("kv: CreateTable called after the compaction returned")
+	}
+	num := d.vs.NewFileNum()
+	e.created = append(e.created, num)
+	e.mu.Unlock()
+	name := base.MakeFilename(base.FileTypeTable, num)
+	f, err := d.fs.Create(d.fs.PathJoin(d.dir, name))
+	if err != nil {
+		return 0, nil, fmt.Errorf("kv: create table %s: %w", name, err)
+	}
+	e.mu.Lock()
+	late := e.finished
+	e.mu.Unlock()
+	if late { // the job's cleanup may have run before the file existed
+		f.Close()
+		d.removeFile(name)
+		return 0, nil, errors.New("kv: CreateTable called after the compaction returned")
+	}
+	return num, f, nil
+}
+
+// finish ends the job (a later CreateTable fails) and returns the tables
+// it created.
+func (e *jobEnv) finish() []base.FileNum {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.finished = true
+	return e.created
 }
 
 // installed publishes the version a compaction produced.

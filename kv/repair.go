@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/warpkit/warpkit/kv/cache"
 	"github.com/warpkit/warpkit/kv/compaction"
@@ -303,35 +302,20 @@ func (r *repairer) replayLog(num base.FileNum) error {
 // merge compacts every input into the bottom level.
 func (r *repairer) merge() (*compaction.Result, error) {
 	d := r.d
-	var createdMu sync.Mutex // CreateTable may be called concurrently
 	inputs := slices.Clone(r.inputs)
 	slices.SortFunc(inputs, func(a, b *manifest.FileMetadata) int { return cmp.Compare(a.LargestSeq, b.LargestSeq) })
+	je := d.newJobEnv()
 	job := &compaction.Job{
 		Inputs:                []compaction.Input{{Level: 0, Files: inputs}},
 		OutputLevel:           manifest.NumLevels - 1,
 		TargetFileSize:        uint64(d.opts.TargetFileSize),
 		MaxGrandparentOverlap: uint64(d.opts.MaxGrandparentOverlap),
-		Env: compaction.Env{
-			OpenTable: d.tables.get,
-			OpenTableFile: func(f *manifest.FileMetadata) (vfs.File, error) {
-				return d.fs.Open(d.fs.PathJoin(d.dir, base.MakeFilename(base.FileTypeTable, f.FileNum)))
-			},
-			CreateTable: func() (base.FileNum, vfs.File, error) {
-				num := d.vs.NewFileNum()
-				name := base.MakeFilename(base.FileTypeTable, num)
-				createdMu.Lock()
-				r.created = append(r.created, name)
-				createdMu.Unlock()
-				f, err := d.fs.Create(d.fs.PathJoin(d.dir, name))
-				if err != nil {
-					return 0, nil, fmt.Errorf("kv: create table %s: %w", name, err)
-				}
-				return num, f, nil
-			},
-			WriterOptions: d.opts.writerOptions(),
-		},
+		Env:                   je.env(),
 	}
 	res, err := d.opts.Compactor.Compact(context.Background(), job)
+	for _, n := range je.finish() {
+		r.created = append(r.created, base.MakeFilename(base.FileTypeTable, n))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kv: repair: merge: %w", err)
 	}
