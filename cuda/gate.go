@@ -59,19 +59,18 @@ func (st *deviceState) run(f func() result, op string) error {
 
 // stop closes the gate: it waits for the calls in flight, then runs last
 // (with the context current, on this thread); later calls return ErrClosed.
-// It reports whether it closed the gate (false: already closed).
-func (st *deviceState) stop(last func()) bool {
+// A second stop does nothing.
+func (st *deviceState) stop(last func()) {
 	st.gate.mu.Lock()
 	defer st.gate.mu.Unlock()
 	if st.gate.stopped {
-		return false
+		return
 	}
 	st.gate.stopped = true
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	st.drv.ctxSetCurrent(st.ctx)
 	last()
-	return true
 }
 
 // pollWindow bounds how long awaitWork polls before it blocks in the driver

@@ -192,11 +192,6 @@ func (s Slice[T]) live() error {
 	return s.buf.live()
 }
 
-// syncCopy runs a synchronous copy on the caller's thread.
-func (st *deviceState) syncCopy(n uint64, f func() result, op string) error {
-	return st.run(f, op)
-}
-
 // enqueue runs an asynchronous operation and, when it went to the legacy
 // default stream (stream 0), waits for it to complete.
 func (st *deviceState) enqueue(stream uintptr, f func() result, op string) error {
@@ -224,7 +219,7 @@ func (s Slice[T]) CopyFromHost(src []T) error {
 	}
 	st, dst, n := s.buf.st, uint64(s.Ptr()), uint64(len(src))*uint64(sizeOf[T]())
 	p := unsafe.Pointer(&src[0])
-	if err := st.syncCopy(n, func() result { return st.drv.memcpyHtoD(dst, p, n) }, "cuMemcpyHtoD"); err != nil {
+	if err := st.run(func() result { return st.drv.memcpyHtoD(dst, p, n) }, "cuMemcpyHtoD"); err != nil {
 		return err
 	}
 	return st.finishDefault(0)
@@ -244,7 +239,7 @@ func (s Slice[T]) CopyToHost(dst []T) error {
 	}
 	st, src, n := s.buf.st, uint64(s.Ptr()), uint64(len(dst))*uint64(sizeOf[T]())
 	p := unsafe.Pointer(&dst[0])
-	return st.syncCopy(n, func() result { return st.drv.memcpyDtoH(p, src, n) }, "cuMemcpyDtoH")
+	return st.run(func() result { return st.drv.memcpyDtoH(p, src, n) }, "cuMemcpyDtoH")
 }
 
 // ToHost returns a new Go slice holding the elements.

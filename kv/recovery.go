@@ -273,8 +273,7 @@ func largestSeqIn(fs vfs.FS, path, name string) base.SeqNum {
 		if err != nil {
 			return 0
 		}
-		defer r.Close()
-		return base.SeqNum(r.Properties().LargestSeq)
+		return base.SeqNum(r.Properties().LargestSeq) // closing f closes r's file
 	case base.FileTypeLog:
 		r := record.NewReader(f, name)
 		for {
