@@ -10,23 +10,42 @@ import (
 	"github.com/warpkit/warpkit/prim"
 )
 
-const (
-	tombBit  = sorteddict.TombBit
-	slotMask = sorteddict.SlotMask
-)
+const slotMask = sorteddict.SlotMask
 
 func isTomb(tag uint32) bool { return sorteddict.IsTomb(tag) }
 
 // cpuLSM is the pure-Go backend. It runs the GPU algorithms step for step
 // (same batch preparation, stable sort, fix-up, merges, cleanup layout), so
-// its levels equal the GPU backend's entry for entry. Sorts, merges and
-// selections are prim's host twins of the GPU primitives.
+// its levels and staging run equal the GPU backend's entry for entry. Sorts,
+// merges and selections are prim's host twins of the GPU primitives.
 type cpuLSM[K, V warpkit.Word] struct {
 	sorteddict.CPUDevice[K, V]
 	levelState
-	keys [][]K // level i: b<<i keys, allocated when first reached
-	tags [][]uint32
-	log  []V
+	keys   [][]K // level i: b<<i keys, allocated when first reached
+	tags   [][]uint32
+	stageK []K // the staging run: levelState.s entries
+	stageT []uint32
+	log    []V
+}
+
+// run is one sorted run a query sees: the staging run or a full level.
+type run[K warpkit.Word] struct {
+	keys []K
+	tags []uint32
+}
+
+// runs returns the non-empty runs newest first: the staging run, then the
+// full levels from level 0 up.
+func (c *cpuLSM[K, V]) runs() []run[K] {
+	var rs []run[K]
+	if c.s > 0 {
+		rs = append(rs, run[K]{c.stageK, c.stageT})
+	}
+	for _, lv := range c.levels() {
+		k, t := c.level(lv)
+		rs = append(rs, run[K]{k, t})
+	}
+	return rs
 }
 
 func newCPU[K, V warpkit.Word](b int) *cpuLSM[K, V] {
@@ -34,7 +53,10 @@ func newCPU[K, V warpkit.Word](b int) *cpuLSM[K, V] {
 }
 
 func (c *cpuLSM[K, V]) state() levelState { return c.levelState }
-func (c *cpuLSM[K, V]) Close() error      { c.keys, c.tags, c.log = nil, nil, nil; return nil }
+func (c *cpuLSM[K, V]) Close() error {
+	c.keys, c.tags, c.stageK, c.stageT, c.log = nil, nil, nil, nil, nil
+	return nil
+}
 
 func (c *cpuLSM[K, V]) level(lv int) ([]K, []uint32) {
 	for len(c.keys) <= lv {
@@ -56,15 +78,25 @@ func (c *cpuLSM[K, V]) Update(ctx context.Context, keys []K, vals []V, dels []bo
 	if err := c.checkRoom(m, kind); err != nil {
 		return err
 	}
-	p := c.padded(m)
-	bk, bt := sorteddict.SortBatchHost(keys, dels, kind, c.logged, p)
+	chunks, rem := c.plan(m)
+	bk, bt := sorteddict.SortBatchHost(keys, dels, kind, c.logged, m)
 	if kind != sorteddict.DeletesOnly { // tombstones' slots are never read: a deletions-only batch logs nothing
 		c.log = append(c.log, vals...)
 		c.logged += m
 	}
-	for ch := p/c.b - 1; ch >= 0; ch-- {
-		c.insertSorted(bk[ch*c.b:(ch+1)*c.b], bt[ch*c.b:(ch+1)*c.b])
+	if c.s > 0 { // the batch is newer than the staging run
+		tk, tt := make([]K, c.s+m), make([]uint32, c.s+m)
+		prim.MergePairsHost(bk, bt, c.stageK, c.stageT, tk, tt, prim.MergeOptions[K]{})
+		bk, bt = tk, tt
 	}
+	// The chunks go in last-first, and the staging run keeps the lowest keys:
+	// a key's segment may span runs, and its head (the entry that decides)
+	// must end up in the newest of them.
+	for ch := chunks - 1; ch >= 0; ch-- {
+		lo := rem + ch*c.b
+		c.insertSorted(bk[lo:lo+c.b], bt[lo:lo+c.b])
+	}
+	c.stageK, c.stageT, c.s = slices.Clone(bk[:rem]), slices.Clone(bt[:rem]), rem
 	return nil
 }
 
@@ -89,15 +121,14 @@ func (c *cpuLSM[K, V]) Cleanup(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	lvls := c.levels()
-	if len(lvls) == 0 {
+	rs := c.runs()
+	if len(rs) == 0 {
 		return nil
 	}
-	mk, mt := c.level(lvls[0])
-	for _, lv := range lvls[1:] {
-		lk, lt := c.level(lv)
-		ok, ot := make([]K, len(mk)+len(lk)), make([]uint32, len(mk)+len(lk))
-		prim.MergePairsHost(mk, mt, lk, lt, ok, ot, prim.MergeOptions[K]{})
+	mk, mt := rs[0].keys, rs[0].tags
+	for _, r := range rs[1:] {
+		ok, ot := make([]K, len(mk)+len(r.keys)), make([]uint32, len(mk)+len(r.keys))
+		prim.MergePairsHost(mk, mt, r.keys, r.tags, ok, ot, prim.MergeOptions[K]{})
 		mk, mt = ok, ot
 	}
 	flags := make([]uint8, len(mk))
@@ -109,27 +140,23 @@ func (c *cpuLSM[K, V]) Cleanup(ctx context.Context) error {
 	ck, ct := make([]K, len(mk)), make([]uint32, len(mk))
 	m := prim.SelectFlaggedPairsHost(mk, mt, flags, ck, ct)
 	ck, ct = ck[:m], ct[:m]
-	r2 := uint64((m + c.b - 1) / c.b)
+	r2, rem := uint64(m/c.b), m%c.b
 	newlog := make([]V, m)
 	for j, t := range ct {
 		newlog[j] = c.log[t&slotMask]
+		ct[j] = uint32(j)
 	}
-	j := 0
+	c.stageK, c.stageT = ck[:rem:rem], ct[:rem:rem]
+	j := rem
 	for lv := 0; r2>>lv != 0; lv++ {
 		if r2>>lv&1 == 0 {
 			continue
 		}
 		lk, lt := c.level(lv)
-		for p := range lk {
-			if j < m {
-				lk[p], lt[p] = ck[j], uint32(j)
-			} else {
-				lk[p], lt[p] = ^K(0), tombBit
-			}
-			j++
-		}
+		j += copy(lk, ck[j:])
+		copy(lt, ct[j-len(lk):])
 	}
-	c.r, c.log, c.logged = r2, newlog, m
+	c.r, c.s, c.log, c.logged = r2, rem, newlog, m
 	return nil
 }
 
@@ -137,13 +164,12 @@ func (c *cpuLSM[K, V]) Lookup(ctx context.Context, keys []K, vals []V, found []b
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	lvls := c.levels()
+	rs := c.runs()
 	for i, k := range keys {
 		vals[i], found[i] = 0, false
-		for _, lv := range lvls {
-			lk, lt := c.level(lv)
-			if p, ok := slices.BinarySearch(lk, k); ok {
-				if t := lt[p]; !isTomb(t) {
+		for _, r := range rs {
+			if p, ok := slices.BinarySearch(r.keys, k); ok {
+				if t := r.tags[p]; !isTomb(t) {
 					vals[i], found[i] = c.log[t&slotMask], true
 				}
 				break
@@ -154,18 +180,17 @@ func (c *cpuLSM[K, V]) Lookup(ctx context.Context, keys []K, vals []V, found []b
 }
 
 // candidates runs stages 1-4 of count/range for one query: the entries of
-// every level in [lo, hi], newest level first, stably sorted by key.
-func (c *cpuLSM[K, V]) candidates(lvls []int, lo, hi K) ([]K, []uint32) {
+// every run in [lo, hi], newest run first, stably sorted by key.
+func candidates[K warpkit.Word](rs []run[K], lo, hi K) ([]K, []uint32) {
 	if lo > hi {
 		return nil, nil
 	}
 	var ck []K
 	var ct []uint32
-	for _, lv := range lvls {
-		lk, lt := c.level(lv)
-		l, _ := slices.BinarySearch(lk, lo)
-		u := l + upperBound(lk[l:], hi)
-		ck, ct = append(ck, lk[l:u]...), append(ct, lt[l:u]...)
+	for _, r := range rs {
+		l, _ := slices.BinarySearch(r.keys, lo)
+		u := l + upperBound(r.keys[l:], hi)
+		ck, ct = append(ck, r.keys[l:u]...), append(ct, r.tags[l:u]...)
 	}
 	prim.SortPairsHost(ck, ct, prim.SortOptions{})
 	return ck, ct
@@ -191,14 +216,14 @@ func valid[K warpkit.Word](ck []K, ct []uint32, e int) bool {
 }
 
 func (c *cpuLSM[K, V]) Count(ctx context.Context, lo, hi []K, counts []uint32) error {
-	lvls := c.levels()
+	rs := c.runs()
 	for i := range lo {
 		if i%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		ck, ct := c.candidates(lvls, lo[i], hi[i])
+		ck, ct := candidates(rs, lo[i], hi[i])
 		n := uint32(0)
 		for e := range ck {
 			if valid(ck, ct, e) {
@@ -211,7 +236,7 @@ func (c *cpuLSM[K, V]) Count(ctx context.Context, lo, hi []K, counts []uint32) e
 }
 
 func (c *cpuLSM[K, V]) Range(ctx context.Context, lo, hi []K) (*RangeResult[K, V], error) {
-	lvls := c.levels()
+	rs := c.runs()
 	res := &RangeResult[K, V]{Offsets: make([]int, len(lo)+1)}
 	for i := range lo {
 		if i%4096 == 0 {
@@ -219,7 +244,7 @@ func (c *cpuLSM[K, V]) Range(ctx context.Context, lo, hi []K) (*RangeResult[K, V
 				return nil, err
 			}
 		}
-		ck, ct := c.candidates(lvls, lo[i], hi[i])
+		ck, ct := candidates(rs, lo[i], hi[i])
 		for e := range ck {
 			if valid(ck, ct, e) {
 				res.Keys = append(res.Keys, ck[e])
@@ -231,21 +256,21 @@ func (c *cpuLSM[K, V]) Range(ctx context.Context, lo, hi []K) (*RangeResult[K, V
 	return res, nil
 }
 
-// neighbor mirrors the successor and predecessor kernels: a cursor per level,
+// neighbor mirrors the successor and predecessor kernels: a cursor per run,
 // skipping keys whose newest entry is a tombstone.
 func (c *cpuLSM[K, V]) Neighbor(ctx context.Context, keys, outKeys []K, outVals []V, found []bool, succ bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	lvls := c.levels()
-	pos := make([]int, len(lvls))
+	rs := c.runs()
+	pos := make([]int, len(rs))
 	for i, k := range keys {
 		outKeys[i], outVals[i], found[i] = 0, 0, false
 		if (succ && k == ^K(0)) || (!succ && k == 0) {
 			continue
 		}
-		for j, lv := range lvls {
-			lk, _ := c.level(lv)
+		for j, r := range rs {
+			lk := r.keys
 			if succ {
 				pos[j] = upperBound(lk, k)
 			} else {
@@ -254,8 +279,8 @@ func (c *cpuLSM[K, V]) Neighbor(ctx context.Context, keys, outKeys []K, outVals 
 		}
 		for {
 			any, cand := false, K(0)
-			for j, lv := range lvls {
-				lk, _ := c.level(lv)
+			for j, r := range rs {
+				lk := r.keys
 				if succ && pos[j] < len(lk) && (!any || lk[pos[j]] < cand) {
 					cand, any = lk[pos[j]], true
 				}
@@ -267,8 +292,8 @@ func (c *cpuLSM[K, V]) Neighbor(ctx context.Context, keys, outKeys []K, outVals 
 				break
 			}
 			decided, tag := false, uint32(0)
-			for j, lv := range lvls {
-				lk, lt := c.level(lv)
+			for j, r := range rs {
+				lk, lt := r.keys, r.tags
 				switch {
 				case succ && pos[j] < len(lk) && lk[pos[j]] == cand:
 					if !decided {
@@ -293,7 +318,8 @@ func (c *cpuLSM[K, V]) Neighbor(ctx context.Context, keys, outKeys []K, outVals 
 }
 
 func (c *cpuLSM[K, V]) snapshot() (*snapshot[K, V], error) {
-	s := &snapshot[K, V]{state: c.levelState, keys: map[int][]K{}, tags: map[int][]uint32{}, log: slices.Clone(c.log)}
+	s := &snapshot[K, V]{state: c.levelState, keys: map[int][]K{}, tags: map[int][]uint32{}, log: slices.Clone(c.log),
+		stageK: slices.Clone(c.stageK), stageT: slices.Clone(c.stageT)}
 	for _, lv := range c.levels() {
 		lk, lt := c.level(lv)
 		s.keys[lv], s.tags[lv] = slices.Clone(lk), slices.Clone(lt)

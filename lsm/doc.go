@@ -13,13 +13,21 @@
 // increment of r), so an entry is merged O(log r) times over its life. Deleting
 // inserts a tombstone. Stale entries (replaced or deleted) stay until Cleanup.
 //
+// Batches need not have b entries. Beside the levels sits a staging run: a
+// sorted run of fewer than b entries, newer than every level, that queries
+// search first. An update sorts its batch, merges it with the staging run
+// (the batch is newer) and, once b or more entries have gathered, sends the
+// top multiple of b of them into the levels as chunks of b; the rest (the
+// lowest keys) stays staged. So memory follows what was inserted: 3,000
+// one-key insertions hold 3,000 entries, not 3,000 batches of b.
+//
 // On the GPU an insertion of one batch is a handful of launches on one
 // stream and a single synchronization at the end, with nothing read back in
 // between: one kernel prepares the batch, one sorts it (prim's fused radix
 // sort runs every pass in one launch for batches of up to 2^19 entries with
-// 32-bit keys, 393,216 with 64-bit keys), and
-// one merge per full level it passes (prim's merge finds its tile splits
-// itself). At the paper's small batch sizes the cost of an insertion is this
+// 32-bit keys, 393,216 with 64-bit keys), one merges it with the staging run
+// when that is not empty, and one merge per full level it passes (prim's
+// merge finds its tile splits itself). At the paper's small batch sizes the cost of an insertion is this
 // fixed latency, not bandwidth, so the number of launches is what was cut.
 //
 // # Batch semantics (§III-A of the paper)
@@ -27,9 +35,9 @@
 // Updates come in mixed batches of insertions and deletions ([LSM.Update]):
 //
 //  1. the batch size b fixes the level sizes (Options.BatchSize);
-//  2. a batch of any size is accepted: a shorter one is padded with copies of
-//     one of its entries, a longer one is sorted as a whole and inserted as
-//     ceil(m/b) consecutive sorted chunks (the paper required exactly b);
+//  2. a batch of any size is accepted (the paper required exactly b): it is
+//     sorted as a whole and merged with the staging run, and what reaches b
+//     enters the levels as consecutive sorted chunks (see Structure);
 //  3. across batches the later batch wins;
 //  4. among several insertions of one key in a batch, the last in the batch wins
 //     (the paper allows any one; we choose, deterministically);
@@ -80,22 +88,21 @@
 //   - Count and Range process queries in chunks so that the candidates of a
 //     chunk fit a memory budget; any number of queries and any range widths
 //     are accepted.
-//   - Cleanup pads with tombstones of the largest key placed after every other
-//     entry, so they never hide a live entry, even of the largest key.
+//   - Nothing is padded: batches shorter than b wait in the staging run (the
+//     paper padded them to b), and Cleanup puts the live entries beyond the
+//     last multiple of b (the smallest keys) in the staging run.
 //
 // # Limits and errors
 //
-// At most MaxResident (2^31-1) entries may be resident (r·b, including stale
-// entries and padding) and at most MaxLogged (2^31) values logged between
+// At most MaxResident (2^31-1) entries may be resident (r·b plus the staging
+// run, including stale entries) and at most MaxLogged (2^31) values logged between
 // cleanups (deletions-only batches log none); beyond that an update fails
 // with ErrInvalidArgument (call Cleanup) and nothing is applied. Device memory
 // exhaustion wraps ErrOutOfMemory. An update allocates what it needs before it
-// changes anything, so ErrOutOfMemory leaves the structure as it was. A batch
-// longer than b is sorted as a whole and applied as chunks of b consecutive
-// sorted entries, highest keys first; only a failing kernel launch (a driver
-// error) can stop it between chunks, which leaves the chunks before it
-// applied: the structure stays consistent, but what is applied is the batch's
-// entries above some key, not a prefix of the batch in its input order.
+// changes anything, so ErrOutOfMemory leaves the structure as it was. Only a
+// failing kernel launch or wait (a driver error) can stop an update or a
+// cleanup after it has begun to change the levels; that call and every later
+// one then return the error (the structure is unusable: close it).
 //
 // Every call waits for the device work it enqueued before it returns, also
 // when it fails. An error from that wait is a device fault (a kernel trap or

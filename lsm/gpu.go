@@ -44,6 +44,14 @@ type gpuLSM[K, V warpkit.Word] struct {
 	upd    *worker[K, V]      // updates and cleanup
 	pool   *sorteddict.Pool[worker[K, V]]
 	pingUp int // ping-pong merge buffer size Options.Capacity reserved (0: none)
+	// The staging run is the first levelState.s entries of stageK[cur] and
+	// stageT[cur]; an update writes the next one into the other pair.
+	stageK [2]sorteddict.Buf[K]
+	stageT [2]sorteddict.Buf[uint32]
+	cur    int
+	// broken is set when an update or cleanup failed after it had begun to
+	// change the levels; every later call returns it.
+	broken error
 
 	chunkQueries int
 	walkCap      uint64
@@ -56,9 +64,12 @@ type worker[K, V warpkit.Word] struct {
 	stream *cuda.Stream
 	stage  sorteddict.Staging
 	ones   sorteddict.Buf[uint8] // deletion flags of a deletions-only batch
-	// Updates: the sorted batch and the ping-pong merge buffers.
+	// Updates: the sorted batch, the batch merged with the staging run, and
+	// the ping-pong merge buffers.
 	batchK sorteddict.Buf[K]
 	batchT sorteddict.Buf[uint32]
+	mergeK sorteddict.Buf[K]
+	mergeT sorteddict.Buf[uint32]
 	pingK  [2]sorteddict.Buf[K]
 	pingT  [2]sorteddict.Buf[uint32]
 	// Count and range stages, and small counters read back by the host.
@@ -80,7 +91,7 @@ func newWorker[K, V warpkit.Word](dev *cuda.Device) (*worker[K, V], error) {
 // that work may have used.
 func (w *worker[K, V]) free() error {
 	err := w.stream.Close()
-	for _, b := range []interface{ Free() }{&w.ones, &w.batchK, &w.batchT, &w.pingK[0], &w.pingK[1], &w.pingT[0], &w.pingT[1],
+	for _, b := range []interface{ Free() }{&w.ones, &w.batchK, &w.batchT, &w.mergeK, &w.mergeT, &w.pingK[0], &w.pingK[1], &w.pingT[0], &w.pingT[1],
 		&w.cnt, &w.off, &w.segoff, &w.ct, &w.selT, &w.counts, &w.small32, &w.start, &w.small64, &w.walkTotal, &w.ck, &w.selK, &w.flags, &w.stage} {
 		b.Free()
 	}
@@ -142,7 +153,8 @@ func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, b, capacity int) (*gp
 }
 
 // reserve allocates what updates up to capacity resident entries need: the
-// levels, the log, the ping-pong merge buffers, a batch buffer and prim's sort
+// levels, the log, the ping-pong merge buffers, the staging buffers, a batch
+// buffer, the buffer of a batch merged with the staging run, and prim's sort
 // scratch for one batch (by sorting the uninitialized batch buffer once).
 func (g *gpuLSM[K, V]) reserve(capacity int) error {
 	w, s := g.upd, g.upd.stream
@@ -162,8 +174,17 @@ func (g *gpuLSM[K, V]) reserve(capacity int) error {
 	}
 	bk, err1 := w.batchK.Get(g.dev, s, g.b)
 	bt, err2 := w.batchT.Get(g.dev, s, g.b)
-	if err := errors.Join(err1, err2); err != nil {
+	_, err3 := w.mergeK.Get(g.dev, s, 2*g.b)
+	_, err4 := w.mergeT.Get(g.dev, s, 2*g.b)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return err
+	}
+	for i := range 2 {
+		_, err1 := g.stageK[i].Get(g.dev, s, g.b)
+		_, err2 := g.stageT[i].Get(g.dev, s, g.b)
+		if err := errors.Join(err1, err2); err != nil {
+			return err
+		}
 	}
 	return errors.Join(prim.SortPairs(g.eng, s, bk, bt, prim.SortOptions{}), s.Synchronize())
 }
@@ -199,6 +220,10 @@ func (g *gpuLSM[K, V]) Close() error {
 	}
 	for i := range g.lkeys {
 		errs = append(errs, g.lkeys[i].Free(), g.ltags[i].Free())
+	}
+	for i := range 2 {
+		g.stageK[i].Free()
+		g.stageT[i].Free()
 	}
 	errs = append(errs, g.log.Free(), g.tab.Free())
 	if g.eng != nil {
@@ -262,6 +287,9 @@ func (g *gpuLSM[K, V]) ensureLog(need int) error {
 }
 
 func (g *gpuLSM[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], dels cuda.Slice[uint8], kind sorteddict.UpdateKind) (err error) {
+	if g.broken != nil {
+		return g.broken
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -274,8 +302,8 @@ func (g *gpuLSM[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], val
 	}
 	w, s := g.upd, g.upd.stream
 	defer sorteddict.SyncOnError(s, &err)
-	p := g.padded(m)
-	chunks := p / g.b
+	chunks, rem := g.plan(m)
+	n, nxt := g.s+m, 1-g.cur
 
 	// Allocate everything before changing anything.
 	if err := g.ensureLevels(bits.Len64(g.r+uint64(chunks)) - 1); err != nil {
@@ -305,14 +333,45 @@ func (g *gpuLSM[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], val
 			return err
 		}
 	}
-	direct := chunks == 1 && g.r&1 == 0 // sort straight into the empty level 0
-	bk, bt := g.lkeys[0], g.ltags[0]
-	if !direct {
-		var err error
-		if bk, err = w.batchK.Get(g.dev, s, p); err != nil {
+	// The batch is sorted straight into empty level 0 when it is exactly one
+	// chunk and nothing is staged, straight into the next staging run when it
+	// is short and nothing is staged, and otherwise into the batch buffer. T,
+	// the batch merged with the staging run (n entries), goes to the next
+	// staging run when it is short, otherwise to the merge buffer; its top
+	// chunks·b entries then enter the levels, and the rest is copied to the
+	// next staging run.
+	var bk, tk, nk cuda.Slice[K]
+	var bt, tt, nt cuda.Slice[uint32]
+	get := func(kb *sorteddict.Buf[K], tb *sorteddict.Buf[uint32], n int) (cuda.Slice[K], cuda.Slice[uint32], error) {
+		k, err1 := kb.Get(g.dev, s, n)
+		t, err2 := tb.Get(g.dev, s, n)
+		return k, t, errors.Join(err1, err2)
+	}
+	direct := g.s == 0 && m == g.b && g.r&1 == 0
+	switch {
+	case direct:
+		bk, bt = g.lkeys[0], g.ltags[0]
+	case g.s == 0 && chunks == 0:
+		bk, bt, err = get(&g.stageK[nxt], &g.stageT[nxt], m)
+	default:
+		bk, bt, err = get(&w.batchK, &w.batchT, m)
+	}
+	if err != nil {
+		return err
+	}
+	tk, tt = bk, bt
+	if g.s > 0 {
+		if chunks == 0 {
+			tk, tt, err = get(&g.stageK[nxt], &g.stageT[nxt], n)
+		} else {
+			tk, tt, err = get(&w.mergeK, &w.mergeT, n)
+		}
+		if err != nil {
 			return err
 		}
-		if bt, err = w.batchT.Get(g.dev, s, p); err != nil {
+	}
+	if chunks > 0 && rem > 0 {
+		if nk, nt, err = get(&g.stageK[nxt], &g.stageT[nxt], rem); err != nil {
 			return err
 		}
 	}
@@ -323,28 +382,59 @@ func (g *gpuLSM[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], val
 	if kind != sorteddict.DeletesOnly {
 		log = g.log
 	}
-	if err := g.fn.prep.Launch(sorteddict.Grid(p), sorteddict.Block, 0, s, keys, dels, vals, uint64(m), uint64(p), uint32(g.logged), bk, bt, log); err != nil {
+	if err := g.fn.prep.Launch(sorteddict.Grid(m), sorteddict.Block, 0, s, keys, dels, vals, uint64(m), uint64(m), uint32(g.logged), bk, bt, log); err != nil {
 		return err
 	}
 	if err := prim.SortPairs(g.eng, s, bk, bt, prim.SortOptions{}); err != nil {
 		return err
 	}
 	if kind != sorteddict.InsertsOnly { // without tombstones there is nothing to fix up
-		if err := g.fn.fixup.Launch(sorteddict.Grid(p), sorteddict.Block, 0, s, bk, bt, uint64(p)); err != nil {
+		if err := g.fn.fixup.Launch(sorteddict.Grid(m), sorteddict.Block, 0, s, bk, bt, uint64(m)); err != nil {
 			return err
 		}
 	}
+	if g.s > 0 { // the batch is newer than the staging run
+		sk, st := g.stageRun()
+		if err := prim.MergePairs(g.eng, s, bk, bt, sk, st, tk, tt, prim.MergeOptions[K]{}); err != nil {
+			return err
+		}
+	}
+	// From here on the levels change: a failure leaves them undefined.
+	defer func() {
+		if err != nil {
+			g.broken = fmt.Errorf("lsm: an update failed after it had begun to change the levels; the structure is unusable: %w", err)
+		}
+	}()
 	if kind != sorteddict.DeletesOnly {
 		g.logged += m
 	}
-	// The chunks of one batch go in last-first: a key's segment may span chunks,
-	// and its head (the entry that decides) must end up newest.
+	// The chunks go in last-first, and the staging run keeps the lowest keys:
+	// a key's segment may span runs, and its head (the entry that decides)
+	// must end up in the newest of them.
 	for ch := chunks - 1; ch >= 0; ch-- {
-		if err := g.cascade(w, bk.Sub(ch*g.b, (ch+1)*g.b), bt.Sub(ch*g.b, (ch+1)*g.b), direct); err != nil {
+		lo := rem + ch*g.b
+		if err := g.cascade(w, tk.Sub(lo, lo+g.b), tt.Sub(lo, lo+g.b), direct); err != nil {
 			return err
 		}
 	}
-	return s.Synchronize()
+	if chunks > 0 && rem > 0 {
+		if err := errors.Join(cuda.CopyAsync(nk, tk.Sub(0, rem), s), cuda.CopyAsync(nt, tt.Sub(0, rem), s)); err != nil {
+			return err
+		}
+	}
+	if err := s.Synchronize(); err != nil {
+		return err
+	}
+	g.cur, g.s = nxt, rem
+	return nil
+}
+
+// stageRun returns the staging run (zero slices when it is empty).
+func (g *gpuLSM[K, V]) stageRun() (cuda.Slice[K], cuda.Slice[uint32]) {
+	if g.s == 0 {
+		return cuda.Slice[K]{}, cuda.Slice[uint32]{}
+	}
+	return g.stageK[g.cur].View(g.s), g.stageT[g.cur].View(g.s)
 }
 
 // cascade inserts one sorted batch of b entries: merges it with the full
@@ -385,11 +475,14 @@ func (g *gpuLSM[K, V]) cascade(w *worker[K, V], ak cuda.Slice[K], at cuda.Slice[
 }
 
 func (g *gpuLSM[K, V]) Cleanup(ctx context.Context) (err error) {
+	if g.broken != nil {
+		return g.broken
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	lvls := g.levels()
-	if len(lvls) == 0 {
+	if len(lvls) == 0 && g.s == 0 {
 		return nil
 	}
 	w, s, n := g.upd, g.upd.stream, g.resident()
@@ -425,10 +518,15 @@ func (g *gpuLSM[K, V]) Cleanup(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	// Merge all levels, newest first, so each key's entries stay newest first.
-	mk, mt := g.lkeys[lvls[0]], g.ltags[lvls[0]]
-	size, out := g.b<<lvls[0], 0
-	for _, lv := range lvls[1:] {
+	// Merge the staging run and all levels, newest first, so each key's
+	// entries stay newest first.
+	mk, mt := g.stageRun()
+	size, out := g.s, 0
+	if g.s == 0 {
+		mk, mt = g.lkeys[lvls[0]], g.ltags[lvls[0]]
+		size, lvls = g.b<<lvls[0], lvls[1:]
+	}
+	for _, lv := range lvls {
 		size += g.b << lv
 		ok, ot := pk[out].Sub(0, size), pt[out].Sub(0, size)
 		if err := prim.MergePairs(g.eng, s, mk, mt, g.lkeys[lv], g.ltags[lv], ok, ot, prim.MergeOptions[K]{}); err != nil {
@@ -448,13 +546,21 @@ func (g *gpuLSM[K, V]) Cleanup(ctx context.Context) (err error) {
 		return err
 	}
 	m := int(mm[0])
-	r2 := uint64((m + g.b - 1) / g.b)
+	r2, rem, nxt := uint64(m/g.b), m%g.b, 1-g.cur
+	if err := g.ensureLevels(bits.Len64(r2) - 1); err != nil {
+		return err
+	}
+	nk, err1 := g.stageK[nxt].Get(g.dev, s, rem)
+	nt, err2 := g.stageT[nxt].Get(g.dev, s, rem)
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
 	var newlog cuda.Slice[V]
 	if m > 0 {
 		if newlog, err = cuda.Alloc[V](g.dev, m+g.b); err != nil {
 			return err
 		}
-		if err := g.fn.scatter.Launch(sorteddict.Grid(int(r2)*g.b), sorteddict.Block, 0, s, sk, st, uint64(m), g.log, newlog, uint64(g.b), r2, g.tab); err != nil {
+		if err := g.fn.scatter.Launch(sorteddict.Grid(m), sorteddict.Block, 0, s, sk, st, uint64(m), g.log, newlog, uint64(g.b), r2, g.tab, nk, nt, uint64(rem)); err != nil {
 			newlog.Free()
 			return err
 		}
@@ -463,40 +569,52 @@ func (g *gpuLSM[K, V]) Cleanup(ctx context.Context) (err error) {
 		// A device fault: the scatter may have rewritten part of the
 		// levels, so the structure is undefined (see the package doc).
 		newlog.Free()
+		g.broken = fmt.Errorf("lsm: cleanup failed while it rewrote the levels; the structure is unusable: %w", err)
 		return err
 	}
 	g.log.Free()
-	g.log, g.r, g.logged = newlog, r2, m
+	g.log, g.r, g.s, g.cur, g.logged = newlog, r2, rem, nxt, m
 	return nil
 }
 
 func (g *gpuLSM[K, V]) LookupDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], found cuda.Slice[uint8]) error {
+	if g.broken != nil {
+		return g.broken
+	}
 	if keys.Len() == 0 {
 		return ctx.Err()
 	}
+	sk, st := g.stageRun()
 	return g.pool.With(ctx, func(w *worker[K, V]) error {
 		n := keys.Len()
-		err := g.fn.lookup.Launch(sorteddict.Grid(n), sorteddict.Block, 0, w.stream, g.tab, g.log, uint64(g.b), g.r, keys, uint64(n), vals, found)
+		err := g.fn.lookup.Launch(sorteddict.Grid(n), sorteddict.Block, 0, w.stream, g.tab, g.log, uint64(g.b), g.r, sk, st, uint64(g.s), keys, uint64(n), vals, found)
 		return errors.Join(err, w.stream.Synchronize())
 	})
 }
 
 func (g *gpuLSM[K, V]) NeighborDevice(ctx context.Context, keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8], succ bool) error {
+	if g.broken != nil {
+		return g.broken
+	}
 	if keys.Len() == 0 {
 		return ctx.Err()
 	}
+	sk, st := g.stageRun()
 	f := g.fn.pred
 	if succ {
 		f = g.fn.succ
 	}
 	return g.pool.With(ctx, func(w *worker[K, V]) error {
 		n := keys.Len()
-		err := f.Launch(sorteddict.Grid(n), sorteddict.Block, 0, w.stream, g.tab, g.log, uint64(g.b), g.r, keys, uint64(n), outKeys, outVals, found)
+		err := f.Launch(sorteddict.Grid(n), sorteddict.Block, 0, w.stream, g.tab, g.log, uint64(g.b), g.r, sk, st, uint64(g.s), keys, uint64(n), outKeys, outVals, found)
 		return errors.Join(err, w.stream.Synchronize())
 	})
 }
 
 func (g *gpuLSM[K, V]) CountDevice(ctx context.Context, lo, hi cuda.Slice[K], counts cuda.Slice[uint32]) error {
+	if g.broken != nil {
+		return g.broken
+	}
 	return g.pool.With(ctx, func(w *worker[K, V]) error {
 		_, err := g.countRange(ctx, w, lo, hi, counts, false)
 		return err
@@ -504,6 +622,9 @@ func (g *gpuLSM[K, V]) CountDevice(ctx context.Context, lo, hi cuda.Slice[K], co
 }
 
 func (g *gpuLSM[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*DeviceRange[K, V], error) {
+	if g.broken != nil {
+		return nil, g.broken
+	}
 	var res *DeviceRange[K, V]
 	err := g.pool.With(ctx, func(w *worker[K, V]) error {
 		counts, err := w.counts.Get(g.dev, w.stream, lo.Len())
@@ -523,6 +644,9 @@ func (g *gpuLSM[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*
 // paper's five stages.
 func (g *gpuLSM[K, V]) countRange(ctx context.Context, w *worker[K, V], lo, hi cuda.Slice[K], counts cuda.Slice[uint32], wantRange bool) (res *DeviceRange[K, V], err error) {
 	s, nq, nlev := w.stream, lo.Len(), len(g.levels())
+	if g.s > 0 {
+		nlev++ // the staging run
+	}
 	if err := counts.Zero(s); err != nil {
 		return nil, err
 	}
@@ -581,7 +705,8 @@ func (g *gpuLSM[K, V]) walk(w *worker[K, V], lo, hi cuda.Slice[K], counts cuda.S
 	}
 	err := errors.Join(ovf.Zero(s), tot.Zero(s))
 	if err == nil {
-		err = g.fn.walkCount.Launch(cuda.GridFor(qc, sorteddict.BlockSize), sorteddict.Block, 0, s, g.tab, uint64(g.b), g.r, lo, hi, uint64(qc), g.walkCap, counts, ovf, tot)
+		sk, st := g.stageRun()
+		err = g.fn.walkCount.Launch(cuda.GridFor(qc, sorteddict.BlockSize), sorteddict.Block, 0, s, g.tab, uint64(g.b), g.r, sk, st, uint64(g.s), lo, hi, uint64(qc), g.walkCap, counts, ovf, tot)
 	}
 	if err != nil {
 		return false, err
@@ -610,7 +735,8 @@ func (g *gpuLSM[K, V]) walk(w *worker[K, V], lo, hi cuda.Slice[K], counts cuda.S
 	if err != nil {
 		return false, err
 	}
-	return true, g.fn.walkRange.Launch(sorteddict.Grid(qc), sorteddict.Block, 0, s, g.tab, g.log, uint64(g.b), g.r, lo, hi, uint64(qc), off, k, v)
+	sk, st := g.stageRun()
+	return true, g.fn.walkRange.Launch(sorteddict.Grid(qc), sorteddict.Block, 0, s, g.tab, g.log, uint64(g.b), g.r, sk, st, uint64(g.s), lo, hi, uint64(qc), off, k, v)
 }
 
 // stage1 runs the per-level bounds of queries [q0, q0+qc) and returns how many
@@ -627,7 +753,8 @@ func (g *gpuLSM[K, V]) stage1(w *worker[K, V], lo, hi cuda.Slice[K], q0, qc, nle
 		if err := tot.Zero(s); err != nil {
 			return 0, 0, err
 		}
-		err := g.fn.bounds.Launch(cuda.GridFor(qc, sorteddict.BlockSize), sorteddict.Block, 0, s, g.tab, uint64(g.b), g.r, uint32(nlev),
+		sk, st := g.stageRun()
+		err := g.fn.bounds.Launch(cuda.GridFor(qc, sorteddict.BlockSize), sorteddict.Block, 0, s, g.tab, uint64(g.b), g.r, sk, st, uint64(g.s), uint32(nlev),
 			lo.Sub(q0, q0+qc), hi.Sub(q0, q0+qc), uint64(qc), cnt, start, tot)
 		if err != nil {
 			return 0, 0, err
@@ -667,7 +794,8 @@ func (g *gpuLSM[K, V]) stages2to5(w *worker[K, V], qc, nlev, total int, counts c
 	if err := g.fn.queryOffsets.Launch(sorteddict.Grid(qc+1), sorteddict.Block, 0, s, off, uint32(nlev), uint64(qc), uint32(total), segoff); err != nil {
 		return err
 	}
-	if err := g.fn.gather.Launch(sorteddict.TileGrid(total, tileItems), sorteddict.Block, 0, s, g.tab, off, start, uint64(nseg), uint64(total), ck, ct); err != nil {
+	stk, stt := g.stageRun()
+	if err := g.fn.gather.Launch(sorteddict.TileGrid(total, tileItems), sorteddict.Block, 0, s, g.tab, stk, stt, off, start, uint64(nseg), uint64(total), ck, ct); err != nil {
 		return err
 	}
 	// One query is one segment: sort it with the device-wide radix sort (same
@@ -730,6 +858,14 @@ func (g *gpuLSM[K, V]) snapshot() (*snapshot[K, V], error) {
 			return nil, err
 		}
 		sn.keys[lv], sn.tags[lv] = k, t
+	}
+	if sk, st := g.stageRun(); g.s > 0 {
+		var err1, err2 error
+		sn.stageK, err1 = sk.ToHost()
+		sn.stageT, err2 = st.ToHost()
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, err
+		}
 	}
 	if g.logged > 0 {
 		var err error

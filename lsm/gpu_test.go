@@ -67,6 +67,14 @@ func sameLevels[K, V warpkit.Word](g, c *LSM[K, V]) error {
 	if gs.state != cs.state {
 		return fmt.Errorf("gpu state %+v, cpu %+v", gs.state, cs.state)
 	}
+	if !slices.Equal(gs.stageK, cs.stageK) || !slices.Equal(gs.stageT, cs.stageT) {
+		return fmt.Errorf("staging runs differ")
+	}
+	for i, t := range cs.stageT {
+		if !isTomb(t) && gs.log[t&slotMask] != cs.log[t&slotMask] {
+			return fmt.Errorf("staging entry %d: logged value differs", i)
+		}
+	}
 	for _, lv := range cs.state.levels() {
 		if !slices.Equal(gs.keys[lv], cs.keys[lv]) {
 			return fmt.Errorf("level %d keys differ", lv)
@@ -245,6 +253,12 @@ func TestGPUCapacityKept(t *testing.T) {
 			if k, tg := g.upd.pingK[i].Cap(), g.upd.pingT[i].Cap(); k != g.pingUp || tg != g.pingUp {
 				t.Fatalf("%s: merge buffers %d hold %d keys and %d tags, want %d", when, i, k, tg, g.pingUp)
 			}
+			if k, tg := g.stageK[i].Cap(), g.stageT[i].Cap(); k != b || tg != b {
+				t.Fatalf("%s: staging buffers %d hold %d keys and %d tags, want %d", when, i, k, tg, b)
+			}
+		}
+		if k, tg := g.upd.mergeK.Cap(), g.upd.mergeT.Cap(); k != 2*b || tg != 2*b {
+			t.Fatalf("%s: batch merge buffers hold %d keys and %d tags, want %d", when, k, tg, 2*b)
 		}
 	}
 	for round := range 2 {
@@ -270,4 +284,8 @@ func TestGPUOutOfMemory(t *testing.T) {
 	dev := gputest.Device(t)
 	l := newGPUTest[uint32, uint32](t, dev, 1<<12)
 	dicttest.OutOfMemory[uint32, uint32](t, dev, l, func() string { return fmt.Sprintf("%+v", l.Stats()) })
+}
+
+func TestGPUShortBatches(t *testing.T) {
+	shortBatches(t, newGPUTest[uint32, uint32](t, gputest.Device(t), 0))
 }

@@ -14,8 +14,8 @@ import (
 // DefaultBatchSize is the batch size b when Options.BatchSize is 0.
 const DefaultBatchSize = 1 << 16
 
-// MaxResident is the largest number of entries (r·b, stale entries and
-// padding included) an LSM holds (prim's per-call limit, which a cleanup's
+// MaxResident is the largest number of entries (r·b plus the staging run,
+// stale entries included) an LSM holds (prim's per-call limit, which a cleanup's
 // merge of all levels reaches); MaxLogged the largest number of values logged
 // between cleanups (a tag's 31-bit slot).
 const (
@@ -34,14 +34,15 @@ type Options struct {
 	// favours update throughput and queries, smaller b short batches.
 	BatchSize int
 	// Capacity, when positive, reserves device memory up front for that many
-	// resident entries: the levels, the value log, the merge buffers and the
-	// sort scratch of a batch of b, so that device-resident insertions and
-	// mixed updates of at most b entries within it allocate nothing (also
-	// after Cleanup, which returns its own larger buffers). Other updates
-	// still allocate, once, what the reservation does not cover: a
-	// deletions-only batch its deletion flags (DeleteDevice, Delete), a batch
-	// longer than b its sort buffers and scratch, and the Go-slice methods
-	// their device copies of the arguments and pinned staging.
+	// resident entries: the levels, the value log, the merge buffers, the
+	// staging run and the sort scratch of a batch of b, so that
+	// device-resident insertions and mixed updates of at most b entries
+	// within it allocate nothing (also after Cleanup, which returns its own
+	// larger buffers). Other updates still allocate, once, what the
+	// reservation does not cover: a deletions-only batch its deletion flags
+	// (DeleteDevice, Delete), a batch longer than b its sort buffers and
+	// scratch, and the Go-slice methods their device copies of the arguments
+	// and pinned staging.
 	Capacity int
 }
 
@@ -54,9 +55,14 @@ type DeviceRange[K, V warpkit.Word] = sorteddict.DeviceRange[K, V]
 // Stats describes the structure's current shape.
 type Stats struct {
 	BatchSize int
-	// Batches is r, the number of resident batches; the full levels are its set bits.
+	// Batches is r, the number of batches of b in the levels; the full levels
+	// are its set bits.
 	Batches uint64
-	// Resident is r·b: entries held, stale entries, tombstones and padding included.
+	// Staged is the length of the staging run: the newest entries, fewer than
+	// b, that wait for the next b to gather before they enter level 0.
+	Staged int
+	// Resident is r·b + Staged: entries held, stale entries and tombstones
+	// included.
 	Resident int
 	// Levels lists the sizes of the full levels, newest (smallest) first.
 	Levels []int
@@ -79,17 +85,21 @@ type engine[K, V warpkit.Word] interface {
 	snapshot() (*snapshot[K, V], error)
 }
 
-// levelState is the host-side shape both backends keep.
+// levelState is the host-side shape both backends keep: b, the full levels
+// (the set bits of r), the staging run's length s and the value log's.
 type levelState struct {
 	b      int
 	r      uint64
+	s      int
 	logged int
 }
 
-func (s levelState) resident() int { return int(s.r) * s.b }
+func (s levelState) resident() int { return int(s.r)*s.b + s.s }
 
-// padded returns the number of entries a batch of m becomes: ceil(m/b)·b.
-func (s levelState) padded(m int) int { return (m + s.b - 1) / s.b * s.b }
+// plan returns how a batch of m entries lands: the staging run and the
+// sorted batch (s+m entries) yield chunks runs of b for level 0 and a new
+// staging run of rem.
+func (s levelState) plan(m int) (chunks, rem int) { return (s.s + m) / s.b, (s.s + m) % s.b }
 
 // checkRoom fails when a batch of m entries of the given kind would exceed
 // the limits. A deletions-only batch logs no values (tombstones' slots are
@@ -98,7 +108,7 @@ func (s levelState) checkRoom(m int, kind sorteddict.UpdateKind) error {
 	if kind != sorteddict.DeletesOnly && s.logged+m > MaxLogged {
 		return fmt.Errorf("lsm: update: %w: %d logged values plus a batch of %d exceed %d; call Cleanup", warpkit.ErrInvalidArgument, s.logged, m, MaxLogged)
 	}
-	if s.resident()+s.padded(m) > MaxResident {
+	if s.resident()+m > MaxResident {
 		return fmt.Errorf("lsm: update: %w: %d resident entries plus a batch of %d exceed %d; call Cleanup", warpkit.ErrInvalidArgument, s.resident(), m, MaxResident)
 	}
 	return nil
@@ -124,13 +134,15 @@ func (s levelState) deepest(chunks int) int {
 	return d
 }
 
-// snapshot is a copy of the levels and the value log, for tests that compare
-// the two backends entry by entry.
+// snapshot is a copy of the levels, the staging run and the value log, for
+// tests that compare the two backends entry by entry.
 type snapshot[K, V warpkit.Word] struct {
-	state levelState
-	keys  map[int][]K
-	tags  map[int][]uint32
-	log   []V
+	state  levelState
+	keys   map[int][]K
+	tags   map[int][]uint32
+	stageK []K
+	stageT []uint32
+	log    []V
 }
 
 // New returns an empty LSM.
@@ -180,7 +192,7 @@ func (l *LSM[K, V]) Close() error { return l.f.Close() }
 func (l *LSM[K, V]) Stats() Stats {
 	var s levelState
 	l.f.Read("stats", func() error { s = l.impl.state(); return nil })
-	st := Stats{BatchSize: s.b, Batches: s.r, Resident: s.resident(), Logged: s.logged}
+	st := Stats{BatchSize: s.b, Batches: s.r, Staged: s.s, Resident: s.resident(), Logged: s.logged}
 	for _, lv := range s.levels() {
 		st.Levels = append(st.Levels, s.b<<lv)
 	}
@@ -219,7 +231,8 @@ func (l *LSM[K, V]) DeleteDevice(ctx context.Context, keys cuda.Slice[K]) error 
 }
 
 // Cleanup removes stale entries and tombstones and rebuilds the levels from
-// the live entries (padded to a multiple of b), as in §III-F of the paper.
+// the live entries, as in §III-F of the paper (the m mod b smallest keys
+// become the staging run).
 func (l *LSM[K, V]) Cleanup(ctx context.Context) error {
 	return l.f.Write("cleanup", func() error { return l.impl.Cleanup(ctx) })
 }

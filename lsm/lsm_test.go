@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/warpkit/warpkit"
@@ -64,8 +65,8 @@ func cpuRun[K, V warpkit.Word](t *testing.T, b int, w dicttest.Workload, steps i
 }
 
 // checkShape verifies the level invariants: sizes b·2^i for the set bits of
-// r, each level sorted, and after a cleanup exactly the live keys resident
-// (padding aside).
+// r, a staging run shorter than b, each run sorted, and no fewer entries
+// resident than live keys.
 func checkShape[K, V warpkit.Word](t *testing.T, l *LSM[K, V], live int) {
 	t.Helper()
 	sn, err := l.impl.snapshot()
@@ -85,6 +86,10 @@ func checkShape[K, V warpkit.Word](t *testing.T, l *LSM[K, V], live int) {
 		}
 		total += len(ks)
 	}
+	if len(sn.stageK) != sn.state.s || sn.state.s >= sn.state.b || !slices.IsSorted(sn.stageK) {
+		t.Fatalf("staging run of %d entries (state %d, b %d), sorted %v", len(sn.stageK), sn.state.s, sn.state.b, slices.IsSorted(sn.stageK))
+	}
+	total += sn.state.s
 	if total != sn.state.resident() || total < live {
 		t.Fatalf("%d entries resident, state says %d, %d live", total, sn.state.resident(), live)
 	}
@@ -122,9 +127,9 @@ func TestCPUBatchSemantics(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after cleanup")
-	// The padding tombstones of the largest key must not hide it, and a later
-	// delete of it must.
-	if st := l.Stats(); st.Resident%4 != 0 || st.Logged != 4 {
+	// Cleanup keeps exactly the live entries (no padding); a later delete of
+	// the largest key hides it.
+	if st := l.Stats(); st.Resident != 4 || st.Logged != 4 || st.Batches != 1 || st.Staged != 0 {
 		t.Fatalf("after cleanup: %+v", st)
 	}
 	if err := l.Delete(ctx, []uint32{mx, 12345}); err != nil {
@@ -212,19 +217,100 @@ func TestCPULimits(t *testing.T) {
 	if err := l.Delete(context.Background(), []uint32{1, 2}); err != nil {
 		t.Fatalf("deletions with the log full: %v", err)
 	}
-	if st := l.Stats(); st.Logged != MaxLogged || st.Batches != 1 {
-		t.Fatalf("deletions-only batch: %+v, want the log untouched and one batch", st)
+	if st := l.Stats(); st.Logged != MaxLogged || st.Staged != 2 {
+		t.Fatalf("deletions-only batch: %+v, want the log untouched and two entries staged", st)
 	}
 	if err := l.Update(context.Background(), []uint32{1, 2}, []uint32{1, 2}, []bool{true, true}); !errors.Is(err, warpkit.ErrInvalidArgument) {
 		t.Fatalf("mixed batch (of deletions) with the log full: %v, want ErrInvalidArgument", err)
 	}
 	c.logged = 0
-	c.r = MaxResident / (1 << 20)
-	if err := l.Insert(context.Background(), []uint32{1}, []uint32{1}); !errors.Is(err, warpkit.ErrInvalidArgument) {
+	c.r, c.s = MaxResident/(1<<20), MaxResident%(1<<20)-2 // two below the limit
+	if err := l.Insert(context.Background(), []uint32{1, 2, 3}, []uint32{1, 2, 3}); !errors.Is(err, warpkit.ErrInvalidArgument) {
 		t.Fatalf("resident overflow: %v", err)
 	}
-	c.r = 0
-	if st := l.Stats(); st.Resident != 0 || st.Batches != 0 {
+	c.r, c.s = 0, 2
+	if st := l.Stats(); st.Resident != 2 || st.Batches != 0 {
 		t.Fatalf("stats changed by failed updates: %+v", st)
 	}
 }
+
+// shortBatches inserts 3,000 one-key batches with the default batch size and
+// checks that they hold 3,000 entries (the staging run), not 3,000 padded
+// batches of b, and that a long batch then moves the staging run's entries
+// into level 0 without losing or resurrecting any.
+func shortBatches(t *testing.T, l *LSM[uint32, uint32]) {
+	ctx := context.Background()
+	const n = 3000
+	for i := range n {
+		if err := l.Insert(ctx, []uint32{uint32(2 * i)}, []uint32{uint32(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := l.Stats(); st.Resident != n || st.Staged != n || st.Batches != 0 || st.Logged != n {
+		t.Fatalf("after %d one-key batches: %+v", n, st)
+	}
+	// Delete the first 100 keys one by one; overwrite the next 100.
+	for i := range 100 {
+		if err := l.Delete(ctx, []uint32{uint32(2 * i)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Insert(ctx, []uint32{uint32(2 * (100 + i))}, []uint32{7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(k uint32) (uint32, bool) {
+		switch i := k / 2; {
+		case k%2 == 0 && i < 100:
+			return 0, false
+		case k%2 == 0 && i < 200:
+			return 7, true
+		case k%2 == 0 && i < n:
+			return i, true
+		case k%2 == 1 && k < 2*DefaultBatchSize:
+			return k, true // the long batch's odd keys
+		}
+		return 0, false
+	}
+	long := make([]uint32, DefaultBatchSize)
+	for i := range long {
+		long[i] = uint32(2*i + 1)
+	}
+	if err := l.Insert(ctx, long, long); err != nil {
+		t.Fatal(err)
+	}
+	if st := l.Stats(); st.Batches != 1 || st.Staged != n+200 || st.Resident != DefaultBatchSize+n+200 {
+		t.Fatalf("after the long batch: %+v", st)
+	}
+	probe := make([]uint32, 0, 2*n+64)
+	for k := range uint32(2*n + 64) {
+		probe = append(probe, k)
+	}
+	vals, found := make([]uint32, len(probe)), make([]bool, len(probe))
+	if err := l.Lookup(ctx, probe, vals, found); err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range probe {
+		if v, ok := want(k); found[i] != ok || vals[i] != v {
+			t.Fatalf("lookup(%d) = %d, %v; want %d, %v", k, vals[i], found[i], v, ok)
+		}
+	}
+	counts := make([]uint32, 1)
+	if err := l.Count(ctx, []uint32{0}, []uint32{^uint32(0)}, counts); err != nil || counts[0] != n-100+DefaultBatchSize {
+		t.Fatalf("count of everything = %d, %v; want %d", counts[0], err, n-100+DefaultBatchSize)
+	}
+	if err := l.Cleanup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := l.Stats(); st.Resident != n-100+DefaultBatchSize || st.Staged != n-100 || st.Batches != 1 {
+		t.Fatalf("after cleanup: %+v", st)
+	}
+	out, ov, f := make([]uint32, 1), make([]uint32, 1), make([]bool, 1)
+	if err := l.Successor(ctx, []uint32{0}, out, ov, f); err != nil || !f[0] || out[0] != 1 {
+		t.Fatalf("successor(0) = %d, %v, %v", out[0], f[0], err)
+	}
+	if err := l.Predecessor(ctx, []uint32{200}, out, ov, f); err != nil || !f[0] || out[0] != 199 {
+		t.Fatalf("predecessor(200) = %d, %v, %v", out[0], f[0], err)
+	}
+}
+
+func TestCPUShortBatches(t *testing.T) { shortBatches(t, newCPUTest[uint32, uint32](t, 0)) }

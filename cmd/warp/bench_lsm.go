@@ -189,7 +189,7 @@ func (b *lsmBench) open(bs, capacity int) (*lsm.LSM[uint32, uint32], *sortedarra
 		a.Close()
 		return nil, nil, err
 	}
-	if st := l.Stats(); st.Batches != 0 || a.Len() != 0 {
+	if st := l.Stats(); st.Batches != 0 || st.Staged != 0 || a.Len() != 0 {
 		l.Close()
 		a.Close()
 		return nil, nil, fmt.Errorf("warm-up left entries behind: %+v, %d", st, a.Len())

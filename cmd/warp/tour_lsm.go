@@ -66,7 +66,7 @@ func tourLSM(ctx context.Context, env tourEnv) error {
 	st := l.Stats()
 	fmt.Printf("   %d mixed batches of %d (10%% deletions, 10%% replacements): sorted array %s, LSM %s (%.1fx)  [%s backend]\n",
 		batches, batch, took[0].Round(time.Microsecond), took[1].Round(time.Microsecond), took[0].Seconds()/took[1].Seconds(), l.Backend())
-	fmt.Printf("   LSM: %d entries resident in levels %v for %d live keys\n", st.Resident, st.Levels, a.Len())
+	fmt.Printf("   LSM: %d entries resident in levels %v and %d staged for %d live keys\n", st.Resident, st.Levels, st.Staged, a.Len())
 	if err := tourCompare(ctx, a, l, inserted, "before cleanup"); err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func tourLSM(ctx context.Context, env tourEnv) error {
 		return err
 	}
 	st = l.Stats()
-	fmt.Printf("   LSM cleanup in %s: %d entries resident in levels %v\n", time.Since(start).Round(time.Microsecond), st.Resident, st.Levels)
+	fmt.Printf("   LSM cleanup in %s: %d entries resident in levels %v and %d staged\n", time.Since(start).Round(time.Microsecond), st.Resident, st.Levels, st.Staged)
 	return tourCompare(ctx, a, l, inserted, "after cleanup")
 }
 

@@ -69,6 +69,15 @@ func (b *Buf[T]) Get(dev *cuda.Device, stream *cuda.Stream, n int) (cuda.Slice[T
 // Cap returns how many elements the buffer holds without growing.
 func (b *Buf[T]) Cap() int { return b.s.Len() }
 
+// View returns the first n <= Cap() elements (the zero Slice for n == 0),
+// kept from earlier work: for buffers that hold state between calls.
+func (b *Buf[T]) View(n int) cuda.Slice[T] {
+	if n == 0 {
+		return cuda.Slice[T]{}
+	}
+	return b.s.Sub(0, n)
+}
+
 // Free releases the memory.
 func (b *Buf[T]) Free() {
 	if b.s.Len() > 0 {
