@@ -226,7 +226,13 @@ func runUnique[K, V warpkit.Word](t *testing.T, kd kind, open openFn[K, V]) {
 			if testing.Short() {
 				rounds = 12
 			}
-			for _, buckets := range []int{13, 0} { // long lists, then the sized default
+			// Long lists, the sized default, then the default with host
+			// batches cut into 5 chunks (the pipelined staging path).
+			for pass, buckets := range []int{13, 0, 0} {
+				if pass == 2 {
+					defer func(c int) { hostChunk = c }(hostChunk)
+					hostChunk = 900
+				}
 				u, err := open(Options{Backend: warpkit.CUDA, Device: dev, Layout: l, Buckets: buckets, ExpectedSize: 4000})
 				if err != nil {
 					t.Fatal(err)
@@ -235,7 +241,7 @@ func runUnique[K, V warpkit.Word](t *testing.T, kd kind, open openFn[K, V]) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				differential(t, u, twin, rounds, 4000, 3000, uint64(buckets)+2)
+				differential(t, u, twin, rounds, 4000, 3000, uint64(buckets+pass)+2)
 				if err := u.close(); err != nil {
 					t.Fatal(err)
 				}

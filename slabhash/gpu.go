@@ -32,8 +32,9 @@ const (
 // needs more slabs than its live entries do.
 const churn = 0.25
 
-// hostChunk is the most elements one staging round trip carries.
-const hostChunk = 1 << 20
+// hostChunk is the most elements one staging round trip carries (a
+// variable for tests, which shrink it to run many chunks).
+var hostChunk = 1 << 20
 
 // maxSlabsPerBucket bounds the pool at this many slabs per bucket list on
 // average. The kernels give up on a list after 2^26 slabs (kMaxSteps in
@@ -87,11 +88,9 @@ type lane[K, V warpkit.Word] struct {
 	dOps    cuda.Slice[uint8]
 	dRes    cuda.Slice[uint8]
 	dCounts cuda.Slice[uint32]
-	hKeys   *cuda.Pinned[K]
-	hVals   *cuda.Pinned[V]
-	hOps    *cuda.Pinned[uint8]
-	hRes    *cuda.Pinned[uint8]
-	hCounts *cuda.Pinned[uint32]
+	// host holds two sets of pinned staging buffers, kept across calls: a
+	// batch of Go slices alternates between them chunk by chunk (apply).
+	host [2]hostSet[K, V]
 }
 
 func newGPU[K, V warpkit.Word](kd kind, geo geometry, o *Options, dev *cuda.Device, own bool) (*gpuTable[K, V], error) {
@@ -440,89 +439,190 @@ func inserts[K, V warpkit.Word](b *batch[K, V]) int {
 func (g *gpuTable[K, V]) apply(ctx context.Context, b *batch[K, V]) (int64, error) {
 	ln := <-g.lanes
 	defer func() { g.lanes <- ln }()
-	return runChunks(len(b.keys), hostChunk, b.res, b.counts, func(lo, hi int) (int64, error) {
-		part := &batch[K, V]{op: b.op, keys: b.keys[lo:hi]}
-		if b.ops != nil {
-			part.ops = b.ops[lo:hi]
+	n := len(b.keys)
+	for i := range min(2, (n+hostChunk-1)/hostChunk) {
+		if err := g.reserveHost(&ln.host[i], b, min(n, hostChunk)); err != nil {
+			markFailed(b.res, b.counts)
+			return 0, err
 		}
-		if b.vals != nil {
-			part.vals = b.vals[lo:hi]
+	}
+	// A batch longer than hostChunk runs chunk by chunk on the lane's stream,
+	// alternating between its two pinned sets: while chunk i's copies and
+	// kernel run on the device, another goroutine copies chunk i-1's outputs
+	// out of the other set and chunk i+1's inputs into it.
+	g.fill(&ln.host[0], b.sub(0, min(n, hostChunk)))
+	var pending *batch[K, V] // a chunk whose outputs wait in the other set
+	total, err := runChunks(n, hostChunk, b.res, b.counts, func(lo, hi int) (int64, error) {
+		hs, other := &ln.host[lo/hostChunk%2], &ln.host[1-lo/hostChunk%2]
+		prev, next := pending, (*batch[K, V])(nil)
+		if hi < n {
+			next = b.sub(hi, min(n, hi+hostChunk))
 		}
-		if b.res != nil {
-			part.res = b.res[lo:hi]
+		var done chan struct{}
+		if prev != nil || next != nil {
+			done = make(chan struct{})
+			go func() {
+				defer close(done)
+				if prev != nil {
+					g.drain(other, prev)
+				}
+				if next != nil {
+					g.fill(other, next)
+				}
+			}()
 		}
-		if b.counts != nil {
-			part.counts = b.counts[lo:hi]
+		part := b.sub(lo, hi)
+		delta, outputs, err := g.runChunk(ctx, ln, hs, part)
+		if done != nil {
+			<-done
 		}
-		return g.applyChunk(ctx, ln, part)
+		pending = nil
+		if outputs {
+			pending = part
+		}
+		return delta, err
 	})
+	if pending != nil {
+		g.drain(&ln.host[(n-1)/hostChunk%2], pending)
+	}
+	return total, err
 }
 
-// applyChunk stages one chunk through pinned memory, runs it, and copies
-// the outputs back (also when the kernel reported an error: the results say
-// which elements failed). When it fails before the kernel wrote the outputs,
-// nothing of the chunk was applied: it marks every element Failed (count 0)
-// and copies nothing back. Nothing it queued is in flight when it returns.
-func (g *gpuTable[K, V]) applyChunk(ctx context.Context, ln *lane[K, V], b *batch[K, V]) (int64, error) {
-	db, err := g.stage(ln, b)
+// hostSet is one set of a lane's pinned staging buffers: a chunk's inputs
+// and outputs on the host side.
+type hostSet[K, V warpkit.Word] struct {
+	keys   *cuda.Pinned[K]
+	vals   *cuda.Pinned[V]
+	ops    *cuda.Pinned[uint8]
+	res    *cuda.Pinned[uint8]
+	counts *cuda.Pinned[uint32]
+}
+
+func (hs *hostSet[K, V]) free() error {
+	var errs []error
+	for _, p := range []interface{ Free() error }{hs.keys, hs.vals, hs.ops, hs.res, hs.counts} {
+		if err := p.Free(); !errors.Is(err, warpkit.ErrClosed) { // nil: never grown
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// reserveHost makes hs hold chunks of n elements of b's shape. The buffers
+// are kept for later calls.
+func (g *gpuTable[K, V]) reserveHost(hs *hostSet[K, V], b *batch[K, V], n int) error {
+	if _, err := ensurePinned(g.dev, &hs.keys, n); err != nil {
+		return err
+	}
+	if b.ops != nil {
+		if _, err := ensurePinned(g.dev, &hs.ops, n); err != nil {
+			return err
+		}
+	}
+	if g.valsIn(b) || g.valsOut(b) {
+		if _, err := ensurePinned(g.dev, &hs.vals, n); err != nil {
+			return err
+		}
+	}
+	if b.res != nil {
+		if _, err := ensurePinned(g.dev, &hs.res, n); err != nil {
+			return err
+		}
+	}
+	if b.counts != nil {
+		if _, err := ensurePinned(g.dev, &hs.counts, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fill copies chunk b's inputs into hs (host memory only: no driver call,
+// so it may run beside another chunk's device work).
+func (g *gpuTable[K, V]) fill(hs *hostSet[K, V], b *batch[K, V]) {
+	copy(hs.keys.Data(), b.keys)
+	if b.ops != nil {
+		ho := hs.ops.Data()
+		for i, o := range b.ops {
+			ho[i] = uint8(o)
+		}
+	}
+	if g.valsIn(b) {
+		copy(hs.vals.Data(), b.vals)
+	}
+}
+
+// drain copies chunk b's outputs out of hs (host memory only).
+func (g *gpuTable[K, V]) drain(hs *hostSet[K, V], b *batch[K, V]) {
+	if b.res != nil {
+		hr := hs.res.Data()
+		for i := range b.res {
+			b.res[i] = Result(hr[i])
+		}
+	}
+	if b.counts != nil {
+		copy(b.counts, hs.counts.Data())
+	}
+	if g.valsOut(b) {
+		hv := hs.vals.Data()
+		for i := range b.vals {
+			if b.ops == nil || b.ops[i] == OpFind {
+				b.vals[i] = hv[i]
+			}
+		}
+	}
+}
+
+// runChunk runs chunk b, whose inputs fill put in hs: it copies them to the
+// lane's device buffers, runs the batch, and copies the outputs into hs
+// (also when the kernel reported an error: the results say which elements
+// failed), reporting whether it did (then drain them). When it fails before
+// the kernel wrote the outputs, nothing of the chunk was applied: it marks
+// every element Failed (count 0). Nothing it queued is in flight when it
+// returns.
+func (g *gpuTable[K, V]) runChunk(ctx context.Context, ln *lane[K, V], hs *hostSet[K, V], b *batch[K, V]) (delta int64, outputs bool, err error) {
+	db, err := g.upload(ln, hs, b)
 	if err != nil {
 		markFailed(b.res, b.counts)
-		return 0, waitAfter(ln.stream, err)
+		return 0, false, waitAfter(ln.stream, err)
 	}
 	delta, _, applied, kerr := g.exec(ctx, ln, &db, inserts(b), checkedOnHost)
 	if !applied { // exec returns an error whenever it wrote no outputs
 		markFailed(b.res, b.counts)
-		return delta, waitAfter(ln.stream, kerr)
+		return delta, false, waitAfter(ln.stream, kerr)
 	}
-	if err := g.copyBack(ln, b, &db); err != nil {
-		return delta, err
+	if err := g.download(ln, hs, b, &db); err != nil {
+		return delta, false, err
 	}
-	return delta, kerr
+	return delta, true, kerr
 }
 
-// stage queues the copies of one chunk's inputs to the lane's device
-// buffers and returns the device batch that names them.
-func (g *gpuTable[K, V]) stage(ln *lane[K, V], b *batch[K, V]) (devBatch[K, V], error) {
-	n := len(b.keys)
-	s := ln.stream
+// upload queues the copies of one chunk's inputs from hs to the lane's
+// device buffers and returns the device batch that names them.
+func (g *gpuTable[K, V]) upload(ln *lane[K, V], hs *hostSet[K, V], b *batch[K, V]) (devBatch[K, V], error) {
+	n, s := len(b.keys), ln.stream
 	db := devBatch[K, V]{op: b.op}
-	hk, err := ensurePinned(g.dev, &ln.hKeys, n)
-	if err != nil {
-		return db, err
-	}
-	copy(hk, b.keys)
+	var err error
 	if db.keys, err = ensure(g.dev, &ln.dKeys, n); err != nil {
 		return db, err
 	}
-	if err := cuda.CopyToDeviceAsync(db.keys, ln.hKeys, 0, s); err != nil {
+	if err := cuda.CopyToDeviceAsync(db.keys, hs.keys, 0, s); err != nil {
 		return db, err
 	}
 	if b.ops != nil {
-		ho, err := ensurePinned(g.dev, &ln.hOps, n)
-		if err != nil {
-			return db, err
-		}
-		for i, o := range b.ops {
-			ho[i] = uint8(o)
-		}
 		if db.ops, err = ensure(g.dev, &ln.dOps, n); err != nil {
 			return db, err
 		}
-		if err := cuda.CopyToDeviceAsync(db.ops, ln.hOps, 0, s); err != nil {
+		if err := cuda.CopyToDeviceAsync(db.ops, hs.ops, 0, s); err != nil {
 			return db, err
 		}
 	}
 	if g.valsIn(b) || g.valsOut(b) {
-		hv, err := ensurePinned(g.dev, &ln.hVals, n)
-		if err != nil {
-			return db, err
-		}
 		if db.vals, err = ensure(g.dev, &ln.dVals, n); err != nil {
 			return db, err
 		}
 		if g.valsIn(b) {
-			copy(hv, b.vals)
-			if err := cuda.CopyToDeviceAsync(db.vals, ln.hVals, 0, s); err != nil {
+			if err := cuda.CopyToDeviceAsync(db.vals, hs.vals, 0, s); err != nil {
 				return db, err
 			}
 		}
@@ -548,49 +648,26 @@ func (g *gpuTable[K, V]) valsOut(b *batch[K, V]) bool {
 	return b.vals != nil && g.kind == kindMap && (b.ops != nil || b.op == OpFind)
 }
 
-// copyBack copies the outputs of db, the staged chunk b, into b.
-func (g *gpuTable[K, V]) copyBack(ln *lane[K, V], b *batch[K, V], db *devBatch[K, V]) error {
-	n, s := len(b.keys), ln.stream
-	var hr []uint8
-	var hc []uint32
-	var err error
+// download copies the outputs of db, the device side of chunk b, into hs
+// and waits for them.
+func (g *gpuTable[K, V]) download(ln *lane[K, V], hs *hostSet[K, V], b *batch[K, V], db *devBatch[K, V]) error {
+	s := ln.stream
 	if b.res != nil {
-		if hr, err = ensurePinned(g.dev, &ln.hRes, n); err != nil {
-			return waitAfter(s, err)
-		}
-		if err := cuda.CopyToHostAsync(ln.hRes, 0, db.res, s); err != nil {
+		if err := cuda.CopyToHostAsync(hs.res, 0, db.res, s); err != nil {
 			return waitAfter(s, err)
 		}
 	}
 	if b.counts != nil {
-		if hc, err = ensurePinned(g.dev, &ln.hCounts, n); err != nil {
-			return waitAfter(s, err)
-		}
-		if err := cuda.CopyToHostAsync(ln.hCounts, 0, db.counts, s); err != nil {
+		if err := cuda.CopyToHostAsync(hs.counts, 0, db.counts, s); err != nil {
 			return waitAfter(s, err)
 		}
 	}
 	if g.valsOut(b) {
-		if err := cuda.CopyToHostAsync(ln.hVals, 0, db.vals, s); err != nil {
+		if err := cuda.CopyToHostAsync(hs.vals, 0, db.vals, s); err != nil {
 			return waitAfter(s, err)
 		}
 	}
-	if err := slabrt.Wait(s); err != nil {
-		return err
-	}
-	for i := range hr {
-		b.res[i] = Result(hr[i])
-	}
-	copy(b.counts, hc)
-	if g.valsOut(b) {
-		hv := ln.hVals.Data()
-		for i := range b.vals {
-			if b.ops == nil || b.ops[i] == OpFind {
-				b.vals[i] = hv[i]
-			}
-		}
-	}
-	return nil
+	return slabrt.Wait(s)
 }
 
 func (g *gpuTable[K, V]) applyDevice(ctx context.Context, b *devBatch[K, V]) (int64, error) {
@@ -659,7 +736,7 @@ func (g *gpuTable[K, V]) findAll(ctx context.Context, keys []K) ([]int, []V, err
 func (g *gpuTable[K, V]) findAllChunk(ctx context.Context, ln *lane[K, V], keys []K, idx []int, per [][]V) ([]int, error) {
 	n := len(idx)
 	s := ln.stream
-	hk, err := ensurePinned(g.dev, &ln.hKeys, n)
+	hk, err := ensurePinned(g.dev, &ln.host[0].keys, n)
 	if err != nil {
 		return nil, err
 	}
@@ -674,7 +751,7 @@ func (g *gpuTable[K, V]) findAllChunk(ctx context.Context, ln *lane[K, V], keys 
 	if err != nil {
 		return nil, err
 	}
-	if err := cuda.CopyToDeviceAsync(dk, ln.hKeys, 0, s); err != nil {
+	if err := cuda.CopyToDeviceAsync(dk, ln.host[0].keys, 0, s); err != nil {
 		return nil, err
 	}
 	// Pass 1: counts.
@@ -869,10 +946,11 @@ func (g *gpuTable[K, V]) close() error {
 			keep(ln.stream.Close())
 		}
 		// Zero slices and nil pinned buffers (never grown) free as no-ops or ErrClosed.
-		for _, b := range []interface{ Free() error }{ln.ctrl, ln.dKeys, ln.dVals, ln.dOps, ln.dRes, ln.dCounts,
-			ln.ctrlHost, ln.hKeys, ln.hVals, ln.hOps, ln.hRes, ln.hCounts} {
+		for _, b := range []interface{ Free() error }{ln.ctrl, ln.dKeys, ln.dVals, ln.dOps, ln.dRes, ln.dCounts, ln.ctrlHost} {
 			keep(b.Free())
 		}
+		keep(ln.host[0].free())
+		keep(ln.host[1].free())
 	}
 	g.all = nil
 	if g.heads.Buffer() != nil {

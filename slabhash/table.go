@@ -103,6 +103,24 @@ type batch[K, V warpkit.Word] struct {
 	counts []uint32 // MultiMap find and delete-all; may be nil
 }
 
+// sub returns elements [lo, hi) of b.
+func (b *batch[K, V]) sub(lo, hi int) *batch[K, V] {
+	p := &batch[K, V]{op: b.op, keys: b.keys[lo:hi]}
+	if b.ops != nil {
+		p.ops = b.ops[lo:hi]
+	}
+	if b.vals != nil {
+		p.vals = b.vals[lo:hi]
+	}
+	if b.res != nil {
+		p.res = b.res[lo:hi]
+	}
+	if b.counts != nil {
+		p.counts = b.counts[lo:hi]
+	}
+	return p
+}
+
 // devBatch is one device-resident call.
 type devBatch[K, V warpkit.Word] struct {
 	ops    cuda.Slice[uint8]

@@ -54,7 +54,7 @@ const (
 	latRateKeys     = 1 << 20
 )
 
-var latSections = []string{"floors", "structures", "rates"}
+var latSections = []string{"floors", "structures", "rates", "host-rates"}
 
 type latBench struct {
 	ctx      context.Context
@@ -121,13 +121,13 @@ func (b *latBench) measureN(warmup, calls int, call, after func(i int) error) (l
 }
 
 func runBenchLatency(ctx context.Context, args []string, w io.Writer) error {
-	fs := newFlags("bench latency", "[--json] [--calls N] [--warmup N] [--table-log2 N] [--max-log2 N] [--only floors,structures,rates] [--backend B]")
+	fs := newFlags("bench latency", "[--json] [--calls N] [--warmup N] [--table-log2 N] [--max-log2 N] [--only floors,structures,rates,host-rates] [--backend B]")
 	asJSON := fs.Bool("json", false, "print JSON")
 	calls := fs.Int("calls", 300, "timed calls per row (median, p99 and min are over these)")
 	warmup := fs.Int("warmup", 20, "calls before the timed ones, discarded")
 	tableLog := fs.Int("table-log2", 20, "each structure is pre-built with 2^N keys")
 	maxLog := fs.Int("max-log2", 26, "largest batch of the slab hash rate sweep is 2^N keys (capped by free device memory; CPU backend default 20)")
-	only := fs.String("only", "", "comma-separated sections, in the order given (default all): floors, structures, rates")
+	only := fs.String("only", "", "comma-separated sections, in the order given (default all): floors, structures, rates, host-rates (CUDA only: the rates from Go slices)")
 	backend := warpkit.Auto
 	fs.TextVar(&backend, "backend", warpkit.Auto, "backend: auto, cpu or cuda (auto: CUDA when a device is present)")
 	if err := parse(fs, args); err != nil {
@@ -218,7 +218,13 @@ func runBenchLatency(ctx context.Context, args []string, w io.Writer) error {
 		case "structures":
 			err = b.structures()
 		case "rates":
-			err = b.rates()
+			err = b.rates(b.dev == nil)
+		case "host-rates":
+			if dev == nil {
+				b.rep.Note("host-rates: skipped, the CPU backend's rates are from Go slices already.")
+				continue
+			}
+			err = b.rates(true)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -714,10 +720,13 @@ func (b *latBench) rateBytes(l int) int64 {
 	return 4*k*s + 9*s + 8*int64(b.tableN) + 2*keys*8*10/6
 }
 
-func (b *latBench) rates() error {
+func (b *latBench) rates(fromGo bool) error {
 	data := "device slices (FindDevice, InsertDevice)"
-	if b.dev == nil {
+	switch {
+	case b.dev == nil:
 		data = "Go slices (Find, Insert; CPU backend)"
+	case fromGo:
+		data = "Go slices (Find, Insert)"
 	}
 	logs := rateSizes(b.maxLog2)
 	var skipped []string
@@ -754,7 +763,7 @@ func (b *latBench) rates() error {
 	tab := b.rep.Table(fmt.Sprintf("Slab hash rate vs batch size: one call of s keys from %s, on a table built with %d keys", data, b.tableN),
 		"s", "calls", "find median (µs)", "find G/s", "insert median (µs)", "insert G/s")
 	var run func(l int) (find, ins latStats, err error)
-	if b.dev != nil {
+	if !fromGo {
 		dFresh, err := cuda.FromHost(b.dev, fresh)
 		if err != nil {
 			return err
@@ -820,7 +829,7 @@ func (b *latBench) rates() error {
 		run = func(l int) (find, ins latStats, err error) {
 			s := 1 << l
 			k := b.rateCalls(s)
-			m, err := slabhash.NewMap[uint32, uint32](slabhash.Options{Backend: b.backend, ExpectedSize: b.tableN + (k+1)*s})
+			m, err := slabhash.NewMap[uint32, uint32](slabhash.Options{Backend: b.backend, Device: b.dev, ExpectedSize: b.tableN + (k+1)*s})
 			if err != nil {
 				return find, ins, err
 			}
@@ -862,6 +871,10 @@ func (b *latBench) rates() error {
 		}
 		tab.Add(fmt.Sprintf("2^%d", l), find.n, us(find.median), benchfmt.Rate(int64(s), find.median, gops),
 			us(ins.median), benchfmt.Rate(int64(s), ins.median, gops))
+	}
+	if fromGo && b.dev != nil {
+		b.rep.Note("Go slices go through the Map's pinned staging in chunks of 2^20 keys; host copies of one chunk overlap the")
+		b.rep.Note("  device work of the next.")
 	}
 	b.rep.Note("Legend: for each s a new Map (default Options, ExpectedSize = the table's keys plus every key the row inserts)")
 	b.rep.Note("  is built with the %d keys (untimed). 'insert' times calls that each add s keys never inserted before, after", b.tableN)
