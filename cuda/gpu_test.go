@@ -551,3 +551,73 @@ func TestGPUKernelWritesPinned(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGPUCopyBandwidth measures large copies between host and device:
+// pinned memory with async copies and a stream wait, and pageable Go memory
+// with the synchronous copies; SetBytes makes go test print MB/s.
+func BenchmarkGPUCopyBandwidth(b *testing.B) {
+	d, _, _ := benchKernel(b, "add_u32")
+	for _, n := range []int{1 << 20, 1 << 24} { // 4 MiB and 64 MiB of uint32
+		buf, err := Alloc[uint32](d, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pin, err := AllocPinned[uint32](d, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, err := d.NewStream()
+		if err != nil {
+			b.Fatal(err)
+		}
+		host := make([]uint32, n)
+		name := fmt.Sprintf("%dMiB", n*4>>20)
+		b.Run("pinned-H2D-"+name, func(b *testing.B) {
+			b.SetBytes(int64(4 * n))
+			for b.Loop() {
+				if err := errors.Join(CopyToDeviceAsync(buf, pin, 0, s), s.Synchronize()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("pinned-D2H-"+name, func(b *testing.B) {
+			b.SetBytes(int64(4 * n))
+			for b.Loop() {
+				if err := errors.Join(CopyToHostAsync(pin, 0, buf, s), s.Synchronize()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("pageable-H2D-"+name, func(b *testing.B) {
+			b.SetBytes(int64(4 * n))
+			for b.Loop() {
+				if err := buf.CopyFromHost(host); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("pageable-D2H-"+name, func(b *testing.B) {
+			b.SetBytes(int64(4 * n))
+			for b.Loop() {
+				if err := buf.CopyToHost(host); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("host-copy-into-pinned-"+name, func(b *testing.B) {
+			b.SetBytes(int64(4 * n))
+			for b.Loop() {
+				copy(pin.Data(), host)
+			}
+		})
+		b.Run("host-copy-out-of-pinned-"+name, func(b *testing.B) {
+			b.SetBytes(int64(4 * n))
+			for b.Loop() {
+				copy(host, pin.Data())
+			}
+		})
+		s.Close()
+		pin.Free()
+		buf.Free()
+	}
+}

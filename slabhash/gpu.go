@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/hostpar"
 	"github.com/warpkit/warpkit/internal/slabrt"
 	"github.com/warpkit/warpkit/slaballoc"
 )
@@ -540,37 +542,41 @@ func (g *gpuTable[K, V]) reserveHost(hs *hostSet[K, V], b *batch[K, V], n int) e
 // fill copies chunk b's inputs into hs (host memory only: no driver call,
 // so it may run beside another chunk's device work).
 func (g *gpuTable[K, V]) fill(hs *hostSet[K, V], b *batch[K, V]) {
-	copy(hs.keys.Data(), b.keys)
+	hostpar.Copy(hs.keys.Data(), b.keys)
 	if b.ops != nil {
-		ho := hs.ops.Data()
-		for i, o := range b.ops {
-			ho[i] = uint8(o)
-		}
+		hostpar.Copy(hs.ops.Data(), bytesOf(b.ops))
 	}
 	if g.valsIn(b) {
-		copy(hs.vals.Data(), b.vals)
+		hostpar.Copy(hs.vals.Data(), b.vals)
 	}
 }
 
 // drain copies chunk b's outputs out of hs (host memory only).
 func (g *gpuTable[K, V]) drain(hs *hostSet[K, V], b *batch[K, V]) {
 	if b.res != nil {
-		hr := hs.res.Data()
-		for i := range b.res {
-			b.res[i] = Result(hr[i])
-		}
+		hostpar.Copy(bytesOf(b.res), hs.res.Data())
 	}
 	if b.counts != nil {
-		copy(b.counts, hs.counts.Data())
+		hostpar.Copy(b.counts, hs.counts.Data())
 	}
 	if g.valsOut(b) {
 		hv := hs.vals.Data()
+		if b.ops == nil {
+			hostpar.Copy(b.vals, hv)
+			return
+		}
 		for i := range b.vals {
-			if b.ops == nil || b.ops[i] == OpFind {
+			if b.ops[i] == OpFind {
 				b.vals[i] = hv[i]
 			}
 		}
 	}
+}
+
+// bytesOf views a slice of a one-byte code (Op, Result) as its bytes, so
+// that staging copies are memmoves rather than loops over elements.
+func bytesOf[T ~uint8](s []T) []uint8 {
+	return unsafe.Slice((*uint8)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
 }
 
 // runChunk runs chunk b, whose inputs fill put in hs: it copies them to the

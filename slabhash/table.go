@@ -10,6 +10,7 @@ import (
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/hostpar"
 )
 
 // Op is one operation of a mixed batch (Apply).
@@ -277,13 +278,34 @@ func (t *table[K, V]) check(what string, b *batch[K, V], valsNeeded bool) error 
 			return bad("op %d at %d is not a %s operation", o, i, t.kind)
 		}
 	}
-	for i, k := range b.keys {
-		if IsReserved(k) {
-			return fmt.Errorf("slabhash: %s: key %#x at %d: %w (all ones and all ones minus one are the empty and deleted sentinels)",
-				what, uint64(k), i, warpkit.ErrReservedKey)
-		}
+	if i := firstReserved(b.keys); i >= 0 {
+		return fmt.Errorf("slabhash: %s: key %#x at %d: %w (all ones and all ones minus one are the empty and deleted sentinels)",
+			what, uint64(b.keys[i]), i, warpkit.ErrReservedKey)
 	}
 	return nil
+}
+
+// firstReserved returns the index of the first reserved key, or -1; long
+// batches are scanned by several goroutines.
+func firstReserved[K warpkit.Word](keys []K) int {
+	parts := make([]int, hostpar.Parts(len(keys), hostpar.Grain))
+	for p := range parts {
+		parts[p] = -1
+	}
+	hostpar.For(len(keys), hostpar.Grain, func(p, lo, hi int) {
+		for i, k := range keys[lo:hi] {
+			if k >= ^K(0)-1 { // IsReserved
+				parts[p] = lo + i
+				return
+			}
+		}
+	})
+	for _, i := range parts {
+		if i >= 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 func (t *table[K, V]) run(ctx context.Context, what string, b *batch[K, V], valsNeeded bool) error {

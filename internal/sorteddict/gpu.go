@@ -9,6 +9,7 @@ import (
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/hostpar"
 )
 
 // Width returns "32" or "64", the bit width of T, as kernel names spell it.
@@ -172,7 +173,7 @@ func Upload[T cuda.Elem](s *Staging, stream *cuda.Stream, dst cuda.Slice[T], src
 	if err != nil {
 		return err
 	}
-	copy(s.mem.Data()[off:off+nb], unsafe.Slice((*uint8)(unsafe.Pointer(&src[0])), nb))
+	hostpar.Copy(s.mem.Data()[off:off+nb], unsafe.Slice((*uint8)(unsafe.Pointer(&src[0])), nb))
 	db, err := byteView(dst)
 	if err != nil {
 		return err
@@ -217,7 +218,7 @@ func (p Pending) Finish() {
 	if p.nb == 0 {
 		return
 	}
-	copy(unsafe.Slice((*uint8)(p.finishTo), p.nb), p.s.mem.Data()[p.off:p.off+p.nb])
+	hostpar.Copy(unsafe.Slice((*uint8)(p.finishTo), p.nb), p.s.mem.Data()[p.off:p.off+p.nb])
 }
 
 // Pool hands out up to size workers (a stream plus scratch each), creating

@@ -1,0 +1,60 @@
+// Package hostpar splits large host-memory loops over a few goroutines: the
+// staging copies and argument checks of batches given as Go slices, which a
+// single core cannot move as fast as the GPU takes them (a core copies about
+// 6–12 GB/s; pinned host-device copies run near 50 GB/s on an H100).
+//
+// Loops shorter than the grain run on the caller's goroutine, so small
+// batches pay nothing.
+package hostpar
+
+import (
+	"runtime"
+	"sync"
+)
+
+// MaxParts bounds the goroutines one loop uses: past a few, memory
+// bandwidth, not cores, bounds a copy.
+const MaxParts = 8
+
+// Grain is the fewest elements worth a goroutine of their own.
+const Grain = 1 << 16
+
+// For calls f over [0, n) in parts [lo, hi) of at least grain elements, at
+// most min(GOMAXPROCS, MaxParts) parts, concurrently; it returns when every
+// part has returned. Parts are consecutive and in order: part i covers
+// [i*n/p, (i+1)*n/p).
+func For(n, grain int, f func(part, lo, hi int)) {
+	p := Parts(n, grain)
+	if p <= 1 {
+		if n > 0 {
+			f(0, 0, n)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < p; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(i, i*n/p, (i+1)*n/p)
+		}()
+	}
+	f(0, 0, n/p)
+	wg.Wait()
+}
+
+// Parts returns how many parts For splits n elements into.
+func Parts(n, grain int) int {
+	if grain < 1 {
+		grain = 1
+	}
+	return max(1, min(n/grain, runtime.GOMAXPROCS(0), MaxParts))
+}
+
+// Copy is copy(dst, src) split over goroutines when it is long; it returns
+// the number of elements copied.
+func Copy[T any](dst, src []T) int {
+	n := min(len(dst), len(src))
+	For(n, Grain, func(_, lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
+	return n
+}

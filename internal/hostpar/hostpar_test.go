@@ -1,0 +1,40 @@
+package hostpar
+
+import (
+	"slices"
+	"sync/atomic"
+	"testing"
+)
+
+func TestFor(t *testing.T) {
+	for _, n := range []int{0, 1, Grain - 1, Grain, 3*Grain + 7, 20 * Grain} {
+		seen := make([]atomic.Int32, n)
+		var calls atomic.Int32
+		For(n, Grain, func(_, lo, hi int) {
+			calls.Add(1)
+			for i := lo; i < hi; i++ {
+				seen[i].Add(1)
+			}
+		})
+		for i := range seen {
+			if seen[i].Load() != 1 {
+				t.Fatalf("n=%d: element %d visited %d times", n, i, seen[i].Load())
+			}
+		}
+		if want := Parts(n, Grain); n > 0 && int(calls.Load()) != want {
+			t.Fatalf("n=%d: %d parts, want %d", n, calls.Load(), want)
+		}
+	}
+}
+
+func TestCopy(t *testing.T) {
+	n := 10*Grain + 3
+	src := make([]uint32, n)
+	for i := range src {
+		src[i] = uint32(i * 7)
+	}
+	dst := make([]uint32, n+5)
+	if Copy(dst, src) != n || !slices.Equal(dst[:n], src) || dst[n] != 0 {
+		t.Fatal("copy differs")
+	}
+}
