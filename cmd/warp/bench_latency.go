@@ -413,7 +413,7 @@ func (b *latBench) structures() error {
 	b.rep.Note("  calls take cuda.Slices already on the GPU, 'Go' calls take Go slices (staged by the library). Every call")
 	b.rep.Note("  listed is synchronous by its documentation: its results are complete when it returns, so no synchronization")
 	b.rep.Note("  is added. The found count of the last lookup of each row, and a lookup of the last inserted keys, are")
-	b.rep.Note("  checked. lsm pads a batch shorter than Options.BatchSize (default %d) to it.", lsm.DefaultBatchSize)
+	b.rep.Note("  checked. lsm keeps a batch shorter than Options.BatchSize (default %d) in its staging run.", lsm.DefaultBatchSize)
 	if b.dev == nil {
 		b.rep.Note("  CPU backend: the device-slice rows need a GPU and are not run.")
 	}
