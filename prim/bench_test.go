@@ -2,6 +2,7 @@ package prim
 
 import (
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -125,4 +126,35 @@ func BenchmarkHostSortPairs32(b *testing.B) {
 		SortPairsHost(k, v, SortOptions{})
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gelem/s")
+}
+
+// BenchmarkGPUSortPairsSmall sorts 2^12..2^19 u32 pairs (an LSM batch's
+// sizes) with each fused-sort tile, timing one call with its synchronize:
+// "small" is the small-input tile where it applies, "default" the regular
+// tile for the same inputs.
+func BenchmarkGPUSortPairsSmall(b *testing.B) {
+	e := gpuEngine(b)
+	rng := rand.New(rand.NewPCG(3, 3))
+	for lg := 12; lg <= 19; lg++ {
+		n := 1 << lg
+		h := make([]uint32, n)
+		for i := range h {
+			h[i] = rng.Uint32()
+		}
+		src, k, v := upload(b, e, h), alloc[uint32](b, e, n), alloc[uint32](b, e, n)
+		for _, tile := range []string{"small", "default"} {
+			b.Run(fmt.Sprintf("2^%d/%s", lg, tile), func(b *testing.B) {
+				if tile == "default" {
+					defer func(m int) { e.fusedSmall = m }(e.fusedSmall)
+					e.fusedSmall = 0
+				}
+				benchGPU(b, n, func() error {
+					if err := k.CopyFrom(src); err != nil {
+						return err
+					}
+					return v.CopyFrom(src)
+				}, func() error { return SortPairs(e, nil, k, v, SortOptions{}) })
+			})
+		}
+	}
 }

@@ -31,6 +31,9 @@ type Engine struct {
 	// blocks than tiles (each block then takes many items in turn) on any
 	// device. Set it before the Engine is used.
 	fusedGridCap int
+	// fusedSmall is the largest input the small-tile fused sort takes
+	// (fusedSmallMax; 0: none, so benchmarks can compare the two tiles).
+	fusedSmall int
 }
 
 // kernel is a loaded function with its launch shape.
@@ -118,11 +121,12 @@ func NewEngine(dev *cuda.Device) (*Engine, error) {
 		return nil, fmt.Errorf("prim: loading kernels: %w", err)
 	}
 	return &Engine{
-		dev:     dev,
-		mod:     mod,
-		sms:     dev.Properties().Multiprocessors,
-		kernels: map[string]*kernel{},
-		arenas:  map[weak.Pointer[cuda.Stream]]*arena{},
+		dev:        dev,
+		mod:        mod,
+		sms:        dev.Properties().Multiprocessors,
+		kernels:    map[string]*kernel{},
+		arenas:     map[weak.Pointer[cuda.Stream]]*arena{},
+		fusedSmall: fusedSmallMax,
 	}, nil
 }
 

@@ -17,6 +17,7 @@ const (
 	blockSortMax   = 4096 // kBlockSortMax
 	segClasses     = 3    // kSegClasses
 	fusedMaxTiles  = 128  // kFusedMaxTiles
+	fusedSmallIPT  = 4    // kFusedSmallIPT
 	maxPasses      = 8    // kMaxPasses
 	fusedHeader    = 16   // kFusedHeader
 	mergeBlock     = 256  // kMergeBlock
@@ -179,8 +180,11 @@ func radixSort[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys cuda.Slice[K],
 	if n <= blockSortMax {
 		return sortOneSegment[K, V](e, s, keys.Ptr(), valsPtr, pairs, n, begin, end)
 	}
+	if n <= e.fusedSmall {
+		return fusedSort[K, V](e, s, keys.Ptr(), valsPtr, pairs, n, begin, end, true)
+	}
 	if n <= fusedSortMax[K]() {
-		return fusedSort[K, V](e, s, keys.Ptr(), valsPtr, pairs, n, begin, end)
+		return fusedSort[K, V](e, s, keys.Ptr(), valsPtr, pairs, n, begin, end, false)
 	}
 	ks, err := e.kernelSet(sortBlock, fmt.Sprintf("radix_upsweep_k%d", 8*sizeOf[K]()), "radix_scan_rows",
 		kvName[K, V]("radix_downsweep", pairs))
@@ -235,15 +239,30 @@ func radixSort[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys cuda.Slice[K],
 // radix tiles.
 func fusedSortMax[K warpkit.Word]() int { return fusedMaxTiles * sortTileItems[K]() }
 
+// fusedSmallItems is the tile of the small-input fused sort; inputs of up to
+// fusedSmallMax elements take it. Its tiles are a quarter (32-bit keys) or a
+// third (64-bit keys) of the default, so a small input's passes spread over
+// four or three times as many blocks, each with that much less to do: at
+// 2^15 pairs a pass is a few blocks' latency with most SMs idle
+// (docs/benchmarks.md, "A fused sort for small inputs").
+const (
+	fusedSmallItems = sortBlock * fusedSmallIPT
+	fusedSmallMax   = fusedMaxTiles * fusedSmallItems
+)
+
 // fusedSort sorts blockSortMax < n <= fusedSortMax elements with every pass
 // in one launch (radix_fused in sort.cuh), using and clearing the stream's
-// fused-sort state.
-func fusedSort[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys, vals cuda.DevicePtr, pairs bool, n, begin, end int) error {
-	k, err := e.kernel(kvName[K, V]("radix_fused", pairs), sortBlock)
+// fused-sort state; small selects the small-input tile (n <= fusedSmallMax).
+func fusedSort[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys, vals cuda.DevicePtr, pairs bool, n, begin, end int, small bool) error {
+	name, items := "radix_fused", sortTileItems[K]()
+	if small {
+		name, items = "radix_fused_small", fusedSmallItems
+	}
+	k, err := e.kernel(kvName[K, V](name, pairs), sortBlock)
 	if err != nil {
 		return err
 	}
-	tiles, passes := ceilDiv(n, sortTileItems[K]()), ceilDiv(end-begin, 8)
+	tiles, passes := ceilDiv(n, items), ceilDiv(end-begin, 8)
 	nv := 0
 	if pairs {
 		nv = n

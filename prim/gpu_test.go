@@ -144,7 +144,9 @@ func TestGPUSortFused(t *testing.T) {
 // fusedSortSizes are the sizes around the fused sort's limits for keys K.
 func fusedSortSizes[K warpkit.Word]() []int {
 	tile, most := sortTileItems[K](), fusedSortMax[K]()
-	return []int{blockSortMax, blockSortMax + 1, 2*tile - 1, 2 * tile, 3*tile + 17, most - 1, most, most + 1}
+	small, smallMost := fusedSmallItems, fusedSmallMax
+	return []int{blockSortMax, blockSortMax + 1, 5*small - 1, 5 * small, 7*small + 17, smallMost - 1, smallMost, smallMost + 1,
+		2*tile - 1 + smallMost, 3*tile + 17 + smallMost, most - 1, most, most + 1}
 }
 
 func testGPUSortFused[K, V warpkit.Word](t *testing.T, e *Engine, pairs bool) {
@@ -184,7 +186,7 @@ func TestGPUSortFusedFewBlocks(t *testing.T) {
 func testGPUSortFusedCapped[K, V warpkit.Word](t *testing.T, e *Engine, pairs bool) {
 	rng := rand.New(rand.NewPCG(23, uint64(keyBits[K]()+sizeOf[V]())))
 	tile, most := sortTileItems[K](), fusedSortMax[K]()
-	for _, n := range []int{blockSortMax + 1, 3*tile + 17, most} {
+	for _, n := range []int{blockSortMax + 1, 3*fusedSmallItems + 17, fusedSmallMax, fusedSmallMax + 3*tile + 17, most} {
 		for _, opt := range []SortOptions{{}, {BeginBit: 3, EndBit: 27}} { // even and odd pass counts
 			checkGPUSort[K, V](t, e, rng, n, "random", opt, pairs)
 		}
@@ -207,7 +209,7 @@ func TestGPUSortFusedBackToBack(t *testing.T) {
 		dk, dv     cuda.Slice[uint32]
 	}
 	var jobs []*job
-	for i, n := range []int{most, 5000, most - 7, 70001, 4097 * 3, most, 9000, 200003, most, 4097} {
+	for i, n := range []int{most, 5000, most - 7, 70001, 4097 * 3, most, 9000, 200003, most, 4097, fusedSmallMax, fusedSmallMax + 1, 131000} {
 		opt := []SortOptions{{}, {BeginBit: 27, EndBit: 32}, {BeginBit: 3, EndBit: 27}, {BeginBit: 0, EndBit: 16}}[i%4]
 		j := &job{opt: opt, keys: genKeys[uint32](rng, n, "random"), vals: genVals[uint32](n)}
 		j.dk, j.dv = upload(t, e, j.keys), upload(t, e, j.vals)

@@ -38,6 +38,12 @@ extern "C" __global__ void __launch_bounds__(prim::kSortBlock) radix_scan_rows(u
                          u32* state, u32* clear, int clear_words) {                                              \
     prim::radix_fused<K, V, PAIRS>(keys, vals, alt_keys, alt_vals, n, tiles, begin_bit, end_bit, state, clear,      \
                                    clear_words);                                                                 \
+  }                                                                                                              \
+  extern "C" __global__ void __launch_bounds__(prim::kSortBlock, 1)                                              \
+      radix_fused_small_##NAME(K* keys, V* vals, K* alt_keys, V* alt_vals, int n, int tiles, int begin_bit,       \
+                               int end_bit, u32* state, u32* clear, int clear_words) {                           \
+    prim::radix_fused<K, V, PAIRS, prim::kFusedSmallIPT>(keys, vals, alt_keys, alt_vals, n, tiles, begin_bit,     \
+                                                         end_bit, state, clear, clear_words);                    \
   }
 
 // ----- segmented sort -------------------------------------------------------

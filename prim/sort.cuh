@@ -119,14 +119,13 @@ __device__ void radix_scan_rows(uint32_t* counts, int g, uint32_t* totals) {
 // One tile of a radix pass: rank by digit, exchange through shared memory into
 // digit order, scatter each digit's run to its destination.
 
-template <typename K, typename V, bool kPairs>
+template <typename K, typename V, bool kPairs, int kIPT = SortTile<K>::kIPT>
 struct ScatterStorage {
-  static constexpr int kIPT = SortTile<K>::kIPT;
   typename BlockRanker<kSortBlock, kIPT>::Storage rank;
   int base[kDigits];  // destination of the digit's first tile element, minus its tile prefix
   union {
-    K keys[SortTile<K>::kItems];
-    typename std::conditional<kPairs, V, K>::type vals[SortTile<K>::kItems];
+    K keys[kSortBlock * kIPT];
+    typename std::conditional<kPairs, V, K>::type vals[kSortBlock * kIPT];
   } x;
 };
 
@@ -134,11 +133,12 @@ struct ScatterStorage {
 // every thread calls start(count) with the tile's count of its digit t
 // (padding excluded); start returns the output position of the tile's first
 // element with digit t. Every thread must call it; it ends with a barrier.
-// kCG loads the tile through L2 only (data written by the same kernel).
-template <typename K, typename V, bool kPairs, bool kCG = false, typename Start>
-__device__ __forceinline__ void rank_and_scatter(ScatterStorage<K, V, kPairs>& s, const K* keys_in, const V* vals_in,
+// kCG loads the tile through L2 only (data written by the same kernel). A
+// tile holds kSortBlock * IPT elements.
+template <typename K, typename V, bool kPairs, bool kCG = false, int IPT = SortTile<K>::kIPT, typename Start>
+__device__ __forceinline__ void rank_and_scatter(ScatterStorage<K, V, kPairs, IPT>& s, const K* keys_in, const V* vals_in,
                                                  K* keys_out, V* vals_out, int valid, int bit, int nbits, Start start) {
-  constexpr int IPT = SortTile<K>::kIPT, kItems = SortTile<K>::kItems;
+  constexpr int kItems = kSortBlock * IPT;
   // The fused sort, which runs one tile per block at a time, loads 32-bit
   // values before ranking so that their latency overlaps it.
   constexpr bool kEarlyVals = kPairs && kCG && sizeof(V) == 4;
@@ -247,16 +247,17 @@ __device__ void radix_downsweep(const K* keys_in, K* keys_out, const V* vals_in,
 // memset.
 
 constexpr int kFusedMaxTiles = 128;
+constexpr int kFusedSmallIPT = 4;  // items per thread of the small-input fused sort
 constexpr int kMaxPasses = 8;  // 64-bit keys, 8-bit digits
 constexpr int kFusedHeader = 16;
 constexpr uint32_t kLookAggregate = 1u << 30, kLookInclusive = 2u << 30, kLookCount = (1u << 30) - 1;
 constexpr uint32_t kFusedSpins = 1u << 26;  // each a volatile load and a __nanosleep(32): seconds
 
-template <typename K, typename V, bool kPairs>
+template <typename K, typename V, bool kPairs, int IPT>
 struct FusedStorage {
   union {
     HistStorage h;
-    ScatterStorage<K, V, kPairs> s;
+    ScatterStorage<K, V, kPairs, IPT> s;
   } u;
   typename cub::BlockScan<uint32_t, kSortBlock>::TempStorage scan;
   int item;
@@ -287,10 +288,10 @@ __device__ __forceinline__ void signal_done(uint32_t* counter) {
 }
 
 // fused_histogram counts the digits of tile j for every pass into hist.
-template <typename K, typename V, bool kPairs>
-__device__ __forceinline__ void fused_histogram(FusedStorage<K, V, kPairs>& sh, const K* keys, int n, int j, int begin_bit,
+template <typename K, typename V, bool kPairs, int IPT>
+__device__ __forceinline__ void fused_histogram(FusedStorage<K, V, kPairs, IPT>& sh, const K* keys, int n, int j, int begin_bit,
                                                 int end_bit, uint32_t* hist, uint32_t* done) {
-  constexpr int IPT = SortTile<K>::kIPT, kItems = SortTile<K>::kItems;
+  constexpr int kItems = kSortBlock * IPT;
   const int64_t off = (int64_t)j * kItems;
   const int valid = (int)min((int64_t)kItems, (int64_t)n - off);
   K k[IPT];
@@ -313,18 +314,18 @@ __device__ __forceinline__ void fused_histogram(FusedStorage<K, V, kPairs>& sh, 
 }
 
 // fused_pass scatters tile j of pass p from src to dst.
-template <typename K, typename V, bool kPairs>
-__device__ __forceinline__ void fused_pass(FusedStorage<K, V, kPairs>& sh, const K* src_k, const V* src_v, K* dst_k,
+template <typename K, typename V, bool kPairs, int IPT>
+__device__ __forceinline__ void fused_pass(FusedStorage<K, V, kPairs, IPT>& sh, const K* src_k, const V* src_v, K* dst_k,
                                            V* dst_v, int n, int tiles, int j, int p, int bit, int nbits,
                                            const uint32_t* input_done, uint32_t* done, const uint32_t* hist,
                                            uint32_t* look) {
-  constexpr int kItems = SortTile<K>::kItems;
+  constexpr int kItems = kSortBlock * IPT;
   wait_count(input_done, (uint32_t)tiles);
   const int64_t off = (int64_t)j * kItems;
   const int valid = (int)min((int64_t)kItems, (int64_t)n - off);
   const uint32_t total = __ldcg(&hist[p * kDigits + threadIdx.x]);
   uint32_t* pass_look = look + (int64_t)p * tiles * kDigits;
-  rank_and_scatter<K, V, kPairs, true>(sh.u.s, src_k + off, kPairs ? src_v + off : nullptr, dst_k, dst_v, valid, bit,
+  rank_and_scatter<K, V, kPairs, true, IPT>(sh.u.s, src_k + off, kPairs ? src_v + off : nullptr, dst_k, dst_v, valid, bit,
                                        nbits, [&](int count) {
     const int d = threadIdx.x;
     uint32_t* mine = pass_look + (int64_t)j * kDigits + d;
@@ -353,13 +354,16 @@ __device__ __forceinline__ void fused_pass(FusedStorage<K, V, kPairs>& sh, const
 }
 
 // radix_fused sorts keys[0, n) (and vals) on bits [begin_bit, end_bit) in
-// one launch; alt_keys and alt_vals are scratch of n elements.
-template <typename K, typename V, bool kPairs>
+// one launch; alt_keys and alt_vals are scratch of n elements. Tiles hold
+// kSortBlock * IPT elements: the default for most inputs, fewer
+// (kFusedSmallIPT) for small ones, whose passes are otherwise a few blocks'
+// latency with most SMs idle.
+template <typename K, typename V, bool kPairs, int IPT = SortTile<K>::kIPT>
 __device__ void radix_fused(K* keys, V* vals, K* alt_keys, V* alt_vals, int n, int tiles, int begin_bit, int end_bit,
                             uint32_t* state, uint32_t* clear, int clear_words) {
-  __shared__ FusedStorage<K, V, kPairs> sh;
+  __shared__ FusedStorage<K, V, kPairs, IPT> sh;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < clear_words; i += gridDim.x * blockDim.x) clear[i] = 0;
-  constexpr int kItems = SortTile<K>::kItems;
+  constexpr int kItems = kSortBlock * IPT;
   const int passes = (end_bit - begin_bit + kRadixBits - 1) / kRadixBits;
   uint32_t* hist = state + kFusedHeader;
   uint32_t* look = hist + passes * kDigits;
