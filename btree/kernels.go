@@ -9,11 +9,11 @@ import (
 	"github.com/warpkit/warpkit/cuda"
 )
 
-//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o btree.ptx btree.cu
+//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/btree.ptx btree.cu
 
 // btreePTX holds the tree's kernels for every key/value width pair.
 //
-//go:embed btree.ptx
+//go:embed ptx/btree.ptx
 var btreePTX []byte
 
 // Status flags of internal/devcode/status.cuh.

@@ -2,24 +2,24 @@ package slabhash
 
 import _ "embed"
 
-//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o kv32x32.ptx kv32x32.cu
-//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o kv32x64.ptx kv32x64.cu
-//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o kv64x32.ptx kv64x32.cu
-//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o kv64x64.ptx kv64x64.cu
-//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o set.ptx set.cu
+//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/kv32x32.ptx kv32x32.cu
+//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/kv32x64.ptx kv32x64.cu
+//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/kv64x32.ptx kv64x32.cu
+//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/kv64x64.ptx kv64x64.cu
+//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/set.ptx set.cu
 
 // One module per key/value width (and one for sets), so a table loads and
 // JIT-compiles only the kernels of its own types.
 var (
-	//go:embed kv32x32.ptx
+	//go:embed ptx/kv32x32.ptx
 	kv32x32PTX []byte
-	//go:embed kv32x64.ptx
+	//go:embed ptx/kv32x64.ptx
 	kv32x64PTX []byte
-	//go:embed kv64x32.ptx
+	//go:embed ptx/kv64x32.ptx
 	kv64x32PTX []byte
-	//go:embed kv64x64.ptx
+	//go:embed ptx/kv64x64.ptx
 	kv64x64PTX []byte
-	//go:embed set.ptx
+	//go:embed ptx/set.ptx
 	setPTX []byte
 )
 

@@ -1,11 +1,14 @@
 // Command kernelgen compiles a package's CUDA C source to PTX for embedding.
 // It is run by go:generate lines of the form
 //
-//	//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o kernels.ptx kernels.cu
+//	//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/kernels.ptx kernels.cu
 //
-// and writes the PTX with a provenance header (see package ptxcheck) naming the
-// nvcc version, the flags and the sha256 of the source and of every local
-// header it includes, so that a plain test can tell when the PTX is stale.
+// (go generate runs it in the package directory) and writes the PTX, with a
+// provenance header (see package ptxcheck) naming the nvcc version, the flags
+// and the sha256 of the source and of every local header it includes, so that
+// a plain test can tell when the PTX is stale. Generated PTX lives in the
+// package's ptx/ directory (ptxcheck.Dir), apart from the sources it is
+// compiled from; that is also where it goes when -o is left out.
 //
 // The target is compute_70 (Volta, the oldest supported architecture); the
 // driver JIT-compiles the PTX for the actual GPU. Headers in internal/devcode
@@ -25,7 +28,7 @@ import (
 )
 
 func main() {
-	out := flag.String("o", "", "output .ptx file (default: the source name with .ptx)")
+	out := flag.String("o", "", "output .ptx file (default: ptx/ beside the source, the source name with .ptx)")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: kernelgen [-o out.ptx] source.cu")
 		flag.PrintDefaults()
@@ -43,7 +46,8 @@ func main() {
 
 func run(src, out string) error {
 	if out == "" {
-		out = strings.TrimSuffix(src, filepath.Ext(src)) + ".ptx"
+		base := filepath.Base(src)
+		out = filepath.Join(filepath.Dir(src), ptxcheck.Dir, strings.TrimSuffix(base, filepath.Ext(base))+".ptx")
 	}
 	nvcc, err := exec.LookPath("nvcc")
 	if err != nil {
@@ -71,6 +75,9 @@ func run(src, out string) error {
 		return err
 	}
 
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(out), ".kernelgen-*.ptx")
 	if err != nil {
 		return err

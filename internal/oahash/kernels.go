@@ -2,7 +2,7 @@ package oahash
 
 import _ "embed"
 
-//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o oahash.ptx oahash.cu
+//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/oahash.ptx oahash.cu
 
-//go:embed oahash.ptx
+//go:embed ptx/oahash.ptx
 var oahashPTX []byte

@@ -235,17 +235,28 @@ type TB interface {
 	Fatalf(format string, args ...any)
 }
 
-// Check fails the test when the PTX file (relative to the test's working
-// directory, which is its package directory) no longer matches its sources,
-// naming the command that regenerates it.
+// Dir is the subdirectory of a package that holds its generated PTX
+// (slabhash/ptx/kv32x32.ptx), apart from the sources it is compiled from.
+const Dir = "ptx"
+
+// Check fails the test when the PTX file no longer matches its sources, naming
+// the command that regenerates it. ptxFile is relative to the test's working
+// directory, which is its package directory; a bare file name ("lsm.ptx")
+// names a file in the package's [Dir] directory (ptx/lsm.ptx).
 func Check(t TB, ptxFile string) {
 	t.Helper()
+	if filepath.Dir(ptxFile) == "." {
+		ptxFile = filepath.Join(Dir, ptxFile)
+	}
 	diffs, err := Stale(ptxFile)
 	if err != nil {
 		t.Fatalf("checking %s: %v", ptxFile, err)
 	}
 	if len(diffs) > 0 {
 		dir, _ := filepath.Abs(filepath.Dir(ptxFile))
+		if filepath.Base(dir) == Dir {
+			dir = filepath.Dir(dir) // go generate runs in the package directory
+		}
 		root, _ := ModuleRoot(dir)
 		rel, _ := filepath.Rel(root, dir)
 		t.Fatalf("%s is stale (%s); run: go generate ./%s  (nvcc comes from scripts/install-cuda-toolkit.sh)",

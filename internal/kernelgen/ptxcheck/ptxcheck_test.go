@@ -24,7 +24,7 @@ func module(t *testing.T, files map[string]string) string {
 	return root
 }
 
-// generate writes pkg/k.ptx with a header for the current sources, as
+// generate writes pkg/ptx/k.ptx with a header for the current sources, as
 // kernelgen would (without running nvcc).
 func generate(t *testing.T, root string) string {
 	t.Helper()
@@ -33,7 +33,10 @@ func generate(t *testing.T, root string) string {
 		t.Fatal(err)
 	}
 	h := Header{Source: "pkg/k.cu", NVCC: "Cuda compilation tools, release 11.8, V11.8.89", Flags: strings.Join(Flags, " "), Inputs: in}
-	p := filepath.Join(root, "pkg", "k.ptx")
+	p := filepath.Join(root, "pkg", Dir, "k.ptx")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(p, []byte(h.Format()+".version 7.8\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -112,5 +115,29 @@ func TestCheckNamesTheCommand(t *testing.T) {
 	Check(&tb, ptx)
 	if !strings.Contains(tb.failed, "go generate") {
 		t.Fatalf("Check did not fail with the command: %q", tb.failed)
+	}
+}
+
+// A test names its PTX by file name; Check looks for it in the package's ptx/
+// directory, as the tests of every kernel package do.
+func TestCheckBareNameIsInPTXDir(t *testing.T) {
+	root := module(t, map[string]string{"pkg/k.cu": "// kernel\n"})
+	generate(t, root)
+	t.Chdir(filepath.Join(root, "pkg"))
+	var tb fakeTB
+	Check(&tb, "k.ptx")
+	if tb.failed != "" {
+		t.Fatalf("fresh ptx/k.ptx: %q", tb.failed)
+	}
+	os.WriteFile("k.cu", []byte("// kernel, edited\n"), 0o644)
+	Check(&tb, "k.ptx")
+	if tb.failed == "" {
+		t.Fatal("stale ptx/k.ptx passed")
+	}
+	os.WriteFile("k.ptx", []byte("not generated\n"), 0o644) // a stray file in the old place is not read
+	tb.failed = ""
+	Check(&tb, "k.ptx")
+	if !strings.Contains(tb.failed, "stale") {
+		t.Fatalf("Check read k.ptx instead of ptx/k.ptx: %q", tb.failed)
 	}
 }
