@@ -95,11 +95,11 @@ var batchPool = sync.Pool{New: func() any { return &Batch{} }}
 func (d *DB) commit(b *Batch, sync, flush bool) error {
 	w := writerPool.Get().(*writer)
 	*w = writer{batch: b, sync: sync, flush: flush}
-	w.cond.L = &d.mu
+	w.cond.L = &d.mu.Mutex
 	defer writerPool.Put(w)
 
 	d.mu.Lock()
-	if d.closed {
+	if d.mu.closed {
 		d.mu.Unlock()
 		return ErrClosed
 	}
@@ -107,8 +107,8 @@ func (d *DB) commit(b *Batch, sync, flush bool) error {
 		d.mu.Unlock()
 		return ErrReadOnly
 	}
-	d.writers = append(d.writers, w)
-	for !w.done && d.writers[0] != w {
+	d.mu.writers = append(d.mu.writers, w)
+	for !w.done && d.mu.writers[0] != w {
 		w.cond.Wait()
 	}
 	if w.done {
@@ -124,11 +124,11 @@ func (d *DB) commit(b *Batch, sync, flush bool) error {
 			x.cond.Signal()
 		}
 	}
-	d.writers = d.writers[len(group):]
-	if len(d.writers) > 0 {
-		d.writers[0].cond.Signal()
+	d.mu.writers = d.mu.writers[len(group):]
+	if len(d.mu.writers) > 0 {
+		d.mu.writers[0].cond.Signal()
 	} else {
-		d.cond.Broadcast() // Close waits for an empty queue
+		d.mu.cond.Broadcast() // Close waits for an empty queue
 	}
 	d.mu.Unlock()
 	return err
@@ -139,9 +139,9 @@ func (d *DB) commit(b *Batch, sync, flush bool) error {
 func (d *DB) leadLocked(w *writer) ([]*writer, error) {
 	if w.flush {
 		switch {
-		case d.bgErr != nil:
-			return []*writer{w}, d.writeStoppedErr()
-		case d.closed:
+		case d.mu.bgErr != nil:
+			return []*writer{w}, d.writeStoppedErrLocked()
+		case d.mu.closed:
 			return []*writer{w}, ErrClosed
 		}
 		return []*writer{w}, d.rotateMemTableLocked(true)
@@ -155,8 +155,8 @@ func (d *DB) leadLocked(w *writer) ([]*writer, error) {
 	n := 1
 	var count uint32 = w.batch.count
 	sync := w.sync
-	for ; n < len(d.writers); n++ {
-		x := d.writers[n]
+	for ; n < len(d.mu.writers); n++ {
+		x := d.mu.writers[n]
 		if x.flush || (x.sync && !sync) || size+len(x.batch.repr)-batchrepr.HeaderLen > limit {
 			break // do not make a non-sync group pay for an fsync it did not ask for
 		}
@@ -166,13 +166,13 @@ func (d *DB) leadLocked(w *writer) ([]*writer, error) {
 		size += len(x.batch.repr) - batchrepr.HeaderLen
 		count += x.batch.count
 	}
-	group := d.writers[:n]
+	group := d.mu.writers[:n]
 	if err := d.makeRoomLocked(memtable.NeededBytes(size, count)); err != nil {
 		return group, err
 	}
-	seq := d.lastSeq + 1
-	d.lastSeq += base.SeqNum(count)
-	mem, wal := d.mem, d.wal
+	seq := d.mu.lastSeq + 1
+	d.mu.lastSeq += base.SeqNum(count)
+	mem, wal := d.mu.mem, d.mu.wal
 	d.m.walBytesIn.Add(int64(size))
 	d.m.commitGroups.Add(1)
 	d.mu.Unlock()
@@ -185,7 +185,7 @@ func (d *DB) leadLocked(w *writer) ([]*writer, error) {
 		// later is acknowledged after a hole. Sequence numbers already handed
 		// out stay unused.
 		d.setBackgroundErrorLocked(fmt.Errorf("kv: write-ahead log: %w", err))
-		return group, d.writeStoppedErr()
+		return group, d.writeStoppedErrLocked()
 	}
 	d.visibleSeq.Store(uint64(seq) + uint64(count) - 1)
 	return group, nil
@@ -238,9 +238,9 @@ func (d *DB) makeRoomLocked(need int64) error {
 	delayed := false
 	for {
 		switch {
-		case d.bgErr != nil:
-			return d.writeStoppedErr()
-		case d.closed:
+		case d.mu.bgErr != nil:
+			return d.writeStoppedErrLocked()
+		case d.mu.closed:
 			return ErrClosed
 		}
 		l0 := len(d.rs.version.Levels[0])
@@ -255,11 +255,11 @@ func (d *DB) makeRoomLocked(need int64) error {
 			d.m.slowdownNanos.Add(int64(slowdownDelay))
 			continue
 		}
-		if d.mem.Reserve(need) {
+		if d.mu.mem.Reserve(need) {
 			return nil
 		}
 		switch {
-		case len(d.imm)+1 >= d.opts.MemTableStopWritesThreshold:
+		case len(d.mu.imm)+1 >= d.opts.MemTableStopWritesThreshold:
 			d.stallLocked(&d.m.memtableStops, "memtables waiting for flush")
 		case l0 >= d.opts.L0StopWritesThreshold:
 			d.stallLocked(&d.m.l0Stops, fmt.Sprintf("%d L0 tables", l0))
@@ -267,7 +267,7 @@ func (d *DB) makeRoomLocked(need int64) error {
 			if err := d.rotateMemTableLocked(false); err != nil {
 				return err
 			}
-			if d.mem.Empty() && need > d.mem.Room() {
+			if d.mu.mem.Empty() && need > d.mu.mem.Room() {
 				// A batch larger than an empty memtable's room (its capacity
 				// less the skiplist heads) gets a memtable of its own.
 				// Batch.prepare and the grouping keep need within the
@@ -277,7 +277,7 @@ func (d *DB) makeRoomLocked(need int64) error {
 					return fmt.Errorf("%w: commit group needs %d bytes of memtable, more than the %d a memtable holds",
 						ErrInvalidArgument, need, maxBatchMemory())
 				}
-				d.mem = memtable.New(int(need)+memtable.MinCapacity, d.mem.LogNum())
+				d.mu.mem = memtable.New(int(need)+memtable.MinCapacity, d.mu.mem.LogNum())
 				d.updateReadStateLocked()
 			}
 		}
@@ -289,7 +289,7 @@ func (d *DB) stallLocked(counter *atomicCounter, why string) {
 	counter.Add(1)
 	start := time.Now()
 	d.opts.logf("kv: write stall: %s", why)
-	d.cond.Wait()
+	d.mu.cond.Wait()
 	d.m.stallNanos.Add(int64(time.Since(start)))
 }
 
@@ -297,7 +297,7 @@ func (d *DB) stallLocked(counter *atomicCounter, why string) {
 // schedules a flush. With force false an empty memtable is kept. d.mu is
 // released while the new log is created and the old one synced.
 func (d *DB) rotateMemTableLocked(force bool) error {
-	if d.mem.Empty() {
+	if d.mu.mem.Empty() {
 		if force {
 			d.signal(d.flushCh) // flush the waiting memtables, if any
 		}
@@ -311,9 +311,9 @@ func (d *DB) rotateMemTableLocked(force bool) error {
 	sp := <-d.spare
 	if sp.err != nil {
 		d.mu.Lock()
-		if d.bgErr != nil {
+		if d.mu.bgErr != nil {
 			d.spare <- sp // the manifest failed: nothing to retry
-			return d.writeStoppedErr()
+			return d.writeStoppedErrLocked()
 		}
 		// Creating the file failed: try again (with the seal it was to
 		// carry) for the next switch; the old log still works.
@@ -321,7 +321,7 @@ func (d *DB) rotateMemTableLocked(force bool) error {
 		return sp.err
 	}
 	wal := &walFile{num: sp.num, file: sp.file, w: record.NewLogWriter(sp.file)}
-	old := d.wal
+	old := d.mu.wal
 	// The old log must be durable before any write in the new one can be
 	// acknowledged as synced.
 	oldErr := old.w.Close()
@@ -338,13 +338,13 @@ func (d *DB) rotateMemTableLocked(force bool) error {
 	}
 	go d.prepareSpare(sealed)
 	d.mu.Lock()
-	d.wal = wal
+	d.mu.wal = wal
 	if oldErr != nil {
 		d.setBackgroundErrorLocked(fmt.Errorf("kv: close log %s: %w", old.num, oldErr))
-		return d.writeStoppedErr()
+		return d.writeStoppedErrLocked()
 	}
-	d.imm = append(d.imm, d.mem)
-	d.mem = memtable.New(d.opts.MemTableSize, wal.num)
+	d.mu.imm = append(d.mu.imm, d.mu.mem)
+	d.mu.mem = memtable.New(d.opts.MemTableSize, wal.num)
 	d.updateReadStateLocked()
 	d.signal(d.flushCh)
 	return nil
@@ -359,20 +359,20 @@ func (d *DB) Flush() error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.imm) == 0 {
+	if len(d.mu.imm) == 0 {
 		return nil
 	}
 	// Wait for the newest waiting memtable (ours, or a later one) to go.
-	target := d.imm[len(d.imm)-1]
-	for slices.Contains(d.imm, target) {
-		if d.bgErr != nil {
-			return d.writeStoppedErr()
+	target := d.mu.imm[len(d.mu.imm)-1]
+	for slices.Contains(d.mu.imm, target) {
+		if d.mu.bgErr != nil {
+			return d.writeStoppedErrLocked()
 		}
-		if d.closed {
+		if d.mu.closed {
 			return ErrClosed
 		}
 		d.signal(d.flushCh)
-		d.cond.Wait()
+		d.mu.cond.Wait()
 	}
 	return nil
 }

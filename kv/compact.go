@@ -58,7 +58,7 @@ func (d *DB) compactLoop() {
 // compactOne picks and runs one compaction; it reports whether it ran one.
 func (d *DB) compactOne() bool {
 	d.mu.Lock()
-	if d.bgErr != nil || d.closed {
+	if d.mu.bgErr != nil || d.mu.closed {
 		d.mu.Unlock()
 		return false
 	}
@@ -67,7 +67,7 @@ func (d *DB) compactOne() bool {
 		d.mu.Unlock()
 		return false
 	}
-	d.compacting++
+	d.mu.compacting++
 	snaps := d.snapshotSeqsLocked()
 	d.mu.Unlock()
 
@@ -79,7 +79,7 @@ func (d *DB) compactOne() bool {
 
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.compacting--
+	d.mu.compacting--
 	for _, in := range c.inputs {
 		for _, f := range in.Files {
 			f.Compacting = false
@@ -103,14 +103,14 @@ func (d *DB) compactOne() bool {
 		d.setBackgroundErrorLocked(fmt.Errorf("kv: compaction L%d->L%d: %w", c.level, c.outputLevel, err))
 		return false
 	}
-	d.cond.Broadcast()
+	d.mu.cond.Broadcast()
 	return true
 }
 
 func (d *DB) finishManualLocked(m *manualCompaction, err error) {
-	for i, x := range d.manual {
+	for i, x := range d.mu.manual {
 		if x == m {
-			d.manual = append(d.manual[:i], d.manual[i+1:]...)
+			d.mu.manual = append(d.mu.manual[:i], d.mu.manual[i+1:]...)
 			break
 		}
 	}
@@ -122,7 +122,7 @@ func (d *DB) finishManualLocked(m *manualCompaction, err error) {
 // target) is highest and at least 1. Inputs are marked Compacting.
 func (d *DB) pickLocked() *pickedCompaction {
 	v := d.rs.version
-	for _, m := range d.manual {
+	for _, m := range d.mu.manual {
 		if m.running {
 			continue
 		}
@@ -178,7 +178,7 @@ func (d *DB) pickLevelLocked(v *manifest.Version, level int) *pickedCompaction {
 	}
 	// Round-robin through the level, from where the last compaction stopped.
 	startIdx := 0
-	if p := d.pickLevel[level]; p != nil {
+	if p := d.mu.pickLevel[level]; p != nil {
 		for startIdx < len(files) && bytes.Compare(files[startIdx].Smallest.UserKey, p) <= 0 {
 			startIdx++
 		}
@@ -189,7 +189,7 @@ func (d *DB) pickLevelLocked(v *manifest.Version, level int) *pickedCompaction {
 			continue
 		}
 		if c := d.setupLocked(v, level, []*manifest.FileMetadata{f}, nil, nil); c != nil {
-			d.pickLevel[level] = append([]byte(nil), f.Largest.UserKey...)
+			d.mu.pickLevel[level] = append([]byte(nil), f.Largest.UserKey...)
 			return c
 		}
 	}
@@ -451,7 +451,7 @@ func (d *DB) Compact(start, end []byte) error {
 		m.end = nil
 	}
 	d.mu.Lock()
-	if d.closed {
+	if d.mu.closed {
 		d.mu.Unlock()
 		return ErrClosed
 	}
@@ -465,7 +465,7 @@ func (d *DB) Compact(start, end []byte) error {
 			m.last = l
 		}
 	}
-	d.manual = append(d.manual, m)
+	d.mu.manual = append(d.mu.manual, m)
 	d.mu.Unlock()
 	d.maybeScheduleCompaction()
 	select {
@@ -485,14 +485,14 @@ func (d *DB) WaitForCompactions() error {
 	defer d.mu.Unlock()
 	for {
 		switch {
-		case d.bgErr != nil:
-			return d.writeStoppedErr()
-		case d.closed:
+		case d.mu.bgErr != nil:
+			return d.writeStoppedErrLocked()
+		case d.mu.closed:
 			return ErrClosed
 		case d.opts.ReadOnly:
 			return nil // nothing ever runs
 		}
-		busy := len(d.imm) > 0 || d.flushing || d.compacting > 0
+		busy := len(d.mu.imm) > 0 || d.mu.flushing || d.mu.compacting > 0
 		if !busy {
 			due := false
 			for l := 0; l < manifest.NumLevels-1; l++ {
@@ -506,6 +506,6 @@ func (d *DB) WaitForCompactions() error {
 		}
 		d.signal(d.flushCh)
 		d.maybeScheduleCompaction()
-		d.cond.Wait()
+		d.mu.cond.Wait()
 	}
 }

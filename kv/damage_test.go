@@ -319,7 +319,7 @@ func buildTwoLogImage() (*dmgImage, error) {
 		return nil, err
 	}
 	db.mu.Lock()
-	first := db.wal.num
+	first := db.mu.wal.num
 	db.mu.Unlock()
 	flushed := make(chan error, 1)
 	go func() { flushed <- db.Flush() }()

@@ -33,27 +33,42 @@ type DB struct {
 	// visibleSeq is the sequence number of the newest write readers may see.
 	visibleSeq atomic.Uint64
 
-	mu   sync.Mutex
-	cond sync.Cond // signalled when flushes, compactions or closing change what writers wait for
-	// Guarded by mu:
-	mem *memtable.MemTable
-	imm []*memtable.MemTable // oldest first; waiting to be flushed
-	wal *walFile
 	// spare receives the next log, created and recorded in the manifest
 	// ahead of time (by Open, then in the background after each memtable
 	// switch), so that a switch waits for neither a file creation nor a
 	// manifest write. Read-write DBs only; holds one value between switches.
-	spare      chan spareLog
-	lastSeq    base.SeqNum // last sequence number handed to a batch
-	writers    []*writer   // commit queue; writers[0] leads
-	snapshots  snapshotList
-	bgErr      error // sticky: stops writes
-	closed     bool
-	flushing   bool
-	compacting int
-	manual     []*manualCompaction
-	pickLevel  [manifest.NumLevels][]byte // next compaction start key per level
+	spare chan spareLog
 
+	// mu guards the fields in it, the Compacting marks of the current
+	// version's tables and the state of the manual compactions. Methods
+	// named ...Locked are called with it held. Exceptions: Open sets mem,
+	// imm, wal and lastSeq before the DB is shared; the commit leader, the
+	// only goroutine that changes wal, reads it without the lock, and so do
+	// Close (once the commit queue is empty for good) and a failed Open.
+	mu struct {
+		sync.Mutex
+		// cond is signalled when flushes, compactions or closing change
+		// what writers (and Flush, WaitForCompactions, Close) wait for.
+		cond sync.Cond
+
+		mem        *memtable.MemTable
+		imm        []*memtable.MemTable // oldest first; waiting to be flushed
+		wal        *walFile
+		lastSeq    base.SeqNum // last sequence number handed to a batch
+		writers    []*writer   // commit queue; writers[0] leads
+		snapshots  snapshotList
+		bgErr      error // sticky: stops writes
+		closed     bool
+		flushing   bool
+		compacting int
+		manual     []*manualCompaction
+		pickLevel  [manifest.NumLevels][]byte // next compaction start key per level
+	}
+
+	// rs is the read state readers pin (loadReadState, under rsMu).
+	// updateReadStateLocked replaces it holding both mu and rsMu, so code
+	// holding mu may read it too while the DB is open; Close clears it
+	// under rsMu alone, after setting mu.closed.
 	rsMu sync.Mutex
 	rs   *readState
 
@@ -130,9 +145,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 
 		tableTombs: map[base.FileNum]*rangedel.Set{},
 	}
-	d.cond.L = &d.mu
+	d.mu.cond.L = &d.mu.Mutex
 	d.openTableIterFn = d.openTableIter
-	d.snapshots.init()
+	d.mu.snapshots.init()
 	d.blocks = o.Cache
 	if d.blocks == nil {
 		d.blocks = cache.New(o.BlockCacheSize)
@@ -226,9 +241,9 @@ func parentDir(fs vfs.FS, dir string) string {
 // abandon closes what a failed Open opened (not the lock: the caller undoes
 // the Open's changes first).
 func (d *DB) abandon() {
-	if d.wal != nil {
-		d.wal.w.Close()
-		d.wal.file.Close()
+	if d.mu.wal != nil {
+		d.mu.wal.w.Close()
+		d.mu.wal.file.Close()
 	}
 	if d.spare != nil {
 		select {
@@ -258,15 +273,15 @@ func (d *DB) abandon() {
 // ErrClosed.
 func (d *DB) Close() error {
 	d.mu.Lock()
-	if d.closed {
+	if d.mu.closed {
 		d.mu.Unlock()
 		return ErrClosed
 	}
-	d.closed = true
-	d.cond.Broadcast()
+	d.mu.closed = true
+	d.mu.cond.Broadcast()
 	// Wait for an in-flight commit group to finish with the log.
-	for len(d.writers) > 0 {
-		d.cond.Wait()
+	for len(d.mu.writers) > 0 {
+		d.mu.cond.Wait()
 	}
 	d.mu.Unlock()
 
@@ -277,28 +292,28 @@ func (d *DB) Close() error {
 	d.bgWG.Wait()
 
 	var errs []error
-	if d.wal != nil {
-		werr := d.wal.w.Close()
+	if d.mu.wal != nil {
+		werr := d.mu.wal.w.Close()
 		if werr != nil {
 			errs = append(errs, fmt.Errorf("kv: close log: %w", werr))
 		}
-		if err := d.wal.file.Close(); err != nil {
+		if err := d.mu.wal.file.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("kv: close log: %w", err))
 		}
 		// A clean Close seals the log (and the spare, empty): the next Open
 		// knows where they end, so damage anywhere in them is corruption,
 		// not a crash's torn tail.
-		seal := []manifest.SealedWAL{{Num: d.wal.num, Size: d.wal.w.Size()}}
+		seal := []manifest.SealedWAL{{Num: d.mu.wal.num, Size: d.mu.wal.w.Size()}}
 		if sp := <-d.spare; sp.err == nil {
 			sp.file.Close()
 			seal = append(seal, manifest.SealedWAL{Num: sp.num, Size: 0})
 		}
 		d.mu.Lock()
-		bgErr := d.bgErr
+		bgErr := d.mu.bgErr
 		d.mu.Unlock()
 		if werr == nil && bgErr == nil {
 			if err := d.vs.LogAndApply(&manifest.VersionEdit{SealedWALs: seal}); err != nil {
-				errs = append(errs, fmt.Errorf("kv: seal log %s: %w", d.wal.num, err))
+				errs = append(errs, fmt.Errorf("kv: seal log %s: %w", d.mu.wal.num, err))
 			}
 		}
 	}
@@ -320,8 +335,11 @@ func (d *DB) Close() error {
 	if n := d.openIters.Load(); n > 0 {
 		errs = append(errs, fmt.Errorf("kv: Close with %d iterators still open", n))
 	}
-	if n := d.snapshots.count(); n > 0 {
-		errs = append(errs, fmt.Errorf("kv: Close with %d snapshots still open", n))
+	d.mu.Lock()
+	nsnaps := d.mu.snapshots.count()
+	d.mu.Unlock()
+	if nsnaps > 0 {
+		errs = append(errs, fmt.Errorf("kv: Close with %d snapshots still open", nsnaps))
 	}
 	return errors.Join(errs...)
 }
@@ -334,17 +352,18 @@ func (d *DB) signal(ch chan struct{}) {
 	}
 }
 
-// setBackgroundError records the first error that stops writes.
+// setBackgroundErrorLocked records the first error that stops writes.
 func (d *DB) setBackgroundErrorLocked(err error) {
-	if d.bgErr == nil {
-		d.bgErr = err
+	if d.mu.bgErr == nil {
+		d.mu.bgErr = err
 		d.opts.logf("kv: writes stopped: %v", err)
 	}
-	d.cond.Broadcast()
+	d.mu.cond.Broadcast()
 }
 
-func (d *DB) writeStoppedErr() error {
-	return fmt.Errorf("%w: %w", ErrWritesStopped, d.bgErr)
+// writeStoppedErrLocked is the error writes return once bgErr is set.
+func (d *DB) writeStoppedErrLocked() error {
+	return fmt.Errorf("%w: %w", ErrWritesStopped, d.mu.bgErr)
 }
 
 // createLogs creates n new, empty logs and syncs the directory, so that
@@ -404,10 +423,10 @@ func (d *DB) prepareSpare(sealed *manifest.SealedWAL) {
 	d.spare <- sp
 }
 
-// snapshotSeqs returns the live snapshots' sequence numbers, ascending and
-// without duplicates. Caller holds mu.
+// snapshotSeqsLocked returns the live snapshots' sequence numbers, ascending
+// and without duplicates.
 func (d *DB) snapshotSeqsLocked() []base.SeqNum {
-	seqs := d.snapshots.seqs()
+	seqs := d.mu.snapshots.seqs()
 	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
 	out := seqs[:0]
 	for i, s := range seqs {

@@ -29,17 +29,17 @@ func (d *DB) flushLoop() {
 // may be more to do.
 func (d *DB) flushOne() bool {
 	d.mu.Lock()
-	if len(d.imm) == 0 || d.bgErr != nil || d.bgCtx.Err() != nil {
+	if len(d.mu.imm) == 0 || d.mu.bgErr != nil || d.bgCtx.Err() != nil {
 		d.mu.Unlock()
 		return false
 	}
-	mem := d.imm[0]
+	mem := d.mu.imm[0]
 	// Logs from the next memtable on are still needed after this flush.
-	nextLog := d.mem.LogNum()
-	if len(d.imm) > 1 {
-		nextLog = d.imm[1].LogNum()
+	nextLog := d.mu.mem.LogNum()
+	if len(d.mu.imm) > 1 {
+		nextLog = d.mu.imm[1].LogNum()
 	}
-	d.flushing = true
+	d.mu.flushing = true
 	lastSeq := base.SeqNum(d.visibleSeq.Load())
 	d.mu.Unlock()
 
@@ -57,12 +57,12 @@ func (d *DB) flushOne() bool {
 
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.flushing = false
+	d.mu.flushing = false
 	if err != nil {
 		d.setBackgroundErrorLocked(fmt.Errorf("kv: flush of log %s: %w", mem.LogNum(), err))
 		return false
 	}
-	d.imm = d.imm[1:]
+	d.mu.imm = d.mu.imm[1:]
 	d.updateReadStateLocked()
 	d.m.flushes.Add(1)
 	d.m.flushNanos.Add(int64(time.Since(start)))
@@ -73,9 +73,9 @@ func (d *DB) flushOne() bool {
 	}
 	// The memtable's log holds nothing unflushed any more.
 	d.addObsoleteFile(base.MakeFilename(base.FileTypeLog, mem.LogNum()))
-	d.cond.Broadcast()
+	d.mu.cond.Broadcast()
 	d.maybeScheduleCompaction()
-	return len(d.imm) > 0
+	return len(d.mu.imm) > 0
 }
 
 // writeL0 writes a memtable to a new table; nil metadata for an empty one.

@@ -149,14 +149,14 @@ func (d *DB) Metrics() *Metrics {
 	defer rs.unref()
 	v := rs.version
 	d.mu.Lock()
-	m.MemTable.Size = d.mem.Size()
-	m.MemTable.Immutable = len(d.imm)
-	m.Compaction.InProgress = d.compacting
-	m.Snapshots = d.snapshots.count()
-	m.BackgroundError = d.bgErr
+	m.MemTable.Size = d.mu.mem.Size()
+	m.MemTable.Immutable = len(d.mu.imm)
+	m.Compaction.InProgress = d.mu.compacting
+	m.Snapshots = d.mu.snapshots.count()
+	m.BackgroundError = d.mu.bgErr
 	var walWritten int64
-	if d.wal != nil {
-		walWritten = d.wal.w.Size()
+	if d.mu.wal != nil {
+		walWritten = d.mu.wal.w.Size()
 	}
 	for l := range manifest.NumLevels - 1 {
 		m.Levels[l].Score = d.scoreLocked(v, l)

@@ -18,7 +18,7 @@ import (
 func cleanerBarrier(t *testing.T, db *DB, fs vfs.FS) {
 	t.Helper()
 	db.mu.Lock()
-	log := fs.PathJoin("/db", base.MakeFilename(base.FileTypeLog, db.mem.LogNum()))
+	log := fs.PathJoin("/db", base.MakeFilename(base.FileTypeLog, db.mu.mem.LogNum()))
 	db.mu.Unlock()
 	if err := db.Set([]byte("barrier"), []byte("v"), nil); err != nil {
 		t.Fatal(err)

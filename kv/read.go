@@ -49,7 +49,7 @@ func (d *DB) loadReadState() *readState {
 // updateReadStateLocked publishes the current memtables and version. Caller
 // holds d.mu.
 func (d *DB) updateReadStateLocked() {
-	rs := &readState{mem: d.mem, imm: append([]*memtable.MemTable(nil), d.imm...), version: d.vs.Current()}
+	rs := &readState{mem: d.mu.mem, imm: append([]*memtable.MemTable(nil), d.mu.imm...), version: d.vs.Current()}
 	rs.refs.Store(1)
 	d.rsMu.Lock()
 	old := d.rs
@@ -263,11 +263,11 @@ func (l *snapshotList) seqs() []base.SeqNum {
 func (d *DB) NewSnapshot() (*Snapshot, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.closed {
+	if d.mu.closed {
 		return nil, ErrClosed
 	}
 	s := &Snapshot{db: d, seq: base.SeqNum(d.visibleSeq.Load())}
-	d.snapshots.push(s)
+	d.mu.snapshots.push(s)
 	return s, nil
 }
 
@@ -297,7 +297,7 @@ func (s *Snapshot) Close() error {
 	}
 	d := s.db
 	d.mu.Lock()
-	d.snapshots.remove(s)
+	d.mu.snapshots.remove(s)
 	d.mu.Unlock()
 	return nil
 }

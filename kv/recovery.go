@@ -91,8 +91,8 @@ func (d *DB) recover(plan *recoveryPlan, isNew bool, undo *openUndo) error {
 	}
 
 	if ro {
-		d.imm = replayed
-		d.mem = memtable.New(memtable.MinCapacity, 0) // never written
+		d.mu.imm = replayed
+		d.mu.mem = memtable.New(memtable.MinCapacity, 0) // never written
 	} else {
 		// The new log, and a spare for the first memtable switch: both
 		// recorded before anything is written to them.
@@ -104,7 +104,7 @@ func (d *DB) recover(plan *recoveryPlan, isNew bool, undo *openUndo) error {
 			undo.files = append(undo.files, d.fs.PathJoin(d.dir, base.MakeFilename(base.FileTypeLog, l.num)))
 		}
 		wal := &walFile{num: logs[0].num, file: logs[0].file, w: record.NewLogWriter(logs[0].file)}
-		d.wal = wal
+		d.mu.wal = wal
 		d.spare = make(chan spareLog, 1)
 		d.spare <- logs[1]
 		edit.LogNum = wal.num
@@ -133,9 +133,9 @@ func (d *DB) recover(plan *recoveryPlan, isNew bool, undo *openUndo) error {
 		}
 		// Committed: CURRENT names the new manifest; nothing to undo.
 		*undo = openUndo{}
-		d.mem = memtable.New(d.opts.MemTableSize, wal.num)
+		d.mu.mem = memtable.New(d.opts.MemTableSize, wal.num)
 	}
-	d.lastSeq = lastSeq
+	d.mu.lastSeq = lastSeq
 	d.visibleSeq.Store(uint64(lastSeq))
 	d.mu.Lock()
 	d.updateReadStateLocked()
