@@ -17,7 +17,17 @@
 //
 // Device out-of-memory wraps ErrOutOfMemory, a full pool ErrPoolExhausted, a
 // bounded in-kernel retry that gave up ErrRetryLimit; after any of these the
-// structure stays usable and consistent. Use after Close gives ErrClosed.
+// structure stays usable and consistent. Use after Close gives ErrClosed. A
+// method on device-resident slices called on the CPU backend gives
+// ErrNeedsCUDA (an ErrInvalidArgument).
+//
+// # The structure contract
+//
+// Every structure follows one contract (docs/CONTRACT.md in the repository):
+// New(Options) constructors, Len(ctx), Stats(ctx), Close, batch methods
+// (ctx, inputs..., outputs...) over parallel slices with Device twins,
+// half-open ranges returned as [Ranges], and one word per idea (Lookup,
+// Insert, Delete, Update, Apply, Count, Range, Build, Compact, ...).
 package warpkit
 
 import (
@@ -38,6 +48,7 @@ var (
 	ErrPoolExhausted   = errs.ErrPoolExhausted
 	ErrRetryLimit      = errs.ErrRetryLimit
 	ErrInvalidArgument = errs.ErrInvalidArgument
+	ErrNeedsCUDA       = errs.ErrNeedsCUDA
 )
 
 // Word is the set of key and value types every structure accepts.

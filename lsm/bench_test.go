@@ -49,7 +49,7 @@ func BenchmarkShortInserts(b *testing.B) {
 		var after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(l.Stats().Resident)/float64(b.N), "entries/call")
+		b.ReportMetric(float64(statsOf(b, l).Resident)/float64(b.N), "entries/call")
 		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(b.N), "heap-B/call")
 	}
 	b.Run("cpu", func(b *testing.B) { run(b, warpkit.CPU, nil) })

@@ -180,16 +180,16 @@ func (c *cpuLSM[K, V]) Lookup(ctx context.Context, keys []K, vals []V, found []b
 }
 
 // candidates runs stages 1-4 of count/range for one query: the entries of
-// every run in [lo, hi], newest run first, stably sorted by key.
+// every run in [lo, hi), newest run first, stably sorted by key.
 func candidates[K warpkit.Word](rs []run[K], lo, hi K) ([]K, []uint32) {
-	if lo > hi {
+	if lo >= hi {
 		return nil, nil
 	}
 	var ck []K
 	var ct []uint32
 	for _, r := range rs {
 		l, _ := slices.BinarySearch(r.keys, lo)
-		u := l + upperBound(r.keys[l:], hi)
+		u, _ := slices.BinarySearch(r.keys, hi)
 		ck, ct = append(ck, r.keys[l:u]...), append(ct, r.tags[l:u]...)
 	}
 	prim.SortPairsHost(ck, ct, prim.SortOptions{})
@@ -235,9 +235,9 @@ func (c *cpuLSM[K, V]) Count(ctx context.Context, lo, hi []K, counts []uint32) e
 	return nil
 }
 
-func (c *cpuLSM[K, V]) Range(ctx context.Context, lo, hi []K) (*RangeResult[K, V], error) {
+func (c *cpuLSM[K, V]) Range(ctx context.Context, lo, hi []K) (*warpkit.Ranges[K, V], error) {
 	rs := c.runs()
-	res := &RangeResult[K, V]{Offsets: make([]int, len(lo)+1)}
+	res := &warpkit.Ranges[K, V]{Offsets: make([]int, len(lo)+1)}
 	for i := range lo {
 		if i%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -248,7 +248,7 @@ func (c *cpuLSM[K, V]) Range(ctx context.Context, lo, hi []K) (*RangeResult[K, V
 		for e := range ck {
 			if valid(ck, ct, e) {
 				res.Keys = append(res.Keys, ck[e])
-				res.Values = append(res.Values, c.log[ct[e]&slotMask])
+				res.Vals = append(res.Vals, c.log[ct[e]&slotMask])
 			}
 		}
 		res.Offsets[i+1] = len(res.Keys)

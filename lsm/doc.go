@@ -11,7 +11,7 @@
 // the slot of the entry's value in a value log. Inserting a batch sorts it and
 // merges it down through the full levels to the first empty one (a binary
 // increment of r), so an entry is merged O(log r) times over its life. Deleting
-// inserts a tombstone. Stale entries (replaced or deleted) stay until Cleanup.
+// inserts a tombstone. Stale entries (replaced or deleted) stay until Compact.
 //
 // Batches need not have b entries. Beside the levels sits a staging run: a
 // sorted run of fewer than b entries, newer than every level, that queries
@@ -61,7 +61,7 @@
 // (Range then compacts). Successor(k) (the smallest live key > k) and
 // Predecessor(k) (the largest live key < k), which the paper left out, keep a
 // cursor per level and skip dead keys; their cost grows with the number of
-// distinct dead keys skipped, which Cleanup removes.
+// distinct dead keys skipped, which Compact removes.
 //
 // # Departures from the paper
 //
@@ -89,7 +89,7 @@
 //     chunk fit a memory budget; any number of queries and any range widths
 //     are accepted.
 //   - Nothing is padded: batches shorter than b wait in the staging run (the
-//     paper padded them to b), and Cleanup puts the live entries beyond the
+//     paper padded them to b), and Compact (the paper's cleanup) puts the live entries beyond the
 //     last multiple of b (the smallest keys) in the staging run.
 //
 // # Limits and errors
@@ -97,7 +97,7 @@
 // At most MaxResident (2^31-1) entries may be resident (r·b plus the staging
 // run, including stale entries) and at most MaxLogged (2^31) values logged between
 // cleanups (deletions-only batches log none); beyond that an update fails
-// with ErrInvalidArgument (call Cleanup) and nothing is applied. Device memory
+// with ErrInvalidArgument (call Compact) and nothing is applied. Device memory
 // exhaustion wraps ErrOutOfMemory. An update allocates what it needs before it
 // changes anything, so ErrOutOfMemory leaves the structure as it was. Only a
 // failing kernel launch or wait (a driver error) can stop an update or a
@@ -111,6 +111,6 @@
 // rewritten part of the levels); close it. Use after Close gives ErrClosed.
 // Device-resident methods on the CPU backend give ErrInvalidArgument.
 //
-// Results returned as Go slices belong to the caller. A DeviceRange belongs to
+// Results returned as Go slices belong to the caller. A warpkit.DeviceRanges belongs to
 // the caller, who must Free it.
 package lsm

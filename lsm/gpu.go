@@ -621,11 +621,11 @@ func (g *gpuLSM[K, V]) CountDevice(ctx context.Context, lo, hi cuda.Slice[K], co
 	})
 }
 
-func (g *gpuLSM[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*DeviceRange[K, V], error) {
+func (g *gpuLSM[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*warpkit.DeviceRanges[K, V], error) {
 	if g.broken != nil {
 		return nil, g.broken
 	}
-	var res *DeviceRange[K, V]
+	var res *warpkit.DeviceRanges[K, V]
 	err := g.pool.With(ctx, func(w *worker[K, V]) error {
 		counts, err := w.counts.Get(g.dev, w.stream, lo.Len())
 		if err != nil {
@@ -637,12 +637,12 @@ func (g *gpuLSM[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*
 	return res, err
 }
 
-// countRange answers count (wantRange false) or range queries [lo[i], hi[i]]
+// countRange answers count (wantRange false) or range queries [lo[i], hi[i])
 // chunk by chunk; counts receives each query's number of live keys, and for
 // range it returns the pairs. A chunk whose queries all have at most walkCap
 // candidates is walked (walk_count, walk_range); otherwise it goes through the
 // paper's five stages.
-func (g *gpuLSM[K, V]) countRange(ctx context.Context, w *worker[K, V], lo, hi cuda.Slice[K], counts cuda.Slice[uint32], wantRange bool) (res *DeviceRange[K, V], err error) {
+func (g *gpuLSM[K, V]) countRange(ctx context.Context, w *worker[K, V], lo, hi cuda.Slice[K], counts cuda.Slice[uint32], wantRange bool) (res *warpkit.DeviceRanges[K, V], err error) {
 	s, nq, nlev := w.stream, lo.Len(), len(g.levels())
 	if g.s > 0 {
 		nlev++ // the staging run

@@ -52,7 +52,7 @@ func (w twin[K, V]) Delete(ctx context.Context, keys []K) error {
 
 func (w twin[K, V]) cleanup() error {
 	ctx := context.Background()
-	if err := errors.Join(w.LSM.Cleanup(ctx), w.cpu.Cleanup(ctx)); err != nil {
+	if err := errors.Join(w.LSM.Compact(ctx), w.cpu.Compact(ctx)); err != nil {
 		return err
 	}
 	return sameLevels(w.LSM, w.cpu)
@@ -137,7 +137,7 @@ func TestGPUQueryPaths(t *testing.T) {
 			w := dicttest.Workload{Space: 300, DeleteFrac: 0.3}
 			dicttest.Run[uint64, uint32](t, l, 5, w, 20, 60, 200, func(step int) error {
 				if step%5 == 4 {
-					return l.Cleanup(context.Background())
+					return l.Compact(context.Background())
 				}
 				return nil
 			})
@@ -156,7 +156,7 @@ func TestGPULarger(t *testing.T) {
 	w := dicttest.Workload{Space: 1 << 16, DeleteFrac: 0.2}
 	dicttest.Run[uint32, uint32](t, l, 11, w, steps, 5000, 4000, func(step int) error {
 		if step == steps/2 {
-			return l.Cleanup(context.Background())
+			return l.Compact(context.Background())
 		}
 		return nil
 	})
@@ -270,7 +270,7 @@ func TestGPUCapacityKept(t *testing.T) {
 			o.Apply(keys, vals, dels)
 		}
 		reserved(fmt.Sprintf("round %d, before cleanup", round))
-		if err := l.Cleanup(ctx); err != nil {
+		if err := l.Compact(ctx); err != nil {
 			t.Fatal(err)
 		}
 		reserved(fmt.Sprintf("round %d, after cleanup", round))
@@ -283,7 +283,7 @@ func TestGPUCapacityKept(t *testing.T) {
 func TestGPUOutOfMemory(t *testing.T) {
 	dev := gputest.Device(t)
 	l := newGPUTest[uint32, uint32](t, dev, 1<<12)
-	dicttest.OutOfMemory[uint32, uint32](t, dev, l, func() string { return fmt.Sprintf("%+v", l.Stats()) })
+	dicttest.OutOfMemory[uint32, uint32](t, dev, l, func() string { return fmt.Sprintf("%+v", statsOf(t, l)) })
 }
 
 func TestGPUShortBatches(t *testing.T) {

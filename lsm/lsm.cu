@@ -92,7 +92,8 @@ __device__ void lookup(const Runs<K> R, const V* __restrict__ log, const K* __re
 }
 
 // bounds (stage 1): for query q and the j-th run, the candidates are
-// positions [start, start+cnt) of that run: lower_bound(lo)..upper_bound(hi);
+// positions [start, start+cnt) of that run: lower_bound(lo)..lower_bound(hi)
+// (ranges are half-open);
 // start packs the run's level number (kStage for the staging run) above the
 // position (kPosBits).
 // cnt and start are laid out query-major (q*nlev + j); total accumulates the
@@ -109,9 +110,9 @@ __device__ void bounds(const Runs<K> R, uint32_t nlev, const K* __restrict__ lo,
     for (int lv = R.first(); lv >= 0; lv = R.next(lv)) {
       const K* keys = R.keys(lv);
       uint64_t end = R.len(lv), l = 0, u = 0;
-      if (k1 <= k2) {
+      if (k1 < k2) {  // [k1, k2): k2 > k1 >= 0, so k2 - 1 does not wrap
         l = lower_bound(keys, 0, end, k1);
-        u = gallop_upper(keys, l, end, k2);
+        u = gallop_upper(keys, l, end, (K)(k2 - 1));
       }
       cnt[q * nlev + j] = (uint32_t)(u - l);
       start[q * nlev + j] = ((uint64_t)lv << kPosBits) | l;
@@ -294,15 +295,15 @@ __device__ void successor(const Runs<K> R, const V* __restrict__ log, const K* _
   }
 }
 
-// range_cursors sets cur to the candidates of [k1, k2] in every run.
+// range_cursors sets cur to the candidates of [k1, k2) in every run.
 template <typename K>
 __device__ void range_cursors(const Runs<K>& R, K k1, K k2, Cursors<K>* cur) {
   for (int lv = R.first(); lv >= 0; lv = R.next(lv)) {
     const K* keys = R.keys(lv);
     uint64_t end = R.len(lv), l = 0, u = 0;
-    if (k1 <= k2) {
+    if (k1 < k2) {  // [k1, k2)
       l = lower_bound(keys, 0, end, k1);
-      u = gallop_upper(keys, l, end, k2);
+      u = gallop_upper(keys, l, end, (K)(k2 - 1));
     }
     cur->add(R, lv, l, u);
   }

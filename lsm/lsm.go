@@ -37,7 +37,7 @@ type Options struct {
 	// resident entries: the levels, the value log, the merge buffers, the
 	// staging run and the sort scratch of a batch of b, so that
 	// device-resident insertions and mixed updates of at most b entries
-	// within it allocate nothing (also after Cleanup, which returns its own
+	// within it allocate nothing (also after Compact, which returns its own
 	// larger buffers). Other updates still allocate, once, what the
 	// reservation does not cover: a deletions-only batch its deletion flags
 	// (DeleteDevice, Delete), a batch longer than b its sort buffers and
@@ -46,14 +46,9 @@ type Options struct {
 	Capacity int
 }
 
-// RangeResult is a batch of range-query answers on the host.
-type RangeResult[K, V warpkit.Word] = sorteddict.RangeResult[K, V]
-
-// DeviceRange is a batch of range-query answers in device memory.
-type DeviceRange[K, V warpkit.Word] = sorteddict.DeviceRange[K, V]
-
 // Stats describes the structure's current shape.
 type Stats struct {
+	Backend   warpkit.Backend
 	BatchSize int
 	// Batches is r, the number of batches of b in the levels; the full levels
 	// are its set bits.
@@ -106,10 +101,10 @@ func (s levelState) plan(m int) (chunks, rem int) { return (s.s + m) / s.b, (s.s
 // never read), so only the resident limit applies to it.
 func (s levelState) checkRoom(m int, kind sorteddict.UpdateKind) error {
 	if kind != sorteddict.DeletesOnly && s.logged+m > MaxLogged {
-		return fmt.Errorf("lsm: update: %w: %d logged values plus a batch of %d exceed %d; call Cleanup", warpkit.ErrInvalidArgument, s.logged, m, MaxLogged)
+		return fmt.Errorf("%w: %d logged values plus a batch of %d exceed %d; call Compact", warpkit.ErrInvalidArgument, s.logged, m, MaxLogged)
 	}
 	if s.resident()+m > MaxResident {
-		return fmt.Errorf("lsm: update: %w: %d resident entries plus a batch of %d exceed %d; call Cleanup", warpkit.ErrInvalidArgument, s.resident(), m, MaxResident)
+		return fmt.Errorf("%w: %d resident entries plus a batch of %d exceed %d; call Compact", warpkit.ErrInvalidArgument, s.resident(), m, MaxResident)
 	}
 	return nil
 }
@@ -189,14 +184,29 @@ func (l *LSM[K, V]) Backend() warpkit.Backend { return l.f.Backend() }
 func (l *LSM[K, V]) Close() error { return l.f.Close() }
 
 // Stats returns the current shape.
-func (l *LSM[K, V]) Stats() Stats {
-	var s levelState
-	l.f.Read("stats", func() error { s = l.impl.state(); return nil })
-	st := Stats{BatchSize: s.b, Batches: s.r, Staged: s.s, Resident: s.resident(), Logged: s.logged}
-	for _, lv := range s.levels() {
-		st.Levels = append(st.Levels, s.b<<lv)
-	}
-	return st
+func (l *LSM[K, V]) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
+	err := l.f.Read(ctx, "stats", func() error {
+		s := l.impl.state()
+		st = Stats{Backend: l.Backend(), BatchSize: s.b, Batches: s.r, Staged: s.s, Resident: s.resident(), Logged: s.logged}
+		for _, lv := range s.levels() {
+			st.Levels = append(st.Levels, s.b<<lv)
+		}
+		return nil
+	})
+	return st, err
+}
+
+// Len returns the number of live keys. It counts them (a count query over
+// every key): O(resident entries) on the CPU, one count launch on the GPU.
+func (l *LSM[K, V]) Len(ctx context.Context) (int, error) {
+	var n int
+	err := l.f.Read(ctx, "len", func() error {
+		var err error
+		n, err = sorteddict.LiveKeys[K, V](ctx, l.impl)
+		return err
+	})
+	return n, err
 }
 
 // Update applies one mixed batch: entry i deletes keys[i] when dels[i] is
@@ -230,11 +240,11 @@ func (l *LSM[K, V]) DeleteDevice(ctx context.Context, keys cuda.Slice[K]) error 
 	return l.f.DeleteDevice(ctx, keys)
 }
 
-// Cleanup removes stale entries and tombstones and rebuilds the levels from
-// the live entries, as in §III-F of the paper (the m mod b smallest keys
-// become the staging run).
-func (l *LSM[K, V]) Cleanup(ctx context.Context) error {
-	return l.f.Write("cleanup", func() error { return l.impl.Cleanup(ctx) })
+// Compact removes stale entries and tombstones and rebuilds the levels from
+// the live entries: the paper's cleanup (§III-F). The m mod b smallest keys
+// become the staging run. Contents do not change.
+func (l *LSM[K, V]) Compact(ctx context.Context) error {
+	return l.f.Write(ctx, "compact", func() error { return l.impl.Cleanup(ctx) })
 }
 
 // Lookup sets vals[i] and found[i] to keys[i]'s value and whether it is
@@ -251,8 +261,8 @@ func (l *LSM[K, V]) LookupDevice(ctx context.Context, keys cuda.Slice[K], vals c
 	return l.f.LookupDevice(ctx, keys, vals, found)
 }
 
-// Count sets counts[i] to the number of live keys k with lo[i] <= k <= hi[i]
-// (0 when lo[i] > hi[i]).
+// Count sets counts[i] to the number of live keys k with lo[i] <= k < hi[i]
+// (0 when lo[i] >= hi[i]): ranges are half-open.
 func (l *LSM[K, V]) Count(ctx context.Context, lo, hi []K, counts []uint32) error {
 	return l.f.Count(ctx, lo, hi, counts)
 }
@@ -262,15 +272,15 @@ func (l *LSM[K, V]) CountDevice(ctx context.Context, lo, hi cuda.Slice[K], count
 	return l.f.CountDevice(ctx, lo, hi, counts)
 }
 
-// Range returns, for each query i, the live pairs with lo[i] <= key <= hi[i]
+// Range returns, for each query i, the live pairs with lo[i] <= key < hi[i]
 // in ascending key order.
-func (l *LSM[K, V]) Range(ctx context.Context, lo, hi []K) (*RangeResult[K, V], error) {
+func (l *LSM[K, V]) Range(ctx context.Context, lo, hi []K) (*warpkit.Ranges[K, V], error) {
 	return l.f.Range(ctx, lo, hi)
 }
 
 // RangeDevice is Range with device-resident queries and results; the caller
 // frees the result.
-func (l *LSM[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*DeviceRange[K, V], error) {
+func (l *LSM[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*warpkit.DeviceRanges[K, V], error) {
 	return l.f.RangeDevice(ctx, lo, hi)
 }
 

@@ -57,7 +57,7 @@ func cpuRun[K, V warpkit.Word](t *testing.T, b int, w dicttest.Workload, steps i
 			if step%3 != 2 {
 				return nil
 			}
-			return l.Cleanup(context.Background())
+			return l.Compact(context.Background())
 		}
 	}
 	o := dicttest.Run[K, V](t, l, uint64(b)*7919+w.Space, w, steps, 3*b+5, 64, between)
@@ -123,13 +123,13 @@ func TestCPUBatchSemantics(t *testing.T) {
 		}
 	}
 	check("before cleanup")
-	if err := l.Cleanup(ctx); err != nil {
+	if err := l.Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
 	check("after cleanup")
 	// Cleanup keeps exactly the live entries (no padding); a later delete of
 	// the largest key hides it.
-	if st := l.Stats(); st.Resident != 4 || st.Logged != 4 || st.Batches != 1 || st.Staged != 0 {
+	if st := statsOf(t, l); st.Resident != 4 || st.Logged != 4 || st.Batches != 1 || st.Staged != 0 {
 		t.Fatalf("after cleanup: %+v", st)
 	}
 	if err := l.Delete(ctx, []uint32{mx, 12345}); err != nil {
@@ -217,7 +217,7 @@ func TestCPULimits(t *testing.T) {
 	if err := l.Delete(context.Background(), []uint32{1, 2}); err != nil {
 		t.Fatalf("deletions with the log full: %v", err)
 	}
-	if st := l.Stats(); st.Logged != MaxLogged || st.Staged != 2 {
+	if st := statsOf(t, l); st.Logged != MaxLogged || st.Staged != 2 {
 		t.Fatalf("deletions-only batch: %+v, want the log untouched and two entries staged", st)
 	}
 	if err := l.Update(context.Background(), []uint32{1, 2}, []uint32{1, 2}, []bool{true, true}); !errors.Is(err, warpkit.ErrInvalidArgument) {
@@ -229,7 +229,7 @@ func TestCPULimits(t *testing.T) {
 		t.Fatalf("resident overflow: %v", err)
 	}
 	c.r, c.s = 0, 2
-	if st := l.Stats(); st.Resident != 2 || st.Batches != 0 {
+	if st := statsOf(t, l); st.Resident != 2 || st.Batches != 0 {
 		t.Fatalf("stats changed by failed updates: %+v", st)
 	}
 }
@@ -246,7 +246,7 @@ func shortBatches(t *testing.T, l *LSM[uint32, uint32]) {
 			t.Fatal(err)
 		}
 	}
-	if st := l.Stats(); st.Resident != n || st.Staged != n || st.Batches != 0 || st.Logged != n {
+	if st := statsOf(t, l); st.Resident != n || st.Staged != n || st.Batches != 0 || st.Logged != n {
 		t.Fatalf("after %d one-key batches: %+v", n, st)
 	}
 	// Delete the first 100 keys one by one; overwrite the next 100.
@@ -278,7 +278,7 @@ func shortBatches(t *testing.T, l *LSM[uint32, uint32]) {
 	if err := l.Insert(ctx, long, long); err != nil {
 		t.Fatal(err)
 	}
-	if st := l.Stats(); st.Batches != 1 || st.Staged != n+200 || st.Resident != DefaultBatchSize+n+200 {
+	if st := statsOf(t, l); st.Batches != 1 || st.Staged != n+200 || st.Resident != DefaultBatchSize+n+200 {
 		t.Fatalf("after the long batch: %+v", st)
 	}
 	probe := make([]uint32, 0, 2*n+64)
@@ -298,10 +298,10 @@ func shortBatches(t *testing.T, l *LSM[uint32, uint32]) {
 	if err := l.Count(ctx, []uint32{0}, []uint32{^uint32(0)}, counts); err != nil || counts[0] != n-100+DefaultBatchSize {
 		t.Fatalf("count of everything = %d, %v; want %d", counts[0], err, n-100+DefaultBatchSize)
 	}
-	if err := l.Cleanup(ctx); err != nil {
+	if err := l.Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if st := l.Stats(); st.Resident != n-100+DefaultBatchSize || st.Staged != n-100 || st.Batches != 1 {
+	if st := statsOf(t, l); st.Resident != n-100+DefaultBatchSize || st.Staged != n-100 || st.Batches != 1 {
 		t.Fatalf("after cleanup: %+v", st)
 	}
 	out, ov, f := make([]uint32, 1), make([]uint32, 1), make([]bool, 1)
@@ -314,3 +314,13 @@ func shortBatches(t *testing.T, l *LSM[uint32, uint32]) {
 }
 
 func TestCPUShortBatches(t *testing.T) { shortBatches(t, newCPUTest[uint32, uint32](t, 0)) }
+
+// statsOf returns l's Stats, failing the test on an error.
+func statsOf[K, V warpkit.Word](t testing.TB, l *LSM[K, V]) Stats {
+	t.Helper()
+	st, err := l.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}

@@ -45,7 +45,7 @@ func BenchmarkCPUMap(b *testing.B) {
 		out := make([]uint32, n)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			if err := m.Find(ctx, keys, out, nil); err != nil {
+			if err := m.Lookup(ctx, keys, out, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -99,7 +99,7 @@ func BenchmarkGPUMap(b *testing.B) {
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := m.FindDevice(ctx, dk, out, cuda.Slice[uint8]{}); err != nil {
+				if err := m.LookupDevice(ctx, dk, out, cuda.Slice[uint8]{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -157,7 +157,7 @@ func BenchmarkGPUMapGoSlices(b *testing.B) {
 	})
 	b.Run("find", func(b *testing.B) {
 		for b.Loop() {
-			if err := m.Find(ctx, keys, out, res); err != nil {
+			if err := m.Lookup(ctx, keys, out, res); err != nil {
 				b.Fatal(err)
 			}
 		}

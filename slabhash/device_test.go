@@ -140,19 +140,45 @@ func randomOps(rng *rand.Rand, n int, max Op) []Op {
 
 // lenFlusher is what endRound needs of a GPU table and its CPU twin.
 type lenFlusher interface {
-	Len() int
-	Flush(context.Context) error
+	Len(context.Context) (int, error)
+	Compact(context.Context) error
+}
+
+// lenFunc returns x's Len as a func() int (-1 on an error, which no count
+// matches).
+func lenFunc(x interface {
+	Len(context.Context) (int, error)
+}) func() int {
+	return func() int {
+		n, err := x.Len(context.Background())
+		if err != nil {
+			return -1
+		}
+		return n
+	}
+}
+
+// lenOf returns a table's Len, failing the test on an error.
+func lenOf(t testing.TB, x interface {
+	Len(context.Context) (int, error)
+}) int {
+	t.Helper()
+	n, err := x.Len(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // endRound ends a round of a device test: both backends must hold as many
 // entries, and the GPU table is flushed in round flushAt.
 func endRound(t testing.TB, ctx context.Context, round, flushAt int, g, c lenFlusher) {
 	t.Helper()
-	if g.Len() != c.Len() {
-		t.Fatalf("round %d: Len %d on the GPU, %d on the CPU", round, g.Len(), c.Len())
+	if gl, cl := lenOf(t, g), lenOf(t, c); gl != cl {
+		t.Fatalf("round %d: Len %d on the GPU, %d on the CPU", round, gl, cl)
 	}
 	if round == flushAt {
-		must(t, g.Flush(ctx))
+		must(t, g.Compact(ctx))
 	}
 }
 
@@ -224,9 +250,9 @@ func deviceMap[K, V warpkit.Word](t *testing.T, dev *cuda.Device, l Layout) {
 
 		ks = distinct(rng, pool, n)
 		res, out := outDevice[uint8](t, dev, n), outDevice[V](t, dev, n)
-		must(t, g.FindDevice(ctx, toDevice(t, dev, ks), out, res))
+		must(t, g.LookupDevice(ctx, toDevice(t, dev, ks), out, res))
 		wantVals := make([]V, n)
-		must(t, c.Find(ctx, ks, wantVals, want))
+		must(t, c.Lookup(ctx, ks, wantVals, want))
 		agree(t, at("FindDevice"), ks, resultsOf(t, res), want, nil)
 		agree(t, at("FindDevice values"), ks, toHost(t, out), wantVals, nil)
 
@@ -247,9 +273,9 @@ func deviceMap[K, V warpkit.Word](t *testing.T, dev *cuda.Device, l Layout) {
 
 		endRound(t, ctx, round, 1, g, c)
 	}
-	gk, gv, err := g.Snapshot(ctx)
+	gk, gv, err := g.Pairs(ctx)
 	must(t, err)
-	ck, cv, err := c.Snapshot(ctx)
+	ck, cv, err := c.Pairs(ctx)
 	must(t, err)
 	sameContents(t, gk, gv, ck, cv)
 }
@@ -277,8 +303,8 @@ func deviceSet[K warpkit.Word](t *testing.T, dev *cuda.Device, l Layout) {
 
 		ks = distinct(rng, pool, n)
 		res = outDevice[uint8](t, dev, n)
-		must(t, g.ContainsDevice(ctx, toDevice(t, dev, ks), res))
-		must(t, c.Contains(ctx, ks, want))
+		must(t, g.LookupDevice(ctx, toDevice(t, dev, ks), res))
+		must(t, c.Lookup(ctx, ks, want))
 		agree(t, at("ContainsDevice"), ks, resultsOf(t, res), want, nil)
 
 		ks = distinct(rng, pool, n/3)
@@ -297,9 +323,9 @@ func deviceSet[K warpkit.Word](t *testing.T, dev *cuda.Device, l Layout) {
 
 		endRound(t, ctx, round, 1, g, c)
 	}
-	gk, err := g.Snapshot(ctx)
+	gk, err := g.Keys(ctx)
 	must(t, err)
-	ck, err := c.Snapshot(ctx)
+	ck, err := c.Keys(ctx)
 	must(t, err)
 	sameContents[K, uint32](t, gk, nil, ck, nil)
 }
@@ -322,7 +348,7 @@ func findAllDevice[K, V warpkit.Word](t testing.TB, ctx context.Context, dev *cu
 	total := int(offs[len(ks)])
 	dv := outDevice[V](t, dev, total+spare)
 	must(t, dc.FillBytes(poison, nil))
-	must(t, m.FindAllDevice(ctx, dk, toDevice(t, dev, offs), dv, dc))
+	must(t, m.LookupAllDevice(ctx, dk, toDevice(t, dev, offs), dv, dc))
 	all := toHost(t, dv)
 	for i, v := range all[total:] {
 		if v != poisonWord[V]() {
@@ -365,7 +391,7 @@ func deviceMulti[K, V warpkit.Word](t *testing.T, dev *cuda.Device, l Layout) {
 
 		ks = distinct(rng, pool, n/2)
 		offs, vals, got := findAllDevice(t, ctx, dev, g, ks)
-		wantOffs, wantVals, err := c.FindAll(ctx, ks)
+		wantOffs, wantVals, err := c.LookupAll(ctx, ks)
 		must(t, err)
 		for i, k := range ks {
 			if want := wantOffs[i+1] - wantOffs[i]; int(got[i]) != want || offs[i+1]-offs[i] != uint64(want) {
@@ -401,9 +427,9 @@ func deviceMulti[K, V warpkit.Word](t *testing.T, dev *cuda.Device, l Layout) {
 
 		endRound(t, ctx, round, 2, g, c)
 	}
-	gk, gv, err := g.Snapshot(ctx)
+	gk, gv, err := g.Pairs(ctx)
 	must(t, err)
-	ck, cv, err := c.Snapshot(ctx)
+	ck, cv, err := c.Pairs(ctx)
 	must(t, err)
 	sameContents(t, gk, gv, ck, cv)
 }
@@ -448,7 +474,7 @@ func TestFindAllDeviceRooms(t *testing.T) {
 		must(t, err)
 		defer m.Close()
 		if opts.Backend == warpkit.CPU {
-			err := m.FindAllDevice(ctx, cuda.Slice[uint32]{}, cuda.Slice[uint64]{}, cuda.Slice[uint32]{}, cuda.Slice[uint32]{})
+			err := m.LookupAllDevice(ctx, cuda.Slice[uint32]{}, cuda.Slice[uint64]{}, cuda.Slice[uint32]{}, cuda.Slice[uint32]{})
 			if !errors.Is(err, warpkit.ErrInvalidArgument) {
 				t.Fatalf("device slices on the CPU: %v", err)
 			}
@@ -478,7 +504,7 @@ func TestFindAllDeviceRooms(t *testing.T) {
 		must(t, m.DeleteOne(ctx, []uint32{b}, nil))
 		dv := outDevice[uint32](t, dev, 12)
 		must(t, dc.FillBytes(poison, nil))
-		must(t, m.FindAllDevice(ctx, dk, offs, dv, dc))
+		must(t, m.LookupAllDevice(ctx, dk, offs, dv, dc))
 		if got := toHost(t, dc); !slices.Equal(got, []uint32{7, 2, 0}) {
 			t.Fatalf("counts after the change %v, want [7 2 0]", got)
 		}
@@ -511,7 +537,7 @@ func TestFindAllDeviceRooms(t *testing.T) {
 			if c.len >= 0 {
 				vals = dv.Sub(0, c.len)
 			}
-			if err := m.FindAllDevice(ctx, dk, toDevice(t, dev, c.offs), vals, c.counts); !errors.Is(err, warpkit.ErrInvalidArgument) {
+			if err := m.LookupAllDevice(ctx, dk, toDevice(t, dev, c.offs), vals, c.counts); !errors.Is(err, warpkit.ErrInvalidArgument) {
 				t.Fatalf("%s: %v", c.name, err)
 			}
 			for i, v := range toHost(t, dv)[max(c.len, 0):] {
@@ -520,16 +546,16 @@ func TestFindAllDeviceRooms(t *testing.T) {
 				}
 			}
 		}
-		must(t, m.FindAllDevice(ctx, dk.Sub(0, 0), offs.Sub(0, 1), cuda.Slice[uint32]{}, dc.Sub(0, 0)))
+		must(t, m.LookupAllDevice(ctx, dk.Sub(0, 0), offs.Sub(0, 1), cuda.Slice[uint32]{}, dc.Sub(0, 0)))
 		// No values at all: rooms of zero need no values slice.
-		must(t, m.FindAllDevice(ctx, dk, toDevice(t, dev, []uint64{0, 0, 0, 0}), cuda.Slice[uint32]{}, dc))
+		must(t, m.LookupAllDevice(ctx, dk, toDevice(t, dev, []uint64{0, 0, 0, 0}), cuda.Slice[uint32]{}, dc))
 		if got := toHost(t, dc); !slices.Equal(got, []uint32{7, 2, 0}) {
 			t.Fatalf("counts with empty rooms %v, want [7 2 0]", got)
 		}
 		sk := toDevice(t, dev, []uint32{a, EmptyKey32})
 		must(t, dv.FillBytes(poison, nil))
 		must(t, dc.FillBytes(poison, nil))
-		if err := m.FindAllDevice(ctx, sk, offs.Sub(0, 3), dv, dc.Sub(0, 2)); !errors.Is(err, warpkit.ErrReservedKey) {
+		if err := m.LookupAllDevice(ctx, sk, offs.Sub(0, 3), dv, dc.Sub(0, 2)); !errors.Is(err, warpkit.ErrReservedKey) {
 			t.Fatalf("a reserved key: %v", err)
 		}
 		// A rejected batch searches nothing: the outputs are as they were.
@@ -544,7 +570,7 @@ func TestFindAllDeviceRooms(t *testing.T) {
 			}
 		}
 		// The table still answers.
-		o, v, err := m.FindAll(ctx, []uint32{a, b})
+		o, v, err := m.LookupAll(ctx, []uint32{a, b})
 		must(t, err)
 		if !slices.Equal(o, []int{0, 7, 9}) || !slices.Equal(v, []uint32{101, 102, 103, 104, 105, 106, 107, 202, 203}) {
 			t.Fatalf("FindAll afterwards: %v %v", o, v)
@@ -600,11 +626,11 @@ func TestDevicePoolExhaustion(t *testing.T) {
 			},
 			held: func(k []uint32) ([]bool, []uint32, error) {
 				v, res := make([]uint32, len(k)), make([]Result, len(k))
-				err := m.Find(ctx, k, v, res)
+				err := m.Lookup(ctx, k, v, res)
 				return found(res), v, err
 			},
 			remove: func(k []uint32) error { return m.Delete(ctx, k, nil) },
-			flush:  m.Flush, length: m.Len,
+			flush:  m.Compact, length: lenFunc(m),
 		}
 	}
 	targets := []struct {
@@ -621,11 +647,11 @@ func TestDevicePoolExhaustion(t *testing.T) {
 				insert: func(k, _ cuda.Slice[uint32], res cuda.Slice[uint8]) error { return s.InsertDevice(ctx, k, res) },
 				held: func(k []uint32) ([]bool, []uint32, error) {
 					res := make([]Result, len(k))
-					err := s.Contains(ctx, k, res)
+					err := s.Lookup(ctx, k, res)
 					return found(res), nil, err
 				},
 				remove: func(k []uint32) error { return s.Delete(ctx, k, nil) },
-				flush:  s.Flush, length: s.Len,
+				flush:  s.Compact, length: lenFunc(s),
 			}
 		}},
 		{"MultiMap-InsertDevice", func(t *testing.T) target {
@@ -635,7 +661,7 @@ func TestDevicePoolExhaustion(t *testing.T) {
 			return target{
 				insert: func(k, v cuda.Slice[uint32], res cuda.Slice[uint8]) error { return m.InsertDevice(ctx, k, v, res) },
 				held: func(k []uint32) ([]bool, []uint32, error) {
-					offs, vs, err := m.FindAll(ctx, k)
+					offs, vs, err := m.LookupAll(ctx, k)
 					if err != nil {
 						return nil, nil, err
 					}
@@ -652,7 +678,7 @@ func TestDevicePoolExhaustion(t *testing.T) {
 					return f, v, nil
 				},
 				remove: func(k []uint32) error { return m.DeleteAll(ctx, k, nil) },
-				flush:  m.Flush, length: m.Len,
+				flush:  m.Compact, length: lenFunc(m),
 			}
 		}},
 	}

@@ -42,7 +42,7 @@ func openMap[K, V warpkit.Word](opts Options) (*unique[K, V], error) {
 		lookup: func(ctx context.Context, keys []K) (map[K]state[V], error) {
 			vals := make([]V, len(keys))
 			res := make([]Result, len(keys))
-			if err := m.Find(ctx, keys, vals, res); err != nil {
+			if err := m.Lookup(ctx, keys, vals, res); err != nil {
 				return nil, err
 			}
 			out := map[K]state[V]{}
@@ -51,7 +51,7 @@ func openMap[K, V warpkit.Word](opts Options) (*unique[K, V], error) {
 			}
 			return out, nil
 		},
-		snapshot: m.Snapshot, flush: m.Flush, length: m.Len, close: m.Close, backend: m.Backend(),
+		snapshot: m.Pairs, flush: m.Compact, length: lenFunc(m), close: m.Close, backend: m.Backend(),
 	}, nil
 }
 
@@ -67,7 +67,7 @@ func openSet[K warpkit.Word](opts Options) (*unique[K, uint32], error) {
 		},
 		lookup: func(ctx context.Context, keys []K) (map[K]state[uint32], error) {
 			res := make([]Result, len(keys))
-			if err := s.Contains(ctx, keys, res); err != nil {
+			if err := s.Lookup(ctx, keys, res); err != nil {
 				return nil, err
 			}
 			out := map[K]state[uint32]{}
@@ -77,10 +77,10 @@ func openSet[K warpkit.Word](opts Options) (*unique[K, uint32], error) {
 			return out, nil
 		},
 		snapshot: func(ctx context.Context) ([]K, []uint32, error) {
-			k, err := s.Snapshot(ctx)
+			k, err := s.Keys(ctx)
 			return k, make([]uint32, len(k)), err
 		},
-		flush: s.Flush, length: s.Len, close: s.Close, backend: s.Backend(),
+		flush: s.Compact, length: lenFunc(s), close: s.Close, backend: s.Backend(),
 	}, nil
 }
 
@@ -279,8 +279,8 @@ func TestReservedKeys(t *testing.T) {
 				t.Fatalf("key %#x: %v", bad, err)
 			}
 		}
-		if m.Len() != 0 {
-			t.Fatalf("Len %d after rejected batches", m.Len())
+		if lenOf(t, m) != 0 {
+			t.Fatalf("Len %d after rejected batches", lenOf(t, m))
 		}
 		s, err := NewSet[uint32](opts)
 		if err != nil {
@@ -294,7 +294,7 @@ func TestReservedKeys(t *testing.T) {
 			t.Fatalf("bad op: %v", err)
 		}
 		res := make([]Result, 1)
-		if err := s.Contains(ctx, []uint32{5}, res); err != nil || res[0] != NotFound {
+		if err := s.Lookup(ctx, []uint32{5}, res); err != nil || res[0] != NotFound {
 			t.Fatalf("rejected batches applied something: %v %v", res, err)
 		}
 		if opts.Backend != warpkit.CUDA {
@@ -308,29 +308,29 @@ func TestReservedKeys(t *testing.T) {
 			t.Fatalf("device batch: %v", err)
 		}
 		got := make([]Result, 2)
-		if err := m.Find(ctx, []uint64{10, 11}, make([]uint64, 2), got); err != nil || got[0] != NotFound || got[1] != NotFound || m.Len() != 0 {
-			t.Fatalf("rejected device batch applied something: %v %v Len %d", got, err, m.Len())
+		if err := m.Lookup(ctx, []uint64{10, 11}, make([]uint64, 2), got); err != nil || got[0] != NotFound || got[1] != NotFound || lenOf(t, m) != 0 {
+			t.Fatalf("rejected device batch applied something: %v %v Len %d", got, err, lenOf(t, m))
 		}
 		// Device finds check their keys in the find kernel itself (no scan).
 		out, _ := cuda.Alloc[uint64](opts.Device, 3)
 		defer out.Free()
-		if err := m.FindDevice(ctx, dk, out, cuda.Slice[uint8]{}); !errors.Is(err, warpkit.ErrReservedKey) {
+		if err := m.LookupDevice(ctx, dk, out, cuda.Slice[uint8]{}); !errors.Is(err, warpkit.ErrReservedKey) {
 			t.Fatalf("device find of a sentinel: %v", err)
 		}
 		sk, _ := cuda.FromHost(opts.Device, []uint32{5, TombKey32})
 		defer sk.Free()
-		if err := s.ContainsDevice(ctx, sk, cuda.Slice[uint8]{}); !errors.Is(err, warpkit.ErrReservedKey) {
+		if err := s.LookupDevice(ctx, sk, cuda.Slice[uint8]{}); !errors.Is(err, warpkit.ErrReservedKey) {
 			t.Fatalf("device contains of a sentinel: %v", err)
 		}
-		if err := m.FindDevice(ctx, dk.Sub(0, 2), out.Sub(0, 2), cuda.Slice[uint8]{}); err != nil {
+		if err := m.LookupDevice(ctx, dk.Sub(0, 2), out.Sub(0, 2), cuda.Slice[uint8]{}); err != nil {
 			t.Fatalf("device find after a rejected one: %v", err)
 		}
 		ops, _ := cuda.FromHost(opts.Device, []uint8{1, 9, 1})
 		defer ops.Free()
 		dk2, _ := cuda.FromHost(opts.Device, []uint64{10, 11, 12})
 		defer dk2.Free()
-		if err := m.ApplyDevice(ctx, ops, dk2, dv, cuda.Slice[uint8]{}); !errors.Is(err, warpkit.ErrInvalidArgument) || m.Len() != 0 {
-			t.Fatalf("device batch with a bad op: %v, Len %d", err, m.Len())
+		if err := m.ApplyDevice(ctx, ops, dk2, dv, cuda.Slice[uint8]{}); !errors.Is(err, warpkit.ErrInvalidArgument) || lenOf(t, m) != 0 {
+			t.Fatalf("device batch with a bad op: %v, Len %d", err, lenOf(t, m))
 		}
 	})
 }
@@ -353,14 +353,14 @@ func TestArgumentsAndClose(t *testing.T) {
 		if err := m.Insert(ctx, []uint32{1, 2}, []uint32{1}, nil); !errors.Is(err, warpkit.ErrInvalidArgument) {
 			t.Fatalf("short values: %v", err)
 		}
-		if err := m.Find(ctx, []uint32{1}, []uint32{0}, make([]Result, 2)); !errors.Is(err, warpkit.ErrInvalidArgument) {
+		if err := m.Lookup(ctx, []uint32{1}, []uint32{0}, make([]Result, 2)); !errors.Is(err, warpkit.ErrInvalidArgument) {
 			t.Fatalf("long results: %v", err)
 		}
 		if err := m.Insert(ctx, nil, nil, nil); err != nil {
 			t.Fatalf("empty batch: %v", err)
 		}
 		if opts.Backend == warpkit.CPU {
-			if err := m.FindDevice(ctx, cuda.Slice[uint32]{}, cuda.Slice[uint32]{}, cuda.Slice[uint8]{}); !errors.Is(err, warpkit.ErrInvalidArgument) {
+			if err := m.LookupDevice(ctx, cuda.Slice[uint32]{}, cuda.Slice[uint32]{}, cuda.Slice[uint8]{}); !errors.Is(err, warpkit.ErrInvalidArgument) {
 				t.Fatalf("device slices on the CPU: %v", err)
 			}
 		}
@@ -382,17 +382,20 @@ func TestArgumentsAndClose(t *testing.T) {
 		if err := m.Insert(ctx, []uint32{1}, []uint32{1}, nil); !errors.Is(err, warpkit.ErrClosed) {
 			t.Fatalf("insert after Close: %v", err)
 		}
-		if _, _, err := m.Snapshot(ctx); !errors.Is(err, warpkit.ErrClosed) {
+		if _, _, err := m.Pairs(ctx); !errors.Is(err, warpkit.ErrClosed) {
 			t.Fatalf("snapshot after Close: %v", err)
 		}
-		if err := m.Flush(ctx); !errors.Is(err, warpkit.ErrClosed) {
+		if err := m.Compact(ctx); !errors.Is(err, warpkit.ErrClosed) {
 			t.Fatalf("flush after Close: %v", err)
 		}
 		if err := m.Close(); !errors.Is(err, warpkit.ErrClosed) {
 			t.Fatalf("second Close: %v", err)
 		}
-		for range m.All() {
-			t.Fatal("All yielded after Close")
+		if _, err := m.All(ctx); !errors.Is(err, warpkit.ErrClosed) {
+			t.Fatalf("All after Close: %v", err)
+		}
+		if _, err := m.Len(ctx); !errors.Is(err, warpkit.ErrClosed) {
+			t.Fatalf("Len after Close: %v", err)
 		}
 	})
 	if _, err := NewMap[uint64, uint32](Options{Backend: warpkit.CPU, Layout: LayoutPaper}); err == nil {

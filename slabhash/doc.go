@@ -12,7 +12,7 @@
 // Every operation is a batch: Go slices (staged through pinned memory, in
 // chunks of up to 1M elements) or device-resident cuda.Slices (Device
 // variants; no copies; a MultiMap search-all there is two calls, CountDevice
-// and then FindAllDevice into the rooms the caller laid out from the
+// and then LookupAllDevice into the rooms the caller laid out from the
 // counts). Apply runs a mixed batch — each element its own
 // find, insert or delete — in one kernel with the paper's warp-cooperative
 // work sharing: each tile of lanes serves its lanes' operations one at a
@@ -29,7 +29,7 @@
 // Go slices are checked on the host, device slices by a scan kernel that the
 // batch kernel, queued behind it, reads before touching the table. Unknown
 // op codes are rejected the same way with ErrInvalidArgument. Device batches
-// of finds only (FindDevice, ContainsDevice) skip the scan: a find changes
+// of finds only (Map.LookupDevice, Set.LookupDevice) skip the scan: a find changes
 // nothing, so the find kernel itself fails the elements holding a sentinel
 // (they would otherwise match empty or deleted slots) and the batch returns
 // ErrReservedKey; its outputs are then unspecified.
@@ -37,14 +37,14 @@
 // Failures: when the allocator is exhausted at its maximum (MaxPoolBytes),
 // inserts that needed a new slab return Failed, the batch returns
 // ErrPoolExhausted, every other element is applied, and the table stays
-// consistent; Delete plus Flush give the memory back. Kernels bound every
+// consistent; Delete plus Compact give the memory back. Kernels bound every
 // loop; a bound that is hit becomes ErrRetryLimit. Before reporting
 // exhaustion the host grows the pool (between launches) and reruns only the
 // failed elements.
 //
 // Pool sizing: the pool starts with room for the overflow slabs expected at
 // ExpectedSize entries plus a quarter more (deletes leave tombstones that
-// hold their slots until Flush, so churn needs slabs beyond the live
+// hold their slots until Compact, so churn needs slabs beyond the live
 // entries), and a growth step adds at least half the super blocks the pool
 // has (slaballoc), so a growing table takes few steps: each waits for the
 // kernels in flight and synchronizes the device, which costs far more than a
@@ -138,7 +138,7 @@
 // # Concurrency protocol: linearizable per key, every layout
 //
 // Slot keys change only EMPTY → key → TOMBSTONE while a list is live (a
-// deleted slot is never reused until Flush), and an insert claims only the
+// deleted slot is never reused until Compact), and an insert claims only the
 // first EMPTY slot of the list in list order (the frontier), by CAS on the
 // empty slot. New slabs are linked at the tail by CAS on the null next
 // pointer. Hence EMPTY slots exist only at the frontier, and:
@@ -195,15 +195,15 @@
 //     reads: every pair is removed once, by one element.
 //
 // A slab that a lost linking race allocated was never visible and goes back
-// to the pool at once. Flush (exclusive: it waits for batches in flight and
+// to the pool at once. Compact (exclusive: it waits for batches in flight and
 // holds them off) moves each list's live entries to its front in list order,
 // empties the rest of the last slab used, cuts the list there, and resets
-// and frees the slabs after it; slots become reusable only then. Snapshot
+// and frees the slabs after it; slots become reusable only then. Pairs
 // (All) is also exclusive, so it sees each key once.
 //
 // # Departures from the paper
 //
-//   - Deletes leave tombstones that inserts never reuse before Flush (the
+//   - Deletes leave tombstones that inserts never reuse before Compact (the
 //     paper's deletes free slots; see issue #27 above), and the wide-pair
 //     publication protocol and the re-read in the word layout are ours.
 //   - Tiles of 8 and 16 lanes, pair-per-lane slabs, and the round engine,
@@ -215,18 +215,18 @@
 //     SlabAlloc, not SlabAlloc-light), so the pool can grow without a
 //     contiguous reservation; the table read is one read-only-cache load.
 //   - Results, mixed batches with per-element outcomes, device-side reserved
-//     key checks, bounded loops with status words, and Flush as a kernel
+//     key checks, bounded loops with status words, and Compact as a kernel
 //     over all buckets (the paper flushes one bucket per call).
 //
 // # CPU backend
 //
 // Go maps in 64 shards, each behind a mutex; batches apply in index order.
 // MultiMap keeps each key's values oldest first, as the GPU lists do.
-// Flush has nothing to do there. Device slices return ErrInvalidArgument.
+// Compact has nothing to do there. Device slices return ErrNeedsCUDA (an ErrInvalidArgument).
 //
 // # Lifetimes
 //
-// Slices passed to a call are used only during it. Snapshot returns fresh
+// Slices passed to a call are used only during it. Pairs returns fresh
 // slices. Close frees all device memory; any later call returns
 // warpkit.ErrClosed. Len is maintained from each batch's counts and is exact
 // whenever no batch is in flight.

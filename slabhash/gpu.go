@@ -30,7 +30,7 @@ const (
 
 // churn is the share of ExpectedSize the pool is provisioned for beyond the
 // overflow expected at ExpectedSize: deletes leave tombstones that occupy
-// their slots until Flush, so a table that keeps inserting and deleting
+// their slots until Compact, so a table that keeps inserting and deleting
 // needs more slabs than its live entries do.
 const churn = 0.25
 
@@ -63,7 +63,7 @@ type gpuTable[K, V warpkit.Word] struct {
 	lanes   chan *lane[K, V]
 	all     []*lane[K, V]
 	salt    atomic.Uint32
-	slots   atomic.Int64 // slots holding entries or tombstones (live + deleted since Flush): what allocation grows with
+	slots   atomic.Int64 // slots holding entries or tombstones (live + deleted since Compact): what allocation grows with
 	reruns  atomic.Int64 // launches rerun after the pool grew
 	// mixedInserts is the share of inserts (in thousandths) that the last
 	// mixed device batch held, whose ops the host does not see.
@@ -808,7 +808,7 @@ func (g *gpuTable[K, V]) findAllChunk(ctx context.Context, ln *lane[K, V], keys 
 }
 
 // findAllDevice is the gathering pass of a search-all on the caller's device
-// slices (MultiMap.FindAllDevice): the scan kernel checks the keys, then the
+// slices (MultiMap.LookupAllDevice): the scan kernel checks the keys, then the
 // find-all kernel writes each key's values into its room and its count.
 func (g *gpuTable[K, V]) findAllDevice(ctx context.Context, keys cuda.Slice[K], offs cuda.Slice[uint64], vals cuda.Slice[V], counts cuda.Slice[uint32]) error {
 	ln := <-g.lanes

@@ -22,7 +22,7 @@ func NewMap[K, V warpkit.Word](opts Options) (*Map[K, V], error) {
 }
 
 // Backend reports the backend in use (CPU or CUDA).
-func (m *Map[K, V]) Backend() warpkit.Backend { return m.t.backend }
+func (m *Map[K, V]) Backend() warpkit.Backend { return m.t.backendKind() }
 
 // Insert inserts keys[i] with vals[i], replacing the value of a key that is
 // present. res (nil or len(keys)) receives Inserted or Present.
@@ -30,10 +30,10 @@ func (m *Map[K, V]) Insert(ctx context.Context, keys []K, vals []V, res []Result
 	return m.t.run(ctx, "insert", &batch[K, V]{op: OpInsert, keys: keys, vals: vals, res: res}, true)
 }
 
-// Find stores the value of keys[i] in vals[i] (the zero value where absent);
-// res (nil or len(keys)) receives Found or NotFound.
-func (m *Map[K, V]) Find(ctx context.Context, keys []K, vals []V, res []Result) error {
-	return m.t.run(ctx, "find", &batch[K, V]{op: OpFind, keys: keys, vals: vals, res: res}, true)
+// Lookup stores the value of keys[i] in vals[i] (the zero value where
+// absent); res (nil or len(keys)) receives Found or NotFound.
+func (m *Map[K, V]) Lookup(ctx context.Context, keys []K, vals []V, res []Result) error {
+	return m.t.run(ctx, "lookup", &batch[K, V]{op: OpFind, keys: keys, vals: vals, res: res}, true)
 }
 
 // Delete deletes keys; res (nil or len(keys)) receives Removed or NotFound.
@@ -58,9 +58,9 @@ func (m *Map[K, V]) InsertDevice(ctx context.Context, keys cuda.Slice[K], vals c
 	return m.t.runDevice(ctx, "insert", &devBatch[K, V]{op: OpInsert, keys: keys, vals: vals, res: res}, true)
 }
 
-// FindDevice is Find on device-resident slices (CUDA backend).
-func (m *Map[K, V]) FindDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], res cuda.Slice[uint8]) error {
-	return m.t.runDevice(ctx, "find", &devBatch[K, V]{op: OpFind, keys: keys, vals: vals, res: res}, true)
+// LookupDevice is Lookup on device-resident slices (CUDA backend).
+func (m *Map[K, V]) LookupDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], res cuda.Slice[uint8]) error {
+	return m.t.runDevice(ctx, "lookup", &devBatch[K, V]{op: OpFind, keys: keys, vals: vals, res: res}, true)
 }
 
 // DeleteDevice is Delete on device-resident slices (CUDA backend).
@@ -75,19 +75,19 @@ func (m *Map[K, V]) ApplyDevice(ctx context.Context, ops cuda.Slice[uint8], keys
 }
 
 // Len returns the number of keys, exact when no batch is in flight.
-func (m *Map[K, V]) Len() int { return m.t.length() }
+func (m *Map[K, V]) Len(ctx context.Context) (int, error) { return m.t.lenOf(ctx) }
 
-// All iterates a snapshot of the map (taken when ranging starts, while no
-// batch runs). If the snapshot cannot be taken the sequence is empty; use
-// Snapshot to see the error.
-func (m *Map[K, V]) All() iter.Seq2[K, V] { return m.t.all() }
+// All returns an iterator over a copy of the pairs, taken when All is called
+// (while no batch runs), in no particular order.
+func (m *Map[K, V]) All(ctx context.Context) (iter.Seq2[K, V], error) { return m.t.all(ctx) }
 
-// Snapshot returns every key and its value, in no particular order.
-func (m *Map[K, V]) Snapshot(ctx context.Context) ([]K, []V, error) { return m.t.snapshot(ctx) }
+// Pairs returns every key and its value, in no particular order.
+func (m *Map[K, V]) Pairs(ctx context.Context) ([]K, []V, error) { return m.t.pairs(ctx) }
 
-// Flush compacts every bucket list, dropping deleted entries, and returns
-// emptied slabs to the allocator. It waits for batches in flight.
-func (m *Map[K, V]) Flush(ctx context.Context) error { return m.t.flush(ctx) }
+// Compact compacts every bucket list, dropping deleted entries (the paper's
+// flush), and returns emptied slabs to the allocator. It waits for batches
+// in flight.
+func (m *Map[K, V]) Compact(ctx context.Context) error { return m.t.compact(ctx) }
 
 // Stats reports the table's memory.
 func (m *Map[K, V]) Stats(ctx context.Context) (Stats, error) { return m.t.stats(ctx) }

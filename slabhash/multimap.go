@@ -7,6 +7,7 @@ import (
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/front"
 )
 
 // MultiMap is a concurrent hash multimap: a key may hold many values
@@ -29,7 +30,7 @@ func NewMultiMap[K, V warpkit.Word](opts Options) (*MultiMap[K, V], error) {
 }
 
 // Backend reports the backend in use (CPU or CUDA).
-func (m *MultiMap[K, V]) Backend() warpkit.Backend { return m.t.backend }
+func (m *MultiMap[K, V]) Backend() warpkit.Backend { return m.t.backendKind() }
 
 // Insert adds the pairs (keys[i], vals[i]); every result is Inserted.
 func (m *MultiMap[K, V]) Insert(ctx context.Context, keys []K, vals []V, res []Result) error {
@@ -39,15 +40,15 @@ func (m *MultiMap[K, V]) Insert(ctx context.Context, keys []K, vals []V, res []R
 // Count stores the number of values of keys[i] in counts[i].
 func (m *MultiMap[K, V]) Count(ctx context.Context, keys []K, counts []uint32) error {
 	if counts == nil {
-		return fmt.Errorf("%w: slabhash: count: nil counts", warpkit.ErrInvalidArgument)
+		return m.t.f.Do(ctx, "count", front.Shared, func() error { return fmt.Errorf("%w: nil counts", warpkit.ErrInvalidArgument) })
 	}
 	return m.t.run(ctx, "count", &batch[K, V]{op: OpFind, keys: keys, counts: counts}, false)
 }
 
-// FindAll returns the values of every key: those of keys[i] are
+// LookupAll returns the values of every key: those of keys[i] are
 // vals[offsets[i]:offsets[i+1]], oldest first (pairs inserted by one batch
 // have no defined order among themselves).
-func (m *MultiMap[K, V]) FindAll(ctx context.Context, keys []K) (offsets []int, vals []V, err error) {
+func (m *MultiMap[K, V]) LookupAll(ctx context.Context, keys []K) (offsets []int, vals []V, err error) {
 	return m.t.findAll(ctx, keys)
 }
 
@@ -82,7 +83,7 @@ func (m *MultiMap[K, V]) InsertDevice(ctx context.Context, keys cuda.Slice[K], v
 // it needs counts.
 func (m *MultiMap[K, V]) CountDevice(ctx context.Context, keys cuda.Slice[K], counts cuda.Slice[uint32]) error {
 	if counts.Buffer() == nil {
-		return fmt.Errorf("%w: slabhash: count: no counts slice", warpkit.ErrInvalidArgument)
+		return m.t.f.Do(ctx, "count", front.Shared, func() error { return fmt.Errorf("%w: no counts slice", warpkit.ErrInvalidArgument) })
 	}
 	return m.t.runDevice(ctx, "count", &devBatch[K, V]{op: OpFind, keys: keys, counts: counts}, false)
 }
@@ -97,9 +98,9 @@ func (m *MultiMap[K, V]) DeleteAllDevice(ctx context.Context, keys cuda.Slice[K]
 	return m.t.runDevice(ctx, "delete all", &devBatch[K, V]{op: OpDeleteAll, keys: keys, counts: counts}, false)
 }
 
-// FindAllDevice is FindAll on device-resident slices (CUDA backend), as the
+// LookupAllDevice is FindAll on device-resident slices (CUDA backend), as the
 // second of two calls: CountDevice gives each key's count, the caller lays
-// out room for the values, and FindAllDevice gathers them.
+// out room for the values, and LookupAllDevice gathers them.
 //
 // offsets holds len(keys)+1 offsets into vals, the exclusive prefix sum of
 // the counts with the total last (offsets[0] is usually 0): the values of
@@ -112,19 +113,19 @@ func (m *MultiMap[K, V]) DeleteAllDevice(ctx context.Context, keys cuda.Slice[K]
 // ErrInvalidArgument, with the outputs unspecified; nothing outside vals is
 // ever written.
 //
-// The table may change between CountDevice and FindAllDevice, and during
-// FindAllDevice (it is safe for concurrent use, and like Count it reads each
+// The table may change between CountDevice and LookupAllDevice, and during
+// LookupAllDevice (it is safe for concurrent use, and like Count it reads each
 // list once without a snapshot, so a pair inserted or deleted while it runs
 // may or may not be seen). Nothing is ever written outside a key's room:
 // where a key gained values, counts[i] exceeds offsets[i+1]-offsets[i] and
 // only the first offsets[i+1]-offsets[i] of its values in list order were
 // written; where it lost some, counts[i] is smaller and the rest of its room
-// is left as it was. FindAllDevice does not read the counts back, so it
+// is left as it was. LookupAllDevice does not read the counts back, so it
 // returns nil in both cases: compare counts with the rooms and search again
-// the keys that outgrew theirs (host FindAll does this itself). Reserved keys
+// the keys that outgrew theirs (host LookupAll does this itself). Reserved keys
 // are found on the device first and fail the call with ErrReservedKey; the
 // search then runs for no key, and vals and counts are left as they were.
-func (m *MultiMap[K, V]) FindAllDevice(ctx context.Context, keys cuda.Slice[K], offsets cuda.Slice[uint64], vals cuda.Slice[V], counts cuda.Slice[uint32]) error {
+func (m *MultiMap[K, V]) LookupAllDevice(ctx context.Context, keys cuda.Slice[K], offsets cuda.Slice[uint64], vals cuda.Slice[V], counts cuda.Slice[uint32]) error {
 	return m.t.findAllDevice(ctx, keys, offsets, vals, counts)
 }
 
@@ -134,17 +135,17 @@ func (m *MultiMap[K, V]) ApplyDevice(ctx context.Context, ops cuda.Slice[uint8],
 }
 
 // Len returns the number of pairs, exact when no batch is in flight.
-func (m *MultiMap[K, V]) Len() int { return m.t.length() }
+func (m *MultiMap[K, V]) Len(ctx context.Context) (int, error) { return m.t.lenOf(ctx) }
 
-// All iterates a snapshot of every pair (see Map.All).
-func (m *MultiMap[K, V]) All() iter.Seq2[K, V] { return m.t.all() }
+// All returns an iterator over a copy of every pair (see Map.All).
+func (m *MultiMap[K, V]) All(ctx context.Context) (iter.Seq2[K, V], error) { return m.t.all(ctx) }
 
-// Snapshot returns every pair, in no particular order.
-func (m *MultiMap[K, V]) Snapshot(ctx context.Context) ([]K, []V, error) { return m.t.snapshot(ctx) }
+// Pairs returns every pair, in no particular order.
+func (m *MultiMap[K, V]) Pairs(ctx context.Context) ([]K, []V, error) { return m.t.pairs(ctx) }
 
-// Flush compacts the bucket lists (see Map.Flush); the order of each key's
+// Compact compacts the bucket lists (see Map.Compact); the order of each key's
 // pairs is kept.
-func (m *MultiMap[K, V]) Flush(ctx context.Context) error { return m.t.flush(ctx) }
+func (m *MultiMap[K, V]) Compact(ctx context.Context) error { return m.t.compact(ctx) }
 
 // Stats reports the table's memory.
 func (m *MultiMap[K, V]) Stats(ctx context.Context) (Stats, error) { return m.t.stats(ctx) }

@@ -82,7 +82,7 @@ func multiRound[K, V warpkit.Word](ctx context.Context, m *MultiMap[K, V], mm mu
 		return nil, nil, nil, nil, nil, err
 	}
 	touched := uniqueKeys(ks)
-	offs, got, err := m.FindAll(ctx, touched)
+	offs, got, err := m.LookupAll(ctx, touched)
 	if err != nil {
 		return nil, nil, nil, nil, nil, err
 	}
@@ -172,7 +172,7 @@ func multiDifferential[K, V warpkit.Word](t *testing.T, m, twin *MultiMap[K, V],
 			}
 		}
 		if round%4 == 3 {
-			if err := m.Flush(ctx); err != nil {
+			if err := m.Compact(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -180,12 +180,16 @@ func multiDifferential[K, V warpkit.Word](t *testing.T, m, twin *MultiMap[K, V],
 		for _, es := range mm {
 			total += len(es)
 		}
-		if m.Len() != total {
-			t.Fatalf("round %d: Len %d, model %d", round, m.Len(), total)
+		if lenOf(t, m) != total {
+			t.Fatalf("round %d: Len %d, model %d", round, lenOf(t, m), total)
 		}
 	}
 	pairs := 0
-	for k, v := range m.All() {
+	all, err := m.All(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range all {
 		pairs++
 		found := false
 		for _, e := range mm[k] {
@@ -195,8 +199,8 @@ func multiDifferential[K, V warpkit.Word](t *testing.T, m, twin *MultiMap[K, V],
 			t.Fatalf("All yields (%#x, %#x), not in the model", uint64(k), uint64(v))
 		}
 	}
-	if pairs != m.Len() {
-		t.Fatalf("All yields %d pairs, Len %d", pairs, m.Len())
+	if pairs != lenOf(t, m) {
+		t.Fatalf("All yields %d pairs, Len %d", pairs, lenOf(t, m))
 	}
 }
 

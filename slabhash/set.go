@@ -22,16 +22,16 @@ func NewSet[K warpkit.Word](opts Options) (*Set[K], error) {
 }
 
 // Backend reports the backend in use (CPU or CUDA).
-func (s *Set[K]) Backend() warpkit.Backend { return s.t.backend }
+func (s *Set[K]) Backend() warpkit.Backend { return s.t.backendKind() }
 
 // Insert inserts keys; res (nil or len(keys)) receives Inserted or Present.
 func (s *Set[K]) Insert(ctx context.Context, keys []K, res []Result) error {
 	return s.t.run(ctx, "insert", &batch[K, uint32]{op: OpInsert, keys: keys, res: res}, false)
 }
 
-// Contains reports membership in res (len(keys)): Found or NotFound.
-func (s *Set[K]) Contains(ctx context.Context, keys []K, res []Result) error {
-	return s.t.run(ctx, "contains", &batch[K, uint32]{op: OpFind, keys: keys, res: res}, false)
+// Lookup reports membership in res (len(keys)): Found or NotFound.
+func (s *Set[K]) Lookup(ctx context.Context, keys []K, res []Result) error {
+	return s.t.run(ctx, "lookup", &batch[K, uint32]{op: OpFind, keys: keys, res: res}, false)
 }
 
 // Delete deletes keys; res (nil or len(keys)) receives Removed or NotFound.
@@ -52,9 +52,9 @@ func (s *Set[K]) InsertDevice(ctx context.Context, keys cuda.Slice[K], res cuda.
 	return s.t.runDevice(ctx, "insert", &devBatch[K, uint32]{op: OpInsert, keys: keys, res: res}, false)
 }
 
-// ContainsDevice is Contains on device-resident slices (CUDA backend).
-func (s *Set[K]) ContainsDevice(ctx context.Context, keys cuda.Slice[K], res cuda.Slice[uint8]) error {
-	return s.t.runDevice(ctx, "contains", &devBatch[K, uint32]{op: OpFind, keys: keys, res: res}, false)
+// LookupDevice is Lookup on device-resident slices (CUDA backend).
+func (s *Set[K]) LookupDevice(ctx context.Context, keys cuda.Slice[K], res cuda.Slice[uint8]) error {
+	return s.t.runDevice(ctx, "lookup", &devBatch[K, uint32]{op: OpFind, keys: keys, res: res}, false)
 }
 
 // DeleteDevice is Delete on device-resident slices (CUDA backend).
@@ -68,27 +68,31 @@ func (s *Set[K]) ApplyDevice(ctx context.Context, ops cuda.Slice[uint8], keys cu
 }
 
 // Len returns the number of keys, exact when no batch is in flight.
-func (s *Set[K]) Len() int { return s.t.length() }
+func (s *Set[K]) Len(ctx context.Context) (int, error) { return s.t.lenOf(ctx) }
 
-// All iterates a snapshot of the set (see Map.All).
-func (s *Set[K]) All() iter.Seq[K] {
+// All returns an iterator over a copy of the keys (see Map.All).
+func (s *Set[K]) All(ctx context.Context) (iter.Seq[K], error) {
+	keys, err := s.Keys(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return func(yield func(K) bool) {
-		for k := range s.t.all() {
+		for _, k := range keys {
 			if !yield(k) {
 				return
 			}
 		}
-	}
+	}, nil
 }
 
-// Snapshot returns every key, in no particular order.
-func (s *Set[K]) Snapshot(ctx context.Context) ([]K, error) {
-	keys, _, err := s.t.snapshot(ctx)
+// Keys returns every key, in no particular order.
+func (s *Set[K]) Keys(ctx context.Context) ([]K, error) {
+	keys, _, err := s.t.pairs(ctx)
 	return keys, err
 }
 
-// Flush compacts the bucket lists (see Map.Flush).
-func (s *Set[K]) Flush(ctx context.Context) error { return s.t.flush(ctx) }
+// Compact compacts the bucket lists (see Map.Compact).
+func (s *Set[K]) Compact(ctx context.Context) error { return s.t.compact(ctx) }
 
 // Stats reports the table's memory.
 func (s *Set[K]) Stats(ctx context.Context) (Stats, error) { return s.t.stats(ctx) }

@@ -38,7 +38,7 @@ func stressMap[K, V warpkit.Word](opts Options) (*stressTable[K, V], error) {
 		contents: func(ctx context.Context, keys []K) ([][]V, error) {
 			vals := make([]V, len(keys))
 			res := make([]Result, len(keys))
-			if err := m.Find(ctx, keys, vals, res); err != nil {
+			if err := m.Lookup(ctx, keys, vals, res); err != nil {
 				return nil, err
 			}
 			out := make([][]V, len(keys))
@@ -50,10 +50,10 @@ func stressMap[K, V warpkit.Word](opts Options) (*stressTable[K, V], error) {
 			return out, nil
 		},
 		snapshot: func(ctx context.Context) ([]K, error) {
-			k, _, err := m.Snapshot(ctx)
+			k, _, err := m.Pairs(ctx)
 			return k, err
 		},
-		length: m.Len, close: m.Close,
+		length: lenFunc(m), close: m.Close,
 	}, nil
 }
 
@@ -69,7 +69,7 @@ func stressSet[K warpkit.Word](opts Options) (*stressTable[K, uint32], error) {
 		},
 		contents: func(ctx context.Context, keys []K) ([][]uint32, error) {
 			res := make([]Result, len(keys))
-			if err := s.Contains(ctx, keys, res); err != nil {
+			if err := s.Lookup(ctx, keys, res); err != nil {
 				return nil, err
 			}
 			out := make([][]uint32, len(keys))
@@ -80,7 +80,7 @@ func stressSet[K warpkit.Word](opts Options) (*stressTable[K, uint32], error) {
 			}
 			return out, nil
 		},
-		snapshot: s.Snapshot, length: s.Len, close: s.Close,
+		snapshot: s.Keys, length: lenFunc(s), close: s.Close,
 	}, nil
 }
 
@@ -92,7 +92,7 @@ func stressMulti[K, V warpkit.Word](opts Options) (*stressTable[K, V], error) {
 	return &stressTable[K, V]{
 		kd: kindMulti, apply: m.Apply,
 		contents: func(ctx context.Context, keys []K) ([][]V, error) {
-			offs, vals, err := m.FindAll(ctx, keys)
+			offs, vals, err := m.LookupAll(ctx, keys)
 			if err != nil {
 				return nil, err
 			}
@@ -103,10 +103,10 @@ func stressMulti[K, V warpkit.Word](opts Options) (*stressTable[K, V], error) {
 			return out, nil
 		},
 		snapshot: func(ctx context.Context) ([]K, error) {
-			k, _, err := m.Snapshot(ctx)
+			k, _, err := m.Pairs(ctx)
 			return k, err
 		},
-		length: m.Len, close: m.Close,
+		length: lenFunc(m), close: m.Close,
 	}, nil
 }
 
@@ -343,11 +343,11 @@ func TestPoolExhaustion(t *testing.T) {
 			t.Fatalf("result %v after a failed batch", r)
 		}
 	}
-	if len(in) == 0 || len(failed) == 0 || m.Len() != len(in) {
-		t.Fatalf("%d inserted, %d failed, Len %d", len(in), len(failed), m.Len())
+	if len(in) == 0 || len(failed) == 0 || lenOf(t, m) != len(in) {
+		t.Fatalf("%d inserted, %d failed, Len %d", len(in), len(failed), lenOf(t, m))
 	}
 	got := make([]Result, len(in))
-	if err := m.Find(ctx, in, make([]uint32, len(in)), got); err != nil {
+	if err := m.Lookup(ctx, in, make([]uint32, len(in)), got); err != nil {
 		t.Fatal(err)
 	}
 	for i, r := range got {
@@ -356,7 +356,7 @@ func TestPoolExhaustion(t *testing.T) {
 		}
 	}
 	got = make([]Result, len(failed))
-	if err := m.Find(ctx, failed, make([]uint32, len(failed)), got); err != nil {
+	if err := m.Lookup(ctx, failed, make([]uint32, len(failed)), got); err != nil {
 		t.Fatal(err)
 	}
 	for i, r := range got {
@@ -371,7 +371,7 @@ func TestPoolExhaustion(t *testing.T) {
 	if err := m.Delete(ctx, in, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Flush(ctx); err != nil {
+	if err := m.Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
 	after, err := m.Stats(ctx)
@@ -384,8 +384,8 @@ func TestPoolExhaustion(t *testing.T) {
 	if err := m.Insert(ctx, failed[:len(in)/2], vals[:len(in)/2], nil); err != nil {
 		t.Fatalf("inserting after the flush freed slabs: %v", err)
 	}
-	if m.Len() != len(in)/2 {
-		t.Fatalf("Len %d, want %d", m.Len(), len(in)/2)
+	if lenOf(t, m) != len(in)/2 {
+		t.Fatalf("Len %d, want %d", lenOf(t, m), len(in)/2)
 	}
 }
 
@@ -431,17 +431,17 @@ func TestIssue27Scenario(t *testing.T) {
 					t.Fatalf("%s round %d: delete %v, %d inserts of B reported Inserted", l, round, res[0], inserted)
 				}
 			}
-			keys, _, err := m.Snapshot(ctx)
+			keys, _, err := m.Pairs(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(keys) != 200 || m.Len() != 200 {
-				t.Fatalf("%s: %d keys stored, Len %d, want 200", l, len(keys), m.Len())
+			if len(keys) != 200 || lenOf(t, m) != 200 {
+				t.Fatalf("%s: %d keys stored, Len %d, want 200", l, len(keys), lenOf(t, m))
 			}
-			if err := m.Flush(ctx); err != nil {
+			if err := m.Compact(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if keys, _, err = m.Snapshot(ctx); err != nil || len(keys) != 200 {
+			if keys, _, err = m.Pairs(ctx); err != nil || len(keys) != 200 {
 				t.Fatalf("%s: %d keys after Flush (%v)", l, len(keys), err)
 			}
 			m.Close()
@@ -515,8 +515,8 @@ func TestMixedDeviceBatchOutgrowsReservation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Len() != n || after.PoolGrowths <= before.PoolGrowths || after.Reruns <= before.Reruns {
-		t.Fatalf("Len %d (want %d); pool growths %d -> %d, reruns %d -> %d (want both to grow)", m.Len(), n,
+	if lenOf(t, m) != n || after.PoolGrowths <= before.PoolGrowths || after.Reruns <= before.Reruns {
+		t.Fatalf("Len %d (want %d); pool growths %d -> %d, reruns %d -> %d (want both to grow)", lenOf(t, m), n,
 			before.PoolGrowths, after.PoolGrowths, before.Reruns, after.Reruns)
 	}
 	// Delete every other key in a mixed batch with finds of absent keys.
@@ -551,10 +551,10 @@ func TestMixedDeviceBatchOutgrowsReservation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Tombstones != n/2 || m.Len() != n/2 {
-		t.Fatalf("%d tombstones, Len %d after deleting %d of %d", st.Tombstones, m.Len(), n/2, n)
+	if st.Tombstones != n/2 || lenOf(t, m) != n/2 {
+		t.Fatalf("%d tombstones, Len %d after deleting %d of %d", st.Tombstones, lenOf(t, m), n/2, n)
 	}
-	if err := m.Flush(ctx); err != nil {
+	if err := m.Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if st, err = m.Stats(ctx); err != nil || st.Tombstones != 0 {

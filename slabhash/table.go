@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"sync"
 	"sync/atomic"
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/front"
 	"github.com/warpkit/warpkit/internal/hostpar"
 )
 
@@ -91,7 +91,7 @@ type Stats struct {
 	PoolCapacity int64   // slabs the pool holds now (CUDA)
 	PoolGrowths  int64   // times the pool grew since New (CUDA; each step adds one or more super blocks)
 	Reruns       int64   // batch launches rerun for their failed elements after the pool grew (CUDA)
-	Tombstones   int64   // deleted entries whose slots Flush has not reclaimed yet (CUDA)
+	Tombstones   int64   // deleted entries whose slots Compact has not reclaimed yet (CUDA)
 }
 
 // batch is one host-slice call, as every backend receives it.
@@ -144,16 +144,14 @@ type backend[K, V warpkit.Word] interface {
 	close() error
 }
 
-// table is the shared core of Map, Set and MultiMap.
+// table is the shared core of Map, Set and MultiMap. Its front runs batches
+// (which run concurrently) as Shared calls and Compact, Pairs and Close,
+// which need the table alone, as Exclusive ones.
 type table[K, V warpkit.Word] struct {
-	kind    kind
-	be      backend[K, V]
-	backend warpkit.Backend
-	n       atomic.Int64
-	closed  atomic.Bool
-	// mu is held for reading by batches (which run concurrently) and for
-	// writing by Flush, Snapshot and Close, which need the table alone.
-	mu sync.RWMutex
+	kind kind
+	be   backend[K, V]
+	f    *front.Front
+	n    atomic.Int64
 }
 
 func newTable[K, V warpkit.Word](kd kind, opts Options) (*table[K, V], error) {
@@ -176,11 +174,11 @@ func newTable[K, V warpkit.Word](kd kind, opts Options) (*table[K, V], error) {
 	}
 	t := &table[K, V]{kind: kd}
 	if dev == nil {
-		t.backend = warpkit.CPU
+		t.f = front.New("slabhash", warpkit.CPU)
 		t.be = newCPU[K, V](kd)
 		return t, nil
 	}
-	t.backend = warpkit.CUDA
+	t.f = front.New("slabhash", warpkit.CUDA)
 	g, err := newGPU[K, V](kd, geo, &opts, dev, own)
 	if err != nil {
 		if own {
@@ -192,12 +190,7 @@ func newTable[K, V warpkit.Word](kd kind, opts Options) (*table[K, V], error) {
 	return t, nil
 }
 
-func (t *table[K, V]) live(op string) error {
-	if t == nil || t.closed.Load() {
-		return fmt.Errorf("slabhash: %s: %w", op, warpkit.ErrClosed)
-	}
-	return nil
-}
+func (t *table[K, V]) backendKind() warpkit.Backend { return t.f.Backend() }
 
 // maxOp is the largest op code the kind accepts.
 func (k kind) maxOp() Op {
@@ -255,13 +248,10 @@ func markFailed(res []Result, counts []uint32) {
 }
 
 // check validates a host batch before anything is applied.
-func (t *table[K, V]) check(what string, b *batch[K, V], valsNeeded bool) error {
-	if err := t.live(what); err != nil {
-		return err
-	}
+func (t *table[K, V]) check(b *batch[K, V], valsNeeded bool) error {
 	n := len(b.keys)
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: slabhash: %s: %s", warpkit.ErrInvalidArgument, what, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s", warpkit.ErrInvalidArgument, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case b.ops != nil && len(b.ops) != n:
@@ -279,8 +269,8 @@ func (t *table[K, V]) check(what string, b *batch[K, V], valsNeeded bool) error 
 		}
 	}
 	if i := firstReserved(b.keys); i >= 0 {
-		return fmt.Errorf("slabhash: %s: key %#x at %d: %w (all ones and all ones minus one are the empty and deleted sentinels)",
-			what, uint64(b.keys[i]), i, warpkit.ErrReservedKey)
+		return fmt.Errorf("key %#x at %d: %w (all ones and all ones minus one are the empty and deleted sentinels)",
+			uint64(b.keys[i]), i, warpkit.ErrReservedKey)
 	}
 	return nil
 }
@@ -309,37 +299,25 @@ func firstReserved[K warpkit.Word](keys []K) int {
 }
 
 func (t *table[K, V]) run(ctx context.Context, what string, b *batch[K, V], valsNeeded bool) error {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if err := t.check(what, b, valsNeeded); err != nil {
+	return t.f.Do(ctx, what, front.Shared, func() error {
+		if err := t.check(b, valsNeeded); err != nil || len(b.keys) == 0 {
+			return err
+		}
+		delta, err := t.be.apply(ctx, b)
+		t.n.Add(delta)
 		return err
-	}
-	if len(b.keys) == 0 {
-		return nil
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("slabhash: %s: %w", what, err)
-	}
-	delta, err := t.be.apply(ctx, b)
-	t.n.Add(delta)
-	if err != nil {
-		return fmt.Errorf("slabhash: %s: %w", what, err)
-	}
-	return nil
+	})
 }
 
 // checkDevice validates a device batch's shape (its contents are checked on
 // the device before anything is applied).
-func (t *table[K, V]) checkDevice(what string, b *devBatch[K, V], valsNeeded bool) error {
-	if err := t.live(what); err != nil {
-		return err
-	}
-	if t.backend != warpkit.CUDA {
-		return fmt.Errorf("%w: slabhash: %s: device slices need the CUDA backend", warpkit.ErrInvalidArgument, what)
+func (t *table[K, V]) checkDevice(b *devBatch[K, V], valsNeeded bool) error {
+	if t.f.Backend() != warpkit.CUDA {
+		return warpkit.ErrNeedsCUDA
 	}
 	n := b.keys.Len()
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: slabhash: %s: %s", warpkit.ErrInvalidArgument, what, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s", warpkit.ErrInvalidArgument, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case b.ops.Buffer() != nil && b.ops.Len() != n:
@@ -355,46 +333,40 @@ func (t *table[K, V]) checkDevice(what string, b *devBatch[K, V], valsNeeded boo
 }
 
 func (t *table[K, V]) runDevice(ctx context.Context, what string, b *devBatch[K, V], valsNeeded bool) error {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if err := t.checkDevice(what, b, valsNeeded); err != nil {
+	return t.f.Do(ctx, what, front.Shared, func() error {
+		if err := t.checkDevice(b, valsNeeded); err != nil || b.keys.Len() == 0 {
+			return err
+		}
+		delta, err := t.be.applyDevice(ctx, b)
+		t.n.Add(delta)
 		return err
-	}
-	if b.keys.Len() == 0 {
-		return nil
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("slabhash: %s: %w", what, err)
-	}
-	delta, err := t.be.applyDevice(ctx, b)
-	t.n.Add(delta)
-	if err != nil {
-		return fmt.Errorf("slabhash: %s: %w", what, err)
-	}
-	return nil
+	})
 }
 
+// length is the entry count batches keep (exact when none is in flight).
 func (t *table[K, V]) length() int { return int(t.n.Load()) }
 
-func (t *table[K, V]) snapshot(ctx context.Context) ([]K, []V, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err := t.live("snapshot"); err != nil {
-		return nil, nil, err
-	}
-	keys, vals, err := t.be.snapshot(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("slabhash: snapshot: %w", err)
-	}
-	return keys, vals, nil
+func (t *table[K, V]) lenOf(ctx context.Context) (int, error) {
+	return front.Value(t.f, ctx, "len", front.Shared, func() (int, error) { return t.length(), nil })
 }
 
-func (t *table[K, V]) all() iter.Seq2[K, V] {
+func (t *table[K, V]) pairs(ctx context.Context) ([]K, []V, error) {
+	var keys []K
+	var vals []V
+	err := t.f.Do(ctx, "pairs", front.Exclusive, func() (err error) {
+		keys, vals, err = t.be.snapshot(ctx)
+		return err
+	})
+	return keys, vals, err
+}
+
+// all returns an iterator over a copy of the pairs taken now.
+func (t *table[K, V]) all(ctx context.Context) (iter.Seq2[K, V], error) {
+	keys, vals, err := t.pairs(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return func(yield func(K, V) bool) {
-		keys, vals, err := t.snapshot(context.Background())
-		if err != nil {
-			return
-		}
 		for i, k := range keys {
 			var v V
 			if vals != nil {
@@ -404,92 +376,61 @@ func (t *table[K, V]) all() iter.Seq2[K, V] {
 				return
 			}
 		}
-	}
+	}, nil
 }
 
-func (t *table[K, V]) flush(ctx context.Context) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err := t.live("flush"); err != nil {
-		return err
-	}
-	if err := t.be.flush(ctx, t.length()); err != nil {
-		return fmt.Errorf("slabhash: flush: %w", err)
-	}
-	return nil
+func (t *table[K, V]) compact(ctx context.Context) error {
+	return t.f.Do(ctx, "compact", front.Exclusive, func() error { return t.be.flush(ctx, t.length()) })
 }
 
 func (t *table[K, V]) stats(ctx context.Context) (Stats, error) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if err := t.live("stats"); err != nil {
-		return Stats{}, err
-	}
-	s, err := t.be.stats(ctx, t.length())
-	if err != nil {
-		return s, fmt.Errorf("slabhash: stats: %w", err)
-	}
-	s.Backend = t.backend
-	s.Len = t.length()
-	return s, nil
+	return front.Value(t.f, ctx, "stats", front.Shared, func() (Stats, error) {
+		s, err := t.be.stats(ctx, t.length())
+		s.Backend = t.f.Backend()
+		s.Len = t.length()
+		return s, err
+	})
 }
 
-func (t *table[K, V]) close() error {
-	if t == nil {
-		return fmt.Errorf("slabhash: close: %w", warpkit.ErrClosed)
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.closed.CompareAndSwap(false, true) {
-		return fmt.Errorf("slabhash: close: %w", warpkit.ErrClosed)
-	}
-	return t.be.close()
-}
+func (t *table[K, V]) close() error { return t.f.Close(t.be.close) }
 
-// findAll runs a MultiMap search-all under the read lock.
+// findAll runs a MultiMap search-all beside other batches.
 func (t *table[K, V]) findAll(ctx context.Context, keys []K) ([]int, []V, error) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if err := t.check("find all", &batch[K, V]{keys: keys}, false); err != nil {
-		return nil, nil, err
-	}
-	offsets, vals, err := t.be.findAll(ctx, keys)
-	if err != nil {
-		return nil, nil, fmt.Errorf("slabhash: find all: %w", err)
-	}
-	return offsets, vals, nil
+	var offsets []int
+	var vals []V
+	err := t.f.Do(ctx, "lookup all", front.Shared, func() (err error) {
+		if err := t.check(&batch[K, V]{keys: keys}, false); err != nil {
+			return err
+		}
+		offsets, vals, err = t.be.findAll(ctx, keys)
+		return err
+	})
+	return offsets, vals, err
 }
 
 // findAllDevice runs a MultiMap search-all on device slices under the read
 // lock. It checks the shapes; the kernel checks each key's room against
 // vals.
 func (t *table[K, V]) findAllDevice(ctx context.Context, keys cuda.Slice[K], offs cuda.Slice[uint64], vals cuda.Slice[V], counts cuda.Slice[uint32]) error {
-	const what = "find all"
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if err := t.checkDevice(what, &devBatch[K, V]{keys: keys, counts: counts}, false); err != nil {
-		return err
-	}
-	n := keys.Len()
-	if n == 0 {
-		return nil
-	}
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: slabhash: %s: %s", warpkit.ErrInvalidArgument, what, fmt.Sprintf(format, args...))
-	}
-	if counts.Buffer() == nil {
-		return bad("no counts slice")
-	}
-	if offs.Len() != n+1 {
-		return bad("%d offsets for %d keys (want len(keys)+1)", offs.Len(), n)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("slabhash: %s: %w", what, err)
-	}
-	if err := t.be.findAllDevice(ctx, keys, offs, vals, counts); err != nil {
-		return fmt.Errorf("slabhash: %s: %w", what, err)
-	}
-	return nil
+	return t.f.Do(ctx, "lookup all", front.Shared, func() error {
+		if err := t.checkDevice(&devBatch[K, V]{keys: keys, counts: counts}, false); err != nil {
+			return err
+		}
+		n := keys.Len()
+		if n == 0 {
+			return nil
+		}
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("%w: %s", warpkit.ErrInvalidArgument, fmt.Sprintf(format, args...))
+		}
+		if counts.Buffer() == nil {
+			return bad("no counts slice")
+		}
+		if offs.Len() != n+1 {
+			return bad("%d offsets for %d keys (want len(keys)+1)", offs.Len(), n)
+		}
+		return t.be.findAllDevice(ctx, keys, offs, vals, counts)
+	})
 }
 
-var errCPUDevice = fmt.Errorf("%w: slabhash: device slices need the CUDA backend", warpkit.ErrInvalidArgument)
+var errCPUDevice = warpkit.ErrNeedsCUDA

@@ -83,16 +83,13 @@ func (c *cpuSA[K, V]) Lookup(ctx context.Context, keys []K, vals []V, found []bo
 	return ctx.Err()
 }
 
-// bounds returns the positions [l, u) of the keys in [lo, hi].
+// bounds returns the positions [l, u) of the keys in [lo, hi).
 func (c *cpuSA[K, V]) bounds(lo, hi K) (int, int) {
-	if lo > hi {
+	if lo >= hi {
 		return 0, 0
 	}
 	l, _ := slices.BinarySearch(c.keys, lo)
-	u, found := slices.BinarySearch(c.keys, hi)
-	if found {
-		u++
-	}
+	u, _ := slices.BinarySearch(c.keys, hi)
 	return l, u
 }
 
@@ -104,12 +101,12 @@ func (c *cpuSA[K, V]) Count(ctx context.Context, lo, hi []K, counts []uint32) er
 	return ctx.Err()
 }
 
-func (c *cpuSA[K, V]) Range(ctx context.Context, lo, hi []K) (*RangeResult[K, V], error) {
-	res := &RangeResult[K, V]{Offsets: make([]int, len(lo)+1)}
+func (c *cpuSA[K, V]) Range(ctx context.Context, lo, hi []K) (*warpkit.Ranges[K, V], error) {
+	res := &warpkit.Ranges[K, V]{Offsets: make([]int, len(lo)+1)}
 	for i := range lo {
 		l, u := c.bounds(lo[i], hi[i])
 		res.Keys = append(res.Keys, c.keys[l:u]...)
-		res.Values = append(res.Values, c.vals[l:u]...)
+		res.Vals = append(res.Vals, c.vals[l:u]...)
 		res.Offsets[i+1] = len(res.Keys)
 	}
 	return res, ctx.Err()

@@ -29,5 +29,5 @@
 // final merge writes the batch into the array's own buffer when the batch
 // replaces or deletes keys); close it. Use after Close gives ErrClosed;
 // device-resident methods on the CPU backend give ErrInvalidArgument. A
-// DeviceRange belongs to the caller, who frees it.
+// warpkit.DeviceRanges belongs to the caller, who frees it.
 package sortedarray

@@ -297,8 +297,8 @@ func (g *gpuSA[K, V]) CountDevice(ctx context.Context, lo, hi cuda.Slice[K], cou
 	})
 }
 
-func (g *gpuSA[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*DeviceRange[K, V], error) {
-	var res *DeviceRange[K, V]
+func (g *gpuSA[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*warpkit.DeviceRanges[K, V], error) {
+	var res *warpkit.DeviceRanges[K, V]
 	err := g.pool.With(ctx, func(w *worker[K, V]) error {
 		s, nq := w.stream, lo.Len()
 		counts, e1 := w.cnts.Get(g.dev, s, nq)
@@ -309,7 +309,7 @@ func (g *gpuSA[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*D
 			off.Free()
 			return err
 		}
-		dr := &DeviceRange[K, V]{Offsets: off}
+		dr := &warpkit.DeviceRanges[K, V]{Offsets: off}
 		fail := func(err error) error {
 			sorteddict.SyncOnError(s, &err) // before the memory the work writes is freed
 			dr.Free()
@@ -339,12 +339,12 @@ func (g *gpuSA[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*D
 		if dr.Keys, err = sorteddict.Alloc[K](g.dev, total); err != nil {
 			return fail(err)
 		}
-		if dr.Values, err = sorteddict.Alloc[V](g.dev, total); err != nil {
+		if dr.Vals, err = sorteddict.Alloc[V](g.dev, total); err != nil {
 			return fail(err)
 		}
 		dr.Total = total
 		if total > 0 {
-			err := g.fn.rangeGather.Launch(sorteddict.TileGrid(total, tileItems), sorteddict.Block, 0, s, ak, av, starts, off, uint64(nq), uint64(total), dr.Keys, dr.Values)
+			err := g.fn.rangeGather.Launch(sorteddict.TileGrid(total, tileItems), sorteddict.Block, 0, s, ak, av, starts, off, uint64(nq), uint64(total), dr.Keys, dr.Vals)
 			if err = errors.Join(err, s.Synchronize()); err != nil {
 				return fail(err)
 			}

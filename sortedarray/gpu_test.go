@@ -40,8 +40,8 @@ func TestGPUDifferential(t *testing.T) {
 func gpuRun[K, V warpkit.Word](t *testing.T, dev *cuda.Device, w dicttest.Workload) {
 	a := newGPUTest[K, V](t, dev)
 	o := dicttest.Run[K, V](t, a, w.Space, w, 30, 100, 96, nil)
-	if a.Len() != o.Len() {
-		t.Fatalf("Len() = %d, want %d", a.Len(), o.Len())
+	if lenOf(t, a) != o.Len() {
+		t.Fatalf("Len() = %d, want %d", lenOf(t, a), o.Len())
 	}
 }
 
@@ -112,5 +112,5 @@ func TestGPUConcurrent(t *testing.T) {
 func TestGPUOutOfMemory(t *testing.T) {
 	dev := gputest.Device(t)
 	a := newGPUTest[uint32, uint32](t, dev)
-	dicttest.OutOfMemory[uint32, uint32](t, dev, a, func() string { return fmt.Sprint(a.Len()) })
+	dicttest.OutOfMemory[uint32, uint32](t, dev, a, func() string { return fmt.Sprint(lenOf(t, a)) })
 }

@@ -49,9 +49,9 @@ __device__ void bounds(const K* __restrict__ arr, uint64_t n, const K* __restric
   uint64_t c = 0;
   if (i < nq) {
     uint64_t l = 0, u = 0;
-    if (lo[i] <= hi[i]) {
+    if (lo[i] < hi[i]) {  // [lo, hi): hi > lo >= 0, so hi - 1 does not wrap
       l = lower_bound(arr, 0, n, lo[i]);
-      u = gallop_upper(arr, l, n, hi[i]);
+      u = gallop_upper(arr, l, n, (K)(hi[i] - 1));
     }
     c = u - l;
     counts[i] = (uint32_t)c;

@@ -25,11 +25,12 @@ type Options struct {
 	Capacity int
 }
 
-// RangeResult is a batch of range-query answers on the host.
-type RangeResult[K, V warpkit.Word] = sorteddict.RangeResult[K, V]
-
-// DeviceRange is a batch of range-query answers in device memory.
-type DeviceRange[K, V warpkit.Word] = sorteddict.DeviceRange[K, V]
+// Stats describes the array.
+type Stats struct {
+	Backend warpkit.Backend
+	// Len is the number of keys.
+	Len int
+}
 
 // SortedArray is a sorted-array dictionary from K to V.
 type SortedArray[K, V warpkit.Word] struct {
@@ -79,10 +80,17 @@ func (a *SortedArray[K, V]) Backend() warpkit.Backend { return a.f.Backend() }
 func (a *SortedArray[K, V]) Close() error { return a.f.Close() }
 
 // Len returns the number of keys.
-func (a *SortedArray[K, V]) Len() int {
+func (a *SortedArray[K, V]) Len(ctx context.Context) (int, error) {
 	n := 0
-	a.f.Read("len", func() error { n = a.impl.len(); return nil })
-	return n
+	err := a.f.Read(ctx, "len", func() error { n = a.impl.len(); return nil })
+	return n, err
+}
+
+// Stats returns the array's size.
+func (a *SortedArray[K, V]) Stats(ctx context.Context) (Stats, error) {
+	st := Stats{Backend: a.Backend()}
+	err := a.f.Read(ctx, "stats", func() error { st.Len = a.impl.len(); return nil })
+	return st, err
 }
 
 // Update applies one mixed batch: entry i deletes keys[i] when dels[i] is
@@ -132,7 +140,7 @@ func (a *SortedArray[K, V]) LookupDevice(ctx context.Context, keys cuda.Slice[K]
 	return a.f.LookupDevice(ctx, keys, vals, found)
 }
 
-// Count sets counts[i] to the number of keys k with lo[i] <= k <= hi[i].
+// Count sets counts[i] to the number of keys k with lo[i] <= k < hi[i] (0 when lo[i] >= hi[i]).
 func (a *SortedArray[K, V]) Count(ctx context.Context, lo, hi []K, counts []uint32) error {
 	return a.f.Count(ctx, lo, hi, counts)
 }
@@ -142,15 +150,15 @@ func (a *SortedArray[K, V]) CountDevice(ctx context.Context, lo, hi cuda.Slice[K
 	return a.f.CountDevice(ctx, lo, hi, counts)
 }
 
-// Range returns, for each query i, the pairs with lo[i] <= key <= hi[i] in
+// Range returns, for each query i, the pairs with lo[i] <= key < hi[i] in
 // ascending key order.
-func (a *SortedArray[K, V]) Range(ctx context.Context, lo, hi []K) (*RangeResult[K, V], error) {
+func (a *SortedArray[K, V]) Range(ctx context.Context, lo, hi []K) (*warpkit.Ranges[K, V], error) {
 	return a.f.Range(ctx, lo, hi)
 }
 
 // RangeDevice is Range with device-resident queries and results; the caller
 // frees the result.
-func (a *SortedArray[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*DeviceRange[K, V], error) {
+func (a *SortedArray[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*warpkit.DeviceRanges[K, V], error) {
 	return a.f.RangeDevice(ctx, lo, hi)
 }
 

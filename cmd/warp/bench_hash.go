@@ -371,7 +371,7 @@ func (b *hashBench) measureSlab(d *hashData, layout slabhash.Layout, util float6
 		found int
 	}{{d.keys, &r.findAll, d.n}, {d.absent, &r.findNone, 0}} {
 		t, err := b.median(func() (time.Duration, error) {
-			return hashTime(func() error { return m.FindDevice(b.ctx, q.keys, d.out, d.res) })
+			return hashTime(func() error { return m.LookupDevice(b.ctx, q.keys, d.out, d.res) })
 		})
 		if err != nil {
 			return fail(err)
@@ -895,7 +895,7 @@ func (b *hashBench) overhead() error {
 		name       string
 		slab, base func() error
 	}{
-		{"find", func() error { return m.FindDevice(b.ctx, k, out, res) }, func() error { return st.Find(k, out) }},
+		{"find", func() error { return m.LookupDevice(b.ctx, k, out, res) }, func() error { return st.Find(k, out) }},
 		{"insert", func() error { return m.InsertDevice(b.ctx, k, v, res) }, func() error { return st.Insert(k, v) }},
 		{"mixed", func() error { return m.ApplyDevice(b.ctx, ops, k, out, res) }, func() error { return st.Apply(ops, k, out, res) }},
 	} {

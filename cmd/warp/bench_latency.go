@@ -591,7 +591,7 @@ func (b *latBench) newLatSlab(expected int) (*latStruct, error) {
 	res := make([]slabhash.Result, latMaxBatch)
 	return &latStruct{
 		name: "slabhash", find: "Find", update: "Insert",
-		findHost: func(k, v []uint32) error { return m.Find(b.ctx, k, v, res[:len(k)]) },
+		findHost: func(k, v []uint32) error { return m.Lookup(b.ctx, k, v, res[:len(k)]) },
 		countHost: func(n int) int {
 			c := 0
 			for _, r := range res[:n] {
@@ -603,7 +603,7 @@ func (b *latBench) newLatSlab(expected int) (*latStruct, error) {
 		},
 		updateHost: func(k, v []uint32) error { return m.Insert(b.ctx, k, v, nil) },
 		findDev: func(k, v cuda.Slice[uint32], f cuda.Slice[uint8]) error {
-			return m.FindDevice(b.ctx, k, v, f)
+			return m.LookupDevice(b.ctx, k, v, f)
 		},
 		updateDev: func(k, v cuda.Slice[uint32]) error { return m.InsertDevice(b.ctx, k, v, cuda.Slice[uint8]{}) },
 		close:     m.Close,
@@ -813,7 +813,7 @@ func (b *latBench) rates(fromGo bool) error {
 			}
 			if find, err = b.rateMeasure(k, func(i int) error {
 				j := i%k + 1 // a batch the timed inserts put in
-				return m.FindDevice(b.ctx, dFresh.Sub(j*s, (j+1)*s), out, res)
+				return m.LookupDevice(b.ctx, dFresh.Sub(j*s, (j+1)*s), out, res)
 			}); err != nil {
 				return find, ins, err
 			}
@@ -844,7 +844,7 @@ func (b *latBench) rates(fromGo bool) error {
 			}
 			if find, err = b.rateMeasure(k, func(i int) error {
 				j := i%k + 1
-				return m.Find(b.ctx, fresh[j*s:(j+1)*s], out[:s], res[:s])
+				return m.Lookup(b.ctx, fresh[j*s:(j+1)*s], out[:s], res[:s])
 			}); err != nil {
 				return find, ins, err
 			}

@@ -151,7 +151,7 @@ type dict interface {
 	DeleteDevice(ctx context.Context, keys cuda.Slice[uint32]) error
 	LookupDevice(ctx context.Context, keys cuda.Slice[uint32], vals cuda.Slice[uint32], found cuda.Slice[uint8]) error
 	CountDevice(ctx context.Context, lo, hi cuda.Slice[uint32], counts cuda.Slice[uint32]) error
-	RangeDevice(ctx context.Context, lo, hi cuda.Slice[uint32]) (*lsm.DeviceRange[uint32, uint32], error)
+	RangeDevice(ctx context.Context, lo, hi cuda.Slice[uint32]) (*warpkit.DeviceRanges[uint32, uint32], error)
 	Close() error
 }
 
@@ -184,15 +184,20 @@ func (b *lsmBench) open(bs, capacity int) (*lsm.LSM[uint32, uint32], *sortedarra
 	for _, d := range []dict{l, a} {
 		err = errors.Join(err, d.InsertDevice(b.ctx, warm, b.vals.Sub(0, warm.Len())), d.DeleteDevice(b.ctx, warm))
 	}
-	if err = errors.Join(err, l.Cleanup(b.ctx)); err != nil {
+	if err = errors.Join(err, l.Compact(b.ctx)); err != nil {
 		l.Close()
 		a.Close()
 		return nil, nil, err
 	}
-	if st := l.Stats(); st.Batches != 0 || st.Staged != 0 || a.Len() != 0 {
+	st, err1 := l.Stats(b.ctx)
+	n, err2 := a.Len(b.ctx)
+	if err := errors.Join(err1, err2); err != nil || st.Batches != 0 || st.Staged != 0 || n != 0 {
 		l.Close()
 		a.Close()
-		return nil, nil, fmt.Errorf("warm-up left entries behind: %+v, %d", st, a.Len())
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("warm-up left entries behind: %+v, %d", st, n)
 	}
 	return l, a, nil
 }
@@ -501,13 +506,22 @@ func (b *lsmBench) cleanup(lb int) error {
 		if err != nil {
 			return err
 		}
-		st := l.Stats()
-		d, err := timed(func() error { return l.Cleanup(b.ctx) })
+		st, err := l.Stats(b.ctx)
 		if err != nil {
 			l.Close()
 			return err
 		}
-		removed := float64(st.Resident-l.Stats().Logged) / float64(st.Resident)
+		d, err := timed(func() error { return l.Compact(b.ctx) })
+		if err != nil {
+			l.Close()
+			return err
+		}
+		after, err := l.Stats(b.ctx)
+		if err != nil {
+			l.Close()
+			return err
+		}
+		removed := float64(st.Resident-after.Logged) / float64(st.Resident)
 		l.Close()
 		sd, err := b.sortTime(st.Resident)
 		if err != nil {
@@ -531,7 +545,11 @@ func (b *lsmBench) cleanup(lb int) error {
 	if err := errors.Join(err1, err2); err != nil {
 		return err
 	}
-	levels := len(l.Stats().Levels)
+	st, err := l.Stats(b.ctx)
+	if err != nil {
+		return err
+	}
+	levels := len(st.Levels)
 	look := func() (time.Duration, error) {
 		return timed(func() error { return l.LookupDevice(b.ctx, b.keys.Sub(0, q), out, found) })
 	}
@@ -539,7 +557,7 @@ func (b *lsmBench) cleanup(lb int) error {
 	if err != nil {
 		return err
 	}
-	dc, err := timed(func() error { return l.Cleanup(b.ctx) })
+	dc, err := timed(func() error { return l.Compact(b.ctx) })
 	if err != nil {
 		return err
 	}
@@ -549,7 +567,11 @@ func (b *lsmBench) cleanup(lb int) error {
 	}
 	s := b.rep.Table(fmt.Sprintf("Cleanup and lookups: b = 2^%d, 127 batches, 10%% removed, 2^%d lookups", lb-2, lb+5),
 		"levels before", "levels after", "lookups before ms", "cleanup ms", "lookups after ms", "speedup incl. cleanup", "speedup of lookups")
-	s.Add(levels, len(l.Stats().Levels), ms3(before), ms3(dc), ms3(after), ratio(before.Seconds(), (dc+after).Seconds()), ratio(before.Seconds(), after.Seconds()))
+	st, err = l.Stats(b.ctx)
+	if err != nil {
+		return err
+	}
+	s.Add(levels, len(st.Levels), ms3(before), ms3(dc), ms3(after), ratio(before.Seconds(), (dc+after).Seconds()), ratio(before.Seconds(), after.Seconds()))
 	return nil
 }
 

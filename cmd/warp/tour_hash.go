@@ -38,7 +38,7 @@ func tourHash(ctx context.Context, env tourEnv) error {
 	got := make([]uint32, n)
 	res := make([]slabhash.Result, n)
 	start = time.Now()
-	if err := m.Find(ctx, keys, got, res); err != nil {
+	if err := m.Lookup(ctx, keys, got, res); err != nil {
 		return err
 	}
 	find := time.Since(start)
@@ -69,14 +69,21 @@ func tourHash(ctx context.Context, env tourEnv) error {
 	for _, r := range res {
 		counts[r]++
 	}
-	if counts[slabhash.Removed] != n/2 || counts[slabhash.Present] != n/4 || counts[slabhash.Found] != n/4 || m.Len() != n/2 {
-		return fmt.Errorf("map: mixed batch gave %v, Len %d", counts, m.Len())
-	}
-	if err := m.Flush(ctx); err != nil {
+	live, err := m.Len(ctx)
+	if err != nil {
 		return err
 	}
-	fmt.Printf("   one Apply batch: %d deletes, %d replaces, %d finds in one call (%s); Len %d after Flush\n",
-		counts[slabhash.Removed], counts[slabhash.Present], counts[slabhash.Found], tourRate(n, mixed), m.Len())
+	if counts[slabhash.Removed] != n/2 || counts[slabhash.Present] != n/4 || counts[slabhash.Found] != n/4 || live != n/2 {
+		return fmt.Errorf("map: mixed batch gave %v, Len %d", counts, live)
+	}
+	if err := m.Compact(ctx); err != nil {
+		return err
+	}
+	if live, err = m.Len(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("   one Apply batch: %d deletes, %d replaces, %d finds in one call (%s); Len %d after Compact\n",
+		counts[slabhash.Removed], counts[slabhash.Present], counts[slabhash.Found], tourRate(n, mixed), live)
 	if st, err := m.Stats(ctx); err == nil && st.MemoryBytes > 0 {
 		fmt.Printf("   layout %s, %d buckets, %.0f%% memory utilization\n", st.Layout, st.Buckets, 100*st.Utilization)
 	}
@@ -93,7 +100,7 @@ func tourHash(ctx context.Context, env tourEnv) error {
 	if err := s.Insert(ctx, wide[:n/2], nil); err != nil {
 		return err
 	}
-	if err := s.Contains(ctx, wide, res); err != nil {
+	if err := s.Lookup(ctx, wide, res); err != nil {
 		return err
 	}
 	in := 0
@@ -121,7 +128,7 @@ func tourHash(ctx context.Context, env tourEnv) error {
 	if err := mm.Insert(ctx, mk, mv, nil); err != nil {
 		return err
 	}
-	offs, all, err := mm.FindAll(ctx, keys[:3])
+	offs, all, err := mm.LookupAll(ctx, keys[:3])
 	if err != nil {
 		return err
 	}
@@ -129,7 +136,11 @@ func tourHash(ctx context.Context, env tourEnv) error {
 	if err := mm.DeleteAll(ctx, keys[:owners/2], removed[:owners/2]); err != nil {
 		return err
 	}
+	left, err := mm.Len(ctx)
+	if err != nil {
+		return err
+	}
 	fmt.Printf("   MultiMap[uint32,uint64]: %d pairs under %d keys; key 0 holds %d values (first %v); deleting all of half the keys removed %d each; %d pairs left\n",
-		n, owners, offs[1]-offs[0], all[offs[0]:offs[0]+3], removed[0], mm.Len())
+		n, owners, offs[1]-offs[0], all[offs[0]:offs[0]+3], removed[0], left)
 	return nil
 }

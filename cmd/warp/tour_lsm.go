@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/lsm"
 	"github.com/warpkit/warpkit/sortedarray"
 )
@@ -19,7 +20,7 @@ type tourDict interface {
 	Update(ctx context.Context, keys []uint32, vals []uint32, dels []bool) error
 	Lookup(ctx context.Context, keys []uint32, vals []uint32, found []bool) error
 	Count(ctx context.Context, lo, hi []uint32, counts []uint32) error
-	Range(ctx context.Context, lo, hi []uint32) (*lsm.RangeResult[uint32, uint32], error)
+	Range(ctx context.Context, lo, hi []uint32) (*warpkit.Ranges[uint32, uint32], error)
 	Successor(ctx context.Context, keys, outKeys []uint32, outVals []uint32, found []bool) error
 }
 
@@ -63,19 +64,28 @@ func tourLSM(ctx context.Context, env tourEnv) error {
 			took[i] += time.Since(start)
 		}
 	}
-	st := l.Stats()
+	st, err := l.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	live, err := a.Len(ctx)
+	if err != nil {
+		return err
+	}
 	fmt.Printf("   %d mixed batches of %d (10%% deletions, 10%% replacements): sorted array %s, LSM %s (%.1fx)  [%s backend]\n",
 		batches, batch, took[0].Round(time.Microsecond), took[1].Round(time.Microsecond), took[0].Seconds()/took[1].Seconds(), l.Backend())
-	fmt.Printf("   LSM: %d entries resident in levels %v and %d staged for %d live keys\n", st.Resident, st.Levels, st.Staged, a.Len())
+	fmt.Printf("   LSM: %d entries resident in levels %v and %d staged for %d live keys\n", st.Resident, st.Levels, st.Staged, live)
 	if err := tourCompare(ctx, a, l, inserted, "before cleanup"); err != nil {
 		return err
 	}
 	start := time.Now()
-	if err := l.Cleanup(ctx); err != nil {
+	if err := l.Compact(ctx); err != nil {
 		return err
 	}
-	st = l.Stats()
-	fmt.Printf("   LSM cleanup in %s: %d entries resident in levels %v and %d staged\n", time.Since(start).Round(time.Microsecond), st.Resident, st.Levels, st.Staged)
+	if st, err = l.Stats(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("   LSM compaction (the paper's cleanup) in %s: %d entries resident in levels %v and %d staged\n", time.Since(start).Round(time.Microsecond), st.Resident, st.Levels, st.Staged)
 	return tourCompare(ctx, a, l, inserted, "after cleanup")
 }
 
@@ -113,7 +123,7 @@ func tourCompare(ctx context.Context, a, l tourDict, keys []uint32, when string)
 		}
 	}
 	var counts [2][]uint32
-	var ranges [2]*lsm.RangeResult[uint32, uint32]
+	var ranges [2]*warpkit.Ranges[uint32, uint32]
 	var succK, succV [2][]uint32
 	var succF [2][]bool
 	for i, d := range []tourDict{a, l} {
@@ -138,9 +148,9 @@ func tourCompare(ctx context.Context, a, l tourDict, keys []uint32, when string)
 		ra, rl := ranges[0], ranges[1]
 		for p := range ra.Count(j) {
 			pa, pl := ra.Offsets[j]+p, rl.Offsets[j]+p
-			if ra.Keys[pa] != rl.Keys[pl] || ra.Values[pa] != rl.Values[pl] {
+			if ra.Keys[pa] != rl.Keys[pl] || ra.Vals[pa] != rl.Vals[pl] {
 				return fmt.Errorf("%s: range [%d, %d], pair %d: sorted array (%d, %d), LSM (%d, %d)", when, lo[j], hi[j], p,
-					ra.Keys[pa], ra.Values[pa], rl.Keys[pl], rl.Values[pl])
+					ra.Keys[pa], ra.Vals[pa], rl.Keys[pl], rl.Vals[pl])
 			}
 		}
 		if succK[0][j] != succK[1][j] || succV[0][j] != succV[1][j] || succF[0][j] != succF[1][j] {

@@ -3,7 +3,10 @@
 // CUDA driver bindings. The root package warpkit and package cuda re-export them.
 package errs
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrNoDevice: no usable CUDA device (libcuda absent, cuInit reported
@@ -23,4 +26,7 @@ var (
 	ErrRetryLimit = errors.New("warpkit: retry limit reached")
 	// ErrInvalidArgument: malformed input (mismatched lengths, out-of-range sizes).
 	ErrInvalidArgument = errors.New("warpkit: invalid argument")
+	// ErrNeedsCUDA: a method on device-resident slices called on a structure of
+	// the CPU backend. It wraps ErrInvalidArgument.
+	ErrNeedsCUDA = fmt.Errorf("%w: device-resident slices need the CUDA backend", ErrInvalidArgument)
 )

@@ -118,7 +118,7 @@ func (p *RangeParts[K, V]) Assemble(dev *cuda.Device, stream *cuda.Stream, count
 	if len(p.keys) > 1 {
 		k, err1 := Alloc[K](dev, p.total)
 		v, err2 := Alloc[V](dev, p.total)
-		res.Keys, res.Values = k, v
+		res.Keys, res.Vals = k, v
 		if err := errors.Join(err1, err2); err != nil {
 			return fail(err)
 		}
@@ -137,7 +137,7 @@ func (p *RangeParts[K, V]) Assemble(dev *cuda.Device, stream *cuda.Stream, count
 	switch len(p.keys) {
 	case 0:
 	case 1: // the only part is the result
-		res.Keys, res.Values = p.keys[0], p.vals[0]
+		res.Keys, res.Vals = p.keys[0], p.vals[0]
 		p.keys, p.vals, p.total = nil, nil, 0
 	default: // copied: the parts go
 		p.Free()
@@ -150,13 +150,13 @@ func (p *RangeParts[K, V]) Assemble(dev *cuda.Device, stream *cuda.Stream, count
 func RangeToHost[K, V warpkit.Word](dev *cuda.Device, s *Staging, stream *cuda.Stream, dr *DeviceRange[K, V]) (*RangeResult[K, V], error) {
 	nq := dr.Len()
 	off := make([]uint32, nq+1)
-	res := &RangeResult[K, V]{Offsets: make([]int, nq+1), Keys: make([]K, dr.Total), Values: make([]V, dr.Total)}
+	res := &RangeResult[K, V]{Offsets: make([]int, nq+1), Keys: make([]K, dr.Total), Vals: make([]V, dr.Total)}
 	if err := s.Reserve(dev, Bytes[uint32](nq+1)+Bytes[K](dr.Total)+Bytes[V](dr.Total)); err != nil {
 		return nil, err
 	}
 	copies := []Copier{Pair(off, dr.Offsets)}
 	if dr.Total > 0 {
-		copies = append(copies, Pair(res.Keys, dr.Keys.Sub(0, dr.Total)), Pair(res.Values, dr.Values.Sub(0, dr.Total)))
+		copies = append(copies, Pair(res.Keys, dr.Keys.Sub(0, dr.Total)), Pair(res.Vals, dr.Vals.Sub(0, dr.Total)))
 	}
 	if err := Fetch(s, stream, copies...); err != nil {
 		return nil, err

@@ -75,17 +75,14 @@ func (o *Oracle[K, V]) keys() []K {
 // Lookup returns k's value.
 func (o *Oracle[K, V]) Lookup(k K) (V, bool) { v, ok := o.m[k]; return v, ok }
 
-// Range returns the live keys in [lo, hi] in order.
+// Range returns the live keys in [lo, hi) in order.
 func (o *Oracle[K, V]) Range(lo, hi K) []K {
-	if lo > hi {
+	if lo >= hi {
 		return nil
 	}
 	ks := o.keys()
 	i, _ := slices.BinarySearch(ks, lo)
-	j, found := slices.BinarySearch(ks, hi)
-	if found {
-		j++
-	}
+	j, _ := slices.BinarySearch(ks, hi)
 	return ks[i:j]
 }
 
@@ -208,7 +205,9 @@ func check[K, V warpkit.Word](ctx context.Context, d Dict[K, V], o *Oracle[K, V]
 		case 0:
 			lo[i], hi[i] = 0, Max[K]() // everything
 		case 1:
-			hi[i] = lo[i] - K(rng.IntN(3)) // lo > hi: empty, or a point
+			hi[i] = lo[i] - K(rng.IntN(2)) // lo >= hi: empty
+		case 2:
+			hi[i] = lo[i] + 1 // a point (empty when lo is the largest key)
 		default:
 			width := rangeWidth[K](w, uint64(rng.IntN(16)))
 			hi[i] = lo[i] + width
