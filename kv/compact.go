@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/warpkit/warpkit/kv/compaction"
@@ -282,26 +281,12 @@ func keyRange(files []*manifest.FileMetadata) ([]byte, []byte) {
 // runCompaction executes a picked compaction and installs its result.
 func (d *DB) runCompaction(c *pickedCompaction, snaps []base.SeqNum) error {
 	start := time.Now()
-	edit := &manifest.VersionEdit{}
-	for _, in := range c.inputs {
-		for _, f := range in.Files {
-			edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFile{Level: in.Level, FileNum: f.FileNum})
-		}
-	}
 	// A single table with nothing to merge below and little grandparent
 	// overlap moves down without being rewritten.
 	if len(c.inputs) == 1 && len(c.inputs[0].Files) == 1 && c.manual == nil && sumSize(c.grandparent) <= uint64(d.opts.MaxGrandparentOverlap) {
-		f := c.inputs[0].Files[0]
-		edit.NewFiles = []manifest.NewFile{{Level: c.outputLevel, Meta: f}}
-		if err := d.vs.LogAndApply(edit); err != nil {
-			return err
-		}
-		d.m.moves.Add(1)
-		d.installed(c)
-		d.opts.logf("kv: moved table %s from L%d to L%d", f.FileNum, c.level, c.outputLevel)
-		return nil
+		return d.moveTable(c)
 	}
-	je := d.newJobEnv()
+	outs := d.newOutputTables()
 	job := &compaction.Job{
 		Inputs:                c.inputs,
 		OutputLevel:           c.outputLevel,
@@ -310,19 +295,13 @@ func (d *DB) runCompaction(c *pickedCompaction, snaps []base.SeqNum) error {
 		Grandparents:          c.grandparent,
 		TargetFileSize:        uint64(d.opts.TargetFileSize),
 		MaxGrandparentOverlap: uint64(d.opts.MaxGrandparentOverlap),
-		Env:                   je.env(),
+		Env:                   d.compactionEnv(outs),
 	}
 	res, err := d.opts.Compactor.Compact(d.bgCtx, job)
-	created := je.finish()
-	if err == nil {
-		err = vfs.SyncDir(d.fs, d.dir)
-	}
-	if err != nil {
-		for _, n := range created {
-			d.removeFile(base.MakeFilename(base.FileTypeTable, n))
-		}
+	if err := outs.settle(err); err != nil {
 		return err
 	}
+	edit := c.deleteInputs()
 	for _, o := range res.Outputs {
 		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: c.outputLevel, Meta: o})
 	}
@@ -340,81 +319,54 @@ func (d *DB) runCompaction(c *pickedCompaction, snaps []base.SeqNum) error {
 	d.m.tombstonesElided.Add(int64(st.TombstonesElided))
 	d.m.levels[c.outputLevel].bytesIn.Add(int64(st.BytesWritten))
 	d.m.levels[c.level].compactions.Add(1)
-	d.installed(c)
+	d.installed()
 	d.opts.logf("kv: compacted L%d->L%d: %d tables (%d bytes) into %d (%d bytes), %d of %d entries kept, in %v",
 		c.level, c.outputLevel, len(edit.DeletedFiles), st.BytesRead, len(res.Outputs), st.BytesWritten,
 		st.EntriesOut, st.EntriesIn, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
-// jobEnv gives one compaction job (of the store, or of Repair) its access to
-// the store's files and records the tables it creates, so that the caller
-// can delete them if the job fails. A compactor may create tables from
-// several goroutines (a GPU compactor encoding outputs in parallel), and
-// one that leaks a goroutine may call CreateTable after Compact returned:
-// such a late call fails instead of leaving a table nobody deletes.
-type jobEnv struct {
-	d        *DB
-	mu       sync.Mutex
-	created  []base.FileNum
-	finished bool
+// moveTable carries out a compaction of one table into the next level by
+// moving it there, without rewriting it.
+func (d *DB) moveTable(c *pickedCompaction) error {
+	f := c.inputs[0].Files[0]
+	edit := c.deleteInputs()
+	edit.NewFiles = []manifest.NewFile{{Level: c.outputLevel, Meta: f}}
+	if err := d.vs.LogAndApply(edit); err != nil {
+		return err
+	}
+	d.m.moves.Add(1)
+	d.installed()
+	d.opts.logf("kv: moved table %s from L%d to L%d", f.FileNum, c.level, c.outputLevel)
+	return nil
 }
 
-func (d *DB) newJobEnv() *jobEnv { return &jobEnv{d: d} }
+// deleteInputs returns a version edit deleting the compaction's inputs.
+func (c *pickedCompaction) deleteInputs() *manifest.VersionEdit {
+	edit := &manifest.VersionEdit{}
+	for _, in := range c.inputs {
+		for _, f := range in.Files {
+			edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFile{Level: in.Level, FileNum: f.FileNum})
+		}
+	}
+	return edit
+}
 
-// env returns the compaction.Env of the job.
-func (e *jobEnv) env() compaction.Env {
-	d := e.d
+// compactionEnv returns the compaction.Env of a job of the store (or of
+// Repair): the store's tables to read, and outs to create the outputs.
+func (d *DB) compactionEnv(outs *outputTables) compaction.Env {
 	return compaction.Env{
 		OpenTable: d.tables.get,
 		OpenTableFile: func(f *manifest.FileMetadata) (vfs.File, error) {
 			return d.fs.Open(d.fs.PathJoin(d.dir, base.MakeFilename(base.FileTypeTable, f.FileNum)))
 		},
-		CreateTable:   e.createTable,
+		CreateTable:   outs.create,
 		WriterOptions: d.opts.writerOptions(),
 	}
 }
 
-// createTable is the job's CreateTable. The number is listed before the
-// file exists (so a failed job removes it) and the file is created outside
-// the lock (so a compactor's goroutines create theirs in parallel).
-func (e *jobEnv) createTable() (base.FileNum, vfs.File, error) {
-	d := e.d
-	e.mu.Lock()
-	if e.finished {
-		e.mu.Unlock()
-		return 0, nil, errors.New("kv: CreateTable called after the compaction returned")
-	}
-	num := d.vs.NewFileNum()
-	e.created = append(e.created, num)
-	e.mu.Unlock()
-	name := base.MakeFilename(base.FileTypeTable, num)
-	f, err := d.fs.Create(d.fs.PathJoin(d.dir, name))
-	if err != nil {
-		return 0, nil, fmt.Errorf("kv: create table %s: %w", name, err)
-	}
-	e.mu.Lock()
-	late := e.finished
-	e.mu.Unlock()
-	if late { // the job's cleanup may have run before the file existed
-		f.Close()
-		d.removeFile(name)
-		return 0, nil, errors.New("kv: CreateTable called after the compaction returned")
-	}
-	return num, f, nil
-}
-
-// finish ends the job (a later CreateTable fails) and returns the tables
-// it created.
-func (e *jobEnv) finish() []base.FileNum {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.finished = true
-	return e.created
-}
-
 // installed publishes the version a compaction produced.
-func (d *DB) installed(c *pickedCompaction) {
+func (d *DB) installed() {
 	d.mu.Lock()
 	d.updateReadStateLocked()
 	d.mu.Unlock()

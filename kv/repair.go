@@ -304,16 +304,16 @@ func (r *repairer) merge() (*compaction.Result, error) {
 	d := r.d
 	inputs := slices.Clone(r.inputs)
 	slices.SortFunc(inputs, func(a, b *manifest.FileMetadata) int { return cmp.Compare(a.LargestSeq, b.LargestSeq) })
-	je := d.newJobEnv()
+	outs := d.newOutputTables()
 	job := &compaction.Job{
 		Inputs:                []compaction.Input{{Level: 0, Files: inputs}},
 		OutputLevel:           manifest.NumLevels - 1,
 		TargetFileSize:        uint64(d.opts.TargetFileSize),
 		MaxGrandparentOverlap: uint64(d.opts.MaxGrandparentOverlap),
-		Env:                   je.env(),
+		Env:                   d.compactionEnv(outs),
 	}
 	res, err := d.opts.Compactor.Compact(context.Background(), job)
-	for _, n := range je.finish() {
+	for _, n := range outs.finish() {
 		r.created = append(r.created, base.MakeFilename(base.FileTypeTable, n))
 	}
 	if err != nil {
