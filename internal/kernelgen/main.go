@@ -2,6 +2,7 @@
 // It is run by go:generate lines of the form
 //
 //	//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/kernels.ptx kernels.cu
+//	//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/kv32x64.ptx -DWK_WIDTH=WK_KV32X64 slabhash.cu
 //
 // (go generate runs it in the package directory) and writes the PTX, with a
 // provenance header (see package ptxcheck) naming the nvcc version, the flags
@@ -10,6 +11,13 @@
 // package's ptx/ directory (ptxcheck.Dir), apart from the sources it is
 // compiled from; that is also where it goes when -o is left out.
 //
+// -D NAME[=VALUE] (or -DNAME[=VALUE]), repeatable, defines a macro for the
+// compilation, so that one source can be compiled into several PTX files (a
+// module per key/value width, each loaded only by the types that use it). The
+// macros are recorded in the header, and ptxcheck holds the PTX stale when its
+// go:generate line no longer gives the same ones. Other nvcc flags cannot be
+// added: every kernel is built with ptxcheck.Flags.
+//
 // The target is compute_70 (Volta, the oldest supported architecture); the
 // driver JIT-compiles the PTX for the actual GPU. Headers in internal/devcode
 // are on the include path. nvcc comes from scripts/install-cuda-toolkit.sh.
@@ -17,7 +25,6 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,28 +34,26 @@ import (
 	"github.com/warpkit/warpkit/internal/kernelgen/ptxcheck"
 )
 
+const usage = `usage: kernelgen [-o out.ptx] [-D NAME[=VALUE]]... source.cu
+
+  -o out.ptx       the output (default: ptx/<source name>.ptx beside the source)
+  -D NAME[=VALUE]  define a macro (also -DNAME[=VALUE]); repeatable
+`
+
 func main() {
-	out := flag.String("o", "", "output .ptx file (default: ptx/ beside the source, the source name with .ptx)")
-	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: kernelgen [-o out.ptx] source.cu")
-		flag.PrintDefaults()
-	}
-	flag.Parse()
-	if flag.NArg() != 1 {
-		flag.Usage()
+	cmd, err := ptxcheck.ParseCommand(os.Args[1:])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kernelgen: %v\n%s", err, usage)
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), *out); err != nil {
+	if err := run(cmd); err != nil {
 		fmt.Fprintln(os.Stderr, "kernelgen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(src, out string) error {
-	if out == "" {
-		base := filepath.Base(src)
-		out = filepath.Join(filepath.Dir(src), ptxcheck.Dir, strings.TrimSuffix(base, filepath.Ext(base))+".ptx")
-	}
+func run(c ptxcheck.Command) error {
+	src, out := filepath.FromSlash(c.Source), filepath.FromSlash(c.Output())
 	nvcc, err := exec.LookPath("nvcc")
 	if err != nil {
 		return fmt.Errorf("nvcc not found; install it with scripts/install-cuda-toolkit.sh")
@@ -87,6 +92,9 @@ func run(src, out string) error {
 	defer os.Remove(tmpName)
 
 	args := append([]string{}, ptxcheck.Flags...)
+	for _, d := range c.Defines {
+		args = append(args, "-D"+d)
+	}
 	for _, d := range ptxcheck.IncludeDirs {
 		args = append(args, "-I", filepath.Join(root, filepath.FromSlash(d)))
 	}
@@ -101,7 +109,7 @@ func run(src, out string) error {
 	if err != nil {
 		return err
 	}
-	h := ptxcheck.Header{Source: rel, NVCC: version, Flags: strings.Join(ptxcheck.Flags, " "), Inputs: inputs}
+	h := ptxcheck.Header{Source: rel, NVCC: version, Flags: strings.Join(ptxcheck.Flags, " "), Defines: c.Defines, Inputs: inputs}
 	var buf bytes.Buffer
 	buf.WriteString(h.Format())
 	buf.Write(ptx)

@@ -14,7 +14,15 @@
 // Input paths are relative to the module root. The inputs are the source and
 // the transitive closure of its quoted #include files found locally; angle
 // includes (<cub/cub.cuh>) belong to the toolkit and are covered by the nvcc
-// version.
+// version. A source compiled more than once with different macros (slabhash's
+// one per key/value width) records them on a line of their own after the
+// flags:
+//
+//	// kernelgen: defines -DWK_WIDTH=WK_KV32X64
+//
+// Generated PTX lives in its package's [Dir] directory. Besides the hashes,
+// [Stale] checks the PTX against the //go:generate line that writes it: that
+// line must still compile the same source with the same macros.
 package ptxcheck
 
 import (
@@ -25,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -33,10 +42,11 @@ import (
 
 // Header is the provenance of a generated PTX file.
 type Header struct {
-	Source string  // module-relative path of the .cu file
-	NVCC   string  // nvcc's version line
-	Flags  string  // the nvcc flags
-	Inputs []Input // the source first, then headers in sorted order
+	Source  string   // module-relative path of the .cu file
+	NVCC    string   // nvcc's version line
+	Flags   string   // the nvcc flags
+	Defines []string // the macros of its -D flags (NAME or NAME=VALUE), in command-line order
+	Inputs  []Input  // the source first, then headers in sorted order
 }
 
 // Input is one hashed source file.
@@ -57,6 +67,9 @@ func (h Header) Format() string {
 	b.WriteString(generatedPrefix + h.Source + generatedSuffix + "\n")
 	b.WriteString(linePrefix + "nvcc " + h.NVCC + "\n")
 	b.WriteString(linePrefix + "flags " + h.Flags + "\n")
+	if len(h.Defines) > 0 {
+		b.WriteString(linePrefix + "defines " + defineFlags(h.Defines) + "\n")
+	}
 	for _, in := range h.Inputs {
 		b.WriteString(linePrefix + "input " + in.Path + " sha256:" + in.SHA256 + "\n")
 	}
@@ -87,6 +100,14 @@ func ParseHeader(ptx []byte) (Header, error) {
 			h.NVCC = val
 		case "flags":
 			h.Flags = val
+		case "defines":
+			for _, f := range strings.Fields(val) {
+				d, ok := strings.CutPrefix(f, "-D")
+				if !ok || !validDefine(d) {
+					return h, fmt.Errorf("malformed defines line %q", line)
+				}
+				h.Defines = append(h.Defines, d)
+			}
 		case "input":
 			path, sum, ok := strings.Cut(val, " sha256:")
 			if !ok {
@@ -121,9 +142,9 @@ func ModuleRoot(dir string) (string, error) {
 	}
 }
 
-// Flags are the nvcc flags kernelgen compiles with (besides -I and -o). A PTX
-// file whose header records other flags is stale: changing them must
-// regenerate every kernel.
+// Flags are the nvcc flags kernelgen compiles with (besides -I, -o and the -D
+// of a [Command]). A PTX file whose header records other flags is stale:
+// changing them must regenerate every kernel.
 var Flags = []string{"-ptx", "-arch=compute_70", "-O3", "-std=c++17"}
 
 // IncludeDirs are the module-relative directories searched for quoted
@@ -196,9 +217,33 @@ func Stale(ptxPath string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ptxPath, err)
 	}
-	root, err := ModuleRoot(filepath.Dir(ptxPath))
+	abs, err := filepath.Abs(ptxPath)
 	if err != nil {
 		return nil, err
+	}
+	root, err := ModuleRoot(filepath.Dir(abs))
+	if err != nil {
+		return nil, err
+	}
+	pkgDir := filepath.Dir(abs)
+	if filepath.Base(pkgDir) == Dir {
+		pkgDir = filepath.Dir(pkgDir)
+	}
+	cmd, err := generator(root, pkgDir, abs)
+	if err != nil {
+		return nil, err
+	}
+	var diffs []string
+	src, err := filepath.Rel(root, filepath.Join(pkgDir, filepath.FromSlash(cmd.Source)))
+	if err != nil {
+		return nil, err
+	}
+	if src = filepath.ToSlash(src); src != h.Source {
+		// Compiled from another file: stale whatever the hashes say.
+		return []string{fmt.Sprintf("compiled from %s, its go:generate line now compiles %s", h.Source, src)}, nil
+	}
+	if !slices.Equal(cmd.Defines, h.Defines) {
+		diffs = append(diffs, fmt.Sprintf("compiled with %s, its go:generate line now gives %s", showDefines(h.Defines), showDefines(cmd.Defines)))
 	}
 	now, err := Inputs(root, h.Source)
 	if err != nil {
@@ -208,7 +253,6 @@ func Stale(ptxPath string) ([]string, error) {
 	for _, in := range h.Inputs {
 		recorded[in.Path] = in.SHA256
 	}
-	var diffs []string
 	if want := strings.Join(Flags, " "); h.Flags != want {
 		diffs = append(diffs, fmt.Sprintf("compiled with flags %q, kernelgen now uses %q", h.Flags, want))
 	}
@@ -262,4 +306,156 @@ func Check(t TB, ptxFile string) {
 		t.Fatalf("%s is stale (%s); run: go generate ./%s  (nvcc comes from scripts/install-cuda-toolkit.sh)",
 			ptxFile, strings.Join(diffs, ", "), filepath.ToSlash(rel))
 	}
+}
+
+// KernelgenPath is the package go:generate lines run to build PTX.
+const KernelgenPath = "github.com/warpkit/warpkit/internal/kernelgen"
+
+// Command is one kernelgen invocation, as its go:generate line gives it.
+// Paths are as written: relative to the package directory, where go generate
+// runs it.
+type Command struct {
+	Out     string   // -o; "" means the default, see [Command.Output]
+	Defines []string // -D NAME or -D NAME=VALUE (also written -DNAME...), in order
+	Source  string   // the .cu file
+}
+
+// ParseCommand parses kernelgen's arguments: [-o out.ptx] [-D NAME[=VALUE]]...
+// source.cu, flags before the source. Only macro definitions may be added to
+// the fixed [Flags]: every kernel is built for the same target with the same
+// options, and a macro is enough to compile one source several ways.
+func ParseCommand(args []string) (Command, error) {
+	var c Command
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		value := func() (string, error) {
+			if i+1 == len(args) {
+				return "", fmt.Errorf("flag %s needs a value", a)
+			}
+			i++
+			return args[i], nil
+		}
+		switch {
+		case a == "-o":
+			v, err := value()
+			if err != nil {
+				return c, err
+			}
+			c.Out = v
+		case strings.HasPrefix(a, "-D"):
+			d := a[2:]
+			if d == "" {
+				v, err := value()
+				if err != nil {
+					return c, err
+				}
+				d = v
+			}
+			if !validDefine(d) {
+				return c, fmt.Errorf("-D %q: want NAME or NAME=VALUE, a C identifier and no spaces", d)
+			}
+			c.Defines = append(c.Defines, d)
+		case strings.HasPrefix(a, "-"):
+			return c, fmt.Errorf("unknown flag %s", a)
+		case c.Source != "":
+			return c, fmt.Errorf("more than one source: %s and %s", c.Source, a)
+		default:
+			c.Source = a
+		}
+	}
+	if c.Source == "" {
+		return c, errors.New("no source file")
+	}
+	return c, nil
+}
+
+// Output is the PTX file c writes: -o, or else ptx/<source name>.ptx in the
+// source's directory.
+func (c Command) Output() string {
+	if c.Out != "" {
+		return c.Out
+	}
+	base := path.Base(filepath.ToSlash(c.Source))
+	return path.Join(path.Dir(filepath.ToSlash(c.Source)), Dir, strings.TrimSuffix(base, path.Ext(base))+".ptx")
+}
+
+var defineRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(=\S*)?$`)
+
+func validDefine(d string) bool { return defineRE.MatchString(d) }
+
+// defineFlags renders macros as nvcc flags: "-DA=1 -DB".
+func defineFlags(defines []string) string {
+	var fs []string
+	for _, d := range defines {
+		fs = append(fs, "-D"+d)
+	}
+	return strings.Join(fs, " ")
+}
+
+func showDefines(defines []string) string {
+	if len(defines) == 0 {
+		return "no -D flags"
+	}
+	return defineFlags(defines)
+}
+
+// Directives returns the kernelgen commands of the //go:generate lines in the
+// Go files of dir, which go generate runs there.
+func Directives(dir string) ([]Command, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	var cmds []Command
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		for n, line := range strings.Split(string(data), "\n") {
+			rest, ok := strings.CutPrefix(strings.TrimSuffix(line, "\r"), "//go:generate ")
+			if !ok {
+				continue
+			}
+			fs := strings.Fields(rest)
+			if len(fs) < 3 || fs[0] != "go" || fs[1] != "run" || fs[2] != KernelgenPath {
+				continue
+			}
+			c, err := ParseCommand(fs[3:])
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", f, n+1, err)
+			}
+			cmds = append(cmds, c)
+		}
+	}
+	return cmds, nil
+}
+
+// generator returns the command of the one go:generate line in pkgDir that
+// writes ptx (absolute).
+func generator(root, pkgDir, ptx string) (Command, error) {
+	cmds, err := Directives(pkgDir)
+	if err != nil {
+		return Command{}, err
+	}
+	var found []Command
+	for _, c := range cmds {
+		if filepath.Join(pkgDir, filepath.FromSlash(c.Output())) == ptx {
+			found = append(found, c)
+		}
+	}
+	rel := func(p string) string {
+		r, err := filepath.Rel(root, p)
+		if err != nil {
+			return p
+		}
+		return filepath.ToSlash(r)
+	}
+	switch len(found) {
+	case 0:
+		return Command{}, fmt.Errorf("no //go:generate line in %s runs kernelgen to write %s", rel(pkgDir), rel(ptx))
+	case 1:
+		return found[0], nil
+	}
+	return Command{}, fmt.Errorf("%d //go:generate lines in %s write %s", len(found), rel(pkgDir), rel(ptx))
 }
