@@ -45,9 +45,20 @@ func (c *cpuTable[K, V]) shard(k K) *cpuShard[K, V] {
 	return &c.shards[h>>58]
 }
 
+// ctxEvery is how many elements the CPU backend applies between checks of
+// the context.
+const ctxEvery = 1 << 14
+
 func (c *cpuTable[K, V]) apply(ctx context.Context, b *batch[K, V]) (int64, error) {
 	var delta int64
 	for i, k := range b.keys {
+		if i%ctxEvery == 0 && i > 0 {
+			if err := ctx.Err(); err != nil {
+				// Elements from i on are not applied: say so (contract, "Context").
+				markFailed(b.res[min(i, len(b.res)):], b.counts[min(i, len(b.counts)):])
+				return delta, err
+			}
+		}
 		op := b.op
 		if b.ops != nil {
 			op = b.ops[i]

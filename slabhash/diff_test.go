@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/warpkit/warpkit"
@@ -408,4 +409,61 @@ func TestArgumentsAndClose(t *testing.T) {
 	if _, err := NewMap[uint32, uint32](Options{Backend: warpkit.Backend(7)}); !errors.Is(err, warpkit.ErrInvalidArgument) {
 		t.Fatalf("unknown backend: %v", err)
 	}
+}
+
+// TestContextMidBatch: a batch whose context ends while it runs stops, marks
+// the elements it did not apply Failed, and leaves the table consistent (the
+// contract's "Context" section). The CPU backend checks between elements,
+// the CUDA backend between chunks.
+func TestContextMidBatch(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, opts Options) {
+		defer func(c int) { hostChunk = c }(hostChunk)
+		hostChunk = 1 << 12
+		m, err := NewMap[uint32, uint32](opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		n := 1 << 18
+		keys, vals := make([]uint32, n), make([]uint32, n)
+		for i := range keys {
+			keys[i], vals[i] = uint32(i), uint32(i)
+		}
+		res := make([]Result, n)
+		ctx := &endsAfter{Context: context.Background()}
+		ctx.left.Store(3) // passes the entry check and two more
+		err = m.Insert(ctx, keys, vals, res)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("error %v, want context.Canceled", err)
+		}
+		applied := 0
+		for _, r := range res {
+			if r == Inserted {
+				applied++
+			} else if r != Failed {
+				t.Fatalf("result %v: want Inserted or Failed", r)
+			}
+		}
+		if applied == 0 || applied == n {
+			t.Fatalf("%d of %d applied: the batch did not stop midway", applied, n)
+		}
+		if got := lenOf(t, m); got != applied {
+			t.Fatalf("Len %d, %d results say Inserted", got, applied)
+		}
+		t.Logf("%d of %d applied before the cancellation took (err %v)", applied, n, err)
+	})
+}
+
+// endsAfter is a context whose Err is nil for its first left calls and
+// context.Canceled after them: it ends at a known point of a batch.
+type endsAfter struct {
+	context.Context
+	left atomic.Int32
+}
+
+func (c *endsAfter) Err() error {
+	if c.left.Add(-1) < 0 {
+		return context.Canceled
+	}
+	return nil
 }

@@ -82,6 +82,9 @@ func (m *MultiMap[K, V]) InsertDevice(ctx context.Context, keys cuda.Slice[K], v
 // CountDevice is Count on device-resident slices (CUDA backend); like Count,
 // it needs counts.
 func (m *MultiMap[K, V]) CountDevice(ctx context.Context, keys cuda.Slice[K], counts cuda.Slice[uint32]) error {
+	if err := m.t.f.Device("count"); err != nil {
+		return err
+	}
 	if counts.Buffer() == nil {
 		return m.t.f.Do(ctx, "count", front.Shared, func() error { return fmt.Errorf("%w: no counts slice", warpkit.ErrInvalidArgument) })
 	}
