@@ -57,7 +57,9 @@ func sortedSubject(name string, open func(b warpkit.Backend) (sorted, error)) co
 			vals, found := make([]uint32, len(keys)), make([]bool, len(keys))
 			return vals, found, as(s).Lookup(ctx, keys, vals, found)
 		},
-		Delete: func(ctx context.Context, s conformance.Structure, keys []uint32) error { return as(s).Delete(ctx, keys) },
+		Delete: func(ctx context.Context, s conformance.Structure, keys []uint32) error {
+			return as(s).Delete(ctx, keys)
+		},
 		Mismatch: func(ctx context.Context, s conformance.Structure) error {
 			return as(s).Update(ctx, []uint32{1, 2}, []uint32{1, 2}, []bool{false})
 		},
@@ -102,7 +104,9 @@ func TestSlabHashMap(t *testing.T) {
 			err := as(s).Lookup(ctx, keys, vals, res)
 			return vals, found(res), err
 		},
-		Delete: func(ctx context.Context, s conformance.Structure, keys []uint32) error { return as(s).Delete(ctx, keys, nil) },
+		Delete: func(ctx context.Context, s conformance.Structure, keys []uint32) error {
+			return as(s).Delete(ctx, keys, nil)
+		},
 		Mismatch: func(ctx context.Context, s conformance.Structure) error {
 			return as(s).Apply(ctx, []slabhash.Op{slabhash.OpInsert}, []uint32{1, 2}, []uint32{1, 2}, nil)
 		},
@@ -137,7 +141,9 @@ func TestSlabHashSet(t *testing.T) {
 			}
 			return vals, found(res), err
 		},
-		Delete: func(ctx context.Context, s conformance.Structure, keys []uint32) error { return as(s).Delete(ctx, keys, nil) },
+		Delete: func(ctx context.Context, s conformance.Structure, keys []uint32) error {
+			return as(s).Delete(ctx, keys, nil)
+		},
 		Mismatch: func(ctx context.Context, s conformance.Structure) error {
 			return as(s).Lookup(ctx, []uint32{1, 2}, make([]slabhash.Result, 1))
 		},
@@ -145,7 +151,9 @@ func TestSlabHashSet(t *testing.T) {
 }
 
 func TestSlabHashMultiMap(t *testing.T) {
-	as := func(s conformance.Structure) *slabhash.MultiMap[uint32, uint32] { return s.(*slabhash.MultiMap[uint32, uint32]) }
+	as := func(s conformance.Structure) *slabhash.MultiMap[uint32, uint32] {
+		return s.(*slabhash.MultiMap[uint32, uint32])
+	}
 	run(t, conformance.Subject{
 		Name: "slabhash.MultiMap",
 		New: func(t *testing.T, b warpkit.Backend) conformance.Structure {
