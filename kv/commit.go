@@ -153,7 +153,7 @@ func (d *DB) leadLocked(w *writer) ([]*writer, error) {
 		limit = size + smallBatchBytes
 	}
 	n := 1
-	var count uint32 = w.batch.count
+	count := w.batch.count
 	sync := w.sync
 	for ; n < len(d.mu.writers); n++ {
 		x := d.mu.writers[n]

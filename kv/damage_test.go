@@ -744,8 +744,7 @@ func dmgOpen(t *testing.T, env dmgEnv, opts Options) (*DB, error) {
 		}
 		return db, err
 	}
-	var unexplained []string
-	unexplained = db.Metrics().Recovery.Unexplained
+	unexplained := db.Metrics().Recovery.Unexplained
 	for n, data := range before {
 		if dmgCanonical(n) && !strings.Contains(n, "/") {
 			continue

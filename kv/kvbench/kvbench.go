@@ -26,7 +26,6 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"time"
 )
@@ -621,27 +620,6 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 		}
 	}
 	return h.max
-}
-
-// SortedWorkloads orders names as Workloads does (unknown names last).
-func SortedWorkloads(names []string) []string {
-	idx := map[string]int{}
-	for i, n := range Workloads {
-		idx[n] = i
-	}
-	out := append([]string(nil), names...)
-	sort.SliceStable(out, func(i, j int) bool {
-		a, ok := idx[out[i]]
-		if !ok {
-			a = len(Workloads)
-		}
-		b, ok := idx[out[j]]
-		if !ok {
-			b = len(Workloads)
-		}
-		return a < b
-	})
-	return out
 }
 
 // ParseValueSize parses "100" or "32..4096" (bytes, at most MaxValueSize).

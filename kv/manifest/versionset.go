@@ -55,7 +55,6 @@ type VersionSet struct {
 	manifestNum  base.FileNum
 	manifestFile vfs.File
 	manifest     *record.Writer
-	edits        atomic.Int64
 	err          error // sticky: a manifest write failed
 	closed       bool
 
@@ -288,7 +287,6 @@ func (vs *VersionSet) Activate(e *VersionEdit) error {
 		vs.logNum, vs.lastSeq, vs.wals = oldLog, oldSeq, oldWALs
 		return err
 	}
-	vs.edits.Add(1)
 	vs.install(nv)
 	if vs.recovered.Manifest != 0 && vs.opts.OnObsoleteManifest != nil {
 		vs.opts.OnObsoleteManifest(vs.recovered.Manifest)
@@ -518,9 +516,6 @@ func (vs *VersionSet) ManifestNum() base.FileNum {
 	return vs.manifestNum
 }
 
-// Edits returns how many edits have been applied since the set was opened.
-func (vs *VersionSet) Edits() int64 { return vs.edits.Load() }
-
 // LogAndApply applies an edit to the current version, makes it durable in
 // the manifest, and installs the result. The edit's LogNum and LastSeq, when
 // set, must not go backwards. On a write or sync error nothing is installed,
@@ -570,7 +565,6 @@ func (vs *VersionSet) LogAndApply(e *VersionEdit) error {
 			return err
 		}
 	}
-	vs.edits.Add(1)
 	vs.install(nv)
 	return nil
 }

@@ -16,17 +16,9 @@ type Writer struct {
 	err    error
 }
 
-// NewWriter returns a Writer appending to w, which must be empty (or end at a
-// block boundary; use NewWriterAt).
+// NewWriter returns a Writer appending to w, which must be empty or end at a
+// block boundary (the offsets it returns count from where w is now).
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
-
-// NewWriterAt returns a Writer for a log that already holds offset bytes.
-func NewWriterAt(w io.Writer, offset int64) *Writer {
-	wr := &Writer{w: w, base: offset - offset%BlockSize}
-	wr.filled = int(offset % BlockSize)
-	wr.sent = wr.filled
-	return wr
-}
 
 // WriteRecord appends one record and returns its starting offset. The record
 // reaches the io.Writer when a block fills or on Flush.

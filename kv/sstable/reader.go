@@ -303,15 +303,6 @@ func (r *Reader) RangeDels() *rangedel.Set { return r.rangeDels }
 // Size returns the file size.
 func (r *Reader) Size() uint64 { return r.size }
 
-// MayContain consults the bloom filter: false means the table has no entry
-// for the user key.
-func (r *Reader) MayContain(ukey []byte) bool {
-	if r.filter == nil {
-		return true
-	}
-	return bloomMayContain(r.filter, bloomHash(ukey))
-}
-
 // getIters is pooled scratch for Get.
 type getIters struct {
 	index, data blockIter

@@ -145,9 +145,6 @@ func (f *FaultFS) SetInjector(inj Injector) {
 	f.inj.Store(&inj)
 }
 
-// Inner returns the wrapped FS.
-func (f *FaultFS) Inner() FS { return f.fs }
-
 func (f *FaultFS) check(op Op, path string) error {
 	p := f.inj.Load()
 	if p == nil {

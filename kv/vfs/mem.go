@@ -34,7 +34,6 @@ type memNode struct {
 	data    []byte
 	synced  int // length of the durable prefix of data
 	modTime time.Time
-	refs    int // open handles; informative only
 	// Locks, under MemFS.mu: an exclusive holder (Lock) or a count of shared
 	// holders (LockShared), never both.
 	lockedExcl bool

@@ -140,23 +140,6 @@ func CompareInternal(a, b InternalKey) int {
 	return 0
 }
 
-// CompareEncoded orders two encoded internal keys; both must be at least 8
-// bytes long.
-func CompareEncoded(a, b []byte) int {
-	na, nb := len(a)-8, len(b)-8
-	if c := bytes.Compare(a[:na], b[:nb]); c != 0 {
-		return c
-	}
-	ta, tb := binary.LittleEndian.Uint64(a[na:]), binary.LittleEndian.Uint64(b[nb:])
-	switch {
-	case ta > tb:
-		return -1
-	case ta < tb:
-		return 1
-	}
-	return 0
-}
-
 // Separator returns a short user key s with a <= s < b (a < b required), used
 // for index-block keys; it may return a itself. The result is appended to dst.
 func Separator(dst, a, b []byte) []byte {

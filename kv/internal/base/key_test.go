@@ -22,9 +22,6 @@ func TestInternalKeyOrder(t *testing.T) {
 		if CompareInternal(keys[i-1], keys[i]) >= 0 {
 			t.Errorf("%v should sort before %v", keys[i-1], keys[i])
 		}
-		if CompareEncoded(keys[i-1].Append(nil), keys[i].Append(nil)) >= 0 {
-			t.Errorf("encoded %v should sort before %v", keys[i-1], keys[i])
-		}
 	}
 	seek := InternalKey{UserKey: []byte("c"), Trailer: TrailerSeek}
 	if CompareInternal(seek, keys[4]) > 0 {

@@ -50,24 +50,6 @@ func AppendEntry(b []byte, kind base.Kind, key, value []byte) []byte {
 	return b
 }
 
-// EntryLen is the encoded length of an entry.
-func EntryLen(kind base.Kind, key, value []byte) int {
-	n := 1 + uvarintLen(len(key)) + len(key)
-	if kind != base.KindDelete {
-		n += uvarintLen(len(value)) + len(value)
-	}
-	return n
-}
-
-func uvarintLen(n int) int {
-	l := 1
-	for n >= 0x80 {
-		n >>= 7
-		l++
-	}
-	return l
-}
-
 // Reader iterates over a batch's entries.
 type Reader struct {
 	data  []byte

@@ -136,10 +136,6 @@ func (m *MemTable) NewIter() base.InternalIterator { return m.points.NewIter() }
 // iterators).
 func (m *MemTable) InitIter(it *arenaskl.Iterator) { m.points.InitIter(it) }
 
-// NewRangeDelIter returns an iterator over the range tombstones as stored:
-// key (start, seq, RANGEDEL), value = end.
-func (m *MemTable) NewRangeDelIter() base.InternalIterator { return m.rdels.NewIter() }
-
 // RangeDels returns the memtable's range tombstones, fragmented. The result
 // is cached until the next range deletion is added.
 func (m *MemTable) RangeDels() *rangedel.Set {

@@ -30,11 +30,6 @@ type Span struct {
 	Seqs       []base.SeqNum
 }
 
-// Covers reports whether key lies in the span.
-func (s *Span) Covers(key []byte) bool {
-	return bytes.Compare(s.Start, key) <= 0 && bytes.Compare(key, s.End) < 0
-}
-
 // MaxVisible returns the largest sequence number <= snap, or 0.
 func (s *Span) MaxVisible(snap base.SeqNum) base.SeqNum {
 	for _, q := range s.Seqs {
@@ -111,9 +106,6 @@ type Set struct {
 
 // NewSet fragments ts into a Set.
 func NewSet(ts []Tombstone) *Set { return &Set{spans: Fragment(ts)} }
-
-// SetFromSpans wraps spans that are already fragmented and sorted.
-func SetFromSpans(spans []Span) *Set { return &Set{spans: spans} }
 
 // Empty reports whether the set holds no tombstone.
 func (s *Set) Empty() bool { return s == nil || len(s.spans) == 0 }
