@@ -37,7 +37,7 @@
 // Errors: ErrNotFound, ErrClosed (use after Close), ErrInvalidArgument (bad
 // options, or a batch made by another DB), ErrCorruption (a *CorruptionError
 // naming the damaged file and offset), ErrLocked (the directory is open
-// elsewhere), ErrReadOnly (a write to a read-only DB), ErrWritesStopped (after a log, flush, manifest or compaction
+// elsewhere), ErrReadOnly (a write, Flush or Compact on a read-only DB), ErrWritesStopped (after a log, flush, manifest or compaction
 // failure writes stop and reads go on; the on-disk state stays consistent and
 // a reopen recovers). ErrClosed and ErrInvalidArgument are warpkit's shared
 // error values.
