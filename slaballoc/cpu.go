@@ -140,7 +140,7 @@ func (c *cpuPool) freeDevice(ctx context.Context, addrs cuda.Slice[uint32]) erro
 
 func (c *cpuPool) fillNull(out cuda.Slice[uint32]) error { return errDeviceSlice }
 
-var errDeviceSlice = fmt.Errorf("%w: slaballoc: device slices need the CUDA backend", warpkit.ErrInvalidArgument)
+var errDeviceSlice = warpkit.ErrNeedsCUDA
 
 func (c *cpuPool) unit(addr uint32) []byte {
 	off := int(addr&0xffffff) * c.opts.UnitBytes

@@ -78,6 +78,7 @@ func (o *Options) setDefaults() error {
 
 // Stats describe a pool's units.
 type Stats struct {
+	Backend        warpkit.Backend
 	UnitBytes      int
 	SuperBlocks    int
 	MaxSuperBlocks int
@@ -169,6 +170,18 @@ func (p *Pool) unitsPerSuper() int64 { return int64(p.opts.BlocksPerSuperBlock) 
 
 // Capacity returns the number of units in the current super blocks.
 func (p *Pool) Capacity() int64 { return int64(p.supers.Load()) * p.unitsPerSuper() }
+
+// device is live for the methods on device-resident slices, which need the
+// CUDA backend.
+func (p *Pool) device(op string) error {
+	if err := p.live(op); err != nil {
+		return err
+	}
+	if p.backend != warpkit.CUDA {
+		return fmt.Errorf("slaballoc: %s: %w", op, warpkit.ErrNeedsCUDA)
+	}
+	return nil
+}
 
 func (p *Pool) live(op string) error {
 	if p == nil || p.closed.Load() {
@@ -338,10 +351,17 @@ func (p *Pool) Stats(ctx context.Context) (Stats, error) {
 	p.Observe(used)
 	c := p.Capacity()
 	return Stats{
+		Backend:   p.backend,
 		UnitBytes: p.opts.UnitBytes, SuperBlocks: p.SuperBlocks(), MaxSuperBlocks: p.opts.MaxSuperBlocks,
 		Capacity: c, MaxCapacity: int64(p.opts.MaxSuperBlocks) * p.unitsPerSuper(),
 		Allocated: used, Free: c - used, Growths: p.growths.Load(),
 	}, nil
+}
+
+// Len returns the number of allocated units (Stats.Allocated).
+func (p *Pool) Len(ctx context.Context) (int, error) {
+	st, err := p.Stats(ctx)
+	return int(st.Allocated), err
 }
 
 // Allocate fills out with len(out) fresh unit addresses, growing the pool as
@@ -425,6 +445,9 @@ func (p *Pool) AllocateDevice(ctx context.Context, out cuda.Slice[uint32]) error
 // serving the requests one at a time, as slab hash tables with 8-lane tiles
 // do.
 func (p *Pool) AllocateDeviceTile(ctx context.Context, out cuda.Slice[uint32], tile int) error {
+	if err := p.device("allocate"); err != nil {
+		return err
+	}
 	if tile != 8 && tile != 32 {
 		return fmt.Errorf("%w: slaballoc: tile width %d (want 8 or 32)", warpkit.ErrInvalidArgument, tile)
 	}
@@ -439,14 +462,11 @@ func (p *Pool) AllocateDeviceBulk(ctx context.Context, out cuda.Slice[uint32]) e
 }
 
 func (p *Pool) allocateDevice(ctx context.Context, out cuda.Slice[uint32], kernel string) error {
-	if err := p.live("allocate"); err != nil {
+	if err := p.device("allocate"); err != nil {
 		return err
 	}
 	if out.Len() == 0 {
 		return nil
-	}
-	if p.backend != warpkit.CUDA {
-		return errDeviceSlice
 	}
 	if err := p.Reserve(ctx, out.Len()); err != nil {
 		return err
@@ -484,7 +504,7 @@ func (p *Pool) allocateDevice(ctx context.Context, out cuda.Slice[uint32], kerne
 
 // FreeDevice is Free for device-resident addresses (CUDA backend only).
 func (p *Pool) FreeDevice(ctx context.Context, addrs cuda.Slice[uint32]) error {
-	if err := p.live("free"); err != nil {
+	if err := p.device("free"); err != nil {
 		return err
 	}
 	release, err := p.Acquire()

@@ -310,8 +310,8 @@ func TestClosedAndDeviceSlicesOnCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.AllocateDevice(context.Background(), cuda.Slice[uint32]{}); err != nil {
-		t.Fatalf("empty device slice: %v", err)
+	if err := p.AllocateDevice(context.Background(), cuda.Slice[uint32]{}); !errors.Is(err, warpkit.ErrNeedsCUDA) {
+		t.Fatalf("device slice on the CPU backend: %v, want ErrNeedsCUDA", err)
 	}
 	if p.Backend() != warpkit.CPU || p.Descriptor() != 0 {
 		t.Fatal("CPU pool reports a device")

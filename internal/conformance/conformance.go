@@ -118,6 +118,15 @@ func closedState(t *testing.T, sub Subject, b warpkit.Backend) {
 	if err := sub.Insert(ctx, s, []uint32{1, 2}, []uint32{10, 20}); err != nil {
 		t.Fatal(err)
 	}
+	CheckClosed(t, s)
+}
+
+// CheckClosed closes s and checks that every method of s that can fail then
+// returns ErrClosed (a second Close included) and that Backend still
+// answers: the contract's "Closing", for structures the Subject does not fit.
+func CheckClosed(t *testing.T, s Structure) {
+	t.Helper()
+	b := s.Backend()
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -272,6 +281,13 @@ func halfOpen(t *testing.T, sub Subject, b warpkit.Backend) {
 func deviceOnCPU(t *testing.T, sub Subject) {
 	s := open(t, sub, warpkit.CPU)
 	defer s.Close()
+	CheckDeviceOnCPU(t, s)
+}
+
+// CheckDeviceOnCPU checks that every method of s (a structure on the CPU
+// backend) whose name ends in Device returns ErrNeedsCUDA.
+func CheckDeviceOnCPU(t *testing.T, s Structure) {
+	t.Helper()
 	n := 0
 	callAll(t, s, func(name string) bool { return !strings.HasSuffix(name, "Device") }, func(name string, err error) {
 		n++

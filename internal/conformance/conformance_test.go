@@ -8,6 +8,7 @@ import (
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/conformance"
 	"github.com/warpkit/warpkit/lsm"
+	"github.com/warpkit/warpkit/slaballoc"
 	"github.com/warpkit/warpkit/slabhash"
 	"github.com/warpkit/warpkit/sortedarray"
 )
@@ -194,4 +195,21 @@ func found(res []slabhash.Result) []bool {
 		f[i] = r == slabhash.Found
 	}
 	return f
+}
+
+// TestSlabAlloc: the allocator is not a dictionary; it follows the contract's
+// closing and device rules.
+func TestSlabAlloc(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.String(), func(t *testing.T) {
+			p, err := slaballoc.New(slaballoc.Options{Backend: b, BlocksPerSuperBlock: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b == warpkit.CPU {
+				conformance.CheckDeviceOnCPU(t, p)
+			}
+			conformance.CheckClosed(t, p)
+		})
+	}
 }
