@@ -9,6 +9,7 @@ import (
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/gpurt"
 	"github.com/warpkit/warpkit/internal/sorteddict"
 	"github.com/warpkit/warpkit/prim"
 )
@@ -91,10 +92,7 @@ func newWorker[K, V warpkit.Word](dev *cuda.Device) (*worker[K, V], error) {
 // that work may have used.
 func (w *worker[K, V]) free() error {
 	err := w.stream.Close()
-	for _, b := range []interface{ Free() }{&w.ones, &w.batchK, &w.batchT, &w.mergeK, &w.mergeT, &w.pingK[0], &w.pingK[1], &w.pingT[0], &w.pingT[1],
-		&w.cnt, &w.off, &w.segoff, &w.ct, &w.selT, &w.counts, &w.small32, &w.start, &w.small64, &w.walkTotal, &w.ck, &w.selK, &w.flags, &w.stage} {
-		b.Free()
-	}
+	gpurt.FreeAll(w) // every scratch buffer among its fields
 	return err
 }
 
@@ -221,10 +219,7 @@ func (g *gpuLSM[K, V]) Close() error {
 	for i := range g.lkeys {
 		errs = append(errs, g.lkeys[i].Free(), g.ltags[i].Free())
 	}
-	for i := range 2 {
-		g.stageK[i].Free()
-		g.stageT[i].Free()
-	}
+	gpurt.FreeAll(g) // the staging run's buffers
 	errs = append(errs, g.log.Free(), g.tab.Free())
 	if g.eng != nil {
 		errs = append(errs, g.eng.Close())
@@ -712,7 +707,7 @@ func (g *gpuLSM[K, V]) walk(w *worker[K, V], lo, hi cuda.Slice[K], counts cuda.S
 		return false, err
 	}
 	o, t := make([]uint32, 1), make([]uint64, 1)
-	if err := w.stage.Reserve(g.dev, sorteddict.Bytes[uint32](1)+sorteddict.Bytes[uint64](1)); err != nil {
+	if err := w.stage.Reserve(g.dev, gpurt.Bytes[uint32](1)+gpurt.Bytes[uint64](1)); err != nil {
 		return false, err
 	}
 	if err := sorteddict.Fetch(&w.stage, s, sorteddict.Pair(o, ovf), sorteddict.Pair(t, tot)); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/gpurt"
 	"github.com/warpkit/warpkit/internal/sorteddict"
 	"github.com/warpkit/warpkit/prim"
 )
@@ -54,9 +55,7 @@ func newWorker[K, V warpkit.Word](dev *cuda.Device) (*worker[K, V], error) {
 // that work may have used.
 func (w *worker[K, V]) free() error {
 	err := w.stream.Close()
-	for _, b := range []interface{ Free() }{&w.stage, &w.bk, &w.ck, &w.bt, &w.ct, &w.small, &w.cnts, &w.cv, &w.keepB, &w.keepA, &w.ones, &w.drops, &w.starts, &w.tot} {
-		b.Free()
-	}
+	gpurt.FreeAll(w) // every scratch buffer among its fields
 	return err
 }
 

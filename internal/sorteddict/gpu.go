@@ -3,13 +3,12 @@ package sorteddict
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"unsafe"
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
-	"github.com/warpkit/warpkit/internal/hostpar"
+	"github.com/warpkit/warpkit/internal/gpurt"
 )
 
 // Width returns "32" or "64", the bit width of T, as kernel names spell it.
@@ -35,57 +34,8 @@ func TileGrid(n, items int) cuda.Dim3 { return cuda.GridFor(n, BlockSize*items) 
 // Block is the block shape of every sorted-dictionary kernel.
 var Block = cuda.D1(BlockSize)
 
-// Buf is grow-only device scratch. Get returns a view of n elements; when the
-// buffer is too small it waits for stream (work queued earlier may still use
-// the old memory), frees it and allocates a larger one. The contents are not
-// kept across growth.
-type Buf[T cuda.Elem] struct{ s cuda.Slice[T] }
-
-// Get returns n elements of scratch (the zero Slice for n == 0).
-func (b *Buf[T]) Get(dev *cuda.Device, stream *cuda.Stream, n int) (cuda.Slice[T], error) {
-	if n == 0 {
-		return cuda.Slice[T]{}, nil
-	}
-	if b.s.Len() >= n {
-		return b.s.Sub(0, n), nil
-	}
-	old := b.s.Len()
-	if old > 0 {
-		if err := stream.Synchronize(); err != nil {
-			return cuda.Slice[T]{}, err
-		}
-		b.Free()
-	}
-	s, err := cuda.Alloc[T](dev, max(n, old+old/2))
-	if err != nil && old+old/2 > n {
-		s, err = cuda.Alloc[T](dev, n)
-	}
-	if err != nil {
-		return cuda.Slice[T]{}, err
-	}
-	b.s = s
-	return s.Sub(0, n), nil
-}
-
-// Cap returns how many elements the buffer holds without growing.
-func (b *Buf[T]) Cap() int { return b.s.Len() }
-
-// View returns the first n <= Cap() elements (the zero Slice for n == 0),
-// kept from earlier work: for buffers that hold state between calls.
-func (b *Buf[T]) View(n int) cuda.Slice[T] {
-	if n == 0 {
-		return cuda.Slice[T]{}
-	}
-	return b.s.Sub(0, n)
-}
-
-// Free releases the memory.
-func (b *Buf[T]) Free() {
-	if b.s.Len() > 0 {
-		b.s.Free()
-	}
-	b.s = cuda.Slice[T]{}
-}
+// Buf is grow-only device scratch (gpurt.Buf).
+type Buf[T cuda.Elem] = gpurt.Buf[T]
 
 // SyncOnError waits for the work enqueued on stream when *err is set (defer
 // it): a call that fails midway must not return while its work may still read
@@ -106,120 +56,8 @@ func Alloc[T cuda.Elem](dev *cuda.Device, n int) (cuda.Slice[T], error) {
 	return cuda.Alloc[T](dev, n)
 }
 
-// Staging is pinned host memory through which Go slices travel to and from
-// the device on a stream. Reserve sizes it for one call's transfers (no copy
-// may be pending then); Upload and Download take consecutive regions of it.
-type Staging struct {
-	dev  *cuda.Device
-	mem  *cuda.Pinned[uint8]
-	used int
-}
-
-const stagingAlign = 16
-
-func alignUp(n int) int { return (n + stagingAlign - 1) &^ (stagingAlign - 1) }
-
-// Bytes returns the staging bytes n elements of T take.
-func Bytes[T cuda.Elem](n int) int { var z T; return alignUp(n * int(unsafe.Sizeof(z))) }
-
-// Reserve makes room for total bytes (sum of Bytes of every transfer of the
-// call) and starts handing out regions from the beginning.
-func (s *Staging) Reserve(dev *cuda.Device, total int) error {
-	s.dev, s.used = dev, 0
-	if s.mem != nil && s.mem.Len() >= total {
-		return nil
-	}
-	s.Free()
-	p, err := cuda.AllocPinned[uint8](dev, max(total, 1<<16))
-	if err != nil {
-		return err
-	}
-	s.mem = p
-	return nil
-}
-
-// Free releases the pinned memory.
-func (s *Staging) Free() {
-	if s.mem != nil {
-		s.mem.Free()
-		s.mem = nil
-	}
-}
-
-func (s *Staging) take(nbytes int) (int, error) {
-	if s.mem == nil || s.used+alignUp(nbytes) > s.mem.Len() {
-		return 0, fmt.Errorf("%w: staging region of %d bytes not reserved", warpkit.ErrInvalidArgument, nbytes)
-	}
-	off := s.used
-	s.used += alignUp(nbytes)
-	return off, nil
-}
-
-func byteView[T cuda.Elem](d cuda.Slice[T]) (cuda.Slice[uint8], error) {
-	return cuda.View[uint8](d.Buffer(), int(d.Ptr()-d.Buffer().Ptr()), int(d.Bytes()))
-}
-
-// Upload copies src into pinned memory and enqueues its copy into dst (which
-// has len(src) elements) on stream.
-func Upload[T cuda.Elem](s *Staging, stream *cuda.Stream, dst cuda.Slice[T], src []T) error {
-	if len(src) == 0 {
-		return nil
-	}
-	if dst.Len() != len(src) {
-		return fmt.Errorf("%w: upload of %d elements into %d", warpkit.ErrInvalidArgument, len(src), dst.Len())
-	}
-	nb := int(dst.Bytes())
-	off, err := s.take(nb)
-	if err != nil {
-		return err
-	}
-	hostpar.Copy(s.mem.Data()[off:off+nb], unsafe.Slice((*uint8)(unsafe.Pointer(&src[0])), nb))
-	db, err := byteView(dst)
-	if err != nil {
-		return err
-	}
-	return cuda.CopyToDeviceAsync(db, s.mem, off, stream)
-}
-
-// Pending is a device-to-host copy in flight; Finish after the stream is
-// synchronized.
-type Pending struct {
-	s        *Staging
-	off, nb  int
-	finishTo unsafe.Pointer
-}
-
-// Download enqueues the copy of src into pinned memory on stream; after the
-// stream is synchronized, Finish copies it into dst (len(dst) == src.Len()).
-func Download[T cuda.Elem](s *Staging, stream *cuda.Stream, dst []T, src cuda.Slice[T]) (Pending, error) {
-	if len(dst) == 0 {
-		return Pending{}, nil
-	}
-	if src.Len() != len(dst) {
-		return Pending{}, fmt.Errorf("%w: download of %d elements into %d", warpkit.ErrInvalidArgument, src.Len(), len(dst))
-	}
-	nb := int(src.Bytes())
-	off, err := s.take(nb)
-	if err != nil {
-		return Pending{}, err
-	}
-	sb, err := byteView(src)
-	if err != nil {
-		return Pending{}, err
-	}
-	if err := cuda.CopyToHostAsync(s.mem, off, sb, stream); err != nil {
-		return Pending{}, err
-	}
-	return Pending{s: s, off: off, nb: nb, finishTo: unsafe.Pointer(&dst[0])}, nil
-}
-
-// Finish copies the downloaded bytes into the destination slice.
-func (p Pending) Finish() {
-	if p.nb == 0 {
-		return
-	}
-	hostpar.Copy(unsafe.Slice((*uint8)(p.finishTo), p.nb), p.s.mem.Data()[p.off:p.off+p.nb])
-}
+// Staging is pinned staging of Go slices (gpurt.Staging).
+type Staging = gpurt.Staging
 
 // Pool hands out up to size workers (a stream plus scratch each), creating
 // them on first use, so that concurrent calls run on separate streams.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/gpurt"
 )
 
 // DeviceEngine is the device-resident half of a GPU Engine.
@@ -49,9 +50,7 @@ func NewHost[K, V warpkit.Word](dev *cuda.Device, eng DeviceEngine[K, V], worker
 // and staging they use.
 func (s *stager[K, V]) free() error {
 	err := s.stream.Close()
-	for _, b := range []interface{ Free() }{&s.k1, &s.k2, &s.rk, &s.v1, &s.rv, &s.f1, &s.rf, &s.counts, &s.stage} {
-		b.Free()
-	}
+	gpurt.FreeAll(s) // every scratch buffer among its fields
 	return err
 }
 
@@ -75,7 +74,7 @@ type upload struct {
 func up[T cuda.Elem](h *cuda.Device, st *cuda.Stream, buf *Buf[T], src []T, dst *cuda.Slice[T]) (upload, error) {
 	d, err := buf.Get(h, st, len(src))
 	*dst = d
-	return upload{Bytes[T](len(src)), func(s *Staging, st *cuda.Stream) error { return Upload(s, st, d, src) }}, err
+	return upload{gpurt.Bytes[T](len(src)), func(s *Staging, st *cuda.Stream) error { return gpurt.Upload(s, st, d, src) }}, err
 }
 
 // with runs f on a stager after staging the uploads and synchronizing. On
@@ -167,7 +166,7 @@ func (h *Host[K, V]) Lookup(ctx context.Context, keys []K, vals []V, found []boo
 		if err := h.eng.LookupDevice(ctx, dk, rv, rf); err != nil {
 			return err
 		}
-		return h.fetch(w, Bytes[V](n)+Bytes[uint8](n), Pair(vals, rv), Pair(BoolBytes(found), rf))
+		return h.fetch(w, gpurt.Bytes[V](n)+gpurt.Bytes[uint8](n), Pair(vals, rv), Pair(BoolBytes(found), rf))
 	})
 }
 
@@ -191,7 +190,7 @@ func (h *Host[K, V]) Neighbor(ctx context.Context, keys, outKeys []K, outVals []
 		if err := h.eng.NeighborDevice(ctx, dk, rk, rv, rf, succ); err != nil {
 			return err
 		}
-		return h.fetch(w, Bytes[K](n)+Bytes[V](n)+Bytes[uint8](n), Pair(outKeys, rk), Pair(outVals, rv), Pair(BoolBytes(found), rf))
+		return h.fetch(w, gpurt.Bytes[K](n)+gpurt.Bytes[V](n)+gpurt.Bytes[uint8](n), Pair(outKeys, rk), Pair(outVals, rv), Pair(BoolBytes(found), rf))
 	})
 }
 
@@ -216,7 +215,7 @@ func (h *Host[K, V]) Count(ctx context.Context, lo, hi []K, counts []uint32) err
 		if err := h.eng.CountDevice(ctx, dl, dh, dc); err != nil {
 			return err
 		}
-		return h.fetch(w, Bytes[uint32](n), Pair(counts, dc))
+		return h.fetch(w, gpurt.Bytes[uint32](n), Pair(counts, dc))
 	})
 }
 

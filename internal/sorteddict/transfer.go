@@ -7,11 +7,12 @@ import (
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/gpurt"
 )
 
 // Copier is one device-to-host copy of a call's results (see Pair).
 type Copier interface {
-	Download(s *Staging, stream *cuda.Stream) (Pending, error)
+	Download(s *Staging, stream *cuda.Stream) (gpurt.Pending, error)
 }
 
 type pair[T cuda.Elem] struct {
@@ -19,8 +20,8 @@ type pair[T cuda.Elem] struct {
 	src cuda.Slice[T]
 }
 
-func (p pair[T]) Download(s *Staging, stream *cuda.Stream) (Pending, error) {
-	return Download(s, stream, p.dst, p.src)
+func (p pair[T]) Download(s *Staging, stream *cuda.Stream) (gpurt.Pending, error) {
+	return gpurt.Download(s, stream, p.dst, p.src)
 }
 
 // Pair names a copy of src into dst.
@@ -30,7 +31,7 @@ func Pair[T cuda.Elem](dst []T, src cuda.Slice[T]) Copier { return pair[T]{dst, 
 // synchronizes the stream and finishes them. It synchronizes also when it
 // fails to enqueue a copy, so that none is in flight when it returns.
 func Fetch(s *Staging, stream *cuda.Stream, copies ...Copier) error {
-	ps := make([]Pending, 0, len(copies))
+	ps := make([]gpurt.Pending, 0, len(copies))
 	for _, c := range copies {
 		p, err := c.Download(s, stream)
 		if err != nil {
@@ -52,7 +53,7 @@ func Fetch(s *Staging, stream *cuda.Stream, copies ...Copier) error {
 // synchronizes the stream.
 func ReadBack[T cuda.Elem](dev *cuda.Device, s *Staging, stream *cuda.Stream, src cuda.Slice[T]) ([]T, error) {
 	out := make([]T, src.Len())
-	if err := s.Reserve(dev, Bytes[T](src.Len())); err != nil {
+	if err := s.Reserve(dev, gpurt.Bytes[T](src.Len())); err != nil {
 		return nil, err
 	}
 	return out, Fetch(s, stream, Pair(out, src))
@@ -151,7 +152,7 @@ func RangeToHost[K, V warpkit.Word](dev *cuda.Device, s *Staging, stream *cuda.S
 	nq := dr.Len()
 	off := make([]uint32, nq+1)
 	res := &RangeResult[K, V]{Offsets: make([]int, nq+1), Keys: make([]K, dr.Total), Vals: make([]V, dr.Total)}
-	if err := s.Reserve(dev, Bytes[uint32](nq+1)+Bytes[K](dr.Total)+Bytes[V](dr.Total)); err != nil {
+	if err := s.Reserve(dev, gpurt.Bytes[uint32](nq+1)+gpurt.Bytes[K](dr.Total)+gpurt.Bytes[V](dr.Total)); err != nil {
 		return nil, err
 	}
 	copies := []Copier{Pair(off, dr.Offsets)}

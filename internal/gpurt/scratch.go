@@ -1,0 +1,114 @@
+// Package gpurt is the host-side runtime every GPU structure shares: grow-only
+// device scratch buffers and the registry that frees them (this file), and
+// pinned staging of Go slices (staging.go).
+package gpurt
+
+import (
+	"reflect"
+
+	"github.com/warpkit/warpkit/cuda"
+)
+
+// Buf is grow-only device scratch. Get returns a view of n elements; when the
+// buffer is too small it waits for stream (work queued earlier may still use
+// the old memory), frees it and allocates a larger one. The contents are not
+// kept across growth.
+type Buf[T cuda.Elem] struct{ s cuda.Slice[T] }
+
+// Get returns n elements of scratch (the zero Slice for n == 0).
+func (b *Buf[T]) Get(dev *cuda.Device, stream *cuda.Stream, n int) (cuda.Slice[T], error) {
+	if n == 0 {
+		return cuda.Slice[T]{}, nil
+	}
+	if b.s.Len() >= n {
+		return b.s.Sub(0, n), nil
+	}
+	old := b.s.Len()
+	if old > 0 {
+		if err := stream.Synchronize(); err != nil {
+			return cuda.Slice[T]{}, err
+		}
+		b.Free()
+	}
+	s, err := cuda.Alloc[T](dev, max(n, old+old/2))
+	if err != nil && old+old/2 > n {
+		s, err = cuda.Alloc[T](dev, n)
+	}
+	if err != nil {
+		return cuda.Slice[T]{}, err
+	}
+	b.s = s
+	return s.Sub(0, n), nil
+}
+
+// Cap returns how many elements the buffer holds without growing.
+func (b *Buf[T]) Cap() int { return b.s.Len() }
+
+// View returns the first n <= Cap() elements (the zero Slice for n == 0),
+// kept from earlier work: for buffers that hold state between calls.
+func (b *Buf[T]) View(n int) cuda.Slice[T] {
+	if n == 0 {
+		return cuda.Slice[T]{}
+	}
+	return b.s.Sub(0, n)
+}
+
+// Free releases the memory.
+func (b *Buf[T]) Free() {
+	if b.s.Len() > 0 {
+		b.s.Free()
+	}
+	b.s = cuda.Slice[T]{}
+}
+
+func (*Buf[T]) scratch() {}
+
+// scratchBuf is what the registry frees: Buf and Staging.
+type scratchBuf interface {
+	Free()
+	scratch()
+}
+
+// FreeAll frees every scratch buffer held in the struct *owner points to:
+// each field of type Buf or Staging, each element of an array of them, and
+// (recursively) those of embedded or nested structs, so that a buffer added
+// to a worker's fields is freed without a hand-kept list to forget it in.
+// Pointers and slices are not followed (what they point to has its own owner).
+func FreeAll(owner any) {
+	v := reflect.ValueOf(owner)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		panic("gpurt.FreeAll: owner must point to a struct")
+	}
+	freeIn(v.Elem())
+}
+
+func freeIn(v reflect.Value) {
+	if v.CanAddr() {
+		if b, ok := v.Addr().Interface().(scratchBuf); ok {
+			b.Free()
+			return
+		}
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() || v.Field(i).CanAddr() {
+				freeIn(reflectField(v, i))
+			}
+		}
+	case reflect.Array:
+		for i := range v.Len() {
+			freeIn(v.Index(i))
+		}
+	}
+}
+
+// reflectField returns field i of v, addressable even when unexported (the
+// registry only calls Free through it).
+func reflectField(v reflect.Value, i int) reflect.Value {
+	f := v.Field(i)
+	if f.CanInterface() {
+		return f
+	}
+	return reflect.NewAt(f.Type(), f.Addr().UnsafePointer()).Elem()
+}
