@@ -2,11 +2,11 @@ package slabhash
 
 import _ "embed"
 
-//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/kv32x32.ptx kv32x32.cu
-//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/kv32x64.ptx kv32x64.cu
-//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/kv64x32.ptx kv64x32.cu
-//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/kv64x64.ptx kv64x64.cu
-//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/set.ptx set.cu
+//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/kv32x32.ptx -DWK_WIDTH=WK_KV32X32 slabhash.cu
+//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/kv32x64.ptx -DWK_WIDTH=WK_KV32X64 slabhash.cu
+//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/kv64x32.ptx -DWK_WIDTH=WK_KV64X32 slabhash.cu
+//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/kv64x64.ptx -DWK_WIDTH=WK_KV64X64 slabhash.cu
+//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/set.ptx -DWK_WIDTH=WK_SET slabhash.cu
 
 // One module per key/value width (and one for sets), so a table loads and
 // JIT-compiles only the kernels of its own types.
