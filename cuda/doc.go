@@ -3,7 +3,10 @@
 // libcuda.so.1 is opened at run time with purego, so programs build with
 // CGO_ENABLED=0 and need no CUDA toolkit; only the NVIDIA driver is needed to run
 // on a GPU. Kernels are PTX (compiled ahead of time by nvcc and embedded by the
-// packages that own them) loaded with [Device.LoadModule].
+// packages that own them) loaded with [Device.LoadModule]. Loading reads each
+// kernel's parameter list from the PTX, and [Function.Launch] refuses
+// arguments whose number or widths do not match it (ErrInvalidArgument)
+// instead of letting the kernel read garbage parameters.
 //
 // # No GPU is a normal state
 //

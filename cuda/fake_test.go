@@ -386,7 +386,7 @@ func (f *fakeGPU) driver() *driverAPI {
 
 // useDriver installs a driver loader for the duration of the test, with a
 // fresh driver-init state and device registry, and restores the real ones.
-func useDriver(t *testing.T, load func() (*driverAPI, error)) {
+func useDriver(t testing.TB, load func() (*driverAPI, error)) {
 	t.Helper()
 	driverMu.Lock()
 	oldLoad, oldOnce := loadDriver, driverOnce
@@ -407,7 +407,7 @@ func useDriver(t *testing.T, load func() (*driverAPI, error)) {
 }
 
 // openFake installs f and opens its device 0.
-func openFake(t *testing.T, f *fakeGPU) *Device {
+func openFake(t testing.TB, f *fakeGPU) *Device {
 	t.Helper()
 	useDriver(t, func() (*driverAPI, error) { return f.driver(), nil })
 	d, err := Open(0)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"unsafe"
@@ -17,6 +18,12 @@ type Module struct {
 	st      *deviceState
 	handle  uintptr
 	InfoLog string // the JIT compiler's info log from loading
+
+	// params holds each kernel's parameter sizes as the PTX declares them;
+	// nil when paramsErr says why they are unknown (an image that is not PTX
+	// text, or declarations the parser did not understand).
+	params    ptxParamTable
+	paramsErr error
 
 	mu    sync.Mutex
 	funcs map[string]*Function
@@ -37,6 +44,11 @@ const jitLogBytes = 16 << 10
 // the module; loading the same PTX again returns the cached module. A failure
 // carries the JIT error log in the *Error's Detail. PTX produced by a newer
 // toolkit than the driver supports fails with code 222 and says so.
+//
+// LoadModule also reads the parameter list of every .entry in the PTX, so that
+// [Function.Launch] can refuse arguments that do not match it. An image that
+// is not PTX text, or PTX whose declarations that reader does not understand,
+// still loads; its kernels' launches are then not checked.
 func (d *Device) LoadModule(ptx []byte) (*Module, error) {
 	if d == nil || d.closed.Load() {
 		return nil, ErrClosed
@@ -86,6 +98,7 @@ func (d *Device) LoadModule(ptx []byte) (*Module, error) {
 		return nil, err
 	}
 	m := &Module{st: st, handle: h, InfoLog: info, funcs: map[string]*Function{}}
+	m.params, m.paramsErr = parsePTXParams(ptx)
 	st.modules[key] = m
 	return m, nil
 }
@@ -116,6 +129,7 @@ func (m *Module) Function(name string) (*Function, error) {
 		return nil, err
 	}
 	f := &Function{st: m.st, h: h, name: name}
+	f.params, f.typed = m.params[name]
 	m.funcs[name] = f
 	return f, nil
 }
@@ -125,10 +139,26 @@ type Function struct {
 	st   *deviceState
 	h    uintptr
 	name string
+	// params are the sizes in bytes of the kernel's parameters, from its
+	// PTX; typed says whether they are known (see Params).
+	params []int
+	typed  bool
 }
 
 // Name returns the kernel's name.
 func (f *Function) Name() string { return f.name }
+
+// Params returns the sizes in bytes of the kernel's parameters as its PTX
+// declares them, in order, and true; or nil and false when they are unknown:
+// the module's image was not PTX text, or its declarations were not
+// understood, or it declares no .entry of this name. Launch checks arguments
+// only against known parameter lists.
+func (f *Function) Params() ([]int, bool) {
+	if f == nil || !f.typed {
+		return nil, false
+	}
+	return slices.Clone(f.params), true
+}
 
 // Dim3 is a grid or block shape.
 type Dim3 struct{ X, Y, Z uint32 }
@@ -149,6 +179,54 @@ func (p DevicePtr) DevicePointer() DevicePtr { return p }
 
 // DevicePointer returns the buffer's address.
 func (b *Buffer) DevicePointer() DevicePtr { return b.ptr }
+
+// argWidth returns the bytes an argument of a type packArgs accepts stands
+// for on the device: 4 for int32, uint32 and float32, 8 for int64, uint64,
+// float64, device pointers and nil, 1 for bool. It returns 0 for the types
+// packArgs refuses, which then reports them.
+func argWidth(a any) int {
+	switch a.(type) {
+	case int32, uint32, float32:
+		return 4
+	case int64, uint64, float64, DevicePointer, nil:
+		return 8
+	case bool:
+		return 1
+	}
+	return 0
+}
+
+// checkArgs compares the arguments with the kernel's parameter list from its
+// PTX: their number, then each one's width (argWidth) against the size the
+// PTX declares. Kernels whose parameters are unknown are not checked. It
+// allocates nothing unless it fails.
+func (f *Function) checkArgs(args []any) error {
+	if !f.typed {
+		return nil
+	}
+	if len(args) != len(f.params) {
+		return f.countError(args)
+	}
+	for i, a := range args {
+		if w := argWidth(a); w != f.params[i] && w != 0 {
+			return fmt.Errorf("%w: cuda: launch of %s: argument %d is %T (%d bytes) but the kernel's parameter %d is %d bytes (PTX parameters %v)",
+				ErrInvalidArgument, f.name, i, a, w, i, f.params[i], f.params)
+		}
+	}
+	return nil
+}
+
+// countError describes a launch with the wrong number of arguments, naming
+// the first parameter left without one or the first argument too many.
+func (f *Function) countError(args []any) error {
+	n := len(f.params)
+	if len(args) < n {
+		return fmt.Errorf("%w: cuda: launch of %s with %d arguments but the kernel has %d parameters: parameter %d (%d bytes) has none (PTX parameters %v)",
+			ErrInvalidArgument, f.name, len(args), n, len(args), f.params[len(args)], f.params)
+	}
+	return fmt.Errorf("%w: cuda: launch of %s with %d arguments but the kernel has %d parameters: argument %d (%T, %d bytes) has no parameter (PTX parameters %v)",
+		ErrInvalidArgument, f.name, len(args), n, n, args[n], argWidth(args[n]), f.params)
+}
 
 // packArgs stores each argument in an 8-byte slot and returns the slots and the
 // kernelParams array pointing at them. Accepted: int32, uint32, int64, uint64,
@@ -200,9 +278,20 @@ func packArgs(args []any) ([]uint64, []unsafe.Pointer, error) {
 // Launch enqueues the kernel on stream with the given grid, block and dynamic
 // shared memory; with the nil stream it returns once the kernel has finished.
 // Arguments follow packArgs' rules and must match the kernel's parameter list
-// in order and width; a nil or freed buffer is refused (ErrClosed). Launch
-// returns launch errors (a bad configuration); faults inside the kernel surface
-// at the next synchronization.
+// in order and width; a nil or freed buffer is refused (ErrClosed).
+//
+// When the kernel's parameter list is known from its PTX (see Params), Launch
+// checks the arguments against it before calling the driver: a different
+// number of arguments, or an argument whose width (4 bytes for int32, uint32
+// and float32, 8 for int64, uint64, float64 and device pointers, 1 for bool)
+// differs from its parameter's size, returns an error wrapping
+// ErrInvalidArgument that names the kernel, the parameter and both widths.
+// Only widths are compared: a float32 given for a .u32 parameter passes.
+// Kernels of modules whose image is not PTX text, or whose PTX declarations
+// were not understood, are launched unchecked.
+//
+// Launch returns launch errors (a bad configuration); faults inside the kernel
+// surface at the next synchronization.
 func (f *Function) Launch(grid, block Dim3, sharedBytes int, stream *Stream, args ...any) error {
 	if f == nil {
 		return ErrClosed
@@ -213,6 +302,9 @@ func (f *Function) Launch(grid, block Dim3, sharedBytes int, stream *Stream, arg
 	}
 	if grid.X == 0 || grid.Y == 0 || grid.Z == 0 || block.X == 0 || block.Y == 0 || block.Z == 0 {
 		return fmt.Errorf("%w: cuda: launch of %s with grid %v block %v", ErrInvalidArgument, f.name, grid, block)
+	}
+	if err := f.checkArgs(args); err != nil {
+		return err
 	}
 	slots, params, err := packArgs(args)
 	if err != nil {
