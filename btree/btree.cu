@@ -556,18 +556,18 @@ __device__ int op_predecessor(const Pool<S>& pool, S k, bool validated, S& rk, S
   return kFailRetry;
 }
 
-// op_range counts the keys in [lo, hi] and writes up to limit of the pairs to
-// outK/outV (which may be null when limit is 0).
+// op_range counts the keys in [lo, hi) (none when lo >= hi) and writes up to
+// limit of the pairs to outK/outV (which may be null when limit is 0).
 template <typename S, typename K, typename V, int T>
 __device__ int op_range(const Pool<S>& pool, S lo, S hi, bool validated, K* outK, V* outV, uint32_t limit,
                         uint32_t& total, const Tile<T>& t) {
   total = 0;
-  if (lo > hi) return kOK;
+  if (lo >= hi) return kOK;
   Node<S> n;
   uint32_t cur, steps = 0;
   if (!descend(pool, lo, validated, n, cur, steps, t)) return kFailRetry;
   while (steps++ < kMaxSteps + (uint32_t)pool.cap) {
-    int a = n.count_lt(t, lo), b = n.count_le(t, hi);
+    int a = n.count_lt(t, lo), b = n.count_lt(t, hi);
     if (b > a) {
       if (outK) {
 #pragma unroll
@@ -584,7 +584,7 @@ __device__ int op_range(const Pool<S>& pool, S lo, S hi, bool validated, K* outK
       }
       total += (uint32_t)(b - a);
     }
-    if (n.link == kNone || hi < n.high) return kOK;
+    if (n.link == kNone || hi <= n.high) return kOK;  // keys to the right are >= high
     if (!sane(pool, n) || !next_leaf(pool, validated, n, t)) return kFailRetry;
   }
   return kFailRetry;
@@ -1470,7 +1470,7 @@ __device__ void phased_neighbor(char* base, uint64_t cap, uint32_t* status, cons
   }
 }
 
-// phased_range counts the keys in [lo, hi] and, with offsets, writes the first
+// phased_range counts the keys in [lo, hi) and, with offsets, writes the first
 // pairs to each query's window. With order, lo is sorted and query i's original
 // position (for hi, offsets, counts) is order[i].
 template <typename K, typename V>
@@ -1496,7 +1496,7 @@ __device__ void phased_range(char* base, uint64_t cap, uint32_t* status, const K
       hi[r] = act[r] ? (S)his[at[r]] : S(0);
       off[r] = limit[r] = total[r] = 0;
       if (act[r]) window(offsets, at[r], out_len, status, off[r], limit[r]);
-      run[r] = act[r] && lo[r] <= hi[r];
+      run[r] = act[r] && lo[r] < hi[r];
     }
     wave_descend(pool, v, lo, run, ok);
 #pragma unroll
@@ -1510,7 +1510,7 @@ __device__ void phased_range(char* base, uint64_t cap, uint32_t* status, const K
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         int c = v.count(r);
-        int a = v.count_lt(r, lo[r], c), b = v.count_le(r, hi[r], c);
+        int a = v.count_lt(r, lo[r], c), b = v.count_lt(r, hi[r], c);
         S h = v.high(r);
         next[r] = v.link(r);
         more[r] = false;
@@ -1529,7 +1529,7 @@ __device__ void phased_range(char* base, uint64_t cap, uint32_t* status, const K
             }
           }
           total[r] += (uint32_t)(b > a ? b - a : 0);
-          if (next[r] == kNone || hi[r] < h)
+          if (next[r] == kNone || hi[r] <= h)
             run[r] = false;
           else
             more[r] = true;

@@ -7,6 +7,7 @@ import (
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/front"
 )
 
 // Options configures a Tree.
@@ -41,14 +42,16 @@ type Options struct {
 // OpKind is the operation of one element of a mixed batch (Apply).
 type OpKind uint8
 
-// The operations of a mixed batch. Their values are the kernel's codes.
+// The operations of a mixed batch. Their values are the kernel's codes. The
+// comments say which inputs of Ops each reads and which fields of Results it
+// sets (every other result field of the element is zeroed).
 const (
-	OpLookup      OpKind = 0 // Found, Value
-	OpInsert      OpKind = 1 // insert Key with Value, or replace its value
-	OpDelete      OpKind = 2 // remove Key if present
-	OpSuccessor   OpKind = 3 // the smallest key > Key: Found, Key, Value
-	OpPredecessor OpKind = 4 // the largest key < Key: Found, Key, Value
-	OpCount       OpKind = 5 // how many keys lie in [Key, Hi]: Count
+	OpLookup      OpKind = 0 // Keys: Found, Keys (the key when found), Vals
+	OpInsert      OpKind = 1 // Keys, Vals: insert the pair, or replace the key's value
+	OpDelete      OpKind = 2 // Keys: remove the key if present
+	OpSuccessor   OpKind = 3 // Keys: the smallest key > Keys[i]: Found, Keys, Vals
+	OpPredecessor OpKind = 4 // Keys: the largest key < Keys[i]: Found, Keys, Vals
+	OpCount       OpKind = 5 // Keys, His: the number of keys in [Keys[i], His[i]): Counts
 )
 
 func (k OpKind) String() string {
@@ -69,54 +72,47 @@ func (k OpKind) String() string {
 	return fmt.Sprintf("OpKind(%d)", uint8(k))
 }
 
-// Op is one element of a mixed batch.
-type Op[K, V warpkit.Word] struct {
-	Kind  OpKind
-	Key   K
-	Value V // OpInsert's value
-	Hi    K // OpCount's inclusive upper bound
+// Ops is a mixed batch (Apply) as parallel slices: element i is the operation
+// Kinds[i] on Keys[i], with the value Vals[i] (OpInsert) and the exclusive
+// upper bound His[i] (OpCount). Kinds and Keys have one element per operation.
+// Vals may be nil, and then every insert stores the zero value; His may be
+// nil, and then every count has the upper bound 0 (and counts nothing). A
+// field that is not nil has one element per operation.
+type Ops[K, V warpkit.Word] struct {
+	Kinds []OpKind
+	Keys  []K
+	Vals  []V
+	His   []K
 }
 
-// Result is the outcome of one Op. Insert and delete results are zero.
-type Result[K, V warpkit.Word] struct {
-	Found bool   // lookup, successor, predecessor: a key was found
-	Key   K      // successor, predecessor: the key found
-	Value V      // lookup, successor, predecessor: its value
-	Count uint32 // count: keys in [Key, Hi]
+// Len returns the number of operations.
+func (o Ops[K, V]) Len() int { return len(o.Kinds) }
+
+// Results receives a mixed batch's results as parallel slices: element i
+// belongs to operation i. A nil field is not wanted and not written; a field
+// that is not nil has one element per operation. Insert and delete results
+// carry no information (they are zero).
+type Results[K, V warpkit.Word] struct {
+	Found  []bool   // lookup, successor, predecessor: a key was found
+	Keys   []K      // lookup, successor, predecessor: the key found (0 when none)
+	Vals   []V      // lookup, successor, predecessor: its value (0 when none)
+	Counts []uint32 // count: the number of keys in [Keys[i], His[i])
 }
 
-// Stats describes the tree's size.
+// Stats describes the tree's size and shape.
 type Stats struct {
-	Keys      int   // pairs stored
-	Nodes     int   // nodes in use (GPU backend; 0 on the CPU)
-	Height    int   // levels, leaves included (GPU backend; 0 on the CPU)
-	PoolBytes int64 // device memory held by the node pool
-	NodeBytes int   // bytes per node (128 or 256; 0 on the CPU)
+	Backend   warpkit.Backend // CPU or CUDA
+	Keys      int             // pairs stored
+	Nodes     int             // nodes in use (CUDA backend; 0 on the CPU, whose Go B-tree does not count them)
+	Height    int             // levels, leaves included (0 for an empty tree on the CPU, 1 on the GPU, whose root leaf always exists)
+	PoolBytes int64           // device memory held by the node pool (0 on the CPU)
+	NodeBytes int             // bytes per node (128 or 256; 0 on the CPU)
 }
 
-// Ranges holds the results of a batch of range queries: the pairs of query i
-// are Keys[Offsets[i]:Offsets[i+1]] and the matching Vals, in key order.
-type Ranges[K, V warpkit.Word] struct {
-	Offsets []uint32
-	Keys    []K
-	Vals    []V
-}
-
-// Len returns the number of queries.
-func (r *Ranges[K, V]) Len() int { return max(len(r.Offsets)-1, 0) }
-
-// Query returns the pairs of query i in key order.
-func (r *Ranges[K, V]) Query(i int) iter.Seq2[K, V] {
-	return func(yield func(K, V) bool) {
-		for j := r.Offsets[i]; j < r.Offsets[i+1]; j++ {
-			if !yield(r.Keys[j], r.Vals[j]) {
-				return
-			}
-		}
-	}
-}
-
-// backend is what the CPU and GPU implementations provide.
+// backend is what the CPU and GPU implementations provide. The Tree's front
+// has checked the closed state, the context at entry and the lengths (equal,
+// or nil where optional) before any of these runs, and holds the tree shared
+// or exclusively as the method documents.
 type backend[K, V warpkit.Word] interface {
 	build(ctx context.Context, keys []K, vals []V) error
 	insert(ctx context.Context, keys []K, vals []V) error
@@ -124,8 +120,8 @@ type backend[K, V warpkit.Word] interface {
 	lookup(ctx context.Context, keys []K, vals []V, found []bool) error
 	neighbor(ctx context.Context, pred bool, keys, outKeys []K, outVals []V, found []bool) error
 	count(ctx context.Context, lo, hi []K, counts []uint32) error
-	rangeQuery(ctx context.Context, lo, hi []K) (*Ranges[K, V], error)
-	apply(ctx context.Context, ops []Op[K, V], results []Result[K, V]) error
+	rangeQuery(ctx context.Context, lo, hi []K) (*warpkit.Ranges[K, V], error)
+	apply(ctx context.Context, ops Ops[K, V], res Results[K, V]) error
 	stats(ctx context.Context) (Stats, error)
 	compact(ctx context.Context) error
 	check(ctx context.Context) error
@@ -136,131 +132,139 @@ type backend[K, V warpkit.Word] interface {
 // B-tree (CPU backend), with the same semantics. See the package documentation
 // for the concurrency and batch contracts.
 type Tree[K, V warpkit.Word] struct {
-	kind warpkit.Backend
+	f    *front.Front
 	impl backend[K, V]
 	gpu  *gpuTree[K, V] // nil on the CPU backend
 }
 
 // New returns an empty tree.
 func New[K, V warpkit.Word](opts Options) (*Tree[K, V], error) {
-	if opts.InitialNodes < 0 || opts.MaxNodes < 0 || opts.Streams < 0 || opts.SortQueries < 0 {
-		return nil, fmt.Errorf("btree: %w: negative option", warpkit.ErrInvalidArgument)
+	for _, o := range []struct {
+		name string
+		v    int
+	}{{"InitialNodes", opts.InitialNodes}, {"MaxNodes", opts.MaxNodes}, {"Streams", opts.Streams}, {"SortQueries", opts.SortQueries}} {
+		if o.v < 0 {
+			return nil, fmt.Errorf("btree: new: %w: Options.%s is negative (%d)", warpkit.ErrInvalidArgument, o.name, o.v)
+		}
 	}
 	dev, own := opts.Device, false
 	if dev == nil && opts.Backend != warpkit.CPU {
 		d, err := warpkit.OpenDevice(opts.Backend, 0)
 		if err != nil {
-			return nil, fmt.Errorf("btree: %w", err)
+			return nil, fmt.Errorf("btree: new: %w", err)
 		}
 		dev, own = d, d != nil
 	}
 	if opts.Backend == warpkit.CPU || dev == nil {
-		return &Tree[K, V]{kind: warpkit.CPU, impl: newCPU[K, V]()}, nil
+		return &Tree[K, V]{f: front.New("btree", warpkit.CPU), impl: newCPU[K, V]()}, nil
 	}
 	g, err := newGPU[K, V](dev, own, opts)
 	if err != nil {
 		if own {
 			dev.Close()
 		}
-		return nil, fmt.Errorf("btree: %w", err)
+		return nil, fmt.Errorf("btree: new: %w", err)
 	}
-	return &Tree[K, V]{kind: warpkit.CUDA, impl: g, gpu: g}, nil
+	return &Tree[K, V]{f: front.New("btree", warpkit.CUDA), impl: g, gpu: g}, nil
 }
 
-// Backend reports the backend in use: CPU or CUDA.
-func (t *Tree[K, V]) Backend() warpkit.Backend { return t.kind }
+// Backend reports the backend in use: CPU or CUDA. It is the one method that
+// works after Close.
+func (t *Tree[K, V]) Backend() warpkit.Backend { return t.f.Backend() }
 
-// Close frees the tree's device memory (and the device, if the tree opened it).
-// Later calls return ErrClosed.
-func (t *Tree[K, V]) Close() error { return t.impl.close() }
+// Close frees the tree's device memory (and the device, if the tree opened
+// it), after the calls in flight return. Every later call but Backend,
+// a second Close included, returns an error wrapping ErrClosed.
+func (t *Tree[K, V]) Close() error { return t.f.Close(t.impl.close) }
 
-func wrap(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("btree: %s: %w", op, err)
+// shared runs a batch beside other calls (the backends coordinate concurrent
+// batches themselves).
+func (t *Tree[K, V]) shared(ctx context.Context, op string, run func() error) error {
+	return t.f.Do(ctx, op, front.Shared, run)
 }
 
-func lengths(op string, n int, others ...int) error {
-	for _, m := range others {
-		if m != n {
-			return fmt.Errorf("btree: %s: %w: slices of lengths %d and %d", op, warpkit.ErrInvalidArgument, n, m)
-		}
-	}
-	return nil
+// exclusive runs a call that needs the tree alone.
+func (t *Tree[K, V]) exclusive(ctx context.Context, op string, run func() error) error {
+	return t.f.Do(ctx, op, front.Exclusive, run)
 }
 
 // Build replaces the tree's contents with the given pairs (bulk build: sort,
 // then fill the nodes bottom-up, leaves 10/14 full, internal nodes 12/14, so
-// that inserts have room). If a key repeats, its last pair wins. On failure
-// the tree keeps its old contents, except after a device error while the new
-// tree was being laid out in place, which leaves it empty (see the package
-// documentation, "Bulk build").
+// that inserts have room). If a key repeats, its last pair wins. It takes the
+// tree exclusively. On failure, a cancelled context included, the tree keeps
+// its old contents, except after a device error while the new tree was being
+// laid out in place, which leaves it empty (see the package documentation,
+// "Bulk build").
 func (t *Tree[K, V]) Build(ctx context.Context, keys []K, vals []V) error {
-	if err := lengths("build", len(keys), len(vals)); err != nil {
+	if err := t.f.Lens("build", len(keys), len(vals)); err != nil {
 		return err
 	}
-	return wrap("build", t.impl.build(ctx, keys, vals))
+	return t.exclusive(ctx, "build", func() error { return t.impl.build(ctx, keys, vals) })
 }
 
 // Insert inserts each pair, replacing the value of a key already present. If a
 // key repeats within the batch, one of its pairs wins (the last one on the CPU;
 // which one is unspecified on the GPU).
 func (t *Tree[K, V]) Insert(ctx context.Context, keys []K, vals []V) error {
-	if err := lengths("insert", len(keys), len(vals)); err != nil {
+	if err := t.f.Lens("insert", len(keys), len(vals)); err != nil {
 		return err
 	}
-	return wrap("insert", t.impl.insert(ctx, keys, vals))
+	return t.shared(ctx, "insert", func() error { return t.impl.insert(ctx, keys, vals) })
 }
 
 // Delete removes each key that is present; absent keys are ignored.
 func (t *Tree[K, V]) Delete(ctx context.Context, keys []K) error {
-	return wrap("delete", t.impl.delete(ctx, keys))
+	return t.shared(ctx, "delete", func() error { return t.impl.delete(ctx, keys) })
 }
 
 // Lookup sets vals[i] and found[i] for keys[i] (vals[i] = 0 when not found).
 func (t *Tree[K, V]) Lookup(ctx context.Context, keys []K, vals []V, found []bool) error {
-	if err := lengths("lookup", len(keys), len(vals), len(found)); err != nil {
+	if err := t.f.Lens("lookup", len(keys), len(vals), len(found)); err != nil {
 		return err
 	}
-	return wrap("lookup", t.impl.lookup(ctx, keys, vals, found))
+	return t.shared(ctx, "lookup", func() error { return t.impl.lookup(ctx, keys, vals, found) })
 }
 
 // Successor finds, for each keys[i], the smallest stored key greater than it.
 func (t *Tree[K, V]) Successor(ctx context.Context, keys, outKeys []K, outVals []V, found []bool) error {
-	if err := lengths("successor", len(keys), len(outKeys), len(outVals), len(found)); err != nil {
-		return err
-	}
-	return wrap("successor", t.impl.neighbor(ctx, false, keys, outKeys, outVals, found))
+	return t.neighbor(ctx, "successor", false, keys, outKeys, outVals, found)
 }
 
 // Predecessor finds, for each keys[i], the largest stored key smaller than it.
 func (t *Tree[K, V]) Predecessor(ctx context.Context, keys, outKeys []K, outVals []V, found []bool) error {
-	if err := lengths("predecessor", len(keys), len(outKeys), len(outVals), len(found)); err != nil {
-		return err
-	}
-	return wrap("predecessor", t.impl.neighbor(ctx, true, keys, outKeys, outVals, found))
+	return t.neighbor(ctx, "predecessor", true, keys, outKeys, outVals, found)
 }
 
-// Count sets counts[i] to the number of keys in [lo[i], hi[i]] (0 if lo > hi).
+func (t *Tree[K, V]) neighbor(ctx context.Context, op string, pred bool, keys, outKeys []K, outVals []V, found []bool) error {
+	if err := t.f.Lens(op, len(keys), len(outKeys), len(outVals), len(found)); err != nil {
+		return err
+	}
+	return t.shared(ctx, op, func() error { return t.impl.neighbor(ctx, pred, keys, outKeys, outVals, found) })
+}
+
+// Count sets counts[i] to the number of keys in [lo[i], hi[i]) (0 when
+// lo[i] >= hi[i]).
 func (t *Tree[K, V]) Count(ctx context.Context, lo, hi []K, counts []uint32) error {
-	if err := lengths("count", len(lo), len(hi), len(counts)); err != nil {
+	if err := t.f.Lens("count", len(lo), len(hi), len(counts)); err != nil {
 		return err
 	}
-	return wrap("count", t.impl.count(ctx, lo, hi, counts))
+	return t.shared(ctx, "count", func() error { return t.impl.count(ctx, lo, hi, counts) })
 }
 
-// Range returns the pairs in [lo[i], hi[i]] for every query i.
-func (t *Tree[K, V]) Range(ctx context.Context, lo, hi []K) (*Ranges[K, V], error) {
-	if err := lengths("range", len(lo), len(hi)); err != nil {
+// Range returns, for every query i, the pairs in [lo[i], hi[i]) in key order
+// (none when lo[i] >= hi[i]). The result belongs to the caller.
+func (t *Tree[K, V]) Range(ctx context.Context, lo, hi []K) (*warpkit.Ranges[K, V], error) {
+	if err := t.f.Lens("range", len(lo), len(hi)); err != nil {
 		return nil, err
 	}
-	r, err := t.impl.rangeQuery(ctx, lo, hi)
-	return r, wrap("range", err)
+	return front.Value(t.f, ctx, "range", front.Shared, func() (*warpkit.Ranges[K, V], error) {
+		return t.impl.rangeQuery(ctx, lo, hi)
+	})
 }
 
-// Ascend returns the pairs in [lo, hi] in key order: a one-query Range.
-func (t *Tree[K, V]) Ascend(ctx context.Context, lo, hi K) (iter.Seq2[K, V], error) {
+// AscendRange returns the pairs in [lo, hi) in key order (none when lo >= hi):
+// a one-query Range, read when it is called; the iterator only walks the copy.
+func (t *Tree[K, V]) AscendRange(ctx context.Context, lo, hi K) (iter.Seq2[K, V], error) {
 	r, err := t.Range(ctx, []K{lo}, []K{hi})
 	if err != nil {
 		return nil, err
@@ -268,101 +272,155 @@ func (t *Tree[K, V]) Ascend(ctx context.Context, lo, hi K) (iter.Seq2[K, V], err
 	return r.Query(0), nil
 }
 
+// AscendGreaterOrEqual returns every pair whose key is >= lo in key order,
+// the largest key of K included (which no half-open range reaches): the range
+// [lo, max) and a lookup of max, run in one call. Like AscendRange it copies
+// the pairs when it is called.
+func (t *Tree[K, V]) AscendGreaterOrEqual(ctx context.Context, lo K) (iter.Seq2[K, V], error) {
+	r, err := front.Value(t.f, ctx, "ascend", front.Shared, func() (*warpkit.Ranges[K, V], error) {
+		return t.atLeast(ctx, lo)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r.Query(0), nil
+}
+
+// All returns every pair in key order: AscendGreaterOrEqual(ctx, 0).
+func (t *Tree[K, V]) All(ctx context.Context) (iter.Seq2[K, V], error) {
+	return t.AscendGreaterOrEqual(ctx, 0)
+}
+
+// atLeast returns the pairs with keys >= lo as a one-query Ranges.
+func (t *Tree[K, V]) atLeast(ctx context.Context, lo K) (*warpkit.Ranges[K, V], error) {
+	top := ^K(0)
+	r, err := t.impl.rangeQuery(ctx, []K{lo}, []K{top}) // [lo, top): empty when lo is top
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var v [1]V
+	var ok [1]bool
+	if err := t.impl.lookup(ctx, []K{top}, v[:], ok[:]); err != nil {
+		return nil, err
+	}
+	if ok[0] {
+		r.Keys, r.Vals = append(r.Keys, top), append(r.Vals, v[0])
+		r.Offsets[1]++
+	}
+	return r, nil
+}
+
 // Apply runs a mixed batch: each element any operation, all in one kernel on
 // the GPU, with the semantics of the package documentation ("Mixed batches").
-// results must have len(ops) elements.
-func (t *Tree[K, V]) Apply(ctx context.Context, ops []Op[K, V], results []Result[K, V]) error {
-	if err := lengths("apply", len(ops), len(results)); err != nil {
-		return err
-	}
-	for i, op := range ops {
-		if op.Kind > OpCount {
-			return fmt.Errorf("btree: apply: %w: op %d has kind %d", warpkit.ErrInvalidArgument, i, op.Kind)
+// ops.Kinds and ops.Keys, and every field of ops and res that is not nil, must
+// have the same length; a kind above OpCount is refused (ErrInvalidArgument)
+// before anything is applied.
+func (t *Tree[K, V]) Apply(ctx context.Context, ops Ops[K, V], res Results[K, V]) error {
+	n := len(ops.Kinds)
+	lens := []int{len(ops.Keys)}
+	for _, f := range []struct {
+		set bool
+		n   int
+	}{
+		{ops.Vals != nil, len(ops.Vals)}, {ops.His != nil, len(ops.His)},
+		{res.Found != nil, len(res.Found)}, {res.Keys != nil, len(res.Keys)},
+		{res.Vals != nil, len(res.Vals)}, {res.Counts != nil, len(res.Counts)},
+	} {
+		if f.set {
+			lens = append(lens, f.n)
 		}
 	}
-	return wrap("apply", t.impl.apply(ctx, ops, results))
+	if err := t.f.Lens("apply", n, lens...); err != nil {
+		return err
+	}
+	for i, k := range ops.Kinds {
+		if k > OpCount {
+			return t.f.Errorf("apply", "operation %d has kind %d (above OpCount)", i, k)
+		}
+	}
+	return t.shared(ctx, "apply", func() error { return t.impl.apply(ctx, ops, res) })
 }
 
 // Len returns the number of pairs stored.
 func (t *Tree[K, V]) Len(ctx context.Context) (int, error) {
-	s, err := t.impl.stats(ctx)
-	return s.Keys, wrap("len", err)
+	return front.Value(t.f, ctx, "len", front.Shared, func() (int, error) {
+		s, err := t.impl.stats(ctx)
+		return s.Keys, err
+	})
 }
 
 // Stats returns the tree's size and shape.
 func (t *Tree[K, V]) Stats(ctx context.Context) (Stats, error) {
-	s, err := t.impl.stats(ctx)
-	return s, wrap("stats", err)
+	return front.Value(t.f, ctx, "stats", front.Shared, func() (Stats, error) {
+		s, err := t.impl.stats(ctx)
+		s.Backend = t.f.Backend()
+		return s, err
+	})
 }
 
 // Compact rebuilds the tree from its pairs, packing them into fewer nodes
 // (deletes never merge nodes): the nodes it frees serve later inserts. The
 // pool keeps its size, so Compact returns no device memory; Close the tree
-// and build a new one for that. It needs exclusive use of the tree:
-// concurrent calls wait for it. Like Build, a device error while it lays the
-// tree out in place leaves the tree empty.
-func (t *Tree[K, V]) Compact(ctx context.Context) error { return wrap("compact", t.impl.compact(ctx)) }
+// and build a new one for that. It takes the tree exclusively: concurrent
+// calls wait for it. Like Build, a device error while it lays the tree out in
+// place leaves the tree empty.
+func (t *Tree[K, V]) Compact(ctx context.Context) error {
+	return t.exclusive(ctx, "compact", func() error { return t.impl.compact(ctx) })
+}
 
 // Check verifies the tree's structural invariants (sorted leaves, consistent
 // side links and high keys, every node reachable from the root exactly once, no
 // latch held, the key count). It copies the tree to the host: O(size). On the
-// CPU backend it verifies the order of the Go B-tree.
-func (t *Tree[K, V]) Check(ctx context.Context) error { return wrap("check", t.impl.check(ctx)) }
-
-// errDeviceOnCPU is returned by the device-resident variants on the CPU backend.
-var errDeviceOnCPU = fmt.Errorf("%w: device-resident batches need the CUDA backend", warpkit.ErrInvalidArgument)
-
-// deviceTree returns the GPU implementation or the CPU backend's error.
-func (t *Tree[K, V]) deviceTree(op string) (*gpuTree[K, V], error) {
-	if t.gpu == nil {
-		return nil, fmt.Errorf("btree: %s: %w", op, errDeviceOnCPU)
-	}
-	return t.gpu, nil
+// CPU backend it verifies the order of the Go B-tree. It takes the tree
+// exclusively.
+func (t *Tree[K, V]) Check(ctx context.Context) error {
+	return t.exclusive(ctx, "check", func() error { return t.impl.check(ctx) })
 }
 
-// BuildDevice is Build on device-resident pairs. It sorts keys and vals in place.
+// device runs a device-resident batch beside other calls, after refusing the
+// CPU backend (ErrNeedsCUDA) and checking the lengths.
+func (t *Tree[K, V]) device(ctx context.Context, op string, n int, lens []int, run func(g *gpuTree[K, V]) error) error {
+	if err := t.f.Device(op); err != nil {
+		return err
+	}
+	if err := t.f.Lens(op, n, lens...); err != nil {
+		return err
+	}
+	return t.shared(ctx, op, func() error { return run(t.gpu) })
+}
+
+// BuildDevice is Build on device-resident pairs. It sorts keys and vals in
+// place. It takes the tree exclusively.
 func (t *Tree[K, V]) BuildDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V]) error {
-	g, err := t.deviceTree("build")
-	if err != nil {
+	if err := t.f.Device("build"); err != nil {
 		return err
 	}
-	if err := lengths("build", keys.Len(), vals.Len()); err != nil {
+	if err := t.f.Lens("build", keys.Len(), vals.Len()); err != nil {
 		return err
 	}
-	return wrap("build", g.buildDevice(ctx, keys, vals))
+	return t.exclusive(ctx, "build", func() error { return t.gpu.buildDevice(ctx, keys, vals) })
 }
 
 // InsertDevice is Insert on device-resident pairs.
 func (t *Tree[K, V]) InsertDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V]) error {
-	g, err := t.deviceTree("insert")
-	if err != nil {
-		return err
-	}
-	if err := lengths("insert", keys.Len(), vals.Len()); err != nil {
-		return err
-	}
-	return wrap("insert", g.insertDevice(ctx, keys, vals))
+	return t.device(ctx, "insert", keys.Len(), []int{vals.Len()}, func(g *gpuTree[K, V]) error {
+		return g.insertDevice(ctx, keys, vals)
+	})
 }
 
 // DeleteDevice is Delete on device-resident keys.
 func (t *Tree[K, V]) DeleteDevice(ctx context.Context, keys cuda.Slice[K]) error {
-	g, err := t.deviceTree("delete")
-	if err != nil {
-		return err
-	}
-	return wrap("delete", g.deleteDevice(ctx, keys))
+	return t.device(ctx, "delete", keys.Len(), nil, func(g *gpuTree[K, V]) error { return g.deleteDevice(ctx, keys) })
 }
 
 // LookupDevice is Lookup on device-resident buffers; found[i] is 1 or 0.
 func (t *Tree[K, V]) LookupDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], found cuda.Slice[uint8]) error {
-	g, err := t.deviceTree("lookup")
-	if err != nil {
-		return err
-	}
-	if err := lengths("lookup", keys.Len(), vals.Len(), found.Len()); err != nil {
-		return err
-	}
-	return wrap("lookup", g.lookupDevice(ctx, keys, vals, found))
+	return t.device(ctx, "lookup", keys.Len(), []int{vals.Len(), found.Len()}, func(g *gpuTree[K, V]) error {
+		return g.lookupDevice(ctx, keys, vals, found)
+	})
 }
 
 // SuccessorDevice is Successor on device-resident buffers.
@@ -376,34 +434,26 @@ func (t *Tree[K, V]) PredecessorDevice(ctx context.Context, keys, outKeys cuda.S
 }
 
 func (t *Tree[K, V]) neighborDevice(ctx context.Context, op string, pred bool, keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8]) error {
-	g, err := t.deviceTree(op)
-	if err != nil {
-		return err
-	}
-	if err := lengths(op, keys.Len(), outKeys.Len(), outVals.Len(), found.Len()); err != nil {
-		return err
-	}
-	return wrap(op, g.neighborDevice(ctx, pred, keys, outKeys, outVals, found))
+	return t.device(ctx, op, keys.Len(), []int{outKeys.Len(), outVals.Len(), found.Len()}, func(g *gpuTree[K, V]) error {
+		return g.neighborDevice(ctx, pred, keys, outKeys, outVals, found)
+	})
 }
 
-// CountDevice is Count on device-resident buffers.
+// CountDevice is Count on device-resident buffers: counts[i] is the number of
+// keys in [lo[i], hi[i]) (0 when lo[i] >= hi[i]).
 func (t *Tree[K, V]) CountDevice(ctx context.Context, lo, hi cuda.Slice[K], counts cuda.Slice[uint32]) error {
-	g, err := t.deviceTree("count")
-	if err != nil {
-		return err
-	}
-	if err := lengths("count", lo.Len(), hi.Len(), counts.Len()); err != nil {
-		return err
-	}
-	return wrap("count", g.rangeDevice(ctx, lo, hi, cuda.Slice[uint32]{}, cuda.Slice[K]{}, cuda.Slice[V]{}, counts))
+	return t.device(ctx, "count", lo.Len(), []int{hi.Len(), counts.Len()}, func(g *gpuTree[K, V]) error {
+		return g.rangeDevice(ctx, lo, hi, cuda.Slice[uint32]{}, cuda.Slice[K]{}, cuda.Slice[V]{}, counts)
+	})
 }
 
-// RangeDevice runs range queries on device-resident buffers. Query i writes its
-// pairs, in key order, to outKeys/outVals[offsets[i]:offsets[i+1]] (its window;
-// len(offsets) = len(lo)+1) and sets counts[i] to the number of keys in [lo[i],
-// hi[i]]. When counts[i] exceeds the window, the first window-size pairs were
-// written: size windows with CountDevice and a scan for exact results, or use
-// fixed windows (offsets[i] = i*L) for bounded ranges.
+// RangeDevice runs range queries on device-resident buffers. Query i writes the
+// pairs in [lo[i], hi[i]) (none when lo[i] >= hi[i]), in key order, to
+// outKeys/outVals[offsets[i]:offsets[i+1]] (its window; len(offsets) =
+// len(lo)+1) and sets counts[i] to the number of keys in [lo[i], hi[i]). When
+// counts[i] exceeds the window, the first window-size pairs were written: size
+// windows with CountDevice and a scan for exact results, or use fixed windows
+// (offsets[i] = i*L) for bounded ranges.
 //
 // Every window must lie within outKeys and outVals: offsets[i] <= offsets[i+1]
 // <= outKeys.Len() (so the offsets never decrease; an empty window has
@@ -413,24 +463,22 @@ func (t *Tree[K, V]) CountDevice(ctx context.Context, lo, hi cuda.Slice[K], coun
 // windows and every count are written as usual, and the call returns an error
 // wrapping ErrInvalidArgument.
 func (t *Tree[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K], offsets cuda.Slice[uint32], outKeys cuda.Slice[K], outVals cuda.Slice[V], counts cuda.Slice[uint32]) error {
-	g, err := t.deviceTree("range")
-	if err != nil {
+	if err := t.f.Device("range"); err != nil {
 		return err
 	}
-	if err := lengths("range", lo.Len(), hi.Len(), counts.Len(), offsets.Len()-1); err != nil {
+	if err := t.f.Lens("range", outKeys.Len(), outVals.Len()); err != nil {
 		return err
 	}
-	if err := lengths("range", outKeys.Len(), outVals.Len()); err != nil {
-		return err
-	}
-	return wrap("range", g.rangeDevice(ctx, lo, hi, offsets, outKeys, outVals, counts))
+	return t.device(ctx, "range", lo.Len(), []int{hi.Len(), counts.Len(), offsets.Len() - 1}, func(g *gpuTree[K, V]) error {
+		return g.rangeDevice(ctx, lo, hi, offsets, outKeys, outVals, counts)
+	})
 }
 
-// DeviceOps is a mixed batch in device memory (structure of arrays). Kinds and
-// Keys have one element per operation. Vals may be empty (Len 0), and then
-// every insert stores the zero value; His may be empty, and then every count
-// has the upper bound 0. A field that is not empty has one element per
-// operation.
+// DeviceOps is a mixed batch in device memory (structure of arrays), Ops's
+// device twin. Kinds and Keys have one element per operation. Vals may be
+// empty (Len 0), and then every insert stores the zero value; His may be
+// empty, and then every count has the upper bound 0 (and counts nothing). A
+// field that is not empty has one element per operation.
 //
 // Kinds holds OpKind values. A batch holding a value above OpCount is rejected
 // on the device before any of it runs (a small check kernel ahead of the batch
@@ -440,12 +488,12 @@ type DeviceOps[K, V warpkit.Word] struct {
 	Kinds cuda.Slice[uint8] // OpKind values
 	Keys  cuda.Slice[K]
 	Vals  cuda.Slice[V]
-	His   cuda.Slice[K]
+	His   cuda.Slice[K] // OpCount's exclusive upper bounds
 }
 
-// DeviceResults receives a mixed batch's results; any field may be empty (Len
-// 0), and then that result is not written (an empty view of a larger buffer
-// is left untouched too).
+// DeviceResults receives a mixed batch's results, Results's device twin
+// (Found as 1 or 0); any field may be empty (Len 0), and then that result is
+// not written (an empty view of a larger buffer is left untouched too).
 type DeviceResults[K, V warpkit.Word] struct {
 	Found  cuda.Slice[uint8]
 	Keys   cuda.Slice[K]
@@ -480,18 +528,12 @@ func (r DeviceResults[K, V]) kernelArgs() DeviceResults[K, V] {
 // ApplyDevice is Apply on device-resident buffers (see DeviceOps and
 // DeviceResults for the optional fields).
 func (t *Tree[K, V]) ApplyDevice(ctx context.Context, ops DeviceOps[K, V], res DeviceResults[K, V]) error {
-	g, err := t.deviceTree("apply")
-	if err != nil {
-		return err
-	}
 	n := ops.Kinds.Len()
-	if err := lengths("apply", n, ops.Keys.Len()); err != nil {
-		return err
-	}
+	lens := []int{ops.Keys.Len()}
 	for _, m := range []int{ops.Vals.Len(), ops.His.Len(), res.Found.Len(), res.Keys.Len(), res.Vals.Len(), res.Counts.Len()} {
-		if m != 0 && m != n {
-			return lengths("apply", n, m)
+		if m != 0 {
+			lens = append(lens, m)
 		}
 	}
-	return wrap("apply", g.applyDevice(ctx, ops, res))
+	return t.device(ctx, "apply", n, lens, func(g *gpuTree[K, V]) error { return g.applyDevice(ctx, ops, res) })
 }

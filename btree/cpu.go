@@ -11,89 +11,99 @@ import (
 )
 
 // cpuTree is the pure-Go backend: a tidwall/btree Map under a reader/writer
-// lock. A batch is applied in order, so every CPU batch is one of the orders
-// the GPU's semantics allow.
+// lock (the Tree's front runs batches side by side, so writers take the lock
+// exclusively here). A batch is applied in order, so every CPU batch is one of
+// the orders the GPU's semantics allow. The front refuses every call after
+// Close, so the backend keeps no closed state of its own.
 type cpuTree[K, V warpkit.Word] struct {
-	mu     sync.RWMutex
-	m      *tb.Map[K, V]
-	closed bool
+	mu sync.RWMutex
+	m  *tb.Map[K, V]
 }
 
 const cpuDegree = 64
+
+// ctxEvery is how many elements (batch elements, or keys a range walks) a
+// CPU loop handles between two checks of its context.
+const ctxEvery = 4096
+
+// ticker checks a context every ctxEvery ticks.
+type ticker struct {
+	ctx context.Context
+	n   int
+	err error
+}
+
+// tick counts one element and reports whether the loop may go on (false
+// once the context is done; err then holds its error).
+func (t *ticker) tick() bool {
+	t.n++
+	if t.n%ctxEvery == 0 && t.err == nil {
+		t.err = t.ctx.Err()
+	}
+	return t.err == nil
+}
 
 func newCPU[K, V warpkit.Word]() *cpuTree[K, V] {
 	return &cpuTree[K, V]{m: tb.NewMap[K, V](cpuDegree)}
 }
 
-func (c *cpuTree[K, V]) read(ctx context.Context) (func(), error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+func (c *cpuTree[K, V]) read() func() {
 	c.mu.RLock()
-	if c.closed {
-		c.mu.RUnlock()
-		return nil, warpkit.ErrClosed
-	}
-	return c.mu.RUnlock, nil
+	return c.mu.RUnlock
 }
 
-func (c *cpuTree[K, V]) write(ctx context.Context) (func(), error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+func (c *cpuTree[K, V]) write() func() {
 	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil, warpkit.ErrClosed
-	}
-	return c.mu.Unlock, nil
+	return c.mu.Unlock
 }
 
+// build fills a new map and swaps it in: a cancelled build leaves the old one.
 func (c *cpuTree[K, V]) build(ctx context.Context, keys []K, vals []V) error {
 	m := tb.NewMap[K, V](cpuDegree)
+	tk := ticker{ctx: ctx}
 	for i, k := range keys {
+		if !tk.tick() {
+			return tk.err
+		}
 		m.Set(k, vals[i])
 	}
-	done, err := c.write(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
+	defer c.write()()
 	c.m = m
 	return nil
 }
 
+// insert applies the pairs in order; a cancelled batch applied a prefix.
 func (c *cpuTree[K, V]) insert(ctx context.Context, keys []K, vals []V) error {
-	done, err := c.write(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
+	defer c.write()()
+	tk := ticker{ctx: ctx}
 	for i, k := range keys {
+		if !tk.tick() {
+			return tk.err
+		}
 		c.m.Set(k, vals[i])
 	}
 	return nil
 }
 
 func (c *cpuTree[K, V]) delete(ctx context.Context, keys []K) error {
-	done, err := c.write(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
+	defer c.write()()
+	tk := ticker{ctx: ctx}
 	for _, k := range keys {
+		if !tk.tick() {
+			return tk.err
+		}
 		c.m.Delete(k)
 	}
 	return nil
 }
 
 func (c *cpuTree[K, V]) lookup(ctx context.Context, keys []K, vals []V, found []bool) error {
-	done, err := c.read(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
+	defer c.read()()
+	tk := ticker{ctx: ctx}
 	for i, k := range keys {
+		if !tk.tick() {
+			return tk.err
+		}
 		vals[i], found[i] = c.m.Get(k)
 	}
 	return nil
@@ -123,28 +133,35 @@ func (c *cpuTree[K, V]) predecessor(k K) (rk K, rv V, ok bool) {
 	return
 }
 
-func (c *cpuTree[K, V]) countRange(lo, hi K) uint32 {
-	var n uint32
-	if lo > hi {
-		return 0
+// ascendRange calls yield for the pairs in [lo, hi) in key order (none when
+// lo >= hi), ticking tk for each; it stops when yield or tk says so.
+func (c *cpuTree[K, V]) ascendRange(tk *ticker, lo, hi K, yield func(K, V)) {
+	if lo >= hi {
+		return
 	}
-	c.m.Ascend(lo, func(key K, _ V) bool {
-		if key > hi {
+	c.m.Ascend(lo, func(key K, v V) bool {
+		if key >= hi || !tk.tick() {
 			return false
 		}
-		n++
+		yield(key, v)
 		return true
 	})
+}
+
+// countRange counts the keys in [lo, hi).
+func (c *cpuTree[K, V]) countRange(tk *ticker, lo, hi K) uint32 {
+	var n uint32
+	c.ascendRange(tk, lo, hi, func(K, V) { n++ })
 	return n
 }
 
 func (c *cpuTree[K, V]) neighbor(ctx context.Context, pred bool, keys, outKeys []K, outVals []V, found []bool) error {
-	done, err := c.read(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
+	defer c.read()()
+	tk := ticker{ctx: ctx}
 	for i, k := range keys {
+		if !tk.tick() {
+			return tk.err
+		}
 		if pred {
 			outKeys[i], outVals[i], found[i] = c.predecessor(k)
 		} else {
@@ -155,101 +172,129 @@ func (c *cpuTree[K, V]) neighbor(ctx context.Context, pred bool, keys, outKeys [
 }
 
 func (c *cpuTree[K, V]) count(ctx context.Context, lo, hi []K, counts []uint32) error {
-	done, err := c.read(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
+	defer c.read()()
+	tk := ticker{ctx: ctx}
 	for i := range lo {
-		counts[i] = c.countRange(lo[i], hi[i])
+		if !tk.tick() {
+			return tk.err
+		}
+		counts[i] = c.countRange(&tk, lo[i], hi[i])
 	}
-	return nil
+	return tk.err
 }
 
-func (c *cpuTree[K, V]) rangeQuery(ctx context.Context, lo, hi []K) (*Ranges[K, V], error) {
-	done, err := c.read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	r := &Ranges[K, V]{Offsets: make([]uint32, len(lo)+1)}
+func (c *cpuTree[K, V]) rangeQuery(ctx context.Context, lo, hi []K) (*warpkit.Ranges[K, V], error) {
+	defer c.read()()
+	tk := ticker{ctx: ctx}
+	r := &warpkit.Ranges[K, V]{Offsets: make([]int, len(lo)+1)}
 	for i := range lo {
-		if lo[i] <= hi[i] {
-			c.m.Ascend(lo[i], func(key K, v V) bool {
-				if key > hi[i] {
-					return false
-				}
-				r.Keys = append(r.Keys, key)
-				r.Vals = append(r.Vals, v)
-				return true
-			})
+		if !tk.tick() {
+			return nil, tk.err
 		}
-		if len(r.Keys) > 1<<32-1 {
-			return nil, fmt.Errorf("%w: more than 2^32-1 range results", warpkit.ErrInvalidArgument)
-		}
-		r.Offsets[i+1] = uint32(len(r.Keys))
+		c.ascendRange(&tk, lo[i], hi[i], func(k K, v V) {
+			r.Keys = append(r.Keys, k)
+			r.Vals = append(r.Vals, v)
+		})
+		r.Offsets[i+1] = len(r.Keys)
+	}
+	if tk.err != nil {
+		return nil, tk.err
 	}
 	return r, nil
 }
 
-func (c *cpuTree[K, V]) apply(ctx context.Context, ops []Op[K, V], results []Result[K, V]) error {
-	done, err := c.write(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	for i, op := range ops {
-		var r Result[K, V]
-		switch op.Kind {
+// apply runs the batch in order; a cancelled batch applied a prefix of it, and
+// the results past that prefix are not written.
+func (c *cpuTree[K, V]) apply(ctx context.Context, ops Ops[K, V], res Results[K, V]) error {
+	defer c.write()()
+	tk := ticker{ctx: ctx}
+	for i, kind := range ops.Kinds {
+		if !tk.tick() {
+			return tk.err
+		}
+		key := ops.Keys[i]
+		var (
+			found bool
+			rk    K
+			rv    V
+			cnt   uint32
+		)
+		switch kind {
 		case OpLookup:
-			r.Value, r.Found = c.m.Get(op.Key)
-			if r.Found {
-				r.Key = op.Key
+			if rv, found = c.m.Get(key); found {
+				rk = key
 			}
 		case OpInsert:
-			c.m.Set(op.Key, op.Value)
+			var v V
+			if ops.Vals != nil {
+				v = ops.Vals[i]
+			}
+			c.m.Set(key, v)
 		case OpDelete:
-			c.m.Delete(op.Key)
+			c.m.Delete(key)
 		case OpSuccessor:
-			r.Key, r.Value, r.Found = c.successor(op.Key)
+			rk, rv, found = c.successor(key)
 		case OpPredecessor:
-			r.Key, r.Value, r.Found = c.predecessor(op.Key)
+			rk, rv, found = c.predecessor(key)
 		case OpCount:
-			r.Count = c.countRange(op.Key, op.Hi)
+			var hi K
+			if ops.His != nil {
+				hi = ops.His[i]
+			}
+			if cnt = c.countRange(&tk, key, hi); tk.err != nil {
+				return tk.err
+			}
 		}
-		results[i] = r
+		if res.Found != nil {
+			res.Found[i] = found
+		}
+		if res.Keys != nil {
+			res.Keys[i] = rk
+		}
+		if res.Vals != nil {
+			res.Vals[i] = rv
+		}
+		if res.Counts != nil {
+			res.Counts[i] = cnt
+		}
 	}
 	return nil
 }
 
-func (c *cpuTree[K, V]) stats(ctx context.Context) (Stats, error) {
-	done, err := c.read(ctx)
-	if err != nil {
-		return Stats{}, err
-	}
-	defer done()
-	return Stats{Keys: c.m.Len()}, nil
+func (c *cpuTree[K, V]) stats(context.Context) (Stats, error) {
+	defer c.read()()
+	return Stats{Keys: c.m.Len(), Height: c.m.Height()}, nil
 }
 
+// compact reloads the pairs, in order, into a new map (full nodes); a
+// cancelled compaction leaves the old one.
 func (c *cpuTree[K, V]) compact(ctx context.Context) error {
-	done, err := c.write(ctx)
-	if err != nil {
-		return err
+	defer c.write()()
+	m := tb.NewMap[K, V](cpuDegree)
+	tk := ticker{ctx: ctx}
+	c.m.Scan(func(k K, v V) bool {
+		if !tk.tick() {
+			return false
+		}
+		m.Load(k, v)
+		return true
+	})
+	if tk.err != nil {
+		return tk.err
 	}
-	defer done()
-	c.m = c.m.Copy()
+	c.m = m
 	return nil
 }
 
 func (c *cpuTree[K, V]) check(ctx context.Context) error {
-	done, err := c.read(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
+	defer c.read()()
+	tk := ticker{ctx: ctx}
 	var prev K
 	n, bad := 0, false
 	c.m.Scan(func(k K, _ V) bool {
+		if !tk.tick() {
+			return false
+		}
 		if n > 0 && k <= prev {
 			bad = true
 			return false
@@ -257,6 +302,9 @@ func (c *cpuTree[K, V]) check(ctx context.Context) error {
 		prev, n = k, n+1
 		return true
 	})
+	if tk.err != nil {
+		return tk.err
+	}
 	if bad || n != c.m.Len() {
 		return fmt.Errorf("the Go B-tree is out of order")
 	}
@@ -264,12 +312,7 @@ func (c *cpuTree[K, V]) check(ctx context.Context) error {
 }
 
 func (c *cpuTree[K, V]) close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return warpkit.ErrClosed
-	}
-	c.closed = true
+	defer c.write()()
 	c.m = nil
 	return nil
 }

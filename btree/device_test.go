@@ -80,8 +80,9 @@ func (c *deviceChecker[K, V]) check(what string, qs []K) {
 		}
 	}
 
-	// Counts over [q, q+span] for a few spans, inverted intervals and intervals
-	// to the top of the key range (a few: they walk every leaf to the end).
+	// Counts over [q, q+span) for a few spans (span 0: empty), inverted
+	// intervals and intervals to the top of the key range (a few: they walk
+	// every leaf to the end).
 	var top K
 	top--
 	hi := make([]K, n)
@@ -108,7 +109,7 @@ func (c *deviceChecker[K, V]) check(what string, qs []K) {
 	must(c.oracle.Count(ctx, qs, hi, wc))
 	for i := range qs {
 		if gc[i] != wc[i] {
-			c.t.Fatalf("%s: CountDevice [%d, %d] (#%d of %d) = %d, oracle %d", what, qs[i], hi[i], i, n, gc[i], wc[i])
+			c.t.Fatalf("%s: CountDevice [%d, %d) (#%d of %d) = %d, oracle %d", what, qs[i], hi[i], i, n, gc[i], wc[i])
 		}
 	}
 }

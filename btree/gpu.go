@@ -35,14 +35,16 @@ type gpuTree[K, V warpkit.Word] struct {
 	all    []*lane
 
 	// mu: batches hold it shared; replacing or reading the whole pool (grow,
-	// build, compact, check, close) holds it exclusively.
+	// build, compact, check, close) holds it exclusively. The Tree's front
+	// runs batches side by side (so they coordinate through mu and phase)
+	// and Build, Compact, Check and Close alone; it also keeps every call out
+	// after Close, so the backend has no closed state of its own.
 	mu       sync.RWMutex
 	pool     *cuda.Buffer
 	capNodes int
 	maxNodes int                // the pool's cap: Options.MaxNodes, or maxPoolNodes
 	ctl      cuda.Slice[uint64] // [0] next free node, [1] keys stored
 	usedHint atomic.Int64       // nodes in use after the last writing batch (a lower bound)
-	closed   bool
 
 	phase   phase
 	sortMin int // phased query batches of at least this many queries are sorted first (0: never)
@@ -227,10 +229,6 @@ func (g *gpuTree[K, V]) free() {
 func (g *gpuTree[K, V]) close() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed {
-		return warpkit.ErrClosed
-	}
-	g.closed = true
 	g.free()
 	return nil
 }
@@ -244,9 +242,6 @@ func (g *gpuTree[K, V]) batch(ctx context.Context, write bool, launch func(l *la
 	}
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	if g.closed {
-		return 0, warpkit.ErrClosed
-	}
 	l := <-g.lanes
 	defer func() { g.lanes <- l }()
 	fast := false
@@ -297,10 +292,6 @@ func (g *gpuTree[K, V]) used() (int, error) {
 // Growth beyond MaxNodes is left to the kernels to report.
 func (g *gpuTree[K, V]) reserve(ctx context.Context, need int) error {
 	g.mu.RLock()
-	if g.closed {
-		g.mu.RUnlock()
-		return warpkit.ErrClosed
-	}
 	if g.capNodes-int(g.usedHint.Load()) >= need {
 		g.mu.RUnlock()
 		return nil
@@ -326,9 +317,6 @@ func (g *gpuTree[K, V]) grow(ctx context.Context, seen, target int) (bool, error
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed {
-		return false, warpkit.ErrClosed
-	}
 	if g.capNodes != seen {
 		return true, nil
 	}
@@ -705,13 +693,15 @@ func (g *gpuTree[K, V]) count(ctx context.Context, lo, hi []K, counts []uint32) 
 }
 
 // rangeQuery counts, sizes each query's window, collects, and repeats if a
-// concurrent writer made a query outgrow its window.
-func (g *gpuTree[K, V]) rangeQuery(ctx context.Context, lo, hi []K) (*Ranges[K, V], error) {
+// concurrent writer made a query outgrow its window. Each pass is a batch of
+// its own, which checks the context first.
+func (g *gpuTree[K, V]) rangeQuery(ctx context.Context, lo, hi []K) (*warpkit.Ranges[K, V], error) {
 	n := len(lo)
-	r := &Ranges[K, V]{Offsets: make([]uint32, n+1)}
+	r := &warpkit.Ranges[K, V]{Offsets: make([]int, n+1)}
 	if n == 0 {
-		return r, ctx.Err()
+		return r, nil
 	}
+	offsets := make([]uint32, n+1) // the windows, as the kernel reads them
 	counts := make([]uint32, n)
 	if err := g.count(ctx, lo, hi, counts); err != nil {
 		return nil, err
@@ -733,15 +723,15 @@ func (g *gpuTree[K, V]) rangeQuery(ctx context.Context, lo, hi []K) (*Ranges[K, 
 	for attempt := 0; attempt < maxRangeRetries; attempt++ {
 		total := uint64(0)
 		for i, c := range counts {
-			r.Offsets[i] = uint32(total)
+			offsets[i] = uint32(total)
 			total += uint64(c)
 		}
 		if total > 1<<32-1 {
 			return nil, fmt.Errorf("%w: more than 2^32-1 range results", warpkit.ErrInvalidArgument)
 		}
-		r.Offsets[n] = uint32(total)
+		offsets[n] = uint32(total)
 		var w staged
-		do, err := upload(&w, g.dev, r.Offsets)
+		do, err := upload(&w, g.dev, offsets)
 		if err != nil {
 			return nil, err
 		}
@@ -770,7 +760,13 @@ func (g *gpuTree[K, V]) rangeQuery(ctx context.Context, lo, hi []K) (*Ranges[K, 
 				err = ov.CopyToHost(r.Vals)
 			}
 			w.free()
-			return r, err
+			if err != nil {
+				return nil, err
+			}
+			for i, o := range offsets {
+				r.Offsets[i] = int(o)
+			}
+			return r, nil
 		}
 		w.free()
 		if err != nil {
@@ -781,55 +777,82 @@ func (g *gpuTree[K, V]) rangeQuery(ctx context.Context, lo, hi []K) (*Ranges[K, 
 	return nil, fmt.Errorf("%w: range results kept changing under concurrent writers", warpkit.ErrRetryLimit)
 }
 
-func (g *gpuTree[K, V]) apply(ctx context.Context, ops []Op[K, V], results []Result[K, V]) error {
-	n := len(ops)
+// apply stages the batch's fields (only those given) and the wanted results
+// on the device and runs ApplyDevice.
+func (g *gpuTree[K, V]) apply(ctx context.Context, ops Ops[K, V], res Results[K, V]) error {
+	n := len(ops.Kinds)
 	if n == 0 {
-		return ctx.Err()
+		return nil
 	}
-	kinds, keys, vals, his := make([]uint8, n), make([]K, n), make([]V, n), make([]K, n)
-	for i, op := range ops {
-		kinds[i], keys[i], vals[i], his[i] = uint8(op.Kind), op.Key, op.Value, op.Hi
+	kinds := make([]uint8, n)
+	for i, k := range ops.Kinds {
+		kinds[i] = uint8(k)
 	}
 	var s staged
 	defer s.free()
 	var dops DeviceOps[K, V]
-	var res DeviceResults[K, V]
+	var dres DeviceResults[K, V]
 	var err error
 	if dops.Kinds, err = upload(&s, g.dev, kinds); err != nil {
 		return err
 	}
-	if dops.Keys, err = upload(&s, g.dev, keys); err != nil {
+	if dops.Keys, err = upload(&s, g.dev, ops.Keys); err != nil {
 		return err
 	}
-	if dops.Vals, err = upload(&s, g.dev, vals); err != nil {
-		return err
-	}
-	if dops.His, err = upload(&s, g.dev, his); err != nil {
-		return err
-	}
-	if res.Found, err = scratch[uint8](&s, g.dev, n); err != nil {
-		return err
-	}
-	if res.Keys, err = scratch[K](&s, g.dev, n); err != nil {
-		return err
-	}
-	if res.Vals, err = scratch[V](&s, g.dev, n); err != nil {
-		return err
-	}
-	if res.Counts, err = scratch[uint32](&s, g.dev, n); err != nil {
-		return err
-	}
-	if err := g.applyDevice(ctx, dops, res); err != nil {
-		return err
-	}
-	f, rk, rv, rc := make([]uint8, n), make([]K, n), make([]V, n), make([]uint32, n)
-	for _, e := range []error{res.Found.CopyToHost(f), res.Keys.CopyToHost(rk), res.Vals.CopyToHost(rv), res.Counts.CopyToHost(rc)} {
-		if e != nil {
-			return e
+	if ops.Vals != nil {
+		if dops.Vals, err = upload(&s, g.dev, ops.Vals); err != nil {
+			return err
 		}
 	}
-	for i := range results {
-		results[i] = Result[K, V]{Found: f[i] != 0, Key: rk[i], Value: rv[i], Count: rc[i]}
+	if ops.His != nil {
+		if dops.His, err = upload(&s, g.dev, ops.His); err != nil {
+			return err
+		}
+	}
+	if res.Found != nil {
+		if dres.Found, err = scratch[uint8](&s, g.dev, n); err != nil {
+			return err
+		}
+	}
+	if res.Keys != nil {
+		if dres.Keys, err = scratch[K](&s, g.dev, n); err != nil {
+			return err
+		}
+	}
+	if res.Vals != nil {
+		if dres.Vals, err = scratch[V](&s, g.dev, n); err != nil {
+			return err
+		}
+	}
+	if res.Counts != nil {
+		if dres.Counts, err = scratch[uint32](&s, g.dev, n); err != nil {
+			return err
+		}
+	}
+	if err := g.applyDevice(ctx, dops, dres); err != nil {
+		return err
+	}
+	if res.Found != nil {
+		f := make([]uint8, n)
+		if err := dres.Found.CopyToHost(f); err != nil {
+			return err
+		}
+		toBools(res.Found, f)
+	}
+	if res.Keys != nil {
+		if err := dres.Keys.CopyToHost(res.Keys); err != nil {
+			return err
+		}
+	}
+	if res.Vals != nil {
+		if err := dres.Vals.CopyToHost(res.Vals); err != nil {
+			return err
+		}
+	}
+	if res.Counts != nil {
+		if err := dres.Counts.CopyToHost(res.Counts); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -857,7 +880,7 @@ func (g *gpuTree[K, V]) build(ctx context.Context, keys []K, vals []V) error {
 			dv, err = upload(&s, g.dev, vals)
 		}
 		if err == nil {
-			err = g.sortAndInstall(&s, dk, dv)
+			err = g.sortAndInstall(ctx, &s, dk, dv)
 		}
 		s.free()
 		if !errors.Is(err, warpkit.ErrOutOfMemory) {
@@ -866,11 +889,15 @@ func (g *gpuTree[K, V]) build(ctx context.Context, keys []K, vals []V) error {
 		// Build either installs the new tree or fails: trying again with less
 		// device memory is safe whatever the failed attempt left.
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	sk, sv := sortUnique(keys, vals)
 	return g.buildSorted(ctx, sk, sv)
 }
 
-// buildSorted installs a tree built from sorted, distinct host pairs.
+// buildSorted installs a tree built from sorted, distinct host pairs. The
+// context is checked last before the old tree is replaced.
 func (g *gpuTree[K, V]) buildSorted(ctx context.Context, keys []K, vals []V) error {
 	var s staged
 	defer s.free()
@@ -885,11 +912,11 @@ func (g *gpuTree[K, V]) buildSorted(ctx context.Context, keys []K, vals []V) err
 			return err
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed {
-		return warpkit.ErrClosed
-	}
 	return g.installLocked(dk, dv)
 }
 
@@ -904,36 +931,35 @@ func (g *gpuTree[K, V]) buildDevice(ctx context.Context, keys cuda.Slice[K], val
 	}
 	var s staged
 	defer s.free()
-	return g.sortAndInstall(&s, keys, vals)
+	return g.sortAndInstall(ctx, &s, keys, vals)
 }
 
 // sortAndInstall sorts the device pairs in place, keeps the last pair of each
-// key (in scratch buffers of s) and installs the tree built from them.
-func (g *gpuTree[K, V]) sortAndInstall(s *staged, keys cuda.Slice[K], vals cuda.Slice[V]) error {
+// key (in scratch buffers of s) and installs the tree built from them. The
+// context is checked between the sort and the install, which replaces the old
+// tree.
+func (g *gpuTree[K, V]) sortAndInstall(ctx context.Context, s *staged, keys cuda.Slice[K], vals cuda.Slice[V]) error {
 	uk, uv, err := g.sortUniqueDevice(s, keys, vals)
 	if err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed {
-		return warpkit.ErrClosed
-	}
 	return g.installLocked(uk, uv)
 }
 
 // sortUniqueDevice sorts the pairs in place and returns the last pair of each
-// key, in scratch buffers of s. It holds the tree shared, so that Close waits
-// for the stream and the prim engine it uses; the caller then takes the tree
-// exclusively to install the pairs (which re-checks for Close).
+// key, in scratch buffers of s. It holds mu shared while it uses a lane and the
+// prim engine (the Tree's front already keeps Close out until the call
+// returns); the caller then takes mu exclusively to install the pairs.
 func (g *gpuTree[K, V]) sortUniqueDevice(s *staged, keys cuda.Slice[K], vals cuda.Slice[V]) (cuda.Slice[K], cuda.Slice[V], error) {
 	n := keys.Len()
 	fail := func(err error) (cuda.Slice[K], cuda.Slice[V], error) { return cuda.Slice[K]{}, cuda.Slice[V]{}, err }
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	if g.closed {
-		return fail(warpkit.ErrClosed)
-	}
 	eng, err := g.primEngine()
 	if err != nil {
 		return fail(err)
@@ -983,7 +1009,7 @@ func (g *gpuTree[K, V]) sortUniqueDevice(s *staged, keys cuda.Slice[K], vals cud
 }
 
 // primEngine returns the device's prim engine, loading it on first use. The
-// caller holds mu (shared is enough) and has checked that the tree is open.
+// caller holds mu (shared is enough).
 func (g *gpuTree[K, V]) primEngine() (*prim.Engine, error) {
 	g.primOnce.Do(func() { g.prim, g.primErr = prim.NewEngine(g.dev) })
 	return g.prim, g.primErr
@@ -1097,9 +1123,6 @@ func (g *gpuTree[K, V]) check(ctx context.Context) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed {
-		return warpkit.ErrClosed
-	}
 	_, _, err := g.snapshotLocked()
 	return err
 }
@@ -1111,9 +1134,6 @@ func (g *gpuTree[K, V]) pairs(ctx context.Context) ([]K, []V, error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed {
-		return nil, nil, warpkit.ErrClosed
-	}
 	return g.pairsLocked()
 }
 
@@ -1138,11 +1158,11 @@ func (g *gpuTree[K, V]) compact(ctx context.Context) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed {
-		return warpkit.ErrClosed
-	}
 	keys, vals, err := g.pairsLocked()
 	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil { // before anything is replaced
 		return err
 	}
 	var s staged
@@ -1166,9 +1186,6 @@ func (g *gpuTree[K, V]) stats(ctx context.Context) (Stats, error) {
 	}
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	if g.closed {
-		return Stats{}, warpkit.ErrClosed
-	}
 	next, keys, err := g.readCtl()
 	if err != nil {
 		return Stats{}, err

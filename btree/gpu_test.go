@@ -248,7 +248,7 @@ func TestGPUConcurrentStress(t *testing.T) {
 					return
 				}
 				if counts[0] < 100 && lo/8+100 <= stable {
-					errs <- fmt.Errorf("reader %d: count [%d, %d] = %d, below the 100 stable keys in it", w, lo, hi, counts[0])
+					errs <- fmt.Errorf("reader %d: count [%d, %d) = %d, below the 100 stable keys in it", w, lo, hi, counts[0])
 					return
 				}
 			}
@@ -304,26 +304,26 @@ func TestGPUMixedKeepsUntouchedKeys(t *testing.T) {
 	}
 	for round := 0; round < rounds; round++ {
 		const n = 60000
-		ops := make([]Op[uint64, uint64], n)
-		for i := range ops {
+		ops := Ops[uint64, uint64]{Kinds: make([]OpKind, n), Keys: make([]uint64, n), Vals: make([]uint64, n)}
+		for i := range n {
 			base := uint64(r.IntN(stable)) << 40
 			switch r.IntN(3) {
 			case 0:
-				ops[i] = Op[uint64, uint64]{Kind: OpLookup, Key: base}
+				ops.Kinds[i], ops.Keys[i] = OpLookup, base
 			case 1:
 				k := base + 1 + uint64(r.IntN(1<<20))
-				ops[i] = Op[uint64, uint64]{Kind: OpInsert, Key: k, Value: k}
+				ops.Kinds[i], ops.Keys[i], ops.Vals[i] = OpInsert, k, k
 			case 2:
-				ops[i] = Op[uint64, uint64]{Kind: OpDelete, Key: base + 1 + uint64(r.IntN(1<<20))}
+				ops.Kinds[i], ops.Keys[i] = OpDelete, base+1+uint64(r.IntN(1<<20))
 			}
 		}
-		res := make([]Result[uint64, uint64], n)
+		res := Results[uint64, uint64]{Found: make([]bool, n), Vals: make([]uint64, n)}
 		if err := tr.Apply(ctx, ops, res); err != nil {
 			t.Fatal(err)
 		}
-		for i, op := range ops {
-			if op.Kind == OpLookup && (!res[i].Found || res[i].Value != (op.Key>>40)*3) {
-				t.Fatalf("round %d: untouched key %d gave %+v", round, op.Key, res[i])
+		for i, kind := range ops.Kinds {
+			if k := ops.Keys[i]; kind == OpLookup && (!res.Found[i] || res.Vals[i] != (k>>40)*3) {
+				t.Fatalf("round %d: untouched key %d gave (%d, %v)", round, k, res.Vals[i], res.Found[i])
 			}
 		}
 		if err := tr.Check(ctx); err != nil {
@@ -422,7 +422,7 @@ func TestGPURangeWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	lo := []uint32{0, 100, 19990, 5}
-	hi := []uint32{40, 101, 30000, 4}
+	hi := []uint32{40, 101, 30000, 4} // half-open: 40 is not counted
 	const L = 8
 	offsets := []uint32{0, L, 2 * L, 3 * L, 4 * L}
 	dl, dh, do := onDevice(t, dev, lo), onDevice(t, dev, hi), onDevice(t, dev, offsets)
@@ -431,7 +431,7 @@ func TestGPURangeWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts, keys := onHost(t, dc), onHost(t, ok)
-	if !slices.Equal(counts, []uint32{21, 1, 5, 0}) {
+	if !slices.Equal(counts, []uint32{20, 1, 5, 0}) {
 		t.Fatalf("counts %v", counts)
 	}
 	if !slices.Equal(keys[:L], []uint32{0, 2, 4, 6, 8, 10, 12, 14}) || keys[L] != 100 || !slices.Equal(keys[2*L:2*L+5], []uint32{19990, 19992, 19994, 19996, 19998}) {
@@ -460,25 +460,25 @@ func onHost[T cuda.Elem](t *testing.T, s cuda.Slice[T]) []T {
 	return out
 }
 
+// TestGPUClose: every method but Backend returns ErrClosed after Close, a
+// second Close included.
 func TestGPUClose(t *testing.T) {
 	dev := gputest.Device(t)
 	tr, err := New[uint32, uint32](Options{Backend: warpkit.CUDA, Device: dev})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.Close(); err != nil {
+	if err := tr.Insert(context.Background(), []uint32{1}, []uint32{1}); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	if err := tr.Insert(ctx, []uint32{1}, []uint32{1}); !errors.Is(err, warpkit.ErrClosed) {
-		t.Fatalf("insert after close: %v", err)
-	}
-	if err := tr.Check(ctx); !errors.Is(err, warpkit.ErrClosed) {
-		t.Fatalf("check after close: %v", err)
-	}
-	if err := tr.Close(); !errors.Is(err, warpkit.ErrClosed) {
-		t.Fatalf("second close: %v", err)
-	}
+	testClosed(t, tr, dev)
+}
+
+// TestGPUCancelledAtEntry: a cancelled context stops every method before it
+// applies anything, the Device methods included.
+func TestGPUCancelledAtEntry(t *testing.T) {
+	dev := gputest.Device(t)
+	testCancelledAtEntry(t, newGPUTree[uint64, uint32](t, dev, Options{}), dev)
 }
 
 // TestGPUBuildDevice builds from device buffers (prim's sort, duplicates kept

@@ -92,7 +92,7 @@ func (d *differ[K, V]) contents(tr *Tree[K, V]) pairs[K, V] {
 		}
 		return pairs[K, V]{k, v}
 	}
-	seq, err := tr.Ascend(d.ctx, 0, d.maxKey)
+	seq, err := tr.All(d.ctx)
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -187,9 +187,9 @@ func (d *differ[K, V]) step() {
 		for i := range lo {
 			switch d.r.IntN(4) {
 			case 0:
-				hi[i] = lo[i] - K(d.r.Uint64N(10)) // often lo > hi
+				hi[i] = lo[i] - K(d.r.Uint64N(10)) // often lo > hi, sometimes lo == hi
 			case 1:
-				hi[i] = d.maxKey // to the end: many leaves
+				hi[i] = d.maxKey // to the end (the largest key excluded): many leaves
 			default:
 				span := K(d.r.Uint64N(uint64(d.maxKey)/uint64(1+d.r.IntN(100000)) + 1))
 				hi[i] = lo[i] + span
@@ -208,8 +208,8 @@ func (d *differ[K, V]) step() {
 		c1 := make([]uint32, n)
 		d.must(d.subj.Count(ctx, lo, hi, c1), "count")
 		for i := range c1 {
-			if c1[i] != r2.Offsets[i+1]-r2.Offsets[i] {
-				d.t.Fatalf("round %d: count [%d,%d] = %d, want %d", d.round, lo[i], hi[i], c1[i], r2.Offsets[i+1]-r2.Offsets[i])
+			if int(c1[i]) != r2.Count(i) {
+				d.t.Fatalf("round %d: count [%d,%d) = %d, want %d", d.round, lo[i], hi[i], c1[i], r2.Count(i))
 			}
 		}
 	case 8:
@@ -224,16 +224,16 @@ func (d *differ[K, V]) step() {
 func (d *differ[K, V]) mixed(n int) {
 	ctx := d.ctx
 	upd := map[K]bool{}
-	var ops []Op[K, V]
+	var ops []testOp[K, V]
 	for _, k := range d.present(n / 2) {
 		if upd[k] {
 			continue
 		}
 		upd[k] = true
 		if d.r.IntN(2) == 0 {
-			ops = append(ops, Op[K, V]{Kind: OpInsert, Key: k, Value: d.value(k)})
+			ops = append(ops, testOp[K, V]{Kind: OpInsert, Key: k, Value: d.value(k)})
 		} else {
-			ops = append(ops, Op[K, V]{Kind: OpDelete, Key: k})
+			ops = append(ops, testOp[K, V]{Kind: OpDelete, Key: k})
 		}
 	}
 	u := make([]K, 0, len(upd))
@@ -241,56 +241,56 @@ func (d *differ[K, V]) mixed(n int) {
 		u = append(u, k)
 	}
 	slices.Sort(u)
-	// touches reports whether U has a key in [a, b].
+	// touches reports whether U has a key in [a, b).
 	touches := func(a, b K) bool {
-		if a > b {
+		if a >= b {
 			return false
 		}
 		i := sort.Search(len(u), func(i int) bool { return u[i] >= a })
-		return i < len(u) && u[i] <= b
+		return i < len(u) && u[i] < b
 	}
 	queries := d.present(n)
-	var qops []Op[K, V]
+	var qops []testOp[K, V]
 	for _, q := range queries {
-		var op Op[K, V]
+		var op testOp[K, V]
 		switch d.r.IntN(4) {
 		case 0:
-			op = Op[K, V]{Kind: OpLookup, Key: q}
+			op = testOp[K, V]{Kind: OpLookup, Key: q}
 			if upd[q] {
 				continue
 			}
 		case 1:
-			op = Op[K, V]{Kind: OpSuccessor, Key: q}
+			op = testOp[K, V]{Kind: OpSuccessor, Key: q}
 		case 2:
-			op = Op[K, V]{Kind: OpPredecessor, Key: q}
+			op = testOp[K, V]{Kind: OpPredecessor, Key: q}
 		case 3:
-			op = Op[K, V]{Kind: OpCount, Key: q, Hi: q + K(d.r.Uint64N(1<<20))}
+			op = testOp[K, V]{Kind: OpCount, Key: q, Hi: q + K(d.r.Uint64N(1<<20))}
 			if op.Hi < q {
 				op.Hi = d.maxKey
 			}
 		}
 		qops = append(qops, op)
 	}
-	want := make([]Result[K, V], len(qops))
-	d.must(d.oracle.Apply(ctx, qops, want), "oracle queries")
+	want, err := applyOps(ctx, d.oracle, qops)
+	d.must(err, "oracle queries")
 	// Keep the queries whose answer interval avoids U.
 	keep := qops[:0]
-	var keepWant []Result[K, V]
+	var keepWant []testResult[K, V]
 	for i, op := range qops {
 		ok := true
 		switch op.Kind {
-		case OpSuccessor:
+		case OpSuccessor: // U must avoid [Key+1, the answer or the largest key]
 			end := d.maxKey
 			if want[i].Found {
 				end = want[i].Key
 			}
-			ok = op.Key == d.maxKey || !touches(op.Key+1, end)
-		case OpPredecessor:
+			ok = op.Key == d.maxKey || !touches(op.Key+1, end) && !upd[end]
+		case OpPredecessor: // U must avoid [the answer or 0, Key)
 			start := K(0)
 			if want[i].Found {
 				start = want[i].Key
 			}
-			ok = op.Key == 0 || !touches(start, op.Key-1)
+			ok = op.Key == 0 || !touches(start, op.Key)
 		case OpCount:
 			ok = !touches(op.Key, op.Hi)
 		}
@@ -301,22 +301,70 @@ func (d *differ[K, V]) mixed(n int) {
 	}
 	all := append(slices.Clone(ops), keep...)
 	perm := d.r.Perm(len(all))
-	shuffled := make([]Op[K, V], len(all))
+	shuffled := make([]testOp[K, V], len(all))
 	where := make([]int, len(all))
 	for i, p := range perm {
 		shuffled[p] = all[i]
 		where[i] = p
 	}
-	got := make([]Result[K, V], len(all))
-	d.must(d.subj.Apply(ctx, shuffled, got), "apply")
+	got, err := applyOps(ctx, d.subj, shuffled)
+	d.must(err, "apply")
 	for i := range keep {
 		g, w := got[where[len(ops)+i]], keepWant[i]
 		if g != w {
 			d.t.Fatalf("round %d: mixed %v(%d, hi %d) = %+v, want %+v", d.round, keep[i].Kind, keep[i].Key, keep[i].Hi, g, w)
 		}
 	}
-	res := make([]Result[K, V], len(ops))
-	d.must(d.oracle.Apply(ctx, ops, res), "oracle updates")
+	_, err = applyOps(ctx, d.oracle, ops)
+	d.must(err, "oracle updates")
+}
+
+// testOp is one element of a mixed batch as the tests write them; toOps
+// turns a list of them into the parallel slices Apply takes.
+type testOp[K, V warpkit.Word] struct {
+	Kind  OpKind
+	Key   K
+	Value V
+	Hi    K
+}
+
+// testResult is one element's results, gathered from Results.
+type testResult[K, V warpkit.Word] struct {
+	Found bool
+	Key   K
+	Value V
+	Count uint32
+}
+
+func toOps[K, V warpkit.Word](list []testOp[K, V]) Ops[K, V] {
+	n := len(list)
+	o := Ops[K, V]{Kinds: make([]OpKind, n), Keys: make([]K, n), Vals: make([]V, n), His: make([]K, n)}
+	for i, op := range list {
+		o.Kinds[i], o.Keys[i], o.Vals[i], o.His[i] = op.Kind, op.Key, op.Value, op.Hi
+	}
+	return o
+}
+
+// newResults returns Results with every field wanted.
+func newResults[K, V warpkit.Word](n int) Results[K, V] {
+	return Results[K, V]{Found: make([]bool, n), Keys: make([]K, n), Vals: make([]V, n), Counts: make([]uint32, n)}
+}
+
+func (r Results[K, V]) at(i int) testResult[K, V] {
+	return testResult[K, V]{Found: r.Found[i], Key: r.Keys[i], Value: r.Vals[i], Count: r.Counts[i]}
+}
+
+// applyOps runs list as one Apply batch on tr and returns every result.
+func applyOps[K, V warpkit.Word](ctx context.Context, tr *Tree[K, V], list []testOp[K, V]) ([]testResult[K, V], error) {
+	res := newResults[K, V](len(list))
+	if err := tr.Apply(ctx, toOps(list), res); err != nil {
+		return nil, err
+	}
+	out := make([]testResult[K, V], len(list))
+	for i := range out {
+		out[i] = res.at(i)
+	}
+	return out, nil
 }
 
 // runDiff runs rounds batches and compares the contents every few rounds and

@@ -91,8 +91,8 @@ func TestGPUApplyDeviceRejectsUnknownKinds(t *testing.T) {
 		})
 	}
 	// Host batches are checked on the host, before anything reaches the device.
-	res := make([]Result[uint32, uint32], 1)
-	if err := tr.Apply(ctx, []Op[uint32, uint32]{{Kind: OpCount + 1, Key: 1}}, res); !errors.Is(err, warpkit.ErrInvalidArgument) {
+	res := Results[uint32, uint32]{Counts: make([]uint32, 1)}
+	if err := tr.Apply(ctx, Ops[uint32, uint32]{Kinds: []OpKind{OpCount + 1}, Keys: []uint32{1}}, res); !errors.Is(err, warpkit.ErrInvalidArgument) {
 		t.Fatalf("Apply with an unknown kind: %v", err)
 	}
 }
@@ -111,11 +111,11 @@ func TestGPURangeDeviceRejectsBadOffsets(t *testing.T) {
 	for i := range ks {
 		ks[i] = uint32(i) * 2
 	}
-	// 40 queries of [40i, 40i+38]: 20 pairs each.
+	// 40 queries of [40i, 40i+40): 20 pairs each.
 	const nq, per = 40, 20
 	lo, hi := make([]uint32, nq), make([]uint32, nq)
 	for i := range lo {
-		lo[i], hi[i] = uint32(i)*40, uint32(i)*40+38
+		lo[i], hi[i] = uint32(i)*40, uint32(i)*40+40
 	}
 	const width = nq * per // the output buffers' length
 	const guard = 4096

@@ -181,15 +181,15 @@ func testStressMixed[K, V warpkit.Word](t *testing.T, dev *cuda.Device) {
 			r := rand.New(rand.NewPCG(uint64(c), 18))
 			mine := final[c-1]
 			for round := 1; round <= rounds; round++ {
-				var ops []Op[K, V]
+				var ops []testOp[K, V]
 				for _, k := range ownKeys(r, c, 1+r.IntN(6000)) {
 					if r.IntN(3) == 0 {
-						ops = append(ops, Op[K, V]{Kind: OpDelete, Key: k})
+						ops = append(ops, testOp[K, V]{Kind: OpDelete, Key: k})
 						delete(mine, k)
 					} else {
 						x, _ := sp.slot(k)
 						v := sp.sv(x) + V(round)
-						ops = append(ops, Op[K, V]{Kind: OpInsert, Key: k, Value: v})
+						ops = append(ops, testOp[K, V]{Kind: OpInsert, Key: k, Value: v})
 						mine[k] = v
 					}
 				}
@@ -198,19 +198,20 @@ func testStressMixed[K, V warpkit.Word](t *testing.T, dev *cuda.Device) {
 					i := uint64(r.IntN(stable))
 					switch r.IntN(4) {
 					case 0:
-						ops = append(ops, Op[K, V]{Kind: OpLookup, Key: sp.key(8 * i)})
+						ops = append(ops, testOp[K, V]{Kind: OpLookup, Key: sp.key(8 * i)})
 					case 1:
-						ops = append(ops, Op[K, V]{Kind: OpSuccessor, Key: sp.key(8 * i)})
+						ops = append(ops, testOp[K, V]{Kind: OpSuccessor, Key: sp.key(8 * i)})
 					case 2:
-						ops = append(ops, Op[K, V]{Kind: OpPredecessor, Key: sp.key(8 * i)})
+						ops = append(ops, testOp[K, V]{Kind: OpPredecessor, Key: sp.key(8 * i)})
 					default:
 						j := min(i+uint64(r.IntN(30)), stable-1)
-						ops = append(ops, Op[K, V]{Kind: OpCount, Key: sp.key(8 * i), Hi: sp.key(8 * j)})
+						// [stable i, stable j]: the bound past stable key j is exclusive
+						ops = append(ops, testOp[K, V]{Kind: OpCount, Key: sp.key(8 * i), Hi: sp.key(8*j) + 1})
 					}
 				}
 				r.Shuffle(len(ops), func(i, j int) { ops[i], ops[j] = ops[j], ops[i] })
-				res := make([]Result[K, V], len(ops))
-				if err := tr.Apply(ctx, ops, res); err != nil {
+				res, err := applyOps(ctx, tr, ops)
+				if err != nil {
 					fail("applier %d round %d: %w", c, round, err)
 					return
 				}
@@ -312,7 +313,7 @@ func testStressMixed[K, V warpkit.Word](t *testing.T, dev *cuda.Device) {
 		for q := range lo {
 			as[q] = uint64(r.IntN(stable))
 			bs[q] = min(as[q]+uint64(r.IntN(span+1)), stable-1)
-			lo[q], hi[q] = sp.key(8*as[q]), sp.key(8*bs[q])
+			lo[q], hi[q] = sp.key(8*as[q]), sp.key(8*bs[q])+1 // through stable key b
 			offsets[q+1] = uint32((q + 1) * window)
 		}
 		var s staged
