@@ -1,23 +1,43 @@
 // Package btree is an ordered map from K to V on the GPU: the B-link tree of
 // Awad, Ashkiani, Johnson, Farach-Colton and Owens, "Engineering a
 // High-Performance GPU B-Tree" (PPoPP 2019; chapter 3 of Awad's thesis), with a
-// pure-Go backend (github.com/tidwall/btree) of the same semantics.
+// pure-Go backend (github.com/tidwall/btree) of the same semantics. It follows
+// the structure contract of warpkit (docs/CONTRACT.md), with the departures
+// listed below.
 //
-//	t, _ := btree.New[uint32, uint32](btree.Options{})
+//	t, err := btree.New[uint32, uint32](btree.Options{}) // CUDA if a device is present
+//	if err != nil { ... }
 //	defer t.Close()
-//	t.Insert(ctx, keys, vals)
-//	t.Lookup(ctx, keys, out, found)
-//	seq, _ := t.Ascend(ctx, 100, 200) // iter.Seq2 over [100, 200]
+//	err = t.Insert(ctx, keys, vals)
+//	err = t.Lookup(ctx, keys, out, found)
+//	err = t.Count(ctx, los, his, counts)   // keys in [los[i], his[i])
+//	r, err := t.Range(ctx, los, his)       // *warpkit.Ranges: r.Query(i), r.Pairs(i)
+//	seq, err := t.AscendRange(ctx, 100, 200)     // iter.Seq2 over [100, 200)
+//	seq, err = t.AscendGreaterOrEqual(ctx, 100)  // [100, max], the largest key included
+//	err = t.Apply(ctx, btree.Ops[uint32, uint32]{
+//		Kinds: []btree.OpKind{btree.OpInsert, btree.OpLookup, btree.OpCount},
+//		Keys:  []uint32{7, 3, 0},
+//		Vals:  []uint32{70, 0, 0},
+//		His:   []uint32{0, 0, 100}, // OpCount: [0, 100)
+//	}, btree.Results[uint32, uint32]{Found: found3, Vals: vals3, Counts: counts3})
 //
 // # Operations
 //
-// Batches from Go slices or device-resident cuda.Slices (the *Device methods):
-// Build (bulk build: sort, then fill leaves 10/14 and internal nodes 12/14
-// bottom-up), Insert (insert or replace), Delete (no merging of underfull nodes,
-// as in the paper), Lookup, Count and Range over [lo, hi] (per-query offsets;
-// results as device buffers or iter.Seq2), Successor and Predecessor, Apply
-// (mixed batches, one kernel), Compact (rebuild into fewer nodes after deletes;
-// the pool keeps its size), Len, Stats and Check (the structural checker).
+// Batches from Go slices (parallel slices of one length) or device-resident
+// cuda.Slices (the *Device methods): Build (bulk build: sort, then fill leaves
+// 10/14 and internal nodes 12/14 bottom-up), Insert (insert or replace), Delete
+// (no merging of underfull nodes, as in the paper), Lookup, Count and Range
+// over half-open [lo, hi) (per-query offsets; results as warpkit.Ranges or
+// device windows), Successor and Predecessor, Apply (mixed batches as parallel
+// slices, one kernel), Compact (rebuild into fewer nodes after deletes; the
+// pool keeps its size), Len, Stats and Check (the structural checker).
+// Iteration: AscendRange over [lo, hi), AscendGreaterOrEqual over every key
+// >= lo (the one way, with All, to reach the largest key of K, which no
+// half-open range holds), All.
+//
+// A range with lo >= hi is empty (count 0); hi = 0 is therefore always empty.
+// The kernels compare against the upper bound exclusively, so the bounds are
+// the same on both backends and in CountDevice, RangeDevice and OpCount.
 //
 // # Keys and values
 //
@@ -26,6 +46,47 @@
 // of keys for the latch and leaf flags (31-bit keys); here those live in a
 // per-node meta word beside the count, and "no right sibling" is a null link
 // rather than a sentinel high key.
+//
+// # Errors, closing and context
+//
+// Errors are warpkit's values (match them with errors.Is), prefixed
+// "btree: method: ". Slices of different lengths, an op kind above OpCount
+// and negative options wrap ErrInvalidArgument, and nothing is applied; the
+// Device methods on the CPU backend return ErrNeedsCUDA. After Close, every
+// method but Backend returns ErrClosed, a second Close included; Close waits
+// for the calls in flight.
+//
+// A context that is done when a call starts stops it before anything is
+// applied. Long calls check it again between their stages and loops: the CPU
+// backend every 4096 batch elements (or keys a range walks), the CUDA backend
+// between the kernel passes of a call (a range batch's count and collect
+// passes, a writing batch's re-runs after the pool grew, a build's sort and
+// its install), not inside a kernel: a batch from Go slices is one launch.
+// A cancelled call returns the context's error. A cancelled Insert, Delete or
+// Apply has applied some of its elements (each whole; on the CPU a prefix, and
+// Apply's results of the rest are not written); a cancelled Build or Compact
+// leaves the old tree. The tree stays consistent and usable either way.
+//
+// # Departures from the contract
+//
+//   - No per-element failure results. A writing batch (Insert, Delete, Apply
+//     and their Device twins) that fails with ErrPoolExhausted (at
+//     Options.MaxNodes) or ErrRetryLimit, or with ErrOutOfMemory when the
+//     device cannot hold a larger pool, has applied some of its operations,
+//     each whole, and says not which: the contract's ErrOutOfMemory leaves
+//     the structure as it was, a btree batch may be half done (inserts and
+//     deletes are idempotent, so re-running the batch is safe). Apply reports
+//     found flags as the ordered dictionaries do.
+//   - Build and Compact lay the new tree out in place when the pool has room:
+//     a device error in the middle leaves the tree empty (see Bulk build).
+//   - AscendGreaterOrEqual runs two batches on the CUDA backend (the range to
+//     the largest key and a lookup of it): a writer running beside it may
+//     change the largest key in between.
+//   - Stats.Nodes is 0 on the CPU backend (the Go B-tree does not count its
+//     nodes), and Stats.Height counts that tree's levels (0 when empty), whose
+//     nodes hold up to 127 keys rather than 14.
+//   - The CUDA backend collects at most 2^32-1 pairs per Range batch (the
+//     device offsets are 32-bit); more is ErrInvalidArgument.
 //
 // # Node layout
 //
@@ -148,7 +209,9 @@
 // # Mixed batches (§5.6)
 //
 // Apply runs a batch whose elements are any of lookup, insert, delete,
-// successor, predecessor and count, in one kernel. As in the paper: every key
+// successor, predecessor and count (of [Keys[i], His[i])), given as parallel
+// slices (Ops, with the outputs in Results; DeviceOps and DeviceResults on
+// the device), in one kernel. As in the paper: every key
 // that the batch does not update is seen by the batch's queries exactly as it
 // was before the batch; results that involve keys the batch updates (a lookup of
 // a key the batch also inserts or deletes, a successor whose answer is being
@@ -165,10 +228,13 @@
 //
 // # Concurrency of methods
 //
-// All methods are safe for concurrent use. Build, Compact, Check and Close take
-// the tree exclusively (other calls wait). Returned slices and Ranges belong to
-// the caller. Device-resident variants return ErrInvalidArgument on the CPU
-// backend; their buffers must stay allocated until the call returns.
+// All methods are safe for concurrent use. Every batch (queries, writes,
+// mixed batches, from Go slices or device buffers) runs beside the others:
+// the tree coordinates them itself (see Batch semantics). Build, Compact,
+// Check and Close take the tree exclusively (other calls wait). Returned
+// slices and Ranges belong to the caller. Device-resident variants return
+// ErrNeedsCUDA (an ErrInvalidArgument) on the CPU backend; their buffers must
+// stay allocated until the call returns.
 // Device-resident input that the host cannot read is checked on the device:
 // RangeDevice's kernels leave a window that decreases or passes the end of the
 // output buffers empty, and ApplyDevice runs a check of the kinds ahead of the
