@@ -310,7 +310,7 @@ func measureCPU[K, V warpkit.Word](b *btBench) (cpuRates, error) {
 	rr := rand.New(rand.NewPCG(uint64(n), 4))
 	for i := range lo {
 		p := rr.IntN(n - 8)
-		lo[i], hi[i] = base[p], base[p+7]
+		lo[i], hi[i] = base[p], base[p+8] // [lo, hi): 8 keys
 	}
 	if r.rng, err = rate(func() error { _, err := t.Range(ctx, lo, hi); return err }); err != nil {
 		return r, err
@@ -323,7 +323,7 @@ func measureCPU[K, V warpkit.Word](b *btBench) (cpuRates, error) {
 		return r, err
 	}
 	ops := mixedOps[K, V](base, fresh, q, 0.6, 7)
-	res := make([]btree.Result[K, V], q)
+	res := btree.Results[K, V]{Found: make([]bool, q), Keys: make([]K, q), Vals: make([]V, q), Counts: make([]uint32, q)}
 	r.mixed, err = rate(func() error { return t.Apply(ctx, ops, res) })
 	return r, err
 }
@@ -331,28 +331,28 @@ func measureCPU[K, V warpkit.Word](b *btBench) (cpuRates, error) {
 // mixedOps draws n operations: with probability alpha an update (insert of a
 // fresh key or delete of a present one, equally), otherwise a query (lookup,
 // successor or count of ~8 keys, equally).
-func mixedOps[K, V warpkit.Word](present, fresh []K, n int, alpha float64, seed uint64) []btree.Op[K, V] {
+func mixedOps[K, V warpkit.Word](present, fresh []K, n int, alpha float64, seed uint64) btree.Ops[K, V] {
 	r := rand.New(rand.NewPCG(seed, 11))
-	ops := make([]btree.Op[K, V], n)
-	for i := range ops {
+	ops := btree.Ops[K, V]{Kinds: make([]btree.OpKind, n), Keys: make([]K, n), Vals: make([]V, n), His: make([]K, n)}
+	for i := range n {
 		p := present[r.IntN(len(present))]
 		if r.Float64() < alpha {
 			if r.IntN(2) == 0 {
 				f := fresh[r.IntN(len(fresh))]
-				ops[i] = btree.Op[K, V]{Kind: btree.OpInsert, Key: f, Value: V(f)}
+				ops.Kinds[i], ops.Keys[i], ops.Vals[i] = btree.OpInsert, f, V(f)
 			} else {
-				ops[i] = btree.Op[K, V]{Kind: btree.OpDelete, Key: p}
+				ops.Kinds[i], ops.Keys[i] = btree.OpDelete, p
 			}
 			continue
 		}
 		switch r.IntN(3) {
 		case 0:
-			ops[i] = btree.Op[K, V]{Kind: btree.OpLookup, Key: p}
+			ops.Kinds[i], ops.Keys[i] = btree.OpLookup, p
 		case 1:
-			ops[i] = btree.Op[K, V]{Kind: btree.OpSuccessor, Key: p}
+			ops.Kinds[i], ops.Keys[i] = btree.OpSuccessor, p
 		default:
 			j := r.IntN(len(present) - 8)
-			ops[i] = btree.Op[K, V]{Kind: btree.OpCount, Key: present[j], Hi: present[j+7]}
+			ops.Kinds[i], ops.Keys[i], ops.His[i] = btree.OpCount, present[j], present[j+8] // [lo, hi): 8 keys
 		}
 	}
 	return ops
@@ -393,7 +393,7 @@ func btQueries[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 		r := rand.New(rand.NewPCG(uint64(n), 2))
 		for i := range lo {
 			p := r.IntN(n - 8)
-			lo[i], hi[i] = sorted[p], sorted[p+7]
+			lo[i], hi[i] = sorted[p], sorted[p+8] // [lo, hi): 8 keys
 		}
 		modes := []int{0} // Options.SortQueries: never (the default), always
 		if sorting {
@@ -990,16 +990,16 @@ func btConcurrent[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 	return nil
 }
 
-func applyTimed[K, V warpkit.Word](b *btBench, t *btree.Tree[K, V], ops []btree.Op[K, V]) (time.Duration, error) {
+func applyTimed[K, V warpkit.Word](b *btBench, t *btree.Tree[K, V], ops btree.Ops[K, V]) (time.Duration, error) {
 	ctx := b.ctx
-	n := len(ops)
+	n := len(ops.Kinds)
 	if b.dev == nil {
-		res := make([]btree.Result[K, V], n)
+		res := btree.Results[K, V]{Found: make([]bool, n), Keys: make([]K, n), Vals: make([]V, n), Counts: make([]uint32, n)}
 		return best(1, func() error { return t.Apply(ctx, ops, res) })
 	}
-	kinds, keys, vals, his := make([]uint8, n), make([]K, n), make([]V, n), make([]K, n)
-	for i, op := range ops {
-		kinds[i], keys[i], vals[i], his[i] = uint8(op.Kind), op.Key, op.Value, op.Hi
+	kinds, keys, vals, his := make([]uint8, n), ops.Keys, ops.Vals, ops.His
+	for i, k := range ops.Kinds {
+		kinds[i] = uint8(k)
 	}
 	var bufs devBufs
 	defer bufs.free()

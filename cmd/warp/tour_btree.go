@@ -62,7 +62,7 @@ func tourBTree(ctx context.Context, env tourEnv) error {
 	if err := t.Successor(ctx, []uint64{1 << 63}, sk, sv, sf); err != nil {
 		return err
 	}
-	seq, err := t.Ascend(ctx, 1<<63, 1<<63+1<<50)
+	seq, err := t.AscendRange(ctx, 1<<63, 1<<63+1<<50)
 	if err != nil {
 		return err
 	}
@@ -70,18 +70,18 @@ func tourBTree(ctx context.Context, env tourEnv) error {
 	for range seq {
 		inRange++
 	}
-	fmt.Printf("   successor of 2^63 is %#x; %d keys lie in [2^63, 2^63+2^50]\n", sk[0], inRange)
-	ops := []btree.Op[uint64, uint64]{
-		{Kind: btree.OpInsert, Key: 42, Value: 4242},
-		{Kind: btree.OpDelete, Key: keys[0]},
-		{Kind: btree.OpLookup, Key: keys[1]},
-		{Kind: btree.OpCount, Key: 0, Hi: 1 << 62},
+	fmt.Printf("   successor of 2^63 is %#x; %d keys lie in [2^63, 2^63+2^50)\n", sk[0], inRange)
+	ops := btree.Ops[uint64, uint64]{
+		Kinds: []btree.OpKind{btree.OpInsert, btree.OpDelete, btree.OpLookup, btree.OpCount},
+		Keys:  []uint64{42, keys[0], keys[1], 0},
+		Vals:  []uint64{4242, 0, 0, 0},
+		His:   []uint64{0, 0, 0, 1 << 62},
 	}
-	res := make([]btree.Result[uint64, uint64], len(ops))
+	res := btree.Results[uint64, uint64]{Found: make([]bool, 4), Counts: make([]uint32, 4)}
 	if err := t.Apply(ctx, ops, res); err != nil {
 		return err
 	}
-	fmt.Printf("   one mixed batch (insert, delete, lookup, count): lookup found=%v, %d keys below 2^62\n", res[2].Found, res[3].Count)
+	fmt.Printf("   one mixed batch (insert, delete, lookup, count): lookup found=%v, %d keys below 2^62\n", res.Found[2], res.Counts[3])
 	if err := t.Check(ctx); err != nil {
 		return err
 	}

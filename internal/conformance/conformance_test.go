@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/btree"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/conformance"
 	"github.com/warpkit/warpkit/lsm"
@@ -28,12 +29,11 @@ func run(t *testing.T, sub conformance.Subject) {
 	}
 }
 
-// sorted is the adapter of the sorted dictionaries (lsm, sortedarray), which
-// share their method set.
+// sorted is the adapter of the ordered dictionaries (lsm, sortedarray,
+// btree), which share these methods.
 type sorted interface {
 	conformance.Structure
 	Insert(ctx context.Context, keys, vals []uint32) error
-	Update(ctx context.Context, keys, vals []uint32, dels []bool) error
 	Lookup(ctx context.Context, keys, vals []uint32, found []bool) error
 	Delete(ctx context.Context, keys []uint32) error
 	Count(ctx context.Context, lo, hi []uint32, counts []uint32) error
@@ -62,7 +62,7 @@ func sortedSubject(name string, open func(b warpkit.Backend) (sorted, error)) co
 			return as(s).Delete(ctx, keys)
 		},
 		Mismatch: func(ctx context.Context, s conformance.Structure) error {
-			return as(s).Update(ctx, []uint32{1, 2}, []uint32{1, 2}, []bool{false})
+			return as(s).Lookup(ctx, []uint32{1, 2}, make([]uint32, 2), make([]bool, 1))
 		},
 		Count: func(ctx context.Context, s conformance.Structure, lo, hi []uint32) ([]uint32, error) {
 			c := make([]uint32, len(lo))
@@ -83,6 +83,12 @@ func TestLSM(t *testing.T) {
 func TestSortedArray(t *testing.T) {
 	run(t, sortedSubject("sortedarray", func(b warpkit.Backend) (sorted, error) {
 		return sortedarray.New[uint32, uint32](sortedarray.Options{Backend: b})
+	}))
+}
+
+func TestBTree(t *testing.T) {
+	run(t, sortedSubject("btree", func(b warpkit.Backend) (sorted, error) {
+		return btree.New[uint32, uint32](btree.Options{Backend: b})
 	}))
 }
 
