@@ -786,7 +786,7 @@ func (b *hashBench) fig7(sizes []int, utils []float64) error {
 	var errs []error
 	for _, n := range sizes {
 		if err := b.fig7At(n, utils); err != nil {
-			errs = append(errs, fmt.Errorf("Fig. 7a, n = %d: %w", n, err))
+			errs = append(errs, fmt.Errorf("fig. 7a, n = %d: %w", n, err))
 		}
 	}
 	return errors.Join(errs...)

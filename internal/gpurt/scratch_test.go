@@ -14,13 +14,12 @@ func TestFreeAll(t *testing.T) {
 	var n, other int
 	type inner struct{ c probe }
 	type owner struct {
-		a     probe
-		B     probe
-		arr   [2]probe
-		in    inner
-		ptr   *probe
-		sl    []probe
-		plain int
+		a   probe
+		B   probe
+		arr [2]probe
+		in  inner
+		ptr *probe
+		sl  []probe
 	}
 	p := newProbe(&other)
 	o := owner{a: newProbe(&n), B: newProbe(&n), arr: [2]probe{newProbe(&n), newProbe(&n)}, in: inner{newProbe(&n)},

@@ -80,12 +80,6 @@ func New(dev *cuda.Device, capacity int) (*Table, error) {
 	return t, nil
 }
 
-// Capacity returns the number of slots.
-func (t *Table) Capacity() int { return t.capacity }
-
-// Bytes returns the table's memory footprint.
-func (t *Table) Bytes() int64 { return int64(t.capacity) * 8 }
-
 // Clear empties the table.
 func (t *Table) Clear() error {
 	if err := t.slots.FillBytes(0xff, t.stream); err != nil {

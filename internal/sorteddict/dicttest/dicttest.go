@@ -314,16 +314,6 @@ func Run[K, V warpkit.Word](t testing.TB, d Dict[K, V], seed uint64, w Workload,
 	return o
 }
 
-// SortedPairs returns the oracle's live pairs in key order.
-func (o *Oracle[K, V]) SortedPairs() ([]K, []V) {
-	ks := slices.Clone(o.keys())
-	vs := make([]V, len(ks))
-	for i, k := range ks {
-		vs[i] = o.m[k]
-	}
-	return ks, vs
-}
-
 // rangeWidth returns m key strides (the distance between neighbouring keys of
 // the workload), saturated at the largest key.
 func rangeWidth[K warpkit.Word](w Workload, m uint64) K {
