@@ -43,7 +43,7 @@ func runBench(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	return b.run(ctx, args[1:])
+	return inCommand("warp bench "+b.name, b.run(ctx, args[1:]))
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -10,10 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vbauerster/mpb/v8"
-	"github.com/vbauerster/mpb/v8/decor"
-
 	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/internal/progress"
 	"github.com/warpkit/warpkit/kv"
 	"github.com/warpkit/warpkit/kv/kvbench"
 	"github.com/warpkit/warpkit/kv/sstable"
@@ -49,43 +48,52 @@ type kvBenchFlags struct {
 	cpuprofile          string
 }
 
+// Limits of warp kv bench's numeric flags (the store's own: a memtable of
+// at most 1 GiB).
+const (
+	kvMaxNum     = 1_000_000_000
+	kvMaxThreads = 4096
+	kvMaxMiB     = 1024
+	kvMaxCache   = 1 << 20 // MiB: 1 TiB
+)
+
+// kvProgressInterval is how often a running workload prints a plain
+// progress line (off a terminal); tests shorten it.
+var kvProgressInterval = progress.DefaultInterval
+
 func runKVBench(ctx context.Context, args []string) error {
 	fs := newFlags("kv bench", "[flags]")
 	var f kvBenchFlags
-	fs.IntVar(&f.num, "num", 1_000_000, "keys written by each fill (db_bench --num)")
-	fs.IntVar(&f.reads, "reads", 0, "operations per read and YCSB workload (default: --num)")
-	fs.IntVar(&f.threads, "threads", 1, "concurrent clients")
+	intVarFlag(fs, &f.num, "num", 1_000_000, 1, kvMaxNum, "keys written by each fill (db_bench --num)")
+	intVarFlag(fs, &f.reads, "reads", 0, 0, kvMaxNum, "operations per read and YCSB workload (0: as many as --num)")
+	intVarFlag(fs, &f.threads, "threads", 1, 1, kvMaxThreads, "concurrent clients")
 	fs.StringVar(&f.value, "value", "100", "value size in bytes, or a range MIN..MAX drawn uniformly (YCSB: e.g. 32..4096)")
 	fs.StringVar(&f.workloads, "workloads", strings.Join(kvbench.Workloads, ","), "comma-separated workloads: "+strings.Join(kvbench.Workloads, ", "))
 	fs.StringVar(&f.dir, "dir", "", "directory for the store (default: a temporary directory, removed afterwards)")
-	fs.StringVar(&f.fs, "fs", "os", "file system: os, or mem (in memory: measures CPU, not the disk)")
+	choiceVarFlag(fs, &f.fs, "fs", "os", []string{"os", "mem"}, "file system: os, or mem (in memory, measuring CPU, not the disk)")
 	fs.BoolVar(&f.sync, "sync", false, "fsync every write")
-	fs.BoolVar(&f.quick, "quick", false, "small run: --num 100000")
+	fs.BoolVar(&f.quick, "quick", false, "small run: --num 100000 unless --num is given")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
-	fs.StringVar(&f.progress, "progress", "auto", "progress bars: auto (when stderr is a terminal), on, off")
-	fs.IntVar(&f.memtable, "memtable", 4, "memtable size in MiB")
-	fs.IntVar(&f.table, "table-size", 4, "target table size in MiB")
-	fs.IntVar(&f.cacheMB, "cache", 32, "block cache in MiB")
-	fs.StringVar(&f.compression, "compression", "snappy", "block compression: none, snappy, s2")
+	choiceVarFlag(fs, &f.progress, "progress", "auto", progress.Modes,
+		"progress on stderr: auto is bars with rate and ETA on a terminal, else plain (a line every 5 s)")
+	intVarFlag(fs, &f.memtable, "memtable", 4, 1, kvMaxMiB, "memtable size in MiB")
+	intVarFlag(fs, &f.table, "table-size", 4, 1, kvMaxMiB, "target table size in MiB")
+	intVarFlag(fs, &f.cacheMB, "cache", 32, 1, kvMaxCache, "block cache in MiB")
+	choiceVarFlag(fs, &f.compression, "compression", "snappy", []string{"none", "snappy", "s2"}, "block compression")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the first workload listed to this file")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	var prof *os.File
-	if f.cpuprofile != "" {
-		var err error
-		if prof, err = os.Create(f.cpuprofile); err != nil {
-			return err
-		}
-		defer prof.Close()
+	if err := noArgs(fs); err != nil {
+		return err
 	}
-	if f.quick {
+	if f.quick && !flagSet(fs, "num") {
 		f.num = 100_000
 	}
 	vmin, vmax, err := kvbench.ParseValueSize(f.value)
 	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: --value: %v", errUsage, err)
 	}
 	comp, err := sstable.ParseCompression(f.compression)
 	if err != nil {
@@ -94,8 +102,19 @@ func runKVBench(ctx context.Context, args []string) error {
 	workloads := strings.Split(f.workloads, ",")
 	for _, w := range workloads {
 		if kvbench.Describe(w) == "" {
-			return fmt.Errorf("%w: unknown workload %q (have %s)", errUsage, w, strings.Join(kvbench.Workloads, ", "))
+			return fmt.Errorf("%w: --workloads: unknown workload %q (have %s)", errUsage, w, strings.Join(kvbench.Workloads, ", "))
 		}
+	}
+	mode, err := progress.ParseMode(f.progress)
+	if err != nil {
+		return fmt.Errorf("%w: --progress: %v", errUsage, err)
+	}
+	var prof *os.File
+	if f.cpuprofile != "" {
+		if prof, err = os.Create(f.cpuprofile); err != nil {
+			return err
+		}
+		defer prof.Close()
 	}
 	var vfsys vfs.FS
 	switch f.fs {
@@ -103,8 +122,6 @@ func runKVBench(ctx context.Context, args []string) error {
 		vfsys = vfs.Default
 	case "mem":
 		vfsys = vfs.NewMem()
-	default:
-		return fmt.Errorf("%w: --fs must be os or mem", errUsage)
 	}
 	dir := f.dir
 	if dir == "" {
@@ -129,7 +146,9 @@ func runKVBench(ctx context.Context, args []string) error {
 		opts.DisableCompression = true
 	}
 
-	showProgress := f.progress == "on" || (f.progress == "auto" && stderrIsTerminal())
+	prog := progress.New(os.Stderr, mode)
+	prog.DoneLines = true
+	prog.Interval = kvProgressInterval
 	gen := 0
 	var store *kvbench.KVStore
 	var runner, baseline *kvbench.Runner
@@ -158,84 +177,84 @@ func runKVBench(ctx context.Context, args []string) error {
 	results := map[string]*kvbench.Result{}
 	base := map[string]*kvbench.Result{}
 	metricsAfter := map[string]*kv.Metrics{}
-	var p *mpb.Progress
-	if showProgress {
-		p = mpb.NewWithContext(ctx, mpb.WithOutput(os.Stderr), mpb.WithWidth(40), mpb.WithRefreshRate(150*time.Millisecond))
-	}
-	for _, w := range workloads {
+	for i, w := range workloads {
+		step := fmt.Sprintf("[%d/%d] %s", i+1, len(workloads), w)
 		if store == nil || w == "fillseq" || w == "fillrandom" {
 			if err := openFresh(); err != nil {
 				return err
 			}
 			if w != "fillseq" && w != "fillrandom" {
 				// A workload that reads needs data: load both stores.
-				if _, err := runner.Run(ctx, "fillrandom"); err != nil {
+				if _, err := runTask(ctx, prog, step+": load kv", runner, "fillrandom"); err != nil {
 					return err
 				}
-				if _, err := baseline.Run(ctx, "fillrandom"); err != nil {
+				if _, err := runTask(ctx, prog, step+": load B-tree", baseline, "fillrandom"); err != nil {
 					return err
 				}
 			}
 		}
-		if err := store.Settle(); err != nil {
+		t := prog.Start(step+": settle", 0)
+		err := store.Settle()
+		t.Done()
+		if err != nil {
 			return err
 		}
-		total := int64(cfg.Num)
-		if !strings.HasPrefix(w, "fill") && w != "overwrite" && w != "deleterandom" {
-			total = int64(runner.Config().Reads)
-		}
-		if w == "readseq" {
-			total = 1
-		}
-		var bar *mpb.Bar
-		if p != nil {
-			bar = p.AddBar(total,
-				mpb.PrependDecorators(decor.Name(fmt.Sprintf("%-13s", w)), decor.Percentage(decor.WCSyncSpace)),
-				mpb.AppendDecorators(decor.EwmaSpeed(0, "%.0f ops/s", 30, decor.WCSyncSpace), decor.OnComplete(decor.EwmaETA(decor.ET_STYLE_GO, 30), " done")),
-			)
-		}
 		runtime.GC()
-		if bar != nil {
-			runner.SetProgress(func(done int64) { bar.SetCurrent(done) })
-		}
 		if prof != nil {
 			if err := pprof.StartCPUProfile(prof); err != nil {
 				return err
 			}
 		}
-		res, err := runner.Run(ctx, w)
+		res, err := runTask(ctx, prog, step+": kv", runner, w)
 		if prof != nil {
 			pprof.StopCPUProfile()
 			prof = nil // one profile: the first measured workload
 		}
-		if bar != nil {
-			bar.SetTotal(-1, true)
-		}
 		if err != nil {
-			if p != nil {
-				p.Wait()
-			}
 			return err
 		}
 		results[w] = res
 		metricsAfter[w] = store.DB.Metrics()
 		// The baseline runs the same workload on its own copy of the data.
-		b, err := baseline.Run(ctx, w)
+		b, err := runTask(ctx, prog, step+": B-tree", baseline, w)
 		if err != nil {
 			return err
 		}
 		base[w] = b
 	}
-	if p != nil {
-		p.Wait()
-	}
-	rep := kvReport(f, cfg, workloads, results, base, metricsAfter)
+	rep := kvReport(f, runner.Config(), workloads, results, base, metricsAfter)
 	return rep.Print(os.Stdout, f.json)
 }
 
-func stderrIsTerminal() bool {
-	fi, err := os.Stderr.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+// runTask runs one workload on r, showing its progress as a task of prog.
+func runTask(ctx context.Context, prog *progress.Reporter, name string, r *kvbench.Runner, w string) (*kvbench.Result, error) {
+	t := prog.Start(name, workloadOps(r.Config(), w))
+	if t != nil {
+		r.SetProgress(t.Set)
+		defer r.SetProgress(nil)
+	}
+	res, err := r.Run(ctx, w)
+	t.Done()
+	return res, err
+}
+
+// workloadOps is how many operations workload w runs, for a progress bar
+// (0: unknown; readseq reads the whole store in one call).
+func workloadOps(cfg kvbench.Config, w string) int64 {
+	switch {
+	case w == "readseq":
+		return 0
+	case strings.HasPrefix(w, "fill"), w == "overwrite", w == "deleterandom":
+		return int64(cfg.Num)
+	}
+	return int64(cfg.Reads)
+}
+
+// flagSet reports whether the command line set flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func kvReport(f kvBenchFlags, cfg kvbench.Config, workloads []string, res, base map[string]*kvbench.Result, met map[string]*kv.Metrics) *benchfmt.Report {

@@ -21,6 +21,9 @@ func runDevices(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
 	devs, err := cuda.Devices()
 	if errors.Is(err, cuda.ErrNoDevice) {
 		if *asJSON {

@@ -2,10 +2,10 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/warpkit/warpkit/kv"
@@ -43,28 +43,43 @@ func runKV(args []string) error {
 	sub, rest := args[0], args[1:]
 	switch sub {
 	case "bench":
-		return runKVBenchCommand(rest)
+		return inCommand("warp kv bench", runKVBenchCommand(rest))
 	case "get", "set", "delete", "scan", "stats", "compact", "check":
-		return runKVTool(sub, rest)
+		return inCommand("warp kv "+sub, runKVTool(sub, rest))
 	case "repair":
-		return runKVRepair(rest)
+		return inCommand("warp kv repair", runKVRepair(rest))
 	}
-	return fmt.Errorf("%w: unknown kv subcommand %q", errUsage, sub)
+	return fmt.Errorf("%w: unknown kv subcommand %q (have bench, get, set, delete, scan, stats, compact, check, repair; warp kv -h describes them)", errUsage, sub)
+}
+
+// kvToolArgs are the positional arguments of each maintenance subcommand.
+var kvToolArgs = map[string]string{
+	"get": "<dir> <key>", "set": "<dir> <key> <value>", "delete": "<dir> <key>",
+	"scan": "<dir> [--from K] [--to K] [--limit N]", "stats": "<dir>", "compact": "<dir>", "check": "<dir>",
 }
 
 // runKVTool runs the small maintenance subcommands on an existing store.
 func runKVTool(sub string, args []string) error {
-	fs := newFlags("kv "+sub, "<dir> ...")
-	from := fs.String("from", "", "scan: first key")
-	to := fs.String("to", "", "scan: stop before this key")
-	limit := fs.Int("limit", 100, "scan: print at most this many entries (0: all)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
+	fs := newFlags("kv "+sub, kvToolArgs[sub])
+	var from, to *string
+	var limit *int
+	if sub == "scan" {
+		from = fs.String("from", "", "first key")
+		to = fs.String("to", "", "stop before this key")
+		limit = intFlag(fs, "limit", 100, 0, 1_000_000_000, "print at most this many entries (0: all)")
+	}
+	if err := parse(fs, args); err != nil {
 		return err
 	}
+	pos := fs.Args()
 	want := map[string]int{"get": 2, "set": 3, "delete": 2, "scan": 1, "stats": 1, "compact": 1, "check": 1}[sub]
 	if len(pos) != want {
-		return fmt.Errorf("%w: warp kv %s takes %d argument(s)", errUsage, sub, want)
+		for _, a := range pos {
+			if len(a) > 1 && a[0] == '-' && len(pos) > want {
+				return fmt.Errorf("%w: flag provided but not defined: %s (warp kv %s -h lists the flags; -- before an argument that starts with -)", errUsage, a, sub)
+			}
+		}
+		return fmt.Errorf("%w: warp kv %s takes %s, got %s", errUsage, sub, strings.Join(strings.Fields(kvToolArgs[sub])[:want], " "), quoteArgs(pos))
 	}
 	dir := pos[0]
 	// The reading subcommands open the store read-only: they write, create
@@ -139,12 +154,12 @@ func runKVTool(sub string, args []string) error {
 func runKVRepair(args []string) error {
 	fs := newFlags("kv repair", "<dir> --yes")
 	yes := fs.Bool("yes", false, "repair: really rebuild the store")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
+	pos := fs.Args()
 	if len(pos) != 1 {
-		return fmt.Errorf("%w: warp kv repair takes 1 argument (the store's directory)", errUsage)
+		return fmt.Errorf("%w: warp kv repair takes 1 argument (the store's directory), got %s", errUsage, quoteArgs(pos))
 	}
 	dir := pos[0]
 	if !*yes {
@@ -196,45 +211,16 @@ func nameList(names []string) string {
 	return " (" + strings.Join(names, ", ") + ")"
 }
 
-// parseInterspersed parses flags before, between and after the positional
-// arguments (the usage text writes "scan <dir> --from K" and "repair <dir>
-// --yes"; package flag alone stops at the first positional one) and returns
-// the positional ones. After the first positional argument only this
-// command's own flags are flags, so that a key or value such as -5 stays an
-// argument; everything after "--" is positional.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := parse(fs, args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(pos, rest...), nil // flag consumed "--"
-		}
-		args = rest
-		for len(args) > 0 && !isOwnFlag(fs, args[0]) {
-			if args[0] == "--" {
-				return append(pos, args[1:]...), nil
-			}
-			pos, args = append(pos, args[0]), args[1:]
-		}
-		if len(args) == 0 {
-			return pos, nil
-		}
+// quoteArgs lists arguments for a message: none, or 2: "a" "b".
+func quoteArgs(args []string) string {
+	if len(args) == 0 {
+		return "none"
 	}
-}
-
-// isOwnFlag reports whether arg is -name, --name or -name=value for a flag
-// fs defines.
-func isOwnFlag(fs *flag.FlagSet, arg string) bool {
-	name, ok := strings.CutPrefix(arg, "-")
-	if !ok {
-		return false
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = strconv.Quote(a)
 	}
-	name = strings.TrimPrefix(name, "-")
-	name, _, _ = strings.Cut(name, "=")
-	return name != "" && fs.Lookup(name) != nil
+	return fmt.Sprintf("%d: %s", len(args), strings.Join(q, " "))
 }
 
 // kvReadOnly names the subcommands that open the store read-only.
