@@ -9,6 +9,10 @@
 // It is its own module so that the library never depends on its peers:
 //
 //	cd bench/peers && go run . --num 1000000
+//
+// A full run takes minutes (about 440 s at --num 1000000); on standard error
+// each workload shows a progress bar with its rate and ETA on a terminal, or
+// a line every 5 s elsewhere (--progress), then a line with its result.
 package main
 
 import (
@@ -26,6 +30,7 @@ import (
 	"time"
 
 	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/internal/progress"
 	"github.com/warpkit/warpkit/kv/kvbench"
 )
 
@@ -59,22 +64,64 @@ var openers = []opener{
 
 func main() {
 	var (
-		num       = flag.Int("num", 1_000_000, "keys per fill (db_bench --num)")
-		reads     = flag.Int("reads", 0, "operations per read/YCSB workload (default: num)")
+		num       = flag.Int("num", 1_000_000, "keys per fill (db_bench --num), 1..1000000000")
+		reads     = flag.Int("reads", 0, "operations per read/YCSB workload, 0..1000000000 (0: as many as --num)")
 		valueSize = flag.String("value", "100", "value size in bytes, or a range MIN..MAX (uniform)")
 		workloads = flag.String("workloads", "fillseq,fillrandom,overwrite,readrandom,readseq,seekrandom,ycsb-a,ycsb-b,ycsb-c,ycsb-d,ycsb-e,ycsb-f,deleterandom", "comma-separated workloads")
 		stores    = flag.String("stores", "warpkit,pebble,goleveldb,badger", "comma-separated stores")
 		dir       = flag.String("dir", "", "directory for the stores (default: a temporary directory, removed afterwards)")
 		sync      = flag.Bool("sync", false, "fsync every write")
 		comp      = flag.String("compression", "snappy", "block compression: snappy or none")
-		cacheMB   = flag.Int("cache", 32, "block cache MiB")
+		cacheMB   = flag.Int("cache", 32, "block cache MiB, 1..1048576")
 		asJSON    = flag.Bool("json", false, "print JSON")
 		seed      = flag.Uint64("seed", 1, "random seed")
-		threads   = flag.Int("threads", 1, "concurrent clients")
-		repeat    = flag.Int("repeat", 1, "run every store this many times, alternating, and report each workload's median run")
+		threads   = flag.Int("threads", 1, "concurrent clients, 1..4096")
+		repeat    = flag.Int("repeat", 1, "run every store this many times, alternating, and report each workload's median run; 1..100")
 		cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+		progMode  = flag.String("progress", "auto", "progress on stderr: auto (bars with rate and ETA on a terminal, else a line every 5 s), bars, plain, off")
 	)
 	flag.Parse()
+	if flag.NArg() > 0 {
+		usageError(fmt.Errorf("unexpected argument %q (peers takes flags only)", flag.Arg(0)))
+	}
+	for _, c := range []struct {
+		name     string
+		v        int
+		min, max int
+	}{{"num", *num, 1, 1_000_000_000}, {"reads", *reads, 0, 1_000_000_000}, {"cache", *cacheMB, 1, 1 << 20}, {"threads", *threads, 1, 4096}, {"repeat", *repeat, 1, 100}} {
+		if err := checkRange(c.name, c.v, c.min, c.max); err != nil {
+			usageError(err)
+		}
+	}
+	if *comp != "snappy" && *comp != "none" {
+		usageError(fmt.Errorf("--compression %q: want snappy or none", *comp))
+	}
+	mode, err := progress.ParseMode(*progMode)
+	if err != nil {
+		usageError(fmt.Errorf("--progress: %v", err))
+	}
+	vmin, vmax, err := kvbench.ParseValueSize(*valueSize)
+	if err != nil {
+		usageError(fmt.Errorf("--value: %v", err))
+	}
+	wl := strings.Split(*workloads, ",")
+	for _, w := range wl {
+		if kvbench.Describe(w) == "" {
+			usageError(fmt.Errorf("--workloads: unknown workload %q (have %s)", w, strings.Join(kvbench.Workloads, ", ")))
+		}
+	}
+	var chosen []opener
+	for _, name := range strings.Split(*stores, ",") {
+		found := false
+		for _, o := range openers {
+			if o.name == name {
+				chosen, found = append(chosen, o), true
+			}
+		}
+		if !found {
+			usageError(fmt.Errorf("--stores: unknown store %q (have warpkit, pebble, goleveldb, badger)", name))
+		}
+	}
 	if *cpuprof != "" {
 		f, err := os.Create(*cpuprof)
 		if err != nil {
@@ -84,10 +131,6 @@ func main() {
 			fatal(err)
 		}
 		defer pprof.StopCPUProfile()
-	}
-	vmin, vmax, err := kvbench.ParseValueSize(*valueSize)
-	if err != nil {
-		fatal(err)
 	}
 	s := settings{
 		memTable: 4 << 20, tableSize: 4 << 20, l0Trigger: 4, l0Slowdown: 8, l0Stop: 12, lbase: 16 << 20,
@@ -104,23 +147,15 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	cfg := kvbench.Config{Num: *num, Reads: *reads, ValueMin: vmin, ValueMax: vmax, Seed: *seed, Threads: *threads}
-	wl := strings.Split(*workloads, ",")
-	var chosen []opener
-	for _, name := range strings.Split(*stores, ",") {
-		found := false
-		for _, o := range openers {
-			if o.name == name {
-				chosen, found = append(chosen, o), true
-			}
-		}
-		if !found {
-			fatal(fmt.Errorf("unknown store %q", name))
-		}
-	}
+	// Progress: a bar per workload on a terminal, else a line every 5 s
+	// while one runs; each workload's result line follows it either way.
+	prog := progress.New(os.Stderr, mode)
+	prog.ClearBars = true
+	pl := &plan{prog: prog, total: *repeat * len(chosen) * len(wl)}
 	runs := map[string][]map[string]*kvbench.Result{}
 	for rep := range max(*repeat, 1) {
 		for _, o := range chosen {
-			res, err := runStore(ctx, o, filepath.Join(base, fmt.Sprintf("%s-%d", o.name, rep)), s, cfg, wl)
+			res, err := runStore(ctx, pl, o, filepath.Join(base, fmt.Sprintf("%s-%d", o.name, rep)), s, cfg, wl)
 			if err != nil {
 				fatal(err)
 			}
@@ -145,12 +180,35 @@ func main() {
 	if *repeat > 1 {
 		rp.Note("each figure is the median of %d runs per store; stores ran in alternation", *repeat)
 	}
-	rp.Print(os.Stdout, *asJSON)
+	if err := rp.Print(os.Stdout, *asJSON); err != nil {
+		fatal(err)
+	}
+}
+
+// plan numbers the workload runs of the whole benchmark for the progress
+// display ("[7/52] pebble readrandom").
+type plan struct {
+	prog        *progress.Reporter
+	step, total int
+}
+
+// checkRange says which flag is out of its range.
+func checkRange(name string, v, min, max int) error {
+	if v < min || v > max {
+		return fmt.Errorf("--%s %d: want a whole number in %d..%d", name, v, min, max)
+	}
+	return nil
+}
+
+// usageError reports a bad command line in one line and exits with status 2.
+func usageError(err error) {
+	fmt.Fprintf(os.Stderr, "peers: %v (-h lists the flags)\n", err)
+	os.Exit(2)
 }
 
 // runStore runs the workloads on one store; fillseq and fillrandom start from
 // an empty store, as in db_bench.
-func runStore(ctx context.Context, o opener, dir string, s settings, cfg kvbench.Config, wl []string) (map[string]*kvbench.Result, error) {
+func runStore(ctx context.Context, pl *plan, o opener, dir string, s settings, cfg kvbench.Config, wl []string) (map[string]*kvbench.Result, error) {
 	out := map[string]*kvbench.Result{}
 	var st kvbench.Store
 	var r *kvbench.Runner
@@ -181,30 +239,58 @@ func runStore(ctx context.Context, o opener, dir string, s settings, cfg kvbench
 		}
 	}()
 	for _, w := range wl {
+		pl.step++
+		step := fmt.Sprintf("[%d/%d] %s %s", pl.step, pl.total, o.name, w)
 		if st == nil || w == "fillseq" || w == "fillrandom" {
 			if err := reopen(true); err != nil {
 				return nil, err
 			}
 			if w != "fillseq" && w != "fillrandom" {
 				// A read workload needs data.
-				if _, err := r.Run(ctx, "fillrandom"); err != nil {
+				if _, err := runTask(ctx, pl.prog, step+": load", r, "fillrandom"); err != nil {
 					return nil, err
 				}
 			}
 		}
-		if err := st.Settle(); err != nil {
-			return nil, err
-		}
-		runtime.GC()
-		fmt.Fprintf(os.Stderr, "%-10s %-13s ", o.name, w)
-		res, err := r.Run(ctx, w)
+		t := pl.prog.Start(step+": settle", 0)
+		err := st.Settle()
+		t.Done()
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(os.Stderr, "%10.0f ops/s  p99 %v\n", res.OpsPerSec(), res.Latency.Quantile(0.99))
+		runtime.GC()
+		res, err := runTask(ctx, pl.prog, step, r, w)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(os.Stderr, "%-10s %-13s %10.0f ops/s  p99 %v\n", o.name, w, res.OpsPerSec(), res.Latency.Quantile(0.99))
 		out[w] = res
 	}
 	return out, nil
+}
+
+// runTask runs workload w on r as a task of prog.
+func runTask(ctx context.Context, prog *progress.Reporter, name string, r *kvbench.Runner, w string) (*kvbench.Result, error) {
+	t := prog.Start(name, workloadOps(r.Config(), w))
+	if t != nil {
+		r.SetProgress(t.Set)
+		defer r.SetProgress(nil)
+	}
+	res, err := r.Run(ctx, w)
+	t.Done()
+	return res, err
+}
+
+// workloadOps is how many operations workload w runs (0: unknown; readseq
+// reads the whole store in one call).
+func workloadOps(cfg kvbench.Config, w string) int64 {
+	switch {
+	case w == "readseq":
+		return 0
+	case strings.HasPrefix(w, "fill"), w == "overwrite", w == "deleterandom":
+		return int64(cfg.Num)
+	}
+	return int64(cfg.Reads)
 }
 
 // ratioBase returns the store the throughput ratios divide: warpkit when it

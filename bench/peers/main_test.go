@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"math"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/warpkit/warpkit/internal/progress"
 	"github.com/warpkit/warpkit/kv/kvbench"
 )
 
@@ -46,6 +51,47 @@ func TestRatioLabels(t *testing.T) {
 			if g, ok := got[c]; !ok || math.Abs(g-v) > 1e-9 {
 				t.Fatalf("%v: ratio columns %v, want %v", tc.stores, got, tc.want)
 			}
+		}
+	}
+}
+
+// TestRunStoreProgress: off a terminal each workload prints plain progress
+// lines (count, share, rate, ETA) while it runs, numbered across the whole
+// run, and nothing is left silent for long.
+func TestRunStoreProgress(t *testing.T) {
+	var buf bytes.Buffer
+	prog := progress.New(&buf, progress.Auto)
+	prog.Interval = 5 * time.Millisecond
+	pl := &plan{prog: prog, total: 2}
+	mem := opener{name: "mem", open: func(string, settings) (kvbench.Store, error) { return kvbench.NewMemStore(), nil }}
+	res, err := runStore(context.Background(), pl, mem, t.TempDir(), settings{}, kvbench.Config{Num: 200_000}, []string{"fillrandom", "readrandom"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || res["readrandom"].Ops != 200_000 {
+		t.Fatalf("results %v", res)
+	}
+	out := buf.String()
+	for _, re := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^\[1/2\] mem fillrandom: \d+/200000 ops \(\d+%\), [\d.]+ ops/s, ETA \S+$`),
+		regexp.MustCompile(`(?m)^\[2/2\] mem readrandom: \d+/200000 ops \(\d+%\), [\d.]+ ops/s, ETA \S+$`),
+	} {
+		if !re.MatchString(out) {
+			t.Errorf("progress output\n%s\nhas no line matching %v", out, re)
+		}
+	}
+	if strings.Contains(out, "\x1b[") {
+		t.Errorf("escape sequences off a terminal: %q", out)
+	}
+}
+
+func TestCheckRange(t *testing.T) {
+	if err := checkRange("num", 0, 1, 10); err == nil || !strings.Contains(err.Error(), "--num 0: want a whole number in 1..10") {
+		t.Errorf("checkRange(num, 0, 1, 10) = %v", err)
+	}
+	for _, v := range []int{1, 10} {
+		if err := checkRange("num", v, 1, 10); err != nil {
+			t.Errorf("checkRange(num, %d, 1, 10) = %v", v, err)
 		}
 	}
 }
