@@ -50,10 +50,8 @@ constexpr int kFailRetry = 2;
 constexpr uint32_t kOpLookup = 0, kOpInsert = 1, kOpDelete = 2, kOpSuccessor = 3, kOpPredecessor = 4,
                    kOpCount = 5;
 
-// kStatusInvalidArgument is btree's own status flag (beside those of
-// status.cuh; mirrored in Go as statusInvalidArgument): a device batch held an
-// operation kind above kOpCount, or a range window outside the output buffers.
-constexpr uint32_t kStatusInvalidArgument = 1u << 8;
+// wk::kStatusInvalidArgument (status.cuh): a device batch held an operation kind
+// above kOpCount, or a range window outside the output buffers.
 
 __device__ __forceinline__ uint32_t m_count(uint32_t m) { return m & 0xffu; }
 __device__ __forceinline__ uint32_t m_level(uint32_t m) { return (m >> 8) & 0xffu; }
@@ -1057,7 +1055,7 @@ __device__ __forceinline__ void add_keys(unsigned long long* ctl, long long delt
 
 // window returns query i's output window [off, off+limit) (none without
 // offsets). A window must satisfy offsets[i] <= offsets[i+1] <= out_len (the
-// output buffers' length); any other is reported as kStatusInvalidArgument and
+// output buffers' length); any other is reported as wk::kStatusInvalidArgument and
 // left empty, so that no query ever writes outside the output buffers.
 __device__ __forceinline__ void window(const uint32_t* offsets, uint64_t i, uint64_t out_len, uint32_t* status,
                                        uint32_t& off, uint32_t& limit) {
@@ -1069,7 +1067,7 @@ __device__ __forceinline__ void window(const uint32_t* offsets, uint64_t i, uint
       off = a;
       limit = b - a;
     } else {
-      wk::report(status, kStatusInvalidArgument);
+      wk::report(status, wk::kStatusInvalidArgument);
     }
   }
 }
@@ -1213,7 +1211,7 @@ __device__ void mixed_batch(char* base, uint64_t cap, unsigned long long* ctl, u
   // the flag for the block, so that the whole block leaves (or stays) together
   // and add_keys's barriers see every thread.
   __shared__ bool rejected;
-  if (threadIdx.x == 0) rejected = (*(volatile uint32_t*)status & kStatusInvalidArgument) != 0;
+  if (threadIdx.x == 0) rejected = (*(volatile uint32_t*)status & wk::kStatusInvalidArgument) != 0;
   __syncthreads();
   if (rejected) return;
   long long delta = 0;
@@ -1247,7 +1245,7 @@ __device__ void mixed_batch(char* base, uint64_t cap, unsigned long long* ctl, u
         rk = k;
         break;
       default:  // unreachable after bt_check_kinds; never run an unknown kind
-        if (t.rank == 0) wk::report(status, kStatusInvalidArgument);
+        if (t.rank == 0) wk::report(status, wk::kStatusInvalidArgument);
         break;
     }
     report_result(pool, r);
@@ -1689,13 +1687,13 @@ extern "C" __global__ void bt_mark_last_u64(const uint64_t* keys, uint64_t n, ui
   mark_last(keys, n, flags);
 }
 
-// bt_check_kinds flags (kStatusInvalidArgument) a mixed batch that holds a kind
+// bt_check_kinds flags (wk::kStatusInvalidArgument) a mixed batch that holds a kind
 // above kOpCount; the mixed kernel queued behind it then applies nothing.
 extern "C" __global__ void bt_check_kinds(const uint8_t* kinds, uint64_t n, uint32_t* status) {
   bool bad = false;
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
     bad |= kinds[i] > kOpCount;
-  if (bad) wk::report(status, kStatusInvalidArgument);
+  if (bad) wk::report(status, wk::kStatusInvalidArgument);
 }
 
 // bt_iota sets idx[i] = i: the positions that a sorted query batch carries.

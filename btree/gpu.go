@@ -10,6 +10,7 @@ import (
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/gpurt"
 	"github.com/warpkit/warpkit/prim"
 )
 
@@ -374,7 +375,7 @@ func (g *gpuTree[K, V]) mutate(ctx context.Context, need int, launch func(l *lan
 		if err != nil {
 			return err
 		}
-		if st&statusPoolExhausted == 0 {
+		if st&gpurt.StatusPoolExhausted == 0 {
 			return statusErr(st)
 		}
 		grown, err := g.grow(ctx, ran, ran+need)

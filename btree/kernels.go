@@ -7,6 +7,7 @@ import (
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/gpurt"
 )
 
 //go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/btree.ptx btree.cu
@@ -16,29 +17,13 @@ import (
 //go:embed ptx/btree.ptx
 var btreePTX []byte
 
-// Status flags of internal/devcode/status.cuh.
-const (
-	statusRetryLimit    = 1 << 0
-	statusPoolExhausted = 1 << 1
-	// statusInvalidArgument is btree.cu's own flag: a device batch held an
-	// operation kind above OpCount (the batch was not applied) or a range window
-	// outside the output buffers (left empty).
-	statusInvalidArgument = 1 << 8
-)
-
-// statusErr maps a kernel's status word to an error.
+// statusErr maps a kernel's status word to an error (the flags are the
+// shared registry's, internal/devcode/status.cuh, generated into gpurt).
 func statusErr(st uint32) error {
-	switch {
-	case st&statusInvalidArgument != 0:
+	if st&gpurt.StatusInvalidArgument != 0 {
 		return fmt.Errorf("%w: invalid device input: an operation kind above OpCount, or a range window that is decreasing or passes the end of the output buffers", warpkit.ErrInvalidArgument)
-	case st&statusPoolExhausted != 0:
-		return warpkit.ErrPoolExhausted
-	case st&statusRetryLimit != 0:
-		return warpkit.ErrRetryLimit
-	case st != 0:
-		return fmt.Errorf("unknown device status %#x", st)
 	}
-	return nil
+	return gpurt.StatusError("device batch", st)
 }
 
 // kernel is a function, how many items (operations, nodes, elements) one warp

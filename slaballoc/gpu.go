@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/warpkit/warpkit/cuda"
-	"github.com/warpkit/warpkit/internal/slabrt"
+	"github.com/warpkit/warpkit/internal/gpurt"
 )
 
 // Descriptor layout, mirrored from wk::slab::Pool (internal/devcode/slaballoc.cuh),
@@ -159,12 +159,12 @@ func (g *gpuPool) countBits() (int64, error) {
 	unitBytes, _ := g.superBytes()
 	words := int64(g.opts.BlocksPerSuperBlock) * 32
 	for _, b := range g.supers {
-		grid := slabrt.Grid(f, g.dev, words, 256, 1)
+		grid := gpurt.Grid(f, g.dev, words, 256, 1)
 		if err := f.Launch(grid, cuda.D1(256), 0, g.stream, b.Ptr()+cuda.DevicePtr(unitBytes), uint64(words), g.counter); err != nil {
 			return 0, err
 		}
 	}
-	if err := slabrt.Wait(g.stream); err != nil {
+	if err := gpurt.Wait(g.stream); err != nil {
 		return 0, err
 	}
 	var v [1]uint64
@@ -194,7 +194,7 @@ func (g *gpuPool) allocate(out []uint32) error {
 
 func (g *gpuPool) allocateDevice(ctx context.Context, out cuda.Slice[uint32], kernel string) error {
 	return g.launch(kernel, "allocate", func(f *cuda.Function) error {
-		grid := slabrt.Grid(f, g.dev, int64(out.Len()), 256, 1)
+		grid := gpurt.Grid(f, g.dev, int64(out.Len()), 256, 1)
 		return f.Launch(grid, cuda.D1(256), 0, g.stream, g.desc, out, uint64(out.Len()), g.status, g.seed.Add(1))
 	})
 }
@@ -213,7 +213,7 @@ func (g *gpuPool) freeDevice(ctx context.Context, addrs cuda.Slice[uint32]) erro
 		return nil
 	}
 	return g.launch("slaballoc_free", "free", func(f *cuda.Function) error {
-		grid := slabrt.Grid(f, g.dev, int64(addrs.Len()), 256, 2)
+		grid := gpurt.Grid(f, g.dev, int64(addrs.Len()), 256, 2)
 		return f.Launch(grid, cuda.D1(256), 0, g.stream, g.desc, addrs, uint64(addrs.Len()), g.status)
 	})
 }
@@ -232,14 +232,14 @@ func (g *gpuPool) launch(kernel, what string, run func(f *cuda.Function) error) 
 	if err := run(f); err != nil {
 		return err
 	}
-	if err := slabrt.Wait(g.stream); err != nil {
+	if err := gpurt.Wait(g.stream); err != nil {
 		return err
 	}
 	var st [1]uint32
 	if err := g.status.CopyToHost(st[:]); err != nil {
 		return err
 	}
-	return slabrt.StatusError("slaballoc: "+what, st[0])
+	return gpurt.StatusError("slaballoc: "+what, st[0])
 }
 
 func (g *gpuPool) unitView(addr uint32, n int) (cuda.Slice[uint8], error) {
@@ -328,10 +328,10 @@ func (b *Bump) Allocate(ctx context.Context, out cuda.Slice[uint32]) error {
 	if err := b.counter.Zero(b.stream); err != nil {
 		return err
 	}
-	if err := b.f.Launch(slabrt.Grid(b.f, b.dev, int64(out.Len()), 256, 2), cuda.D1(256), 0, b.stream, b.counter, out, uint64(out.Len())); err != nil {
+	if err := b.f.Launch(gpurt.Grid(b.f, b.dev, int64(out.Len()), 256, 2), cuda.D1(256), 0, b.stream, b.counter, out, uint64(out.Len())); err != nil {
 		return err
 	}
-	return slabrt.Wait(b.stream)
+	return gpurt.Wait(b.stream)
 }
 
 // Close frees the counter and the stream.

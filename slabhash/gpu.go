@@ -9,23 +9,24 @@ import (
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/gpurt"
 	"github.com/warpkit/warpkit/internal/hostpar"
-	"github.com/warpkit/warpkit/internal/slabrt"
 	"github.com/warpkit/warpkit/slaballoc"
 )
 
-// Control block words (wk::sh::Ctrl).
+// Control block words: the shared registry's (status.cuh, generated into
+// gpurt), and one more word the host appends in its pinned copy.
 const (
-	ctrlStatus   = 0
-	ctrlDelta    = 1
-	ctrlFailed   = 2
-	ctrlRejected = 3
-	ctrlCount    = 4
-	ctrlInserted = 5
-	ctrlDone     = 6 // warps of an apply launch that finished
-	ctrlUsed     = 7 // the pool's allocated units, written by the last warp of an apply launch
-	ctrlWords    = 8
-	ctrlPoolUsed = 8 // in the pinned copy after a flush: the pool's counter
+	ctrlStatus   = gpurt.CtrlStatus
+	ctrlDelta    = gpurt.CtrlDelta
+	ctrlFailed   = gpurt.CtrlFailed
+	ctrlRejected = gpurt.CtrlRejected
+	ctrlCount    = gpurt.CtrlCount
+	ctrlInserted = gpurt.CtrlInserted
+	ctrlDone     = gpurt.CtrlDone
+	ctrlUsed     = gpurt.CtrlUsed
+	ctrlWords    = gpurt.CtrlWords
+	ctrlPoolUsed = gpurt.CtrlWords // in the pinned copy after a flush: the pool's counter
 )
 
 // churn is the share of ExpectedSize the pool is provisioned for beyond the
@@ -293,7 +294,7 @@ func (g *gpuTable[K, V]) launch(ln *lane[K, V], prep func() error, f *cuda.Funct
 	if err == nil && poolUsed {
 		err = cuda.CopyToHostAsync(ln.ctrlHost, ctrlPoolUsed, g.pool.UsedCounter(), s)
 	}
-	if werr := slabrt.Wait(s); err == nil {
+	if werr := gpurt.Wait(s); err == nil {
 		err = werr
 	}
 	if err == nil && mapped {
@@ -303,7 +304,7 @@ func (g *gpuTable[K, V]) launch(ln *lane[K, V], prep func() error, f *cuda.Funct
 			// No sign-off reached the pinned block (never expected; the
 			// kernel signs off on every path): read it the slow way.
 			err = cuda.CopyToHostAsync(ln.ctrlHost, 0, ln.ctrl, s)
-			if werr := slabrt.Wait(s); err == nil {
+			if werr := gpurt.Wait(s); err == nil {
 				err = werr
 			}
 		}
@@ -326,7 +327,7 @@ type launched struct {
 // waitAfter waits for the stream after err (so that pinned staging buffers
 // are no longer in use) and returns err.
 func waitAfter(s *cuda.Stream, err error) error {
-	if werr := slabrt.Wait(s); werr != nil {
+	if werr := gpurt.Wait(s); werr != nil {
 		return fmt.Errorf("%w (and waiting for the stream: %v)", err, werr)
 	}
 	return err
@@ -334,7 +335,7 @@ func waitAfter(s *cuda.Stream, err error) error {
 
 // grid returns the launch grid for a grid-stride kernel over items threads.
 func (g *gpuTable[K, V]) grid(f *cuda.Function, items int64) cuda.Dim3 {
-	return slabrt.Grid(f, g.dev, items, blockThreads, 2)
+	return gpurt.Grid(f, g.dev, items, blockThreads, 2)
 }
 
 // exec runs one device batch on ln: the device scan when the contents were
@@ -396,10 +397,10 @@ func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K
 		c := r.ctrl
 		status := uint32(c[ctrlStatus])
 		if c[ctrlRejected] != 0 { // the apply kernel saw the scan's reject and wrote nothing
-			return 0, 0, false, slabrt.StatusError("device scan", status)
+			return 0, 0, false, gpurt.StatusError("device scan", status)
 		}
-		if status&slabrt.StatusReservedKey != 0 { // a find batch checked in the kernel: nothing changed
-			return 0, 0, true, slabrt.StatusError("device batch", status)
+		if status&gpurt.StatusReservedKey != 0 { // a find batch checked in the kernel: nothing changed
+			return 0, 0, true, gpurt.StatusError("device batch", status)
 		}
 		delta += int64(c[ctrlDelta])
 		inserted += int64(c[ctrlInserted])
@@ -409,12 +410,12 @@ func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K
 			return delta, inserted, true, nil
 		}
 		switch {
-		case status&slabrt.StatusPoolExhausted != 0:
+		case status&gpurt.StatusPoolExhausted != 0:
 			if err := g.pool.GrowPast(ctx, r.supers); err != nil {
 				return delta, inserted, true, fmt.Errorf("%d elements not applied: %w", c[ctrlFailed], err)
 			}
-		case attempt >= 2 || status&^slabrt.StatusRetryLimit != 0:
-			return delta, inserted, true, fmt.Errorf("%d elements not applied: %w", c[ctrlFailed], slabrt.StatusError("device", status))
+		case attempt >= 2 || status&^gpurt.StatusRetryLimit != 0:
+			return delta, inserted, true, fmt.Errorf("%d elements not applied: %w", c[ctrlFailed], gpurt.StatusError("device", status))
 		}
 		flags |= flagRetry
 		g.reruns.Add(1)
@@ -673,7 +674,7 @@ func (g *gpuTable[K, V]) download(ln *lane[K, V], hs *hostSet[K, V], b *batch[K,
 			return waitAfter(s, err)
 		}
 	}
-	return slabrt.Wait(s)
+	return gpurt.Wait(s)
 }
 
 func (g *gpuTable[K, V]) applyDevice(ctx context.Context, b *devBatch[K, V]) (int64, error) {
@@ -847,11 +848,11 @@ func (g *gpuTable[K, V]) launchFindAll(ln *lane[K, V], scan bool, keys cuda.Slic
 	status := uint32(r.ctrl[ctrlStatus])
 	switch {
 	case r.ctrl[ctrlRejected] != 0:
-		return slabrt.StatusError("device scan", status)
+		return gpurt.StatusError("device scan", status)
 	case status&statusBadRoom != 0:
 		return fmt.Errorf("%w: find all: offsets that decrease or pass the %d values", warpkit.ErrInvalidArgument, dst.Len())
 	}
-	return slabrt.StatusError("find all", status)
+	return gpurt.StatusError("find all", status)
 }
 
 // snapshot counts the live entries, then copies them out. The table lock
@@ -904,7 +905,7 @@ func (g *gpuTable[K, V]) launchSnapshot(ln *lane[K, V], keys cuda.Slice[K], vals
 	if err != nil {
 		return 0, err
 	}
-	return int(r.ctrl[ctrlCount]), slabrt.StatusError("snapshot", uint32(r.ctrl[ctrlStatus]))
+	return int(r.ctrl[ctrlCount]), gpurt.StatusError("snapshot", uint32(r.ctrl[ctrlStatus]))
 }
 
 // flush compacts every list; live is the number of live entries (exact: the
@@ -918,7 +919,7 @@ func (g *gpuTable[K, V]) flush(ctx context.Context, live int) error {
 		return err
 	}
 	g.pool.Observe(int64(r.ctrl[ctrlPoolUsed]))
-	if err := slabrt.StatusError("flush", uint32(r.ctrl[ctrlStatus])); err != nil {
+	if err := gpurt.StatusError("flush", uint32(r.ctrl[ctrlStatus])); err != nil {
 		return err
 	}
 	g.slots.Store(int64(live)) // the tombstones are gone

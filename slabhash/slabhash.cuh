@@ -30,30 +30,14 @@ enum Res : uint8_t {
   kResFailed = 5,   // not applied: pool exhausted or retry limit (see the status word)
 };
 
-// Status flags beyond status.cuh (mirrored in internal/slabrt).
-constexpr uint32_t kStatusReservedKey = 1u << 9;
-constexpr uint32_t kStatusBadOp = 1u << 10;
-// find_all: a key's room (offsets[i] .. offsets[i+1]) ends before it starts
-// or past the end of dst (slabhash only, not mirrored in slabrt).
-constexpr uint32_t kStatusBadRoom = 1u << 11;
-
-// Control block of one launch (u64 words): status flags, the change in the
-// number of live entries, the failed elements, the reserved keys or bad op
-// codes found by scan, the snapshot counter, the inserted elements (which
-// also count the slots a batch consumed: deletes leave tombstones), the
-// warps that finished, and the pool's allocated units as the last warp of
-// an apply launch saw them (so the host reads both with one copy).
-enum Ctrl : int {
-  kCtrlStatus = 0,
-  kCtrlDelta = 1,
-  kCtrlFailed = 2,
-  kCtrlRejected = 3,
-  kCtrlCount = 4,
-  kCtrlInserted = 5,
-  kCtrlDone = 6,
-  kCtrlUsed = 7,
-  kCtrlWords = 8,
-};
+// The status flags (kStatusReservedKey, kStatusBadOp, kStatusBadRoom, ...)
+// and the control block's words (enum Ctrl: status, the change in live
+// entries, the failed elements, the reserved keys or bad op codes a scan
+// found, the snapshot counter, the inserted elements — which also count the
+// slots a batch consumed, as deletes leave tombstones —, the warps that
+// finished, and the pool's allocated units as the last warp of an apply
+// launch saw them, so the host reads both at once) are in the shared
+// registry, status.cuh.
 
 // Flags of an apply launch. kFlagRetry: run only the elements whose result
 // is kResFailed (the host's rerun after growing the pool). kFlagCheckKeys:

@@ -51,9 +51,8 @@ constexpr uint32_t kUnitsPerBlock = 1024;
 constexpr uint32_t kWordsPerBlock = 32;
 constexpr uint32_t kUnitIndexMask = 0xffffffu;
 constexpr uint32_t kRandomProbes = 32;
-// kStatusBadFree: a free named an address outside the pool or a unit that was
-// not allocated (a double free). Outside the shared status.cuh range.
-constexpr uint32_t kStatusBadFree = 1u << 8;
+// kStatusBadFree (status.cuh): a free named an address outside the pool or a
+// unit that was not allocated (a double free).
 
 // Pool is the device-resident descriptor. The host rewrites the immutable
 // part (super block table, counts) only between kernels; `used` is updated by

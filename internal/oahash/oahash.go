@@ -8,7 +8,7 @@
 // (empty) and 0xfffffffe (deleted) are not allowed.
 //
 // Each call runs on the table's own stream and waits the way the slab hash
-// does (slabrt.Wait, which polls), with no more driver calls than it needs,
+// does (gpurt.Wait, which polls), with no more driver calls than it needs,
 // so that per-call costs neither flatter nor burden the slab hash.
 package oahash
 
@@ -18,7 +18,7 @@ import (
 
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/errs"
-	"github.com/warpkit/warpkit/internal/slabrt"
+	"github.com/warpkit/warpkit/internal/gpurt"
 )
 
 // Absent is the value Find reports for a missing key.
@@ -85,7 +85,7 @@ func (t *Table) Clear() error {
 	if err := t.slots.FillBytes(0xff, t.stream); err != nil {
 		return err
 	}
-	return slabrt.Wait(t.stream)
+	return gpurt.Wait(t.stream)
 }
 
 // Insert inserts (or replaces) the pairs and waits for the kernel. A table
@@ -112,10 +112,10 @@ func (t *Table) finish(what string) error {
 	if err := cuda.CopyToHostAsync(t.hStatus, 0, t.status, t.stream); err != nil {
 		return err
 	}
-	if err := slabrt.Wait(t.stream); err != nil {
+	if err := gpurt.Wait(t.stream); err != nil {
 		return err
 	}
-	return slabrt.StatusError(what, t.hStatus.Data()[0])
+	return gpurt.StatusError(what, t.hStatus.Data()[0])
 }
 
 // Apply runs a mixed batch in one kernel: ops[i] is 0 (find: vals[i]
@@ -152,7 +152,7 @@ func (t *Table) Find(keys, vals cuda.Slice[uint32]) error {
 	if err := t.fFind.Launch(cuda.GridFor(n, 256), cuda.D1(256), 0, t.stream, t.slots, uint32(t.capacity), uint32(seed), keys, vals, uint64(n)); err != nil {
 		return err
 	}
-	return slabrt.Wait(t.stream)
+	return gpurt.Wait(t.stream)
 }
 
 // Close frees the table.

@@ -36,6 +36,7 @@ SH_TABLE(multi_32_32_t8, uint32_t, uint32_t, wk::sh::kMulti, 8, false)
 SH_TABLE(multi_64_32_t16, uint64_t, uint32_t, wk::sh::kMulti, 16, false)
 SH_TABLE(multi_32_32_paper, uint32_t, uint32_t, wk::sh::kMulti, 32, true)
 
+using namespace wk;  // the shared registry: status flags, control-block words (status.cuh)
 using namespace wk::sh;
 using wk::slab::Pool;
 

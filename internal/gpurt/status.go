@@ -1,7 +1,4 @@
-// Package slabrt holds the host-side helpers that slaballoc, slabhash and the
-// benchmark baselines share: waiting for a stream without blocking the
-// device's driver thread, sizing persistent grids, and reading status words.
-package slabrt
+package gpurt
 
 import (
 	"fmt"
@@ -11,22 +8,17 @@ import (
 	"github.com/warpkit/warpkit/internal/errs"
 )
 
-// Status flags, mirrored from internal/devcode/status.cuh, slaballoc.cuh and
-// slabhash.cuh (the flags their kernels report; status.cuh's overflow flag is
-// not one of them).
-const (
-	StatusRetryLimit    = 1 << 0
-	StatusPoolExhausted = 1 << 1
-	StatusBadFree       = 1 << 8
-	StatusReservedKey   = 1 << 9 // slabhash: a device batch held a reserved key
-	StatusBadOp         = 1 << 10
-)
+// The status flags and control-block words are generated from the one
+// registry device code reads (internal/devcode/status.cuh) into
+// status_gen.go.
+//go:generate go run github.com/warpkit/warpkit/internal/kernelgen/constgen -o status_gen.go ../devcode/status.cuh
 
-// StatusError maps status flags to the shared error values (nil for 0); a
-// flag it does not know becomes an "unexpected device status" error.
+// StatusError maps a status word to the shared error values (nil for 0),
+// the most specific flag first; a flag it does not know becomes an
+// "unexpected device status" error.
 func StatusError(what string, status uint32) error {
 	switch {
-	case status == 0:
+	case status == StatusOK:
 		return nil
 	case status&StatusReservedKey != 0:
 		return fmt.Errorf("%s: %w (a key of the batch is a sentinel)", what, errs.ErrReservedKey)
@@ -34,19 +26,23 @@ func StatusError(what string, status uint32) error {
 		return fmt.Errorf("%s: %w: unknown operation code in the batch", what, errs.ErrInvalidArgument)
 	case status&StatusBadFree != 0:
 		return fmt.Errorf("%s: %w: free of an address that is not an allocated unit", what, errs.ErrInvalidArgument)
+	case status&StatusBadRoom != 0:
+		return fmt.Errorf("%s: %w: a key's room lies outside the output", what, errs.ErrInvalidArgument)
+	case status&StatusInvalidArgument != 0:
+		return fmt.Errorf("%s: %w: invalid device input", what, errs.ErrInvalidArgument)
 	case status&StatusPoolExhausted != 0:
 		return fmt.Errorf("%s: %w", what, errs.ErrPoolExhausted)
 	case status&StatusRetryLimit != 0:
 		return fmt.Errorf("%s: %w", what, errs.ErrRetryLimit)
+	case status&StatusOverflow != 0:
+		return fmt.Errorf("%s: %w: an output buffer was too small", what, errs.ErrInvalidArgument)
 	}
 	return fmt.Errorf("%s: unexpected device status %#x", what, status)
 }
 
-// Wait waits until the stream's work has finished. Stream.Synchronize polls
-// the stream through the device's executor (a thread wake-up costs far more
-// than a short kernel on a virtual machine) and blocks on a waiter thread only
-// for long waits; other goroutines' calls proceed meanwhile. A launched
-// kernel cannot be cancelled, so Wait always waits for it.
+// Wait waits until the stream's work has finished (on the caller's thread,
+// polling briefly and then blocking in the driver; see package cuda). A
+// launched kernel cannot be cancelled, so Wait always waits for it.
 func Wait(s *cuda.Stream) error { return s.Synchronize() }
 
 // Grid returns the grid for a grid-stride kernel over n items with blocks of
