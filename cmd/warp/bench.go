@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+
+	"github.com/warpkit/warpkit/internal/cli"
 )
 
 func init() {
@@ -33,17 +35,17 @@ func runBench(args []string) error {
 			fmt.Fprintln(os.Stderr, "  (none yet)")
 		}
 		if len(args) == 0 {
-			return fmt.Errorf("%w: name a structure", errUsage)
+			return fmt.Errorf("%w: name a structure", cli.ErrUsage)
 		}
 		return nil
 	}
 	b, ok := benchmarks[args[0]]
 	if !ok {
-		return fmt.Errorf("%w: unknown structure %q (have: %s)", errUsage, args[0], joinNames(benchmarks))
+		return fmt.Errorf("%w: unknown structure %q (have: %s)", cli.ErrUsage, args[0], joinNames(benchmarks))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	return inCommand("warp bench "+b.name, b.run(ctx, args[1:]))
+	return cli.InCommand("warp bench "+b.name, b.run(ctx, args[1:]))
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -15,6 +15,7 @@ import (
 	"github.com/warpkit/warpkit/btree"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/internal/cli"
 	"github.com/warpkit/warpkit/lsm"
 	"github.com/warpkit/warpkit/sortedarray"
 )
@@ -37,7 +38,7 @@ const (
 )
 
 func runBenchBTree(ctx context.Context, args []string) error {
-	fs := newFlags("bench btree", "[--json] [--keys 32|64] [--quick] [--sizes 1M,4M,...] [--sort-queries] [--backend B]")
+	fs := cli.NewFlags("bench btree", "[--json] [--keys 32|64] [--quick] [--sizes 1M,4M,...] [--sort-queries] [--backend B]")
 	asJSON := fs.Bool("json", false, "print JSON")
 	keyBits := fs.Int("keys", 32, "key and value width in bits: 32 or 64")
 	quick := fs.Bool("quick", false, "small sizes (seconds; the default on the CPU backend)")
@@ -45,7 +46,7 @@ func runBenchBTree(ctx context.Context, args []string) error {
 	sortQueries := fs.Bool("sort-queries", false, "Fig. 2 also runs every batch sorted on the device first (Options.SortQueries)")
 	backend := warpkit.Auto
 	fs.TextVar(&backend, "backend", warpkit.Auto, "backend: auto, cpu or cuda")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	dev, err := warpkit.OpenDevice(backend, 0)
@@ -68,7 +69,7 @@ func runBenchBTree(ctx context.Context, args []string) error {
 	if *keyBits == 32 {
 		for _, n := range b.sizes {
 			if n > maxSize32 {
-				return fmt.Errorf("%w: size %d: 32-bit keys allow trees of at most %d keys here (the concurrent table draws 2n distinct keys)", errUsage, n, maxSize32)
+				return fmt.Errorf("%w: size %d: 32-bit keys allow trees of at most %d keys here (the concurrent table draws 2n distinct keys)", cli.ErrUsage, n, maxSize32)
 			}
 		}
 	}
@@ -82,7 +83,7 @@ func runBenchBTree(ctx context.Context, args []string) error {
 		64: "warp bench btree: 64-bit keys and values (256-byte nodes)",
 	}[*keyBits]
 	if title == "" {
-		return fmt.Errorf("%w: --keys must be 32 or 64", errUsage)
+		return fmt.Errorf("%w: --keys must be 32 or 64", cli.ErrUsage)
 	}
 	b.rep = benchfmt.NewReport(title, name)
 	if !*asJSON {
@@ -119,10 +120,10 @@ func parseSizes(s string) ([]int, error) {
 		}
 		v, err := strconv.Atoi(f)
 		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("%w: bad size %q", errUsage, f)
+			return nil, fmt.Errorf("%w: bad size %q", cli.ErrUsage, f)
 		}
 		if v*mul < minSize {
-			return nil, fmt.Errorf("%w: size %d: trees need at least %d keys", errUsage, v*mul, minSize)
+			return nil, fmt.Errorf("%w: size %d: trees need at least %d keys", cli.ErrUsage, v*mul, minSize)
 		}
 		out = append(out, v*mul)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/warpkit/warpkit/internal/cli"
 )
 
 func TestParseSizes(t *testing.T) {
@@ -14,7 +16,7 @@ func TestParseSizes(t *testing.T) {
 	// Sizes the benchmarks cannot run (ranges of 8 keys draw from n-8
 	// positions) and malformed ones are usage errors, not panics later.
 	for _, bad := range []string{"8", "1", "1023", "0", "-5", "x", "1G", ""} {
-		if _, err := parseSizes(bad); !errors.Is(err, errUsage) {
+		if _, err := parseSizes(bad); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("parseSizes(%q): %v, want a usage error", bad, err)
 		}
 	}
@@ -22,7 +24,7 @@ func TestParseSizes(t *testing.T) {
 
 func TestBenchBTreeRejectsSizesTooLargeForKeys(t *testing.T) {
 	err := runBenchBTree(t.Context(), []string{"--backend", "cpu", "--sizes", "2048M"})
-	if !errors.Is(err, errUsage) {
+	if !errors.Is(err, cli.ErrUsage) {
 		t.Fatalf("32-bit keys with 2^31 keys: %v, want a usage error", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/internal/cli"
 	"github.com/warpkit/warpkit/internal/oahash"
 	"github.com/warpkit/warpkit/slaballoc"
 	"github.com/warpkit/warpkit/slabhash"
@@ -49,7 +50,7 @@ type hashBench struct {
 }
 
 func runBenchHash(ctx context.Context, args []string) error {
-	fs := newFlags("bench hash", "[--json] [--json-out FILE] [--quick] [--reps N] [--min-log2 N] [--max-log2 N] [--mix-utils U,..] [--mix-log2 N,..] [--only overhead,layouts,fig4,fig5,fig6,fig7,alloc] [--layout L]")
+	fs := cli.NewFlags("bench hash", "[--json] [--json-out FILE] [--quick] [--reps N] [--min-log2 N] [--max-log2 N] [--mix-utils U,..] [--mix-log2 N,..] [--only overhead,layouts,fig4,fig5,fig6,fig7,alloc] [--layout L]")
 	asJSON := fs.Bool("json", false, "print JSON")
 	jsonOut := fs.String("json-out", "", "also write the JSON report to this file")
 	quick := fs.Bool("quick", false, "small sizes, one repetition (seconds)")
@@ -60,22 +61,22 @@ func runBenchHash(ctx context.Context, args []string) error {
 	mixLogs := fs.String("mix-log2", "22", "table sizes of the concurrent mixes (Fig. 7a): 2^N keys each, N in 16..26 (--quick: 20)")
 	only := fs.String("only", "", "comma-separated experiments, run in the order given (default all): overhead, layouts, fig4, fig5, fig6, fig7, alloc")
 	layoutName := fs.String("layout", "auto", "slab layout of the slab hash: auto, paper, tile8, tile16")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	layouts := map[string]slabhash.Layout{"auto": slabhash.LayoutAuto, "paper": slabhash.LayoutPaper, "tile8": slabhash.LayoutTile8, "tile16": slabhash.LayoutTile16}
 	layout, ok := layouts[*layoutName]
 	if !ok {
-		return fmt.Errorf("%w: unknown layout %q", errUsage, *layoutName)
+		return fmt.Errorf("%w: unknown layout %q", cli.ErrUsage, *layoutName)
 	}
 	if *minLog < 10 || *maxLog > 28 || *minLog > *maxLog || *reps < 1 {
-		return fmt.Errorf("%w: need 10 <= --min-log2 <= --max-log2 <= 28 and --reps positive", errUsage)
+		return fmt.Errorf("%w: need 10 <= --min-log2 <= --max-log2 <= 28 and --reps positive", cli.ErrUsage)
 	}
 	var utils []float64
 	for _, f := range strings.Split(*mixUtils, ",") {
 		u, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		if err != nil || !(u > 0 && u < 1) {
-			return fmt.Errorf("%w: --mix-utils: %q is not a utilization", errUsage, f)
+			return fmt.Errorf("%w: --mix-utils: %q is not a utilization", cli.ErrUsage, f)
 		}
 		utils = append(utils, u)
 	}
@@ -83,7 +84,7 @@ func runBenchHash(ctx context.Context, args []string) error {
 	for _, f := range strings.Split(*mixLogs, ",") {
 		l, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || l < 16 || l > 26 {
-			return fmt.Errorf("%w: --mix-log2: %q is not a size exponent in 16..26", errUsage, f)
+			return fmt.Errorf("%w: --mix-log2: %q is not a size exponent in 16..26", cli.ErrUsage, f)
 		}
 		mixSizes = append(mixSizes, 1<<l)
 	}
@@ -96,7 +97,7 @@ func runBenchHash(ctx context.Context, args []string) error {
 		order = strings.Split(*only, ",")
 		for _, name := range order {
 			if !slices.Contains(known, name) {
-				return fmt.Errorf("%w: --only: unknown experiment %q", errUsage, name)
+				return fmt.Errorf("%w: --only: unknown experiment %q", cli.ErrUsage, name)
 			}
 		}
 	}

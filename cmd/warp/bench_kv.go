@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/internal/cli"
 	"github.com/warpkit/warpkit/internal/progress"
 	"github.com/warpkit/warpkit/kv"
 	"github.com/warpkit/warpkit/kv/kvbench"
@@ -62,30 +63,30 @@ const (
 var kvProgressInterval = progress.DefaultInterval
 
 func runKVBench(ctx context.Context, args []string) error {
-	fs := newFlags("kv bench", "[flags]")
+	fs := cli.NewFlags("kv bench", "[flags]")
 	var f kvBenchFlags
-	intVarFlag(fs, &f.num, "num", 1_000_000, 1, kvMaxNum, "keys written by each fill (db_bench --num)")
-	intVarFlag(fs, &f.reads, "reads", 0, 0, kvMaxNum, "operations per read and YCSB workload (0: as many as --num)")
-	intVarFlag(fs, &f.threads, "threads", 1, 1, kvMaxThreads, "concurrent clients")
+	cli.IntVarFlag(fs, &f.num, "num", 1_000_000, 1, kvMaxNum, "keys written by each fill (db_bench --num)")
+	cli.IntVarFlag(fs, &f.reads, "reads", 0, 0, kvMaxNum, "operations per read and YCSB workload (0: as many as --num)")
+	cli.IntVarFlag(fs, &f.threads, "threads", 1, 1, kvMaxThreads, "concurrent clients")
 	fs.StringVar(&f.value, "value", "100", "value size in bytes, or a range MIN..MAX drawn uniformly (YCSB: e.g. 32..4096)")
 	fs.StringVar(&f.workloads, "workloads", strings.Join(kvbench.Workloads, ","), "comma-separated workloads: "+strings.Join(kvbench.Workloads, ", "))
 	fs.StringVar(&f.dir, "dir", "", "directory for the store (default: a temporary directory, removed afterwards)")
-	choiceVarFlag(fs, &f.fs, "fs", "os", []string{"os", "mem"}, "file system: os, or mem (in memory, measuring CPU, not the disk)")
+	cli.ChoiceVarFlag(fs, &f.fs, "fs", "os", []string{"os", "mem"}, "file system: os, or mem (in memory, measuring CPU, not the disk)")
 	fs.BoolVar(&f.sync, "sync", false, "fsync every write")
 	fs.BoolVar(&f.quick, "quick", false, "small run: --num 100000 unless --num is given")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
-	choiceVarFlag(fs, &f.progress, "progress", "auto", progress.Modes,
+	cli.ChoiceVarFlag(fs, &f.progress, "progress", "auto", progress.Modes,
 		"progress on stderr: auto is bars with rate and ETA on a terminal, else plain (a line every 5 s)")
-	intVarFlag(fs, &f.memtable, "memtable", 4, 1, kvMaxMiB, "memtable size in MiB")
-	intVarFlag(fs, &f.table, "table-size", 4, 1, kvMaxMiB, "target table size in MiB")
-	intVarFlag(fs, &f.cacheMB, "cache", 32, 1, kvMaxCache, "block cache in MiB")
-	choiceVarFlag(fs, &f.compression, "compression", "snappy", []string{"none", "snappy", "s2"}, "block compression")
+	cli.IntVarFlag(fs, &f.memtable, "memtable", 4, 1, kvMaxMiB, "memtable size in MiB")
+	cli.IntVarFlag(fs, &f.table, "table-size", 4, 1, kvMaxMiB, "target table size in MiB")
+	cli.IntVarFlag(fs, &f.cacheMB, "cache", 32, 1, kvMaxCache, "block cache in MiB")
+	cli.ChoiceVarFlag(fs, &f.compression, "compression", "snappy", []string{"none", "snappy", "s2"}, "block compression")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the first workload listed to this file")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	if err := noArgs(fs); err != nil {
+	if err := cli.NoArgs(fs); err != nil {
 		return err
 	}
 	if f.quick && !flagSet(fs, "num") {
@@ -93,21 +94,21 @@ func runKVBench(ctx context.Context, args []string) error {
 	}
 	vmin, vmax, err := kvbench.ParseValueSize(f.value)
 	if err != nil {
-		return fmt.Errorf("%w: --value: %v", errUsage, err)
+		return fmt.Errorf("%w: --value: %v", cli.ErrUsage, err)
 	}
 	comp, err := sstable.ParseCompression(f.compression)
 	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
 	workloads := strings.Split(f.workloads, ",")
 	for _, w := range workloads {
 		if kvbench.Describe(w) == "" {
-			return fmt.Errorf("%w: --workloads: unknown workload %q (have %s)", errUsage, w, strings.Join(kvbench.Workloads, ", "))
+			return fmt.Errorf("%w: --workloads: unknown workload %q (have %s)", cli.ErrUsage, w, strings.Join(kvbench.Workloads, ", "))
 		}
 	}
 	mode, err := progress.ParseMode(f.progress)
 	if err != nil {
-		return fmt.Errorf("%w: --progress: %v", errUsage, err)
+		return fmt.Errorf("%w: --progress: %v", cli.ErrUsage, err)
 	}
 	var prof *os.File
 	if f.cpuprofile != "" {

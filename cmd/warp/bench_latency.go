@@ -17,6 +17,7 @@ import (
 	"github.com/warpkit/warpkit/btree"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/internal/cli"
 	"github.com/warpkit/warpkit/lsm"
 	"github.com/warpkit/warpkit/slabhash"
 	"github.com/warpkit/warpkit/sortedarray"
@@ -121,7 +122,7 @@ func (b *latBench) measureN(warmup, calls int, call, after func(i int) error) (l
 }
 
 func runBenchLatency(ctx context.Context, args []string, w io.Writer) error {
-	fs := newFlags("bench latency", "[--json] [--calls N] [--warmup N] [--table-log2 N] [--max-log2 N] [--only floors,structures,rates,host-rates] [--backend B]")
+	fs := cli.NewFlags("bench latency", "[--json] [--calls N] [--warmup N] [--table-log2 N] [--max-log2 N] [--only floors,structures,rates,host-rates] [--backend B]")
 	asJSON := fs.Bool("json", false, "print JSON")
 	calls := fs.Int("calls", 300, "timed calls per row (median, p99 and min are over these)")
 	warmup := fs.Int("warmup", 20, "calls before the timed ones, discarded")
@@ -130,23 +131,23 @@ func runBenchLatency(ctx context.Context, args []string, w io.Writer) error {
 	only := fs.String("only", "", "comma-separated sections, in the order given (default all): floors, structures, rates, host-rates (CUDA only: the rates from Go slices)")
 	backend := warpkit.Auto
 	fs.TextVar(&backend, "backend", warpkit.Auto, "backend: auto, cpu or cuda (auto: CUDA when a device is present)")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
 	}
 	if *calls < 1 || *calls > latMaxCalls {
-		return fmt.Errorf("%w: --calls must be in 1..%d", errUsage, latMaxCalls)
+		return fmt.Errorf("%w: --calls must be in 1..%d", cli.ErrUsage, latMaxCalls)
 	}
 	if *warmup < 0 || *warmup > latMaxCalls {
-		return fmt.Errorf("%w: --warmup must be in 0..%d", errUsage, latMaxCalls)
+		return fmt.Errorf("%w: --warmup must be in 0..%d", cli.ErrUsage, latMaxCalls)
 	}
 	if *tableLog < latMinTableLog2 || *tableLog > latMaxTableLog2 {
-		return fmt.Errorf("%w: --table-log2 must be in %d..%d", errUsage, latMinTableLog2, latMaxTableLog2)
+		return fmt.Errorf("%w: --table-log2 must be in %d..%d", cli.ErrUsage, latMinTableLog2, latMaxTableLog2)
 	}
 	if *maxLog < 0 || *maxLog > latMaxRateLog2 {
-		return fmt.Errorf("%w: --max-log2 must be in 0..%d", errUsage, latMaxRateLog2)
+		return fmt.Errorf("%w: --max-log2 must be in 0..%d", cli.ErrUsage, latMaxRateLog2)
 	}
 	order := latSections
 	if *only != "" {
@@ -154,7 +155,7 @@ func runBenchLatency(ctx context.Context, args []string, w io.Writer) error {
 		for _, name := range strings.Split(*only, ",") {
 			name = strings.TrimSpace(name)
 			if !slices.Contains(latSections, name) {
-				return fmt.Errorf("%w: --only: unknown section %q (have: %s)", errUsage, name, strings.Join(latSections, ", "))
+				return fmt.Errorf("%w: --only: unknown section %q (have: %s)", cli.ErrUsage, name, strings.Join(latSections, ", "))
 			}
 			if !slices.Contains(order, name) {
 				order = append(order, name)

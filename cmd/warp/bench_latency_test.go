@@ -13,6 +13,7 @@ import (
 
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/internal/cli"
 )
 
 // latTiny are settings that run every section in well under a second on the
@@ -171,7 +172,7 @@ func TestBenchLatencyUsage(t *testing.T) {
 		{"--table-log2", "3"}, {"--table-log2", "29"}, {"--max-log2", "-1"}, {"--max-log2", "27"},
 		{"--backend", "tpu"}, {"--no-such-flag"}, {"extra"},
 	} {
-		if err := runBench(append([]string{"latency"}, args...)); !errors.Is(err, errUsage) {
+		if err := runBench(append([]string{"latency"}, args...)); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("%v: %v, want a usage error", args, err)
 		}
 	}

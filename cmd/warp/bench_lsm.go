@@ -20,6 +20,7 @@ import (
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/internal/cli"
 	"github.com/warpkit/warpkit/lsm"
 	"github.com/warpkit/warpkit/prim"
 	"github.com/warpkit/warpkit/sortedarray"
@@ -58,7 +59,7 @@ type insertSeries struct {
 }
 
 func runBenchLSM(ctx context.Context, args []string) error {
-	fs := newFlags("bench lsm", "[--sections insert,lookup,count,cleanup,layout] [--plot fig4b.png] [--json] [flags]")
+	fs := cli.NewFlags("bench lsm", "[--sections insert,lookup,count,cleanup,layout] [--plot fig4b.png] [--json] [flags]")
 	ordinal := fs.Int("device", 0, "CUDA device ordinal")
 	asJSON := fs.Bool("json", false, "print JSON")
 	sections := fs.String("sections", "overhead,insert,lookup,count,cleanup,layout", "experiments to run")
@@ -74,16 +75,16 @@ func runBenchLSM(ctx context.Context, args []string) error {
 	cntBMax := fs.Int("count-bmax", 20, "Table IV: largest batch size, 2^n")
 	cleanLog := fs.Int("cleanup-log2b", 20, "cleanup: batch size 2^n with 63 batches (and 2^(n-1) with 127); lookups after cleanup at 2^(n-2) with 127 batches")
 	samples := fs.Int("samples", 16, "Tables III, IV: resident-batch counts r measured per batch size (all of 1..n/b when fewer)")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *insBMin > *insBMax || *insBMax > *insLog || *lkBMax > *qLog || *cntBMax > *qLog || *insLog > 30 || *qLog > 28 || *samples < 2 || *cleanLog < 8 || *cleanLog > 22 {
-		return fmt.Errorf("%w: inconsistent sizes", errUsage)
+		return fmt.Errorf("%w: inconsistent sizes", cli.ErrUsage)
 	}
 	names := strings.Split(*sections, ",")
 	for _, s := range names {
 		if !slices.Contains([]string{"overhead", "insert", "lookup", "count", "cleanup", "layout"}, strings.TrimSpace(s)) {
-			return fmt.Errorf("%w: unknown section %q (want overhead, insert, lookup, count, cleanup, layout)", errUsage, s)
+			return fmt.Errorf("%w: unknown section %q (want overhead, insert, lookup, count, cleanup, layout)", cli.ErrUsage, s)
 		}
 	}
 	dev, err := cuda.Open(*ordinal)

@@ -5,11 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/warpkit/warpkit/internal/cli"
 )
 
 func TestBenchLSMUsage(t *testing.T) {
 	for _, args := range [][]string{{"--sections", "insert,nope"}, {"--insert-bmin", "23", "--insert-bmax", "22"}, {"--samples", "1"}} {
-		if err := runBench(append([]string{"lsm"}, args...)); !errors.Is(err, errUsage) {
+		if err := runBench(append([]string{"lsm"}, args...)); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("%v: %v, want a usage error", args, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/internal/cli"
 	"github.com/warpkit/warpkit/prim"
 )
 
@@ -30,16 +31,16 @@ type primCase struct {
 }
 
 func runBenchPrim(ctx context.Context, args []string) error {
-	fs := newFlags("bench prim", "[--log2n 26] [--reps 5] [--device 0] [--json]")
+	fs := cli.NewFlags("bench prim", "[--log2n 26] [--reps 5] [--device 0] [--json]")
 	log2n := fs.Int("log2n", 26, "elements per primitive: 2^log2n")
 	reps := fs.Int("reps", 5, "timed repetitions per primitive (the median is reported)")
 	ordinal := fs.Int("device", 0, "CUDA device ordinal")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *log2n < 10 || *log2n > 30 || *reps < 1 {
-		return fmt.Errorf("%w: --log2n must be in [10, 30] and --reps positive", errUsage)
+		return fmt.Errorf("%w: --log2n must be in [10, 30] and --reps positive", cli.ErrUsage)
 	}
 	dev, err := cuda.Open(*ordinal)
 	if err != nil {
@@ -122,7 +123,7 @@ func checkPrimBenchMemory(log2n int, free uint64) error {
 		fits--
 	}
 	return fmt.Errorf("%w: --log2n %d needs about %.1f GiB of device memory, %.1f GiB are free (at most --log2n %d fits)",
-		errUsage, log2n, float64(need(log2n))/(1<<30), float64(free)/(1<<30), fits)
+		cli.ErrUsage, log2n, float64(need(log2n))/(1<<30), float64(free)/(1<<30), fits)
 }
 
 func yesNo(ok bool) string {

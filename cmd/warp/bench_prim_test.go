@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/warpkit/warpkit/internal/cli"
 )
 
 // TestBenchPrimMemory checks the device-memory bound on --log2n: 2^30
@@ -15,13 +17,13 @@ func TestBenchPrimMemory(t *testing.T) {
 		t.Errorf("2^29 on an H100: %v", err)
 	}
 	err := checkPrimBenchMemory(30, h100Free)
-	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "at most --log2n 29") {
+	if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), "at most --log2n 29") {
 		t.Errorf("2^30 on an H100: %v, want a usage error naming --log2n 29", err)
 	}
 	if err := checkPrimBenchMemory(30, 140<<30); err != nil {
 		t.Errorf("2^30 on an H200: %v", err)
 	}
-	if err := checkPrimBenchMemory(26, 1<<30); !errors.Is(err, errUsage) {
+	if err := checkPrimBenchMemory(26, 1<<30); !errors.Is(err, cli.ErrUsage) {
 		t.Errorf("2^26 in 1 GiB: %v, want a usage error", err)
 	}
 }

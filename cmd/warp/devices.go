@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/cli"
 )
 
 func init() {
@@ -15,13 +16,13 @@ func init() {
 }
 
 func runDevices(args []string) error {
-	fs := newFlags("devices", "[--selftest] [--json]")
+	fs := cli.NewFlags("devices", "[--selftest] [--json]")
 	selftest := fs.Bool("selftest", false, "run the self-test kernels on each device and measure copy bandwidth")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	if err := noArgs(fs); err != nil {
+	if err := cli.NoArgs(fs); err != nil {
 		return err
 	}
 	devs, err := cuda.Devices()

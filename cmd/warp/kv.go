@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/warpkit/warpkit/internal/cli"
 	"github.com/warpkit/warpkit/kv"
 )
 
@@ -36,20 +37,20 @@ func runKV(args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(os.Stderr, kvUsage)
 		if len(args) == 0 {
-			return fmt.Errorf("%w: name a subcommand", errUsage)
+			return fmt.Errorf("%w: name a subcommand", cli.ErrUsage)
 		}
 		return nil
 	}
 	sub, rest := args[0], args[1:]
 	switch sub {
 	case "bench":
-		return inCommand("warp kv bench", runKVBenchCommand(rest))
+		return cli.InCommand("warp kv bench", runKVBenchCommand(rest))
 	case "get", "set", "delete", "scan", "stats", "compact", "check":
-		return inCommand("warp kv "+sub, runKVTool(sub, rest))
+		return cli.InCommand("warp kv "+sub, runKVTool(sub, rest))
 	case "repair":
-		return inCommand("warp kv repair", runKVRepair(rest))
+		return cli.InCommand("warp kv repair", runKVRepair(rest))
 	}
-	return fmt.Errorf("%w: unknown kv subcommand %q (have bench, get, set, delete, scan, stats, compact, check, repair; warp kv -h describes them)", errUsage, sub)
+	return fmt.Errorf("%w: unknown kv subcommand %q (have bench, get, set, delete, scan, stats, compact, check, repair; warp kv -h describes them)", cli.ErrUsage, sub)
 }
 
 // kvToolArgs are the positional arguments of each maintenance subcommand.
@@ -60,15 +61,15 @@ var kvToolArgs = map[string]string{
 
 // runKVTool runs the small maintenance subcommands on an existing store.
 func runKVTool(sub string, args []string) error {
-	fs := newFlags("kv "+sub, kvToolArgs[sub])
+	fs := cli.NewFlags("kv "+sub, kvToolArgs[sub])
 	var from, to *string
 	var limit *int
 	if sub == "scan" {
 		from = fs.String("from", "", "first key")
 		to = fs.String("to", "", "stop before this key")
-		limit = intFlag(fs, "limit", 100, 0, 1_000_000_000, "print at most this many entries (0: all)")
+		limit = cli.IntFlag(fs, "limit", 100, 0, 1_000_000_000, "print at most this many entries (0: all)")
 	}
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	pos := fs.Args()
@@ -76,10 +77,10 @@ func runKVTool(sub string, args []string) error {
 	if len(pos) != want {
 		for _, a := range pos {
 			if len(a) > 1 && a[0] == '-' && len(pos) > want {
-				return fmt.Errorf("%w: flag provided but not defined: %s (warp kv %s -h lists the flags; -- before an argument that starts with -)", errUsage, a, sub)
+				return fmt.Errorf("%w: flag provided but not defined: %s (warp kv %s -h lists the flags; -- before an argument that starts with -)", cli.ErrUsage, a, sub)
 			}
 		}
-		return fmt.Errorf("%w: warp kv %s takes %s, got %s", errUsage, sub, strings.Join(strings.Fields(kvToolArgs[sub])[:want], " "), quoteArgs(pos))
+		return fmt.Errorf("%w: warp kv %s takes %s, got %s", cli.ErrUsage, sub, strings.Join(strings.Fields(kvToolArgs[sub])[:want], " "), quoteArgs(pos))
 	}
 	dir := pos[0]
 	// The reading subcommands open the store read-only: they write, create
@@ -152,14 +153,14 @@ func runKVTool(sub string, args []string) error {
 
 // runKVRepair runs warp kv repair: explicit, and only with --yes.
 func runKVRepair(args []string) error {
-	fs := newFlags("kv repair", "<dir> --yes")
+	fs := cli.NewFlags("kv repair", "<dir> --yes")
 	yes := fs.Bool("yes", false, "repair: really rebuild the store")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	pos := fs.Args()
 	if len(pos) != 1 {
-		return fmt.Errorf("%w: warp kv repair takes 1 argument (the store's directory), got %s", errUsage, quoteArgs(pos))
+		return fmt.Errorf("%w: warp kv repair takes 1 argument (the store's directory), got %s", cli.ErrUsage, quoteArgs(pos))
 	}
 	dir := pos[0]
 	if !*yes {
@@ -169,7 +170,7 @@ func runKVRepair(args []string) error {
 			"  moves the files it cannot read to %s,\n"+
 			"  and may drop damaged log records (writes only they held are lost, and a value they deleted may reappear).\n"+
 			"Run `warp kv check %s` first to see what is wrong",
-			errUsage, dir, lost, shellQuote(dir))
+			cli.ErrUsage, dir, lost, shellQuote(dir))
 	}
 	rep, err := kv.Repair(dir, nil)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/warpkit/warpkit/internal/cli"
 	"github.com/warpkit/warpkit/kv"
 )
 
@@ -48,7 +49,7 @@ func TestKVTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, bad := range [][]string{nil, {"frobnicate"}, {"get", dir}, {"bench", "--workloads", "nope"}, {"bench", "--value", "0"}} {
-		if err := runKV(bad); !errors.Is(err, errUsage) {
+		if err := runKV(bad); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("warp kv %v: %v (want a usage error)", bad, err)
 		}
 	}
@@ -210,7 +211,7 @@ func TestKVRepair(t *testing.T) {
 	before := snapshotDir(t, dir)
 	for _, args := range [][]string{{"repair", dir}, {"repair"}, {"repair", dir, "extra", "--yes"}} {
 		err := runKV(args)
-		if !errors.Is(err, errUsage) {
+		if !errors.Is(err, cli.ErrUsage) {
 			t.Fatalf("warp kv %v: %v (want a usage error)", args, err)
 		}
 		if len(args) == 2 {
@@ -290,7 +291,7 @@ func TestKVFlagsAnywhere(t *testing.T) {
 			t.Errorf("warp kv %q: %q, %v (want %q)", *args, out, err, want)
 		}
 	}
-	if err := runKV([]string{"scan", dir, "--limit", "x"}); !errors.Is(err, errUsage) {
+	if err := runKV([]string{"scan", dir, "--limit", "x"}); !errors.Is(err, cli.ErrUsage) {
 		t.Errorf("bad --limit after dir: %v (want a usage error)", err)
 	}
 }

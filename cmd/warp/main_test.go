@@ -5,10 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/warpkit/warpkit/internal/cli"
 )
 
 // TestTourCPU runs every registered tour part on the CPU backend, so the
@@ -27,13 +28,13 @@ func TestDevicesWithoutFlagsSucceeds(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	if err := runTour([]string{"--backend", "tpu"}); !errors.Is(err, errUsage) {
+	if err := runTour([]string{"--backend", "tpu"}); !errors.Is(err, cli.ErrUsage) {
 		t.Errorf("bad backend: %v", err)
 	}
-	if err := runBench([]string{"no-such-structure"}); !errors.Is(err, errUsage) {
+	if err := runBench([]string{"no-such-structure"}); !errors.Is(err, cli.ErrUsage) {
 		t.Errorf("unknown bench: %v", err)
 	}
-	if err := runBench(nil); !errors.Is(err, errUsage) {
+	if err := runBench(nil); !errors.Is(err, cli.ErrUsage) {
 		t.Errorf("bench without a structure: %v", err)
 	}
 }
@@ -156,74 +157,6 @@ func TestErrorPrintedOnce(t *testing.T) {
 	}
 	if code, stderr := runWarp(t, "kv", "scan", dir, "-h"); code != 0 || !strings.Contains(stderr, "usage: warp kv scan <dir>") {
 		t.Errorf("warp kv scan DIR -h: exit status %d, stderr\n%s", code, stderr)
-	}
-}
-
-// TestParseInterleaved: flags may follow, precede or sit between the
-// positional arguments of any subcommand; after the first positional one a
-// dash word that is no flag of the command stays an argument, and "--"
-// ends the flags.
-func TestParseInterleaved(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		n    int
-		s    string
-		b    bool
-		pos  []string
-	}{
-		{[]string{"a", "--n", "3", "b"}, 3, "", false, []string{"a", "b"}},
-		{[]string{"--n=3", "a", "-s", "x", "b", "-b"}, 3, "x", true, []string{"a", "b"}},
-		{[]string{"a", "-5", "--n", "2"}, 2, "", false, []string{"a", "-5"}},
-		{[]string{"a", "--", "--n", "2"}, 1, "", false, []string{"a", "--n", "2"}},
-		{[]string{"--", "-a"}, 1, "", false, []string{"-a"}},
-		{[]string{"-b=false", "a", "-s=y"}, 1, "y", false, []string{"a"}},
-		{nil, 1, "", false, nil},
-	} {
-		fs := newFlags("test", "")
-		n := intFlag(fs, "n", 1, 0, 10, "n")
-		s := fs.String("s", "", "s")
-		b := fs.Bool("b", false, "b")
-		if err := parse(fs, tc.args); err != nil {
-			t.Errorf("parse(%q): %v", tc.args, err)
-			continue
-		}
-		if *n != tc.n || *s != tc.s || *b != tc.b || !slices.Equal(fs.Args(), tc.pos) {
-			t.Errorf("parse(%q): n=%d s=%q b=%v args %q (want %d %q %v %q)", tc.args, *n, *s, *b, fs.Args(), tc.n, tc.s, tc.b, tc.pos)
-		}
-	}
-	fs := newFlags("test", "")
-	intFlag(fs, "n", 1, 0, 10, "n")
-	if err := parse(fs, []string{"a", "--n", "11"}); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "0..10") {
-		t.Errorf("--n 11 after a positional argument: %v (want a usage error naming 0..10)", err)
-	}
-}
-
-// TestFlagHelpers: intFlag and choiceFlag accept their range and choices,
-// refuse the rest, and write them into the help text.
-func TestFlagHelpers(t *testing.T) {
-	fs := newFlags("test", "")
-	n := intFlag(fs, "n", 5, -2, 7, "how many")
-	c := choiceFlag(fs, "c", "b", []string{"a", "b"}, "which")
-	for _, ok := range [][]string{{"--n", "-2"}, {"--n", "7"}, {"--n=0", "--c", "a"}} {
-		if err := parse(fs, ok); err != nil {
-			t.Errorf("parse(%q): %v", ok, err)
-		}
-	}
-	if *n != 0 || *c != "a" {
-		t.Errorf("n=%d c=%q after --n=0 --c a", *n, *c)
-	}
-	for _, bad := range [][]string{{"--n", "-3"}, {"--n", "8"}, {"--n", "1.5"}, {"--n", "0x3"}, {"--n", ""}, {"--c", "c"}, {"--c", ""}} {
-		if err := parse(fs, bad); !errors.Is(err, errUsage) {
-			t.Errorf("parse(%q): %v (want a usage error)", bad, err)
-		}
-	}
-	var help strings.Builder
-	fs.SetOutput(&help)
-	fs.PrintDefaults()
-	for _, want := range []string{"-n N", "how many (N: -2..7) (default 5)", "-c WORD", "which (WORD: a|b) (default b)"} {
-		if !strings.Contains(help.String(), want) {
-			t.Errorf("help text\n%s\nlacks %q", help.String(), want)
-		}
 	}
 }
 

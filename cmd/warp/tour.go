@@ -10,6 +10,7 @@ import (
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/cli"
 )
 
 func init() {
@@ -35,10 +36,10 @@ var tourParts []tourPart
 func registerTourPart(p tourPart) { tourParts = append(tourParts, p) }
 
 func runTour(args []string) error {
-	fs := newFlags("tour", "[--backend auto|cpu|cuda]")
+	fs := cli.NewFlags("tour", "[--backend auto|cpu|cuda]")
 	backend := warpkit.Auto
 	fs.TextVar(&backend, "backend", warpkit.Auto, "backend: auto (CUDA if present), cpu or cuda")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
