@@ -83,3 +83,21 @@ func TestCommit(t *testing.T) {
 		t.Fatalf("shortRev: %q", got)
 	}
 }
+
+func TestCells(t *testing.T) {
+	if h := HMean([]float64{1, 4, 4}); h != 2 {
+		t.Errorf("HMean(1, 4, 4) = %v", h)
+	}
+	if HMean(nil) != 0 || HMean([]float64{1, 0}) != 0 {
+		t.Error("HMean of nothing or of a zero rate is not 0")
+	}
+	if Ratio(3, 2) != "1.50x" || Ratio(1, 0) != "-" {
+		t.Errorf("Ratio: %q %q", Ratio(3, 2), Ratio(1, 0))
+	}
+	if YesNo(true) != "yes" || YesNo(false) != "NO" {
+		t.Error("YesNo")
+	}
+	if Millis(1500*time.Microsecond) != 1.5 {
+		t.Errorf("Millis: %v", Millis(1500*time.Microsecond))
+	}
+}
