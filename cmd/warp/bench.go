@@ -3,27 +3,45 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sort"
 
+	btreebench "github.com/warpkit/warpkit/bench/btree"
+	hashbench "github.com/warpkit/warpkit/bench/hash"
+	latencybench "github.com/warpkit/warpkit/bench/latency"
+	lsmbench "github.com/warpkit/warpkit/bench/lsm"
+	primbench "github.com/warpkit/warpkit/bench/prim"
 	"github.com/warpkit/warpkit/internal/cli"
 )
 
 func init() {
 	register(&command{name: "bench", summary: "benchmark a structure against its baselines: warp bench <structure> -h", run: runBench})
+	// The benchmarks live in bench/<structure>; warp bench only dispatches.
+	registerBench(&benchmark{name: "btree", summary: btreebench.Summary, run: btreebench.Run})
+	registerBench(&benchmark{name: "hash", summary: hashbench.Summary, run: hashbench.Run})
+	registerBench(&benchmark{name: "latency", summary: latencybench.Summary, run: latencybench.Run})
+	registerBench(&benchmark{name: "lsm", summary: lsmbench.Summary, run: lsmbench.Run})
+	registerBench(&benchmark{name: "prim", summary: primbench.Summary, run: primbench.Run})
 }
 
-// benchmark reproduces one structure's experiments; it parses its own flags.
+// benchmark reproduces one structure's experiments; it parses its own flags
+// and writes its report to w.
 type benchmark struct {
 	name    string
 	summary string
-	run     func(ctx context.Context, args []string) error
+	run     func(ctx context.Context, args []string, w io.Writer) error
 }
 
 var benchmarks = map[string]*benchmark{}
 
-func registerBench(b *benchmark) { benchmarks[b.name] = b }
+func registerBench(b *benchmark) {
+	if _, dup := benchmarks[b.name]; dup {
+		panic("warp: benchmark registered twice: " + b.name)
+	}
+	benchmarks[b.name] = b
+}
 
 func runBench(args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
@@ -45,7 +63,7 @@ func runBench(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	return cli.InCommand("warp bench "+b.name, b.run(ctx, args[1:]))
+	return cli.InCommand("warp bench "+b.name, b.run(ctx, args[1:], os.Stdout))
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime"
@@ -24,7 +25,9 @@ func init() {
 	registerBench(&benchmark{
 		name:    "kv",
 		summary: "persistent kv store: db_bench workloads and YCSB A-F (same as warp kv bench)",
-		run:     runKVBench,
+		run: func(ctx context.Context, args []string, _ io.Writer) error {
+			return runKVBench(ctx, args) // prints on os.Stdout, as warp kv bench does
+		},
 	})
 }
 

@@ -5,8 +5,11 @@
 //	warp bench <structure> [flags]       reproduce a paper's experiments (warp bench -h)
 //	warp kv <bench|get|set|...> [flags]  the kv store: db_bench and YCSB, and a small shell (warp kv -h)
 //
-// Each structure adds its own tour part (tour_*.go) and benchmark (bench_*.go)
-// by registering them in an init function.
+// Each structure adds its own tour part (tour_*.go) by registering it in an
+// init function. The benchmarks live in the packages under bench/ (bench/hash,
+// bench/lsm, bench/btree, bench/prim, bench/latency), each with a Run entry
+// point; warp bench only dispatches to them (bench.go). warp kv bench, also
+// reachable as warp bench kv, is bench_kv.go.
 package main
 
 import (

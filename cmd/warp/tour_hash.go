@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	hashbench "github.com/warpkit/warpkit/bench/hash"
 	"github.com/warpkit/warpkit/slabhash"
 )
 
@@ -19,7 +20,7 @@ func tourRate(n int, d time.Duration) string {
 func tourHash(ctx context.Context, env tourEnv) error {
 	const n = 1 << 17
 	opts := slabhash.Options{Backend: env.Backend, Device: env.Device, ExpectedSize: n}
-	keys := hashKeys(0, n)
+	keys := hashbench.Keys(0, n)
 	vals := make([]uint32, n)
 	for i := range vals {
 		vals[i] = uint32(i)

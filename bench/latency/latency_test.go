@@ -1,10 +1,11 @@
-package main
+package latencybench
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,7 +56,7 @@ func runLatency(t *testing.T, args ...string) string {
 	t.Helper()
 	var out bytes.Buffer
 	start := time.Now()
-	if err := runBenchLatency(t.Context(), args, &out); err != nil {
+	if err := Run(t.Context(), args, &out); err != nil {
 		t.Fatalf("warp bench latency %s: %v\n%s", strings.Join(args, " "), err, out.String())
 	}
 	t.Logf("%s: %v", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
@@ -172,7 +173,7 @@ func TestBenchLatencyUsage(t *testing.T) {
 		{"--table-log2", "3"}, {"--table-log2", "29"}, {"--max-log2", "-1"}, {"--max-log2", "27"},
 		{"--backend", "tpu"}, {"--no-such-flag"}, {"extra"},
 	} {
-		if err := runBench(append([]string{"latency"}, args...)); !errors.Is(err, cli.ErrUsage) {
+		if err := Run(t.Context(), args, io.Discard); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("%v: %v, want a usage error", args, err)
 		}
 	}

@@ -1,7 +1,8 @@
-package main
+package btreebench
 
 import (
 	"errors"
+	"io"
 	"slices"
 	"testing"
 
@@ -23,7 +24,7 @@ func TestParseSizes(t *testing.T) {
 }
 
 func TestBenchBTreeRejectsSizesTooLargeForKeys(t *testing.T) {
-	err := runBenchBTree(t.Context(), []string{"--backend", "cpu", "--sizes", "2048M"})
+	err := Run(t.Context(), []string{"--backend", "cpu", "--sizes", "2048M"}, io.Discard)
 	if !errors.Is(err, cli.ErrUsage) {
 		t.Fatalf("32-bit keys with 2^31 keys: %v, want a usage error", err)
 	}

@@ -1,7 +1,8 @@
-package main
+package lsmbench
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,7 +12,7 @@ import (
 
 func TestBenchLSMUsage(t *testing.T) {
 	for _, args := range [][]string{{"--sections", "insert,nope"}, {"--insert-bmin", "23", "--insert-bmax", "22"}, {"--samples", "1"}} {
-		if err := runBench(append([]string{"lsm"}, args...)); !errors.Is(err, cli.ErrUsage) {
+		if err := Run(t.Context(), args, io.Discard); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("%v: %v, want a usage error", args, err)
 		}
 	}

@@ -1,11 +1,14 @@
-package main
+// Package btreebench is warp bench btree: the GPU B-link tree (PPoPP'19
+// Table 3, Figs. 2-5) against the CPU backend, the LSM and the sorted array.
+// cmd/warp dispatches to Run.
+package btreebench
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,13 +23,8 @@ import (
 	"github.com/warpkit/warpkit/sortedarray"
 )
 
-func init() {
-	registerBench(&benchmark{
-		name:    "btree",
-		summary: "GPU B-link tree: PPoPP'19 Table 3, Figs. 2-5 (insert, lookup, range, successor, delete, concurrent)",
-		run:     runBenchBTree,
-	})
-}
+// Summary is the line warp bench -h prints for btree.
+const Summary = "GPU B-link tree: PPoPP'19 Table 3, Figs. 2-5 (insert, lookup, range, successor, delete, concurrent)"
 
 // Targets of issue 5 (H100/H200, harmonic mean over 1M-45M keys), in G/s.
 const (
@@ -37,7 +35,8 @@ const (
 	targetConcurrent = 1.5
 )
 
-func runBenchBTree(ctx context.Context, args []string) error {
+// Run runs warp bench btree with args (its flags) and writes the report to w.
+func Run(ctx context.Context, args []string, w io.Writer) error {
 	fs := cli.NewFlags("bench btree", "[--json] [--keys 32|64] [--quick] [--sizes 1M,4M,...] [--sort-queries] [--backend B]")
 	asJSON := fs.Bool("json", false, "print JSON")
 	keyBits := fs.Int("keys", 32, "key and value width in bits: 32 or 64")
@@ -87,7 +86,7 @@ func runBenchBTree(ctx context.Context, args []string) error {
 	}
 	b.rep = benchfmt.NewReport(title, name)
 	if !*asJSON {
-		b.rep.Stream(os.Stdout) // a run stopped by a timeout keeps what it measured
+		b.rep.Stream(w) // a run stopped by a timeout keeps what it measured
 	}
 	if *keyBits == 32 {
 		err = runBTree[uint32, uint32](b)
@@ -97,7 +96,7 @@ func runBenchBTree(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return b.rep.Print(os.Stdout, *asJSON)
+	return b.rep.Print(w, *asJSON)
 }
 
 // Tree sizes --sizes accepts: ranges of 8 keys need more than 8 keys, and the
@@ -170,27 +169,6 @@ func best(reps int, fn func() error) (time.Duration, error) {
 		d = min(d, time.Since(start))
 	}
 	return d, nil
-}
-
-func hmean(xs []float64) float64 {
-	s := 0.0
-	for _, x := range xs {
-		if x <= 0 {
-			return 0
-		}
-		s += 1 / x
-	}
-	if len(xs) == 0 {
-		return 0
-	}
-	return float64(len(xs)) / s
-}
-
-func ratio(a, b float64) string {
-	if b <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2fx", a/b)
 }
 
 // dev uploads a host slice (device backend) and registers it for freeing.
@@ -428,11 +406,11 @@ func btQueries[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 			lsmNote = why
 		}
 		if sorting {
-			tab.Add(sizeName(n), st.Height, l[0], l[1], ratio(l[0], cpu.lookup), ratio(l[0], ll), rr[0], rr[1], ratio(rr[0], cpu.rng),
-				s[0], s[1], ratio(s[0], cpu.succ), float64(bt.Microseconds())/1e3)
+			tab.Add(sizeName(n), st.Height, l[0], l[1], benchfmt.Ratio(l[0], cpu.lookup), benchfmt.Ratio(l[0], ll), rr[0], rr[1], benchfmt.Ratio(rr[0], cpu.rng),
+				s[0], s[1], benchfmt.Ratio(s[0], cpu.succ), float64(bt.Microseconds())/1e3)
 		} else {
-			tab.Add(sizeName(n), st.Height, l[0], ratio(l[0], cpu.lookup), ratio(l[0], ll), rr[0], ratio(rr[0], cpu.rng),
-				s[0], ratio(s[0], cpu.succ), float64(bt.Microseconds())/1e3)
+			tab.Add(sizeName(n), st.Height, l[0], benchfmt.Ratio(l[0], cpu.lookup), benchfmt.Ratio(l[0], ll), rr[0], benchfmt.Ratio(rr[0], cpu.rng),
+				s[0], benchfmt.Ratio(s[0], cpu.succ), float64(bt.Microseconds())/1e3)
 		}
 		if n >= 1<<20 && n <= 45_000_000 {
 			for i := range modes {
@@ -451,9 +429,9 @@ func btQueries[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 			rates  [2][]float64
 			target float64
 		}{{"lookup", lk, targetLookup}, {"range L=8", rg, targetRange}, {"successor", sc, targetSuccessor}} {
-			cells := []any{row.name, hmean(row.rates[0]), row.target, ratio(hmean(row.rates[0]), row.target)}
+			cells := []any{row.name, benchfmt.HMean(row.rates[0]), row.target, benchfmt.Ratio(benchfmt.HMean(row.rates[0]), row.target)}
 			if sorting {
-				cells = append(cells, hmean(row.rates[1]))
+				cells = append(cells, benchfmt.HMean(row.rates[1]))
 			}
 			sum.Add(cells...)
 		}
@@ -680,10 +658,10 @@ func btInserts[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 			saNote = why
 		}
 		saRates = append(saRates, sr)
-		tab.Add(fmt.Sprintf("2^%d", lb), r, ratio(r, cpu.insert), ratio(r, targetInsert), lr, ratio(r, lr), sr, ratio(r, sr))
+		tab.Add(fmt.Sprintf("2^%d", lb), r, benchfmt.Ratio(r, cpu.insert), benchfmt.Ratio(r, targetInsert), lr, benchfmt.Ratio(r, lr), sr, benchfmt.Ratio(r, sr))
 	}
-	tab.Add("mean", hmean(rates), ratio(hmean(rates), cpu.insert), ratio(hmean(rates), targetInsert),
-		hmean(lsmRates), ratio(hmean(rates), hmean(lsmRates)), hmean(saRates), ratio(hmean(rates), hmean(saRates)))
+	tab.Add("mean", benchfmt.HMean(rates), benchfmt.Ratio(benchfmt.HMean(rates), cpu.insert), benchfmt.Ratio(benchfmt.HMean(rates), targetInsert),
+		benchfmt.HMean(lsmRates), benchfmt.Ratio(benchfmt.HMean(rates), benchfmt.HMean(lsmRates)), benchfmt.HMean(saRates), benchfmt.Ratio(benchfmt.HMean(rates), benchfmt.HMean(saRates)))
 	if lsmNote != "" {
 		b.rep.Note("Table 3: the LSM column is empty where the LSM failed: %s", lsmNote)
 	}
@@ -746,7 +724,7 @@ func btCrossover[K, V warpkit.Word](b *btBench) error {
 			if rebuild < ins {
 				faster = "rebuild"
 			}
-			tab.Add(sizeName(m), sizeName(bs), ms3(rebuild), ms3(ins), faster)
+			tab.Add(sizeName(m), sizeName(bs), benchfmt.Millis(rebuild), benchfmt.Millis(ins), faster)
 		}
 	}
 	if b.dev != nil {
@@ -883,8 +861,6 @@ func deviceRebuild[K, V warpkit.Word](b *btBench, t *btree.Tree[K, V], keys []K,
 	return d, nil
 }
 
-func ms3(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
-
 // btDeletes reproduces Fig. 4: deleting x% of a tree's keys.
 func btDeletes[K, V warpkit.Word](b *btBench) error {
 	n := 16 << 20
@@ -929,7 +905,7 @@ func btDeletes[K, V warpkit.Word](b *btBench) error {
 		if err != nil {
 			return err
 		}
-		tab.Add(fmt.Sprintf("%d%%", pct), ms3(d), benchfmt.Rate(int64(len(del)), d, 1e9))
+		tab.Add(fmt.Sprintf("%d%%", pct), benchfmt.Millis(d), benchfmt.Rate(int64(len(del)), d, 1e9))
 	}
 	return nil
 }
@@ -974,7 +950,7 @@ func btConcurrent[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 			r := benchfmt.Rate(int64(n), d, 1e9)
 			row = append(row, r)
 			if alpha == 0.6 {
-				row = append(row, ratio(r, cpu.mixed))
+				row = append(row, benchfmt.Ratio(r, cpu.mixed))
 				if n >= 1<<20 && n <= 45_000_000 {
 					at06 = append(at06, r)
 				}
@@ -986,7 +962,7 @@ func btConcurrent[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 		b.rep.Note("Fig. 5: the node pool is preallocated (Options.InitialNodes = n/2) so pool growth is not timed")
 	}
 	if len(at06) > 0 {
-		b.rep.Note("concurrent α=0.6: harmonic mean %.3g G ops/s over 1M-45M keys; target %.1f (%s)", hmean(at06), targetConcurrent, ratio(hmean(at06), targetConcurrent))
+		b.rep.Note("concurrent α=0.6: harmonic mean %.3g G ops/s over 1M-45M keys; target %.1f (%s)", benchfmt.HMean(at06), targetConcurrent, benchfmt.Ratio(benchfmt.HMean(at06), targetConcurrent))
 	}
 	return nil
 }

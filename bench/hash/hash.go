@@ -1,9 +1,13 @@
-package main
+// Package hashbench is warp bench hash: the slab hash and SlabAlloc against
+// a static open-addressing table (IPDPS'18 Figs. 4-7a and the allocation
+// rate). cmd/warp dispatches to Run.
+package hashbench
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/bits"
 	"math/rand/v2"
 	"os"
@@ -21,13 +25,8 @@ import (
 	"github.com/warpkit/warpkit/slabhash"
 )
 
-func init() {
-	registerBench(&benchmark{
-		name:    "hash",
-		summary: "slab hash and SlabAlloc: IPDPS'18 Figs. 4-7a and allocation rate, against a static open-addressing table",
-		run:     runBenchHash,
-	})
-}
+// Summary is the line warp bench -h prints for hash.
+const Summary = "slab hash and SlabAlloc: IPDPS'18 Figs. 4-7a and allocation rate, against a static open-addressing table"
 
 // Targets of issue 3 (H100/H200, 2^22-2^26 keys, 60% utilization), as
 // ratios to the static baseline measured in the same run, and allocations/s.
@@ -49,7 +48,8 @@ type hashBench struct {
 	enlarged []string // mixes whose static table needed more than the footprint
 }
 
-func runBenchHash(ctx context.Context, args []string) error {
+// Run runs warp bench hash with args (its flags) and writes the report to w.
+func Run(ctx context.Context, args []string, w io.Writer) error {
 	fs := cli.NewFlags("bench hash", "[--json] [--json-out FILE] [--quick] [--reps N] [--min-log2 N] [--max-log2 N] [--mix-utils U,..] [--mix-log2 N,..] [--only overhead,layouts,fig4,fig5,fig6,fig7,alloc] [--layout L]")
 	asJSON := fs.Bool("json", false, "print JSON")
 	jsonOut := fs.String("json-out", "", "also write the JSON report to this file")
@@ -115,7 +115,7 @@ func runBenchHash(ctx context.Context, args []string) error {
 		fmt.Sprintf("%s (cc %s, %d SMs, %.0f GiB), driver CUDA %s", p.Name, p.ComputeCapability(), p.Multiprocessors,
 			float64(p.TotalMemory)/(1<<30), p.DriverVersionString()))
 	if !*asJSON {
-		b.rep.Stream(os.Stdout) // rows appear as measured: a run cut short keeps them
+		b.rep.Stream(w) // rows appear as measured: a run cut short keeps them
 	}
 	steps := map[string]func() error{
 		"overhead": b.overhead,
@@ -166,7 +166,7 @@ func runBenchHash(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	return errors.Join(append([]error{b.rep.Print(os.Stdout, *asJSON)}, failed...)...)
+	return errors.Join(append([]error{b.rep.Print(w, *asJSON)}, failed...)...)
 }
 
 // warmUp runs every kernel the experiments time once, so module loading and
@@ -212,9 +212,9 @@ func (b *hashBench) warmUp() error {
 		bump.Allocate(b.ctx, out))
 }
 
-// hashKeys returns n distinct non-reserved keys: a bijective mix of the
+// Keys returns n distinct non-reserved keys: a bijective mix of the
 // indices [from, from+n), so disjoint index ranges give disjoint key sets.
-func hashKeys(from, n int) []uint32 {
+func Keys(from, n int) []uint32 {
 	out := make([]uint32, n)
 	for i := range out {
 		out[i] = hashKey(from + i)
@@ -252,7 +252,7 @@ type hashData struct {
 func (b *hashBench) data(n int) (*hashData, error) {
 	d := &hashData{n: n}
 	var err error
-	if d.keys, err = cuda.FromHost(b.dev, hashKeys(0, n)); err != nil {
+	if d.keys, err = cuda.FromHost(b.dev, Keys(0, n)); err != nil {
 		return nil, err
 	}
 	vals := make([]uint32, n)
@@ -263,7 +263,7 @@ func (b *hashBench) data(n int) (*hashData, error) {
 		d.free()
 		return nil, err
 	}
-	if d.absent, err = cuda.FromHost(b.dev, hashKeys(n, n)); err != nil {
+	if d.absent, err = cuda.FromHost(b.dev, Keys(n, n)); err != nil {
 		d.free()
 		return nil, err
 	}
@@ -285,8 +285,9 @@ func (d *hashData) free() {
 	d.res.Free()
 }
 
-// countFound counts Found results: the benchmark checks its answers.
-func countFound(res cuda.Slice[uint8]) (int, error) {
+// CountFound counts the slabhash.Found results in res: the benchmarks check
+// their answers.
+func CountFound(res cuda.Slice[uint8]) (int, error) {
 	h, err := res.ToHost()
 	if err != nil {
 		return 0, err
@@ -377,7 +378,7 @@ func (b *hashBench) measureSlab(d *hashData, layout slabhash.Layout, util float6
 		if err != nil {
 			return fail(err)
 		}
-		if got, err := countFound(d.res); err != nil || got != q.found {
+		if got, err := CountFound(d.res); err != nil || got != q.found {
 			return fail(fmt.Errorf("find reported %d keys found, want %d (%v)", got, q.found, err))
 		}
 		*q.rate = float64(d.n) / t.Seconds()
@@ -635,7 +636,7 @@ func (b *hashBench) mixBatches(d *hashData, g [4]float64) ([]mixBatch, func(), e
 	const batches = 4
 	size := d.n / 4
 	rng := rand.New(rand.NewPCG(uint64(d.n), 5))
-	present := hashKeys(0, d.n)
+	present := Keys(0, d.n)
 	fresh := 4 * d.n // index ranges for new and absent keys
 	var out []mixBatch
 	free := func() {
@@ -671,7 +672,7 @@ func (b *hashBench) mixBatches(d *hashData, g [4]float64) ([]mixBatch, func(), e
 			ops[i], keys[i] = uint8(slabhash.OpFind), present[rng.IntN(len(present))]
 			i++
 		}
-		absent := hashKeys(1<<30+it*size, counts[3])
+		absent := Keys(1<<30+it*size, counts[3])
 		for c := 0; c < counts[3]; c++ { // finds of absent keys
 			ops[i], keys[i] = uint8(slabhash.OpFind), absent[c]
 			i++
@@ -725,7 +726,7 @@ func (b *hashBench) mixed(m *slabhash.Map[uint32, uint32], d *hashData, g [4]flo
 		return r, err
 	}
 	check := func(what string, res cuda.Slice[uint8], want int) error {
-		if got, err := countFound(res); err != nil || got != want {
+		if got, err := CountFound(res); err != nil || got != want {
 			return fmt.Errorf("%s: mixed batch found %d of %d present keys (%v)", what, got, want, err)
 		}
 		return nil

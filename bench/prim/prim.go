@@ -1,10 +1,12 @@
-package main
+// Package primbench is warp bench prim: prim's device-wide primitives against
+// the memory-bandwidth bound. cmd/warp dispatches to Run.
+package primbench
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"time"
 
@@ -14,9 +16,8 @@ import (
 	"github.com/warpkit/warpkit/prim"
 )
 
-func init() {
-	registerBench(&benchmark{name: "prim", summary: "GPU sort, segmented sort, merge, scan, select, multisplit vs the memory-bandwidth bound", run: runBenchPrim})
-}
+// Summary is the line warp bench -h prints for prim.
+const Summary = "GPU sort, segmented sort, merge, scan, select, multisplit vs the memory-bandwidth bound"
 
 // primCase is one measured primitive. prepare (untimed) restores the inputs a
 // run consumes; run is timed with events on the stream.
@@ -30,7 +31,8 @@ type primCase struct {
 	run         func() error
 }
 
-func runBenchPrim(ctx context.Context, args []string) error {
+// Run runs warp bench prim with args (its flags) and writes the report to w.
+func Run(ctx context.Context, args []string, w io.Writer) error {
 	fs := cli.NewFlags("bench prim", "[--log2n 26] [--reps 5] [--device 0] [--json]")
 	log2n := fs.Int("log2n", 26, "elements per primitive: 2^log2n")
 	reps := fs.Int("reps", 5, "timed repetitions per primitive (the median is reported)")
@@ -92,15 +94,15 @@ func runBenchPrim(ctx context.Context, args []string) error {
 		target, met := "-", "-"
 		switch {
 		case c.target > 0 && c.targetPct:
-			target, met = fmt.Sprintf(">= %.0f%% of bound", c.target), yesNo(pct >= c.target)
+			target, met = fmt.Sprintf(">= %.0f%% of bound", c.target), benchfmt.YesNo(pct >= c.target)
 		case c.target > 0:
-			target, met = fmt.Sprintf(">= %.0f G/s", c.target), yesNo(rate >= c.target)
+			target, met = fmt.Sprintf(">= %.0f G/s", c.target), benchfmt.YesNo(rate >= c.target)
 		}
 		t.Add(c.name, c.types, c.elems, d, rate, c.minBytes, bound, pct, target, met)
 	}
 	rep.Note("min B/elem counts one read of every input and one write of every output element; an LSD sort makes one pass per 8 key bits, so sorts cannot reach the bound.")
 	rep.Note("times are medians of %d runs, measured with events on one stream; inputs are restored (untimed) before each run.", *reps)
-	return rep.Print(os.Stdout, *asJSON)
+	return rep.Print(w, *asJSON)
 }
 
 // primBenchBytesPerElem is the device memory the benchmark holds per element
@@ -124,13 +126,6 @@ func checkPrimBenchMemory(log2n int, free uint64) error {
 	}
 	return fmt.Errorf("%w: --log2n %d needs about %.1f GiB of device memory, %.1f GiB are free (at most --log2n %d fits)",
 		cli.ErrUsage, log2n, float64(need(log2n))/(1<<30), float64(free)/(1<<30), fits)
-}
-
-func yesNo(ok bool) string {
-	if ok {
-		return "yes"
-	}
-	return "NO"
 }
 
 type primBench struct {

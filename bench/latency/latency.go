@@ -1,4 +1,7 @@
-package main
+// Package latencybench is warp bench latency: the fixed cost of one call
+// (CUDA floors, 1- and 1,024-element calls of every structure, the slab hash's
+// rate against the batch size). cmd/warp dispatches to Run.
+package latencybench
 
 import (
 	"context"
@@ -7,13 +10,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/warpkit/warpkit"
+	hashbench "github.com/warpkit/warpkit/bench/hash"
 	"github.com/warpkit/warpkit/btree"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
@@ -23,13 +26,8 @@ import (
 	"github.com/warpkit/warpkit/sortedarray"
 )
 
-func init() {
-	registerBench(&benchmark{
-		name:    "latency",
-		summary: "fixed cost of one call: CUDA floors, 1- and 1,024-element calls of every structure, slab hash rate vs batch size",
-		run:     func(ctx context.Context, args []string) error { return runBenchLatency(ctx, args, os.Stdout) },
-	})
-}
+// Summary is the line warp bench -h prints for latency.
+const Summary = "fixed cost of one call: CUDA floors, 1- and 1,024-element calls of every structure, slab hash rate vs batch size"
 
 // latencyEmptyPTX is the empty kernel of the floors: no parameters, one
 // instruction. PTX ISA 7.0 / sm_70 loads on every driver warpkit supports.
@@ -43,7 +41,7 @@ const latencyEmptyPTX = `.version 7.0
 }
 `
 
-// Limits of the flags: fresh keys are indices below 2^31 (hashKey), and the
+// Limits of the flags: fresh keys are indices below 2^31 (hashbench.Keys), and the
 // rate sweep inserts up to 6 batches of 2^max-log2 keys beside the table.
 const (
 	latMinTableLog2 = 4
@@ -121,7 +119,8 @@ func (b *latBench) measureN(warmup, calls int, call, after func(i int) error) (l
 	return summarize(times), nil
 }
 
-func runBenchLatency(ctx context.Context, args []string, w io.Writer) error {
+// Run runs warp bench latency with args (its flags) and writes the report to w.
+func Run(ctx context.Context, args []string, w io.Writer) error {
 	fs := cli.NewFlags("bench latency", "[--json] [--calls N] [--warmup N] [--table-log2 N] [--max-log2 N] [--only floors,structures,rates,host-rates] [--backend B]")
 	asJSON := fs.Bool("json", false, "print JSON")
 	calls := fs.Int("calls", 300, "timed calls per row (median, p99 and min are over these)")
@@ -198,7 +197,7 @@ func runBenchLatency(ctx context.Context, args []string, w io.Writer) error {
 	if !*asJSON {
 		b.rep.Stream(w) // rows appear as measured: a run cut short keeps them
 	}
-	b.baseKeys = hashKeys(0, b.tableN)
+	b.baseKeys = hashbench.Keys(0, b.tableN)
 	b.baseVals = make([]uint32, b.tableN)
 	for i := range b.baseVals {
 		b.baseVals[i] = uint32(i) + 1
@@ -370,12 +369,14 @@ type latStruct struct {
 
 const latMaxBatch = 1024
 
+const gops = 1e9
+
 var latBatches = []int{1, latMaxBatch}
 
 // freshKeys returns the keys for calls that insert: count keys never in any
 // table, taken after *next (an index counter past the base keys).
 func freshKeys(next *int, count int) []uint32 {
-	k := hashKeys(*next, count)
+	k := hashbench.Keys(*next, count)
 	*next += count
 	return k
 }
@@ -756,7 +757,7 @@ func (b *latBench) rates(fromGo bool) error {
 		freshN = max(freshN, (b.rateCalls(s)+1)*s)
 		maxS = max(maxS, s)
 	}
-	fresh := hashKeys(b.tableN, freshN)
+	fresh := hashbench.Keys(b.tableN, freshN)
 	vals := make([]uint32, maxS)
 	for i := range vals {
 		vals[i] = uint32(i) + 3
@@ -818,7 +819,7 @@ func (b *latBench) rates(fromGo bool) error {
 			}); err != nil {
 				return find, ins, err
 			}
-			got, err := countFound(res)
+			got, err := hashbench.CountFound(res)
 			if err == nil && got != s {
 				err = fmt.Errorf("the last find of %d inserted keys found %d", s, got)
 			}

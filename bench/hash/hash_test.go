@@ -1,7 +1,8 @@
-package main
+package hashbench
 
 import (
 	"errors"
+	"io"
 	"testing"
 
 	"github.com/warpkit/warpkit/internal/cli"
@@ -14,7 +15,7 @@ func TestBenchHashUsage(t *testing.T) {
 		{"--mix-log2", "15"}, {"--mix-log2", "22,27"}, {"--mix-log2", "x"}, {"--mix-log2", "22x"}, {"--mix-log2", "22.5"},
 		{"--mix-utils", "1.2"}, {"--mix-utils", "0.6x"}, {"--only", "fig9"}, {"--layout", "tile4"}, {"--min-log2", "20", "--max-log2", "19"},
 	} {
-		if err := runBench(append([]string{"hash"}, args...)); !errors.Is(err, cli.ErrUsage) {
+		if err := Run(t.Context(), args, io.Discard); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("%v: %v, want a usage error", args, err)
 		}
 	}

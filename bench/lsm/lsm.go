@@ -1,14 +1,17 @@
-package main
+// Package lsmbench is warp bench lsm: the GPU LSM against the GPU sorted
+// array (IPDPS'18 Tables II-IV, Fig. 4b, cleanup, status layout). cmd/warp
+// dispatches to Run.
+package lsmbench
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"math/bits"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -26,9 +29,8 @@ import (
 	"github.com/warpkit/warpkit/sortedarray"
 )
 
-func init() {
-	registerBench(&benchmark{name: "lsm", summary: "GPU LSM vs sorted array: insertion (Table II, Fig. 4b), lookup (Table III), count/range (Table IV), cleanup, status layout", run: runBenchLSM})
-}
+// Summary is the line warp bench -h prints for lsm.
+const Summary = "GPU LSM vs sorted array: insertion (Table II, Fig. 4b), lookup (Table III), count/range (Table IV), cleanup, status layout"
 
 // Targets from the issue: LSM against the sorted array measured in the same run.
 const (
@@ -58,7 +60,8 @@ type insertSeries struct {
 	saCapped bool
 }
 
-func runBenchLSM(ctx context.Context, args []string) error {
+// Run runs warp bench lsm with args (its flags) and writes the report to w.
+func Run(ctx context.Context, args []string, w io.Writer) error {
 	fs := cli.NewFlags("bench lsm", "[--sections insert,lookup,count,cleanup,layout] [--plot fig4b.png] [--json] [flags]")
 	ordinal := fs.Int("device", 0, "CUDA device ordinal")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -123,7 +126,7 @@ func runBenchLSM(ctx context.Context, args []string) error {
 		}
 		b.rep.Note("Fig. 4b written to %s", b.plotPath)
 	}
-	return b.rep.Print(os.Stdout, *asJSON)
+	return b.rep.Print(w, *asJSON)
 }
 
 func mix32(h uint32) uint32 {
@@ -215,7 +218,7 @@ func minMaxHmean(xs []float64) (float64, float64, float64) {
 	if len(xs) == 0 {
 		return 0, 0, 0
 	}
-	return slices.Min(xs), slices.Max(xs), hmean(xs)
+	return slices.Min(xs), slices.Max(xs), benchfmt.HMean(xs)
 }
 
 // insertion reproduces Table II and Fig. 4b: n keys inserted in batches of bs
@@ -243,12 +246,12 @@ func (b *lsmBench) insertion(logN, bmin, bmax int) error {
 		}
 		lmin, lmax, lmean := minMaxHmean(lr)
 		smin, smax, smean := minMaxHmean(sr)
-		t.Add(fmt.Sprintf("2^%d", lb), lmin, lmax, lmean, smin, smax, smean, fmt.Sprintf("%d/%d", len(sr), nb), ratio(lmean, smean))
+		t.Add(fmt.Sprintf("2^%d", lb), lmin, lmax, lmean, smin, smax, smean, fmt.Sprintf("%d/%d", len(sr), nb), benchfmt.Ratio(lmean, smean))
 		lsmMeans, saMeans = append(lsmMeans, lmean), append(saMeans, smean)
 		b.series = append(b.series, s)
 	}
-	lm, sm := hmean(lsmMeans), hmean(saMeans)
-	t.Add("mean", "", "", lm, "", "", sm, "", ratio(lm, sm))
+	lm, sm := benchfmt.HMean(lsmMeans), benchfmt.HMean(saMeans)
+	t.Add("mean", "", "", lm, "", "", sm, "", benchfmt.Ratio(lm, sm))
 	b.summary["insertion (Table II mean)"] = [2]float64{lm, sm}
 	if slices.ContainsFunc(b.series, func(s insertSeries) bool { return s.saCapped }) {
 		b.rep.Note("Table II: where SA batches < all, the sorted array's run was stopped after --sa-budget; its mean then omits its slowest (largest) batches, which flatters the sorted array")
@@ -266,7 +269,7 @@ func (b *lsmBench) insertion(logN, bmin, bmax int) error {
 			if i < len(s.sa) {
 				sa = s.sa[i]
 			}
-			f.Add(fmt.Sprintf("2^%d", bits.Len(uint(s.b))-1), fmt.Sprintf("2^%d", ln), s.lsm[i], sa, ratio(s.lsm[i], sa))
+			f.Add(fmt.Sprintf("2^%d", bits.Len(uint(s.b))-1), fmt.Sprintf("2^%d", ln), s.lsm[i], sa, benchfmt.Ratio(s.lsm[i], sa))
 		}
 	}
 	return nil
@@ -383,12 +386,12 @@ func (b *lsmBench) lookups(logN, bmin, bmax int) error {
 		}
 		n0, n1, nm := minMaxHmean(ln)
 		a0, a1, am := minMaxHmean(la)
-		t.Add(fmt.Sprintf("2^%d", lb), fmt.Sprintf("%d of %d", len(rs), nb), n0, n1, nm, hmean(sn), ratio(nm, hmean(sn)), a0, a1, am, hmean(sa), ratio(am, hmean(sa)))
-		lNone, sNone, lAll, sAll = append(lNone, nm), append(sNone, hmean(sn)), append(lAll, am), append(sAll, hmean(sa))
+		t.Add(fmt.Sprintf("2^%d", lb), fmt.Sprintf("%d of %d", len(rs), nb), n0, n1, nm, benchfmt.HMean(sn), benchfmt.Ratio(nm, benchfmt.HMean(sn)), a0, a1, am, benchfmt.HMean(sa), benchfmt.Ratio(am, benchfmt.HMean(sa)))
+		lNone, sNone, lAll, sAll = append(lNone, nm), append(sNone, benchfmt.HMean(sn)), append(lAll, am), append(sAll, benchfmt.HMean(sa))
 	}
-	t.Add("mean", "", "", "", hmean(lNone), hmean(sNone), ratio(hmean(lNone), hmean(sNone)), "", "", hmean(lAll), hmean(sAll), ratio(hmean(lAll), hmean(sAll)))
-	b.summary["lookup none (Table III mean)"] = [2]float64{hmean(lNone), hmean(sNone)}
-	b.summary["lookup all (Table III mean)"] = [2]float64{hmean(lAll), hmean(sAll)}
+	t.Add("mean", "", "", "", benchfmt.HMean(lNone), benchfmt.HMean(sNone), benchfmt.Ratio(benchfmt.HMean(lNone), benchfmt.HMean(sNone)), "", "", benchfmt.HMean(lAll), benchfmt.HMean(sAll), benchfmt.Ratio(benchfmt.HMean(lAll), benchfmt.HMean(sAll)))
+	b.summary["lookup none (Table III mean)"] = [2]float64{benchfmt.HMean(lNone), benchfmt.HMean(sNone)}
+	b.summary["lookup all (Table III mean)"] = [2]float64{benchfmt.HMean(lAll), benchfmt.HMean(sAll)}
 	return nil
 }
 
@@ -480,16 +483,16 @@ func (b *lsmBench) countRange(logN, bmin, bmax int) error {
 		}
 		for _, k := range []key{{"count", 8}, {"count", 1024}, {"range", 8}, {"range", 1024}} {
 			lmin, lmax, lmean := minMaxHmean(rates[k][0])
-			smean := hmean(rates[k][1])
-			t.Add(k.query, k.L, fmt.Sprintf("2^%d", lb), fmt.Sprintf("%d of %d", len(rs), nb), lmin, lmax, lmean, smean, ratio(lmean, smean))
+			smean := benchfmt.HMean(rates[k][1])
+			t.Add(k.query, k.L, fmt.Sprintf("2^%d", lb), fmt.Sprintf("%d of %d", len(rs), nb), lmin, lmax, lmean, smean, benchfmt.Ratio(lmean, smean))
 			m := means[k]
 			m[0], m[1] = append(m[0], lmean), append(m[1], smean)
 			means[k] = m
 		}
 	}
 	for _, k := range []key{{"count", 8}, {"count", 1024}, {"range", 8}, {"range", 1024}} {
-		lm, sm := hmean(means[k][0]), hmean(means[k][1])
-		t.Add(k.query, k.L, "mean", "", "", "", lm, sm, ratio(lm, sm))
+		lm, sm := benchfmt.HMean(means[k][0]), benchfmt.HMean(means[k][1])
+		t.Add(k.query, k.L, "mean", "", "", "", lm, sm, benchfmt.Ratio(lm, sm))
 		b.summary[fmt.Sprintf("%s L=%d (Table IV mean)", k.query, k.L)] = [2]float64{lm, sm}
 	}
 	b.rep.Note("Table IV: %d queries per measurement at L = 8 and %d at L = 1024 (the paper used as many queries as elements, which at L = 1024 exceeds device memory); lo uniform, hi = lo + L·2^32/n", queries[8], queries[1024])
@@ -528,7 +531,7 @@ func (b *lsmBench) cleanup(lb int) error {
 		if err != nil {
 			return err
 		}
-		t.Add(fmt.Sprintf("2^%d", c.lb), st.Resident, fmt.Sprintf("%.0f%%", 100*removed), ms3(d), mrate(st.Resident, d), ms3(sd), ratio(mrate(st.Resident, d), mrate(st.Resident, sd)))
+		t.Add(fmt.Sprintf("2^%d", c.lb), st.Resident, fmt.Sprintf("%.0f%%", 100*removed), benchfmt.Millis(d), mrate(st.Resident, d), benchfmt.Millis(sd), benchfmt.Ratio(mrate(st.Resident, d), mrate(st.Resident, sd)))
 	}
 
 	// Lookup speedup (the paper: b = 2^18, 127 batches, 10% removed, 2^25
@@ -572,7 +575,7 @@ func (b *lsmBench) cleanup(lb int) error {
 	if err != nil {
 		return err
 	}
-	s.Add(levels, len(st.Levels), ms3(before), ms3(dc), ms3(after), ratio(before.Seconds(), (dc+after).Seconds()), ratio(before.Seconds(), after.Seconds()))
+	s.Add(levels, len(st.Levels), benchfmt.Millis(before), benchfmt.Millis(dc), benchfmt.Millis(after), benchfmt.Ratio(before.Seconds(), (dc+after).Seconds()), benchfmt.Ratio(before.Seconds(), after.Seconds()))
 	return nil
 }
 
@@ -786,7 +789,7 @@ func (b *lsmBench) statusLayout() error {
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return err
 		}
-		t.Add(fmt.Sprintf("2^%d", ln), tag, wk, wv, ratio(tag, wk), ratio(tag, wv))
+		t.Add(fmt.Sprintf("2^%d", ln), tag, wk, wv, benchfmt.Ratio(tag, wk), benchfmt.Ratio(tag, wv))
 	}
 	b.rep.Note("status layout: lsm keeps the status in a 32-bit tag beside the key (tag = tombstone bit + value-log slot) and writes each value once, to the log; a status byte in a separate array would need a three-array merge (prim merges one value array), i.e. an index merge plus gathers, more traffic than any row here")
 	return nil
@@ -855,7 +858,7 @@ func (b *lsmBench) targets() {
 			target = targetLookupVsSA
 		}
 		got := v[0] / v[1]
-		t.Add(k, v[0], v[1], ratio(v[0], v[1]), fmt.Sprintf(">= %.1fx", target), yesNo(got >= target))
+		t.Add(k, v[0], v[1], benchfmt.Ratio(v[0], v[1]), fmt.Sprintf(">= %.1fx", target), benchfmt.YesNo(got >= target))
 	}
 }
 
