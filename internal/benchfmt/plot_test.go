@@ -56,8 +56,8 @@ func plotReport() *Report {
 func TestSlug(t *testing.T) {
 	for name, want := range map[string]string{
 		"Fig. 5: build and search vs n, 60% target utilization (G ops/s)": "fig-5-build-and-search-vs-n-60-target-utilization-g-ops-s",
-		"Γ":        "table",
-		"  SA  ":   "sa",
+		"Γ":      "table",
+		"  SA  ": "sa",
 		"Fig. 7a: concurrent mixes, 1048576 keys built, 4 batches of n/4 mixed operations, one kernel each": "fig-7a-concurrent-mixes-1048576-keys-built-4-batches-of-n-4",
 	} {
 		if got := Slug(name); got != want {
