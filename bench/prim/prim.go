@@ -1,15 +1,19 @@
 // Package primbench is warp bench prim: prim's device-wide primitives against
-// the memory-bandwidth bound. cmd/warp dispatches to Run.
+// the memory-bandwidth bound, or on the CPU backend their host twins
+// (SortPairsHost and the others) against the host's. cmd/warp dispatches to
+// Run.
 package primbench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"slices"
 	"time"
 
+	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
 	"github.com/warpkit/warpkit/internal/cli"
@@ -17,7 +21,7 @@ import (
 )
 
 // Summary is the line warp bench -h prints for prim.
-const Summary = "GPU sort, segmented sort, merge, scan, select, multisplit vs the memory-bandwidth bound"
+const Summary = "GPU sort, segmented sort, merge, scan, select, multisplit vs the memory-bandwidth bound (CPU: the host twins)"
 
 // primCase is one measured primitive. prepare (untimed) restores the inputs a
 // run consumes; run is timed with events on the stream.
@@ -33,20 +37,42 @@ type primCase struct {
 
 // Run runs warp bench prim with args (its flags) and writes the report to w.
 func Run(ctx context.Context, args []string, w io.Writer) error {
-	fs := cli.NewFlags("bench prim", "[--log2n 26] [--reps 5] [--device 0] [--json]")
-	log2n := fs.Int("log2n", 26, "elements per primitive: 2^log2n")
+	fs := cli.NewFlags("bench prim", "[--log2n 26] [--reps 5] [--device 0] [--backend B] [--json] [--plot DIR]\n\n"+
+		"Times the primitives on a GPU. On the CPU backend (--backend cpu, or auto without a device) it times their\n"+
+		"host twins instead (SortKeysHost, SortPairsHost, ..., one goroutine, Go slices), every row of the GPU table,\n"+
+		"at 2^20 elements by default, against the host's copy bandwidth; the targets are the GPU's and not judged there.")
+	log2n := fs.Int("log2n", 26, "elements per primitive: 2^log2n (CPU backend: default 20, at most 26)")
 	reps := fs.Int("reps", 5, "timed repetitions per primitive (the median is reported)")
 	ordinal := fs.Int("device", 0, "CUDA device ordinal")
 	asJSON := fs.Bool("json", false, "print JSON")
+	backend := warpkit.Auto
+	fs.TextVar(&backend, "backend", warpkit.Auto, "backend: auto, cpu or cuda (auto: CUDA when a device is present)")
+	plotDir := fs.String("plot", "", "also write the table as a plot, `DIR`/<table>.png and .svg")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *log2n < 10 || *log2n > 30 || *reps < 1 {
 		return fmt.Errorf("%w: --log2n must be in [10, 30] and --reps positive", cli.ErrUsage)
 	}
-	dev, err := cuda.Open(*ordinal)
+	dev, err := warpkit.OpenDevice(backend, *ordinal)
 	if err != nil {
 		return err
+	}
+	if dev == nil {
+		n := hostDefaultLog2n
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "log2n" {
+				n = *log2n
+			}
+		})
+		if n > hostMaxLog2n {
+			return fmt.Errorf("%w: --log2n %d: the CPU backend runs at most --log2n %d (the host twins hold about 90 bytes per element)", cli.ErrUsage, n, hostMaxLog2n)
+		}
+		rep, err := runHost(ctx, n, *reps)
+		if err != nil {
+			return err
+		}
+		return finish(rep, w, *asJSON, *plotDir)
 	}
 	defer dev.Close()
 	free, _, err := dev.MemInfo()
@@ -102,7 +128,17 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	}
 	rep.Note("min B/elem counts one read of every input and one write of every output element; an LSD sort makes one pass per 8 key bits, so sorts cannot reach the bound.")
 	rep.Note("times are medians of %d runs, measured with events on one stream; inputs are restored (untimed) before each run.", *reps)
-	return rep.Print(w, *asJSON)
+	return finish(rep, w, *asJSON, *plotDir)
+}
+
+// finish writes the plots if asked to, then prints the report.
+func finish(rep *benchfmt.Report, w io.Writer, asJSON bool, plotDir string) error {
+	if plotDir != "" {
+		if _, err := rep.WritePlots(plotDir); err != nil {
+			return err
+		}
+	}
+	return rep.Print(w, asJSON)
 }
 
 // primBenchBytesPerElem is the device memory the benchmark holds per element
