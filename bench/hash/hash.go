@@ -1,6 +1,7 @@
 // Package hashbench is warp bench hash: the slab hash and SlabAlloc against
 // a static open-addressing table (IPDPS'18 Figs. 4-7a and the allocation
-// rate). cmd/warp dispatches to Run.
+// rate) on a GPU, and the experiments that have a CPU-backend variant on the
+// CPU backend (cpu.go). cmd/warp dispatches to Run.
 package hashbench
 
 import (
@@ -50,7 +51,11 @@ type hashBench struct {
 
 // Run runs warp bench hash with args (its flags) and writes the report to w.
 func Run(ctx context.Context, args []string, w io.Writer) error {
-	fs := cli.NewFlags("bench hash", "[--json] [--json-out FILE] [--quick] [--reps N] [--min-log2 N] [--max-log2 N] [--mix-utils U,..] [--mix-log2 N,..] [--only overhead,layouts,fig4,fig5,fig6,fig7,alloc] [--layout L]")
+	fs := cli.NewFlags("bench hash", "[--json] [--json-out FILE] [--quick] [--reps N] [--min-log2 N] [--max-log2 N] [--mix-utils U,..] [--mix-log2 N,..] [--only overhead,layouts,fig4,fig5,fig6,fig7,alloc] [--layout L] [--backend B] [--plot DIR]\n\n"+
+		"Measures the slab hash and SlabAlloc on a GPU against a static open-addressing GPU table. On the CPU backend\n"+
+		"(--backend cpu, or auto without a device) it runs at --quick sizes what has a CPU variant: overhead, fig5,\n"+
+		"fig6 and fig7 (the slab hash's Go-map backend, from Go slices) and alloc (slaballoc's Go pool). The baseline,\n"+
+		"layouts, fig4 (memory utilization), the warp allocators, --layout, --mix-utils and the targets need a GPU.")
 	asJSON := fs.Bool("json", false, "print JSON")
 	jsonOut := fs.String("json-out", "", "also write the JSON report to this file")
 	quick := fs.Bool("quick", false, "small sizes, one repetition (seconds)")
@@ -61,6 +66,9 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	mixLogs := fs.String("mix-log2", "22", "table sizes of the concurrent mixes (Fig. 7a): 2^N keys each, N in 16..26 (--quick: 20)")
 	only := fs.String("only", "", "comma-separated experiments, run in the order given (default all): overhead, layouts, fig4, fig5, fig6, fig7, alloc")
 	layoutName := fs.String("layout", "auto", "slab layout of the slab hash: auto, paper, tile8, tile16")
+	backend := warpkit.Auto
+	fs.TextVar(&backend, "backend", warpkit.Auto, "backend: auto, cpu or cuda (auto: CUDA when a device is present)")
+	plotDir := fs.String("plot", "", "also write each table as a plot, `DIR`/<table>.png and .svg")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -88,9 +96,6 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		}
 		mixSizes = append(mixSizes, 1<<l)
 	}
-	if *quick {
-		mixSizes = []int{1 << 20}
-	}
 	order := []string{"overhead", "layouts", "fig4", "fig5", "fig6", "fig7", "alloc"}
 	if *only != "" {
 		known := order
@@ -101,11 +106,18 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 			}
 		}
 	}
-	dev, err := warpkit.OpenDevice(warpkit.CUDA, 0)
+	dev, err := warpkit.OpenDevice(backend, 0)
 	if err != nil {
-		return fmt.Errorf("warp bench hash measures the GPU against a GPU baseline: %w", err)
+		return fmt.Errorf("warp bench hash measures the GPU against a GPU baseline (--backend cpu runs its CPU variants): %w", err)
+	}
+	if dev == nil {
+		b := &hashBench{ctx: ctx, reps: 1, quick: true, layout: layout}
+		return b.runCPU(w, order, *minLog, *maxLog, *asJSON, *jsonOut, *plotDir)
 	}
 	defer dev.Close()
+	if *quick {
+		mixSizes = []int{1 << 20}
+	}
 	p := dev.Properties()
 	b := &hashBench{ctx: ctx, dev: dev, reps: *reps, quick: *quick, layout: layout}
 	if *quick {
@@ -157,8 +169,19 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		b.rep.Note("The static table of these mixes was enlarged beyond the footprint to hold the mix's inserts and tombstones")
 		b.rep.Note("  at 90%% load at most (open addressing cannot run them at that footprint): %s.", strings.Join(b.enlarged, "; "))
 	}
-	if *jsonOut != "" {
-		f, err := os.Create(*jsonOut)
+	return b.finish(w, *asJSON, *jsonOut, *plotDir, failed)
+}
+
+// finish writes the plots and the JSON file if asked to, then prints the
+// report; the experiments that failed make it fail.
+func (b *hashBench) finish(w io.Writer, asJSON bool, jsonOut, plotDir string, failed []error) error {
+	if plotDir != "" {
+		if _, err := b.rep.WritePlots(plotDir); err != nil {
+			return err
+		}
+	}
+	if jsonOut != "" {
+		f, err := os.Create(jsonOut)
 		if err != nil {
 			return err
 		}
@@ -166,7 +189,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 			return err
 		}
 	}
-	return errors.Join(append([]error{b.rep.Print(w, *asJSON)}, failed...)...)
+	return errors.Join(append([]error{b.rep.Print(w, asJSON)}, failed...)...)
 }
 
 // warmUp runs every kernel the experiments time once, so module loading and
@@ -619,10 +642,14 @@ func (b *hashBench) fig6() error {
 	return nil
 }
 
-// mixBatch is one batch of a concurrent mix, on the device.
+// mixBatch is one batch of a concurrent mix, on the device (in Go slices on
+// the CPU backend).
 type mixBatch struct {
 	ops        cuda.Slice[uint8]
 	keys, vals cuda.Slice[uint32]
+	hostOps    []slabhash.Op // the batch in Go slices (CPU backend only)
+	hostKeys   []uint32
+	hostVals   []uint32
 	present    int // finds of present keys: the Found results to expect
 	inserts    int // inserts of new keys
 }
@@ -686,6 +713,14 @@ func (b *hashBench) mixBatches(d *hashData, g [4]float64) ([]mixBatch, func(), e
 		var mb mixBatch
 		var err error
 		mb.present, mb.inserts = counts[2], counts[0]
+		if b.dev == nil { // CPU backend: the batch stays in Go slices
+			mb.hostOps, mb.hostKeys, mb.hostVals = make([]slabhash.Op, size), keys, vals
+			for i, op := range ops {
+				mb.hostOps[i] = slabhash.Op(op)
+			}
+			out = append(out, mb)
+			continue
+		}
 		if mb.ops, err = cuda.FromHost(b.dev, ops); err == nil {
 			if mb.keys, err = cuda.FromHost(b.dev, keys); err == nil {
 				mb.vals, err = cuda.FromHost(b.dev, vals)
