@@ -1,17 +1,21 @@
 // Package lsmbench is warp bench lsm: the GPU LSM against the GPU sorted
-// array (IPDPS'18 Tables II-IV, Fig. 4b, cleanup, status layout). cmd/warp
-// dispatches to Run.
+// array (IPDPS'18 Tables II-IV, Fig. 4b, cleanup, status layout), or the same
+// experiments on the CPU backend at small sizes (the driver-call overhead
+// needs a GPU). cmd/warp dispatches to Run.
 package lsmbench
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"image/color"
 	"io"
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -43,12 +47,14 @@ type lsmBench struct {
 	ctx      context.Context
 	dev      *cuda.Device
 	rep      *benchfmt.Report
-	keys     cuda.Slice[uint32] // distinct pseudo-random keys: mix32 of the index
-	vals     cuda.Slice[uint32]
+	keys     arr[uint32] // distinct pseudo-random keys: mix32 of the index
+	vals     arr[uint32]
 	warmAt   int           // keys[warmAt:] are the warm-up keys, used by nothing else
 	samples  int           // resident-batch counts r measured per batch size (all when fewer)
 	saBudget time.Duration // per batch size, for the sorted array's Table II run
-	plotPath string
+	plotPath string        // Fig. 4b's file (--plot FILE.png), or a directory of plots
+	plotDir  bool          // plotPath is a directory: every table, and Fig. 4b as fig4b.png and .svg
+	queries  map[int]int   // Table IV: queries per measurement at L = 8 and 1024
 	series   []insertSeries
 	summary  map[string][2]float64 // LSM and SA harmonic means per experiment
 }
@@ -62,27 +68,29 @@ type insertSeries struct {
 
 // Run runs warp bench lsm with args (its flags) and writes the report to w.
 func Run(ctx context.Context, args []string, w io.Writer) error {
-	fs := cli.NewFlags("bench lsm", "[--sections insert,lookup,count,cleanup,layout] [--plot fig4b.png] [--json] [flags]")
+	fs := cli.NewFlags("bench lsm", "[--sections insert,lookup,count,cleanup,layout] [--plot DIR] [--backend B] [--json] [flags]\n\n"+
+		"Measures the LSM and the sorted array on a GPU (device-resident data). On the CPU backend (--backend cpu, or\n"+
+		"auto without a device) it runs the same sections from Go slices at small sizes (2^20 elements inserted, 2^18\n"+
+		"resident for the queries, fewer count/range queries); the overhead section (driver calls) needs a GPU.")
 	ordinal := fs.Int("device", 0, "CUDA device ordinal")
 	asJSON := fs.Bool("json", false, "print JSON")
+	backend := warpkit.Auto
+	fs.TextVar(&backend, "backend", warpkit.Auto, "backend: auto, cpu or cuda (auto: CUDA when a device is present)")
 	sections := fs.String("sections", "overhead,insert,lookup,count,cleanup,layout", "experiments to run")
-	plotPath := fs.String("plot", "", "write Fig. 4b (effective insertion rate vs elements) as a PNG to this file")
-	insLog := fs.Int("insert-log2n", 27, "Table II: elements inserted, 2^n")
-	insBMin := fs.Int("insert-bmin", 15, "Table II: smallest batch size, 2^n")
-	insBMax := fs.Int("insert-bmax", 22, "Table II: largest batch size, 2^n")
-	saBudget := fs.Duration("sa-budget", 40*time.Second, "Table II: stop the sorted array's run for one batch size after this long (the LSM always runs to the end)")
-	qLog := fs.Int("query-log2n", 24, "Tables III, IV: elements resident at the end, 2^n")
-	lkBMin := fs.Int("lookup-bmin", 16, "Table III: smallest batch size, 2^n")
-	lkBMax := fs.Int("lookup-bmax", 24, "Table III: largest batch size, 2^n")
-	cntBMin := fs.Int("count-bmin", 16, "Table IV: smallest batch size, 2^n")
-	cntBMax := fs.Int("count-bmax", 20, "Table IV: largest batch size, 2^n")
-	cleanLog := fs.Int("cleanup-log2b", 20, "cleanup: batch size 2^n with 63 batches (and 2^(n-1) with 127); lookups after cleanup at 2^(n-2) with 127 batches")
+	plotPath := fs.String("plot", "", "write each table as a plot, `DIR`/<table>.png and .svg, and Fig. 4b (effective insertion rate vs elements, every batch) as DIR/fig4b.png and .svg; a name ending in .png writes only Fig. 4b, to that file")
+	insLog := fs.Int("insert-log2n", 27, "Table II: elements inserted, 2^n (CPU backend: 20)")
+	insBMin := fs.Int("insert-bmin", 15, "Table II: smallest batch size, 2^n (CPU backend: 12)")
+	insBMax := fs.Int("insert-bmax", 22, "Table II: largest batch size, 2^n (CPU backend: 16)")
+	saBudget := fs.Duration("sa-budget", 40*time.Second, "Table II: stop the sorted array's run for one batch size after this long (the LSM always runs to the end; CPU backend: 10s)")
+	qLog := fs.Int("query-log2n", 24, "Tables III, IV: elements resident at the end, 2^n (CPU backend: 18)")
+	lkBMin := fs.Int("lookup-bmin", 16, "Table III: smallest batch size, 2^n (CPU backend: 12)")
+	lkBMax := fs.Int("lookup-bmax", 24, "Table III: largest batch size, 2^n (CPU backend: 16)")
+	cntBMin := fs.Int("count-bmin", 16, "Table IV: smallest batch size, 2^n (CPU backend: 12)")
+	cntBMax := fs.Int("count-bmax", 20, "Table IV: largest batch size, 2^n (CPU backend: 14)")
+	cleanLog := fs.Int("cleanup-log2b", 20, "cleanup: batch size 2^n with 63 batches (and 2^(n-1) with 127); lookups after cleanup at 2^(n-2) with 127 batches (CPU backend: 14)")
 	samples := fs.Int("samples", 16, "Tables III, IV: resident-batch counts r measured per batch size (all of 1..n/b when fewer)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
-	}
-	if *insBMin > *insBMax || *insBMax > *insLog || *lkBMax > *qLog || *cntBMax > *qLog || *insLog > 30 || *qLog > 28 || *samples < 2 || *cleanLog < 8 || *cleanLog > 22 {
-		return fmt.Errorf("%w: inconsistent sizes", cli.ErrUsage)
 	}
 	names := strings.Split(*sections, ",")
 	for _, s := range names {
@@ -90,13 +98,45 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 			return fmt.Errorf("%w: unknown section %q (want overhead, insert, lookup, count, cleanup, layout)", cli.ErrUsage, s)
 		}
 	}
-	dev, err := cuda.Open(*ordinal)
+	dev, err := warpkit.OpenDevice(backend, *ordinal)
 	if err != nil {
 		return err
 	}
-	defer dev.Close()
-	b := &lsmBench{ctx: ctx, dev: dev, rep: benchfmt.NewReport("warp bench lsm: GPU LSM vs GPU sorted array (uint32 keys and values, device-resident)", dev.Name()),
-		samples: *samples, saBudget: *saBudget, plotPath: *plotPath, summary: map[string][2]float64{}}
+	queries := map[int]int{8: 1 << 20, 1024: 1 << 14}
+	if dev == nil {
+		// The CPU backend's sizes, for the flags not given.
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for _, d := range []struct {
+			name string
+			p    *int
+			v    int
+		}{{"insert-log2n", insLog, 20}, {"insert-bmin", insBMin, 12}, {"insert-bmax", insBMax, 16}, {"query-log2n", qLog, 18},
+			{"lookup-bmin", lkBMin, 12}, {"lookup-bmax", lkBMax, 16}, {"count-bmin", cntBMin, 12}, {"count-bmax", cntBMax, 14}, {"cleanup-log2b", cleanLog, 14}} {
+			if !set[d.name] {
+				*d.p = d.v
+			}
+		}
+		if !set["sa-budget"] {
+			*saBudget = 10 * time.Second
+		}
+		queries = map[int]int{8: 1 << 14, 1024: 1 << 8}
+	}
+	if *insBMin > *insBMax || *insBMax > *insLog || *lkBMax > *qLog || *cntBMax > *qLog || *insLog > 30 || *qLog > 28 || *samples < 2 || *cleanLog < 8 || *cleanLog > 22 {
+		if dev != nil {
+			dev.Close()
+		}
+		return fmt.Errorf("%w: inconsistent sizes", cli.ErrUsage)
+	}
+	b := &lsmBench{ctx: ctx, dev: dev, samples: *samples, saBudget: *saBudget, plotPath: *plotPath, queries: queries, summary: map[string][2]float64{}}
+	b.plotDir = *plotPath != "" && !strings.HasSuffix(strings.ToLower(*plotPath), ".png")
+	if dev != nil {
+		defer dev.Close()
+		b.rep = benchfmt.NewReport("warp bench lsm: GPU LSM vs GPU sorted array (uint32 keys and values, device-resident)", dev.Name())
+	} else {
+		b.rep = benchfmt.NewReport("warp bench lsm: LSM vs sorted array on the CPU backend (uint32 keys and values, Go slices)",
+			fmt.Sprintf("CPU backend, %d logical CPUs, GOMAXPROCS %d", runtime.NumCPU(), runtime.GOMAXPROCS(0)))
+	}
 	nKeys := max(1<<*insLog, 2<<*qLog, 64<<*cleanLog)
 	b.warmAt = nKeys
 	if err := b.makeKeys(nKeys + 1<<max(*insBMax, *lkBMax, *cntBMax)); err != nil {
@@ -112,6 +152,12 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		"cleanup":  func() error { return b.cleanup(*cleanLog) },
 		"layout":   b.statusLayout,
 	}
+	if dev == nil {
+		run["overhead"] = func() error {
+			b.rep.Note("overhead: needs a GPU (it times CUDA driver calls and the device sort and merge of an insertion)")
+			return nil
+		}
+	}
 	for _, s := range names {
 		if err := run[strings.TrimSpace(s)](); err != nil {
 			return fmt.Errorf("%s: %w", s, err)
@@ -119,12 +165,27 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	}
 	b.targets()
 	b.rep.Note("keys: mix32 of the index (distinct, uniformly spread); values: the index; rates in M elements (or queries)/s, wall-clock per call, each call synchronizes; mean = harmonic mean")
-	b.rep.Note("both structures reserve device memory for the whole run up front (Options.Capacity) and are warmed by one insert+delete (+cleanup for the LSM) of other keys before timing")
-	if b.plotPath != "" && len(b.series) > 0 {
-		if err := b.plot(); err != nil {
+	if dev != nil {
+		b.rep.Note("both structures reserve device memory for the whole run up front (Options.Capacity) and are warmed by one insert+delete (+cleanup for the LSM) of other keys before timing")
+	} else {
+		b.rep.Note("CPU backend: both structures reserve memory for the whole run up front (Options.Capacity) and are warmed by one insert+delete (+cleanup for the LSM) of other keys before timing; the targets are the GPU's, shown for reference")
+	}
+	if b.plotDir {
+		if _, err := b.rep.WritePlots(b.plotPath); err != nil {
 			return err
 		}
-		b.rep.Note("Fig. 4b written to %s", b.plotPath)
+	}
+	if b.plotPath != "" && len(b.series) > 0 {
+		paths := []string{b.plotPath}
+		if b.plotDir {
+			paths = []string{filepath.Join(b.plotPath, "fig4b.png"), filepath.Join(b.plotPath, "fig4b.svg")}
+		}
+		for _, path := range paths {
+			if err := b.plot(path); err != nil {
+				return err
+			}
+		}
+		b.rep.Note("Fig. 4b written to %s", strings.Join(paths, " and "))
 	}
 	return b.rep.Print(w, *asJSON)
 }
@@ -144,19 +205,9 @@ func (b *lsmBench) makeKeys(n int) error {
 		keys[i], vals[i] = mix32(uint32(i)^0x5bd1e995), uint32(i)
 	}
 	var err1, err2 error
-	b.keys, err1 = cuda.FromHost(b.dev, keys)
-	b.vals, err2 = cuda.FromHost(b.dev, vals)
+	b.keys, err1 = arrFrom(b, keys)
+	b.vals, err2 = arrFrom(b, vals)
 	return errors.Join(err1, err2)
-}
-
-// dict is what the benchmark drives; both structures have these methods.
-type dict interface {
-	InsertDevice(ctx context.Context, keys cuda.Slice[uint32], vals cuda.Slice[uint32]) error
-	DeleteDevice(ctx context.Context, keys cuda.Slice[uint32]) error
-	LookupDevice(ctx context.Context, keys cuda.Slice[uint32], vals cuda.Slice[uint32], found cuda.Slice[uint8]) error
-	CountDevice(ctx context.Context, lo, hi cuda.Slice[uint32], counts cuda.Slice[uint32]) error
-	RangeDevice(ctx context.Context, lo, hi cuda.Slice[uint32]) (*warpkit.DeviceRanges[uint32, uint32], error)
-	Close() error
 }
 
 // withPair runs f on a warmed LSM with batch size bs and a warmed sorted
@@ -176,17 +227,17 @@ func (b *lsmBench) withPair(bs, capacity int, f func(l *lsm.LSM[uint32, uint32],
 // from keys[warmAt:], which no experiment uses.
 func (b *lsmBench) open(bs, capacity int) (*lsm.LSM[uint32, uint32], *sortedarray.SortedArray[uint32, uint32], error) {
 	warm := b.keys.Sub(b.warmAt, b.warmAt+bs)
-	l, err := lsm.New[uint32, uint32](lsm.Options{Backend: warpkit.CUDA, Device: b.dev, BatchSize: bs, Capacity: capacity})
+	l, err := lsm.New[uint32, uint32](lsm.Options{Backend: b.backend(), Device: b.dev, BatchSize: bs, Capacity: capacity})
 	if err != nil {
 		return nil, nil, err
 	}
-	a, err := sortedarray.New[uint32, uint32](sortedarray.Options{Backend: warpkit.CUDA, Device: b.dev, Capacity: capacity})
+	a, err := sortedarray.New[uint32, uint32](sortedarray.Options{Backend: b.backend(), Device: b.dev, Capacity: capacity})
 	if err != nil {
 		l.Close()
 		return nil, nil, err
 	}
 	for _, d := range []dict{l, a} {
-		err = errors.Join(err, d.InsertDevice(b.ctx, warm, b.vals.Sub(0, warm.Len())), d.DeleteDevice(b.ctx, warm))
+		err = errors.Join(err, b.insert(d, warm, b.vals.Sub(0, warm.Len())), b.delete(d, warm))
 	}
 	if err = errors.Join(err, l.Compact(b.ctx)); err != nil {
 		l.Close()
@@ -259,8 +310,12 @@ func (b *lsmBench) insertion(logN, bmin, bmax int) error {
 
 	// Fig. 4b, sampled: effective rate (elements resident / total time) at powers of two.
 	f := b.rep.Table("Fig. 4b: effective insertion rate (M elements/s) after inserting N elements", "b", "N", "LSM", "SA", "LSM/SA")
+	first := 20
+	if b.dev == nil {
+		first = max(10, logN-7) // the CPU backend's runs are smaller
+	}
 	for _, s := range slices.Backward(b.series) {
-		for ln := 20; ln <= logN; ln++ {
+		for ln := first; ln <= logN; ln++ {
 			i := (1<<ln)/s.b - 1
 			if i < 0 || i >= len(s.lsm) {
 				continue
@@ -288,7 +343,7 @@ func (b *lsmBench) insertAll(d dict, bs, nb int, budget time.Duration) (rates, e
 			return nil, nil, false, err
 		}
 		t, err := timed(func() error {
-			return d.InsertDevice(b.ctx, b.keys.Sub(i*bs, (i+1)*bs), b.vals.Sub(i*bs, (i+1)*bs))
+			return b.insert(d, b.keys.Sub(i*bs, (i+1)*bs), b.vals.Sub(i*bs, (i+1)*bs))
 		})
 		if err != nil {
 			return nil, nil, false, err
@@ -330,7 +385,7 @@ func sampleR(nb, k int) []int {
 func (b *lsmBench) grow(l, a dict, bs, from, to int) error {
 	for i := from; i < to; i++ {
 		k, v := b.keys.Sub(i*bs, (i+1)*bs), b.vals.Sub(i*bs, (i+1)*bs)
-		if err := errors.Join(l.InsertDevice(b.ctx, k, v), a.InsertDevice(b.ctx, k, v)); err != nil {
+		if err := errors.Join(b.insert(l, k, v), b.insert(a, k, v)); err != nil {
 			return err
 		}
 	}
@@ -341,12 +396,12 @@ func (b *lsmBench) grow(l, a dict, bs, from, to int) error {
 // elements, none present (keys never inserted) or all present.
 func (b *lsmBench) lookups(logN, bmin, bmax int) error {
 	n := 1 << logN
-	out, err := cuda.Alloc[uint32](b.dev, n)
+	out, err := newArr[uint32](b, n)
 	if err != nil {
 		return err
 	}
 	defer out.Free()
-	found, err := cuda.Alloc[uint8](b.dev, n)
+	found, err := newFlags(b, n)
 	if err != nil {
 		return err
 	}
@@ -369,10 +424,10 @@ func (b *lsmBench) lookups(logN, bmin, bmax int) error {
 				q := r * bs
 				for _, c := range []struct {
 					d     dict
-					keys  cuda.Slice[uint32]
+					keys  arr[uint32]
 					rates *[]float64
 				}{{a, b.keys.Sub(n, n+q), &sn}, {l, b.keys.Sub(n, n+q), &ln}, {a, b.keys.Sub(0, q), &sa}, {l, b.keys.Sub(0, q), &la}} {
-					d, err := timed(func() error { return c.d.LookupDevice(b.ctx, c.keys, out.Sub(0, q), found.Sub(0, q)) })
+					d, err := timed(func() error { return b.lookup(c.d, c.keys, out.Sub(0, q), found.Sub(0, q)) })
 					if err != nil {
 						return err
 					}
@@ -395,8 +450,16 @@ func (b *lsmBench) lookups(logN, bmin, bmax int) error {
 	return nil
 }
 
-func expectFound(found cuda.Slice[uint8], want bool) error {
-	h, err := found.ToHost()
+func expectFound(found flags, want bool) error {
+	if found.onHost {
+		for i, f := range found.host {
+			if f != want {
+				return fmt.Errorf("lookup %d: found = %v, want %v", i, f, want)
+			}
+		}
+		return nil
+	}
+	h, err := found.dev.ToHost()
 	if err != nil {
 		return err
 	}
@@ -412,14 +475,14 @@ func expectFound(found cuda.Slice[uint8], want bool) error {
 // L resident elements on average, at L = 8 and 1024.
 func (b *lsmBench) countRange(logN, bmin, bmax int) error {
 	n := 1 << logN
-	queries := map[int]int{8: 1 << 20, 1024: 1 << 14}
+	queries := b.queries
 	t := b.rep.Table(fmt.Sprintf("Table IV: count and range rate (M queries/s), n = r·b up to 2^%d; L = expected elements per range", logN),
 		"query", "L", "b", "r measured", "LSM min", "max", "mean", "SA mean", "LSM/SA")
 	rng := rand.New(rand.NewPCG(4, 4))
 	qmax := max(queries[8], queries[1024])
-	lo, err1 := cuda.Alloc[uint32](b.dev, qmax)
-	hi, err2 := cuda.Alloc[uint32](b.dev, qmax)
-	counts, err3 := cuda.Alloc[uint32](b.dev, qmax)
+	lo, err1 := newArr[uint32](b, qmax)
+	hi, err2 := newArr[uint32](b, qmax)
+	counts, err3 := newArr[uint32](b, qmax)
 	defer lo.Free()
 	defer hi.Free()
 	defer counts.Free()
@@ -455,17 +518,11 @@ func (b *lsmBench) countRange(logN, bmin, bmax int) error {
 						return err
 					}
 					for si, d := range []dict{l, a} {
-						dc, err := timed(func() error { return d.CountDevice(b.ctx, lo.Sub(0, q), hi.Sub(0, q), counts.Sub(0, q)) })
+						dc, err := timed(func() error { return b.count(d, lo.Sub(0, q), hi.Sub(0, q), counts.Sub(0, q)) })
 						if err != nil {
 							return err
 						}
-						dr, err := timed(func() error {
-							res, err := d.RangeDevice(b.ctx, lo.Sub(0, q), hi.Sub(0, q))
-							if err == nil {
-								err = res.Free()
-							}
-							return err
-						})
+						dr, err := timed(func() error { return b.rangeQuery(d, lo.Sub(0, q), hi.Sub(0, q)) })
 						if err != nil {
 							return err
 						}
@@ -542,8 +599,8 @@ func (b *lsmBench) cleanup(lb int) error {
 		return err
 	}
 	defer l.Close()
-	out, err1 := cuda.Alloc[uint32](b.dev, q)
-	found, err2 := cuda.Alloc[uint8](b.dev, q)
+	out, err1 := newArr[uint32](b, q)
+	found, err2 := newFlags(b, q)
 	defer out.Free()
 	defer found.Free()
 	if err := errors.Join(err1, err2); err != nil {
@@ -555,7 +612,7 @@ func (b *lsmBench) cleanup(lb int) error {
 	}
 	levels := len(st.Levels)
 	look := func() (time.Duration, error) {
-		return timed(func() error { return l.LookupDevice(b.ctx, b.keys.Sub(0, q), out, found) })
+		return timed(func() error { return b.lookup(l, b.keys.Sub(0, q), out, found) })
 	}
 	before, err := look()
 	if err != nil {
@@ -583,18 +640,23 @@ func (b *lsmBench) cleanup(lb int) error {
 // probability pct/200, a deletion of an earlier key (removing the tombstone
 // and the deleted entry: about pct% of the entries become stale).
 func (b *lsmBench) staleLSM(bs, nb, pct int) (*lsm.LSM[uint32, uint32], error) {
-	l, err := lsm.New[uint32, uint32](lsm.Options{Backend: warpkit.CUDA, Device: b.dev, BatchSize: bs, Capacity: bs * nb})
+	l, err := lsm.New[uint32, uint32](lsm.Options{Backend: b.backend(), Device: b.dev, BatchSize: bs, Capacity: bs * nb})
 	if err != nil {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(uint64(bs), uint64(pct)))
-	keys, err1 := cuda.Alloc[uint32](b.dev, bs)
-	dels, err2 := cuda.Alloc[uint8](b.dev, bs)
-	defer keys.Free()
-	defer dels.Free()
-	if err := errors.Join(err1, err2); err != nil {
-		l.Close()
-		return nil, err
+	var keys cuda.Slice[uint32]
+	var dels cuda.Slice[uint8]
+	if b.dev != nil {
+		var err1, err2 error
+		keys, err1 = cuda.Alloc[uint32](b.dev, bs)
+		dels, err2 = cuda.Alloc[uint8](b.dev, bs)
+		defer keys.Free()
+		defer dels.Free()
+		if err := errors.Join(err1, err2); err != nil {
+			l.Close()
+			return nil, err
+		}
 	}
 	hk, hd := make([]uint32, bs), make([]uint8, bs)
 	next := 0
@@ -613,9 +675,18 @@ func (b *lsmBench) staleLSM(bs, nb, pct int) (*lsm.LSM[uint32, uint32], error) {
 				next++
 			}
 		}
-		err := errors.Join(keys.CopyFromHost(hk), dels.CopyFromHost(hd))
-		if err == nil {
-			err = l.UpdateDevice(b.ctx, keys, b.vals.Sub(0, bs), dels)
+		var err error
+		if b.dev == nil {
+			hb := make([]bool, bs)
+			for j, d := range hd {
+				hb[j] = d == 1
+			}
+			err = l.Update(b.ctx, hk, b.vals.host[:bs], hb)
+		} else {
+			err = errors.Join(keys.CopyFromHost(hk), dels.CopyFromHost(hd))
+			if err == nil {
+				err = l.UpdateDevice(b.ctx, keys, b.vals.dev.Sub(0, bs), dels)
+			}
 		}
 		if err != nil {
 			l.Close()
@@ -628,6 +699,9 @@ func (b *lsmBench) staleLSM(bs, nb, pct int) (*lsm.LSM[uint32, uint32], error) {
 // sortTime times prim's radix sort of n (key, value) pairs: the core of a
 // rebuild from scratch.
 func (b *lsmBench) sortTime(n int) (time.Duration, error) {
+	if b.dev == nil {
+		return b.sortTimeHost(n)
+	}
 	e, err := prim.NewEngine(b.dev)
 	if err != nil {
 		return 0, err
@@ -647,7 +721,7 @@ func (b *lsmBench) sortTime(n int) (time.Duration, error) {
 	}
 	var d time.Duration
 	for range 2 { // the first run allocates the sort's scratch
-		if err := errors.Join(cuda.CopyAsync(k, b.keys.Sub(0, n), s), cuda.CopyAsync(v, b.vals.Sub(0, n), s), s.Synchronize()); err != nil {
+		if err := errors.Join(cuda.CopyAsync(k, b.keys.dev.Sub(0, n), s), cuda.CopyAsync(v, b.vals.dev.Sub(0, n), s), s.Synchronize()); err != nil {
 			return 0, err
 		}
 		if d, err = timed(func() error {
@@ -744,7 +818,7 @@ func (b *lsmBench) insertParts(s *cuda.Stream) error {
 	for lb := 15; lb <= 21; lb++ {
 		n := 1 << lb
 		sort := func() error {
-			return errors.Join(cuda.CopyAsync(k.Sub(0, n), b.keys.Sub(0, n), s), prim.SortPairs(e, s, k.Sub(0, n), v.Sub(0, n), prim.SortOptions{}))
+			return errors.Join(cuda.CopyAsync(k.Sub(0, n), b.keys.dev.Sub(0, n), s), prim.SortPairs(e, s, k.Sub(0, n), v.Sub(0, n), prim.SortOptions{}))
 		}
 		sortUS, err := median(sort)
 		if err != nil {
@@ -769,24 +843,37 @@ func (b *lsmBench) insertParts(s *cuda.Stream) error {
 // statusLayout measures the merge at the heart of every insertion under three
 // ways to keep the tombstone status without taking a key bit.
 func (b *lsmBench) statusLayout() error {
-	e, err := prim.NewEngine(b.dev)
-	if err != nil {
-		return err
+	// The merge rates of the three layouts at n entries.
+	var measure func(n int) (tag, wk, wv float64, err error)
+	sizes := []int{20, 22, 24, 26}
+	if b.dev == nil {
+		sizes = []int{16, 18, 20, 22} // the CPU backend: prim's host merge, one goroutine
+		measure = func(n int) (float64, float64, float64, error) {
+			return mergeRateHost[uint32, uint32](n, 0), mergeRateHost[uint64, uint32](n, ^uint64(1)), mergeRateHost[uint32, uint64](n, 0), nil
+		}
+	} else {
+		e, err := prim.NewEngine(b.dev)
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		s, err := b.dev.NewStream()
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		measure = func(n int) (float64, float64, float64, error) {
+			tag, err1 := mergeRate[uint32, uint32](b, e, s, n, 0)
+			wk, err2 := mergeRate[uint64, uint32](b, e, s, n, ^uint64(1))
+			wv, err3 := mergeRate[uint32, uint64](b, e, s, n, 0)
+			return tag, wk, wv, errors.Join(err1, err2, err3)
+		}
 	}
-	defer e.Close()
-	s, err := b.dev.NewStream()
-	if err != nil {
-		return err
-	}
-	defer s.Close()
 	t := b.rep.Table("Status layout: merge of two sorted runs of n/2 entries (G entries/s), the step an insertion repeats",
 		"n", "tag: key32 + tag32", "wide key: key<<1|status 64 + value32", "wide value: key32 + value|status 64", "tag vs wide key", "tag vs wide value")
-	for _, ln := range []int{20, 22, 24, 26} {
-		n := 1 << ln
-		tag, err1 := mergeRate[uint32, uint32](b, e, s, n, 0)
-		wk, err2 := mergeRate[uint64, uint32](b, e, s, n, ^uint64(1))
-		wv, err3 := mergeRate[uint32, uint64](b, e, s, n, 0)
-		if err := errors.Join(err1, err2, err3); err != nil {
+	for _, ln := range sizes {
+		tag, wk, wv, err := measure(1 << ln)
+		if err != nil {
 			return err
 		}
 		t.Add(fmt.Sprintf("2^%d", ln), tag, wk, wv, benchfmt.Ratio(tag, wk), benchfmt.Ratio(tag, wv))
@@ -864,11 +951,13 @@ func (b *lsmBench) targets() {
 
 // plot writes Fig. 4b: effective insertion rate against elements inserted,
 // one line per batch size for the LSM (solid) and the sorted array (dashed).
-func (b *lsmBench) plot() error {
+func (b *lsmBench) plot(path string) error {
 	p := plot.New()
 	p.Title.Text = "Effective insertion rate: GPU LSM (solid) vs sorted array (dashed)"
 	if b.dev != nil {
 		p.Title.Text += ", " + b.dev.Name()
+	} else {
+		p.Title.Text = "Effective insertion rate: LSM (solid) vs sorted array (dashed), CPU backend"
 	}
 	p.X.Label.Text = "elements inserted"
 	p.Y.Label.Text = "M elements/s"
@@ -909,5 +998,5 @@ func (b *lsmBench) plot() error {
 	}
 	p.Y.Min = low / 8 // room below the curves for the legend
 	p.Legend.Left, p.Legend.Top = true, false
-	return p.Save(9*vg.Inch, 6*vg.Inch, b.plotPath)
+	return p.Save(9*vg.Inch, 6*vg.Inch, path)
 }
