@@ -37,14 +37,17 @@ const (
 
 // Run runs warp bench btree with args (its flags) and writes the report to w.
 func Run(ctx context.Context, args []string, w io.Writer) error {
-	fs := cli.NewFlags("bench btree", "[--json] [--keys 32|64] [--quick] [--sizes 1M,4M,...] [--sort-queries] [--backend B]")
+	fs := cli.NewFlags("bench btree", "[--json] [--keys 32|64] [--quick] [--sizes 1M,4M,...] [--sort-queries] [--backend B] [--plot DIR]\n\n"+
+		"Runs on a GPU, or on the CPU backend (--backend cpu, or auto without a device) at small sizes; there the\n"+
+		"LSM and sorted-array columns (GPU structures) stay empty and --sort-queries is not run.")
 	asJSON := fs.Bool("json", false, "print JSON")
 	keyBits := fs.Int("keys", 32, "key and value width in bits: 32 or 64")
 	quick := fs.Bool("quick", false, "small sizes (seconds; the default on the CPU backend)")
 	sizesFlag := fs.String("sizes", "", "tree sizes for the query and concurrent benchmarks (default 1M,2M,4M,8M,16M,32M,45M)")
 	sortQueries := fs.Bool("sort-queries", false, "Fig. 2 also runs every batch sorted on the device first (Options.SortQueries)")
 	backend := warpkit.Auto
-	fs.TextVar(&backend, "backend", warpkit.Auto, "backend: auto, cpu or cuda")
+	fs.TextVar(&backend, "backend", warpkit.Auto, "backend: auto, cpu or cuda (auto: CUDA when a device is present)")
+	plotDir := fs.String("plot", "", "also write each table as a plot, `DIR`/<table>.png and .svg")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -95,6 +98,11 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	}
 	if err != nil {
 		return err
+	}
+	if *plotDir != "" {
+		if _, err := b.rep.WritePlots(*plotDir); err != nil {
+			return err
+		}
 	}
 	return b.rep.Print(w, *asJSON)
 }

@@ -121,7 +121,9 @@ func (b *latBench) measureN(warmup, calls int, call, after func(i int) error) (l
 
 // Run runs warp bench latency with args (its flags) and writes the report to w.
 func Run(ctx context.Context, args []string, w io.Writer) error {
-	fs := cli.NewFlags("bench latency", "[--json] [--calls N] [--warmup N] [--table-log2 N] [--max-log2 N] [--only floors,structures,rates,host-rates] [--backend B]")
+	fs := cli.NewFlags("bench latency", "[--json] [--calls N] [--warmup N] [--table-log2 N] [--max-log2 N] [--only floors,structures,rates,host-rates] [--backend B] [--plot DIR]\n\n"+
+		"Runs on a GPU, or on the CPU backend (--backend cpu, or auto without a device) with the rate sweep up to 2^20;\n"+
+		"the CUDA floors, the device-slice rows and host-rates need a GPU and are left out there, with a note.")
 	asJSON := fs.Bool("json", false, "print JSON")
 	calls := fs.Int("calls", 300, "timed calls per row (median, p99 and min are over these)")
 	warmup := fs.Int("warmup", 20, "calls before the timed ones, discarded")
@@ -130,6 +132,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	only := fs.String("only", "", "comma-separated sections, in the order given (default all): floors, structures, rates, host-rates (CUDA only: the rates from Go slices)")
 	backend := warpkit.Auto
 	fs.TextVar(&backend, "backend", warpkit.Auto, "backend: auto, cpu or cuda (auto: CUDA when a device is present)")
+	plotDir := fs.String("plot", "", "also write each table as a plot, `DIR`/<table>.png and .svg")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -232,6 +235,11 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 			}
 			b.rep.Note("%s FAILED: %v", name, err)
 			failed = append(failed, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	if *plotDir != "" {
+		if _, err := b.rep.WritePlots(*plotDir); err != nil {
+			return err
 		}
 	}
 	return errors.Join(append([]error{b.rep.Print(w, *asJSON)}, failed...)...)

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/warpkit/warpkit/bench/internal/benchtest"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
 	"github.com/warpkit/warpkit/internal/cli"
@@ -165,13 +167,13 @@ func TestBenchLatencyJSON(t *testing.T) {
 }
 
 // TestBenchLatencyUsage: bad flags are usage errors, found before anything is
-// built or measured; the subcommand is reached through warp bench.
+// built or measured.
 func TestBenchLatencyUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"--calls", "0"}, {"--calls", "-3"}, {"--calls", "x"}, {"--calls", "20001"}, {"--warmup", "-1"},
 		{"--only", "bogus"}, {"--only", "floors,nope"}, {"--only", ","},
 		{"--table-log2", "3"}, {"--table-log2", "29"}, {"--max-log2", "-1"}, {"--max-log2", "27"},
-		{"--backend", "tpu"}, {"--no-such-flag"}, {"extra"},
+		{"--backend", "tpu"}, {"--no-such-flag"}, {"extra"}, {"--plot"},
 	} {
 		if err := Run(t.Context(), args, io.Discard); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("%v: %v, want a usage error", args, err)
@@ -198,4 +200,15 @@ func TestLatencySummary(t *testing.T) {
 	if got := rateSizes(5); !slices.Equal(got, []int{0, 2, 4, 5}) {
 		t.Errorf("rateSizes(5) = %v", got)
 	}
+}
+
+// TestBenchLatencyPlot: --plot writes the structure and rate tables as PNG
+// and SVG plots on the CPU backend.
+func TestBenchLatencyPlot(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "plots")
+	out := runLatency(t, append([]string{"--backend", "cpu", "--plot", dir}, latTiny...)...)
+	if !strings.Contains(out, "plots: 2 of 2 tables written to "+dir) {
+		t.Errorf("no note of the plots:\n%s", out)
+	}
+	benchtest.CheckPlots(t, dir, 2)
 }
