@@ -27,6 +27,27 @@ func TestDevicesWithoutFlagsSucceeds(t *testing.T) {
 	}
 }
 
+// TestBenchList: warp bench -h lists every benchmark, and each one's -h
+// says what needs a GPU.
+func TestBenchList(t *testing.T) {
+	code, stderr := runWarp(t, "bench", "-h")
+	if code != 0 {
+		t.Fatalf("warp bench -h: exit status %d\n%s", code, stderr)
+	}
+	for _, name := range []string{"btree", "hash", "kv", "latency", "lsm", "prim"} {
+		if !strings.Contains(stderr, "\n  "+name+" ") {
+			t.Errorf("warp bench -h lacks %s:\n%s", name, stderr)
+		}
+	}
+	for _, name := range []string{"btree", "hash", "latency", "lsm", "prim"} {
+		code, stderr := runWarp(t, "bench", name, "-h")
+		if code != 0 || !strings.Contains(stderr, "usage: warp bench "+name) || !strings.Contains(stderr, "GPU") ||
+			!strings.Contains(stderr, "-backend") || !strings.Contains(stderr, "-plot DIR") {
+			t.Errorf("warp bench %s -h: exit status %d, no word of the GPU, --backend or --plot DIR:\n%s", name, code, stderr)
+		}
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	if err := runTour([]string{"--backend", "tpu"}); !errors.Is(err, cli.ErrUsage) {
 		t.Errorf("bad backend: %v", err)
@@ -99,6 +120,14 @@ func TestFlagRejection(t *testing.T) {
 		{[]string{"kv", "bench", "--bogus"}, []string{"flag provided but not defined: -bogus", "warp kv bench -h"}},
 		{[]string{"kv", "bench", "extra"}, []string{`unexpected argument "extra"`}},
 		{[]string{"bench", "kv", "--num", "0"}, []string{"warp kv bench:", "-num", "1..1000000000"}},
+		{[]string{"bench", "hash", "--only", "fig9"}, []string{"warp bench hash:", `unknown experiment "fig9"`}},
+		{[]string{"bench", "hash", "--backend", "tpu"}, []string{"warp bench hash:", "-backend"}},
+		{[]string{"bench", "lsm", "--sections", "nope"}, []string{"warp bench lsm:", `unknown section "nope"`}},
+		{[]string{"bench", "btree", "--sizes", "x"}, []string{"warp bench btree:", `bad size "x"`}},
+		{[]string{"bench", "prim", "--log2n", "9"}, []string{"warp bench prim:", "--log2n"}},
+		{[]string{"bench", "latency", "--calls", "0"}, []string{"warp bench latency:", "--calls"}},
+		{[]string{"bench", "latency", "--plot"}, []string{"warp bench latency:", "flag needs an argument: -plot"}},
+		{[]string{"bench", "nope"}, []string{"warp bench:", `unknown structure "nope"`}},
 		{[]string{"kv", "scan", dir, "--limit", "-1"}, []string{"warp kv scan:", "-limit", "0..1000000000"}},
 		{[]string{"kv", "scan", dir, "--limit", "x"}, []string{"-limit", "0..1000000000"}},
 		{[]string{"kv", "scan", dir, "--frm", "a"}, []string{"warp kv scan:", "not defined: --frm"}},
