@@ -18,6 +18,7 @@ import (
 	"github.com/warpkit/warpkit/btree"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/internal/benchfmt/benchplot"
 	"github.com/warpkit/warpkit/internal/cli"
 	"github.com/warpkit/warpkit/lsm"
 	"github.com/warpkit/warpkit/sortedarray"
@@ -100,7 +101,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	if *plotDir != "" {
-		if _, err := b.rep.WritePlots(*plotDir); err != nil {
+		if _, err := benchplot.Write(b.rep, *plotDir); err != nil {
 			return err
 		}
 	}

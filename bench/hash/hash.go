@@ -20,6 +20,7 @@ import (
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/internal/benchfmt/benchplot"
 	"github.com/warpkit/warpkit/internal/cli"
 	"github.com/warpkit/warpkit/internal/oahash"
 	"github.com/warpkit/warpkit/slaballoc"
@@ -176,7 +177,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 // report; the experiments that failed make it fail.
 func (b *hashBench) finish(w io.Writer, asJSON bool, jsonOut, plotDir string, failed []error) error {
 	if plotDir != "" {
-		if _, err := b.rep.WritePlots(plotDir); err != nil {
+		if _, err := benchplot.Write(b.rep, plotDir); err != nil {
 			return err
 		}
 	}

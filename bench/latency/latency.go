@@ -20,6 +20,7 @@ import (
 	"github.com/warpkit/warpkit/btree"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/internal/benchfmt/benchplot"
 	"github.com/warpkit/warpkit/internal/cli"
 	"github.com/warpkit/warpkit/lsm"
 	"github.com/warpkit/warpkit/slabhash"
@@ -238,7 +239,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		}
 	}
 	if *plotDir != "" {
-		if _, err := b.rep.WritePlots(*plotDir); err != nil {
+		if _, err := benchplot.Write(b.rep, *plotDir); err != nil {
 			return err
 		}
 	}

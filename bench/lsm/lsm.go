@@ -27,6 +27,7 @@ import (
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/internal/benchfmt/benchplot"
 	"github.com/warpkit/warpkit/internal/cli"
 	"github.com/warpkit/warpkit/lsm"
 	"github.com/warpkit/warpkit/prim"
@@ -171,7 +172,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		b.rep.Note("CPU backend: both structures reserve memory for the whole run up front (Options.Capacity) and are warmed by one insert+delete (+cleanup for the LSM) of other keys before timing; the targets are the GPU's, shown for reference")
 	}
 	if b.plotDir {
-		if _, err := b.rep.WritePlots(b.plotPath); err != nil {
+		if _, err := benchplot.Write(b.rep, b.plotPath); err != nil {
 			return err
 		}
 	}

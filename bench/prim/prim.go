@@ -16,6 +16,7 @@ import (
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/internal/benchfmt/benchplot"
 	"github.com/warpkit/warpkit/internal/cli"
 	"github.com/warpkit/warpkit/prim"
 )
@@ -134,7 +135,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 // finish writes the plots if asked to, then prints the report.
 func finish(rep *benchfmt.Report, w io.Writer, asJSON bool, plotDir string) error {
 	if plotDir != "" {
-		if _, err := rep.WritePlots(plotDir); err != nil {
+		if _, err := benchplot.Write(rep, plotDir); err != nil {
 			return err
 		}
 	}

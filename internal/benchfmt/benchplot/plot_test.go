@@ -1,4 +1,4 @@
-package benchfmt
+package benchplot
 
 import (
 	"bytes"
@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"gonum.org/v1/plot"
+
+	"github.com/warpkit/warpkit/internal/benchfmt"
 )
 
 // plotReport has one table of every shape the benchmarks print.
-func plotReport() *Report {
-	r := NewReport("plots", "Test CPU")
+func plotReport() *benchfmt.Report {
+	r := benchfmt.NewReport("plots", "Test CPU")
 	t := r.Table("Fig. 5: build and search vs n (G ops/s; x = vs baseline)", "n", "util", "build", "x", "find", "x", "targets")
 	for l := 10; l <= 16; l += 2 {
 		t.Add("2^"+string(rune('0'+l/10))+string(rune('0'+l%10)), 0.6, float64(l)/10, 0.9, float64(l)/5, 1.1, "-")
@@ -86,7 +88,7 @@ func TestPlotKinds(t *testing.T) {
 		{"line", []string{"build"}},
 	}
 	for i, tab := range r.Tables {
-		l, err := tab.layout()
+		l, err := tableLayout(tab)
 		var np *NotPlottable
 		switch {
 		case errors.As(err, &np):
@@ -108,27 +110,27 @@ func TestPlotKinds(t *testing.T) {
 		if kind != want[i].kind || strings.Join(names, "|") != strings.Join(want[i].series, "|") {
 			t.Errorf("%q: %s chart of %q, want %s of %q", tab.Name, kind, names, want[i].kind, want[i].series)
 		}
-		if _, w, h, err := tab.Plot(); err != nil || w <= 0 || h <= 0 {
+		if _, w, h, err := Plot(tab); err != nil || w <= 0 || h <= 0 {
 			t.Errorf("%q: Plot: %v x %v, %v", tab.Name, w, h, err)
 		}
 	}
 	// The 2^k axis is logarithmic, a percentage axis linear.
-	p, _, _, _ := r.Tables[0].Plot()
+	p, _, _, _ := Plot(r.Tables[0])
 	if _, ok := p.X.Scale.(plot.LogScale); !ok {
 		t.Errorf("2^k axis: scale %T", p.X.Scale)
 	}
-	p, _, _, _ = r.Tables[3].Plot()
+	p, _, _, _ = Plot(r.Tables[3])
 	if _, ok := p.X.Scale.(plot.LogScale); ok {
 		t.Error("percentage axis is logarithmic")
 	}
 }
 
-// TestWritePlots: every plottable table is written as a non-empty PNG and a
+// TestWrite: every plottable table is written as a non-empty PNG and a
 // well-formed SVG; the rest are named in a note.
-func TestWritePlots(t *testing.T) {
+func TestWrite(t *testing.T) {
 	r := plotReport()
 	dir := filepath.Join(t.TempDir(), "plots")
-	files, err := r.WritePlots(dir)
+	files, err := Write(r, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

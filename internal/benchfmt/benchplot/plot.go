@@ -1,4 +1,8 @@
-package benchfmt
+// Package benchplot draws the tables of a benchfmt.Report as plots, one PNG
+// and one SVG per table (Write). It is apart from benchfmt so that programs
+// printing reports without plots (bench/peers, a module of its own) do not
+// need gonum/plot.
+package benchplot
 
 import (
 	"errors"
@@ -14,11 +18,12 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/warpkit/warpkit/internal/benchfmt"
 )
 
-// Plots of tables. Any table can be drawn (Table.Plot) and a whole report
-// written as files (Report.WritePlots), one PNG and one SVG per table, named
-// by the table's slug (Slug). The rules:
+// Any table can be drawn (Plot) and a whole report written as files (Write),
+// one PNG and one SVG per table, named by the table's slug (Slug). The rules:
 //
 //   - The title is the table's name (wrapped).
 //   - Series: the columns whose cells are all floating-point numbers (or
@@ -41,7 +46,7 @@ import (
 //     series) for every other table: rows are labelled by their text and
 //     integer cells left of the first series column (else by all their text
 //     cells, else "row N"); all bars share one linear axis.
-//   - A table without rows or without a series is not plotted; WritePlots
+//   - A table without rows or without a series is not plotted; Write
 //     says so in a note.
 
 // plotWidth is the width of every plot; line charts are plotHeight high,
@@ -51,11 +56,11 @@ const (
 	plotHeight = 6 * vg.Inch
 )
 
-// WritePlots writes each table of r as dir/<slug>.png and dir/<slug>.svg
+// Write writes each table of r as dir/<slug>.png and dir/<slug>.svg
 // (creating dir), and adds a note to r naming dir, the number of tables
 // written and each table left out with the reason. It returns the paths
 // written; an error is a file that could not be written.
-func (r *Report) WritePlots(dir string) ([]string, error) {
+func Write(r *benchfmt.Report, dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -63,7 +68,7 @@ func (r *Report) WritePlots(dir string) ([]string, error) {
 	var skipped []string
 	used := map[string]int{}
 	for _, t := range r.Tables {
-		p, w, h, err := t.Plot()
+		p, w, h, err := Plot(t)
 		if err != nil {
 			var np *NotPlottable
 			if errors.As(err, &np) {
@@ -92,7 +97,7 @@ func (r *Report) WritePlots(dir string) ([]string, error) {
 	return written, nil
 }
 
-// NotPlottable is Table.Plot's error for a table it cannot draw.
+// NotPlottable is Plot's error for a table it cannot draw.
 type NotPlottable struct{ Why string }
 
 func (e *NotPlottable) Error() string { return "not plottable: " + e.Why }
@@ -220,8 +225,8 @@ type layout struct {
 	series []series
 }
 
-// layout decides how t is drawn (see the rules above).
-func (t *Table) layout() (layout, error) {
+// tableLayout decides how t is drawn (see the rules above).
+func tableLayout(t *benchfmt.Table) (layout, error) {
 	var l layout
 	if len(t.Rows) == 0 {
 		return l, &NotPlottable{"no rows"}
@@ -243,7 +248,7 @@ func (t *Table) layout() (layout, error) {
 		}
 		first = 0
 	}
-	l.series = t.series(l.rows, first)
+	l.series = columnSeries(t, l.rows, first)
 	if len(l.series) == 0 {
 		return l, &NotPlottable{"no numeric column"}
 	}
@@ -252,8 +257,8 @@ func (t *Table) layout() (layout, error) {
 
 // Plot draws t as described above and returns the plot with its size. A
 // table it cannot draw returns a *NotPlottable error.
-func (t *Table) Plot() (*plot.Plot, vg.Length, vg.Length, error) {
-	l, err := t.layout()
+func Plot(t *benchfmt.Table) (*plot.Plot, vg.Length, vg.Length, error) {
+	l, err := tableLayout(t)
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -262,9 +267,9 @@ func (t *Table) Plot() (*plot.Plot, vg.Length, vg.Length, error) {
 	p.Legend.TextStyle.Font.Size = vg.Points(9)
 	p.Legend.Top = true
 	if l.line {
-		return t.linePlot(p, l.series, l.rows, l.xs, l.logX)
+		return linePlot(t, p, l.series, l.rows, l.xs, l.logX)
 	}
-	return t.barPlot(p, l.series, l.rows)
+	return barPlot(t, p, l.series, l.rows)
 }
 
 func monotone(xs []float64) bool {
@@ -276,8 +281,8 @@ func monotone(xs []float64) bool {
 	return up || down
 }
 
-// series returns the plotted columns of rows, from column first on.
-func (t *Table) series(rows []int, first int) []series {
+// columnSeries returns the plotted columns of rows, from column first on.
+func columnSeries(t *benchfmt.Table, rows []int, first int) []series {
 	kinds := make([]cellKind, len(t.Columns)) // per column: cellGap (all gaps), a numeric kind, or cellText
 	for c := first; c < len(t.Columns); c++ {
 		k := cellGap
@@ -350,14 +355,14 @@ func columnNames(cols []string) []string {
 	return out
 }
 
-func (t *Table) linePlot(p *plot.Plot, ser []series, rows []int, xs []float64, logX bool) (*plot.Plot, vg.Length, vg.Length, error) {
+func linePlot(t *benchfmt.Table, p *plot.Plot, ser []series, rows []int, xs []float64, logX bool) (*plot.Plot, vg.Length, vg.Length, error) {
 	p.X.Label.Text = t.Columns[0]
 	var ticks []plot.Tick
 	step := (len(rows) + 11) / 12 // at most 12 labels
 	for i, r := range rows {
 		label := ""
 		if i%step == 0 || i == len(rows)-1 {
-			label = Cell(t.Rows[r][0])
+			label = benchfmt.Cell(t.Rows[r][0])
 		}
 		ticks = append(ticks, plot.Tick{Value: xs[i], Label: label})
 	}
@@ -425,8 +430,8 @@ func legendShare(n int, h vg.Length) float64 {
 	return math.Min(0.6, float64(vg.Points(12*float64(n)+30)/h))
 }
 
-func (t *Table) barPlot(p *plot.Plot, ser []series, rows []int) (*plot.Plot, vg.Length, vg.Length, error) {
-	labels := t.rowLabels(rows, ser[0].col)
+func barPlot(t *benchfmt.Table, p *plot.Plot, ser []series, rows []int) (*plot.Plot, vg.Length, vg.Length, error) {
+	labels := rowLabels(t, rows, ser[0].col)
 	n, k := len(rows), len(ser)
 	// Horizontal bars, the first row at the top: bar i of a series is row
 	// n-1-i.
@@ -469,19 +474,19 @@ func (t *Table) barPlot(p *plot.Plot, ser []series, rows []int) (*plot.Plot, vg.
 
 // rowLabels names the bar groups: the text and integer cells left of the
 // first series column, else every text cell, else "row N".
-func (t *Table) rowLabels(rows []int, firstSeries int) []string {
+func rowLabels(t *benchfmt.Table, rows []int, firstSeries int) []string {
 	out := make([]string, len(rows))
 	for i, r := range rows {
 		var parts []string
 		for c := 0; c < firstSeries; c++ {
 			if _, k := plotCell(t.Rows[r][c]); k == cellText || k == cellInt {
-				parts = append(parts, Cell(t.Rows[r][c]))
+				parts = append(parts, benchfmt.Cell(t.Rows[r][c]))
 			}
 		}
 		if len(parts) == 0 {
 			for c := range t.Columns {
 				if _, k := plotCell(t.Rows[r][c]); k == cellText {
-					parts = append(parts, Cell(t.Rows[r][c]))
+					parts = append(parts, benchfmt.Cell(t.Rows[r][c]))
 				}
 			}
 		}
