@@ -107,8 +107,8 @@
 // and the warp perform its lanes' operations one after another, one node in
 // flight per warp. Batches that may run beside writers (writes, validated
 // queries, mixed batches) instead give each tile one operation of the batch: a
-// queue per tile had made 2^16-key insert batches 1.9x slower on an H100
-// (0.196 vs 0.374 G keys/s) for want of parallelism, and a mixed batch still
+// queue per tile had made 2^16-key insert batches about twice as slow for
+// want of parallelism (docs/benchmarks.md), and a mixed batch still
 // has any operation at any position, all in one kernel.
 //
 // Phased query batches (no writer can run, see Batch semantics: the tree is
@@ -124,9 +124,8 @@
 // blocks as fit on the device) and take waves grid-stride. A node that is not as
 // a quiescent tree has it (wrong level, key outside the fences, a link outside
 // the pool), which a correct tree never shows, sends that query to the generic
-// operation. On an H100 (32-bit keys, every key queried in random order, 1M
-// to 45M keys) this took phased lookups from 1.65 to 5.2-6.5 G/s, range (L=8)
-// from 1.55 to 3.2-3.7 and successor from 1.69 to 4.1-5.2. Keys and values
+// operation. This made phased lookups, ranges and successors three to four
+// times as fast as the generic walk (docs/benchmarks.md). Keys and values
 // stay interleaved in a node and no levels are cached in shared memory: a tile
 // fetches a whole node in one request either way, and the top levels that a
 // shared-memory copy would hold (about 30 KB at 45M keys) stay in L1.
@@ -142,10 +141,9 @@
 // Options.SortQueries, when positive, sorts phased batches of at least that
 // many queries by key on the device first (prim's radix sort of key-position
 // pairs), so that neighbouring lanes share root-to-leaf paths and leaves; each
-// result is written at its query's original position. It is off by default: on
-// an H100 the sort cost more than the shared paths saved at every size
-// measured (lookups of every key, random order: 1.6 vs 5.1 G/s at 1M keys, 3.4
-// vs 6.2 G/s at 45M).
+// result is written at its query's original position. It is off by default:
+// the sort cost more than the shared paths saved at every size measured
+// (docs/benchmarks.md).
 //
 // Node memory is a pool of our own (one device buffer; node 0 is the root,
 // which is split in place so it never moves). A writing batch that runs out of

@@ -65,8 +65,8 @@
 // take three launches per pass (upsweep, scan, downsweep). Inputs of up to
 // 131072 elements run that launch with tiles of 1024 instead of 4096 (3072
 // for 64-bit keys), spreading each pass over four times as many blocks: a
-// pass of a small input is a few blocks' latency (at 2^15 pairs 52 µs
-// instead of 76 µs a sort on an H100).
+// pass of a small input is a few blocks' latency (docs/benchmarks.md, "A
+// fused sort for small inputs").
 // [SortOptions] restricts the sort to the key bits [BeginBit, EndBit): keys are
 // ordered by (k >> BeginBit) & (1<<(EndBit-BeginBit) - 1) and equal digits keep
 // their input order. The zero value sorts on all bits.

@@ -1,7 +1,7 @@
 // Package hostpar splits large host-memory loops over a few goroutines: the
 // staging copies and argument checks of batches given as Go slices, which a
-// single core cannot move as fast as the GPU takes them (a core copies about
-// 6–12 GB/s; pinned host-device copies run near 50 GB/s on an H100).
+// single core cannot move as fast as the GPU takes them (docs/benchmarks.md:
+// one core copies several times slower than pinned host-device copies run).
 //
 // Loops shorter than the grain run on the caller's goroutine, so small
 // batches pay nothing.
