@@ -247,7 +247,7 @@ func runStore(ctx context.Context, pl *plan, o opener, dir string, s settings, c
 			}
 			if w != "fillseq" && w != "fillrandom" {
 				// A read workload needs data.
-				if _, err := runTask(ctx, pl.prog, step+": load", r, "fillrandom"); err != nil {
+				if _, err := r.RunShown(ctx, pl.prog, step+": load", "fillrandom"); err != nil {
 					return nil, err
 				}
 			}
@@ -259,7 +259,7 @@ func runStore(ctx context.Context, pl *plan, o opener, dir string, s settings, c
 			return nil, err
 		}
 		runtime.GC()
-		res, err := runTask(ctx, pl.prog, step, r, w)
+		res, err := r.RunShown(ctx, pl.prog, step, w)
 		if err != nil {
 			return nil, err
 		}
@@ -267,30 +267,6 @@ func runStore(ctx context.Context, pl *plan, o opener, dir string, s settings, c
 		out[w] = res
 	}
 	return out, nil
-}
-
-// runTask runs workload w on r as a task of prog.
-func runTask(ctx context.Context, prog *progress.Reporter, name string, r *kvbench.Runner, w string) (*kvbench.Result, error) {
-	t := prog.Start(name, workloadOps(r.Config(), w))
-	if t != nil {
-		r.SetProgress(t.Set)
-		defer r.SetProgress(nil)
-	}
-	res, err := r.Run(ctx, w)
-	t.Done()
-	return res, err
-}
-
-// workloadOps is how many operations workload w runs (0: unknown; readseq
-// reads the whole store in one call).
-func workloadOps(cfg kvbench.Config, w string) int64 {
-	switch {
-	case w == "readseq":
-		return 0
-	case strings.HasPrefix(w, "fill"), w == "overwrite", w == "deleterandom":
-		return int64(cfg.Num)
-	}
-	return int64(cfg.Reads)
 }
 
 // ratioBase returns the store the throughput ratios divide: warpkit when it

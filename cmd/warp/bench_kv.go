@@ -189,10 +189,10 @@ func runKVBench(ctx context.Context, args []string) error {
 			}
 			if w != "fillseq" && w != "fillrandom" {
 				// A workload that reads needs data: load both stores.
-				if _, err := runTask(ctx, prog, step+": load kv", runner, "fillrandom"); err != nil {
+				if _, err := runner.RunShown(ctx, prog, step+": load kv", "fillrandom"); err != nil {
 					return err
 				}
-				if _, err := runTask(ctx, prog, step+": load B-tree", baseline, "fillrandom"); err != nil {
+				if _, err := baseline.RunShown(ctx, prog, step+": load B-tree", "fillrandom"); err != nil {
 					return err
 				}
 			}
@@ -209,7 +209,7 @@ func runKVBench(ctx context.Context, args []string) error {
 				return err
 			}
 		}
-		res, err := runTask(ctx, prog, step+": kv", runner, w)
+		res, err := runner.RunShown(ctx, prog, step+": kv", w)
 		if prof != nil {
 			pprof.StopCPUProfile()
 			prof = nil // one profile: the first measured workload
@@ -220,7 +220,7 @@ func runKVBench(ctx context.Context, args []string) error {
 		results[w] = res
 		metricsAfter[w] = store.DB.Metrics()
 		// The baseline runs the same workload on its own copy of the data.
-		b, err := runTask(ctx, prog, step+": B-tree", baseline, w)
+		b, err := baseline.RunShown(ctx, prog, step+": B-tree", w)
 		if err != nil {
 			return err
 		}
@@ -228,30 +228,6 @@ func runKVBench(ctx context.Context, args []string) error {
 	}
 	rep := kvReport(f, runner.Config(), workloads, results, base, metricsAfter)
 	return rep.Print(os.Stdout, f.json)
-}
-
-// runTask runs one workload on r, showing its progress as a task of prog.
-func runTask(ctx context.Context, prog *progress.Reporter, name string, r *kvbench.Runner, w string) (*kvbench.Result, error) {
-	t := prog.Start(name, workloadOps(r.Config(), w))
-	if t != nil {
-		r.SetProgress(t.Set)
-		defer r.SetProgress(nil)
-	}
-	res, err := r.Run(ctx, w)
-	t.Done()
-	return res, err
-}
-
-// workloadOps is how many operations workload w runs, for a progress bar
-// (0: unknown; readseq reads the whole store in one call).
-func workloadOps(cfg kvbench.Config, w string) int64 {
-	switch {
-	case w == "readseq":
-		return 0
-	case strings.HasPrefix(w, "fill"), w == "overwrite", w == "deleterandom":
-		return int64(cfg.Num)
-	}
-	return int64(cfg.Reads)
 }
 
 // flagSet reports whether the command line set flag name.

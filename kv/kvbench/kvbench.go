@@ -28,6 +28,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	"github.com/warpkit/warpkit/internal/progress"
 )
 
 // Store is a key-value store under test. Methods are called from one
@@ -643,3 +645,28 @@ func ParseValueSize(s string) (lo, hi int, err error) {
 // SetProgress sets the callback that receives the operation count of the
 // running workload (approximate, from time to time).
 func (r *Runner) SetProgress(f func(done int64)) { r.cfg.Progress = f }
+
+// Ops returns how many operations workload w runs, for a progress display
+// (0 when unknown: readseq reads the whole store in one call).
+func (r *Runner) Ops(w string) int64 {
+	switch {
+	case w == "readseq":
+		return 0
+	case strings.HasPrefix(w, "fill"), w == "overwrite", w == "deleterandom":
+		return int64(r.cfg.Num)
+	}
+	return int64(r.cfg.Reads)
+}
+
+// RunShown is Run with its progress shown as the task name of prog (a nil
+// prog shows nothing).
+func (r *Runner) RunShown(ctx context.Context, prog *progress.Reporter, name, w string) (*Result, error) {
+	t := prog.Start(name, r.Ops(w))
+	if t != nil {
+		r.SetProgress(t.Set)
+		defer r.SetProgress(nil)
+	}
+	res, err := r.Run(ctx, w)
+	t.Done()
+	return res, err
+}
