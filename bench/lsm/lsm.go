@@ -818,6 +818,10 @@ func (b *lsmBench) insertParts(s *cuda.Stream) error {
 		"b", "SortPairs b", "sort M pairs/s", "MergePairs b+b", "merge M elem/s")
 	for lb := 15; lb <= 21; lb++ {
 		n := 1 << lb
+		if n > b.keys.dev.Len() {
+			b.rep.Note("insert steps: b = 2^%d and above not timed: the run holds %d keys (--insert-log2n)", lb, b.keys.dev.Len())
+			break
+		}
 		sort := func() error {
 			return errors.Join(cuda.CopyAsync(k.Sub(0, n), b.keys.dev.Sub(0, n), s), prim.SortPairs(e, s, k.Sub(0, n), v.Sub(0, n), prim.SortOptions{}))
 		}
