@@ -3,7 +3,6 @@ package primbench
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"runtime"
 	"slices"
 	"time"
@@ -84,25 +83,7 @@ func hostTime(c primCase, reps int) (time.Duration, error) {
 // hostCases are the rows of primBench.cases for the host twins, named as
 // there.
 func hostCases(n int) []primCase {
-	rng := rand.New(rand.NewPCG(1, 2))
-	h64 := make([]uint64, n)
-	for i := range h64 {
-		h64[i] = rng.Uint64()
-	}
-	h32 := make([]uint32, n)
-	for i := range h32 {
-		h32[i] = uint32(h64[i] >> 17)
-	}
-	flags := make([]uint8, n)
-	for i := range flags {
-		flags[i] = uint8(h64[i] & 1) // half selected
-	}
-	// Segments of 1..200 elements (mean about 100), like per-query results.
-	offs := []uint32{0}
-	for pos := 0; pos < n; {
-		pos = min(n, pos+1+rng.IntN(200))
-		offs = append(offs, uint32(pos))
-	}
+	h64, h32, flags, offs := inputs(n)
 	k32, v32, o32, ov32 := make([]uint32, n), make([]uint32, n), make([]uint32, n), make([]uint32, n)
 	k64, v64, o64, ov64 := make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
 	// Sorted runs for the merges: each half of the random data, sorted.

@@ -260,25 +260,7 @@ func (b *primBench) time(c primCase) (time.Duration, error) {
 // cases builds the inputs on the device and the list of measured primitives.
 func (b *primBench) cases() ([]primCase, error) {
 	n := b.n
-	rng := rand.New(rand.NewPCG(1, 2))
-	h64 := make([]uint64, n)
-	for i := range h64 {
-		h64[i] = rng.Uint64()
-	}
-	h32 := make([]uint32, n)
-	for i := range h32 {
-		h32[i] = uint32(h64[i] >> 17)
-	}
-	flags := make([]uint8, n)
-	for i := range flags {
-		flags[i] = uint8(h64[i] & 1) // half selected
-	}
-	// Segments of 1..200 elements (mean about 100), like per-query results.
-	offs := []uint32{0}
-	for pos := 0; pos < n; {
-		pos = min(n, pos+1+rng.IntN(200))
-		offs = append(offs, uint32(pos))
-	}
+	h64, h32, flags, offs := inputs(n)
 
 	r32, err := benchUpload(b, h32)
 	if err != nil {
@@ -415,4 +397,30 @@ func (b *primBench) cases() ([]primCase, error) {
 		{name: "Multisplit2Pairs", types: "u32/u32", elems: n, minBytes: 8 + 1 + 8,
 			run: func() error { return prim.Multisplit2Pairs(e, s, r32, k32, dflags, o32, ov32, count) }},
 	}, nil
+}
+
+// inputs returns the measured data, the same for the device and the host
+// twins: n random 64-bit keys, their 32-bit keys, selection flags (half set)
+// and segment offsets of 1..200 elements (mean about 100, like per-query
+// results).
+func inputs(n int) (h64 []uint64, h32 []uint32, flags []uint8, offs []uint32) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	h64 = make([]uint64, n)
+	for i := range h64 {
+		h64[i] = rng.Uint64()
+	}
+	h32 = make([]uint32, n)
+	for i := range h32 {
+		h32[i] = uint32(h64[i] >> 17)
+	}
+	flags = make([]uint8, n)
+	for i := range flags {
+		flags[i] = uint8(h64[i] & 1)
+	}
+	offs = []uint32{0}
+	for pos := 0; pos < n; {
+		pos = min(n, pos+1+rng.IntN(200))
+		offs = append(offs, uint32(pos))
+	}
+	return h64, h32, flags, offs
 }
