@@ -86,11 +86,13 @@ type lane[K, V warpkit.Word] struct {
 	ctrlOut   cuda.DevicePtr
 	ctrlClean bool
 
-	dKeys   cuda.Slice[K]
-	dVals   cuda.Slice[V]
-	dOps    cuda.Slice[uint8]
-	dRes    cuda.Slice[uint8]
-	dCounts cuda.Slice[uint32]
+	// Device buffers of Go-slice batches (grown on demand, freed by
+	// gpurt.FreeAll with the lane).
+	dKeys   gpurt.Buf[K]
+	dVals   gpurt.Buf[V]
+	dOps    gpurt.Buf[uint8]
+	dRes    gpurt.Buf[uint8]
+	dCounts gpurt.Buf[uint32]
 	// host holds two sets of pinned staging buffers, kept across calls: a
 	// batch of Go slices alternates between them chunk by chunk (apply).
 	host [2]hostSet[K, V]
@@ -182,27 +184,6 @@ func newGPU[K, V warpkit.Word](kd kind, geo geometry, o *Options, dev *cuda.Devi
 		return fail(err)
 	}
 	return g, nil
-}
-
-// ensure makes *s hold at least n elements (growing by powers of two) and
-// returns its first n.
-func ensure[T cuda.Elem](dev *cuda.Device, s *cuda.Slice[T], n int) (cuda.Slice[T], error) {
-	if s.Len() < n {
-		if s.Buffer() != nil {
-			s.Free()
-			*s = cuda.Slice[T]{}
-		}
-		c := 1024
-		for c < n {
-			c *= 2
-		}
-		ns, err := cuda.Alloc[T](dev, c)
-		if err != nil {
-			return cuda.Slice[T]{}, err
-		}
-		*s = ns
-	}
-	return s.Sub(0, n), nil
 }
 
 func ensurePinned[T cuda.Elem](dev *cuda.Device, p **cuda.Pinned[T], n int) ([]T, error) {
@@ -354,7 +335,7 @@ func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K
 	defer g.pool.Unreserve(slabs)
 	res := b.res
 	if res.Buffer() == nil {
-		if res, err = ensure(g.dev, &ln.dRes, n); err != nil {
+		if res, err = ln.dRes.Get(g.dev, ln.stream, n); err != nil {
 			return 0, 0, false, err
 		}
 	}
@@ -610,14 +591,14 @@ func (g *gpuTable[K, V]) upload(ln *lane[K, V], hs *hostSet[K, V], b *batch[K, V
 	n, s := len(b.keys), ln.stream
 	db := devBatch[K, V]{op: b.op}
 	var err error
-	if db.keys, err = ensure(g.dev, &ln.dKeys, n); err != nil {
+	if db.keys, err = ln.dKeys.Get(g.dev, ln.stream, n); err != nil {
 		return db, err
 	}
 	if err := cuda.CopyToDeviceAsync(db.keys, hs.keys, 0, s); err != nil {
 		return db, err
 	}
 	if b.ops != nil {
-		if db.ops, err = ensure(g.dev, &ln.dOps, n); err != nil {
+		if db.ops, err = ln.dOps.Get(g.dev, ln.stream, n); err != nil {
 			return db, err
 		}
 		if err := cuda.CopyToDeviceAsync(db.ops, hs.ops, 0, s); err != nil {
@@ -625,7 +606,7 @@ func (g *gpuTable[K, V]) upload(ln *lane[K, V], hs *hostSet[K, V], b *batch[K, V
 		}
 	}
 	if g.valsIn(b) || g.valsOut(b) {
-		if db.vals, err = ensure(g.dev, &ln.dVals, n); err != nil {
+		if db.vals, err = ln.dVals.Get(g.dev, ln.stream, n); err != nil {
 			return db, err
 		}
 		if g.valsIn(b) {
@@ -634,11 +615,11 @@ func (g *gpuTable[K, V]) upload(ln *lane[K, V], hs *hostSet[K, V], b *batch[K, V
 			}
 		}
 	}
-	if db.res, err = ensure(g.dev, &ln.dRes, n); err != nil {
+	if db.res, err = ln.dRes.Get(g.dev, ln.stream, n); err != nil {
 		return db, err
 	}
 	if b.counts != nil {
-		if db.counts, err = ensure(g.dev, &ln.dCounts, n); err != nil {
+		if db.counts, err = ln.dCounts.Get(g.dev, ln.stream, n); err != nil {
 			return db, err
 		}
 	}
@@ -750,11 +731,11 @@ func (g *gpuTable[K, V]) findAllChunk(ctx context.Context, ln *lane[K, V], keys 
 	for j, i := range idx {
 		hk[j] = keys[i]
 	}
-	dk, err := ensure(g.dev, &ln.dKeys, n)
+	dk, err := ln.dKeys.Get(g.dev, ln.stream, n)
 	if err != nil {
 		return nil, err
 	}
-	dc, err := ensure(g.dev, &ln.dCounts, n)
+	dc, err := ln.dCounts.Get(g.dev, ln.stream, n)
 	if err != nil {
 		return nil, err
 	}
@@ -953,7 +934,8 @@ func (g *gpuTable[K, V]) close() error {
 			keep(ln.stream.Close())
 		}
 		// Zero slices and nil pinned buffers (never grown) free as no-ops or ErrClosed.
-		for _, b := range []interface{ Free() error }{ln.ctrl, ln.dKeys, ln.dVals, ln.dOps, ln.dRes, ln.dCounts, ln.ctrlHost} {
+		gpurt.FreeAll(ln) // the device buffers of Go-slice batches
+		for _, b := range []interface{ Free() error }{ln.ctrl, ln.ctrlHost} {
 			keep(b.Free())
 		}
 		keep(ln.host[0].free())
