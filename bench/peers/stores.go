@@ -31,6 +31,7 @@ func openWarpkit(dir string, s settings) (kvbench.Store, error) {
 		BlockSize:                 s.blockSize,
 		BloomBitsPerKey:           s.bloomBits,
 		BlockCacheSize:            s.cacheSize,
+		MaxConcurrentCompactions:  s.compactions,
 	}
 	if s.compression == "none" {
 		o.DisableCompression = true

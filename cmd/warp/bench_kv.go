@@ -46,6 +46,7 @@ type kvBenchFlags struct {
 	sync, quick, json   bool
 	progress            string
 	memtable, table     int
+	compactions         int
 	cacheMB             int
 	compression         string
 	seed                uint64
@@ -84,6 +85,7 @@ func runKVBench(ctx context.Context, args []string) error {
 	cli.IntVarFlag(fs, &f.table, "table-size", 4, 1, kvMaxMiB, "target table size in MiB")
 	cli.IntVarFlag(fs, &f.cacheMB, "cache", 32, 1, kvMaxCache, "block cache in MiB")
 	cli.ChoiceVarFlag(fs, &f.compression, "compression", "snappy", []string{"none", "snappy", "s2"}, "block compression")
+	cli.IntVarFlag(fs, &f.compactions, "compactions", 0, 0, 64, "concurrent background compactions (0: the store's default, sized from GOMAXPROCS)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the first workload listed to this file")
 	if err := cli.Parse(fs, args); err != nil {
@@ -145,6 +147,8 @@ func runKVBench(ctx context.Context, args []string) error {
 		TargetFileSize: int64(f.table) << 20,
 		BlockCacheSize: int64(f.cacheMB) << 20,
 		Compression:    comp,
+		// 0 keeps kv's default.
+		MaxConcurrentCompactions: f.compactions,
 	}
 	if comp == sstable.NoCompression {
 		opts.DisableCompression = true
