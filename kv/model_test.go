@@ -9,6 +9,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/vfs"
 )
 
@@ -473,6 +474,8 @@ func TestModel(t *testing.T) {
 			case 2:
 				opts.Compression = 2 // S2
 				opts.MaxConcurrentCompactions = 2
+				// Every job split into key-range parts (subcompactions).
+				opts.Compactor = compaction.CPU{Parts: 4, MinPartBytes: 1}
 			}
 			keys := 300
 			if seed%2 == 1 {

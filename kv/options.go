@@ -75,7 +75,10 @@ type Options struct {
 	// MaxConcurrentCompactions bounds background compactions; default 1.
 	// (Flushes run on their own goroutine besides.)
 	MaxConcurrentCompactions int
-	// Compactor merges tables; default compaction.CPU{}.
+	// Compactor merges tables; default compaction.CPU{}, which splits a job
+	// with enough input into key-range parts merged in parallel
+	// (subcompactions: up to min(GOMAXPROCS, 8) parts of at least twice
+	// TargetFileSize each).
 	Compactor compaction.Compactor
 
 	// BlockSize is the uncompressed data block size; default 4096.

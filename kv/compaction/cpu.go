@@ -3,7 +3,11 @@ package compaction
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/warpkit/warpkit/kv/internal/base"
@@ -17,7 +21,31 @@ import (
 // CPU merges on the CPU: a heap over the input tables' iterators (one per L0
 // table, one concatenating iterator per deeper level), one pass, outputs
 // written as the merge goes.
-type CPU struct{}
+//
+// Subcompactions: a job with enough input is split into key-range parts
+// [b_i, b_i+1) cut at user keys (taken from the input tables' boundaries, so
+// that the parts hold about equal input bytes) that merge in parallel, each
+// on its own goroutine with its own iterators positioned at its range. The
+// merge decides every entry by its user key alone (stripes, range
+// tombstones, tombstone elision), and no user key spans two parts, so the
+// parts' outputs together hold exactly the entries one part would write;
+// only where tables are cut differs (a table never spans a part boundary,
+// and range tombstones are truncated there). Outputs come back in key order
+// and the store installs them in one version edit; a failing part cancels
+// the others and fails the job, and the store then deletes every table any
+// part created.
+type CPU struct {
+	// Parts bounds the parts of one job: 0 means min(GOMAXPROCS, 8), 1
+	// runs every job as one part.
+	Parts int
+	// MinPartBytes is the least input a part gets (0: 2 × the job's
+	// TargetFileSize), so small jobs stay whole.
+	MinPartBytes uint64
+}
+
+// defaultMaxParts bounds the default number of parts: past a few, the
+// job's inputs are read by too many goroutines for the merge to gain.
+const defaultMaxParts = 8
 
 // releasingIter closes a table iterator and releases its reader.
 type releasingIter struct {
@@ -32,30 +60,161 @@ func (r *releasingIter) Close() error {
 }
 
 // Compact implements Compactor.
-func (CPU) Compact(ctx context.Context, job *Job) (*Result, error) {
+func (c CPU) Compact(ctx context.Context, job *Job) (*Result, error) {
 	start := time.Now()
-	c := &cpuRun{job: job, ctx: ctx}
-	defer c.cleanup()
-	if err := c.openInputs(); err != nil {
+	spans, outSpans, dropped, releases, err := collectSpans(job)
+	defer func() {
+		for _, r := range releases {
+			r()
+		}
+	}()
+	if err != nil {
 		return nil, err
 	}
-	if err := c.merge(); err != nil {
-		return nil, err
+	bounds := c.splitPoints(job)
+	runs := make([]*cpuRun, len(bounds)+1)
+	for i := range runs {
+		r := &cpuRun{job: job, spans: spans, outSpans: outSpans}
+		if i > 0 {
+			r.lo = bounds[i-1]
+		}
+		if i < len(bounds) {
+			r.hi = bounds[i]
+		}
+		runs[i] = r
 	}
-	c.res.Stats.BytesRead = job.InputBytes()
-	c.res.Stats.Duration = time.Since(start)
-	return &c.res, nil
+	if len(runs) == 1 {
+		runs[0].ctx = ctx
+		runs[0].run()
+	} else {
+		pctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, r := range runs {
+			r.ctx = pctx
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if r.run(); r.err != nil {
+					cancel() // one failed part fails the job: stop the others
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	res := &Result{}
+	var errs []error
+	for _, r := range runs {
+		if r.err != nil {
+			errs = append(errs, r.err)
+		}
+		res.Outputs = append(res.Outputs, r.res.Outputs...)
+		res.Stats.BytesWritten += r.res.Stats.BytesWritten
+		res.Stats.EntriesIn += r.res.Stats.EntriesIn
+		res.Stats.EntriesOut += r.res.Stats.EntriesOut
+		res.Stats.TombstonesElided += r.res.Stats.TombstonesElided
+	}
+	if len(errs) > 0 {
+		return nil, firstCause(ctx, errs)
+	}
+	res.Stats.RangeDelsDropped = dropped
+	res.Stats.BytesRead = job.InputBytes()
+	res.Stats.Duration = time.Since(start)
+	return res, nil
 }
 
+// firstCause returns the error that failed a job: the caller's context's,
+// else the first part's error that is not the cancellation a failing part
+// caused in the others.
+func firstCause(ctx context.Context, errs []error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, err := range errs {
+		if !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	return errs[0]
+}
+
+// splitPoints returns the user keys that cut job into parts (none: one part).
+func (c CPU) splitPoints(job *Job) [][]byte {
+	parts := c.Parts
+	if parts == 0 {
+		parts = min(runtime.GOMAXPROCS(0), defaultMaxParts)
+	}
+	minBytes := c.MinPartBytes
+	if minBytes == 0 {
+		minBytes = 2 * job.TargetFileSize
+	}
+	total := job.InputBytes()
+	if minBytes > 0 {
+		parts = min(parts, int(total/minBytes))
+	}
+	if parts <= 1 {
+		return nil
+	}
+	var files []*manifest.FileMetadata
+	for _, in := range job.Inputs {
+		files = append(files, in.Files...)
+	}
+	slices.SortFunc(files, func(a, b *manifest.FileMetadata) int { return bytes.Compare(a.Smallest.UserKey, b.Smallest.UserKey) })
+	// A boundary at a table's smallest key, once the tables before it hold
+	// the next share of the input bytes.
+	var bounds [][]byte
+	var seen uint64
+	for _, f := range files {
+		if len(bounds) == parts-1 {
+			break
+		}
+		if seen >= uint64(len(bounds)+1)*total/uint64(parts) {
+			k := f.Smallest.UserKey
+			if bytes.Compare(k, files[0].Smallest.UserKey) > 0 && (len(bounds) == 0 || bytes.Compare(k, bounds[len(bounds)-1]) > 0) {
+				bounds = append(bounds, append([]byte(nil), k...))
+			}
+		}
+		seen += f.Size
+	}
+	return bounds
+}
+
+// collectSpans reads every input's range tombstones: fragmented, and
+// reduced to what the outputs keep; dropped counts the entries reduction
+// removed. The releases hold the readers open until the job ends.
+func collectSpans(job *Job) (spans, outSpans []rangedel.Span, dropped uint64, releases []func(), err error) {
+	var tombs []rangedel.Tombstone
+	for _, in := range job.Inputs {
+		for _, f := range in.Files {
+			if !f.HasRangeDels {
+				continue
+			}
+			r, rel, err := job.Env.OpenTable(f)
+			if err != nil {
+				return nil, nil, 0, releases, err
+			}
+			releases = append(releases, rel)
+			tombs = append(tombs, rangedel.Tombstones(r.RangeDels().Spans())...)
+		}
+	}
+	spans = rangedel.Fragment(tombs)
+	outSpans, dropped = reduceSpans(job, spans)
+	return spans, outSpans, dropped, releases, nil
+}
+
+// cpuRun merges one part of a job: the user keys in [lo, hi) (nil: no
+// bound).
 type cpuRun struct {
 	job      *Job
 	ctx      context.Context
+	lo, hi   []byte
 	iters    []base.InternalIterator
 	merged   *mergeiter.Merging
 	releases []func()
-	spans    []rangedel.Span // every input tombstone, fragmented
-	outSpans []rangedel.Span // what the outputs keep
+	spans    []rangedel.Span // every input tombstone, fragmented (shared, read-only)
+	outSpans []rangedel.Span // what the outputs keep (shared, read-only)
 	res      Result
+	err      error
 
 	// current output
 	out      *sstable.Writer
@@ -65,6 +224,15 @@ type cpuRun struct {
 
 	gpIndex   int
 	gpOverlap uint64
+}
+
+// run merges the part into its outputs (or sets err).
+func (c *cpuRun) run() {
+	defer c.cleanup()
+	c.outLower = c.lo
+	if c.err = c.openInputs(); c.err == nil {
+		c.err = c.merge()
+	}
 }
 
 func (c *cpuRun) cleanup() {
@@ -85,25 +253,7 @@ func (c *cpuRun) cleanup() {
 
 func (c *cpuRun) openInputs() error {
 	env := c.job.Env
-	var tombs []rangedel.Tombstone
-	collect := func(f *manifest.FileMetadata) error {
-		if !f.HasRangeDels {
-			return nil
-		}
-		r, rel, err := env.OpenTable(f)
-		if err != nil {
-			return err
-		}
-		tombs = append(tombs, rangedel.Tombstones(r.RangeDels().Spans())...)
-		c.releases = append(c.releases, rel)
-		return nil
-	}
 	for _, in := range c.job.Inputs {
-		for _, f := range in.Files {
-			if err := collect(f); err != nil {
-				return err
-			}
-		}
 		if in.Level == 0 {
 			for _, f := range in.Files {
 				r, rel, err := env.OpenTable(f)
@@ -120,32 +270,36 @@ func (c *cpuRun) openInputs() error {
 				return nil, err
 			}
 			return &releasingIter{Iter: r.NewCompactionIter(), release: rel}, nil
-		}, nil, nil))
+		}, c.lo, c.hi))
 	}
 	c.merged = mergeiter.NewMerging(c.iters...)
-	c.spans = rangedel.Fragment(tombs)
-	c.outSpans = c.reduceSpans(c.spans)
+	// The grandparents before the part do not count against its first
+	// output.
+	gp := c.job.Grandparents
+	for c.lo != nil && c.gpIndex < len(gp) && bytes.Compare(gp[c.gpIndex].Largest.UserKey, c.lo) < 0 {
+		c.gpIndex++
+	}
 	return nil
 }
 
 // reduceSpans keeps the newest tombstone of each snapshot stripe in every
-// fragment, and drops stripe-0 tombstones where nothing lies below.
-func (c *cpuRun) reduceSpans(spans []rangedel.Span) []rangedel.Span {
-	snaps := c.job.Snapshots
-	var out []rangedel.Span
+// fragment, and drops stripe-0 tombstones where nothing lies below; dropped
+// counts the tombstone entries it removed.
+func reduceSpans(job *Job, spans []rangedel.Span) (out []rangedel.Span, dropped uint64) {
+	snaps := job.Snapshots
 	for _, sp := range spans {
-		elide := c.job.ElideRangeTombstone(sp.Start, sp.End)
+		elide := job.ElideRangeTombstone(sp.Start, sp.End)
 		var seqs []base.SeqNum
 		last := -1
 		for _, q := range sp.Seqs { // newest first
 			s := StripeOf(snaps, q)
 			if s == last {
-				c.res.Stats.RangeDelsDropped++
+				dropped++
 				continue
 			}
 			last = s
 			if s == 0 && elide {
-				c.res.Stats.RangeDelsDropped++
+				dropped++
 				continue
 			}
 			seqs = append(seqs, q)
@@ -154,7 +308,7 @@ func (c *cpuRun) reduceSpans(spans []rangedel.Span) []rangedel.Span {
 			out = append(out, rangedel.Span{Start: sp.Start, End: sp.End, Seqs: seqs})
 		}
 	}
-	return out
+	return out, dropped
 }
 
 func (c *cpuRun) merge() error {
@@ -166,13 +320,20 @@ func (c *cpuRun) merge() error {
 	var span *rangedel.Span
 	splitPending := false
 	n := 0
-	for ok := c.merged.First(); ok; ok = c.merged.Next() {
+	first := c.merged.First
+	if c.lo != nil {
+		first = func() bool { return c.merged.SeekGE(c.lo) }
+	}
+	for ok := first(); ok; ok = c.merged.Next() {
 		if n++; n&1023 == 0 {
 			if err := c.ctx.Err(); err != nil {
 				return err
 			}
 		}
 		k := c.merged.Key()
+		if c.hi != nil && bytes.Compare(k.UserKey, c.hi) >= 0 {
+			break // the next part's
+		}
 		c.res.Stats.EntriesIn++
 		newKey := !havePrev || !bytes.Equal(k.UserKey, prevKey)
 		if newKey {
@@ -222,13 +383,16 @@ func (c *cpuRun) merge() error {
 	if err := c.merged.Error(); err != nil {
 		return err
 	}
-	if c.out == nil && len(c.outSpans) > 0 {
+	if err := c.ctx.Err(); err != nil {
+		return err
+	}
+	if c.out == nil && len(rangedel.Truncate(c.outSpans, c.outLower, c.hi)) > 0 {
 		if err := c.newOutput(); err != nil {
 			return err
 		}
 	}
 	if c.out != nil {
-		return c.finishOutput(nil)
+		return c.finishOutput(c.hi)
 	}
 	return nil
 }
