@@ -435,7 +435,8 @@ func (g *gpuTable[K, V]) apply(ctx context.Context, b *batch[K, V]) (int64, erro
 	// kernel run on the device, another goroutine copies chunk i-1's outputs
 	// out of the other set and chunk i+1's inputs into it.
 	g.fill(&ln.host[0], b.sub(0, min(n, hostChunk)))
-	var pending *batch[K, V] // a chunk whose outputs wait in the other set
+	var pending *batch[K, V] // a chunk whose outputs wait in pendingSet
+	var pendingSet *hostSet[K, V]
 	total, err := runChunks(n, hostChunk, b.res, b.counts, func(lo, hi int) (int64, error) {
 		hs, other := &ln.host[lo/hostChunk%2], &ln.host[1-lo/hostChunk%2]
 		prev, next := pending, (*batch[K, V])(nil)
@@ -460,14 +461,14 @@ func (g *gpuTable[K, V]) apply(ctx context.Context, b *batch[K, V]) (int64, erro
 		if done != nil {
 			<-done
 		}
-		pending = nil
+		pending, pendingSet = nil, nil
 		if outputs {
-			pending = part
+			pending, pendingSet = part, hs
 		}
 		return delta, err
 	})
-	if pending != nil {
-		g.drain(&ln.host[(n-1)/hostChunk%2], pending)
+	if pending != nil { // the last chunk that ran (runChunks may stop early)
+		g.drain(pendingSet, pending)
 	}
 	return total, err
 }
