@@ -57,25 +57,42 @@ func (d *DB) deleteObsolete() {
 		d.tableTombsMu.Lock()
 		delete(d.tableTombs, n)
 		d.tableTombsMu.Unlock()
-		d.removeFile(base.MakeFilename(base.FileTypeTable, n))
+		err := d.removeFile(base.MakeFilename(base.FileTypeTable, n))
 		d.m.tablesDeleted.Add(1)
+		if f := d.events().TableDeleted; f != nil {
+			f(TableDeleteInfo{FileNum: n, Err: err})
+		}
 	}
 	for _, name := range files {
-		d.removeFile(name)
+		d.removeReport(name)
+	}
+}
+
+// removeReport removes an obsolete file and reports the deletion of a log
+// to the listener.
+func (d *DB) removeReport(name string) {
+	err := d.removeFile(name)
+	if typ, n, ok := base.ParseFilename(name); ok && typ == base.FileTypeLog {
+		if f := d.events().WALDeleted; f != nil {
+			f(WALInfo{FileNum: n, Err: err})
+		}
 	}
 }
 
 // removeFile deletes a file of the store; a failure only leaves garbage that
-// the next Open removes, so it is counted, not returned. A read-only store
-// never removes anything.
-func (d *DB) removeFile(name string) {
+// the next Open removes, so it is counted (and returned only for the
+// events). A read-only store never removes anything.
+func (d *DB) removeFile(name string) error {
 	if d.opts.ReadOnly {
-		return
+		return nil
 	}
-	if err := d.fs.Remove(d.fs.PathJoin(d.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	err := d.fs.Remove(d.fs.PathJoin(d.dir, name))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		d.m.deleteErrors.Add(1)
 		d.opts.logf("kv: remove %s: %v", name, err)
+		return err
 	}
+	return nil
 }
 
 // deleteObsoleteAtOpen removes what a crash or failed deletion left, as
@@ -99,8 +116,13 @@ func (d *DB) deleteObsoleteAtOpen(names []string) {
 		if typ == base.FileTypeTable {
 			d.tables.evict(n)
 			d.m.tablesDeleted.Add(1)
+			err := d.removeFile(name)
+			if f := d.events().TableDeleted; f != nil {
+				f(TableDeleteInfo{FileNum: n, Err: err})
+			}
+			continue
 		}
-		d.removeFile(name)
+		d.removeReport(name)
 	}
 	d.deleteObsolete()
 }

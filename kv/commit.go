@@ -130,7 +130,7 @@ func (d *DB) commit(b *Batch, sync, flush bool) error {
 	} else {
 		d.mu.cond.Broadcast() // Close waits for an empty queue
 	}
-	d.mu.Unlock()
+	d.unlockReport()
 	return err
 }
 
@@ -235,6 +235,7 @@ func (d *DB) groupBuf(size int) []byte {
 // makeRoomLocked reserves need bytes in the memtable, switching memtables and
 // stalling as the thresholds say. Called with d.mu held by the leader.
 func (d *DB) makeRoomLocked(need int64) error {
+	defer d.endStallLocked() // whatever way the wait ends
 	delayed := false
 	for {
 		switch {
@@ -260,10 +261,17 @@ func (d *DB) makeRoomLocked(need int64) error {
 		}
 		switch {
 		case len(d.mu.imm)+1 >= d.opts.MemTableStopWritesThreshold:
+			if d.beginStallLocked(StallMemTable) {
+				continue // d.mu was released: look again
+			}
 			d.stallLocked(&d.m.memtableStops, "memtables waiting for flush")
 		case l0 >= d.opts.L0StopWritesThreshold:
+			if d.beginStallLocked(StallL0) {
+				continue
+			}
 			d.stallLocked(&d.m.l0Stops, fmt.Sprintf("%d L0 tables", l0))
 		default:
+			d.endStallLocked()
 			if err := d.rotateMemTableLocked(false); err != nil {
 				return err
 			}
@@ -282,6 +290,43 @@ func (d *DB) makeRoomLocked(need int64) error {
 			}
 		}
 	}
+}
+
+// beginStallLocked records that writes stop for reason, ending a stall for
+// another reason first. It reports whether it released d.mu (to run the
+// listener), after which the caller must look at the state again.
+func (d *DB) beginStallLocked(reason string) bool {
+	if d.mu.stall.reason == reason {
+		return false
+	}
+	released := d.endStallLocked()
+	d.mu.stall.reason = reason
+	d.mu.stall.start = time.Now()
+	d.m.stalls.Add(1)
+	if f := d.events().WriteStallBegin; f != nil {
+		d.mu.Unlock()
+		f(WriteStallBeginInfo{Reason: reason})
+		d.mu.Lock()
+		released = true
+	}
+	return released
+}
+
+// endStallLocked ends the stall in progress, if any; it reports whether it
+// released d.mu (to run the listener).
+func (d *DB) endStallLocked() bool {
+	if d.mu.stall.reason == "" {
+		return false
+	}
+	d.m.stallEpisodeNanos.Add(int64(time.Since(d.mu.stall.start)))
+	d.mu.stall.reason = ""
+	if f := d.events().WriteStallEnd; f != nil {
+		d.mu.Unlock()
+		f()
+		d.mu.Lock()
+		return true
+	}
+	return false
 }
 
 // stallLocked waits for background work to make progress.

@@ -74,10 +74,29 @@ func (d *DB) compactOne() bool {
 	if d.opts.MaxConcurrentCompactions > 1 {
 		d.maybeScheduleCompaction()
 	}
-	err := d.runCompaction(c, snaps)
+	ev := d.events()
+	info := CompactionInfo{JobID: d.nextJobID(), OutputLevel: c.outputLevel, Manual: c.manual != nil}
+	for _, in := range c.inputs {
+		info.Input = append(info.Input, LevelInfo{Level: in.Level, Tables: tableInfos(in.Files)})
+	}
+	if ev.CompactionBegin != nil {
+		ev.CompactionBegin(info)
+	}
+	start := time.Now()
+	err := d.runCompaction(c, snaps, &info)
+	info.Duration = time.Since(start)
+	if err != nil {
+		err = fmt.Errorf("kv: compaction L%d->L%d: %w", c.level, c.outputLevel, err)
+		info.Err, info.Output, info.BytesRead, info.BytesWritten = err, nil, 0, 0
+	}
+	// Before the inputs are released and waiters woken: Compact and
+	// WaitForCompactions return after the End.
+	if ev.CompactionEnd != nil {
+		ev.CompactionEnd(info)
+	}
 
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.unlockReport()
 	d.mu.compacting--
 	for _, in := range c.inputs {
 		for _, f := range in.Files {
@@ -99,7 +118,7 @@ func (d *DB) compactOne() bool {
 		}
 		// A failed compaction leaves its inputs in place and its outputs
 		// deleted; as in LevelDB, writes stop (reads go on) until a reopen.
-		d.setBackgroundErrorLocked(fmt.Errorf("kv: compaction L%d->L%d: %w", c.level, c.outputLevel, err))
+		d.setBackgroundErrorLocked(err)
 		return false
 	}
 	d.mu.cond.Broadcast()
@@ -279,11 +298,14 @@ func keyRange(files []*manifest.FileMetadata) ([]byte, []byte) {
 }
 
 // runCompaction executes a picked compaction and installs its result.
-func (d *DB) runCompaction(c *pickedCompaction, snaps []base.SeqNum) error {
+// It fills in info's outcome (Move, Output, bytes).
+func (d *DB) runCompaction(c *pickedCompaction, snaps []base.SeqNum, info *CompactionInfo) error {
 	start := time.Now()
 	// A single table with nothing to merge below and little grandparent
 	// overlap moves down without being rewritten.
 	if len(c.inputs) == 1 && len(c.inputs[0].Files) == 1 && c.manual == nil && sumSize(c.grandparent) <= uint64(d.opts.MaxGrandparentOverlap) {
+		info.Move = true
+		info.Output = []TableInfo{tableInfo(c.inputs[0].Files[0])}
 		return d.moveTable(c)
 	}
 	outs := d.newOutputTables()
@@ -312,6 +334,8 @@ func (d *DB) runCompaction(c *pickedCompaction, snaps []base.SeqNum) error {
 		return err
 	}
 	st := res.Stats
+	info.Output = tableInfos(res.Outputs)
+	info.BytesRead, info.BytesWritten = st.BytesRead, st.BytesWritten
 	d.m.compactions.Add(1)
 	d.m.compactBytesRead.Add(int64(st.BytesRead))
 	d.m.compactBytesWritten.Add(int64(st.BytesWritten))

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/warpkit/warpkit/kv/cache"
 	"github.com/warpkit/warpkit/kv/internal/base"
@@ -51,13 +52,22 @@ type DB struct {
 		// what writers (and Flush, WaitForCompactions, Close) wait for.
 		cond sync.Cond
 
-		mem        *memtable.MemTable
-		imm        []*memtable.MemTable // oldest first; waiting to be flushed
-		wal        *walFile
-		lastSeq    base.SeqNum // last sequence number handed to a batch
-		writers    []*writer   // commit queue; writers[0] leads
-		snapshots  snapshotList
-		bgErr      error // sticky: stops writes
+		mem       *memtable.MemTable
+		imm       []*memtable.MemTable // oldest first; waiting to be flushed
+		wal       *walFile
+		lastSeq   base.SeqNum // last sequence number handed to a batch
+		writers   []*writer   // commit queue; writers[0] leads
+		snapshots snapshotList
+		bgErr     error // sticky: stops writes
+		// bgErrUnreported is bgErr until reportBackgroundError has told the
+		// listener and the log (without d.mu held).
+		bgErrUnreported error
+		// stall is the write stall in progress (reason "" when none), for
+		// Metrics and the stall events.
+		stall struct {
+			reason string
+			start  time.Time
+		}
 		closed     bool
 		flushing   bool
 		compacting int
@@ -90,6 +100,7 @@ type DB struct {
 	bgCancel  context.CancelFunc
 	bgWG      sync.WaitGroup
 
+	jobIDs          atomic.Int64 // flush and compaction job numbers (events)
 	openIters       atomic.Int64
 	openTableIterFn mergeiter.OpenFunc // d.openTableIter, bound once
 	m               metricsState
@@ -356,7 +367,7 @@ func (d *DB) signal(ch chan struct{}) {
 func (d *DB) setBackgroundErrorLocked(err error) {
 	if d.mu.bgErr == nil {
 		d.mu.bgErr = err
-		d.opts.logf("kv: writes stopped: %v", err)
+		d.mu.bgErrUnreported = err // unlockReport tells the listener
 	}
 	d.mu.cond.Broadcast()
 }
@@ -389,6 +400,11 @@ func (d *DB) createLogs(n int) ([]spareLog, error) {
 	if err := vfs.SyncDir(d.fs, d.dir); err != nil {
 		return fail(fmt.Errorf("kv: sync directory: %w", err))
 	}
+	if f := d.events().WALCreated; f != nil {
+		for _, l := range out {
+			f(WALInfo{FileNum: l.num})
+		}
+	}
 	return out, nil
 }
 
@@ -416,7 +432,7 @@ func (d *DB) prepareSpare(sealed *manifest.SealedWAL) {
 		err = fmt.Errorf("kv: record log %s in the manifest: %w", sp.num, err)
 		d.mu.Lock()
 		d.setBackgroundErrorLocked(err)
-		d.mu.Unlock()
+		d.unlockReport()
 		d.spare <- spareLog{err: err}
 		return
 	}

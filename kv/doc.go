@@ -26,6 +26,18 @@
 // fsyncs (group commit). Writes stall, visibly in Metrics, when memtable
 // flushes or L0 compactions fall behind: each write is delayed 1 ms at 8 L0
 // tables and writes stop at 12 L0 tables or when memtables wait for flush.
+// Metrics().Stalls says whether writes are stopped now and why ("memtable"
+// or "L0"), how many stalls there have been and how long writes were held
+// up in all (slowdowns included).
+//
+// Events: Options.EventListener receives flush and compaction begin/end
+// (job id, inputs, outputs, bytes, duration, error), write stall begin/end
+// (stops only, not the 1 ms slowdowns), the error that stops writes, and the
+// creation and deletion of logs and deletion of tables. Every begin has
+// exactly one end, also when the job fails or Close interrupts it, and the
+// end comes before the Flush, Compact or WaitForCompactions call waiting for
+// the job returns. Callbacks run synchronously on the goroutine doing the
+// work, without the DB's lock held; they must not call into the DB.
 //
 // Reads: Get returns a copy of the value, which the caller owns. An
 // Iterator reads a consistent state (the one at its creation, or its

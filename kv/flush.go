@@ -43,6 +43,11 @@ func (d *DB) flushOne() bool {
 	lastSeq := base.SeqNum(d.visibleSeq.Load())
 	d.mu.Unlock()
 
+	ev := d.events()
+	info := FlushInfo{JobID: d.nextJobID(), InputBytes: uint64(mem.Size())}
+	if ev.FlushBegin != nil {
+		ev.FlushBegin(info)
+	}
 	start := time.Now()
 	meta, err := d.writeL0(mem)
 	edit := &manifest.VersionEdit{LogNum: nextLog, LastSeq: lastSeq}
@@ -54,22 +59,38 @@ func (d *DB) flushOne() bool {
 		// next Open finds no version listing it, it moves it to lost/).
 		err = d.vs.LogAndApply(edit)
 	}
+	elapsed := time.Since(start)
+	if err != nil {
+		err = fmt.Errorf("kv: flush of log %s: %w", mem.LogNum(), err)
+	}
+	info.Duration, info.Err = elapsed, err
+	if err == nil && meta != nil {
+		ti := tableInfo(meta)
+		info.Output = &ti
+	}
+	// The End comes before the flush's result is published, so that a
+	// Flush call returns after it.
+	if ev.FlushEnd != nil {
+		ev.FlushEnd(info)
+	}
+	if err == nil && meta != nil {
+		d.opts.logf("kv: flushed memtable of log %s to L0 table %s (%d bytes) in %v", mem.LogNum(), meta.FileNum, meta.Size, elapsed.Round(time.Millisecond))
+	}
 
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.unlockReport()
 	d.mu.flushing = false
 	if err != nil {
-		d.setBackgroundErrorLocked(fmt.Errorf("kv: flush of log %s: %w", mem.LogNum(), err))
+		d.setBackgroundErrorLocked(err)
 		return false
 	}
 	d.mu.imm = d.mu.imm[1:]
 	d.updateReadStateLocked()
 	d.m.flushes.Add(1)
-	d.m.flushNanos.Add(int64(time.Since(start)))
+	d.m.flushNanos.Add(int64(elapsed))
 	if meta != nil {
 		d.m.flushBytes.Add(int64(meta.Size))
 		d.m.levels[0].bytesIn.Add(int64(meta.Size))
-		d.opts.logf("kv: flushed memtable of log %s to L0 table %s (%d bytes) in %v", mem.LogNum(), meta.FileNum, meta.Size, time.Since(start).Round(time.Millisecond))
 	}
 	// The memtable's log holds nothing unflushed any more.
 	d.addObsoleteFile(base.MakeFilename(base.FileTypeLog, mem.LogNum()))

@@ -34,6 +34,8 @@ type metricsState struct {
 	memtableStops       atomicCounter
 	l0Stops             atomicCounter
 	stallNanos          atomicCounter
+	stalls              atomicCounter // stall episodes (WriteStallBegin events)
+	stallEpisodeNanos   atomicCounter // time in ended stall episodes
 	tablesDeleted       atomicCounter
 	deleteErrors        atomicCounter
 	tornTails           atomicCounter
@@ -87,6 +89,19 @@ type Metrics struct {
 		MemTableStops int64 // waits for a memtable flush
 		L0Stops       int64 // waits for L0 tables < L0StopWritesThreshold
 		StopTime      time.Duration
+		// Stalled: writes are stopped now, for Reason: StallMemTable
+		// ("memtable": memtables wait to be flushed) or StallL0 ("L0": too
+		// many L0 tables); Reason is "" when writes flow.
+		Stalled bool
+		Reason  string
+		// Count is the number of write stalls so far: periods in which
+		// writes stopped for one reason, each reported by one
+		// WriteStallBegin event (a stall may span several of the waits
+		// MemTableStops and L0Stops count).
+		Count int64
+		// Time is the total time writes were held up so far: SlowdownTime
+		// plus the time of every stall, the one in progress included.
+		Time time.Duration
 	}
 	BlockCache cache.Metrics
 	TableCache struct {
@@ -154,6 +169,13 @@ func (d *DB) Metrics() *Metrics {
 	m.Compaction.InProgress = d.mu.compacting
 	m.Snapshots = d.mu.snapshots.count()
 	m.BackgroundError = d.mu.bgErr
+	var stallNow time.Duration
+	if r := d.mu.stall.reason; r != "" {
+		m.Stalls.Stalled, m.Stalls.Reason = true, r
+		stallNow = time.Since(d.mu.stall.start)
+	}
+	m.Stalls.Count = d.m.stalls.Load()
+	m.Stalls.Time = time.Duration(d.m.slowdownNanos.Load()+d.m.stallEpisodeNanos.Load()) + stallNow
 	var walWritten int64
 	if d.mu.wal != nil {
 		walWritten = d.mu.wal.w.Size()
@@ -214,8 +236,13 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&b, "compactions: %d (+%d moves), read %s, wrote %s, %v, %s/s\n", m.Compaction.Count, m.Compaction.Moves,
 		humanBytes(float64(m.Compaction.BytesRead)), humanBytes(float64(m.Compaction.BytesWritten)), m.Compaction.Time.Round(time.Millisecond), humanBytes(m.CompactionBandwidth()))
 	fmt.Fprintf(&b, "write amplification: %.2f\n", m.WriteAmp())
-	fmt.Fprintf(&b, "stalls: %d slowdowns (%v), %d memtable stops, %d L0 stops (%v)\n", m.Stalls.Slowdowns, m.Stalls.SlowdownTime.Round(time.Millisecond),
-		m.Stalls.MemTableStops, m.Stalls.L0Stops, m.Stalls.StopTime.Round(time.Millisecond))
+	fmt.Fprintf(&b, "stalls: %d slowdowns (%v), %d memtable stops, %d L0 stops (%v); %d stalls, %v held up in all",
+		m.Stalls.Slowdowns, m.Stalls.SlowdownTime.Round(time.Millisecond),
+		m.Stalls.MemTableStops, m.Stalls.L0Stops, m.Stalls.StopTime.Round(time.Millisecond), m.Stalls.Count, m.Stalls.Time.Round(time.Millisecond))
+	if m.Stalls.Stalled {
+		fmt.Fprintf(&b, "; stalled now (%s)", m.Stalls.Reason)
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "block cache: %s of %s, hit rate %.1f%%; table cache: %d open, hit rate %.1f%%\n",
 		humanBytes(float64(m.BlockCache.Size)), humanBytes(float64(m.BlockCache.Capacity)), 100*m.BlockCache.HitRate(),
 		m.TableCache.Open, 100*ratio(m.TableCache.Hits, m.TableCache.Hits+m.TableCache.Misses))

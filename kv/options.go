@@ -111,6 +111,9 @@ type Options struct {
 	WALRecovery WALRecovery
 	// MaxManifestSize starts a new manifest past this size; default 8 MiB.
 	MaxManifestSize int64
+	// EventListener, when set, receives flush, compaction, write stall,
+	// background error and file events (see EventListener).
+	EventListener *EventListener
 	// Logf, when set, receives one line per flush, compaction, write stall
 	// and recovery event. The library prints nothing itself.
 	Logf func(format string, args ...any)

@@ -332,14 +332,18 @@ func report(stores []opener, wl []string, res map[string]map[string]*kvbench.Res
 		}
 		lt.Add(row...)
 	}
-	at := rep.Table("write amplification after fillrandom", "store", "write amp", "compaction MB", "stalls")
+	at := rep.Table("write amplification after fillrandom", "store", "write amp", "compaction MB", "stalls", "stall ms")
 	for _, o := range stores {
 		if r, ok := res[o.name]["fillrandom"]; ok {
 			if r.Stats == (kvbench.StoreStats{}) {
-				at.Add(o.name, "n/a", "n/a", "n/a") // the store reports none (Badger)
+				at.Add(o.name, "n/a", "n/a", "n/a", "n/a") // the store reports none (Badger)
 				continue
 			}
-			at.Add(o.name, r.Stats.WriteAmp, float64(r.StatsDiff.CompactionBytes)/1e6, r.StatsDiff.Stalls)
+			var stallMs any = "n/a" // only warpkit reports the time
+			if o.name == "warpkit" {
+				stallMs = float64(r.StatsDiff.StallTime) / 1e6
+			}
+			at.Add(o.name, r.Stats.WriteAmp, float64(r.StatsDiff.CompactionBytes)/1e6, r.StatsDiff.Stalls, stallMs)
 		}
 	}
 	rep.Note("settings for every store: memtable %d MiB, target table %d MiB, L0 compaction/slowdown/stop %d/%d/%d tables, L1 %d MiB, levels x10, block %d B, bloom %d bits/key, block cache %d MiB, compression %s, sync %v",

@@ -252,7 +252,7 @@ func kvReport(f kvBenchFlags, cfg kvbench.Config, workloads []string, res, base 
 		us := func(d time.Duration) float64 { return float64(d) / 1e3 }
 		t.Add(w, r.Ops, r.OpsPerSec(), r.MBPerSec(), us(r.Latency.Quantile(0.5)), us(r.Latency.Quantile(0.99)), us(r.Latency.Quantile(0.999)), us(r.Latency.Max()), b.OpsPerSec(), r.OpsPerSec()/b.OpsPerSec())
 	}
-	lsm := rep.Table("LSM after each write workload (counters cumulative since the store was opened)", "workload", "write amp", "compaction MB/s", "compactions", "stalls", "L0..L6 tables")
+	lsm := rep.Table("LSM after each write workload (counters cumulative since the store was opened)", "workload", "write amp", "compaction MB/s", "compactions", "stalls", "stall ms", "L0..L6 tables")
 	for _, w := range workloads {
 		if w != "fillseq" && w != "fillrandom" && w != "overwrite" && w != "deleterandom" && w != "ycsb-a" {
 			continue
@@ -262,7 +262,7 @@ func kvReport(f kvBenchFlags, cfg kvbench.Config, workloads []string, res, base 
 		for _, l := range m.Levels {
 			tables = append(tables, fmt.Sprint(l.Tables))
 		}
-		lsm.Add(w, m.WriteAmp(), m.CompactionBandwidth()/1e6, m.Compaction.Count, m.Stalls.Slowdowns+m.Stalls.MemTableStops+m.Stalls.L0Stops, strings.Join(tables, " "))
+		lsm.Add(w, m.WriteAmp(), m.CompactionBandwidth()/1e6, m.Compaction.Count, m.Stalls.Slowdowns+m.Stalls.MemTableStops+m.Stalls.L0Stops, float64(m.Stalls.Time)/1e6, strings.Join(tables, " "))
 	}
 	rep.Note("settings: memtable %d MiB, target table %d MiB, L0 compaction/slowdown/stop 4/8/12, L1 16 MiB, levels x10, block 4 KiB, bloom 10 bits/key, block cache %d MiB, compression %s",
 		f.memtable, f.table, f.cacheMB, f.compression)

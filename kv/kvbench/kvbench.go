@@ -61,6 +61,9 @@ type StoreStats struct {
 	CompactionBytes     int64   // bytes read + written by compactions
 	CompactionBandwidth float64 // compaction bytes per second of compaction time
 	Stalls              int64   // write stalls and slowdowns
+	// StallTime is the time writes were held up (stalled or slowed down);
+	// zero where the store does not say.
+	StallTime time.Duration
 }
 
 // Config is one benchmark run's parameters.
@@ -267,6 +270,7 @@ func (r *Runner) Run(ctx context.Context, name string) (*Result, error) {
 		CompactionBytes:     res.Stats.CompactionBytes - before.CompactionBytes,
 		CompactionBandwidth: res.Stats.CompactionBandwidth,
 		Stalls:              res.Stats.Stalls - before.Stalls,
+		StallTime:           res.Stats.StallTime - before.StallTime,
 	}
 	return res, nil
 }

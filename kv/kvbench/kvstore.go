@@ -71,6 +71,7 @@ func (s *KVStore) Stats() StoreStats {
 		CompactionBytes:     m.Compaction.BytesRead + m.Compaction.BytesWritten,
 		CompactionBandwidth: m.CompactionBandwidth(),
 		Stalls:              m.Stalls.Slowdowns + m.Stalls.MemTableStops + m.Stalls.L0Stops,
+		StallTime:           m.Stalls.Time,
 	}
 }
 
