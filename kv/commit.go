@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -397,11 +398,16 @@ func (d *DB) rotateMemTableLocked(force bool) error {
 
 // Flush makes the current memtable immutable and waits until every
 // memtable is written to an L0 table.
-func (d *DB) Flush() error {
+func (d *DB) Flush() error { return d.flush(context.Background()) }
+
+// flush is Flush, giving up waiting (not the flush) when ctx ends.
+func (d *DB) flush(ctx context.Context) error {
 	b := &Batch{}
 	if err := d.commit(b, false, true); err != nil {
 		return err
 	}
+	stop := d.wakeOnDone(ctx)
+	defer stop()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.mu.imm) == 0 {
@@ -415,6 +421,9 @@ func (d *DB) Flush() error {
 		}
 		if d.mu.closed {
 			return ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		d.signal(d.flushCh)
 		d.mu.cond.Wait()

@@ -34,6 +34,11 @@ type manualCompaction struct {
 	last       int  // the level everything ends in
 	running    bool // a compaction of it is in progress
 	done       chan error
+	// cancel cancels the running job's context; cancelled says that the
+	// Compact call's context ended and err is what it returns.
+	cancel    context.CancelFunc
+	cancelled bool
+	err       error
 }
 
 func (d *DB) maybeScheduleCompaction() {
@@ -68,6 +73,14 @@ func (d *DB) compactOne() bool {
 	}
 	d.mu.compacting++
 	snaps := d.snapshotSeqsLocked()
+	// A manual job runs under its own context, which the Compact call
+	// cancels if its context ends; background jobs under the DB's.
+	ctx := d.bgCtx
+	if m := c.manual; m != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(d.bgCtx)
+		m.cancel = cancel
+	}
 	d.mu.Unlock()
 
 	// Let another worker look for more work in parallel.
@@ -83,7 +96,7 @@ func (d *DB) compactOne() bool {
 		ev.CompactionBegin(info)
 	}
 	start := time.Now()
-	err := d.runCompaction(c, snaps, &info)
+	err := d.runCompaction(ctx, c, snaps, &info)
 	info.Duration = time.Since(start)
 	if err != nil {
 		err = fmt.Errorf("kv: compaction L%d->L%d: %w", c.level, c.outputLevel, err)
@@ -106,10 +119,22 @@ func (d *DB) compactOne() bool {
 	c.version.Unref()
 	if m := c.manual; m != nil {
 		m.running = false
-		if err != nil {
+		m.cancel()
+		m.cancel = nil
+		switch {
+		case m.cancelled:
+			// The Compact call gave up: no further job. A job its
+			// cancellation failed deleted its outputs, as any failed job.
+			d.finishManualLocked(m, m.err)
+			if errors.Is(err, context.Canceled) && d.bgCtx.Err() == nil {
+				err = nil // not a failure of the store
+			}
+		case err != nil:
 			d.finishManualLocked(m, err)
-		} else if m.level++; m.level >= m.last {
-			d.finishManualLocked(m, nil)
+		default:
+			if m.level++; m.level >= m.last {
+				d.finishManualLocked(m, nil)
+			}
 		}
 	}
 	if err != nil {
@@ -299,7 +324,7 @@ func keyRange(files []*manifest.FileMetadata) ([]byte, []byte) {
 
 // runCompaction executes a picked compaction and installs its result.
 // It fills in info's outcome (Move, Output, bytes).
-func (d *DB) runCompaction(c *pickedCompaction, snaps []base.SeqNum, info *CompactionInfo) error {
+func (d *DB) runCompaction(ctx context.Context, c *pickedCompaction, snaps []base.SeqNum, info *CompactionInfo) error {
 	start := time.Now()
 	// A single table with nothing to merge below and little grandparent
 	// overlap moves down without being rewritten.
@@ -319,7 +344,7 @@ func (d *DB) runCompaction(c *pickedCompaction, snaps []base.SeqNum, info *Compa
 		MaxGrandparentOverlap: uint64(d.opts.MaxGrandparentOverlap),
 		Env:                   d.compactionEnv(outs),
 	}
-	res, err := d.opts.Compactor.Compact(d.bgCtx, job)
+	res, err := d.opts.Compactor.Compact(ctx, job)
 	if err := outs.settle(err); err != nil {
 		return err
 	}
@@ -408,14 +433,23 @@ func sumSize(files []*manifest.FileMetadata) uint64 {
 // [start, end] (nil bounds are open) level by level down to the deepest
 // level holding part of the range (at least L1), so that the range ends up
 // in one level. It waits for the compactions and returns their first error.
-func (d *DB) Compact(start, end []byte) error {
+//
+// If ctx ends first, Compact returns ctx.Err() promptly: no further
+// compaction job of the call starts, and a running one is cancelled (its
+// outputs deleted, its inputs left in place, as after any failed job;
+// writes go on). Jobs that finished stay installed. The flush it started
+// goes on in the background.
+func (d *DB) Compact(ctx context.Context, start, end []byte) error {
 	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
 		return fmt.Errorf("%w: Compact start %q above end %q", ErrInvalidArgument, start, end)
 	}
-	if err := d.Flush(); err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// (Flush fails on a closed or read-only DB.)
+	if err := d.flush(ctx); err != nil {
+		return err
+	}
+	// (flush fails on a closed or read-only DB.)
 	m := &manualCompaction{
 		start: append([]byte(nil), start...), end: append([]byte(nil), end...),
 		done: make(chan error, 1),
@@ -449,14 +483,51 @@ func (d *DB) Compact(start, end []byte) error {
 		return err
 	case <-d.bgCtx.Done():
 		return ErrClosed
+	case <-ctx.Done():
 	}
+	d.mu.Lock()
+	select {
+	case err := <-m.done: // finished meanwhile
+		d.mu.Unlock()
+		return err
+	default:
+	}
+	m.cancelled, m.err = true, ctx.Err()
+	if !m.running {
+		// Between jobs: none starts any more.
+		d.finishManualLocked(m, m.err)
+		d.mu.Unlock()
+		return <-m.done
+	}
+	// Cancel the running job and wait for the store to clean up after it
+	// (compactOne finishes m).
+	m.cancel()
+	d.mu.Unlock()
+	select {
+	case err := <-m.done:
+		return err
+	case <-d.bgCtx.Done():
+		return ErrClosed
+	}
+}
+
+// wakeOnDone makes the cond waiters look again when ctx ends; call the
+// returned stop when done waiting.
+func (d *DB) wakeOnDone(ctx context.Context) (stop func() bool) {
+	return context.AfterFunc(ctx, func() {
+		d.mu.Lock()
+		d.mu.cond.Broadcast()
+		d.mu.Unlock()
+	})
 }
 
 // WaitForCompactions blocks until no flush or compaction is running or due
 // (every level's score below 1), so that a measurement can start from a
-// quiet store. It returns early with the error that stopped writes, or
-// ErrClosed.
-func (d *DB) WaitForCompactions() error {
+// quiet store. It returns early with the error that stopped writes,
+// ErrClosed, or ctx.Err() when ctx ends (the work goes on).
+func (d *DB) WaitForCompactions(ctx context.Context) error {
+	stop := d.wakeOnDone(ctx)
+	defer stop()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for {
@@ -467,6 +538,8 @@ func (d *DB) WaitForCompactions() error {
 			return ErrClosed
 		case d.opts.ReadOnly:
 			return nil // nothing ever runs
+		case ctx.Err() != nil:
+			return ctx.Err()
 		}
 		busy := len(d.mu.imm) > 0 || d.mu.flushing || d.mu.compacting > 0
 		if !busy {

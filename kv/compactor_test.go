@@ -65,7 +65,7 @@ func TestCustomCompactor(t *testing.T) {
 	for i := range 5000 {
 		db.Set([]byte(fmt.Sprintf("k%05d", i%1500)), []byte(fmt.Sprint(i)), nil)
 	}
-	if err := db.Compact(nil, nil); err != nil {
+	if err := db.Compact(context.Background(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := snap.Get([]byte("k00001")); err != ErrNotFound {
@@ -119,7 +119,7 @@ func TestFailedCompactionRemovesConcurrentOutputs(t *testing.T) {
 	for i := range 100 {
 		db.Set([]byte(fmt.Sprintf("k%03d", i)), []byte("v"), nil)
 	}
-	if err := db.Compact(nil, nil); !errors.Is(err, errCompactorFailed) {
+	if err := db.Compact(context.Background(), nil, nil); !errors.Is(err, errCompactorFailed) {
 		t.Fatalf("Compact: %v", err)
 	}
 	tables := func() map[base.FileNum]bool { return tableFiles(t, mem, "/db") }
@@ -176,7 +176,7 @@ func TestCreateTableInFlightWhenCompactionFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.hold()
-	if err := db.Compact(nil, nil); !errors.Is(err, errCompactorFailed) {
+	if err := db.Compact(context.Background(), nil, nil); !errors.Is(err, errCompactorFailed) {
 		t.Fatalf("Compact: %v", err)
 	}
 	g.release() // the compactor's CreateTable is inside Create

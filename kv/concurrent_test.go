@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -134,7 +135,7 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 			default:
 			}
 			_ = db.Metrics().String()
-			if err := db.Compact([]byte("w1/"), []byte("w2/")); err != nil {
+			if err := db.Compact(context.Background(), []byte("w1/"), []byte("w2/")); err != nil {
 				errc <- err
 				return
 			}
@@ -196,7 +197,7 @@ func TestAPIErrors(t *testing.T) {
 	if _, err := db.NewIter(&IterOptions{LowerBound: []byte("b"), UpperBound: []byte("a")}); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("inverted bounds: %v", err)
 	}
-	if err := db.Compact([]byte("b"), []byte("a")); !errors.Is(err, ErrInvalidArgument) {
+	if err := db.Compact(context.Background(), []byte("b"), []byte("a")); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("inverted compaction range: %v", err)
 	}
 	b := db.NewBatch()
@@ -281,7 +282,7 @@ func TestLargeValues(t *testing.T) {
 		}
 	}
 	check()
-	if err := db.Compact(nil, nil); err != nil {
+	if err := db.Compact(context.Background(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	check()

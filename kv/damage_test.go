@@ -14,6 +14,7 @@ package kv
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -205,7 +206,7 @@ func dmgWriteBase(db *DB) (*dmgOracle, error) {
 	if err := db.Flush(); err != nil {
 		return nil, err
 	}
-	if err := db.WaitForCompactions(); err != nil {
+	if err := db.WaitForCompactions(context.Background()); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -1685,7 +1686,7 @@ func TestDamageIssueTable(t *testing.T) {
 						}
 						want[k] = v
 					}
-					if err := db.Compact(nil, nil); err != nil {
+					if err := db.Compact(context.Background(), nil, nil); err != nil {
 						t.Fatal(err)
 					}
 					dmgMustClose(t, db)
@@ -1735,7 +1736,7 @@ func TestDamageIssueTable(t *testing.T) {
 						t.Fatal(err)
 					}
 					dmgCheckExact(t, db, img.want, "Open")
-					if err := db.Compact(nil, nil); err != nil {
+					if err := db.Compact(context.Background(), nil, nil); err != nil {
 						t.Fatal(err)
 					}
 					dmgMustClose(t, db)
@@ -1794,7 +1795,7 @@ func dmgCheckReadOnlyDB(t *testing.T, db *DB) {
 		"DeleteRange": db.DeleteRange([]byte("a"), []byte("z"), Sync),
 		"Apply":       db.Apply(b, Sync),
 		"Flush":       db.Flush(),
-		"Compact":     db.Compact(nil, nil),
+		"Compact":     db.Compact(context.Background(), nil, nil),
 	} {
 		if !errors.Is(err, ErrReadOnly) {
 			t.Errorf("%s on a read-only DB: %v, want ErrReadOnly", name, err)
@@ -1858,7 +1859,7 @@ func TestDamageReadOnly(t *testing.T) {
 				// Let the writer's compactions and deletions finish, so that
 				// the checks of the failing Opens below see only their own
 				// changes.
-				if err := w.WaitForCompactions(); err != nil {
+				if err := w.WaitForCompactions(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 				dmgWaitQuiet(t, env)

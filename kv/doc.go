@@ -39,6 +39,12 @@
 // the job returns. Callbacks run synchronously on the goroutine doing the
 // work, without the DB's lock held; they must not call into the DB.
 //
+// Contexts: Compact(ctx, start, end) and WaitForCompactions(ctx) return
+// ctx.Err() promptly when ctx ends. A cancelled Compact starts no further
+// compaction job and cancels the running one, whose outputs are deleted and
+// inputs kept, as after any failed job, but writes go on; jobs that
+// finished stay installed. WaitForCompactions only stops waiting.
+//
 // Reads: Get returns a copy of the value, which the caller owns. An
 // Iterator reads a consistent state (the one at its creation, or its
 // snapshot's); its Key and Value slices are valid until the next move or

@@ -157,7 +157,7 @@ func TestEventsFlushAndCompaction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := db.Compact(nil, nil); err != nil {
+	if err := db.Compact(context.Background(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Compact returns after the End of its last job.
@@ -223,7 +223,7 @@ func TestEventsFailedCompaction(t *testing.T) {
 	for i := range 100 {
 		db.Set([]byte(fmt.Sprintf("k%03d", i)), []byte("v"), nil)
 	}
-	if err := db.Compact(nil, nil); !errors.Is(err, errCompactorFailed) {
+	if err := db.Compact(context.Background(), nil, nil); !errors.Is(err, errCompactorFailed) {
 		t.Fatalf("Compact: %v", err)
 	}
 	db.Close()
@@ -308,6 +308,9 @@ func TestEventsStallL0(t *testing.T) {
 	}
 	if l.count("stall-end") != 1 {
 		t.Fatalf("stall ends: %v", l.snapshot())
+	}
+	if err := db.WaitForCompactions(context.Background()); err != nil { // the flush the write started
+		t.Fatal(err)
 	}
 	l.checkPaired(t)
 }

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -149,7 +150,7 @@ func TestFaultTableRead(t *testing.T) {
 	for i := range 2000 {
 		db.Set([]byte(fmt.Sprintf("k%05d", i)), []byte(fmt.Sprint(i)), nil)
 	}
-	if err := db.Compact(nil, nil); err != nil {
+	if err := db.Compact(context.Background(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	inj.armed.Store(true)
@@ -282,7 +283,7 @@ func TestCorruptTableDetected(t *testing.T) {
 	for i := range 3000 {
 		db.Set([]byte(fmt.Sprintf("k%05d", i)), bytes.Repeat([]byte{byte(i)}, 50), nil)
 	}
-	if err := db.Compact(nil, nil); err != nil {
+	if err := db.Compact(context.Background(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -386,7 +387,7 @@ func TestCheckIntegrity(t *testing.T) {
 			db.DeleteRange([]byte(fmt.Sprintf("k%05d", i+1)), []byte(fmt.Sprintf("k%05d", i+3)), nil)
 		}
 	}
-	if err := db.Compact(nil, nil); err != nil {
+	if err := db.Compact(context.Background(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.CheckIntegrity(); err != nil {

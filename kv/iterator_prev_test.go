@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -319,7 +320,7 @@ func TestIterPrevAfterEndLayouts(t *testing.T) {
 		db := openPrevDB(t, smallOptions())
 		state := map[string]string{}
 		prevLetters(t, db, state, "1")
-		if err := db.Compact(nil, nil); err != nil {
+		if err := db.Compact(context.Background(), nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		prevCheckAll(t, db, nil, state)
@@ -334,7 +335,7 @@ func TestIterPrevAfterEndLayouts(t *testing.T) {
 			state[k] = k + "1"
 			prevSet(t, db, k, k+"1")
 		}
-		if err := db.Compact(nil, nil); err != nil {
+		if err := db.Compact(context.Background(), nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		for _, k := range []string{"c", "h", "x", "y"} {
@@ -392,7 +393,7 @@ func TestIterPrevDeletionsHideEnds(t *testing.T) {
 			state := map[string]string{}
 			prevLetters(t, db, state, "1")
 			if layout != "memtable" {
-				if err := db.Compact(nil, nil); err != nil {
+				if err := db.Compact(context.Background(), nil, nil); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -454,7 +455,7 @@ func TestIterPrevEmpty(t *testing.T) {
 	t.Run("all-deleted", func(t *testing.T) {
 		db := openPrevDB(t, smallOptions())
 		prevLetters(t, db, map[string]string{}, "1")
-		if err := db.Compact(nil, nil); err != nil {
+		if err := db.Compact(context.Background(), nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.DeleteRange([]byte("a"), []byte("n"), nil); err != nil {
@@ -621,7 +622,7 @@ func TestIterPrevAfterError(t *testing.T) {
 	for i := range 2000 {
 		prevSet(t, db, fmt.Sprintf("k%05d", i), fmt.Sprint(i))
 	}
-	if err := db.Compact(nil, nil); err != nil {
+	if err := db.Compact(context.Background(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, start := range []string{"First", "Last", "SeekGE", "SeekLT", "scan"} {
@@ -745,7 +746,7 @@ func prevRandom(t *testing.T, seed uint64, steps int) {
 				t.Fatal(err)
 			}
 		case 1:
-			if err := db.Compact(nil, nil); err != nil {
+			if err := db.Compact(context.Background(), nil, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -101,7 +102,7 @@ func TestMetricsFlushAndCompaction(t *testing.T) {
 		t.Fatalf("after the second flush: tables %v, L0 %+v, %d compactions running", inputs, flushed.Levels[0], flushed.Compaction.InProgress)
 	}
 	waited := make(chan error, 1)
-	go func() { waited <- db.WaitForCompactions() }()
+	go func() { waited <- db.WaitForCompactions(context.Background()) }()
 	select {
 	case err := <-waited:
 		t.Fatalf("WaitForCompactions returned %v while a compaction was held", err)

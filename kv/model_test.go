@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -401,7 +402,7 @@ func runModel(t *testing.T, seed uint64, nops, keys int, opts Options) {
 					a, b = b, a
 				}
 			}
-			if err := m.db.Compact(a, b); err != nil {
+			if err := m.db.Compact(context.Background(), a, b); err != nil {
 				t.Fatal(err)
 			}
 		case r < 96:

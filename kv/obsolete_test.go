@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -100,7 +101,7 @@ func TestObsoleteTablesDeleted(t *testing.T) {
 			if tc.newIter != nil {
 				it, closeSnap = tc.newIter(db)
 			}
-			if err := db.Compact(nil, nil); err != nil {
+			if err := db.Compact(context.Background(), nil, nil); err != nil {
 				t.Fatal(err)
 			}
 			if m := db.Metrics(); m.Levels[0].Tables != 0 || m.Compaction.Count != 1 {

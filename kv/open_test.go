@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -72,13 +73,13 @@ func TestReadOnlyAPI(t *testing.T) {
 		"Delete":      r.Delete([]byte("x"), nil),
 		"DeleteRange": r.DeleteRange([]byte("a"), []byte("b"), nil),
 		"Flush":       r.Flush(),
-		"Compact":     r.Compact(nil, nil),
+		"Compact":     r.Compact(context.Background(), nil, nil),
 	} {
 		if !errors.Is(err, ErrReadOnly) {
 			t.Errorf("%s on a read-only DB: %v", name, err)
 		}
 	}
-	if err := r.WaitForCompactions(); err != nil {
+	if err := r.WaitForCompactions(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.CheckIntegrity(); err != nil {

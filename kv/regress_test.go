@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -83,7 +84,7 @@ func TestReadRacesCompaction(t *testing.T) {
 			if err := db.Set([]byte("k"), []byte("v1"), nil); err != nil {
 				t.Fatal(err)
 			}
-			if err := db.Compact(nil, nil); err != nil {
+			if err := db.Compact(context.Background(), nil, nil); err != nil {
 				t.Fatal(err)
 			}
 			db.readHook = func() {
@@ -91,7 +92,7 @@ func TestReadRacesCompaction(t *testing.T) {
 				if err := db.Set([]byte("k"), []byte("v2"), nil); err != nil {
 					t.Error(err)
 				}
-				if err := db.Compact(nil, nil); err != nil { // drops k=v1: no snapshot needs it
+				if err := db.Compact(context.Background(), nil, nil); err != nil { // drops k=v1: no snapshot needs it
 					t.Error(err)
 				}
 			}
@@ -159,7 +160,7 @@ func TestValueLargerThanCompressedBlockLimit(t *testing.T) {
 	}
 	db = reopenClean(t, mem, Options{})
 	check("after reopen")
-	if err := db.Compact(nil, nil); err != nil {
+	if err := db.Compact(context.Background(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	check("after Compact")

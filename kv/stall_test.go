@@ -156,7 +156,7 @@ func openWithHeldCompactions(t *testing.T, opts Options, l0 int) (*DB, *gate) {
 	})
 	db.Set([]byte("a"), []byte("v"), nil)
 	db.Set([]byte("z"), []byte("v"), nil)
-	if err := db.Compact(nil, nil); err != nil {
+	if err := db.Compact(context.Background(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	g.hold()
@@ -207,7 +207,7 @@ func TestStallL0Slowdown(t *testing.T) {
 	}
 
 	g.release()
-	if err := db.WaitForCompactions(); err != nil {
+	if err := db.WaitForCompactions(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if n := db.Metrics().Levels[0].Tables; n != 0 {
@@ -249,7 +249,7 @@ func TestStallL0Stop(t *testing.T) {
 	g.release()
 	waitDone(t, done)
 	mustGet(t, db, "big1", string(bigValue))
-	if err := db.WaitForCompactions(); err != nil {
+	if err := db.WaitForCompactions(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	m = db.Metrics()

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -93,7 +94,7 @@ func TestTombstoneTablesReadOncePerOpen(t *testing.T) {
 	}
 	// Deleted tables leave the tombstone cache. (Close waits for the
 	// background deletions, then deletes what is left.)
-	if err := db.Compact(nil, nil); err != nil {
+	if err := db.Compact(context.Background(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	live := db.vs.LiveFileNums()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -135,7 +136,7 @@ func runKVTool(sub string, args []string) error {
 	case "stats":
 		fmt.Print(db.Metrics())
 	case "compact":
-		return db.Compact(nil, nil)
+		return db.Compact(context.Background(), nil, nil)
 	case "check":
 		m := db.Metrics()
 		printRecovery(m, dir)

@@ -1,6 +1,7 @@
 package kvbench
 
 import (
+	"context"
 	"errors"
 
 	"github.com/warpkit/warpkit/kv"
@@ -61,7 +62,7 @@ func (s *KVStore) Scan(start []byte, n int) (int, int64, error) {
 }
 
 // Settle implements Store: it waits until no compaction is due.
-func (s *KVStore) Settle() error { return s.DB.WaitForCompactions() }
+func (s *KVStore) Settle() error { return s.DB.WaitForCompactions(context.Background()) }
 
 // Stats implements Store.
 func (s *KVStore) Stats() StoreStats {
