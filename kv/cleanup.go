@@ -89,7 +89,7 @@ func (d *DB) removeFile(name string) error {
 	err := d.fs.Remove(d.fs.PathJoin(d.dir, name))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		d.m.deleteErrors.Add(1)
-		d.opts.logf("kv: remove %s: %v", name, err)
+		d.opts.logger().Warn("kv: cannot remove an obsolete file", "file", name, "err", err)
 		return err
 	}
 	return nil

@@ -265,14 +265,16 @@ func (d *DB) makeRoomLocked(need int64) error {
 			if d.beginStallLocked(StallMemTable) {
 				continue // d.mu was released: look again
 			}
-			d.stallLocked(&d.m.memtableStops, "memtables waiting for flush")
+			d.stallLocked(&d.m.memtableStops)
 		case l0 >= d.opts.L0StopWritesThreshold:
 			if d.beginStallLocked(StallL0) {
 				continue
 			}
-			d.stallLocked(&d.m.l0Stops, fmt.Sprintf("%d L0 tables", l0))
+			d.stallLocked(&d.m.l0Stops)
 		default:
-			d.endStallLocked()
+			if d.endStallLocked() {
+				continue // d.mu was released: look again
+			}
 			if err := d.rotateMemTableLocked(false); err != nil {
 				return err
 			}
@@ -294,47 +296,49 @@ func (d *DB) makeRoomLocked(need int64) error {
 }
 
 // beginStallLocked records that writes stop for reason, ending a stall for
-// another reason first. It reports whether it released d.mu (to run the
-// listener), after which the caller must look at the state again.
+// another reason first. It reports whether it released d.mu (to log and run
+// the listener), after which the caller must look at the state again.
 func (d *DB) beginStallLocked(reason string) bool {
 	if d.mu.stall.reason == reason {
 		return false
 	}
-	released := d.endStallLocked()
+	d.endStallLocked()
 	d.mu.stall.reason = reason
 	d.mu.stall.start = time.Now()
 	d.m.stalls.Add(1)
+	l0, imm := len(d.rs.version.Levels[0]), len(d.mu.imm)
+	d.mu.Unlock()
+	d.opts.logger().Warn("kv: write stall begins", "reason", reason, "L0 tables", l0, "memtables waiting", imm)
 	if f := d.events().WriteStallBegin; f != nil {
-		d.mu.Unlock()
 		f(WriteStallBeginInfo{Reason: reason})
-		d.mu.Lock()
-		released = true
 	}
-	return released
+	d.mu.Lock()
+	return true
 }
 
 // endStallLocked ends the stall in progress, if any; it reports whether it
-// released d.mu (to run the listener).
+// released d.mu (to log and run the listener).
 func (d *DB) endStallLocked() bool {
 	if d.mu.stall.reason == "" {
 		return false
 	}
-	d.m.stallEpisodeNanos.Add(int64(time.Since(d.mu.stall.start)))
+	dur := time.Since(d.mu.stall.start)
+	d.m.stallEpisodeNanos.Add(int64(dur))
+	reason := d.mu.stall.reason
 	d.mu.stall.reason = ""
+	d.mu.Unlock()
+	d.opts.logger().Info("kv: write stall ends", "reason", reason, "duration", dur)
 	if f := d.events().WriteStallEnd; f != nil {
-		d.mu.Unlock()
 		f()
-		d.mu.Lock()
-		return true
 	}
-	return false
+	d.mu.Lock()
+	return true
 }
 
 // stallLocked waits for background work to make progress.
-func (d *DB) stallLocked(counter *atomicCounter, why string) {
+func (d *DB) stallLocked(counter *atomicCounter) {
 	counter.Add(1)
 	start := time.Now()
-	d.opts.logf("kv: write stall: %s", why)
 	d.mu.cond.Wait()
 	d.m.stallNanos.Add(int64(time.Since(start)))
 }

@@ -369,9 +369,9 @@ func (d *DB) runCompaction(ctx context.Context, c *pickedCompaction, snaps []bas
 	d.m.levels[c.outputLevel].bytesIn.Add(int64(st.BytesWritten))
 	d.m.levels[c.level].compactions.Add(1)
 	d.installed()
-	d.opts.logf("kv: compacted L%d->L%d: %d tables (%d bytes) into %d (%d bytes), %d of %d entries kept, in %v",
-		c.level, c.outputLevel, len(edit.DeletedFiles), st.BytesRead, len(res.Outputs), st.BytesWritten,
-		st.EntriesOut, st.EntriesIn, time.Since(start).Round(time.Millisecond))
+	d.opts.logger().Debug("kv: compaction", "job", info.JobID, "from", c.level, "to", c.outputLevel,
+		"input tables", len(edit.DeletedFiles), "bytes read", st.BytesRead, "output tables", len(res.Outputs), "bytes written", st.BytesWritten,
+		"entries in", st.EntriesIn, "entries out", st.EntriesOut, "duration", time.Since(start), "manual", c.manual != nil)
 	return nil
 }
 
@@ -386,7 +386,7 @@ func (d *DB) moveTable(c *pickedCompaction) error {
 	}
 	d.m.moves.Add(1)
 	d.installed()
-	d.opts.logf("kv: moved table %s from L%d to L%d", f.FileNum, c.level, c.outputLevel)
+	d.opts.logger().Debug("kv: table moved down", "table", f.FileNum, "from", c.level, "to", c.outputLevel)
 	return nil
 }
 

@@ -39,6 +39,12 @@
 // the job returns. Callbacks run synchronously on the goroutine doing the
 // work, without the DB's lock held; they must not call into the DB.
 //
+// Logging: the store prints nothing; Options.Logger (log/slog) receives the
+// error that stops writes (Error), write stalls (Warn when one begins, Info
+// when it ends), failed deletions and what recovery or repair skipped or
+// moved to lost/ (Warn), and a summary of each flush and compaction
+// (Debug). It too is called without the DB's lock held.
+//
 // Contexts: Compact(ctx, start, end) and WaitForCompactions(ctx) return
 // ctx.Err() promptly when ctx ends. A cancelled Compact starts no further
 // compaction job and cancels the running one, whose outputs are deleted and

@@ -161,7 +161,7 @@ func (d *DB) reportBackgroundError() {
 	if err == nil {
 		return
 	}
-	d.opts.logf("kv: writes stopped: %v", err)
+	d.opts.logger().Error("kv: writes stopped", "err", err)
 	if f := d.events().BackgroundError; f != nil {
 		f(err)
 	}

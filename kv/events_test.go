@@ -1,9 +1,11 @@
 package kv
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -355,4 +357,53 @@ func TestEventsStallMemTable(t *testing.T) {
 		t.Fatalf("events: %v", l.snapshot())
 	}
 	l.checkPaired(t)
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestLogger: flushes and compactions are summarized at Debug, and the
+// error that stops writes is logged at Error.
+func TestLogger(t *testing.T) {
+	var buf syncBuffer
+	inj := &failOn{ops: vfs.OpCreate, substr: ".sst"}
+	opts := smallOptions()
+	opts.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	db, _, _ := openFault(t, inj, opts)
+	for i := range 100 {
+		db.Set([]byte(fmt.Sprintf("k%03d", i)), []byte("v"), nil)
+	}
+	if err := db.Compact(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	db.Set([]byte("k"), []byte("v"), nil)
+	inj.armed.Store(true)
+	if err := db.Flush(); !errors.Is(err, ErrWritesStopped) {
+		t.Fatalf("Flush: %v", err)
+	}
+	db.Close()
+	out := buf.String()
+	for _, want := range []string{`level=DEBUG msg="kv: flush"`, `level=DEBUG msg="kv: compaction"`, `level=ERROR msg="kv: writes stopped"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "writes stopped"); n != 1 {
+		t.Errorf("writes stopped logged %d times", n)
+	}
 }

@@ -73,8 +73,14 @@ func (d *DB) flushOne() bool {
 	if ev.FlushEnd != nil {
 		ev.FlushEnd(info)
 	}
-	if err == nil && meta != nil {
-		d.opts.logf("kv: flushed memtable of log %s to L0 table %s (%d bytes) in %v", mem.LogNum(), meta.FileNum, meta.Size, elapsed.Round(time.Millisecond))
+	if err == nil {
+		var table FileNum
+		var size uint64
+		if meta != nil {
+			table, size = meta.FileNum, meta.Size
+		}
+		d.opts.logger().Debug("kv: flush", "job", info.JobID, "log", mem.LogNum(), "memtable bytes", info.InputBytes,
+			"table", table, "table bytes", size, "duration", elapsed)
 	}
 
 	d.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -385,7 +386,7 @@ func (d *DB) planRecovery(names []string, isNew bool) (*recoveryPlan, error) {
 // point (Activate): once the new manifest's next file number is above
 // them, they must not be in the directory any more, or a later Open would
 // take them for obsolete ones. The renames are recorded in undo.
-func moveToLost(fs vfs.FS, dir string, names []string, undo *openUndo, logf func(string, ...any)) error {
+func moveToLost(fs vfs.FS, dir string, names []string, undo *openUndo, log *slog.Logger) error {
 	if len(names) == 0 {
 		return nil
 	}
@@ -409,7 +410,7 @@ func moveToLost(fs vfs.FS, dir string, names []string, undo *openUndo, logf func
 			return fmt.Errorf("kv: move %s to %s: %w", name, lost, err)
 		}
 		undo.moved = append(undo.moved, [2]string{src, dst})
-		logf("kv: moved %s, which no version lists and the manifest cannot explain, to %s", name, dst)
+		log.Warn("kv: moved a file no version lists and the manifest cannot explain to lost/", "file", name, "to", dst)
 	}
 	if err := vfs.SyncDir(fs, lost); err != nil {
 		return fmt.Errorf("kv: sync %s: %w", lost, err)

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"log/slog"
 	"runtime"
 
 	"github.com/warpkit/warpkit/kv/cache"
@@ -114,9 +115,13 @@ type Options struct {
 	// EventListener, when set, receives flush, compaction, write stall,
 	// background error and file events (see EventListener).
 	EventListener *EventListener
-	// Logf, when set, receives one line per flush, compaction, write stall
-	// and recovery event. The library prints nothing itself.
-	Logf func(format string, args ...any)
+	// Logger receives the store's log: at Error the error that stops
+	// writes; at Warn write stalls beginning, failed deletions and what
+	// recovery and repair skipped, ignored or moved to lost/; at Info the
+	// end of each write stall; at Debug a summary of each flush and
+	// compaction. Nil logs nothing (the library prints nothing itself). It
+	// is called without the DB's lock held.
+	Logger *slog.Logger
 }
 
 // WriteOptions control one write.
@@ -248,11 +253,15 @@ func (o *Options) maxBytesForLevel(level int) float64 {
 	return b
 }
 
-func (o *Options) logf(format string, args ...any) {
-	if o.Logf != nil {
-		o.Logf(format, args...)
+// logger returns the Logger, or one that discards everything.
+func (o *Options) logger() *slog.Logger {
+	if o.Logger == nil {
+		return discardLogger
 	}
+	return o.Logger
 }
+
+var discardLogger = slog.New(slog.DiscardHandler)
 
 // DefaultCompactions is the default of Options.MaxConcurrentCompactions:
 // GOMAXPROCS/8, clamped to 1..4.

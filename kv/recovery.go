@@ -78,7 +78,7 @@ func (d *DB) recover(plan *recoveryPlan, isNew bool, undo *openUndo) error {
 		if errors.As(t.err, &ce) {
 			d.recovery.Damage = append(d.recovery.Damage, *ce)
 		}
-		d.opts.logf("kv: log %s: ignored torn tail (%v)", t.name, t.err)
+		d.opts.logger().Warn("kv: ignored the torn tail of a log", "log", t.name, "err", t.err)
 	}
 	if err := flush(); err != nil {
 		return err
@@ -112,7 +112,7 @@ func (d *DB) recover(plan *recoveryPlan, isNew bool, undo *openUndo) error {
 		edit.WALs = []base.FileNum{logs[0].num, logs[1].num}
 		// Unexplained files leave the directory before the new manifest,
 		// whose next file number is above them, makes them look obsolete.
-		if err := moveToLost(d.fs, d.dir, plan.unexplained, undo, d.opts.logf); err != nil {
+		if err := moveToLost(d.fs, d.dir, plan.unexplained, undo, d.opts.logger()); err != nil {
 			return err
 		}
 		if err := d.vs.Activate(edit); err != nil {
@@ -150,7 +150,7 @@ func (d *DB) noteSalvaged(err error, what string) {
 	if errors.As(err, &ce) {
 		d.recovery.Damage = append(d.recovery.Damage, *ce)
 	}
-	d.opts.logf("kv: %s: %v", what, err)
+	d.opts.logger().Warn("kv: skipped a damaged log region", "what", what, "err", err)
 }
 
 // replayResult is what replayLog found in one log.

@@ -197,9 +197,9 @@ func (r *repairer) run(names []string) error {
 	var lostNames []string
 	for _, l := range lost {
 		lostNames = append(lostNames, l.Name)
-		d.opts.logf("kv: repair: cannot read %s: %s", l.Name, l.Reason)
+		d.opts.logger().Warn("kv: repair: cannot read a file", "file", l.Name, "reason", l.Reason)
 	}
-	if err := moveToLost(d.fs, d.dir, lostNames, &r.undo, d.opts.logf); err != nil {
+	if err := moveToLost(d.fs, d.dir, lostNames, &r.undo, d.opts.logger()); err != nil {
 		return fmt.Errorf("kv: repair: %w", err)
 	}
 	if err := d.vs.Activate(edit); err != nil {
