@@ -80,7 +80,12 @@
 // overwritten and deleted entries that no live snapshot can see and apply
 // range tombstones. The Compactor interface (package compaction) takes the
 // input tables and the live snapshots' sequence numbers and produces output
-// tables; compaction.CPU is the merge used by default.
+// tables; compaction.CPU is the merge used by default. Up to
+// MaxConcurrentCompactions jobs run at once on disjoint levels and key ranges
+// (by default GOMAXPROCS/8, 1 to 4), and compaction.CPU splits a job with
+// enough input into key-range parts merged in parallel (subcompactions: cut
+// at user keys, they write the same entries as one part would, and install
+// in one version edit).
 //
 // The version set (package manifest) logs every change of the table set to
 // the MANIFEST; CURRENT names the live manifest and is replaced atomically.
