@@ -76,7 +76,10 @@
 // per block, optional Snappy or S2). Leveled compaction keeps L1 and below
 // sorted and disjoint: L0 is compacted at 4 tables, a deeper level when it
 // exceeds its target size (L1: LBaseMaxBytes, then ×10 per level); outputs
-// are cut at TargetFileSize (4 MiB, gLSM's setting). Compactions drop
+// are cut at TargetFileSize (4 MiB, gLSM's setting), measured before
+// compression as TargetFileSize × the inputs' compression ratio (clamped to
+// 1..16, 1 for uncompressed stores), so that where outputs end does not
+// depend on how their blocks compress. Compactions drop
 // overwritten and deleted entries that no live snapshot can see and apply
 // range tombstones. The Compactor interface (package compaction) takes the
 // input tables and the live snapshots' sequence numbers and produces output

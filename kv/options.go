@@ -69,7 +69,9 @@ type Options struct {
 	LBaseMaxBytes int64
 	// LevelMultiplier is the size ratio between levels; default 10.
 	LevelMultiplier int
-	// TargetFileSize is the size of compaction outputs; default 4 MiB.
+	// TargetFileSize is the stored size of compaction outputs; default 4
+	// MiB. Outputs are cut on their size before compression, at
+	// TargetFileSize × the inputs' compression ratio (package compaction).
 	TargetFileSize int64
 	// MaxGrandparentOverlap limits how much of the next-but-one level a
 	// compaction output may overlap; default 10 × TargetFileSize.

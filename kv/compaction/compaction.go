@@ -24,9 +24,18 @@
 //     table below the output level can hold the key; likewise range
 //     tombstones (per fragment, ElideRangeTombstone). Keep one range
 //     tombstone per fragment and stripe (the newest).
-//   - Write outputs in key order, none larger than about TargetFileSize,
-//     never splitting one user key's entries across two tables, and starting
-//     a new table early when the current one would overlap more than
+//   - Write outputs in key order, never splitting one user key's entries
+//     across two tables. Cut an output at the first new user key once its
+//     uncompressed size (sstable.Writer.RawSize: data blocks before
+//     compression, trailers included, plus the open block) reaches
+//     TargetFileSize × r, where r is the job's ratio (CutRatio: the inputs'
+//     summed RawDataSize over their summed DataSize, clamped to [1, 16]; 1
+//     when the outputs are uncompressed or the inputs predate the property).
+//     Outputs then store about TargetFileSize bytes, and where they are cut
+//     does not depend on how their blocks compress: blocks may be compressed
+//     in parallel, and every compactor cuts the same job at the same keys
+//     (with compression off, r = 1 and the rule is the stored size's). Start
+//     a new table early also when the current one would overlap more than
 //     MaxGrandparentOverlap bytes of the level below the output level.
 //     Each output holds the tombstone fragments of its key interval, so that
 //     outputs do not overlap.

@@ -41,6 +41,50 @@ type CPU struct {
 	// MinPartBytes is the least input a part gets (0: 2 × the job's
 	// TargetFileSize), so small jobs stay whole.
 	MinPartBytes uint64
+
+	// storedSizeCut cuts outputs on their stored size, the rule before the
+	// cut moved to uncompressed size (tests compare the two).
+	storedSizeCut bool
+}
+
+// maxCutRatio bounds the compression ratio a job's cut limit is scaled by.
+const maxCutRatio = 16
+
+// CutRatio is the compression ratio a job's outputs are cut with: the
+// inputs' data blocks' size before compression over their stored size
+// (sstable.Properties.RawDataSize / DataSize, summed over every input),
+// clamped to [1, 16]; 1 when the job writes uncompressed tables or no input
+// records its raw size (a table from before the property reads as ratio 1).
+func CutRatio(job *Job) (float64, error) {
+	if job.Env.WriterOptions.Compression == sstable.NoCompression {
+		return 1, nil
+	}
+	var raw, stored uint64
+	for _, in := range job.Inputs {
+		for _, f := range in.Files {
+			r, rel, err := job.Env.OpenTable(f)
+			if err != nil {
+				return 0, err
+			}
+			p := r.Properties()
+			raw += p.RawDataSize
+			stored += p.DataSize
+			rel()
+		}
+	}
+	if stored == 0 || raw <= stored {
+		return 1, nil
+	}
+	return min(float64(raw)/float64(stored), maxCutRatio), nil
+}
+
+// CutLimit is the uncompressed size (sstable.Writer.RawSize) at which an
+// output is cut: TargetFileSize × ratio, exactly TargetFileSize at ratio 1.
+func CutLimit(targetFileSize uint64, ratio float64) uint64 {
+	if ratio <= 1 {
+		return targetFileSize
+	}
+	return uint64(float64(targetFileSize) * min(ratio, maxCutRatio))
 }
 
 // defaultMaxParts bounds the default number of parts: past a few, the
@@ -71,10 +115,15 @@ func (c CPU) Compact(ctx context.Context, job *Job) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	ratio, err := CutRatio(job)
+	if err != nil {
+		return nil, err
+	}
+	cutLimit := CutLimit(job.TargetFileSize, ratio)
 	bounds := c.splitPoints(job)
 	runs := make([]*cpuRun, len(bounds)+1)
 	for i := range runs {
-		r := &cpuRun{job: job, spans: spans, outSpans: outSpans}
+		r := &cpuRun{job: job, spans: spans, outSpans: outSpans, cutLimit: cutLimit, storedSizeCut: c.storedSizeCut}
 		if i > 0 {
 			r.lo = bounds[i-1]
 		}
@@ -215,6 +264,12 @@ type cpuRun struct {
 	outSpans []rangedel.Span // what the outputs keep (shared, read-only)
 	res      Result
 	err      error
+
+	// cutLimit is the uncompressed size at which an output is cut
+	// (CutLimit); storedSizeCut cuts at TargetFileSize stored bytes instead
+	// (the old rule, for tests).
+	cutLimit      uint64
+	storedSizeCut bool
 
 	// current output
 	out      *sstable.Writer
@@ -376,7 +431,7 @@ func (c *cpuRun) merge() error {
 			return err
 		}
 		c.res.Stats.EntriesOut++
-		if c.out.EstimatedSize() >= c.job.TargetFileSize {
+		if c.cutDue() {
 			splitPending = true
 		}
 	}
@@ -395,6 +450,16 @@ func (c *cpuRun) merge() error {
 		return c.finishOutput(c.hi)
 	}
 	return nil
+}
+
+// cutDue reports whether the current output has reached its size: its
+// uncompressed size at the job's cut limit, so that where an output ends
+// does not depend on how its blocks compress.
+func (c *cpuRun) cutDue() bool {
+	if c.storedSizeCut {
+		return c.out.EstimatedSize() >= c.job.TargetFileSize
+	}
+	return c.out.RawSize() >= c.cutLimit
 }
 
 // coveredInStripe reports whether a tombstone of the span newer than q lies

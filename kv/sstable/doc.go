@@ -51,6 +51,18 @@
 // damaged block claims. Any block, compressed or not, must lie within its
 // file.
 //
+// # Properties
+//
+// The properties block maps names to values: numbers as uvarints, strings
+// as their bytes (see Properties for the full list). Among them, data.size
+// is the stored size of the data blocks, trailers included, and
+// data.raw-size their size before compression: the sum over data blocks of
+// the block's uncompressed length (entries and restart array, what a reader
+// decodes) plus its 5-byte trailer. The two are equal when no data block is
+// compressed; data.raw-size / data.size is the table's compression ratio.
+// Tables written before data.raw-size existed lack it and read with
+// RawDataSize = DataSize (ratio 1). A reader ignores names it does not know.
+//
 // # Filter
 //
 // The filter block is a bloom filter over the table's distinct user keys:

@@ -78,6 +78,10 @@ type Writer struct {
 	spans  []rangedel.Span
 	meta   Metadata
 	props  Properties
+
+	// omitRawDataSize writes no RawDataSize property, as tables written
+	// before it existed (tests only).
+	omitRawDataSize bool
 }
 
 // NewWriter returns a Writer appending to w.
@@ -169,6 +173,15 @@ func (w *Writer) EstimatedSize() uint64 {
 	return w.offset + uint64(w.data.estimatedSize())
 }
 
+// RawSize is the data so far before compression: the finished data blocks'
+// uncompressed lengths plus their 5-byte trailers (Properties.RawDataSize so
+// far), plus the open data block's size. With compression off it equals
+// EstimatedSize until Finish. Compactors cut outputs on it, so that where a
+// table ends does not depend on how well its blocks compress.
+func (w *Writer) RawSize() uint64 {
+	return w.props.RawDataSize + uint64(w.data.estimatedSize())
+}
+
 func (w *Writer) fail(err error) error {
 	if w.err == nil {
 		w.err = err
@@ -203,9 +216,12 @@ func (w *Writer) flushData() {
 	if w.data.count == 0 {
 		return
 	}
-	h, n := w.writeBlock(w.data.finish(), w.opts.Compression)
+	block := w.data.finish()
+	raw := uint64(len(block) + blockTrailerLen)
+	h, n := w.writeBlock(block, w.opts.Compression)
 	w.data.reset()
 	w.props.DataSize += n
+	w.props.RawDataSize += raw
 	w.props.NumDataBlocks++
 	w.pendingHandle = h
 	w.pending = true
@@ -291,7 +307,7 @@ func (w *Writer) Finish() (Metadata, error) {
 	w.props.IndexSize = uint64(len(indexBlock) + blockTrailerLen)
 	var pw blockWriter
 	pw.restartInterval = 1
-	w.props.encode(&pw)
+	w.props.encode(&pw, w.omitRawDataSize)
 	ph, _ := w.writeBlock(pw.finish(), NoCompression)
 	meta.add([]byte(metaProperties), ph.append(hbuf[:0]))
 	mh, _ := w.writeBlock(meta.finish(), NoCompression)
