@@ -39,18 +39,19 @@ func runKVBenchCommand(args []string) error {
 
 // kvBenchFlags are warp kv bench's settings.
 type kvBenchFlags struct {
-	num, reads, threads int
-	value               string
-	workloads           string
-	dir, fs             string
-	sync, quick, json   bool
-	progress            string
-	memtable, table     int
-	compactions         int
-	cacheMB             int
-	compression         string
-	seed                uint64
-	cpuprofile          string
+	num, reads        int
+	threads           []int
+	value             string
+	workloads         string
+	dir, fs           string
+	sync, quick, json bool
+	progress          string
+	memtable, table   int
+	compactions       int
+	cacheMB           int
+	compression       string
+	seed              uint64
+	cpuprofile        string
 }
 
 // Limits of warp kv bench's numeric flags (the store's own: a memtable of
@@ -71,7 +72,7 @@ func runKVBench(ctx context.Context, args []string) error {
 	var f kvBenchFlags
 	cli.IntVarFlag(fs, &f.num, "num", 1_000_000, 1, kvMaxNum, "keys written by each fill (db_bench --num)")
 	cli.IntVarFlag(fs, &f.reads, "reads", 0, 0, kvMaxNum, "operations per read and YCSB workload (0: as many as --num)")
-	cli.IntVarFlag(fs, &f.threads, "threads", 1, 1, kvMaxThreads, "concurrent clients")
+	cli.IntListVarFlag(fs, &f.threads, "threads", []int{1}, 1, kvMaxThreads, "concurrent clients; a list (1,2,4,8) runs every workload at each")
 	fs.StringVar(&f.value, "value", "100", "value size in bytes, or a range MIN..MAX drawn uniformly (YCSB: e.g. 32..4096)")
 	fs.StringVar(&f.workloads, "workloads", strings.Join(kvbench.Workloads, ","), "comma-separated workloads: "+strings.Join(kvbench.Workloads, ", "))
 	fs.StringVar(&f.dir, "dir", "", "directory for the store (default: a temporary directory, removed afterwards)")
@@ -140,7 +141,7 @@ func runKVBench(ctx context.Context, args []string) error {
 			defer os.RemoveAll(dir)
 		}
 	}
-	cfg := kvbench.Config{Num: f.num, Reads: f.reads, ValueMin: vmin, ValueMax: vmax, Threads: f.threads, Seed: f.seed}
+	cfg := kvbench.Config{Num: f.num, Reads: f.reads, ValueMin: vmin, ValueMax: vmax, Threads: f.threads[0], Seed: f.seed}
 	opts := &kv.Options{
 		FS:             vfsys,
 		MemTableSize:   f.memtable << 20,
@@ -182,56 +183,77 @@ func runKVBench(ctx context.Context, args []string) error {
 			store.Close()
 		}
 	}()
-	results := map[string]*kvbench.Result{}
-	base := map[string]*kvbench.Result{}
-	metricsAfter := map[string]*kv.Metrics{}
-	for i, w := range workloads {
-		step := fmt.Sprintf("[%d/%d] %s", i+1, len(workloads), w)
-		if store == nil || w == "fillseq" || w == "fillrandom" {
-			if err := openFresh(); err != nil {
+	var runs []kvRun
+	for ti, threads := range f.threads {
+		cfg.Threads = threads
+		if store != nil { // every client count starts from a fresh store
+			if err := store.Close(); err != nil {
 				return err
 			}
-			if w != "fillseq" && w != "fillrandom" {
-				// A workload that reads needs data: load both stores.
-				if _, err := runner.RunShown(ctx, prog, step+": load kv", "fillrandom"); err != nil {
+			store = nil
+		}
+		results := map[string]*kvbench.Result{}
+		base := map[string]*kvbench.Result{}
+		metricsAfter := map[string]*kv.Metrics{}
+		for i, w := range workloads {
+			step := fmt.Sprintf("[%d/%d] %s", ti*len(workloads)+i+1, len(f.threads)*len(workloads), w)
+			if len(f.threads) > 1 {
+				step += fmt.Sprintf(" (%d clients)", threads)
+			}
+			if store == nil || w == "fillseq" || w == "fillrandom" {
+				if err := openFresh(); err != nil {
 					return err
 				}
-				if _, err := baseline.RunShown(ctx, prog, step+": load B-tree", "fillrandom"); err != nil {
-					return err
+				if w != "fillseq" && w != "fillrandom" {
+					// A workload that reads needs data: load both stores.
+					if _, err := runner.RunShown(ctx, prog, step+": load kv", "fillrandom"); err != nil {
+						return err
+					}
+					if _, err := baseline.RunShown(ctx, prog, step+": load B-tree", "fillrandom"); err != nil {
+						return err
+					}
 				}
 			}
-		}
-		t := prog.Start(step+": settle", 0)
-		err := store.Settle()
-		t.Done()
-		if err != nil {
-			return err
-		}
-		runtime.GC()
-		if prof != nil {
-			if err := pprof.StartCPUProfile(prof); err != nil {
+			t := prog.Start(step+": settle", 0)
+			err := store.Settle()
+			t.Done()
+			if err != nil {
 				return err
 			}
+			runtime.GC()
+			if prof != nil {
+				if err := pprof.StartCPUProfile(prof); err != nil {
+					return err
+				}
+			}
+			res, err := runner.RunShown(ctx, prog, step+": kv", w)
+			if prof != nil {
+				pprof.StopCPUProfile()
+				prof = nil // one profile: the first measured workload
+			}
+			if err != nil {
+				return err
+			}
+			results[w] = res
+			metricsAfter[w] = store.DB.Metrics()
+			// The baseline runs the same workload on its own copy of the data.
+			b, err := baseline.RunShown(ctx, prog, step+": B-tree", w)
+			if err != nil {
+				return err
+			}
+			base[w] = b
 		}
-		res, err := runner.RunShown(ctx, prog, step+": kv", w)
-		if prof != nil {
-			pprof.StopCPUProfile()
-			prof = nil // one profile: the first measured workload
-		}
-		if err != nil {
-			return err
-		}
-		results[w] = res
-		metricsAfter[w] = store.DB.Metrics()
-		// The baseline runs the same workload on its own copy of the data.
-		b, err := baseline.RunShown(ctx, prog, step+": B-tree", w)
-		if err != nil {
-			return err
-		}
-		base[w] = b
+		runs = append(runs, kvRun{cfg: runner.Config(), res: results, base: base, met: metricsAfter})
 	}
-	rep := kvReport(f, runner.Config(), workloads, results, base, metricsAfter)
+	rep := kvReport(f, workloads, runs)
 	return rep.Print(os.Stdout, f.json)
+}
+
+// kvRun is the results of every workload at one client count.
+type kvRun struct {
+	cfg       kvbench.Config
+	res, base map[string]*kvbench.Result
+	met       map[string]*kv.Metrics
 }
 
 // flagSet reports whether the command line set flag name.
@@ -241,28 +263,47 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-func kvReport(f kvBenchFlags, cfg kvbench.Config, workloads []string, res, base map[string]*kvbench.Result, met map[string]*kv.Metrics) *benchfmt.Report {
+func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report {
 	device := fmt.Sprintf("%s, GOMAXPROCS %d, file system %s", cpuModel(), runtime.GOMAXPROCS(0), f.fs)
 	rep := benchfmt.NewReport("warp kv bench: db_bench workloads and YCSB A-F on warpkit kv", device)
-	t := rep.Table(fmt.Sprintf("throughput and latency (num %d, 16 B keys, values %d..%d B, %d client(s), sync %v)", cfg.Num, cfg.ValueMin, cfg.ValueMax, max(cfg.Threads, 1), f.sync),
-		"workload", "ops", "ops/s", "MB/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs", "in-memory B-tree ops/s", "kv/B-tree")
-	for _, w := range workloads {
-		r := res[w]
-		b := base[w]
-		us := func(d time.Duration) float64 { return float64(d) / 1e3 }
-		t.Add(w, r.Ops, r.OpsPerSec(), r.MBPerSec(), us(r.Latency.Quantile(0.5)), us(r.Latency.Quantile(0.99)), us(r.Latency.Quantile(0.999)), us(r.Latency.Max()), b.OpsPerSec(), r.OpsPerSec()/b.OpsPerSec())
+	cfg := runs[0].cfg
+	sweep := len(runs) > 1 // a clients column, rows per client count
+	clients := fmt.Sprintf("%d client(s)", max(cfg.Threads, 1))
+	if sweep {
+		clients = "clients as listed"
 	}
-	lsm := rep.Table("LSM after each write workload (counters cumulative since the store was opened)", "workload", "write amp", "compaction MB/s", "compactions", "stalls", "stall ms", "L0..L6 tables")
-	for _, w := range workloads {
-		if w != "fillseq" && w != "fillrandom" && w != "overwrite" && w != "deleterandom" && w != "ycsb-a" {
-			continue
+	cols := []string{"workload", "ops", "ops/s", "MB/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs", "in-memory B-tree ops/s", "kv/B-tree"}
+	lsmCols := []string{"workload", "write amp", "compaction MB/s", "compactions", "stalls", "stall ms", "L0..L6 tables"}
+	if sweep {
+		cols = append([]string{"clients"}, cols...)
+		lsmCols = append([]string{"clients"}, lsmCols...)
+	}
+	t := rep.Table(fmt.Sprintf("throughput and latency (num %d, 16 B keys, values %d..%d B, %s, sync %v)", cfg.Num, cfg.ValueMin, cfg.ValueMax, clients, f.sync), cols...)
+	lsm := rep.Table("LSM after each write workload (counters cumulative since the store was opened)", lsmCols...)
+	for _, run := range runs {
+		lead := func(row ...any) []any {
+			if sweep {
+				return append([]any{max(run.cfg.Threads, 1)}, row...)
+			}
+			return row
 		}
-		m := met[w]
-		var tables []string
-		for _, l := range m.Levels {
-			tables = append(tables, fmt.Sprint(l.Tables))
+		for _, w := range workloads {
+			r := run.res[w]
+			b := run.base[w]
+			us := func(d time.Duration) float64 { return float64(d) / 1e3 }
+			t.Add(lead(w, r.Ops, r.OpsPerSec(), r.MBPerSec(), us(r.Latency.Quantile(0.5)), us(r.Latency.Quantile(0.99)), us(r.Latency.Quantile(0.999)), us(r.Latency.Max()), b.OpsPerSec(), r.OpsPerSec()/b.OpsPerSec())...)
 		}
-		lsm.Add(w, m.WriteAmp(), m.CompactionBandwidth()/1e6, m.Compaction.Count, m.Stalls.Slowdowns+m.Stalls.MemTableStops+m.Stalls.L0Stops, float64(m.Stalls.Time)/1e6, strings.Join(tables, " "))
+		for _, w := range workloads {
+			if w != "fillseq" && w != "fillrandom" && w != "overwrite" && w != "deleterandom" && w != "ycsb-a" {
+				continue
+			}
+			m := run.met[w]
+			var tables []string
+			for _, l := range m.Levels {
+				tables = append(tables, fmt.Sprint(l.Tables))
+			}
+			lsm.Add(lead(w, m.WriteAmp(), m.CompactionBandwidth()/1e6, m.Compaction.Count, m.Stalls.Slowdowns+m.Stalls.MemTableStops+m.Stalls.L0Stops, float64(m.Stalls.Time)/1e6, strings.Join(tables, " "))...)
+		}
 	}
 	rep.Note("settings: memtable %d MiB, target table %d MiB, L0 compaction/slowdown/stop 4/8/12, L1 16 MiB, levels x10, block 4 KiB, bloom 10 bits/key, block cache %d MiB, compression %s",
 		f.memtable, f.table, f.cacheMB, f.compression)

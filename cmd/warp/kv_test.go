@@ -369,3 +369,27 @@ func TestKVCheckShowsRecovery(t *testing.T) {
 		t.Errorf("warp kv get d from the crash image: %q, %v", out, err)
 	}
 }
+
+// TestKVBenchThreadSweep: --threads 1,3 runs every workload at each client
+// count on a fresh store and reports them in rows with a clients column.
+func TestKVBenchThreadSweep(t *testing.T) {
+	out, err := captureStdout(t, func() error {
+		return runKVBenchCommand([]string{"--num", "2000", "--fs", "mem", "--progress", "off", "--threads", "1,3", "--workloads", "fillrandom,readrandom"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "clients") {
+		t.Fatalf("no clients column:\n%s", out)
+	}
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 2 && (f[0] == "1" || f[0] == "3") && (f[1] == "fillrandom" || f[1] == "readrandom") {
+			rows++
+		}
+	}
+	if rows != 4+2 { // throughput rows for both counts, and the LSM rows of the fills
+		t.Fatalf("%d rows, want 6:\n%s", rows, out)
+	}
+}

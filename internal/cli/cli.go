@@ -137,6 +137,49 @@ func IntVarFlag(fs *flag.FlagSet, p *int, name string, value, min, max int, usag
 	fs.Var(&rangedInt{p, min, max}, name, usage+rangeHelp(usage, "N", fmt.Sprintf("%d..%d", min, max)))
 }
 
+// IntListVarFlag defines a flag of comma-separated whole numbers, each in
+// [min, max] ("1,2,4,8": a sweep), storing them into p; value is the
+// default list.
+func IntListVarFlag(fs *flag.FlagSet, p *[]int, name string, value []int, min, max int, usage string) {
+	for _, v := range value {
+		if v < min || v > max {
+			panic(fmt.Sprintf("warp: flag -%s: default %d outside %d..%d", name, v, min, max))
+		}
+	}
+	*p = slices.Clone(value)
+	fs.Var(&rangedInts{p, min, max}, name, usage+rangeHelp(usage, "N,...", fmt.Sprintf("each %d..%d", min, max)))
+}
+
+// rangedInts is the flag.Value of IntListVarFlag.
+type rangedInts struct {
+	p        *[]int
+	min, max int
+}
+
+func (v *rangedInts) String() string {
+	if v == nil || v.p == nil {
+		return ""
+	}
+	parts := make([]string, len(*v.p))
+	for i, n := range *v.p {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (v *rangedInts) Set(s string) error {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.ParseInt(strings.TrimSpace(f), 10, strconv.IntSize)
+		if err != nil || int(n) < v.min || int(n) > v.max {
+			return fmt.Errorf("want whole numbers in %d..%d, separated by commas", v.min, v.max)
+		}
+		out = append(out, int(n))
+	}
+	*v.p = out
+	return nil
+}
+
 // ChoiceFlag defines a string flag that accepts only one of choices; its
 // help text lists them.
 func ChoiceFlag(fs *flag.FlagSet, name, value string, choices []string, usage string) *string {

@@ -102,3 +102,19 @@ func TestCommandError(t *testing.T) {
 		t.Errorf("NoArgs: %v", err)
 	}
 }
+
+func TestIntListFlag(t *testing.T) {
+	fs := NewFlags("x", "")
+	var got []int
+	IntListVarFlag(fs, &got, "threads", []int{1}, 1, 8, "clients")
+	if err := Parse(fs, []string{"--threads", "1,2, 4,8"}); err != nil || !slices.Equal(got, []int{1, 2, 4, 8}) {
+		t.Fatalf("%v, %v", got, err)
+	}
+	for _, bad := range []string{"0", "1,9", "1,,2", "x", ""} {
+		fs := NewFlags("x", "")
+		IntListVarFlag(fs, &got, "threads", []int{1}, 1, 8, "clients")
+		if err := Parse(fs, []string{"--threads", bad}); err == nil || !strings.Contains(err.Error(), "1..8") {
+			t.Errorf("--threads %q: %v", bad, err)
+		}
+	}
+}
