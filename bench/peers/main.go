@@ -26,6 +26,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,7 +77,7 @@ func main() {
 		cacheMB   = flag.Int("cache", 32, "block cache MiB, 1..1048576")
 		asJSON    = flag.Bool("json", false, "print JSON")
 		seed      = flag.Uint64("seed", 1, "random seed")
-		threads   = flag.Int("threads", 1, "concurrent clients, 1..4096")
+		threadsF  = flag.String("threads", "1", "concurrent clients, each 1..4096; a list (1,2,4,8) runs the whole benchmark at each count, one report per count")
 		repeat    = flag.Int("repeat", 1, "run every store this many times, alternating, and report each workload's median run; 1..100")
 		cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 		compacts  = flag.Int("compactions", 0, "warpkit's concurrent background compactions, 0..64 (0: its default, sized from GOMAXPROCS)")
@@ -90,7 +91,7 @@ func main() {
 		name     string
 		v        int
 		min, max int
-	}{{"num", *num, 1, 1_000_000_000}, {"reads", *reads, 0, 1_000_000_000}, {"cache", *cacheMB, 1, 1 << 20}, {"threads", *threads, 1, 4096}, {"repeat", *repeat, 1, 100}, {"compactions", *compacts, 0, 64}} {
+	}{{"num", *num, 1, 1_000_000_000}, {"reads", *reads, 0, 1_000_000_000}, {"cache", *cacheMB, 1, 1 << 20}, {"repeat", *repeat, 1, 100}, {"compactions", *compacts, 0, 64}} {
 		if err := checkRange(c.name, c.v, c.min, c.max); err != nil {
 			usageError(err)
 		}
@@ -149,18 +150,36 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	cfg := kvbench.Config{Num: *num, Reads: *reads, ValueMin: vmin, ValueMax: vmax, Seed: *seed, Threads: *threads}
-	// Progress: a bar per workload on a terminal, else a line every 5 s
-	// while one runs; each workload's result line follows it either way.
-	prog := progress.New(os.Stderr, mode)
-	prog.ClearBars = true
-	pl := &plan{prog: prog, total: *repeat * len(chosen) * len(wl)}
+	var threadCounts []int
+	for _, f := range strings.Split(*threadsF, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 4096 {
+			usageError(fmt.Errorf("--threads %q: want whole numbers in 1..4096, separated by commas", *threadsF))
+		}
+		threadCounts = append(threadCounts, n)
+	}
+	for _, threads := range threadCounts {
+		cfg := kvbench.Config{Num: *num, Reads: *reads, ValueMin: vmin, ValueMax: vmax, Seed: *seed, Threads: threads}
+		// Progress: a bar per workload on a terminal, else a line every 5 s
+		// while one runs; each workload's result line follows it either way.
+		prog := progress.New(os.Stderr, mode)
+		prog.ClearBars = true
+		if err := runAll(ctx, prog, chosen, wl, base, s, cfg, *repeat, *asJSON); err != nil {
+			fatal(err)
+		}
+	}
+}
+
+// runAll runs every chosen store's workloads at one client count and prints
+// their report.
+func runAll(ctx context.Context, prog *progress.Reporter, chosen []opener, wl []string, base string, s settings, cfg kvbench.Config, repeat int, asJSON bool) error {
+	pl := &plan{prog: prog, total: repeat * len(chosen) * len(wl)}
 	runs := map[string][]map[string]*kvbench.Result{}
-	for rep := range max(*repeat, 1) {
+	for rep := range max(repeat, 1) {
 		for _, o := range chosen {
-			res, err := runStore(ctx, pl, o, filepath.Join(base, fmt.Sprintf("%s-%d", o.name, rep)), s, cfg, wl)
+			res, err := runStore(ctx, pl, o, filepath.Join(base, fmt.Sprintf("%s-t%d-%d", o.name, cfg.Threads, rep)), s, cfg, wl)
 			if err != nil {
-				fatal(err)
+				return err
 			}
 			runs[o.name] = append(runs[o.name], res)
 			runtime.GC()
@@ -180,12 +199,10 @@ func main() {
 		}
 	}
 	rp := report(chosen, wl, results, cfg, s)
-	if *repeat > 1 {
-		rp.Note("each figure is the median of %d runs per store; stores ran in alternation", *repeat)
+	if repeat > 1 {
+		rp.Note("each figure is the median of %d runs per store; stores ran in alternation", repeat)
 	}
-	if err := rp.Print(os.Stdout, *asJSON); err != nil {
-		fatal(err)
-	}
+	return rp.Print(os.Stdout, asJSON)
 }
 
 // plan numbers the workload runs of the whole benchmark for the progress
