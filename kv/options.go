@@ -243,8 +243,15 @@ func (o *Options) writerOptions() sstable.WriterOptions {
 		RestartInterval: o.BlockRestartInterval,
 		BloomBitsPerKey: bits,
 		Compression:     o.Compression,
+		// Flushes write one table on one goroutine: compress its blocks
+		// beside it (byte-identical output) where there are cores to spare.
+		CompressionWorkers: compressionWorkers(),
 	}
 }
+
+// compressionWorkers is how many goroutines compress one table's blocks:
+// GOMAXPROCS/4 in 1..4 (one, that is sequential, on small machines).
+func compressionWorkers() int { return min(max(runtime.GOMAXPROCS(0)/4, 1), 4) }
 
 // maxBytesForLevel is a level's target size (L1 and below).
 func (o *Options) maxBytesForLevel(level int) float64 {

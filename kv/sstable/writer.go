@@ -29,6 +29,13 @@ type WriterOptions struct {
 	RestartInterval int         // entries between restart points; default 16
 	BloomBitsPerKey int         // bloom filter bits per user key; 0 means none
 	Compression     Compression // data block compression; default none
+	// CompressionWorkers, when above 1 (and Compression is on), compresses
+	// finished data blocks on up to that many goroutines while the caller
+	// adds the next entries; blocks are still written in order, so the
+	// table is byte-identical to a sequential writer's (compression is
+	// deterministic, and every offset and index entry follows from the
+	// compressed blocks in order).
+	CompressionWorkers int
 }
 
 func (o WriterOptions) withDefaults() WriterOptions {
@@ -78,6 +85,12 @@ type Writer struct {
 	spans  []rangedel.Span
 	meta   Metadata
 	props  Properties
+
+	// inflight are the finished data blocks not yet written, oldest first
+	// (CompressionWorkers > 1); unindexed is the last written block when
+	// its index entry waits for the next key's separator.
+	inflight  []*pendingBlock
+	unindexed *pendingBlock
 
 	// omitRawDataSize writes no RawDataSize property, as tables written
 	// before it existed (tests only).
@@ -168,9 +181,15 @@ func (w *Writer) AddRangeDel(sp Span) error {
 	return nil
 }
 
-// EstimatedSize is the table size so far, including the open data block.
+// EstimatedSize is the table size so far, including the open data block
+// (and, with CompressionWorkers, the blocks still being compressed, at
+// their uncompressed size).
 func (w *Writer) EstimatedSize() uint64 {
-	return w.offset + uint64(w.data.estimatedSize())
+	n := w.offset + uint64(w.data.estimatedSize())
+	for _, b := range w.inflight {
+		n += uint64(len(b.raw) + blockTrailerLen)
+	}
+	return n
 }
 
 // RawSize is the data so far before compression: the finished data blocks'
@@ -206,10 +225,17 @@ func (w *Writer) addIndexEntry(nextUserKey []byte) {
 	} else {
 		ik = last
 	}
-	w.handleBuf = w.pendingHandle.append(w.handleBuf[:0])
 	enc := ik.Append(nil)
-	w.index.add(enc, w.handleBuf)
 	w.pending = false
+	switch {
+	case w.unindexed != nil: // the block was written before its separator was known
+		w.addIndex(enc, w.unindexed.h)
+		w.unindexed = nil
+	case len(w.inflight) > 0: // the newest in-flight block: indexed when written
+		w.inflight[len(w.inflight)-1].index = enc
+	default:
+		w.addIndex(enc, w.pendingHandle)
+	}
 }
 
 func (w *Writer) flushData() {
@@ -218,13 +244,77 @@ func (w *Writer) flushData() {
 	}
 	block := w.data.finish()
 	raw := uint64(len(block) + blockTrailerLen)
+	w.props.RawDataSize += raw
+	w.props.NumDataBlocks++
+	if w.opts.CompressionWorkers > 1 && w.opts.Compression != NoCompression {
+		w.flushDataAsync(block)
+		return
+	}
 	h, n := w.writeBlock(block, w.opts.Compression)
 	w.data.reset()
 	w.props.DataSize += n
-	w.props.RawDataSize += raw
-	w.props.NumDataBlocks++
 	w.pendingHandle = h
 	w.pending = true
+}
+
+// pendingBlock is a data block being compressed beside the writer.
+type pendingBlock struct {
+	raw, stored []byte
+	typ         Compression
+	done        chan struct{}
+	h           handle
+	written     bool
+	index       []byte // its encoded index key, once known
+}
+
+// flushDataAsync hands the finished block to a compressing goroutine and
+// writes the oldest blocks while more than CompressionWorkers are in
+// flight. The block's index entry is added when both its handle (known once
+// it is written) and its separator (known at the next Add, or at Finish)
+// are.
+func (w *Writer) flushDataAsync(block []byte) {
+	b := &pendingBlock{raw: append([]byte(nil), block...), done: make(chan struct{})}
+	w.data.reset()
+	c := w.opts.Compression
+	go func() {
+		defer close(b.done)
+		b.stored, b.typ = compress(c, nil, b.raw)
+	}()
+	w.inflight = append(w.inflight, b)
+	w.pending = true
+	for len(w.inflight) > w.opts.CompressionWorkers {
+		w.writeOldest()
+	}
+}
+
+// writeOldest waits for the oldest in-flight block, writes it and, when its
+// separator is known, its index entry.
+func (w *Writer) writeOldest() {
+	b := w.inflight[0]
+	w.inflight = w.inflight[1:]
+	<-b.done
+	h, n := w.writeStored(b.stored, b.typ)
+	w.props.DataSize += n
+	b.h, b.written = h, true
+	b.raw, b.stored = nil, nil
+	if b.index != nil {
+		w.addIndex(b.index, h)
+	} else {
+		w.unindexed = b // the newest block: its separator comes with the next key
+	}
+}
+
+// drain writes every block still in flight.
+func (w *Writer) drain() {
+	for len(w.inflight) > 0 {
+		w.writeOldest()
+	}
+}
+
+// addIndex appends an index entry.
+func (w *Writer) addIndex(key []byte, h handle) {
+	w.handleBuf = h.append(w.handleBuf[:0])
+	w.index.add(key, w.handleBuf)
 }
 
 // writeBlock writes a block and its trailer; it returns the handle and the
@@ -236,6 +326,15 @@ func (w *Writer) writeBlock(block []byte, c Compression) (handle, uint64) {
 	stored, typ := compress(c, w.compressBuf, block)
 	if typ != NoCompression {
 		w.compressBuf = stored
+	}
+	return w.writeStored(stored, typ)
+}
+
+// writeStored writes a block already compressed (typ says how) and its
+// trailer.
+func (w *Writer) writeStored(stored []byte, typ Compression) (handle, uint64) {
+	if w.err != nil {
+		return handle{}, 0
 	}
 	var trailer [blockTrailerLen]byte
 	trailer[0] = byte(typ)
@@ -268,6 +367,7 @@ func (w *Writer) Finish() (Metadata, error) {
 	if w.pending {
 		w.addIndexEntry(nil)
 	}
+	w.drain()
 	if w.meta.HasPoints {
 		last, _ := base.DecodeInternalKey(w.lastKey)
 		w.meta.Largest = last.Clone()
