@@ -14,8 +14,8 @@
 // -D NAME[=VALUE] (or -DNAME[=VALUE]), repeatable, defines a macro for the
 // compilation, so that one source can be compiled into several PTX files (a
 // module per key/value width, each loaded only by the types that use it). The
-// macros are recorded in the header, and ptxcheck holds the PTX stale when its
-// go:generate line no longer gives the same ones. Other nvcc flags cannot be
+// macros are recorded in the header, and ptxcheck holds the PTX stale when the
+// generate line that writes it no longer gives the same ones. Other nvcc flags cannot be
 // added: every kernel is built with ptxcheck.Flags.
 //
 // The target is compute_70 (Volta, the oldest supported architecture); the

@@ -154,13 +154,6 @@ func (t *Task) Set(done int64) {
 	}
 }
 
-// Add records n more finished units.
-func (t *Task) Add(n int64) {
-	if t != nil {
-		t.done.Add(n)
-	}
-}
-
 // Done ends the task: its bar is completed (and left on screen), or in
 // Plain mode with DoneLines a closing line is printed (for a task of
 // unknown size only if it counted something or ran past one interval).
