@@ -47,8 +47,8 @@ type gpuLSM[K, V warpkit.Word] struct {
 	pingUp int // ping-pong merge buffer size Options.Capacity reserved (0: none)
 	// The staging run is the first levelState.s entries of stageK[cur] and
 	// stageT[cur]; an update writes the next one into the other pair.
-	stageK [2]sorteddict.Buf[K]
-	stageT [2]sorteddict.Buf[uint32]
+	stageK [2]gpurt.Buf[K]
+	stageT [2]gpurt.Buf[uint32]
 	cur    int
 	// broken is set when an update or cleanup failed after it had begun to
 	// change the levels; every later call returns it.
@@ -63,21 +63,21 @@ type gpuLSM[K, V warpkit.Word] struct {
 type worker[K, V warpkit.Word] struct {
 	dev    *cuda.Device
 	stream *cuda.Stream
-	stage  sorteddict.Staging
-	ones   sorteddict.Buf[uint8] // deletion flags of a deletions-only batch
+	stage  gpurt.Staging
+	ones   gpurt.Buf[uint8] // deletion flags of a deletions-only batch
 	// Updates: the sorted batch, the batch merged with the staging run, and
 	// the ping-pong merge buffers.
-	batchK sorteddict.Buf[K]
-	batchT sorteddict.Buf[uint32]
-	mergeK sorteddict.Buf[K]
-	mergeT sorteddict.Buf[uint32]
-	pingK  [2]sorteddict.Buf[K]
-	pingT  [2]sorteddict.Buf[uint32]
+	batchK gpurt.Buf[K]
+	batchT gpurt.Buf[uint32]
+	mergeK gpurt.Buf[K]
+	mergeT gpurt.Buf[uint32]
+	pingK  [2]gpurt.Buf[K]
+	pingT  [2]gpurt.Buf[uint32]
 	// Count and range stages, and small counters read back by the host.
-	cnt, off, segoff, ct, selT, counts, small32 sorteddict.Buf[uint32]
-	start, small64, walkTotal                   sorteddict.Buf[uint64]
-	ck, selK                                    sorteddict.Buf[K]
-	flags                                       sorteddict.Buf[uint8]
+	cnt, off, segoff, ct, selT, counts, small32 gpurt.Buf[uint32]
+	start, small64, walkTotal                   gpurt.Buf[uint64]
+	ck, selK                                    gpurt.Buf[K]
+	flags                                       gpurt.Buf[uint8]
 }
 
 func newWorker[K, V warpkit.Word](dev *cuda.Device) (*worker[K, V], error) {
@@ -91,9 +91,7 @@ func newWorker[K, V warpkit.Word](dev *cuda.Device) (*worker[K, V], error) {
 // free closes the stream, which waits for its work, then frees the buffers
 // that work may have used.
 func (w *worker[K, V]) free() error {
-	err := w.stream.Close()
-	gpurt.FreeAll(w) // every scratch buffer among its fields
-	return err
+	return gpurt.Release(w.stream, w)
 }
 
 // readBack copies src to the host, synchronizing the worker's stream.
@@ -337,7 +335,7 @@ func (g *gpuLSM[K, V]) UpdateDevice(ctx context.Context, keys cuda.Slice[K], val
 	// next staging run.
 	var bk, tk, nk cuda.Slice[K]
 	var bt, tt, nt cuda.Slice[uint32]
-	get := func(kb *sorteddict.Buf[K], tb *sorteddict.Buf[uint32], n int) (cuda.Slice[K], cuda.Slice[uint32], error) {
+	get := func(kb *gpurt.Buf[K], tb *gpurt.Buf[uint32], n int) (cuda.Slice[K], cuda.Slice[uint32], error) {
 		k, err1 := kb.Get(g.dev, s, n)
 		t, err2 := tb.Get(g.dev, s, n)
 		return k, t, errors.Join(err1, err2)

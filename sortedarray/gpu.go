@@ -35,12 +35,12 @@ type gpuSA[K, V warpkit.Word] struct {
 type worker[K, V warpkit.Word] struct {
 	dev                 *cuda.Device
 	stream              *cuda.Stream
-	stage               sorteddict.Staging
-	bk, ck              sorteddict.Buf[K]
-	bt, ct, small, cnts sorteddict.Buf[uint32]
-	cv                  sorteddict.Buf[V]
-	keepB, keepA, ones  sorteddict.Buf[uint8]
-	drops, starts, tot  sorteddict.Buf[uint64]
+	stage               gpurt.Staging
+	bk, ck              gpurt.Buf[K]
+	bt, ct, small, cnts gpurt.Buf[uint32]
+	cv                  gpurt.Buf[V]
+	keepB, keepA, ones  gpurt.Buf[uint8]
+	drops, starts, tot  gpurt.Buf[uint64]
 }
 
 func newWorker[K, V warpkit.Word](dev *cuda.Device) (*worker[K, V], error) {
@@ -54,9 +54,7 @@ func newWorker[K, V warpkit.Word](dev *cuda.Device) (*worker[K, V], error) {
 // free closes the stream, which waits for its work, then frees the buffers
 // that work may have used.
 func (w *worker[K, V]) free() error {
-	err := w.stream.Close()
-	gpurt.FreeAll(w) // every scratch buffer among its fields
-	return err
+	return gpurt.Release(w.stream, w)
 }
 
 type kernels struct {

@@ -82,6 +82,15 @@ func FreeAll(owner any) {
 	freeIn(v.Elem())
 }
 
+// Release closes stream, which waits for the work queued on it, and then
+// frees every scratch buffer among owner's fields (FreeAll) that the work
+// may have used: the order a worker's teardown needs.
+func Release(stream *cuda.Stream, owner any) error {
+	err := stream.Close()
+	FreeAll(owner)
+	return err
+}
+
 func freeIn(v reflect.Value) {
 	if v.CanAddr() {
 		if b, ok := v.Addr().Interface().(scratchBuf); ok {

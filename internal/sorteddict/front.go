@@ -27,8 +27,8 @@ type Engine[K, V warpkit.Word] interface {
 	LookupDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], found cuda.Slice[uint8]) error
 	Count(ctx context.Context, lo, hi []K, counts []uint32) error
 	CountDevice(ctx context.Context, lo, hi cuda.Slice[K], counts cuda.Slice[uint32]) error
-	Range(ctx context.Context, lo, hi []K) (*RangeResult[K, V], error)
-	RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*DeviceRange[K, V], error)
+	Range(ctx context.Context, lo, hi []K) (*warpkit.Ranges[K, V], error)
+	RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*warpkit.DeviceRanges[K, V], error)
 	Neighbor(ctx context.Context, keys, outKeys []K, outVals []V, found []bool, succ bool) error
 	NeighborDevice(ctx context.Context, keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8], succ bool) error
 	Close() error
@@ -172,21 +172,21 @@ func (f *Front[K, V]) CountDevice(ctx context.Context, lo, hi cuda.Slice[K], cou
 }
 
 // Range answers range queries.
-func (f *Front[K, V]) Range(ctx context.Context, lo, hi []K) (*RangeResult[K, V], error) {
+func (f *Front[K, V]) Range(ctx context.Context, lo, hi []K) (*warpkit.Ranges[K, V], error) {
 	if err := f.Lens("range", len(lo), len(hi)); err != nil {
 		return nil, err
 	}
-	var res *RangeResult[K, V]
+	var res *warpkit.Ranges[K, V]
 	err := f.Read(ctx, "range", func() (err error) { res, err = f.impl.Range(ctx, lo, hi); return })
 	return res, err
 }
 
 // RangeDevice answers device-resident range queries.
-func (f *Front[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*DeviceRange[K, V], error) {
+func (f *Front[K, V]) RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*warpkit.DeviceRanges[K, V], error) {
 	if err := f.device("range", lo.Len(), hi.Len()); err != nil {
 		return nil, err
 	}
-	var res *DeviceRange[K, V]
+	var res *warpkit.DeviceRanges[K, V]
 	err := f.Read(ctx, "range", func() (err error) { res, err = f.impl.RangeDevice(ctx, lo, hi); return })
 	return res, err
 }
@@ -217,25 +217,25 @@ func (f *Front[K, V]) NeighborDevice(ctx context.Context, keys, outKeys cuda.Sli
 }
 
 // CPUDevice is embedded by CPU backends: every device-resident method fails
-// with ErrNoDeviceSlices.
+// with warpkit.ErrNeedsCUDA.
 type CPUDevice[K, V warpkit.Word] struct{}
 
 func (CPUDevice[K, V]) UpdateDevice(context.Context, cuda.Slice[K], cuda.Slice[V], cuda.Slice[uint8], UpdateKind) error {
-	return ErrNoDeviceSlices
+	return warpkit.ErrNeedsCUDA
 }
 
 func (CPUDevice[K, V]) LookupDevice(context.Context, cuda.Slice[K], cuda.Slice[V], cuda.Slice[uint8]) error {
-	return ErrNoDeviceSlices
+	return warpkit.ErrNeedsCUDA
 }
 
 func (CPUDevice[K, V]) CountDevice(context.Context, cuda.Slice[K], cuda.Slice[K], cuda.Slice[uint32]) error {
-	return ErrNoDeviceSlices
+	return warpkit.ErrNeedsCUDA
 }
 
-func (CPUDevice[K, V]) RangeDevice(context.Context, cuda.Slice[K], cuda.Slice[K]) (*DeviceRange[K, V], error) {
-	return nil, ErrNoDeviceSlices
+func (CPUDevice[K, V]) RangeDevice(context.Context, cuda.Slice[K], cuda.Slice[K]) (*warpkit.DeviceRanges[K, V], error) {
+	return nil, warpkit.ErrNeedsCUDA
 }
 
 func (CPUDevice[K, V]) NeighborDevice(context.Context, cuda.Slice[K], cuda.Slice[K], cuda.Slice[V], cuda.Slice[uint8], bool) error {
-	return ErrNoDeviceSlices
+	return warpkit.ErrNeedsCUDA
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
-	"github.com/warpkit/warpkit/internal/gpurt"
 )
 
 // Width returns "32" or "64", the bit width of T, as kernel names spell it.
@@ -34,9 +33,6 @@ func TileGrid(n, items int) cuda.Dim3 { return cuda.GridFor(n, BlockSize*items) 
 // Block is the block shape of every sorted-dictionary kernel.
 var Block = cuda.D1(BlockSize)
 
-// Buf is grow-only device scratch (gpurt.Buf).
-type Buf[T cuda.Elem] = gpurt.Buf[T]
-
 // SyncOnError waits for the work enqueued on stream when *err is set (defer
 // it): a call that fails midway must not return while its work may still read
 // the caller's slices or use buffers that are about to be freed. The wait's
@@ -55,9 +51,6 @@ func Alloc[T cuda.Elem](dev *cuda.Device, n int) (cuda.Slice[T], error) {
 	}
 	return cuda.Alloc[T](dev, n)
 }
-
-// Staging is pinned staging of Go slices (gpurt.Staging).
-type Staging = gpurt.Staging
 
 // Pool hands out up to size workers (a stream plus scratch each), creating
 // them on first use, so that concurrent calls run on separate streams.

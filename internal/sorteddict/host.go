@@ -15,7 +15,7 @@ type DeviceEngine[K, V warpkit.Word] interface {
 	UpdateDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], dels cuda.Slice[uint8], kind UpdateKind) error
 	LookupDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], found cuda.Slice[uint8]) error
 	CountDevice(ctx context.Context, lo, hi cuda.Slice[K], counts cuda.Slice[uint32]) error
-	RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*DeviceRange[K, V], error)
+	RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*warpkit.DeviceRanges[K, V], error)
 	NeighborDevice(ctx context.Context, keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8], succ bool) error
 }
 
@@ -31,11 +31,11 @@ type Host[K, V warpkit.Word] struct {
 
 type stager[K, V warpkit.Word] struct {
 	stream     *cuda.Stream
-	stage      Staging
-	k1, k2, rk Buf[K]
-	v1, rv     Buf[V]
-	f1, rf     Buf[uint8]
-	counts     Buf[uint32]
+	stage      gpurt.Staging
+	k1, k2, rk gpurt.Buf[K]
+	v1, rv     gpurt.Buf[V]
+	f1, rf     gpurt.Buf[uint8]
+	counts     gpurt.Buf[uint32]
 }
 
 // NewHost returns the adapter; Close releases its streams and buffers.
@@ -49,9 +49,7 @@ func NewHost[K, V warpkit.Word](dev *cuda.Device, eng DeviceEngine[K, V], worker
 // free closes the stream, which waits for its copies, then frees the buffers
 // and staging they use.
 func (s *stager[K, V]) free() error {
-	err := s.stream.Close()
-	gpurt.FreeAll(s) // every scratch buffer among its fields
-	return err
+	return gpurt.Release(s.stream, s)
 }
 
 // Close releases the staging streams and memory.
@@ -68,13 +66,13 @@ func BoolBytes(b []bool) []uint8 {
 // upload is one Go slice to stage into a device buffer.
 type upload struct {
 	bytes int
-	run   func(s *Staging, st *cuda.Stream) error
+	run   func(s *gpurt.Staging, st *cuda.Stream) error
 }
 
-func up[T cuda.Elem](h *cuda.Device, st *cuda.Stream, buf *Buf[T], src []T, dst *cuda.Slice[T]) (upload, error) {
+func up[T cuda.Elem](h *cuda.Device, st *cuda.Stream, buf *gpurt.Buf[T], src []T, dst *cuda.Slice[T]) (upload, error) {
 	d, err := buf.Get(h, st, len(src))
 	*dst = d
-	return upload{gpurt.Bytes[T](len(src)), func(s *Staging, st *cuda.Stream) error { return gpurt.Upload(s, st, d, src) }}, err
+	return upload{gpurt.Bytes[T](len(src)), func(s *gpurt.Staging, st *cuda.Stream) error { return gpurt.Upload(s, st, d, src) }}, err
 }
 
 // with runs f on a stager after staging the uploads and synchronizing. On
@@ -220,10 +218,10 @@ func (h *Host[K, V]) Count(ctx context.Context, lo, hi []K, counts []uint32) err
 }
 
 // Range stages the bounds, runs RangeDevice and copies the result back.
-func (h *Host[K, V]) Range(ctx context.Context, lo, hi []K) (*RangeResult[K, V], error) {
-	var res *RangeResult[K, V]
+func (h *Host[K, V]) Range(ctx context.Context, lo, hi []K) (*warpkit.Ranges[K, V], error) {
+	var res *warpkit.Ranges[K, V]
 	if len(lo) == 0 {
-		return &RangeResult[K, V]{Offsets: []int{0}}, ctx.Err()
+		return &warpkit.Ranges[K, V]{Offsets: []int{0}}, ctx.Err()
 	}
 	var dl, dh cuda.Slice[K]
 	err := h.with(ctx, func(w *stager[K, V]) ([]upload, error) { return h.bounds(w, lo, hi, &dl, &dh) }, func(w *stager[K, V]) error {

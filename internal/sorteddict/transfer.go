@@ -12,7 +12,7 @@ import (
 
 // Copier is one device-to-host copy of a call's results (see Pair).
 type Copier interface {
-	Download(s *Staging, stream *cuda.Stream) (gpurt.Pending, error)
+	Download(s *gpurt.Staging, stream *cuda.Stream) (gpurt.Pending, error)
 }
 
 type pair[T cuda.Elem] struct {
@@ -20,7 +20,7 @@ type pair[T cuda.Elem] struct {
 	src cuda.Slice[T]
 }
 
-func (p pair[T]) Download(s *Staging, stream *cuda.Stream) (gpurt.Pending, error) {
+func (p pair[T]) Download(s *gpurt.Staging, stream *cuda.Stream) (gpurt.Pending, error) {
 	return gpurt.Download(s, stream, p.dst, p.src)
 }
 
@@ -30,7 +30,7 @@ func Pair[T cuda.Elem](dst []T, src cuda.Slice[T]) Copier { return pair[T]{dst, 
 // Fetch enqueues the copies through staging already reserved for them,
 // synchronizes the stream and finishes them. It synchronizes also when it
 // fails to enqueue a copy, so that none is in flight when it returns.
-func Fetch(s *Staging, stream *cuda.Stream, copies ...Copier) error {
+func Fetch(s *gpurt.Staging, stream *cuda.Stream, copies ...Copier) error {
 	ps := make([]gpurt.Pending, 0, len(copies))
 	for _, c := range copies {
 		p, err := c.Download(s, stream)
@@ -51,7 +51,7 @@ func Fetch(s *Staging, stream *cuda.Stream, copies ...Copier) error {
 
 // ReadBack copies src to a new Go slice through staging (reserving it) and
 // synchronizes the stream.
-func ReadBack[T cuda.Elem](dev *cuda.Device, s *Staging, stream *cuda.Stream, src cuda.Slice[T]) ([]T, error) {
+func ReadBack[T cuda.Elem](dev *cuda.Device, s *gpurt.Staging, stream *cuda.Stream, src cuda.Slice[T]) ([]T, error) {
 	out := make([]T, src.Len())
 	if err := s.Reserve(dev, gpurt.Bytes[T](src.Len())); err != nil {
 		return nil, err
@@ -100,15 +100,15 @@ func (p *RangeParts[K, V]) Free() {
 // pairs in one pair of slices. It synchronizes the stream, also when it fails.
 // On success the parts are consumed; on failure they are left for the caller
 // to Free (and nothing Assemble allocated is left behind).
-func (p *RangeParts[K, V]) Assemble(dev *cuda.Device, stream *cuda.Stream, counts cuda.Slice[uint32], scan func(in, out, total cuda.Slice[uint32]) error) (*DeviceRange[K, V], error) {
+func (p *RangeParts[K, V]) Assemble(dev *cuda.Device, stream *cuda.Stream, counts cuda.Slice[uint32], scan func(in, out, total cuda.Slice[uint32]) error) (*warpkit.DeviceRanges[K, V], error) {
 	nq := counts.Len()
 	off, err := cuda.Alloc[uint32](dev, nq+1)
 	if err != nil {
 		return nil, err
 	}
-	res := &DeviceRange[K, V]{Offsets: off, Total: p.total}
+	res := &warpkit.DeviceRanges[K, V]{Offsets: off, Total: p.total}
 	// fail frees what Assemble allocated once the work that writes it is done.
-	fail := func(err error) (*DeviceRange[K, V], error) {
+	fail := func(err error) (*warpkit.DeviceRanges[K, V], error) {
 		SyncOnError(stream, &err)
 		res.Free()
 		return nil, err
@@ -148,10 +148,10 @@ func (p *RangeParts[K, V]) Assemble(dev *cuda.Device, stream *cuda.Stream, count
 
 // RangeToHost copies a device result to the host through staging and
 // synchronizes the stream.
-func RangeToHost[K, V warpkit.Word](dev *cuda.Device, s *Staging, stream *cuda.Stream, dr *DeviceRange[K, V]) (*RangeResult[K, V], error) {
+func RangeToHost[K, V warpkit.Word](dev *cuda.Device, s *gpurt.Staging, stream *cuda.Stream, dr *warpkit.DeviceRanges[K, V]) (*warpkit.Ranges[K, V], error) {
 	nq := dr.Len()
 	off := make([]uint32, nq+1)
-	res := &RangeResult[K, V]{Offsets: make([]int, nq+1), Keys: make([]K, dr.Total), Vals: make([]V, dr.Total)}
+	res := &warpkit.Ranges[K, V]{Offsets: make([]int, nq+1), Keys: make([]K, dr.Total), Vals: make([]V, dr.Total)}
 	if err := s.Reserve(dev, gpurt.Bytes[uint32](nq+1)+gpurt.Bytes[K](dr.Total)+gpurt.Bytes[V](dr.Total)); err != nil {
 		return nil, err
 	}

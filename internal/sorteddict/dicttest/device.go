@@ -8,7 +8,6 @@ import (
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
-	"github.com/warpkit/warpkit/internal/sorteddict"
 )
 
 // DeviceDict is the device-resident API both dictionaries offer.
@@ -19,7 +18,7 @@ type DeviceDict[K, V warpkit.Word] interface {
 	DeleteDevice(ctx context.Context, keys cuda.Slice[K]) error
 	LookupDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V], found cuda.Slice[uint8]) error
 	CountDevice(ctx context.Context, lo, hi cuda.Slice[K], counts cuda.Slice[uint32]) error
-	RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*sorteddict.DeviceRange[K, V], error)
+	RangeDevice(ctx context.Context, lo, hi cuda.Slice[K]) (*warpkit.DeviceRanges[K, V], error)
 	SuccessorDevice(ctx context.Context, keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8]) error
 	PredecessorDevice(ctx context.Context, keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8]) error
 }

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/warpkit/warpkit"
-	"github.com/warpkit/warpkit/internal/sorteddict"
 )
 
 // Dict is the host-slice API both sortedarray and lsm offer.
@@ -22,7 +21,7 @@ type Dict[K, V warpkit.Word] interface {
 	Delete(ctx context.Context, keys []K) error
 	Lookup(ctx context.Context, keys []K, vals []V, found []bool) error
 	Count(ctx context.Context, lo, hi []K, counts []uint32) error
-	Range(ctx context.Context, lo, hi []K) (*sorteddict.RangeResult[K, V], error)
+	Range(ctx context.Context, lo, hi []K) (*warpkit.Ranges[K, V], error)
 	Successor(ctx context.Context, keys []K, outKeys []K, outVals []V, found []bool) error
 	Predecessor(ctx context.Context, keys []K, outKeys []K, outVals []V, found []bool) error
 }
