@@ -601,20 +601,13 @@ func insertBatches[K, V warpkit.Word](b *btBench, t *btree.Tree[K, V], keys []K,
 	}
 	var bufs devBufs
 	defer bufs.free()
-	dk, err := up(&bufs, b.dev, keys)
-	if err != nil {
-		return 0, err
-	}
-	dv, err := up(&bufs, b.dev, vals)
+	dk, dv, err := upPairs(&bufs, b.dev, keys, vals)
 	if err != nil {
 		return 0, err
 	}
 	start := time.Now()
-	for i := 0; i < len(keys); i += bs {
-		j := min(i+bs, len(keys))
-		if err := t.InsertDevice(ctx, dk.Sub(i, j), dv.Sub(i, j)); err != nil {
-			return 0, err
-		}
+	if err := insertDeviceBatches(ctx, t, dk, dv, bs); err != nil {
+		return 0, err
 	}
 	return time.Since(start), nil
 }
@@ -779,22 +772,36 @@ func dictInsertRate[K, V warpkit.Word](b *btBench, keys []K, vals []V, bs int, o
 	defer d.Close()
 	var bufs devBufs
 	defer bufs.free()
-	dk, err := up(&bufs, b.dev, keys)
-	if err != nil {
-		return 0, err.Error()
-	}
-	dv, err := up(&bufs, b.dev, vals)
+	dk, dv, err := upPairs(&bufs, b.dev, keys, vals)
 	if err != nil {
 		return 0, err.Error()
 	}
 	start := time.Now()
-	for i := 0; i < len(keys); i += bs {
-		j := min(i+bs, len(keys))
-		if err := d.InsertDevice(b.ctx, dk.Sub(i, j), dv.Sub(i, j)); err != nil {
-			return 0, err.Error()
-		}
+	if err := insertDeviceBatches(b.ctx, d, dk, dv, bs); err != nil {
+		return 0, err.Error()
 	}
 	return benchfmt.Rate(int64(len(keys)), time.Since(start), 1e9), ""
+}
+
+// upPairs copies keys and vals to the device, into bufs.
+func upPairs[K, V warpkit.Word](bufs *devBufs, dev *cuda.Device, keys []K, vals []V) (cuda.Slice[K], cuda.Slice[V], error) {
+	dk, err := up(bufs, dev, keys)
+	if err != nil {
+		return cuda.Slice[K]{}, cuda.Slice[V]{}, err
+	}
+	dv, err := up(bufs, dev, vals)
+	return dk, dv, err
+}
+
+// insertDeviceBatches inserts the device pairs into d in batches of bs.
+func insertDeviceBatches[K, V warpkit.Word](ctx context.Context, d batchInserter[K, V], dk cuda.Slice[K], dv cuda.Slice[V], bs int) error {
+	for i := 0; i < dk.Len(); i += bs {
+		j := min(i+bs, dk.Len())
+		if err := d.InsertDevice(ctx, dk.Sub(i, j), dv.Sub(i, j)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // lsmLookupRate builds a GPU LSM of the keys (batches of 2^20) and looks up qk.
@@ -809,19 +816,12 @@ func lsmLookupRate[K, V warpkit.Word](b *btBench, keys []K, vals []V, qk []K) (f
 	defer l.Close()
 	var bufs devBufs
 	defer bufs.free()
-	dk, err := up(&bufs, b.dev, keys)
+	dk, dv, err := upPairs(&bufs, b.dev, keys, vals)
 	if err != nil {
 		return 0, err.Error()
 	}
-	dv, err := up(&bufs, b.dev, vals)
-	if err != nil {
+	if err := insertDeviceBatches(b.ctx, l, dk, dv, 1<<20); err != nil {
 		return 0, err.Error()
-	}
-	for i := 0; i < len(keys); i += 1 << 20 {
-		j := min(i+1<<20, len(keys))
-		if err := l.InsertDevice(b.ctx, dk.Sub(i, j), dv.Sub(i, j)); err != nil {
-			return 0, err.Error()
-		}
 	}
 	dq, err := up(&bufs, b.dev, qk)
 	if err != nil {
@@ -847,11 +847,7 @@ func deviceRebuild[K, V warpkit.Word](b *btBench, t *btree.Tree[K, V], keys []K,
 	d := time.Duration(math.MaxInt64)
 	for range 2 {
 		var bufs devBufs
-		dk, err := up(&bufs, b.dev, keys)
-		if err != nil {
-			return 0, err
-		}
-		dv, err := up(&bufs, b.dev, vals)
+		dk, dv, err := upPairs(&bufs, b.dev, keys, vals)
 		if err != nil {
 			bufs.free()
 			return 0, err
