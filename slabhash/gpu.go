@@ -14,20 +14,10 @@ import (
 	"github.com/warpkit/warpkit/slaballoc"
 )
 
-// Control block words: the shared registry's (status.cuh, generated into
-// gpurt), and one more word the host appends in its pinned copy.
-const (
-	ctrlStatus   = gpurt.CtrlStatus
-	ctrlDelta    = gpurt.CtrlDelta
-	ctrlFailed   = gpurt.CtrlFailed
-	ctrlRejected = gpurt.CtrlRejected
-	ctrlCount    = gpurt.CtrlCount
-	ctrlInserted = gpurt.CtrlInserted
-	ctrlDone     = gpurt.CtrlDone
-	ctrlUsed     = gpurt.CtrlUsed
-	ctrlWords    = gpurt.CtrlWords
-	ctrlPoolUsed = gpurt.CtrlWords // in the pinned copy after a flush: the pool's counter
-)
+// ctrlPoolUsed is the word the host appends after the shared registry's
+// (status.cuh, generated into gpurt) in its pinned copy of the control block:
+// after a flush, the pool's counter.
+const ctrlPoolUsed = gpurt.CtrlWords
 
 // churn is the share of ExpectedSize the pool is provisioned for beyond the
 // overflow expected at ExpectedSize: deletes leave tombstones that occupy
@@ -169,10 +159,10 @@ func newGPU[K, V warpkit.Word](kd kind, geo geometry, o *Options, dev *cuda.Devi
 		if ln.stream, err = dev.NewStream(); err != nil {
 			return fail(err)
 		}
-		if ln.ctrl, err = cuda.Alloc[uint64](dev, ctrlWords); err != nil {
+		if ln.ctrl, err = cuda.Alloc[uint64](dev, gpurt.CtrlWords); err != nil {
 			return fail(err)
 		}
-		if ln.ctrlHost, err = cuda.AllocPinned[uint64](dev, ctrlWords+1); err != nil {
+		if ln.ctrlHost, err = cuda.AllocPinned[uint64](dev, gpurt.CtrlWords+1); err != nil {
 			return fail(err)
 		}
 		if ln.ctrlOut, err = ln.ctrlHost.DevicePtr(); err != nil {
@@ -265,7 +255,7 @@ func (g *gpuTable[K, V]) launch(ln *lane[K, V], prep func() error, f *cuda.Funct
 	r.supers = g.pool.SuperBlocks() // growth waits for the use lock
 	host := ln.ctrlHost.Data()
 	if mapped {
-		host[ctrlDone] = 0 // the last warp writes the number of warps
+		host[gpurt.CtrlDone] = 0 // the last warp writes the number of warps
 	}
 	err = f.Launch(grid, cuda.D1(blockThreads), 0, s, args...)
 	r.ok = err == nil
@@ -279,7 +269,7 @@ func (g *gpuTable[K, V]) launch(ln *lane[K, V], prep func() error, f *cuda.Funct
 		err = werr
 	}
 	if err == nil && mapped {
-		if atomic.LoadUint64(&host[ctrlDone]) != 0 {
+		if atomic.LoadUint64(&host[gpurt.CtrlDone]) != 0 {
 			ln.ctrlClean = true
 		} else {
 			// No sign-off reached the pinned block (never expected; the
@@ -376,27 +366,27 @@ func (g *gpuTable[K, V]) exec(ctx context.Context, ln *lane[K, V], b *devBatch[K
 			return delta, inserted, applied, err
 		}
 		c := r.ctrl
-		status := uint32(c[ctrlStatus])
-		if c[ctrlRejected] != 0 { // the apply kernel saw the scan's reject and wrote nothing
+		status := uint32(c[gpurt.CtrlStatus])
+		if c[gpurt.CtrlRejected] != 0 { // the apply kernel saw the scan's reject and wrote nothing
 			return 0, 0, false, gpurt.StatusError("device scan", status)
 		}
 		if status&gpurt.StatusReservedKey != 0 { // a find batch checked in the kernel: nothing changed
 			return 0, 0, true, gpurt.StatusError("device batch", status)
 		}
-		delta += int64(c[ctrlDelta])
-		inserted += int64(c[ctrlInserted])
-		g.slots.Add(int64(c[ctrlInserted]))
-		g.pool.Observe(int64(c[ctrlUsed]))
+		delta += int64(c[gpurt.CtrlDelta])
+		inserted += int64(c[gpurt.CtrlInserted])
+		g.slots.Add(int64(c[gpurt.CtrlInserted]))
+		g.pool.Observe(int64(c[gpurt.CtrlUsed]))
 		if status == 0 {
 			return delta, inserted, true, nil
 		}
 		switch {
 		case status&gpurt.StatusPoolExhausted != 0:
 			if err := g.pool.GrowPast(ctx, r.supers); err != nil {
-				return delta, inserted, true, fmt.Errorf("%d elements not applied: %w", c[ctrlFailed], err)
+				return delta, inserted, true, fmt.Errorf("%d elements not applied: %w", c[gpurt.CtrlFailed], err)
 			}
 		case attempt >= 2 || status&^gpurt.StatusRetryLimit != 0:
-			return delta, inserted, true, fmt.Errorf("%d elements not applied: %w", c[ctrlFailed], gpurt.StatusError("device", status))
+			return delta, inserted, true, fmt.Errorf("%d elements not applied: %w", c[gpurt.CtrlFailed], gpurt.StatusError("device", status))
 		}
 		flags |= flagRetry
 		g.reruns.Add(1)
@@ -827,9 +817,9 @@ func (g *gpuTable[K, V]) launchFindAll(ln *lane[K, V], scan bool, keys cuda.Slic
 	if err != nil {
 		return err
 	}
-	status := uint32(r.ctrl[ctrlStatus])
+	status := uint32(r.ctrl[gpurt.CtrlStatus])
 	switch {
-	case r.ctrl[ctrlRejected] != 0:
+	case r.ctrl[gpurt.CtrlRejected] != 0:
 		return gpurt.StatusError("device scan", status)
 	case status&statusBadRoom != 0:
 		return fmt.Errorf("%w: find all: offsets that decrease or pass the %d values", warpkit.ErrInvalidArgument, dst.Len())
@@ -887,7 +877,7 @@ func (g *gpuTable[K, V]) launchSnapshot(ln *lane[K, V], keys cuda.Slice[K], vals
 	if err != nil {
 		return 0, err
 	}
-	return int(r.ctrl[ctrlCount]), gpurt.StatusError("snapshot", uint32(r.ctrl[ctrlStatus]))
+	return int(r.ctrl[gpurt.CtrlCount]), gpurt.StatusError("snapshot", uint32(r.ctrl[gpurt.CtrlStatus]))
 }
 
 // flush compacts every list; live is the number of live entries (exact: the
@@ -901,7 +891,7 @@ func (g *gpuTable[K, V]) flush(ctx context.Context, live int) error {
 		return err
 	}
 	g.pool.Observe(int64(r.ctrl[ctrlPoolUsed]))
-	if err := gpurt.StatusError("flush", uint32(r.ctrl[ctrlStatus])); err != nil {
+	if err := gpurt.StatusError("flush", uint32(r.ctrl[gpurt.CtrlStatus])); err != nil {
 		return err
 	}
 	g.slots.Store(int64(live)) // the tombstones are gone
