@@ -248,20 +248,11 @@ func Keys(from, n int) []uint32 {
 
 // hashKey is the key of index i (below 2^31).
 func hashKey(i int) uint32 {
-	k := hashMix32(uint32(i))
+	k := benchfmt.Mix32(uint32(i))
 	if slabhash.IsReserved(k) {
-		k = hashMix32(uint32(i) | 1<<31) // outside every index range used here
+		k = benchfmt.Mix32(uint32(i) | 1<<31) // outside every index range used here
 	}
 	return k
-}
-
-func hashMix32(h uint32) uint32 {
-	h ^= h >> 16
-	h *= 0x85ebca6b
-	h ^= h >> 13
-	h *= 0xc2b2ae35
-	h ^= h >> 16
-	return h
 }
 
 // hashData is one size's device-resident keys: the n present keys with

@@ -48,7 +48,7 @@ type lsmBench struct {
 	ctx      context.Context
 	dev      *cuda.Device
 	rep      *benchfmt.Report
-	keys     arr[uint32] // distinct pseudo-random keys: mix32 of the index
+	keys     arr[uint32] // distinct pseudo-random keys: Mix32 of the index
 	vals     arr[uint32]
 	warmAt   int           // keys[warmAt:] are the warm-up keys, used by nothing else
 	samples  int           // resident-batch counts r measured per batch size (all when fewer)
@@ -191,19 +191,10 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	return b.rep.Print(w, *asJSON)
 }
 
-func mix32(h uint32) uint32 {
-	h ^= h >> 16
-	h *= 0x85ebca6b
-	h ^= h >> 13
-	h *= 0xc2b2ae35
-	h ^= h >> 16
-	return h
-}
-
 func (b *lsmBench) makeKeys(n int) error {
 	keys, vals := make([]uint32, n), make([]uint32, n)
 	for i := range keys {
-		keys[i], vals[i] = mix32(uint32(i)^0x5bd1e995), uint32(i)
+		keys[i], vals[i] = benchfmt.Mix32(uint32(i)^0x5bd1e995), uint32(i)
 	}
 	var err1, err2 error
 	b.keys, err1 = arrFrom(b, keys)
