@@ -79,9 +79,14 @@ func (e *testEnv) env() Env {
 
 // table writes one input table.
 func (e *testEnv) table(t *testing.T, es []entry, spans []rangedel.Span) *manifest.FileMetadata {
+	return e.tableWith(t, es, spans, sstable.WriterOptions{})
+}
+
+// tableWith writes one input table with the given writer options.
+func (e *testEnv) tableWith(t *testing.T, es []entry, spans []rangedel.Span, opts sstable.WriterOptions) *manifest.FileMetadata {
 	sort.Slice(es, func(i, j int) bool { return base.CompareInternal(es[i].k, es[j].k) < 0 })
 	num, f, _ := e.env().CreateTable()
-	w := sstable.NewWriter(f, sstable.WriterOptions{})
+	w := sstable.NewWriter(f, opts)
 	for _, x := range es {
 		if err := w.Add(x.k, []byte(x.v)); err != nil {
 			t.Fatal(err)

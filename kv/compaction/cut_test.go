@@ -5,33 +5,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"testing"
 
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/manifest"
 	"github.com/warpkit/warpkit/kv/sstable"
 )
-
-// tableWith writes one input table with the given writer options (and no
-// RawDataSize property when old, as tables written before it existed).
-func (e *testEnv) tableWith(t *testing.T, es []entry, opts sstable.WriterOptions) *manifest.FileMetadata {
-	sort.Slice(es, func(i, j int) bool { return base.CompareInternal(es[i].k, es[j].k) < 0 })
-	num, f, _ := e.env().CreateTable()
-	w := sstable.NewWriter(f, opts)
-	for _, x := range es {
-		if err := w.Add(x.k, []byte(x.v)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	m, err := w.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	return &manifest.FileMetadata{FileNum: num, Size: m.Size, Smallest: m.Smallest, Largest: m.Largest,
-		SmallestSeq: m.SmallestSeq, LargestSeq: m.LargestSeq, HasRangeDels: m.HasRangeDels}
-}
 
 // compressibleJob is a job over two overlapping L0 tables and an L1 run of
 // compressible values (about 4-6x under Snappy), written with opts; the
@@ -52,7 +31,7 @@ func compressibleJob(t *testing.T, rng *rand.Rand, e *testEnv, opts sstable.Writ
 			es = append(es, entry{base.MakeInternalKey([]byte(fmt.Sprintf("key%06d", k)), seq, kind), val(k)})
 			seq++
 		}
-		l0 = append([]*manifest.FileMetadata{e.tableWith(t, es, opts)}, l0...)
+		l0 = append([]*manifest.FileMetadata{e.tableWith(t, es, nil, opts)}, l0...)
 	}
 	var l1 []*manifest.FileMetadata
 	for _, rg := range [][2]int{{0, 2000}, {2000, 4000}} {
@@ -60,7 +39,7 @@ func compressibleJob(t *testing.T, rng *rand.Rand, e *testEnv, opts sstable.Writ
 		for k := rg[0]; k < rg[1]; k++ {
 			es = append(es, entry{base.MakeInternalKey([]byte(fmt.Sprintf("key%06d", k)), 0, base.KindSet), val(k)})
 		}
-		l1 = append(l1, e.tableWith(t, es, opts))
+		l1 = append(l1, e.tableWith(t, es, nil, opts))
 	}
 	env := e.env()
 	env.WriterOptions = opts
