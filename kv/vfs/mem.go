@@ -90,6 +90,12 @@ func (fs *MemFS) lookup(name string) (*memNode, error) {
 	return n, nil
 }
 
+// isDirError is the error of an op on name that wants a file and found a
+// directory.
+func isDirError(op, name string) error {
+	return &os.PathError{Op: op, Path: name, Err: errors.New("is a directory")}
+}
+
 // Create implements FS.
 func (fs *MemFS) Create(name string) (File, error) {
 	fs.mu.Lock()
@@ -99,7 +105,7 @@ func (fs *MemFS) Create(name string) (File, error) {
 		return nil, err
 	}
 	if old, ok := dir.children[base]; ok && old.isDir {
-		return nil, &os.PathError{Op: "create", Path: name, Err: errors.New("is a directory")}
+		return nil, isDirError("create", name)
 	}
 	n := &memNode{name: base, modTime: time.Now()}
 	dir.children[base] = n
@@ -116,7 +122,7 @@ func (fs *MemFS) Open(name string) (File, error) {
 		return nil, err
 	}
 	if n.isDir {
-		return nil, &os.PathError{Op: "open", Path: name, Err: errors.New("is a directory")}
+		return nil, isDirError("open", name)
 	}
 	fs.openFiles++
 	return &memFile{fs: fs, n: n, path: name, read: true}, nil
@@ -243,7 +249,7 @@ func (fs *MemFS) Lock(name string) (io.Closer, error) {
 		dir.children[base] = n
 	}
 	if n.isDir {
-		return nil, &os.PathError{Op: "lock", Path: name, Err: errors.New("is a directory")}
+		return nil, isDirError("lock", name)
 	}
 	if n.lockedExcl || n.lockShared > 0 {
 		return nil, fmt.Errorf("vfs: lock %s: %w", name, ErrLocked)
@@ -261,7 +267,7 @@ func (fs *MemFS) LockShared(name string) (io.Closer, error) {
 		return nil, err
 	}
 	if n.isDir {
-		return nil, &os.PathError{Op: "lock", Path: name, Err: errors.New("is a directory")}
+		return nil, isDirError("lock", name)
 	}
 	if n.lockedExcl {
 		return nil, fmt.Errorf("vfs: lock %s: %w", name, ErrLocked)
