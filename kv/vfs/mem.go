@@ -96,6 +96,15 @@ func isDirError(op, name string) error {
 	return &os.PathError{Op: op, Path: name, Err: errors.New("is a directory")}
 }
 
+// lookupFile is lookup for an op that wants a file, not a directory.
+func (fs *MemFS) lookupFile(op, name string) (*memNode, error) {
+	n, err := fs.lookup(name)
+	if err == nil && n.isDir {
+		return nil, isDirError(op, name)
+	}
+	return n, err
+}
+
 // Create implements FS.
 func (fs *MemFS) Create(name string) (File, error) {
 	fs.mu.Lock()
@@ -117,12 +126,9 @@ func (fs *MemFS) Create(name string) (File, error) {
 func (fs *MemFS) Open(name string) (File, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	n, err := fs.lookup(name)
+	n, err := fs.lookupFile("open", name)
 	if err != nil {
 		return nil, err
-	}
-	if n.isDir {
-		return nil, isDirError("open", name)
 	}
 	fs.openFiles++
 	return &memFile{fs: fs, n: n, path: name, read: true}, nil
@@ -262,12 +268,9 @@ func (fs *MemFS) Lock(name string) (io.Closer, error) {
 func (fs *MemFS) LockShared(name string) (io.Closer, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	n, err := fs.lookup(name)
+	n, err := fs.lookupFile("lock", name)
 	if err != nil {
 		return nil, err
-	}
-	if n.isDir {
-		return nil, isDirError("lock", name)
 	}
 	if n.lockedExcl {
 		return nil, fmt.Errorf("vfs: lock %s: %w", name, ErrLocked)
