@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"maps"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -926,11 +927,7 @@ func (b *lsmBench) targets() {
 		return
 	}
 	t := b.rep.Table("Targets: LSM vs sorted array, same run", "experiment", "LSM", "SA", "LSM/SA", "target", "met")
-	names := make([]string, 0, len(b.summary))
-	for k := range b.summary {
-		names = append(names, k)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(b.summary))
 	for _, k := range names {
 		v := b.summary[k]
 		target := targetCountVsSA

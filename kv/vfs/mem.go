@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -221,11 +222,7 @@ func (fs *MemFS) List(dir string) ([]string, error) {
 	if !n.isDir {
 		return nil, &os.PathError{Op: "readdir", Path: dir, Err: errors.New("not a directory")}
 	}
-	names := make([]string, 0, len(n.children))
-	for k := range n.children {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(n.children))
 	return names, nil
 }
 
@@ -378,11 +375,7 @@ func (fs *MemFS) String() string {
 	var b strings.Builder
 	var rec func(n *memNode, prefix string)
 	rec = func(n *memNode, prefix string) {
-		names := make([]string, 0, len(n.children))
-		for k := range n.children {
-			names = append(names, k)
-		}
-		sort.Strings(names)
+		names := slices.Sorted(maps.Keys(n.children))
 		for _, k := range names {
 			c := n.children[k]
 			durable := ""
