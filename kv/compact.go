@@ -2,9 +2,11 @@ package kv
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -165,6 +167,7 @@ func (d *DB) finishManualLocked(m *manualCompaction, err error) {
 // target) is highest and at least 1. Inputs are marked Compacting.
 func (d *DB) pickLocked() *pickedCompaction {
 	v := d.rs.version
+	t := d.levelTargetsLocked(v)
 	for _, m := range d.mu.manual {
 		if m.running {
 			continue
@@ -179,7 +182,7 @@ func (d *DB) pickLocked() *pickedCompaction {
 			d.finishManualLocked(m, nil)
 			return d.pickLocked()
 		}
-		if c := d.setupLocked(v, m.level, v.Overlapping(m.level, m.start, m.end), m.start, m.end); c != nil {
+		if c := d.setupLocked(v, &t, m.level, v.Overlapping(m.level, m.start, m.end)); c != nil {
 			c.manual = m
 			m.running = true
 			return c
@@ -192,13 +195,13 @@ func (d *DB) pickLocked() *pickedCompaction {
 	}
 	var cands []cand
 	for level := 0; level < manifest.NumLevels-1; level++ {
-		if sc := d.scoreLocked(v, level); sc >= 1 {
+		if sc := d.scoreLocked(v, &t, level); sc >= 1 {
 			cands = append(cands, cand{level, sc})
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].score > cands[j].score })
 	for _, cd := range cands {
-		if c := d.pickLevelLocked(v, cd.level); c != nil {
+		if c := d.pickLevelLocked(v, &t, cd.level); c != nil {
 			c.score = cd.score
 			return c
 		}
@@ -207,7 +210,7 @@ func (d *DB) pickLocked() *pickedCompaction {
 }
 
 // pickLevelLocked picks a compaction out of one level.
-func (d *DB) pickLevelLocked(v *manifest.Version, level int) *pickedCompaction {
+func (d *DB) pickLevelLocked(v *manifest.Version, t *levelTargets, level int) *pickedCompaction {
 	files := v.Levels[level]
 	if level == 0 {
 		for _, f := range files {
@@ -217,29 +220,55 @@ func (d *DB) pickLevelLocked(v *manifest.Version, level int) *pickedCompaction {
 		}
 		// Start from the oldest table; setup pulls in every L0 table that
 		// overlaps it, transitively.
-		return d.setupLocked(v, 0, files[:1], nil, nil)
+		return d.setupLocked(v, t, 0, files[:1])
 	}
-	// Round-robin through the level, from where the last compaction stopped.
-	startIdx := 0
-	if p := d.mu.pickLevel[level]; p != nil {
-		for startIdx < len(files) && bytes.Compare(files[startIdx].Smallest.UserKey, p) <= 0 {
-			startIdx++
-		}
-	}
-	for i := range files {
-		f := files[(startIdx+i)%len(files)]
+	// The table whose compaction rewrites the fewest bytes of the next
+	// level per byte it moves down (RocksDB's and Pebble's
+	// min-overlapping-ratio rule), where LevelDB goes round-robin: in a
+	// store filled at random it keeps the write amplification lower.
+	for _, f := range byOverlapRatio(files, v.Levels[t.outputLevel(level)]) {
 		if f.Compacting {
 			continue
 		}
-		if c := d.setupLocked(v, level, []*manifest.FileMetadata{f}, nil, nil); c != nil {
-			d.mu.pickLevel[level] = append([]byte(nil), f.Largest.UserKey...)
+		if c := d.setupLocked(v, t, level, []*manifest.FileMetadata{f}); c != nil {
 			return c
 		}
 	}
 	return nil
 }
 
-func (d *DB) scoreLocked(v *manifest.Version, level int) float64 {
+// byOverlapRatio orders the tables of a level by the bytes of the next
+// level (next) each overlaps divided by its own size, smallest first (ties
+// in key order). Both levels are sorted and disjoint, so one sweep finds
+// every table's overlap.
+func byOverlapRatio(files, next []*manifest.FileMetadata) []*manifest.FileMetadata {
+	type scored struct {
+		f     *manifest.FileMetadata
+		ratio float64
+	}
+	out := make([]scored, len(files))
+	j := 0
+	for i, f := range files {
+		// Skip the tables of next entirely below f; the last one that
+		// overlaps f may overlap its successor too, so j stays on it.
+		for j < len(next) && bytes.Compare(next[j].Largest.UserKey, f.Smallest.UserKey) < 0 {
+			j++
+		}
+		var overlap uint64
+		for k := j; k < len(next) && bytes.Compare(next[k].Smallest.UserKey, f.Largest.UserKey) <= 0; k++ {
+			overlap += next[k].Size
+		}
+		out[i] = scored{f, float64(overlap) / float64(max(f.Size, 1))}
+	}
+	slices.SortStableFunc(out, func(a, b scored) int { return cmp.Compare(a.ratio, b.ratio) })
+	res := make([]*manifest.FileMetadata, len(out))
+	for i, s := range out {
+		res[i] = s.f
+	}
+	return res
+}
+
+func (d *DB) scoreLocked(v *manifest.Version, t *levelTargets, level int) float64 {
 	if level == 0 {
 		return float64(len(v.Levels[0])) / float64(d.opts.L0CompactionThreshold)
 	}
@@ -249,13 +278,13 @@ func (d *DB) scoreLocked(v *manifest.Version, level int) float64 {
 			size += f.Size
 		}
 	}
-	return float64(size) / d.opts.maxBytesForLevel(level)
+	return float64(size) / t.maxBytes[level]
 }
 
 // setupLocked builds a compaction of the given upper-level tables into the
-// next level, or returns nil when a table it needs is already compacting or
-// its output range meets a running compaction's.
-func (d *DB) setupLocked(v *manifest.Version, level int, upper []*manifest.FileMetadata, mstart, mend []byte) *pickedCompaction {
+// level below (for L0, the base level), or returns nil when a table it needs
+// is already compacting or its output range meets a running compaction's.
+func (d *DB) setupLocked(v *manifest.Version, t *levelTargets, level int, upper []*manifest.FileMetadata) *pickedCompaction {
 	if len(upper) == 0 {
 		return nil
 	}
@@ -270,7 +299,7 @@ func (d *DB) setupLocked(v *manifest.Version, level int, upper []*manifest.FileM
 			return nil
 		}
 	}
-	out := level + 1
+	out := t.outputLevel(level)
 	lowerIn := v.Overlapping(out, start, end)
 	for _, f := range lowerIn {
 		if f.Compacting {
@@ -431,8 +460,8 @@ func sumSize(files []*manifest.FileMetadata) uint64 {
 
 // Compact flushes the memtable, then compacts every table overlapping
 // [start, end] (nil bounds are open) level by level down to the deepest
-// level holding part of the range (at least L1), so that the range ends up
-// in one level. It waits for the compactions and returns their first error.
+// level holding part of the range (L0's tables go to the base level, see
+// Options.StaticLevelSizes), so that the range ends up in one level. It waits for the compactions and returns their first error.
 //
 // If ctx ends first, Compact returns ctx.Err() promptly: no further
 // compaction job of the call starts, and a running one is cancelled (its
@@ -544,8 +573,10 @@ func (d *DB) WaitForCompactions(ctx context.Context) error {
 		busy := len(d.mu.imm) > 0 || d.mu.flushing || d.mu.compacting > 0
 		if !busy {
 			due := false
+			v := d.rs.version
+			t := d.levelTargetsLocked(v)
 			for l := 0; l < manifest.NumLevels-1; l++ {
-				if d.scoreLocked(d.rs.version, l) >= 1 {
+				if d.scoreLocked(v, &t, l) >= 1 {
 					due = true
 				}
 			}

@@ -32,7 +32,7 @@ func (c *countingCompactor) Compact(ctx context.Context, job *compaction.Job) (*
 			c.t.Errorf("snapshots not ascending: %v", job.Snapshots)
 		}
 	}
-	if job.OutputLevel != job.Inputs[0].Level+1 {
+	if in := job.Inputs[0].Level; job.OutputLevel <= in || (in > 0 && job.OutputLevel != in+1) {
 		c.t.Errorf("output level %d for input level %d", job.OutputLevel, job.Inputs[0].Level)
 	}
 	for _, in := range job.Inputs {

@@ -160,6 +160,7 @@ func TestCompactCancelBetweenJobs(t *testing.T) {
 	mem := vfs.NewMem()
 	opts := smallOptions()
 	opts.FS = mem
+	opts.StaticLevelSizes = true // L0, L1 and L2 all in use
 	db, err := Open("/db", &opts)
 	if err != nil {
 		t.Fatal(err)

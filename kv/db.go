@@ -72,7 +72,6 @@ type DB struct {
 		flushing   bool
 		compacting int
 		manual     []*manualCompaction
-		pickLevel  [manifest.NumLevels][]byte // next compaction start key per level
 	}
 
 	// rs is the read state readers pin (loadReadState, under rsMu).

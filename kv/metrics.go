@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -53,6 +54,7 @@ type LevelMetrics struct {
 	Tables      int
 	Bytes       uint64
 	Score       float64 // compaction pressure: >= 1 means the level is due
+	Target      uint64  // target size in bytes (L1 and below; 0 above the base level)
 	BytesIn     int64   // bytes written into the level (flushes into L0, compactions below)
 	Compactions int64   // compactions out of the level
 }
@@ -60,6 +62,8 @@ type LevelMetrics struct {
 // Metrics is a snapshot of the DB's counters.
 type Metrics struct {
 	Levels [manifest.NumLevels]LevelMetrics
+	// BaseLevel is the level L0 compacts into (Options.StaticLevelSizes).
+	BaseLevel int
 
 	MemTable struct {
 		Size       int   // bytes in use in the mutable memtable
@@ -180,8 +184,15 @@ func (d *DB) Metrics() *Metrics {
 	if d.mu.wal != nil {
 		walWritten = d.mu.wal.w.Size()
 	}
-	for l := range manifest.NumLevels - 1 {
-		m.Levels[l].Score = d.scoreLocked(v, l)
+	t := d.levelTargetsLocked(v)
+	m.BaseLevel = t.base
+	for l := range manifest.NumLevels {
+		if l < manifest.NumLevels-1 {
+			m.Levels[l].Score = d.scoreLocked(v, &t, l)
+		}
+		if l > 0 && !math.IsInf(t.maxBytes[l], 1) {
+			m.Levels[l].Target = uint64(t.maxBytes[l])
+		}
 	}
 	d.mu.Unlock()
 	for l := range manifest.NumLevels {
@@ -226,11 +237,16 @@ func (d *DB) Metrics() *Metrics {
 func (m *Metrics) String() string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "level\ttables\tsize\tscore\tbytes in\tcompactions\t")
+	fmt.Fprintln(tw, "level\ttables\tsize\ttarget\tscore\tbytes in\tcompactions\t")
 	for l, lm := range m.Levels {
-		fmt.Fprintf(tw, "L%d\t%d\t%s\t%.2f\t%s\t%d\t\n", l, lm.Tables, humanBytes(float64(lm.Bytes)), lm.Score, humanBytes(float64(lm.BytesIn)), lm.Compactions)
+		target := "-"
+		if lm.Target > 0 {
+			target = humanBytes(float64(lm.Target))
+		}
+		fmt.Fprintf(tw, "L%d\t%d\t%s\t%s\t%.2f\t%s\t%d\t\n", l, lm.Tables, humanBytes(float64(lm.Bytes)), target, lm.Score, humanBytes(float64(lm.BytesIn)), lm.Compactions)
 	}
 	tw.Flush()
+	fmt.Fprintf(&b, "base level: L%d\n", m.BaseLevel)
 	fmt.Fprintf(&b, "memtable: %s in use, %d waiting; %d flushes (%s)\n", humanBytes(float64(m.MemTable.Size)), m.MemTable.Immutable, m.MemTable.Flushes, humanBytes(float64(m.MemTable.FlushBytes)))
 	fmt.Fprintf(&b, "wal: %s committed, %s written, %d groups, %d syncs\n", humanBytes(float64(m.WAL.BytesIn)), humanBytes(float64(m.WAL.BytesWritten)), m.WAL.CommitGroups, m.WAL.Syncs)
 	fmt.Fprintf(&b, "compactions: %d (+%d moves), read %s, wrote %s, %v, %s/s\n", m.Compaction.Count, m.Compaction.Moves,

@@ -121,11 +121,11 @@ func TestMetricsFlushAndCompaction(t *testing.T) {
 
 	m = db.Metrics()
 	c := m.Compaction
-	if m.Levels[0].Tables != 0 || m.Levels[1].Tables == 0 || c.InProgress != 0 || c.Count != 1 || c.Moves != 0 || m.Levels[0].Compactions != 1 {
+	if m.Levels[0].Tables != 0 || m.Levels[m.BaseLevel].Tables == 0 || c.InProgress != 0 || c.Count != 1 || c.Moves != 0 || m.Levels[0].Compactions != 1 {
 		t.Fatalf("after WaitForCompactions: tables per level %v, compactions %+v, L0 %+v", tablesPerLevel(m), c, m.Levels[0])
 	}
-	if c.BytesRead != flushed.MemTable.FlushBytes || c.BytesWritten != int64(m.Levels[1].Bytes) || m.Levels[1].BytesIn != c.BytesWritten {
-		t.Fatalf("compaction read %d bytes (flushed %d), wrote %d (L1 %+v)", c.BytesRead, flushed.MemTable.FlushBytes, c.BytesWritten, m.Levels[1])
+	if c.BytesRead != flushed.MemTable.FlushBytes || c.BytesWritten != int64(m.Levels[m.BaseLevel].Bytes) || m.Levels[m.BaseLevel].BytesIn != c.BytesWritten {
+		t.Fatalf("compaction read %d bytes (flushed %d), wrote %d (base level %+v)", c.BytesRead, flushed.MemTable.FlushBytes, c.BytesWritten, m.Levels[m.BaseLevel])
 	}
 	if c.BytesWritten < keys*valueLen || c.BytesWritten >= c.BytesRead {
 		t.Fatalf("compaction of two versions of %d values of %d bytes wrote %d bytes of %d read", keys, valueLen, c.BytesWritten, c.BytesRead)
@@ -161,8 +161,8 @@ func TestMetricsFlushAndCompaction(t *testing.T) {
 			t.Fatalf("compaction input %s still on disk", n)
 		}
 	}
-	if len(now) != m.Levels[1].Tables {
-		t.Fatalf("tables on disk %v, %d in L1", now, m.Levels[1].Tables)
+	if len(now) != m.Levels[m.BaseLevel].Tables {
+		t.Fatalf("tables on disk %v, %d in the base level", now, m.Levels[m.BaseLevel].Tables)
 	}
 
 	// A Get consults one table through the table cache; the second Get of
@@ -174,7 +174,7 @@ func TestMetricsFlushAndCompaction(t *testing.T) {
 	if lookups := after.Hits + after.Misses - before.Hits - before.Misses; lookups != 2 || after.Hits-before.Hits < 1 {
 		t.Fatalf("table cache before two Gets %+v, after %+v: want 2 lookups, at least 1 hit", before, after)
 	}
-	if after.Open < 1 || after.Open > m.Levels[1].Tables {
-		t.Fatalf("%d tables open in the cache, %d live", after.Open, m.Levels[1].Tables)
+	if after.Open < 1 || after.Open > m.Levels[m.BaseLevel].Tables {
+		t.Fatalf("%d tables open in the cache, %d live", after.Open, m.Levels[m.BaseLevel].Tables)
 	}
 }

@@ -468,6 +468,7 @@ func TestModel(t *testing.T) {
 	for seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			opts := smallOptions()
+			opts.StaticLevelSizes = seed%2 == 1
 			switch seed % 3 {
 			case 1:
 				opts.DisableCompression = true

@@ -62,13 +62,23 @@ type Options struct {
 	L0SlowdownWritesThreshold int
 	// L0StopWritesThreshold: writes stop at this many L0 tables; default 12.
 	L0StopWritesThreshold int
-	// LBaseMaxBytes is L1's target size; each deeper level's target is
-	// LevelMultiplier times the one above. Default 16 MiB
-	// (L0CompactionThreshold × MemTableSize, so that an L0 compaction and L1
-	// are of a size).
+	// LBaseMaxBytes is the target size of the base level, the one L0
+	// compacts into. Default 16 MiB (L0CompactionThreshold × MemTableSize,
+	// so that an L0 compaction and the base level are of a size).
 	LBaseMaxBytes int64
 	// LevelMultiplier is the size ratio between levels; default 10.
 	LevelMultiplier int
+	// StaticLevelSizes selects LevelDB's level geometry: L0 compacts into
+	// L1, whose target is LBaseMaxBytes, and each deeper level's target is
+	// LevelMultiplier times the one above. By default the geometry follows
+	// the data, as RocksDB's dynamic level bytes and Pebble: the last level's
+	// target is its size, each level above holds LevelMultiplier times less,
+	// and L0 compacts into the deepest level whose target is at most
+	// LBaseMaxBytes (so a small store is L0 plus one or two levels, and
+	// writes are rewritten fewer times). Stores written with either setting
+	// open with the other; their levels move toward its shape as they
+	// compact.
+	StaticLevelSizes bool
 	// TargetFileSize is the stored size of compaction outputs; default 4
 	// MiB. Outputs are cut on their size before compression, at
 	// TargetFileSize × the inputs' compression ratio (package compaction).
@@ -252,15 +262,6 @@ func (o *Options) writerOptions() sstable.WriterOptions {
 // compressionWorkers is how many goroutines compress one table's blocks:
 // GOMAXPROCS/4 in 1..4 (one, that is sequential, on small machines).
 func compressionWorkers() int { return min(max(runtime.GOMAXPROCS(0)/4, 1), 4) }
-
-// maxBytesForLevel is a level's target size (L1 and below).
-func (o *Options) maxBytesForLevel(level int) float64 {
-	b := float64(o.LBaseMaxBytes)
-	for l := 1; l < level; l++ {
-		b *= float64(o.LevelMultiplier)
-	}
-	return b
-}
 
 // logger returns the Logger, or one that discards everything.
 func (o *Options) logger() *slog.Logger {

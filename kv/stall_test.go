@@ -172,8 +172,8 @@ func openWithHeldCompactions(t *testing.T, opts Options, l0 int) (*DB, *gate) {
 		}
 	}
 	m := db.Metrics()
-	if m.Levels[0].Tables != l0 || m.Levels[1].Tables != 1 || m.Compaction.InProgress != 1 {
-		t.Fatalf("setup: tables per level %v, %d compactions running; want %d in L0, 1 in L1, 1 running",
+	if m.Levels[0].Tables != l0 || m.Levels[m.BaseLevel].Tables != 1 || m.Compaction.InProgress != 1 {
+		t.Fatalf("setup: tables per level %v, %d compactions running; want %d in L0, 1 in the base level, 1 running",
 			tablesPerLevel(m), m.Compaction.InProgress, l0)
 	}
 	return db, g

@@ -59,6 +59,7 @@ type opener struct {
 
 var openers = []opener{
 	{"warpkit", openWarpkit},
+	{"warpkit-static", openWarpkitStatic},
 	{"pebble", openPebble},
 	{"goleveldb", openGoleveldb},
 	{"badger", openBadger},
@@ -122,7 +123,7 @@ func main() {
 			}
 		}
 		if !found {
-			usageError(fmt.Errorf("--stores: unknown store %q (have warpkit, pebble, goleveldb, badger)", name))
+			usageError(fmt.Errorf("--stores: unknown store %q (have warpkit, warpkit-static, pebble, goleveldb, badger)", name))
 		}
 	}
 	if *cpuprof != "" {
@@ -356,8 +357,8 @@ func report(stores []opener, wl []string, res map[string]map[string]*kvbench.Res
 				at.Add(o.name, "n/a", "n/a", "n/a", "n/a") // the store reports none (Badger)
 				continue
 			}
-			var stallMs any = "n/a" // only warpkit reports the time
-			if o.name == "warpkit" {
+			var stallMs any = "n/a" // warpkit and Pebble report the time
+			if r.StatsDiff.StallTime > 0 || o.name != "goleveldb" {
 				stallMs = float64(r.StatsDiff.StallTime) / 1e6
 			}
 			at.Add(o.name, r.Stats.WriteAmp, float64(r.StatsDiff.CompactionBytes)/1e6, r.StatsDiff.Stalls, stallMs)

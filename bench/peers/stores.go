@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -21,7 +22,18 @@ import (
 )
 
 func openWarpkit(dir string, s settings) (kvbench.Store, error) {
+	return openWarpkitWith(dir, s, false)
+}
+
+// openWarpkitStatic opens warpkit with LevelDB's level geometry
+// (kv.Options.StaticLevelSizes), for same-run comparisons with its default.
+func openWarpkitStatic(dir string, s settings) (kvbench.Store, error) {
+	return openWarpkitWith(dir, s, true)
+}
+
+func openWarpkitWith(dir string, s settings, static bool) (kvbench.Store, error) {
 	o := &kv.Options{
+		StaticLevelSizes:          static,
 		MemTableSize:              int(s.memTable),
 		TargetFileSize:            s.tableSize,
 		L0CompactionThreshold:     s.l0Trigger,
@@ -50,6 +62,9 @@ type pebbleStore struct {
 	db     *pebble.DB
 	wo     *pebble.WriteOptions
 	stalls atomic.Int64
+	// stallStart is when the stall in progress began (0: none);
+	// stallNanos the total of the ended ones.
+	stallStart, stallNanos atomic.Int64
 }
 
 func openPebble(dir string, s settings) (kvbench.Store, error) {
@@ -79,7 +94,17 @@ func openPebble(dir string, s settings) (kvbench.Store, error) {
 	if s.sync {
 		ps.wo = pebble.Sync
 	}
-	o.EventListener = &pebble.EventListener{WriteStallBegin: func(pebble.WriteStallBeginInfo) { ps.stalls.Add(1) }}
+	o.EventListener = &pebble.EventListener{
+		WriteStallBegin: func(pebble.WriteStallBeginInfo) {
+			ps.stalls.Add(1)
+			ps.stallStart.Store(time.Now().UnixNano())
+		},
+		WriteStallEnd: func() {
+			if t0 := ps.stallStart.Swap(0); t0 != 0 {
+				ps.stallNanos.Add(time.Now().UnixNano() - t0)
+			}
+		},
+	}
 	db, err := pebble.Open(dir, o)
 	if err != nil {
 		return nil, err
@@ -153,13 +178,17 @@ func (p *pebbleStore) Stats() kvbench.StoreStats {
 	t := m.Total()
 	var st kvbench.StoreStats
 	if m.WAL.BytesIn > 0 {
-		st.WriteAmp = float64(m.WAL.BytesWritten+t.TableBytesFlushed+t.TableBytesCompacted) / float64(m.WAL.BytesIn)
+		// Total() counts the WAL's bytes into TableBytesFlushed (as the
+		// total's TableBytesIn); adding WAL.BytesWritten again would count
+		// them twice.
+		st.WriteAmp = float64(t.TableBytesFlushed+t.TableBytesCompacted) / float64(m.WAL.BytesIn)
 	}
 	st.CompactionBytes = int64(t.TableBytesRead + t.TableBytesCompacted)
 	if d := m.Compact.Duration.Seconds(); d > 0 {
 		st.CompactionBandwidth = float64(st.CompactionBytes) / d
 	}
 	st.Stalls = p.stalls.Load()
+	st.StallTime = time.Duration(p.stallNanos.Load())
 	return st
 }
 func (p *pebbleStore) Close() error { return p.db.Close() }
