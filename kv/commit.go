@@ -14,23 +14,37 @@ import (
 	"github.com/warpkit/warpkit/kv/record"
 )
 
-// The commit pipeline is LevelDB's: writers queue under d.mu; the writer at
-// the head leads a group of the queued batches. The leader makes room (a
-// memtable switch, or a wait when flushes or L0 compactions fall behind),
-// assigns the group consecutive sequence numbers, and with d.mu released
-// writes the group to the log as one record (one fsync if any writer asked
-// for Sync), then applies it to the memtable. Finally it publishes the
-// group's last sequence number, which makes the whole group visible to
-// readers at once, and hands leadership to the next writer.
+// The commit pipeline: writers queue under d.mu; the writer at the head
+// leads a group of the queued batches (LevelDB's group commit). The leader
+// makes room (a memtable switch, or a wait when flushes or L0 compactions
+// fall behind), assigns the group consecutive sequence numbers, and with d.mu
+// released writes the group to the log as one record (one fsync if any writer
+// asked for Sync). It then hands leadership to the next writer, and every
+// writer of the group applies its own batch to the memtable, concurrently
+// with the others and with the next groups (the skiplist takes concurrent
+// inserts), as Pebble's commit pipeline does. A writer's batch becomes
+// visible when it and every batch before it have been applied: the writer
+// that applies the last missing batch publishes the sequence numbers of all
+// applied batches in order (d.mu.unpublished), and each Apply call returns
+// once its batch is published. A memtable is flushed only after every writer
+// given it has finished (MemTable.Writing).
 
 // writer is one Apply call waiting in the commit queue.
 type writer struct {
 	batch *Batch
 	sync  bool
 	flush bool // a Flush request: rotate the memtable, write nothing
-	done  bool
+	done  bool // finished: err is the outcome
 	err   error
 	cond  sync.Cond
+
+	// Set by the leader once the group is logged: the batch's first sequence
+	// number and the memtable it goes to.
+	logged    bool
+	seq       base.SeqNum
+	mem       *memtable.MemTable
+	applied   bool // in mem (d.mu)
+	published bool // visible to readers (d.mu)
 }
 
 var writerPool = sync.Pool{New: func() any { return new(writer) }}
@@ -109,43 +123,87 @@ func (d *DB) commit(b *Batch, sync, flush bool) error {
 		return ErrReadOnly
 	}
 	d.mu.writers = append(d.mu.writers, w)
-	for !w.done && d.mu.writers[0] != w {
+	for !w.done && !w.logged && d.mu.writers[0] != w {
 		w.cond.Wait()
 	}
-	if w.done {
-		d.mu.Unlock()
-		return w.err
-	}
-	// w leads.
-	group, err := d.leadLocked(w)
-	// Hand the results out and pass leadership on.
-	for _, x := range group {
-		x.done, x.err = true, err
-		if x != w {
-			x.cond.Signal()
+	if !w.done && !w.logged {
+		// w leads.
+		group, logged, err := d.leadLocked(w)
+		for _, x := range group {
+			if !logged {
+				x.done, x.err = true, err
+			}
+			if x != w {
+				x.cond.Signal() // done, or to apply its batch
+			}
+		}
+		d.mu.writers = d.mu.writers[len(group):]
+		if len(d.mu.writers) > 0 {
+			d.mu.writers[0].cond.Signal()
+		} else {
+			d.mu.cond.Broadcast() // Close waits for an empty queue
 		}
 	}
-	d.mu.writers = d.mu.writers[len(group):]
-	if len(d.mu.writers) > 0 {
-		d.mu.writers[0].cond.Signal()
-	} else {
-		d.mu.cond.Broadcast() // Close waits for an empty queue
+	if !w.done {
+		// Logged: apply the batch (with the rest of its group and later
+		// groups), then wait for it and every earlier batch to be published.
+		d.mu.Unlock()
+		err := w.mem.Apply(w.batch.repr)
+		d.mu.Lock()
+		d.appliedLocked(w, err)
+		for !w.published {
+			w.cond.Wait()
+		}
+		w.done = true
 	}
+	err := w.err
 	d.unlockReport()
 	return err
 }
 
+// appliedLocked records that a logged writer applied its batch (err: the
+// memtable refused it, which stops writes) and publishes every applied batch
+// at the head of d.mu.unpublished, in sequence order.
+func (d *DB) appliedLocked(w *writer, err error) {
+	w.applied = true
+	if err != nil {
+		w.err = fmt.Errorf("kv: memtable: %w", err)
+		d.setBackgroundErrorLocked(w.err)
+	}
+	if w.mem.EndWrite() && w.mem != d.mu.mem {
+		d.mu.cond.Broadcast() // the flush of an immutable memtable may wait for it
+	}
+	q := d.mu.unpublished
+	n := 0
+	for n < len(q) && q[n].applied {
+		x := q[n]
+		d.visibleSeq.Store(uint64(x.seq) + uint64(x.batch.count) - 1)
+		x.published = true
+		if x != w {
+			x.cond.Signal()
+		}
+		n++
+	}
+	clear(q[:n])
+	d.mu.unpublished = q[n:]
+	if len(d.mu.unpublished) == 0 && d.mu.closed {
+		d.mu.cond.Broadcast() // Close waits for the last one
+	}
+}
+
 // leadLocked runs one commit group; it returns the writers it covered (at
-// least the leader). Called and returns with d.mu held.
-func (d *DB) leadLocked(w *writer) ([]*writer, error) {
+// least the leader) and whether their batches were logged (each then applies
+// its own; otherwise err is the outcome of all). Called and returns with d.mu
+// held.
+func (d *DB) leadLocked(w *writer) (group []*writer, logged bool, err error) {
 	if w.flush {
 		switch {
 		case d.mu.bgErr != nil:
-			return []*writer{w}, d.writeStoppedErrLocked()
+			return []*writer{w}, false, d.writeStoppedErrLocked()
 		case d.mu.closed:
-			return []*writer{w}, ErrClosed
+			return []*writer{w}, false, ErrClosed
 		}
-		return []*writer{w}, d.rotateMemTableLocked(true)
+		return []*writer{w}, false, d.rotateMemTableLocked(true)
 	}
 	// Gather the group: the leader and the batches queued behind it.
 	size := len(w.batch.repr)
@@ -167,38 +225,55 @@ func (d *DB) leadLocked(w *writer) ([]*writer, error) {
 		size += len(x.batch.repr) - batchrepr.HeaderLen
 		count += x.batch.count
 	}
-	group := d.mu.writers[:n]
+	group = d.mu.writers[:n]
 	if err := d.makeRoomLocked(memtable.NeededBytes(size, count)); err != nil {
-		return group, err
+		return group, false, err
 	}
+	// The writers may have changed while makeRoomLocked released d.mu, but
+	// only behind the group: the leader stays at the head.
 	seq := d.mu.lastSeq + 1
 	d.mu.lastSeq += base.SeqNum(count)
 	mem, wal := d.mu.mem, d.mu.wal
+	for _, x := range group {
+		x.seq, x.mem = seq, mem
+		batchrepr.SetSeqNum(x.batch.repr, seq)
+		seq += base.SeqNum(x.batch.count)
+	}
+	mem.BeginWrites(len(group))
 	d.m.walBytesIn.Add(int64(size))
 	d.m.commitGroups.Add(1)
 	d.mu.Unlock()
 
-	err := d.writeGroup(group, seq, size, sync, mem, wal)
+	err = d.writeGroup(group, size, sync, wal)
 
 	d.mu.Lock()
 	if err != nil {
+		for range group {
+			mem.EndWrite()
+		}
+		if mem != d.mu.mem {
+			d.mu.cond.Broadcast()
+		}
 		// The log may hold part of this group: stop writing, so that nothing
 		// later is acknowledged after a hole. Sequence numbers already handed
 		// out stay unused.
 		d.setBackgroundErrorLocked(fmt.Errorf("kv: write-ahead log: %w", err))
-		return group, d.writeStoppedErrLocked()
+		return group, false, d.writeStoppedErrLocked()
 	}
-	d.visibleSeq.Store(uint64(seq) + uint64(count) - 1)
-	return group, nil
+	for _, x := range group {
+		x.logged = true
+	}
+	d.mu.unpublished = append(d.mu.unpublished, group...)
+	return group, true, nil
 }
 
-// writeGroup logs a group as one record and applies it to the memtable. It
-// runs without d.mu; only the leader touches the log and the group's batches.
-func (d *DB) writeGroup(group []*writer, seq base.SeqNum, size int, sync bool, mem *memtable.MemTable, wal *walFile) error {
+// writeGroup logs a group as one record; the batches' sequence numbers are
+// assigned. It runs without d.mu; only the leader touches the log and the
+// group's batches.
+func (d *DB) writeGroup(group []*writer, size int, sync bool, wal *walFile) error {
 	var rec []byte
 	if len(group) == 1 {
 		rec = group[0].batch.repr
-		batchrepr.SetSeqNum(rec, seq)
 	} else {
 		rec = d.groupBuf(size)
 		var count uint32
@@ -206,7 +281,7 @@ func (d *DB) writeGroup(group []*writer, seq base.SeqNum, size int, sync bool, m
 			rec = append(rec, x.batch.repr[batchrepr.HeaderLen:]...)
 			count += x.batch.count
 		}
-		batchrepr.SetSeqNum(rec, seq)
+		batchrepr.SetSeqNum(rec, group[0].seq)
 		batchrepr.SetCount(rec, count)
 	}
 	end, err := wal.w.WriteRecord(rec)
@@ -218,9 +293,6 @@ func (d *DB) writeGroup(group []*writer, seq base.SeqNum, size int, sync bool, m
 			return err
 		}
 		d.m.walSyncs.Add(1)
-	}
-	if err := mem.Apply(rec); err != nil {
-		return fmt.Errorf("kv: memtable: %w", err)
 	}
 	return nil
 }
@@ -347,7 +419,7 @@ func (d *DB) stallLocked(counter *atomicCounter) {
 // schedules a flush. With force false an empty memtable is kept. d.mu is
 // released while the new log is created and the old one synced.
 func (d *DB) rotateMemTableLocked(force bool) error {
-	if d.mu.mem.Empty() {
+	if d.mu.mem.Empty() && !d.mu.mem.Writing() {
 		if force {
 			d.signal(d.flushCh) // flush the waiting memtables, if any
 		}

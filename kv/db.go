@@ -52,13 +52,16 @@ type DB struct {
 		// what writers (and Flush, WaitForCompactions, Close) wait for.
 		cond sync.Cond
 
-		mem       *memtable.MemTable
-		imm       []*memtable.MemTable // oldest first; waiting to be flushed
-		wal       *walFile
-		lastSeq   base.SeqNum // last sequence number handed to a batch
-		writers   []*writer   // commit queue; writers[0] leads
-		snapshots snapshotList
-		bgErr     error // sticky: stops writes
+		mem     *memtable.MemTable
+		imm     []*memtable.MemTable // oldest first; waiting to be flushed
+		wal     *walFile
+		lastSeq base.SeqNum // last sequence number handed to a batch
+		writers []*writer   // commit queue; writers[0] leads
+		// unpublished are the logged writers, in sequence order, whose
+		// batches are not yet visible (commit.go).
+		unpublished []*writer
+		snapshots   snapshotList
+		bgErr       error // sticky: stops writes
 		// bgErrUnreported is bgErr until reportBackgroundError has told the
 		// listener and the log (without d.mu held).
 		bgErrUnreported error
@@ -289,8 +292,9 @@ func (d *DB) Close() error {
 	}
 	d.mu.closed = true
 	d.mu.cond.Broadcast()
-	// Wait for an in-flight commit group to finish with the log.
-	for len(d.mu.writers) > 0 {
+	// Wait for an in-flight commit group to finish with the log, and for
+	// logged batches to be applied and published.
+	for len(d.mu.writers) > 0 || len(d.mu.unpublished) > 0 {
 		d.mu.cond.Wait()
 	}
 	d.mu.Unlock()
