@@ -14,48 +14,39 @@ import (
 	"github.com/warpkit/warpkit/kv/record"
 )
 
-// The commit pipeline: writers queue under d.mu; the writer at the head
-// leads a group of the queued batches (LevelDB's group commit). The leader
-// makes room (a memtable switch, or a wait when flushes or L0 compactions
-// fall behind), assigns the group consecutive sequence numbers, and with d.mu
-// released writes the group to the log as one record (one fsync if any writer
-// asked for Sync). It then hands leadership to the next writer, and every
-// writer of the group applies its own batch to the memtable, concurrently
-// with the others and with the next groups (the skiplist takes concurrent
-// inserts), as Pebble's commit pipeline does. A writer's batch becomes
-// visible when it and every batch before it have been applied: the writer
-// that applies the last missing batch publishes the sequence numbers of all
-// applied batches in order (d.mu.unpublished), and each Apply call returns
-// once its batch is published. A memtable is flushed only after every writer
-// given it has finished (MemTable.Writing).
+// The commit pipeline, as Pebble's: a writer takes d.commitMu, makes room
+// under d.mu (a memtable switch, or a wait when flushes or L0 compactions
+// fall behind), takes the batch's sequence numbers, and appends the batch to
+// the log (record.LogWriter only copies it into a buffer; its flusher writes
+// and syncs in the background, one fsync for every record before it: group
+// commit). It then lets the next writer in and, with no lock held, waits for
+// the sync if it asked for one and inserts its batch into the memtable,
+// concurrently with the other writers (the skiplist takes concurrent
+// inserts). A batch becomes visible when it and every batch before it have
+// been applied: the writer that applies the last missing one publishes every
+// applied batch at the head of d.mu.unpublished, in sequence order, and each
+// Apply call returns once its batch is published. A memtable is flushed only
+// after every writer given it has finished (MemTable.Writing).
+//
+// Nothing hands work from one writer to another: under contention writers
+// meet only in two short critical sections, where LevelDB's leader/follower
+// queue wakes a parked goroutine for every group.
 
-// writer is one Apply call waiting in the commit queue.
+// writer is one Apply call between taking its sequence numbers and being
+// published.
 type writer struct {
-	batch *Batch
-	sync  bool
-	flush bool // a Flush request: rotate the memtable, write nothing
-	done  bool // finished: err is the outcome
-	err   error
-	cond  sync.Cond
-
-	// Set by the leader once the group is logged: the batch's first sequence
-	// number and the memtable it goes to.
-	logged    bool
-	seq       base.SeqNum
-	mem       *memtable.MemTable
-	applied   bool // in mem (d.mu)
+	batch     *Batch
+	seq       base.SeqNum        // the batch's first sequence number
+	mem       *memtable.MemTable // where the batch goes
+	err       error
+	applied   bool // (d.mu)
 	published bool // visible to readers (d.mu)
+	cond      sync.Cond
 }
 
 var writerPool = sync.Pool{New: func() any { return new(writer) }}
 
-// Group limits, as in LevelDB: a small first batch does not make its
-// followers wait behind a large group.
-const (
-	maxGroupBytes   = 1 << 20
-	smallBatchBytes = 128 << 10
-	slowdownDelay   = time.Millisecond
-)
+const slowdownDelay = time.Millisecond
 
 // Apply commits a batch atomically.
 func (d *DB) Apply(b *Batch, opts *WriteOptions) error {
@@ -68,7 +59,7 @@ func (d *DB) Apply(b *Batch, opts *WriteOptions) error {
 	if err := b.prepare(); err != nil {
 		return err
 	}
-	err := d.commit(b, opts.sync(), false)
+	err := d.commit(b, opts.sync())
 	if err == nil {
 		b.committed = true
 	}
@@ -107,66 +98,80 @@ func (d *DB) DeleteRange(start, end []byte, opts *WriteOptions) error {
 
 var batchPool = sync.Pool{New: func() any { return &Batch{} }}
 
-func (d *DB) commit(b *Batch, sync, flush bool) error {
+// writableLocked returns why writes cannot be accepted now, if they cannot.
+func (d *DB) writableLocked() error {
+	switch {
+	case d.mu.closed:
+		return ErrClosed
+	case d.opts.ReadOnly:
+		return ErrReadOnly
+	case d.mu.bgErr != nil:
+		return d.writeStoppedErrLocked()
+	}
+	return nil
+}
+
+func (d *DB) commit(b *Batch, sync bool) error {
+	d.commitMu.Lock()
+	d.mu.Lock()
+	if err := d.writableLocked(); err != nil {
+		d.mu.Unlock()
+		d.commitMu.Unlock()
+		return err
+	}
+	if err := d.makeRoomLocked(memtable.NeededBytes(len(b.repr), b.count)); err != nil {
+		d.commitMu.Unlock()
+		d.unlockReport()
+		return err
+	}
 	w := writerPool.Get().(*writer)
-	*w = writer{batch: b, sync: sync, flush: flush}
+	*w = writer{batch: b, seq: d.mu.lastSeq + 1, mem: d.mu.mem}
 	w.cond.L = &d.mu.Mutex
 	defer writerPool.Put(w)
+	d.mu.lastSeq += base.SeqNum(b.count)
+	w.mem.BeginWrites(1)
+	d.mu.unpublished = append(d.mu.unpublished, w)
+	wal := d.mu.wal
+	d.mu.Unlock()
+
+	batchrepr.SetSeqNum(b.repr, w.seq)
+	end, err := wal.w.WriteRecord(b.repr)
+	d.commitMu.Unlock()
+	d.m.walBytesIn.Add(int64(len(b.repr)))
+	d.m.walRecords.Add(1)
+	if err == nil && sync {
+		if err = wal.w.Sync(end); err == nil {
+			d.m.walSyncs.Add(1)
+		}
+	}
+	var applyErr error
+	if err == nil {
+		applyErr = w.mem.Apply(b.repr)
+	}
 
 	d.mu.Lock()
-	if d.mu.closed {
-		d.mu.Unlock()
-		return ErrClosed
+	if err != nil {
+		// The log may hold part of this batch: stop writing, so that
+		// nothing later is acknowledged after a hole. Its sequence numbers
+		// are published with nothing behind them.
+		d.setBackgroundErrorLocked(fmt.Errorf("kv: write-ahead log: %w", err))
+		w.err = d.writeStoppedErrLocked()
 	}
-	if d.opts.ReadOnly {
-		d.mu.Unlock()
-		return ErrReadOnly
-	}
-	d.mu.writers = append(d.mu.writers, w)
-	for !w.done && !w.logged && d.mu.writers[0] != w {
+	d.appliedLocked(w, applyErr)
+	for !w.published {
 		w.cond.Wait()
 	}
-	if !w.done && !w.logged {
-		// w leads.
-		group, logged, err := d.leadLocked(w)
-		for _, x := range group {
-			if !logged {
-				x.done, x.err = true, err
-			}
-			if x != w {
-				x.cond.Signal() // done, or to apply its batch
-			}
-		}
-		d.mu.writers = d.mu.writers[len(group):]
-		if len(d.mu.writers) > 0 {
-			d.mu.writers[0].cond.Signal()
-		} else {
-			d.mu.cond.Broadcast() // Close waits for an empty queue
-		}
-	}
-	if !w.done {
-		// Logged: apply the batch (with the rest of its group and later
-		// groups), then wait for it and every earlier batch to be published.
-		d.mu.Unlock()
-		err := w.mem.Apply(w.batch.repr)
-		d.mu.Lock()
-		d.appliedLocked(w, err)
-		for !w.published {
-			w.cond.Wait()
-		}
-		w.done = true
-	}
-	err := w.err
+	err = w.err
 	d.unlockReport()
 	return err
 }
 
-// appliedLocked records that a logged writer applied its batch (err: the
-// memtable refused it, which stops writes) and publishes every applied batch
-// at the head of d.mu.unpublished, in sequence order.
+// appliedLocked records that a writer applied its batch (err: the memtable
+// refused it, which stops writes) and publishes every applied batch at the
+// head of d.mu.unpublished, in sequence order.
 func (d *DB) appliedLocked(w *writer, err error) {
 	w.applied = true
-	if err != nil {
+	if err != nil && w.err == nil {
 		w.err = fmt.Errorf("kv: memtable: %w", err)
 		d.setBackgroundErrorLocked(w.err)
 	}
@@ -191,122 +196,8 @@ func (d *DB) appliedLocked(w *writer, err error) {
 	}
 }
 
-// leadLocked runs one commit group; it returns the writers it covered (at
-// least the leader) and whether their batches were logged (each then applies
-// its own; otherwise err is the outcome of all). Called and returns with d.mu
-// held.
-func (d *DB) leadLocked(w *writer) (group []*writer, logged bool, err error) {
-	if w.flush {
-		switch {
-		case d.mu.bgErr != nil:
-			return []*writer{w}, false, d.writeStoppedErrLocked()
-		case d.mu.closed:
-			return []*writer{w}, false, ErrClosed
-		}
-		return []*writer{w}, false, d.rotateMemTableLocked(true)
-	}
-	// Gather the group: the leader and the batches queued behind it.
-	size := len(w.batch.repr)
-	limit := maxGroupBytes
-	if size <= smallBatchBytes {
-		limit = size + smallBatchBytes
-	}
-	n := 1
-	count := w.batch.count
-	sync := w.sync
-	for ; n < len(d.mu.writers); n++ {
-		x := d.mu.writers[n]
-		if x.flush || (x.sync && !sync) || size+len(x.batch.repr)-batchrepr.HeaderLen > limit {
-			break // do not make a non-sync group pay for an fsync it did not ask for
-		}
-		if memtable.NeededBytes(size+len(x.batch.repr)-batchrepr.HeaderLen, count+x.batch.count) > maxBatchMemory() {
-			break // the group must fit one memtable
-		}
-		size += len(x.batch.repr) - batchrepr.HeaderLen
-		count += x.batch.count
-	}
-	group = d.mu.writers[:n]
-	if err := d.makeRoomLocked(memtable.NeededBytes(size, count)); err != nil {
-		return group, false, err
-	}
-	// The writers may have changed while makeRoomLocked released d.mu, but
-	// only behind the group: the leader stays at the head.
-	seq := d.mu.lastSeq + 1
-	d.mu.lastSeq += base.SeqNum(count)
-	mem, wal := d.mu.mem, d.mu.wal
-	for _, x := range group {
-		x.seq, x.mem = seq, mem
-		batchrepr.SetSeqNum(x.batch.repr, seq)
-		seq += base.SeqNum(x.batch.count)
-	}
-	mem.BeginWrites(len(group))
-	d.m.walBytesIn.Add(int64(size))
-	d.m.commitGroups.Add(1)
-	d.mu.Unlock()
-
-	err = d.writeGroup(group, size, sync, wal)
-
-	d.mu.Lock()
-	if err != nil {
-		for range group {
-			mem.EndWrite()
-		}
-		if mem != d.mu.mem {
-			d.mu.cond.Broadcast()
-		}
-		// The log may hold part of this group: stop writing, so that nothing
-		// later is acknowledged after a hole. Sequence numbers already handed
-		// out stay unused.
-		d.setBackgroundErrorLocked(fmt.Errorf("kv: write-ahead log: %w", err))
-		return group, false, d.writeStoppedErrLocked()
-	}
-	for _, x := range group {
-		x.logged = true
-	}
-	d.mu.unpublished = append(d.mu.unpublished, group...)
-	return group, true, nil
-}
-
-// writeGroup logs a group as one record; the batches' sequence numbers are
-// assigned. It runs without d.mu; only the leader touches the log and the
-// group's batches.
-func (d *DB) writeGroup(group []*writer, size int, sync bool, wal *walFile) error {
-	var rec []byte
-	if len(group) == 1 {
-		rec = group[0].batch.repr
-	} else {
-		rec = d.groupBuf(size)
-		var count uint32
-		for _, x := range group {
-			rec = append(rec, x.batch.repr[batchrepr.HeaderLen:]...)
-			count += x.batch.count
-		}
-		batchrepr.SetSeqNum(rec, group[0].seq)
-		batchrepr.SetCount(rec, count)
-	}
-	end, err := wal.w.WriteRecord(rec)
-	if err != nil {
-		return err
-	}
-	if sync {
-		if err := wal.w.Sync(end); err != nil {
-			return err
-		}
-		d.m.walSyncs.Add(1)
-	}
-	return nil
-}
-
-// groupBuf returns the leader's scratch buffer for a combined record.
-func (d *DB) groupBuf(size int) []byte {
-	if cap(d.m.groupBuf) < size {
-		d.m.groupBuf = make([]byte, 0, size)
-	}
-	return append(d.m.groupBuf[:0], make([]byte, batchrepr.HeaderLen)...)
-}
-
 // makeRoomLocked reserves need bytes in the memtable, switching memtables and
-// stalling as the thresholds say. Called with d.mu held by the leader.
+// stalling as the thresholds say. Called with d.commitMu and d.mu held.
 func (d *DB) makeRoomLocked(need int64) error {
 	defer d.endStallLocked() // whatever way the wait ends
 	delayed := false
@@ -353,11 +244,10 @@ func (d *DB) makeRoomLocked(need int64) error {
 			if d.mu.mem.Empty() && need > d.mu.mem.Room() {
 				// A batch larger than an empty memtable's room (its capacity
 				// less the skiplist heads) gets a memtable of its own.
-				// Batch.prepare and the grouping keep need within the
-				// largest memtable; should one not fit even that, fail
+				// Batch.prepare keeps need within the largest memtable; should one not fit even that, fail
 				// rather than rotate empty memtables for ever.
 				if need > maxBatchMemory() {
-					return fmt.Errorf("%w: commit group needs %d bytes of memtable, more than the %d a memtable holds",
+					return fmt.Errorf("%w: batch needs %d bytes of memtable, more than the %d a memtable holds",
 						ErrInvalidArgument, need, maxBatchMemory())
 				}
 				d.mu.mem = memtable.New(int(need)+memtable.MinCapacity, d.mu.mem.LogNum())
@@ -478,8 +368,15 @@ func (d *DB) Flush() error { return d.flush(context.Background()) }
 
 // flush is Flush, giving up waiting (not the flush) when ctx ends.
 func (d *DB) flush(ctx context.Context) error {
-	b := &Batch{}
-	if err := d.commit(b, false, true); err != nil {
+	d.commitMu.Lock()
+	d.mu.Lock()
+	err := d.writableLocked()
+	if err == nil {
+		err = d.rotateMemTableLocked(true)
+	}
+	d.commitMu.Unlock()
+	d.unlockReport()
+	if err != nil {
 		return err
 	}
 	stop := d.wakeOnDone(ctx)

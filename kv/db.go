@@ -43,9 +43,14 @@ type DB struct {
 	// mu guards the fields in it, the Compacting marks of the current
 	// version's tables and the state of the manual compactions. Methods
 	// named ...Locked are called with it held. Exceptions: Open sets mem,
-	// imm, wal and lastSeq before the DB is shared; the commit leader, the
-	// only goroutine that changes wal, reads it without the lock, and so do
-	// Close (once the commit queue is empty for good) and a failed Open.
+	// imm, wal and lastSeq before the DB is shared; the writer holding
+	// commitMu, the only goroutine that changes wal, reads it without the
+	// lock, and so do Close (once no writer can come any more) and a failed
+	// Open.
+	// commitMu serialises writers from making room to appending to the log,
+	// and memtable switches (commit.go); taken before mu.
+	commitMu sync.Mutex
+
 	mu struct {
 		sync.Mutex
 		// cond is signalled when flushes, compactions or closing change
@@ -56,9 +61,8 @@ type DB struct {
 		imm     []*memtable.MemTable // oldest first; waiting to be flushed
 		wal     *walFile
 		lastSeq base.SeqNum // last sequence number handed to a batch
-		writers []*writer   // commit queue; writers[0] leads
-		// unpublished are the logged writers, in sequence order, whose
-		// batches are not yet visible (commit.go).
+		// unpublished are the writers with sequence numbers, in sequence
+		// order, whose batches are not yet visible (commit.go).
 		unpublished []*writer
 		snapshots   snapshotList
 		bgErr       error // sticky: stops writes
@@ -292,9 +296,14 @@ func (d *DB) Close() error {
 	}
 	d.mu.closed = true
 	d.mu.cond.Broadcast()
-	// Wait for an in-flight commit group to finish with the log, and for
-	// logged batches to be applied and published.
-	for len(d.mu.writers) > 0 || len(d.mu.unpublished) > 0 {
+	d.mu.Unlock()
+	// Wait for the writer making room or appending to the log (a stalled
+	// one wakes, sees closed and gives up); later ones see closed. Then for
+	// the batches with sequence numbers to be applied and published.
+	d.commitMu.Lock()
+	d.commitMu.Unlock()
+	d.mu.Lock()
+	for len(d.mu.unpublished) > 0 {
 		d.mu.cond.Wait()
 	}
 	d.mu.Unlock()
