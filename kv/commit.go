@@ -112,27 +112,37 @@ func (d *DB) writableLocked() error {
 }
 
 func (d *DB) commit(b *Batch, sync bool) error {
+	need := memtable.NeededBytes(len(b.repr), b.count)
 	d.commitMu.Lock()
-	d.mu.Lock()
-	if err := d.writableLocked(); err != nil {
+	// The writer holding commitMu is the only goroutine that changes mem,
+	// wal and lastSeq, so it reads them without d.mu. That lock is needed
+	// only when writes are stopped, L0 asks for a slowdown or the memtable
+	// is full (makeRoomLocked).
+	mem := d.mu.mem
+	if d.writesStopped.Load() || int(d.l0Tables.Load()) >= d.opts.L0SlowdownWritesThreshold || !mem.Reserve(need) {
+		d.mu.Lock()
+		err := d.writableLocked()
+		if err == nil {
+			err = d.makeRoomLocked(need)
+		}
+		mem = d.mu.mem
+		if err != nil {
+			d.commitMu.Unlock()
+			d.unlockReport()
+			return err
+		}
 		d.mu.Unlock()
-		d.commitMu.Unlock()
-		return err
-	}
-	if err := d.makeRoomLocked(memtable.NeededBytes(len(b.repr), b.count)); err != nil {
-		d.commitMu.Unlock()
-		d.unlockReport()
-		return err
 	}
 	w := writerPool.Get().(*writer)
-	*w = writer{batch: b, seq: d.mu.lastSeq + 1, mem: d.mu.mem}
-	w.cond.L = &d.mu.Mutex
+	*w = writer{batch: b, seq: d.mu.lastSeq + 1, mem: mem}
+	w.cond.L = &d.pub.Mutex
 	defer writerPool.Put(w)
 	d.mu.lastSeq += base.SeqNum(b.count)
-	w.mem.BeginWrites(1)
-	d.mu.unpublished = append(d.mu.unpublished, w)
+	mem.BeginWrites(1)
+	d.pub.Lock()
+	d.pub.unpublished = append(d.pub.unpublished, w)
+	d.pub.Unlock()
 	wal := d.mu.wal
-	d.mu.Unlock()
 
 	batchrepr.SetSeqNum(b.repr, w.seq)
 	end, err := wal.w.WriteRecord(b.repr)
@@ -144,41 +154,42 @@ func (d *DB) commit(b *Batch, sync bool) error {
 			d.m.walSyncs.Add(1)
 		}
 	}
-	var applyErr error
-	if err == nil {
-		applyErr = w.mem.Apply(b.repr)
-	}
-
-	d.mu.Lock()
 	if err != nil {
 		// The log may hold part of this batch: stop writing, so that
 		// nothing later is acknowledged after a hole. Its sequence numbers
 		// are published with nothing behind them.
+		d.mu.Lock()
 		d.setBackgroundErrorLocked(fmt.Errorf("kv: write-ahead log: %w", err))
 		w.err = d.writeStoppedErrLocked()
+		d.unlockReport()
+	} else if err := mem.Apply(b.repr); err != nil {
+		d.mu.Lock()
+		w.err = fmt.Errorf("kv: memtable: %w", err)
+		d.setBackgroundErrorLocked(w.err)
+		d.unlockReport()
 	}
-	d.appliedLocked(w, applyErr)
+
+	d.pub.Lock()
+	d.publishLocked(w)
 	for !w.published {
 		w.cond.Wait()
 	}
-	err = w.err
-	d.unlockReport()
-	return err
+	d.pub.Unlock()
+	if mem.EndWrite() && mem.Immutable() {
+		// The flush of this memtable may be waiting for its last writer.
+		d.mu.Lock()
+		d.mu.cond.Broadcast()
+		d.mu.Unlock()
+	}
+	return w.err
 }
 
-// appliedLocked records that a writer applied its batch (err: the memtable
-// refused it, which stops writes) and publishes every applied batch at the
-// head of d.mu.unpublished, in sequence order.
-func (d *DB) appliedLocked(w *writer, err error) {
+// publishLocked records that w applied its batch and publishes every applied
+// batch at the head of d.pub.unpublished, in sequence order. Called with
+// d.pub held.
+func (d *DB) publishLocked(w *writer) {
 	w.applied = true
-	if err != nil && w.err == nil {
-		w.err = fmt.Errorf("kv: memtable: %w", err)
-		d.setBackgroundErrorLocked(w.err)
-	}
-	if w.mem.EndWrite() && w.mem != d.mu.mem {
-		d.mu.cond.Broadcast() // the flush of an immutable memtable may wait for it
-	}
-	q := d.mu.unpublished
+	q := d.pub.unpublished
 	n := 0
 	for n < len(q) && q[n].applied {
 		x := q[n]
@@ -190,9 +201,9 @@ func (d *DB) appliedLocked(w *writer, err error) {
 		n++
 	}
 	clear(q[:n])
-	d.mu.unpublished = q[n:]
-	if len(d.mu.unpublished) == 0 && d.mu.closed {
-		d.mu.cond.Broadcast() // Close waits for the last one
+	d.pub.unpublished = q[n:]
+	if len(d.pub.unpublished) == 0 && d.pub.closeWaits {
+		d.pub.idle.Broadcast()
 	}
 }
 
@@ -355,6 +366,7 @@ func (d *DB) rotateMemTableLocked(force bool) error {
 		d.setBackgroundErrorLocked(fmt.Errorf("kv: close log %s: %w", old.num, oldErr))
 		return d.writeStoppedErrLocked()
 	}
+	d.mu.mem.MarkImmutable()
 	d.mu.imm = append(d.mu.imm, d.mu.mem)
 	d.mu.mem = memtable.New(d.opts.MemTableSize, wal.num)
 	d.updateReadStateLocked()

@@ -50,6 +50,21 @@ type DB struct {
 	// commitMu serialises writers from making room to appending to the log,
 	// and memtable switches (commit.go); taken before mu.
 	commitMu sync.Mutex
+	// writesStopped is set with mu.bgErr and mu.closed (and in a read-only
+	// DB), and l0Tables is the
+	// current version's L0 table count: what a writer checks before taking
+	// mu (commit.go).
+	writesStopped atomic.Bool
+	l0Tables      atomic.Int32
+	// pub holds the writers with sequence numbers, in sequence order, whose
+	// batches are not yet visible (commit.go); taken after commitMu, never
+	// with mu.
+	pub struct {
+		sync.Mutex
+		unpublished []*writer
+		closeWaits  bool      // Close waits on idle for unpublished to empty
+		idle        sync.Cond // (L: the mutex)
+	}
 
 	mu struct {
 		sync.Mutex
@@ -57,15 +72,12 @@ type DB struct {
 		// what writers (and Flush, WaitForCompactions, Close) wait for.
 		cond sync.Cond
 
-		mem     *memtable.MemTable
-		imm     []*memtable.MemTable // oldest first; waiting to be flushed
-		wal     *walFile
-		lastSeq base.SeqNum // last sequence number handed to a batch
-		// unpublished are the writers with sequence numbers, in sequence
-		// order, whose batches are not yet visible (commit.go).
-		unpublished []*writer
-		snapshots   snapshotList
-		bgErr       error // sticky: stops writes
+		mem       *memtable.MemTable
+		imm       []*memtable.MemTable // oldest first; waiting to be flushed
+		wal       *walFile
+		lastSeq   base.SeqNum // last sequence number handed to a batch
+		snapshots snapshotList
+		bgErr     error // sticky: stops writes
 		// bgErrUnreported is bgErr until reportBackgroundError has told the
 		// listener and the log (without d.mu held).
 		bgErrUnreported error
@@ -163,6 +175,8 @@ func Open(dir string, opts *Options) (*DB, error) {
 		tableTombs: map[base.FileNum]*rangedel.Set{},
 	}
 	d.mu.cond.L = &d.mu.Mutex
+	d.pub.idle.L = &d.pub.Mutex
+	d.writesStopped.Store(o.ReadOnly) // writers go to writableLocked
 	d.openTableIterFn = d.openTableIter
 	d.mu.snapshots.init()
 	d.blocks = o.Cache
@@ -295,6 +309,7 @@ func (d *DB) Close() error {
 		return ErrClosed
 	}
 	d.mu.closed = true
+	d.writesStopped.Store(true)
 	d.mu.cond.Broadcast()
 	d.mu.Unlock()
 	// Wait for the writer making room or appending to the log (a stalled
@@ -302,11 +317,12 @@ func (d *DB) Close() error {
 	// the batches with sequence numbers to be applied and published.
 	d.commitMu.Lock()
 	d.commitMu.Unlock()
-	d.mu.Lock()
-	for len(d.mu.unpublished) > 0 {
-		d.mu.cond.Wait()
+	d.pub.Lock()
+	d.pub.closeWaits = true
+	for len(d.pub.unpublished) > 0 {
+		d.pub.idle.Wait()
 	}
-	d.mu.Unlock()
+	d.pub.Unlock()
 
 	d.bgCancel()
 	d.signal(d.flushCh)
@@ -380,6 +396,7 @@ func (d *DB) setBackgroundErrorLocked(err error) {
 	if d.mu.bgErr == nil {
 		d.mu.bgErr = err
 		d.mu.bgErrUnreported = err // unlockReport tells the listener
+		d.writesStopped.Store(true)
 	}
 	d.mu.cond.Broadcast()
 }

@@ -81,6 +81,7 @@ func main() {
 		threadsF  = flag.String("threads", "1", "concurrent clients, each 1..4096; a list (1,2,4,8) runs the whole benchmark at each count, one report per count")
 		repeat    = flag.Int("repeat", 1, "run every store this many times, alternating, and report each workload's median run; 1..100")
 		cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+		waitprof  = flag.String("waitprofile", "", "write profiles of where goroutines wait (blocking: FILE.block, mutex contention: FILE.mutex) over the whole run")
 		compacts  = flag.Int("compactions", 0, "warpkit's concurrent background compactions, 0..64 (0: its default, sized from GOMAXPROCS)")
 		progMode  = flag.String("progress", "auto", "progress on stderr: auto (bars with rate and ETA on a terminal, else a line every 5 s), bars, plain, off")
 	)
@@ -125,6 +126,11 @@ func main() {
 		if !found {
 			usageError(fmt.Errorf("--stores: unknown store %q (have warpkit, warpkit-static, pebble, goleveldb, badger)", name))
 		}
+	}
+	if *waitprof != "" {
+		runtime.SetBlockProfileRate(10_000) // one sample per 10 µs blocked
+		runtime.SetMutexProfileFraction(10)
+		defer writeWaitProfiles(*waitprof)
 	}
 	if *cpuprof != "" {
 		f, err := os.Create(*cpuprof)
@@ -393,5 +399,22 @@ func waitUntil(cond func() bool) {
 	deadline := time.Now().Add(10 * time.Minute)
 	for !cond() && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// writeWaitProfiles writes the block and mutex profiles to base.block and
+// base.mutex.
+func writeWaitProfiles(base string) {
+	for _, name := range []string{"block", "mutex"} {
+		f, err := os.Create(base + "." + name)
+		if err != nil {
+			fatal(err)
+		}
+		if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+			fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			fatal(err)
+		}
 	}
 }

@@ -29,6 +29,7 @@ type MemTable struct {
 	logNum   base.FileNum
 	reserved atomic.Int64 // bytes promised to writers (upper bound of arena use)
 	writing  atomic.Int32 // writers given the memtable that have not finished applying
+	immut    atomic.Bool  // no more writers will be given it
 
 	rdelMu    sync.Mutex
 	rdelCache atomic.Pointer[rdelSnapshot]
@@ -96,6 +97,12 @@ func (m *MemTable) BeginWrites(n int) { m.writing.Add(int32(n)) }
 // EndWrite records that one writer finished; it reports whether it was the
 // last one.
 func (m *MemTable) EndWrite() bool { return m.writing.Add(-1) == 0 }
+
+// MarkImmutable records that no more writers will be given the memtable.
+func (m *MemTable) MarkImmutable() { m.immut.Store(true) }
+
+// Immutable reports whether MarkImmutable was called.
+func (m *MemTable) Immutable() bool { return m.immut.Load() }
 
 // Writing reports whether writers are still applying batches.
 func (m *MemTable) Writing() bool { return m.writing.Load() > 0 }
