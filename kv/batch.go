@@ -20,7 +20,7 @@ var (
 )
 
 // maxBatchMemory is the most memtable bytes (memtable.NeededBytes) one
-// batch may need: what the largest memtable holds besides its
+// commit group may need: what the largest memtable holds besides its
 // skiplist heads.
 func maxBatchMemory() int64 { return int64(maxMemTableCapacity - memtable.MinCapacity) }
 

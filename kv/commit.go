@@ -14,39 +14,34 @@ import (
 	"github.com/warpkit/warpkit/kv/record"
 )
 
-// The commit pipeline, as Pebble's: a writer takes d.commitMu, makes room
-// under d.mu (a memtable switch, or a wait when flushes or L0 compactions
-// fall behind), takes the batch's sequence numbers, and appends the batch to
-// the log (record.LogWriter only copies it into a buffer; its flusher writes
-// and syncs in the background, one fsync for every record before it: group
-// commit). It then lets the next writer in and, with no lock held, waits for
-// the sync if it asked for one and inserts its batch into the memtable,
-// concurrently with the other writers (the skiplist takes concurrent
-// inserts). A batch becomes visible when it and every batch before it have
-// been applied: the writer that applies the last missing one publishes every
-// applied batch at the head of d.mu.unpublished, in sequence order, and each
-// Apply call returns once its batch is published. A memtable is flushed only
-// after every writer given it has finished (MemTable.Writing).
-//
-// Nothing hands work from one writer to another: under contention writers
-// meet only in two short critical sections, where LevelDB's leader/follower
-// queue wakes a parked goroutine for every group.
+// The commit pipeline is LevelDB's: writers queue under d.mu; the writer at
+// the head leads a group of the queued batches. The leader makes room (a
+// memtable switch, or a wait when flushes or L0 compactions fall behind),
+// assigns the group consecutive sequence numbers, and with d.mu released
+// writes the group to the log as one record (one fsync if any writer asked
+// for Sync), then applies it to the memtable. Finally it publishes the
+// group's last sequence number, which makes the whole group visible to
+// readers at once, and hands leadership to the next writer.
 
-// writer is one Apply call between taking its sequence numbers and being
-// published.
+// writer is one Apply call waiting in the commit queue.
 type writer struct {
-	batch     *Batch
-	seq       base.SeqNum        // the batch's first sequence number
-	mem       *memtable.MemTable // where the batch goes
-	err       error
-	applied   bool // (d.mu)
-	published bool // visible to readers (d.mu)
-	cond      sync.Cond
+	batch *Batch
+	sync  bool
+	flush bool // a Flush request: rotate the memtable, write nothing
+	done  bool
+	err   error
+	cond  sync.Cond
 }
 
 var writerPool = sync.Pool{New: func() any { return new(writer) }}
 
-const slowdownDelay = time.Millisecond
+// Group limits, as in LevelDB: a small first batch does not make its
+// followers wait behind a large group.
+const (
+	maxGroupBytes   = 1 << 20
+	smallBatchBytes = 128 << 10
+	slowdownDelay   = time.Millisecond
+)
 
 // Apply commits a batch atomically.
 func (d *DB) Apply(b *Batch, opts *WriteOptions) error {
@@ -59,7 +54,7 @@ func (d *DB) Apply(b *Batch, opts *WriteOptions) error {
 	if err := b.prepare(); err != nil {
 		return err
 	}
-	err := d.commit(b, opts.sync())
+	err := d.commit(b, opts.sync(), false)
 	if err == nil {
 		b.committed = true
 	}
@@ -98,117 +93,148 @@ func (d *DB) DeleteRange(start, end []byte, opts *WriteOptions) error {
 
 var batchPool = sync.Pool{New: func() any { return &Batch{} }}
 
-// writableLocked returns why writes cannot be accepted now, if they cannot.
-func (d *DB) writableLocked() error {
-	switch {
-	case d.mu.closed:
+func (d *DB) commit(b *Batch, sync, flush bool) error {
+	w := writerPool.Get().(*writer)
+	*w = writer{batch: b, sync: sync, flush: flush}
+	w.cond.L = &d.mu.Mutex
+	defer writerPool.Put(w)
+
+	d.mu.Lock()
+	if d.mu.closed {
+		d.mu.Unlock()
 		return ErrClosed
-	case d.opts.ReadOnly:
+	}
+	if d.opts.ReadOnly {
+		d.mu.Unlock()
 		return ErrReadOnly
-	case d.mu.bgErr != nil:
-		return d.writeStoppedErrLocked()
+	}
+	d.mu.writers = append(d.mu.writers, w)
+	for !w.done && d.mu.writers[0] != w {
+		w.cond.Wait()
+	}
+	if w.done {
+		d.mu.Unlock()
+		return w.err
+	}
+	// w leads.
+	group, err := d.leadLocked(w)
+	// Hand the results out and pass leadership on.
+	for _, x := range group {
+		x.done, x.err = true, err
+		if x != w {
+			x.cond.Signal()
+		}
+	}
+	d.mu.writers = d.mu.writers[len(group):]
+	if len(d.mu.writers) > 0 {
+		d.mu.writers[0].cond.Signal()
+	} else {
+		d.mu.cond.Broadcast() // Close waits for an empty queue
+	}
+	d.unlockReport()
+	return err
+}
+
+// leadLocked runs one commit group; it returns the writers it covered (at
+// least the leader). Called and returns with d.mu held.
+func (d *DB) leadLocked(w *writer) ([]*writer, error) {
+	if w.flush {
+		switch {
+		case d.mu.bgErr != nil:
+			return []*writer{w}, d.writeStoppedErrLocked()
+		case d.mu.closed:
+			return []*writer{w}, ErrClosed
+		}
+		return []*writer{w}, d.rotateMemTableLocked(true)
+	}
+	// Gather the group: the leader and the batches queued behind it.
+	size := len(w.batch.repr)
+	limit := maxGroupBytes
+	if size <= smallBatchBytes {
+		limit = size + smallBatchBytes
+	}
+	n := 1
+	count := w.batch.count
+	sync := w.sync
+	for ; n < len(d.mu.writers); n++ {
+		x := d.mu.writers[n]
+		if x.flush || (x.sync && !sync) || size+len(x.batch.repr)-batchrepr.HeaderLen > limit {
+			break // do not make a non-sync group pay for an fsync it did not ask for
+		}
+		if memtable.NeededBytes(size+len(x.batch.repr)-batchrepr.HeaderLen, count+x.batch.count) > maxBatchMemory() {
+			break // the group must fit one memtable
+		}
+		size += len(x.batch.repr) - batchrepr.HeaderLen
+		count += x.batch.count
+	}
+	group := d.mu.writers[:n]
+	if err := d.makeRoomLocked(memtable.NeededBytes(size, count)); err != nil {
+		return group, err
+	}
+	seq := d.mu.lastSeq + 1
+	d.mu.lastSeq += base.SeqNum(count)
+	mem, wal := d.mu.mem, d.mu.wal
+	d.m.walBytesIn.Add(int64(size))
+	d.m.commitGroups.Add(1)
+	d.mu.Unlock()
+
+	err := d.writeGroup(group, seq, size, sync, mem, wal)
+
+	d.mu.Lock()
+	if err != nil {
+		// The log may hold part of this group: stop writing, so that nothing
+		// later is acknowledged after a hole. Sequence numbers already handed
+		// out stay unused.
+		d.setBackgroundErrorLocked(fmt.Errorf("kv: write-ahead log: %w", err))
+		return group, d.writeStoppedErrLocked()
+	}
+	d.visibleSeq.Store(uint64(seq) + uint64(count) - 1)
+	return group, nil
+}
+
+// writeGroup logs a group as one record and applies it to the memtable. It
+// runs without d.mu; only the leader touches the log and the group's batches.
+func (d *DB) writeGroup(group []*writer, seq base.SeqNum, size int, sync bool, mem *memtable.MemTable, wal *walFile) error {
+	var rec []byte
+	if len(group) == 1 {
+		rec = group[0].batch.repr
+		batchrepr.SetSeqNum(rec, seq)
+	} else {
+		rec = d.groupBuf(size)
+		var count uint32
+		for _, x := range group {
+			rec = append(rec, x.batch.repr[batchrepr.HeaderLen:]...)
+			count += x.batch.count
+		}
+		batchrepr.SetSeqNum(rec, seq)
+		batchrepr.SetCount(rec, count)
+	}
+	end, err := wal.w.WriteRecord(rec)
+	if err != nil {
+		return err
+	}
+	if sync {
+		if err := wal.w.Sync(end); err != nil {
+			return err
+		}
+		d.m.walSyncs.Add(1)
+	}
+	if err := mem.Apply(rec); err != nil {
+		return fmt.Errorf("kv: memtable: %w", err)
 	}
 	return nil
 }
 
-func (d *DB) commit(b *Batch, sync bool) error {
-	need := memtable.NeededBytes(len(b.repr), b.count)
-	d.commitMu.Lock()
-	// The writer holding commitMu is the only goroutine that changes mem,
-	// wal and lastSeq, so it reads them without d.mu. That lock is needed
-	// only when writes are stopped, L0 asks for a slowdown or the memtable
-	// is full (makeRoomLocked).
-	mem := d.mu.mem
-	if d.writesStopped.Load() || int(d.l0Tables.Load()) >= d.opts.L0SlowdownWritesThreshold || !mem.Reserve(need) {
-		d.mu.Lock()
-		err := d.writableLocked()
-		if err == nil {
-			err = d.makeRoomLocked(need)
-		}
-		mem = d.mu.mem
-		if err != nil {
-			d.commitMu.Unlock()
-			d.unlockReport()
-			return err
-		}
-		d.mu.Unlock()
+// groupBuf returns the leader's scratch buffer for a combined record.
+func (d *DB) groupBuf(size int) []byte {
+	if cap(d.m.groupBuf) < size {
+		d.m.groupBuf = make([]byte, 0, size)
 	}
-	w := writerPool.Get().(*writer)
-	*w = writer{batch: b, seq: d.mu.lastSeq + 1, mem: mem}
-	w.cond.L = &d.pub.Mutex
-	defer writerPool.Put(w)
-	d.mu.lastSeq += base.SeqNum(b.count)
-	mem.BeginWrites(1)
-	d.pub.Lock()
-	d.pub.unpublished = append(d.pub.unpublished, w)
-	d.pub.Unlock()
-	wal := d.mu.wal
-
-	batchrepr.SetSeqNum(b.repr, w.seq)
-	end, err := wal.w.WriteRecord(b.repr)
-	d.commitMu.Unlock()
-	d.m.walBytesIn.Add(int64(len(b.repr)))
-	d.m.walRecords.Add(1)
-	if err == nil && sync {
-		if err = wal.w.Sync(end); err == nil {
-			d.m.walSyncs.Add(1)
-		}
-	}
-	if err != nil {
-		// The log may hold part of this batch: stop writing, so that
-		// nothing later is acknowledged after a hole. Its sequence numbers
-		// are published with nothing behind them.
-		d.mu.Lock()
-		d.setBackgroundErrorLocked(fmt.Errorf("kv: write-ahead log: %w", err))
-		w.err = d.writeStoppedErrLocked()
-		d.unlockReport()
-	} else if err := mem.Apply(b.repr); err != nil {
-		d.mu.Lock()
-		w.err = fmt.Errorf("kv: memtable: %w", err)
-		d.setBackgroundErrorLocked(w.err)
-		d.unlockReport()
-	}
-
-	d.pub.Lock()
-	d.publishLocked(w)
-	for !w.published {
-		w.cond.Wait()
-	}
-	d.pub.Unlock()
-	if mem.EndWrite() && mem.Immutable() {
-		// The flush of this memtable may be waiting for its last writer.
-		d.mu.Lock()
-		d.mu.cond.Broadcast()
-		d.mu.Unlock()
-	}
-	return w.err
-}
-
-// publishLocked records that w applied its batch and publishes every applied
-// batch at the head of d.pub.unpublished, in sequence order. Called with
-// d.pub held.
-func (d *DB) publishLocked(w *writer) {
-	w.applied = true
-	q := d.pub.unpublished
-	n := 0
-	for n < len(q) && q[n].applied {
-		x := q[n]
-		d.visibleSeq.Store(uint64(x.seq) + uint64(x.batch.count) - 1)
-		x.published = true
-		if x != w {
-			x.cond.Signal()
-		}
-		n++
-	}
-	clear(q[:n])
-	d.pub.unpublished = q[n:]
-	if len(d.pub.unpublished) == 0 && d.pub.closeWaits {
-		d.pub.idle.Broadcast()
-	}
+	return append(d.m.groupBuf[:0], make([]byte, batchrepr.HeaderLen)...)
 }
 
 // makeRoomLocked reserves need bytes in the memtable, switching memtables and
-// stalling as the thresholds say. Called with d.commitMu and d.mu held.
+// stalling as the thresholds say. Called with d.mu held by the leader.
 func (d *DB) makeRoomLocked(need int64) error {
 	defer d.endStallLocked() // whatever way the wait ends
 	delayed := false
@@ -255,10 +281,11 @@ func (d *DB) makeRoomLocked(need int64) error {
 			if d.mu.mem.Empty() && need > d.mu.mem.Room() {
 				// A batch larger than an empty memtable's room (its capacity
 				// less the skiplist heads) gets a memtable of its own.
-				// Batch.prepare keeps need within the largest memtable; should one not fit even that, fail
+				// Batch.prepare and the grouping keep need within the
+				// largest memtable; should one not fit even that, fail
 				// rather than rotate empty memtables for ever.
 				if need > maxBatchMemory() {
-					return fmt.Errorf("%w: batch needs %d bytes of memtable, more than the %d a memtable holds",
+					return fmt.Errorf("%w: commit group needs %d bytes of memtable, more than the %d a memtable holds",
 						ErrInvalidArgument, need, maxBatchMemory())
 				}
 				d.mu.mem = memtable.New(int(need)+memtable.MinCapacity, d.mu.mem.LogNum())
@@ -320,7 +347,7 @@ func (d *DB) stallLocked(counter *atomicCounter) {
 // schedules a flush. With force false an empty memtable is kept. d.mu is
 // released while the new log is created and the old one synced.
 func (d *DB) rotateMemTableLocked(force bool) error {
-	if d.mu.mem.Empty() && !d.mu.mem.Writing() {
+	if d.mu.mem.Empty() {
 		if force {
 			d.signal(d.flushCh) // flush the waiting memtables, if any
 		}
@@ -366,7 +393,6 @@ func (d *DB) rotateMemTableLocked(force bool) error {
 		d.setBackgroundErrorLocked(fmt.Errorf("kv: close log %s: %w", old.num, oldErr))
 		return d.writeStoppedErrLocked()
 	}
-	d.mu.mem.MarkImmutable()
 	d.mu.imm = append(d.mu.imm, d.mu.mem)
 	d.mu.mem = memtable.New(d.opts.MemTableSize, wal.num)
 	d.updateReadStateLocked()
@@ -380,15 +406,8 @@ func (d *DB) Flush() error { return d.flush(context.Background()) }
 
 // flush is Flush, giving up waiting (not the flush) when ctx ends.
 func (d *DB) flush(ctx context.Context) error {
-	d.commitMu.Lock()
-	d.mu.Lock()
-	err := d.writableLocked()
-	if err == nil {
-		err = d.rotateMemTableLocked(true)
-	}
-	d.commitMu.Unlock()
-	d.unlockReport()
-	if err != nil {
+	b := &Batch{}
+	if err := d.commit(b, false, true); err != nil {
 		return err
 	}
 	stop := d.wakeOnDone(ctx)

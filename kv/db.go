@@ -43,29 +43,9 @@ type DB struct {
 	// mu guards the fields in it, the Compacting marks of the current
 	// version's tables and the state of the manual compactions. Methods
 	// named ...Locked are called with it held. Exceptions: Open sets mem,
-	// imm, wal and lastSeq before the DB is shared; the writer holding
-	// commitMu, the only goroutine that changes wal, reads it without the
-	// lock, and so do Close (once no writer can come any more) and a failed
-	// Open.
-	// commitMu serialises writers from making room to appending to the log,
-	// and memtable switches (commit.go); taken before mu.
-	commitMu sync.Mutex
-	// writesStopped is set with mu.bgErr and mu.closed (and in a read-only
-	// DB), and l0Tables is the
-	// current version's L0 table count: what a writer checks before taking
-	// mu (commit.go).
-	writesStopped atomic.Bool
-	l0Tables      atomic.Int32
-	// pub holds the writers with sequence numbers, in sequence order, whose
-	// batches are not yet visible (commit.go); taken after commitMu, never
-	// with mu.
-	pub struct {
-		sync.Mutex
-		unpublished []*writer
-		closeWaits  bool      // Close waits on idle for unpublished to empty
-		idle        sync.Cond // (L: the mutex)
-	}
-
+	// imm, wal and lastSeq before the DB is shared; the commit leader, the
+	// only goroutine that changes wal, reads it without the lock, and so do
+	// Close (once the commit queue is empty for good) and a failed Open.
 	mu struct {
 		sync.Mutex
 		// cond is signalled when flushes, compactions or closing change
@@ -76,6 +56,7 @@ type DB struct {
 		imm       []*memtable.MemTable // oldest first; waiting to be flushed
 		wal       *walFile
 		lastSeq   base.SeqNum // last sequence number handed to a batch
+		writers   []*writer   // commit queue; writers[0] leads
 		snapshots snapshotList
 		bgErr     error // sticky: stops writes
 		// bgErrUnreported is bgErr until reportBackgroundError has told the
@@ -175,8 +156,6 @@ func Open(dir string, opts *Options) (*DB, error) {
 		tableTombs: map[base.FileNum]*rangedel.Set{},
 	}
 	d.mu.cond.L = &d.mu.Mutex
-	d.pub.idle.L = &d.pub.Mutex
-	d.writesStopped.Store(o.ReadOnly) // writers go to writableLocked
 	d.openTableIterFn = d.openTableIter
 	d.mu.snapshots.init()
 	d.blocks = o.Cache
@@ -309,20 +288,12 @@ func (d *DB) Close() error {
 		return ErrClosed
 	}
 	d.mu.closed = true
-	d.writesStopped.Store(true)
 	d.mu.cond.Broadcast()
-	d.mu.Unlock()
-	// Wait for the writer making room or appending to the log (a stalled
-	// one wakes, sees closed and gives up); later ones see closed. Then for
-	// the batches with sequence numbers to be applied and published.
-	d.commitMu.Lock()
-	d.commitMu.Unlock()
-	d.pub.Lock()
-	d.pub.closeWaits = true
-	for len(d.pub.unpublished) > 0 {
-		d.pub.idle.Wait()
+	// Wait for an in-flight commit group to finish with the log.
+	for len(d.mu.writers) > 0 {
+		d.mu.cond.Wait()
 	}
-	d.pub.Unlock()
+	d.mu.Unlock()
 
 	d.bgCancel()
 	d.signal(d.flushCh)
@@ -396,7 +367,6 @@ func (d *DB) setBackgroundErrorLocked(err error) {
 	if d.mu.bgErr == nil {
 		d.mu.bgErr = err
 		d.mu.bgErrUnreported = err // unlockReport tells the listener
-		d.writesStopped.Store(true)
 	}
 	d.mu.cond.Broadcast()
 }

@@ -15,7 +15,7 @@ type FileNum = base.FileNum
 // EventListener). Every field is optional.
 //
 // Callbacks run synchronously on the goroutine doing the work (the flush or
-// compaction worker, the cleaner, the stalled writer for write stalls, Open
+// compaction worker, the cleaner, the commit leader for write stalls, Open
 // or Close), without the DB's lock held; a slow callback slows that work.
 // They must not call back into the DB (its methods may wait for the very
 // work the callback is part of); hand anything of the kind to another
@@ -27,7 +27,7 @@ type FileNum = base.FileNum
 // (Err wraps context.Canceled); the End comes before the Flush, Compact or
 // WaitForCompactions call waiting for the job returns. Each WriteStallBegin
 // is followed by exactly one WriteStallEnd before the next WriteStallBegin
-// (one writer at a time makes room, so stalls never overlap), also when the
+// (only the commit leader stalls, so stalls never overlap), also when the
 // stall ends with Close or a background error.
 type EventListener struct {
 	FlushBegin      func(FlushInfo)

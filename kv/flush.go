@@ -34,15 +34,6 @@ func (d *DB) flushOne() bool {
 		return false
 	}
 	mem := d.mu.imm[0]
-	for mem.Writing() {
-		// Writers given it before it became immutable are still applying
-		// their batches (commit.go); the last one wakes us.
-		if d.mu.bgErr != nil || d.bgCtx.Err() != nil {
-			d.mu.Unlock()
-			return false
-		}
-		d.mu.cond.Wait()
-	}
 	// Logs from the next memtable on are still needed after this flush.
 	nextLog := d.mu.mem.LogNum()
 	if len(d.mu.imm) > 1 {

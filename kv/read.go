@@ -50,7 +50,6 @@ func (d *DB) loadReadState() *readState {
 // holds d.mu.
 func (d *DB) updateReadStateLocked() {
 	rs := &readState{mem: d.mu.mem, imm: append([]*memtable.MemTable(nil), d.mu.imm...), version: d.vs.Current()}
-	d.l0Tables.Store(int32(len(rs.version.Levels[0])))
 	rs.refs.Store(1)
 	d.rsMu.Lock()
 	old := d.rs

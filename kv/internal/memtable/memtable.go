@@ -28,8 +28,6 @@ type MemTable struct {
 	rdels    *arenaskl.Skiplist
 	logNum   base.FileNum
 	reserved atomic.Int64 // bytes promised to writers (upper bound of arena use)
-	writing  atomic.Int32 // writers given the memtable that have not finished applying
-	immut    atomic.Bool  // no more writers will be given it
 
 	rdelMu    sync.Mutex
 	rdelCache atomic.Pointer[rdelSnapshot]
@@ -88,24 +86,6 @@ func (m *MemTable) Reserve(n int64) bool {
 		}
 	}
 }
-
-// BeginWrites records that n writers will apply batches to the memtable
-// (concurrently); each calls EndWrite when done. A memtable must not be
-// flushed while Writing.
-func (m *MemTable) BeginWrites(n int) { m.writing.Add(int32(n)) }
-
-// EndWrite records that one writer finished; it reports whether it was the
-// last one.
-func (m *MemTable) EndWrite() bool { return m.writing.Add(-1) == 0 }
-
-// MarkImmutable records that no more writers will be given the memtable.
-func (m *MemTable) MarkImmutable() { m.immut.Store(true) }
-
-// Immutable reports whether MarkImmutable was called.
-func (m *MemTable) Immutable() bool { return m.immut.Load() }
-
-// Writing reports whether writers are still applying batches.
-func (m *MemTable) Writing() bool { return m.writing.Load() > 0 }
 
 // Room returns the bytes Reserve can still promise.
 func (m *MemTable) Room() int64 { return int64(m.arena.Capacity()) - m.reserved.Load() }
