@@ -50,6 +50,7 @@ type settings struct {
 	sync        bool
 	dir         string
 	compactions int // warpkit's MaxConcurrentCompactions (0: its default)
+	parts       int // warpkit's compaction.CPU Parts (0: its default)
 }
 
 type opener struct {
@@ -83,6 +84,7 @@ func main() {
 		cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 		waitprof  = flag.String("waitprofile", "", "write profiles of where goroutines wait (blocking: FILE.block, mutex contention: FILE.mutex) over the whole run")
 		compacts  = flag.Int("compactions", 0, "warpkit's concurrent background compactions, 0..64 (0: its default, sized from GOMAXPROCS)")
+		parts     = flag.Int("subcompactions", 0, "warpkit's key-range parts per compaction job, 0..64 (0: its default, sized from GOMAXPROCS; 1: none)")
 		progMode  = flag.String("progress", "auto", "progress on stderr: auto (bars with rate and ETA on a terminal, else a line every 5 s), bars, plain, off")
 	)
 	flag.Parse()
@@ -93,7 +95,7 @@ func main() {
 		name     string
 		v        int
 		min, max int
-	}{{"num", *num, 1, 1_000_000_000}, {"reads", *reads, 0, 1_000_000_000}, {"cache", *cacheMB, 1, 1 << 20}, {"repeat", *repeat, 1, 100}, {"compactions", *compacts, 0, 64}} {
+	}{{"num", *num, 1, 1_000_000_000}, {"reads", *reads, 0, 1_000_000_000}, {"cache", *cacheMB, 1, 1 << 20}, {"repeat", *repeat, 1, 100}, {"compactions", *compacts, 0, 64}, {"subcompactions", *parts, 0, 64}} {
 		if err := checkRange(c.name, c.v, c.min, c.max); err != nil {
 			usageError(err)
 		}
@@ -145,7 +147,7 @@ func main() {
 	s := settings{
 		memTable: 4 << 20, tableSize: 4 << 20, l0Trigger: 4, l0Slowdown: 8, l0Stop: 12, lbase: 16 << 20,
 		blockSize: 4096, bloomBits: 10, cacheSize: int64(*cacheMB) << 20, compression: *comp, sync: *sync,
-		compactions: *compacts,
+		compactions: *compacts, parts: *parts,
 	}
 	base := *dir
 	if base == "" {
@@ -373,7 +375,7 @@ func report(stores []opener, wl []string, res map[string]map[string]*kvbench.Res
 	rep.Note("settings for every store: memtable %d MiB, target table %d MiB, L0 compaction/slowdown/stop %d/%d/%d tables, L1 %d MiB, levels x10, block %d B, bloom %d bits/key, block cache %d MiB, compression %s, sync %v",
 		s.memTable>>20, s.tableSize>>20, s.l0Trigger, s.l0Slowdown, s.l0Stop, s.lbase>>20, s.blockSize, s.bloomBits, s.cacheSize>>20, s.compression, s.sync)
 	rep.Note("each store runs alone, in order; fills start from an empty store; every workload starts after the store's background work settles (Badger: not waited for)")
-	rep.Note("GOMAXPROCS %d; warpkit compactions %d (0: its default)", runtime.GOMAXPROCS(0), s.compactions)
+	rep.Note("GOMAXPROCS %d; warpkit compactions %d, subcompactions %d (0: its defaults)", runtime.GOMAXPROCS(0), s.compactions, s.parts)
 	return rep
 }
 

@@ -17,6 +17,7 @@ import (
 	lutil "github.com/syndtr/goleveldb/leveldb/util"
 
 	"github.com/warpkit/warpkit/kv"
+	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/kvbench"
 	wsst "github.com/warpkit/warpkit/kv/sstable"
 )
@@ -44,6 +45,9 @@ func openWarpkitWith(dir string, s settings, static bool) (kvbench.Store, error)
 		BloomBitsPerKey:           s.bloomBits,
 		BlockCacheSize:            s.cacheSize,
 		MaxConcurrentCompactions:  s.compactions,
+	}
+	if s.parts > 0 {
+		o.Compactor = compaction.CPU{Parts: s.parts}
 	}
 	if s.compression == "none" {
 		o.DisableCompression = true
