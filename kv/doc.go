@@ -74,8 +74,14 @@
 // it to an L0 table (package sstable: prefix-compressed blocks with restart
 // points, index block, bloom filter at 10 bits per key, properties, CRC-32C
 // per block, optional Snappy or S2). Leveled compaction keeps L1 and below
-// sorted and disjoint: L0 is compacted at 4 tables, a deeper level when it
-// exceeds its target size (L1: LBaseMaxBytes, then ×10 per level); outputs
+// sorted and disjoint: L0 is compacted at 4 tables into the base level, a
+// deeper level when it exceeds its target size, picking the table of least
+// overlap with the level below. Targets follow the data (RocksDB's dynamic
+// level bytes, as Pebble): the last level's target is its size, each level
+// above holds 10× less, and the base level is the deepest whose target stays
+// at LBaseMaxBytes, so a young store is L0 plus the last level and the levels
+// in between fill as it grows (Options.StaticLevelSizes: LevelDB's L1 =
+// LBaseMaxBytes, then ×10 per level); outputs
 // are cut at TargetFileSize (4 MiB, gLSM's setting), measured before
 // compression as TargetFileSize × the inputs' compression ratio (clamped to
 // 1..16, 1 for uncompressed stores), so that where outputs end does not
@@ -175,6 +181,8 @@
 // LevelDB: a full-table bloom filter (as Pebble and RocksDB) instead of
 // per-2-KiB filters; range tombstones (LevelDB has none), stored in their own
 // block and fragmented; a background log flusher (as Pebble) instead of a
-// write(2) per commit; no seek-triggered compactions; the recovered memtable
-// is always flushed at open.
+// write(2) per commit; no seek-triggered compactions; level targets that
+// follow the data and a min-overlapping-ratio picker (as RocksDB and Pebble)
+// instead of a fixed geometry and round-robin; the recovered memtable is
+// always flushed at open.
 package kv
