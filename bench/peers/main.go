@@ -293,6 +293,16 @@ func runStore(ctx context.Context, pl *plan, o opener, dir string, s settings, c
 			return nil, err
 		}
 		fmt.Fprintf(os.Stderr, "%-10s %-13s %10.0f ops/s  p99 %v\n", o.name, w, res.OpsPerSec(), res.Latency.Quantile(0.99))
+		if w == "fillrandom" {
+			// Write amplification once both stores have paid their
+			// compaction debt (the next workload would wait anyway).
+			t := pl.prog.Start(step+": settle", 0)
+			err := r.SettleAfter(res)
+			t.Done()
+			if err != nil {
+				return nil, err
+			}
+		}
 		out[w] = res
 	}
 	return out, nil
@@ -358,18 +368,22 @@ func report(stores []opener, wl []string, res map[string]map[string]*kvbench.Res
 		}
 		lt.Add(row...)
 	}
-	at := rep.Table("write amplification after fillrandom", "store", "write amp", "compaction MB", "stalls", "stall ms")
+	at := rep.Table("write amplification after fillrandom", "store", "write amp", "compaction MB", "stalls", "stall ms", "write amp settled", "compaction MB settled")
 	for _, o := range stores {
 		if r, ok := res[o.name]["fillrandom"]; ok {
 			if r.Stats == (kvbench.StoreStats{}) {
-				at.Add(o.name, "n/a", "n/a", "n/a", "n/a") // the store reports none (Badger)
+				at.Add(o.name, "n/a", "n/a", "n/a", "n/a", "n/a", "n/a") // the store reports none (Badger)
 				continue
+			}
+			var settledAmp, settledMB any = "n/a", "n/a"
+			if s := r.SettledDiff; s != nil {
+				settledAmp, settledMB = s.WriteAmp, float64(s.CompactionBytes)/1e6
 			}
 			var stallMs any = "n/a" // warpkit and Pebble report the time
 			if r.StatsDiff.StallTime > 0 || o.name != "goleveldb" {
 				stallMs = float64(r.StatsDiff.StallTime) / 1e6
 			}
-			at.Add(o.name, r.Stats.WriteAmp, float64(r.StatsDiff.CompactionBytes)/1e6, r.StatsDiff.Stalls, stallMs)
+			at.Add(o.name, r.Stats.WriteAmp, float64(r.StatsDiff.CompactionBytes)/1e6, r.StatsDiff.Stalls, stallMs, settledAmp, settledMB)
 		}
 	}
 	rep.Note("settings for every store: memtable %d MiB, target table %d MiB, L0 compaction/slowdown/stop %d/%d/%d tables, L1 %d MiB, levels x10, block %d B, bloom %d bits/key, block cache %d MiB, compression %s, sync %v",
