@@ -145,3 +145,37 @@ func TestValuesAboveOneMiB(t *testing.T) {
 		}
 	}
 }
+
+// TestSettleAfter: after a fill, SettleAfter waits for the store's
+// compactions and carries the counters on to that point.
+func TestSettleAfter(t *testing.T) {
+	db, err := kv.Open("/db", &kv.Options{FS: vfs.NewMem(), MemTableSize: 64 << 10, LBaseMaxBytes: 64 << 10, TargetFileSize: 16 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewKVStore(db, false)
+	defer s.Close()
+	r := NewRunner(s, Config{Num: 20000, ValueMin: 100, ValueMax: 100, Threads: 4})
+	res, err := r.Run(context.Background(), "fillrandom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SettledDiff != nil {
+		t.Fatal("SettledDiff set before SettleAfter")
+	}
+	if err := r.SettleAfter(res); err != nil {
+		t.Fatal(err)
+	}
+	now := s.Stats()
+	d := res.SettledDiff
+	if d == nil || d.WriteAmp != now.WriteAmp || d.CompactionBytes < res.StatsDiff.CompactionBytes ||
+		d.CompactionBytes-res.StatsDiff.CompactionBytes != now.CompactionBytes-res.Stats.CompactionBytes {
+		t.Fatalf("settled %+v, at the end of the fill %+v, now %+v", d, res.StatsDiff, now)
+	}
+	m := db.Metrics()
+	for l := range m.Levels[:len(m.Levels)-1] {
+		if m.Levels[l].Score >= 1 {
+			t.Fatalf("L%d still due after SettleAfter: %v", l, m.String())
+		}
+	}
+}
