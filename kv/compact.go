@@ -461,7 +461,8 @@ func sumSize(files []*manifest.FileMetadata) uint64 {
 // Compact flushes the memtable, then compacts every table overlapping
 // [start, end] (nil bounds are open) level by level down to the deepest
 // level holding part of the range (L0's tables go to the base level, see
-// Options.StaticLevelSizes), so that the range ends up in one level. It waits for the compactions and returns their first error.
+// Options.StaticLevelSizes), so that the range ends up in one level. It
+// waits for the compactions and returns their first error.
 //
 // If ctx ends first, Compact returns ctx.Err() promptly: no further
 // compaction job of the call starts, and a running one is cancelled (its

@@ -71,9 +71,10 @@ func computeLevelTargets(v *manifest.Version, o *Options) levelTargets {
 	}
 	t.base = first
 	if cur > lbase/mult {
-		// Move the base up while the level above it would still hold more
-		// than LBaseMaxBytes. (Below lbase/mult the first non-empty level
-		// stays the base: it is all there is, and small.)
+		// While the base level would hold more than LBaseMaxBytes, move it
+		// up a level (which holds LevelMultiplier times less). (At or below
+		// lbase/mult the first non-empty level stays the base: it is all
+		// there is, and small.)
 		for t.base > 1 && cur > lbase {
 			t.base--
 			cur /= mult
