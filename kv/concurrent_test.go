@@ -96,17 +96,7 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 	}()
 	go func() { // snapshots do not change
 		defer rg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			s, err := db.NewSnapshot()
-			if err != nil {
-				errc <- err
-				return
-			}
+		eachSnapshot(db, stop, errc, func(s *Snapshot) error {
 			before := map[string]string{}
 			for i := range 50 {
 				k := fmt.Sprintf("w%d/%05d", i%writers, i)
@@ -123,8 +113,8 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 					errc <- fmt.Errorf("snapshot changed: %s was %q, now %q", k, v, got)
 				}
 			}
-			s.Close()
-		}
+			return nil
+		})
 	}()
 	go func() { // metrics and manual compactions
 		defer rg.Done()
@@ -337,37 +327,23 @@ func TestConcurrentApplyVisibility(t *testing.T) {
 		go func() {
 			defer rg.Done()
 			last := make([]string, writers)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				s, err := db.NewSnapshot()
-				if err != nil {
-					errc <- err
-					return
-				}
+			eachSnapshot(db, stop, errc, func(s *Snapshot) error {
 				for w := range writers {
 					a, errA := s.Get(fmt.Appendf(nil, "a/%d", w))
 					b, errB := s.Get(fmt.Appendf(nil, "b/%d", w))
 					if (errA == nil) != (errB == nil) || !bytes.Equal(a, b) {
-						errc <- fmt.Errorf("writer %d: a %.8q (%v) but b %.8q (%v) in one snapshot", w, a, errA, b, errB)
-						s.Close()
-						return
+						return fmt.Errorf("writer %d: a %.8q (%v) but b %.8q (%v) in one snapshot", w, a, errA, b, errB)
 					}
 					if errA == nil {
-						if cur := string(a[:8]); cur < last[w] {
-							errc <- fmt.Errorf("writer %d went back from %s to %s", w, last[w], cur)
-							s.Close()
-							return
-						} else {
-							last[w] = cur
+						cur := string(a[:8])
+						if cur < last[w] {
+							return fmt.Errorf("writer %d went back from %s to %s", w, last[w], cur)
 						}
+						last[w] = cur
 					}
 				}
-				s.Close()
-			}
+				return nil
+			})
 		}()
 	}
 	wg.Wait()
@@ -385,5 +361,28 @@ func TestConcurrentApplyVisibility(t *testing.T) {
 	}
 	if err := db.CheckIntegrity(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// eachSnapshot calls f with a new snapshot of db, closing it after, until
+// stop is closed or f (or NewSnapshot) fails; the error goes to errc.
+func eachSnapshot(db *DB, stop <-chan struct{}, errc chan<- error, f func(*Snapshot) error) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		s, err := db.NewSnapshot()
+		if err != nil {
+			errc <- err
+			return
+		}
+		err = f(s)
+		s.Close()
+		if err != nil {
+			errc <- err
+			return
+		}
 	}
 }
