@@ -51,6 +51,7 @@ type settings struct {
 	dir         string
 	compactions int // warpkit's MaxConcurrentCompactions (0: its default)
 	parts       int // warpkit's compaction.CPU Parts (0: its default)
+	metrics     bool
 }
 
 type opener struct {
@@ -82,6 +83,7 @@ func main() {
 		threadsF  = flag.String("threads", "1", "concurrent clients, each 1..4096; a list (1,2,4,8) runs the whole benchmark at each count, one report per count")
 		repeat    = flag.Int("repeat", 1, "run every store this many times, alternating, and report each workload's median run; 1..100")
 		cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+		metrics   = flag.Bool("metrics", false, "print warpkit's and Pebble's own metrics report (levels, compactions) on stderr after fillrandom settles")
 		waitprof  = flag.String("waitprofile", "", "write profiles of where goroutines wait (blocking: FILE.block, mutex contention: FILE.mutex) over the whole run")
 		compacts  = flag.Int("compactions", 0, "warpkit's concurrent background compactions, 0..64 (0: its default, sized from GOMAXPROCS)")
 		parts     = flag.Int("subcompactions", 0, "warpkit's key-range parts per compaction job, 0..64 (0: its default, sized from GOMAXPROCS; 1: none)")
@@ -147,7 +149,7 @@ func main() {
 	s := settings{
 		memTable: 4 << 20, tableSize: 4 << 20, l0Trigger: 4, l0Slowdown: 8, l0Stop: 12, lbase: 16 << 20,
 		blockSize: 4096, bloomBits: 10, cacheSize: int64(*cacheMB) << 20, compression: *comp, sync: *sync,
-		compactions: *compacts, parts: *parts,
+		compactions: *compacts, parts: *parts, metrics: *metrics,
 	}
 	base := *dir
 	if base == "" {
@@ -301,6 +303,9 @@ func runStore(ctx context.Context, pl *plan, o opener, dir string, s settings, c
 			t.Done()
 			if err != nil {
 				return nil, err
+			}
+			if rp, ok := st.(kvbench.Reporter); ok && s.metrics {
+				fmt.Fprintf(os.Stderr, "=== %s after fillrandom settled\n%s\n", o.name, rp.Report())
 			}
 		}
 		out[w] = res

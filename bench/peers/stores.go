@@ -197,6 +197,9 @@ func (p *pebbleStore) Stats() kvbench.StoreStats {
 }
 func (p *pebbleStore) Close() error { return p.db.Close() }
 
+// Report implements kvbench.Reporter.
+func (p *pebbleStore) Report() string { return p.db.Metrics().String() }
+
 // levelStore adapts goleveldb.
 type levelStore struct {
 	db      *leveldb.DB

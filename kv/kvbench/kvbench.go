@@ -246,6 +246,12 @@ func Describe(name string) string {
 	return ""
 }
 
+// Reporter is a Store that can print its own metrics (levels, compactions),
+// for looking into a benchmark's figures.
+type Reporter interface {
+	Report() string
+}
+
 // Runner runs workloads on one store, keeping what later workloads need
 // (how many keys exist).
 type Runner struct {

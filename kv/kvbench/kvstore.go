@@ -76,5 +76,9 @@ func (s *KVStore) Stats() StoreStats {
 	}
 }
 
+// Report returns the store's own metrics report (kv.Metrics.String): levels,
+// compactions, stalls. See Reporter.
+func (s *KVStore) Report() string { return s.DB.Metrics().String() }
+
 // Close implements Store.
 func (s *KVStore) Close() error { return s.DB.Close() }
