@@ -84,4 +84,15 @@
 // until the iterator moves or closes. Every read is bounds-checked and every
 // block checksummed: damaged input gives a *base.CorruptionError naming the
 // file and the block's offset, never a panic.
+//
+// # Blocks built in bulk
+//
+// A compactor that decodes, merges and encodes many entries at once (a GPU
+// compactor, kv/gpucompact) hands the Writer whole data blocks with
+// AddEncodedBlock, sealed in parallel with SealBlock or left for the
+// Writer to compress, and may give it the bloom filter with SetFilter; the
+// table is byte-identical to the one Add would write for the same entries
+// as long as the blocks are cut and laid out as Add's builder does
+// (encoded.go says how). Reader.DataBlocks and Reader.DecodeBlock give such
+// a compactor the input tables' blocks without iterating them.
 package sstable

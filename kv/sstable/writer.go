@@ -82,6 +82,7 @@ type Writer struct {
 	compressBuf   []byte
 
 	hashes []uint32
+	filter []byte // set by SetFilter: written instead of one built from hashes
 	spans  []rangedel.Span
 	meta   Metadata
 	props  Properties
@@ -336,10 +337,18 @@ func (w *Writer) writeStored(stored []byte, typ Compression) (handle, uint64) {
 	if w.err != nil {
 		return handle{}, 0
 	}
+	return w.writeSealed(stored, typ, blockCRC(stored, typ))
+}
+
+// writeSealed writes a stored block and its trailer with a checksum
+// already computed (blockCRC).
+func (w *Writer) writeSealed(stored []byte, typ Compression, crc uint32) (handle, uint64) {
+	if w.err != nil {
+		return handle{}, 0
+	}
 	var trailer [blockTrailerLen]byte
 	trailer[0] = byte(typ)
-	crc := record.ExtendCRC(record.CRC(stored), trailer[:1])
-	binary.LittleEndian.PutUint32(trailer[1:], record.MaskCRC(crc))
+	binary.LittleEndian.PutUint32(trailer[1:], crc)
 	h := handle{offset: w.offset, length: uint64(len(stored))}
 	if _, err := w.out.Write(stored); err != nil {
 		w.fail(err)
@@ -375,8 +384,10 @@ func (w *Writer) Finish() (Metadata, error) {
 	var meta blockWriter
 	meta.restartInterval = 1
 	var hbuf []byte
-	if len(w.hashes) > 0 {
-		f := buildBloom(nil, w.hashes, w.opts.BloomBitsPerKey)
+	if f := w.filter; f != nil || len(w.hashes) > 0 {
+		if f == nil {
+			f = buildBloom(nil, w.hashes, w.opts.BloomBitsPerKey)
+		}
 		h, n := w.writeBlock(f, NoCompression)
 		w.props.FilterSize = n
 		w.props.FilterBitsPerKey = uint64(w.opts.BloomBitsPerKey)

@@ -1,0 +1,216 @@
+package sstable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/record"
+)
+
+// This file holds the hooks of a compactor that builds data blocks in bulk
+// (kv/gpucompact: decode, merge and encode on a GPU, or on many goroutines)
+// and hands them to a Writer, which lays out the table around them exactly
+// as if the entries had been added one by one: the same bytes for the same
+// blocks. The compactor must cut blocks where Add would (a block ends after
+// the entry that brings the builder's size, entries + 4 bytes per restart +
+// 4, to BlockSize or more) and build each block's bytes exactly as Add's
+// block builder does (restart every RestartInterval entries, uvarint shared /
+// unshared / value lengths, shared prefixes of whole internal keys).
+
+// EncodedBlock is a data block built outside the Writer, with what the
+// Writer would have learnt from adding its entries one by one.
+type EncodedBlock struct {
+	// Raw is the block's uncompressed contents: entries, restart offsets
+	// and restart count, as Add's block builder lays them out. The Writer
+	// compresses it as its options say, unless Sealed is set.
+	Raw []byte
+	// Sealed, if not nil, is Raw sealed by SealBlock with the Writer's
+	// compression (sealing in parallel is what it is for): the Writer
+	// writes it as is.
+	Sealed *SealedBlock
+	// First and Last are the block's first and last keys.
+	First, Last InternalKey
+	// Entries and Deletions count its entries and its KindDelete entries;
+	// RawKeySize and RawValueSize sum their encoded internal keys' and
+	// values' lengths (the table properties of the same names).
+	Entries, Deletions       uint64
+	RawKeySize, RawValueSize uint64
+	// SmallestSeq and LargestSeq bound its entries' sequence numbers.
+	SmallestSeq, LargestSeq SeqNum
+	// Hashes are BloomHash of the user key of every entry whose user key
+	// differs from the previous entry's in the table (the first entry of the
+	// table included), in order; unused without a filter or after
+	// SetFilter.
+	Hashes []uint32
+}
+
+// SealedBlock is a block's stored form: its bytes, the compression type
+// they are in and the masked CRC-32C of both (the block trailer's).
+type SealedBlock struct {
+	Stored []byte
+	Type   Compression
+	CRC    uint32
+}
+
+// SealBlock compresses a block as a Writer with compression c would (raw if
+// compression saves less than an eighth, or the block is too large) and
+// computes its trailer's checksum. The result aliases dst's memory when it
+// is large enough, and raw when stored uncompressed.
+func SealBlock(c Compression, dst, raw []byte) SealedBlock {
+	stored, typ := compress(c, dst, raw)
+	return SealedBlock{Stored: stored, Type: typ, CRC: blockCRC(stored, typ)}
+}
+
+// blockCRC is the masked CRC-32C of a stored block and its type byte.
+func blockCRC(stored []byte, typ Compression) uint32 {
+	return record.MaskCRC(record.ExtendCRC(record.CRC(stored), []byte{byte(typ)}))
+}
+
+// BloomHash is the hash the table's bloom filter sets and probes for a user
+// key (EncodedBlock.Hashes).
+func BloomHash(userKey []byte) uint32 { return bloomHash(userKey) }
+
+// BuildFilter returns the filter block a Writer with bitsPerKey builds from
+// hashes (for checking a filter built elsewhere).
+func BuildFilter(hashes []uint32, bitsPerKey int) []byte {
+	return buildBloom(nil, hashes, bitsPerKey)
+}
+
+// AddEncodedBlock appends a finished data block. The Writer's own open block
+// must be empty (no Add since the last block ended), and the block's first
+// key must follow the last key added.
+func (w *Writer) AddEncodedBlock(b EncodedBlock) error {
+	if w.err != nil {
+		return w.err
+	}
+	switch {
+	case w.data.count > 0:
+		return w.fail(errors.New("sstable: AddEncodedBlock with entries of Add still in the open block"))
+	case b.Entries == 0 || len(b.Raw) < 4:
+		return w.fail(errors.New("sstable: AddEncodedBlock of an empty block"))
+	case b.Deletions > b.Entries:
+		return w.fail(fmt.Errorf("sstable: encoded block of %d entries with %d deletions", b.Entries, b.Deletions))
+	case base.CompareInternal(b.First, b.Last) > 0:
+		return w.fail(fmt.Errorf("sstable: encoded block's first key %v after its last %v", b.First, b.Last))
+	case b.Sealed != nil && b.Sealed.Type != NoCompression && b.Sealed.Type != w.opts.Compression:
+		return w.fail(fmt.Errorf("sstable: block sealed with %v for a %v table", b.Sealed.Type, w.opts.Compression))
+	}
+	if n := binary.LittleEndian.Uint32(b.Raw[len(b.Raw)-4:]); n == 0 || uint64(n) > uint64(len(b.Raw)-4)/4 {
+		return w.fail(fmt.Errorf("sstable: encoded block with %d restart points in %d bytes", n, len(b.Raw)))
+	}
+	if w.meta.HasPoints {
+		prev, _ := base.DecodeInternalKey(w.lastKey)
+		if base.CompareInternal(prev, b.First) >= 0 {
+			return w.fail(fmt.Errorf("sstable: encoded block starts at %v, not after %v", b.First, prev))
+		}
+	}
+	if w.pending {
+		w.addIndexEntry(b.First.UserKey)
+	}
+	if !w.meta.HasPoints {
+		w.meta.Smallest = b.First.Clone()
+		w.meta.HasPoints = true
+	}
+	if w.opts.BloomBitsPerKey > 0 && w.filter == nil {
+		w.hashes = append(w.hashes, b.Hashes...)
+	}
+	w.lastKey = b.Last.Append(w.lastKey[:0])
+	w.lastUserKey = append(w.lastUserKey[:0], b.Last.UserKey...)
+	w.noteSeq(b.SmallestSeq)
+	w.noteSeq(b.LargestSeq)
+	w.props.NumEntries += b.Entries
+	w.props.NumDeletions += b.Deletions
+	w.props.RawKeySize += b.RawKeySize
+	w.props.RawValueSize += b.RawValueSize
+	w.props.RawDataSize += uint64(len(b.Raw) + blockTrailerLen)
+	w.props.NumDataBlocks++
+
+	switch {
+	case b.Sealed == nil && w.opts.CompressionWorkers > 1 && w.opts.Compression != NoCompression:
+		w.flushDataAsync(b.Raw)
+	case b.Sealed != nil && len(w.inflight) > 0:
+		// Behind blocks still being compressed: in file order.
+		done := make(chan struct{})
+		close(done)
+		w.inflight = append(w.inflight, &pendingBlock{stored: bytes.Clone(b.Sealed.Stored), typ: b.Sealed.Type, done: done})
+		w.pending = true
+		for len(w.inflight) > w.opts.CompressionWorkers {
+			w.writeOldest()
+		}
+	default:
+		var h handle
+		var n uint64
+		if b.Sealed != nil {
+			h, n = w.writeSealed(b.Sealed.Stored, b.Sealed.Type, b.Sealed.CRC)
+		} else {
+			h, n = w.writeBlock(b.Raw, w.opts.Compression)
+		}
+		w.props.DataSize += n
+		w.pendingHandle = h
+		w.pending = true
+	}
+	return w.err
+}
+
+// SetFilter makes Finish write filter as the table's bloom filter instead
+// of building one from the keys' hashes; it must be the filter a Writer with
+// these options would build (BuildFilter of the table's hashes, possibly
+// computed elsewhere). Only a Writer with BloomBitsPerKey > 0 takes one.
+func (w *Writer) SetFilter(filter []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.opts.BloomBitsPerKey <= 0 {
+		return w.fail(errors.New("sstable: SetFilter on a Writer without a bloom filter"))
+	}
+	if len(filter) < 1 {
+		return w.fail(errors.New("sstable: SetFilter of an empty filter"))
+	}
+	w.filter = bytes.Clone(filter)
+	w.hashes = nil
+	return nil
+}
+
+// BlockHandle locates a data block: its stored bytes (its trailer of
+// blockTrailerLen bytes follows them).
+type BlockHandle struct {
+	Offset, Length uint64
+}
+
+// BlockTrailerLen is the length of the trailer (type byte, masked CRC-32C)
+// after every block.
+const BlockTrailerLen = blockTrailerLen
+
+// DataBlocks returns the table's data blocks in key order, from the index
+// the Reader holds in memory.
+func (r *Reader) DataBlocks() ([]BlockHandle, error) {
+	var it blockIter
+	if !it.init(r.index, true, r.name, 0) {
+		return nil, it.err
+	}
+	var out []BlockHandle
+	for ok := it.first(); ok; ok = it.next() {
+		h, _, ok := decodeHandle(it.val)
+		if !ok {
+			return nil, r.corrupt(0, "bad block handle in index")
+		}
+		if err := r.checkHandle(h); err != nil {
+			return nil, err
+		}
+		out = append(out, BlockHandle{Offset: h.offset, Length: h.length})
+	}
+	return out, it.err
+}
+
+// DecodeBlock checks a stored block (its bytes and trailer, as read from
+// the file at h) and returns its uncompressed contents, decoding into dst
+// when it has room. Damage gives a *base.CorruptionError naming the block.
+func (r *Reader) DecodeBlock(h BlockHandle, stored, dst []byte) ([]byte, error) {
+	if uint64(len(stored)) != h.Length+blockTrailerLen {
+		return nil, r.corrupt(h.Offset, "block of %d bytes with its trailer, handle says %d", len(stored), h.Length+blockTrailerLen)
+	}
+	return r.checkBlock(handle{offset: h.Offset, length: h.Length}, stored, dst)
+}
