@@ -214,3 +214,21 @@ func (r *Reader) DecodeBlock(h BlockHandle, stored, dst []byte) ([]byte, error) 
 	}
 	return r.checkBlock(handle{offset: h.Offset, length: h.Length}, stored, dst)
 }
+
+// BlockEntries calls fn for each entry of a data block's contents (as
+// DecodeBlock returns them), in order, with its internal key (valid only
+// during the call) and where its value lies in raw. Damage gives a
+// *base.CorruptionError naming file and the block's offset blockOff, as
+// reading the table would; an error from fn stops the walk and is returned.
+func BlockEntries(raw []byte, file string, blockOff uint64, fn func(k InternalKey, valOff, valLen int) error) error {
+	var it blockIter
+	if !it.init(raw, true, file, int64(blockOff)) {
+		return it.err
+	}
+	for ok := it.first(); ok; ok = it.next() {
+		if err := fn(it.ikey, it.nextOffset-len(it.val), len(it.val)); err != nil {
+			return err
+		}
+	}
+	return it.err
+}

@@ -1,0 +1,33 @@
+// Package gpucompact is kv's accelerated compactor: gLSM's major compaction
+// pipeline (Sun et al., ACM TOS 2024) — decode the input tables' blocks,
+// merge the sorted runs, apply the garbage-collection rules, encode the
+// output blocks — laid out for a GPU, with a Go engine that runs the same
+// stages on goroutines. Design: shared/docs/specs/gpucompact.md.
+//
+// # Status
+//
+// Under construction (issues 15 and 16); nothing here is a
+// compaction.Compactor yet, and kv does not use the package. Built and
+// tested so far:
+//
+//   - the input stage: an input table's data region read in one call, its
+//     blocks checked and decompressed into one arena (sstable.Reader.DataBlocks
+//     and DecodeBlock), every entry decoded into a flat entry array whose
+//     values stay where they are in the arena (the paper's key-value
+//     separation: later stages move 4-byte entry ids, never values);
+//   - the merge stage: the job's sorted runs (each L0 table, and each deeper
+//     level's tables together) merged pairwise in ⌈log2 runs⌉ rounds, entries
+//     compared first by K0 — the 8 bytes after the job's common key prefix,
+//     big-endian — and only on a K0 tie by their key bytes and trailers
+//     (the spec's decision 4: merge instead of gLSM's radix sort);
+//   - in package sstable, the hooks that let a Writer take blocks built in
+//     bulk (Writer.AddEncodedBlock, SetFilter, SealBlock), byte-identical to
+//     writing the entries one by one.
+//
+// Still to build for part 1: the garbage-collection flags (snapshot stripes,
+// shadowing, range-deletion coverage, tombstone elision), selection, entry
+// sizes, the host plan of block and table cuts replaying compaction.CPU's
+// rules, block encoding and bloom filters, the Compactor with its decision
+// module, fallback and statistics, and the identity suite against
+// compaction.CPU.
+package gpucompact

@@ -1,0 +1,114 @@
+package gpucompact
+
+import (
+	"bytes"
+	"encoding/binary"
+	"sync"
+)
+
+// setK0 gives every entry its merge key: the 8 bytes of its user key after
+// the prefix every key of the job shares (the common prefix of the smallest
+// and the largest), big-endian, zero-padded. Comparing K0 first orders all
+// entries whose keys differ within those 8 bytes with one integer
+// comparison; only K0 ties need the key bytes.
+func (s *inputSet) setK0() {
+	if len(s.ents) == 0 {
+		return
+	}
+	var lo, hi []byte
+	for i, r := range s.runs {
+		first, last := s.key(uint32(r.start)), s.key(uint32(r.end-1))
+		if i == 0 || bytes.Compare(first, lo) < 0 {
+			lo = first
+		}
+		if i == 0 || bytes.Compare(last, hi) > 0 {
+			hi = last
+		}
+	}
+	lcp := 0
+	for lcp < len(lo) && lcp < len(hi) && lo[lcp] == hi[lcp] {
+		lcp++
+	}
+	var buf [8]byte
+	for i := range s.ents {
+		k := s.key(uint32(i))
+		n := 0
+		if lcp < len(k) {
+			n = copy(buf[:], k[lcp:])
+		}
+		clear(buf[n:])
+		s.ents[i].k0 = binary.BigEndian.Uint64(buf[:])
+	}
+}
+
+// less orders entries as base.CompareInternal orders their internal keys:
+// user key ascending (K0 first), then trailer descending.
+func (s *inputSet) less(a, b uint32) bool {
+	ea, eb := &s.ents[a], &s.ents[b]
+	if ea.k0 != eb.k0 {
+		return ea.k0 < eb.k0
+	}
+	if c := bytes.Compare(s.key(a), s.key(b)); c != 0 {
+		return c < 0
+	}
+	return ea.trailer > eb.trailer
+}
+
+// merge returns the ids of every entry in internal-key order, merging the
+// sorted runs pairwise, ⌈log2 runs⌉ rounds, the pairs of a round on
+// goroutines (a GPU does the same with one merge-path launch per round).
+// setK0 must have run.
+func (s *inputSet) merge() []uint32 {
+	n := len(s.ents)
+	src := make([]uint32, n)
+	for i := range src {
+		src[i] = uint32(i)
+	}
+	if len(s.runs) <= 1 {
+		return src
+	}
+	dst := make([]uint32, n)
+	runs := append([]run(nil), s.runs...)
+	for len(runs) > 1 {
+		next := make([]run, 0, (len(runs)+1)/2)
+		var wg sync.WaitGroup
+		for i := 0; i < len(runs); i += 2 {
+			if i+1 == len(runs) {
+				r := runs[i]
+				copy(dst[r.start:r.end], src[r.start:r.end])
+				next = append(next, r)
+				continue
+			}
+			a, b := runs[i], runs[i+1]
+			// Runs stay adjacent: a pair's output takes both ranges.
+			next = append(next, run{a.start, b.end})
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.mergePair(dst[a.start:b.end], src[a.start:a.end], src[b.start:b.end])
+			}()
+		}
+		wg.Wait()
+		src, dst, runs = dst, src, next
+	}
+	return src
+}
+
+// mergePair merges two sorted id lists into out. On a tie (never between
+// distinct entries of one job: sequence numbers are unique) a's entry goes
+// first.
+func (s *inputSet) mergePair(out, a, b []uint32) {
+	i, j, k := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		if s.less(b[j], a[i]) {
+			out[k] = b[j]
+			j++
+		} else {
+			out[k] = a[i]
+			i++
+		}
+		k++
+	}
+	k += copy(out[k:], a[i:])
+	copy(out[k:], b[j:])
+}

@@ -1,0 +1,226 @@
+package gpucompact
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"testing"
+
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/sstable"
+	"github.com/warpkit/warpkit/kv/vfs"
+)
+
+type kv struct {
+	k base.InternalKey
+	v []byte
+}
+
+// randomKeys makes n sorted entries: keys sharing a long prefix (so that K0
+// ties are common), some empty or with 0x00/0xff bytes, several versions of
+// some keys, some deletes, values of 0 B to a few KiB. seq hands out
+// sequence numbers (unique across the tables of one job).
+func randomKeys(rng *rand.Rand, n int, prefix string, seq *base.SeqNum) []kv {
+	var out []kv
+	for len(out) < n {
+		var uk []byte
+		switch rng.IntN(12) {
+		case 0:
+			uk = nil // the empty key
+		case 1:
+			uk = []byte{0xff, 0xff, byte(rng.IntN(4))}
+		case 2:
+			uk = append([]byte(prefix), 0, byte(rng.IntN(3)))
+		default:
+			// Past the common prefix and 8 more bytes, keys still collide
+			// often: K0 ties decided by the bytes after it.
+			uk = fmt.Appendf(nil, "%s%08d-tail-%d", prefix, rng.IntN(n), rng.IntN(3))
+		}
+		for v := rng.IntN(3); v >= 0; v-- {
+			*seq++
+			kind := base.KindSet
+			var val []byte
+			if rng.IntN(6) == 0 {
+				kind = base.KindDelete
+			} else {
+				val = make([]byte, []int{0, 7, 100, 2000}[rng.IntN(4)])
+				for j := range val {
+					val[j] = byte(rng.Uint32())
+				}
+			}
+			out = append(out, kv{base.MakeInternalKey(uk, *seq, kind), val})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return base.CompareInternal(out[i].k, out[j].k) < 0 })
+	return out
+}
+
+// writeTable writes entries as a table file in fs and opens it.
+func writeTable(t *testing.T, fs *vfs.MemFS, name string, es []kv, opts sstable.WriterOptions) (*sstable.Reader, vfs.File) {
+	t.Helper()
+	f, err := fs.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sstable.NewWriter(f, opts)
+	for _, e := range es {
+		if err := w.Add(e.k, e.v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rf, err := fs.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := sstable.NewReader(rf, sstable.ReaderOptions{FileName: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, rf
+}
+
+var writerOptions = []sstable.WriterOptions{
+	{BlockSize: 256, RestartInterval: 1, Compression: sstable.NoCompression},
+	{BlockSize: 4096, RestartInterval: 16, Compression: sstable.SnappyCompression, BloomBitsPerKey: 10},
+	{BlockSize: 1024, RestartInterval: 5, Compression: sstable.S2Compression, CompressionWorkers: 3},
+}
+
+// TestLoadMatchesReader: the input stage decodes exactly the entries the
+// table's own iterator yields, values included.
+func TestLoadMatchesReader(t *testing.T) {
+	for round, opts := range writerOptions {
+		rng := rand.New(rand.NewPCG(uint64(round), 9))
+		fs := vfs.NewMem()
+		var seq base.SeqNum
+		var s inputSet
+		var want []kv
+		for tbl := range 3 {
+			es := randomKeys(rng, 1+rng.IntN(2000), "user/", &seq)
+			r, f := writeTable(t, fs, fmt.Sprintf("/%d.sst", tbl), es, opts)
+			if err := s.addTable(r, f, fmt.Sprintf("%d.sst", tbl)); err != nil {
+				t.Fatal(err)
+			}
+			s.newRun()
+			it := r.NewIter()
+			for ok := it.First(); ok; ok = it.Next() {
+				want = append(want, kv{it.Key().Clone(), bytes.Clone(it.Value())})
+			}
+			if err := it.Error(); err != nil {
+				t.Fatal(err)
+			}
+			it.Close()
+		}
+		if len(s.ents) != len(want) || len(s.runs) != 3 {
+			t.Fatalf("round %d: %d entries in %d runs, the readers yield %d", round, len(s.ents), len(s.runs), len(want))
+		}
+		for i := range want {
+			id := uint32(i)
+			if base.CompareInternal(s.internalKey(id), want[i].k) != 0 || !bytes.Equal(s.value(id), want[i].v) {
+				t.Fatalf("round %d: entry %d is %v (%d-byte value), the reader's %v (%d)", round, i, s.internalKey(id), len(s.value(id)), want[i].k, len(want[i].v))
+			}
+		}
+	}
+}
+
+// TestMergeOrder: merging the runs yields every entry once, in
+// base.CompareInternal order, whatever the number of runs.
+func TestMergeOrder(t *testing.T) {
+	for round := range 12 {
+		rng := rand.New(rand.NewPCG(uint64(round), 10))
+		fs := vfs.NewMem()
+		var seq base.SeqNum
+		var s inputSet
+		runs := 1 + round%7
+		prefix := []string{"", "user/", "a-much-longer-common-prefix/"}[round%3]
+		for r := range runs {
+			// The last run is a deeper level: several disjoint tables.
+			tables := 1
+			if r == runs-1 && runs > 1 {
+				tables = 3
+			}
+			es := randomKeys(rng, 1+rng.IntN(3000), prefix, &seq)
+			per := (len(es) + tables - 1) / tables
+			for tbl := 0; tbl*per < len(es); tbl++ {
+				part := es[tbl*per : min((tbl+1)*per, len(es))]
+				// Tables of one level must not share a user key.
+				for len(part) > 0 && tbl > 0 && bytes.Equal(part[0].k.UserKey, es[tbl*per-1].k.UserKey) {
+					part = part[1:]
+				}
+				if len(part) == 0 {
+					continue
+				}
+				name := fmt.Sprintf("/%d-%d.sst", r, tbl)
+				rd, f := writeTable(t, fs, name, part, writerOptions[round%len(writerOptions)])
+				if err := s.addTable(rd, f, name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.newRun()
+		}
+		s.setK0()
+		got := s.merge()
+		if len(got) != len(s.ents) {
+			t.Fatalf("round %d: %d ids for %d entries", round, len(got), len(s.ents))
+		}
+		seen := make([]bool, len(s.ents))
+		for i, id := range got {
+			if seen[id] {
+				t.Fatalf("round %d: entry %d twice", round, id)
+			}
+			seen[id] = true
+			if i > 0 && base.CompareInternal(s.internalKey(got[i-1]), s.internalKey(id)) >= 0 {
+				t.Fatalf("round %d (%d runs): %v then %v", round, len(s.runs), s.internalKey(got[i-1]), s.internalKey(id))
+			}
+		}
+	}
+}
+
+// TestLoadDamage: a damaged data block gives the corruption error reading
+// the table gives, naming the file and the block.
+func TestLoadDamage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var seq base.SeqNum
+	es := randomKeys(rng, 3000, "k/", &seq)
+	fs := vfs.NewMem()
+	r, f := writeTable(t, fs, "/ok.sst", es, writerOptions[1])
+	blocks, err := r.DataBlocks()
+	if err != nil || len(blocks) < 3 {
+		t.Fatal(len(blocks), err)
+	}
+	size, _ := f.Size()
+	data := make([]byte, size)
+	if _, err := f.ReadAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	h := blocks[len(blocks)/2]
+	data[h.Offset+h.Length/2] ^= 0x10
+	bad, _ := fs.Create("/bad.sst")
+	bad.Write(data)
+	bad.Close()
+	bf, _ := fs.Open("/bad.sst")
+	br, err := sstable.NewReader(bf, sstable.ReaderOptions{FileName: "bad.sst"})
+	if err != nil {
+		t.Fatal(err) // the index and footer are intact
+	}
+	var s inputSet
+	err = s.addTable(br, bf, "bad.sst")
+	var ce *base.CorruptionError
+	if !errors.As(err, &ce) || ce.File != "bad.sst" || ce.Offset != int64(h.Offset) {
+		t.Fatalf("damaged block %d: %v", h.Offset, err)
+	}
+	it := br.NewIter()
+	for ok := it.First(); ok; ok = it.Next() {
+	}
+	var ice *base.CorruptionError
+	if !errors.As(it.Error(), &ice) || *ice != *ce {
+		t.Fatalf("the input stage says %v, the reader %v", err, it.Error())
+	}
+}
