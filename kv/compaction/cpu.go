@@ -47,8 +47,8 @@ type CPU struct {
 	storedSizeCut bool
 }
 
-// maxCutRatio bounds the compression ratio a job's cut limit is scaled by.
-const maxCutRatio = 16
+// MaxCutRatio bounds the compression ratio a job's cut limit is scaled by.
+const MaxCutRatio = 16
 
 // CutRatio is the compression ratio a job's outputs are cut with: the
 // inputs' data blocks' size before compression over their stored size
@@ -75,7 +75,7 @@ func CutRatio(job *Job) (float64, error) {
 	if stored == 0 || raw <= stored {
 		return 1, nil
 	}
-	return min(float64(raw)/float64(stored), maxCutRatio), nil
+	return min(float64(raw)/float64(stored), MaxCutRatio), nil
 }
 
 // CutLimit is the uncompressed size (sstable.Writer.RawSize) at which an
@@ -84,7 +84,7 @@ func CutLimit(targetFileSize uint64, ratio float64) uint64 {
 	if ratio <= 1 {
 		return targetFileSize
 	}
-	return uint64(float64(targetFileSize) * min(ratio, maxCutRatio))
+	return uint64(float64(targetFileSize) * min(ratio, MaxCutRatio))
 }
 
 // defaultMaxParts bounds the default number of parts: past a few, the

@@ -1,0 +1,267 @@
+// Package compactiontest holds what the tests of compactors share: an
+// in-memory compaction.Env, table builders, random jobs with snapshots,
+// tombstones and many versions, and the visibility oracle. Tests of
+// compaction.CPU and of kv/gpucompact use it, so that every compactor is
+// checked against the same jobs and the same oracle.
+package compactiontest
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/internal/rangedel"
+	"github.com/warpkit/warpkit/kv/manifest"
+	"github.com/warpkit/warpkit/kv/sstable"
+	"github.com/warpkit/warpkit/kv/vfs"
+)
+
+// Entry is a point entry of a test table.
+type Entry struct {
+	K base.InternalKey
+	V string
+}
+
+// Env is a compaction.Env over an in-memory file system, counting the
+// readers it hands out and failing CreateTable on request.
+type Env struct {
+	mu      sync.Mutex // the parts of a job call OpenTable and CreateTable concurrently
+	fs      *vfs.MemFS
+	next    base.FileNum
+	readers map[base.FileNum]*sstable.Reader
+	open    int // readers currently held
+	// failCreate, when positive, makes the failCreate-th CreateTable from now fail.
+	failCreate int
+}
+
+// ErrInjected is the error of a CreateTable made to fail (FailCreate).
+var ErrInjected = errors.New("injected CreateTable failure")
+
+// Held returns how many readers OpenTable handed out are not released.
+func (e *Env) Held() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.open
+}
+
+// FailCreate makes the n-th CreateTable from now fail with ErrInjected (0:
+// none).
+func (e *Env) FailCreate(n int) {
+	e.mu.Lock()
+	e.failCreate = n
+	e.mu.Unlock()
+}
+
+// CreateFailurePending reports whether a FailCreate has not struck yet.
+func (e *Env) CreateFailurePending() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.failCreate > 0
+}
+
+// FS returns the file system the tables live in.
+func (e *Env) FS() *vfs.MemFS { return e.fs }
+
+// NewEnv returns an empty Env.
+func NewEnv() *Env {
+	return &Env{fs: vfs.NewMem(), next: 1, readers: map[base.FileNum]*sstable.Reader{}}
+}
+
+// Env returns the compaction.Env of the tables written with Table.
+func (e *Env) Env() compaction.Env {
+	return compaction.Env{
+		OpenTable: func(f *manifest.FileMetadata) (*sstable.Reader, func(), error) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			r, ok := e.readers[f.FileNum]
+			if !ok {
+				file, err := e.fs.Open(fmt.Sprintf("/%s.sst", f.FileNum))
+				if err != nil {
+					return nil, nil, err
+				}
+				r, err = sstable.NewReader(file, sstable.ReaderOptions{FileName: f.FileNum.String()})
+				if err != nil {
+					return nil, nil, err
+				}
+				e.readers[f.FileNum] = r
+			}
+			e.open++
+			return r, func() { e.mu.Lock(); e.open--; e.mu.Unlock() }, nil
+		},
+		OpenTableFile: func(f *manifest.FileMetadata) (vfs.File, error) {
+			return e.fs.Open(fmt.Sprintf("/%s.sst", f.FileNum))
+		},
+		CreateTable: func() (base.FileNum, vfs.File, error) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if e.failCreate > 0 {
+				if e.failCreate--; e.failCreate == 0 {
+					return 0, nil, ErrInjected
+				}
+			}
+			n := e.next
+			e.next++
+			f, err := e.fs.Create(fmt.Sprintf("/%s.sst", n))
+			return n, f, err
+		},
+		WriterOptions: sstable.WriterOptions{BloomBitsPerKey: 10, BlockSize: 512},
+	}
+}
+
+// table writes one input table.
+func (e *Env) Table(t testing.TB, es []Entry, spans []rangedel.Span) *manifest.FileMetadata {
+	return e.TableWith(t, es, spans, sstable.WriterOptions{})
+}
+
+// tableWith writes one input table with the given writer options.
+func (e *Env) TableWith(t testing.TB, es []Entry, spans []rangedel.Span, opts sstable.WriterOptions) *manifest.FileMetadata {
+	sort.Slice(es, func(i, j int) bool { return base.CompareInternal(es[i].K, es[j].K) < 0 })
+	num, f, _ := e.Env().CreateTable()
+	w := sstable.NewWriter(f, opts)
+	for _, x := range es {
+		if err := w.Add(x.K, []byte(x.V)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sp := range spans {
+		w.AddRangeDel(sp)
+	}
+	m, err := w.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return &manifest.FileMetadata{FileNum: num, Size: m.Size, Smallest: m.Smallest, Largest: m.Largest,
+		SmallestSeq: m.SmallestSeq, LargestSeq: m.LargestSeq, HasRangeDels: m.HasRangeDels}
+}
+
+// readAll returns every point entry and tombstone of some tables.
+func (e *Env) ReadAll(t testing.TB, files []*manifest.FileMetadata) ([]Entry, []rangedel.Tombstone) {
+	var es []Entry
+	var ts []rangedel.Tombstone
+	for _, f := range files {
+		r, rel, err := e.Env().OpenTable(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it := r.NewIter()
+		for ok := it.First(); ok; ok = it.Next() {
+			es = append(es, Entry{it.Key().Clone(), string(it.Value())})
+		}
+		if it.Error() != nil {
+			t.Fatal(it.Error())
+		}
+		ts = append(ts, rangedel.Tombstones(r.RangeDels().Spans())...)
+		rel()
+	}
+	return es, ts
+}
+
+// visible is the oracle: what a read of key at snap returns.
+func Visible(es []Entry, ts []rangedel.Tombstone, key string, snap base.SeqNum) (string, bool) {
+	var best *Entry
+	for i := range es {
+		if string(es[i].K.UserKey) == key && es[i].K.SeqNum() <= snap && (best == nil || es[i].K.SeqNum() > best.K.SeqNum()) {
+			best = &es[i]
+		}
+	}
+	if best == nil || best.K.Kind() == base.KindDelete {
+		return "", false
+	}
+	for _, t := range ts {
+		if string(t.Start) <= key && key < string(t.End) && t.Seq <= snap && t.Seq > best.K.SeqNum() {
+			return "", false
+		}
+	}
+	return best.V, true
+}
+
+// randomJob builds three overlapping L0 tables over an older two-table L1,
+// with deletions, range tombstones, many versions per key and random
+// snapshots, and the job that compacts them into L1; it returns the job and
+// every input entry and tombstone (the oracle's view).
+func RandomJob(t testing.TB, rng *rand.Rand, e *Env) (*compaction.Job, []Entry, []rangedel.Tombstone) {
+	seq := base.SeqNum(1)
+	key := func() string { return fmt.Sprintf("k%03d", rng.IntN(60)) }
+	// Three overlapping "L0" tables and a disjoint "L1" run.
+	var l0 []*manifest.FileMetadata
+	var allE []Entry
+	var allT []rangedel.Tombstone
+	for range 3 {
+		var es []Entry
+		var ts []rangedel.Tombstone
+		for range 40 + rng.IntN(40) {
+			kind := base.KindSet
+			if rng.IntN(5) == 0 {
+				kind = base.KindDelete
+			}
+			es = append(es, Entry{base.MakeInternalKey([]byte(key()), seq, kind), fmt.Sprintf("v%d", seq)})
+			seq++
+		}
+		if rng.IntN(2) == 0 {
+			a, b := key(), key()
+			if a > b {
+				a, b = b, a
+			}
+			ts = append(ts, rangedel.Tombstone{Start: []byte(a), End: []byte(b), Seq: seq})
+			seq++
+		}
+		// Make the table's sequence range disjoint and increasing.
+		l0 = append([]*manifest.FileMetadata{e.Table(t, es, rangedel.Fragment(ts))}, l0...)
+		allE = append(allE, es...)
+		allT = append(allT, ts...)
+	}
+	// An older L1 level below, two disjoint tables.
+	var l1 []*manifest.FileMetadata
+	for _, rg := range [][2]int{{0, 30}, {30, 60}} {
+		var es []Entry
+		for k := rg[0]; k < rg[1]; k += 1 + rng.IntN(3) {
+			es = append(es, Entry{base.MakeInternalKey([]byte(fmt.Sprintf("k%03d", k)), 0, base.KindSet), "old"})
+		}
+		l1 = append(l1, e.Table(t, es, nil))
+		allE = append(allE, es...)
+	}
+	var snaps []base.SeqNum
+	for range rng.IntN(4) {
+		snaps = append(snaps, base.SeqNum(1+rng.IntN(int(seq))))
+	}
+	sort.Slice(snaps, func(i, j int) bool { return snaps[i] < snaps[j] })
+	snaps = CompactSeqs(snaps)
+	job := &compaction.Job{
+		Inputs:         []compaction.Input{{Level: 0, Files: l0}, {Level: 1, Files: l1}},
+		OutputLevel:    1,
+		Snapshots:      snaps,
+		TargetFileSize: uint64(300 + rng.IntN(2000)),
+		Env:            e.Env(),
+	}
+	if rng.IntN(2) == 0 {
+		// Something below: tombstones must survive.
+		job.Lower = [][]*manifest.FileMetadata{{{Smallest: base.MakeInternalKey([]byte("k000"), 0, base.KindSet), Largest: base.MakeInternalKey([]byte("k999"), 0, base.KindSet)}}}
+	}
+	return job, allE, allT
+}
+
+func CompactSeqs(s []base.SeqNum) []base.SeqNum {
+	var out []base.SeqNum
+	for i, x := range s {
+		if i == 0 || x != s[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func Covered(ts []rangedel.Tombstone, key string, snap base.SeqNum) base.SeqNum {
+	var best base.SeqNum
+	for _, t := range ts {
+		if string(t.Start) <= key && key < string(t.End) && t.Seq <= snap && t.Seq > best {
+			best = t.Seq
+		}
+	}
+	return best
+}
