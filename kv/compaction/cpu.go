@@ -106,7 +106,7 @@ func (r *releasingIter) Close() error {
 // Compact implements Compactor.
 func (c CPU) Compact(ctx context.Context, job *Job) (*Result, error) {
 	start := time.Now()
-	spans, outSpans, dropped, releases, err := collectSpans(job)
+	spans, outSpans, dropped, releases, err := CollectSpans(job)
 	defer func() {
 		for _, r := range releases {
 			r()
@@ -228,10 +228,13 @@ func (c CPU) splitPoints(job *Job) [][]byte {
 	return bounds
 }
 
-// collectSpans reads every input's range tombstones: fragmented, and
-// reduced to what the outputs keep; dropped counts the entries reduction
-// removed. The releases hold the readers open until the job ends.
-func collectSpans(job *Job) (spans, outSpans []rangedel.Span, dropped uint64, releases []func(), err error) {
+// CollectSpans reads every input's range tombstones: fragmented (spans:
+// what point entries are checked against), and reduced to what the outputs
+// keep (outSpans); dropped counts the entries reduction removed. Every
+// compactor decides with these, so that all drop the same entries. The
+// releases hold the readers open until the job ends; call them also on
+// error.
+func CollectSpans(job *Job) (spans, outSpans []rangedel.Span, dropped uint64, releases []func(), err error) {
 	var tombs []rangedel.Tombstone
 	for _, in := range job.Inputs {
 		for _, f := range in.Files {
@@ -409,7 +412,7 @@ func (c *cpuRun) merge() error {
 			continue // shadowed by a newer entry no snapshot can tell apart
 		}
 		lastStripe = stripe
-		if span != nil && coveredInStripe(span, q, stripe, snaps) {
+		if span != nil && CoveredInStripe(span, q, stripe, snaps) {
 			continue
 		}
 		if k.Kind() == base.KindDelete && stripe == 0 && c.job.ElideTombstone(k.UserKey) {
@@ -462,9 +465,9 @@ func (c *cpuRun) cutDue() bool {
 	return c.out.RawSize() >= c.cutLimit
 }
 
-// coveredInStripe reports whether a tombstone of the span newer than q lies
-// in q's stripe.
-func coveredInStripe(sp *rangedel.Span, q base.SeqNum, stripe int, snaps []base.SeqNum) bool {
+// CoveredInStripe reports whether a tombstone of the span newer than q lies
+// in q's stripe: the range-deletion rule every compactor applies.
+func CoveredInStripe(sp *rangedel.Span, q base.SeqNum, stripe int, snaps []base.SeqNum) bool {
 	for _, t := range sp.Seqs { // descending
 		if t <= q {
 			return false

@@ -20,14 +20,19 @@
 //     compared first by K0 — the 8 bytes after the job's common key prefix,
 //     big-endian — and only on a K0 tie by their key bytes and trailers
 //     (the spec's decision 4: merge instead of gLSM's radix sort);
+//   - garbage collection and selection: every position of the merged order
+//     decided independently (a GPU thread per entry) by compaction.CPU's
+//     rules through the same helpers (StripeOf, CollectSpans,
+//     CoveredInStripe, Job.ElideTombstone); the kept entries and the counts
+//     equal compaction.CPU's on random jobs with snapshots, tombstones and
+//     levels below (compactiontest.RandomJob);
 //   - in package sstable, the hooks that let a Writer take blocks built in
 //     bulk (Writer.AddEncodedBlock, SetFilter, SealBlock), byte-identical to
 //     writing the entries one by one.
 //
-// Still to build for part 1: the garbage-collection flags (snapshot stripes,
-// shadowing, range-deletion coverage, tombstone elision), selection, entry
-// sizes, the host plan of block and table cuts replaying compaction.CPU's
-// rules, block encoding and bloom filters, the Compactor with its decision
-// module, fallback and statistics, and the identity suite against
-// compaction.CPU.
+// Still to build for part 1: entry sizes, the host plan of block and table
+// cuts replaying compaction.CPU's rules (uncompressed-size cut, grandparent
+// limit, range tombstones truncated per output), block encoding and bloom
+// filters, the Compactor with its decision module, fallback and statistics,
+// and the byte-identity suite against compaction.CPU.
 package gpucompact

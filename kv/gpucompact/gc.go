@@ -1,0 +1,131 @@
+package gpucompact
+
+import (
+	"bytes"
+	"context"
+	"runtime"
+	"sort"
+	"sync"
+
+	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/internal/rangedel"
+)
+
+// loadJob reads every input table of job into one inputSet: each L0 table
+// a run of its own, each deeper level's tables (sorted, disjoint) one run.
+// Tables are read through job.Env (OpenTable for the index, OpenTableFile
+// for one read of the data region).
+func loadJob(ctx context.Context, job *compaction.Job) (*inputSet, error) {
+	s := &inputSet{}
+	for _, in := range job.Inputs {
+		for _, f := range in.Files {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			r, release, err := job.Env.OpenTable(f)
+			if err != nil {
+				return nil, err
+			}
+			file, err := job.Env.OpenTableFile(f)
+			if err == nil {
+				err = s.addTable(r, file, f.FileNum.String())
+				if cerr := file.Close(); err == nil {
+					err = cerr
+				}
+			}
+			release()
+			if err != nil {
+				return nil, err
+			}
+			if in.Level == 0 {
+				s.newRun()
+			}
+		}
+		if in.Level > 0 {
+			s.newRun()
+		}
+	}
+	return s, nil
+}
+
+// gcStats count what the garbage-collection stage saw and dropped.
+type gcStats struct {
+	entriesIn, entriesOut, tombstonesElided uint64
+}
+
+// gc returns the entries of the merged order that survive the compaction,
+// in order: it decides every position independently — as a GPU thread per
+// entry would — by compaction.CPU's rules, with the same helpers:
+//
+//   - shadowed: the previous entry has the same user key and its snapshot
+//     stripe (compaction.StripeOf) is the same, so no snapshot can tell the
+//     two apart and the older one goes;
+//   - covered: a range tombstone of the job's fragmented spans
+//     (compaction.CollectSpans) over the key is newer than the entry and in
+//     its stripe (compaction.CoveredInStripe);
+//   - elided: a point tombstone in stripe 0 where no level below the output
+//     can hold the key (Job.ElideTombstone).
+//
+// The positions are split among goroutines; each decision needs only the
+// entry and its predecessor.
+func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span) ([]uint32, gcStats) {
+	n := len(order)
+	keep := make([]bool, n)
+	elided := make([]bool, n)
+	snaps := job.Snapshots
+	decide := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			id := order[i]
+			k := s.internalKey(id)
+			q := k.SeqNum()
+			stripe := compaction.StripeOf(snaps, q)
+			if i > 0 {
+				prev := order[i-1]
+				if bytes.Equal(s.key(prev), k.UserKey) && compaction.StripeOf(snaps, s.ents[prev].trailer.SeqNum()) == stripe {
+					continue // shadowed
+				}
+			}
+			if sp := spanAt(spans, k.UserKey); sp != nil && compaction.CoveredInStripe(sp, q, stripe, snaps) {
+				continue
+			}
+			if k.Kind() == base.KindDelete && stripe == 0 && job.ElideTombstone(k.UserKey) {
+				elided[i] = true
+				continue
+			}
+			keep[i] = true
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/4096))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			decide(n*w/workers, n*(w+1)/workers)
+		}()
+	}
+	wg.Wait()
+	// Select the kept ids (a GPU does this with a flagged select).
+	st := gcStats{entriesIn: uint64(n)}
+	kept := make([]uint32, 0, n)
+	for i, k := range keep {
+		if k {
+			kept = append(kept, order[i])
+		} else if elided[i] {
+			st.tombstonesElided++
+		}
+	}
+	st.entriesOut = uint64(len(kept))
+	return kept, st
+}
+
+// spanAt returns the fragment of spans (sorted, disjoint) holding key, or
+// nil.
+func spanAt(spans []rangedel.Span, key []byte) *rangedel.Span {
+	i := sort.Search(len(spans), func(i int) bool { return bytes.Compare(spans[i].End, key) > 0 })
+	if i < len(spans) && bytes.Compare(spans[i].Start, key) <= 0 {
+		return &spans[i]
+	}
+	return nil
+}
