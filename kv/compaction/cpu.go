@@ -280,8 +280,7 @@ type cpuRun struct {
 	outNum   base.FileNum
 	outLower []byte // first user key of the current output (nil for the first)
 
-	gpIndex   int
-	gpOverlap uint64
+	gp *GrandparentLimit
 }
 
 // run merges the part into its outputs (or sets err).
@@ -331,12 +330,7 @@ func (c *cpuRun) openInputs() error {
 		}, c.lo, c.hi))
 	}
 	c.merged = mergeiter.NewMerging(c.iters...)
-	// The grandparents before the part do not count against its first
-	// output.
-	gp := c.job.Grandparents
-	for c.lo != nil && c.gpIndex < len(gp) && bytes.Compare(gp[c.gpIndex].Largest.UserKey, c.lo) < 0 {
-		c.gpIndex++
-	}
+	c.gp = NewGrandparentLimit(c.job, c.lo)
 	return nil
 }
 
@@ -419,7 +413,7 @@ func (c *cpuRun) merge() error {
 			c.res.Stats.TombstonesElided++
 			continue
 		}
-		if newKey && c.out != nil && (splitPending || c.grandparentLimit(k.UserKey)) {
+		if newKey && c.out != nil && (splitPending || c.gp.Reached(k.UserKey)) {
 			if err := c.finishOutput(k.UserKey); err != nil {
 				return err
 			}
@@ -479,21 +473,42 @@ func CoveredInStripe(sp *rangedel.Span, q base.SeqNum, stripe int, snaps []base.
 	return false
 }
 
-// grandparentLimit reports whether the output, extended to k, would overlap
-// too much of the level below the output level (LevelDB's ShouldStopBefore).
-func (c *cpuRun) grandparentLimit(k []byte) bool {
-	gp := c.job.Grandparents
-	for c.gpIndex < len(gp) {
-		f := gp[c.gpIndex]
+// GrandparentLimit is LevelDB's ShouldStopBefore, the cut rule every
+// compactor applies: asked at each new user key (in order) whether the
+// current output, extended to it, would overlap too much of the level below
+// the output level. It keeps state between calls: ask it exactly where
+// compaction.CPU does (at a new user key, when no size cut is already due).
+type GrandparentLimit struct {
+	job     *Job
+	index   int
+	overlap uint64
+}
+
+// NewGrandparentLimit starts the rule for the part of job from user key lo
+// (nil: the whole job): the grandparents before lo do not count.
+func NewGrandparentLimit(job *Job, lo []byte) *GrandparentLimit {
+	g := &GrandparentLimit{job: job}
+	gp := job.Grandparents
+	for lo != nil && g.index < len(gp) && bytes.Compare(gp[g.index].Largest.UserKey, lo) < 0 {
+		g.index++
+	}
+	return g
+}
+
+// Reached reports whether the output should end before user key k.
+func (g *GrandparentLimit) Reached(k []byte) bool {
+	gp := g.job.Grandparents
+	for g.index < len(gp) {
+		f := gp[g.index]
 		cmp := bytes.Compare(k, f.Largest.UserKey)
 		if cmp < 0 || (cmp == 0 && !f.Largest.IsExclusiveSentinel()) {
 			break
 		}
-		c.gpOverlap += f.Size
-		c.gpIndex++
+		g.overlap += f.Size
+		g.index++
 	}
-	if c.job.MaxGrandparentOverlap > 0 && c.gpOverlap > c.job.MaxGrandparentOverlap {
-		c.gpOverlap = 0
+	if g.job.MaxGrandparentOverlap > 0 && g.overlap > g.job.MaxGrandparentOverlap {
+		g.overlap = 0
 		return true
 	}
 	return false
@@ -512,34 +527,50 @@ func (c *cpuRun) newOutput() error {
 // finishOutput closes the current output at user key upper (exclusive; nil
 // for the last output), adding its share of the range tombstones.
 func (c *cpuRun) finishOutput(upper []byte) error {
-	for _, sp := range rangedel.Truncate(c.outSpans, c.outLower, upper) {
-		if err := c.out.AddRangeDel(sp); err != nil {
-			return err
-		}
-	}
-	meta, err := c.out.Finish()
+	f := c.outFile
+	c.outFile = nil
+	m, err := FinishOutput(c.out, f, c.outNum, c.outSpans, c.outLower, upper)
 	if err != nil {
 		return err
 	}
-	if err := c.outFile.Sync(); err != nil {
-		return fmt.Errorf("compaction: sync table %s: %w", c.outNum, err)
+	c.res.Outputs = append(c.res.Outputs, m)
+	c.res.Stats.BytesWritten += m.Size
+	c.out = nil
+	c.outLower = append([]byte(nil), upper...)
+	return nil
+}
+
+// FinishOutput completes an output table of every compactor: its share of
+// the job's kept range tombstones (outSpans truncated to [lower, upper),
+// nil bounds open), Finish, sync and close (f is closed also on error),
+// and the table's metadata.
+func FinishOutput(w *sstable.Writer, f vfs.File, num base.FileNum, outSpans []rangedel.Span, lower, upper []byte) (*manifest.FileMetadata, error) {
+	fail := func(err error) (*manifest.FileMetadata, error) {
+		f.Close()
+		return nil, err
 	}
-	err = c.outFile.Close()
-	c.outFile = nil
+	for _, sp := range rangedel.Truncate(outSpans, lower, upper) {
+		if err := w.AddRangeDel(sp); err != nil {
+			return fail(err)
+		}
+	}
+	meta, err := w.Finish()
 	if err != nil {
-		return fmt.Errorf("compaction: close table %s: %w", c.outNum, err)
+		return fail(err)
 	}
-	c.res.Outputs = append(c.res.Outputs, &manifest.FileMetadata{
-		FileNum:      c.outNum,
+	if err := f.Sync(); err != nil {
+		return fail(fmt.Errorf("compaction: sync table %s: %w", num, err))
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("compaction: close table %s: %w", num, err)
+	}
+	return &manifest.FileMetadata{
+		FileNum:      num,
 		Size:         meta.Size,
 		Smallest:     meta.Smallest,
 		Largest:      meta.Largest,
 		SmallestSeq:  meta.SmallestSeq,
 		LargestSeq:   meta.LargestSeq,
 		HasRangeDels: meta.HasRangeDels,
-	})
-	c.res.Stats.BytesWritten += meta.Size
-	c.out = nil
-	c.outLower = append([]byte(nil), upper...)
-	return nil
+	}, nil
 }

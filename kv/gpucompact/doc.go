@@ -26,13 +26,24 @@
 //     CoveredInStripe, Job.ElideTombstone); the kept entries and the counts
 //     equal compaction.CPU's on random jobs with snapshots, tombstones and
 //     levels below (compactiontest.RandomJob);
+//   - the plan: one walk over the kept entries replaying the block builder's
+//     flush rule and compaction.CPU's output cuts (uncompressed size,
+//     compaction.GrandparentLimit, a tombstone-only output), on shared
+//     prefixes computed per entry beforehand;
+//   - encoding: each planned block built with sstable.BlockBuilder (the
+//     Writer's own block code) on goroutines, checked against the plan,
+//     sealed in parallel, and written with Writer.AddEncodedBlock;
+//     compaction.FinishOutput finishes every output for both compactors.
+//     The whole Go engine (runGo) writes byte-identical tables, metadata and
+//     Stats to compaction.CPU{Parts: 1} on random jobs with every
+//     compression, block size and restart interval;
 //   - in package sstable, the hooks that let a Writer take blocks built in
 //     bulk (Writer.AddEncodedBlock, SetFilter, SealBlock), byte-identical to
 //     writing the entries one by one.
 //
-// Still to build for part 1: entry sizes, the host plan of block and table
-// cuts replaying compaction.CPU's rules (uncompressed-size cut, grandparent
-// limit, range tombstones truncated per output), block encoding and bloom
-// filters, the Compactor with its decision module, fallback and statistics,
-// and the byte-identity suite against compaction.CPU.
+// Still to build for part 1: the Compactor itself (Options, the decision
+// module, fallback to compaction.CPU, per-engine statistics, kv.Metrics),
+// reading the inputs on HostWorkers goroutines, the full identity suite
+// (large jobs, values past the compression limit, fuzzing), and the
+// --compactor flag of warp kv bench and bench/peers.
 package gpucompact

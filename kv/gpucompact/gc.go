@@ -69,9 +69,14 @@ type gcStats struct {
 //
 // The positions are split among goroutines; each decision needs only the
 // entry and its predecessor.
-func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span) ([]uint32, gcStats) {
+//
+// Besides the kept ids it returns, for each, whether its user key differs
+// from the previous entry's in the merged order (kept or not): outputs are
+// cut only there, as compaction.CPU cuts.
+func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span) ([]uint32, []bool, gcStats) {
 	n := len(order)
 	keep := make([]bool, n)
+	newKey := make([]bool, n)
 	elided := make([]bool, n)
 	snaps := job.Snapshots
 	decide := func(lo, hi int) {
@@ -80,10 +85,14 @@ func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span
 			k := s.internalKey(id)
 			q := k.SeqNum()
 			stripe := compaction.StripeOf(snaps, q)
+			newKey[i] = true
 			if i > 0 {
 				prev := order[i-1]
-				if bytes.Equal(s.key(prev), k.UserKey) && compaction.StripeOf(snaps, s.ents[prev].trailer.SeqNum()) == stripe {
-					continue // shadowed
+				if bytes.Equal(s.key(prev), k.UserKey) {
+					newKey[i] = false
+					if compaction.StripeOf(snaps, s.ents[prev].trailer.SeqNum()) == stripe {
+						continue // shadowed
+					}
 				}
 			}
 			if sp := spanAt(spans, k.UserKey); sp != nil && compaction.CoveredInStripe(sp, q, stripe, snaps) {
@@ -109,15 +118,17 @@ func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span
 	// Select the kept ids (a GPU does this with a flagged select).
 	st := gcStats{entriesIn: uint64(n)}
 	kept := make([]uint32, 0, n)
+	keptNew := make([]bool, 0, n)
 	for i, k := range keep {
 		if k {
 			kept = append(kept, order[i])
+			keptNew = append(keptNew, newKey[i])
 		} else if elided[i] {
 			st.tombstonesElided++
 		}
 	}
 	st.entriesOut = uint64(len(kept))
-	return kept, st
+	return kept, keptNew, st
 }
 
 // spanAt returns the fragment of spans (sorted, disjoint) holding key, or

@@ -39,7 +39,7 @@ func TestKeptEntriesMatchCPU(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.setK0()
-		kept, st := s.gc(s.merge(), job, spans)
+		kept, _, st := s.gc(s.merge(), job, spans)
 		for _, rel := range releases {
 			rel()
 		}

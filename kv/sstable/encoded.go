@@ -232,3 +232,37 @@ func BlockEntries(raw []byte, file string, blockOff uint64, fn func(k InternalKe
 	}
 	return it.err
 }
+
+// BlockBuilder builds a data block exactly as a Writer's Add does (the
+// same code): entries in order, a restart point every RestartInterval
+// entries, prefix-compressed encoded internal keys. A bulk compactor builds
+// its blocks with it, on many goroutines, for AddEncodedBlock.
+type BlockBuilder struct {
+	w      blockWriter
+	keyBuf []byte
+}
+
+// NewBlockBuilder returns a builder with the given restart interval (0:
+// the Writer's default).
+func NewBlockBuilder(restartInterval int) *BlockBuilder {
+	b := &BlockBuilder{}
+	b.w.restartInterval = WriterOptions{RestartInterval: restartInterval}.withDefaults().RestartInterval
+	return b
+}
+
+// Add appends an entry; keys must increase.
+func (b *BlockBuilder) Add(k InternalKey, value []byte) {
+	b.keyBuf = k.Append(b.keyBuf[:0])
+	b.w.add(b.keyBuf, value)
+}
+
+// EstimatedSize is the size Finish would return; a Writer ends a block
+// after the entry that brings it to BlockSize or more.
+func (b *BlockBuilder) EstimatedSize() int { return b.w.estimatedSize() }
+
+// Finish appends the restart array and returns the block, valid until
+// Reset.
+func (b *BlockBuilder) Finish() []byte { return b.w.finish() }
+
+// Reset empties the builder for the next block.
+func (b *BlockBuilder) Reset() { b.w.reset() }

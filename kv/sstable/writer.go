@@ -38,6 +38,10 @@ type WriterOptions struct {
 	CompressionWorkers int
 }
 
+// WithDefaults returns the options with the defaults filled in, as a Writer
+// uses them.
+func (o WriterOptions) WithDefaults() WriterOptions { return o.withDefaults() }
+
 func (o WriterOptions) withDefaults() WriterOptions {
 	if o.BlockSize <= 0 {
 		o.BlockSize = 4096

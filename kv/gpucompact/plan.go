@@ -1,0 +1,216 @@
+package gpucompact
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/internal/rangedel"
+	"github.com/warpkit/warpkit/kv/sstable"
+)
+
+// plannedTable is one output table of the plan: the kept entries
+// kept[start:end], cut into data blocks ending (exclusive) at blockEnds, and
+// the user-key bounds [lower, upper) of its share of the range tombstones
+// (nil: open).
+type plannedTable struct {
+	start, end   int
+	blockEnds    []int
+	lower, upper []byte
+}
+
+// sharedPrefixes returns, for every kept entry after the first, the length
+// of the prefix its encoded internal key (user key, then the 8-byte
+// trailer) shares with the previous kept entry's: what a block builder
+// shares when the two meet inside a block between restart points. Computed
+// for every entry independently, on goroutines (a GPU thread per entry).
+func (s *inputSet) sharedPrefixes(kept []uint32) []int {
+	lcp := make([]int, len(kept))
+	parallel(len(kept), func(lo, hi int) {
+		for j := max(lo, 1); j < hi; j++ {
+			lcp[j] = s.encodedLCP(kept[j-1], kept[j])
+		}
+	})
+	return lcp
+}
+
+// plan replays, in one walk over the kept entries, the rules by which
+// compaction.CPU (one part) and sstable.Writer cut: a data block ends after
+// the entry that brings the block builder's size (entries, 4 bytes per
+// restart point, 4) to BlockSize; an output ends before a new user key once
+// its uncompressed size (sstable.Writer.RawSize) has reached cutLimit, or
+// when compaction.GrandparentLimit says so (asked only when no size cut is
+// due, exactly where compaction.CPU asks); a job whose entries all went
+// but whose range tombstones remain writes one tombstone-only table.
+// keptNew says which kept entries start a new user key in the merged order.
+func (s *inputSet) plan(kept []uint32, keptNew []bool, job *compaction.Job, opts sstable.WriterOptions, cutLimit uint64, outSpans []rangedel.Span) []plannedTable {
+	lcp := s.sharedPrefixes(kept)
+	gp := compaction.NewGrandparentLimit(job, nil)
+	var tables []plannedTable
+	var cur *plannedTable
+	var lower []byte
+	splitPending := false
+	// The open block: its encoded length, restart points, entries since the
+	// last restart, entries; rawData: the finished blocks' sizes with their
+	// trailers.
+	var blockLen, restarts, since, count int
+	var rawData uint64
+	for j, id := range kept {
+		uk := s.key(id)
+		if keptNew[j] && cur != nil && (splitPending || gp.Reached(uk)) {
+			if count > 0 {
+				cur.blockEnds = append(cur.blockEnds, j)
+			}
+			cur.end, cur.upper = j, uk
+			tables = append(tables, *cur)
+			cur, lower, splitPending = nil, uk, false
+		}
+		if cur == nil {
+			cur = &plannedTable{start: j, lower: lower}
+			blockLen, restarts, since, count, rawData = 0, 0, 0, 0, 0
+		}
+		shared := 0
+		if count == 0 || since == opts.RestartInterval {
+			restarts++
+			since = 0
+		} else {
+			shared = lcp[j]
+		}
+		unshared := len(uk) + 8 - shared
+		vlen := int(s.ents[id].valLen)
+		blockLen += uvarintLen(shared) + uvarintLen(unshared) + uvarintLen(vlen) + unshared + vlen
+		since++
+		count++
+		if size := blockLen + 4*restarts + 4; size >= opts.BlockSize {
+			cur.blockEnds = append(cur.blockEnds, j+1)
+			rawData += uint64(size + sstable.BlockTrailerLen)
+			blockLen, restarts, since, count = 0, 0, 0, 0
+		}
+		if rawData+uint64(blockLen+4*restarts+4) >= cutLimit {
+			splitPending = true
+		}
+	}
+	if cur == nil && len(rangedel.Truncate(outSpans, lower, nil)) > 0 {
+		cur = &plannedTable{start: len(kept), lower: lower}
+	}
+	if cur != nil {
+		if count > 0 {
+			cur.blockEnds = append(cur.blockEnds, len(kept))
+		}
+		cur.end = len(kept)
+		tables = append(tables, *cur)
+	}
+	return tables
+}
+
+// encodedLCP is the length of the common prefix of two entries' encoded
+// internal keys (user key, then the trailer, 8 bytes little-endian).
+func (s *inputSet) encodedLCP(a, b uint32) int {
+	ka, kb := s.key(a), s.key(b)
+	var ta, tb [8]byte
+	binary.LittleEndian.PutUint64(ta[:], uint64(s.ents[a].trailer))
+	binary.LittleEndian.PutUint64(tb[:], uint64(s.ents[b].trailer))
+	at := func(k []byte, t *[8]byte, p int) byte {
+		if p < len(k) {
+			return k[p]
+		}
+		return t[p-len(k)]
+	}
+	n, la, lb := 0, len(ka)+8, len(kb)+8
+	for n < la && n < lb && at(ka, &ta, n) == at(kb, &tb, n) {
+		n++
+	}
+	return n
+}
+
+func uvarintLen(v int) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+// encodeTable builds a planned table's data blocks, on goroutines, with
+// sstable.BlockBuilder (the Writer's own block code), sealing them when the
+// table is compressed, and checks each block ends where the Writer would
+// end it: the plan and the builder must agree.
+func (s *inputSet) encodeTable(t plannedTable, kept []uint32, opts sstable.WriterOptions) ([]sstable.EncodedBlock, error) {
+	blocks := make([]sstable.EncodedBlock, len(t.blockEnds))
+	errs := make([]error, len(t.blockEnds))
+	parallel(len(t.blockEnds), func(lo, hi int) {
+		bb := sstable.NewBlockBuilder(opts.RestartInterval)
+		for bi := lo; bi < hi; bi++ {
+			start := t.start
+			if bi > 0 {
+				start = t.blockEnds[bi-1]
+			}
+			end := t.blockEnds[bi]
+			b := sstable.EncodedBlock{SmallestSeq: base.SeqNumMax}
+			bb.Reset()
+			for j := start; j < end; j++ {
+				if j > start && bb.EstimatedSize() >= opts.BlockSize {
+					errs[bi] = fmt.Errorf("gpucompact: plan and block builder disagree: block %d of a table full before entry %d", bi, j)
+					return
+				}
+				id := kept[j]
+				k := s.internalKey(id)
+				bb.Add(k, s.value(id))
+				if j == start {
+					b.First = k
+				}
+				b.Entries++
+				if k.Kind() == base.KindDelete {
+					b.Deletions++
+				}
+				b.RawKeySize += uint64(k.Size())
+				b.RawValueSize += uint64(s.ents[id].valLen)
+				b.SmallestSeq = min(b.SmallestSeq, k.SeqNum())
+				b.LargestSeq = max(b.LargestSeq, k.SeqNum())
+				if opts.BloomBitsPerKey > 0 && (j == t.start || !bytes.Equal(s.key(kept[j-1]), k.UserKey)) {
+					b.Hashes = append(b.Hashes, sstable.BloomHash(k.UserKey))
+				}
+			}
+			if bi < len(t.blockEnds)-1 && bb.EstimatedSize() < opts.BlockSize {
+				errs[bi] = fmt.Errorf("gpucompact: plan and block builder disagree: block %d of a table ends short (%d of %d bytes)", bi, bb.EstimatedSize(), opts.BlockSize)
+				return
+			}
+			b.Last = s.internalKey(kept[end-1])
+			b.Raw = bytes.Clone(bb.Finish())
+			if opts.Compression != sstable.NoCompression {
+				sealed := sstable.SealBlock(opts.Compression, nil, b.Raw)
+				b.Sealed = &sealed
+			}
+			blocks[bi] = b
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return blocks, nil
+}
+
+// parallel runs f over [0, n) split among up to GOMAXPROCS goroutines.
+func parallel(n int, f func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/1024))
+	if workers <= 1 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(n*w/workers, n*(w+1)/workers)
+		}()
+	}
+	wg.Wait()
+}
