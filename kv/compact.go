@@ -374,7 +374,11 @@ func (d *DB) runCompaction(ctx context.Context, c *pickedCompaction, snaps []bas
 		Env:                   d.compactionEnv(outs),
 	}
 	res, err := d.opts.Compactor.Compact(ctx, job)
-	if err := outs.settle(err); err != nil {
+	var outputs []*manifest.FileMetadata
+	if err == nil {
+		outputs = res.Outputs
+	}
+	if err := outs.settle(err, outputs); err != nil {
 		return err
 	}
 	edit := c.deleteInputs()

@@ -194,3 +194,61 @@ func TestCreateTableInFlightWhenCompactionFails(t *testing.T) {
 	}
 	mustGet(t, db, "k042", "v")
 }
+
+// abandoningCompactor creates a table, writes nothing to it, and then runs
+// the job on compaction.CPU: a compactor that fell back after a failed
+// attempt.
+type abandoningCompactor struct{ abandoned []base.FileNum }
+
+func (c *abandoningCompactor) Compact(ctx context.Context, job *compaction.Job) (*compaction.Result, error) {
+	num, f, err := job.Env.CreateTable()
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	c.abandoned = append(c.abandoned, num)
+	return compaction.CPU{}.Compact(ctx, job)
+}
+
+// TestAbandonedOutputsRemoved: tables a successful job created but did not
+// return are deleted when the job's outputs are installed, by compactions
+// and by Repair.
+func TestAbandonedOutputsRemoved(t *testing.T) {
+	mem := vfs.NewMem()
+	cc := &abandoningCompactor{}
+	db, err := Open("/db", &Options{FS: mem, Compactor: cc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		db.Set([]byte(fmt.Sprintf("k%03d", i)), []byte("v"), nil)
+	}
+	if err := db.Compact(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		tables := tableFiles(t, mem, "/db")
+		for _, n := range cc.abandoned {
+			if tables[n] {
+				t.Fatalf("%s: abandoned table %s still on disk (tables %v)", when, n, tables)
+			}
+		}
+	}
+	if len(cc.abandoned) == 0 {
+		t.Fatal("the compactor ran no job")
+	}
+	check("after Compact")
+	mustGet(t, db, "k042", "v")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n := len(cc.abandoned)
+	if _, err := Repair("/db", &Options{FS: mem, Compactor: cc}); err != nil {
+		t.Fatal(err)
+	}
+	if len(cc.abandoned) == n {
+		t.Fatal("Repair ran no compaction")
+	}
+	check("after Repair")
+}

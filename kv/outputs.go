@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/manifest"
 	"github.com/warpkit/warpkit/kv/vfs"
 )
 
@@ -66,15 +67,27 @@ func (o *outputTables) finish() []base.FileNum {
 }
 
 // settle finishes the job and deals with its tables by its outcome: if the
-// job succeeded (jobErr nil), it makes their directory entries durable; if
-// the job or that sync failed, it deletes every table the job created and
-// returns the error.
-func (o *outputTables) settle(jobErr error) error {
+// job succeeded (jobErr nil), it makes their directory entries durable and
+// deletes the tables it created but did not return (a compactor that fell
+// back after a failed attempt); if the job or that sync failed, it deletes
+// every table the job created and returns the error.
+func (o *outputTables) settle(jobErr error, outputs []*manifest.FileMetadata) error {
 	d := o.d
 	created := o.finish()
 	err := jobErr
 	if err == nil {
 		err = vfs.SyncDir(d.fs, d.dir)
+	}
+	if err == nil {
+		returned := make(map[base.FileNum]bool, len(outputs))
+		for _, m := range outputs {
+			returned[m.FileNum] = true
+		}
+		for _, n := range created {
+			if !returned[n] {
+				d.removeFile(base.MakeFilename(base.FileTypeTable, n))
+			}
+		}
 	}
 	if err != nil {
 		for _, n := range created {

@@ -313,8 +313,20 @@ func (r *repairer) merge() (*compaction.Result, error) {
 		Env:                   d.compactionEnv(outs),
 	}
 	res, err := d.opts.Compactor.Compact(context.Background(), job)
+	returned := map[base.FileNum]bool{}
+	if err == nil {
+		for _, m := range res.Outputs {
+			returned[m.FileNum] = true
+		}
+	}
 	for _, n := range outs.finish() {
-		r.created = append(r.created, base.MakeFilename(base.FileTypeTable, n))
+		name := base.MakeFilename(base.FileTypeTable, n)
+		if err == nil && !returned[n] {
+			// Created by an attempt the compactor abandoned (it fell back).
+			d.fs.Remove(d.fs.PathJoin(d.dir, name))
+			continue
+		}
+		r.created = append(r.created, name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("kv: repair: merge: %w", err)
