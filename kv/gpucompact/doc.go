@@ -4,12 +4,29 @@
 // output blocks — laid out for a GPU, with a Go engine that runs the same
 // stages on goroutines. Design: shared/docs/specs/gpucompact.md.
 //
+// # Use
+//
+//	gc, err := gpucompact.New(gpucompact.Options{})
+//	db, err := kv.Open(dir, &kv.Options{Compactor: gc})
+//	...
+//	db.Close()
+//	gc.Close()
+//
+// Jobs of at least MinInputBytes (8 MiB) run through the pipeline; smaller
+// ones, and any job the engine fails, run on Options.Fallback
+// (compaction.CPU); Stats count both. Outputs are byte-identical to
+// compaction.CPU{Parts: 1}'s.
+//
 // # Status
 //
-// Under construction (issues 15 and 16); nothing here is a
-// compaction.Compactor yet, and kv does not use the package. Built and
-// tested so far:
+// Part 1 of two (issues 15 and 16): the pipeline runs on its Go engine only
+// — the CUDA engine, Options.Backend and the device options of the spec are
+// part 2. Built and tested:
 //
+//   - the Compactor: the decision module (MinInputBytes, MinInputTables),
+//     fallback of a failed job to Options.Fallback (counted by stage; damaged
+//     input and the caller's context are returned, not rerun; kv deletes the
+//     tables a failed attempt created), Stats with stage times;
 //   - the input stage: an input table's data region read in one call, its
 //     blocks checked and decompressed into one arena (sstable.Reader.DataBlocks
 //     and DecodeBlock), every entry decoded into a flat entry array whose
@@ -41,9 +58,25 @@
 //     bulk (Writer.AddEncodedBlock, SetFilter, SealBlock), byte-identical to
 //     writing the entries one by one.
 //
-// Still to build for part 1: the Compactor itself (Options, the decision
-// module, fallback to compaction.CPU, per-engine statistics, kv.Metrics),
-// reading the inputs on HostWorkers goroutines, the full identity suite
-// (large jobs, values past the compression limit, fuzzing), and the
-// --compactor flag of warp kv bench and bench/peers.
+// Still to build for part 1: reading the inputs on HostWorkers goroutines
+// (today one table after another), per-engine counters in kv.Metrics, the
+// rest of the spec's identity suite (jobs of many MiB, values past the
+// compression limit, fuzzing), the --compactor flag of warp kv bench and
+// bench/peers, and the benchmark against compaction.CPU (cpu-par).
+//
+// # Departures from the spec (shared/docs/specs/gpucompact.md)
+//
+//   - Options today are Fallback, MinInputBytes, MinInputTables and a
+//     *slog.Logger (the project's logging hook, for the spec's Logf);
+//     Backend, Device, WhenBusy, the memory and worker sizes, Sort and
+//     DeviceCompression come with the CUDA engine.
+//   - Stats.Fallbacks counts by the stage that failed ("load", "merge",
+//     "gc", "plan", "encode", "write").
+//   - SealBlock returns a SealedBlock (stored bytes, type, masked CRC) that
+//     EncodedBlock carries as Sealed, where the spec lists Stored, Type and
+//     CRC fields of EncodedBlock.
+//   - The Go engine keeps an array of entry structs rather than separate
+//     arrays per field, and decodes a block per goroutine step rather than
+//     a restart interval per thread; the CUDA engine lays them out for the
+//     device.
 package gpucompact

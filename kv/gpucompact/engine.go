@@ -8,15 +8,42 @@ import (
 	"github.com/warpkit/warpkit/kv/sstable"
 )
 
+// stageTimes are the wall times of one job's stages.
+type stageTimes struct {
+	load, merge, gc, plan, write time.Duration
+}
+
 // runGo runs a job through the pipeline on goroutines (the Go engine):
 // load, merge, garbage collection and selection, the plan, block encoding
 // and sealing, and the output tables, written through sstable.Writer's
 // AddEncodedBlock. Its output is byte-identical to compaction.CPU{Parts: 1}
 // (file bytes, Result metadata and Stats but Duration). Output tables are
 // created in key order; on error the ones created stay for the caller to
-// remove (kv removes every table a failed job created).
-func runGo(ctx context.Context, job *compaction.Job) (*compaction.Result, error) {
+// remove (kv removes every table a job created and did not return).
+// Failures are *stageError naming the stage; failAt (tests) injects one.
+func runGo(ctx context.Context, job *compaction.Job, times *stageTimes, failAt func(stage string) error) (*compaction.Result, error) {
 	start := time.Now()
+	t0 := start
+	stage := func(name string, d *time.Duration) error {
+		now := time.Now()
+		*d += now.Sub(t0)
+		t0 = now
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if failAt != nil {
+			if err := failAt(name); err != nil {
+				return &stageError{name, err}
+			}
+		}
+		return nil
+	}
+	wrap := func(name string, err error) error {
+		if err == nil || ctx.Err() != nil || isCorruption(err) {
+			return err
+		}
+		return &stageError{name, err}
+	}
 	spans, outSpans, dropped, releases, err := compaction.CollectSpans(job)
 	defer func() {
 		for _, rel := range releases {
@@ -24,20 +51,33 @@ func runGo(ctx context.Context, job *compaction.Job) (*compaction.Result, error)
 		}
 	}()
 	if err != nil {
-		return nil, err
+		return nil, wrap("load", err)
 	}
 	ratio, err := compaction.CutRatio(job)
 	if err != nil {
-		return nil, err
+		return nil, wrap("load", err)
 	}
 	s, err := loadJob(ctx, job)
 	if err != nil {
+		return nil, wrap("load", err)
+	}
+	if err := stage("load", &times.load); err != nil {
 		return nil, err
 	}
 	s.setK0()
-	kept, keptNew, st := s.gc(s.merge(), job, spans)
+	order := s.merge()
+	if err := stage("merge", &times.merge); err != nil {
+		return nil, err
+	}
+	kept, keptNew, st := s.gc(order, job, spans)
+	if err := stage("gc", &times.gc); err != nil {
+		return nil, err
+	}
 	opts := job.Env.WriterOptions.WithDefaults()
 	tables := s.plan(kept, keptNew, job, opts, compaction.CutLimit(job.TargetFileSize, ratio), outSpans)
+	if err := stage("plan", &times.plan); err != nil {
+		return nil, err
+	}
 	res := &compaction.Result{}
 	for _, t := range tables {
 		if err := ctx.Err(); err != nil {
@@ -45,25 +85,28 @@ func runGo(ctx context.Context, job *compaction.Job) (*compaction.Result, error)
 		}
 		blocks, err := s.encodeTable(t, kept, opts)
 		if err != nil {
-			return nil, err
+			return nil, wrap("encode", err)
 		}
 		num, f, err := job.Env.CreateTable()
 		if err != nil {
-			return nil, err
+			return nil, wrap("write", err)
 		}
 		w := sstable.NewWriter(f, job.Env.WriterOptions)
 		for _, b := range blocks {
 			if err := w.AddEncodedBlock(b); err != nil {
 				f.Close()
-				return nil, err
+				return nil, wrap("write", err)
 			}
 		}
 		m, err := compaction.FinishOutput(w, f, num, outSpans, t.lower, t.upper)
 		if err != nil {
-			return nil, err
+			return nil, wrap("write", err)
 		}
 		res.Outputs = append(res.Outputs, m)
 		res.Stats.BytesWritten += m.Size
+	}
+	if err := stage("write", &times.write); err != nil {
+		return nil, err
 	}
 	res.Stats.EntriesIn = st.entriesIn
 	res.Stats.EntriesOut = st.entriesOut

@@ -75,7 +75,9 @@ func TestGoEngineIdentical(t *testing.T) {
 			return res, files
 		}
 		want, wantFiles := run(compaction.CPU{Parts: 1}.Compact)
-		got, gotFiles := run(runGo)
+		got, gotFiles := run(func(ctx context.Context, job *compaction.Job) (*compaction.Result, error) {
+			return runGo(ctx, job, &stageTimes{}, nil)
+		})
 		if len(gotFiles) != len(wantFiles) {
 			t.Fatalf("round %d (%+v): %d outputs, compaction.CPU %d", round, opts, len(gotFiles), len(wantFiles))
 		}
