@@ -25,6 +25,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,6 +63,7 @@ type opener struct {
 var openers = []opener{
 	{"warpkit", openWarpkit},
 	{"warpkit-static", openWarpkitStatic},
+	{"warpkit-gpu", openWarpkitGPU},
 	{"pebble", openPebble},
 	{"goleveldb", openGoleveldb},
 	{"badger", openBadger},
@@ -86,6 +88,7 @@ func main() {
 		metrics   = flag.Bool("metrics", false, "print warpkit's and Pebble's own metrics report (levels, compactions) on stderr after fillrandom settles")
 		waitprof  = flag.String("waitprofile", "", "write profiles of where goroutines wait (blocking: FILE.block, mutex contention: FILE.mutex) over the whole run")
 		compacts  = flag.Int("compactions", 0, "warpkit's concurrent background compactions, 0..64 (0: its default, sized from GOMAXPROCS)")
+		compactor = flag.String("compactor", "cpu", "warpkit's compactors, a list: cpu (compaction.CPU) and gpu (kv/gpucompact: jobs of 8 MiB and more through its pipeline; its Go engine until the CUDA one exists); gpu runs the store warpkit-gpu beside warpkit")
 		parts     = flag.Int("subcompactions", 0, "warpkit's key-range parts per compaction job, 0..64 (0: its default, sized from GOMAXPROCS; 1: none)")
 		progMode  = flag.String("progress", "auto", "progress on stderr: auto (bars with rate and ETA on a terminal, else a line every 5 s), bars, plain, off")
 	)
@@ -119,8 +122,30 @@ func main() {
 			usageError(fmt.Errorf("--workloads: unknown workload %q (have %s)", w, strings.Join(kvbench.Workloads, ", ")))
 		}
 	}
+	names := strings.Split(*stores, ",")
+	var useCPU, useGPU bool
+	for _, c := range strings.Split(*compactor, ",") {
+		switch c {
+		case "cpu":
+			useCPU = true
+		case "gpu":
+			useGPU = true
+		default:
+			usageError(fmt.Errorf("--compactor: unknown compactor %q (have cpu, gpu)", c))
+		}
+	}
+	if i := slices.Index(names, "warpkit"); i >= 0 {
+		var with []string
+		if useCPU {
+			with = append(with, "warpkit")
+		}
+		if useGPU && !slices.Contains(names, "warpkit-gpu") {
+			with = append(with, "warpkit-gpu")
+		}
+		names = slices.Concat(names[:i], with, names[i+1:])
+	}
 	var chosen []opener
-	for _, name := range strings.Split(*stores, ",") {
+	for _, name := range names {
 		found := false
 		for _, o := range openers {
 			if o.name == name {
@@ -128,7 +153,7 @@ func main() {
 			}
 		}
 		if !found {
-			usageError(fmt.Errorf("--stores: unknown store %q (have warpkit, warpkit-static, pebble, goleveldb, badger)", name))
+			usageError(fmt.Errorf("--stores: unknown store %q (have warpkit, warpkit-static, warpkit-gpu, pebble, goleveldb, badger)", name))
 		}
 	}
 	if *waitprof != "" {

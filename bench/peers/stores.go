@@ -18,6 +18,7 @@ import (
 
 	"github.com/warpkit/warpkit/kv"
 	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/gpucompact"
 	"github.com/warpkit/warpkit/kv/kvbench"
 	wsst "github.com/warpkit/warpkit/kv/sstable"
 )
@@ -32,7 +33,49 @@ func openWarpkitStatic(dir string, s settings) (kvbench.Store, error) {
 	return openWarpkitWith(dir, s, true)
 }
 
+// openWarpkitGPU opens warpkit with kv/gpucompact as its compactor (jobs
+// of 8 MiB and more through its pipeline), for same-run comparisons with
+// compaction.CPU.
+func openWarpkitGPU(dir string, s settings) (kvbench.Store, error) {
+	gc, err := gpucompact.New(gpucompact.Options{})
+	if err != nil {
+		return nil, err
+	}
+	st, err := openWarpkitWithCompactor(dir, s, false, gc)
+	if err != nil {
+		gc.Close()
+		return nil, err
+	}
+	return &closingStore{Store: st, after: gc.Close}, nil
+}
+
+// closingStore closes something after its store (a compactor).
+type closingStore struct {
+	kvbench.Store
+	after func() error
+}
+
+func (c *closingStore) Close() error {
+	err := c.Store.Close()
+	if aerr := c.after(); err == nil {
+		err = aerr
+	}
+	return err
+}
+
+// Report implements kvbench.Reporter when the store does.
+func (c *closingStore) Report() string {
+	if r, ok := c.Store.(kvbench.Reporter); ok {
+		return r.Report()
+	}
+	return ""
+}
+
 func openWarpkitWith(dir string, s settings, static bool) (kvbench.Store, error) {
+	return openWarpkitWithCompactor(dir, s, static, nil)
+}
+
+func openWarpkitWithCompactor(dir string, s settings, static bool, c compaction.Compactor) (kvbench.Store, error) {
 	o := &kv.Options{
 		StaticLevelSizes:          static,
 		MemTableSize:              int(s.memTable),
@@ -48,6 +91,9 @@ func openWarpkitWith(dir string, s settings, static bool) (kvbench.Store, error)
 	}
 	if s.parts > 0 {
 		o.Compactor = compaction.CPU{Parts: s.parts}
+	}
+	if c != nil {
+		o.Compactor = c
 	}
 	if s.compression == "none" {
 		o.DisableCompression = true

@@ -10,39 +10,72 @@ import (
 	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/internal/rangedel"
+	"github.com/warpkit/warpkit/kv/manifest"
 )
 
 // loadJob reads every input table of job into one inputSet: each L0 table
 // a run of its own, each deeper level's tables (sorted, disjoint) one run.
-// Tables are read through job.Env (OpenTable for the index, OpenTableFile
-// for one read of the data region).
+// Tables are read and decoded on up to GOMAXPROCS goroutines, each into an
+// inputSet of its own, then appended in job order. Tables are read through
+// job.Env (OpenTable for the index, OpenTableFile for one read of the data
+// region).
 func loadJob(ctx context.Context, job *compaction.Job) (*inputSet, error) {
-	s := &inputSet{}
+	type table struct {
+		f     *manifest.FileMetadata
+		level int
+		s     inputSet
+		err   error
+	}
+	var tables []*table
 	for _, in := range job.Inputs {
 		for _, f := range in.Files {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			r, release, err := job.Env.OpenTable(f)
-			if err != nil {
-				return nil, err
-			}
-			file, err := job.Env.OpenTableFile(f)
-			if err == nil {
-				err = s.addTable(r, file, f.FileNum.String())
-				if cerr := file.Close(); err == nil {
-					err = cerr
-				}
-			}
-			release()
-			if err != nil {
-				return nil, err
-			}
-			if in.Level == 0 {
-				s.newRun()
-			}
+			tables = append(tables, &table{f: f, level: in.Level})
 		}
-		if in.Level > 0 {
+	}
+	load := func(t *table) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r, release, err := job.Env.OpenTable(t.f)
+		if err != nil {
+			return err
+		}
+		defer release()
+		file, err := job.Env.OpenTableFile(t.f)
+		if err != nil {
+			return err
+		}
+		err = t.s.addTable(r, file, t.f.FileNum.String())
+		if cerr := file.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	next := make(chan *table)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(tables)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range next {
+				t.err = load(t)
+			}
+		}()
+	}
+	for _, t := range tables {
+		next <- t
+	}
+	close(next)
+	wg.Wait()
+	s := &inputSet{}
+	for i, t := range tables {
+		if t.err != nil {
+			return nil, t.err
+		}
+		if err := s.appendSet(&t.s); err != nil {
+			return nil, err
+		}
+		if t.level == 0 || i == len(tables)-1 || tables[i+1].level != t.level {
 			s.newRun()
 		}
 	}
@@ -105,16 +138,7 @@ func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span
 			keep[i] = true
 		}
 	}
-	workers := min(runtime.GOMAXPROCS(0), max(1, n/4096))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			decide(n*w/workers, n*(w+1)/workers)
-		}()
-	}
-	wg.Wait()
+	parallel(n, decide, 4096)
 	// Select the kept ids (a GPU does this with a flagged select).
 	st := gcStats{entriesIn: uint64(n)}
 	kept := make([]uint32, 0, n)

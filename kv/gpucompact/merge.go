@@ -3,7 +3,6 @@ package gpucompact
 import (
 	"bytes"
 	"encoding/binary"
-	"sync"
 )
 
 // setK0 gives every entry its merge key: the 8 bytes of its user key after
@@ -55,9 +54,11 @@ func (s *inputSet) less(a, b uint32) bool {
 }
 
 // merge returns the ids of every entry in internal-key order, merging the
-// sorted runs pairwise, ⌈log2 runs⌉ rounds, the pairs of a round on
-// goroutines (a GPU does the same with one merge-path launch per round).
-// setK0 must have run.
+// sorted runs pairwise, ceil(log2 runs) rounds. Each round's pairs are cut
+// along merge paths into pieces of about mergePiece outputs, merged on
+// goroutines (a GPU does the same with one merge-path launch per round), so
+// the last rounds, with one or two large pairs, use every core too. setK0
+// must have run.
 func (s *inputSet) merge() []uint32 {
 	n := len(s.ents)
 	src := make([]uint32, n)
@@ -69,29 +70,59 @@ func (s *inputSet) merge() []uint32 {
 	}
 	dst := make([]uint32, n)
 	runs := append([]run(nil), s.runs...)
+	type piece struct {
+		out, a, b []uint32
+	}
 	for len(runs) > 1 {
 		next := make([]run, 0, (len(runs)+1)/2)
-		var wg sync.WaitGroup
+		var pieces []piece
 		for i := 0; i < len(runs); i += 2 {
 			if i+1 == len(runs) {
 				r := runs[i]
-				copy(dst[r.start:r.end], src[r.start:r.end])
+				pieces = append(pieces, piece{dst[r.start:r.end], src[r.start:r.end], nil})
 				next = append(next, r)
 				continue
 			}
-			a, b := runs[i], runs[i+1]
+			ra, rb := runs[i], runs[i+1]
 			// Runs stay adjacent: a pair's output takes both ranges.
-			next = append(next, run{a.start, b.end})
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.mergePair(dst[a.start:b.end], src[a.start:a.end], src[b.start:b.end])
-			}()
+			next = append(next, run{ra.start, rb.end})
+			a, b, out := src[ra.start:ra.end], src[rb.start:rb.end], dst[ra.start:rb.end]
+			k := max(1, (len(out)+mergePiece-1)/mergePiece)
+			prevD, prevI := 0, 0
+			for p := 1; p <= k; p++ {
+				d := len(out) * p / k
+				i := s.coRank(d, a, b)
+				pieces = append(pieces, piece{out[prevD:d], a[prevI:i], b[prevD-prevI : d-i]})
+				prevD, prevI = d, i
+			}
 		}
-		wg.Wait()
+		parallel(len(pieces), func(lo, hi int) {
+			for _, p := range pieces[lo:hi] {
+				s.mergePair(p.out, p.a, p.b)
+			}
+		}, 1)
 		src, dst, runs = dst, src, next
 	}
 	return src
+}
+
+// mergePiece is about how many outputs one piece of a merge round holds
+// (tests make it small, to cut pairs into many pieces).
+var mergePiece = 1 << 16
+
+// coRank returns how many of the first d outputs of merging a and b come
+// from a (ties: a first), by binary search along the merge path.
+func (s *inputSet) coRank(d int, a, b []uint32) int {
+	lo, hi := max(0, d-len(b)), min(d, len(a))
+	for lo < hi {
+		i := (lo + hi) / 2
+		if j := d - i; j > 0 && !s.less(b[j-1], a[i]) {
+			lo = i + 1 // a[i] goes before b[j-1]: more of a
+		} else {
+			hi = i
+		}
+	}
+	return lo
 }
 
 // mergePair merges two sorted id lists into out. On a tie (never between

@@ -34,7 +34,7 @@ func (s *inputSet) sharedPrefixes(kept []uint32) []int {
 		for j := max(lo, 1); j < hi; j++ {
 			lcp[j] = s.encodedLCP(kept[j-1], kept[j])
 		}
-	})
+	}, 1024)
 	return lcp
 }
 
@@ -188,7 +188,7 @@ func (s *inputSet) encodeTable(t plannedTable, kept []uint32, opts sstable.Write
 			}
 			blocks[bi] = b
 		}
-	})
+	}, 1)
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
@@ -197,9 +197,10 @@ func (s *inputSet) encodeTable(t plannedTable, kept []uint32, opts sstable.Write
 	return blocks, nil
 }
 
-// parallel runs f over [0, n) split among up to GOMAXPROCS goroutines.
-func parallel(n int, f func(lo, hi int)) {
-	workers := min(runtime.GOMAXPROCS(0), max(1, n/1024))
+// parallel runs f over [0, n) split among up to GOMAXPROCS goroutines,
+// each given at least grain items.
+func parallel(n int, f func(lo, hi int), grain int) {
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/grain))
 	if workers <= 1 {
 		f(0, n)
 		return

@@ -131,9 +131,12 @@ func TestLoadMatchesReader(t *testing.T) {
 }
 
 // TestMergeOrder: merging the runs yields every entry once, in
-// base.CompareInternal order, whatever the number of runs.
+// base.CompareInternal order, whatever the number of runs and however the
+// merge paths cut the pairs into pieces.
 func TestMergeOrder(t *testing.T) {
-	for round := range 12 {
+	defer func(p int) { mergePiece = p }(mergePiece)
+	for round := range 24 {
+		mergePiece = []int{1 << 16, 1, 7, 100}[round%4]
 		rng := rand.New(rand.NewPCG(uint64(round), 10))
 		fs := vfs.NewMem()
 		var seq base.SeqNum
