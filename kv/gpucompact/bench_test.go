@@ -1,0 +1,95 @@
+package gpucompact
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/warpkit/warpkit/kv/compaction"
+	ct "github.com/warpkit/warpkit/kv/compaction/compactiontest"
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/manifest"
+	"github.com/warpkit/warpkit/kv/sstable"
+)
+
+// benchJob builds an L0→L1 job as a store's would look: four overlapping L0
+// tables of random keys over a two-table L1 run, 16-byte keys, values of
+// valueLen bytes (half of each random, half repeated), Snappy, about
+// inputMiB MiB of entries in all.
+func benchJob(b *testing.B, inputMiB, valueLen int) (*ct.Env, *compaction.Job) {
+	e := ct.NewEnv()
+	opts := sstable.WriterOptions{BlockSize: 4096, BloomBitsPerKey: 10, Compression: sstable.SnappyCompression}
+	perEntry := 16 + 8 + valueLen
+	n := inputMiB << 20 / perEntry
+	rng := rand.New(rand.NewPCG(1, 2))
+	val := func() string {
+		v := make([]byte, valueLen)
+		for i := range v[:valueLen/2] {
+			v[i] = byte(rng.Uint32())
+		}
+		return string(v)
+	}
+	keySpace := n * 2
+	seq := base.SeqNum(1)
+	var l0 []*manifest.FileMetadata
+	for range 4 {
+		var es []ct.Entry
+		seen := map[int]bool{}
+		for len(es) < n/8 {
+			k := rng.IntN(keySpace)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			es = append(es, ct.Entry{K: base.MakeInternalKey(fmt.Appendf(nil, "key-%011d", k), seq, base.KindSet), V: val()})
+			seq++
+		}
+		l0 = append([]*manifest.FileMetadata{e.TableWith(b, es, nil, opts)}, l0...)
+	}
+	var l1 []*manifest.FileMetadata
+	for half := range 2 {
+		var es []ct.Entry
+		for k := half * keySpace / 2; k < (half+1)*keySpace/2; k += 4 {
+			es = append(es, ct.Entry{K: base.MakeInternalKey(fmt.Appendf(nil, "key-%011d", k), 0, base.KindSet), V: val()})
+		}
+		l1 = append(l1, e.TableWith(b, es, nil, opts))
+	}
+	env := e.Env()
+	env.WriterOptions = opts
+	return e, &compaction.Job{
+		Inputs:         []compaction.Input{{Level: 0, Files: l0}, {Level: 1, Files: l1}},
+		OutputLevel:    1,
+		TargetFileSize: 4 << 20,
+		Env:            env,
+	}
+}
+
+// BenchmarkJob compacts one job with compaction.CPU on one goroutine, with
+// its subcompactions (GOMAXPROCS parts, at most 8), and with the Go engine;
+// MB/s is of input bytes.
+func BenchmarkJob(b *testing.B) {
+	for _, size := range []struct{ mib, value int }{{16, 100}, {64, 100}, {64, 1024}} {
+		_, job := benchJob(b, size.mib, size.value)
+		engines := []struct {
+			name string
+			run  func(context.Context, *compaction.Job) (*compaction.Result, error)
+		}{
+			{"cpu", compaction.CPU{Parts: 1}.Compact},
+			{"cpu-parts", compaction.CPU{}.Compact},
+			{"go-engine", func(ctx context.Context, j *compaction.Job) (*compaction.Result, error) {
+				return runGo(ctx, j, &stageTimes{}, nil)
+			}},
+		}
+		for _, eng := range engines {
+			b.Run(fmt.Sprintf("%dMiB-%dB/%s", size.mib, size.value, eng.name), func(b *testing.B) {
+				b.SetBytes(int64(job.InputBytes()))
+				for b.Loop() {
+					if _, err := eng.run(context.Background(), job); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
