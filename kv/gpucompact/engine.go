@@ -5,7 +5,10 @@ import (
 	"time"
 
 	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/manifest"
 	"github.com/warpkit/warpkit/kv/sstable"
+	"github.com/warpkit/warpkit/kv/vfs"
 )
 
 // stageTimes are the wall times of one job's stages.
@@ -18,8 +21,9 @@ type stageTimes struct {
 // and sealing, and the output tables, written through sstable.Writer's
 // AddEncodedBlock. Its output is byte-identical to compaction.CPU{Parts: 1}
 // (file bytes, Result metadata and Stats but Duration). Output tables are
-// created in key order; on error the ones created stay for the caller to
-// remove (kv removes every table a job created and did not return).
+// created in key order, then encoded and written in parallel; on error the
+// ones created stay for the caller to remove (kv removes every table a job
+// created and did not return).
 // Failures are *stageError naming the stage; failAt (tests) injects one.
 func runGo(ctx context.Context, job *compaction.Job, times *stageTimes, failAt func(stage string) error) (*compaction.Result, error) {
 	start := time.Now()
@@ -78,32 +82,60 @@ func runGo(ctx context.Context, job *compaction.Job, times *stageTimes, failAt f
 	if err := stage("plan", &times.plan); err != nil {
 		return nil, err
 	}
-	res := &compaction.Result{}
-	for _, t := range tables {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		blocks, err := s.encodeTable(t, kept, opts)
-		if err != nil {
-			return nil, wrap("encode", err)
-		}
+	// The output files are created in key order (their numbers ascend as
+	// compaction.CPU's do), then encoded and written on goroutines.
+	type output struct {
+		num  base.FileNum
+		f    vfs.File
+		meta *manifest.FileMetadata
+		err  error
+	}
+	outs := make([]output, len(tables))
+	for i := range outs {
 		num, f, err := job.Env.CreateTable()
 		if err != nil {
-			return nil, wrap("write", err)
-		}
-		w := sstable.NewWriter(f, job.Env.WriterOptions)
-		for _, b := range blocks {
-			if err := w.AddEncodedBlock(b); err != nil {
-				f.Close()
-				return nil, wrap("write", err)
+			for _, o := range outs[:i] {
+				o.f.Close()
 			}
-		}
-		m, err := compaction.FinishOutput(w, f, num, outSpans, t.lower, t.upper)
-		if err != nil {
 			return nil, wrap("write", err)
 		}
-		res.Outputs = append(res.Outputs, m)
-		res.Stats.BytesWritten += m.Size
+		outs[i] = output{num: num, f: f}
+	}
+	parallel(len(tables), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			o, t := &outs[i], tables[i]
+			if o.err = ctx.Err(); o.err != nil {
+				o.f.Close()
+				continue
+			}
+			blocks, err := s.encodeTable(t, kept, opts)
+			if err != nil {
+				o.f.Close()
+				o.err = wrap("encode", err)
+				continue
+			}
+			w := sstable.NewWriter(o.f, job.Env.WriterOptions)
+			for _, b := range blocks {
+				if err = w.AddEncodedBlock(b); err != nil {
+					break
+				}
+			}
+			if err != nil {
+				o.f.Close()
+				o.err = wrap("write", err)
+				continue
+			}
+			o.meta, err = compaction.FinishOutput(w, o.f, o.num, outSpans, t.lower, t.upper)
+			o.err = wrap("write", err)
+		}
+	}, 1)
+	res := &compaction.Result{}
+	for _, o := range outs {
+		if o.err != nil {
+			return nil, o.err
+		}
+		res.Outputs = append(res.Outputs, o.meta)
+		res.Stats.BytesWritten += o.meta.Size
 	}
 	if err := stage("write", &times.write); err != nil {
 		return nil, err

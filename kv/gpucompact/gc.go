@@ -3,6 +3,7 @@ package gpucompact
 import (
 	"bytes"
 	"context"
+	"math"
 	"runtime"
 	"sort"
 	"sync"
@@ -67,16 +68,44 @@ func loadJob(ctx context.Context, job *compaction.Job) (*inputSet, error) {
 	}
 	close(next)
 	wg.Wait()
-	s := &inputSet{}
-	for i, t := range tables {
+	// One allocation per array, each table copied into its place on a
+	// goroutine of its own.
+	var arena, keys, ents uint64
+	for _, t := range tables {
 		if t.err != nil {
 			return nil, t.err
 		}
-		if err := s.appendSet(&t.s); err != nil {
-			return nil, err
-		}
+		arena += uint64(len(t.s.arena))
+		keys += uint64(len(t.s.keys))
+		ents += uint64(len(t.s.ents))
+	}
+	if arena > math.MaxUint32 || keys > math.MaxUint32 {
+		return nil, errTooLarge
+	}
+	s := &inputSet{arena: make([]byte, arena), keys: make([]byte, keys), ents: make([]entry, ents)}
+	var a, k, n int
+	for i, t := range tables {
+		wg.Add(1)
+		go func(a, k, n int) {
+			defer wg.Done()
+			copy(s.arena[a:], t.s.arena)
+			copy(s.keys[k:], t.s.keys)
+			for j, e := range t.s.ents {
+				e.valOff += uint32(a)
+				e.keyOff += uint32(k)
+				s.ents[n+j] = e
+			}
+		}(a, k, n)
+		a, k, n = a+len(t.s.arena), k+len(t.s.keys), n+len(t.s.ents)
 		if t.level == 0 || i == len(tables)-1 || tables[i+1].level != t.level {
-			s.newRun()
+			s.runs = append(s.runs, run{start: s.runEnd(), end: n})
+		}
+	}
+	wg.Wait()
+	for i := 0; i < len(s.runs); i++ { // a table of range tombstones only makes an empty run
+		if s.runs[i].start == s.runs[i].end {
+			s.runs = append(s.runs[:i], s.runs[i+1:]...)
+			i--
 		}
 	}
 	return s, nil

@@ -96,36 +96,19 @@ func (s *inputSet) addTable(r *sstable.Reader, f io.ReaderAt, name string) error
 	return nil
 }
 
-// appendSet appends another set's arena, keys and entries (its runs are
-// not kept: callers group them with newRun).
-func (s *inputSet) appendSet(o *inputSet) error {
-	if uint64(len(s.arena))+uint64(len(o.arena)) > math.MaxUint32 || uint64(len(s.keys))+uint64(len(o.keys)) > math.MaxUint32 {
-		return errTooLarge
-	}
-	if len(s.ents) == 0 {
-		s.arena, s.keys, s.ents = o.arena, o.keys, o.ents
-		return nil
-	}
-	va, ka := uint32(len(s.arena)), uint32(len(s.keys))
-	s.arena = append(s.arena, o.arena...)
-	s.keys = append(s.keys, o.keys...)
-	for _, e := range o.ents {
-		e.valOff += va
-		e.keyOff += ka
-		s.ents = append(s.ents, e)
-	}
-	return nil
-}
-
 // newRun closes the run of the entries added since the last one.
 func (s *inputSet) newRun() {
-	start := 0
-	if n := len(s.runs); n > 0 {
-		start = s.runs[n-1].end
-	}
-	if start < len(s.ents) {
+	if start := s.runEnd(); start < len(s.ents) {
 		s.runs = append(s.runs, run{start, len(s.ents)})
 	}
+}
+
+// runEnd is where the last run ends (0 before the first).
+func (s *inputSet) runEnd() int {
+	if n := len(s.runs); n > 0 {
+		return s.runs[n-1].end
+	}
+	return 0
 }
 
 func (s *inputSet) key(i uint32) []byte {
