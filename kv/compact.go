@@ -399,6 +399,14 @@ func (d *DB) runCompaction(ctx context.Context, c *pickedCompaction, snaps []bas
 	d.m.compactBytesWritten.Add(int64(st.BytesWritten))
 	d.m.compactNanos.Add(int64(time.Since(start)))
 	d.m.tombstonesElided.Add(int64(st.TombstonesElided))
+	if st.Engine != "" {
+		d.m.accelJobs.Add(1)
+		d.m.accelBytesRead.Add(int64(st.BytesRead))
+		d.m.accelNanos.Add(int64(st.Duration))
+	}
+	if st.Fallback != "" {
+		d.m.accelFallbacks.Add(1)
+	}
 	d.m.levels[c.outputLevel].bytesIn.Add(int64(st.BytesWritten))
 	d.m.levels[c.level].compactions.Add(1)
 	d.installed()

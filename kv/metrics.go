@@ -25,6 +25,10 @@ type metricsState struct {
 	flushBytes          atomicCounter
 	flushNanos          atomicCounter
 	compactions         atomicCounter
+	accelJobs           atomicCounter
+	accelBytesRead      atomicCounter
+	accelNanos          atomicCounter
+	accelFallbacks      atomicCounter
 	moves               atomicCounter
 	compactBytesRead    atomicCounter
 	compactBytesWritten atomicCounter
@@ -86,6 +90,14 @@ type Metrics struct {
 		Time             time.Duration
 		InProgress       int
 		TombstonesElided int64 // point tombstones dropped at the bottom
+		// Accelerated counts the jobs an accelerated engine of the
+		// compactor ran (compaction.Stats.Engine not empty: kv/gpucompact),
+		// their input bytes and time, and the jobs it gave up to its
+		// fallback (compaction.Stats.Fallback).
+		Accelerated struct {
+			Count, BytesRead, Fallbacks int64
+			Time                        time.Duration
+		}
 	}
 	Stalls struct {
 		Slowdowns     int64 // writes delayed 1 ms for L0 tables >= L0SlowdownWritesThreshold
@@ -214,6 +226,10 @@ func (d *DB) Metrics() *Metrics {
 	m.Compaction.BytesWritten = d.m.compactBytesWritten.Load()
 	m.Compaction.Time = time.Duration(d.m.compactNanos.Load())
 	m.Compaction.TombstonesElided = d.m.tombstonesElided.Load()
+	m.Compaction.Accelerated.Count = d.m.accelJobs.Load()
+	m.Compaction.Accelerated.BytesRead = d.m.accelBytesRead.Load()
+	m.Compaction.Accelerated.Time = time.Duration(d.m.accelNanos.Load())
+	m.Compaction.Accelerated.Fallbacks = d.m.accelFallbacks.Load()
 	m.Stalls.Slowdowns = d.m.slowdowns.Load()
 	m.Stalls.SlowdownTime = time.Duration(d.m.slowdownNanos.Load())
 	m.Stalls.MemTableStops = d.m.memtableStops.Load()
@@ -251,6 +267,9 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&b, "wal: %s committed, %s written, %d groups, %d syncs\n", humanBytes(float64(m.WAL.BytesIn)), humanBytes(float64(m.WAL.BytesWritten)), m.WAL.CommitGroups, m.WAL.Syncs)
 	fmt.Fprintf(&b, "compactions: %d (+%d moves), read %s, wrote %s, %v, %s/s\n", m.Compaction.Count, m.Compaction.Moves,
 		humanBytes(float64(m.Compaction.BytesRead)), humanBytes(float64(m.Compaction.BytesWritten)), m.Compaction.Time.Round(time.Millisecond), humanBytes(m.CompactionBandwidth()))
+	if a := m.Compaction.Accelerated; a.Count > 0 || a.Fallbacks > 0 {
+		fmt.Fprintf(&b, "accelerated compactions: %d, read %s, %v; %d fell back\n", a.Count, humanBytes(float64(a.BytesRead)), a.Time.Round(time.Millisecond), a.Fallbacks)
+	}
 	fmt.Fprintf(&b, "write amplification: %.2f\n", m.WriteAmp())
 	fmt.Fprintf(&b, "stalls: %d slowdowns (%v), %d memtable stops, %d L0 stops (%v); %d stalls, %v held up in all",
 		m.Stalls.Slowdowns, m.Stalls.SlowdownTime.Round(time.Millisecond),

@@ -115,6 +115,11 @@ type Stats struct {
 	TombstonesElided uint64 // point tombstones dropped at the bottom
 	RangeDelsDropped uint64 // range tombstone entries dropped
 	Duration         time.Duration
+	// Engine names what ran the job when a compactor has several ("" for
+	// compaction.CPU; kv/gpucompact: "go", or its fallback's "" after a
+	// failure). Fallback, when not empty, says why an accelerated engine
+	// gave the job up (the stage that failed).
+	Engine, Fallback string
 }
 
 // Result lists the outputs, in key order.

@@ -138,6 +138,9 @@ func (c *Compactor) accepts(job *compaction.Job) bool {
 // job was below the threshold).
 func (c *Compactor) fallback(ctx context.Context, job *compaction.Job, reason string) (*compaction.Result, error) {
 	res, err := c.opts.Fallback.Compact(ctx, job)
+	if err == nil && reason != "" {
+		res.Stats.Fallback = reason
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if reason != "" {

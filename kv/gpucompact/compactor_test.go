@@ -77,6 +77,9 @@ func TestFallbackAtEveryStage(t *testing.T) {
 		if st.Fallbacks[stage] != 1 || st.FallbackJobs != 1 || st.EngineJobs != 0 {
 			t.Fatalf("%s: stats %+v", stage, st)
 		}
+		if got.Stats.Fallback != stage || got.Stats.Engine != "" {
+			t.Fatalf("%s: result stats say engine %q, fallback %q", stage, got.Stats.Engine, got.Stats.Fallback)
+		}
 		if e.Held() != 0 {
 			t.Fatalf("%s: %d readers held", stage, e.Held())
 		}
@@ -260,6 +263,9 @@ func TestStoreOnGoEngine(t *testing.T) {
 	st := c.Stats()
 	if st.EngineJobs == 0 || len(st.Fallbacks) != 0 {
 		t.Fatalf("stats %+v", st)
+	}
+	if a := db.Metrics().Compaction.Accelerated; a.Count != int64(st.EngineJobs) || a.BytesRead != int64(st.EngineBytesRead) || a.Fallbacks != 0 || a.Time <= 0 {
+		t.Fatalf("kv metrics %+v, compactor stats %+v", a, st)
 	}
 	if err := db.CheckIntegrity(); err != nil {
 		t.Fatal(err)

@@ -146,5 +146,6 @@ func runGo(ctx context.Context, job *compaction.Job, times *stageTimes, failAt f
 	res.Stats.RangeDelsDropped = dropped
 	res.Stats.BytesRead = job.InputBytes()
 	res.Stats.Duration = time.Since(start)
+	res.Stats.Engine = "go"
 	return res, nil
 }

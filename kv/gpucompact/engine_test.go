@@ -90,7 +90,10 @@ func TestGoEngineIdentical(t *testing.T) {
 			}
 		}
 		gs, ws := got.Stats, want.Stats
-		gs.Duration, ws.Duration = 0, 0
+		if gs.Engine != "go" {
+			t.Fatalf("round %d: engine %q", round, gs.Engine)
+		}
+		gs.Duration, ws.Duration, gs.Engine = 0, 0, ""
 		if gs != ws {
 			t.Fatalf("round %d: stats %+v, compaction.CPU %+v", round, gs, ws)
 		}
