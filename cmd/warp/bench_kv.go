@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/warpkit/warpkit/internal/cli"
 	"github.com/warpkit/warpkit/internal/progress"
 	"github.com/warpkit/warpkit/kv"
+	"github.com/warpkit/warpkit/kv/gpucompact"
 	"github.com/warpkit/warpkit/kv/kvbench"
 	"github.com/warpkit/warpkit/kv/sstable"
 	"github.com/warpkit/warpkit/kv/vfs"
@@ -48,6 +50,7 @@ type kvBenchFlags struct {
 	progress          string
 	memtable, table   int
 	compactions       int
+	compactors        []string
 	cacheMB           int
 	compression       string
 	seed              uint64
@@ -87,6 +90,8 @@ func runKVBench(ctx context.Context, args []string) error {
 	cli.IntVarFlag(fs, &f.cacheMB, "cache", 32, 1, kvMaxCache, "block cache in MiB")
 	cli.ChoiceVarFlag(fs, &f.compression, "compression", "snappy", []string{"none", "snappy", "s2"}, "block compression")
 	cli.IntVarFlag(fs, &f.compactions, "compactions", 0, 0, 64, "concurrent background compactions (0: the store's default, sized from GOMAXPROCS)")
+	cli.ChoiceListVarFlag(fs, &f.compactors, "compactor", []string{"cpu"}, []string{"cpu", "gpu"},
+		"compactors; a list runs every workload with each: cpu is compaction.CPU, gpu is kv/gpucompact (jobs of 8 MiB and more through its pipeline; its Go engine until the CUDA one exists)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the first workload listed to this file")
 	if err := cli.Parse(fs, args); err != nil {
@@ -161,16 +166,41 @@ func runKVBench(ctx context.Context, args []string) error {
 	gen := 0
 	var store *kvbench.KVStore
 	var runner, baseline *kvbench.Runner
+	var gc *gpucompact.Compactor // the store's compactor, when gpu
+	closeStore := func() error {
+		err := store.Close()
+		store = nil
+		if gc != nil {
+			if cerr := gc.Close(); err == nil {
+				err = cerr
+			}
+			gc = nil
+		}
+		return err
+	}
+	compactor := "cpu"
 	openFresh := func() error {
 		if store != nil {
-			if err := store.Close(); err != nil {
+			if err := closeStore(); err != nil {
 				return err
 			}
 		}
 		gen++
 		d := vfsys.PathJoin(dir, fmt.Sprint(gen))
-		db, err := kv.Open(d, opts)
+		o := *opts
+		if compactor == "gpu" {
+			var err error
+			if gc, err = gpucompact.New(gpucompact.Options{}); err != nil {
+				return err
+			}
+			o.Compactor = gc
+		}
+		db, err := kv.Open(d, &o)
 		if err != nil {
+			if gc != nil {
+				gc.Close()
+				gc = nil
+			}
 			return err
 		}
 		store = kvbench.NewKVStore(db, f.sync)
@@ -180,70 +210,78 @@ func runKVBench(ctx context.Context, args []string) error {
 	}
 	defer func() {
 		if store != nil {
-			store.Close()
+			closeStore()
 		}
 	}()
 	var runs []kvRun
-	for ti, threads := range f.threads {
-		cfg.Threads = threads
-		if store != nil { // every client count starts from a fresh store
-			if err := store.Close(); err != nil {
-				return err
-			}
-			store = nil
-		}
-		results := map[string]*kvbench.Result{}
-		base := map[string]*kvbench.Result{}
-		metricsAfter := map[string]*kv.Metrics{}
-		for i, w := range workloads {
-			step := fmt.Sprintf("[%d/%d] %s", ti*len(workloads)+i+1, len(f.threads)*len(workloads), w)
-			if len(f.threads) > 1 {
-				step += fmt.Sprintf(" (%d clients)", threads)
-			}
-			if store == nil || w == "fillseq" || w == "fillrandom" {
-				if err := openFresh(); err != nil {
-					return err
-				}
-				if w != "fillseq" && w != "fillrandom" {
-					// A workload that reads needs data: load both stores.
-					if _, err := runner.RunShown(ctx, prog, step+": load kv", "fillrandom"); err != nil {
-						return err
-					}
-					if _, err := baseline.RunShown(ctx, prog, step+": load B-tree", "fillrandom"); err != nil {
-						return err
-					}
-				}
-			}
-			t := prog.Start(step+": settle", 0)
-			err := store.Settle()
-			t.Done()
-			if err != nil {
-				return err
-			}
-			runtime.GC()
-			if prof != nil {
-				if err := pprof.StartCPUProfile(prof); err != nil {
+	nsteps := len(f.compactors) * len(f.threads) * len(workloads)
+	stepNo := 0
+	for _, comp := range f.compactors {
+		compactor = comp
+		for _, threads := range f.threads {
+			cfg.Threads = threads
+			if store != nil { // every run starts from a fresh store
+				if err := closeStore(); err != nil {
 					return err
 				}
 			}
-			res, err := runner.RunShown(ctx, prog, step+": kv", w)
-			if prof != nil {
-				pprof.StopCPUProfile()
-				prof = nil // one profile: the first measured workload
+			results := map[string]*kvbench.Result{}
+			base := map[string]*kvbench.Result{}
+			metricsAfter := map[string]*kv.Metrics{}
+			for _, w := range workloads {
+				stepNo++
+				step := fmt.Sprintf("[%d/%d] %s", stepNo, nsteps, w)
+				if len(f.threads) > 1 {
+					step += fmt.Sprintf(" (%d clients)", threads)
+				}
+				if len(f.compactors) > 1 {
+					step += fmt.Sprintf(" (compactor %s)", comp)
+				}
+				if store == nil || w == "fillseq" || w == "fillrandom" {
+					if err := openFresh(); err != nil {
+						return err
+					}
+					if w != "fillseq" && w != "fillrandom" {
+						// A workload that reads needs data: load both stores.
+						if _, err := runner.RunShown(ctx, prog, step+": load kv", "fillrandom"); err != nil {
+							return err
+						}
+						if _, err := baseline.RunShown(ctx, prog, step+": load B-tree", "fillrandom"); err != nil {
+							return err
+						}
+					}
+				}
+				t := prog.Start(step+": settle", 0)
+				err := store.Settle()
+				t.Done()
+				if err != nil {
+					return err
+				}
+				runtime.GC()
+				if prof != nil {
+					if err := pprof.StartCPUProfile(prof); err != nil {
+						return err
+					}
+				}
+				res, err := runner.RunShown(ctx, prog, step+": kv", w)
+				if prof != nil {
+					pprof.StopCPUProfile()
+					prof = nil // one profile: the first measured workload
+				}
+				if err != nil {
+					return err
+				}
+				results[w] = res
+				metricsAfter[w] = store.DB.Metrics()
+				// The baseline runs the same workload on its own copy of the data.
+				b, err := baseline.RunShown(ctx, prog, step+": B-tree", w)
+				if err != nil {
+					return err
+				}
+				base[w] = b
 			}
-			if err != nil {
-				return err
-			}
-			results[w] = res
-			metricsAfter[w] = store.DB.Metrics()
-			// The baseline runs the same workload on its own copy of the data.
-			b, err := baseline.RunShown(ctx, prog, step+": B-tree", w)
-			if err != nil {
-				return err
-			}
-			base[w] = b
+			runs = append(runs, kvRun{cfg: runner.Config(), compactor: comp, res: results, base: base, met: metricsAfter})
 		}
-		runs = append(runs, kvRun{cfg: runner.Config(), res: results, base: base, met: metricsAfter})
 	}
 	rep := kvReport(f, workloads, runs)
 	return rep.Print(os.Stdout, f.json)
@@ -252,6 +290,7 @@ func runKVBench(ctx context.Context, args []string) error {
 // kvRun is the results of every workload at one client count.
 type kvRun struct {
 	cfg       kvbench.Config
+	compactor string
 	res, base map[string]*kvbench.Result
 	met       map[string]*kv.Metrics
 }
@@ -267,23 +306,35 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 	device := fmt.Sprintf("%s, GOMAXPROCS %d, file system %s", cpuModel(), runtime.GOMAXPROCS(0), f.fs)
 	rep := benchfmt.NewReport("warp kv bench: db_bench workloads and YCSB A-F on warpkit kv", device)
 	cfg := runs[0].cfg
-	sweep := len(runs) > 1 // a clients column, rows per client count
+	sweep := len(f.threads) > 1 // a clients column, rows per client count
+	byCompactor := len(f.compactors) > 1
 	clients := fmt.Sprintf("%d client(s)", max(cfg.Threads, 1))
 	if sweep {
 		clients = "clients as listed"
 	}
 	cols := []string{"workload", "ops", "ops/s", "MB/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs", "in-memory B-tree ops/s", "kv/B-tree"}
 	lsmCols := []string{"workload", "write amp", "compaction MB/s", "compactions", "stalls", "stall ms", "L0..L6 tables"}
+	accel := slices.Contains(f.compactors, "gpu")
+	if accel {
+		lsmCols = append(lsmCols, "accelerated jobs", "fallbacks")
+	}
 	if sweep {
 		cols = append([]string{"clients"}, cols...)
 		lsmCols = append([]string{"clients"}, lsmCols...)
+	}
+	if byCompactor {
+		cols = append([]string{"compactor"}, cols...)
+		lsmCols = append([]string{"compactor"}, lsmCols...)
 	}
 	t := rep.Table(fmt.Sprintf("throughput and latency (num %d, 16 B keys, values %d..%d B, %s, sync %v)", cfg.Num, cfg.ValueMin, cfg.ValueMax, clients, f.sync), cols...)
 	lsm := rep.Table("LSM after each write workload (counters cumulative since the store was opened)", lsmCols...)
 	for _, run := range runs {
 		lead := func(row ...any) []any {
 			if sweep {
-				return append([]any{max(run.cfg.Threads, 1)}, row...)
+				row = append([]any{max(run.cfg.Threads, 1)}, row...)
+			}
+			if byCompactor {
+				row = append([]any{run.compactor}, row...)
 			}
 			return row
 		}
@@ -302,7 +353,11 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 			for _, l := range m.Levels {
 				tables = append(tables, fmt.Sprint(l.Tables))
 			}
-			lsm.Add(lead(w, m.WriteAmp(), m.CompactionBandwidth()/1e6, m.Compaction.Count, m.Stalls.Slowdowns+m.Stalls.MemTableStops+m.Stalls.L0Stops, float64(m.Stalls.Time)/1e6, strings.Join(tables, " "))...)
+			row := lead(w, m.WriteAmp(), m.CompactionBandwidth()/1e6, m.Compaction.Count, m.Stalls.Slowdowns+m.Stalls.MemTableStops+m.Stalls.L0Stops, float64(m.Stalls.Time)/1e6, strings.Join(tables, " "))
+			if accel {
+				row = append(row, m.Compaction.Accelerated.Count, m.Compaction.Accelerated.Fallbacks)
+			}
+			lsm.Add(row...)
 		}
 	}
 	rep.Note("settings: memtable %d MiB, target table %d MiB, L0 compaction/slowdown/stop 4/8/12, L1 16 MiB, levels x10, block 4 KiB, bloom 10 bits/key, block cache %d MiB, compression %s",

@@ -393,3 +393,28 @@ func TestKVBenchThreadSweep(t *testing.T) {
 		t.Fatalf("%d rows, want 6:\n%s", rows, out)
 	}
 }
+
+// TestKVBenchCompactors: --compactor cpu,gpu runs every workload on a fresh
+// store with each compactor and reports them in rows with a compactor
+// column; the gpu store counts its accelerated jobs.
+func TestKVBenchCompactors(t *testing.T) {
+	out, err := captureStdout(t, func() error {
+		return runKVBenchCommand([]string{"--num", "30000", "--fs", "mem", "--progress", "off", "--memtable", "1", "--compactor", "cpu,gpu", "--workloads", "fillrandom,readrandom"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "compactor") || !strings.Contains(out, "accelerated jobs") {
+		t.Fatalf("no compactor or accelerated-jobs column:\n%s", out)
+	}
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 2 && (f[0] == "cpu" || f[0] == "gpu") && (f[1] == "fillrandom" || f[1] == "readrandom") {
+			rows++
+		}
+	}
+	if rows != 4+2 {
+		t.Fatalf("%d rows, want 6:\n%s", rows, out)
+	}
+}

@@ -114,6 +114,8 @@ func TestFlagRejection(t *testing.T) {
 		{[]string{"kv", "bench", "--progress", "maybe"}, []string{"-progress", "auto, bars, plain, off"}},
 		{[]string{"kv", "bench", "--fs", "disk"}, []string{"-fs", "os, mem"}},
 		{[]string{"kv", "bench", "--compression", "zstd"}, []string{"-compression", "none, snappy, s2"}},
+		{[]string{"kv", "bench", "--compactor", "tpu"}, []string{"-compactor", `"tpu" is not one of cpu, gpu`}},
+		{[]string{"kv", "bench", "--compactor", "cpu,cpu"}, []string{"-compactor", `"cpu" twice`}},
 		{[]string{"kv", "bench", "--value", "0"}, []string{"--value", "bad value size"}},
 		{[]string{"kv", "bench", "--workloads", "fillrandom,nope"}, []string{"--workloads", `"nope"`}},
 		{[]string{"kv", "bench", "--sync=maybe"}, []string{"-sync"}},

@@ -197,6 +197,46 @@ func ChoiceVarFlag(fs *flag.FlagSet, p *string, name, value string, choices []st
 	fs.Var(&choice{p, choices}, name, usage+rangeHelp(usage, "WORD", strings.Join(choices, "|")))
 }
 
+// ChoiceListVarFlag defines a flag taking a comma-separated list of
+// distinct choices (at least one), storing it into p.
+func ChoiceListVarFlag(fs *flag.FlagSet, p *[]string, name string, value []string, choices []string, usage string) {
+	for _, v := range value {
+		if !slices.Contains(choices, v) {
+			panic(fmt.Sprintf("warp: flag -%s: default %q not among %v", name, v, choices))
+		}
+	}
+	*p = value
+	fs.Var(&choiceList{p, choices}, name, usage+rangeHelp(usage, "LIST", "a comma-separated list of "+strings.Join(choices, ", ")))
+}
+
+// choiceList is the flag.Value of ChoiceListVarFlag.
+type choiceList struct {
+	p       *[]string
+	choices []string
+}
+
+func (v *choiceList) String() string {
+	if v == nil || v.p == nil {
+		return ""
+	}
+	return strings.Join(*v.p, ",")
+}
+
+func (v *choiceList) Set(s string) error {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if !slices.Contains(v.choices, x) {
+			return fmt.Errorf("%q is not one of %s", x, strings.Join(v.choices, ", "))
+		}
+		if slices.Contains(out, x) {
+			return fmt.Errorf("%q twice", x)
+		}
+		out = append(out, x)
+	}
+	*v.p = out
+	return nil
+}
+
 // rangeHelp is what IntVarFlag and ChoiceVarFlag append to a flag's help:
 // " (`N`: 1..10)", where package flag shows the back-quoted word as the
 // value's name ("-num N"); if the help already quotes a word, just the
