@@ -17,7 +17,7 @@ import (
 // tables of random keys over a two-table L1 run, 16-byte keys, values of
 // valueLen bytes (half of each random, half repeated), Snappy, about
 // inputMiB MiB of entries in all.
-func benchJob(b *testing.B, inputMiB, valueLen int) (*ct.Env, *compaction.Job) {
+func benchJob(b testing.TB, inputMiB, valueLen int) (*ct.Env, *compaction.Job) {
 	e := ct.NewEnv()
 	opts := sstable.WriterOptions{BlockSize: 4096, BloomBitsPerKey: 10, Compression: sstable.SnappyCompression}
 	perEntry := 16 + 8 + valueLen

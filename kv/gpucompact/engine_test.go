@@ -103,3 +103,88 @@ func TestGoEngineIdentical(t *testing.T) {
 func metaString(m *manifest.FileMetadata) string {
 	return fmt.Sprintf("table %s size %d [%v, %v] seqs %d..%d rangedels %v", m.FileNum, m.Size, m.Smallest, m.Largest, m.SmallestSeq, m.LargestSeq, m.HasRangeDels)
 }
+
+// TestGoEngineIdenticalLarge: a job of several MiB in the shape of a
+// store's L0->L1 compaction (many outputs, many blocks per output, merge
+// rounds cut into pieces) is byte-identical too.
+func TestGoEngineIdenticalLarge(t *testing.T) {
+	mib := 12
+	if testing.Short() {
+		mib = 3
+	}
+	for _, valueLen := range []int{100, 1024} {
+		e, job := benchJob(t, mib, valueLen)
+		job.TargetFileSize = 1 << 20
+		want, err := compaction.CPU{Parts: 1}.Compact(context.Background(), job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := runGo(context.Background(), job, &stageTimes{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Outputs) != len(want.Outputs) || len(want.Outputs) < 3 {
+			t.Fatalf("%d-byte values: %d outputs, compaction.CPU %d", valueLen, len(got.Outputs), len(want.Outputs))
+		}
+		for i := range want.Outputs {
+			w, g := readFile(t, e, want.Outputs[i]), readFile(t, e, got.Outputs[i])
+			if !bytes.Equal(w, g) {
+				t.Fatalf("%d-byte values: output %d differs (%d bytes, compaction.CPU %d)", valueLen, i, len(g), len(w))
+			}
+		}
+	}
+}
+
+// FuzzGoEngine: any seed's random job (compactiontest.RandomJob) with any
+// writer options gives compaction.CPU's tables.
+func FuzzGoEngine(f *testing.F) {
+	f.Add(uint64(1), uint16(512), uint8(16), uint8(1))
+	f.Add(uint64(2), uint16(64), uint8(1), uint8(0))
+	f.Fuzz(func(t *testing.T, seed uint64, blockSize uint16, restart, comp uint8) {
+		opts := sstable.WriterOptions{
+			BlockSize:       int(blockSize%8192) + 1,
+			RestartInterval: int(restart%32) + 1,
+			BloomBitsPerKey: 10 * int(seed%2),
+			Compression:     sstable.Compression(comp % 3),
+		}
+		var outs [2][][]byte
+		for i, engine := range []func(context.Context, *compaction.Job) (*compaction.Result, error){
+			compaction.CPU{Parts: 1}.Compact,
+			func(ctx context.Context, j *compaction.Job) (*compaction.Result, error) { return runGo(ctx, j, &stageTimes{}, nil) },
+		} {
+			e := ct.NewEnv()
+			job, _, _ := ct.RandomJob(t, rand.New(rand.NewPCG(seed, 50)), e)
+			job.Env.WriterOptions = opts
+			res, err := engine(context.Background(), job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range res.Outputs {
+				outs[i] = append(outs[i], readFile(t, e, o))
+			}
+		}
+		if len(outs[0]) != len(outs[1]) {
+			t.Fatalf("%d outputs, compaction.CPU %d", len(outs[1]), len(outs[0]))
+		}
+		for i := range outs[0] {
+			if !bytes.Equal(outs[0][i], outs[1][i]) {
+				t.Fatalf("output %d differs", i)
+			}
+		}
+	})
+}
+
+func readFile(t testing.TB, e *ct.Env, m *manifest.FileMetadata) []byte {
+	t.Helper()
+	f, err := e.FS().Open(fmt.Sprintf("/%s.sst", m.FileNum))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	size, _ := f.Size()
+	b := make([]byte, size)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
