@@ -20,6 +20,11 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 	opts := smallOptions()
 	opts.FS = vfs.NewMem()
 	opts.MaxConcurrentCompactions = 2
+	runConcurrent(t, opts)
+}
+
+// runConcurrent is TestConcurrentReadersAndWriters with the given options.
+func runConcurrent(t *testing.T, opts Options) {
 	db, err := Open("/db", &opts)
 	if err != nil {
 		t.Fatal(err)
