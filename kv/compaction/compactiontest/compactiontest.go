@@ -6,9 +6,11 @@
 package compactiontest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -264,4 +266,111 @@ func Covered(ts []rangedel.Tombstone, key string, snap base.SeqNum) base.SeqNum 
 		}
 	}
 	return best
+}
+
+// MatrixJob builds a job over the gpucompact spec's test matrix: two to
+// five overlapping L0 tables over a one-to-three-table L1 run; user keys of
+// 0 to 100 bytes — the empty key, 0x00 and 0xff bytes, keys sharing a
+// prefix longer than the job's common prefix plus 8 — one key with
+// thousands of versions; values of 0 bytes to several blocks; point
+// tombstones and range tombstones (nested, and sometimes one over nearly
+// the whole key space); up to 64 snapshots; sometimes levels below (no elision); targets
+// from tiny to large. opts are the input tables' writer options.
+func MatrixJob(t testing.TB, rng *rand.Rand, e *Env, opts sstable.WriterOptions) *compaction.Job {
+	shared := string(bytes.Repeat([]byte{'p'}, 20+rng.IntN(20)))
+	pool := []string{"", "\x00", "\x00\x00\x01", "\xff", "\xff\xff\xff", shared, shared + "\x00"}
+	for range 150 {
+		switch rng.IntN(3) {
+		case 0:
+			k := make([]byte, rng.IntN(101))
+			for i := range k {
+				k[i] = byte(rng.IntN(256))
+			}
+			pool = append(pool, string(k))
+		default:
+			pool = append(pool, fmt.Sprintf("%s%08d%s", shared, rng.IntN(40), bytes.Repeat([]byte{'z'}, rng.IntN(30))))
+		}
+	}
+	hot := pool[rng.IntN(len(pool))]
+	value := func() string {
+		n := []int{0, 1, 50, 600, 5000}[rng.IntN(5)]
+		v := make([]byte, n)
+		for i := range v[:n/2] {
+			v[i] = byte(rng.Uint32())
+		}
+		return string(v)
+	}
+	seq := base.SeqNum(100)
+	var l0 []*manifest.FileMetadata
+	for range 2 + rng.IntN(4) {
+		var es []Entry
+		used := map[string]bool{}
+		for range 50 + rng.IntN(350) {
+			k := pool[rng.IntN(len(pool))]
+			kind := base.KindSet
+			if rng.IntN(5) == 0 {
+				kind = base.KindDelete
+			}
+			seq++
+			es = append(es, Entry{K: base.MakeInternalKey([]byte(k), seq, kind), V: value()})
+			used[k] = true
+		}
+		for range rng.IntN(700) {
+			seq++
+			es = append(es, Entry{K: base.MakeInternalKey([]byte(hot), seq, base.KindSet), V: value()})
+		}
+		var ts []rangedel.Tombstone
+		for range rng.IntN(4) {
+			a, b := pool[rng.IntN(len(pool))], pool[rng.IntN(len(pool))]
+			if a > b {
+				a, b = b, a
+			}
+			if a == b {
+				continue
+			}
+			seq++
+			ts = append(ts, rangedel.Tombstone{Start: []byte(a), End: []byte(b), Seq: seq})
+		}
+		if rng.IntN(6) == 0 {
+			seq++
+			ts = append(ts, rangedel.Tombstone{Start: []byte(""), End: []byte("\xff\xff\xff\xff"), Seq: seq})
+		}
+		l0 = append([]*manifest.FileMetadata{e.TableWith(t, es, rangedel.Fragment(ts), opts)}, l0...)
+	}
+	// L1: older, disjoint tables over the sorted pool.
+	keys := slices.Clone(pool)
+	sort.Strings(keys)
+	keys = slices.Compact(keys)
+	var l1 []*manifest.FileMetadata
+	parts := 1 + rng.IntN(3)
+	for p := range parts {
+		var es []Entry
+		for _, k := range keys[len(keys)*p/parts : len(keys)*(p+1)/parts] {
+			if rng.IntN(3) > 0 {
+				es = append(es, Entry{K: base.MakeInternalKey([]byte(k), base.SeqNum(1+rng.IntN(50)), base.KindSet), V: value()})
+			}
+		}
+		if len(es) > 0 {
+			l1 = append(l1, e.TableWith(t, es, nil, opts))
+		}
+	}
+	var snaps []base.SeqNum
+	for range rng.IntN(65) {
+		snaps = append(snaps, base.SeqNum(1+rng.IntN(int(seq))))
+	}
+	slices.Sort(snaps)
+	job := &compaction.Job{
+		Inputs:         []compaction.Input{{Level: 0, Files: l0}},
+		OutputLevel:    1,
+		Snapshots:      slices.Compact(snaps),
+		TargetFileSize: []uint64{300, 4 << 10, 64 << 10, 4 << 20}[rng.IntN(4)],
+		Env:            e.Env(),
+	}
+	if len(l1) > 0 {
+		job.Inputs = append(job.Inputs, compaction.Input{Level: 1, Files: l1})
+	}
+	if rng.IntN(2) == 0 {
+		job.Lower = [][]*manifest.FileMetadata{{{Smallest: base.MakeInternalKey(nil, 0, base.KindSet), Largest: base.MakeInternalKey([]byte("\xff\xff\xff\xff"), 0, base.KindSet)}}}
+	}
+	return job
 }
