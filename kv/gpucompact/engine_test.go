@@ -114,7 +114,7 @@ func TestGoEngineIdenticalLarge(t *testing.T) {
 	}
 	for _, valueLen := range []int{100, 1024} {
 		e, job := benchJob(t, mib, valueLen)
-		job.TargetFileSize = 1 << 20
+		job.TargetFileSize = 256 << 10
 		want, err := compaction.CPU{Parts: 1}.Compact(context.Background(), job)
 		if err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/sstable"
@@ -55,6 +56,15 @@ func (s *inputSet) addTable(r *sstable.Reader, f io.ReaderAt, name string) error
 	hi := last.Offset + last.Length + sstable.BlockTrailerLen
 	if hi < lo || hi-lo > math.MaxUint32 {
 		return fmt.Errorf("gpucompact: %s: data region [%d, %d): %w", name, lo, hi, errTooLarge)
+	}
+	// Size the arrays from the table's properties (a table written before
+	// RawDataSize existed grows them as it goes).
+	if p := r.Properties(); p.NumEntries > 0 && p.NumEntries < math.MaxUint32 {
+		s.arena = slices.Grow(s.arena, int(min(p.RawDataSize, math.MaxUint32)))
+		s.ents = slices.Grow(s.ents, int(p.NumEntries))
+		if p.RawKeySize >= 8*p.NumEntries {
+			s.keys = slices.Grow(s.keys, int(min(p.RawKeySize-8*p.NumEntries, math.MaxUint32)))
+		}
 	}
 	region := make([]byte, hi-lo)
 	if _, err := f.ReadAt(region, int64(lo)); err != nil {
