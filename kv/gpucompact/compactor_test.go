@@ -21,17 +21,7 @@ func outputsOf(t *testing.T, e *ct.Env, res *compaction.Result) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for _, o := range res.Outputs {
-		f, err := e.FS().Open(fmt.Sprintf("/%s.sst", o.FileNum))
-		if err != nil {
-			t.Fatal(err)
-		}
-		size, _ := f.Size()
-		b := make([]byte, size)
-		if _, err := f.ReadAt(b, 0); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-		out = append(out, b)
+		out = append(out, readFile(t, e, o))
 	}
 	return out
 }

@@ -57,17 +57,7 @@ func TestGoEngineIdentical(t *testing.T) {
 			}
 			var files [][]byte
 			for _, o := range res.Outputs {
-				f, err := e.FS().Open(fmt.Sprintf("/%s.sst", o.FileNum))
-				if err != nil {
-					t.Fatal(err)
-				}
-				size, _ := f.Size()
-				b := make([]byte, size)
-				if _, err := f.ReadAt(b, 0); err != nil {
-					t.Fatal(err)
-				}
-				f.Close()
-				files = append(files, b)
+				files = append(files, readFile(t, e, o))
 			}
 			if e.Held() != 0 {
 				t.Fatalf("round %d: %d readers not released", round, e.Held())
@@ -150,7 +140,9 @@ func FuzzGoEngine(f *testing.F) {
 		var outs [2][][]byte
 		for i, engine := range []func(context.Context, *compaction.Job) (*compaction.Result, error){
 			compaction.CPU{Parts: 1}.Compact,
-			func(ctx context.Context, j *compaction.Job) (*compaction.Result, error) { return runGo(ctx, j, &stageTimes{}, nil) },
+			func(ctx context.Context, j *compaction.Job) (*compaction.Result, error) {
+				return runGo(ctx, j, &stageTimes{}, nil)
+			},
 		} {
 			e := ct.NewEnv()
 			job, _, _ := ct.RandomJob(t, rand.New(rand.NewPCG(seed, 50)), e)
@@ -213,7 +205,9 @@ func TestGoEngineMatrix(t *testing.T) {
 		var stats [2]compaction.Stats
 		for i, engine := range []func(context.Context, *compaction.Job) (*compaction.Result, error){
 			compaction.CPU{Parts: 1}.Compact,
-			func(ctx context.Context, j *compaction.Job) (*compaction.Result, error) { return runGo(ctx, j, &stageTimes{}, nil) },
+			func(ctx context.Context, j *compaction.Job) (*compaction.Result, error) {
+				return runGo(ctx, j, &stageTimes{}, nil)
+			},
 		} {
 			e := ct.NewEnv()
 			job := ct.MatrixJob(t, rand.New(rand.NewPCG(uint64(round), 52)), e, in)

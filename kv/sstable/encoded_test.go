@@ -134,7 +134,9 @@ func TestEncodedBlockRefused(t *testing.T) {
 	if len(blocks) < 3 {
 		t.Fatalf("%d blocks", len(blocks))
 	}
-	newW := func() *Writer { return NewWriter(&bytes.Buffer{}, WriterOptions{BlockSize: 512, Compression: SnappyCompression}) }
+	newW := func() *Writer {
+		return NewWriter(&bytes.Buffer{}, WriterOptions{BlockSize: 512, Compression: SnappyCompression})
+	}
 	for _, tc := range []struct {
 		name string
 		add  func(w *Writer) error
