@@ -24,7 +24,18 @@ const Grain = 1 << 16
 // part has returned. Parts are consecutive and in order: part i covers
 // [i*n/p, (i+1)*n/p).
 func For(n, grain int, f func(part, lo, hi int)) {
-	p := Parts(n, grain)
+	run(n, Parts(n, grain), f)
+}
+
+// ForCores is For for compute-bound loops, which every core speeds up: up
+// to GOMAXPROCS parts (For stops at MaxParts, where copies run out of
+// memory bandwidth).
+func ForCores(n, grain int, f func(part, lo, hi int)) {
+	run(n, max(1, min(n/max(grain, 1), runtime.GOMAXPROCS(0))), f)
+}
+
+// run calls f over [0, n) in p consecutive parts, concurrently.
+func run(n, p int, f func(part, lo, hi int)) {
 	if p <= 1 {
 		if n > 0 {
 			f(0, 0, n)

@@ -1,16 +1,29 @@
 package hostpar
 
 import (
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"testing"
 )
 
 func TestFor(t *testing.T) {
+	checkFor(t, For, func(n int) int { return Parts(n, Grain) })
+}
+
+// TestForCores: ForCores covers every element once in up to GOMAXPROCS
+// parts (past MaxParts when there are the cores).
+func TestForCores(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2 * MaxParts))
+	checkFor(t, ForCores, func(n int) int { return max(1, min(n/Grain, 2*MaxParts)) })
+}
+
+func checkFor(t *testing.T, forFn func(int, int, func(int, int, int)), parts func(n int) int) {
+	t.Helper()
 	for _, n := range []int{0, 1, Grain - 1, Grain, 3*Grain + 7, 20 * Grain} {
 		seen := make([]atomic.Int32, n)
 		var calls atomic.Int32
-		For(n, Grain, func(_, lo, hi int) {
+		forFn(n, Grain, func(_, lo, hi int) {
 			calls.Add(1)
 			for i := lo; i < hi; i++ {
 				seen[i].Add(1)
@@ -21,7 +34,7 @@ func TestFor(t *testing.T) {
 				t.Fatalf("n=%d: element %d visited %d times", n, i, seen[i].Load())
 			}
 		}
-		if want := Parts(n, Grain); n > 0 && int(calls.Load()) != want {
+		if want := parts(n); n > 0 && int(calls.Load()) != want {
 			t.Fatalf("n=%d: %d parts, want %d", n, calls.Load(), want)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/warpkit/warpkit/internal/hostpar"
 	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/manifest"
@@ -101,7 +102,7 @@ func runGo(ctx context.Context, job *compaction.Job, times *stageTimes, failAt f
 		}
 		outs[i] = output{num: num, f: f}
 	}
-	parallel(len(tables), func(lo, hi int) {
+	hostpar.ForCores(len(tables), 1, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			o, t := &outs[i], tables[i]
 			if o.err = ctx.Err(); o.err != nil {
@@ -128,7 +129,7 @@ func runGo(ctx context.Context, job *compaction.Job, times *stageTimes, failAt f
 			o.meta, err = compaction.FinishOutput(w, o.f, o.num, outSpans, t.lower, t.upper)
 			o.err = wrap("write", err)
 		}
-	}, 1)
+	})
 	res := &compaction.Result{}
 	for _, o := range outs {
 		if o.err != nil {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/warpkit/warpkit/internal/hostpar"
 	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/internal/rangedel"
@@ -141,20 +142,25 @@ func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span
 	newKey := make([]bool, n)
 	elided := make([]bool, n)
 	snaps := job.Snapshots
-	decide := func(lo, hi int) {
+	hostpar.ForCores(n, 4096, func(_, lo, hi int) {
+		// The predecessor's stripe: computed for the part's first entry,
+		// carried along after.
+		prevStripe := -1
+		if lo > 0 {
+			prevStripe = compaction.StripeOf(snaps, s.ents[order[lo-1]].trailer.SeqNum())
+		}
 		for i := lo; i < hi; i++ {
 			id := order[i]
 			k := s.internalKey(id)
 			q := k.SeqNum()
 			stripe := compaction.StripeOf(snaps, q)
+			samePrev := prevStripe == stripe
+			prevStripe = stripe
 			newKey[i] = true
-			if i > 0 {
-				prev := order[i-1]
-				if bytes.Equal(s.key(prev), k.UserKey) {
-					newKey[i] = false
-					if compaction.StripeOf(snaps, s.ents[prev].trailer.SeqNum()) == stripe {
-						continue // shadowed
-					}
+			if i > 0 && bytes.Equal(s.key(order[i-1]), k.UserKey) {
+				newKey[i] = false
+				if samePrev {
+					continue // shadowed
 				}
 			}
 			if sp := spanAt(spans, k.UserKey); sp != nil && compaction.CoveredInStripe(sp, q, stripe, snaps) {
@@ -166,8 +172,7 @@ func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span
 			}
 			keep[i] = true
 		}
-	}
-	parallel(n, decide, 4096)
+	})
 	// Select the kept ids (a GPU does this with a flagged select).
 	st := gcStats{entriesIn: uint64(n)}
 	kept := make([]uint32, 0, n)

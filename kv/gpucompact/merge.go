@@ -3,6 +3,8 @@ package gpucompact
 import (
 	"bytes"
 	"encoding/binary"
+
+	"github.com/warpkit/warpkit/internal/hostpar"
 )
 
 // setK0 gives every entry its merge key: the 8 bytes of its user key after
@@ -96,11 +98,11 @@ func (s *inputSet) merge() []uint32 {
 				prevD, prevI = d, i
 			}
 		}
-		parallel(len(pieces), func(lo, hi int) {
+		hostpar.ForCores(len(pieces), 1, func(_, lo, hi int) {
 			for _, p := range pieces[lo:hi] {
 				s.mergePair(p.out, p.a, p.b)
 			}
-		}, 1)
+		})
 		src, dst, runs = dst, src, next
 	}
 	return src

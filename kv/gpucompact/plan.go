@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"runtime"
-	"sync"
 
+	"github.com/warpkit/warpkit/internal/hostpar"
 	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/internal/rangedel"
@@ -30,11 +29,11 @@ type plannedTable struct {
 // for every entry independently, on goroutines (a GPU thread per entry).
 func (s *inputSet) sharedPrefixes(kept []uint32) []int {
 	lcp := make([]int, len(kept))
-	parallel(len(kept), func(lo, hi int) {
+	hostpar.ForCores(len(kept), 1024, func(_, lo, hi int) {
 		for j := max(lo, 1); j < hi; j++ {
 			lcp[j] = s.encodedLCP(kept[j-1], kept[j])
 		}
-	}, 1024)
+	})
 	return lcp
 }
 
@@ -143,7 +142,7 @@ func uvarintLen(v int) int {
 func (s *inputSet) encodeTable(t plannedTable, kept []uint32, opts sstable.WriterOptions) ([]sstable.EncodedBlock, error) {
 	blocks := make([]sstable.EncodedBlock, len(t.blockEnds))
 	errs := make([]error, len(t.blockEnds))
-	parallel(len(t.blockEnds), func(lo, hi int) {
+	hostpar.ForCores(len(t.blockEnds), 1, func(_, lo, hi int) {
 		bb := sstable.NewBlockBuilder(opts.RestartInterval)
 		for bi := lo; bi < hi; bi++ {
 			start := t.start
@@ -188,30 +187,11 @@ func (s *inputSet) encodeTable(t plannedTable, kept []uint32, opts sstable.Write
 			}
 			blocks[bi] = b
 		}
-	}, 1)
+	})
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
 	}
 	return blocks, nil
-}
-
-// parallel runs f over [0, n) split among up to GOMAXPROCS goroutines,
-// each given at least grain items.
-func parallel(n int, f func(lo, hi int), grain int) {
-	workers := min(runtime.GOMAXPROCS(0), max(1, n/grain))
-	if workers <= 1 {
-		f(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(n*w/workers, n*(w+1)/workers)
-		}()
-	}
-	wg.Wait()
 }
