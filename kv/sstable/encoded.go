@@ -101,18 +101,8 @@ func (w *Writer) AddEncodedBlock(b EncodedBlock) error {
 	if n := binary.LittleEndian.Uint32(b.Raw[len(b.Raw)-4:]); n == 0 || uint64(n) > uint64(len(b.Raw)-4)/4 {
 		return w.fail(fmt.Errorf("sstable: encoded block with %d restart points in %d bytes", n, len(b.Raw)))
 	}
-	if w.meta.HasPoints {
-		prev, _ := base.DecodeInternalKey(w.lastKey)
-		if base.CompareInternal(prev, b.First) >= 0 {
-			return w.fail(fmt.Errorf("sstable: encoded block starts at %v, not after %v", b.First, prev))
-		}
-	}
-	if w.pending {
-		w.addIndexEntry(b.First.UserKey)
-	}
-	if !w.meta.HasPoints {
-		w.meta.Smallest = b.First.Clone()
-		w.meta.HasPoints = true
+	if err := w.next(b.First); err != nil {
+		return err
 	}
 	if w.opts.BloomBitsPerKey > 0 && w.filter == nil {
 		w.hashes = append(w.hashes, b.Hashes...)
@@ -125,33 +115,7 @@ func (w *Writer) AddEncodedBlock(b EncodedBlock) error {
 	w.props.NumDeletions += b.Deletions
 	w.props.RawKeySize += b.RawKeySize
 	w.props.RawValueSize += b.RawValueSize
-	w.props.RawDataSize += uint64(len(b.Raw) + blockTrailerLen)
-	w.props.NumDataBlocks++
-
-	switch {
-	case b.Sealed == nil && w.opts.CompressionWorkers > 1 && w.opts.Compression != NoCompression:
-		w.flushDataAsync(b.Raw)
-	case b.Sealed != nil && len(w.inflight) > 0:
-		// Behind blocks still being compressed: in file order.
-		done := make(chan struct{})
-		close(done)
-		w.inflight = append(w.inflight, &pendingBlock{stored: bytes.Clone(b.Sealed.Stored), typ: b.Sealed.Type, done: done})
-		w.pending = true
-		for len(w.inflight) > w.opts.CompressionWorkers {
-			w.writeOldest()
-		}
-	default:
-		var h handle
-		var n uint64
-		if b.Sealed != nil {
-			h, n = w.writeSealed(b.Sealed.Stored, b.Sealed.Type, b.Sealed.CRC)
-		} else {
-			h, n = w.writeBlock(b.Raw, w.opts.Compression)
-		}
-		w.props.DataSize += n
-		w.pendingHandle = h
-		w.pending = true
-	}
+	w.writeData(b.Raw, b.Sealed)
 	return w.err
 }
 

@@ -120,18 +120,8 @@ func (w *Writer) Add(k InternalKey, value []byte) error {
 	if kind := k.Kind(); kind != base.KindSet && kind != base.KindDelete {
 		return w.fail(fmt.Errorf("sstable: Add of a %v entry", kind))
 	}
-	if w.meta.HasPoints {
-		prev, _ := base.DecodeInternalKey(w.lastKey)
-		if base.CompareInternal(prev, k) >= 0 {
-			return w.fail(fmt.Errorf("sstable: keys out of order: %v after %v", k, prev))
-		}
-	}
-	if w.pending {
-		w.addIndexEntry(k.UserKey)
-	}
-	if !w.meta.HasPoints {
-		w.meta.Smallest = k.Clone()
-		w.meta.HasPoints = true
+	if err := w.next(k); err != nil {
+		return err
 	}
 	w.lastKey = k.Append(w.lastKey[:0])
 	w.data.add(w.lastKey, value)
@@ -150,6 +140,27 @@ func (w *Writer) Add(k InternalKey, value []byte) error {
 		w.flushData()
 	}
 	return w.err
+}
+
+// next admits k as the next point key (of Add, or the first of an encoded
+// block): it must follow the last one; it completes the previous block's
+// index entry, which waits for the next key, and records the table's
+// smallest key.
+func (w *Writer) next(k InternalKey) error {
+	if w.meta.HasPoints {
+		prev, _ := base.DecodeInternalKey(w.lastKey)
+		if base.CompareInternal(prev, k) >= 0 {
+			return w.fail(fmt.Errorf("sstable: keys out of order: %v after %v", k, prev))
+		}
+	}
+	if w.pending {
+		w.addIndexEntry(k.UserKey)
+	}
+	if !w.meta.HasPoints {
+		w.meta.Smallest = k.Clone()
+		w.meta.HasPoints = true
+	}
+	return nil
 }
 
 func (w *Writer) noteSeq(s SeqNum) {
@@ -247,16 +258,38 @@ func (w *Writer) flushData() {
 	if w.data.count == 0 {
 		return
 	}
-	block := w.data.finish()
-	raw := uint64(len(block) + blockTrailerLen)
-	w.props.RawDataSize += raw
+	w.writeData(w.data.finish(), nil)
+	w.data.reset()
+}
+
+// writeData writes a finished data block (raw: its contents; sealed, if
+// not nil: its stored form, sealed elsewhere) in file order: compressed on
+// a goroutine when CompressionWorkers allow, behind the blocks still in
+// flight, else at once. The block's index entry waits for the next key.
+func (w *Writer) writeData(raw []byte, sealed *SealedBlock) {
+	w.props.RawDataSize += uint64(len(raw) + blockTrailerLen)
 	w.props.NumDataBlocks++
-	if w.opts.CompressionWorkers > 1 && w.opts.Compression != NoCompression {
-		w.flushDataAsync(block)
+	switch {
+	case sealed == nil && w.opts.CompressionWorkers > 1 && w.opts.Compression != NoCompression:
+		w.flushDataAsync(raw)
+		return
+	case sealed != nil && len(w.inflight) > 0:
+		done := make(chan struct{})
+		close(done)
+		w.inflight = append(w.inflight, &pendingBlock{stored: bytes.Clone(sealed.Stored), typ: sealed.Type, done: done})
+		w.pending = true
+		for len(w.inflight) > w.opts.CompressionWorkers {
+			w.writeOldest()
+		}
 		return
 	}
-	h, n := w.writeBlock(block, w.opts.Compression)
-	w.data.reset()
+	var h handle
+	var n uint64
+	if sealed != nil {
+		h, n = w.writeSealed(sealed.Stored, sealed.Type, sealed.CRC)
+	} else {
+		h, n = w.writeBlock(raw, w.opts.Compression)
+	}
 	w.props.DataSize += n
 	w.pendingHandle = h
 	w.pending = true
