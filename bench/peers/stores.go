@@ -24,13 +24,13 @@ import (
 )
 
 func openWarpkit(dir string, s settings) (kvbench.Store, error) {
-	return openWarpkitWith(dir, s, false)
+	return openWarpkitWithCompactor(dir, s, false, nil)
 }
 
 // openWarpkitStatic opens warpkit with LevelDB's level geometry
 // (kv.Options.StaticLevelSizes), for same-run comparisons with its default.
 func openWarpkitStatic(dir string, s settings) (kvbench.Store, error) {
-	return openWarpkitWith(dir, s, true)
+	return openWarpkitWithCompactor(dir, s, true, nil)
 }
 
 // openWarpkitGPU opens warpkit with kv/gpucompact as its compactor (jobs
@@ -69,10 +69,6 @@ func (c *closingStore) Report() string {
 		return r.Report()
 	}
 	return ""
-}
-
-func openWarpkitWith(dir string, s settings, static bool) (kvbench.Store, error) {
-	return openWarpkitWithCompactor(dir, s, static, nil)
 }
 
 func openWarpkitWithCompactor(dir string, s settings, static bool, c compaction.Compactor) (kvbench.Store, error) {

@@ -77,9 +77,7 @@ func BenchmarkJob(b *testing.B) {
 		}{
 			{"cpu", compaction.CPU{Parts: 1}.Compact},
 			{"cpu-parts", compaction.CPU{}.Compact},
-			{"go-engine", func(ctx context.Context, j *compaction.Job) (*compaction.Result, error) {
-				return runGo(ctx, j, &stageTimes{}, nil)
-			}},
+			{"go-engine", goEngine},
 		}
 		for _, eng := range engines {
 			b.Run(fmt.Sprintf("%dMiB-%dB/%s", size.mib, size.value, eng.name), func(b *testing.B) {

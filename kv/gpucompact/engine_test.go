@@ -65,9 +65,7 @@ func TestGoEngineIdentical(t *testing.T) {
 			return res, files
 		}
 		want, wantFiles := run(compaction.CPU{Parts: 1}.Compact)
-		got, gotFiles := run(func(ctx context.Context, job *compaction.Job) (*compaction.Result, error) {
-			return runGo(ctx, job, &stageTimes{}, nil)
-		})
+		got, gotFiles := run(goEngine)
 		if len(gotFiles) != len(wantFiles) {
 			t.Fatalf("round %d (%+v): %d outputs, compaction.CPU %d", round, opts, len(gotFiles), len(wantFiles))
 		}
@@ -139,10 +137,7 @@ func FuzzGoEngine(f *testing.F) {
 		}
 		var outs [2][][]byte
 		for i, engine := range []func(context.Context, *compaction.Job) (*compaction.Result, error){
-			compaction.CPU{Parts: 1}.Compact,
-			func(ctx context.Context, j *compaction.Job) (*compaction.Result, error) {
-				return runGo(ctx, j, &stageTimes{}, nil)
-			},
+			compaction.CPU{Parts: 1}.Compact, goEngine,
 		} {
 			e := ct.NewEnv()
 			job, _, _ := ct.RandomJob(t, rand.New(rand.NewPCG(seed, 50)), e)
@@ -164,6 +159,12 @@ func FuzzGoEngine(f *testing.F) {
 			}
 		}
 	})
+}
+
+// goEngine runs a job on the Go engine, with the signature of
+// compaction.Compactor.Compact.
+func goEngine(ctx context.Context, job *compaction.Job) (*compaction.Result, error) {
+	return runGo(ctx, job, &stageTimes{}, nil)
 }
 
 func readFile(t testing.TB, e *ct.Env, m *manifest.FileMetadata) []byte {
@@ -204,10 +205,7 @@ func TestGoEngineMatrix(t *testing.T) {
 		var files [2][][]byte
 		var stats [2]compaction.Stats
 		for i, engine := range []func(context.Context, *compaction.Job) (*compaction.Result, error){
-			compaction.CPU{Parts: 1}.Compact,
-			func(ctx context.Context, j *compaction.Job) (*compaction.Result, error) {
-				return runGo(ctx, j, &stageTimes{}, nil)
-			},
+			compaction.CPU{Parts: 1}.Compact, goEngine,
 		} {
 			e := ct.NewEnv()
 			job := ct.MatrixJob(t, rand.New(rand.NewPCG(uint64(round), 52)), e, in)
