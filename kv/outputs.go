@@ -73,21 +73,13 @@ func (o *outputTables) finish() []base.FileNum {
 // every table the job created and returns the error.
 func (o *outputTables) settle(jobErr error, outputs []*manifest.FileMetadata) error {
 	d := o.d
-	created := o.finish()
+	var created []base.FileNum
 	err := jobErr
 	if err == nil {
+		created = o.finishReturned(outputs)
 		err = vfs.SyncDir(d.fs, d.dir)
-	}
-	if err == nil {
-		returned := make(map[base.FileNum]bool, len(outputs))
-		for _, m := range outputs {
-			returned[m.FileNum] = true
-		}
-		for _, n := range created {
-			if !returned[n] {
-				d.removeFile(base.MakeFilename(base.FileTypeTable, n))
-			}
-		}
+	} else {
+		created = o.finish()
 	}
 	if err != nil {
 		for _, n := range created {
@@ -95,4 +87,23 @@ func (o *outputTables) settle(jobErr error, outputs []*manifest.FileMetadata) er
 		}
 	}
 	return err
+}
+
+// finishReturned finishes a job that succeeded: it deletes the tables the
+// job created but did not return in outputs (a compactor that fell back
+// after a failed attempt) and returns the ones it created and returned.
+func (o *outputTables) finishReturned(outputs []*manifest.FileMetadata) []base.FileNum {
+	returned := make(map[base.FileNum]bool, len(outputs))
+	for _, m := range outputs {
+		returned[m.FileNum] = true
+	}
+	var kept []base.FileNum
+	for _, n := range o.finish() {
+		if returned[n] {
+			kept = append(kept, n)
+		} else {
+			o.d.removeFile(base.MakeFilename(base.FileTypeTable, n))
+		}
+	}
+	return kept
 }

@@ -313,20 +313,14 @@ func (r *repairer) merge() (*compaction.Result, error) {
 		Env:                   d.compactionEnv(outs),
 	}
 	res, err := d.opts.Compactor.Compact(context.Background(), job)
-	returned := map[base.FileNum]bool{}
+	var created []base.FileNum
 	if err == nil {
-		for _, m := range res.Outputs {
-			returned[m.FileNum] = true
-		}
+		created = outs.finishReturned(res.Outputs)
+	} else {
+		created = outs.finish()
 	}
-	for _, n := range outs.finish() {
-		name := base.MakeFilename(base.FileTypeTable, n)
-		if err == nil && !returned[n] {
-			// Created by an attempt the compactor abandoned (it fell back).
-			d.fs.Remove(d.fs.PathJoin(d.dir, name))
-			continue
-		}
-		r.created = append(r.created, name)
+	for _, n := range created {
+		r.created = append(r.created, base.MakeFilename(base.FileTypeTable, n))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("kv: repair: merge: %w", err)
