@@ -473,6 +473,14 @@ func (f *memFile) Write(p []byte) (int, error) {
 		return 0, &os.PathError{Op: "write", Path: f.path, Err: os.ErrInvalid}
 	}
 	f.n.mu.Lock()
+	if d := f.n.data; len(d)+len(p) > cap(d) {
+		// Double, as append does only for small slices (past 256
+		// elements it grows by 1.25x, copying a file of many small writes
+		// several times over).
+		grown := make([]byte, len(d), max(len(d)+len(p), 2*cap(d), 512))
+		copy(grown, d)
+		f.n.data = grown
+	}
 	f.n.data = append(f.n.data, p...)
 	f.n.modTime = time.Now()
 	f.n.mu.Unlock()
