@@ -179,6 +179,24 @@ func (r *Reader) DecodeBlock(h BlockHandle, stored, dst []byte) ([]byte, error) 
 	return r.checkBlock(handle{offset: h.Offset, length: h.Length}, stored, dst)
 }
 
+// DecodedLen returns how many bytes DecodeBlock will return for a stored
+// block (its bytes and trailer), from the compression header alone, so that
+// a bulk reader can place every block's contents before decoding any. A
+// header it cannot read gives the error DecodeBlock gives for the block.
+func (r *Reader) DecodedLen(h BlockHandle, stored []byte) (int, error) {
+	if uint64(len(stored)) != h.Length+blockTrailerLen {
+		return 0, r.corrupt(h.Offset, "block of %d bytes with its trailer, handle says %d", len(stored), h.Length+blockTrailerLen)
+	}
+	n, err := decodedLen(Compression(stored[h.Length]), stored[:h.Length])
+	if err != nil {
+		if _, derr := r.DecodeBlock(h, stored, nil); derr != nil {
+			return 0, derr
+		}
+		return 0, r.corrupt(h.Offset, "decompress: %v", err)
+	}
+	return n, nil
+}
+
 // BlockEntries calls fn for each entry of a data block's contents (as
 // DecodeBlock returns them), in order, with its internal key (valid only
 // during the call) and where its value lies in raw. Damage gives a

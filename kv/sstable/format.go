@@ -85,29 +85,38 @@ func compress(c Compression, dst, block []byte) ([]byte, Compression) {
 // dst when it is large enough (else into new memory). An uncompressed block
 // is returned as is.
 func decompress(c Compression, stored, dst []byte) ([]byte, error) {
+	n, err := decodedLen(c, stored)
+	if err != nil {
+		return nil, err
+	}
+	if c == NoCompression {
+		return stored, nil
+	}
+	return s2.Decode(sized(dst, n), stored) // S2's decoder reads Snappy
+}
+
+// decodedLen is the length a stored block of compression c decompresses
+// to, from its header.
+func decodedLen(c Compression, stored []byte) (int, error) {
+	var n int
+	var err error
 	switch c {
 	case NoCompression:
-		return stored, nil
+		return len(stored), nil
 	case SnappyCompression:
-		n, err := snappy.DecodedLen(stored)
-		if err != nil {
-			return nil, err
-		}
-		if n > maxCompressedBlockSize {
-			return nil, fmt.Errorf("decoded length %d too large", n)
-		}
-		return s2.Decode(sized(dst, n), stored) // S2's decoder reads Snappy
+		n, err = snappy.DecodedLen(stored)
 	case S2Compression:
-		n, err := s2.DecodedLen(stored)
-		if err != nil {
-			return nil, err
-		}
-		if n > maxCompressedBlockSize {
-			return nil, fmt.Errorf("decoded length %d too large", n)
-		}
-		return s2.Decode(sized(dst, n), stored)
+		n, err = s2.DecodedLen(stored)
+	default:
+		return 0, fmt.Errorf("unknown compression type %d", c)
 	}
-	return nil, fmt.Errorf("unknown compression type %d", c)
+	if err != nil {
+		return 0, err
+	}
+	if n > maxCompressedBlockSize {
+		return 0, fmt.Errorf("decoded length %d too large", n)
+	}
+	return n, nil
 }
 
 func sized(dst []byte, n int) []byte {
