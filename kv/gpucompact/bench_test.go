@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/warpkit/warpkit/kv/compaction"
 	ct "github.com/warpkit/warpkit/kv/compaction/compactiontest"
@@ -89,5 +90,21 @@ func BenchmarkJob(b *testing.B) {
 				}
 			})
 		}
+		// The Go engine's stage times (ms per job).
+		b.Run(fmt.Sprintf("%dMiB-%dB/go-engine-stages", size.mib, size.value), func(b *testing.B) {
+			b.SetBytes(int64(job.InputBytes()))
+			var times stageTimes
+			for b.Loop() {
+				if _, err := runGo(context.Background(), job, &times, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 / float64(b.N) }
+			b.ReportMetric(per(times.load), "load-ms")
+			b.ReportMetric(per(times.merge), "merge-ms")
+			b.ReportMetric(per(times.gc), "gc-ms")
+			b.ReportMetric(per(times.plan), "plan-ms")
+			b.ReportMetric(per(times.write), "write-ms")
+		})
 	}
 }

@@ -25,8 +25,10 @@ func TestGoEngineIdentical(t *testing.T) {
 	if testing.Short() {
 		rounds = 60
 	}
+	defer func(p uint64) { loadPieceBytes = p }(loadPieceBytes)
 	for round := range rounds {
 		rng := rand.New(rand.NewPCG(uint64(round), 45))
+		loadPieceBytes = []uint64{1 << 20, 1, 300, 5000}[round%4] // tables cut into many load pieces
 		opts := sstable.WriterOptions{
 			BlockSize:       []int{64, 256, 512, 4096}[rng.IntN(4)],
 			RestartInterval: []int{0, 1, 2, 16}[rng.IntN(4)],

@@ -6,27 +6,41 @@ import (
 	"math"
 	"runtime"
 	"sort"
-	"sync"
+	"sync/atomic"
 
 	"github.com/warpkit/warpkit/internal/hostpar"
 	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/internal/rangedel"
 	"github.com/warpkit/warpkit/kv/manifest"
+	"github.com/warpkit/warpkit/kv/sstable"
+	"github.com/warpkit/warpkit/kv/vfs"
 )
 
 // loadJob reads every input table of job into one inputSet: each L0 table
 // a run of its own, each deeper level's tables (sorted, disjoint) one run.
-// Tables are read and decoded on up to GOMAXPROCS goroutines, each into an
-// inputSet of its own, then appended in job order. Tables are read through
-// job.Env (OpenTable for the index, OpenTableFile for one read of the data
-// region).
+// Tables are opened through job.Env (OpenTable for the index, OpenTableFile
+// for the data), then cut into pieces of consecutive data blocks
+// (loadPieceBytes of stored data each), read and decoded on up to
+// GOMAXPROCS goroutines, each piece into an inputSet of its own, and
+// gathered in job order into one allocation per array.
 func loadJob(ctx context.Context, job *compaction.Job) (*inputSet, error) {
 	type table struct {
-		f     *manifest.FileMetadata
-		level int
-		s     inputSet
-		err   error
+		f       *manifest.FileMetadata
+		level   int
+		r       *sstable.Reader
+		file    vfs.File
+		release func()
+		blocks  []sstable.BlockHandle
+		err     error
+	}
+	type piece struct {
+		t      *table
+		blocks []sstable.BlockHandle
+		region []byte // the blocks' stored bytes
+		rawLen uint64 // the length of their contents
+		s      inputSet
+		err    error
 	}
 	var tables []*table
 	for _, in := range job.Inputs {
@@ -34,75 +48,142 @@ func loadJob(ctx context.Context, job *compaction.Job) (*inputSet, error) {
 			tables = append(tables, &table{f: f, level: in.Level})
 		}
 	}
-	load := func(t *table) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		r, release, err := job.Env.OpenTable(t.f)
-		if err != nil {
-			return err
-		}
-		defer release()
-		file, err := job.Env.OpenTableFile(t.f)
-		if err != nil {
-			return err
-		}
-		err = t.s.addTable(r, file, t.f.FileNum.String())
-		if cerr := file.Close(); err == nil {
-			err = cerr
-		}
-		return err
-	}
-	next := make(chan *table)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(tables)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for t := range next {
-				t.err = load(t)
+	defer func() {
+		for _, t := range tables {
+			if t.file != nil {
+				t.file.Close()
 			}
-		}()
+			if t.release != nil {
+				t.release()
+			}
+		}
+	}()
+	hostpar.ForCores(len(tables), 1, func(_, lo, hi int) {
+		for _, t := range tables[lo:hi] {
+			if t.err = ctx.Err(); t.err != nil {
+				return
+			}
+			if t.r, t.release, t.err = job.Env.OpenTable(t.f); t.err != nil {
+				continue
+			}
+			if t.blocks, t.err = t.r.DataBlocks(); t.err != nil {
+				continue
+			}
+			t.file, t.err = job.Env.OpenTableFile(t.f)
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	for _, t := range tables {
-		next <- t
-	}
-	close(next)
-	wg.Wait()
-	// One allocation per array, each table copied into its place on a
-	// goroutine of its own.
-	var arena, keys, ents uint64
+	var pieces []*piece
 	for _, t := range tables {
 		if t.err != nil {
 			return nil, t.err
 		}
-		arena += uint64(len(t.s.arena))
-		keys += uint64(len(t.s.keys))
-		ents += uint64(len(t.s.ents))
+		start, size := 0, uint64(0)
+		for i, h := range t.blocks {
+			size += h.Length
+			if size >= loadPieceBytes || i == len(t.blocks)-1 {
+				pieces = append(pieces, &piece{t: t, blocks: t.blocks[start : i+1]})
+				start, size = i+1, 0
+			}
+		}
+		if len(t.blocks) == 0 {
+			pieces = append(pieces, &piece{t: t}) // keeps the table's place in its run
+		}
 	}
-	if arena > math.MaxUint32 || keys > math.MaxUint32 {
+	// Read every piece, learning the length of its blocks' contents; then
+	// give each its place in one arena and decode into it.
+	var next atomic.Int64
+	eachPiece := func(f func(p *piece) error) error {
+		next.Store(0)
+		hostpar.ForCores(len(pieces), 1, func(_, _, _ int) {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(pieces) {
+					return
+				}
+				p := pieces[i]
+				if p.err = ctx.Err(); p.err != nil {
+					return
+				}
+				p.err = f(p)
+			}
+		})
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for _, p := range pieces {
+			if p.err != nil {
+				return p.err
+			}
+		}
+		return nil
+	}
+	err := eachPiece(func(p *piece) (err error) {
+		p.region, p.rawLen, err = readBlocks(p.t.r, p.t.file, p.t.f.FileNum.String(), p.blocks)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var arenaLen uint64
+	for _, p := range pieces {
+		if arenaLen+p.rawLen > math.MaxUint32 {
+			return nil, errTooLarge
+		}
+		p.s.arenaBase, p.s.fixedArena = uint32(arenaLen), true
+		arenaLen += p.rawLen
+	}
+	arena := make([]byte, arenaLen)
+	err = eachPiece(func(p *piece) error {
+		p.s.arena = arena[p.s.arenaBase : p.s.arenaBase : uint64(p.s.arenaBase)+p.rawLen]
+		name := p.t.f.FileNum.String()
+		if err := p.s.decodeBlocks(p.t.r, name, p.blocks, p.region, len(p.t.blocks)); err != nil {
+			return err
+		}
+		p.region = nil
+		if uint64(len(p.s.arena)) != p.rawLen {
+			return base.WithFile(&base.CorruptionError{Offset: int64(p.blocks[0].Offset), Reason: "blocks decode short of their decoded length"}, name)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The keys and entries: one allocation per array, pieces copied into
+	// their places on goroutines.
+	var keys, ents uint64
+	for _, p := range pieces {
+		keys += uint64(len(p.s.keys))
+		ents += uint64(len(p.s.ents))
+	}
+	if keys > math.MaxUint32 {
 		return nil, errTooLarge
 	}
-	s := &inputSet{arena: make([]byte, arena), keys: make([]byte, keys), ents: make([]entry, ents)}
-	var a, k, n int
-	for i, t := range tables {
-		wg.Add(1)
-		go func(a, k, n int) {
-			defer wg.Done()
-			copy(s.arena[a:], t.s.arena)
-			copy(s.keys[k:], t.s.keys)
-			for j, e := range t.s.ents {
-				e.valOff += uint32(a)
-				e.keyOff += uint32(k)
-				s.ents[n+j] = e
-			}
-		}(a, k, n)
-		a, k, n = a+len(t.s.arena), k+len(t.s.keys), n+len(t.s.ents)
-		if t.level == 0 || i == len(tables)-1 || tables[i+1].level != t.level {
+	s := &inputSet{arena: arena, keys: make([]byte, keys), ents: make([]entry, ents)}
+	type place struct{ k, n int }
+	places := make([]place, len(pieces))
+	var k, n int
+	for i, p := range pieces {
+		places[i] = place{k, n}
+		k, n = k+len(p.s.keys), n+len(p.s.ents)
+		t := p.t
+		lastOfTable := i == len(pieces)-1 || pieces[i+1].t != t
+		if lastOfTable && (t.level == 0 || i == len(pieces)-1 || pieces[i+1].t.level != t.level) {
 			s.runs = append(s.runs, run{start: s.runEnd(), end: n})
 		}
 	}
-	wg.Wait()
+	hostpar.ForCores(len(pieces), 1, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			p, at := pieces[i], places[i]
+			copy(s.keys[at.k:], p.s.keys)
+			for j, e := range p.s.ents {
+				e.keyOff += uint32(at.k)
+				s.ents[at.n+j] = e
+			}
+		}
+	})
 	for i := 0; i < len(s.runs); i++ { // a table of range tombstones only makes an empty run
 		if s.runs[i].start == s.runs[i].end {
 			s.runs = append(s.runs[:i], s.runs[i+1:]...)
@@ -111,6 +192,10 @@ func loadJob(ctx context.Context, job *compaction.Job) (*inputSet, error) {
 	}
 	return s, nil
 }
+
+// loadPieceBytes is about how many stored bytes of data blocks one piece of
+// the input stage reads and decodes (tests make it small).
+var loadPieceBytes uint64 = 1 << 20
 
 // gcStats count what the garbage-collection stage saw and dropped.
 type gcStats struct {
@@ -173,18 +258,44 @@ func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span
 			keep[i] = true
 		}
 	})
-	// Select the kept ids (a GPU does this with a flagged select).
+	// Select the kept ids (a GPU does this with a flagged select): each
+	// part of the positions counts its kept entries, then writes them from
+	// its offset.
 	st := gcStats{entriesIn: uint64(n)}
-	kept := make([]uint32, 0, n)
-	keptNew := make([]bool, 0, n)
-	for i, k := range keep {
-		if k {
-			kept = append(kept, order[i])
-			keptNew = append(keptNew, newKey[i])
-		} else if elided[i] {
-			st.tombstonesElided++
+	parts := max(1, min(n>>14, runtime.GOMAXPROCS(0)))
+	bounds := func(part int) (int, int) { return part * n / parts, (part + 1) * n / parts }
+	offsets := make([]int, parts+1)
+	elidedIn := make([]uint64, parts)
+	hostpar.ForCores(parts, 1, func(_, plo, phi int) {
+		for part := plo; part < phi; part++ {
+			lo, hi := bounds(part)
+			for i := lo; i < hi; i++ {
+				if keep[i] {
+					offsets[part+1]++
+				} else if elided[i] {
+					elidedIn[part]++
+				}
+			}
 		}
+	})
+	for part := range parts {
+		offsets[part+1] += offsets[part]
+		st.tombstonesElided += elidedIn[part]
 	}
+	kept := make([]uint32, offsets[parts])
+	keptNew := make([]bool, offsets[parts])
+	hostpar.ForCores(parts, 1, func(_, plo, phi int) {
+		for part := plo; part < phi; part++ {
+			lo, hi := bounds(part)
+			j := offsets[part]
+			for i := lo; i < hi; i++ {
+				if keep[i] {
+					kept[j], keptNew[j] = order[i], newKey[i]
+					j++
+				}
+			}
+		}
+	})
 	st.entriesOut = uint64(len(kept))
 	return kept, keptNew, st
 }

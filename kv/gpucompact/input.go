@@ -33,57 +33,94 @@ type inputSet struct {
 	keys  []byte
 	ents  []entry
 	runs  []run
+
+	// While loading: the arena is a piece's place in the job's arena,
+	// starting arenaBase bytes in, and has room for exactly its blocks
+	// (fixedArena).
+	arenaBase  uint32
+	fixedArena bool
 }
 
 // run is a sorted run of entries: ents[start:end].
 type run struct{ start, end int }
 
-// addTable appends one input table's entries: the data region read from f
-// in one call, each block checked and decompressed into the arena (a
-// damaged block gives the same *base.CorruptionError as reading the table
-// would), each entry decoded. It does not start a new run: callers group
-// tables into runs (newRun).
-func (s *inputSet) addTable(r *sstable.Reader, f io.ReaderAt, name string) error {
-	blocks, err := r.DataBlocks()
-	if err != nil {
-		return err
-	}
+// readBlocks reads the stored bytes of some consecutive data blocks of one
+// input table in one call, and returns them with the total length of the
+// blocks' contents (what decodeBlocks puts in the arena).
+func readBlocks(r *sstable.Reader, f io.ReaderAt, name string, blocks []sstable.BlockHandle) (region []byte, rawLen uint64, err error) {
 	if len(blocks) == 0 {
-		return nil // a table of range tombstones only
+		return nil, 0, nil // a table of range tombstones only
 	}
 	lo := blocks[0].Offset
 	last := blocks[len(blocks)-1]
 	hi := last.Offset + last.Length + sstable.BlockTrailerLen
 	if hi < lo || hi-lo > math.MaxUint32 {
-		return fmt.Errorf("gpucompact: %s: data region [%d, %d): %w", name, lo, hi, errTooLarge)
+		return nil, 0, fmt.Errorf("gpucompact: %s: data region [%d, %d): %w", name, lo, hi, errTooLarge)
 	}
-	// Size the arrays from the table's properties (a table written before
-	// RawDataSize existed grows them as it goes).
-	if p := r.Properties(); p.NumEntries > 0 && p.NumEntries < math.MaxUint32 {
-		s.arena = slices.Grow(s.arena, int(min(p.RawDataSize, math.MaxUint32)))
-		s.ents = slices.Grow(s.ents, int(p.NumEntries))
-		if p.RawKeySize >= 8*p.NumEntries {
-			s.keys = slices.Grow(s.keys, int(min(p.RawKeySize-8*p.NumEntries, math.MaxUint32)))
-		}
-	}
-	region := make([]byte, hi-lo)
+	region = make([]byte, hi-lo)
 	if _, err := f.ReadAt(region, int64(lo)); err != nil {
-		return fmt.Errorf("gpucompact: read %s: %w", name, err)
+		return nil, 0, fmt.Errorf("gpucompact: read %s: %w", name, err)
 	}
 	for _, h := range blocks {
 		if h.Offset < lo || h.Offset+h.Length+sstable.BlockTrailerLen > hi {
-			return base.WithFile(&base.CorruptionError{Offset: int64(h.Offset), Reason: "data blocks out of order in the index"}, name)
+			return nil, 0, base.WithFile(&base.CorruptionError{Offset: int64(h.Offset), Reason: "data blocks out of order in the index"}, name)
 		}
+		n, err := r.DecodedLen(h, region[h.Offset-lo:h.Offset-lo+h.Length+sstable.BlockTrailerLen])
+		if err != nil {
+			return nil, 0, err
+		}
+		rawLen += uint64(n)
+	}
+	return region, rawLen, nil
+}
+
+// decodeBlocks appends the entries of blocks, whose stored bytes readBlocks
+// read into region: each block checked and decompressed into the arena
+// (a damaged block gives the same *base.CorruptionError as reading the
+// table would), each entry decoded; values stay in the arena. With
+// fixedArena the arena has room for exactly these blocks' contents (its
+// place in the job's arena, which starts arenaBase bytes in), else it grows.
+// tableBlocks is how many blocks the whole table has, to size the arrays
+// from its properties. It does not start a new run: callers group tables
+// into runs.
+func (s *inputSet) decodeBlocks(r *sstable.Reader, name string, blocks []sstable.BlockHandle, region []byte, tableBlocks int) error {
+	if len(blocks) == 0 {
+		return nil
+	}
+	// Size the arrays from the table's properties, in proportion to the
+	// share of its blocks (a table written before RawDataSize existed grows
+	// them as it goes).
+	if p := r.Properties(); p.NumEntries > 0 && p.NumEntries < math.MaxUint32 && tableBlocks > 0 {
+		share := func(v uint64) int {
+			return int(min(v*uint64(len(blocks))/uint64(tableBlocks)+v/64, math.MaxUint32))
+		}
+		if !s.fixedArena {
+			s.arena = slices.Grow(s.arena, share(p.RawDataSize))
+		}
+		s.ents = slices.Grow(s.ents, share(p.NumEntries))
+		if p.RawKeySize >= 8*p.NumEntries {
+			s.keys = slices.Grow(s.keys, share(p.RawKeySize-8*p.NumEntries))
+		}
+	}
+	lo := blocks[0].Offset
+	for _, h := range blocks {
 		stored := region[h.Offset-lo : h.Offset-lo+h.Length+sstable.BlockTrailerLen]
-		raw, err := r.DecodeBlock(h, stored, nil)
+		at := len(s.arena)
+		raw, err := r.DecodeBlock(h, stored, s.arena[at:cap(s.arena)])
 		if err != nil {
 			return err
 		}
-		base0 := len(s.arena)
-		if uint64(base0)+uint64(len(raw)) > math.MaxUint32 {
+		switch {
+		case uint64(s.arenaBase)+uint64(at)+uint64(len(raw)) > math.MaxUint32:
 			return fmt.Errorf("gpucompact: %s: %w", name, errTooLarge)
+		case len(raw) > 0 && at+len(raw) <= cap(s.arena) && &s.arena[:at+1][at] == &raw[0]:
+			s.arena = s.arena[:at+len(raw)] // decompressed in place
+		case s.fixedArena && at+len(raw) > cap(s.arena):
+			return base.WithFile(&base.CorruptionError{Offset: int64(h.Offset), Reason: "block decodes past its decoded length"}, name)
+		default:
+			s.arena = append(s.arena, raw...)
 		}
-		s.arena = append(s.arena, raw...)
+		valBase := s.arenaBase + uint32(at)
 		err = sstable.BlockEntries(raw, name, h.Offset, func(k base.InternalKey, valOff, valLen int) error {
 			if k.Kind() != base.KindSet && k.Kind() != base.KindDelete {
 				return base.WithFile(&base.CorruptionError{Offset: int64(h.Offset), Reason: fmt.Sprintf("%v entry in a data block", k.Kind())}, name)
@@ -94,7 +131,7 @@ func (s *inputSet) addTable(r *sstable.Reader, f io.ReaderAt, name string) error
 			s.ents = append(s.ents, entry{
 				trailer: k.Trailer,
 				keyOff:  uint32(len(s.keys)), keyLen: uint32(len(k.UserKey)),
-				valOff: uint32(base0 + valOff), valLen: uint32(valLen),
+				valOff: valBase + uint32(valOff), valLen: uint32(valLen),
 			})
 			s.keys = append(s.keys, k.UserKey...)
 			return nil

@@ -30,16 +30,18 @@ func (s *inputSet) setK0() {
 	for lcp < len(lo) && lcp < len(hi) && lo[lcp] == hi[lcp] {
 		lcp++
 	}
-	var buf [8]byte
-	for i := range s.ents {
-		k := s.key(uint32(i))
-		n := 0
-		if lcp < len(k) {
-			n = copy(buf[:], k[lcp:])
+	hostpar.ForCores(len(s.ents), 1<<14, func(_, lo, hi int) {
+		var buf [8]byte
+		for i := lo; i < hi; i++ {
+			k := s.key(uint32(i))
+			n := 0
+			if lcp < len(k) {
+				n = copy(buf[:], k[lcp:])
+			}
+			clear(buf[n:])
+			s.ents[i].k0 = binary.BigEndian.Uint64(buf[:])
 		}
-		clear(buf[n:])
-		s.ents[i].k0 = binary.BigEndian.Uint64(buf[:])
-	}
+	})
 }
 
 // less orders entries as base.CompareInternal orders their internal keys:

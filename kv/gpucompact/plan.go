@@ -22,19 +22,30 @@ type plannedTable struct {
 	lower, upper []byte
 }
 
-// sharedPrefixes returns, for every kept entry after the first, the length
-// of the prefix its encoded internal key (user key, then the 8-byte
-// trailer) shares with the previous kept entry's: what a block builder
-// shares when the two meet inside a block between restart points. Computed
-// for every entry independently, on goroutines (a GPU thread per entry).
-func (s *inputSet) sharedPrefixes(kept []uint32) []int {
-	lcp := make([]int, len(kept))
+// planEntry is what the plan walk needs of a kept entry, laid out in
+// merged order so that the walk reads memory in order: the length of the
+// prefix its encoded internal key (user key, then the 8-byte trailer)
+// shares with the previous kept entry's (what a block builder shares when
+// the two meet inside a block between restart points), its encoded key's
+// length and its value's.
+type planEntry struct {
+	shared, keyLen, valLen uint32
+}
+
+// planEntries computes every kept entry's planEntry independently, on
+// goroutines (a GPU thread per entry).
+func (s *inputSet) planEntries(kept []uint32) []planEntry {
+	pe := make([]planEntry, len(kept))
 	hostpar.ForCores(len(kept), 1024, func(_, lo, hi int) {
-		for j := max(lo, 1); j < hi; j++ {
-			lcp[j] = s.encodedLCP(kept[j-1], kept[j])
+		for j := lo; j < hi; j++ {
+			e := &s.ents[kept[j]]
+			pe[j] = planEntry{keyLen: e.keyLen + 8, valLen: e.valLen}
+			if j > 0 {
+				pe[j].shared = uint32(s.encodedLCP(kept[j-1], kept[j]))
+			}
 		}
 	})
-	return lcp
+	return pe
 }
 
 // plan replays, in one walk over the kept entries, the rules by which
@@ -47,8 +58,11 @@ func (s *inputSet) sharedPrefixes(kept []uint32) []int {
 // but whose range tombstones remain writes one tombstone-only table.
 // keptNew says which kept entries start a new user key in the merged order.
 func (s *inputSet) plan(kept []uint32, keptNew []bool, job *compaction.Job, opts sstable.WriterOptions, cutLimit uint64, outSpans []rangedel.Span) []plannedTable {
-	lcp := s.sharedPrefixes(kept)
+	pe := s.planEntries(kept)
 	gp := compaction.NewGrandparentLimit(job, nil)
+	// Without grandparents to cut at, the walk never needs a key but where
+	// it cuts.
+	askGP := len(job.Grandparents) > 0 && job.MaxGrandparentOverlap > 0
 	var tables []plannedTable
 	var cur *plannedTable
 	var lower []byte
@@ -58,12 +72,13 @@ func (s *inputSet) plan(kept []uint32, keptNew []bool, job *compaction.Job, opts
 	// trailers.
 	var blockLen, restarts, since, count int
 	var rawData uint64
-	for j, id := range kept {
-		uk := s.key(id)
-		if keptNew[j] && cur != nil && (splitPending || gp.Reached(uk)) {
+	blockSize, restartInterval := opts.BlockSize, opts.RestartInterval
+	for j := range pe {
+		if keptNew[j] && cur != nil && (splitPending || askGP && gp.Reached(s.key(kept[j]))) {
 			if count > 0 {
 				cur.blockEnds = append(cur.blockEnds, j)
 			}
+			uk := s.key(kept[j])
 			cur.end, cur.upper = j, uk
 			tables = append(tables, *cur)
 			cur, lower, splitPending = nil, uk, false
@@ -72,19 +87,20 @@ func (s *inputSet) plan(kept []uint32, keptNew []bool, job *compaction.Job, opts
 			cur = &plannedTable{start: j, lower: lower}
 			blockLen, restarts, since, count, rawData = 0, 0, 0, 0, 0
 		}
+		e := pe[j]
 		shared := 0
-		if count == 0 || since == opts.RestartInterval {
+		if count == 0 || since == restartInterval {
 			restarts++
 			since = 0
 		} else {
-			shared = lcp[j]
+			shared = int(e.shared)
 		}
-		unshared := len(uk) + 8 - shared
-		vlen := int(s.ents[id].valLen)
+		unshared := int(e.keyLen) - shared
+		vlen := int(e.valLen)
 		blockLen += uvarintLen(shared) + uvarintLen(unshared) + uvarintLen(vlen) + unshared + vlen
 		since++
 		count++
-		if size := blockLen + 4*restarts + 4; size >= opts.BlockSize {
+		if size := blockLen + 4*restarts + 4; size >= blockSize {
 			cur.blockEnds = append(cur.blockEnds, j+1)
 			rawData += uint64(size + sstable.BlockTrailerLen)
 			blockLen, restarts, since, count = 0, 0, 0, 0
@@ -136,8 +152,8 @@ func uvarintLen(v int) int {
 }
 
 // encodeTable builds a planned table's data blocks, on goroutines, with
-// sstable.BlockBuilder (the Writer's own block code), sealing them when the
-// table is compressed, and checks each block ends where the Writer would
+// sstable.BlockBuilder (the Writer's own block code), sealing each (its
+// checksum, and compressed when the table is), and checks each block ends where the Writer would
 // end it: the plan and the builder must agree.
 func (s *inputSet) encodeTable(t plannedTable, kept []uint32, opts sstable.WriterOptions) ([]sstable.EncodedBlock, error) {
 	blocks := make([]sstable.EncodedBlock, len(t.blockEnds))
@@ -181,10 +197,10 @@ func (s *inputSet) encodeTable(t plannedTable, kept []uint32, opts sstable.Write
 			}
 			b.Last = s.internalKey(kept[end-1])
 			b.Raw = bytes.Clone(bb.Finish())
-			if opts.Compression != sstable.NoCompression {
-				sealed := sstable.SealBlock(opts.Compression, nil, b.Raw)
-				b.Sealed = &sealed
-			}
+			// Sealed here, while the block is in this core's cache: its
+			// checksum, and compressed when the table is.
+			sealed := sstable.SealBlock(opts.Compression, nil, b.Raw)
+			b.Sealed = &sealed
 			blocks[bi] = b
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"sort"
 	"testing"
@@ -226,4 +227,27 @@ func TestLoadDamage(t *testing.T) {
 	if !errors.As(it.Error(), &ice) || *ice != *ce {
 		t.Fatalf("the input stage says %v, the reader %v", err, it.Error())
 	}
+}
+
+// addTable appends a whole table's entries through readBlocks and
+// decodeBlocks, its blocks
+// cut into up to three pieces (as loadJob cuts them), so that the pieces
+// join where one call would.
+func (s *inputSet) addTable(r *sstable.Reader, f io.ReaderAt, name string) error {
+	blocks, err := r.DataBlocks()
+	if err != nil {
+		return err
+	}
+	cuts := []int{0, len(blocks) / 3, 2 * len(blocks) / 3, len(blocks)}
+	for i := 1; i < len(cuts); i++ {
+		piece := blocks[cuts[i-1]:cuts[i]]
+		region, _, err := readBlocks(r, f, name, piece)
+		if err != nil {
+			return err
+		}
+		if err := s.decodeBlocks(r, name, piece, region, len(blocks)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
