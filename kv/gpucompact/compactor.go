@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"math"
 	"sync"
 	"time"
 
@@ -22,28 +24,66 @@ type Options struct {
 	// negative MinInputBytes takes every job.
 	MinInputBytes  int64
 	MinInputTables int
+	// MemoryBudget bounds the memory the engine may use for one job, as
+	// estimated from the input tables' properties before it starts (about
+	// 5 times the inputs' uncompressed size plus 200 bytes per entry: what
+	// the engine allocates in all, so an upper bound of what it holds); a
+	// job over it goes to Fallback. Default
+	// DefaultMemoryBudget; negative: no limit. Jobs whose contents pass
+	// 4 GiB (the engine's 32-bit offsets) always go to Fallback.
+	MemoryBudget int64
+	// WhenBusy says what a job does when the engine is running another:
+	// go to Fallback (FallbackWhenBusy, the default: with several
+	// concurrent compactions the engine and Fallback then run side by
+	// side, the paper's collaboration) or wait for it (WaitWhenBusy).
+	WhenBusy BusyPolicy
+	// MaxEngineFailures consecutive engine failures (not counting damaged
+	// input or a cancelled context) turn the engine off for the life of the
+	// Compactor: every later job runs on Fallback, and Stats.Disabled says
+	// so. Default 3; negative: never.
+	MaxEngineFailures int
 	// Logger receives a line per fallback; nil discards them.
 	Logger *slog.Logger
 }
 
-// DefaultMinInputBytes is MinInputBytes' default.
-const DefaultMinInputBytes = 8 << 20
+// BusyPolicy is what a job does when the engine is busy (Options.WhenBusy).
+type BusyPolicy int
+
+const (
+	// FallbackWhenBusy runs the job on Fallback.
+	FallbackWhenBusy BusyPolicy = iota
+	// WaitWhenBusy waits for the engine (or the job's context).
+	WaitWhenBusy
+)
+
+// Defaults of Options.
+const (
+	DefaultMinInputBytes     = 8 << 20
+	DefaultMemoryBudget      = 2 << 30
+	DefaultMaxEngineFailures = 3
+)
 
 // ErrClosed is what Compact returns after Close.
 var ErrClosed = errors.New("gpucompact: compactor closed")
 
-// Compactor is a compaction.Compactor that runs large enough jobs through
-// the pipeline (today its Go engine) and the rest on Options.Fallback. A
-// job the engine fails — for any reason but the caller's context or damaged
-// input — is rerun whole on Fallback before anything is installed (kv
-// deletes the tables the failed attempt created), and counted.
+// Compactor is a compaction.Compactor that runs jobs through the pipeline
+// (today its Go engine) when its decision module takes them, and the rest
+// on Options.Fallback. The engine takes a job when it is large enough
+// (MinInputBytes, MinInputTables), fits MemoryBudget, and the engine is
+// on (MaxEngineFailures) and free (WhenBusy). A job the engine fails — for
+// any reason but the caller's context or damaged input — is rerun whole on
+// Fallback before anything is installed (kv deletes the tables the failed
+// attempt created), and counted.
 type Compactor struct {
 	opts Options
+	// engine is the engine's one slot: a job holds it while it runs.
+	engine chan struct{}
 
 	mu struct {
 		sync.Mutex
-		closed bool
-		stats  Stats
+		closed   bool
+		failures int // consecutive engine failures
+		stats    Stats
 	}
 
 	// failAt, in tests, makes the engine fail at a stage.
@@ -54,11 +94,19 @@ type Compactor struct {
 type Stats struct {
 	// EngineJobs and EngineBytesRead count the jobs the engine finished and
 	// their input bytes; FallbackJobs and FallbackBytesRead the jobs
-	// Fallback ran (below the threshold, or after an engine failure).
+	// Fallback ran (declined, or after an engine failure).
 	EngineJobs, EngineBytesRead     uint64
 	FallbackJobs, FallbackBytesRead uint64
+	// Declined counts the jobs the decision module sent to Fallback, by
+	// reason: "small" (under MinInputBytes or MinInputTables), "budget"
+	// (over MemoryBudget or the engine's 4 GiB), "busy" (the engine was
+	// running another job) and "disabled" (the engine is off).
+	Declined map[string]uint64
 	// Fallbacks counts engine failures by stage ("load", "encode", ...).
 	Fallbacks map[string]uint64
+	// Disabled says MaxEngineFailures consecutive failures turned the
+	// engine off.
+	Disabled bool
 	// Stage times of the engine's jobs.
 	Load, Merge, GC, Plan, Write time.Duration
 }
@@ -68,14 +116,24 @@ func New(opts Options) (*Compactor, error) {
 	if opts.MinInputTables < 0 {
 		return nil, fmt.Errorf("gpucompact: MinInputTables %d below 0", opts.MinInputTables)
 	}
+	if opts.WhenBusy != FallbackWhenBusy && opts.WhenBusy != WaitWhenBusy {
+		return nil, fmt.Errorf("gpucompact: unknown WhenBusy %d", opts.WhenBusy)
+	}
 	if opts.Fallback == nil {
 		opts.Fallback = compaction.CPU{}
 	}
 	if opts.MinInputBytes == 0 {
 		opts.MinInputBytes = DefaultMinInputBytes
 	}
-	c := &Compactor{opts: opts}
+	if opts.MemoryBudget == 0 {
+		opts.MemoryBudget = DefaultMemoryBudget
+	}
+	if opts.MaxEngineFailures == 0 {
+		opts.MaxEngineFailures = DefaultMaxEngineFailures
+	}
+	c := &Compactor{opts: opts, engine: make(chan struct{}, 1)}
 	c.mu.stats.Fallbacks = map[string]uint64{}
+	c.mu.stats.Declined = map[string]uint64{}
 	return c, nil
 }
 
@@ -87,15 +145,21 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	if closed {
 		return nil, ErrClosed
 	}
-	if !c.accepts(job) {
-		return c.fallback(ctx, job, "")
+	declined, err := c.decide(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	if declined != "" {
+		return c.fallback(ctx, job, "", declined)
 	}
 	var times stageTimes
 	res, err := runGo(ctx, job, &times, c.failAt)
+	<-c.engine
 	switch {
 	case err == nil:
 		c.mu.Lock()
 		st := &c.mu.stats
+		c.mu.failures = 0
 		st.EngineJobs++
 		st.EngineBytesRead += res.Stats.BytesRead
 		st.Load += times.load
@@ -116,35 +180,105 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	if errors.As(err, &se) {
 		stage = se.stage
 	}
+	c.mu.Lock()
+	c.mu.failures++
+	disable := !c.mu.stats.Disabled && c.opts.MaxEngineFailures > 0 && c.mu.failures >= c.opts.MaxEngineFailures
+	if disable {
+		c.mu.stats.Disabled = true
+	}
+	c.mu.Unlock()
 	if l := c.opts.Logger; l != nil {
 		l.Warn("gpucompact: engine failed, job falls back", "stage", stage, "err", err)
+		if disable {
+			l.Error("gpucompact: engine off after consecutive failures; every later job runs on the fallback", "failures", c.opts.MaxEngineFailures)
+		}
 	}
-	return c.fallback(ctx, job, stage)
+	return c.fallback(ctx, job, stage, "")
 }
 
-// accepts is the decision module: the job is large enough for the engine.
-func (c *Compactor) accepts(job *compaction.Job) bool {
+// decide is the decision module. It returns why the job goes to Fallback,
+// or "" with the engine's slot taken (the caller frees it).
+func (c *Compactor) decide(ctx context.Context, job *compaction.Job) (string, error) {
 	tables := 0
 	for _, in := range job.Inputs {
 		tables += len(in.Files)
 	}
-	if tables < c.opts.MinInputTables {
-		return false
+	if tables < c.opts.MinInputTables || c.opts.MinInputBytes >= 0 && job.InputBytes() < uint64(c.opts.MinInputBytes) {
+		return "small", nil
 	}
-	return c.opts.MinInputBytes < 0 || job.InputBytes() >= uint64(c.opts.MinInputBytes)
+	c.mu.Lock()
+	disabled := c.mu.stats.Disabled
+	c.mu.Unlock()
+	if disabled {
+		return "disabled", nil
+	}
+	if est, contents, err := memoryEstimate(job); err == nil &&
+		(contents > math.MaxUint32 || c.opts.MemoryBudget > 0 && est > uint64(c.opts.MemoryBudget)) {
+		return "budget", nil
+	} // else the engine meets the error, and reports it as compaction.CPU would
+	select {
+	case c.engine <- struct{}{}:
+		return "", nil
+	default:
+	}
+	if c.opts.WhenBusy == FallbackWhenBusy {
+		return "busy", nil
+	}
+	select {
+	case c.engine <- struct{}{}:
+		return "", nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
-// fallback runs job on Fallback; reason is the failed stage ("" when the
-// job was below the threshold).
-func (c *Compactor) fallback(ctx context.Context, job *compaction.Job, reason string) (*compaction.Result, error) {
+// memoryEstimate bounds what the Go engine allocates for a job in all (and
+// so the most it holds at once), from its input tables' properties: the
+// inputs' stored bytes (read buffers) and contents (the arena), the output
+// blocks and what copies them (their contents, sealed copies and the
+// Writers' buffers: 3 times the inputs' contents), about 200 bytes per
+// entry over the stages' arrays, the keys twice, and 320 KiB per output
+// table (a Writer's buffer, index and filter). contents is the inputs'
+// contents alone. A table written before RawDataSize existed counts 4
+// times its size. TestMemoryEstimate checks the bound.
+func memoryEstimate(job *compaction.Job) (est, contents uint64, err error) {
+	var stored, entries, keys uint64
+	for _, in := range job.Inputs {
+		for _, f := range in.Files {
+			r, release, err := job.Env.OpenTable(f)
+			if err != nil {
+				return 0, 0, err
+			}
+			p := r.Properties()
+			release()
+			raw := p.RawDataSize
+			if raw == 0 {
+				raw = 4 * f.Size
+			}
+			contents += raw
+			stored += f.Size
+			entries += p.NumEntries
+			keys += p.RawKeySize
+		}
+	}
+	outputs := contents/max(job.TargetFileSize, 4<<10) + 2
+	return stored + 4*contents + 200*entries + 2*keys + outputs*(320<<10), contents, nil
+}
+
+// fallback runs job on Fallback: failedStage names the engine stage that
+// failed, declined the decision module's reason (one of the two is set).
+func (c *Compactor) fallback(ctx context.Context, job *compaction.Job, failedStage, declined string) (*compaction.Result, error) {
 	res, err := c.opts.Fallback.Compact(ctx, job)
-	if err == nil && reason != "" {
-		res.Stats.Fallback = reason
+	if err == nil && failedStage != "" {
+		res.Stats.Fallback = failedStage
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if reason != "" {
-		c.mu.stats.Fallbacks[reason]++
+	if failedStage != "" {
+		c.mu.stats.Fallbacks[failedStage]++
+	}
+	if declined != "" {
+		c.mu.stats.Declined[declined]++
 	}
 	if err == nil {
 		c.mu.stats.FallbackJobs++
@@ -158,10 +292,8 @@ func (c *Compactor) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.mu.stats
-	st.Fallbacks = make(map[string]uint64, len(c.mu.stats.Fallbacks))
-	for k, v := range c.mu.stats.Fallbacks {
-		st.Fallbacks[k] = v
-	}
+	st.Fallbacks = maps.Clone(c.mu.stats.Fallbacks)
+	st.Declined = maps.Clone(c.mu.stats.Declined)
 	return st
 }
 

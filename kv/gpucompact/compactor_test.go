@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
+	"time"
 
 	kvstore "github.com/warpkit/warpkit/kv"
 	"github.com/warpkit/warpkit/kv/compaction"
@@ -30,6 +32,7 @@ func outputsOf(t *testing.T, e *ct.Env, res *compaction.Result) [][]byte {
 // on Fallback, whose tables are then exactly what it writes on its own, and
 // counts the failure by stage.
 func TestFallbackAtEveryStage(t *testing.T) {
+	base := runtime.NumGoroutine()
 	for i, stage := range []string{"load", "merge", "gc", "plan", "write"} {
 		rng := func() *rand.Rand { return rand.New(rand.NewPCG(uint64(i), 46)) }
 		e0 := ct.NewEnv()
@@ -73,7 +76,21 @@ func TestFallbackAtEveryStage(t *testing.T) {
 		if e.Held() != 0 {
 			t.Fatalf("%s: %d readers held", stage, e.Held())
 		}
+		if n := goroutinesBackTo(base); n > base {
+			t.Fatalf("%s: %d goroutines after the fallback, %d before", stage, n, base)
+		}
 	}
+}
+
+// goroutinesBackTo waits up to a second for the goroutine count to come
+// back to base (a finished goroutine leaves the count a moment after it
+// signals), and returns the count.
+func goroutinesBackTo(base int) int {
+	n := runtime.NumGoroutine()
+	for deadline := time.Now().Add(time.Second); n > base && time.Now().Before(deadline); n = runtime.NumGoroutine() {
+		time.Sleep(time.Millisecond)
+	}
+	return n
 }
 
 // TestDecisionAndClose: jobs below the threshold go to Fallback without
@@ -109,6 +126,148 @@ func TestDecisionAndClose(t *testing.T) {
 	}
 	if err := c.Close(); !errors.Is(err, ErrClosed) {
 		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// TestDecisionModule: a job over the memory budget, a job arriving while
+// the engine is busy, and every job after MaxEngineFailures consecutive
+// failures go to Fallback, counted by reason, with Fallback's own output;
+// WaitWhenBusy waits for the engine instead, or for the job's context.
+func TestDecisionModule(t *testing.T) {
+	newJob := func() (*ct.Env, *compaction.Job) {
+		e := ct.NewEnv()
+		job, _, _ := ct.RandomJob(t, rand.New(rand.NewPCG(2, 47)), e)
+		return e, job
+	}
+	e0, job0 := newJob()
+	want, err := compaction.CPU{Parts: 1}.Compact(context.Background(), job0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFiles := outputsOf(t, e0, want)
+	check := func(name string, c *Compactor, reason string, n uint64) {
+		t.Helper()
+		e, job := newJob()
+		got, err := c.Compact(context.Background(), job)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		gotFiles := outputsOf(t, e, got)
+		if len(gotFiles) != len(wantFiles) {
+			t.Fatalf("%s: %d outputs, compaction.CPU %d", name, len(gotFiles), len(wantFiles))
+		}
+		for i := range wantFiles {
+			if !bytes.Equal(gotFiles[i], wantFiles[i]) {
+				t.Fatalf("%s: output %d differs from compaction.CPU's", name, i)
+			}
+		}
+		if st := c.Stats(); st.Declined[reason] != n {
+			t.Fatalf("%s: stats %+v, want %d declined for %q", name, st, n, reason)
+		}
+	}
+	fallback := compaction.CPU{Parts: 1}
+
+	// The budget: this job's estimate is some KiB.
+	c, _ := New(Options{Fallback: fallback, MinInputBytes: -1, MemoryBudget: 1 << 10})
+	check("over budget", c, "budget", 1)
+	if st := c.Stats(); st.EngineJobs != 0 || st.FallbackJobs != 1 {
+		t.Fatalf("over budget: stats %+v", st)
+	}
+	c, _ = New(Options{Fallback: fallback, MinInputBytes: -1, MemoryBudget: -1})
+	check("no budget", c, "budget", 0)
+	if st := c.Stats(); st.EngineJobs != 1 {
+		t.Fatalf("no budget: stats %+v", st)
+	}
+
+	// Busy: the engine's slot taken.
+	c, _ = New(Options{Fallback: fallback, MinInputBytes: -1})
+	c.engine <- struct{}{}
+	check("busy", c, "busy", 1)
+	<-c.engine
+	check("free", c, "busy", 1)
+	if st := c.Stats(); st.EngineJobs != 1 {
+		t.Fatalf("free: stats %+v", st)
+	}
+	c, _ = New(Options{Fallback: fallback, MinInputBytes: -1, WhenBusy: WaitWhenBusy})
+	c.engine <- struct{}{}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	_, job := newJob()
+	if _, err := c.Compact(ctx, job); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("waiting for a busy engine past the deadline: %v", err)
+	}
+	cancel()
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		<-c.engine
+	}()
+	check("waited", c, "busy", 0)
+	if st := c.Stats(); st.EngineJobs != 1 {
+		t.Fatalf("waited: stats %+v", st)
+	}
+	if _, err := New(Options{WhenBusy: 7}); err == nil {
+		t.Fatal("New took WhenBusy 7")
+	}
+
+	// Two consecutive failures turn the engine off; a success between
+	// failures resets the count.
+	c, _ = New(Options{Fallback: fallback, MinInputBytes: -1, MaxEngineFailures: 2})
+	fail := true
+	calls := 0
+	c.failAt = func(stage string) error {
+		calls++
+		if fail && stage == "merge" {
+			return errors.New("injected")
+		}
+		return nil
+	}
+	check("failure 1", c, "disabled", 0)
+	fail = false
+	check("success", c, "disabled", 0)
+	fail = true
+	check("failure 2", c, "disabled", 0)
+	if c.Stats().Disabled {
+		t.Fatal("engine off after failures that a success separated")
+	}
+	check("failure 3", c, "disabled", 0)
+	if !c.Stats().Disabled {
+		t.Fatal("engine still on after two consecutive failures")
+	}
+	before := calls
+	check("off", c, "disabled", 1)
+	if calls != before {
+		t.Fatal("the engine ran after it was turned off")
+	}
+	if st := c.Stats(); st.Fallbacks["merge"] != 3 || st.EngineJobs != 1 {
+		t.Fatalf("off: stats %+v", st)
+	}
+}
+
+// TestMemoryEstimate: the decision module's estimate bounds what the
+// engine allocates for a job (all of it, so its peak too), but for the
+// in-memory file system's copies of the outputs.
+func TestMemoryEstimate(t *testing.T) {
+	for _, valueLen := range []int{0, 16, 100, 1024, 8192} {
+		_, job := benchJob(t, 2, valueLen)
+		for _, target := range []uint64{64 << 10, 4 << 20} {
+			job.TargetFileSize = target
+			est, contents, err := memoryEstimate(job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			res, err := runGo(context.Background(), job, &stageTimes{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runtime.ReadMemStats(&m1)
+			// The in-memory files double as they grow.
+			alloc := m1.TotalAlloc - m0.TotalAlloc - min(m1.TotalAlloc-m0.TotalAlloc, 2*res.Stats.BytesWritten)
+			if alloc > est || contents == 0 {
+				t.Fatalf("%d-byte values, %d KiB outputs: the engine allocated %d bytes, the estimate is %d (contents %d)", valueLen, target>>10, alloc, est, contents)
+			}
+			t.Logf("%d-byte values, %d KiB outputs: allocated %d bytes, estimate %d (%.2fx), contents %d", valueLen, target>>10, alloc, est, float64(est)/float64(alloc), contents)
+		}
 	}
 }
 
