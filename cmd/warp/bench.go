@@ -10,6 +10,7 @@ import (
 
 	btreebench "github.com/warpkit/warpkit/bench/btree"
 	hashbench "github.com/warpkit/warpkit/bench/hash"
+	kvcompactbench "github.com/warpkit/warpkit/bench/kvcompact"
 	latencybench "github.com/warpkit/warpkit/bench/latency"
 	lsmbench "github.com/warpkit/warpkit/bench/lsm"
 	primbench "github.com/warpkit/warpkit/bench/prim"
@@ -21,6 +22,7 @@ func init() {
 	// The benchmarks live in bench/<structure>; warp bench only dispatches.
 	registerBench(&benchmark{name: "btree", summary: btreebench.Summary, run: btreebench.Run})
 	registerBench(&benchmark{name: "hash", summary: hashbench.Summary, run: hashbench.Run})
+	registerBench(&benchmark{name: "kvcompact", summary: kvcompactbench.Summary, run: kvcompactbench.Run})
 	registerBench(&benchmark{name: "latency", summary: latencybench.Summary, run: latencybench.Run})
 	registerBench(&benchmark{name: "lsm", summary: lsmbench.Summary, run: lsmbench.Run})
 	registerBench(&benchmark{name: "prim", summary: primbench.Summary, run: primbench.Run})

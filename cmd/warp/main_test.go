@@ -34,7 +34,7 @@ func TestBenchList(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("warp bench -h: exit status %d\n%s", code, stderr)
 	}
-	for _, name := range []string{"btree", "hash", "kv", "latency", "lsm", "prim"} {
+	for _, name := range []string{"btree", "hash", "kv", "kvcompact", "latency", "lsm", "prim"} {
 		if !strings.Contains(stderr, "\n  "+name+" ") {
 			t.Errorf("warp bench -h lacks %s:\n%s", name, stderr)
 		}

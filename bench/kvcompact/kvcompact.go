@@ -1,0 +1,304 @@
+// Package kvcompactbench is warp bench kvcompact: one L0→L1 compaction job
+// (the gLSM paper's unit of work; shared/docs/specs/gpucompact.md §6) run on
+// compaction.CPU with one goroutine (cpu), with its subcompactions
+// (cpu-parts), and on kv/gpucompact's Go engine (cpu-par), the outputs of
+// cpu and cpu-par compared byte for byte on every run. cmd/warp dispatches
+// to Run.
+package kvcompactbench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/internal/cli"
+	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/gpucompact"
+	"github.com/warpkit/warpkit/kv/kvbench"
+	"github.com/warpkit/warpkit/kv/sstable"
+	"github.com/warpkit/warpkit/kv/vfs"
+)
+
+// Summary is the line warp bench -h prints for kvcompact.
+const Summary = "kv compaction jobs: compaction.CPU against gpucompact's Go engine (cpu-par), MB/s and CPU-s/GB, outputs compared byte for byte"
+
+// Targets of issue 15 for cpu-par against cpu at values of at most
+// targetMaxValue bytes: on the 16-core device host, and on 2 cores.
+const (
+	targetMaxValue = 256
+	target16       = 6.0
+	target2        = 1.5
+)
+
+var engineNames = []string{"cpu", "cpu-parts", "cpu-par"}
+
+// engine is one compactor under test.
+type engine struct {
+	name string
+	c    compaction.Compactor
+	gc   *gpucompact.Compactor // cpu-par: its stage times
+}
+
+// cell is one job's measurements on one engine.
+type cell struct {
+	wall     time.Duration // median over the runs
+	cpu      time.Duration // process CPU time, median
+	print    string        // the outputs' fingerprint (the first run's)
+	stable   bool          // every run printed the same
+	stages   gpucompact.Stats
+	fallback uint64
+}
+
+// Run runs warp bench kvcompact with args (its flags) and writes the report
+// to w.
+func Run(ctx context.Context, args []string, w io.Writer) error {
+	fs := cli.NewFlags("bench kvcompact", "[--values 32,128,...] [--compression none,snappy] [--fs mem|os] [--json] [flags]\n\n"+
+		"Builds one L0→L1 job per value size and compression (L0 tables over an overlapping L1 run, 16-byte keys, no\n"+
+		"snapshots) and runs it on each engine: cpu (compaction.CPU, one goroutine: the oracle), cpu-parts (its\n"+
+		"subcompactions; outputs cut elsewhere, so not compared) and cpu-par (kv/gpucompact's Go engine, every core).\n"+
+		"MB/s are of input table bytes per wall second (median of --runs); CPU-s/GB is process CPU time per input GB.\n"+
+		"cpu-par's outputs must equal cpu's byte for byte (ident).")
+	var values []int
+	cli.IntListVarFlag(fs, &values, "values", []int{32, 64, 128, 256, 512, 1024, 4096}, 0, 1<<20, "value sizes in bytes")
+	var comps []string
+	cli.ChoiceListVarFlag(fs, &comps, "compression", []string{"none", "snappy"}, []string{"none", "snappy", "s2"}, "table compression, inputs and outputs")
+	var engines []string
+	cli.ChoiceListVarFlag(fs, &engines, "engines", engineNames, engineNames, "engines to run (cpu always runs: the baseline and oracle)")
+	l0Tables := cli.IntFlag(fs, "l0-tables", 4, 1, 256, "L0 tables in the job")
+	l0KiB := cli.IntFlag(fs, "l0-kib", 4096, 16, 1<<20, "KiB of entries per L0 table")
+	l1KiB := cli.IntFlag(fs, "l1-kib", 40960, 16, 16<<20, "KiB of entries in L1")
+	tableKiB := cli.IntFlag(fs, "table-kib", 4096, 16, 1<<20, "KiB of entries per L1 table, and the job's target output size")
+	keyLen := cli.IntFlag(fs, "key", 16, 8, 1024, "key length in bytes")
+	runs := cli.IntFlag(fs, "runs", 3, 1, 100, "runs per engine and job (the median is printed)")
+	fsKind := cli.ChoiceFlag(fs, "fs", "mem", []string{"mem", "os"}, "where the tables live: in memory, or in --dir on disk")
+	dir := fs.String("dir", "", "directory for --fs os (default: a new temporary directory, removed afterwards)")
+	quick := fs.Bool("quick", false, "values 32,128,1024,4096, no compression, one run each")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	if err := cli.NoArgs(fs); err != nil {
+		return err
+	}
+	if *quick {
+		values, comps, *runs = []int{32, 128, 1024, 4096}, []string{"none"}, 1
+	}
+	if !slices.Contains(engines, "cpu") {
+		engines = append([]string{"cpu"}, engines...)
+	}
+	var vfsys vfs.FS
+	root := "/"
+	if *fsKind == "mem" {
+		vfsys = vfs.NewMem()
+	} else {
+		vfsys = vfs.Default
+		root = *dir
+		if root == "" {
+			tmp, err := os.MkdirTemp("", "warp-kvcompact-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(tmp)
+			root = tmp
+		}
+	}
+	rep := benchfmt.NewReport(fmt.Sprintf("warp bench kvcompact: one L0→L1 job, %d L0 × %d KiB over a %d KiB L1, %d-byte keys, --fs %s",
+		*l0Tables, *l0KiB, *l1KiB, *keyLen, *fsKind),
+		fmt.Sprintf("host: %d logical CPUs, GOMAXPROCS %d", runtime.NumCPU(), runtime.GOMAXPROCS(0)))
+	if !*asJSON {
+		rep.Stream(w)
+	}
+	cols := []string{"compression", "value B", "entries", "input MB", "cpu MB/s"}
+	for _, e := range engines[1:] {
+		cols = append(cols, e+" MB/s", e+"/cpu")
+	}
+	cols = append(cols, "CPU-s/GB "+joinNames(engines), "ident")
+	rates := rep.Table("rates (median of the runs)", cols...)
+	var stageRows [][]any
+	type targetRow struct {
+		comp  string
+		value int
+		ratio float64
+	}
+	var targetRows []targetRow
+	for _, compName := range comps {
+		comp, err := sstable.ParseCompression(compName)
+		if err != nil {
+			return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+		}
+		for _, value := range values {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			cells, job, err := runJob(ctx, vfsys, root, engines, *runs, kvbench.CompactJob{
+				L0Tables: *l0Tables, L0Bytes: *l0KiB << 10, L1Bytes: *l1KiB << 10, TableSize: *tableKiB << 10,
+				KeyLen: *keyLen, ValueLen: value, Compression: comp, Seed: 1,
+			})
+			if err != nil {
+				return err
+			}
+			in := float64(job.bytes)
+			mbs := func(c cell) float64 { return in / 1e6 / c.wall.Seconds() }
+			cpuSPerGB := func(c cell) string { return fmt.Sprintf("%.2f", c.cpu.Seconds()/(in/1e9)) }
+			row := []any{compName, value, job.entries, in / 1e6, mbs(cells[0])}
+			cpuCells := []string{cpuSPerGB(cells[0])}
+			ident := "-"
+			for i, name := range engines[1:] {
+				c := cells[i+1]
+				row = append(row, mbs(c), benchfmt.Ratio(mbs(c), mbs(cells[0])))
+				cpuCells = append(cpuCells, cpuSPerGB(c))
+				if name == "cpu-par" {
+					ident = benchfmt.YesNo(c.print == cells[0].print && c.stable && cells[0].stable && c.fallback == 0)
+					st := c.stages
+					n := float64(st.EngineJobs)
+					ms := func(d time.Duration) float64 { return benchfmt.Millis(d) / max(n, 1) }
+					stageRows = append(stageRows, []any{compName, value, ms(st.Load), ms(st.Merge), ms(st.GC), ms(st.Plan), ms(st.Write),
+						benchfmt.Millis(c.wall), c.fallback})
+					if value <= targetMaxValue {
+						targetRows = append(targetRows, targetRow{compName, value, mbs(c) / mbs(cells[0])})
+					}
+				}
+			}
+			row = append(row, joinNames(cpuCells), ident)
+			rates.Add(row...)
+			if ident == "NO" {
+				rep.Note("%s, %d-byte values: cpu-par's outputs differ from cpu's (or it fell back, or runs disagreed)", compName, value)
+			}
+		}
+	}
+	if len(stageRows) > 0 {
+		t := rep.Table("cpu-par stages (ms per job: load = read + check + decompress + decode; write = encode + seal + write)",
+			"compression", "value B", "load", "merge", "gc+select", "plan", "write", "wall", "fallbacks")
+		for _, r := range stageRows {
+			t.Add(r...)
+		}
+	}
+	if len(targetRows) > 0 {
+		want, where := 0.0, ""
+		switch p := runtime.GOMAXPROCS(0); {
+		case p >= 16:
+			want, where = target16, "16 cores"
+		case p <= 2:
+			want, where = target2, "2 cores"
+		}
+		if want > 0 {
+			t := rep.Table(fmt.Sprintf("target: cpu-par ≥ %.1f× cpu at values ≤ %d B on %s (issue 15)", want, targetMaxValue, where),
+				"compression", "value B", "cpu-par/cpu", "target", "met")
+			for _, r := range targetRows {
+				t.Add(r.comp, r.value, fmt.Sprintf("%.2fx", r.ratio), fmt.Sprintf("%.1fx", want), benchfmt.YesNo(r.ratio >= want))
+			}
+		} else {
+			rep.Note("targets: issue 15 sets them for 16 cores (%.1f×) and 2 cores (%.1f×); this run has GOMAXPROCS %d", target16, target2, runtime.GOMAXPROCS(0))
+		}
+	}
+	rep.Note("cpu: compaction.CPU{Parts: 1}; cpu-parts: compaction.CPU{} (min(GOMAXPROCS, 8) subcompactions); cpu-par: gpucompact.New with MinInputBytes -1 (every job on the Go engine), fallback compaction.CPU{Parts: 1}")
+	rep.Note("each run: runtime.GC() first, then one Compact; its outputs fingerprinted (file bytes, metadata, Stats) and deleted")
+	return rep.Print(w, *asJSON)
+}
+
+// jobInfo describes a built job.
+type jobInfo struct {
+	bytes   uint64
+	entries uint64
+}
+
+// runJob builds the job in a fresh directory of fsys and runs it on each
+// engine, runs times, in alternation.
+func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, runs int, shape kvbench.CompactJob) ([]cell, jobInfo, error) {
+	dir := fsys.PathJoin(root, fmt.Sprintf("job-%d-%s", shape.ValueLen, shape.Compression))
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return nil, jobInfo{}, err
+	}
+	env := kvbench.NewCompactEnv(fsys, dir)
+	defer env.Remove()
+	job, err := env.Build(shape)
+	if err != nil {
+		return nil, jobInfo{}, fmt.Errorf("build the job: %w", err)
+	}
+	var engines []engine
+	for _, name := range names {
+		switch name {
+		case "cpu":
+			engines = append(engines, engine{name: name, c: compaction.CPU{Parts: 1}})
+		case "cpu-parts":
+			engines = append(engines, engine{name: name, c: compaction.CPU{}})
+		case "cpu-par":
+			gc, err := gpucompact.New(gpucompact.Options{MinInputBytes: -1, Fallback: compaction.CPU{Parts: 1}})
+			if err != nil {
+				return nil, jobInfo{}, err
+			}
+			defer gc.Close()
+			engines = append(engines, engine{name: name, c: gc, gc: gc})
+		}
+	}
+	walls := make([][]time.Duration, len(engines))
+	cpus := make([][]time.Duration, len(engines))
+	cells := make([]cell, len(engines))
+	var info jobInfo
+	info.bytes = job.InputBytes()
+	for r := range runs {
+		for i, e := range engines {
+			if err := ctx.Err(); err != nil {
+				return nil, info, err
+			}
+			runtime.GC()
+			cpu0 := processCPU()
+			t0 := time.Now()
+			res, err := e.c.Compact(ctx, job)
+			wall := time.Since(t0)
+			cpu := processCPU() - cpu0
+			if err != nil {
+				return nil, info, fmt.Errorf("%s: %w", e.name, err)
+			}
+			walls[i] = append(walls[i], wall)
+			cpus[i] = append(cpus[i], cpu)
+			print, err := env.Fingerprint(res)
+			if err != nil {
+				return nil, info, err
+			}
+			if r == 0 {
+				cells[i].print, cells[i].stable = print, true
+			} else if print != cells[i].print {
+				cells[i].stable = false
+			}
+			if e.name == "cpu" {
+				info.entries = res.Stats.EntriesIn
+			}
+			if err := env.Drop(); err != nil {
+				return nil, info, err
+			}
+		}
+	}
+	for i, e := range engines {
+		cells[i].wall = median(walls[i])
+		cells[i].cpu = median(cpus[i])
+		if e.gc != nil {
+			cells[i].stages = e.gc.Stats()
+			cells[i].fallback = cells[i].stages.FallbackJobs // MinInputBytes -1: only failures fall back
+		}
+	}
+	return cells, info, nil
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func joinNames(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += "/"
+		}
+		out += x
+	}
+	return out
+}

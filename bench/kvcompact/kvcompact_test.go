@@ -1,0 +1,74 @@
+package kvcompactbench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/internal/cli"
+)
+
+// small is a job small enough for the default test run.
+var small = []string{"--l0-kib", "64", "--l1-kib", "512", "--table-kib", "128", "--runs", "2"}
+
+// TestRun: every cell runs on every engine, on both file systems, and
+// cpu-par's outputs equal cpu's (the ident column says yes).
+func TestRun(t *testing.T) {
+	for _, fsKind := range []string{"mem", "os"} {
+		args := append([]string{"--values", "0,40,3000", "--compression", "none,snappy,s2", "--fs", fsKind, "--json"}, small...)
+		if fsKind == "os" {
+			args = append(args, "--dir", t.TempDir())
+		}
+		var out bytes.Buffer
+		if err := Run(t.Context(), args, &out); err != nil {
+			t.Fatalf("--fs %s: %v", fsKind, err)
+		}
+		var rep benchfmt.Report
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("--fs %s: %v\n%s", fsKind, err, out.String())
+		}
+		rates := rep.Tables[0]
+		if len(rates.Rows) != 9 {
+			t.Fatalf("--fs %s: %d rows, want 9", fsKind, len(rates.Rows))
+		}
+		for _, row := range rates.Rows {
+			if ident := row[len(row)-1]; ident != "yes" {
+				t.Errorf("--fs %s: row %v: ident %v", fsKind, row, ident)
+			}
+		}
+		if len(rep.Tables) < 2 || rep.Tables[1].Columns[2] != "load" || len(rep.Tables[1].Rows) != 9 {
+			t.Errorf("--fs %s: no stage table: %+v", fsKind, rep.Tables)
+		}
+	}
+}
+
+// TestRunText: the text report streams the tables and the notes.
+func TestRunText(t *testing.T) {
+	var out bytes.Buffer
+	if err := Run(t.Context(), append([]string{"--values", "64", "--engines", "cpu-par"}, small...), &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"rates (median of the runs)", "cpu-par stages", "cpu-par/cpu", "compaction.CPU{Parts: 1}"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "cpu-parts MB/s") {
+		t.Errorf("--engines cpu-par ran cpu-parts:\n%s", out.String())
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"--values", "-1"}, {"--compression", "zstd"}, {"--engines", "gpu"}, {"--fs", "tmpfs"}, {"--runs", "0"},
+		{"--l0-kib", "1"}, {"extra"},
+	} {
+		if err := Run(t.Context(), args, io.Discard); !errors.Is(err, cli.ErrUsage) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+}

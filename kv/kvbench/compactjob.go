@@ -1,0 +1,229 @@
+package kvbench
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/manifest"
+	"github.com/warpkit/warpkit/kv/sstable"
+	"github.com/warpkit/warpkit/kv/vfs"
+)
+
+// CompactEnv holds one compaction job for benchmarks of compactors (warp
+// bench kvcompact): a compaction.Env over a directory of a file system, the
+// job's input tables, and the outputs of each run until Drop removes them.
+type CompactEnv struct {
+	fs  vfs.FS
+	dir string
+
+	mu      sync.Mutex
+	next    base.FileNum
+	readers map[base.FileNum]*sstable.Reader
+	created []base.FileNum
+}
+
+// NewCompactEnv returns an empty CompactEnv over dir of fs (it must exist).
+func NewCompactEnv(fs vfs.FS, dir string) *CompactEnv {
+	return &CompactEnv{fs: fs, dir: dir, next: 1, readers: map[base.FileNum]*sstable.Reader{}}
+}
+
+func (e *CompactEnv) path(n base.FileNum) string { return e.fs.PathJoin(e.dir, n.String()+".sst") }
+
+func (e *CompactEnv) env(opts sstable.WriterOptions) compaction.Env {
+	return compaction.Env{
+		OpenTable: func(f *manifest.FileMetadata) (*sstable.Reader, func(), error) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			r, ok := e.readers[f.FileNum]
+			if !ok {
+				file, err := e.fs.Open(e.path(f.FileNum))
+				if err != nil {
+					return nil, nil, err
+				}
+				if r, err = sstable.NewReader(file, sstable.ReaderOptions{FileName: f.FileNum.String()}); err != nil {
+					file.Close()
+					return nil, nil, err
+				}
+				e.readers[f.FileNum] = r
+			}
+			return r, func() {}, nil
+		},
+		OpenTableFile: func(f *manifest.FileMetadata) (vfs.File, error) { return e.fs.Open(e.path(f.FileNum)) },
+		CreateTable: func() (base.FileNum, vfs.File, error) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			n := e.next
+			e.next++
+			e.created = append(e.created, n)
+			f, err := e.fs.Create(e.path(n))
+			return n, f, err
+		},
+		WriterOptions: opts,
+	}
+}
+
+// Drop removes the tables created since the job was built or the last Drop
+// (a run's outputs).
+func (e *CompactEnv) Drop() error {
+	e.mu.Lock()
+	created := e.created
+	e.created = nil
+	e.mu.Unlock()
+	for _, n := range created {
+		if err := e.fs.Remove(e.path(n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Remove closes the input tables' readers and removes every table of the
+// job, inputs and outputs.
+func (e *CompactEnv) Remove() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for n, r := range e.readers {
+		r.Close()
+		delete(e.readers, n)
+	}
+	var first error
+	for n := base.FileNum(1); n < e.next; n++ {
+		if err := e.fs.Remove(e.path(n)); err != nil && !errors.Is(err, os.ErrNotExist) && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Fingerprint is what two runs of one job must agree on: each output's
+// bytes (their SHA-256) and metadata, and the Result's Stats but Duration
+// and Engine.
+func (e *CompactEnv) Fingerprint(res *compaction.Result) (string, error) {
+	h := sha256.New()
+	for _, m := range res.Outputs {
+		f, err := e.fs.Open(e.path(m.FileNum))
+		if err != nil {
+			return "", err
+		}
+		size, err := f.Size()
+		if err == nil {
+			buf := make([]byte, size)
+			if _, err = f.ReadAt(buf, 0); err == nil {
+				h.Write(buf)
+			}
+		}
+		f.Close()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "|%d %v %v %d %d %v|", m.Size, m.Smallest, m.Largest, m.SmallestSeq, m.LargestSeq, m.HasRangeDels)
+	}
+	st := res.Stats
+	fmt.Fprintf(h, "%d %d %d %d %d %d", st.BytesRead, st.BytesWritten, st.EntriesIn, st.EntriesOut, st.TombstonesElided, st.RangeDelsDropped)
+	return fmt.Sprintf("%x", h.Sum(nil)), nil
+}
+
+// CompactJob is the shape of a benchmark's L0→L1 job: L0Tables
+// overlapping L0 tables of L0Bytes of entries each over an L1 run of
+// L1Bytes in tables of TableSize (also the job's target output size),
+// KeyLen-byte keys (zero-padded decimal numbers, as db_bench's), ValueLen-byte
+// values (half random, half repeated: Snappy halves them, as db_bench's),
+// no snapshots; every L1 key is a multiple of 4, L0 keys fall anywhere in
+// four times L1's range.
+type CompactJob struct {
+	L0Tables                    int
+	L0Bytes, L1Bytes, TableSize int
+	KeyLen, ValueLen            int
+	Compression                 sstable.Compression
+	Seed                        uint64
+}
+
+// Build writes the job's input tables into e and returns the job, whose
+// outputs go to e too.
+func (e *CompactEnv) Build(sh CompactJob) (*compaction.Job, error) {
+	opts := sstable.WriterOptions{BlockSize: 4096, BloomBitsPerKey: 10, Compression: sh.Compression}
+	env := e.env(opts)
+	rng := rand.New(rand.NewPCG(sh.Seed, uint64(sh.ValueLen)))
+	perEntry := sh.KeyLen + 8 + sh.ValueLen
+	n1 := max(1, sh.L1Bytes/perEntry)
+	n0 := max(1, sh.L0Bytes/perEntry)
+	keySpace := 4 * n1 // L1 holds every fourth key; L0 keys fall anywhere
+	key := func(k int) []byte { return fmt.Appendf(nil, "%0*d", sh.KeyLen, k) }
+	value := make([]byte, sh.ValueLen)
+	fill := func() []byte {
+		for i := range value[:sh.ValueLen/2] {
+			value[i] = byte(rng.Uint32())
+		}
+		return value
+	}
+	write := func(keys []int, seq func(i int) base.SeqNum) (*manifest.FileMetadata, error) {
+		num, f, err := env.CreateTable()
+		if err != nil {
+			return nil, err
+		}
+		w := sstable.NewWriter(f, opts)
+		for i, k := range keys {
+			if err := w.Add(base.MakeInternalKey(key(k), seq(i), base.KindSet), fill()); err != nil {
+				f.Close()
+				return nil, err
+			}
+		}
+		m, err := w.Finish()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &manifest.FileMetadata{FileNum: num, Size: m.Size, Smallest: m.Smallest, Largest: m.Largest,
+			SmallestSeq: m.SmallestSeq, LargestSeq: m.LargestSeq}, nil
+	}
+	job := &compaction.Job{OutputLevel: 1, TargetFileSize: uint64(sh.TableSize), Env: env}
+	// L1: sorted, disjoint tables of about tableSize bytes of entries.
+	var l1 []*manifest.FileMetadata
+	per := max(1, sh.TableSize/perEntry)
+	for start := 0; start < n1; start += per {
+		var keys []int
+		for i := start; i < min(n1, start+per); i++ {
+			keys = append(keys, 4*i)
+		}
+		m, err := write(keys, func(int) base.SeqNum { return 1 })
+		if err != nil {
+			return nil, err
+		}
+		l1 = append(l1, m)
+	}
+	// L0: each table's keys random and distinct, newer tables first.
+	var l0 []*manifest.FileMetadata
+	seq := base.SeqNum(2)
+	for range sh.L0Tables {
+		seen := make(map[int]bool, n0)
+		keys := make([]int, 0, n0)
+		for len(keys) < n0 && len(keys) < keySpace {
+			if k := rng.IntN(keySpace); !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys) // zero-padded: the keys sort as their numbers
+		first := seq
+		m, err := write(keys, func(i int) base.SeqNum { return first + base.SeqNum(i) })
+		if err != nil {
+			return nil, err
+		}
+		seq += base.SeqNum(len(keys))
+		l0 = append([]*manifest.FileMetadata{m}, l0...)
+	}
+	e.mu.Lock()
+	e.created = nil // the inputs stay
+	e.mu.Unlock()
+	job.Inputs = []compaction.Input{{Level: 0, Files: l0}, {Level: 1, Files: l1}}
+	return job, nil
+}
