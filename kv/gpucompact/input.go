@@ -122,9 +122,6 @@ func (s *inputSet) decodeBlocks(r *sstable.Reader, name string, blocks []sstable
 		}
 		valBase := s.arenaBase + uint32(at)
 		err = sstable.BlockEntries(raw, name, h.Offset, func(k base.InternalKey, valOff, valLen int) error {
-			if k.Kind() != base.KindSet && k.Kind() != base.KindDelete {
-				return base.WithFile(&base.CorruptionError{Offset: int64(h.Offset), Reason: fmt.Sprintf("%v entry in a data block", k.Kind())}, name)
-			}
 			if uint64(len(s.keys))+uint64(len(k.UserKey)) > math.MaxUint32 {
 				return fmt.Errorf("gpucompact: %s: keys: %w", name, errTooLarge)
 			}

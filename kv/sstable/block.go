@@ -3,6 +3,7 @@ package sstable
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 
 	"github.com/warpkit/warpkit/kv/internal/base"
 )
@@ -74,6 +75,7 @@ type blockIter struct {
 	restarts    int    // offset of the restart array
 	numRestarts int
 	internal    bool
+	points      bool // a data block: only point entries (sets, deletions)
 
 	offset     int // offset of the current entry; -1 when not positioned
 	nextOffset int
@@ -110,6 +112,16 @@ func (it *blockIter) init(data []byte, internal bool, file string, blockOff int6
 	it.data = data
 	it.numRestarts = n
 	it.restarts = len(data) - 4 - 4*n
+	return true
+}
+
+// initData points the iterator at a data block, whose entries must be
+// point entries: any other kind is corruption.
+func (it *blockIter) initData(data []byte, file string, blockOff int64) bool {
+	if !it.init(data, true, file, blockOff) {
+		return false
+	}
+	it.points = true
 	return true
 }
 
@@ -169,6 +181,9 @@ func (it *blockIter) decodeAt(off int, atRestart bool) bool {
 			return it.corrupt("internal key too short")
 		}
 		it.ikey = base.InternalKey{UserKey: it.key[:n:n], Trailer: base.Trailer(binary.LittleEndian.Uint64(it.key[n:]))}
+		if k := it.ikey.Kind(); it.points && k != base.KindSet && k != base.KindDelete {
+			return it.corrupt(fmt.Sprintf("%v entry in a data block", k))
+		}
 	}
 	return true
 }

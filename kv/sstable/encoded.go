@@ -204,7 +204,7 @@ func (r *Reader) DecodedLen(h BlockHandle, stored []byte) (int, error) {
 // reading the table would; an error from fn stops the walk and is returned.
 func BlockEntries(raw []byte, file string, blockOff uint64, fn func(k InternalKey, valOff, valLen int) error) error {
 	var it blockIter
-	if !it.init(raw, true, file, int64(blockOff)) {
+	if !it.initData(raw, file, int64(blockOff)) {
 		return it.err
 	}
 	for ok := it.first(); ok; ok = it.next() {

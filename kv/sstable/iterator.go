@@ -73,7 +73,7 @@ func (it *Iter) loadBlock() bool {
 	if err != nil {
 		return it.fail(err)
 	}
-	if !it.data.init(b, true, it.r.name, int64(h.offset)) {
+	if !it.data.initData(b, it.r.name, int64(h.offset)) {
 		return it.fail(it.data.err)
 	}
 	return true

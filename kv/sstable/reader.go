@@ -338,7 +338,7 @@ func (r *Reader) Get(ukey []byte, snap SeqNum) (value []byte, kind base.Kind, se
 		if err != nil {
 			return nil, 0, 0, false, err
 		}
-		if !g.data.init(b, true, r.name, int64(h.offset)) {
+		if !g.data.initData(b, r.name, int64(h.offset)) {
 			return nil, 0, 0, false, g.data.err
 		}
 		var at bool
