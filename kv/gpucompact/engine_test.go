@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/warpkit/warpkit/kv/compaction"
@@ -122,6 +123,52 @@ func TestGoEngineIdenticalLarge(t *testing.T) {
 				t.Fatalf("%d-byte values: output %d differs (%d bytes, compaction.CPU %d)", valueLen, i, len(g), len(w))
 			}
 		}
+	}
+}
+
+// TestGoEngineValuePastCompressionLimit: a value larger than the largest
+// block a Writer compresses (64 MiB) is stored raw in a compressed table,
+// read back, and written raw again, byte-identical to compaction.CPU.
+// Skipped in -short (it moves a few hundred MiB).
+func TestGoEngineValuePastCompressionLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves a few hundred MiB")
+	}
+	e := ct.NewEnv()
+	opts := sstable.WriterOptions{BlockSize: 4096, BloomBitsPerKey: 10, Compression: sstable.SnappyCompression}
+	huge := strings.Repeat("v", 64<<20+100)
+	var small []ct.Entry
+	for i := range 2000 {
+		small = append(small, ct.Entry{K: base.MakeInternalKey([]byte(fmt.Sprintf("k%05d", i)), base.SeqNum(10+i), base.KindSet), V: "small value"})
+	}
+	l0 := e.TableWith(t, append(small[:1000:1000], ct.Entry{K: base.MakeInternalKey([]byte("k00500x"), 5000, base.KindSet), V: huge}), nil, opts)
+	l1 := e.TableWith(t, small[1000:], nil, opts)
+	env := e.Env()
+	env.WriterOptions = opts
+	job := &compaction.Job{
+		Inputs:         []compaction.Input{{Level: 0, Files: []*manifest.FileMetadata{l0}}, {Level: 1, Files: []*manifest.FileMetadata{l1}}},
+		OutputLevel:    1,
+		TargetFileSize: 1 << 20,
+		Env:            env,
+	}
+	want, err := compaction.CPU{Parts: 1}.Compact(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := goEngine(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Outputs) != len(want.Outputs) {
+		t.Fatalf("%d outputs, compaction.CPU %d", len(got.Outputs), len(want.Outputs))
+	}
+	for i := range want.Outputs {
+		if !bytes.Equal(readFile(t, e, got.Outputs[i]), readFile(t, e, want.Outputs[i])) {
+			t.Fatalf("output %d differs from compaction.CPU's", i)
+		}
+	}
+	if got.Stats.BytesWritten < 64<<20 {
+		t.Fatalf("%d bytes written: the value was not stored raw", got.Stats.BytesWritten)
 	}
 }
 

@@ -2,8 +2,10 @@ package gpucompact
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/warpkit/warpkit/kv/record"
 	"io"
 	"math/rand/v2"
 	"sort"
@@ -250,4 +252,77 @@ func (s *inputSet) addTable(r *sstable.Reader, f io.ReaderAt, name string) error
 		}
 	}
 	return nil
+}
+
+// FuzzLoadDamagedBlock: any bytes patched into a data block (stored
+// uncompressed, Snappy or S2) whose checksum is then made to match — damage the checksum cannot catch — reach the input
+// stage's decoder, which must give the entries the table's own iterator
+// yields, or the same corruption error, and never read out of bounds.
+func FuzzLoadDamagedBlock(f *testing.F) {
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f}, uint16(0), uint8(0))
+	f.Add([]byte{0, 0, 0, 0}, uint16(0xffff), uint8(1))
+	f.Add([]byte{0x80}, uint16(7), uint8(2))
+	f.Add([]byte{1, 200, 3, 0x11}, uint16(40), uint8(0))
+	f.Add([]byte{0x7f}, uint16(0), uint8(16))
+	f.Add([]byte{0xfe, 0x01}, uint16(3), uint8(33))
+	f.Fuzz(func(t *testing.T, patch []byte, at uint16, which uint8) {
+		rng := rand.New(rand.NewPCG(7, 8))
+		var seq base.SeqNum
+		es := randomKeys(rng, 60, "k/", &seq)
+		fs := vfs.NewMem()
+		comp := sstable.Compression(which / 16 % 3) // stored compressed or not
+		r, file := writeTable(t, fs, "/ok.sst", es, sstable.WriterOptions{BlockSize: 256, RestartInterval: 4, Compression: comp})
+		blocks, err := r.DataBlocks()
+		if err != nil || len(blocks) < 2 {
+			t.Fatal(len(blocks), err)
+		}
+		size, _ := file.Size()
+		data := make([]byte, size)
+		if _, err := file.ReadAt(data, 0); err != nil {
+			t.Fatal(err)
+		}
+		// Patch the block's contents (its length stays: the index still
+		// points at it), then fix its trailer's checksum.
+		h := blocks[int(which)%len(blocks)]
+		body := data[h.Offset : h.Offset+h.Length]
+		if len(patch) > len(body) {
+			patch = patch[:len(body)]
+		}
+		copy(body[int(at)%(len(body)-len(patch)+1):], patch)
+		trailer := data[h.Offset+h.Length : h.Offset+h.Length+sstable.BlockTrailerLen]
+		binary.LittleEndian.PutUint32(trailer[1:], record.MaskCRC(record.ExtendCRC(record.CRC(body), trailer[:1])))
+		vfs.WriteFile(fs, "/bad.sst", data)
+		bf, err := fs.Open("/bad.sst")
+		if err != nil {
+			t.Fatal(err)
+		}
+		br, err := sstable.NewReader(bf, sstable.ReaderOptions{FileName: "bad.sst"})
+		if err != nil {
+			t.Fatal(err) // the index and footer are intact
+		}
+		var s inputSet
+		loadErr := s.addTable(br, bf, "bad.sst")
+		var want []kv
+		it := br.NewIter()
+		for ok := it.First(); ok; ok = it.Next() {
+			want = append(want, kv{it.Key().Clone(), bytes.Clone(it.Value())})
+		}
+		iterErr := it.Error()
+		it.Close()
+		if loadErr != nil || iterErr != nil {
+			var lce, ice *base.CorruptionError
+			if !errors.As(loadErr, &lce) || !errors.As(iterErr, &ice) || *lce != *ice {
+				t.Fatalf("the input stage says %v, the iterator %v", loadErr, iterErr)
+			}
+			return
+		}
+		if len(s.ents) != len(want) {
+			t.Fatalf("the input stage decoded %d entries, the iterator %d", len(s.ents), len(want))
+		}
+		for i := range want {
+			if base.CompareInternal(s.internalKey(uint32(i)), want[i].k) != 0 || !bytes.Equal(s.value(uint32(i)), want[i].v) {
+				t.Fatalf("entry %d: %v=%q, the iterator %v=%q", i, s.internalKey(uint32(i)), s.value(uint32(i)), want[i].k, want[i].v)
+			}
+		}
+	})
 }
