@@ -87,11 +87,13 @@ func TestCrashRecovery(t *testing.T) {
 		rounds = 6
 	}
 	for round := range rounds {
-		t.Run(fmt.Sprint(round), func(t *testing.T) { crashRound(t, uint64(round)) })
+		t.Run(fmt.Sprint(round), func(t *testing.T) { crashRound(t, uint64(round), nil) })
 	}
 }
 
-func crashRound(t *testing.T, seed uint64) {
+// crashRound is one round of TestCrashRecovery; with compactor set, every
+// compaction runs on it.
+func crashRound(t *testing.T, seed uint64, compactor compaction.Compactor) {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	fs := vfs.NewMem()
 	opts := smallOptions()
@@ -99,6 +101,9 @@ func crashRound(t *testing.T, seed uint64) {
 	if seed%3 == 2 {
 		opts.MaxConcurrentCompactions = 2
 		opts.Compactor = compaction.CPU{Parts: 3, MinPartBytes: 1} // a crash may fall between parts
+	}
+	if compactor != nil {
+		opts.Compactor = compactor
 	}
 	db, err := Open("/db", &opts)
 	if err != nil {

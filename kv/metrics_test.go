@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/vfs"
 )
@@ -37,7 +38,7 @@ func TestMetricsFlushAndCompaction(t *testing.T) {
 	mem := vfs.NewMem()
 	opts := smallOptions() // L0CompactionThreshold 2
 	opts.FS = mem
-	opts.Compactor = gatedCompactor{g}
+	opts.Compactor = gatedCompactor{g, compaction.CPU{}}
 	opts.DisableCompression = true // tables at least as large as the values they hold
 	db, err := Open("/db", &opts)
 	if err != nil {

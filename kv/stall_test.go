@@ -67,13 +67,16 @@ func (g *gate) waitEntered(t *testing.T) {
 }
 
 // gatedCompactor runs compaction.CPU once its gate lets it.
-type gatedCompactor struct{ g *gate }
+type gatedCompactor struct {
+	g     *gate
+	inner compaction.Compactor
+}
 
 func (c gatedCompactor) Compact(ctx context.Context, job *compaction.Job) (*compaction.Result, error) {
 	if err := c.g.wait(ctx); err != nil {
 		return nil, err
 	}
-	return compaction.CPU{}.Compact(ctx, job)
+	return c.inner.Compact(ctx, job)
 }
 
 // gatedTableCreates blocks the creation of tables (flushes and compaction
@@ -138,12 +141,17 @@ var bigValue = bytes.Repeat([]byte("v"), 40<<10)
 // the returned gate is released: L1 first gets a table spanning every key
 // the test writes, so that each L0 table overlaps it and is merged (by the
 // gated compactor) rather than moved down. It then flushes l0 tables; the
-// first is held in its compaction, and the others wait behind it.
+// first is held in its compaction, and the others wait behind it. The
+// compactions run on opts.Compactor (default compaction.CPU{}) once released.
 func openWithHeldCompactions(t *testing.T, opts Options, l0 int) (*DB, *gate) {
 	t.Helper()
 	g := newGate()
 	opts.FS = vfs.NewMem()
-	opts.Compactor = gatedCompactor{g}
+	inner := opts.Compactor
+	if inner == nil {
+		inner = compaction.CPU{}
+	}
+	opts.Compactor = gatedCompactor{g, inner}
 	db, err := Open("/db", &opts)
 	if err != nil {
 		t.Fatal(err)
@@ -182,8 +190,9 @@ func openWithHeldCompactions(t *testing.T, opts Options, l0 int) (*DB, *gate) {
 // TestStallL0Slowdown: at L0SlowdownWritesThreshold L0 tables each write is
 // delayed once by 1 ms, counted in Stalls.Slowdowns and SlowdownTime, and
 // is not stopped; once compactions empty L0 writes go at full speed.
-func TestStallL0Slowdown(t *testing.T) {
-	opts := smallOptions()
+func TestStallL0Slowdown(t *testing.T) { stallL0Slowdown(t, smallOptions()) }
+
+func stallL0Slowdown(t *testing.T, opts Options) {
 	opts.L0CompactionThreshold = 1
 	opts.L0SlowdownWritesThreshold = 2
 	opts.L0StopWritesThreshold = 100
@@ -227,8 +236,9 @@ func TestStallL0Slowdown(t *testing.T) {
 // TestStallL0Stop: with L0StopWritesThreshold L0 tables and the memtable
 // full, a write waits (Stalls.L0Stops) until a compaction brings L0 below
 // the threshold; reads go on meanwhile.
-func TestStallL0Stop(t *testing.T) {
-	opts := smallOptions()
+func TestStallL0Stop(t *testing.T) { stallL0Stop(t, smallOptions()) }
+
+func stallL0Stop(t *testing.T, opts Options) {
 	opts.L0CompactionThreshold = 1
 	opts.L0SlowdownWritesThreshold = 3
 	opts.L0StopWritesThreshold = 3
