@@ -7,11 +7,12 @@ import (
 	"time"
 )
 
-// processCPU is the CPU time (user and system) the process has used so far.
-func processCPU() time.Duration {
+// processCPU is the CPU time the process has used so far, in user and in
+// system (kernel) mode.
+func processCPU() (user, sys time.Duration) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return 0, 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
 }

@@ -49,6 +49,7 @@ type engine struct {
 type cell struct {
 	wall     time.Duration // median over the runs
 	cpu      time.Duration // process CPU time, median
+	sys      time.Duration // the system (kernel) part of it, median
 	print    string        // the outputs' fingerprint (the first run's)
 	stable   bool          // every run printed the same
 	stages   gpucompact.Stats
@@ -62,7 +63,8 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		"Builds one L0→L1 job per value size and compression (L0 tables over an overlapping L1 run, 16-byte keys, no\n"+
 		"snapshots) and runs it on each engine: cpu (compaction.CPU, one goroutine: the oracle), cpu-parts (its\n"+
 		"subcompactions; outputs cut elsewhere, so not compared) and cpu-par (kv/gpucompact's Go engine, every core).\n"+
-		"MB/s are of input table bytes per wall second (median of --runs); CPU-s/GB is process CPU time per input GB.\n"+
+		"MB/s are of input table bytes per wall second (median of --runs); CPU-s/GB is process CPU time per input GB,\n"+
+		"sys its kernel share (page faults on fresh memory, file writes).\n"+
 		"cpu-par's outputs must equal cpu's byte for byte (ident).")
 	var values []int
 	cli.IntListVarFlag(fs, &values, "values", []int{32, 64, 128, 256, 512, 1024, 4096}, 0, 1<<20, "value sizes in bytes")
@@ -80,6 +82,9 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	dir := fs.String("dir", "", "directory for --fs os (default: a new temporary directory, removed afterwards)")
 	quick := fs.Bool("quick", false, "values 32,128,1024,4096, no compression, one run each")
 	asJSON := fs.Bool("json", false, "print JSON")
+	var prof profiles
+	fs.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of cpu-par's first run to this `file`")
+	fs.StringVar(&prof.trace, "trace", "", "write an execution trace of cpu-par's first run to this `file` (go tool trace)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -108,6 +113,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 			root = tmp
 		}
 	}
+	defer prof.stop()
 	rep := benchfmt.NewReport(fmt.Sprintf("warp bench kvcompact: one L0→L1 job, %d L0 × %d KiB over a %d KiB L1, %d-byte keys, --fs %s",
 		*l0Tables, *l0KiB, *l1KiB, *keyLen, *fsKind),
 		fmt.Sprintf("host: %d logical CPUs, GOMAXPROCS %d", runtime.NumCPU(), runtime.GOMAXPROCS(0)))
@@ -118,7 +124,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	for _, e := range engines[1:] {
 		cols = append(cols, e+" MB/s", e+"/cpu")
 	}
-	cols = append(cols, "CPU-s/GB "+joinNames(engines), "ident")
+	cols = append(cols, "CPU-s/GB "+joinNames(engines), "sys "+joinNames(engines), "ident")
 	rates := rep.Table("rates (median of the runs)", cols...)
 	var stageRows [][]any
 	type targetRow struct {
@@ -136,7 +142,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			cells, job, err := runJob(ctx, vfsys, root, engines, *runs, kvbench.CompactJob{
+			cells, job, err := runJob(ctx, vfsys, root, engines, *runs, &prof, kvbench.CompactJob{
 				L0Tables: *l0Tables, L0Bytes: *l0KiB << 10, L1Bytes: *l1KiB << 10, TableSize: *tableKiB << 10,
 				KeyLen: *keyLen, ValueLen: value, Compression: comp, Seed: 1,
 			})
@@ -147,25 +153,28 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 			mbs := func(c cell) float64 { return in / 1e6 / c.wall.Seconds() }
 			cpuSPerGB := func(c cell) string { return fmt.Sprintf("%.2f", c.cpu.Seconds()/(in/1e9)) }
 			row := []any{compName, value, job.entries, in / 1e6, mbs(cells[0])}
+			sysShare := func(c cell) string { return fmt.Sprintf("%.0f%%", 100*c.sys.Seconds()/max(c.cpu.Seconds(), 1e-9)) }
 			cpuCells := []string{cpuSPerGB(cells[0])}
+			sysCells := []string{sysShare(cells[0])}
 			ident := "-"
 			for i, name := range engines[1:] {
 				c := cells[i+1]
 				row = append(row, mbs(c), benchfmt.Ratio(mbs(c), mbs(cells[0])))
 				cpuCells = append(cpuCells, cpuSPerGB(c))
+				sysCells = append(sysCells, sysShare(c))
 				if name == "cpu-par" {
 					ident = benchfmt.YesNo(c.print == cells[0].print && c.stable && cells[0].stable && c.fallback == 0)
 					st := c.stages
 					n := float64(st.EngineJobs)
 					ms := func(d time.Duration) float64 { return benchfmt.Millis(d) / max(n, 1) }
 					stageRows = append(stageRows, []any{compName, value, ms(st.Load), ms(st.Merge), ms(st.GC), ms(st.Plan), ms(st.Write),
-						benchfmt.Millis(c.wall), c.fallback})
+						benchfmt.Millis(c.wall), c.cpu.Seconds() / c.wall.Seconds(), c.fallback})
 					if value <= targetMaxValue {
 						targetRows = append(targetRows, targetRow{compName, value, mbs(c) / mbs(cells[0])})
 					}
 				}
 			}
-			row = append(row, joinNames(cpuCells), ident)
+			row = append(row, joinNames(cpuCells), joinNames(sysCells), ident)
 			rates.Add(row...)
 			if ident == "NO" {
 				rep.Note("%s, %d-byte values: cpu-par's outputs differ from cpu's (or it fell back, or runs disagreed)", compName, value)
@@ -173,8 +182,8 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		}
 	}
 	if len(stageRows) > 0 {
-		t := rep.Table("cpu-par stages (ms per job: load = read + check + decompress + decode; write = encode + seal + write)",
-			"compression", "value B", "load", "merge", "gc+select", "plan", "write", "wall", "fallbacks")
+		t := rep.Table("cpu-par stages (ms per job: load = read + check + decompress + decode; write = encode + seal + write; cores busy = CPU time / wall)",
+			"compression", "value B", "load", "merge", "gc+select", "plan", "write", "wall", "cores busy", "fallbacks")
 		for _, r := range stageRows {
 			t.Add(r...)
 		}
@@ -210,7 +219,7 @@ type jobInfo struct {
 
 // runJob builds the job in a fresh directory of fsys and runs it on each
 // engine, runs times, in alternation.
-func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, runs int, shape kvbench.CompactJob) ([]cell, jobInfo, error) {
+func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, runs int, prof *profiles, shape kvbench.CompactJob) ([]cell, jobInfo, error) {
 	dir := fsys.PathJoin(root, fmt.Sprintf("job-%d-%s", shape.ValueLen, shape.Compression))
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, jobInfo{}, err
@@ -239,6 +248,7 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, runs 
 	}
 	walls := make([][]time.Duration, len(engines))
 	cpus := make([][]time.Duration, len(engines))
+	syss := make([][]time.Duration, len(engines))
 	cells := make([]cell, len(engines))
 	var info jobInfo
 	info.bytes = job.InputBytes()
@@ -248,11 +258,23 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, runs 
 				return nil, info, err
 			}
 			runtime.GC()
-			cpu0 := processCPU()
+			if e.gc != nil {
+				if err := prof.start(); err != nil {
+					return nil, info, err
+				}
+			}
+			user0, sys0 := processCPU()
 			t0 := time.Now()
 			res, err := e.c.Compact(ctx, job)
 			wall := time.Since(t0)
-			cpu := processCPU() - cpu0
+			user1, sys1 := processCPU()
+			if e.gc != nil {
+				if err := prof.stop(); err != nil {
+					return nil, info, err
+				}
+			}
+			cpu := user1 - user0 + sys1 - sys0
+			syss[i] = append(syss[i], sys1-sys0)
 			if err != nil {
 				return nil, info, fmt.Errorf("%s: %w", e.name, err)
 			}
@@ -278,6 +300,7 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, runs 
 	for i, e := range engines {
 		cells[i].wall = median(walls[i])
 		cells[i].cpu = median(cpus[i])
+		cells[i].sys = median(syss[i])
 		if e.gc != nil {
 			cells[i].stages = e.gc.Stats()
 			cells[i].fallback = cells[i].stages.FallbackJobs // MinInputBytes -1: only failures fall back
