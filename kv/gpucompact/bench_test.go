@@ -94,8 +94,9 @@ func BenchmarkJob(b *testing.B) {
 		b.Run(fmt.Sprintf("%dMiB-%dB/go-engine-stages", size.mib, size.value), func(b *testing.B) {
 			b.SetBytes(int64(job.InputBytes()))
 			var times stageTimes
+			ws := &workspace{} // kept between jobs, as a Compactor keeps it
 			for b.Loop() {
-				if _, err := runGo(context.Background(), job, &times, nil); err != nil {
+				if _, err := runGo(context.Background(), job, ws, &times, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -76,8 +76,10 @@ var ErrClosed = errors.New("gpucompact: compactor closed")
 // attempt created), and counted.
 type Compactor struct {
 	opts Options
-	// engine is the engine's one slot: a job holds it while it runs.
+	// engine is the engine's one slot: a job holds it while it runs, and
+	// with it ws, the engine's arrays, kept between jobs.
 	engine chan struct{}
+	ws     *workspace
 
 	mu struct {
 		sync.Mutex
@@ -107,6 +109,11 @@ type Stats struct {
 	// Disabled says MaxEngineFailures consecutive failures turned the
 	// engine off.
 	Disabled bool
+	// HeldBytes is the memory the engine keeps between jobs: its arrays,
+	// sized by the largest job so far (under MemoryBudget), reused by the
+	// next job instead of asking the system for fresh memory. Close drops
+	// them.
+	HeldBytes int64
 	// Stage times of the engine's jobs.
 	Load, Merge, GC, Plan, Write time.Duration
 }
@@ -131,7 +138,7 @@ func New(opts Options) (*Compactor, error) {
 	if opts.MaxEngineFailures == 0 {
 		opts.MaxEngineFailures = DefaultMaxEngineFailures
 	}
-	c := &Compactor{opts: opts, engine: make(chan struct{}, 1)}
+	c := &Compactor{opts: opts, engine: make(chan struct{}, 1), ws: &workspace{}}
 	c.mu.stats.Fallbacks = map[string]uint64{}
 	c.mu.stats.Declined = map[string]uint64{}
 	return c, nil
@@ -153,7 +160,13 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 		return c.fallback(ctx, job, "", declined)
 	}
 	var times stageTimes
-	res, err := runGo(ctx, job, &times, c.failAt)
+	res, err := runGo(ctx, job, c.ws, &times, c.failAt)
+	c.mu.Lock()
+	if c.mu.closed {
+		c.ws = &workspace{} // Close found the engine busy: drop the arrays now
+	}
+	c.mu.stats.HeldBytes = int64(c.ws.bytes())
+	c.mu.Unlock()
 	<-c.engine
 	switch {
 	case err == nil:
@@ -306,6 +319,13 @@ func (c *Compactor) Close() error {
 		return ErrClosed
 	}
 	c.mu.closed = true
+	select {
+	case c.engine <- struct{}{}: // idle: drop the arrays (else the running job does)
+		c.ws = &workspace{}
+		c.mu.stats.HeldBytes = 0
+		<-c.engine
+	default:
+	}
 	return nil
 }
 

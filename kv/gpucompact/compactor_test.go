@@ -256,7 +256,7 @@ func TestMemoryEstimate(t *testing.T) {
 			}
 			var m0, m1 runtime.MemStats
 			runtime.ReadMemStats(&m0)
-			res, err := runGo(context.Background(), job, &stageTimes{}, nil)
+			res, err := runGo(context.Background(), job, &workspace{}, &stageTimes{}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,7 +17,8 @@ type stageTimes struct {
 	load, merge, gc, plan, write time.Duration
 }
 
-// runGo runs a job through the pipeline on goroutines (the Go engine):
+// runGo runs a job through the pipeline on goroutines (the Go engine), in
+// the arrays of ws:
 // load, merge, garbage collection and selection, the plan, block encoding
 // and sealing, and the output tables, written through sstable.Writer's
 // AddEncodedBlock. Its output is byte-identical to compaction.CPU{Parts: 1}
@@ -26,7 +27,7 @@ type stageTimes struct {
 // ones created stay for the caller to remove (kv removes every table a job
 // created and did not return).
 // Failures are *stageError naming the stage; failAt (tests) injects one.
-func runGo(ctx context.Context, job *compaction.Job, times *stageTimes, failAt func(stage string) error) (*compaction.Result, error) {
+func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stageTimes, failAt func(stage string) error) (*compaction.Result, error) {
 	start := time.Now()
 	t0 := start
 	stage := func(name string, d *time.Duration) error {
@@ -62,7 +63,7 @@ func runGo(ctx context.Context, job *compaction.Job, times *stageTimes, failAt f
 	if err != nil {
 		return nil, wrap("load", err)
 	}
-	s, err := loadJob(ctx, job)
+	s, err := loadJob(ctx, job, ws)
 	if err != nil {
 		return nil, wrap("load", err)
 	}
@@ -70,16 +71,18 @@ func runGo(ctx context.Context, job *compaction.Job, times *stageTimes, failAt f
 		return nil, err
 	}
 	s.setK0()
-	order := s.merge()
+	order := s.merge(ws)
 	if err := stage("merge", &times.merge); err != nil {
 		return nil, err
 	}
-	kept, keptNew, st := s.gc(order, job, spans)
+	kept, keptNew, st := s.gc(order, job, spans, ws)
 	if err := stage("gc", &times.gc); err != nil {
 		return nil, err
 	}
 	opts := job.Env.WriterOptions.WithDefaults()
-	tables := s.plan(kept, keptNew, job, opts, compaction.CutLimit(job.TargetFileSize, ratio), outSpans)
+	tables := s.plan(kept, keptNew, job, opts, compaction.CutLimit(job.TargetFileSize, ratio), outSpans, ws)
+	rawLen, sealedLen := layoutOutputs(tables, opts.Compression)
+	raw, sealed, hashes := take(&ws.raw, rawLen), take(&ws.sealed, sealedLen), take(&ws.hashes, len(kept))
 	if err := stage("plan", &times.plan); err != nil {
 		return nil, err
 	}
@@ -109,7 +112,7 @@ func runGo(ctx context.Context, job *compaction.Job, times *stageTimes, failAt f
 				o.f.Close()
 				continue
 			}
-			blocks, err := s.encodeTable(t, kept, opts)
+			blocks, err := s.encodeTable(t, kept, opts, raw, sealed, hashes)
 			if err != nil {
 				o.f.Close()
 				o.err = wrap("encode", err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,6 +28,23 @@ func TestGoEngineIdentical(t *testing.T) {
 		rounds = 60
 	}
 	defer func(p uint64) { loadPieceBytes = p }(loadPieceBytes)
+	// One workspace for every round, as a Compactor keeps one: a job
+	// reuses the arrays the last left. The results are kept, and their
+	// metadata checked again at the end: none may alias the arrays.
+	shared := &workspace{}
+	type keptResult struct {
+		round int
+		res   *compaction.Result
+		meta  []string
+	}
+	var kept []keptResult
+	defer func() {
+		for _, k := range kept {
+			if m := metaStrings(k.res); !slices.Equal(m, k.meta) {
+				t.Errorf("round %d: output metadata changed after later jobs: %v, was %v", k.round, m, k.meta)
+			}
+		}
+	}()
 	for round := range rounds {
 		rng := rand.New(rand.NewPCG(uint64(round), 45))
 		loadPieceBytes = []uint64{1 << 20, 1, 300, 5000}[round%4] // tables cut into many load pieces
@@ -68,7 +86,8 @@ func TestGoEngineIdentical(t *testing.T) {
 			return res, files
 		}
 		want, wantFiles := run(compaction.CPU{Parts: 1}.Compact)
-		got, gotFiles := run(goEngine)
+		got, gotFiles := run(goEngineIn(shared))
+		kept = append(kept, keptResult{round, got, metaStrings(got)})
 		if len(gotFiles) != len(wantFiles) {
 			t.Fatalf("round %d (%+v): %d outputs, compaction.CPU %d", round, opts, len(gotFiles), len(wantFiles))
 		}
@@ -91,6 +110,14 @@ func TestGoEngineIdentical(t *testing.T) {
 	}
 }
 
+func metaStrings(res *compaction.Result) []string {
+	var out []string
+	for _, m := range res.Outputs {
+		out = append(out, metaString(m))
+	}
+	return out
+}
+
 func metaString(m *manifest.FileMetadata) string {
 	return fmt.Sprintf("table %s size %d [%v, %v] seqs %d..%d rangedels %v", m.FileNum, m.Size, m.Smallest, m.Largest, m.SmallestSeq, m.LargestSeq, m.HasRangeDels)
 }
@@ -110,7 +137,7 @@ func TestGoEngineIdenticalLarge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := runGo(context.Background(), job, &stageTimes{}, nil)
+		got, err := runGo(context.Background(), job, &workspace{}, &stageTimes{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +240,15 @@ func FuzzGoEngine(f *testing.F) {
 // goEngine runs a job on the Go engine, with the signature of
 // compaction.Compactor.Compact.
 func goEngine(ctx context.Context, job *compaction.Job) (*compaction.Result, error) {
-	return runGo(ctx, job, &stageTimes{}, nil)
+	return runGo(ctx, job, &workspace{}, &stageTimes{}, nil)
+}
+
+// goEngineIn returns the Go engine running every job in one workspace, as
+// a Compactor does: each job reuses the arrays the last one left.
+func goEngineIn(ws *workspace) func(context.Context, *compaction.Job) (*compaction.Result, error) {
+	return func(ctx context.Context, job *compaction.Job) (*compaction.Result, error) {
+		return runGo(ctx, job, ws, &stageTimes{}, nil)
+	}
 }
 
 func readFile(t testing.TB, e *ct.Env, m *manifest.FileMetadata) []byte {

@@ -22,9 +22,9 @@ import (
 // Tables are opened through job.Env (OpenTable for the index, OpenTableFile
 // for the data), then cut into pieces of consecutive data blocks
 // (loadPieceBytes of stored data each), read and decoded on up to
-// GOMAXPROCS goroutines, each piece into an inputSet of its own, and
-// gathered in job order into one allocation per array.
-func loadJob(ctx context.Context, job *compaction.Job) (*inputSet, error) {
+// GOMAXPROCS goroutines, each piece into arrays of its own, and gathered in
+// job order. Every array comes from ws.
+func loadJob(ctx context.Context, job *compaction.Job, ws *workspace) (*inputSet, error) {
 	type table struct {
 		f       *manifest.FileMetadata
 		level   int
@@ -35,12 +35,13 @@ func loadJob(ctx context.Context, job *compaction.Job) (*inputSet, error) {
 		err     error
 	}
 	type piece struct {
-		t      *table
-		blocks []sstable.BlockHandle
-		region []byte // the blocks' stored bytes
-		rawLen uint64 // the length of their contents
-		s      inputSet
-		err    error
+		t                *table
+		blocks           []sstable.BlockHandle
+		region           []byte // the blocks' stored bytes
+		rawLen           uint64 // the length of their contents
+		entsCap, keysCap int    // room reserved for the piece's entries and keys
+		s                inputSet
+		err              error
 	}
 	var tables []*table
 	for _, in := range job.Inputs {
@@ -92,6 +93,36 @@ func loadJob(ctx context.Context, job *compaction.Job) (*inputSet, error) {
 			pieces = append(pieces, &piece{t: t}) // keeps the table's place in its run
 		}
 	}
+	// Every piece's place in the regions and its room for entries and keys
+	// (the last piece's arrays grow past theirs if the properties were
+	// short; a table without them starts with none).
+	var regionsLen, entsLen, keysLen int
+	regionOff := make([]int, len(pieces))
+	for i, p := range pieces {
+		n, err := regionLen(p.t.f.FileNum.String(), p.blocks)
+		if err != nil {
+			return nil, err
+		}
+		regionOff[i] = regionsLen
+		regionsLen += n
+		p.entsCap, p.keysCap, _ = pieceShare(p.t.r, len(p.blocks), len(p.t.blocks))
+		entsLen += p.entsCap
+		keysLen += p.keysCap
+	}
+	regions := take(&ws.regions, regionsLen)
+	pieceEnts, pieceKeys := take(&ws.pieceEnts, entsLen), take(&ws.pieceKeys, keysLen)
+	entsLen, keysLen = 0, 0
+	for i, p := range pieces {
+		end := regionsLen
+		if i+1 < len(pieces) {
+			end = regionOff[i+1]
+		}
+		p.region = regions[regionOff[i]:end]
+		p.s.ents = pieceEnts[entsLen : entsLen : entsLen+p.entsCap]
+		p.s.keys = pieceKeys[keysLen : keysLen : keysLen+p.keysCap]
+		entsLen += p.entsCap
+		keysLen += p.keysCap
+	}
 	// Read every piece, learning the length of its blocks' contents; then
 	// give each its place in one arena and decode into it.
 	var next atomic.Int64
@@ -121,7 +152,7 @@ func loadJob(ctx context.Context, job *compaction.Job) (*inputSet, error) {
 		return nil
 	}
 	err := eachPiece(func(p *piece) (err error) {
-		p.region, p.rawLen, err = readBlocks(p.t.r, p.t.file, p.t.f.FileNum.String(), p.blocks)
+		p.rawLen, err = readBlocks(p.t.r, p.t.file, p.t.f.FileNum.String(), p.blocks, p.region)
 		return err
 	})
 	if err != nil {
@@ -135,14 +166,13 @@ func loadJob(ctx context.Context, job *compaction.Job) (*inputSet, error) {
 		p.s.arenaBase, p.s.fixedArena = uint32(arenaLen), true
 		arenaLen += p.rawLen
 	}
-	arena := make([]byte, arenaLen)
+	arena := take(&ws.arena, int(arenaLen))
 	err = eachPiece(func(p *piece) error {
 		p.s.arena = arena[p.s.arenaBase : p.s.arenaBase : uint64(p.s.arenaBase)+p.rawLen]
 		name := p.t.f.FileNum.String()
 		if err := p.s.decodeBlocks(p.t.r, name, p.blocks, p.region, len(p.t.blocks)); err != nil {
 			return err
 		}
-		p.region = nil
 		if uint64(len(p.s.arena)) != p.rawLen {
 			return base.WithFile(&base.CorruptionError{Offset: int64(p.blocks[0].Offset), Reason: "blocks decode short of their decoded length"}, name)
 		}
@@ -151,8 +181,8 @@ func loadJob(ctx context.Context, job *compaction.Job) (*inputSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The keys and entries: one allocation per array, pieces copied into
-	// their places on goroutines.
+	// The keys and entries gathered, pieces copied into their places on
+	// goroutines.
 	var keys, ents uint64
 	for _, p := range pieces {
 		keys += uint64(len(p.s.keys))
@@ -161,7 +191,7 @@ func loadJob(ctx context.Context, job *compaction.Job) (*inputSet, error) {
 	if keys > math.MaxUint32 {
 		return nil, errTooLarge
 	}
-	s := &inputSet{arena: arena, keys: make([]byte, keys), ents: make([]entry, ents)}
+	s := &inputSet{arena: arena, keys: take(&ws.keys, int(keys)), ents: take(&ws.ents, int(ents))}
 	type place struct{ k, n int }
 	places := make([]place, len(pieces))
 	var k, n int
@@ -221,11 +251,10 @@ type gcStats struct {
 // Besides the kept ids it returns, for each, whether its user key differs
 // from the previous entry's in the merged order (kept or not): outputs are
 // cut only there, as compaction.CPU cuts.
-func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span) ([]uint32, []bool, gcStats) {
+func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span, ws *workspace) ([]uint32, []bool, gcStats) {
 	n := len(order)
-	keep := make([]bool, n)
-	newKey := make([]bool, n)
-	elided := make([]bool, n)
+	flags := take(&ws.flags, 3*n)
+	keep, newKey, elided := flags[:n], flags[n:2*n], flags[2*n:]
 	snaps := job.Snapshots
 	hostpar.ForCores(n, 4096, func(_, lo, hi int) {
 		// The predecessor's stripe: computed for the part's first entry,
@@ -235,6 +264,7 @@ func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span
 			prevStripe = compaction.StripeOf(snaps, s.ents[order[lo-1]].trailer.SeqNum())
 		}
 		for i := lo; i < hi; i++ {
+			keep[i], elided[i] = false, false // the workspace holds the last job's flags
 			id := order[i]
 			k := s.internalKey(id)
 			q := k.SeqNum()
@@ -282,8 +312,8 @@ func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span
 		offsets[part+1] += offsets[part]
 		st.tombstonesElided += elidedIn[part]
 	}
-	kept := make([]uint32, offsets[parts])
-	keptNew := make([]bool, offsets[parts])
+	kept := take(&ws.kept, offsets[parts])
+	keptNew := take(&ws.keptNew, offsets[parts])
 	hostpar.ForCores(parts, 1, func(_, plo, phi int) {
 		for part := plo; part < phi; part++ {
 			lo, hi := bounds(part)

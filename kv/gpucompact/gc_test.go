@@ -20,6 +20,7 @@ func TestKeptEntriesMatchCPU(t *testing.T) {
 	if testing.Short() {
 		rounds = 60
 	}
+	ws := &workspace{} // shared by the rounds: each reuses the last one's arrays
 	for round := range rounds {
 		rng := rand.New(rand.NewPCG(uint64(round), 44))
 		e := ct.NewEnv()
@@ -30,7 +31,7 @@ func TestKeptEntriesMatchCPU(t *testing.T) {
 		}
 		want, _ := e.ReadAll(t, res.Outputs)
 
-		s, err := loadJob(context.Background(), job)
+		s, err := loadJob(context.Background(), job, ws)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +40,7 @@ func TestKeptEntriesMatchCPU(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.setK0()
-		kept, _, st := s.gc(s.merge(), job, spans)
+		kept, _, st := s.gc(s.merge(ws), job, spans, ws)
 		for _, rel := range releases {
 			rel()
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/sstable"
@@ -44,34 +43,60 @@ type inputSet struct {
 // run is a sorted run of entries: ents[start:end].
 type run struct{ start, end int }
 
-// readBlocks reads the stored bytes of some consecutive data blocks of one
-// input table in one call, and returns them with the total length of the
-// blocks' contents (what decodeBlocks puts in the arena).
-func readBlocks(r *sstable.Reader, f io.ReaderAt, name string, blocks []sstable.BlockHandle) (region []byte, rawLen uint64, err error) {
+// regionLen is how many bytes readBlocks reads for some consecutive data
+// blocks of one table: from the first one's start to the last one's end,
+// trailer included.
+func regionLen(name string, blocks []sstable.BlockHandle) (int, error) {
 	if len(blocks) == 0 {
-		return nil, 0, nil // a table of range tombstones only
+		return 0, nil
 	}
 	lo := blocks[0].Offset
 	last := blocks[len(blocks)-1]
 	hi := last.Offset + last.Length + sstable.BlockTrailerLen
 	if hi < lo || hi-lo > math.MaxUint32 {
-		return nil, 0, fmt.Errorf("gpucompact: %s: data region [%d, %d): %w", name, lo, hi, errTooLarge)
+		return 0, fmt.Errorf("gpucompact: %s: data region [%d, %d): %w", name, lo, hi, errTooLarge)
 	}
-	region = make([]byte, hi-lo)
+	return int(hi - lo), nil
+}
+
+// readBlocks reads the stored bytes of some consecutive data blocks of one
+// input table into region (regionLen bytes) in one call, and returns the
+// total length of the blocks' contents (what decodeBlocks puts in the
+// arena).
+func readBlocks(r *sstable.Reader, f io.ReaderAt, name string, blocks []sstable.BlockHandle, region []byte) (rawLen uint64, err error) {
+	if len(blocks) == 0 {
+		return 0, nil // a table of range tombstones only
+	}
+	lo := blocks[0].Offset
+	hi := lo + uint64(len(region))
 	if _, err := f.ReadAt(region, int64(lo)); err != nil {
-		return nil, 0, fmt.Errorf("gpucompact: read %s: %w", name, err)
+		return 0, fmt.Errorf("gpucompact: read %s: %w", name, err)
 	}
 	for _, h := range blocks {
 		if h.Offset < lo || h.Offset+h.Length+sstable.BlockTrailerLen > hi {
-			return nil, 0, base.WithFile(&base.CorruptionError{Offset: int64(h.Offset), Reason: "data blocks out of order in the index"}, name)
+			return 0, base.WithFile(&base.CorruptionError{Offset: int64(h.Offset), Reason: "data blocks out of order in the index"}, name)
 		}
 		n, err := r.DecodedLen(h, region[h.Offset-lo:h.Offset-lo+h.Length+sstable.BlockTrailerLen])
 		if err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		rawLen += uint64(n)
 	}
-	return region, rawLen, nil
+	return rawLen, nil
+}
+
+// pieceShare estimates, from a table's properties, how many entries and
+// user-key bytes some of its blocks hold (their share of its blocks, plus a
+// little); ok is false for a table written before the properties existed.
+func pieceShare(r *sstable.Reader, blocks, tableBlocks int) (ents, keys int, ok bool) {
+	p := r.Properties()
+	if p.NumEntries == 0 || p.NumEntries >= math.MaxUint32 || tableBlocks == 0 || p.RawKeySize < 8*p.NumEntries {
+		return 0, 0, false
+	}
+	share := func(v uint64) int {
+		return int(min(v*uint64(blocks)/uint64(tableBlocks)+v/64+16, math.MaxUint32))
+	}
+	return share(p.NumEntries), share(p.RawKeySize - 8*p.NumEntries), true
 }
 
 // decodeBlocks appends the entries of blocks, whose stored bytes readBlocks
@@ -80,26 +105,17 @@ func readBlocks(r *sstable.Reader, f io.ReaderAt, name string, blocks []sstable.
 // table would), each entry decoded; values stay in the arena. With
 // fixedArena the arena has room for exactly these blocks' contents (its
 // place in the job's arena, which starts arenaBase bytes in), else it grows.
-// tableBlocks is how many blocks the whole table has, to size the arrays
-// from its properties. It does not start a new run: callers group tables
-// into runs.
+// tableBlocks is how many blocks the whole table has: arrays without room
+// yet are sized from its properties. It does not start a new run: callers
+// group tables into runs.
 func (s *inputSet) decodeBlocks(r *sstable.Reader, name string, blocks []sstable.BlockHandle, region []byte, tableBlocks int) error {
 	if len(blocks) == 0 {
 		return nil
 	}
-	// Size the arrays from the table's properties, in proportion to the
-	// share of its blocks (a table written before RawDataSize existed grows
-	// them as it goes).
-	if p := r.Properties(); p.NumEntries > 0 && p.NumEntries < math.MaxUint32 && tableBlocks > 0 {
-		share := func(v uint64) int {
-			return int(min(v*uint64(len(blocks))/uint64(tableBlocks)+v/64, math.MaxUint32))
-		}
-		if !s.fixedArena {
-			s.arena = slices.Grow(s.arena, share(p.RawDataSize))
-		}
-		s.ents = slices.Grow(s.ents, share(p.NumEntries))
-		if p.RawKeySize >= 8*p.NumEntries {
-			s.keys = slices.Grow(s.keys, share(p.RawKeySize-8*p.NumEntries))
+	if cap(s.ents) == 0 {
+		if ents, keys, ok := pieceShare(r, len(blocks), tableBlocks); ok {
+			s.ents = make([]entry, 0, ents)
+			s.keys = make([]byte, 0, keys)
 		}
 	}
 	lo := blocks[0].Offset

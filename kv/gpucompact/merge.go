@@ -62,17 +62,19 @@ func (s *inputSet) less(a, b uint32) bool {
 // along merge paths into pieces of about mergePiece outputs, merged on
 // goroutines (a GPU does the same with one merge-path launch per round), so
 // the last rounds, with one or two large pairs, use every core too. setK0
-// must have run.
-func (s *inputSet) merge() []uint32 {
+// must have run. The id arrays come from ws.
+func (s *inputSet) merge(ws *workspace) []uint32 {
 	n := len(s.ents)
-	src := make([]uint32, n)
-	for i := range src {
-		src[i] = uint32(i)
-	}
+	src := take(&ws.src, n)
+	hostpar.ForCores(n, 1<<16, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			src[i] = uint32(i)
+		}
+	})
 	if len(s.runs) <= 1 {
 		return src
 	}
-	dst := make([]uint32, n)
+	dst := take(&ws.dst, n)
 	runs := append([]run(nil), s.runs...)
 	type piece struct {
 		out, a, b []uint32

@@ -19,7 +19,26 @@ import (
 type plannedTable struct {
 	start, end   int
 	blockEnds    []int
+	blockSizes   []int // each block's contents, restart array included
 	lower, upper []byte
+	// Where the table's blocks go in the workspace's output arrays
+	// (layoutOutputs).
+	rawStart, sealedStart int
+}
+
+// layoutOutputs gives every planned table its place in the workspace's
+// output arrays — each block's contents, and room to compress it — and
+// returns the arrays' lengths.
+func layoutOutputs(tables []plannedTable, c sstable.Compression) (rawLen, sealedLen int) {
+	for i := range tables {
+		t := &tables[i]
+		t.rawStart, t.sealedStart = rawLen, sealedLen
+		for _, n := range t.blockSizes {
+			rawLen += n
+			sealedLen += sstable.SealBound(c, n)
+		}
+	}
+	return rawLen, sealedLen
 }
 
 // planEntry is what the plan walk needs of a kept entry, laid out in
@@ -34,8 +53,8 @@ type planEntry struct {
 
 // planEntries computes every kept entry's planEntry independently, on
 // goroutines (a GPU thread per entry).
-func (s *inputSet) planEntries(kept []uint32) []planEntry {
-	pe := make([]planEntry, len(kept))
+func (s *inputSet) planEntries(kept []uint32, ws *workspace) []planEntry {
+	pe := take(&ws.plan, len(kept))
 	hostpar.ForCores(len(kept), 1024, func(_, lo, hi int) {
 		for j := lo; j < hi; j++ {
 			e := &s.ents[kept[j]]
@@ -57,8 +76,8 @@ func (s *inputSet) planEntries(kept []uint32) []planEntry {
 // due, exactly where compaction.CPU asks); a job whose entries all went
 // but whose range tombstones remain writes one tombstone-only table.
 // keptNew says which kept entries start a new user key in the merged order.
-func (s *inputSet) plan(kept []uint32, keptNew []bool, job *compaction.Job, opts sstable.WriterOptions, cutLimit uint64, outSpans []rangedel.Span) []plannedTable {
-	pe := s.planEntries(kept)
+func (s *inputSet) plan(kept []uint32, keptNew []bool, job *compaction.Job, opts sstable.WriterOptions, cutLimit uint64, outSpans []rangedel.Span, ws *workspace) []plannedTable {
+	pe := s.planEntries(kept, ws)
 	gp := compaction.NewGrandparentLimit(job, nil)
 	// Without grandparents to cut at, the walk never needs a key but where
 	// it cuts.
@@ -77,6 +96,7 @@ func (s *inputSet) plan(kept []uint32, keptNew []bool, job *compaction.Job, opts
 		if keptNew[j] && cur != nil && (splitPending || askGP && gp.Reached(s.key(kept[j]))) {
 			if count > 0 {
 				cur.blockEnds = append(cur.blockEnds, j)
+				cur.blockSizes = append(cur.blockSizes, blockLen+4*restarts+4)
 			}
 			uk := s.key(kept[j])
 			cur.end, cur.upper = j, uk
@@ -102,6 +122,7 @@ func (s *inputSet) plan(kept []uint32, keptNew []bool, job *compaction.Job, opts
 		count++
 		if size := blockLen + 4*restarts + 4; size >= blockSize {
 			cur.blockEnds = append(cur.blockEnds, j+1)
+			cur.blockSizes = append(cur.blockSizes, size)
 			rawData += uint64(size + sstable.BlockTrailerLen)
 			blockLen, restarts, since, count = 0, 0, 0, 0
 		}
@@ -115,6 +136,7 @@ func (s *inputSet) plan(kept []uint32, keptNew []bool, job *compaction.Job, opts
 	if cur != nil {
 		if count > 0 {
 			cur.blockEnds = append(cur.blockEnds, len(kept))
+			cur.blockSizes = append(cur.blockSizes, blockLen+4*restarts+4)
 		}
 		cur.end = len(kept)
 		tables = append(tables, *cur)
@@ -152,12 +174,21 @@ func uvarintLen(v int) int {
 }
 
 // encodeTable builds a planned table's data blocks, on goroutines, with
-// sstable.BlockBuilder (the Writer's own block code), sealing each (its
-// checksum, and compressed when the table is), and checks each block ends where the Writer would
-// end it: the plan and the builder must agree.
-func (s *inputSet) encodeTable(t plannedTable, kept []uint32, opts sstable.WriterOptions) ([]sstable.EncodedBlock, error) {
+// sstable.BlockBuilder (the Writer's own block code) into their places in
+// raw, sealing each into its place in sealed (its checksum, and compressed
+// when the table is), their bloom hashes into hashes (one slot per kept
+// entry), and checks each block ends where the Writer would end it and is
+// as long as planned: the plan and the builder must agree.
+func (s *inputSet) encodeTable(t plannedTable, kept []uint32, opts sstable.WriterOptions, raw, sealed []byte, hashes []uint32) ([]sstable.EncodedBlock, error) {
 	blocks := make([]sstable.EncodedBlock, len(t.blockEnds))
 	errs := make([]error, len(t.blockEnds))
+	rawAt, sealedAt := make([]int, len(t.blockEnds)), make([]int, len(t.blockEnds))
+	r, z := t.rawStart, t.sealedStart
+	for bi, n := range t.blockSizes {
+		rawAt[bi], sealedAt[bi] = r, z
+		r += n
+		z += sstable.SealBound(opts.Compression, n)
+	}
 	hostpar.ForCores(len(t.blockEnds), 1, func(_, lo, hi int) {
 		bb := sstable.NewBlockBuilder(opts.RestartInterval)
 		for bi := lo; bi < hi; bi++ {
@@ -166,7 +197,7 @@ func (s *inputSet) encodeTable(t plannedTable, kept []uint32, opts sstable.Write
 				start = t.blockEnds[bi-1]
 			}
 			end := t.blockEnds[bi]
-			b := sstable.EncodedBlock{SmallestSeq: base.SeqNumMax}
+			b := sstable.EncodedBlock{SmallestSeq: base.SeqNumMax, Hashes: hashes[start:start:end]}
 			bb.Reset()
 			for j := start; j < end; j++ {
 				if j > start && bb.EstimatedSize() >= opts.BlockSize {
@@ -196,10 +227,16 @@ func (s *inputSet) encodeTable(t plannedTable, kept []uint32, opts sstable.Write
 				return
 			}
 			b.Last = s.internalKey(kept[end-1])
-			b.Raw = bytes.Clone(bb.Finish())
-			// Sealed here, while the block is in this core's cache: its
-			// checksum, and compressed when the table is.
-			sealed := sstable.SealBlock(opts.Compression, nil, b.Raw)
+			finished := bb.Finish()
+			if len(finished) != t.blockSizes[bi] {
+				errs[bi] = fmt.Errorf("gpucompact: plan and block builder disagree: block %d of a table is %d bytes, planned %d", bi, len(finished), t.blockSizes[bi])
+				return
+			}
+			b.Raw = raw[rawAt[bi] : rawAt[bi]+len(finished) : rawAt[bi]+len(finished)]
+			copy(b.Raw, finished)
+			// Sealed here, while the block is in this core's cache.
+			bound := sstable.SealBound(opts.Compression, len(b.Raw))
+			sealed := sstable.SealBlock(opts.Compression, sealed[sealedAt[bi]:sealedAt[bi]:sealedAt[bi]+bound], b.Raw)
 			b.Sealed = &sealed
 			blocks[bi] = b
 		}

@@ -172,7 +172,7 @@ func TestMergeOrder(t *testing.T) {
 			s.newRun()
 		}
 		s.setK0()
-		got := s.merge()
+		got := s.merge(&workspace{})
 		if len(got) != len(s.ents) {
 			t.Fatalf("round %d: %d ids for %d entries", round, len(got), len(s.ents))
 		}
@@ -243,8 +243,12 @@ func (s *inputSet) addTable(r *sstable.Reader, f io.ReaderAt, name string) error
 	cuts := []int{0, len(blocks) / 3, 2 * len(blocks) / 3, len(blocks)}
 	for i := 1; i < len(cuts); i++ {
 		piece := blocks[cuts[i-1]:cuts[i]]
-		region, _, err := readBlocks(r, f, name, piece)
+		n, err := regionLen(name, piece)
 		if err != nil {
+			return err
+		}
+		region := make([]byte, n)
+		if _, err := readBlocks(r, f, name, piece, region); err != nil {
 			return err
 		}
 		if err := s.decodeBlocks(r, name, piece, region, len(blocks)); err != nil {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/klauspost/compress/s2"
+
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/record"
 )
@@ -62,6 +64,16 @@ type SealedBlock struct {
 func SealBlock(c Compression, dst, raw []byte) SealedBlock {
 	stored, typ := compress(c, dst, raw)
 	return SealedBlock{Stored: stored, Type: typ, CRC: blockCRC(stored, typ)}
+}
+
+// SealBound is the most room SealBlock needs in dst to compress a block of
+// rawLen bytes with c without allocating (0 when it stores the block as
+// it is).
+func SealBound(c Compression, rawLen int) int {
+	if c == NoCompression || rawLen > maxCompressedBlockSize {
+		return 0
+	}
+	return max(s2.MaxEncodedLen(rawLen), 0)
 }
 
 // blockCRC is the masked CRC-32C of a stored block and its type byte.
