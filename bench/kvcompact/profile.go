@@ -7,10 +7,11 @@ import (
 	"runtime/trace"
 )
 
-// profiles are the optional CPU profile and execution trace of cpu-par's
-// first run (the first value size and compression listed): started right
-// before it and stopped right after, so that they hold the engine's work
-// and not the baselines' or the job building.
+// profiles are the optional CPU profile and execution trace of one of
+// cpu-par's runs (the second of the first job: the engine's arrays are
+// then kept from the job before, as in a store's steady state): started
+// right before it and stopped right after, so that they hold the engine's
+// work and not the baselines' or the job building.
 type profiles struct {
 	cpu, trace         string
 	cpuFile, traceFile *os.File

@@ -2,6 +2,9 @@ package gpucompact
 
 import (
 	"context"
+	"errors"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/warpkit/warpkit/internal/hostpar"
@@ -87,12 +90,17 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 		return nil, err
 	}
 	// The output files are created in key order (their numbers ascend as
-	// compaction.CPU's do), then encoded and written on goroutines.
+	// compaction.CPU's do). Then the tables are encoded in batches of
+	// consecutive tables, every core on a batch's blocks, and each table,
+	// once encoded, is written by a goroutine of its own while later
+	// batches encode (the Writer's part of a table — index, filter, file
+	// writes — is sequential).
 	type output struct {
-		num  base.FileNum
-		f    vfs.File
-		meta *manifest.FileMetadata
-		err  error
+		num    base.FileNum
+		f      vfs.File
+		blocks []sstable.EncodedBlock
+		meta   *manifest.FileMetadata
+		err    error
 	}
 	outs := make([]output, len(tables))
 	for i := range outs {
@@ -103,36 +111,79 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 			}
 			return nil, wrap("write", err)
 		}
-		outs[i] = output{num: num, f: f}
+		outs[i] = output{num: num, f: f, blocks: make([]sstable.EncodedBlock, len(tables[i].blockEnds))}
 	}
-	hostpar.ForCores(len(tables), 1, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			o, t := &outs[i], tables[i]
-			if o.err = ctx.Err(); o.err != nil {
-				o.f.Close()
-				continue
+	write := func(o *output, t *plannedTable) {
+		w := sstable.NewWriter(o.f, job.Env.WriterOptions)
+		var err error
+		for _, b := range o.blocks {
+			if err = w.AddEncodedBlock(b); err != nil {
+				break
 			}
-			blocks, err := s.encodeTable(t, kept, opts, raw, sealed, hashes)
-			if err != nil {
-				o.f.Close()
-				o.err = wrap("encode", err)
-				continue
-			}
-			w := sstable.NewWriter(o.f, job.Env.WriterOptions)
-			for _, b := range blocks {
-				if err = w.AddEncodedBlock(b); err != nil {
-					break
-				}
-			}
-			if err != nil {
-				o.f.Close()
-				o.err = wrap("write", err)
-				continue
-			}
-			o.meta, err = compaction.FinishOutput(w, o.f, o.num, outSpans, t.lower, t.upper)
-			o.err = wrap("write", err)
 		}
-	})
+		if err != nil {
+			o.f.Close()
+			o.err = wrap("write", err)
+			return
+		}
+		o.meta, err = compaction.FinishOutput(w, o.f, o.num, outSpans, t.lower, t.upper)
+		o.err = wrap("write", err)
+	}
+	type blockRef struct{ t, b int }
+	var refs []blockRef
+	var writers sync.WaitGroup
+	failed := false
+	for first := 0; first < len(tables); {
+		if failed {
+			// A table failed: the rest are not encoded.
+			for i := first; i < len(tables); i++ {
+				outs[i].f.Close()
+				outs[i].err = errSkipped
+			}
+			break
+		}
+		// A batch: at least encodeBatchBlocks blocks per core, or one table.
+		refs = refs[:0]
+		last := first
+		for last < len(tables) && (last == first || len(refs) < encodeBatchBlocks*runtime.GOMAXPROCS(0)) {
+			for bi := range tables[last].blockEnds {
+				refs = append(refs, blockRef{last, bi})
+			}
+			last++
+		}
+		blockErrs := make([]error, len(refs))
+		hostpar.ForCores(len(refs), 1, func(_, lo, hi int) {
+			bb := sstable.NewBlockBuilder(opts.RestartInterval)
+			for i := lo; i < hi; i++ {
+				r := refs[i]
+				outs[r.t].blocks[r.b], blockErrs[i] = s.encodeBlock(bb, &tables[r.t], r.b, kept, opts, raw, sealed, hashes)
+			}
+		})
+		errs := make([]error, last-first)
+		for i, err := range blockErrs {
+			if t := refs[i].t - first; err != nil && errs[t] == nil {
+				errs[t] = err
+			}
+		}
+		for i := first; i < last; i++ {
+			o := &outs[i]
+			if o.err = ctx.Err(); o.err == nil && errs[i-first] != nil {
+				o.err = wrap("encode", errs[i-first])
+			}
+			if o.err != nil {
+				o.f.Close()
+				failed = true
+				continue
+			}
+			writers.Add(1)
+			go func() {
+				defer writers.Done()
+				write(o, &tables[i])
+			}()
+		}
+		first = last
+	}
+	writers.Wait()
 	res := &compaction.Result{}
 	for _, o := range outs {
 		if o.err != nil {
@@ -153,3 +204,11 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 	res.Stats.Engine = "go"
 	return res, nil
 }
+
+// encodeBatchBlocks is how many blocks per core one encode batch takes at
+// least (tests make it 0: a table per batch).
+var encodeBatchBlocks = 8
+
+// errSkipped marks the output tables not written after an earlier one
+// failed (the job returns the earlier one's error).
+var errSkipped = errors.New("gpucompact: not written: an earlier output failed")

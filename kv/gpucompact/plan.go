@@ -21,19 +21,20 @@ type plannedTable struct {
 	blockEnds    []int
 	blockSizes   []int // each block's contents, restart array included
 	lower, upper []byte
-	// Where the table's blocks go in the workspace's output arrays
-	// (layoutOutputs).
-	rawStart, sealedStart int
+	// Where each block goes in the workspace's output arrays: its contents
+	// and its compressed copy (layoutOutputs).
+	rawAt, sealedAt []int
 }
 
-// layoutOutputs gives every planned table its place in the workspace's
-// output arrays — each block's contents, and room to compress it — and
-// returns the arrays' lengths.
+// layoutOutputs gives every planned block its place in the workspace's
+// output arrays — its contents, and room to compress it — and returns the
+// arrays' lengths.
 func layoutOutputs(tables []plannedTable, c sstable.Compression) (rawLen, sealedLen int) {
 	for i := range tables {
 		t := &tables[i]
-		t.rawStart, t.sealedStart = rawLen, sealedLen
-		for _, n := range t.blockSizes {
+		t.rawAt, t.sealedAt = make([]int, len(t.blockSizes)), make([]int, len(t.blockSizes))
+		for bi, n := range t.blockSizes {
+			t.rawAt[bi], t.sealedAt[bi] = rawLen, sealedLen
 			rawLen += n
 			sealedLen += sstable.SealBound(c, n)
 		}
@@ -42,26 +43,30 @@ func layoutOutputs(tables []plannedTable, c sstable.Compression) (rawLen, sealed
 }
 
 // planEntry is what the plan walk needs of a kept entry, laid out in
-// merged order so that the walk reads memory in order: the length of the
-// prefix its encoded internal key (user key, then the 8-byte trailer)
-// shares with the previous kept entry's (what a block builder shares when
-// the two meet inside a block between restart points), its encoded key's
-// length and its value's.
+// merged order so that the walk reads memory in order: the bytes the entry
+// adds to a block at a restart point (its whole encoded internal key: user
+// key, then the 8-byte trailer) and off one (only the suffix past the
+// prefix it shares with the previous kept entry's key), headers included.
 type planEntry struct {
-	shared, keyLen, valLen uint32
+	atRestart, offRestart uint32
 }
 
 // planEntries computes every kept entry's planEntry independently, on
-// goroutines (a GPU thread per entry).
+// goroutines (a GPU thread per entry), in an array of ws.
 func (s *inputSet) planEntries(kept []uint32, ws *workspace) []planEntry {
 	pe := take(&ws.plan, len(kept))
 	hostpar.ForCores(len(kept), 1024, func(_, lo, hi int) {
 		for j := lo; j < hi; j++ {
 			e := &s.ents[kept[j]]
-			pe[j] = planEntry{keyLen: e.keyLen + 8, valLen: e.valLen}
+			klen, vlen := int(e.keyLen)+8, int(e.valLen)
+			tail := uvarintLen(vlen) + vlen
+			at := uvarintLen(0) + uvarintLen(klen) + klen + tail
+			off := at
 			if j > 0 {
-				pe[j].shared = uint32(s.encodedLCP(kept[j-1], kept[j]))
+				shared := s.encodedLCP(kept[j-1], kept[j])
+				off = uvarintLen(shared) + uvarintLen(klen-shared) + klen - shared + tail
 			}
+			pe[j] = planEntry{atRestart: uint32(at), offRestart: uint32(off)}
 		}
 	})
 	return pe
@@ -107,17 +112,13 @@ func (s *inputSet) plan(kept []uint32, keptNew []bool, job *compaction.Job, opts
 			cur = &plannedTable{start: j, lower: lower}
 			blockLen, restarts, since, count, rawData = 0, 0, 0, 0, 0
 		}
-		e := pe[j]
-		shared := 0
 		if count == 0 || since == restartInterval {
 			restarts++
 			since = 0
+			blockLen += int(pe[j].atRestart)
 		} else {
-			shared = int(e.shared)
+			blockLen += int(pe[j].offRestart)
 		}
-		unshared := int(e.keyLen) - shared
-		vlen := int(e.valLen)
-		blockLen += uvarintLen(shared) + uvarintLen(unshared) + uvarintLen(vlen) + unshared + vlen
 		since++
 		count++
 		if size := blockLen + 4*restarts + 4; size >= blockSize {
@@ -173,78 +174,57 @@ func uvarintLen(v int) int {
 	return n
 }
 
-// encodeTable builds a planned table's data blocks, on goroutines, with
-// sstable.BlockBuilder (the Writer's own block code) into their places in
-// raw, sealing each into its place in sealed (its checksum, and compressed
-// when the table is), their bloom hashes into hashes (one slot per kept
-// entry), and checks each block ends where the Writer would end it and is
-// as long as planned: the plan and the builder must agree.
-func (s *inputSet) encodeTable(t plannedTable, kept []uint32, opts sstable.WriterOptions, raw, sealed []byte, hashes []uint32) ([]sstable.EncodedBlock, error) {
-	blocks := make([]sstable.EncodedBlock, len(t.blockEnds))
-	errs := make([]error, len(t.blockEnds))
-	rawAt, sealedAt := make([]int, len(t.blockEnds)), make([]int, len(t.blockEnds))
-	r, z := t.rawStart, t.sealedStart
-	for bi, n := range t.blockSizes {
-		rawAt[bi], sealedAt[bi] = r, z
-		r += n
-		z += sstable.SealBound(opts.Compression, n)
+// encodeBlock builds block bi of a planned table with bb
+// (sstable.BlockBuilder: the Writer's own block code) into its place in
+// raw, seals it into its place in sealed (its checksum, and compressed when
+// the table is), puts its bloom hashes in hashes (one slot per kept entry),
+// and checks it ends where the Writer would end it and is as long as
+// planned: the plan and the builder must agree. Blocks are independent: a
+// GPU thread block (here a goroutine) builds each.
+func (s *inputSet) encodeBlock(bb *sstable.BlockBuilder, t *plannedTable, bi int, kept []uint32, opts sstable.WriterOptions, raw, sealed []byte, hashes []uint32) (sstable.EncodedBlock, error) {
+	start := t.start
+	if bi > 0 {
+		start = t.blockEnds[bi-1]
 	}
-	hostpar.ForCores(len(t.blockEnds), 1, func(_, lo, hi int) {
-		bb := sstable.NewBlockBuilder(opts.RestartInterval)
-		for bi := lo; bi < hi; bi++ {
-			start := t.start
-			if bi > 0 {
-				start = t.blockEnds[bi-1]
-			}
-			end := t.blockEnds[bi]
-			b := sstable.EncodedBlock{SmallestSeq: base.SeqNumMax, Hashes: hashes[start:start:end]}
-			bb.Reset()
-			for j := start; j < end; j++ {
-				if j > start && bb.EstimatedSize() >= opts.BlockSize {
-					errs[bi] = fmt.Errorf("gpucompact: plan and block builder disagree: block %d of a table full before entry %d", bi, j)
-					return
-				}
-				id := kept[j]
-				k := s.internalKey(id)
-				bb.Add(k, s.value(id))
-				if j == start {
-					b.First = k
-				}
-				b.Entries++
-				if k.Kind() == base.KindDelete {
-					b.Deletions++
-				}
-				b.RawKeySize += uint64(k.Size())
-				b.RawValueSize += uint64(s.ents[id].valLen)
-				b.SmallestSeq = min(b.SmallestSeq, k.SeqNum())
-				b.LargestSeq = max(b.LargestSeq, k.SeqNum())
-				if opts.BloomBitsPerKey > 0 && (j == t.start || !bytes.Equal(s.key(kept[j-1]), k.UserKey)) {
-					b.Hashes = append(b.Hashes, sstable.BloomHash(k.UserKey))
-				}
-			}
-			if bi < len(t.blockEnds)-1 && bb.EstimatedSize() < opts.BlockSize {
-				errs[bi] = fmt.Errorf("gpucompact: plan and block builder disagree: block %d of a table ends short (%d of %d bytes)", bi, bb.EstimatedSize(), opts.BlockSize)
-				return
-			}
-			b.Last = s.internalKey(kept[end-1])
-			finished := bb.Finish()
-			if len(finished) != t.blockSizes[bi] {
-				errs[bi] = fmt.Errorf("gpucompact: plan and block builder disagree: block %d of a table is %d bytes, planned %d", bi, len(finished), t.blockSizes[bi])
-				return
-			}
-			b.Raw = raw[rawAt[bi] : rawAt[bi]+len(finished) : rawAt[bi]+len(finished)]
-			copy(b.Raw, finished)
-			// Sealed here, while the block is in this core's cache.
-			bound := sstable.SealBound(opts.Compression, len(b.Raw))
-			sealed := sstable.SealBlock(opts.Compression, sealed[sealedAt[bi]:sealedAt[bi]:sealedAt[bi]+bound], b.Raw)
-			b.Sealed = &sealed
-			blocks[bi] = b
+	end := t.blockEnds[bi]
+	b := sstable.EncodedBlock{SmallestSeq: base.SeqNumMax, Hashes: hashes[start:start:end]}
+	bb.Reset()
+	for j := start; j < end; j++ {
+		if j > start && bb.EstimatedSize() >= opts.BlockSize {
+			return b, fmt.Errorf("gpucompact: plan and block builder disagree: block %d of a table full before entry %d", bi, j)
 		}
-	})
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
+		id := kept[j]
+		k := s.internalKey(id)
+		bb.Add(k, s.value(id))
+		if j == start {
+			b.First = k
+		}
+		b.Entries++
+		if k.Kind() == base.KindDelete {
+			b.Deletions++
+		}
+		b.RawKeySize += uint64(k.Size())
+		b.RawValueSize += uint64(s.ents[id].valLen)
+		b.SmallestSeq = min(b.SmallestSeq, k.SeqNum())
+		b.LargestSeq = max(b.LargestSeq, k.SeqNum())
+		if opts.BloomBitsPerKey > 0 && (j == t.start || !bytes.Equal(s.key(kept[j-1]), k.UserKey)) {
+			b.Hashes = append(b.Hashes, sstable.BloomHash(k.UserKey))
 		}
 	}
-	return blocks, nil
+	if bi < len(t.blockEnds)-1 && bb.EstimatedSize() < opts.BlockSize {
+		return b, fmt.Errorf("gpucompact: plan and block builder disagree: block %d of a table ends short (%d of %d bytes)", bi, bb.EstimatedSize(), opts.BlockSize)
+	}
+	b.Last = s.internalKey(kept[end-1])
+	finished := bb.Finish()
+	if len(finished) != t.blockSizes[bi] {
+		return b, fmt.Errorf("gpucompact: plan and block builder disagree: block %d of a table is %d bytes, planned %d", bi, len(finished), t.blockSizes[bi])
+	}
+	at := t.rawAt[bi]
+	b.Raw = raw[at : at+len(finished) : at+len(finished)]
+	copy(b.Raw, finished)
+	// Sealed here, while the block is in this core's cache.
+	z := t.sealedAt[bi]
+	sb := sstable.SealBlock(opts.Compression, sealed[z:z:z+sstable.SealBound(opts.Compression, len(b.Raw))], b.Raw)
+	b.Sealed = &sb
+	return b, nil
 }

@@ -35,7 +35,7 @@ func take[T any](buf *[]T, n int) []T {
 
 // bytes is the memory the workspace holds.
 func (w *workspace) bytes() int {
-	const entrySize, planSize = 32, 12
+	const entrySize, planSize = 32, 8
 	return cap(w.regions) + cap(w.arena) + cap(w.pieceKeys) + cap(w.keys) +
 		entrySize*(cap(w.pieceEnts)+cap(w.ents)) + 4*(cap(w.src)+cap(w.dst)+cap(w.kept)+cap(w.hashes)) +
 		cap(w.flags) + cap(w.keptNew) + planSize*cap(w.plan) + cap(w.raw) + cap(w.sealed)
