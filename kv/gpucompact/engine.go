@@ -3,8 +3,8 @@ package gpucompact
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/warpkit/warpkit/internal/hostpar"
@@ -90,15 +90,17 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 		return nil, err
 	}
 	// The output files are created in key order (their numbers ascend as
-	// compaction.CPU's do). Then the tables are encoded in batches of
-	// consecutive tables, every core on a batch's blocks, and each table,
-	// once encoded, is written by a goroutine of its own while later
-	// batches encode (the Writer's part of a table — index, filter, file
-	// writes — is sequential).
+	// compaction.CPU's do). Then every core takes blocks to encode from one
+	// queue, in table order, and whoever encodes a table's last block
+	// starts a goroutine that writes the table (the Writer's part — index,
+	// filter, file writes — is sequential) while the cores go on with the
+	// next tables' blocks: no core waits for a table to finish.
 	type output struct {
 		num    base.FileNum
 		f      vfs.File
 		blocks []sstable.EncodedBlock
+		left   atomic.Int32 // blocks not yet encoded
+		failed atomic.Bool  // a block failed to encode
 		meta   *manifest.FileMetadata
 		err    error
 	}
@@ -106,12 +108,14 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 	for i := range outs {
 		num, f, err := job.Env.CreateTable()
 		if err != nil {
-			for _, o := range outs[:i] {
-				o.f.Close()
+			for j := range outs[:i] {
+				outs[j].f.Close()
 			}
 			return nil, wrap("write", err)
 		}
-		outs[i] = output{num: num, f: f, blocks: make([]sstable.EncodedBlock, len(tables[i].blockEnds))}
+		o := &outs[i]
+		o.num, o.f, o.blocks = num, f, make([]sstable.EncodedBlock, len(tables[i].blockEnds))
+		o.left.Store(int32(len(o.blocks)))
 	}
 	write := func(o *output, t *plannedTable) {
 		w := sstable.NewWriter(o.f, job.Env.WriterOptions)
@@ -131,66 +135,79 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 	}
 	type blockRef struct{ t, b int }
 	var refs []blockRef
-	var writers sync.WaitGroup
-	failed := false
-	for first := 0; first < len(tables); {
-		if failed {
-			// A table failed: the rest are not encoded.
-			for i := first; i < len(tables); i++ {
-				outs[i].f.Close()
-				outs[i].err = errSkipped
-			}
-			break
+	for ti, t := range tables {
+		for bi := range t.blockEnds {
+			refs = append(refs, blockRef{ti, bi})
 		}
-		// A batch: at least encodeBatchBlocks blocks per core, or one table.
-		refs = refs[:0]
-		last := first
-		for last < len(tables) && (last == first || len(refs) < encodeBatchBlocks*runtime.GOMAXPROCS(0)) {
-			for bi := range tables[last].blockEnds {
-				refs = append(refs, blockRef{last, bi})
-			}
-			last++
-		}
-		blockErrs := make([]error, len(refs))
-		hostpar.ForCores(len(refs), 1, func(_, lo, hi int) {
-			bb := sstable.NewBlockBuilder(opts.RestartInterval)
-			for i := lo; i < hi; i++ {
-				r := refs[i]
-				outs[r.t].blocks[r.b], blockErrs[i] = s.encodeBlock(bb, &tables[r.t], r.b, kept, opts, raw, sealed, hashes)
-			}
-		})
-		errs := make([]error, last-first)
-		for i, err := range blockErrs {
-			if t := refs[i].t - first; err != nil && errs[t] == nil {
-				errs[t] = err
-			}
-		}
-		for i := first; i < last; i++ {
-			o := &outs[i]
-			if o.err = ctx.Err(); o.err == nil && errs[i-first] != nil {
-				o.err = wrap("encode", errs[i-first])
-			}
-			if o.err != nil {
-				o.f.Close()
-				failed = true
-				continue
-			}
-			writers.Add(1)
-			go func() {
-				defer writers.Done()
-				write(o, &tables[i])
-			}()
-		}
-		first = last
 	}
-	writers.Wait()
-	res := &compaction.Result{}
-	for _, o := range outs {
-		if o.err != nil {
-			return nil, o.err
+	blockErrs := make([]error, len(refs))
+	var (
+		next    atomic.Int64
+		stop    atomic.Bool // a block failed, or the context ended: encode no more
+		writers sync.WaitGroup
+	)
+	hostpar.ForCores(len(refs), 1, func(_, _, _ int) {
+		bb := sstable.NewBlockBuilder(opts.RestartInterval)
+		for !stop.Load() {
+			i := int(next.Add(1) - 1)
+			if i >= len(refs) {
+				return
+			}
+			r := refs[i]
+			o := &outs[r.t]
+			o.blocks[r.b], blockErrs[i] = s.encodeBlock(bb, &tables[r.t], r.b, kept, opts, raw, sealed, hashes)
+			if failAt != nil && r.t == len(tables)/2 && r.b == len(tables[r.t].blockEnds)/2 && blockErrs[i] == nil {
+				blockErrs[i] = failAt("encode") // a block in the middle of the job
+			}
+			if blockErrs[i] != nil {
+				o.failed.Store(true)
+				stop.Store(true)
+			}
+			if i%64 == 0 && ctx.Err() != nil {
+				stop.Store(true)
+			}
+			if o.left.Add(-1) == 0 && !o.failed.Load() && !stop.Load() {
+				writers.Add(1)
+				go func() {
+					defer writers.Done()
+					write(o, &tables[r.t])
+				}()
+			}
 		}
-		res.Outputs = append(res.Outputs, o.meta)
-		res.Stats.BytesWritten += o.meta.Size
+	})
+	writers.Wait()
+	// Tables not written: a block failed (its error), or encoding stopped
+	// before their turn.
+	for i := range outs {
+		o := &outs[i]
+		if o.meta != nil || o.err != nil {
+			continue
+		}
+		o.f.Close()
+		o.err = errSkipped
+		if err := ctx.Err(); err != nil {
+			o.err = err
+		}
+	}
+	for i, err := range blockErrs {
+		if o := &outs[refs[i].t]; err != nil && (o.err == errSkipped || o.err == nil) {
+			o.err = wrap("encode", err)
+		}
+	}
+	// The job's error: the first table's that is not errSkipped.
+	var firstErr error
+	for i := range outs {
+		if err := outs[i].err; err != nil && (firstErr == nil || firstErr == errSkipped) {
+			firstErr = err
+		}
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	res := &compaction.Result{}
+	for i := range outs {
+		res.Outputs = append(res.Outputs, outs[i].meta)
+		res.Stats.BytesWritten += outs[i].meta.Size
 	}
 	if err := stage("write", &times.write); err != nil {
 		return nil, err
@@ -205,10 +222,7 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 	return res, nil
 }
 
-// encodeBatchBlocks is how many blocks per core one encode batch takes at
-// least (tests make it 0: a table per batch).
-var encodeBatchBlocks = 8
-
-// errSkipped marks the output tables not written after an earlier one
-// failed (the job returns the earlier one's error).
+// errSkipped marks the output tables not written because another failed
+// (the job returns the first table's error, so the failure's own when it
+// comes first).
 var errSkipped = errors.New("gpucompact: not written: an earlier output failed")

@@ -27,7 +27,7 @@ func TestGoEngineIdentical(t *testing.T) {
 	if testing.Short() {
 		rounds = 60
 	}
-	defer func(p uint64, b int) { loadPieceBytes, encodeBatchBlocks = p, b }(loadPieceBytes, encodeBatchBlocks)
+	defer func(p uint64) { loadPieceBytes = p }(loadPieceBytes)
 	// One workspace for every round, as a Compactor keeps one: a job
 	// reuses the arrays the last left. The results are kept, and their
 	// metadata checked again at the end: none may alias the arrays.
@@ -48,7 +48,6 @@ func TestGoEngineIdentical(t *testing.T) {
 	for round := range rounds {
 		rng := rand.New(rand.NewPCG(uint64(round), 45))
 		loadPieceBytes = []uint64{1 << 20, 1, 300, 5000}[round%4] // tables cut into many load pieces
-		encodeBatchBlocks = []int{8, 0, 1}[round%3]               // tables encoded one by one, or in batches
 		opts := sstable.WriterOptions{
 			BlockSize:       []int{64, 256, 512, 4096}[rng.IntN(4)],
 			RestartInterval: []int{0, 1, 2, 16}[rng.IntN(4)],
