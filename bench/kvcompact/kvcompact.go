@@ -175,7 +175,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 					st := c.stages
 					n := float64(st.EngineJobs)
 					ms := func(d time.Duration) float64 { return benchfmt.Millis(d) / max(n, 1) }
-					stageRows = append(stageRows, []any{compName, value, ms(st.Load), ms(st.Merge), ms(st.GC), ms(st.Plan), ms(st.Write),
+					stageRows = append(stageRows, []any{compName, value, ms(st.Load), ms(st.Merge), ms(st.GC), ms(st.Sizes), ms(st.Plan), ms(st.Write),
 						benchfmt.Millis(c.wall), c.cpu.Seconds() / c.wall.Seconds(), c.fallback})
 					if value <= targetMaxValue {
 						targetRows = append(targetRows, targetRow{compName, value, mbs(c) / mbs(cells[0])})
@@ -190,8 +190,8 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		}
 	}
 	if len(stageRows) > 0 {
-		t := rep.Table("cpu-par stages (ms per job: load = read + check + decompress + decode; write = encode + seal + write; cores busy = CPU time / wall)",
-			"compression", "value B", "load", "merge", "gc+select", "plan", "write", "wall", "cores busy", "fallbacks")
+		t := rep.Table("cpu-par stages (ms per job: load = read + check + decompress + decode; sizes = each entry's encoded size; plan = the sequential walk cutting blocks and tables; write = encode + seal + write; cores busy = CPU time / wall)",
+			"compression", "value B", "load", "merge", "gc+select", "sizes", "plan", "write", "wall", "cores busy", "fallbacks")
 		for _, r := range stageRows {
 			t.Add(r...)
 		}

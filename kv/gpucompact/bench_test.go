@@ -104,6 +104,7 @@ func BenchmarkJob(b *testing.B) {
 			b.ReportMetric(per(times.load), "load-ms")
 			b.ReportMetric(per(times.merge), "merge-ms")
 			b.ReportMetric(per(times.gc), "gc-ms")
+			b.ReportMetric(per(times.sizes), "sizes-ms")
 			b.ReportMetric(per(times.plan), "plan-ms")
 			b.ReportMetric(per(times.write), "write-ms")
 		})

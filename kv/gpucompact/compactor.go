@@ -115,7 +115,7 @@ type Stats struct {
 	// them.
 	HeldBytes int64
 	// Stage times of the engine's jobs.
-	Load, Merge, GC, Plan, Write time.Duration
+	Load, Merge, GC, Sizes, Plan, Write time.Duration
 }
 
 // New returns a Compactor.
@@ -178,6 +178,7 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 		st.Load += times.load
 		st.Merge += times.merge
 		st.GC += times.gc
+		st.Sizes += times.sizes
 		st.Plan += times.plan
 		st.Write += times.write
 		c.mu.Unlock()

@@ -33,7 +33,7 @@ func outputsOf(t *testing.T, e *ct.Env, res *compaction.Result) [][]byte {
 // counts the failure by stage.
 func TestFallbackAtEveryStage(t *testing.T) {
 	base := runtime.NumGoroutine()
-	for i, stage := range []string{"load", "merge", "gc", "plan", "encode", "write"} {
+	for i, stage := range []string{"load", "merge", "gc", "sizes", "plan", "encode", "write"} {
 		rng := func() *rand.Rand { return rand.New(rand.NewPCG(uint64(i), 46)) }
 		e0 := ct.NewEnv()
 		job0, _, _ := ct.RandomJob(t, rng(), e0)

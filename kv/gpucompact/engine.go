@@ -17,12 +17,13 @@ import (
 
 // stageTimes are the wall times of one job's stages.
 type stageTimes struct {
-	load, merge, gc, plan, write time.Duration
+	load, merge, gc, sizes, plan, write time.Duration
 }
 
 // runGo runs a job through the pipeline on goroutines (the Go engine), in
 // the arrays of ws:
-// load, merge, garbage collection and selection, the plan, block encoding
+// load, merge, garbage collection and selection, entry sizes, the plan
+// (the one sequential pass), block encoding
 // and sealing, and the output tables, written through sstable.Writer's
 // AddEncodedBlock. Its output is byte-identical to compaction.CPU{Parts: 1}
 // (file bytes, Result metadata and Stats but Duration). Output tables are
@@ -83,7 +84,11 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 		return nil, err
 	}
 	opts := job.Env.WriterOptions.WithDefaults()
-	tables := s.plan(kept, keptNew, job, opts, compaction.CutLimit(job.TargetFileSize, ratio), outSpans, ws)
+	pe := s.planEntries(kept, ws)
+	if err := stage("sizes", &times.sizes); err != nil {
+		return nil, err
+	}
+	tables := s.plan(pe, kept, keptNew, job, opts, compaction.CutLimit(job.TargetFileSize, ratio), outSpans)
 	rawLen, sealedLen := layoutOutputs(tables, opts.Compression)
 	raw, sealed, hashes := take(&ws.raw, rawLen), take(&ws.sealed, sealedLen), take(&ws.hashes, len(kept))
 	if err := stage("plan", &times.plan); err != nil {

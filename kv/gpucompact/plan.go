@@ -81,8 +81,7 @@ func (s *inputSet) planEntries(kept []uint32, ws *workspace) []planEntry {
 // due, exactly where compaction.CPU asks); a job whose entries all went
 // but whose range tombstones remain writes one tombstone-only table.
 // keptNew says which kept entries start a new user key in the merged order.
-func (s *inputSet) plan(kept []uint32, keptNew []bool, job *compaction.Job, opts sstable.WriterOptions, cutLimit uint64, outSpans []rangedel.Span, ws *workspace) []plannedTable {
-	pe := s.planEntries(kept, ws)
+func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, job *compaction.Job, opts sstable.WriterOptions, cutLimit uint64, outSpans []rangedel.Span) []plannedTable {
 	gp := compaction.NewGrandparentLimit(job, nil)
 	// Without grandparents to cut at, the walk never needs a key but where
 	// it cuts.
@@ -91,17 +90,18 @@ func (s *inputSet) plan(kept []uint32, keptNew []bool, job *compaction.Job, opts
 	var cur *plannedTable
 	var lower []byte
 	splitPending := false
-	// The open block: its encoded length, restart points, entries since the
-	// last restart, entries; rawData: the finished blocks' sizes with their
-	// trailers.
-	var blockLen, restarts, since, count int
+	// The open block: its size as the builder counts it (entries, 4 bytes
+	// per restart point, 4), entries since the last restart, entries;
+	// rawData: the finished blocks' sizes with their trailers. The loop is
+	// the job's one sequential pass, so it keeps to adds and compares.
+	var size, since, count int
 	var rawData uint64
 	blockSize, restartInterval := opts.BlockSize, opts.RestartInterval
 	for j := range pe {
-		if keptNew[j] && cur != nil && (splitPending || askGP && gp.Reached(s.key(kept[j]))) {
+		if (splitPending || askGP) && keptNew[j] && cur != nil && (splitPending || gp.Reached(s.key(kept[j]))) {
 			if count > 0 {
 				cur.blockEnds = append(cur.blockEnds, j)
-				cur.blockSizes = append(cur.blockSizes, blockLen+4*restarts+4)
+				cur.blockSizes = append(cur.blockSizes, size)
 			}
 			uk := s.key(kept[j])
 			cur.end, cur.upper = j, uk
@@ -110,24 +110,25 @@ func (s *inputSet) plan(kept []uint32, keptNew []bool, job *compaction.Job, opts
 		}
 		if cur == nil {
 			cur = &plannedTable{start: j, lower: lower}
-			blockLen, restarts, since, count, rawData = 0, 0, 0, 0, 0
+			count, rawData = 0, 0
 		}
-		if count == 0 || since == restartInterval {
-			restarts++
-			since = 0
-			blockLen += int(pe[j].atRestart)
-		} else {
-			blockLen += int(pe[j].offRestart)
+		switch {
+		case count == 0: // the block's first restart point, and the restart count
+			size, since = 8+int(pe[j].atRestart), 0
+		case since == restartInterval:
+			size, since = size+4+int(pe[j].atRestart), 0
+		default:
+			size += int(pe[j].offRestart)
 		}
 		since++
 		count++
-		if size := blockLen + 4*restarts + 4; size >= blockSize {
+		if size >= blockSize {
 			cur.blockEnds = append(cur.blockEnds, j+1)
 			cur.blockSizes = append(cur.blockSizes, size)
 			rawData += uint64(size + sstable.BlockTrailerLen)
-			blockLen, restarts, since, count = 0, 0, 0, 0
-		}
-		if rawData+uint64(blockLen+4*restarts+4) >= cutLimit {
+			count = 0
+			splitPending = splitPending || rawData+4 >= cutLimit // an empty block counts 4
+		} else if rawData+uint64(size) >= cutLimit {
 			splitPending = true
 		}
 	}
@@ -137,7 +138,7 @@ func (s *inputSet) plan(kept []uint32, keptNew []bool, job *compaction.Job, opts
 	if cur != nil {
 		if count > 0 {
 			cur.blockEnds = append(cur.blockEnds, len(kept))
-			cur.blockSizes = append(cur.blockSizes, blockLen+4*restarts+4)
+			cur.blockSizes = append(cur.blockSizes, size)
 		}
 		cur.end = len(kept)
 		tables = append(tables, *cur)
