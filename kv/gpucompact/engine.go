@@ -151,6 +151,15 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 		stop    atomic.Bool // a block failed, or the context ended: encode no more
 		writers sync.WaitGroup
 	)
+	for i := range outs {
+		if len(outs[i].blocks) == 0 { // range tombstones only: nothing to encode
+			writers.Add(1)
+			go func() {
+				defer writers.Done()
+				write(&outs[i], &tables[i])
+			}()
+		}
+	}
 	hostpar.ForCores(len(refs), 1, func(_, _, _ int) {
 		bb := sstable.NewBlockBuilder(opts.RestartInterval)
 		for !stop.Load() {
@@ -205,6 +214,9 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 		if err := outs[i].err; err != nil && (firstErr == nil || firstErr == errSkipped) {
 			firstErr = err
 		}
+	}
+	if firstErr == errSkipped {
+		firstErr = wrap("write", firstErr) // (never: a table is skipped only after another failed)
 	}
 	if firstErr != nil {
 		return nil, firstErr

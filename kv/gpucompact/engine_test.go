@@ -12,6 +12,7 @@ import (
 	"github.com/warpkit/warpkit/kv/compaction"
 	ct "github.com/warpkit/warpkit/kv/compaction/compactiontest"
 	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/internal/rangedel"
 	"github.com/warpkit/warpkit/kv/manifest"
 	"github.com/warpkit/warpkit/kv/sstable"
 )
@@ -196,6 +197,45 @@ func TestGoEngineValuePastCompressionLimit(t *testing.T) {
 	}
 	if got.Stats.BytesWritten < 64<<20 {
 		t.Fatalf("%d bytes written: the value was not stored raw", got.Stats.BytesWritten)
+	}
+}
+
+// TestGoEngineTombstoneOnlyOutput: a range tombstone over every point of
+// the job, above a level that may hold its keys, leaves an output of range
+// tombstones only (no data block to encode), as compaction.CPU writes it.
+func TestGoEngineTombstoneOnlyOutput(t *testing.T) {
+	run := func(engine func(context.Context, *compaction.Job) (*compaction.Result, error)) (*compaction.Result, [][]byte) {
+		e := ct.NewEnv()
+		var points []ct.Entry
+		for i := range 50 {
+			points = append(points, ct.Entry{K: base.MakeInternalKey([]byte(fmt.Sprintf("k%03d", i)), base.SeqNum(1+i), base.KindSet), V: "v"})
+		}
+		l0 := e.Table(t, nil, []rangedel.Span{{Start: []byte("k"), End: []byte("l"), Seqs: []base.SeqNum{100}}})
+		l1 := e.Table(t, points, nil)
+		job := &compaction.Job{
+			Inputs:         []compaction.Input{{Level: 0, Files: []*manifest.FileMetadata{l0}}, {Level: 1, Files: []*manifest.FileMetadata{l1}}},
+			OutputLevel:    1,
+			Lower:          [][]*manifest.FileMetadata{{{Smallest: base.MakeInternalKey([]byte("k000"), 0, base.KindSet), Largest: base.MakeInternalKey([]byte("k999"), 0, base.KindSet)}}},
+			TargetFileSize: 1 << 20,
+			Env:            e.Env(),
+		}
+		res, err := engine(context.Background(), job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var files [][]byte
+		for _, o := range res.Outputs {
+			files = append(files, readFile(t, e, o))
+		}
+		return res, files
+	}
+	want, wantFiles := run(compaction.CPU{Parts: 1}.Compact)
+	got, gotFiles := run(goEngine)
+	if len(want.Outputs) != 1 || want.Stats.EntriesOut != 0 || !want.Outputs[0].HasRangeDels {
+		t.Fatalf("compaction.CPU wrote %d outputs, %d entries: not the tombstone-only table this test needs", len(want.Outputs), want.Stats.EntriesOut)
+	}
+	if len(gotFiles) != 1 || !bytes.Equal(gotFiles[0], wantFiles[0]) || metaString(got.Outputs[0]) != metaString(want.Outputs[0]) {
+		t.Fatalf("the engine wrote %d outputs (%v), compaction.CPU %v", len(gotFiles), metaStrings(got), metaStrings(want))
 	}
 }
 
