@@ -190,7 +190,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		}
 	}
 	if len(stageRows) > 0 {
-		t := rep.Table("cpu-par stages (ms per job: load = read + check + decompress + decode; sizes = each entry's encoded size; plan = the sequential walk cutting blocks and tables; write = encode + seal + write; cores busy = CPU time / wall)",
+		t := rep.Table("cpu-par stages (ms per job, the runs after the first: load = read + check + decompress + decode; sizes = each entry's encoded size; plan = the sequential walk cutting blocks and tables; write = encode + seal + write; cores busy = CPU time / wall)",
 			"compression", "value B", "load", "merge", "gc+select", "sizes", "plan", "write", "wall", "cores busy", "fallbacks")
 		for _, r := range stageRows {
 			t.Add(r...)
@@ -258,6 +258,7 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, runs 
 	cpus := make([][]time.Duration, len(engines))
 	syss := make([][]time.Duration, len(engines))
 	cells := make([]cell, len(engines))
+	afterFirst := make([]gpucompact.Stats, len(engines))
 	var info jobInfo
 	info.bytes = job.InputBytes()
 	for r := range runs {
@@ -304,6 +305,9 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, runs 
 			if err := env.Drop(); err != nil {
 				return nil, info, err
 			}
+			if e.gc != nil && r == 0 && runs > 1 {
+				afterFirst[i] = e.gc.Stats() // stage times are shown for the runs after it
+			}
 		}
 	}
 	for i, e := range engines {
@@ -312,8 +316,12 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, runs 
 		cells[i].cpu = median(cpus[i])
 		cells[i].sys = median(syss[i])
 		if e.gc != nil {
-			cells[i].stages = e.gc.Stats()
-			cells[i].fallback = cells[i].stages.FallbackJobs // MinInputBytes -1: only failures fall back
+			st := e.gc.Stats()
+			cells[i].fallback = st.FallbackJobs // MinInputBytes -1: only failures fall back
+			a := afterFirst[i]
+			st.EngineJobs -= a.EngineJobs
+			st.Load, st.Merge, st.GC, st.Sizes, st.Plan, st.Write = st.Load-a.Load, st.Merge-a.Merge, st.GC-a.GC, st.Sizes-a.Sizes, st.Plan-a.Plan, st.Write-a.Write
+			cells[i].stages = st
 		}
 	}
 	return cells, info, nil

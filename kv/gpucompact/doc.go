@@ -26,7 +26,7 @@
 // One pipeline of data-parallel stages, each a loop over independent items
 // split among goroutines (a GPU runs the same items as threads):
 //
-//   - load: the input tables cut into pieces of about 1 MiB of blocks; each
+//   - load: the input tables cut into pieces of about 256 KiB of blocks; each
 //     piece read in one call, every block's length learned from its
 //     compression header (sstable.Reader.DecodedLen) so that all get their
 //     place in one arena, then checked, decompressed in place and decoded

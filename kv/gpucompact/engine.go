@@ -96,16 +96,17 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 	}
 	// The output files are created in key order (their numbers ascend as
 	// compaction.CPU's do). Then every core takes blocks to encode from one
-	// queue, in table order, and whoever encodes a table's last block
-	// starts a goroutine that writes the table (the Writer's part — index,
-	// filter, file writes — is sequential) while the cores go on with the
-	// next tables' blocks: no core waits for a table to finish.
+	// queue, in table order, while a goroutine per table writes the table's
+	// blocks as they become ready, in order (the Writer's part — index,
+	// filter, file writes — is sequential): a table's writer trails just
+	// behind its encoding, and little is left to write when the last block
+	// is encoded.
 	type output struct {
 		num    base.FileNum
 		f      vfs.File
 		blocks []sstable.EncodedBlock
-		left   atomic.Int32 // blocks not yet encoded
-		failed atomic.Bool  // a block failed to encode
+		ready  []atomic.Bool // blocks[i] is encoded
+		notify chan struct{} // a block of the table got ready (or encoding ended)
 		meta   *manifest.FileMetadata
 		err    error
 	}
@@ -119,14 +120,28 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 			return nil, wrap("write", err)
 		}
 		o := &outs[i]
-		o.num, o.f, o.blocks = num, f, make([]sstable.EncodedBlock, len(tables[i].blockEnds))
-		o.left.Store(int32(len(o.blocks)))
+		n := len(tables[i].blockEnds)
+		o.num, o.f, o.blocks, o.ready, o.notify = num, f, make([]sstable.EncodedBlock, n), make([]atomic.Bool, n), make(chan struct{}, 1)
 	}
+	var (
+		next    atomic.Int64
+		stop    atomic.Bool // a block failed, or the context ended: encode no more
+		ended   atomic.Bool // the encoders have returned
+		writers sync.WaitGroup
+	)
 	write := func(o *output, t *plannedTable) {
 		w := sstable.NewWriter(o.f, job.Env.WriterOptions)
 		var err error
-		for _, b := range o.blocks {
-			if err = w.AddEncodedBlock(b); err != nil {
+		for b := range o.blocks {
+			for !o.ready[b].Load() {
+				if ended.Load() && !o.ready[b].Load() {
+					o.f.Close()
+					o.err = errSkipped // a block of this table or an earlier one failed
+					return
+				}
+				<-o.notify
+			}
+			if err = w.AddEncodedBlock(o.blocks[b]); err != nil {
 				break
 			}
 		}
@@ -138,6 +153,13 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 		o.meta, err = compaction.FinishOutput(w, o.f, o.num, outSpans, t.lower, t.upper)
 		o.err = wrap("write", err)
 	}
+	for i := range outs {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			write(&outs[i], &tables[i])
+		}()
+	}
 	type blockRef struct{ t, b int }
 	var refs []blockRef
 	for ti, t := range tables {
@@ -146,20 +168,6 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 		}
 	}
 	blockErrs := make([]error, len(refs))
-	var (
-		next    atomic.Int64
-		stop    atomic.Bool // a block failed, or the context ended: encode no more
-		writers sync.WaitGroup
-	)
-	for i := range outs {
-		if len(outs[i].blocks) == 0 { // range tombstones only: nothing to encode
-			writers.Add(1)
-			go func() {
-				defer writers.Done()
-				write(&outs[i], &tables[i])
-			}()
-		}
-	}
 	hostpar.ForCores(len(refs), 1, func(_, _, _ int) {
 		bb := sstable.NewBlockBuilder(opts.RestartInterval)
 		for !stop.Load() {
@@ -173,39 +181,36 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 			if failAt != nil && r.t == len(tables)/2 && r.b == len(tables[r.t].blockEnds)/2 && blockErrs[i] == nil {
 				blockErrs[i] = failAt("encode") // a block in the middle of the job
 			}
-			if blockErrs[i] != nil {
-				o.failed.Store(true)
+			if blockErrs[i] != nil || i%64 == 0 && ctx.Err() != nil {
 				stop.Store(true)
+				continue
 			}
-			if i%64 == 0 && ctx.Err() != nil {
-				stop.Store(true)
-			}
-			if o.left.Add(-1) == 0 && !o.failed.Load() && !stop.Load() {
-				writers.Add(1)
-				go func() {
-					defer writers.Done()
-					write(o, &tables[r.t])
-				}()
+			o.ready[r.b].Store(true)
+			select {
+			case o.notify <- struct{}{}:
+			default: // the writer has a wake-up pending
 			}
 		}
 	})
-	writers.Wait()
-	// Tables not written: a block failed (its error), or encoding stopped
-	// before their turn.
+	// Wake every writer still waiting: the blocks it waits for will not come.
+	ended.Store(true)
 	for i := range outs {
-		o := &outs[i]
-		if o.meta != nil || o.err != nil {
-			continue
-		}
-		o.f.Close()
-		o.err = errSkipped
-		if err := ctx.Err(); err != nil {
-			o.err = err
+		select {
+		case outs[i].notify <- struct{}{}:
+		default:
 		}
 	}
+	writers.Wait()
 	for i, err := range blockErrs {
 		if o := &outs[refs[i].t]; err != nil && (o.err == errSkipped || o.err == nil) {
 			o.err = wrap("encode", err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		for i := range outs {
+			if outs[i].err == errSkipped {
+				outs[i].err = err
+			}
 		}
 	}
 	// The job's error: the first table's that is not errSkipped.

@@ -225,7 +225,7 @@ func loadJob(ctx context.Context, job *compaction.Job, ws *workspace) (*inputSet
 
 // loadPieceBytes is about how many stored bytes of data blocks one piece of
 // the input stage reads and decodes (tests make it small).
-var loadPieceBytes uint64 = 1 << 20
+var loadPieceBytes uint64 = 256 << 10
 
 // gcStats count what the garbage-collection stage saw and dropped.
 type gcStats struct {
