@@ -190,7 +190,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		}
 	}
 	if len(stageRows) > 0 {
-		t := rep.Table("cpu-par stages (ms per job, the runs after the first: load = read + check + decompress + decode; sizes = each entry's encoded size; plan = the sequential walk cutting blocks and tables; write = encode + seal + write; cores busy = CPU time / wall)",
+		t := rep.Table("cpu-par stages (ms per job, the runs after the first: load = read + check + decompress + decode; sizes = each entry's encoded size; plan = the sequential walk cutting blocks and tables, with the encoders and writers behind it; write = the encoding and writing left after the walk; cores busy = CPU time / wall)",
 			"compression", "value B", "load", "merge", "gc+select", "sizes", "plan", "write", "wall", "cores busy", "fallbacks")
 		for _, r := range stageRows {
 			t.Add(r...)

@@ -88,7 +88,8 @@ type Compactor struct {
 		stats    Stats
 	}
 
-	// failAt, in tests, makes the engine fail at a stage.
+	// failAt, in tests, makes the engine fail at a stage; the encoders call
+	// it too ("encode"), concurrently.
 	failAt func(stage string) error
 }
 

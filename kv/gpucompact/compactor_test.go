@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -212,9 +213,9 @@ func TestDecisionModule(t *testing.T) {
 	// failures resets the count.
 	c, _ = New(Options{Fallback: fallback, MinInputBytes: -1, MaxEngineFailures: 2})
 	fail := true
-	calls := 0
+	var calls atomic.Int64 // failAt is called from the encoders too
 	c.failAt = func(stage string) error {
-		calls++
+		calls.Add(1)
 		if fail && stage == "merge" {
 			return errors.New("injected")
 		}
@@ -232,9 +233,9 @@ func TestDecisionModule(t *testing.T) {
 	if !c.Stats().Disabled {
 		t.Fatal("engine still on after two consecutive failures")
 	}
-	before := calls
+	before := calls.Load()
 	check("off", c, "disabled", 1)
-	if calls != before {
+	if calls.Load() != before {
 		t.Fatal("the engine ran after it was turned off")
 	}
 	if st := c.Stats(); st.Fallbacks["merge"] != 3 || st.EngineJobs != 1 {

@@ -47,12 +47,14 @@
 //     block builder's flush rule and compaction.CPU's output cuts
 //     (uncompressed size, compaction.GrandparentLimit, a tombstone-only
 //     output) into block and table boundaries with exact block sizes;
-//   - encode and write: blocks built with sstable.BlockBuilder (the
-//     Writer's own block code) by every core from one queue in table
-//     order, each into its planned place, sealed (checksum, compression)
-//     while hot; whoever finishes a table's last block starts a goroutine
-//     that writes the table through Writer.AddEncodedBlock and
-//     compaction.FinishOutput.
+//   - encode and write, behind the plan (pipeline): each block, as soon as
+//     it is planned, built with sstable.BlockBuilder (the Writer's own
+//     block code) by one of the encoders on every core, into its planned
+//     place, and sealed (checksum, compression) while hot; each output
+//     table, as soon as it is planned, written by a goroutine of its own
+//     that takes its blocks in order as they are encoded
+//     (Writer.AddEncodedBlock, then compaction.FinishOutput). The walk,
+//     the encoding and the writing overlap.
 //
 // The engine keeps its arrays between jobs (a workspace: Stats.HeldBytes;
 // Close drops it): fresh memory costs the kernel a page fault and a
@@ -88,7 +90,8 @@
 //     "gc", "sizes", "plan", "encode", "write"); Declined counts the
 //     decision module's refusals by reason ("small", "budget", "busy",
 //     "disabled"); Disabled and HeldBytes are added; stage times are Load,
-//     Merge, GC, Sizes, Plan and Write (encode overlaps write).
+//     Merge, GC, Sizes, Plan and Write (the encoding and writing overlap
+//     the plan: Write is what is left of them after it).
 //   - SealBlock returns a SealedBlock (stored bytes, type, masked CRC) that
 //     EncodedBlock carries as Sealed, where the spec lists Stored, Type and
 //     CRC fields of EncodedBlock. Added hooks: Reader.DecodeBlock,

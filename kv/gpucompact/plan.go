@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/warpkit/warpkit/internal/hostpar"
 	"github.com/warpkit/warpkit/kv/compaction"
@@ -11,36 +12,6 @@ import (
 	"github.com/warpkit/warpkit/kv/internal/rangedel"
 	"github.com/warpkit/warpkit/kv/sstable"
 )
-
-// plannedTable is one output table of the plan: the kept entries
-// kept[start:end], cut into data blocks ending (exclusive) at blockEnds, and
-// the user-key bounds [lower, upper) of its share of the range tombstones
-// (nil: open).
-type plannedTable struct {
-	start, end   int
-	blockEnds    []int
-	blockSizes   []int // each block's contents, restart array included
-	lower, upper []byte
-	// Where each block goes in the workspace's output arrays: its contents
-	// and its compressed copy (layoutOutputs).
-	rawAt, sealedAt []int
-}
-
-// layoutOutputs gives every planned block its place in the workspace's
-// output arrays — its contents, and room to compress it — and returns the
-// arrays' lengths.
-func layoutOutputs(tables []plannedTable, c sstable.Compression) (rawLen, sealedLen int) {
-	for i := range tables {
-		t := &tables[i]
-		t.rawAt, t.sealedAt = make([]int, len(t.blockSizes)), make([]int, len(t.blockSizes))
-		for bi, n := range t.blockSizes {
-			t.rawAt[bi], t.sealedAt[bi] = rawLen, sealedLen
-			rawLen += n
-			sealedLen += sstable.SealBound(c, n)
-		}
-	}
-	return rawLen, sealedLen
-}
 
 // planEntry is what the plan walk needs of a kept entry, laid out in
 // merged order so that the walk reads memory in order: the bytes the entry
@@ -53,9 +24,15 @@ type planEntry struct {
 
 // planEntries computes every kept entry's planEntry independently, on
 // goroutines (a GPU thread per entry), in an array of ws.
-func (s *inputSet) planEntries(kept []uint32, ws *workspace) []planEntry {
+//
+// It also returns a bound on the output blocks' contents: every block is at
+// most 4 bytes plus, per entry, its size at a restart point and 4.
+func (s *inputSet) planEntries(kept []uint32, ws *workspace) ([]planEntry, int) {
 	pe := take(&ws.plan, len(kept))
+	var bound atomic.Int64
 	hostpar.ForCores(len(kept), 1024, func(_, lo, hi int) {
+		sum := 0
+		defer func() { bound.Add(int64(sum)) }()
 		for j := lo; j < hi; j++ {
 			e := &s.ents[kept[j]]
 			klen, vlen := int(e.keyLen)+8, int(e.valLen)
@@ -67,9 +44,24 @@ func (s *inputSet) planEntries(kept []uint32, ws *workspace) []planEntry {
 				off = uvarintLen(shared) + uvarintLen(klen-shared) + klen - shared + tail
 			}
 			pe[j] = planEntry{atRestart: uint32(at), offRestart: uint32(off)}
+			sum += at + 8
 		}
 	})
-	return pe
+	return pe, int(bound.Load())
+}
+
+// planSink takes the plan as the walk makes it, in key order.
+type planSink interface {
+	// table starts an output table at kept entry j; lower bounds its share
+	// of the range tombstones (nil: open). An error stops the walk.
+	table(j int, lower []byte) error
+	// block ends a data block of the open table: kept[start:end], of size
+	// bytes of contents; full says it ended for reaching the block size
+	// (not at a cut or at the end of the job).
+	block(start, end, size int, full bool)
+	// end ends the open table before kept entry j; upper bounds its share
+	// of the range tombstones (nil: open).
+	end(j int, upper []byte)
 }
 
 // plan replays, in one walk over the kept entries, the rules by which
@@ -81,40 +73,41 @@ func (s *inputSet) planEntries(kept []uint32, ws *workspace) []planEntry {
 // due, exactly where compaction.CPU asks); a job whose entries all went
 // but whose range tombstones remain writes one tombstone-only table.
 // keptNew says which kept entries start a new user key in the merged order.
-func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, job *compaction.Job, opts sstable.WriterOptions, cutLimit uint64, outSpans []rangedel.Span) []plannedTable {
+// The tables and blocks go to sink as they are made.
+func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, job *compaction.Job, opts sstable.WriterOptions, cutLimit uint64, outSpans []rangedel.Span, sink planSink) error {
 	gp := compaction.NewGrandparentLimit(job, nil)
 	// Without grandparents to cut at, the walk never needs a key but where
 	// it cuts.
 	askGP := len(job.Grandparents) > 0 && job.MaxGrandparentOverlap > 0
-	var tables []plannedTable
-	var cur *plannedTable
+	open := false
 	var lower []byte
 	splitPending := false
-	// The open block: its size as the builder counts it (entries, 4 bytes
-	// per restart point, 4), entries since the last restart, entries;
-	// rawData: the finished blocks' sizes with their trailers. The loop is
-	// the job's one sequential pass, so it keeps to adds and compares.
-	var size, since, count int
+	// The open block: where it starts, its size as the builder counts it
+	// (entries, 4 bytes per restart point, 4), entries since the last
+	// restart, entries; rawData: the open table's finished blocks' sizes
+	// with their trailers. The loop is the job's one sequential pass, so it
+	// keeps to adds and compares.
+	var blockStart, size, since, count int
 	var rawData uint64
 	blockSize, restartInterval := opts.BlockSize, opts.RestartInterval
 	for j := range pe {
-		if (splitPending || askGP) && keptNew[j] && cur != nil && (splitPending || gp.Reached(s.key(kept[j]))) {
+		if (splitPending || askGP) && keptNew[j] && open && (splitPending || gp.Reached(s.key(kept[j]))) {
 			if count > 0 {
-				cur.blockEnds = append(cur.blockEnds, j)
-				cur.blockSizes = append(cur.blockSizes, size)
+				sink.block(blockStart, j, size, false)
 			}
 			uk := s.key(kept[j])
-			cur.end, cur.upper = j, uk
-			tables = append(tables, *cur)
-			cur, lower, splitPending = nil, uk, false
+			sink.end(j, uk)
+			open, lower, splitPending = false, uk, false
 		}
-		if cur == nil {
-			cur = &plannedTable{start: j, lower: lower}
-			count, rawData = 0, 0
+		if !open {
+			if err := sink.table(j, lower); err != nil {
+				return err
+			}
+			open, count, rawData = true, 0, 0
 		}
 		switch {
 		case count == 0: // the block's first restart point, and the restart count
-			size, since = 8+int(pe[j].atRestart), 0
+			size, since, blockStart = 8+int(pe[j].atRestart), 0, j
 		case since == restartInterval:
 			size, since = size+4+int(pe[j].atRestart), 0
 		default:
@@ -123,8 +116,7 @@ func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, job *comp
 		since++
 		count++
 		if size >= blockSize {
-			cur.blockEnds = append(cur.blockEnds, j+1)
-			cur.blockSizes = append(cur.blockSizes, size)
+			sink.block(blockStart, j+1, size, true)
 			rawData += uint64(size + sstable.BlockTrailerLen)
 			count = 0
 			splitPending = splitPending || rawData+4 >= cutLimit // an empty block counts 4
@@ -132,18 +124,19 @@ func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, job *comp
 			splitPending = true
 		}
 	}
-	if cur == nil && len(rangedel.Truncate(outSpans, lower, nil)) > 0 {
-		cur = &plannedTable{start: len(kept), lower: lower}
-	}
-	if cur != nil {
-		if count > 0 {
-			cur.blockEnds = append(cur.blockEnds, len(kept))
-			cur.blockSizes = append(cur.blockSizes, size)
+	if !open && len(rangedel.Truncate(outSpans, lower, nil)) > 0 {
+		if err := sink.table(len(kept), lower); err != nil {
+			return err
 		}
-		cur.end = len(kept)
-		tables = append(tables, *cur)
+		open, count = true, 0
 	}
-	return tables
+	if open {
+		if count > 0 {
+			sink.block(blockStart, len(kept), size, false)
+		}
+		sink.end(len(kept), nil)
+	}
+	return nil
 }
 
 // encodedLCP is the length of the common prefix of two entries' encoded
@@ -175,24 +168,20 @@ func uvarintLen(v int) int {
 	return n
 }
 
-// encodeBlock builds block bi of a planned table with bb
-// (sstable.BlockBuilder: the Writer's own block code) into its place in
-// raw, seals it into its place in sealed (its checksum, and compressed when
-// the table is), puts its bloom hashes in hashes (one slot per kept entry),
-// and checks it ends where the Writer would end it and is as long as
-// planned: the plan and the builder must agree. Blocks are independent: a
-// GPU thread block (here a goroutine) builds each.
-func (s *inputSet) encodeBlock(bb *sstable.BlockBuilder, t *plannedTable, bi int, kept []uint32, opts sstable.WriterOptions, raw, sealed []byte, hashes []uint32) (sstable.EncodedBlock, error) {
-	start := t.start
-	if bi > 0 {
-		start = t.blockEnds[bi-1]
-	}
-	end := t.blockEnds[bi]
+// encodeBlock builds a planned block with bb (sstable.BlockBuilder: the
+// Writer's own block code) into its place in raw, seals it into its place
+// in sealed (its checksum, and compressed when the table is; in new memory
+// when no place was reserved), puts its bloom hashes in hashes (one slot
+// per kept entry), and checks it ends where the Writer would end it and is
+// as long as planned: the plan and the builder must agree. Blocks are
+// independent: a GPU thread block (here a goroutine) builds each.
+func (s *inputSet) encodeBlock(bb *sstable.BlockBuilder, pb *blockJob, kept []uint32, opts sstable.WriterOptions, raw, sealed []byte, hashes []uint32) (sstable.EncodedBlock, error) {
+	start, end := pb.start, pb.end
 	b := sstable.EncodedBlock{SmallestSeq: base.SeqNumMax, Hashes: hashes[start:start:end]}
 	bb.Reset()
 	for j := start; j < end; j++ {
 		if j > start && bb.EstimatedSize() >= opts.BlockSize {
-			return b, fmt.Errorf("gpucompact: plan and block builder disagree: block %d of a table full before entry %d", bi, j)
+			return b, fmt.Errorf("gpucompact: plan and block builder disagree: the block at kept entry %d full before entry %d", start, j)
 		}
 		id := kept[j]
 		k := s.internalKey(id)
@@ -208,24 +197,26 @@ func (s *inputSet) encodeBlock(bb *sstable.BlockBuilder, t *plannedTable, bi int
 		b.RawValueSize += uint64(s.ents[id].valLen)
 		b.SmallestSeq = min(b.SmallestSeq, k.SeqNum())
 		b.LargestSeq = max(b.LargestSeq, k.SeqNum())
-		if opts.BloomBitsPerKey > 0 && (j == t.start || !bytes.Equal(s.key(kept[j-1]), k.UserKey)) {
+		if opts.BloomBitsPerKey > 0 && (j == pb.tableStart || !bytes.Equal(s.key(kept[j-1]), k.UserKey)) {
 			b.Hashes = append(b.Hashes, sstable.BloomHash(k.UserKey))
 		}
 	}
-	if bi < len(t.blockEnds)-1 && bb.EstimatedSize() < opts.BlockSize {
-		return b, fmt.Errorf("gpucompact: plan and block builder disagree: block %d of a table ends short (%d of %d bytes)", bi, bb.EstimatedSize(), opts.BlockSize)
+	if pb.full && bb.EstimatedSize() < opts.BlockSize {
+		return b, fmt.Errorf("gpucompact: plan and block builder disagree: the block at kept entry %d ends short (%d of %d bytes)", start, bb.EstimatedSize(), opts.BlockSize)
 	}
 	b.Last = s.internalKey(kept[end-1])
 	finished := bb.Finish()
-	if len(finished) != t.blockSizes[bi] {
-		return b, fmt.Errorf("gpucompact: plan and block builder disagree: block %d of a table is %d bytes, planned %d", bi, len(finished), t.blockSizes[bi])
+	if len(finished) != pb.size {
+		return b, fmt.Errorf("gpucompact: plan and block builder disagree: the block at kept entry %d is %d bytes, planned %d", start, len(finished), pb.size)
 	}
-	at := t.rawAt[bi]
-	b.Raw = raw[at : at+len(finished) : at+len(finished)]
+	b.Raw = raw[pb.rawAt : pb.rawAt+len(finished) : pb.rawAt+len(finished)]
 	copy(b.Raw, finished)
 	// Sealed here, while the block is in this core's cache.
-	z := t.sealedAt[bi]
-	sb := sstable.SealBlock(opts.Compression, sealed[z:z:z+sstable.SealBound(opts.Compression, len(b.Raw))], b.Raw)
+	var dst []byte
+	if pb.sealedAt >= 0 {
+		dst = sealed[pb.sealedAt : pb.sealedAt : pb.sealedAt+sstable.SealBound(opts.Compression, len(b.Raw))]
+	}
+	sb := sstable.SealBlock(opts.Compression, dst, b.Raw)
 	b.Sealed = &sb
 	return b, nil
 }

@@ -1,5 +1,7 @@
 package gpucompact
 
+import "unsafe"
+
 // workspace holds the Go engine's large arrays between jobs, so that a job
 // after the first reuses memory the process already has: fresh memory
 // costs a page fault and the kernel's zeroing per 4 KiB page, which on
@@ -20,8 +22,9 @@ type workspace struct {
 	kept            []uint32
 	keptNew         []bool
 	plan            []planEntry
-	raw, sealed     []byte   // output blocks: contents, compressed
-	hashes          []uint32 // output blocks' bloom hashes
+	raw, sealed     []byte        // output blocks: contents, compressed
+	hashes          []uint32      // output blocks' bloom hashes
+	chunks          []*blockChunk // planned blocks (pipeline)
 }
 
 // take returns (*buf)[:n], replacing the array by a larger one (its
@@ -38,5 +41,6 @@ func (w *workspace) bytes() int {
 	const entrySize, planSize = 32, 8
 	return cap(w.regions) + cap(w.arena) + cap(w.pieceKeys) + cap(w.keys) +
 		entrySize*(cap(w.pieceEnts)+cap(w.ents)) + 4*(cap(w.src)+cap(w.dst)+cap(w.kept)+cap(w.hashes)) +
-		cap(w.flags) + cap(w.keptNew) + planSize*cap(w.plan) + cap(w.raw) + cap(w.sealed)
+		cap(w.flags) + cap(w.keptNew) + planSize*cap(w.plan) + cap(w.raw) + cap(w.sealed) +
+		len(w.chunks)*int(unsafe.Sizeof(blockChunk{}))
 }

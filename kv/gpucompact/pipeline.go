@@ -1,0 +1,340 @@
+package gpucompact
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/internal/rangedel"
+	"github.com/warpkit/warpkit/kv/manifest"
+	"github.com/warpkit/warpkit/kv/sstable"
+	"github.com/warpkit/warpkit/kv/vfs"
+)
+
+// blockJob is one planned data block: kept[start:end] of output table t
+// (whose first entry is kept[tableStart]), size bytes of contents going to
+// raw[rawAt:], room to compress it at sealed[sealedAt:] (-1: none
+// reserved); full says it ended for reaching the block size.
+type blockJob struct {
+	t                     *outTable
+	start, end            int
+	tableStart            int
+	size, rawAt, sealedAt int
+	full                  bool
+}
+
+// outTable is one output table while the job runs: its file, its range of
+// the job's blocks, and what its writer made of it.
+type outTable struct {
+	num          base.FileNum
+	f            vfs.File
+	start        int    // its first kept entry
+	lower, upper []byte // bounds of its range tombstones (upper set at its end)
+	firstBlock   int
+	endBlock     atomic.Int64  // one past its last block; -1 while the plan is in it
+	notify       chan struct{} // a block of the table got ready, the table ended, or the job stops
+	meta         *manifest.FileMetadata
+	err          error
+}
+
+// pipeline runs the last part of a job: the plan walk (on the caller's
+// goroutine) hands each block, as soon as it is planned, to encoders on
+// every core, and each output table, as soon as it starts, to a writer
+// goroutine that writes its blocks in order as they are encoded. The walk,
+// the encoding and the writing overlap; the walk is the job's one
+// sequential pass, and the cores encode behind it.
+//
+// It is the plan's sink (planSink). Blocks are published to the encoders
+// in groups (under mu); encoders and writers read a block only after it is
+// published, and an encoded block only after its ready flag.
+type pipeline struct {
+	ctx      context.Context
+	s        *inputSet
+	job      *compaction.Job
+	opts     sstable.WriterOptions
+	kept     []uint32
+	outSpans []rangedel.Span
+	failAt   func(stage string) error
+	raw      []byte
+	sealed   []byte
+	hashes   []uint32
+
+	// The walk's own state.
+	nb              int // blocks planned
+	rawAt, sealedAt int
+	cur             *outTable
+	tables          []*outTable
+
+	// The planned blocks, in chunks the walk adds as it goes (from ws,
+	// kept between jobs). Blocks below published are readable by every
+	// goroutine; a block's encoding once its ready flag is set.
+	chunks []*blockChunk
+	ws     *workspace
+
+	mu        sync.Mutex
+	cond      *sync.Cond   // published moved, the plan ended, or the job stops
+	published int          // guarded by mu
+	pub       atomic.Int64 // published, for the writers
+	planned   bool         // guarded by mu: the walk has ended
+
+	next     atomic.Int64 // the next block to encode
+	stop     atomic.Bool  // a failure or the context: encode and write no more
+	ended    atomic.Bool  // the encoders have returned
+	encoders sync.WaitGroup
+	writers  sync.WaitGroup
+}
+
+// publishEvery is how many planned blocks the walk hands the encoders at
+// once.
+const publishEvery = 16
+
+// blockSlot is one planned block, its encoding, and whether that is ready.
+type blockSlot struct {
+	job   blockJob
+	enc   sstable.EncodedBlock
+	err   error
+	ready atomic.Bool
+}
+
+// blockChunk holds chunkLen consecutive blocks of a job.
+type blockChunk [chunkLen]blockSlot
+
+const chunkLen = 512
+
+// slot returns block i (its chunk exists).
+func (p *pipeline) slot(i int) *blockSlot { return &p.chunks[i/chunkLen][i%chunkLen] }
+
+func newPipeline(ctx context.Context, s *inputSet, job *compaction.Job, ws *workspace, opts sstable.WriterOptions, kept []uint32, contentsBound int, outSpans []rangedel.Span, failAt func(string) error) *pipeline {
+	p := &pipeline{ctx: ctx, s: s, job: job, opts: opts, kept: kept, outSpans: outSpans, failAt: failAt}
+	p.cond = sync.NewCond(&p.mu)
+	p.ws = ws
+	p.chunks = make([]*blockChunk, (len(kept)+1)/chunkLen+1) // every block holds an entry
+	p.raw = take(&ws.raw, contentsBound)
+	if opts.Compression != sstable.NoCompression {
+		// Compressed blocks take a few bytes more than their contents at
+		// worst; a block that finds no room left is sealed into new memory.
+		p.sealed = take(&ws.sealed, contentsBound+contentsBound/16+4096)
+	}
+	p.hashes = take(&ws.hashes, len(kept))
+	return p
+}
+
+// startEncoders starts an encoder per core.
+func (p *pipeline) startEncoders() {
+	for range runtime.GOMAXPROCS(0) {
+		p.encoders.Add(1)
+		go p.encode()
+	}
+}
+
+// encode takes published blocks in order and encodes each.
+func (p *pipeline) encode() {
+	defer p.encoders.Done()
+	bb := sstable.NewBlockBuilder(p.opts.RestartInterval)
+	for {
+		i := int(p.next.Add(1) - 1)
+		p.mu.Lock()
+		for i >= p.published && !p.planned && !p.stop.Load() {
+			p.cond.Wait()
+		}
+		ok := i < p.published && !p.stop.Load()
+		p.mu.Unlock()
+		if !ok {
+			return
+		}
+		sl := p.slot(i)
+		b := &sl.job
+		sl.enc, sl.err = p.s.encodeBlock(bb, b, p.kept, p.opts, p.raw, p.sealed, p.hashes)
+		if p.failAt != nil && sl.err == nil && b.start <= len(p.kept)/2 && len(p.kept)/2 < b.end {
+			sl.err = p.failAt("encode") // the block in the middle of the job
+		}
+		if sl.err != nil || i%64 == 0 && p.ctx.Err() != nil {
+			p.abort()
+			return
+		}
+		sl.ready.Store(true)
+		wake(b.t.notify)
+	}
+}
+
+// wake sends c a wake-up unless one is pending.
+func wake(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// abort stops the encoders and the writers.
+func (p *pipeline) abort() {
+	p.stop.Store(true)
+	p.mu.Lock()
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	for _, t := range p.tablesSoFar() {
+		wake(t.notify)
+	}
+}
+
+// tablesSoFar returns the tables the walk has started (read only after the
+// walk, or by the walk itself: the encoders never call abort while the
+// walk appends — they wake writers through their blocks).
+func (p *pipeline) tablesSoFar() []*outTable {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]*outTable(nil), p.tables...)
+}
+
+// table starts an output table: its file (created in key order, so that
+// file numbers ascend as compaction.CPU's do) and its writer.
+func (p *pipeline) table(j int, lower []byte) error {
+	if p.stop.Load() {
+		return errSkipped
+	}
+	num, f, err := p.job.Env.CreateTable()
+	if err != nil {
+		return err
+	}
+	t := &outTable{num: num, f: f, start: j, lower: lower, firstBlock: p.nb, notify: make(chan struct{}, 1)}
+	t.endBlock.Store(-1)
+	p.cur = t
+	p.mu.Lock()
+	p.tables = append(p.tables, t)
+	p.mu.Unlock()
+	p.writers.Add(1)
+	go p.write(t)
+	return nil
+}
+
+// block plans a data block of the open table.
+func (p *pipeline) block(start, end, size int, full bool) {
+	sealedAt := -1
+	if bound := sstable.SealBound(p.opts.Compression, size); bound > 0 && p.sealedAt+bound <= len(p.sealed) {
+		sealedAt = p.sealedAt
+		p.sealedAt += bound
+	}
+	c := p.nb / chunkLen
+	if p.chunks[c] == nil {
+		if c < len(p.ws.chunks) {
+			p.chunks[c] = p.ws.chunks[c]
+		} else {
+			p.chunks[c] = new(blockChunk)
+			p.ws.chunks = append(p.ws.chunks, p.chunks[c])
+		}
+	}
+	sl := p.slot(p.nb)
+	sl.job = blockJob{t: p.cur, start: start, end: end, tableStart: p.cur.start, size: size, rawAt: p.rawAt, sealedAt: sealedAt, full: full}
+	sl.err = nil
+	sl.ready.Store(false)
+	p.rawAt += size
+	p.nb++
+	if p.nb%publishEvery == 0 {
+		p.publish()
+	}
+}
+
+// end ends the open table.
+func (p *pipeline) end(_ int, upper []byte) {
+	t := p.cur
+	t.upper = upper
+	p.publish()
+	t.endBlock.Store(int64(p.nb))
+	wake(t.notify)
+	p.cur = nil
+}
+
+// publish hands the planned blocks to the encoders.
+func (p *pipeline) publish() {
+	p.mu.Lock()
+	p.published = p.nb
+	p.pub.Store(int64(p.nb))
+	p.mu.Unlock()
+	p.cond.Broadcast()
+}
+
+// planEnded says the walk is over (with err, when it failed): encoders
+// drain what is published and return.
+func (p *pipeline) planEnded(err error) {
+	if err != nil {
+		p.abort()
+	}
+	p.mu.Lock()
+	p.published, p.planned = p.nb, true
+	p.pub.Store(int64(p.nb))
+	p.mu.Unlock()
+	p.cond.Broadcast()
+}
+
+// write writes table t: its blocks in order as they are encoded, then its
+// index, filter and footer (compaction.FinishOutput).
+func (p *pipeline) write(t *outTable) {
+	defer p.writers.Done()
+	w := sstable.NewWriter(t.f, p.job.Env.WriterOptions)
+	for k := t.firstBlock; ; k++ {
+		for {
+			if end := t.endBlock.Load(); end >= 0 && int64(k) >= end {
+				var err error
+				t.meta, err = compaction.FinishOutput(w, t.f, t.num, p.outSpans, t.lower, t.upper)
+				if err != nil {
+					t.err = &stageError{"write", err}
+				}
+				return
+			}
+			if int64(k) < p.pub.Load() && p.slot(k).ready.Load() { // (a later block's slot may hold the last job's)
+				break
+			}
+			if p.stop.Load() || p.ended.Load() {
+				t.f.Close()
+				t.err = errSkipped
+				return
+			}
+			<-t.notify
+		}
+		if err := w.AddEncodedBlock(p.slot(k).enc); err != nil {
+			t.f.Close()
+			t.err = &stageError{"write", err}
+			p.abort()
+			return
+		}
+	}
+}
+
+// wait waits for the encoders and the writers, and returns the tables in
+// key order, or the job's error: the first failure (an encoding error
+// before the writes it stopped).
+func (p *pipeline) wait() ([]*outTable, error) {
+	p.encoders.Wait()
+	p.ended.Store(true)
+	tables := p.tablesSoFar()
+	for _, t := range tables {
+		wake(t.notify)
+	}
+	p.writers.Wait()
+	for i := range p.nb {
+		if err := p.slot(i).err; err != nil {
+			if isCorruption(err) || p.ctx.Err() != nil {
+				return nil, err
+			}
+			return nil, &stageError{"encode", err}
+		}
+	}
+	if err := p.ctx.Err(); err != nil {
+		return nil, err
+	}
+	var skipped error
+	for _, t := range tables {
+		switch {
+		case t.err == errSkipped:
+			skipped = &stageError{"write", errSkipped}
+		case t.err != nil:
+			return nil, t.err
+		}
+	}
+	if skipped != nil {
+		return nil, skipped // (never: a table is skipped only after another failed)
+	}
+	return tables, nil
+}
