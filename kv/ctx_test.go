@@ -66,17 +66,24 @@ func checkNoOrphans(t *testing.T, mem *vfs.MemFS) {
 	}
 }
 
+// manualOptions are small options on fs whose L0 never triggers a
+// compaction (nor slows or stops writes): the tests compact by hand, on c.
+func manualOptions(fs vfs.FS, c compaction.Compactor) Options {
+	opts := smallOptions()
+	opts.FS = fs
+	opts.Compactor = c
+	opts.L0CompactionThreshold = 100
+	opts.L0SlowdownWritesThreshold = 100
+	opts.L0StopWritesThreshold = 100
+	return opts
+}
+
 // openForManualCompaction opens a store whose only compactions are manual
 // ones (compactor c) and fills it with a few L0 tables.
 func openForManualCompaction(t *testing.T, c compaction.Compactor, ev *EventListener) (*DB, *vfs.MemFS) {
 	t.Helper()
 	mem := vfs.NewMem()
-	opts := smallOptions()
-	opts.FS = mem
-	opts.Compactor = c
-	opts.L0CompactionThreshold = 100
-	opts.L0SlowdownWritesThreshold = 100
-	opts.L0StopWritesThreshold = 100
+	opts := manualOptions(mem, c)
 	opts.EventListener = ev
 	db, err := Open("/db", &opts)
 	if err != nil {

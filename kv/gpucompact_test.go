@@ -126,12 +126,7 @@ func TestGoEngineFailureLeavesNoOrphans(t *testing.T) {
 				return nil
 			}))
 			c := goEngine(t)
-			opts := smallOptions()
-			opts.FS = fault
-			opts.Compactor = c
-			opts.L0CompactionThreshold = 100
-			opts.L0SlowdownWritesThreshold = 100
-			opts.L0StopWritesThreshold = 100
+			opts := manualOptions(fault, c)
 			opts.TargetFileSize = 4 << 10 // many outputs, written in parallel
 			db, err := Open("/db", &opts)
 			if err != nil {

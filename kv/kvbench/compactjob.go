@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"sync"
 
 	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/internal/base"
@@ -17,89 +15,26 @@ import (
 )
 
 // CompactEnv holds one compaction job for benchmarks of compactors (warp
-// bench kvcompact): a compaction.Env over a directory of a file system, the
-// job's input tables, and the outputs of each run until Drop removes them.
+// bench kvcompact): a compaction.DirEnv over a directory of a file system
+// holding the job's input tables, and the outputs of each run until Drop
+// removes them.
 type CompactEnv struct {
-	fs  vfs.FS
-	dir string
-
-	mu      sync.Mutex
-	next    base.FileNum
-	readers map[base.FileNum]*sstable.Reader
-	created []base.FileNum
+	*compaction.DirEnv
 }
 
 // NewCompactEnv returns an empty CompactEnv over dir of fs (it must exist).
 func NewCompactEnv(fs vfs.FS, dir string) *CompactEnv {
-	return &CompactEnv{fs: fs, dir: dir, next: 1, readers: map[base.FileNum]*sstable.Reader{}}
-}
-
-func (e *CompactEnv) path(n base.FileNum) string { return e.fs.PathJoin(e.dir, n.String()+".sst") }
-
-func (e *CompactEnv) env(opts sstable.WriterOptions) compaction.Env {
-	return compaction.Env{
-		OpenTable: func(f *manifest.FileMetadata) (*sstable.Reader, func(), error) {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			r, ok := e.readers[f.FileNum]
-			if !ok {
-				file, err := e.fs.Open(e.path(f.FileNum))
-				if err != nil {
-					return nil, nil, err
-				}
-				if r, err = sstable.NewReader(file, sstable.ReaderOptions{FileName: f.FileNum.String()}); err != nil {
-					file.Close()
-					return nil, nil, err
-				}
-				e.readers[f.FileNum] = r
-			}
-			return r, func() {}, nil
-		},
-		OpenTableFile: func(f *manifest.FileMetadata) (vfs.File, error) { return e.fs.Open(e.path(f.FileNum)) },
-		CreateTable: func() (base.FileNum, vfs.File, error) {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			n := e.next
-			e.next++
-			e.created = append(e.created, n)
-			f, err := e.fs.Create(e.path(n))
-			return n, f, err
-		},
-		WriterOptions: opts,
-	}
+	return &CompactEnv{compaction.NewDirEnv(fs, dir)}
 }
 
 // Drop removes the tables created since the job was built or the last Drop
 // (a run's outputs).
 func (e *CompactEnv) Drop() error {
-	e.mu.Lock()
-	created := e.created
-	e.created = nil
-	e.mu.Unlock()
-	for _, n := range created {
-		if err := e.fs.Remove(e.path(n)); err != nil {
-			return err
-		}
+	var errs []error
+	for _, n := range e.TakeCreated() {
+		errs = append(errs, e.FS().Remove(e.Path(n)))
 	}
-	return nil
-}
-
-// Remove closes the input tables' readers and removes every table of the
-// job, inputs and outputs.
-func (e *CompactEnv) Remove() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for n, r := range e.readers {
-		r.Close()
-		delete(e.readers, n)
-	}
-	var first error
-	for n := base.FileNum(1); n < e.next; n++ {
-		if err := e.fs.Remove(e.path(n)); err != nil && !errors.Is(err, os.ErrNotExist) && first == nil {
-			first = err
-		}
-	}
-	return first
+	return errors.Join(errs...)
 }
 
 // Fingerprint is what two runs of one job must agree on: each output's
@@ -108,7 +43,7 @@ func (e *CompactEnv) Remove() error {
 func (e *CompactEnv) Fingerprint(res *compaction.Result) (string, error) {
 	h := sha256.New()
 	for _, m := range res.Outputs {
-		f, err := e.fs.Open(e.path(m.FileNum))
+		f, err := e.FS().Open(e.Path(m.FileNum))
 		if err != nil {
 			return "", err
 		}
@@ -149,7 +84,7 @@ type CompactJob struct {
 // outputs go to e too.
 func (e *CompactEnv) Build(sh CompactJob) (*compaction.Job, error) {
 	opts := sstable.WriterOptions{BlockSize: 4096, BloomBitsPerKey: 10, Compression: sh.Compression}
-	env := e.env(opts)
+	env := e.DirEnv.Env(opts)
 	rng := rand.New(rand.NewPCG(sh.Seed, uint64(sh.ValueLen)))
 	perEntry := sh.KeyLen + 8 + sh.ValueLen
 	n1 := max(1, sh.L1Bytes/perEntry)
@@ -221,9 +156,7 @@ func (e *CompactEnv) Build(sh CompactJob) (*compaction.Job, error) {
 		seq += base.SeqNum(len(keys))
 		l0 = append([]*manifest.FileMetadata{m}, l0...)
 	}
-	e.mu.Lock()
-	e.created = nil // the inputs stay
-	e.mu.Unlock()
+	e.TakeCreated() // the inputs stay
 	job.Inputs = []compaction.Input{{Level: 0, Files: l0}, {Level: 1, Files: l1}}
 	return job, nil
 }

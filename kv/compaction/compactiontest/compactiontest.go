@@ -29,27 +29,19 @@ type Entry struct {
 	V string
 }
 
-// Env is a compaction.Env over an in-memory file system, counting the
-// readers it hands out and failing CreateTable on request.
+// Env is a compaction.DirEnv over an in-memory file system, failing
+// CreateTable on request.
 type Env struct {
-	mu      sync.Mutex // the parts of a job call OpenTable and CreateTable concurrently
-	fs      *vfs.MemFS
-	next    base.FileNum
-	readers map[base.FileNum]*sstable.Reader
-	open    int // readers currently held
+	*compaction.DirEnv
+	mem *vfs.MemFS
+
+	mu sync.Mutex
 	// failCreate, when positive, makes the failCreate-th CreateTable from now fail.
 	failCreate int
 }
 
 // ErrInjected is the error of a CreateTable made to fail (FailCreate).
 var ErrInjected = errors.New("injected CreateTable failure")
-
-// Held returns how many readers OpenTable handed out are not released.
-func (e *Env) Held() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.open
-}
 
 // FailCreate makes the n-th CreateTable from now fail with ErrInjected (0:
 // none).
@@ -67,52 +59,29 @@ func (e *Env) CreateFailurePending() bool {
 }
 
 // FS returns the file system the tables live in.
-func (e *Env) FS() *vfs.MemFS { return e.fs }
+func (e *Env) FS() *vfs.MemFS { return e.mem }
 
 // NewEnv returns an empty Env.
 func NewEnv() *Env {
-	return &Env{fs: vfs.NewMem(), next: 1, readers: map[base.FileNum]*sstable.Reader{}}
+	mem := vfs.NewMem()
+	e := &Env{DirEnv: compaction.NewDirEnv(mem, "/"), mem: mem}
+	e.DirEnv.CreateHook = func() error {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.failCreate > 0 {
+			if e.failCreate--; e.failCreate == 0 {
+				return ErrInjected
+			}
+		}
+		return nil
+	}
+	return e
 }
 
-// Env returns the compaction.Env of the tables written with Table.
+// Env returns the compaction.Env of the tables written with Table (512-byte
+// blocks, bloom filters).
 func (e *Env) Env() compaction.Env {
-	return compaction.Env{
-		OpenTable: func(f *manifest.FileMetadata) (*sstable.Reader, func(), error) {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			r, ok := e.readers[f.FileNum]
-			if !ok {
-				file, err := e.fs.Open(fmt.Sprintf("/%s.sst", f.FileNum))
-				if err != nil {
-					return nil, nil, err
-				}
-				r, err = sstable.NewReader(file, sstable.ReaderOptions{FileName: f.FileNum.String()})
-				if err != nil {
-					return nil, nil, err
-				}
-				e.readers[f.FileNum] = r
-			}
-			e.open++
-			return r, func() { e.mu.Lock(); e.open--; e.mu.Unlock() }, nil
-		},
-		OpenTableFile: func(f *manifest.FileMetadata) (vfs.File, error) {
-			return e.fs.Open(fmt.Sprintf("/%s.sst", f.FileNum))
-		},
-		CreateTable: func() (base.FileNum, vfs.File, error) {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			if e.failCreate > 0 {
-				if e.failCreate--; e.failCreate == 0 {
-					return 0, nil, ErrInjected
-				}
-			}
-			n := e.next
-			e.next++
-			f, err := e.fs.Create(fmt.Sprintf("/%s.sst", n))
-			return n, f, err
-		},
-		WriterOptions: sstable.WriterOptions{BloomBitsPerKey: 10, BlockSize: 512},
-	}
+	return e.DirEnv.Env(sstable.WriterOptions{BloomBitsPerKey: 10, BlockSize: 512})
 }
 
 // table writes one input table.
