@@ -179,9 +179,8 @@ func (p *pipeline) abort() {
 	}
 }
 
-// tablesSoFar returns the tables the walk has started (read only after the
-// walk, or by the walk itself: the encoders never call abort while the
-// walk appends — they wake writers through their blocks).
+// tablesSoFar returns the tables the walk has started so far (under mu: an
+// encoder that fails aborts while the walk may still be adding tables).
 func (p *pipeline) tablesSoFar() []*outTable {
 	p.mu.Lock()
 	defer p.mu.Unlock()
