@@ -156,13 +156,6 @@ func (s *inputSet) decodeBlocks(r *sstable.Reader, name string, blocks []sstable
 	return nil
 }
 
-// newRun closes the run of the entries added since the last one.
-func (s *inputSet) newRun() {
-	if start := s.runEnd(); start < len(s.ents) {
-		s.runs = append(s.runs, run{start, len(s.ents)})
-	}
-}
-
 // runEnd is where the last run ends (0 before the first).
 func (s *inputSet) runEnd() int {
 	if n := len(s.runs); n > 0 {

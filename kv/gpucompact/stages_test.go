@@ -330,3 +330,11 @@ func FuzzLoadDamagedBlock(f *testing.F) {
 		}
 	})
 }
+
+// newRun closes the run of the entries added since the last one (loadJob
+// makes runs itself).
+func (s *inputSet) newRun() {
+	if start := s.runEnd(); start < len(s.ents) {
+		s.runs = append(s.runs, run{start, len(s.ents)})
+	}
+}
