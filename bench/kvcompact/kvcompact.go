@@ -8,6 +8,7 @@ package kvcompactbench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/warpkit/warpkit/internal/benchfmt"
 	"github.com/warpkit/warpkit/internal/cli"
+	"github.com/warpkit/warpkit/internal/stress"
 	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/gpucompact"
 	"github.com/warpkit/warpkit/kv/kvbench"
@@ -82,7 +84,9 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	runs := cli.IntFlag(fs, "runs", 3, 1, 100, "runs per engine and job (the median is printed)")
 	fsKind := cli.ChoiceFlag(fs, "fs", "mem", []string{"mem", "os"}, "where the tables live: in memory, or in --dir on disk")
 	dir := fs.String("dir", "", "directory for --fs os (default: a new temporary directory, removed afterwards)")
-	quick := fs.Bool("quick", false, "values 32,128,1024,4096, no compression, one run each")
+	var stressLevels []int
+	cli.IntListVarFlag(fs, &stressLevels, "cpu-stress", []int{0}, 0, 100, "percent of every core taken by burner processes (one per logical CPU, busy that share of each 10 ms, as stress-ng); a list runs every job at each")
+	quick := fs.Bool("quick", false, "values 32,128,1024,4096, no compression, one run each; --cpu-stress 0,40,80 unless given")
 	asJSON := fs.Bool("json", false, "print JSON")
 	var prof profiles
 	fs.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of cpu-par's second run (its first with arrays kept from a job before; the first with --runs 1) of the first job to this `file`")
@@ -95,6 +99,9 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	}
 	if *quick {
 		values, comps, *runs = []int{32, 128, 1024, 4096}, []string{"none"}, 1
+		if !flagGiven(fs, "cpu-stress") {
+			stressLevels = []int{0, 40, 80}
+		}
 	}
 	if !slices.Contains(engines, "cpu") {
 		engines = append([]string{"cpu"}, engines...)
@@ -122,7 +129,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	if !*asJSON {
 		rep.Stream(w)
 	}
-	cols := []string{"compression", "value B", "entries", "input MB", "cpu MB/s"}
+	cols := []string{"stress %", "compression", "value B", "entries", "input MB", "cpu MB/s"}
 	for _, e := range engines[1:] {
 		cols = append(cols, e+" MB/s", e+"/cpu")
 		if e == "cpu-par" {
@@ -138,60 +145,67 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		ratio float64
 	}
 	var targetRows []targetRow
-	for _, compName := range comps {
-		comp, err := sstable.ParseCompression(compName)
-		if err != nil {
-			return fmt.Errorf("%w: %v", cli.ErrUsage, err)
-		}
-		for _, value := range values {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			cells, job, err := runJob(ctx, vfsys, root, engines, *runs, &prof, kvbench.CompactJob{
-				L0Tables: *l0Tables, L0Bytes: *l0KiB << 10, L1Bytes: *l1KiB << 10, TableSize: *tableKiB << 10,
-				KeyLen: *keyLen, ValueLen: value, Compression: comp, Seed: 1,
-			})
+	// Each stress level runs every job, with burners on every core.
+	err := forEachStress(stressLevels, func(pct int) error {
+		for _, compName := range comps {
+			comp, err := sstable.ParseCompression(compName)
 			if err != nil {
-				return err
+				return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 			}
-			in := float64(job.bytes)
-			mbs := func(c cell) float64 { return in / 1e6 / c.wall.Seconds() }
-			cpuSPerGB := func(c cell) string { return fmt.Sprintf("%.2f", c.cpu.Seconds()/(in/1e9)) }
-			row := []any{compName, value, job.entries, in / 1e6, mbs(cells[0])}
-			sysShare := func(c cell) string { return fmt.Sprintf("%.0f%%", 100*c.sys.Seconds()/max(c.cpu.Seconds(), 1e-9)) }
-			cpuCells := []string{cpuSPerGB(cells[0])}
-			sysCells := []string{sysShare(cells[0])}
-			ident := "-"
-			for i, name := range engines[1:] {
-				c := cells[i+1]
-				row = append(row, mbs(c), benchfmt.Ratio(mbs(c), mbs(cells[0])))
-				if name == "cpu-par" {
-					row = append(row, in/1e6/c.first.Seconds())
+			for _, value := range values {
+				if err := ctx.Err(); err != nil {
+					return err
 				}
-				cpuCells = append(cpuCells, cpuSPerGB(c))
-				sysCells = append(sysCells, sysShare(c))
-				if name == "cpu-par" {
-					ident = benchfmt.YesNo(c.print == cells[0].print && c.stable && cells[0].stable && c.fallback == 0)
-					st := c.stages
-					n := float64(st.EngineJobs)
-					ms := func(d time.Duration) float64 { return benchfmt.Millis(d) / max(n, 1) }
-					stageRows = append(stageRows, []any{compName, value, ms(st.Load), ms(st.Merge), ms(st.GC), ms(st.Sizes), ms(st.Plan), ms(st.Write),
-						benchfmt.Millis(c.wall), c.cpu.Seconds() / c.wall.Seconds(), c.fallback})
-					if value <= targetMaxValue {
-						targetRows = append(targetRows, targetRow{compName, value, mbs(c) / mbs(cells[0])})
+				cells, job, err := runJob(ctx, vfsys, root, engines, *runs, &prof, kvbench.CompactJob{
+					L0Tables: *l0Tables, L0Bytes: *l0KiB << 10, L1Bytes: *l1KiB << 10, TableSize: *tableKiB << 10,
+					KeyLen: *keyLen, ValueLen: value, Compression: comp, Seed: 1,
+				})
+				if err != nil {
+					return err
+				}
+				in := float64(job.bytes)
+				mbs := func(c cell) float64 { return in / 1e6 / c.wall.Seconds() }
+				cpuSPerGB := func(c cell) string { return fmt.Sprintf("%.2f", c.cpu.Seconds()/(in/1e9)) }
+				row := []any{pct, compName, value, job.entries, in / 1e6, mbs(cells[0])}
+				sysShare := func(c cell) string { return fmt.Sprintf("%.0f%%", 100*c.sys.Seconds()/max(c.cpu.Seconds(), 1e-9)) }
+				cpuCells := []string{cpuSPerGB(cells[0])}
+				sysCells := []string{sysShare(cells[0])}
+				ident := "-"
+				for i, name := range engines[1:] {
+					c := cells[i+1]
+					row = append(row, mbs(c), benchfmt.Ratio(mbs(c), mbs(cells[0])))
+					if name == "cpu-par" {
+						row = append(row, in/1e6/c.first.Seconds())
+					}
+					cpuCells = append(cpuCells, cpuSPerGB(c))
+					sysCells = append(sysCells, sysShare(c))
+					if name == "cpu-par" {
+						ident = benchfmt.YesNo(c.print == cells[0].print && c.stable && cells[0].stable && c.fallback == 0)
+						st := c.stages
+						n := float64(st.EngineJobs)
+						ms := func(d time.Duration) float64 { return benchfmt.Millis(d) / max(n, 1) }
+						stageRows = append(stageRows, []any{pct, compName, value, ms(st.Load), ms(st.Merge), ms(st.GC), ms(st.Sizes), ms(st.Plan), ms(st.Write),
+							benchfmt.Millis(c.wall), c.cpu.Seconds() / c.wall.Seconds(), c.fallback})
+						if value <= targetMaxValue && pct == 0 {
+							targetRows = append(targetRows, targetRow{compName, value, mbs(c) / mbs(cells[0])})
+						}
 					}
 				}
-			}
-			row = append(row, joinNames(cpuCells), joinNames(sysCells), ident)
-			rates.Add(row...)
-			if ident == "NO" {
-				rep.Note("%s, %d-byte values: cpu-par's outputs differ from cpu's (or it fell back, or runs disagreed)", compName, value)
+				row = append(row, joinNames(cpuCells), joinNames(sysCells), ident)
+				rates.Add(row...)
+				if ident == "NO" {
+					rep.Note("%s, %d-byte values: cpu-par's outputs differ from cpu's (or it fell back, or runs disagreed)", compName, value)
+				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if len(stageRows) > 0 {
 		t := rep.Table("cpu-par stages (ms per job, the runs after the first: load = read + check + decompress + decode; sizes = each entry's encoded size; plan = the sequential walk cutting blocks and tables, with the encoders and writers behind it; write = the encoding and writing left after the walk; cores busy = CPU time / wall)",
-			"compression", "value B", "load", "merge", "gc+select", "sizes", "plan", "write", "wall", "cores busy", "fallbacks")
+			"stress %", "compression", "value B", "load", "merge", "gc+select", "sizes", "plan", "write", "wall", "cores busy", "fallbacks")
 		for _, r := range stageRows {
 			t.Add(r...)
 		}
@@ -205,7 +219,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 			want, where = target2, "2 cores"
 		}
 		if want > 0 {
-			t := rep.Table(fmt.Sprintf("target: cpu-par ≥ %.1f× cpu at values ≤ %d B on %s (issue 15)", want, targetMaxValue, where),
+			t := rep.Table(fmt.Sprintf("target: cpu-par ≥ %.1f× cpu at values ≤ %d B on %s, no stress (issue 15)", want, targetMaxValue, where),
 				"compression", "value B", "cpu-par/cpu", "target", "met")
 			for _, r := range targetRows {
 				t.Add(r.comp, r.value, fmt.Sprintf("%.2fx", r.ratio), fmt.Sprintf("%.1fx", want), benchfmt.YesNo(r.ratio >= want))
@@ -216,6 +230,9 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	}
 	rep.Note("cpu: compaction.CPU{Parts: 1}; cpu-parts: compaction.CPU{} (min(GOMAXPROCS, 8) subcompactions); cpu-par: gpucompact.New with MinInputBytes -1 (every job on the Go engine), fallback compaction.CPU{Parts: 1}")
 	rep.Note("each run: runtime.GC() first, then one Compact; its outputs fingerprinted (file bytes, metadata, Stats) and deleted")
+	if slices.ContainsFunc(stressLevels, func(p int) bool { return p > 0 }) {
+		rep.Note("stress: %d burner processes (internal/stress), each busy that share of every 10 ms on one core; CPU-s/GB counts this process only", runtime.NumCPU())
+	}
 	return rep.Print(w, *asJSON)
 }
 
@@ -342,4 +359,30 @@ func joinNames(s []string) string {
 		out += x
 	}
 	return out
+}
+
+// forEachStress calls f at each stress level, with that level's burners
+// running (none at 0), and stops them after.
+func forEachStress(levels []int, f func(pct int) error) error {
+	for _, pct := range levels {
+		b, err := stress.Start(pct, 0)
+		if err != nil {
+			return err
+		}
+		err = f(pct)
+		if _, serr := b.Stop(); err == nil && serr != nil {
+			err = fmt.Errorf("stop the burners: %w", serr)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flagGiven reports whether the command line set flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }

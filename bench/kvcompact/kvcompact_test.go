@@ -5,12 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/warpkit/warpkit/internal/benchfmt"
 	"github.com/warpkit/warpkit/internal/cli"
+	"github.com/warpkit/warpkit/internal/stress"
 )
+
+func TestMain(m *testing.M) {
+	stress.MaybeBurn() // --cpu-stress starts copies of this test binary as burners
+	os.Exit(m.Run())
+}
 
 // small is a job small enough for the default test run.
 var small = []string{"--l0-kib", "64", "--l1-kib", "512", "--table-kib", "128", "--runs", "2"}
@@ -40,7 +47,7 @@ func TestRun(t *testing.T) {
 				t.Errorf("--fs %s: row %v: ident %v", fsKind, row, ident)
 			}
 		}
-		if len(rep.Tables) < 2 || rep.Tables[1].Columns[2] != "load" || len(rep.Tables[1].Rows) != 9 {
+		if len(rep.Tables) < 2 || rep.Tables[1].Columns[3] != "load" || len(rep.Tables[1].Rows) != 9 {
 			t.Errorf("--fs %s: no stage table: %+v", fsKind, rep.Tables)
 		}
 	}
@@ -62,10 +69,33 @@ func TestRunText(t *testing.T) {
 	}
 }
 
+// TestRunStress: --cpu-stress runs every job at each level, burners on
+// every core beside the stressed ones, and still checks identity.
+func TestRunStress(t *testing.T) {
+	var out bytes.Buffer
+	args := append([]string{"--values", "64", "--compression", "snappy", "--cpu-stress", "0,50", "--json"}, small...)
+	if err := Run(t.Context(), args, &out); err != nil {
+		t.Fatal(err)
+	}
+	var rep benchfmt.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	rows := rep.Tables[0].Rows
+	if len(rows) != 2 || rows[0][0] != float64(0) || rows[1][0] != float64(50) {
+		t.Fatalf("rows %v, want one at stress 0 and one at 50", rows)
+	}
+	for _, row := range rows {
+		if row[len(row)-1] != "yes" {
+			t.Errorf("row %v: not identical", row)
+		}
+	}
+}
+
 func TestUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"--values", "-1"}, {"--compression", "zstd"}, {"--engines", "gpu"}, {"--fs", "tmpfs"}, {"--runs", "0"},
-		{"--l0-kib", "1"}, {"extra"},
+		{"--l0-kib", "1"}, {"extra"}, {"--cpu-stress", "101"}, {"--cpu-stress", "-5"},
 	} {
 		if err := Run(t.Context(), args, io.Discard); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("%v: %v, want a usage error", args, err)

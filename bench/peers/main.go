@@ -33,6 +33,7 @@ import (
 
 	"github.com/warpkit/warpkit/internal/benchfmt"
 	"github.com/warpkit/warpkit/internal/progress"
+	"github.com/warpkit/warpkit/internal/stress"
 	"github.com/warpkit/warpkit/kv/kvbench"
 )
 
@@ -53,6 +54,7 @@ type settings struct {
 	compactions int // warpkit's MaxConcurrentCompactions (0: its default)
 	parts       int // warpkit's compaction.CPU Parts (0: its default)
 	metrics     bool
+	stress      int // percent of every core the burners take (--cpu-stress)
 }
 
 type opener struct {
@@ -70,6 +72,7 @@ var openers = []opener{
 }
 
 func main() {
+	stress.MaybeBurn() // --cpu-stress runs copies of peers as CPU burners
 	var (
 		num       = flag.Int("num", 1_000_000, "keys per fill (db_bench --num), 1..1000000000")
 		reads     = flag.Int("reads", 0, "operations per read/YCSB workload, 0..1000000000 (0: as many as --num)")
@@ -90,6 +93,7 @@ func main() {
 		compacts  = flag.Int("compactions", 0, "warpkit's concurrent background compactions, 0..64 (0: its default, sized from GOMAXPROCS)")
 		compactor = flag.String("compactor", "cpu", "warpkit's compactors, a list: cpu (compaction.CPU) and gpu (kv/gpucompact: jobs of 8 MiB and more through its pipeline; its Go engine until the CUDA one exists); gpu runs the store warpkit-gpu beside warpkit")
 		parts     = flag.Int("subcompactions", 0, "warpkit's key-range parts per compaction job, 0..64 (0: its default, sized from GOMAXPROCS; 1: none)")
+		stressF   = flag.String("cpu-stress", "0", "percent of every core taken by burner processes (one per logical CPU, busy that share of each 10 ms, as stress-ng), each 0..100; a list (0,40,80) runs the whole benchmark at each, one report per level")
 		progMode  = flag.String("progress", "auto", "progress on stderr: auto (bars with rate and ETA on a terminal, else a line every 5 s), bars, plain, off")
 	)
 	flag.Parse()
@@ -194,16 +198,44 @@ func main() {
 		}
 		threadCounts = append(threadCounts, n)
 	}
-	for _, threads := range threadCounts {
-		cfg := kvbench.Config{Num: *num, Reads: *reads, ValueMin: vmin, ValueMax: vmax, Seed: *seed, Threads: threads}
-		// Progress: a bar per workload on a terminal, else a line every 5 s
-		// while one runs; each workload's result line follows it either way.
-		prog := progress.New(os.Stderr, mode)
-		prog.ClearBars = true
-		if err := runAll(ctx, prog, chosen, wl, base, s, cfg, *repeat, *asJSON); err != nil {
+	stressLevels, err := parseStress(*stressF)
+	if err != nil {
+		usageError(err)
+	}
+	for _, pct := range stressLevels {
+		burners, err := stress.Start(pct, 0)
+		if err != nil {
+			fatal(err)
+		}
+		s.stress = pct
+		for _, threads := range threadCounts {
+			cfg := kvbench.Config{Num: *num, Reads: *reads, ValueMin: vmin, ValueMax: vmax, Seed: *seed, Threads: threads}
+			// Progress: a bar per workload on a terminal, else a line every 5 s
+			// while one runs; each workload's result line follows it either way.
+			prog := progress.New(os.Stderr, mode)
+			prog.ClearBars = true
+			if err := runAll(ctx, prog, chosen, wl, base, s, cfg, *repeat, *asJSON); err != nil {
+				burners.Stop()
+				fatal(err)
+			}
+		}
+		if _, err := burners.Stop(); err != nil {
 			fatal(err)
 		}
 	}
+}
+
+// parseStress parses --cpu-stress: percents in 0..100, separated by commas.
+func parseStress(list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 || n > 100 {
+			return nil, fmt.Errorf("--cpu-stress %q: want percents in 0..100, separated by commas", list)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // runAll runs every chosen store's workloads at one client count and prints
@@ -235,6 +267,9 @@ func runAll(ctx context.Context, prog *progress.Reporter, chosen []opener, wl []
 		}
 	}
 	rp := report(chosen, wl, results, cfg, s)
+	if s.stress > 0 {
+		rp.Note("stress %d%%: %d burner processes (internal/stress) kept every core busy %d%% of each 10 ms during every store's runs", s.stress, runtime.NumCPU(), s.stress)
+	}
 	if repeat > 1 {
 		rp.Note("each figure is the median of %d runs per store; stores ran in alternation", repeat)
 	}

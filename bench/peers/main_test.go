@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,17 @@ func TestCheckRange(t *testing.T) {
 	for _, v := range []int{1, 10} {
 		if err := checkRange("num", v, 1, 10); err != nil {
 			t.Errorf("checkRange(num, %d, 1, 10) = %v", v, err)
+		}
+	}
+}
+
+func TestParseStress(t *testing.T) {
+	if got, err := parseStress("0, 40,80"); err != nil || !slices.Equal(got, []int{0, 40, 80}) {
+		t.Fatalf("parseStress: %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "-1", "101", "40,x"} {
+		if _, err := parseStress(bad); err == nil {
+			t.Errorf("parseStress(%q) took it", bad)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/warpkit/warpkit/internal/benchfmt"
 	"github.com/warpkit/warpkit/internal/cli"
 	"github.com/warpkit/warpkit/internal/progress"
+	"github.com/warpkit/warpkit/internal/stress"
 	"github.com/warpkit/warpkit/kv"
 	"github.com/warpkit/warpkit/kv/gpucompact"
 	"github.com/warpkit/warpkit/kv/kvbench"
@@ -51,6 +52,7 @@ type kvBenchFlags struct {
 	memtable, table   int
 	compactions       int
 	compactors        []string
+	stress            []int
 	cacheMB           int
 	compression       string
 	seed              uint64
@@ -92,6 +94,8 @@ func runKVBench(ctx context.Context, args []string) error {
 	cli.IntVarFlag(fs, &f.compactions, "compactions", 0, 0, 64, "concurrent background compactions (0: the store's default, sized from GOMAXPROCS)")
 	cli.ChoiceListVarFlag(fs, &f.compactors, "compactor", []string{"cpu"}, []string{"cpu", "gpu"},
 		"compactors; a list runs every workload with each: cpu is compaction.CPU, gpu is kv/gpucompact (jobs of 8 MiB and more through its pipeline; its Go engine until the CUDA one exists)")
+	cli.IntListVarFlag(fs, &f.stress, "cpu-stress", []int{0}, 0, 100,
+		"percent of every core taken by burner processes (one per logical CPU, busy that share of each 10 ms, as stress-ng); a list runs every workload at each")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the first workload listed to this file")
 	if err := cli.Parse(fs, args); err != nil {
@@ -214,73 +218,91 @@ func runKVBench(ctx context.Context, args []string) error {
 		}
 	}()
 	var runs []kvRun
-	nsteps := len(f.compactors) * len(f.threads) * len(workloads)
+	nsteps := len(f.stress) * len(f.compactors) * len(f.threads) * len(workloads)
 	stepNo := 0
-	for _, comp := range f.compactors {
-		compactor = comp
-		for _, threads := range f.threads {
-			cfg.Threads = threads
-			if store != nil { // every run starts from a fresh store
-				if err := closeStore(); err != nil {
-					return err
-				}
-			}
-			results := map[string]*kvbench.Result{}
-			base := map[string]*kvbench.Result{}
-			metricsAfter := map[string]*kv.Metrics{}
-			for _, w := range workloads {
-				stepNo++
-				step := fmt.Sprintf("[%d/%d] %s", stepNo, nsteps, w)
-				if len(f.threads) > 1 {
-					step += fmt.Sprintf(" (%d clients)", threads)
-				}
-				if len(f.compactors) > 1 {
-					step += fmt.Sprintf(" (compactor %s)", comp)
-				}
-				if store == nil || w == "fillseq" || w == "fillrandom" {
-					if err := openFresh(); err != nil {
-						return err
-					}
-					if w != "fillseq" && w != "fillrandom" {
-						// A workload that reads needs data: load both stores.
-						if _, err := runner.RunShown(ctx, prog, step+": load kv", "fillrandom"); err != nil {
-							return err
-						}
-						if _, err := baseline.RunShown(ctx, prog, step+": load B-tree", "fillrandom"); err != nil {
+	for _, pct := range f.stress {
+		burners, err := stress.Start(pct, 0)
+		if err != nil {
+			return err
+		}
+		err = func() error {
+			for _, comp := range f.compactors {
+				compactor = comp
+				for _, threads := range f.threads {
+					cfg.Threads = threads
+					if store != nil { // every run starts from a fresh store
+						if err := closeStore(); err != nil {
 							return err
 						}
 					}
-				}
-				t := prog.Start(step+": settle", 0)
-				err := store.Settle()
-				t.Done()
-				if err != nil {
-					return err
-				}
-				runtime.GC()
-				if prof != nil {
-					if err := pprof.StartCPUProfile(prof); err != nil {
-						return err
+					results := map[string]*kvbench.Result{}
+					base := map[string]*kvbench.Result{}
+					metricsAfter := map[string]*kv.Metrics{}
+					for _, w := range workloads {
+						stepNo++
+						step := fmt.Sprintf("[%d/%d] %s", stepNo, nsteps, w)
+						if len(f.threads) > 1 {
+							step += fmt.Sprintf(" (%d clients)", threads)
+						}
+						if len(f.compactors) > 1 {
+							step += fmt.Sprintf(" (compactor %s)", comp)
+						}
+						if pct > 0 {
+							step += fmt.Sprintf(" (stress %d%%)", pct)
+						}
+						if store == nil || w == "fillseq" || w == "fillrandom" {
+							if err := openFresh(); err != nil {
+								return err
+							}
+							if w != "fillseq" && w != "fillrandom" {
+								// A workload that reads needs data: load both stores.
+								if _, err := runner.RunShown(ctx, prog, step+": load kv", "fillrandom"); err != nil {
+									return err
+								}
+								if _, err := baseline.RunShown(ctx, prog, step+": load B-tree", "fillrandom"); err != nil {
+									return err
+								}
+							}
+						}
+						t := prog.Start(step+": settle", 0)
+						err := store.Settle()
+						t.Done()
+						if err != nil {
+							return err
+						}
+						runtime.GC()
+						if prof != nil {
+							if err := pprof.StartCPUProfile(prof); err != nil {
+								return err
+							}
+						}
+						res, err := runner.RunShown(ctx, prog, step+": kv", w)
+						if prof != nil {
+							pprof.StopCPUProfile()
+							prof = nil // one profile: the first measured workload
+						}
+						if err != nil {
+							return err
+						}
+						results[w] = res
+						metricsAfter[w] = store.DB.Metrics()
+						// The baseline runs the same workload on its own copy of the data.
+						b, err := baseline.RunShown(ctx, prog, step+": B-tree", w)
+						if err != nil {
+							return err
+						}
+						base[w] = b
 					}
+					runs = append(runs, kvRun{cfg: runner.Config(), compactor: comp, stress: pct, res: results, base: base, met: metricsAfter})
 				}
-				res, err := runner.RunShown(ctx, prog, step+": kv", w)
-				if prof != nil {
-					pprof.StopCPUProfile()
-					prof = nil // one profile: the first measured workload
-				}
-				if err != nil {
-					return err
-				}
-				results[w] = res
-				metricsAfter[w] = store.DB.Metrics()
-				// The baseline runs the same workload on its own copy of the data.
-				b, err := baseline.RunShown(ctx, prog, step+": B-tree", w)
-				if err != nil {
-					return err
-				}
-				base[w] = b
 			}
-			runs = append(runs, kvRun{cfg: runner.Config(), compactor: comp, res: results, base: base, met: metricsAfter})
+			return nil
+		}()
+		if _, serr := burners.Stop(); err == nil && serr != nil {
+			err = fmt.Errorf("stop the burners: %w", serr)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	rep := kvReport(f, workloads, runs)
@@ -291,6 +313,7 @@ func runKVBench(ctx context.Context, args []string) error {
 type kvRun struct {
 	cfg       kvbench.Config
 	compactor string
+	stress    int // percent of every core the burners took
 	res, base map[string]*kvbench.Result
 	met       map[string]*kv.Metrics
 }
@@ -308,6 +331,7 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 	cfg := runs[0].cfg
 	sweep := len(f.threads) > 1 // a clients column, rows per client count
 	byCompactor := len(f.compactors) > 1
+	byStress := len(f.stress) > 1 || f.stress[0] > 0
 	clients := fmt.Sprintf("%d client(s)", max(cfg.Threads, 1))
 	if sweep {
 		clients = "clients as listed"
@@ -326,6 +350,10 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 		cols = append([]string{"compactor"}, cols...)
 		lsmCols = append([]string{"compactor"}, lsmCols...)
 	}
+	if byStress {
+		cols = append([]string{"stress %"}, cols...)
+		lsmCols = append([]string{"stress %"}, lsmCols...)
+	}
 	t := rep.Table(fmt.Sprintf("throughput and latency (num %d, 16 B keys, values %d..%d B, %s, sync %v)", cfg.Num, cfg.ValueMin, cfg.ValueMax, clients, f.sync), cols...)
 	lsm := rep.Table("LSM after each write workload (counters cumulative since the store was opened)", lsmCols...)
 	for _, run := range runs {
@@ -335,6 +363,9 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 			}
 			if byCompactor {
 				row = append([]any{run.compactor}, row...)
+			}
+			if byStress {
+				row = append([]any{run.stress}, row...)
 			}
 			return row
 		}
@@ -363,6 +394,9 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 	rep.Note("settings: memtable %d MiB, target table %d MiB, L0 compaction/slowdown/stop 4/8/12, L1 16 MiB, levels x10, block 4 KiB, bloom 10 bits/key, block cache %d MiB, compression %s",
 		f.memtable, f.table, f.cacheMB, f.compression)
 	rep.Note("baseline: the same workload on an in-memory B-tree (tidwall/btree, no log, no files) in this run; kv/B-tree is the price of persistence")
+	if byStress {
+		rep.Note("stress: %d burner processes (internal/stress), each busy that share of every 10 ms on one core, during the store's and the B-tree's runs alike", runtime.NumCPU())
+	}
 	rep.Note("fills start from an empty store; every workload starts after background flushes and compactions settle; compare with Pebble, goleveldb and Badger: cd bench/peers && go run .")
 	return rep
 }

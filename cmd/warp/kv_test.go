@@ -418,3 +418,24 @@ func TestKVBenchCompactors(t *testing.T) {
 		t.Fatalf("%d rows, want 6:\n%s", rows, out)
 	}
 }
+
+// TestKVBenchStress: --cpu-stress runs every workload at each level with
+// burners on every core (copies of this test binary: TestMain) and reports
+// the level in a column.
+func TestKVBenchStress(t *testing.T) {
+	out, err := captureStdout(t, func() error {
+		return runKVBenchCommand([]string{"--num", "20000", "--fs", "mem", "--progress", "off", "--cpu-stress", "0,30", "--workloads", "fillrandom"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var levels []string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[1] == "fillrandom" {
+			levels = append(levels, f[0])
+		}
+	}
+	if strings.Join(levels, ",") != "0,30,0,30" || !strings.Contains(out, "stress %") || !strings.Contains(out, "burner") {
+		t.Fatalf("levels %v (want 0,30 in both tables), or no stress column or note:\n%s", levels, out)
+	}
+}

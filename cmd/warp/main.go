@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/warpkit/warpkit/internal/cli"
+	"github.com/warpkit/warpkit/internal/stress"
 )
 
 // command is a subcommand of warp.
@@ -46,7 +47,10 @@ func usage() {
 	}
 }
 
-func main() { os.Exit(run(os.Args[1:])) }
+func main() {
+	stress.MaybeBurn() // --cpu-stress runs copies of warp as CPU burners
+	os.Exit(run(os.Args[1:]))
+}
 
 // run runs warp with args (os.Args[1:]) and returns the exit status: 0, 1
 // for a failure, 2 for a usage error, 130 for an interrupt. It prints each

@@ -10,10 +10,17 @@ import (
 	"time"
 
 	"github.com/warpkit/warpkit/internal/cli"
+	"github.com/warpkit/warpkit/internal/stress"
 )
 
 // TestTourCPU runs every registered tour part on the CPU backend, so the
 // README's main command is exercised by CI.
+
+func TestMain(m *testing.M) {
+	stress.MaybeBurn() // --cpu-stress starts copies of this test binary as burners
+	os.Exit(m.Run())
+}
+
 func TestTourCPU(t *testing.T) {
 	if err := runTour([]string{"--backend", "cpu"}); err != nil {
 		t.Fatal(err)
