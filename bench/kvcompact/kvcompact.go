@@ -69,7 +69,10 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		"MB/s are of input table bytes per wall second (median of --runs); CPU-s/GB is process CPU time per input GB,\n"+
 		"sys its kernel share (page faults on fresh memory, file writes).\n"+
 		"cpu-par's outputs must equal cpu's byte for byte (ident). cpu-par keeps its arrays from one job to the next, as\n"+
-		"in a store; its 1st column is the first run of a job, on a new Compactor.")
+		"in a store; its 1st column is the first run of a job, on a new Compactor (the first job of a run is the one\n"+
+		"whose memory is all fresh: later ones reuse pages the Go heap got back from earlier runs). The medians\n"+
+		"include that first run; the stage table leaves it out. A job cpu-par falls back on (fallbacks) is timed\n"+
+		"on compaction.CPU.")
 	var values []int
 	cli.IntListVarFlag(fs, &values, "values", []int{32, 64, 128, 256, 512, 1024, 4096}, 0, 1<<20, "value sizes in bytes")
 	var comps []string
@@ -263,7 +266,7 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, runs 
 		case "cpu-parts":
 			engines = append(engines, engine{name: name, c: compaction.CPU{}})
 		case "cpu-par":
-			gc, err := gpucompact.New(gpucompact.Options{MinInputBytes: -1, Fallback: compaction.CPU{Parts: 1}})
+			gc, err := gpucompact.New(gpucompact.Options{MinInputBytes: -1, MemoryBudget: -1, Fallback: compaction.CPU{Parts: 1}})
 			if err != nil {
 				return nil, jobInfo{}, err
 			}
@@ -334,7 +337,7 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, runs 
 		cells[i].sys = median(syss[i])
 		if e.gc != nil {
 			st := e.gc.Stats()
-			cells[i].fallback = st.FallbackJobs // MinInputBytes -1: only failures fall back
+			cells[i].fallback = st.FallbackJobs // failures, and jobs past the engine's 4 GiB
 			a := afterFirst[i]
 			st.EngineJobs -= a.EngineJobs
 			st.Load, st.Merge, st.GC, st.Sizes, st.Plan, st.Write = st.Load-a.Load, st.Merge-a.Merge, st.GC-a.GC, st.Sizes-a.Sizes, st.Plan-a.Plan, st.Write-a.Write

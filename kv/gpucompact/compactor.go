@@ -160,11 +160,20 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	if declined != "" {
 		return c.fallback(ctx, job, "", declined)
 	}
+	c.mu.Lock()
+	closed = c.mu.closed // Close while the job waited for the engine (WaitWhenBusy)
+	c.mu.Unlock()
+	if closed {
+		<-c.engine
+		return nil, ErrClosed
+	}
 	var times stageTimes
 	res, err := runGo(ctx, job, c.ws, &times, c.failAt)
 	c.mu.Lock()
-	if c.mu.closed {
-		c.ws = &workspace{} // Close found the engine busy: drop the arrays now
+	if c.mu.closed || err != nil {
+		// Close found the engine busy, or the job failed (it may have sized
+		// the arrays from damaged input): drop the arrays now.
+		c.ws = &workspace{}
 	}
 	c.mu.stats.HeldBytes = int64(c.ws.bytes())
 	c.mu.Unlock()
@@ -189,6 +198,9 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	case isCorruption(err):
 		// Fallback would meet the same damage.
 		return nil, err
+	case errors.Is(err, errTooLarge):
+		// Past the engine's 32-bit offsets: a decline, not a failure.
+		return c.fallback(ctx, job, "", "budget")
 	}
 	stage := "engine"
 	var se *stageError

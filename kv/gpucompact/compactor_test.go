@@ -3,10 +3,14 @@ package gpucompact
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/warpkit/warpkit/kv/manifest"
+	"github.com/warpkit/warpkit/kv/record"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -419,5 +423,155 @@ func TestStoreOnGoEngine(t *testing.T) {
 	}
 	if err := db.CheckIntegrity(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCancelMidJob: a job whose context ends while the plan walk creates
+// its outputs returns the context's error (kv takes that as a cancelled
+// job, not a failure of the store), leaves no goroutine behind, and counts
+// no failure.
+func TestCancelMidJob(t *testing.T) {
+	base := runtime.NumGoroutine()
+	e, job := benchJob(t, 2, 16)
+	job.TargetFileSize = 16 << 10 // dozens of outputs
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	creates := 0
+	e.CreateHook = func() error {
+		if creates++; creates == 3 {
+			cancel()
+		}
+		return nil
+	}
+	c, _ := New(Options{MinInputBytes: -1})
+	_, err := c.Compact(ctx, job)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Compact: %v, want context.Canceled", err)
+	}
+	if st := c.Stats(); len(st.Fallbacks) != 0 || st.FallbackJobs != 0 || st.EngineJobs != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if n := goroutinesBackTo(base); n > base {
+		t.Fatalf("%d goroutines after the cancelled job, %d before", n, base)
+	}
+}
+
+// TestOpenOutputsBounded: however many outputs a job has, the engine keeps
+// at most maxOpenTables of them open at once.
+func TestOpenOutputsBounded(t *testing.T) {
+	e, job := benchJob(t, 2, 16)
+	job.TargetFileSize = 8 << 10 // about a hundred outputs
+	var mu sync.Mutex
+	open, peak := 0, 0
+	create := job.Env.CreateTable
+	job.Env.CreateTable = func() (base.FileNum, vfs.File, error) {
+		n, f, err := create()
+		if err == nil {
+			mu.Lock()
+			open++
+			peak = max(peak, open)
+			mu.Unlock()
+			f = &closeCounter{File: f, closed: func() { mu.Lock(); open--; mu.Unlock() }}
+		}
+		return n, f, err
+	}
+	res, err := runGo(context.Background(), job, &workspace{}, &stageTimes{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Outputs) < 4*maxOpenTables() {
+		t.Fatalf("%d outputs: too few for this test", len(res.Outputs))
+	}
+	if peak > maxOpenTables() || open != 0 {
+		t.Fatalf("%d outputs: %d open at once (at most %d), %d left open", len(res.Outputs), peak, maxOpenTables(), open)
+	}
+	_ = e
+}
+
+// closeCounter calls closed once when the file is closed.
+type closeCounter struct {
+	vfs.File
+	once   sync.Once
+	closed func()
+}
+
+func (c *closeCounter) Close() error {
+	c.once.Do(c.closed)
+	return c.File.Close()
+}
+
+// TestWaitingJobAfterClose: a job waiting for the busy engine when the
+// Compactor closes gets ErrClosed, not a run on a dropped workspace.
+func TestWaitingJobAfterClose(t *testing.T) {
+	_, job := benchJob(t, 1, 16)
+	c, _ := New(Options{MinInputBytes: -1, WhenBusy: WaitWhenBusy})
+	c.engine <- struct{}{} // busy
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Compact(context.Background(), job)
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // let it wait
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-c.engine // the engine frees up
+	if err := <-done; !errors.Is(err, ErrClosed) {
+		t.Fatalf("the waiting job: %v, want ErrClosed", err)
+	}
+	if st := c.Stats(); st.EngineJobs != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestLyingBlockLength: a compressed block whose header claims more
+// contents than the table has (its checksum made to match) is corruption,
+// found before the arena is sized from it.
+func TestLyingBlockLength(t *testing.T) {
+	e := ct.NewEnv()
+	var es []ct.Entry
+	for i := range 3000 {
+		es = append(es, ct.Entry{K: base.MakeInternalKey([]byte(fmt.Sprintf("k%05d", i)), base.SeqNum(i+1), base.KindSet), V: fmt.Sprintf("value %d of a table of 3000", i)})
+	}
+	f := e.TableWith(t, es, nil, sstable.WriterOptions{BlockSize: 64 << 10, Compression: sstable.SnappyCompression})
+	name := fmt.Sprintf("/%s.sst", f.FileNum)
+	file, _ := e.FS().Open(name)
+	size, _ := file.Size()
+	data := make([]byte, size)
+	file.ReadAt(data, 0)
+	file.Close()
+	r, err := sstable.NewReader(fileOf(t, e.FS(), name, data), sstable.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, _ := r.DataBlocks()
+	h := blocks[1]
+	body := data[h.Offset : h.Offset+h.Length]
+	if data[h.Offset+h.Length] != byte(sstable.SnappyCompression) {
+		t.Fatal("block 1 is not compressed")
+	}
+	// The Snappy header: the contents' length as a uvarint. Claim the most
+	// its bytes can say (2 MiB for the 3 bytes of a 64 KiB block's).
+	_, n := binary.Uvarint(body)
+	if n != 3 {
+		t.Fatalf("a header of %d bytes; the test wants 3", n)
+	}
+	hdr := binary.AppendUvarint(nil, 1<<21-1)
+	copy(body, hdr)
+	trailer := data[h.Offset+h.Length : h.Offset+h.Length+sstable.BlockTrailerLen]
+	binary.LittleEndian.PutUint32(trailer[1:], record.MaskCRC(record.ExtendCRC(record.CRC(body), trailer[:1])))
+	fileOf(t, e.FS(), name, data)
+
+	env := e.Env()
+	env.WriterOptions.Compression = sstable.SnappyCompression
+	job := &compaction.Job{Inputs: []compaction.Input{{Level: 1, Files: []*manifest.FileMetadata{f}}}, OutputLevel: 2, TargetFileSize: 1 << 20, Env: env}
+	ws := &workspace{}
+	_, err = loadJob(context.Background(), job, ws)
+	var ce *base.CorruptionError
+	if !errors.As(err, &ce) {
+		t.Fatalf("loadJob: %v, want a corruption error", err)
+	}
+	if cap(ws.arena) > 512<<10 {
+		t.Fatalf("the arena grew to %d bytes from the lying header", cap(ws.arena))
 	}
 }

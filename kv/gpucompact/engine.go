@@ -90,8 +90,17 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 		err = stage("plan", &times.plan)
 	}
 	if err != nil {
+		// The walk stopped (a table's file could not be created, or the
+		// pipeline had stopped it) or the stage check failed: the
+		// pipeline's own error, or the context's, is the job's.
 		p.abort()
-		p.wait()
+		_, werr := p.wait()
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.Is(err, errSkipped) && werr != nil:
+			return nil, werr
+		}
 		return nil, wrap("write", err)
 	}
 	tables, err := p.wait()
@@ -116,7 +125,6 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 	return res, nil
 }
 
-// errSkipped marks the output tables not written because another failed
-// (the job returns the first table's error, so the failure's own when it
-// comes first).
+// errSkipped marks the output tables not written, and the walk stopped,
+// because something else failed (the job returns that failure's error).
 var errSkipped = errors.New("gpucompact: not written: an earlier output failed")

@@ -80,9 +80,15 @@ type pipeline struct {
 	pub       atomic.Int64 // published, for the writers
 	planned   bool         // guarded by mu: the walk has ended
 
-	next     atomic.Int64 // the next block to encode
-	stop     atomic.Bool  // a failure or the context: encode and write no more
-	ended    atomic.Bool  // the encoders have returned
+	next     atomic.Int64  // the next block to encode
+	stop     atomic.Bool   // a failure or the context: encode and write no more
+	stopped  chan struct{} // closed with stop (once: stopOnce)
+	stopOnce sync.Once
+	// open holds a token per output table created and not yet written:
+	// the walk waits for one before it creates a table, so at most
+	// cap(open) files are open at once however far it runs ahead.
+	open     chan struct{}
+	ended    atomic.Bool // the encoders have returned
 	encoders sync.WaitGroup
 	writers  sync.WaitGroup
 }
@@ -108,7 +114,8 @@ const chunkLen = 512
 func (p *pipeline) slot(i int) *blockSlot { return &p.chunks[i/chunkLen][i%chunkLen] }
 
 func newPipeline(ctx context.Context, s *inputSet, job *compaction.Job, ws *workspace, opts sstable.WriterOptions, kept []uint32, contentsBound int, outSpans []rangedel.Span, failAt func(string) error) *pipeline {
-	p := &pipeline{ctx: ctx, s: s, job: job, opts: opts, kept: kept, outSpans: outSpans, failAt: failAt}
+	p := &pipeline{ctx: ctx, s: s, job: job, opts: opts, kept: kept, outSpans: outSpans, failAt: failAt,
+		stopped: make(chan struct{}), open: make(chan struct{}, maxOpenTables())}
 	p.cond = sync.NewCond(&p.mu)
 	p.ws = ws
 	p.chunks = make([]*blockChunk, (len(kept)+1)/chunkLen+1) // every block holds an entry
@@ -168,9 +175,14 @@ func wake(c chan struct{}) {
 	}
 }
 
-// abort stops the encoders and the writers.
+// maxOpenTables is how many output tables a job may have open at once:
+// enough that the writers never wait for the walk.
+func maxOpenTables() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
+
+// abort stops the encoders, the writers and the walk.
 func (p *pipeline) abort() {
 	p.stop.Store(true)
+	p.stopOnce.Do(func() { close(p.stopped) })
 	p.mu.Lock()
 	p.cond.Broadcast()
 	p.mu.Unlock()
@@ -190,11 +202,21 @@ func (p *pipeline) tablesSoFar() []*outTable {
 // table starts an output table: its file (created in key order, so that
 // file numbers ascend as compaction.CPU's do) and its writer.
 func (p *pipeline) table(j int, lower []byte) error {
+	// Wait for a table slot; the blocks planned so far go to the encoders
+	// first, so the tables that hold the slots can finish.
+	p.publish()
+	select {
+	case p.open <- struct{}{}:
+	case <-p.stopped:
+		return errSkipped
+	}
 	if p.stop.Load() {
+		<-p.open
 		return errSkipped
 	}
 	num, f, err := p.job.Env.CreateTable()
 	if err != nil {
+		<-p.open
 		return err
 	}
 	t := &outTable{num: num, f: f, start: j, lower: lower, firstBlock: p.nb, notify: make(chan struct{}, 1)}
@@ -271,6 +293,7 @@ func (p *pipeline) planEnded(err error) {
 // index, filter and footer (compaction.FinishOutput).
 func (p *pipeline) write(t *outTable) {
 	defer p.writers.Done()
+	defer func() { <-p.open }() // the table's slot
 	w := sstable.NewWriter(t.f, p.job.Env.WriterOptions)
 	for k := t.firstBlock; ; k++ {
 		for {
@@ -312,6 +335,7 @@ func (p *pipeline) wait() ([]*outTable, error) {
 		wake(t.notify)
 	}
 	p.writers.Wait()
+	defer p.clearSlots()
 	for i := range p.nb {
 		if err := p.slot(i).err; err != nil {
 			if isCorruption(err) || p.ctx.Err() != nil {
@@ -333,7 +357,17 @@ func (p *pipeline) wait() ([]*outTable, error) {
 		}
 	}
 	if skipped != nil {
-		return nil, skipped // (never: a table is skipped only after another failed)
+		return nil, skipped // (never: a table is skipped only after another failure, returned above)
 	}
 	return tables, nil
+}
+
+// clearSlots drops what the job's block slots point to (encoded blocks'
+// keys and sealed copies, the tables), so that the workspace keeps no more
+// than its arrays until the next job.
+func (p *pipeline) clearSlots() {
+	for i := range p.nb {
+		sl := p.slot(i)
+		sl.enc, sl.job.t = sstable.EncodedBlock{}, nil
+	}
 }
