@@ -54,7 +54,8 @@
 //     table, as soon as it is planned, written by a goroutine of its own
 //     that takes its blocks in order as they are encoded
 //     (Writer.AddEncodedBlock, then compaction.FinishOutput). The walk,
-//     the encoding and the writing overlap.
+//     the encoding and the writing overlap; at most 2×GOMAXPROCS output
+//     files are open at once.
 //
 // The engine keeps its arrays between jobs (a workspace: Stats.HeldBytes;
 // Close drops it): fresh memory costs the kernel a page fault and a
