@@ -460,7 +460,7 @@ func TestCancelMidJob(t *testing.T) {
 // at most maxOpenTables of them open at once.
 func TestOpenOutputsBounded(t *testing.T) {
 	e, job := benchJob(t, 2, 16)
-	job.TargetFileSize = 8 << 10 // about a hundred outputs
+	job.TargetFileSize = uint64(2<<20) / uint64(12*maxOpenTables()) // about 6 outputs per slot (Snappy halves the contents)
 	var mu sync.Mutex
 	open, peak := 0, 0
 	create := job.Env.CreateTable
