@@ -295,8 +295,12 @@ func (p *pipeline) write(t *outTable) {
 	defer p.writers.Done()
 	defer func() { <-p.open }() // the table's slot
 	w := sstable.NewWriter(t.f, p.job.Env.WriterOptions)
+	// ended is read before the block's state is read again: the encoders
+	// may have finished block k between a look at it and the look at
+	// ended, and only a look after ended is final.
 	for k := t.firstBlock; ; k++ {
 		for {
+			final := p.ended.Load()
 			if end := t.endBlock.Load(); end >= 0 && int64(k) >= end {
 				var err error
 				t.meta, err = compaction.FinishOutput(w, t.f, t.num, p.outSpans, t.lower, t.upper)
@@ -308,7 +312,7 @@ func (p *pipeline) write(t *outTable) {
 			if int64(k) < p.pub.Load() && p.slot(k).ready.Load() { // (a later block's slot may hold the last job's)
 				break
 			}
-			if p.stop.Load() || p.ended.Load() {
+			if p.stop.Load() || final {
 				t.f.Close()
 				t.err = errSkipped
 				return
