@@ -1,0 +1,381 @@
+package graphio
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// pairs lists e's entries as "s>d" (or "s>d:w").
+func pairs(e *Edges) string {
+	var b strings.Builder
+	for i := range e.Src {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%d>%d", e.Src[i], e.Dst[i])
+		if e.W != nil {
+			fmt.Fprintf(&b, ":%g", e.W[i])
+		}
+	}
+	return b.String()
+}
+
+func TestReadMatrixMarket(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		opts     ReadOptions
+		n        int
+		directed bool
+		want     string
+	}{
+		{"pattern general", "%%MatrixMarket matrix coordinate pattern general\n% a comment\n\n3 3 3\n1 2\n2 3\n3 1\n", ReadOptions{}, 3, true, "0>1 1>2 2>0"},
+		{"real symmetric, CRLF, comments between", "%%MatrixMarket matrix coordinate real symmetric\r\n4 4 2\r\n% mid\r\n2 1 0.5\r\n\r\n4 3 -2e1\r\n", ReadOptions{}, 4, false, "1>0:0.5 3>2:-20"},
+		{"symmetrize and dedup", "%%MatrixMarket matrix coordinate integer symmetric\n3 3 3\n2 1 7\n3 1 1\n3 3 4\n", ReadOptions{Symmetrize: true, Dedup: true}, 3, false, "0>1:7 0>2:1 1>0:7 2>0:1 2>2:4"},
+		{"drop self-loops", "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 3\n2 1\n3 3\n3 2\n", ReadOptions{DropSelfLoops: true, Symmetrize: true}, 3, false, "1>0 2>1 0>1 1>2"},
+		{"skew-symmetric mirrors negated", "%%MatrixMarket matrix coordinate real skew-symmetric\n2 2 1\n2 1 3\n", ReadOptions{Symmetrize: true, Dedup: true}, 2, false, "0>1:-3 1>0:3"},
+		{"banner case, rectangular", "%%matrixmarket MATRIX Coordinate Pattern General\n2 5 1\n1 5\n", ReadOptions{}, 5, true, "0>4"},
+	} {
+		e, err := ReadMatrixMarket(strings.NewReader(tc.in), tc.opts)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if got := pairs(e); got != tc.want || e.NumVertices != tc.n || e.Directed != tc.directed {
+			t.Errorf("%s: %d vertices, directed %v, %s; want %d, %v, %s", tc.name, e.NumVertices, e.Directed, got, tc.n, tc.directed, tc.want)
+		}
+	}
+}
+
+func TestReadSNAP(t *testing.T) {
+	e, err := ReadSNAP(strings.NewReader("# Directed graph\n# Nodes: 4\n0\t1\n1 2\n\n  3   0  \n1\t2\n"), ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pairs(e); got != "0>1 1>2 3>0 1>2" || e.NumVertices != 4 || !e.Directed {
+		t.Fatalf("%d vertices, %s", e.NumVertices, got)
+	}
+	e, err = ReadSNAP(strings.NewReader("0 1 2.5\n1 0 1\n1 1 9\n0 1 3\n"), ReadOptions{Dedup: true, DropSelfLoops: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pairs(e); got != "0>1:3 1>0:1" || e.SelfLoops != 1 || e.Duplicates != 1 {
+		t.Fatalf("%s, %d self-loops, %d duplicates", got, e.SelfLoops, e.Duplicates)
+	}
+	if e, err := ReadSNAP(strings.NewReader("# nothing\n"), ReadOptions{}); err != nil || e.NumVertices != 0 || e.Len() != 0 {
+		t.Fatalf("an empty list: %v, %v", e, err)
+	}
+}
+
+func TestReadMETIS(t *testing.T) {
+	// A triangle 1-2-3 and a vertex 4 without neighbours (blank line),
+	// comments between.
+	in := "% a comment\n4 3\n2 3\n1 3\n% here too\n1 2\n\n"
+	e, err := ReadMETIS(strings.NewReader(in), ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pairs(e); got != "0>1 0>2 1>0 1>2 2>0 2>1" || e.NumVertices != 4 || e.Directed {
+		t.Fatalf("%d vertices, %s", e.NumVertices, got)
+	}
+	// fmt 011 (vertex and edge weights), ncon 2; fmt 100 (sizes).
+	e, err = ReadMETIS(strings.NewReader("2 1 011 2\n5 6 2 9\n7 8 1 9\n"), ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pairs(e); got != "0>1:9 1>0:9" {
+		t.Fatalf("weighted: %s", got)
+	}
+	e, err = ReadMETIS(strings.NewReader("2 1 100\n3 2\n4 1\n"), ReadOptions{})
+	if err != nil || pairs(e) != "0>1 1>0" {
+		t.Fatalf("sizes: %v, %v", e, err)
+	}
+}
+
+// TestReadErrors: every bad input is a *ParseError (ErrFormat) naming its
+// line, or ErrTooLarge; none returns a graph.
+func TestReadErrors(t *testing.T) {
+	mm := "%%MatrixMarket matrix coordinate pattern general\n"
+	for _, tc := range []struct {
+		name, format, in string
+		opts             ReadOptions
+		line             int // 0: ErrTooLarge expected
+	}{
+		{"mm empty", "mtx", "", ReadOptions{}, -1},
+		{"mm banner", "mtx", "%%MatrixMarket matrix array real general\n2 2\n", ReadOptions{}, 1},
+		{"mm field", "mtx", "%%MatrixMarket matrix coordinate complex general\n", ReadOptions{}, 1},
+		{"mm symmetry", "mtx", "%%MatrixMarket matrix coordinate real hermitian\n", ReadOptions{}, 1},
+		{"mm size", "mtx", mm + "3 3\n", ReadOptions{}, 2},
+		{"mm index", "mtx", mm + "3 3 1\n4 1\n", ReadOptions{}, 3},
+		{"mm zero index", "mtx", mm + "3 3 1\n0 1\n", ReadOptions{}, 3},
+		{"mm too many", "mtx", mm + "3 3 1\n1 2\n2 3\n", ReadOptions{}, 4},
+		{"mm too few", "mtx", mm + "3 3 3\n1 2\n", ReadOptions{}, 3},
+		{"mm fields", "mtx", mm + "3 3 1\n1 2 3\n", ReadOptions{}, 3},
+		{"mm value", "mtx", "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 2 NaN\n", ReadOptions{}, 3},
+		{"mm skew diagonal", "mtx", "%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 1\n2 2 1\n", ReadOptions{}, 3},
+		{"mm max vertices", "mtx", mm + "30 30 0\n", ReadOptions{MaxVertices: 10}, 0},
+		{"snap fields", "snap", "0 1\n1\n", ReadOptions{}, 2},
+		{"snap mixed columns", "snap", "0 1\n1 2 3\n", ReadOptions{}, 2},
+		{"snap negative", "snap", "0 -1\n", ReadOptions{}, 1},
+		{"snap huge id", "snap", "0 4294967295\n", ReadOptions{}, 1},
+		{"snap weight", "snap", "0 1 x\n", ReadOptions{}, 1},
+		{"snap max vertices", "snap", "0 1\n5 6\n", ReadOptions{MaxVertices: 4}, 0},
+		{"metis header", "metis", "3\n", ReadOptions{}, 1},
+		{"metis fmt", "metis", "2 1 2\n", ReadOptions{}, 1},
+		{"metis ncon", "metis", "2 1 1 3\n", ReadOptions{}, 1},
+		{"metis neighbour", "metis", "2 1\n3\n1\n", ReadOptions{}, 2},
+		{"metis weight pairs", "metis", "2 1 1\n2\n1 5\n", ReadOptions{}, 2},
+		{"metis missing vertices", "metis", "3 1\n2\n1\n", ReadOptions{}, 3},
+		{"metis extra line", "metis", "2 1\n2\n1\n1\n", ReadOptions{}, 4},
+		{"metis edge count", "metis", "2 2\n2\n1\n", ReadOptions{}, -1},
+		{"metis max vertices", "metis", "100 0\n", ReadOptions{MaxVertices: 99}, 0},
+	} {
+		var e *Edges
+		var err error
+		switch tc.format {
+		case "mtx":
+			e, err = ReadMatrixMarket(strings.NewReader(tc.in), tc.opts)
+		case "snap":
+			e, err = ReadSNAP(strings.NewReader(tc.in), tc.opts)
+		case "metis":
+			e, err = ReadMETIS(strings.NewReader(tc.in), tc.opts)
+		}
+		if e != nil {
+			t.Errorf("%s: a graph returned with error %v", tc.name, err)
+		}
+		if tc.line == 0 {
+			if !errors.Is(err, ErrTooLarge) {
+				t.Errorf("%s: %v, want ErrTooLarge", tc.name, err)
+			}
+			continue
+		}
+		var pe *ParseError
+		if !errors.As(err, &pe) || !errors.Is(err, ErrFormat) || tc.line > 0 && pe.Line != tc.line {
+			t.Errorf("%s: %v, want a parse error at line %d", tc.name, err, tc.line)
+		}
+	}
+}
+
+// TestReadFile: the format follows the extension, gzip is undone, and an
+// unknown extension is refused.
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var gz bytes.Buffer
+	z := gzip.NewWriter(&gz)
+	z.Write([]byte("%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n3 2\n"))
+	z.Close()
+	for _, tc := range []struct {
+		path string
+		want string
+	}{
+		{write("a.mtx.gz", gz.Bytes()), "0>1 1>0 1>2 2>1"},
+		{write("b.graph", []byte("2 1\n2\n1\n")), "0>1 1>0"},
+		{write("c.edges", []byte("1 0\n")), "0>1 1>0"},
+	} {
+		e, err := ReadFile(tc.path, ReadOptions{Symmetrize: true, Dedup: true})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.path, err)
+		}
+		if got := pairs(e); got != tc.want {
+			t.Fatalf("%s: %s, want %s", tc.path, got, tc.want)
+		}
+	}
+	if _, err := ReadFile(write("d.csv", nil), ReadOptions{}); !errors.Is(err, ErrUnknownFormat) {
+		t.Fatalf("a .csv: %v", err)
+	}
+	if _, err := ReadFile(write("e.mtx.gz", []byte("not gzip")), ReadOptions{}); err == nil {
+		t.Fatal("a .gz that is not gzip read")
+	}
+}
+
+// TestLongLine: a METIS hub vertex's line longer than the read buffer.
+func TestLongLine(t *testing.T) {
+	const n = 300000
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %d\n", n, n-1)
+	for v := 2; v <= n; v++ {
+		fmt.Fprintf(&b, "%d ", v)
+	}
+	b.WriteString("\n")
+	for v := 2; v <= n; v++ {
+		b.WriteString("1\n")
+	}
+	e, err := ReadMETIS(strings.NewReader(b.String()), ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Len() != 2*(n-1) || e.Dst[n-2] != n-1 {
+		t.Fatalf("%d entries", e.Len())
+	}
+}
+
+// checkEdges: the invariants every reader's result holds.
+func checkEdges(t *testing.T, e *Edges) {
+	t.Helper()
+	if len(e.Src) != len(e.Dst) || e.W != nil && len(e.W) != len(e.Src) {
+		t.Fatalf("arrays of %d, %d, %d", len(e.Src), len(e.Dst), len(e.W))
+	}
+	for i := range e.Src {
+		if int(e.Src[i]) >= e.NumVertices || int(e.Dst[i]) >= e.NumVertices {
+			t.Fatalf("entry %d: %d>%d of %d vertices", i, e.Src[i], e.Dst[i], e.NumVertices)
+		}
+	}
+}
+
+func fuzzOptions(flags uint8) ReadOptions {
+	return ReadOptions{Symmetrize: flags&1 != 0, DropSelfLoops: flags&2 != 0, Dedup: flags&4 != 0, MaxVertices: 1 << 20}
+}
+
+func FuzzReadMatrixMarket(f *testing.F) {
+	f.Add([]byte("%%MatrixMarket matrix coordinate real symmetric\n4 4 2\n2 1 0.5\n4 3 -2\n"), uint8(7))
+	f.Add([]byte("%%MatrixMarket matrix coordinate pattern general\n3 3 3\n1 2\n2 3\n3 1\n"), uint8(0))
+	f.Fuzz(func(t *testing.T, in []byte, flags uint8) {
+		e, err := ReadMatrixMarket(bytes.NewReader(in), fuzzOptions(flags))
+		if err != nil {
+			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("error %v is neither ErrFormat nor ErrTooLarge", err)
+			}
+			return
+		}
+		checkEdges(t, e)
+	})
+}
+
+func FuzzReadSNAP(f *testing.F) {
+	f.Add([]byte("# c\n0 1\n1 2\n"), uint8(5))
+	f.Add([]byte("0 1 2.5\n1 0 1\n"), uint8(7))
+	f.Fuzz(func(t *testing.T, in []byte, flags uint8) {
+		e, err := ReadSNAP(bytes.NewReader(in), fuzzOptions(flags))
+		if err != nil {
+			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("error %v is neither ErrFormat nor ErrTooLarge", err)
+			}
+			return
+		}
+		checkEdges(t, e)
+	})
+}
+
+func FuzzReadMETIS(f *testing.F) {
+	f.Add([]byte("4 3\n2 3\n1 3\n1 2\n\n"), uint8(0))
+	f.Add([]byte("2 1 011 2\n5 6 2 9\n7 8 1 9\n"), uint8(6))
+	f.Fuzz(func(t *testing.T, in []byte, flags uint8) {
+		e, err := ReadMETIS(bytes.NewReader(in), fuzzOptions(flags))
+		if err != nil {
+			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("error %v is neither ErrFormat nor ErrTooLarge", err)
+			}
+			return
+		}
+		checkEdges(t, e)
+	})
+}
+
+// TestFeistel: the vertex permutation is a bijection at every width.
+func TestFeistel(t *testing.T) {
+	for bits := 1; bits <= 16; bits++ {
+		f := newFeistel(bits, uint64(bits))
+		seen := make([]bool, 1<<bits)
+		for x := range uint32(1 << bits) {
+			y := f.apply(x)
+			if int(y) >= len(seen) || seen[y] {
+				t.Fatalf("%d bits: %d maps to %d, out of range or taken", bits, x, y)
+			}
+			seen[y] = true
+		}
+	}
+}
+
+// TestRMAT: the counts, the range, the skew Graph500's parameters give, and
+// the same graph for a seed whatever GOMAXPROCS is.
+func TestRMAT(t *testing.T) {
+	e, err := RMAT(12, 8, RMATOptions{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEdges(t, e)
+	if e.NumVertices != 4096 || e.Len() != 8*4096 || !e.Directed {
+		t.Fatalf("%d vertices, %d entries", e.NumVertices, e.Len())
+	}
+	deg := make([]int, e.NumVertices)
+	for _, s := range e.Src {
+		deg[s]++
+	}
+	if maxDeg := slices.Max(deg); maxDeg < 20*8 {
+		t.Fatalf("max out-degree %d: no skew (mean 8)", maxDeg)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	again, _ := RMAT(12, 8, RMATOptions{Seed: 3})
+	if !slices.Equal(again.Src, e.Src) || !slices.Equal(again.Dst, e.Dst) {
+		t.Fatal("another GOMAXPROCS, another graph")
+	}
+	other, _ := RMAT(12, 8, RMATOptions{Seed: 4})
+	if slices.Equal(other.Src, e.Src) {
+		t.Fatal("another seed, the same graph")
+	}
+	for _, bad := range []struct{ scale, ef int }{{0, 1}, {32, 1}, {10, 0}} {
+		if _, err := RMAT(bad.scale, bad.ef, RMATOptions{}); err == nil {
+			t.Errorf("RMAT(%d, %d) took it", bad.scale, bad.ef)
+		}
+	}
+	if _, err := RMAT(4, 1, RMATOptions{A: 0.9, B: 0.1, C: 0.1}); err == nil {
+		t.Error("probabilities over 1 taken")
+	}
+}
+
+// TestRGG: every entry joins points closer than the radius, every such pair
+// is found (against all pairs), both directions, and the mean degree is the
+// model's (0.95·ln n, less at the square's edges).
+func TestRGG(t *testing.T) {
+	const k = 11
+	e, err := RGG(k, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEdges(t, e)
+	n := 1 << k
+	// Regenerate the points to check against all pairs.
+	xs, ys := rggPoints(k, 9)
+	r := 0.55 * math.Sqrt(math.Log(float64(n))/float64(n))
+	want := map[[2]uint32]bool{}
+	for i := range n {
+		for j := range n {
+			if dx, dy := xs[i]-xs[j], ys[i]-ys[j]; i != j && dx*dx+dy*dy < r*r {
+				want[[2]uint32{uint32(i), uint32(j)}] = true
+			}
+		}
+	}
+	if e.Len() != len(want) {
+		t.Fatalf("%d entries, all pairs give %d", e.Len(), len(want))
+	}
+	for i := range e.Src {
+		if !want[[2]uint32{e.Src[i], e.Dst[i]}] {
+			t.Fatalf("entry %d>%d is not a close pair", e.Src[i], e.Dst[i])
+		}
+	}
+	mean := float64(e.Len()) / float64(n)
+	if model := 0.95 * math.Log(float64(n)); mean < 0.8*model || mean > 1.05*model {
+		t.Fatalf("mean degree %.2f, model %.2f", mean, model)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	again, _ := RGG(k, 9)
+	if !slices.Equal(again.Src, e.Src) || !slices.Equal(again.Dst, e.Dst) {
+		t.Fatal("another GOMAXPROCS, another graph")
+	}
+}
