@@ -1,0 +1,143 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/warpkit/warpkit/graph/graphio"
+	"github.com/warpkit/warpkit/internal/cli"
+)
+
+func init() {
+	register(&command{name: "graph", summary: "graph files: info (counts and degrees of a MatrixMarket, SNAP or METIS file), gen (RMAT, RGG)", run: runGraph})
+}
+
+const graphUsage = `usage: warp graph <subcommand> [flags]
+
+subcommands:
+  info [flags] <file>                vertices, entries and degrees of a graph file (.mtx, .graph/.metis,
+                                     .txt/.el/.edges/.tsv as SNAP; .gz too)
+  gen rmat|rgg [flags] --out <file>  generate a graph (RMAT: Graph500 Kronecker; RGG: DIMACS10 random
+                                     geometric) and write it as a SNAP edge list (.gz: compressed)
+`
+
+func runGraph(args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(os.Stderr, graphUsage)
+		if len(args) == 0 {
+			return cli.InCommand("warp graph", fmt.Errorf("%w: name a subcommand", cli.ErrUsage))
+		}
+		return nil
+	}
+	switch args[0] {
+	case "info":
+		return cli.InCommand("warp graph info", graphInfo(args[1:], os.Stdout))
+	case "gen":
+		return cli.InCommand("warp graph gen", graphGen(args[1:], os.Stdout))
+	}
+	return cli.InCommand("warp graph", fmt.Errorf("%w: unknown subcommand %q (have info, gen)", cli.ErrUsage, args[0]))
+}
+
+func graphInfo(args []string, w io.Writer) error {
+	fs := cli.NewFlags("graph info", "[--symmetrize] [--dedup] [--drop-self-loops] <file>")
+	var opts graphio.ReadOptions
+	fs.BoolVar(&opts.Symmetrize, "symmetrize", false, "add the reverse of every entry")
+	fs.BoolVar(&opts.Dedup, "dedup", false, "keep one entry per (src, dst)")
+	fs.BoolVar(&opts.DropSelfLoops, "drop-self-loops", false, "drop entries from a vertex to itself")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: name one graph file", cli.ErrUsage)
+	}
+	e, err := graphio.ReadFile(fs.Arg(0), opts)
+	if err != nil {
+		return err
+	}
+	d := graphio.DegreeStats(e)
+	kind := "undirected (as stored)"
+	if e.Directed {
+		kind = "directed"
+	}
+	fmt.Fprintf(w, "%s: %s, %d vertices, %d entries, weighted %v\n", fs.Arg(0), kind, d.Vertices, d.Entries, e.W != nil)
+	fmt.Fprintf(w, "out-degree: min %d, max %d, mean %.2f, std dev %.2f; %d vertices without entries\n", d.Min, d.Max, d.Mean, d.StdDev, d.Isolated)
+	if opts.DropSelfLoops || opts.Dedup {
+		fmt.Fprintf(w, "removed: %d self-loops, %d duplicate entries\n", e.SelfLoops, e.Duplicates)
+	}
+	return nil
+}
+
+func graphGen(args []string, w io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return fmt.Errorf("%w: name a generator (rmat, rgg)", cli.ErrUsage)
+	}
+	model := args[0]
+	fs := cli.NewFlags("graph gen "+model, "[flags] --out <file>")
+	scale := cli.IntFlag(fs, "scale", 16, 1, 31, "log2 of the vertex count")
+	ef := cli.IntFlag(fs, "edge-factor", 16, 1, 1<<16, "RMAT: entries per vertex")
+	seed := fs.Uint64("seed", 1, "random seed (the graph depends on it alone)")
+	out := fs.String("out", "", "output file (SNAP edge list; a .gz name is compressed)")
+	if err := cli.Parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if err := cli.NoArgs(fs); err != nil {
+		return err
+	}
+	if *out == "" {
+		return fmt.Errorf("%w: --out is required", cli.ErrUsage)
+	}
+	var e *graphio.Edges
+	var err error
+	switch model {
+	case "rmat":
+		e, err = graphio.RMAT(*scale, *ef, graphio.RMATOptions{Seed: *seed})
+	case "rgg":
+		if *scale > 28 {
+			return fmt.Errorf("%w: rgg --scale is at most 28", cli.ErrUsage)
+		}
+		e, err = graphio.RGG(*scale, *seed)
+	default:
+		return fmt.Errorf("%w: unknown generator %q (have rmat, rgg)", cli.ErrUsage, model)
+	}
+	if err != nil {
+		return err
+	}
+	if err := writeGraph(*out, e); err != nil {
+		return err
+	}
+	d := graphio.DegreeStats(e)
+	fmt.Fprintf(w, "%s: %d vertices, %d entries, out-degree min %d / max %d / mean %.2f\n", *out, d.Vertices, d.Entries, d.Min, d.Max, d.Mean)
+	return nil
+}
+
+// writeGraph writes e to path as a SNAP edge list, compressed for a .gz
+// name; a failure removes the partial file.
+func writeGraph(path string, e *graphio.Edges) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(path)
+		}
+	}()
+	var dst io.Writer = f
+	if strings.HasSuffix(strings.ToLower(path), ".gz") {
+		z := gzip.NewWriter(f)
+		defer func() {
+			if cerr := z.Close(); err == nil {
+				err = cerr
+			}
+		}()
+		dst = z
+	}
+	return graphio.WriteSNAP(dst, e)
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/warpkit/warpkit/internal/cli"
+)
+
+// TestGraphGenInfo: warp graph gen writes a graph that warp graph info
+// reads back with the counts gen printed.
+func TestGraphGenInfo(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		file string
+		want string
+	}{
+		{[]string{"rmat", "--scale", "10", "--edge-factor", "4", "--seed", "2"}, "r.el.gz", "1024 vertices, 4096 entries"},
+		{[]string{"rgg", "--scale", "10"}, "g.edges", "1024 vertices"},
+	} {
+		path := filepath.Join(dir, tc.file)
+		var out bytes.Buffer
+		if err := graphGen(append(tc.args, "--out", path), &out); err != nil {
+			t.Fatalf("gen %v: %v", tc.args, err)
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Fatalf("gen %v printed %q", tc.args, out.String())
+		}
+		var info bytes.Buffer
+		if err := graphInfo([]string{"--dedup", path}, &info); err != nil {
+			t.Fatalf("info %s: %v", path, err)
+		}
+		if !strings.Contains(info.String(), "entries") || !strings.Contains(info.String(), "out-degree") || !strings.Contains(info.String(), "removed:") {
+			t.Fatalf("info %s printed %q", path, info.String())
+		}
+	}
+}
+
+func TestGraphUsage(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"gen"}, {"gen", "nope", "--out", filepath.Join(dir, "x")}, {"gen", "rmat"}, {"gen", "rmat", "--scale", "0", "--out", "x"},
+		{"gen", "rgg", "--scale", "30", "--out", filepath.Join(dir, "x")}, {"info"}, {"info", "a", "b"}, {"frob"},
+	} {
+		if err := runGraph(args); !errors.Is(err, cli.ErrUsage) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+	if err := runGraph([]string{"info", filepath.Join(dir, "missing.mtx")}); err == nil || errors.Is(err, cli.ErrUsage) {
+		t.Errorf("info of a missing file: %v", err)
+	}
+}
