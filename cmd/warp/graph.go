@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/klauspost/compress/gzip"
@@ -13,7 +14,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "graph", summary: "graph files: info (counts and degrees of a MatrixMarket, SNAP or METIS file), gen (RMAT, RGG)", run: runGraph})
+	register(&command{name: "graph", summary: "graph files: info (counts and degrees of a MatrixMarket, SNAP or METIS file), gen (RMAT, RGG, road, 3-D mesh, stand-ins), standins", run: runGraph})
 }
 
 const graphUsage = `usage: warp graph <subcommand> [flags]
@@ -21,8 +22,11 @@ const graphUsage = `usage: warp graph <subcommand> [flags]
 subcommands:
   info [flags] <file>                vertices, entries and degrees of a graph file (.mtx, .graph/.metis,
                                      .txt/.el/.edges/.tsv as SNAP; .gz too)
-  gen rmat|rgg [flags] --out <file>  generate a graph (RMAT: Graph500 Kronecker; RGG: DIMACS10 random
-                                     geometric) and write it as a SNAP edge list (.gz: compressed)
+  gen <model> [flags] --out <file>   generate a graph and write it as a SNAP edge list (.gz: compressed):
+                                     rmat (Graph500 Kronecker: --scale, --edge-factor), rgg (DIMACS10 random
+                                     geometric: --scale), road (--vertices, --degree), mesh3d (--vertices,
+                                     --degree), standin --name N (a stand-in for a dataset of the thesis)
+  standins                           list the stand-ins and the datasets they stand for
 `
 
 func runGraph(args []string) error {
@@ -38,8 +42,13 @@ func runGraph(args []string) error {
 		return cli.InCommand("warp graph info", graphInfo(args[1:], os.Stdout))
 	case "gen":
 		return cli.InCommand("warp graph gen", graphGen(args[1:], os.Stdout))
+	case "standins":
+		for _, st := range graphio.StandIns() {
+			fmt.Printf("%-18s %-15s stands for %d vertices, %d entries\n", st.Name, st.Model, st.Vertices, st.Entries)
+		}
+		return nil
 	}
-	return cli.InCommand("warp graph", fmt.Errorf("%w: unknown subcommand %q (have info, gen)", cli.ErrUsage, args[0]))
+	return cli.InCommand("warp graph", fmt.Errorf("%w: unknown subcommand %q (have info, gen, standins)", cli.ErrUsage, args[0]))
 }
 
 func graphInfo(args []string, w io.Writer) error {
@@ -73,12 +82,15 @@ func graphInfo(args []string, w io.Writer) error {
 
 func graphGen(args []string, w io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("%w: name a generator (rmat, rgg)", cli.ErrUsage)
+		return fmt.Errorf("%w: name a generator (rmat, rgg, road, mesh3d, standin)", cli.ErrUsage)
 	}
 	model := args[0]
 	fs := cli.NewFlags("graph gen "+model, "[flags] --out <file>")
 	scale := cli.IntFlag(fs, "scale", 16, 1, 31, "log2 of the vertex count")
 	ef := cli.IntFlag(fs, "edge-factor", 16, 1, 1<<16, "RMAT: entries per vertex")
+	vertices := cli.IntFlag(fs, "vertices", 1<<16, 2, 1<<30, "road, mesh3d: vertices")
+	degree := fs.Float64("degree", 0, "road, mesh3d: mean entries per vertex (default 2.2 for road, 48 for mesh3d)")
+	name := fs.String("name", "", "standin: the dataset (warp graph standins lists them)")
 	seed := fs.Uint64("seed", 1, "random seed (the graph depends on it alone)")
 	out := fs.String("out", "", "output file (SNAP edge list; a .gz name is compressed)")
 	if err := cli.Parse(fs, args[1:]); err != nil {
@@ -100,8 +112,21 @@ func graphGen(args []string, w io.Writer) error {
 			return fmt.Errorf("%w: rgg --scale is at most 28", cli.ErrUsage)
 		}
 		e, err = graphio.RGG(*scale, *seed)
+	case "road":
+		e, err = graphio.Road(*vertices, cmpOr(*degree, 2.2), *seed)
+	case "mesh3d":
+		e, err = graphio.Mesh3D(*vertices, cmpOr(*degree, 48), *seed)
+	case "standin":
+		i := slices.IndexFunc(graphio.StandIns(), func(st graphio.StandIn) bool { return st.Name == *name })
+		if i < 0 {
+			return fmt.Errorf("%w: --name %q: not a stand-in (warp graph standins lists them)", cli.ErrUsage, *name)
+		}
+		e, err = graphio.StandIns()[i].Generate(*seed)
 	default:
-		return fmt.Errorf("%w: unknown generator %q (have rmat, rgg)", cli.ErrUsage, model)
+		return fmt.Errorf("%w: unknown generator %q (have rmat, rgg, road, mesh3d, standin)", cli.ErrUsage, model)
+	}
+	if err != nil && (model == "road" || model == "mesh3d") {
+		err = fmt.Errorf("%w: %v", cli.ErrUsage, err) // out-of-range sizes
 	}
 	if err != nil {
 		return err
@@ -140,4 +165,12 @@ func writeGraph(path string, e *graphio.Edges) (err error) {
 		dst = z
 	}
 	return graphio.WriteSNAP(dst, e)
+}
+
+// cmpOr is v, or def when v is zero.
+func cmpOr(v, def float64) float64 {
+	if v == 0 {
+		return def
+	}
+	return v
 }

@@ -21,6 +21,9 @@ func TestGraphGenInfo(t *testing.T) {
 	}{
 		{[]string{"rmat", "--scale", "10", "--edge-factor", "4", "--seed", "2"}, "r.el.gz", "1024 vertices, 4096 entries"},
 		{[]string{"rgg", "--scale", "10"}, "g.edges", "1024 vertices"},
+		{[]string{"road", "--vertices", "5000", "--degree", "2.3"}, "road.el", "5000 vertices"},
+		{[]string{"mesh3d", "--vertices", "3000", "--degree", "12"}, "m.el", "3000 vertices"},
+		{[]string{"standin", "--name", "luxembourg_osm"}, "lux.el.gz", "114000 vertices"},
 	} {
 		path := filepath.Join(dir, tc.file)
 		var out bytes.Buffer
@@ -45,6 +48,7 @@ func TestGraphUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"gen"}, {"gen", "nope", "--out", filepath.Join(dir, "x")}, {"gen", "rmat"}, {"gen", "rmat", "--scale", "0", "--out", "x"},
 		{"gen", "rgg", "--scale", "30", "--out", filepath.Join(dir, "x")}, {"info"}, {"info", "a", "b"}, {"frob"},
+		{"gen", "standin", "--name", "nope", "--out", filepath.Join(dir, "x")}, {"gen", "road", "--degree", "5", "--out", filepath.Join(dir, "x")},
 	} {
 		if err := runGraph(args); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("%v: %v, want a usage error", args, err)

@@ -121,7 +121,7 @@ func RGG(k int, seed uint64) (*Edges, error) {
 	n := 1 << k
 	radius := 0.55 * math.Sqrt(math.Log(float64(n))/float64(n))
 	xs, ys := rggPoints(k, seed)
-	return geometric(xs, ys, radius), nil
+	return geometric(xs, ys, nil, radius), nil
 }
 
 // rggPoints places RGG's 2^k points, from the seed alone.
@@ -139,33 +139,80 @@ func rggPoints(k int, seed uint64) (xs, ys []float64) {
 	return xs, ys
 }
 
-// geometric returns the graph of points (xs[i], ys[i]) in the unit square
-// joined when closer than radius, both directions, found through a grid of
-// cells at least radius wide (a point's neighbours lie in its cell and the
-// eight around it). Entries come in order of source vertex.
-func geometric(xs, ys []float64, radius float64) *Edges {
+// Mesh3D generates a 3-D random geometric graph, the stand-in for finite-
+// element meshes such as ldoor: n points uniform in the unit cube, joined
+// when closer than the radius at which a point away from the faces has
+// avgDegree neighbours on average ((4/3)·π·r³·n = avgDegree); points near
+// the faces have fewer. Undirected, both directions listed; the result
+// depends on the seed alone.
+func Mesh3D(n int, avgDegree float64, seed uint64) (*Edges, error) {
+	if n < 2 || n > 1<<28 || avgDegree <= 0 || avgDegree > 1024 {
+		return nil, fmt.Errorf("graphio: Mesh3D of %d points, degree %v: want 2..2^28 points and a degree in (0, 1024]", n, avgDegree)
+	}
+	pts := mesh3DPoints(n, seed)
+	return geometric(pts[0], pts[1], pts[2], mesh3DRadius(n, avgDegree)), nil
+}
+
+func mesh3DRadius(n int, avgDegree float64) float64 {
+	return min(1, math.Cbrt(3*avgDegree/(4*math.Pi*float64(n))))
+}
+
+// mesh3DPoints places Mesh3D's points, from the seed alone.
+func mesh3DPoints(n int, seed uint64) [3][]float64 {
+	pts := [3][]float64{make([]float64, n), make([]float64, n), make([]float64, n)}
+	hostpar.ForCores((n+genChunk-1)/genChunk, 1, func(_, lo, hi int) {
+		for c := lo; c < hi; c++ {
+			rng := rand.New(rand.NewPCG(seed, uint64(c)))
+			for i := c * genChunk; i < min(n, (c+1)*genChunk); i++ {
+				pts[0][i], pts[1][i], pts[2][i] = rng.Float64(), rng.Float64(), rng.Float64()
+			}
+		}
+	})
+	return pts
+}
+
+// geometric returns the graph of points (xs[i], ys[i], zs[i]) in the unit
+// square (zs nil) or cube joined when closer than radius, both directions,
+// found through a grid of cells at least radius wide (a point's neighbours
+// lie in its cell and the ones around it). Entries come in order of source
+// vertex.
+func geometric(xs, ys, zs []float64, radius float64) *Edges {
 	n := len(xs)
 	g := max(1, int(1/radius)) // cells per side
-	cellOf := func(i int) int {
-		cx, cy := min(g-1, int(xs[i]*float64(g))), min(g-1, int(ys[i]*float64(g)))
-		return cy*g + cx
+	gz := 1
+	if zs != nil {
+		g = min(g, 1<<10) // at most 2^30 cells
+		gz = g
 	}
+	cellAt := func(v float64) int { return min(g-1, int(v*float64(g))) }
+	cellOf := func(i int) int {
+		c := cellAt(ys[i])*g + cellAt(xs[i])
+		if zs != nil {
+			c += cellAt(zs[i]) * g * g
+		}
+		return c
+	}
+	cells := g * g * gz
 	// Points by cell (a counting sort).
-	start := make([]int, g*g+1)
+	start := make([]int, cells+1)
 	for i := range n {
 		start[cellOf(i)+1]++
 	}
-	for c := range g * g {
+	for c := range cells {
 		start[c+1] += start[c]
 	}
 	byCell := make([]uint32, n)
-	fill := append([]int(nil), start[:g*g]...)
+	fill := append([]int(nil), start[:cells]...)
 	for i := range n {
 		c := cellOf(i)
 		byCell[fill[c]] = uint32(i)
 		fill[c]++
 	}
 	r2 := radius * radius
+	dzs := []int{0}
+	if zs != nil {
+		dzs = []int{-1, 0, 1}
+	}
 	// Each part lists the neighbours of its vertices, in vertex order.
 	type part struct{ src, dst []uint32 }
 	parts := make([]part, hostpar.Parts(n, 1<<12)*4)
@@ -173,21 +220,29 @@ func geometric(xs, ys []float64, radius float64) *Edges {
 		for p := lo; p < hi; p++ {
 			var out part
 			for i := p * n / len(parts); i < (p+1)*n/len(parts); i++ {
-				c := cellOf(i)
-				cx, cy := c%g, c/g
-				for dy := -1; dy <= 1; dy++ {
-					for dx := -1; dx <= 1; dx++ {
-						x, y := cx+dx, cy+dy
-						if x < 0 || y < 0 || x >= g || y >= g {
-							continue
-						}
-						cc := y*g + x
-						for _, j := range byCell[start[cc]:start[cc+1]] {
-							if int(j) == i {
+				cx, cy, cz := cellAt(xs[i]), cellAt(ys[i]), 0
+				if zs != nil {
+					cz = cellAt(zs[i])
+				}
+				for _, dz := range dzs {
+					for dy := -1; dy <= 1; dy++ {
+						for dx := -1; dx <= 1; dx++ {
+							x, y, z := cx+dx, cy+dy, cz+dz
+							if x < 0 || y < 0 || z < 0 || x >= g || y >= g || z >= gz {
 								continue
 							}
-							if ddx, ddy := xs[i]-xs[j], ys[i]-ys[j]; ddx*ddx+ddy*ddy < r2 {
-								out.src, out.dst = append(out.src, uint32(i)), append(out.dst, j)
+							cc := (z*g+y)*g + x
+							for _, j := range byCell[start[cc]:start[cc+1]] {
+								if int(j) == i {
+									continue
+								}
+								d := (xs[i]-xs[j])*(xs[i]-xs[j]) + (ys[i]-ys[j])*(ys[i]-ys[j])
+								if zs != nil {
+									d += (zs[i] - zs[j]) * (zs[i] - zs[j])
+								}
+								if d < r2 {
+									out.src, out.dst = append(out.src, uint32(i)), append(out.dst, j)
+								}
 							}
 						}
 					}
@@ -206,4 +261,63 @@ func geometric(xs, ys []float64, radius float64) *Edges {
 		e.Src, e.Dst = append(e.Src, p.src...), append(e.Dst, p.dst...)
 	}
 	return e
+}
+
+// Road generates a road-network-like graph of n vertices and about
+// avgDegree entries per vertex (2 < avgDegree < 2.8; road networks have
+// 2.1-2.4): a square grid of intersections with 30% of its street segments
+// removed at random, each remaining segment subdivided by degree-2 vertices
+// (the bends of a road) until there are n vertices. Undirected, both
+// directions listed; the result depends on the seed alone. (Real road
+// networks have intersections of degree up to 6-13; this model's are at
+// most 4.)
+func Road(n int, avgDegree float64, seed uint64) (*Edges, error) {
+	const keep = 0.7
+	if n < 16 || n > 1<<30 || avgDegree <= 2 || avgDegree >= 2+2*keep-0.01 {
+		return nil, fmt.Errorf("graphio: Road of %d vertices, degree %v: want 16..2^30 vertices and a degree in (2, %.2f)", n, avgDegree, 2+2*keep-0.01)
+	}
+	// With I intersections and about 2·keep·I segments, the n - I bend
+	// vertices make 2·keep·I + n - I edges: a mean degree of
+	// 2 + 2(2·keep - 1)·I/n.
+	g := max(2, int(math.Round(math.Sqrt((avgDegree-2)/(2*(2*keep-1))*float64(n)))))
+	inter := g * g
+	if inter > n {
+		return nil, fmt.Errorf("graphio: Road: %d vertices are too few for degree %v", n, avgDegree)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x726f6164))
+	var segs [][2]uint32
+	for y := range g {
+		for x := range g {
+			v := uint32(y*g + x)
+			if x+1 < g && rng.Float64() < keep {
+				segs = append(segs, [2]uint32{v, v + 1})
+			}
+			if y+1 < g && rng.Float64() < keep {
+				segs = append(segs, [2]uint32{v, v + uint32(g)})
+			}
+		}
+	}
+	if len(segs) == 0 {
+		return nil, fmt.Errorf("graphio: Road: no segment kept (seed %d)", seed)
+	}
+	bends := n - inter
+	e := &Edges{NumVertices: n}
+	next := uint32(inter)
+	link := func(a, b uint32) {
+		e.Src, e.Dst = append(e.Src, a, b), append(e.Dst, b, a)
+	}
+	for k, s := range segs {
+		m := bends / len(segs)
+		if k < bends%len(segs) {
+			m++
+		}
+		prev := s[0]
+		for range m {
+			link(prev, next)
+			prev = next
+			next++
+		}
+		link(prev, s[1])
+	}
+	return e, nil
 }

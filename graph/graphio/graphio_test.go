@@ -407,3 +407,111 @@ func TestWriteSNAPRoundTrip(t *testing.T) {
 		t.Fatalf("empty: %+v", z)
 	}
 }
+
+// undirectedOK: every entry's reverse is present, no self-loop.
+func undirectedOK(t *testing.T, e *Edges) {
+	t.Helper()
+	set := make(map[uint64]bool, e.Len())
+	for i := range e.Src {
+		if e.Src[i] == e.Dst[i] {
+			t.Fatalf("self-loop at %d", e.Src[i])
+		}
+		set[uint64(e.Src[i])<<32|uint64(e.Dst[i])] = true
+	}
+	for i := range e.Src {
+		if !set[uint64(e.Dst[i])<<32|uint64(e.Src[i])] {
+			t.Fatalf("%d>%d without its reverse", e.Src[i], e.Dst[i])
+		}
+	}
+}
+
+// TestRoad: the vertex count, the mean degree asked for, degree-2 bends
+// and intersections of at most 4, both directions.
+func TestRoad(t *testing.T) {
+	for _, avg := range []float64{2.1, 2.4} {
+		e, err := Road(20000, avg, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkEdges(t, e)
+		undirectedOK(t, e)
+		d := DegreeStats(e)
+		if e.NumVertices != 20000 || math.Abs(d.Mean-avg) > 0.05*avg || d.Max > 4 || d.Isolated > e.NumVertices/10 {
+			t.Fatalf("degree %.2f: %+v", avg, d)
+		}
+	}
+	for _, bad := range [][2]float64{{8, 2.2}, {1000, 2}, {1000, 3}} {
+		if _, err := Road(int(bad[0]), bad[1], 1); err == nil {
+			t.Errorf("Road(%v) took it", bad)
+		}
+	}
+}
+
+// TestMesh3D: the entries are exactly the close pairs (against all pairs),
+// both directions, and the mean degree near the asked one (less at the
+// cube's faces).
+func TestMesh3D(t *testing.T) {
+	const n = 1500
+	e, err := Mesh3D(n, 20, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEdges(t, e)
+	undirectedOK(t, e)
+	pts, r := mesh3DPoints(n, 3), mesh3DRadius(n, 20)
+	close := 0
+	for i := range n {
+		for j := range n {
+			dx, dy, dz := pts[0][i]-pts[0][j], pts[1][i]-pts[1][j], pts[2][i]-pts[2][j]
+			if i != j && dx*dx+dy*dy+dz*dz < r*r {
+				close++
+			}
+		}
+	}
+	if close != e.Len() {
+		t.Fatalf("%d entries, all pairs give %d", e.Len(), close)
+	}
+	for i := range e.Src {
+		s, d := e.Src[i], e.Dst[i]
+		dx, dy, dz := pts[0][s]-pts[0][d], pts[1][s]-pts[1][d], pts[2][s]-pts[2][d]
+		if dx*dx+dy*dy+dz*dz >= r*r {
+			t.Fatalf("entry %d>%d is not a close pair", s, d)
+		}
+	}
+	if d := DegreeStats(e); d.Mean < 0.5*20 || d.Mean > 1.05*20 {
+		t.Fatalf("mean degree %.2f, asked 20", d.Mean)
+	}
+	big, _ := Mesh3D(100_000, 48, 3)
+	if d := DegreeStats(big); d.Mean < 0.75*48 || d.Mean > 48 {
+		t.Fatalf("100K points: mean degree %.2f, asked 48", d.Mean)
+	}
+	if _, err := Mesh3D(1, 5, 1); err == nil {
+		t.Error("Mesh3D of one point taken")
+	}
+}
+
+// TestStandIns: the registry is consistent, and the small stand-ins come
+// within 15% of their dataset's entries (the spec's Table 5.1 target).
+func TestStandIns(t *testing.T) {
+	seen := map[string]bool{}
+	for _, s := range StandIns() {
+		if seen[s.Name] || s.Vertices <= 0 || s.Entries <= s.Vertices || s.Generate == nil {
+			t.Fatalf("stand-in %+v", s)
+		}
+		seen[s.Name] = true
+		if s.Entries > 2_000_000 || testing.Short() && s.Entries > 300_000 {
+			continue
+		}
+		e, err := s.Generate(1)
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		checkEdges(t, e)
+		undirectedOK(t, e)
+		r := float64(e.Len()) / float64(s.Entries)
+		if r < 0.85 || r > 1.15 {
+			t.Errorf("%s (%s): %d entries, the dataset %d (%.2fx)", s.Name, s.Model, e.Len(), s.Entries, r)
+		}
+		t.Logf("%s (%s): %d vertices, %d entries, the dataset %d (%.2fx)", s.Name, s.Model, e.NumVertices, e.Len(), s.Entries, r)
+	}
+}
