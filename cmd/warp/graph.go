@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 
@@ -26,7 +27,9 @@ subcommands:
                                      rmat (Graph500 Kronecker: --scale, --edge-factor), rgg (DIMACS10 random
                                      geometric: --scale), road (--vertices, --degree), mesh3d (--vertices,
                                      --degree), standin --name N (a stand-in for a dataset of the thesis)
-  standins                           list the stand-ins and the datasets they stand for
+  standins [--generate] [--max-entries N]
+                                     list the stand-ins and the datasets they stand for; --generate makes
+                                     each (up to N dataset entries) and compares its size
 `
 
 func runGraph(args []string) error {
@@ -43,10 +46,7 @@ func runGraph(args []string) error {
 	case "gen":
 		return cli.InCommand("warp graph gen", graphGen(args[1:], os.Stdout))
 	case "standins":
-		for _, st := range graphio.StandIns() {
-			fmt.Printf("%-18s %-15s stands for %d vertices, %d entries\n", st.Name, st.Model, st.Vertices, st.Entries)
-		}
-		return nil
+		return cli.InCommand("warp graph standins", graphStandIns(args[1:], os.Stdout))
 	}
 	return cli.InCommand("warp graph", fmt.Errorf("%w: unknown subcommand %q (have info, gen, standins)", cli.ErrUsage, args[0]))
 }
@@ -173,4 +173,38 @@ func cmpOr(v, def float64) float64 {
 		return def
 	}
 	return v
+}
+
+func graphStandIns(args []string, w io.Writer) error {
+	fs := cli.NewFlags("graph standins", "[--generate] [--max-entries N]")
+	generate := fs.Bool("generate", false, "generate each stand-in and compare its entries with its dataset's (the spec's Table 5.1 target: within 15%)")
+	maxEntries := fs.Int64("max-entries", 1<<62, "with --generate: skip datasets of more entries")
+	seed := fs.Uint64("seed", 1, "random seed")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	if err := cli.NoArgs(fs); err != nil {
+		return err
+	}
+	for _, st := range graphio.StandIns() {
+		fmt.Fprintf(w, "%-18s %-15s stands for %11d vertices, %11d entries", st.Name, st.Model, st.Vertices, st.Entries)
+		if !*generate || int64(st.Entries) > *maxEntries {
+			fmt.Fprintln(w)
+			continue
+		}
+		t0 := time.Now()
+		e, err := st.Generate(*seed)
+		if err != nil {
+			return err
+		}
+		d := graphio.DegreeStats(e)
+		r := float64(e.Len()) / float64(st.Entries)
+		within := "within 15%"
+		if r < 0.85 || r > 1.15 {
+			within = "OUTSIDE 15%"
+		}
+		fmt.Fprintf(w, "; generated %11d vertices, %11d entries (%.2fx, %s), degree max %d mean %.1f, in %v\n",
+			d.Vertices, d.Entries, r, within, d.Max, d.Mean, time.Since(t0).Round(time.Millisecond))
+	}
+	return nil
 }

@@ -58,3 +58,13 @@ func TestGraphUsage(t *testing.T) {
 		t.Errorf("info of a missing file: %v", err)
 	}
 }
+
+func TestGraphStandIns(t *testing.T) {
+	var out bytes.Buffer
+	if err := graphStandIns([]string{"--generate", "--max-entries", "300000"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "luxembourg_osm") || !strings.Contains(out.String(), "within 15%") || strings.Count(out.String(), "\n") != 10 {
+		t.Fatalf("%s", out.String())
+	}
+}
