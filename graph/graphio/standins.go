@@ -21,12 +21,8 @@ type StandIn struct {
 func StandIns() []StandIn {
 	undirected := ReadOptions{Symmetrize: true, DropSelfLoops: true, Dedup: true}
 	road := func(n, entries int) func(uint64) (*Edges, error) {
-		return func(seed uint64) (*Edges, error) {
-			e, err := Road(n, float64(entries)/float64(n), seed)
-			if err != nil {
-				return nil, err
-			}
-			return undirected.Apply(e), nil
+		return func(seed uint64) (*Edges, error) { // Road lists each edge both ways, once
+			return Road(n, float64(entries)/float64(n), seed)
 		}
 	}
 	rmat := func(scale, ef int) func(uint64) (*Edges, error) {
