@@ -25,16 +25,17 @@
 package graphio
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/warpkit/warpkit/prim"
 )
 
 // Edges is a graph as a list of entries (COO): entry i goes from Src[i] to
@@ -162,34 +163,28 @@ func (o ReadOptions) finish(e *Edges) *Edges {
 
 // dedup sorts e's entries by (src, dst), keeping the last of each pair.
 func dedup(e *Edges) {
-	// Sort (src<<32|dst, position) pairs: ties keep file order, so the
-	// last of a run is the file's last entry of the pair.
-	type item struct {
-		key uint64
-		at  int
+	if len(e.Src) > math.MaxUint32 {
+		panic("graphio: dedup of more than 2^32 entries") // (the readers and generators stop short of it)
 	}
-	items := make([]item, len(e.Src))
-	for i := range items {
-		items[i] = item{uint64(e.Src[i])<<32 | uint64(e.Dst[i]), i}
+	// A stable radix sort of (src<<32|dst, position): ties keep file order,
+	// so the last of a run is the file's last entry of the pair.
+	keys, at := make([]uint64, len(e.Src)), make([]uint32, len(e.Src))
+	for i := range keys {
+		keys[i], at[i] = uint64(e.Src[i])<<32|uint64(e.Dst[i]), uint32(i)
 	}
-	slices.SortFunc(items, func(a, b item) int {
-		if c := cmp.Compare(a.key, b.key); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.at, b.at)
-	})
-	src, dst := make([]uint32, 0, len(items)), make([]uint32, 0, len(items))
+	prim.SortPairsHost(keys, at, prim.SortOptions{})
+	src, dst := make([]uint32, 0, len(keys)), make([]uint32, 0, len(keys))
 	var w []float64
 	if e.W != nil {
-		w = make([]float64, 0, len(items))
+		w = make([]float64, 0, len(keys))
 	}
-	for k, it := range items {
-		if k+1 < len(items) && items[k+1].key == it.key {
+	for k, key := range keys {
+		if k+1 < len(keys) && keys[k+1] == key {
 			continue // a later entry of the pair follows: it wins
 		}
-		src, dst = append(src, uint32(it.key>>32)), append(dst, uint32(it.key))
+		src, dst = append(src, uint32(key>>32)), append(dst, uint32(key))
 		if w != nil {
-			w = append(w, e.W[it.at])
+			w = append(w, e.W[at[k]])
 		}
 	}
 	e.Duplicates = len(e.Src) - len(src)
