@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "graph", summary: "graph files: info (counts and degrees of a MatrixMarket, SNAP or METIS file), gen (RMAT, RGG, road, 3-D mesh, stand-ins), standins", run: runGraph})
+	register(&command{name: "graph", summary: "graph files: info (counts and degrees of a MatrixMarket, SNAP or METIS file), gen (RMAT, RGG, Delaunay, road, 3-D mesh, stand-ins), standins", run: runGraph})
 }
 
 const graphUsage = `usage: warp graph <subcommand> [flags]
@@ -25,8 +25,9 @@ subcommands:
                                      .txt/.el/.edges/.tsv as SNAP; .gz too)
   gen <model> [flags] --out <file>   generate a graph and write it as a SNAP edge list (.gz: compressed):
                                      rmat (Graph500 Kronecker: --scale, --edge-factor), rgg (DIMACS10 random
-                                     geometric: --scale), road (--vertices, --degree), mesh3d (--vertices,
-                                     --degree), standin --name N (a stand-in for a dataset of the thesis)
+                                     geometric: --scale), delaunay (--scale), road (--vertices, --degree),
+                                     mesh3d (--vertices, --degree), standin --name N (a stand-in for a
+                                     dataset of the thesis)
   standins [--generate] [--max-entries N]
                                      list the stand-ins and the datasets they stand for; --generate makes
                                      each (up to N dataset entries) and compares its size
@@ -82,7 +83,7 @@ func graphInfo(args []string, w io.Writer) error {
 
 func graphGen(args []string, w io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("%w: name a generator (rmat, rgg, road, mesh3d, standin)", cli.ErrUsage)
+		return fmt.Errorf("%w: name a generator (rmat, rgg, delaunay, road, mesh3d, standin)", cli.ErrUsage)
 	}
 	model := args[0]
 	fs := cli.NewFlags("graph gen "+model, "[flags] --out <file>")
@@ -112,6 +113,11 @@ func graphGen(args []string, w io.Writer) error {
 			return fmt.Errorf("%w: rgg --scale is at most 28", cli.ErrUsage)
 		}
 		e, err = graphio.RGG(*scale, *seed)
+	case "delaunay":
+		if *scale > 26 {
+			return fmt.Errorf("%w: delaunay --scale is at most 26", cli.ErrUsage)
+		}
+		e, err = graphio.Delaunay(*scale, *seed)
 	case "road":
 		e, err = graphio.Road(*vertices, cmpOr(*degree, 2.2), *seed)
 	case "mesh3d":
@@ -123,7 +129,7 @@ func graphGen(args []string, w io.Writer) error {
 		}
 		e, err = graphio.StandIns()[i].Generate(*seed)
 	default:
-		return fmt.Errorf("%w: unknown generator %q (have rmat, rgg, road, mesh3d, standin)", cli.ErrUsage, model)
+		return fmt.Errorf("%w: unknown generator %q (have rmat, rgg, delaunay, road, mesh3d, standin)", cli.ErrUsage, model)
 	}
 	if err != nil && (model == "road" || model == "mesh3d") {
 		err = fmt.Errorf("%w: %v", cli.ErrUsage, err) // out-of-range sizes

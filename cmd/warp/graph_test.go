@@ -22,6 +22,7 @@ func TestGraphGenInfo(t *testing.T) {
 		{[]string{"rmat", "--scale", "10", "--edge-factor", "4", "--seed", "2"}, "r.el.gz", "1024 vertices, 4096 entries"},
 		{[]string{"rgg", "--scale", "10"}, "g.edges", "1024 vertices"},
 		{[]string{"road", "--vertices", "5000", "--degree", "2.3"}, "road.el", "5000 vertices"},
+		{[]string{"delaunay", "--scale", "10"}, "d.el", "1024 vertices"},
 		{[]string{"mesh3d", "--vertices", "3000", "--degree", "12"}, "m.el", "3000 vertices"},
 		{[]string{"standin", "--name", "luxembourg_osm"}, "lux.el.gz", "114000 vertices"},
 	} {
@@ -64,7 +65,7 @@ func TestGraphStandIns(t *testing.T) {
 	if err := graphStandIns([]string{"--generate", "--max-entries", "300000"}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "luxembourg_osm") || !strings.Contains(out.String(), "within 15%") || strings.Count(out.String(), "\n") != 10 {
+	if !strings.Contains(out.String(), "luxembourg_osm") || !strings.Contains(out.String(), "within 15%") || strings.Count(out.String(), "\n") != 12 {
 		t.Fatalf("%s", out.String())
 	}
 }

@@ -112,7 +112,7 @@ func mix64(x uint64) uint64 {
 // points placed uniformly in the unit square, and an edge between every two
 // closer than 0.55·√(ln n / n). Undirected, both directions listed (as
 // ReadMETIS lists the DIMACS10 files): about 0.95·ln n entries per vertex
-// (rgg_n_2_20 has 13.8M entries). Vertex i is the i-th point generated; the
+// (Table 5.1 gives rgg_n_2_20 13.8M entries). Vertex i is the i-th point generated; the
 // result depends on the seed alone.
 func RGG(k int, seed uint64) (*Edges, error) {
 	if k < 1 || k > 28 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -513,5 +514,58 @@ func TestStandIns(t *testing.T) {
 			t.Errorf("%s (%s): %d entries, the dataset %d (%.2fx)", s.Name, s.Model, e.Len(), s.Entries, r)
 		}
 		t.Logf("%s (%s): %d vertices, %d entries, the dataset %d (%.2fx)", s.Name, s.Model, e.NumVertices, e.Len(), s.Entries, r)
+	}
+}
+
+// TestDelaunay: every triangle of the construction (but those at the far
+// corners) has an empty circumcircle — checked against every point — and
+// the graph is undirected with about 3 edges per point (Euler: 3n - 3 - h).
+func TestDelaunay(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const n = 600
+	xs, ys := make([]float64, n), make([]float64, n)
+	for i := range xs {
+		xs[i], ys[i] = rng.Float64(), rng.Float64()
+	}
+	tr := &triangulation{x: append(slices.Clone(xs), -100, 100, 0.5), y: append(slices.Clone(ys), -100, -100, 200)}
+	tr.t = []tri{{v: [3]int32{n, n + 1, n + 2}, nb: [3]int32{-1, -1, -1}}}
+	for _, p := range snakeOrder(xs, ys) {
+		tr.insert(p)
+	}
+	real := 0
+	for _, tt := range tr.t {
+		a, b, c := tt.v[0], tt.v[1], tt.v[2]
+		if orient(tr.x[a], tr.y[a], tr.x[b], tr.y[b], tr.x[c], tr.y[c]) <= 0 {
+			t.Fatalf("triangle %v is not counter-clockwise", tt.v)
+		}
+		if a >= n || b >= n || c >= n {
+			continue
+		}
+		real++
+		for d := range int32(n) {
+			if d != a && d != b && d != c && inCircle(tr.x[a], tr.y[a], tr.x[b], tr.y[b], tr.x[c], tr.y[c], tr.x[d], tr.y[d]) > 1e-12 {
+				t.Fatalf("point %d inside the circumcircle of %v", d, tt.v)
+			}
+		}
+	}
+	if real < 2*n-2*int(math.Sqrt(n))-10 {
+		t.Fatalf("%d triangles among %d points", real, n)
+	}
+	e := triangulate(xs, ys)
+	checkEdges(t, e)
+	undirectedOK(t, e)
+	if edges := e.Len() / 2; edges < 3*n-3-60 || edges > 3*n-3 {
+		t.Fatalf("%d edges among %d points (Euler: at most 3n-3-h)", edges, n)
+	}
+	big, err := Delaunay(14, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := DegreeStats(big); d.Mean < 5.9 || d.Mean > 6 || d.Min < 2 {
+		t.Fatalf("2^14 points: %+v", d)
+	}
+	again, _ := Delaunay(14, 1)
+	if !slices.Equal(again.Src, big.Src) || !slices.Equal(again.Dst, big.Dst) {
+		t.Fatal("another run, another graph")
 	}
 }

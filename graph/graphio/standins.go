@@ -15,9 +15,8 @@ type StandIn struct {
 // StandIns returns the stand-ins of the thesis's datasets (the spec's §5):
 // road networks by Road at their vertex count and mean degree, the
 // DIMACS10 random geometric graphs by their own model, the social and
-// collaboration graphs by RMAT at the spec's scales and edge factors, and
-// ldoor by Mesh3D. The Delaunay triangulations (delaunay_n20, n23) have no
-// stand-in yet.
+// collaboration graphs by RMAT at the spec's scales and edge factors, the
+// Delaunay triangulations by their own model, and ldoor by Mesh3D.
 func StandIns() []StandIn {
 	undirected := ReadOptions{Symmetrize: true, DropSelfLoops: true, Dedup: true}
 	road := func(n, entries int) func(uint64) (*Edges, error) {
@@ -44,6 +43,8 @@ func StandIns() []StandIn {
 		{"luxembourg_osm", "road", 114_000, 239_000, road(114_000, 239_000)},
 		{"germany_osm", "road", 11_500_000, 24_700_000, road(11_500_000, 24_700_000)},
 		{"road_usa", "road", 23_900_000, 57_700_000, road(23_900_000, 57_700_000)},
+		{"delaunay_n20", "delaunay k=20", 1_000_000, 6_300_000, func(seed uint64) (*Edges, error) { return Delaunay(20, seed) }},
+		{"delaunay_n23", "delaunay k=23", 8_400_000, 50_300_000, func(seed uint64) (*Edges, error) { return Delaunay(23, seed) }},
 		{"rgg_n_2_20_s0", "rgg k=20", 1_000_000, 13_800_000, rgg(20)},
 		{"rgg_n_2_24_s0", "rgg k=24", 16_800_000, 265_100_000, rgg(24)},
 		{"coAuthorsDBLP", "rmat s18 ef4", 299_000, 1_900_000, rmat(18, 4)},
