@@ -112,8 +112,8 @@ func mix64(x uint64) uint64 {
 // points placed uniformly in the unit square, and an edge between every two
 // closer than 0.55·√(ln n / n). Undirected, both directions listed (as
 // ReadMETIS lists the DIMACS10 files): about 0.95·ln n entries per vertex
-// (Table 5.1 gives rgg_n_2_20 13.8M entries). Vertex i is the i-th point generated; the
-// result depends on the seed alone.
+// (Table 5.1 gives rgg_n_2_20 13.8M entries). Vertex i is the i-th point
+// generated; the result depends on the seed alone.
 func RGG(k int, seed uint64) (*Edges, error) {
 	if k < 1 || k > 28 {
 		return nil, fmt.Errorf("graphio: RGG 2^%d points: want k in 1..28", k)
