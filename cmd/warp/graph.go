@@ -22,8 +22,9 @@ const graphUsage = `usage: warp graph <subcommand> [flags]
 
 subcommands:
   info [flags] <file>                vertices, entries and degrees of a graph file (.mtx, .graph/.metis,
-                                     .txt/.el/.edges/.tsv as SNAP; .gz too)
-  gen <model> [flags] --out <file>   generate a graph and write it as a SNAP edge list (.gz: compressed):
+                                     .txt/.el/.edges/.tsv as SNAP, .wkg; .gz too)
+  gen <model> [flags] --out <file>   generate a graph and write it as a SNAP edge list (.wkg: binary CSR;
+                                     .gz: compressed):
                                      rmat (Graph500 Kronecker: --scale, --edge-factor), rgg (DIMACS10 random
                                      geometric: --scale), delaunay (--scale), road (--vertices, --degree),
                                      mesh3d (--vertices, --degree), standin --name N (a stand-in for a
@@ -93,7 +94,7 @@ func graphGen(args []string, w io.Writer) error {
 	degree := fs.Float64("degree", 0, "road, mesh3d: mean entries per vertex (default 2.2 for road, 48 for mesh3d)")
 	name := fs.String("name", "", "standin: the dataset (warp graph standins lists them)")
 	seed := fs.Uint64("seed", 1, "random seed (the graph depends on it alone)")
-	out := fs.String("out", "", "output file (SNAP edge list; a .gz name is compressed)")
+	out := fs.String("out", "", "output file: a SNAP edge list, or binary CSR for a .wkg name; a .gz name is compressed")
 	if err := cli.Parse(fs, args[1:]); err != nil {
 		return err
 	}
@@ -145,8 +146,9 @@ func graphGen(args []string, w io.Writer) error {
 	return nil
 }
 
-// writeGraph writes e to path as a SNAP edge list, compressed for a .gz
-// name; a failure removes the partial file.
+// writeGraph writes e to path as a SNAP edge list, or as .wkg (binary CSR)
+// for a .wkg name, compressed for a .gz name; a failure removes the partial
+// file.
 func writeGraph(path string, e *graphio.Edges) (err error) {
 	f, err := os.Create(path)
 	if err != nil {
@@ -161,14 +163,18 @@ func writeGraph(path string, e *graphio.Edges) (err error) {
 		}
 	}()
 	var dst io.Writer = f
-	if strings.HasSuffix(strings.ToLower(path), ".gz") {
+	name := strings.ToLower(path)
+	if strings.HasSuffix(name, ".gz") {
 		z := gzip.NewWriter(f)
 		defer func() {
 			if cerr := z.Close(); err == nil {
 				err = cerr
 			}
 		}()
-		dst = z
+		dst, name = z, strings.TrimSuffix(name, ".gz")
+	}
+	if strings.HasSuffix(name, ".wkg") {
+		return graphio.WriteWKG(dst, e)
 	}
 	return graphio.WriteSNAP(dst, e)
 }

@@ -23,6 +23,7 @@ func TestGraphGenInfo(t *testing.T) {
 		{[]string{"rgg", "--scale", "10"}, "g.edges", "1024 vertices"},
 		{[]string{"road", "--vertices", "5000", "--degree", "2.3"}, "road.el", "5000 vertices"},
 		{[]string{"delaunay", "--scale", "10"}, "d.el", "1024 vertices"},
+		{[]string{"rmat", "--scale", "9"}, "r.wkg", "512 vertices"},
 		{[]string{"mesh3d", "--vertices", "3000", "--degree", "12"}, "m.el", "3000 vertices"},
 		{[]string{"standin", "--name", "luxembourg_osm"}, "lux.el.gz", "114000 vertices"},
 	} {

@@ -18,9 +18,9 @@
 // generators and the stand-ins of the thesis's twelve datasets (StandIns,
 // all within 15% of their entries: docs/benchmarks.md); WriteSNAP and
 // DegreeStats, behind warp graph info, gen and standins; tested and
-// fuzzed. Still to build: parallel chunked parsing (a 16.7M-entry gzipped
-// edge list reads in about 4 s on one core), the binary .wkg cache, and
-// warp graph tc with the graph structure.
+// fuzzed; the binary .wkg CSR cache (WriteWKG, ReadWKG). Still to build:
+// parallel chunked parsing (a 16.7M-entry gzipped edge list reads in about
+// 4 s on one core) and warp graph tc with the graph structure.
 //
 // Departures from the spec (shared/docs/specs/graph.md §5): Delaunay is
 // written here (fogleman/delaunay is not reachable), an incremental Lawson
@@ -198,7 +198,8 @@ func dedup(e *Edges) {
 
 // ReadFile reads the graph at path, its format told by its extension:
 // .mtx (MatrixMarket), .graph or .metis (METIS/DIMACS10), .txt, .el, .edges
-// or .tsv (SNAP edge list); a further .gz is undone first.
+// or .tsv (SNAP edge list), .wkg (the binary CSR cache: WriteWKG); a further
+// .gz is undone first.
 func ReadFile(path string, opts ReadOptions) (*Edges, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -223,8 +224,10 @@ func ReadFile(path string, opts ReadOptions) (*Edges, error) {
 		e, err = ReadMETIS(r, opts)
 	case ".txt", ".el", ".edges", ".tsv":
 		e, err = ReadSNAP(r, opts)
+	case ".wkg":
+		e, err = ReadWKG(r, opts)
 	default:
-		return nil, fmt.Errorf("%w: %s (want .mtx, .graph, .metis, .txt, .el, .edges or .tsv, optionally .gz)", ErrUnknownFormat, path)
+		return nil, fmt.Errorf("%w: %s (want .mtx, .graph, .metis, .txt, .el, .edges, .tsv or .wkg, optionally .gz)", ErrUnknownFormat, path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -569,3 +569,80 @@ func TestDelaunay(t *testing.T) {
 		t.Fatal("another run, another graph")
 	}
 }
+
+// TestWKGRoundTrip: a graph written as .wkg reads back with its entries
+// grouped by source (file order within each), weights too; any damaged
+// byte, a cut file or trailing bytes is ErrFormat.
+func TestWKGRoundTrip(t *testing.T) {
+	e, _ := RMAT(9, 4, RMATOptions{Seed: 2})
+	e.W = make([]float64, e.Len())
+	for i := range e.W {
+		e.W[i] = float64(i) * 0.5
+	}
+	var buf bytes.Buffer
+	if err := WriteWKG(&buf, e); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	back, err := ReadWKG(bytes.NewReader(data), ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The expected order: by source, stable.
+	idx := make([]int, e.Len())
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return int(e.Src[a]) - int(e.Src[b]) })
+	for k, i := range idx {
+		if back.Src[k] != e.Src[i] || back.Dst[k] != e.Dst[i] || back.W[k] != e.W[i] {
+			t.Fatalf("entry %d: %d>%d:%v, want %d>%d:%v", k, back.Src[k], back.Dst[k], back.W[k], e.Src[i], e.Dst[i], e.W[i])
+		}
+	}
+	if back.NumVertices != e.NumVertices || !back.Directed {
+		t.Fatalf("%d vertices, directed %v", back.NumVertices, back.Directed)
+	}
+	for _, at := range []int{0, 9, 20, 40, len(data) / 2, len(data) - 1} {
+		bad := slices.Clone(data)
+		bad[at] ^= 0x40
+		if _, err := ReadWKG(bytes.NewReader(bad), ReadOptions{}); !errors.Is(err, ErrFormat) {
+			t.Errorf("byte %d flipped: %v", at, err)
+		}
+	}
+	if _, err := ReadWKG(bytes.NewReader(data[:len(data)-3]), ReadOptions{}); !errors.Is(err, ErrFormat) {
+		t.Errorf("cut: %v", err)
+	}
+	if _, err := ReadWKG(bytes.NewReader(append(slices.Clone(data), 0)), ReadOptions{}); !errors.Is(err, ErrFormat) {
+		t.Errorf("a trailing byte: %v", err)
+	}
+	// Through ReadFile, unweighted, with options.
+	e.W = nil
+	p := filepath.Join(t.TempDir(), "g.wkg")
+	f, _ := os.Create(p)
+	if err := WriteWKG(f, e); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	d, err := ReadFile(p, ReadOptions{Dedup: true})
+	if err != nil || d.W != nil || d.Duplicates == 0 && d.Len() != e.Len() {
+		t.Fatalf("ReadFile: %v, %v", d, err)
+	}
+}
+
+func FuzzReadWKG(f *testing.F) {
+	e, _ := RMAT(4, 2, RMATOptions{Seed: 1})
+	var buf bytes.Buffer
+	WriteWKG(&buf, e)
+	f.Add(buf.Bytes())
+	f.Add([]byte("WKGRAPH\x00"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		e, err := ReadWKG(bytes.NewReader(in), ReadOptions{MaxVertices: 1 << 20})
+		if err != nil {
+			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("error %v is neither ErrFormat nor ErrTooLarge", err)
+			}
+			return
+		}
+		checkEdges(t, e)
+	})
+}
