@@ -18,15 +18,18 @@
 // generators and the stand-ins of the thesis's twelve datasets (StandIns,
 // all within 15% of their entries: docs/benchmarks.md); WriteSNAP and
 // DegreeStats, behind warp graph info, gen and standins; tested and
-// fuzzed; the binary .wkg CSR cache (WriteWKG, ReadWKG). Still to build:
-// parallel chunked parsing (a 16.7M-entry gzipped edge list reads in about
-// 4 s on one core) and warp graph tc with the graph structure.
+// fuzzed; the binary .wkg CSR cache (WriteWKG, ReadWKG). MatrixMarket and
+// SNAP entries are parsed in chunks on every core (METIS, whose vertex is
+// its line's rank, on one). Still to build: warp graph tc, with the graph
+// structure.
 //
 // Departures from the spec (shared/docs/specs/graph.md §5): Delaunay is
 // written here (fogleman/delaunay is not reachable), an incremental Lawson
 // construction; RMAT is generated on the host only (the device kernel
 // comes with the graph structure); the stand-ins' sizes are Table 5.1's
-// rounded figures.
+// rounded figures; METIS files parse on one core; the chunked parsers hold
+// a MatrixMarket file's text until its entries are counted (to name the
+// line of an entry past the count).
 package graphio
 
 import (

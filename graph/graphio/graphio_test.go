@@ -31,7 +31,19 @@ func pairs(e *Edges) string {
 	return b.String()
 }
 
-func TestReadMatrixMarket(t *testing.T) {
+// withChunks runs f with the parsers' chunks at each of several sizes (down
+// to a line or less per chunk), so that every test covers the cuts.
+func withChunks(t *testing.T, f func(t *testing.T)) {
+	defer func(n int) { chunkBytes = n }(chunkBytes)
+	for _, n := range []int{4 << 20, 64, 7, 1} {
+		chunkBytes = n
+		t.Run(fmt.Sprint(n), f)
+	}
+}
+
+func TestReadMatrixMarket(t *testing.T) { withChunks(t, testReadMatrixMarket) }
+
+func testReadMatrixMarket(t *testing.T) {
 	for _, tc := range []struct {
 		name, in string
 		opts     ReadOptions
@@ -57,7 +69,9 @@ func TestReadMatrixMarket(t *testing.T) {
 	}
 }
 
-func TestReadSNAP(t *testing.T) {
+func TestReadSNAP(t *testing.T) { withChunks(t, testReadSNAP) }
+
+func testReadSNAP(t *testing.T) {
 	e, err := ReadSNAP(strings.NewReader("# Directed graph\n# Nodes: 4\n0\t1\n1 2\n\n  3   0  \n1\t2\n"), ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +118,9 @@ func TestReadMETIS(t *testing.T) {
 
 // TestReadErrors: every bad input is a *ParseError (ErrFormat) naming its
 // line, or ErrTooLarge; none returns a graph.
-func TestReadErrors(t *testing.T) {
+func TestReadErrors(t *testing.T) { withChunks(t, testReadErrors) }
+
+func testReadErrors(t *testing.T) {
 	mm := "%%MatrixMarket matrix coordinate pattern general\n"
 	for _, tc := range []struct {
 		name, format, in string
@@ -247,6 +263,8 @@ func FuzzReadMatrixMarket(f *testing.F) {
 	f.Add([]byte("%%MatrixMarket matrix coordinate real symmetric\n4 4 2\n2 1 0.5\n4 3 -2\n"), uint8(7))
 	f.Add([]byte("%%MatrixMarket matrix coordinate pattern general\n3 3 3\n1 2\n2 3\n3 1\n"), uint8(0))
 	f.Fuzz(func(t *testing.T, in []byte, flags uint8) {
+		defer func(n int) { chunkBytes = n }(chunkBytes)
+		chunkBytes = 1 + int(flags>>3)*5 // chunks cut anywhere
 		e, err := ReadMatrixMarket(bytes.NewReader(in), fuzzOptions(flags))
 		if err != nil {
 			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrTooLarge) {
@@ -262,6 +280,8 @@ func FuzzReadSNAP(f *testing.F) {
 	f.Add([]byte("# c\n0 1\n1 2\n"), uint8(5))
 	f.Add([]byte("0 1 2.5\n1 0 1\n"), uint8(7))
 	f.Fuzz(func(t *testing.T, in []byte, flags uint8) {
+		defer func(n int) { chunkBytes = n }(chunkBytes)
+		chunkBytes = 1 + int(flags>>3)*5 // chunks cut anywhere
 		e, err := ReadSNAP(bytes.NewReader(in), fuzzOptions(flags))
 		if err != nil {
 			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrTooLarge) {

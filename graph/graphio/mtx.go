@@ -80,51 +80,81 @@ func ReadMatrixMarket(r io.Reader, opts ReadOptions) (*Edges, error) {
 		return nil, err
 	}
 	e.NumVertices = int(n)
-	capHint := int(min(nnz, 1<<26))
-	e.Src, e.Dst = make([]uint32, 0, capHint), make([]uint32, 0, capHint)
-	if weighted {
-		e.W = make([]float64, 0, capHint)
-	}
 	want := 2
 	if weighted {
 		want = 3
 	}
-	var count int64
-	for l.next() {
-		if len(l.line) > 0 && l.line[0] == '%' || blank(l.line) {
-			continue
+	parse := func(chunk []byte, line int, out *entryChunk) {
+		var f [][]byte
+		bad := func(n int, format string, args ...any) bool {
+			out.err = &ParseError{Format: "matrixmarket", Line: n, Msg: fmt.Sprintf(format, args...)}
+			return false
 		}
-		if count == nnz {
-			return nil, l.errorf("more entries than the %d the size line says", nnz)
-		}
-		f = fields(f, l.line)
-		if len(f) != want {
-			return nil, l.errorf("entry %q: want %d fields", l.line, want)
-		}
-		i, ok1 := atoi(f[0])
-		j, ok2 := atoi(f[1])
-		if !ok1 || !ok2 || i < 1 || i > rows || j < 1 || j > cols {
-			return nil, l.errorf("entry %q: indices outside 1..%d × 1..%d", l.line, rows, cols)
-		}
-		if skew && i == j {
-			return nil, l.errorf("entry %q: on the diagonal of a skew-symmetric matrix", l.line)
-		}
-		if weighted {
-			w, ok := atof(f[2])
-			if !ok {
-				return nil, l.errorf("entry %q: value %q is not a finite number", l.line, f[2])
+		chunkLines(chunk, line, func(n int, l []byte) bool {
+			if len(l) > 0 && l[0] == '%' || blank(l) {
+				return true
 			}
-			e.W = append(e.W, w)
-		}
-		e.Src, e.Dst = append(e.Src, uint32(i-1)), append(e.Dst, uint32(j-1))
-		count++
+			f = fields(f, l)
+			if len(f) != want {
+				return bad(n, "entry %q: want %d fields", l, want)
+			}
+			i, ok1 := atoi(f[0])
+			j, ok2 := atoi(f[1])
+			if !ok1 || !ok2 || i < 1 || i > rows || j < 1 || j > cols {
+				return bad(n, "entry %q: indices outside 1..%d × 1..%d", l, rows, cols)
+			}
+			if skew && i == j {
+				return bad(n, "entry %q: on the diagonal of a skew-symmetric matrix", l)
+			}
+			if weighted {
+				w, ok := atof(f[2])
+				if !ok {
+					return bad(n, "entry %q: value %q is not a finite number", l, f[2])
+				}
+				out.w = append(out.w, w)
+			}
+			out.src, out.dst = append(out.src, uint32(i-1)), append(out.dst, uint32(j-1))
+			return true
+		})
 	}
-	if err := l.Err(); err != nil {
+	chunks, err := parseEntryLines(l.r, l.n+1, parse)
+	if err != nil {
 		return nil, err
 	}
-	if count != nnz {
-		return nil, &ParseError{Format: "matrixmarket", Line: l.n, Msg: fmt.Sprintf("%d entries, the size line says %d", count, nnz)}
+	// The first problem in file order: a bad line, or the entry past nnz.
+	var count int64
+	for _, c := range chunks {
+		if count+int64(len(c.src)) > nnz {
+			k := nnz - count // c's entry past the count
+			line := 0
+			chunkLines(c.text, c.line, func(n int, l []byte) bool {
+				if len(l) > 0 && l[0] == '%' || blank(l) {
+					return true
+				}
+				if k == 0 {
+					line = n
+					return false
+				}
+				k--
+				return true
+			})
+			if c.err == nil || c.err.Line > line {
+				return nil, &ParseError{Format: "matrixmarket", Line: line, Msg: fmt.Sprintf("more entries than the %d the size line says", nnz)}
+			}
+		}
+		if c.err != nil {
+			return nil, c.err
+		}
+		count += int64(len(c.src))
 	}
+	if count != nnz {
+		last := l.n
+		if len(chunks) > 0 {
+			last = chunks[len(chunks)-1].lastLine()
+		}
+		return nil, &ParseError{Format: "matrixmarket", Line: last, Msg: fmt.Sprintf("%d entries, the size line says %d", count, nnz)}
+	}
+	mergeChunks(e, chunks, weighted)
 	if skew && opts.Symmetrize && e.W != nil {
 		// The mirrored entries of a skew-symmetric matrix are the negated
 		// values: symmetrize here, then let finish dedup.

@@ -1,6 +1,9 @@
 package graphio
 
-import "io"
+import (
+	"fmt"
+	"io"
+)
 
 // ReadSNAP reads a SNAP-style edge list: a line per entry, "src dst" or
 // "src dst weight", separated by spaces or tabs, vertex IDs from 0; lines
@@ -9,50 +12,71 @@ import "io"
 // (the format does not say; Symmetrize makes the graph undirected). A
 // weight column, if any, must be on every entry.
 func ReadSNAP(r io.Reader, opts ReadOptions) (*Edges, error) {
-	l := newLines("snap", r)
+	chunks, err := parseEntryLines(r, 1, parseSNAPChunk)
+	if err != nil {
+		return nil, err
+	}
 	e := &Edges{Directed: true}
-	var f [][]byte
+	cols := 0
 	var maxSeen int64 = -1
-	cols := 0 // 2 or 3, set by the first entry
-	for l.next() {
-		if len(l.line) > 0 && (l.line[0] == '#' || l.line[0] == '%') || blank(l.line) {
-			continue
+	for _, c := range chunks {
+		if c.err != nil {
+			return nil, c.err
 		}
-		f = fields(f, l.line)
-		if len(f) != 2 && len(f) != 3 {
-			return nil, l.errorf("entry %q: want \"src dst\" or \"src dst weight\"", l.line)
-		}
-		if cols == 0 {
-			cols = len(f)
-			if cols == 3 {
-				e.W = []float64{}
+		if c.cols != 0 {
+			if cols == 0 {
+				cols = c.cols
+			} else if c.cols != cols {
+				return nil, &ParseError{Format: "snap", Line: c.colsLine, Msg: fmt.Sprintf("%d fields, earlier entries have %d", c.cols, cols)}
 			}
-		} else if len(f) != cols {
-			return nil, l.errorf("entry %q: %d fields, earlier entries have %d", l.line, len(f), cols)
+		}
+		if c.maxID > maxSeen {
+			maxSeen = c.maxID
+			if err := opts.checkVertices(int(maxSeen + 1)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	mergeChunks(e, chunks, cols == 3)
+	e.NumVertices = int(maxSeen + 1)
+	return opts.finish(e), nil
+}
+
+// parseSNAPChunk parses a chunk of SNAP lines.
+func parseSNAPChunk(chunk []byte, line int, out *entryChunk) {
+	var f [][]byte
+	bad := func(n int, format string, args ...any) bool {
+		out.err = &ParseError{Format: "snap", Line: n, Msg: fmt.Sprintf(format, args...)}
+		return false
+	}
+	chunkLines(chunk, line, func(n int, l []byte) bool {
+		if len(l) > 0 && (l[0] == '#' || l[0] == '%') || blank(l) {
+			return true
+		}
+		f = fields(f, l)
+		if len(f) != 2 && len(f) != 3 {
+			return bad(n, "entry %q: want \"src dst\" or \"src dst weight\"", l)
+		}
+		if out.cols == 0 {
+			out.cols, out.colsLine = len(f), n
+		} else if len(f) != out.cols {
+			return bad(n, "entry %q: %d fields, earlier entries have %d", l, len(f), out.cols)
 		}
 		s, ok1 := atoi(f[0])
 		d, ok2 := atoi(f[1])
 		if !ok1 || !ok2 || s > maxID || d > maxID {
-			return nil, l.errorf("entry %q: vertex IDs must be whole numbers in 0..%d", l.line, int64(maxID))
+			return bad(n, "entry %q: vertex IDs must be whole numbers in 0..%d", l, int64(maxID))
 		}
-		if m := max(s, d); m > maxSeen {
-			maxSeen = m
-			if err := opts.checkVertices(int(m + 1)); err != nil {
-				return nil, err
-			}
-		}
-		if cols == 3 {
+		out.maxID = max(out.maxID, s, d)
+		if len(f) == 3 {
 			w, ok := atof(f[2])
 			if !ok {
-				return nil, l.errorf("entry %q: weight %q is not a finite number", l.line, f[2])
+				return bad(n, "entry %q: weight %q is not a finite number", l, f[2])
 			}
-			e.W = append(e.W, w)
+			out.w = append(out.w, w)
 		}
-		e.Src, e.Dst = append(e.Src, uint32(s)), append(e.Dst, uint32(d))
-	}
-	if err := l.Err(); err != nil {
-		return nil, err
-	}
-	e.NumVertices = int(maxSeen + 1)
-	return opts.finish(e), nil
+		out.src, out.dst = append(out.src, uint32(s)), append(out.dst, uint32(d))
+		return true
+	})
+	out.text = nil // no one needs it again
 }
