@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -104,6 +105,11 @@ func graphGen(args []string, w io.Writer) error {
 	if *out == "" {
 		return fmt.Errorf("%w: --out is required", cli.ErrUsage)
 	}
+	switch filepath.Ext(strings.TrimSuffix(strings.ToLower(*out), ".gz")) {
+	case ".txt", ".el", ".edges", ".tsv", ".wkg":
+	default:
+		return fmt.Errorf("%w: --out %s: name it .txt, .el, .edges or .tsv (SNAP) or .wkg, optionally .gz, so that warp graph info reads it back", cli.ErrUsage, *out)
+	}
 	var e *graphio.Edges
 	var err error
 	switch model {
@@ -132,8 +138,8 @@ func graphGen(args []string, w io.Writer) error {
 	default:
 		return fmt.Errorf("%w: unknown generator %q (have rmat, rgg, delaunay, road, mesh3d, standin)", cli.ErrUsage, model)
 	}
-	if err != nil && (model == "road" || model == "mesh3d") {
-		err = fmt.Errorf("%w: %v", cli.ErrUsage, err) // out-of-range sizes
+	if err != nil && model != "standin" {
+		err = fmt.Errorf("%w: %v", cli.ErrUsage, err) // out-of-range sizes and degrees
 	}
 	if err != nil {
 		return err

@@ -48,9 +48,10 @@ func TestGraphGenInfo(t *testing.T) {
 func TestGraphUsage(t *testing.T) {
 	dir := t.TempDir()
 	for _, args := range [][]string{
-		{"gen"}, {"gen", "nope", "--out", filepath.Join(dir, "x")}, {"gen", "rmat"}, {"gen", "rmat", "--scale", "0", "--out", "x"},
-		{"gen", "rgg", "--scale", "30", "--out", filepath.Join(dir, "x")}, {"info"}, {"info", "a", "b"}, {"frob"},
-		{"gen", "standin", "--name", "nope", "--out", filepath.Join(dir, "x")}, {"gen", "road", "--degree", "5", "--out", filepath.Join(dir, "x")},
+		{"gen"}, {"gen", "nope", "--out", filepath.Join(dir, "x.el")}, {"gen", "rmat"}, {"gen", "rmat", "--scale", "0", "--out", "x"},
+		{"gen", "rgg", "--scale", "30", "--out", filepath.Join(dir, "x.el")}, {"info"}, {"info", "a", "b"}, {"frob"},
+		{"gen", "standin", "--name", "nope", "--out", filepath.Join(dir, "x.el")}, {"gen", "rmat", "--out", filepath.Join(dir, "x.mtx")},
+		{"gen", "delaunay", "--scale", "1", "--out", filepath.Join(dir, "x.el")}, {"gen", "road", "--degree", "NaN", "--out", filepath.Join(dir, "x.el")}, {"gen", "road", "--degree", "5", "--out", filepath.Join(dir, "x.el")},
 	} {
 		if err := runGraph(args); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("%v: %v, want a usage error", args, err)

@@ -2,7 +2,7 @@ package graphio
 
 import (
 	"bytes"
-	"errors"
+	"fmt"
 	"io"
 	"runtime"
 	"sync"
@@ -12,16 +12,22 @@ import (
 // (tests make it small).
 var chunkBytes = 4 << 20
 
+// maxLineBytes bounds an entry line (a MatrixMarket or SNAP entry is a few
+// numbers): a longer one is a *ParseError, not a reason to hold the input.
+const maxLineBytes = 64 << 20
+
 // entryChunk is a chunk of entry lines and what parsing it gave.
 type entryChunk struct {
-	text     []byte // the lines
-	line     int    // the number of its first line
-	src, dst []uint32
-	w        []float64
-	cols     int         // fields of its first entry (0: none)
-	colsLine int         // that entry's line
-	maxID    int64       // largest vertex ID (-1: none)
-	err      *ParseError // the chunk's first bad line
+	text       []byte // the lines
+	line       int    // the number of its first line
+	src, dst   []uint32
+	w          []float64
+	cols       int         // fields of its first entry (0: none)
+	colsLine   int         // that entry's line
+	maxID      int64       // largest vertex ID (-1: none)
+	nodes      int64       // SNAP: the vertex count a header comment gives (0: none)
+	undirected bool        // SNAP: a header comment says undirected
+	err        *ParseError // the chunk's first bad line
 }
 
 // lastLine is the number of the chunk's last line.
@@ -56,8 +62,9 @@ func mergeChunks(e *Edges, chunks []*entryChunk, weighted bool) {
 // chunk's first line, and where to put the result), and returns the chunks'
 // results in input order. Reading, cutting and counting lines stay on one
 // goroutine (bytes.Count runs at memory speed); parsing, the work, does not.
-// An error of the reader is returned as it is.
-func parseEntryLines(r io.Reader, firstLine int, parse func(chunk []byte, line int, out *entryChunk)) ([]*entryChunk, error) {
+// Only io.EOF ends the input: any other error of the reader (a cut gzip
+// stream's io.ErrUnexpectedEOF) is returned as it is.
+func parseEntryLines(format string, r io.Reader, firstLine int, parse func(chunk []byte, line int, out *entryChunk)) ([]*entryChunk, error) {
 	type job struct {
 		chunk []byte
 		line  int
@@ -78,20 +85,45 @@ func parseEntryLines(r io.Reader, firstLine int, parse func(chunk []byte, line i
 	var readErr error
 	line := firstLine
 	var carry []byte
-	for {
-		buf := make([]byte, len(carry), len(carry)+chunkBytes)
+	eof := false
+	for !eof && readErr == nil {
+		// The next chunk: what the last one left after its last line end,
+		// then new bytes; a line longer than a chunk grows the buffer
+		// (doubling), and only the new bytes are searched for its end.
+		buf := make([]byte, len(carry), len(carry)+max(chunkBytes, len(carry)))
 		copy(buf, carry)
-		n, err := io.ReadFull(r, buf[len(carry):cap(buf)])
-		buf = buf[:len(carry)+n]
-		end := len(buf)
-		last := err != nil // io.EOF, io.ErrUnexpectedEOF or a read error
-		if !last {
-			if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
-				end = i + 1
-			} else {
-				carry = buf // a line longer than the chunk: read on
-				continue
+		searched := len(carry)
+		end := -1
+		for end < 0 {
+			for len(buf) < cap(buf) {
+				n, err := r.Read(buf[len(buf):cap(buf)])
+				buf = buf[:len(buf)+n]
+				if err == io.EOF {
+					eof = true
+					break
+				}
+				if err != nil { // a cut gzip stream gives io.ErrUnexpectedEOF: an error, not an end
+					readErr = err
+					break
+				}
 			}
+			if eof || readErr != nil {
+				end = len(buf)
+				break
+			}
+			if i := bytes.LastIndexByte(buf[searched:], '\n'); i >= 0 {
+				end = searched + i + 1
+				break
+			}
+			if len(buf) >= maxLineBytes {
+				readErr = &ParseError{Format: format, Line: line, Msg: fmt.Sprintf("a line longer than %d MiB", maxLineBytes>>20)}
+				break
+			}
+			searched = len(buf)
+			buf = append(buf[:len(buf):len(buf)], make([]byte, len(buf))...)[:len(buf)] // double the room
+		}
+		if readErr != nil {
+			break
 		}
 		if end > 0 {
 			out := &entryChunk{text: buf[:end], line: line, maxID: -1}
@@ -100,12 +132,6 @@ func parseEntryLines(r io.Reader, firstLine int, parse func(chunk []byte, line i
 			line += bytes.Count(buf[:end], []byte{'\n'})
 		}
 		carry = append([]byte(nil), buf[end:]...)
-		if last {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-				readErr = err
-			}
-			break
-		}
 	}
 	close(jobs)
 	wg.Wait()

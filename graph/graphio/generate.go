@@ -28,13 +28,13 @@ type RMATOptions struct {
 // options do not apply; Dedup them where a structure wants them gone. The
 // result depends on the options alone (not on GOMAXPROCS).
 func RMAT(scale, edgeFactor int, o RMATOptions) (*Edges, error) {
-	if scale < 1 || scale > 31 || edgeFactor < 1 || uint64(edgeFactor)<<scale > 1<<36 {
+	if scale < 1 || scale > 31 || edgeFactor < 1 || edgeFactor > (1<<36)>>scale {
 		return nil, fmt.Errorf("graphio: RMAT scale %d, edge factor %d: want scale 1..31 and at most 2^36 entries", scale, edgeFactor)
 	}
 	if o.A == 0 && o.B == 0 && o.C == 0 {
 		o.A, o.B, o.C = 0.57, 0.19, 0.19
 	}
-	if o.A < 0 || o.B < 0 || o.C < 0 || o.A+o.B+o.C > 1 {
+	if !(o.A >= 0 && o.B >= 0 && o.C >= 0 && o.A+o.B+o.C <= 1) { // (NaN fails too)
 		return nil, fmt.Errorf("graphio: RMAT probabilities %v, %v, %v: want non-negative, summing to at most 1", o.A, o.B, o.C)
 	}
 	n := 1 << scale
@@ -146,7 +146,7 @@ func rggPoints(k int, seed uint64) (xs, ys []float64) {
 // the faces have fewer. Undirected, both directions listed; the result
 // depends on the seed alone.
 func Mesh3D(n int, avgDegree float64, seed uint64) (*Edges, error) {
-	if n < 2 || n > 1<<28 || avgDegree <= 0 || avgDegree > 1024 {
+	if n < 2 || n > 1<<28 || !(avgDegree > 0 && avgDegree <= 1024) {
 		return nil, fmt.Errorf("graphio: Mesh3D of %d points, degree %v: want 2..2^28 points and a degree in (0, 1024]", n, avgDegree)
 	}
 	pts := mesh3DPoints(n, seed)
@@ -178,10 +178,16 @@ func mesh3DPoints(n int, seed uint64) [3][]float64 {
 // vertex.
 func geometric(xs, ys, zs []float64, radius float64) *Edges {
 	n := len(xs)
-	g := max(1, int(1/radius)) // cells per side
+	// Cells per side, clamped in floating point (1/radius may not fit an
+	// int) to about a point per cell: wider cells stay correct, and more
+	// cells than points would only cost memory.
+	limit := math.Ceil(math.Sqrt(float64(n)))
+	if zs != nil {
+		limit = math.Ceil(math.Cbrt(float64(n)))
+	}
+	g := max(1, int(math.Min(1/radius, limit)))
 	gz := 1
 	if zs != nil {
-		g = min(g, 1<<10) // at most 2^30 cells
 		gz = g
 	}
 	cellAt := func(v float64) int { return min(g-1, int(v*float64(g))) }
@@ -273,7 +279,7 @@ func geometric(xs, ys, zs []float64, radius float64) *Edges {
 // most 4.)
 func Road(n int, avgDegree float64, seed uint64) (*Edges, error) {
 	const keep = 0.7
-	if n < 16 || n > 1<<30 || avgDegree <= 2 || avgDegree >= 2+2*keep-0.01 {
+	if n < 16 || n > 1<<30 || !(avgDegree > 2 && avgDegree < 2+2*keep-0.01) {
 		return nil, fmt.Errorf("graphio: Road of %d vertices, degree %v: want 16..2^30 vertices and a degree in (2, %.2f)", n, avgDegree, 2+2*keep-0.01)
 	}
 	// With I intersections and about 2·keep·I segments, the n - I bend

@@ -129,10 +129,13 @@ func (o ReadOptions) checkVertices(n int) error {
 
 // Apply applies the options but MaxVertices to e (a generated graph, say),
 // in place, and returns it.
-func (o ReadOptions) Apply(e *Edges) *Edges { return o.finish(e) }
+func (o ReadOptions) Apply(e *Edges) (*Edges, error) { return o.finish(e) }
 
 // finish applies the options to what a reader read.
-func (o ReadOptions) finish(e *Edges) *Edges {
+func (o ReadOptions) finish(e *Edges) (*Edges, error) {
+	if o.Dedup && 2*len(e.Src) > math.MaxUint32 {
+		return nil, fmt.Errorf("%w: %d entries to deduplicate (at most 2^31)", ErrTooLarge, len(e.Src))
+	}
 	if o.DropSelfLoops {
 		k := 0
 		for i := range e.Src {
@@ -166,14 +169,12 @@ func (o ReadOptions) finish(e *Edges) *Edges {
 	if o.Dedup {
 		dedup(e)
 	}
-	return e
+	return e, nil
 }
 
 // dedup sorts e's entries by (src, dst), keeping the last of each pair.
 func dedup(e *Edges) {
-	if len(e.Src) > math.MaxUint32 {
-		panic("graphio: dedup of more than 2^32 entries") // (the readers and generators stop short of it)
-	}
+	// (finish keeps dedup under 2^32 entries: positions are uint32)
 	// A stable radix sort of (src<<32|dst, position): ties keep file order,
 	// so the last of a run is the file's last entry of the pair.
 	keys, at := make([]uint64, len(e.Src)), make([]uint32, len(e.Src))

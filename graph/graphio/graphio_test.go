@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 )
@@ -665,4 +666,57 @@ func FuzzReadWKG(f *testing.F) {
 		}
 		checkEdges(t, e)
 	})
+}
+
+// TestReviewFixes: a cut gzip stream is an error (not a shorter graph); a
+// line past the bound is a parse error; SNAP's error line does not depend
+// on the chunks; WriteSNAP round-trips vertices without entries and
+// direction; sizes that do not fit are refused; a tiny Mesh3D degree does
+// not put every point in one cell.
+func TestReviewFixes(t *testing.T) {
+	var gz bytes.Buffer
+	z := gzip.NewWriter(&gz)
+	for i := range 200000 {
+		fmt.Fprintf(z, "%d %d\n", i, i+1)
+	}
+	z.Close()
+	cut := gz.Bytes()[:gz.Len()/2]
+	zr, _ := gzip.NewReader(bytes.NewReader(cut))
+	if e, err := ReadSNAP(zr, ReadOptions{}); err == nil {
+		t.Fatalf("a cut gzip stream read as %d entries", e.Len())
+	}
+	long := strings.Repeat("1", maxLineBytes+10)
+	var pe *ParseError
+	if _, err := ReadSNAP(strings.NewReader("0 1\n"+long), ReadOptions{}); !errors.As(err, &pe) || pe.Line != 2 {
+		t.Fatalf("a %d-byte line: %v", len(long), err)
+	}
+	withChunks(t, func(t *testing.T) {
+		var pe *ParseError
+		if _, err := ReadSNAP(strings.NewReader("0 1\n0 1 2\nx\n"), ReadOptions{}); !errors.As(err, &pe) || pe.Line != 2 {
+			t.Fatalf("mixed columns then a bad line: %v, want line 2", err)
+		}
+	})
+	e := &Edges{NumVertices: 10, Src: []uint32{1}, Dst: []uint32{2}}
+	var buf bytes.Buffer
+	WriteSNAP(&buf, e)
+	back, err := ReadSNAP(&buf, ReadOptions{})
+	if err != nil || back.NumVertices != 10 || back.Directed {
+		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+	if _, err := RMAT(24, 1<<40, RMATOptions{}); err == nil {
+		t.Error("RMAT of 2^64 entries taken")
+	}
+	if _, err := RMAT(4, 1, RMATOptions{A: math.NaN(), B: 0.1, C: 0.1}); err == nil {
+		t.Error("a NaN probability taken")
+	}
+	if _, err := Road(1000, math.NaN(), 1); err == nil {
+		t.Error("a NaN road degree taken")
+	}
+	start := time.Now()
+	if _, err := Mesh3D(60000, 1e-300, 1); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Fatalf("Mesh3D with a tiny degree took %v", el)
+	}
 }

@@ -77,7 +77,7 @@ func ReadMETIS(r io.Reader, opts ReadOptions) (*Edges, error) {
 		return nil, l.errorf("header %q: m %d too large", l.line, m)
 	}
 	e := &Edges{NumVertices: int(n)}
-	capHint := int(min(2*m, 1<<26))
+	capHint := int(min(2*m, 1<<16)) // a hint only: the header may claim more than the file holds
 	e.Src, e.Dst = make([]uint32, 0, capHint), make([]uint32, 0, capHint)
 	if eweights {
 		e.W = make([]float64, 0, capHint)
@@ -138,5 +138,5 @@ func ReadMETIS(r io.Reader, opts ReadOptions) (*Edges, error) {
 	if int64(len(e.Src)) != 2*m {
 		return nil, &ParseError{Format: "metis", Msg: fmt.Sprintf("%d neighbour entries, the header's %d edges need %d (each listed from both ends)", len(e.Src), m, 2*m)}
 	}
-	return opts.finish(e), nil
+	return opts.finish(e)
 }

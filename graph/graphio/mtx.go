@@ -117,7 +117,7 @@ func ReadMatrixMarket(r io.Reader, opts ReadOptions) (*Edges, error) {
 			return true
 		})
 	}
-	chunks, err := parseEntryLines(l.r, l.n+1, parse)
+	chunks, err := parseEntryLines("matrixmarket", l.r, l.n+1, parse)
 	if err != nil {
 		return nil, err
 	}
@@ -164,5 +164,5 @@ func ReadMatrixMarket(r io.Reader, opts ReadOptions) (*Edges, error) {
 		}
 		opts.Symmetrize = false
 	}
-	return opts.finish(e), nil
+	return opts.finish(e)
 }

@@ -30,7 +30,9 @@ func StandIns() []StandIn {
 			if err != nil {
 				return nil, err
 			}
-			e = undirected.Apply(e)
+			if e, err = undirected.Apply(e); err != nil {
+				return nil, err
+			}
 			e.Directed = false
 			return e, nil
 		}

@@ -43,9 +43,10 @@ func DegreeStats(e *Edges) Degrees {
 	return d
 }
 
-// WriteSNAP writes e as a SNAP edge list ReadSNAP reads back: a comment
-// header with the vertex and entry counts, then "src dst" (or "src dst
-// weight") per line.
+// WriteSNAP writes e as a SNAP edge list that ReadSNAP reads back the same:
+// a comment header saying whether it is directed and how many vertices and
+// entries it has (so vertices without entries count), then "src dst" (or
+// "src dst weight") per line.
 func WriteSNAP(w io.Writer, e *Edges) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	kind := "undirected"

@@ -193,5 +193,5 @@ func ReadWKG(r io.Reader, opts ReadOptions) (*Edges, error) {
 	if _, err := br.ReadByte(); err != io.EOF {
 		return nil, bad("bytes after the checksum")
 	}
-	return opts.finish(e), nil
+	return opts.finish(e)
 }

@@ -34,6 +34,10 @@ const Period = 10 * time.Millisecond
 // ErrPercent is returned for a duty outside 0..100.
 var ErrPercent = errors.New("stress: percent outside 0..100")
 
+// ErrNested is returned by Start in a burner: the program did not call
+// MaybeBurn first thing, so its burners run it again.
+var ErrNested = errors.New("stress: Start in a burner process (call MaybeBurn first thing in main and TestMain)")
+
 // Burners are running burner processes.
 type Burners struct {
 	cmds   []*exec.Cmd
@@ -45,6 +49,11 @@ type Burners struct {
 func Start(pct, n int) (*Burners, error) {
 	if pct < 0 || pct > 100 {
 		return nil, fmt.Errorf("%w: %d", ErrPercent, pct)
+	}
+	if _, burner := os.LookupEnv(envVar); burner {
+		// A burner that starts burners (a program that never called
+		// MaybeBurn) would multiply without end.
+		return nil, ErrNested
 	}
 	b := &Burners{}
 	if pct == 0 {

@@ -51,6 +51,10 @@ func TestStartArguments(t *testing.T) {
 	if cpu, err := b.Stop(); cpu != 0 || err != nil {
 		t.Fatalf("Stop of none: %v, %v", cpu, err)
 	}
+	t.Setenv(envVar, "50")
+	if _, err := Start(50, 1); !errors.Is(err, ErrNested) {
+		t.Fatalf("Start in a burner: %v", err)
+	}
 }
 
 // TestBurnDuty: burn sleeps the rest of each period.
