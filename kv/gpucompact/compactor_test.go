@@ -282,9 +282,31 @@ func TestCorruptInputNoFallback(t *testing.T) {
 	e := ct.NewEnv()
 	job, _, _ := ct.RandomJob(t, rand.New(rand.NewPCG(2, 48)), e)
 	// Damage the middle of the first L1 table's data.
-	f := job.Inputs[1].Files[0]
+	name, data, blocks := tableData(t, e, job.Inputs[1].Files[0])
+	data[blocks[0].Offset+blocks[0].Length/2] ^= 0x20
+	fileOf(t, e.FS(), name, data)
+
+	_, cpuErr := compaction.CPU{Parts: 1}.Compact(context.Background(), job)
+	c, _ := New(Options{MinInputBytes: -1})
+	_, err := c.Compact(context.Background(), job)
+	var ce, cpuCE *base.CorruptionError
+	if !errors.As(err, &ce) || !errors.As(cpuErr, &cpuCE) || *ce != *cpuCE {
+		t.Fatalf("engine: %v; compaction.CPU: %v", err, cpuErr)
+	}
+	if st := c.Stats(); len(st.Fallbacks) != 0 || st.FallbackJobs != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// tableData returns a table's file name, bytes and data blocks, for a test
+// to damage them and write them back (fileOf).
+func tableData(t *testing.T, e *ct.Env, f *manifest.FileMetadata) (string, []byte, []sstable.BlockHandle) {
+	t.Helper()
 	name := fmt.Sprintf("/%s.sst", f.FileNum)
-	file, _ := e.FS().Open(name)
+	file, err := e.FS().Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
 	size, _ := file.Size()
 	data := make([]byte, size)
 	file.ReadAt(data, 0)
@@ -293,20 +315,11 @@ func TestCorruptInputNoFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks, _ := r.DataBlocks()
-	data[blocks[0].Offset+blocks[0].Length/2] ^= 0x20
-	fileOf(t, e.FS(), name, data)
-
-	_, cpuErr := compaction.CPU{Parts: 1}.Compact(context.Background(), job)
-	c, _ := New(Options{MinInputBytes: -1})
-	_, err = c.Compact(context.Background(), job)
-	var ce, cpuCE *base.CorruptionError
-	if !errors.As(err, &ce) || !errors.As(cpuErr, &cpuCE) || *ce != *cpuCE {
-		t.Fatalf("engine: %v; compaction.CPU: %v", err, cpuErr)
+	blocks, err := r.DataBlocks()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if st := c.Stats(); len(st.Fallbacks) != 0 || st.FallbackJobs != 0 {
-		t.Fatalf("stats %+v", st)
-	}
+	return name, data, blocks
 }
 
 // fileOf (re)writes name with data and opens it.
@@ -534,17 +547,7 @@ func TestLyingBlockLength(t *testing.T) {
 		es = append(es, ct.Entry{K: base.MakeInternalKey([]byte(fmt.Sprintf("k%05d", i)), base.SeqNum(i+1), base.KindSet), V: fmt.Sprintf("value %d of a table of 3000", i)})
 	}
 	f := e.TableWith(t, es, nil, sstable.WriterOptions{BlockSize: 64 << 10, Compression: sstable.SnappyCompression})
-	name := fmt.Sprintf("/%s.sst", f.FileNum)
-	file, _ := e.FS().Open(name)
-	size, _ := file.Size()
-	data := make([]byte, size)
-	file.ReadAt(data, 0)
-	file.Close()
-	r, err := sstable.NewReader(fileOf(t, e.FS(), name, data), sstable.ReaderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks, _ := r.DataBlocks()
+	name, data, blocks := tableData(t, e, f)
 	h := blocks[1]
 	body := data[h.Offset : h.Offset+h.Length]
 	if data[h.Offset+h.Length] != byte(sstable.SnappyCompression) {
@@ -566,7 +569,7 @@ func TestLyingBlockLength(t *testing.T) {
 	env.WriterOptions.Compression = sstable.SnappyCompression
 	job := &compaction.Job{Inputs: []compaction.Input{{Level: 1, Files: []*manifest.FileMetadata{f}}}, OutputLevel: 2, TargetFileSize: 1 << 20, Env: env}
 	ws := &workspace{}
-	_, err = loadJob(context.Background(), job, ws)
+	_, err := loadJob(context.Background(), job, ws)
 	var ce *base.CorruptionError
 	if !errors.As(err, &ce) {
 		t.Fatalf("loadJob: %v, want a corruption error", err)
