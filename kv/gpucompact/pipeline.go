@@ -66,7 +66,7 @@ type pipeline struct {
 	nb              int // blocks planned
 	rawAt, sealedAt int
 	cur             *outTable
-	tables          []*outTable
+	tables          []*outTable // appended by the walk under mu (tablesSoFar)
 
 	// The planned blocks, in chunks the walk adds as it goes (from ws,
 	// kept between jobs). Blocks below published are readable by every

@@ -206,8 +206,8 @@ func (s *inputSet) encodeBlock(bb *sstable.BlockBuilder, pb *blockJob, kept []ui
 	}
 	b.Last = s.internalKey(kept[end-1])
 	finished := bb.Finish()
-	if len(finished) != pb.size {
-		return b, fmt.Errorf("gpucompact: plan and block builder disagree: the block at kept entry %d is %d bytes, planned %d", start, len(finished), pb.size)
+	if len(finished) != pb.size || pb.rawAt+pb.size > len(raw) {
+		return b, fmt.Errorf("gpucompact: plan and block builder disagree: the block at kept entry %d is %d bytes, planned %d at %d of %d", start, len(finished), pb.size, pb.rawAt, len(raw))
 	}
 	b.Raw = raw[pb.rawAt : pb.rawAt+len(finished) : pb.rawAt+len(finished)]
 	copy(b.Raw, finished)
