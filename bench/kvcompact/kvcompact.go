@@ -106,9 +106,8 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 			stressLevels = []int{0, 40, 80}
 		}
 	}
-	if !slices.Contains(engines, "cpu") {
-		engines = append([]string{"cpu"}, engines...)
-	}
+	// cpu first, always: the baseline the other columns divide by.
+	engines = append([]string{"cpu"}, slices.DeleteFunc(slices.Clone(engines), func(e string) bool { return e == "cpu" })...)
 	var vfsys vfs.FS
 	root := "/"
 	if *fsKind == "mem" {
@@ -253,7 +252,10 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, runs 
 		return nil, jobInfo{}, err
 	}
 	env := kvbench.NewCompactEnv(fsys, dir)
-	defer env.Remove()
+	defer func() {
+		env.Remove()
+		fsys.Remove(dir) // empty by now
+	}()
 	job, err := env.Build(shape)
 	if err != nil {
 		return nil, jobInfo{}, fmt.Errorf("build the job: %w", err)

@@ -67,6 +67,18 @@ func TestRunText(t *testing.T) {
 	if strings.Contains(out.String(), "cpu-parts MB/s") {
 		t.Errorf("--engines cpu-par ran cpu-parts:\n%s", out.String())
 	}
+	// cpu is the baseline column whatever the order asked.
+	out.Reset()
+	if err := Run(t.Context(), append([]string{"--values", "64", "--engines", "cpu-par,cpu", "--json"}, small...), &out); err != nil {
+		t.Fatal(err)
+	}
+	var rep benchfmt.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if cols := rep.Tables[0].Columns; cols[5] != "cpu MB/s" || cols[6] != "cpu-par MB/s" {
+		t.Errorf("columns %v", cols)
+	}
 }
 
 // TestRunStress: --cpu-stress runs every job at each level, burners on
