@@ -70,8 +70,11 @@ func Start(pct, n int) (*Burners, error) {
 		cmd := exec.Command(exe)
 		cmd.Env = append(os.Environ(), envVar+"="+strconv.Itoa(pct))
 		cmd.Stdout, cmd.Stderr = nil, os.Stderr
-		setDeathSignal(cmd)
-		stdin, err := cmd.StdinPipe() // a burner exits when this closes
+		// A burner exits when this pipe closes: at Stop, or when this
+		// process ends however it ends (the kernel closes its end). (No
+		// Pdeathsig: Linux sends it when the forking thread exits, which a
+		// Go program's thread may do long before the process.)
+		stdin, err := cmd.StdinPipe()
 		if err == nil {
 			err = cmd.Start()
 		}
