@@ -2,10 +2,7 @@ package graphio
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
-
-	"github.com/warpkit/warpkit/internal/hostpar"
 )
 
 // Delaunay generates the Delaunay triangulation of 2^k random points in the
@@ -25,16 +22,8 @@ func Delaunay(k int, seed uint64) (*Edges, error) {
 	if k < 2 || k > 26 {
 		return nil, fmt.Errorf("graphio: Delaunay of 2^%d points: want k in 2..26", k)
 	}
-	n := 1 << k
-	xs, ys := make([]float64, n), make([]float64, n)
-	hostpar.ForCores((n+genChunk-1)/genChunk, 1, func(_, lo, hi int) {
-		for c := lo; c < hi; c++ {
-			rng := rand.New(rand.NewPCG(seed, uint64(c)^0x64656c61756e6179))
-			for i := c * genChunk; i < min(n, (c+1)*genChunk); i++ {
-				xs[i], ys[i] = rng.Float64(), rng.Float64()
-			}
-		}
-	})
+	pts := unitPoints(1<<k, 2, seed, 0x64656c61756e6179)
+	xs, ys := pts[0], pts[1]
 	return triangulate(xs, ys), nil
 }
 
@@ -74,7 +63,7 @@ func triangulate(xs, ys []float64) *Edges {
 	tr.t = make([]tri, 1, 2*n+8)
 	tr.t[0] = tri{v: [3]int32{int32(n), int32(n + 1), int32(n + 2)}, nb: [3]int32{-1, -1, -1}}
 	for _, p := range snakeOrder(xs, ys) {
-		tr.insert(p)
+		tr.insert(int32(p))
 	}
 	// The edges of the triangles that do not touch the far corners.
 	adj := make([][]uint32, n)
@@ -101,32 +90,18 @@ func triangulate(xs, ys []float64) *Edges {
 
 // snakeOrder returns the points' indices in the order of a snake through a
 // grid of about one point per cell: consecutive points are close.
-func snakeOrder(xs, ys []float64) []int32 {
-	n := len(xs)
+func snakeOrder(xs, ys []float64) []uint32 {
 	g := 1
-	for g*g < n {
+	for g*g < len(xs) {
 		g++
 	}
-	cell := func(i int) int {
+	_, order := byCell(len(xs), g*g, func(i int) int {
 		cx, cy := min(g-1, int(xs[i]*float64(g))), min(g-1, int(ys[i]*float64(g)))
 		if cy%2 == 1 {
 			cx = g - 1 - cx
 		}
 		return cy*g + cx
-	}
-	start := make([]int, g*g+1)
-	for i := range n {
-		start[cell(i)+1]++
-	}
-	for c := range g * g {
-		start[c+1] += start[c]
-	}
-	order := make([]int32, n)
-	for i := range n {
-		c := cell(i)
-		order[start[c]] = int32(i)
-		start[c]++
-	}
+	})
 	return order
 }
 

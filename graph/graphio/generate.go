@@ -12,6 +12,57 @@ import (
 // output depends on the seed alone, not on how many goroutines run.
 const genChunk = 1 << 16
 
+// seededChunks calls fn for every index of [0, n) on goroutines, each run
+// of genChunk indices drawing from a random stream of its own (stream
+// chunk^salt of seed): the values depend on the seed alone, not on
+// GOMAXPROCS.
+func seededChunks(n int, seed, salt uint64, fn func(rng *rand.Rand, i int)) {
+	hostpar.ForCores((n+genChunk-1)/genChunk, 1, func(_, lo, hi int) {
+		for c := lo; c < hi; c++ {
+			rng := rand.New(rand.NewPCG(seed, uint64(c)^salt))
+			for i := c * genChunk; i < min(n, (c+1)*genChunk); i++ {
+				fn(rng, i)
+			}
+		}
+	})
+}
+
+// unitPoints places n points uniformly in the unit square (dims 2) or
+// cube (dims 3): coordinate d of point i is pts[d][i].
+func unitPoints(n, dims int, seed, salt uint64) [][]float64 {
+	pts := make([][]float64, dims)
+	for d := range pts {
+		pts[d] = make([]float64, n)
+	}
+	seededChunks(n, seed, salt, func(rng *rand.Rand, i int) {
+		for d := range pts {
+			pts[d][i] = rng.Float64()
+		}
+	})
+	return pts
+}
+
+// byCell sorts the indices of n points by the cell cellOf gives each (a
+// counting sort over cells cells): cell c's points are order[start[c]:
+// start[c+1]], in index order.
+func byCell(n, cells int, cellOf func(i int) int) (start []int, order []uint32) {
+	start = make([]int, cells+1)
+	for i := range n {
+		start[cellOf(i)+1]++
+	}
+	for c := range cells {
+		start[c+1] += start[c]
+	}
+	order = make([]uint32, n)
+	fill := append([]int(nil), start[:cells]...)
+	for i := range n {
+		c := cellOf(i)
+		order[fill[c]] = uint32(i)
+		fill[c]++
+	}
+	return start, order
+}
+
 // RMATOptions configure RMAT. Zero A, B and C take Graph500's 0.57, 0.19,
 // 0.19 (D = 1 - A - B - C).
 type RMATOptions struct {
@@ -42,27 +93,21 @@ func RMAT(scale, edgeFactor int, o RMATOptions) (*Edges, error) {
 	e := &Edges{NumVertices: n, Directed: true, Src: make([]uint32, m), Dst: make([]uint32, m)}
 	perm := newFeistel(scale, o.Seed)
 	ab, abc := o.A+o.B, o.A+o.B+o.C
-	chunks := (m + genChunk - 1) / genChunk
-	hostpar.ForCores(chunks, 1, func(_, lo, hi int) {
-		for c := lo; c < hi; c++ {
-			rng := rand.New(rand.NewPCG(o.Seed, uint64(c)))
-			for i := c * genChunk; i < min(m, (c+1)*genChunk); i++ {
-				var s, d uint32
-				for bit := range scale {
-					switch p := rng.Float64(); {
-					case p < o.A:
-					case p < ab:
-						d |= 1 << bit
-					case p < abc:
-						s |= 1 << bit
-					default:
-						s |= 1 << bit
-						d |= 1 << bit
-					}
-				}
-				e.Src[i], e.Dst[i] = perm.apply(s), perm.apply(d)
+	seededChunks(m, o.Seed, 0, func(rng *rand.Rand, i int) {
+		var s, d uint32
+		for bit := range scale {
+			switch p := rng.Float64(); {
+			case p < o.A:
+			case p < ab:
+				d |= 1 << bit
+			case p < abc:
+				s |= 1 << bit
+			default:
+				s |= 1 << bit
+				d |= 1 << bit
 			}
 		}
+		e.Src[i], e.Dst[i] = perm.apply(s), perm.apply(d)
 	})
 	return e, nil
 }
@@ -126,17 +171,8 @@ func RGG(k int, seed uint64) (*Edges, error) {
 
 // rggPoints places RGG's 2^k points, from the seed alone.
 func rggPoints(k int, seed uint64) (xs, ys []float64) {
-	n := 1 << k
-	xs, ys = make([]float64, n), make([]float64, n)
-	hostpar.ForCores((n+genChunk-1)/genChunk, 1, func(_, lo, hi int) {
-		for c := lo; c < hi; c++ {
-			rng := rand.New(rand.NewPCG(seed, uint64(c)))
-			for i := c * genChunk; i < min(n, (c+1)*genChunk); i++ {
-				xs[i], ys[i] = rng.Float64(), rng.Float64()
-			}
-		}
-	})
-	return xs, ys
+	pts := unitPoints(1<<k, 2, seed, 0)
+	return pts[0], pts[1]
 }
 
 // Mesh3D generates a 3-D random geometric graph, the stand-in for finite-
@@ -158,18 +194,7 @@ func mesh3DRadius(n int, avgDegree float64) float64 {
 }
 
 // mesh3DPoints places Mesh3D's points, from the seed alone.
-func mesh3DPoints(n int, seed uint64) [3][]float64 {
-	pts := [3][]float64{make([]float64, n), make([]float64, n), make([]float64, n)}
-	hostpar.ForCores((n+genChunk-1)/genChunk, 1, func(_, lo, hi int) {
-		for c := lo; c < hi; c++ {
-			rng := rand.New(rand.NewPCG(seed, uint64(c)))
-			for i := c * genChunk; i < min(n, (c+1)*genChunk); i++ {
-				pts[0][i], pts[1][i], pts[2][i] = rng.Float64(), rng.Float64(), rng.Float64()
-			}
-		}
-	})
-	return pts
-}
+func mesh3DPoints(n int, seed uint64) [][]float64 { return unitPoints(n, 3, seed, 0) }
 
 // geometric returns the graph of points (xs[i], ys[i], zs[i]) in the unit
 // square (zs nil) or cube joined when closer than radius, both directions,
@@ -198,22 +223,7 @@ func geometric(xs, ys, zs []float64, radius float64) *Edges {
 		}
 		return c
 	}
-	cells := g * g * gz
-	// Points by cell (a counting sort).
-	start := make([]int, cells+1)
-	for i := range n {
-		start[cellOf(i)+1]++
-	}
-	for c := range cells {
-		start[c+1] += start[c]
-	}
-	byCell := make([]uint32, n)
-	fill := append([]int(nil), start[:cells]...)
-	for i := range n {
-		c := cellOf(i)
-		byCell[fill[c]] = uint32(i)
-		fill[c]++
-	}
+	start, inCell := byCell(n, g*g*gz, cellOf)
 	r2 := radius * radius
 	dzs := []int{0}
 	if zs != nil {
@@ -238,7 +248,7 @@ func geometric(xs, ys, zs []float64, radius float64) *Edges {
 								continue
 							}
 							cc := (z*g+y)*g + x
-							for _, j := range byCell[start[cc]:start[cc+1]] {
+							for _, j := range inCell[start[cc]:start[cc+1]] {
 								if int(j) == i {
 									continue
 								}

@@ -551,7 +551,7 @@ func TestDelaunay(t *testing.T) {
 	tr := &triangulation{x: append(slices.Clone(xs), -100, 100, 0.5), y: append(slices.Clone(ys), -100, -100, 200)}
 	tr.t = []tri{{v: [3]int32{n, n + 1, n + 2}, nb: [3]int32{-1, -1, -1}}}
 	for _, p := range snakeOrder(xs, ys) {
-		tr.insert(p)
+		tr.insert(int32(p))
 	}
 	real := 0
 	for _, tt := range tr.t {
