@@ -256,6 +256,19 @@ func checkEdges(t *testing.T, e *Edges) {
 	}
 }
 
+// checkRead: a reader either fails with ErrFormat or ErrTooLarge, or
+// returns edges that hold the invariants.
+func checkRead(t *testing.T, e *Edges, err error) {
+	t.Helper()
+	if err != nil {
+		if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("error %v is neither ErrFormat nor ErrTooLarge", err)
+		}
+		return
+	}
+	checkEdges(t, e)
+}
+
 func fuzzOptions(flags uint8) ReadOptions {
 	return ReadOptions{Symmetrize: flags&1 != 0, DropSelfLoops: flags&2 != 0, Dedup: flags&4 != 0, MaxVertices: 1 << 20}
 }
@@ -267,13 +280,7 @@ func FuzzReadMatrixMarket(f *testing.F) {
 		defer func(n int) { chunkBytes = n }(chunkBytes)
 		chunkBytes = 1 + int(flags>>3)*5 // chunks cut anywhere
 		e, err := ReadMatrixMarket(bytes.NewReader(in), fuzzOptions(flags))
-		if err != nil {
-			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrTooLarge) {
-				t.Fatalf("error %v is neither ErrFormat nor ErrTooLarge", err)
-			}
-			return
-		}
-		checkEdges(t, e)
+		checkRead(t, e, err)
 	})
 }
 
@@ -284,13 +291,7 @@ func FuzzReadSNAP(f *testing.F) {
 		defer func(n int) { chunkBytes = n }(chunkBytes)
 		chunkBytes = 1 + int(flags>>3)*5 // chunks cut anywhere
 		e, err := ReadSNAP(bytes.NewReader(in), fuzzOptions(flags))
-		if err != nil {
-			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrTooLarge) {
-				t.Fatalf("error %v is neither ErrFormat nor ErrTooLarge", err)
-			}
-			return
-		}
-		checkEdges(t, e)
+		checkRead(t, e, err)
 	})
 }
 
@@ -299,13 +300,7 @@ func FuzzReadMETIS(f *testing.F) {
 	f.Add([]byte("2 1 011 2\n5 6 2 9\n7 8 1 9\n"), uint8(6))
 	f.Fuzz(func(t *testing.T, in []byte, flags uint8) {
 		e, err := ReadMETIS(bytes.NewReader(in), fuzzOptions(flags))
-		if err != nil {
-			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrTooLarge) {
-				t.Fatalf("error %v is neither ErrFormat nor ErrTooLarge", err)
-			}
-			return
-		}
-		checkEdges(t, e)
+		checkRead(t, e, err)
 	})
 }
 
@@ -658,13 +653,7 @@ func FuzzReadWKG(f *testing.F) {
 	f.Add([]byte("WKGRAPH\x00"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		e, err := ReadWKG(bytes.NewReader(in), ReadOptions{MaxVertices: 1 << 20})
-		if err != nil {
-			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrTooLarge) {
-				t.Fatalf("error %v is neither ErrFormat nor ErrTooLarge", err)
-			}
-			return
-		}
-		checkEdges(t, e)
+		checkRead(t, e, err)
 	})
 }
 
