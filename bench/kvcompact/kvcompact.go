@@ -8,13 +8,12 @@ package kvcompactbench
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"slices"
-	"sort"
+	"strings"
 	"time"
 
 	"github.com/warpkit/warpkit/internal/benchfmt"
@@ -102,7 +101,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	}
 	if *quick {
 		values, comps, *runs = []int{32, 128, 1024, 4096}, []string{"none"}, 1
-		if !flagGiven(fs, "cpu-stress") {
+		if !cli.Given(fs, "cpu-stress") {
 			stressLevels = []int{0, 40, 80}
 		}
 	}
@@ -138,7 +137,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 			cols = append(cols, "cpu-par 1st MB/s")
 		}
 	}
-	cols = append(cols, "CPU-s/GB "+joinNames(engines), "sys "+joinNames(engines), "ident")
+	cols = append(cols, "CPU-s/GB "+strings.Join(engines, "/"), "sys "+strings.Join(engines, "/"), "ident")
 	rates := rep.Table("rates (median of the runs)", cols...)
 	var stageRows [][]any
 	type targetRow struct {
@@ -193,7 +192,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 						}
 					}
 				}
-				row = append(row, joinNames(cpuCells), joinNames(sysCells), ident)
+				row = append(row, strings.Join(cpuCells, "/"), strings.Join(sysCells, "/"), ident)
 				rates.Add(row...)
 				if ident == "NO" {
 					rep.Note("%s, %d-byte values: cpu-par's outputs differ from cpu's (or it fell back, or runs disagreed)", compName, value)
@@ -351,19 +350,8 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, runs 
 
 func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	slices.Sort(s)
 	return s[len(s)/2]
-}
-
-func joinNames(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += "/"
-		}
-		out += x
-	}
-	return out
 }
 
 // forEachStress calls f at each stress level, with that level's burners
@@ -383,11 +371,4 @@ func forEachStress(levels []int, f func(pct int) error) error {
 		}
 	}
 	return nil
-}
-
-// flagGiven reports whether the command line set flag name.
-func flagGiven(fs *flag.FlagSet, name string) bool {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
-	return given
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -104,7 +103,7 @@ func runKVBench(ctx context.Context, args []string) error {
 	if err := cli.NoArgs(fs); err != nil {
 		return err
 	}
-	if f.quick && !flagSet(fs, "num") {
+	if f.quick && !cli.Given(fs, "num") {
 		f.num = 100_000
 	}
 	vmin, vmax, err := kvbench.ParseValueSize(f.value)
@@ -316,13 +315,6 @@ type kvRun struct {
 	stress    int // percent of every core the burners took
 	res, base map[string]*kvbench.Result
 	met       map[string]*kv.Metrics
-}
-
-// flagSet reports whether the command line set flag name.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -126,9 +127,9 @@ func graphGen(args []string, w io.Writer) error {
 		}
 		e, err = graphio.Delaunay(*scale, *seed)
 	case "road":
-		e, err = graphio.Road(*vertices, cmpOr(*degree, 2.2), *seed)
+		e, err = graphio.Road(*vertices, cmp.Or(*degree, 2.2), *seed)
 	case "mesh3d":
-		e, err = graphio.Mesh3D(*vertices, cmpOr(*degree, 48), *seed)
+		e, err = graphio.Mesh3D(*vertices, cmp.Or(*degree, 48), *seed)
 	case "standin":
 		i := slices.IndexFunc(graphio.StandIns(), func(st graphio.StandIn) bool { return st.Name == *name })
 		if i < 0 {
@@ -183,14 +184,6 @@ func writeGraph(path string, e *graphio.Edges) (err error) {
 		return graphio.WriteWKG(dst, e)
 	}
 	return graphio.WriteSNAP(dst, e)
-}
-
-// cmpOr is v, or def when v is zero.
-func cmpOr(v, def float64) float64 {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 func graphStandIns(args []string, w io.Writer) error {

@@ -118,6 +118,14 @@ func isOwnFlag(fs *flag.FlagSet, arg string) bool {
 	return name != "" && (fs.Lookup(name) != nil || name == "h" || name == "help")
 }
 
+// Given reports whether the command line set flag name (after Parse), for
+// a default that depends on other flags.
+func Given(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 // IntFlag defines an int flag that accepts only whole numbers in
 // [min, max]; its help text ends with the range. Anything else (-5 for a
 // count, 0 for a size, "1e6", "ten") is a usage error naming the flag and

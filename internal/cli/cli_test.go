@@ -118,3 +118,15 @@ func TestIntListFlag(t *testing.T) {
 		}
 	}
 }
+
+func TestGiven(t *testing.T) {
+	fs := NewFlags("x", "")
+	fs.Int("a", 1, "")
+	fs.Int("b", 2, "")
+	if err := Parse(fs, []string{"--a", "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if !Given(fs, "a") || Given(fs, "b") || Given(fs, "c") {
+		t.Fatal("Given: a set (even to its default), b and c not")
+	}
+}
