@@ -65,6 +65,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		"Builds one L0→L1 job per value size and compression (L0 tables over an overlapping L1 run, 16-byte keys, no\n"+
 		"snapshots) and runs it on each engine: cpu (compaction.CPU, one goroutine: the oracle), cpu-parts (its\n"+
 		"subcompactions; outputs cut elsewhere, so not compared) and cpu-par (kv/gpucompact's Go engine, every core).\n"+
+		"No GPU is needed: every engine here runs on the CPU (kv/gpucompact's CUDA engine is still to come).\n"+
 		"MB/s are of input table bytes per wall second (median of --runs); CPU-s/GB is process CPU time per input GB,\n"+
 		"sys its kernel share (page faults on fresh memory, file writes).\n"+
 		"cpu-par's outputs must equal cpu's byte for byte (ident). cpu-par keeps its arrays from one job to the next, as\n"+
