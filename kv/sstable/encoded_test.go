@@ -104,15 +104,7 @@ func TestEncodedBlocksIdentical(t *testing.T) {
 						t.Fatalf("round %d %s: block %d: %v", round, mode, i, err)
 					}
 				}
-				for _, sp := range spans {
-					if err := w.AddRangeDel(sp); err != nil {
-						t.Fatal(err)
-					}
-				}
-				meta, err := w.Finish()
-				if err != nil {
-					t.Fatal(err)
-				}
+				meta := finishWith(t, w, spans)
 				if !bytes.Equal(buf.Bytes(), want) {
 					t.Fatalf("round %d (%v, block %d, restart %d, bloom %d, workers %d) %s: %d bytes differ from the %d written entry by entry",
 						round, opts.Compression, opts.BlockSize, opts.RestartInterval, opts.BloomBitsPerKey, workers, mode, buf.Len(), len(want))

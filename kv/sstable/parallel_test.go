@@ -52,16 +52,7 @@ func TestCompressionWorkersIdentical(t *testing.T) {
 					t.Fatal("RawSize went backwards")
 				}
 			}
-			for _, sp := range spans {
-				if err := w.AddRangeDel(sp); err != nil {
-					t.Fatal(err)
-				}
-			}
-			m, err := w.Finish()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return buf.Bytes(), m
+			return buf.Bytes(), finishWith(t, w, spans)
 		}
 		seq, sm := write(0)
 		for _, workers := range []int{2, 3, 8} {

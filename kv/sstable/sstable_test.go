@@ -56,14 +56,9 @@ func randomTable(rng *rand.Rand, n int) []kv {
 	return out
 }
 
-func build(t testing.TB, entries []kv, spans []rangedel.Span, opts WriterOptions) ([]byte, Metadata) {
-	var buf bytes.Buffer
-	w := NewWriter(&buf, opts)
-	for _, e := range entries {
-		if err := w.Add(e.k, e.v); err != nil {
-			t.Fatal(err)
-		}
-	}
+// finishWith adds the range tombstones to w and finishes it.
+func finishWith(t testing.TB, w *Writer, spans []rangedel.Span) Metadata {
+	t.Helper()
 	for _, sp := range spans {
 		if err := w.AddRangeDel(sp); err != nil {
 			t.Fatal(err)
@@ -73,6 +68,18 @@ func build(t testing.TB, entries []kv, spans []rangedel.Span, opts WriterOptions
 	if err != nil {
 		t.Fatal(err)
 	}
+	return meta
+}
+
+func build(t testing.TB, entries []kv, spans []rangedel.Span, opts WriterOptions) ([]byte, Metadata) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf, opts)
+	for _, e := range entries {
+		if err := w.Add(e.k, e.v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	meta := finishWith(t, w, spans)
 	if meta.Size != uint64(buf.Len()) {
 		t.Fatalf("metadata size %d, file %d", meta.Size, buf.Len())
 	}
