@@ -33,6 +33,7 @@ func loadJob(ctx context.Context, job *compaction.Job, ws *workspace) (*inputSet
 		file    vfs.File
 		release func()
 		blocks  []sstable.BlockHandle
+		rawLen  uint64 // its blocks' contents, as their headers say
 		err     error
 	}
 	type piece struct {
@@ -163,18 +164,16 @@ func loadJob(ctx context.Context, job *compaction.Job, ws *workspace) (*inputSet
 	// vouched for: before the arena is sized by them, each table's must
 	// agree with its properties, else a damaged block is found (and named
 	// as reading it would) rather than trusted.
-	rawOf := map[*table]uint64{}
 	for _, p := range pieces {
-		rawOf[p.t] += p.rawLen
+		p.t.rawLen += p.rawLen
 	}
-	for _, p := range pieces {
-		t := p.t
+	for _, t := range tables {
 		props := t.r.Properties()
-		if want := props.RawDataSize - min(props.RawDataSize, uint64(len(t.blocks))*sstable.BlockTrailerLen); props.RawDataSize == 0 || rawOf[t] <= want {
+		if want := props.RawDataSize - min(props.RawDataSize, uint64(len(t.blocks))*sstable.BlockTrailerLen); props.RawDataSize == 0 || t.rawLen <= want {
 			continue
 		}
 		for _, q := range pieces {
-			if q.t != t {
+			if q.t != t || len(q.blocks) == 0 {
 				continue
 			}
 			lo := q.blocks[0].Offset
@@ -184,7 +183,7 @@ func loadJob(ctx context.Context, job *compaction.Job, ws *workspace) (*inputSet
 				}
 			}
 		}
-		return nil, base.WithFile(&base.CorruptionError{Reason: fmt.Sprintf("data blocks decode to %d bytes, more than the table's raw data size", rawOf[t])}, t.f.FileNum.String())
+		return nil, base.WithFile(&base.CorruptionError{Reason: fmt.Sprintf("data blocks decode to %d bytes, more than the table's raw data size", t.rawLen)}, t.f.FileNum.String())
 	}
 	var arenaLen uint64
 	for _, p := range pieces {
