@@ -1,10 +1,9 @@
-// merge.cuh: stable merge of two sorted runs by merge path (Green, McColl,
-// Bader; the moderngpu formulation) in one launch: each block finds where its
-// output tile's two diagonals cross the merge path (one warp per diagonal,
-// probing 32 points per step), then merges its tile in shared memory, every
-// thread merging IPT consecutive outputs.
+// merge.cuh: prim's stable merge of two sorted runs of integer keys under a
+// mask, in one launch: the merge path of internal/devcode/merge_path.cuh with
+// the masked order.
 #pragma once
 #include "common.cuh"
+#include "merge_path.cuh"
 
 namespace prim {
 
@@ -17,118 +16,18 @@ struct MergeTile {
   static constexpr int kItems = kMergeBlock * kIPT;
 };
 
-// merge_path returns how many of the first diag outputs come from a: the
-// smallest i in [max(0, diag-nb), min(diag, na)] with a[i] > b[diag-1-i] under
-// the mask, so that on equal keys a's elements come first.
+// MaskLess orders keys by their masked bits.
 template <typename K>
-__device__ __forceinline__ int merge_path(const K* a, int na, const K* b, int nb, int diag, K mask) {
-  int lo = max(0, diag - nb), hi = min(diag, na);
-  while (lo < hi) {
-    const int mid = (lo + hi) >> 1;
-    if ((a[mid] & mask) <= (b[diag - 1 - mid] & mask)) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
-}
-
-// warp_merge_path is merge_path computed by one warp (all 32 lanes call it):
-// each step probes 32 evenly spaced points of the remaining range [lo, hi)
-// and keeps the stretch between the last probe that lies below the path and
-// the first that does not, so a range of m shrinks to m/33 per step (a few
-// steps, each one round of loads, instead of log2 m dependent loads). Every
-// probe lies in [lo, hi), inside both runs, whether or not they are sorted,
-// and the result is a deterministic function of the inputs: two blocks that
-// search the same diagonal agree.
-template <typename K>
-__device__ __forceinline__ int warp_merge_path(const K* a, int na, const K* b, int nb, int diag, K mask) {
-  constexpr int kProbes = kWarp;
-  const int lane = threadIdx.x % kWarp;
-  int lo = max(0, diag - nb), hi = min(diag, na);
-  while (lo < hi) {  // lo and hi are equal in all lanes
-    const int m = hi - lo;
-    const bool exact = m <= kProbes;  // probe every position
-    const int x = exact ? lo + lane : lo + (int)((int64_t)(lane + 1) * m / (kProbes + 1));
-    const bool below = (!exact || lane < m) && (a[x] & mask) <= (b[diag - 1 - x] & mask);
-    const int c = __popc(__ballot_sync(0xffffffffu, below));  // probes below the path
-    if (exact) {
-      lo += c;
-      hi = lo;
-    } else {
-      const int nlo = c > 0 ? lo + (int)((int64_t)c * m / (kProbes + 1)) + 1 : lo;  // past probe c-1
-      const int nhi = c < kProbes ? lo + (int)((int64_t)(c + 1) * m / (kProbes + 1)) : hi;  // probe c
-      lo = nlo;
-      hi = nhi;
-    }
-  }
-  return lo;
-}
+struct MaskLess {
+  K mask;
+  __device__ __forceinline__ bool operator()(K x, K y) const { return (x & mask) < (y & mask); }
+};
 
 // merge_tile: block p merges the outputs [p*kItems, ...) of its tile.
 template <typename K, typename V, bool kPairs>
 __device__ void merge_tile(const K* a, const V* av, int na, const K* b, const V* bv, int nb, K mask, K* out, V* outv) {
-  constexpr int IPT = MergeTile<K>::kIPT, kItems = MergeTile<K>::kItems;
-  __shared__ K keys[kItems];
-  __shared__ int src[kItems];
-  __shared__ int split[2];
-  const int64_t d0 = (int64_t)blockIdx.x * kItems;
-  const int64_t d1 = min(d0 + kItems, (int64_t)na + nb);
-  const int warp = threadIdx.x / kWarp;
-  if (warp < 2) {  // warp 0 finds where the tile starts in a, warp 1 where it ends
-    const int r = warp_merge_path(a, na, b, nb, (int)(warp == 0 ? d0 : d1), mask);
-    if (threadIdx.x % kWarp == 0) split[warp] = r;
-  }
-  __syncthreads();
-  // Clamp so that unsorted input (non-monotone splits) cannot index out of
-  // bounds; for sorted input these are the exact ranges.
-  const int a0 = split[0];
-  const int a1 = max(a0, split[1]);
-  const int b0 = (int)(d0 - a0);
-  const int la = min(a1 - a0, (int)(d1 - d0));
-  const int lb = min((int)(d1 - d0) - la, nb - b0);
-  const int len = la + lb;
-  for (int i = threadIdx.x; i < len; i += kMergeBlock) keys[i] = i < la ? a[a0 + i] : b[b0 + i - la];
-  __syncthreads();
-  // This thread's outputs [diag, diag+IPT) of the tile.
-  const int diag = min(threadIdx.x * IPT, len);
-  const K* sa = keys;
-  const K* sb = keys + la;
-  int i = merge_path(sa, la, sb, lb, diag, mask);
-  int j = diag - i;
-  K k[IPT];
-  int from[IPT];
-#pragma unroll
-  for (int u = 0; u < IPT; u++) {
-    const bool a_ok = i < la, b_ok = j < lb;
-    const K ka = a_ok ? sa[i] : K(0), kb = b_ok ? sb[j] : K(0);
-    const bool take_a = a_ok && (!b_ok || (ka & mask) <= (kb & mask));
-    k[u] = take_a ? ka : kb;
-    from[u] = take_a ? i : la + j;  // index into the tile's input
-    if (take_a) {
-      i++;
-    } else {
-      j++;
-    }
-  }
-  __syncthreads();
-#pragma unroll
-  for (int u = 0; u < IPT; u++) {
-    const int o = threadIdx.x * IPT + u;
-    if (o < len) {
-      keys[o] = k[u];
-      src[o] = from[u];
-    }
-  }
-  __syncthreads();
-  for (int o = threadIdx.x; o < len; o += kMergeBlock) {
-    out[d0 + o] = keys[o];
-    if constexpr (kPairs) {
-      const int f = src[o];
-      outv[d0 + o] = f < la ? av[a0 + f] : bv[b0 + f - la];
-    }
-  }
+  wk::mergepath::tile<K, V, kPairs, kMergeBlock, MergeTile<K>::kIPT>(a, av, na, b, bv, nb, (int64_t)blockIdx.x,
+                                                                      MaskLess<K>{mask}, out, outv);
 }
 
 }  // namespace prim
