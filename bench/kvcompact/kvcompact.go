@@ -9,6 +9,7 @@ package kvcompactbench
 import (
 	"context"
 	"fmt"
+	"github.com/warpkit/warpkit"
 	"io"
 	"os"
 	"runtime"
@@ -37,7 +38,11 @@ const (
 	target2        = 1.5
 )
 
-var engineNames = []string{"cpu", "cpu-parts", "cpu-par"}
+var engineNames = []string{"cpu", "cpu-parts", "cpu-par", "gpu"}
+
+// gpucompactEngine says an engine is a gpucompact.Compactor (cpu-par: its
+// Go engine; gpu: its CUDA engine), whose outputs are compared with cpu's.
+func gpucompactEngine(name string) bool { return name == "cpu-par" || name == "gpu" }
 
 // engine is one compactor under test.
 type engine struct {
@@ -78,7 +83,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	var comps []string
 	cli.ChoiceListVarFlag(fs, &comps, "compression", []string{"none", "snappy"}, []string{"none", "snappy", "s2"}, "table compression, inputs and outputs")
 	var engines []string
-	cli.ChoiceListVarFlag(fs, &engines, "engines", engineNames, engineNames, "engines to run (cpu always runs: the baseline and oracle)")
+	cli.ChoiceListVarFlag(fs, &engines, "engines", engineNames[:3], engineNames, "engines to run (cpu always runs: the baseline and oracle; gpu needs a CUDA device)")
 	l0Tables := cli.IntFlag(fs, "l0-tables", 4, 1, 256, "L0 tables in the job")
 	l0KiB := cli.IntFlag(fs, "l0-kib", 4096, 16, 1<<20, "KiB of entries per L0 table")
 	l1KiB := cli.IntFlag(fs, "l1-kib", 40960, 16, 16<<20, "KiB of entries in L1")
@@ -92,7 +97,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	quick := fs.Bool("quick", false, "values 32,128,1024,4096, no compression, one run each; --cpu-stress 0,40,80 unless given")
 	asJSON := fs.Bool("json", false, "print JSON")
 	var prof profiles
-	fs.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of cpu-par's second run (its first with arrays kept from a job before; the first with --runs 1) of the first job to this `file`")
+	fs.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the first gpucompact engine's (cpu-par, else gpu) second run (its first with arrays kept from a job before; the first with --runs 1) of the first job to this `file`")
 	fs.StringVar(&prof.trace, "trace", "", "write an execution trace of the run --cpuprofile profiles to this `file` (go tool trace)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -134,8 +139,8 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	cols := []string{"stress %", "compression", "value B", "entries", "input MB", "cpu MB/s"}
 	for _, e := range engines[1:] {
 		cols = append(cols, e+" MB/s", e+"/cpu")
-		if e == "cpu-par" {
-			cols = append(cols, "cpu-par 1st MB/s")
+		if gpucompactEngine(e) {
+			cols = append(cols, e+" 1st MB/s")
 		}
 	}
 	cols = append(cols, "CPU-s/GB "+strings.Join(engines, "/"), "sys "+strings.Join(engines, "/"), "ident")
@@ -172,31 +177,35 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 				sysShare := func(c cell) string { return fmt.Sprintf("%.0f%%", 100*c.sys.Seconds()/max(c.cpu.Seconds(), 1e-9)) }
 				cpuCells := []string{cpuSPerGB(cells[0])}
 				sysCells := []string{sysShare(cells[0])}
-				ident := "-"
+				var idents []string
 				for i, name := range engines[1:] {
 					c := cells[i+1]
 					row = append(row, mbs(c), benchfmt.Ratio(mbs(c), mbs(cells[0])))
-					if name == "cpu-par" {
+					if gpucompactEngine(name) {
 						row = append(row, in/1e6/c.first.Seconds())
 					}
 					cpuCells = append(cpuCells, cpuSPerGB(c))
 					sysCells = append(sysCells, sysShare(c))
-					if name == "cpu-par" {
-						ident = benchfmt.YesNo(c.print == cells[0].print && c.stable && cells[0].stable && c.fallback == 0)
+					if gpucompactEngine(name) {
+						idents = append(idents, benchfmt.YesNo(c.print == cells[0].print && c.stable && cells[0].stable && c.fallback == 0))
 						st := c.stages
 						n := float64(st.EngineJobs)
 						ms := func(d time.Duration) float64 { return benchfmt.Millis(d) / max(n, 1) }
-						stageRows = append(stageRows, []any{pct, compName, value, ms(st.Load), ms(st.Merge), ms(st.GC), ms(st.Sizes), ms(st.Plan), ms(st.Write),
+						stageRows = append(stageRows, []any{name, pct, compName, value, ms(st.Load), ms(st.Merge), ms(st.GC), ms(st.Sizes), ms(st.Plan), ms(st.Write),
 							benchfmt.Millis(c.wall), c.cpu.Seconds() / c.wall.Seconds(), c.fallback})
-						if value <= targetMaxValue && pct == 0 {
+						if name == "cpu-par" && value <= targetMaxValue && pct == 0 {
 							targetRows = append(targetRows, targetRow{compName, value, mbs(c) / mbs(cells[0])})
 						}
 					}
 				}
+				ident := "-"
+				if len(idents) > 0 {
+					ident = strings.Join(idents, "/")
+				}
 				row = append(row, strings.Join(cpuCells, "/"), strings.Join(sysCells, "/"), ident)
 				rates.Add(row...)
-				if ident == "NO" {
-					rep.Note("%s, %d-byte values: cpu-par's outputs differ from cpu's (or it fell back, or runs disagreed)", compName, value)
+				if strings.Contains(ident, "NO") {
+					rep.Note("%s, %d-byte values: a gpucompact engine's outputs differ from cpu's (or it fell back, or runs disagreed): ident %s", compName, value, ident)
 				}
 			}
 		}
@@ -206,8 +215,8 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	if len(stageRows) > 0 {
-		t := rep.Table("cpu-par stages (ms per job, the runs after the first: load = read + check + decompress + decode; sizes = each entry's encoded size; plan = the sequential walk cutting blocks and tables, with the encoders and writers behind it; write = the encoding and writing left after the walk; cores busy = CPU time / wall)",
-			"stress %", "compression", "value B", "load", "merge", "gc+select", "sizes", "plan", "write", "wall", "cores busy", "fallbacks")
+		t := rep.Table("gpucompact stages (ms per job, the runs after the first: load = read + check + decompress + decode; sizes = each entry's encoded size; plan = the sequential walk cutting blocks and tables, with the encoders and writers behind it; write = the encoding and writing left after the walk; cores busy = CPU time / wall; gpu: merge = upload + merge + GC flags, gc = the host's checks + selection, sizes = sizes + download)",
+			"engine", "stress %", "compression", "value B", "load", "merge", "gc+select", "sizes", "plan", "write", "wall", "cores busy", "fallbacks")
 		for _, r := range stageRows {
 			t.Add(r...)
 		}
@@ -230,7 +239,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 			rep.Note("targets: issue 15 sets them for 16 cores (%.1f×) and 2 cores (%.1f×); this run has GOMAXPROCS %d", target16, target2, runtime.GOMAXPROCS(0))
 		}
 	}
-	rep.Note("cpu: compaction.CPU{Parts: 1}; cpu-parts: compaction.CPU{} (min(GOMAXPROCS, 8) subcompactions); cpu-par: gpucompact.New with MinInputBytes -1 (every job on the Go engine), fallback compaction.CPU{Parts: 1}")
+	rep.Note("cpu: compaction.CPU{Parts: 1}; cpu-parts: compaction.CPU{} (min(GOMAXPROCS, 8) subcompactions); cpu-par: gpucompact.New with Backend CPU and MinInputBytes -1 (every job on the Go engine), fallback compaction.CPU{Parts: 1}; gpu: the same with Backend CUDA (the CUDA engine)")
 	rep.Note("each run: runtime.GC() first, then one Compact; its outputs fingerprinted (file bytes, metadata, Stats) and deleted")
 	if slices.ContainsFunc(stressLevels, func(p int) bool { return p > 0 }) {
 		rep.Note("stress: %d burner processes (internal/stress), each busy that share of every 10 ms on one core; CPU-s/GB counts this process only", runtime.NumCPU())
@@ -267,10 +276,14 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, runs 
 			engines = append(engines, engine{name: name, c: compaction.CPU{Parts: 1}})
 		case "cpu-parts":
 			engines = append(engines, engine{name: name, c: compaction.CPU{}})
-		case "cpu-par":
-			gc, err := gpucompact.New(gpucompact.Options{MinInputBytes: -1, MemoryBudget: -1, Fallback: compaction.CPU{Parts: 1}})
+		case "cpu-par", "gpu":
+			backend := warpkit.CPU
+			if name == "gpu" {
+				backend = warpkit.CUDA
+			}
+			gc, err := gpucompact.New(gpucompact.Options{Backend: backend, MinInputBytes: -1, MemoryBudget: -1, Fallback: compaction.CPU{Parts: 1}})
 			if err != nil {
-				return nil, jobInfo{}, err
+				return nil, jobInfo{}, fmt.Errorf("%s: %w", name, err)
 			}
 			defer gc.Close()
 			engines = append(engines, engine{name: name, c: gc, gc: gc})

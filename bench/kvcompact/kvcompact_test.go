@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
 	"io"
 	"os"
 	"strings"
@@ -47,7 +49,7 @@ func TestRun(t *testing.T) {
 				t.Errorf("--fs %s: row %v: ident %v", fsKind, row, ident)
 			}
 		}
-		if len(rep.Tables) < 2 || rep.Tables[1].Columns[3] != "load" || len(rep.Tables[1].Rows) != 9 {
+		if len(rep.Tables) < 2 || rep.Tables[1].Columns[4] != "load" || len(rep.Tables[1].Rows) != 9 {
 			t.Errorf("--fs %s: no stage table: %+v", fsKind, rep.Tables)
 		}
 	}
@@ -59,7 +61,7 @@ func TestRunText(t *testing.T) {
 	if err := Run(t.Context(), append([]string{"--values", "64", "--engines", "cpu-par"}, small...), &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"rates (median of the runs)", "cpu-par stages", "cpu-par/cpu", "compaction.CPU{Parts: 1}"} {
+	for _, want := range []string{"rates (median of the runs)", "gpucompact stages", "cpu-par/cpu", "compaction.CPU{Parts: 1}"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
@@ -106,11 +108,24 @@ func TestRunStress(t *testing.T) {
 
 func TestUsage(t *testing.T) {
 	for _, args := range [][]string{
-		{"--values", "-1"}, {"--compression", "zstd"}, {"--engines", "gpu"}, {"--fs", "tmpfs"}, {"--runs", "0"},
+		{"--values", "-1"}, {"--compression", "zstd"}, {"--engines", "tpu"}, {"--fs", "tmpfs"}, {"--runs", "0"},
 		{"--l0-kib", "1"}, {"extra"}, {"--cpu-stress", "101"}, {"--cpu-stress", "-5"},
 	} {
 		if err := Run(t.Context(), args, io.Discard); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("%v: %v, want a usage error", args, err)
 		}
+	}
+}
+
+// TestGPUEngineWithoutDevice: --engines gpu where there is no device fails
+// with warpkit.ErrNoDevice (it does not fall back to the Go engine and call
+// that gpu).
+func TestGPUEngineWithoutDevice(t *testing.T) {
+	if _, err := cuda.Devices(); err == nil {
+		t.Skip("a CUDA device is present")
+	}
+	err := Run(t.Context(), []string{"--values", "64", "--engines", "gpu", "--runs", "1", "--l0-kib", "64", "--l1-kib", "256"}, io.Discard)
+	if !errors.Is(err, warpkit.ErrNoDevice) {
+		t.Fatalf("--engines gpu without a device: %v, want ErrNoDevice", err)
 	}
 }

@@ -10,12 +10,22 @@ import (
 	"sync"
 	"time"
 
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/internal/base"
 )
 
 // Options configure a Compactor. Zero fields take the defaults.
 type Options struct {
+	// Backend picks the engine: CUDA (the device runs the merge, garbage
+	// collection and entry sizes; New fails without a device), CPU (the Go
+	// engine) or Auto (the default: CUDA when a device is present, else the
+	// Go engine).
+	Backend warpkit.Backend
+	// Device is the device of the CUDA engine; nil: New opens device 0
+	// (and Close closes it). The caller keeps a device it passes.
+	Device *cuda.Device
 	// Fallback runs the jobs the engine does not take and reruns the ones
 	// it fails; default compaction.CPU{}.
 	Fallback compaction.Compactor
@@ -77,9 +87,10 @@ var ErrClosed = errors.New("gpucompact: compactor closed")
 type Compactor struct {
 	opts Options
 	// engine is the engine's one slot: a job holds it while it runs, and
-	// with it ws, the engine's arrays, kept between jobs.
+	// with it ws, the engine's arrays, and dev's, kept between jobs.
 	engine chan struct{}
 	ws     *workspace
+	dev    *devEngine // the CUDA engine's device side; nil: the Go engine
 
 	mu struct {
 		sync.Mutex
@@ -107,14 +118,18 @@ type Stats struct {
 	Declined map[string]uint64
 	// Fallbacks counts engine failures by stage ("load", "encode", ...).
 	Fallbacks map[string]uint64
-	// Disabled says MaxEngineFailures consecutive failures turned the
-	// engine off.
+	// Engine is the engine's name: "cuda" or "go".
+	Engine string
+	// Disabled says the engine is off: MaxEngineFailures consecutive
+	// failures, or a device error that may have left the CUDA context
+	// unusable (a kernel fault is sticky), turned it off.
 	Disabled bool
 	// HeldBytes is the memory the engine keeps between jobs: its arrays,
 	// sized by the largest job so far (under MemoryBudget), reused by the
 	// next job instead of asking the system for fresh memory. Close drops
-	// them.
-	HeldBytes int64
+	// them. DeviceHeldBytes is the CUDA engine's device memory kept the
+	// same way.
+	HeldBytes, DeviceHeldBytes int64
 	// Stage times of the engine's jobs.
 	Load, Merge, GC, Sizes, Plan, Write time.Duration
 }
@@ -140,6 +155,25 @@ func New(opts Options) (*Compactor, error) {
 		opts.MaxEngineFailures = DefaultMaxEngineFailures
 	}
 	c := &Compactor{opts: opts, engine: make(chan struct{}, 1), ws: &workspace{}}
+	c.mu.stats.Engine = "go"
+	dev, own := opts.Device, false
+	if dev == nil {
+		var err error
+		if dev, err = warpkit.OpenDevice(opts.Backend, 0); err != nil {
+			return nil, fmt.Errorf("gpucompact: %w", err)
+		}
+		own = dev != nil
+	} else if opts.Backend == warpkit.CPU {
+		dev = nil
+	}
+	if dev != nil {
+		d, err := newDevEngine(dev, own)
+		if err != nil {
+			return nil, err
+		}
+		c.dev = d
+		c.mu.stats.Engine = "cuda"
+	}
 	c.mu.stats.Fallbacks = map[string]uint64{}
 	c.mu.stats.Declined = map[string]uint64{}
 	return c, nil
@@ -168,14 +202,25 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 		return nil, ErrClosed
 	}
 	var times stageTimes
-	res, err := runGo(ctx, job, c.ws, &times, c.failAt)
+	res, err := runEngine(ctx, job, c.ws, c.dev, &times, c.failAt)
 	c.mu.Lock()
 	if c.mu.closed || err != nil {
 		// Close found the engine busy, or the job failed (it may have sized
 		// the arrays from damaged input): drop the arrays now.
 		c.ws = &workspace{}
+		if c.dev != nil {
+			c.dev.release()
+		}
+	}
+	if c.mu.closed && c.dev != nil {
+		c.dev.close()
+		c.dev = nil
 	}
 	c.mu.stats.HeldBytes = int64(c.ws.bytes())
+	c.mu.stats.DeviceHeldBytes = 0
+	if c.dev != nil {
+		c.mu.stats.DeviceHeldBytes = c.dev.heldBytes()
+	}
 	c.mu.Unlock()
 	<-c.engine
 	switch {
@@ -209,7 +254,7 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	}
 	c.mu.Lock()
 	c.mu.failures++
-	disable := !c.mu.stats.Disabled && c.opts.MaxEngineFailures > 0 && c.mu.failures >= c.opts.MaxEngineFailures
+	disable := !c.mu.stats.Disabled && (c.opts.MaxEngineFailures > 0 && c.mu.failures >= c.opts.MaxEngineFailures || deviceFatal(err))
 	if disable {
 		c.mu.stats.Disabled = true
 	}
@@ -217,7 +262,7 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	if l := c.opts.Logger; l != nil {
 		l.Warn("gpucompact: engine failed, job falls back", "stage", stage, "err", err)
 		if disable {
-			l.Error("gpucompact: engine off after consecutive failures; every later job runs on the fallback", "failures", c.opts.MaxEngineFailures)
+			l.Error("gpucompact: engine off (consecutive failures, or a device error); every later job runs on the fallback", "failures", c.mu.failures)
 		}
 	}
 	return c.fallback(ctx, job, stage, "")
@@ -337,6 +382,11 @@ func (c *Compactor) Close() error {
 	case c.engine <- struct{}{}: // idle: drop the arrays (else the running job does)
 		c.ws = &workspace{}
 		c.mu.stats.HeldBytes = 0
+		if c.dev != nil {
+			c.dev.close()
+			c.dev = nil
+			c.mu.stats.DeviceHeldBytes = 0
+		}
 		<-c.engine
 	default:
 	}

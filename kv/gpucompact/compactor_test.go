@@ -50,6 +50,7 @@ func TestFallbackAtEveryStage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer c.Close()
 		c.failAt = func(s string) error {
 			if s == stage {
 				return errors.New("injected")

@@ -24,6 +24,14 @@ type stageTimes struct {
 // every table a job created and did not return). Failures are *stageError
 // naming the stage; failAt (tests) injects one.
 func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stageTimes, failAt func(stage string) error) (*compaction.Result, error) {
+	return runEngine(ctx, job, ws, nil, times, failAt)
+}
+
+// runEngine is runGo, with the stages between the load and the plan (merge,
+// garbage collection, entry sizes) on the device when dev is not nil (the
+// CUDA engine); its output is the same. A device failure is a *stageError
+// of stage "device".
+func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *devEngine, times *stageTimes, failAt func(stage string) error) (*compaction.Result, error) {
 	start := time.Now()
 	t0 := start
 	stage := func(name string, d *time.Duration) error {
@@ -67,20 +75,43 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 	if err := stage("load", &times.load); err != nil {
 		return nil, err
 	}
-	s.setK0()
-	order := s.merge(ws)
-	if err := stage("merge", &times.merge); err != nil {
-		return nil, err
-	}
-	kept, keptNew, st := s.gc(order, job, spans, ws)
-	if err := stage("gc", &times.gc); err != nil {
-		return nil, err
+	lcp := s.setK0()
+	var (
+		kept, keptNew = []uint32(nil), []bool(nil)
+		pe            []planEntry
+		contentsBound int
+		st            gcStats
+	)
+	if dev != nil {
+		durations := map[string]*time.Duration{"merge": &times.merge, "gc": &times.gc, "sizes": &times.sizes}
+		kept, keptNew, pe, contentsBound, st, err = dev.stages(ctx, s, lcp, job, spans, ws, func(name string, err error) error {
+			if err != nil {
+				return err
+			}
+			return stage(name, durations[name])
+		})
+		if err != nil {
+			var se *stageError
+			if ctx.Err() != nil || errors.As(err, &se) || errors.Is(err, errTooLarge) {
+				return nil, err
+			}
+			return nil, &stageError{"device", err}
+		}
+	} else {
+		order := s.merge(ws)
+		if err := stage("merge", &times.merge); err != nil {
+			return nil, err
+		}
+		kept, keptNew, st = s.gc(order, job, spans, ws)
+		if err := stage("gc", &times.gc); err != nil {
+			return nil, err
+		}
+		pe, contentsBound = s.planEntries(kept, ws)
+		if err := stage("sizes", &times.sizes); err != nil {
+			return nil, err
+		}
 	}
 	opts := job.Env.WriterOptions.WithDefaults()
-	pe, contentsBound := s.planEntries(kept, ws)
-	if err := stage("sizes", &times.sizes); err != nil {
-		return nil, err
-	}
 	// The plan walk, with the encoders and the writers behind it.
 	p := newPipeline(ctx, s, job, ws, opts, kept, contentsBound, outSpans, failAt)
 	p.startEncoders()
@@ -122,6 +153,9 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 	res.Stats.BytesRead = job.InputBytes()
 	res.Stats.Duration = time.Since(start)
 	res.Stats.Engine = "go"
+	if dev != nil {
+		res.Stats.Engine = "cuda"
+	}
 	return res, nil
 }
 

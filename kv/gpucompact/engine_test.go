@@ -28,6 +28,15 @@ func TestGoEngineIdentical(t *testing.T) {
 	if testing.Short() {
 		rounds = 60
 	}
+	checkIdentical(t, rounds, "go", goEngineIn)
+}
+
+// compactFunc is compaction.Compactor.Compact's signature.
+type compactFunc = func(context.Context, *compaction.Job) (*compaction.Result, error)
+
+// checkIdentical is TestGoEngineIdentical's suite for the engine named
+// engine, which engineIn runs in a workspace.
+func checkIdentical(t *testing.T, rounds int, engine string, engineIn func(*workspace) compactFunc) {
 	defer func(p uint64) { loadPieceBytes = p }(loadPieceBytes)
 	// One workspace for every round, as a Compactor keeps one: a job
 	// reuses the arrays the last left. The results are kept, and their
@@ -87,7 +96,7 @@ func TestGoEngineIdentical(t *testing.T) {
 			return res, files
 		}
 		want, wantFiles := run(compaction.CPU{Parts: 1}.Compact)
-		got, gotFiles := run(goEngineIn(shared))
+		got, gotFiles := run(engineIn(shared))
 		kept = append(kept, keptResult{round, got, metaStrings(got)})
 		if len(gotFiles) != len(wantFiles) {
 			t.Fatalf("round %d (%+v): %d outputs, compaction.CPU %d", round, opts, len(gotFiles), len(wantFiles))
@@ -101,7 +110,7 @@ func TestGoEngineIdentical(t *testing.T) {
 			}
 		}
 		gs, ws := got.Stats, want.Stats
-		if gs.Engine != "go" {
+		if gs.Engine != engine {
 			t.Fatalf("round %d: engine %q", round, gs.Engine)
 		}
 		gs.Duration, ws.Duration, gs.Engine = 0, 0, ""
@@ -131,6 +140,12 @@ func TestGoEngineIdenticalLarge(t *testing.T) {
 	if testing.Short() {
 		mib = 3
 	}
+	checkLarge(t, mib, goEngine)
+}
+
+// checkLarge is TestGoEngineIdenticalLarge's check for an engine, with jobs
+// of mib MiB.
+func checkLarge(t *testing.T, mib int, engine compactFunc) {
 	for _, valueLen := range []int{100, 1024} {
 		e, job := benchJob(t, mib, valueLen)
 		job.TargetFileSize = 256 << 10
@@ -138,7 +153,7 @@ func TestGoEngineIdenticalLarge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := runGo(context.Background(), job, &workspace{}, &stageTimes{}, nil)
+		got, err := engine(context.Background(), job)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -317,6 +332,11 @@ func TestGoEngineMatrix(t *testing.T) {
 	if testing.Short() {
 		rounds = 30
 	}
+	checkMatrix(t, rounds, goEngine)
+}
+
+// checkMatrix is TestGoEngineMatrix's suite for an engine.
+func checkMatrix(t *testing.T, rounds int, engine compactFunc) {
 	for round := range rounds {
 		rng := rand.New(rand.NewPCG(uint64(round), 51))
 		in := sstable.WriterOptions{BlockSize: 256 << rng.IntN(4), Compression: sstable.Compression(rng.IntN(3)), BloomBitsPerKey: 10}
@@ -328,9 +348,7 @@ func TestGoEngineMatrix(t *testing.T) {
 		}
 		var files [2][][]byte
 		var stats [2]compaction.Stats
-		for i, engine := range []func(context.Context, *compaction.Job) (*compaction.Result, error){
-			compaction.CPU{Parts: 1}.Compact, goEngine,
-		} {
+		for i, engine := range []compactFunc{compaction.CPU{Parts: 1}.Compact, engine} {
 			e := ct.NewEnv()
 			job := ct.MatrixJob(t, rand.New(rand.NewPCG(uint64(round), 52)), e, in)
 			job.Env.WriterOptions = out

@@ -11,10 +11,11 @@ import (
 // the prefix every key of the job shares (the common prefix of the smallest
 // and the largest), big-endian, zero-padded. Comparing K0 first orders all
 // entries whose keys differ within those 8 bytes with one integer
-// comparison; only K0 ties need the key bytes.
-func (s *inputSet) setK0() {
+// comparison; only K0 ties need the key bytes. It returns the length of
+// the common prefix.
+func (s *inputSet) setK0() int {
 	if len(s.ents) == 0 {
-		return
+		return 0
 	}
 	var lo, hi []byte
 	for i, r := range s.runs {
@@ -42,6 +43,7 @@ func (s *inputSet) setK0() {
 			s.ents[i].k0 = binary.BigEndian.Uint64(buf[:])
 		}
 	})
+	return lcp
 }
 
 // less orders entries as base.CompareInternal orders their internal keys:

@@ -8,6 +8,7 @@ import (
 	"github.com/warpkit/warpkit/kv/record"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 
@@ -336,5 +337,28 @@ func FuzzLoadDamagedBlock(f *testing.F) {
 func (s *inputSet) newRun() {
 	if start := s.runEnd(); start < len(s.ents) {
 		s.runs = append(s.runs, run{start, len(s.ents)})
+	}
+}
+
+// TestMergePlan: the device merge's rounds pair adjacent runs as merge
+// does, carry an odd run over, and number each pair's tiles from where the
+// previous pair's end.
+func TestMergePlan(t *testing.T) {
+	runs := []run{{0, 10}, {10, 10 + mergeTileItems}, {10 + mergeTileItems, 20 + mergeTileItems}}
+	words, rounds := mergePlan(runs)
+	want := []mergeRound{{first: 0, pairs: 2, tiles: 2 + 1}, {first: 2, pairs: 1, tiles: 2}}
+	if !slices.Equal(rounds, want) {
+		t.Fatalf("rounds %+v, want %+v", rounds, want)
+	}
+	pair := func(i int) (start, na, nb, tile0 uint64) {
+		return words[3*i], words[3*i+1] & 0xffffffff, words[3*i+1] >> 32, words[3*i+2]
+	}
+	for i, w := range [][4]uint64{{0, 10, mergeTileItems, 0}, {10 + mergeTileItems, 10, 0, 2}, {0, 10 + mergeTileItems, 10, 0}} {
+		if s, a, b, t0 := pair(i); [4]uint64{s, a, b, t0} != w {
+			t.Fatalf("pair %d: %v, want %v", i, [4]uint64{s, a, b, t0}, w)
+		}
+	}
+	if words, rounds := mergePlan(runs[:1]); len(words) != 0 || len(rounds) != 0 {
+		t.Fatalf("one run: %v %v", words, rounds)
 	}
 }

@@ -1,0 +1,438 @@
+package gpucompact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/gpurt"
+	"github.com/warpkit/warpkit/internal/hostpar"
+	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/internal/rangedel"
+	"github.com/warpkit/warpkit/prim"
+)
+
+// deviceBlock is the kernels' block size (kBlock in gpucompact.cu) and
+// mergeTileItems the outputs of one merge tile (kBlock * kMergeIPT).
+const (
+	deviceBlock    = 256
+	mergeTileItems = deviceBlock * 11
+)
+
+// devEngine is the CUDA engine's device side: the kernels, prim's engine,
+// one stream, pinned staging and device arrays, all kept from one job to
+// the next (the device counterpart of the workspace). The Compactor's
+// engine slot gives it one job at a time.
+//
+// Today the device runs the stages between the load and the plan — the
+// merge of the sorted runs, garbage collection with selection, and the
+// kept entries' encoded sizes — on the entries the host loaded; the
+// host decides the positions only it can (range tombstones, tombstone
+// elision against the levels below), then plans, encodes and writes as the
+// Go engine does.
+type devEngine struct {
+	dev    *cuda.Device
+	own    bool // dev was opened by New: Close closes it
+	prim   *prim.Engine
+	stream *cuda.Stream
+	fn     struct{ iota, merge, gc, apply, sizes *cuda.Function }
+	bufs   devBufs
+}
+
+// devBufs are the device arrays and the staging, freed together
+// (gpurt.FreeAll).
+type devBufs struct {
+	stage                           gpurt.Staging
+	ents                            gpurt.Buf[uint64] // 4 words per entry (input.go's entry)
+	keys                            gpurt.Buf[uint8]
+	snaps, pairs, bound             gpurt.Buf[uint64]
+	src, dst, pos, sel, kept, plan  gpurt.Buf[uint32]
+	count                           gpurt.Buf[uint32]
+	keep, newKey, check, keptNew, v gpurt.Buf[uint8]
+}
+
+func newDevEngine(dev *cuda.Device, own bool) (*devEngine, error) {
+	d := &devEngine{dev: dev, own: own}
+	fail := func(err error) (*devEngine, error) {
+		d.close()
+		return nil, fmt.Errorf("gpucompact: CUDA engine: %w", err)
+	}
+	mod, err := dev.LoadModule(gpucompactPTX)
+	if err != nil {
+		return fail(err)
+	}
+	for _, k := range []struct {
+		dst  **cuda.Function
+		name string
+	}{{&d.fn.iota, "iota"}, {&d.fn.merge, "merge_round"}, {&d.fn.gc, "gc_flags"}, {&d.fn.apply, "apply_checks"}, {&d.fn.sizes, "entry_sizes"}} {
+		if *k.dst, err = mod.Function(k.name); err != nil {
+			return fail(err)
+		}
+	}
+	if d.prim, err = prim.NewEngine(dev); err != nil {
+		return fail(err)
+	}
+	if d.stream, err = dev.NewStream(); err != nil {
+		return fail(err)
+	}
+	return d, nil
+}
+
+// release frees the device arrays and the staging (after a failure, or to
+// give the memory back); the next job allocates them again.
+func (d *devEngine) release() {
+	if d.stream != nil {
+		d.stream.Synchronize()
+	}
+	gpurt.FreeAll(&d.bufs)
+}
+
+// heldBytes is the device memory the engine keeps between jobs.
+func (d *devEngine) heldBytes() int64 {
+	b := &d.bufs
+	return int64(8*(b.ents.Cap()+b.snaps.Cap()+b.pairs.Cap()+b.bound.Cap()) + b.keys.Cap() +
+		4*(b.src.Cap()+b.dst.Cap()+b.pos.Cap()+b.sel.Cap()+b.kept.Cap()+b.plan.Cap()+b.count.Cap()) +
+		b.keep.Cap() + b.newKey.Cap() + b.check.Cap() + b.keptNew.Cap() + b.v.Cap())
+}
+
+func (d *devEngine) close() {
+	if d.stream != nil {
+		gpurt.Release(d.stream, &d.bufs)
+		d.stream = nil
+	}
+	if d.prim != nil {
+		d.prim.Close()
+	}
+	if d.own && d.dev != nil {
+		d.dev.Close()
+	}
+}
+
+// grid is the launch grid of a grid-stride kernel over n items.
+func (d *devEngine) grid(n int) cuda.Dim3 {
+	return cuda.D1(max(1, min((n+deviceBlock-1)/deviceBlock, 1<<16)))
+}
+
+// devicePtr is s for a kernel argument, nil when s is empty (a zero Slice
+// is no buffer).
+func devicePtr[T cuda.Elem](s cuda.Slice[T]) any {
+	if s.Len() == 0 {
+		return nil
+	}
+	return s
+}
+
+// stages runs merge, gc and sizes of s on the device and returns what the
+// host's plan needs: the kept ids in order, which of them start a new user
+// key, their plan entries, the bound on the blocks' contents, and the gc
+// counts. lcp is the job's common key prefix (setK0's). The arrays returned
+// are ws's. times get the stages' wall times.
+func (d *devEngine) stages(ctx context.Context, s *inputSet, lcp int, job *compaction.Job, spans []rangedel.Span, ws *workspace, stage func(string, error) error) (kept []uint32, keptNew []bool, pe []planEntry, bound int, st gcStats, err error) {
+	n := len(s.ents)
+	st.entriesIn = uint64(n)
+	if n == 0 {
+		return nil, nil, nil, 0, st, stage("sizes", nil)
+	}
+	if n > math.MaxInt32 {
+		return nil, nil, nil, 0, st, errTooLarge
+	}
+	b, str := &d.bufs, d.stream
+	dev := d.dev
+	// Upload the entries, keys and snapshots.
+	ents, err := b.ents.Get(dev, str, 4*n)
+	if err != nil {
+		return
+	}
+	keys, err := b.keys.Get(dev, str, max(1, len(s.keys)))
+	if err != nil {
+		return
+	}
+	snaps, err := b.snaps.Get(dev, str, len(job.Snapshots))
+	if err != nil {
+		return
+	}
+	words := unsafe.Slice((*uint64)(unsafe.Pointer(&s.ents[0])), 4*n)
+	snapWords := unsafe.Slice((*uint64)(unsafe.SliceData(job.Snapshots)), len(job.Snapshots))
+	pairWords, rounds := mergePlan(s.runs)
+	if err = b.stage.Reserve(dev, gpurt.Bytes[uint64](4*n)+gpurt.Bytes[uint8](len(s.keys))+gpurt.Bytes[uint64](len(snapWords))+gpurt.Bytes[uint64](len(pairWords))); err != nil {
+		return
+	}
+	pairs, err := b.pairs.Get(dev, str, len(pairWords))
+	if err != nil {
+		return
+	}
+	for _, up := range []error{
+		gpurt.Upload(&b.stage, str, ents, words),
+		gpurt.Upload(&b.stage, str, keys.Sub(0, len(s.keys)), s.keys),
+		gpurt.Upload(&b.stage, str, snaps, snapWords),
+		gpurt.Upload(&b.stage, str, pairs, pairWords),
+	} {
+		if err = up; err != nil {
+			return
+		}
+	}
+	// Merge: ids in input order, then a launch per round.
+	src, err := b.src.Get(dev, str, n)
+	if err != nil {
+		return
+	}
+	dst, err := b.dst.Get(dev, str, n)
+	if err != nil {
+		return
+	}
+	if err = d.fn.iota.Launch(d.grid(n), cuda.D1(deviceBlock), 0, str, src, int64(n)); err != nil {
+		return
+	}
+	for _, r := range rounds {
+		p := pairs.Sub(r.first*3, (r.first+r.pairs)*3)
+		if err = d.fn.merge.Launch(cuda.D1(r.tiles), cuda.D1(deviceBlock), 0, str, src, dst, p, int32(r.pairs), ents, keys, uint32(lcp)); err != nil {
+			return
+		}
+		src, dst = dst, src
+	}
+	order := src
+	if err = stage("merge", str.Synchronize()); err != nil {
+		return
+	}
+	// Garbage collection: flags per position, the host's checks, then the
+	// kept positions selected.
+	keep, err := b.keep.Get(dev, str, n)
+	if err != nil {
+		return
+	}
+	newKey, err := b.newKey.Get(dev, str, n)
+	if err != nil {
+		return
+	}
+	check, err := b.check.Get(dev, str, n)
+	if err != nil {
+		return
+	}
+	pos, err := b.pos.Get(dev, str, n)
+	if err != nil {
+		return
+	}
+	sel, err := b.sel.Get(dev, str, n)
+	if err != nil {
+		return
+	}
+	count, err := b.count.Get(dev, str, 1)
+	if err != nil {
+		return
+	}
+	if err = d.fn.gc.Launch(d.grid(n), cuda.D1(deviceBlock), 0, str, order, int64(n), ents, keys, devicePtr(snaps),
+		int32(len(job.Snapshots)), boolInt(len(spans) > 0), keep, newKey, check, pos); err != nil {
+		return
+	}
+	if err = prim.SelectFlagged(d.prim, str, pos, check, sel, count); err != nil {
+		return
+	}
+	m, err := d.readCount(count) // positions to check
+	if err != nil {
+		return
+	}
+	if m > 0 {
+		// The positions only the host can decide: their entries' ids
+		// selected with them, brought back, decided, and the verdicts
+		// written into keep.
+		ids, err2 := b.kept.Get(dev, str, n)
+		if err = err2; err != nil {
+			return
+		}
+		if err = prim.SelectFlaggedPairs(d.prim, str, pos, order, check, sel, ids, count); err != nil {
+			return
+		}
+		hostIDs := make([]uint32, m)
+		if err = copyBack(d, hostIDs, ids.Sub(0, m)); err != nil {
+			return
+		}
+		verdict := make([]uint8, m)
+		st.tombstonesElided = s.checkPositions(hostIDs, verdict, job, spans)
+		v, err2 := b.v.Get(dev, str, m)
+		if err = err2; err != nil {
+			return
+		}
+		if err = b.stage.Reserve(dev, gpurt.Bytes[uint8](m)); err != nil {
+			return
+		}
+		if err = gpurt.Upload(&b.stage, str, v, verdict); err != nil {
+			return
+		}
+		if err = d.fn.apply.Launch(d.grid(m), cuda.D1(deviceBlock), 0, str, sel.Sub(0, m), v, int64(m), keep); err != nil {
+			return
+		}
+	}
+	if err = prim.SelectFlagged(d.prim, str, pos, keep, sel, count); err != nil {
+		return
+	}
+	k, err := d.readCount(count)
+	if err != nil {
+		return
+	}
+	st.entriesOut = uint64(k)
+	if err = stage("gc", nil); err != nil {
+		return
+	}
+	kept, keptNew, pe = take(&ws.kept, k), take(&ws.keptNew, k), take(&ws.plan, k)
+	if k == 0 {
+		return kept, keptNew, pe, 0, st, stage("sizes", nil)
+	}
+	// Sizes, and the kept entries with their plan entries brought back.
+	dKept, err := b.kept.Get(dev, str, k)
+	if err != nil {
+		return
+	}
+	dNew, err := b.keptNew.Get(dev, str, k)
+	if err != nil {
+		return
+	}
+	dPlan, err := b.plan.Get(dev, str, 2*k)
+	if err != nil {
+		return
+	}
+	dBound, err := b.bound.Get(dev, str, 1)
+	if err != nil {
+		return
+	}
+	if err = dBound.Zero(str); err != nil {
+		return
+	}
+	if err = d.fn.sizes.Launch(d.grid(k), cuda.D1(deviceBlock), 0, str, sel.Sub(0, k), int64(k), order, newKey, ents, keys,
+		dKept, dNew, dPlan, dBound); err != nil {
+		return
+	}
+	if err = b.stage.Reserve(dev, gpurt.Bytes[uint32](k)+gpurt.Bytes[uint8](k)+gpurt.Bytes[uint32](2*k)+gpurt.Bytes[uint64](1)); err != nil {
+		return
+	}
+	var boundWord [1]uint64
+	var pend [4]gpurt.Pending
+	if pend[0], err = gpurt.Download(&b.stage, str, kept, dKept); err != nil {
+		return
+	}
+	if pend[1], err = gpurt.Download(&b.stage, str, unsafe.Slice((*uint8)(unsafe.Pointer(&keptNew[0])), k), dNew); err != nil {
+		return
+	}
+	if pend[2], err = gpurt.Download(&b.stage, str, unsafe.Slice((*uint32)(unsafe.Pointer(&pe[0])), 2*k), dPlan); err != nil {
+		return
+	}
+	if pend[3], err = gpurt.Download(&b.stage, str, boundWord[:], dBound); err != nil {
+		return
+	}
+	if err = str.Synchronize(); err != nil {
+		return
+	}
+	for _, p := range pend {
+		p.Finish()
+	}
+	if boundWord[0] > math.MaxInt32*8 {
+		return nil, nil, nil, 0, st, errTooLarge
+	}
+	return kept, keptNew, pe, int(boundWord[0]), st, stage("sizes", nil)
+}
+
+func boolInt(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// readCount synchronizes the stream and returns count[0].
+func (d *devEngine) readCount(count cuda.Slice[uint32]) (int, error) {
+	var c [1]uint32
+	if err := copyBack(d, c[:], count); err != nil {
+		return 0, err
+	}
+	return int(c[0]), nil
+}
+
+// copyBack copies src into dst through the staging, synchronously.
+func copyBack[T cuda.Elem](d *devEngine, dst []T, src cuda.Slice[T]) error {
+	if err := d.bufs.stage.Reserve(d.dev, gpurt.Bytes[T](len(dst))); err != nil {
+		return err
+	}
+	p, err := gpurt.Download(&d.bufs.stage, d.stream, dst, src)
+	if err != nil {
+		return err
+	}
+	if err := d.stream.Synchronize(); err != nil {
+		return err
+	}
+	p.Finish()
+	return nil
+}
+
+// checkPositions decides the positions the device left to the host, by the
+// Go engine's rules (gc): an entry covered by a range tombstone in its
+// stripe goes; a point tombstone in stripe 0 that no level below can hold
+// goes (elided, counted); the rest stay (verdict 1). ids are the entries,
+// in merged order.
+func (s *inputSet) checkPositions(ids []uint32, verdict []uint8, job *compaction.Job, spans []rangedel.Span) uint64 {
+	snaps := job.Snapshots
+	var elided atomic.Uint64
+	hostpar.ForCores(len(ids), 1024, func(_, lo, hi int) {
+		var n uint64
+		defer func() { elided.Add(n) }()
+		for c := lo; c < hi; c++ {
+			k := s.internalKey(ids[c])
+			q := k.SeqNum()
+			stripe := compaction.StripeOf(snaps, q)
+			verdict[c] = 0
+			if sp := spanAt(spans, k.UserKey); sp != nil && compaction.CoveredInStripe(sp, q, stripe, snaps) {
+				continue
+			}
+			if k.Kind() == base.KindDelete && stripe == 0 && job.ElideTombstone(k.UserKey) {
+				n++
+				continue
+			}
+			verdict[c] = 1
+		}
+	})
+	return elided.Load()
+}
+
+// mergeRound is one launch of merge_round: pairs pairs from the pair
+// list's entry first, over tiles tiles.
+type mergeRound struct{ first, pairs, tiles int }
+
+// mergePlan lays out every round of merging the runs pairwise (runs stay
+// adjacent: a pair's output takes both ranges), as merge does: the pair
+// list, 3 words a pair (start; na | nb<<32; first tile) as gpucompact.cu's
+// MergePair, and the rounds.
+func mergePlan(runs []run) ([]uint64, []mergeRound) {
+	var words []uint64
+	var rounds []mergeRound
+	cur := append([]run(nil), runs...)
+	for len(cur) > 1 {
+		r := mergeRound{first: len(words) / 3}
+		var next []run
+		for i := 0; i < len(cur); i += 2 {
+			a := cur[i]
+			nb, end := 0, a.end
+			if i+1 < len(cur) {
+				nb, end = cur[i+1].end-cur[i+1].start, cur[i+1].end
+			}
+			na := a.end - a.start
+			words = append(words, uint64(a.start), uint64(uint32(na))|uint64(uint32(nb))<<32, uint64(r.tiles))
+			r.tiles += (na + nb + mergeTileItems - 1) / mergeTileItems
+			r.pairs++
+			next = append(next, run{a.start, end})
+		}
+		rounds = append(rounds, r)
+		cur = next
+	}
+	return words, rounds
+}
+
+// deviceFatal says a device error may have left the context unusable (a
+// fault is sticky in CUDA): the engine turns itself off. Out-of-memory is
+// not fatal (the next job may fit).
+func deviceFatal(err error) bool {
+	var ce *cuda.Error
+	return errors.As(err, &ce) && !errors.Is(err, cuda.ErrOutOfMemory)
+}

@@ -1,0 +1,129 @@
+package gpucompact
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/gputest"
+	"github.com/warpkit/warpkit/kv/compaction"
+	ct "github.com/warpkit/warpkit/kv/compaction/compactiontest"
+)
+
+// The CUDA engine's tests run the Go engine's identity suites with the
+// device doing the merge, garbage collection and entry sizes; they skip
+// where there is no device.
+
+func testDevEngine(t *testing.T) *devEngine {
+	t.Helper()
+	d, err := newDevEngine(gputest.Device(t), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.close)
+	return d
+}
+
+func cudaEngineIn(d *devEngine) func(*workspace) compactFunc {
+	return func(ws *workspace) compactFunc {
+		return func(ctx context.Context, job *compaction.Job) (*compaction.Result, error) {
+			return runEngine(ctx, job, ws, d, &stageTimes{}, nil)
+		}
+	}
+}
+
+// TestCUDAEngineIdentical: TestGoEngineIdentical's random jobs (snapshots,
+// point and range tombstones, levels below, grandparents, every writer
+// option, tables cut into many load pieces) through the CUDA engine, with
+// one device engine and one workspace for every round.
+func TestCUDAEngineIdentical(t *testing.T) {
+	d := testDevEngine(t)
+	rounds := 300
+	if testing.Short() {
+		rounds = 60
+	}
+	checkIdentical(t, rounds, "cuda", cudaEngineIn(d))
+}
+
+// TestCUDAEngineMatrix: the spec's test matrix through the CUDA engine.
+func TestCUDAEngineMatrix(t *testing.T) {
+	d := testDevEngine(t)
+	checkMatrix(t, 120, cudaEngineIn(d)(&workspace{}))
+}
+
+// TestCUDAEngineIdenticalLarge: store-shaped jobs of 12 MiB and (without
+// -short) 192 MiB — several merge tiles per pair, several merge rounds — are
+// byte-identical too.
+func TestCUDAEngineIdenticalLarge(t *testing.T) {
+	d := testDevEngine(t)
+	ws := &workspace{}
+	checkLarge(t, 12, cudaEngineIn(d)(ws))
+	if !testing.Short() {
+		checkLarge(t, 192, cudaEngineIn(d)(ws))
+	}
+}
+
+// TestCUDACompactor: a Compactor on the CUDA engine names it, runs jobs on
+// it, keeps device memory between jobs, falls back at each device stage
+// with compaction.CPU's output, and frees its device memory on Close.
+func TestCUDACompactor(t *testing.T) {
+	dev := gputest.Device(t)
+	for i, stage := range []string{"", "merge", "gc", "sizes"} {
+		c, err := New(Options{Backend: warpkit.CUDA, Device: dev, Fallback: compaction.CPU{Parts: 1}, MinInputBytes: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := c.Stats(); st.Engine != "cuda" {
+			t.Fatalf("engine %q", st.Engine)
+		}
+		c.failAt = func(s string) error {
+			if s == stage {
+				return errors.New("injected")
+			}
+			return nil
+		}
+		rng := func() *rand.Rand { return rand.New(rand.NewPCG(uint64(i), 47)) }
+		e0 := ct.NewEnv()
+		job0, _, _ := ct.RandomJob(t, rng(), e0)
+		want, err := compaction.CPU{Parts: 1}.Compact(context.Background(), job0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := ct.NewEnv()
+		job, _, _ := ct.RandomJob(t, rng(), e)
+		got, err := c.Compact(context.Background(), job)
+		if err != nil {
+			t.Fatalf("%q: %v", stage, err)
+		}
+		wf, gf := outputsOf(t, e0, want), outputsOf(t, e, got)
+		if !slices.EqualFunc(wf, gf, bytes.Equal) {
+			t.Fatalf("%q: outputs differ from compaction.CPU's", stage)
+		}
+		st := c.Stats()
+		if stage == "" {
+			if st.EngineJobs != 1 || got.Stats.Engine != "cuda" || st.DeviceHeldBytes == 0 {
+				t.Fatalf("stats %+v, result engine %q", st, got.Stats.Engine)
+			}
+		} else if st.Fallbacks[stage] != 1 || got.Stats.Fallback != stage || st.DeviceHeldBytes != 0 {
+			t.Fatalf("%q: stats %+v, result fallback %q", stage, st, got.Stats.Fallback)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if st := c.Stats(); st.DeviceHeldBytes != 0 {
+			t.Fatalf("%q: %d device bytes held after Close", stage, st.DeviceHeldBytes)
+		}
+		if _, err := c.Compact(context.Background(), job); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Compact after Close: %v", err)
+		}
+	}
+	// The device the caller passed is still open.
+	if _, err := cuda.Alloc[uint32](dev, 1); err != nil {
+		t.Fatalf("the caller's device after Close: %v", err)
+	}
+}
