@@ -113,7 +113,7 @@ func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *dev
 	}
 	opts := job.Env.WriterOptions.WithDefaults()
 	// The plan walk, with the encoders and the writers behind it.
-	p := newPipeline(ctx, s, job, ws, opts, kept, contentsBound, outSpans, failAt)
+	p := newPipeline(ctx, s, job, ws, dev, opts, kept, contentsBound, outSpans, failAt)
 	p.startEncoders()
 	err = s.plan(pe, kept, keptNew, job, opts, compaction.CutLimit(job.TargetFileSize, ratio), outSpans, p)
 	p.planEnded(err)

@@ -40,20 +40,27 @@ type devEngine struct {
 	own    bool // dev was opened by New: Close closes it
 	prim   *prim.Engine
 	stream *cuda.Stream
-	fn     struct{ iota, merge, gc, apply, sizes *cuda.Function }
+	fn     struct{ iota, merge, gc, apply, sizes, encode *cuda.Function }
 	bufs   devBufs
+	// The job's arrays on the device, from stages to the last encodeBatch.
+	cur struct {
+		ents                       cuda.Slice[uint64]
+		keys, arena, newKept, raw  cuda.Slice[uint8]
+		kept, plan, shared, hashes cuda.Slice[uint32]
+		restartInterval, bloom     int32
+	}
 }
 
 // devBufs are the device arrays and the staging, freed together
 // (gpurt.FreeAll).
 type devBufs struct {
-	stage                           gpurt.Staging
-	ents                            gpurt.Buf[uint64] // 4 words per entry (input.go's entry)
-	keys                            gpurt.Buf[uint8]
-	snaps, pairs, bound             gpurt.Buf[uint64]
-	src, dst, pos, sel, kept, plan  gpurt.Buf[uint32]
-	count                           gpurt.Buf[uint32]
-	keep, newKey, check, keptNew, v gpurt.Buf[uint8]
+	stage                                 gpurt.Staging
+	ents                                  gpurt.Buf[uint64] // 4 words per entry (input.go's entry)
+	keys, arena, raw                      gpurt.Buf[uint8]
+	snaps, pairs, bound, descs, stats     gpurt.Buf[uint64]
+	src, dst, pos, sel, kept, plan        gpurt.Buf[uint32]
+	count, shared, hashes                 gpurt.Buf[uint32]
+	keep, newKey, check, keptNew, v, newK gpurt.Buf[uint8]
 }
 
 func newDevEngine(dev *cuda.Device, own bool) (*devEngine, error) {
@@ -69,7 +76,7 @@ func newDevEngine(dev *cuda.Device, own bool) (*devEngine, error) {
 	for _, k := range []struct {
 		dst  **cuda.Function
 		name string
-	}{{&d.fn.iota, "iota"}, {&d.fn.merge, "merge_round"}, {&d.fn.gc, "gc_flags"}, {&d.fn.apply, "apply_checks"}, {&d.fn.sizes, "entry_sizes"}} {
+	}{{&d.fn.iota, "iota"}, {&d.fn.merge, "merge_round"}, {&d.fn.gc, "gc_flags"}, {&d.fn.apply, "apply_checks"}, {&d.fn.sizes, "entry_sizes"}, {&d.fn.encode, "encode_blocks"}} {
 		if *k.dst, err = mod.Function(k.name); err != nil {
 			return fail(err)
 		}
@@ -95,9 +102,10 @@ func (d *devEngine) release() {
 // heldBytes is the device memory the engine keeps between jobs.
 func (d *devEngine) heldBytes() int64 {
 	b := &d.bufs
-	return int64(8*(b.ents.Cap()+b.snaps.Cap()+b.pairs.Cap()+b.bound.Cap()) + b.keys.Cap() +
-		4*(b.src.Cap()+b.dst.Cap()+b.pos.Cap()+b.sel.Cap()+b.kept.Cap()+b.plan.Cap()+b.count.Cap()) +
-		b.keep.Cap() + b.newKey.Cap() + b.check.Cap() + b.keptNew.Cap() + b.v.Cap())
+	return int64(8*(b.ents.Cap()+b.snaps.Cap()+b.pairs.Cap()+b.bound.Cap()+b.descs.Cap()+b.stats.Cap()) +
+		b.keys.Cap() + b.arena.Cap() + b.raw.Cap() +
+		4*(b.src.Cap()+b.dst.Cap()+b.pos.Cap()+b.sel.Cap()+b.kept.Cap()+b.plan.Cap()+b.count.Cap()+b.shared.Cap()+b.hashes.Cap()) +
+		b.keep.Cap() + b.newKey.Cap() + b.check.Cap() + b.keptNew.Cap() + b.v.Cap() + b.newK.Cap())
 }
 
 func (d *devEngine) close() {
@@ -156,10 +164,14 @@ func (d *devEngine) stages(ctx context.Context, s *inputSet, lcp int, job *compa
 	if err != nil {
 		return
 	}
+	arena, err := b.arena.Get(dev, str, max(1, len(s.arena)))
+	if err != nil {
+		return
+	}
 	words := unsafe.Slice((*uint64)(unsafe.Pointer(&s.ents[0])), 4*n)
 	snapWords := unsafe.Slice((*uint64)(unsafe.SliceData(job.Snapshots)), len(job.Snapshots))
 	pairWords, rounds := mergePlan(s.runs)
-	if err = b.stage.Reserve(dev, gpurt.Bytes[uint64](4*n)+gpurt.Bytes[uint8](len(s.keys))+gpurt.Bytes[uint64](len(snapWords))+gpurt.Bytes[uint64](len(pairWords))); err != nil {
+	if err = b.stage.Reserve(dev, gpurt.Bytes[uint64](4*n)+gpurt.Bytes[uint8](len(s.keys))+gpurt.Bytes[uint8](len(s.arena))+gpurt.Bytes[uint64](len(snapWords))+gpurt.Bytes[uint64](len(pairWords))); err != nil {
 		return
 	}
 	pairs, err := b.pairs.Get(dev, str, len(pairWords))
@@ -169,6 +181,7 @@ func (d *devEngine) stages(ctx context.Context, s *inputSet, lcp int, job *compa
 	for _, up := range []error{
 		gpurt.Upload(&b.stage, str, ents, words),
 		gpurt.Upload(&b.stage, str, keys.Sub(0, len(s.keys)), s.keys),
+		gpurt.Upload(&b.stage, str, arena.Sub(0, len(s.arena)), s.arena),
 		gpurt.Upload(&b.stage, str, snaps, snapWords),
 		gpurt.Upload(&b.stage, str, pairs, pairWords),
 	} {
@@ -299,11 +312,19 @@ func (d *devEngine) stages(ctx context.Context, s *inputSet, lcp int, job *compa
 	if err != nil {
 		return
 	}
+	dShared, err := b.shared.Get(dev, str, k)
+	if err != nil {
+		return
+	}
+	dNewKept, err := b.newK.Get(dev, str, k)
+	if err != nil {
+		return
+	}
 	if err = dBound.Zero(str); err != nil {
 		return
 	}
 	if err = d.fn.sizes.Launch(d.grid(k), cuda.D1(deviceBlock), 0, str, sel.Sub(0, k), int64(k), order, newKey, ents, keys,
-		dKept, dNew, dPlan, dBound); err != nil {
+		dKept, dNew, dPlan, dShared, dNewKept, dBound); err != nil {
 		return
 	}
 	if err = b.stage.Reserve(dev, gpurt.Bytes[uint32](k)+gpurt.Bytes[uint8](k)+gpurt.Bytes[uint32](2*k)+gpurt.Bytes[uint64](1)); err != nil {
@@ -329,8 +350,19 @@ func (d *devEngine) stages(ctx context.Context, s *inputSet, lcp int, job *compa
 	for _, p := range pend {
 		p.Finish()
 	}
-	if boundWord[0] > math.MaxInt32*8 {
+	if boundWord[0] > math.MaxUint32 {
 		return nil, nil, nil, 0, st, errTooLarge
+	}
+	opts := job.Env.WriterOptions.WithDefaults()
+	c := &d.cur
+	c.ents, c.keys, c.arena, c.newKept = ents, keys, arena, dNewKept
+	c.kept, c.plan, c.shared = dKept, dPlan, dShared
+	c.restartInterval, c.bloom = int32(opts.RestartInterval), boolInt(opts.BloomBitsPerKey > 0)
+	if c.raw, err = b.raw.Get(dev, str, int(boundWord[0])); err != nil {
+		return
+	}
+	if c.hashes, err = b.hashes.Get(dev, str, k); err != nil {
+		return
 	}
 	return kept, keptNew, pe, int(boundWord[0]), st, stage("sizes", nil)
 }
@@ -435,4 +467,81 @@ func mergePlan(runs []run) ([]uint64, []mergeRound) {
 func deviceFatal(err error) bool {
 	var ce *cuda.Error
 	return errors.As(err, &ce) && !errors.Is(err, cuda.ErrOutOfMemory)
+}
+
+// blockDesc is gpucompact.cu's BlockDesc: one planned block for
+// encode_blocks.
+type blockDesc struct {
+	rawAt                  uint64
+	start, end, tableStart int32
+	size                   uint32
+}
+
+// blockStats is gpucompact.cu's BlockStats: what encode_blocks reports of a
+// block besides its bytes.
+type blockStats struct {
+	rawKeySize, rawValueSize, minSeq, maxSeq uint64
+	deletions, hashes, status, _             uint32
+}
+
+// encodeBatch encodes planned blocks on the device (encode_blocks, a warp a
+// block) and brings their bytes back into raw (at the same offsets as on
+// the device) and their bloom hashes into hashes (at their first kept
+// entry), and their stats into stats. The blocks are consecutive: their
+// bytes and their entries are each one range. stages must have run.
+func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byte, hashes []uint32) error {
+	b, str, dev, c := &d.bufs, d.stream, d.dev, &d.cur
+	nb := len(descs)
+	if nb == 0 {
+		return nil
+	}
+	first, last := descs[0], descs[nb-1]
+	rawLo, rawHi := first.rawAt, last.rawAt+uint64(last.size)
+	hashLo, hashHi := int(first.start), int(last.end)
+	if rawHi > uint64(c.raw.Len()) || hashHi > c.hashes.Len() {
+		return fmt.Errorf("gpucompact: planned blocks past the device arrays (%d of %d bytes, %d of %d entries)", rawHi, c.raw.Len(), hashHi, c.hashes.Len())
+	}
+	dDescs, err := b.descs.Get(dev, str, 3*nb)
+	if err != nil {
+		return err
+	}
+	dStats, err := b.stats.Get(dev, str, 6*nb)
+	if err != nil {
+		return err
+	}
+	if err := dStats.Zero(str); err != nil {
+		return err
+	}
+	descWords := unsafe.Slice((*uint64)(unsafe.Pointer(&descs[0])), 3*nb)
+	statWords := unsafe.Slice((*uint64)(unsafe.Pointer(&stats[0])), 6*nb)
+	if err := b.stage.Reserve(dev, gpurt.Bytes[uint64](3*nb)+gpurt.Bytes[uint64](6*nb)+gpurt.Bytes[uint8](int(rawHi-rawLo))+gpurt.Bytes[uint32](hashHi-hashLo)); err != nil {
+		return err
+	}
+	if err := gpurt.Upload(&b.stage, str, dDescs, descWords); err != nil {
+		return err
+	}
+	grid := cuda.D1(max(1, min((nb+deviceBlock/32-1)/(deviceBlock/32), 1<<16)))
+	if err := d.fn.encode.Launch(grid, cuda.D1(deviceBlock), 0, str, dDescs, int32(nb), c.kept, c.plan, c.shared, c.newKept,
+		c.ents, c.keys, c.arena, c.restartInterval, c.bloom, c.raw, dStats, c.hashes); err != nil {
+		return err
+	}
+	var pend [3]gpurt.Pending
+	if pend[0], err = gpurt.Download(&b.stage, str, statWords, dStats); err != nil {
+		return err
+	}
+	if pend[1], err = gpurt.Download(&b.stage, str, raw[rawLo:rawHi], c.raw.Sub(int(rawLo), int(rawHi))); err != nil {
+		return err
+	}
+	if c.bloom != 0 {
+		if pend[2], err = gpurt.Download(&b.stage, str, hashes[hashLo:hashHi], c.hashes.Sub(hashLo, hashHi)); err != nil {
+			return err
+		}
+	}
+	if err := str.Synchronize(); err != nil {
+		return err
+	}
+	for _, p := range pend {
+		p.Finish()
+	}
+	return nil
 }

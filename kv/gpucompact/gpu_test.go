@@ -73,7 +73,7 @@ func TestCUDAEngineIdenticalLarge(t *testing.T) {
 // with compaction.CPU's output, and frees its device memory on Close.
 func TestCUDACompactor(t *testing.T) {
 	dev := gputest.Device(t)
-	for i, stage := range []string{"", "merge", "gc", "sizes"} {
+	for i, stage := range []string{"", "merge", "gc", "sizes", "plan", "encode", "write"} {
 		c, err := New(Options{Backend: warpkit.CUDA, Device: dev, Fallback: compaction.CPU{Parts: 1}, MinInputBytes: -1})
 		if err != nil {
 			t.Fatal(err)

@@ -176,10 +176,12 @@ extern "C" __global__ void __launch_bounds__(kBlock)
 // bytes it adds to a block at a restart point and off one (its encoded key's
 // suffix past the prefix it shares with the previous kept entry's). bound
 // accumulates the sum of (at restart + 8), which bounds the blocks' contents.
+// For encode_blocks it keeps each entry's shared prefix length and whether
+// its user key differs from the previous kept entry's (new_kept).
 extern "C" __global__ void __launch_bounds__(kBlock)
     entry_sizes(const uint32_t* kept_pos, int64_t m, const uint32_t* order, const uint8_t* newkey, const Entry* e,
-                const uint8_t* keys, uint32_t* kept, uint8_t* kept_new, uint32_t* plan,
-                unsigned long long* bound) {
+                const uint8_t* keys, uint32_t* kept, uint8_t* kept_new, uint32_t* plan, uint32_t* shared,
+                uint8_t* new_kept, unsigned long long* bound) {
   __shared__ unsigned long long block_sum;
   if (threadIdx.x == 0) block_sum = 0;
   __syncthreads();
@@ -193,22 +195,180 @@ extern "C" __global__ void __launch_bounds__(kBlock)
     const uint32_t klen = x.key_len + 8, vlen = x.val_len;
     const uint32_t tail = uvarint_len(vlen) + vlen;
     const uint32_t at = 1 + uvarint_len(klen) + klen + tail;
-    uint32_t off = at;
+    uint32_t off = at, s = 0;
+    bool fresh = true;
     if (j > 0) {
       const Entry& y = e[order[kept_pos[j - 1]]];
       const uint8_t* kx = keys + x.key_off;
       const uint8_t* ky = keys + y.key_off;
       const uint32_t ly = y.key_len + 8;
       const uint32_t n = min(klen, ly);
-      uint32_t s = 0;
       while (s < n && encoded_byte(kx, x.key_len, x.trailer, s) == encoded_byte(ky, y.key_len, y.trailer, s)) s++;
       off = uvarint_len(s) + uvarint_len(klen - s) + klen - s + tail;
+      fresh = !(x.key_len == y.key_len && s >= x.key_len);  // the user keys differ
     }
     plan[2 * j] = at;
     plan[2 * j + 1] = off;
+    shared[j] = s;
+    new_kept[j] = fresh;
     sum += at + 8;
   }
   atomicAdd(&block_sum, sum);
   __syncthreads();
   if (threadIdx.x == 0) atomicAdd(bound, block_sum);
+}
+
+namespace {
+
+// bloom_hash is sstable's bloomHash (a Murmur-like hash of the user key).
+__device__ __forceinline__ uint32_t bloom_hash(const uint8_t* b, uint32_t n) {
+  constexpr uint32_t kSeed = 0xbc9f1d34u, kM = 0xc6a4a793u;
+  uint32_t h = kSeed ^ (n * kM);
+  uint32_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    h += (uint32_t)b[i] | (uint32_t)b[i + 1] << 8 | (uint32_t)b[i + 2] << 16 | (uint32_t)b[i + 3] << 24;
+    h *= kM;
+    h ^= h >> 16;
+  }
+  switch (n - i) {
+    case 3:
+      h += (uint32_t)b[i + 2] << 16;
+      [[fallthrough]];
+    case 2:
+      h += (uint32_t)b[i + 1] << 8;
+      [[fallthrough]];
+    case 1:
+      h += (uint32_t)b[i];
+      h *= kM;
+      h ^= h >> 24;
+  }
+  return h;
+}
+
+__device__ __forceinline__ uint8_t* put_uvarint(uint8_t* p, uint32_t v) {
+  while (v >= 0x80) {
+    *p++ = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = (uint8_t)v;
+  return p;
+}
+
+__device__ __forceinline__ void put_u32(uint8_t* p, uint32_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+  p[2] = (uint8_t)(v >> 16);
+  p[3] = (uint8_t)(v >> 24);
+}
+
+// BlockDesc is one planned block: kept entries [start, end) of a table whose
+// first kept entry is table_start, size bytes of contents at raw[raw_at].
+struct BlockDesc {
+  uint64_t raw_at;
+  int32_t start, end, table_start;
+  uint32_t size;
+};
+static_assert(sizeof(BlockDesc) == 24, "BlockDesc must match gpu.go's blockDesc");
+
+// BlockStats is what the host's EncodedBlock needs of an encoded block
+// besides its bytes and keys.
+struct BlockStats {
+  uint64_t raw_key_size, raw_value_size, min_seq, max_seq;
+  uint32_t deletions, hashes, status, pad;
+};
+static_assert(sizeof(BlockStats) == 48, "BlockStats must match gpu.go's blockStats");
+
+constexpr int kEncodeWarps = kBlock / 32;
+
+}  // namespace
+
+// encode_blocks builds every planned block of a batch, a warp per block,
+// exactly as sstable's block builder would: each lane encodes one entry of
+// 32 at a time (header uvarints, the key's suffix past the shared prefix,
+// the value from the input arena) at its offset (the lanes' sizes scanned),
+// then the restart array and count. Bloom hashes of the entries whose user
+// key differs from the previous kept entry's (or that start their table) go
+// to hashes[start...], in order. A block whose encoded size differs from the
+// plan's sets status (a device or plan bug: the host falls back).
+extern "C" __global__ void __launch_bounds__(kBlock)
+    encode_blocks(const BlockDesc* blocks, int nblocks, const uint32_t* kept, const uint32_t* plan,
+                  const uint32_t* shared, const uint8_t* new_kept, const Entry* e, const uint8_t* keys,
+                  const uint8_t* arena, int restart_interval, int bloom, uint8_t* raw, BlockStats* stats,
+                  uint32_t* hashes) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warp = (int64_t)blockIdx.x * kEncodeWarps + threadIdx.x / 32;
+  const int64_t warps = (int64_t)gridDim.x * kEncodeWarps;
+  for (int64_t b = warp; b < nblocks; b += warps) {
+    const BlockDesc d = blocks[b];
+    uint8_t* out = raw + d.raw_at;
+    const int count = d.end - d.start;
+    const int nr = (count + restart_interval - 1) / restart_interval;
+    uint8_t* restarts = out + d.size - 4 * nr - 4;
+    uint64_t base = 0;
+    unsigned long long key_size = 0, value_size = 0, min_seq = ~0ull, max_seq = 0;
+    uint32_t deletions = 0, nh = 0;
+    for (int c = d.start; c < d.end; c += 32) {
+      const int j = c + lane;
+      const bool active = j < d.end;
+      const int idx = j - d.start;
+      const bool restart = active && idx % restart_interval == 0;
+      const uint32_t sz = active ? plan[2 * (int64_t)j + (restart ? 0 : 1)] : 0;
+      uint32_t incl = sz;  // inclusive scan of the lanes' sizes
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const uint32_t v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += v;
+      }
+      const uint32_t total = __shfl_sync(0xffffffffu, incl, 31);
+      bool hashed = false;
+      if (active) {
+        const uint64_t at = base + incl - sz;
+        if (restart) put_u32(restarts + 4 * (idx / restart_interval), (uint32_t)at);
+        const Entry x = e[kept[j]];
+        const uint32_t klen = x.key_len + 8, vlen = x.val_len;
+        const uint32_t sh = restart ? 0 : shared[j];
+        uint8_t* p = out + at;
+        p = put_uvarint(p, sh);
+        p = put_uvarint(p, klen - sh);
+        p = put_uvarint(p, vlen);
+        const uint8_t* k = keys + x.key_off;
+        for (uint32_t i = sh; i < klen; i++) *p++ = (uint8_t)encoded_byte(k, x.key_len, x.trailer, i);
+        const uint8_t* v = arena + x.val_off;
+        for (uint32_t i = 0; i < vlen; i++) *p++ = v[i];
+        if ((uint64_t)(p - out) != at + sz) atomicOr(&stats[b].status, 1u);
+        key_size += klen;
+        value_size += vlen;
+        min_seq = min(min_seq, (unsigned long long)(x.trailer >> 8));
+        max_seq = max(max_seq, (unsigned long long)(x.trailer >> 8));
+        deletions += (uint32_t)(x.trailer & 0xff) == kKindDelete;
+        hashed = bloom && (j == d.table_start || new_kept[j]);
+        if (hashed) {
+          const unsigned before = __popc(__ballot_sync(__activemask(), hashed) & ((1u << lane) - 1u));
+          hashes[d.start + nh + before] = bloom_hash(k, x.key_len);
+        }
+      }
+      nh += __popc(__ballot_sync(0xffffffffu, hashed));
+      base += total;
+    }
+    // Reduce the lanes' sums.
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      key_size += __shfl_xor_sync(0xffffffffu, key_size, o);
+      value_size += __shfl_xor_sync(0xffffffffu, value_size, o);
+      min_seq = min(min_seq, __shfl_xor_sync(0xffffffffu, min_seq, o));
+      max_seq = max(max_seq, __shfl_xor_sync(0xffffffffu, max_seq, o));
+      deletions += __shfl_xor_sync(0xffffffffu, deletions, o);
+    }
+    if (lane == 0) {
+      put_u32(restarts + 4 * nr, (uint32_t)nr);
+      BlockStats& st = stats[b];
+      st.raw_key_size = key_size;
+      st.raw_value_size = value_size;
+      st.min_seq = min_seq;
+      st.max_seq = max_seq;
+      st.deletions = deletions;
+      st.hashes = nh;
+      if (base + 4 * nr + 4 != d.size) st.status |= 2u;
+    }
+  }
 }

@@ -61,6 +61,9 @@ type pipeline struct {
 	raw      []byte
 	sealed   []byte
 	hashes   []uint32
+	// dev, for the CUDA engine, encodes the blocks (deviceEncode); the
+	// encoders then seal them.
+	dev *devEngine
 
 	// The walk's own state.
 	nb              int // blocks planned
@@ -79,6 +82,12 @@ type pipeline struct {
 	published int          // guarded by mu
 	pub       atomic.Int64 // published, for the writers
 	planned   bool         // guarded by mu: the walk has ended
+	// With dev: the walk hands its blocks to deviceEncode (walked), which
+	// publishes them encoded, and says when it has published its last
+	// (devEnded), or failed (devErr).
+	walked   int  // guarded by mu
+	devEnded bool // guarded by mu
+	devErr   error
 
 	next     atomic.Int64  // the next block to encode
 	stop     atomic.Bool   // a failure or the context: encode and write no more
@@ -98,11 +107,13 @@ type pipeline struct {
 const publishEvery = 16
 
 // blockSlot is one planned block, its encoding, and whether that is ready.
+// With the CUDA engine, dstats is what the device reported of it.
 type blockSlot struct {
-	job   blockJob
-	enc   sstable.EncodedBlock
-	err   error
-	ready atomic.Bool
+	job    blockJob
+	enc    sstable.EncodedBlock
+	err    error
+	ready  atomic.Bool
+	dstats blockStats
 }
 
 // blockChunk holds chunkLen consecutive blocks of a job.
@@ -113,8 +124,8 @@ const chunkLen = 512
 // slot returns block i (its chunk exists).
 func (p *pipeline) slot(i int) *blockSlot { return &p.chunks[i/chunkLen][i%chunkLen] }
 
-func newPipeline(ctx context.Context, s *inputSet, job *compaction.Job, ws *workspace, opts sstable.WriterOptions, kept []uint32, contentsBound int, outSpans []rangedel.Span, failAt func(string) error) *pipeline {
-	p := &pipeline{ctx: ctx, s: s, job: job, opts: opts, kept: kept, outSpans: outSpans, failAt: failAt,
+func newPipeline(ctx context.Context, s *inputSet, job *compaction.Job, ws *workspace, dev *devEngine, opts sstable.WriterOptions, kept []uint32, contentsBound int, outSpans []rangedel.Span, failAt func(string) error) *pipeline {
+	p := &pipeline{ctx: ctx, s: s, job: job, opts: opts, kept: kept, outSpans: outSpans, failAt: failAt, dev: dev,
 		stopped: make(chan struct{}), open: make(chan struct{}, maxOpenTables())}
 	p.cond = sync.NewCond(&p.mu)
 	p.ws = ws
@@ -129,12 +140,77 @@ func newPipeline(ctx context.Context, s *inputSet, job *compaction.Job, ws *work
 	return p
 }
 
-// startEncoders starts an encoder per core.
+// startEncoders starts an encoder per core (and, with dev, deviceEncode).
 func (p *pipeline) startEncoders() {
+	if p.dev != nil {
+		p.encoders.Add(1)
+		go p.deviceEncode()
+	}
 	for range runtime.GOMAXPROCS(0) {
 		p.encoders.Add(1)
 		go p.encode()
 	}
+}
+
+// deviceBatchMax is the most blocks deviceEncode encodes in one launch.
+const deviceBatchMax = 4096
+
+// deviceEncode (the CUDA engine) encodes the blocks the walk has planned on
+// the device, in batches of whatever the walk has handed over since the
+// last one (so batches grow while the device works), and publishes each
+// batch to the encoders, which seal its blocks.
+func (p *pipeline) deviceEncode() {
+	defer p.encoders.Done()
+	defer func() {
+		p.mu.Lock()
+		p.devEnded = true
+		p.mu.Unlock()
+		p.cond.Broadcast()
+	}()
+	descs := make([]blockDesc, 0, deviceBatchMax)
+	stats := make([]blockStats, deviceBatchMax)
+	for done := 0; ; {
+		p.mu.Lock()
+		for p.walked == done && !p.planned && !p.stop.Load() {
+			p.cond.Wait()
+		}
+		end, planned := min(p.walked, done+deviceBatchMax), p.planned
+		p.mu.Unlock()
+		if p.stop.Load() || end == done && planned {
+			return
+		}
+		if err := p.ctx.Err(); err != nil {
+			p.abort()
+			return
+		}
+		descs = descs[:0]
+		for i := done; i < end; i++ {
+			b := &p.slot(i).job
+			descs = append(descs, blockDesc{rawAt: uint64(b.rawAt), start: int32(b.start), end: int32(b.end), tableStart: int32(b.tableStart), size: uint32(b.size)})
+		}
+		if err := p.dev.encodeBatch(descs, stats[:len(descs)], p.raw, p.hashes); err != nil {
+			p.devErr = err
+			p.abort()
+			return
+		}
+		for i := done; i < end; i++ {
+			p.slot(i).dstats = stats[i-done]
+		}
+		p.mu.Lock()
+		p.published = end
+		p.pub.Store(int64(end))
+		p.mu.Unlock()
+		p.cond.Broadcast()
+		done = end
+	}
+}
+
+// finalLocked says no more blocks will be published (under mu).
+func (p *pipeline) finalLocked() bool {
+	if p.dev != nil {
+		return p.devEnded
+	}
+	return p.planned
 }
 
 // encode takes published blocks in order and encodes each.
@@ -144,7 +220,7 @@ func (p *pipeline) encode() {
 	for {
 		i := int(p.next.Add(1) - 1)
 		p.mu.Lock()
-		for i >= p.published && !p.planned && !p.stop.Load() {
+		for i >= p.published && !p.finalLocked() && !p.stop.Load() {
 			p.cond.Wait()
 		}
 		ok := i < p.published && !p.stop.Load()
@@ -154,7 +230,11 @@ func (p *pipeline) encode() {
 		}
 		sl := p.slot(i)
 		b := &sl.job
-		sl.enc, sl.err = p.s.encodeBlock(bb, b, p.kept, p.opts, p.raw, p.sealed, p.hashes)
+		if p.dev != nil {
+			sl.enc, sl.err = p.s.sealDeviceBlock(sl, p.kept, p.opts, p.raw, p.sealed, p.hashes)
+		} else {
+			sl.enc, sl.err = p.s.encodeBlock(bb, b, p.kept, p.opts, p.raw, p.sealed, p.hashes)
+		}
 		if p.failAt != nil && sl.err == nil && b.start <= len(p.kept)/2 && len(p.kept)/2 < b.end {
 			sl.err = p.failAt("encode") // the block in the middle of the job
 		}
@@ -267,11 +347,16 @@ func (p *pipeline) end(_ int, upper []byte) {
 	p.cur = nil
 }
 
-// publish hands the planned blocks to the encoders.
+// publish hands the planned blocks to the encoders (with dev, to
+// deviceEncode).
 func (p *pipeline) publish() {
 	p.mu.Lock()
-	p.published = p.nb
-	p.pub.Store(int64(p.nb))
+	if p.dev != nil {
+		p.walked = p.nb
+	} else {
+		p.published = p.nb
+		p.pub.Store(int64(p.nb))
+	}
 	p.mu.Unlock()
 	p.cond.Broadcast()
 }
@@ -283,8 +368,13 @@ func (p *pipeline) planEnded(err error) {
 		p.abort()
 	}
 	p.mu.Lock()
-	p.published, p.planned = p.nb, true
-	p.pub.Store(int64(p.nb))
+	p.planned = true
+	if p.dev != nil {
+		p.walked = p.nb
+	} else {
+		p.published = p.nb
+		p.pub.Store(int64(p.nb))
+	}
 	p.mu.Unlock()
 	p.cond.Broadcast()
 }
@@ -340,6 +430,9 @@ func (p *pipeline) wait() ([]*outTable, error) {
 	}
 	p.writers.Wait()
 	defer p.clearSlots()
+	if p.devErr != nil && p.ctx.Err() == nil {
+		return nil, &stageError{"device", p.devErr}
+	}
 	for i := range p.nb {
 		if err := p.slot(i).err; err != nil {
 			if isCorruption(err) || p.ctx.Err() != nil {

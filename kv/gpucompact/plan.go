@@ -220,3 +220,32 @@ func (s *inputSet) encodeBlock(bb *sstable.BlockBuilder, pb *blockJob, kept []ui
 	b.Sealed = &sb
 	return b, nil
 }
+
+// sealDeviceBlock is encodeBlock for a block the device encoded (the CUDA
+// engine): its bytes are in raw, its stats in the slot, its bloom hashes
+// in hashes from its first entry; it seals it.
+func (s *inputSet) sealDeviceBlock(sl *blockSlot, kept []uint32, opts sstable.WriterOptions, raw, sealed []byte, hashes []uint32) (sstable.EncodedBlock, error) {
+	pb, st := &sl.job, &sl.dstats
+	if st.status != 0 {
+		return sstable.EncodedBlock{}, fmt.Errorf("gpucompact: device encode and plan disagree: the block at kept entry %d (status %d)", pb.start, st.status)
+	}
+	b := sstable.EncodedBlock{
+		Raw:          raw[pb.rawAt : pb.rawAt+pb.size : pb.rawAt+pb.size],
+		First:        s.internalKey(kept[pb.start]),
+		Last:         s.internalKey(kept[pb.end-1]),
+		Entries:      uint64(pb.end - pb.start),
+		Deletions:    uint64(st.deletions),
+		RawKeySize:   st.rawKeySize,
+		RawValueSize: st.rawValueSize,
+		SmallestSeq:  base.SeqNum(st.minSeq),
+		LargestSeq:   base.SeqNum(st.maxSeq),
+		Hashes:       hashes[pb.start : pb.start+int(st.hashes) : pb.end],
+	}
+	var dst []byte
+	if pb.sealedAt >= 0 {
+		dst = sealed[pb.sealedAt : pb.sealedAt : pb.sealedAt+sstable.SealBound(opts.Compression, len(b.Raw))]
+	}
+	sb := sstable.SealBlock(opts.Compression, dst, b.Raw)
+	b.Sealed = &sb
+	return b, nil
+}
