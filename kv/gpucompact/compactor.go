@@ -207,6 +207,7 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	if c.mu.closed || err != nil {
 		// Close found the engine busy, or the job failed (it may have sized
 		// the arrays from damaged input): drop the arrays now.
+		c.ws.free()
 		c.ws = &workspace{}
 		if c.dev != nil {
 			c.dev.release()
@@ -380,6 +381,7 @@ func (c *Compactor) Close() error {
 	c.mu.closed = true
 	select {
 	case c.engine <- struct{}{}: // idle: drop the arrays (else the running job does)
+		c.ws.free()
 		c.ws = &workspace{}
 		c.mu.stats.HeldBytes = 0
 		if c.dev != nil {

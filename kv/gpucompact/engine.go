@@ -32,6 +32,10 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 // CUDA engine); its output is the same. A device failure is a *stageError
 // of stage "device".
 func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *devEngine, times *stageTimes, failAt func(stage string) error) (*compaction.Result, error) {
+	ws.pinDev = nil
+	if dev != nil {
+		ws.pinDev = dev.dev
+	}
 	start := time.Now()
 	t0 := start
 	stage := func(name string, d *time.Duration) error {

@@ -193,7 +193,7 @@ func loadJob(ctx context.Context, job *compaction.Job, ws *workspace) (*inputSet
 		p.s.arenaBase, p.s.fixedArena = uint32(arenaLen), true
 		arenaLen += p.rawLen
 	}
-	arena := take(&ws.arena, int(arenaLen))
+	arena := takePinned(ws, &ws.arenaPin, &ws.arena, int(arenaLen))
 	err = eachPiece(func(p *piece) error {
 		p.s.arena = arena[p.s.arenaBase : p.s.arenaBase : uint64(p.s.arenaBase)+p.rawLen]
 		name := p.t.f.FileNum.String()
@@ -218,7 +218,7 @@ func loadJob(ctx context.Context, job *compaction.Job, ws *workspace) (*inputSet
 	if keys > math.MaxUint32 {
 		return nil, errTooLarge
 	}
-	s := &inputSet{arena: arena, keys: take(&ws.keys, int(keys)), ents: take(&ws.ents, int(ents))}
+	s := &inputSet{arena: arena, keys: takePinned(ws, &ws.keysPin, &ws.keys, int(keys)), ents: takePinned(ws, &ws.entsPin, &ws.ents, int(ents))}
 	type place struct{ k, n int }
 	places := make([]place, len(pieces))
 	var k, n int

@@ -171,17 +171,26 @@ func (d *devEngine) stages(ctx context.Context, s *inputSet, lcp int, job *compa
 	words := unsafe.Slice((*uint64)(unsafe.Pointer(&s.ents[0])), 4*n)
 	snapWords := unsafe.Slice((*uint64)(unsafe.SliceData(job.Snapshots)), len(job.Snapshots))
 	pairWords, rounds := mergePlan(s.runs)
-	if err = b.stage.Reserve(dev, gpurt.Bytes[uint64](4*n)+gpurt.Bytes[uint8](len(s.keys))+gpurt.Bytes[uint8](len(s.arena))+gpurt.Bytes[uint64](len(snapWords))+gpurt.Bytes[uint64](len(pairWords))); err != nil {
-		return
-	}
 	pairs, err := b.pairs.Get(dev, str, len(pairWords))
 	if err != nil {
 		return
 	}
+	staged := gpurt.Bytes[uint64](len(snapWords)) + gpurt.Bytes[uint64](len(pairWords))
+	for _, a := range []struct {
+		pin *pinned
+		b   []byte
+	}{{&ws.entsPin, asBytes(words)}, {&ws.keysPin, s.keys}, {&ws.arenaPin, s.arena}} {
+		if !a.pin.holds(a.b) {
+			staged += gpurt.Bytes[uint8](len(a.b))
+		}
+	}
+	if err = b.stage.Reserve(dev, staged); err != nil {
+		return
+	}
 	for _, up := range []error{
-		gpurt.Upload(&b.stage, str, ents, words),
-		gpurt.Upload(&b.stage, str, keys.Sub(0, len(s.keys)), s.keys),
-		gpurt.Upload(&b.stage, str, arena.Sub(0, len(s.arena)), s.arena),
+		upload(d, &ws.entsPin, ents, words),
+		upload(d, &ws.keysPin, keys.Sub(0, len(s.keys)), s.keys),
+		upload(d, &ws.arenaPin, arena.Sub(0, len(s.arena)), s.arena),
 		gpurt.Upload(&b.stage, str, snaps, snapWords),
 		gpurt.Upload(&b.stage, str, pairs, pairWords),
 	} {
@@ -489,7 +498,7 @@ type blockStats struct {
 // the device) and their bloom hashes into hashes (at their first kept
 // entry), and their stats into stats. The blocks are consecutive: their
 // bytes and their entries are each one range. stages must have run.
-func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byte, hashes []uint32) error {
+func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byte, rawPin *pinned, hashes []uint32) error {
 	b, str, dev, c := &d.bufs, d.stream, d.dev, &d.cur
 	nb := len(descs)
 	if nb == 0 {
@@ -514,7 +523,12 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 	}
 	descWords := unsafe.Slice((*uint64)(unsafe.Pointer(&descs[0])), 3*nb)
 	statWords := unsafe.Slice((*uint64)(unsafe.Pointer(&stats[0])), 6*nb)
-	if err := b.stage.Reserve(dev, gpurt.Bytes[uint64](3*nb)+gpurt.Bytes[uint64](6*nb)+gpurt.Bytes[uint8](int(rawHi-rawLo))+gpurt.Bytes[uint32](hashHi-hashLo)); err != nil {
+	pinnedRaw := rawPin.holds(raw)
+	staged := gpurt.Bytes[uint64](3*nb) + gpurt.Bytes[uint64](6*nb) + gpurt.Bytes[uint32](hashHi-hashLo)
+	if !pinnedRaw {
+		staged += gpurt.Bytes[uint8](int(rawHi - rawLo))
+	}
+	if err := b.stage.Reserve(dev, staged); err != nil {
 		return err
 	}
 	if err := gpurt.Upload(&b.stage, str, dDescs, descWords); err != nil {
@@ -529,7 +543,12 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 	if pend[0], err = gpurt.Download(&b.stage, str, statWords, dStats); err != nil {
 		return err
 	}
-	if pend[1], err = gpurt.Download(&b.stage, str, raw[rawLo:rawHi], c.raw.Sub(int(rawLo), int(rawHi))); err != nil {
+	if pinnedRaw {
+		err = cuda.CopyToHostAsync(rawPin.mem, int(rawLo), c.raw.Sub(int(rawLo), int(rawHi)), str)
+	} else {
+		pend[1], err = gpurt.Download(&b.stage, str, raw[rawLo:rawHi], c.raw.Sub(int(rawLo), int(rawHi)))
+	}
+	if err != nil {
 		return err
 	}
 	if c.bloom != 0 {
@@ -544,4 +563,21 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 		p.Finish()
 	}
 	return nil
+}
+
+// upload enqueues the copy of src, an array of the workspace, into dst on
+// the engine's stream: straight from pin's memory when src lives there,
+// else through the staging (reserved by the caller).
+func upload[T cuda.Elem](d *devEngine, pin *pinned, dst cuda.Slice[T], src []T) error {
+	if len(src) == 0 {
+		return nil
+	}
+	if !pin.holds(asBytes(src)) {
+		return gpurt.Upload(&d.bufs.stage, d.stream, dst, src)
+	}
+	db, err := cuda.View[uint8](dst.Buffer(), int(dst.Ptr()-dst.Buffer().Ptr()), int(dst.Bytes()))
+	if err != nil {
+		return err
+	}
+	return cuda.CopyToDeviceAsync(db, pin.mem, 0, d.stream)
 }

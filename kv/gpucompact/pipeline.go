@@ -85,8 +85,9 @@ type pipeline struct {
 	// With dev: the walk hands its blocks to deviceEncode (walked), which
 	// publishes them encoded, and says when it has published its last
 	// (devEnded), or failed (devErr).
-	walked   int  // guarded by mu
-	devEnded bool // guarded by mu
+	walked   int        // guarded by mu
+	devEnded bool       // guarded by mu
+	devCond  *sync.Cond // walked moved, the plan ended, or the job stops
 	devErr   error
 
 	next     atomic.Int64  // the next block to encode
@@ -128,9 +129,10 @@ func newPipeline(ctx context.Context, s *inputSet, job *compaction.Job, ws *work
 	p := &pipeline{ctx: ctx, s: s, job: job, opts: opts, kept: kept, outSpans: outSpans, failAt: failAt, dev: dev,
 		stopped: make(chan struct{}), open: make(chan struct{}, maxOpenTables())}
 	p.cond = sync.NewCond(&p.mu)
+	p.devCond = sync.NewCond(&p.mu)
 	p.ws = ws
 	p.chunks = make([]*blockChunk, (len(kept)+1)/chunkLen+1) // every block holds an entry
-	p.raw = take(&ws.raw, contentsBound)
+	p.raw = takePinned(ws, &ws.rawPin, &ws.raw, contentsBound)
 	if opts.Compression != sstable.NoCompression {
 		// Compressed blocks take a few bytes more than their contents at
 		// worst; a block that finds no room left is sealed into new memory.
@@ -172,7 +174,7 @@ func (p *pipeline) deviceEncode() {
 	for done := 0; ; {
 		p.mu.Lock()
 		for p.walked == done && !p.planned && !p.stop.Load() {
-			p.cond.Wait()
+			p.devCond.Wait()
 		}
 		end, planned := min(p.walked, done+deviceBatchMax), p.planned
 		p.mu.Unlock()
@@ -188,7 +190,7 @@ func (p *pipeline) deviceEncode() {
 			b := &p.slot(i).job
 			descs = append(descs, blockDesc{rawAt: uint64(b.rawAt), start: int32(b.start), end: int32(b.end), tableStart: int32(b.tableStart), size: uint32(b.size)})
 		}
-		if err := p.dev.encodeBatch(descs, stats[:len(descs)], p.raw, p.hashes); err != nil {
+		if err := p.dev.encodeBatch(descs, stats[:len(descs)], p.raw, &p.ws.rawPin, p.hashes); err != nil {
 			p.devErr = err
 			p.abort()
 			return
@@ -265,6 +267,7 @@ func (p *pipeline) abort() {
 	p.stopOnce.Do(func() { close(p.stopped) })
 	p.mu.Lock()
 	p.cond.Broadcast()
+	p.devCond.Broadcast()
 	p.mu.Unlock()
 	for _, t := range p.tablesSoFar() {
 		wake(t.notify)
@@ -352,11 +355,14 @@ func (p *pipeline) end(_ int, upper []byte) {
 func (p *pipeline) publish() {
 	p.mu.Lock()
 	if p.dev != nil {
+		// Only deviceEncode waits for the walk: the encoders wait for it.
 		p.walked = p.nb
-	} else {
-		p.published = p.nb
-		p.pub.Store(int64(p.nb))
+		p.mu.Unlock()
+		p.devCond.Signal()
+		return
 	}
+	p.published = p.nb
+	p.pub.Store(int64(p.nb))
 	p.mu.Unlock()
 	p.cond.Broadcast()
 }
@@ -377,6 +383,7 @@ func (p *pipeline) planEnded(err error) {
 	}
 	p.mu.Unlock()
 	p.cond.Broadcast()
+	p.devCond.Broadcast()
 }
 
 // write writes table t: its blocks in order as they are encoded, then its

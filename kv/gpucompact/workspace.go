@@ -1,6 +1,10 @@
 package gpucompact
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/warpkit/warpkit/cuda"
+)
 
 // workspace holds the Go engine's large arrays between jobs, so that a job
 // after the first reuses memory the process already has: fresh memory
@@ -25,6 +29,68 @@ type workspace struct {
 	raw, sealed     []byte        // output blocks: contents, compressed
 	hashes          []uint32      // output blocks' bloom hashes
 	chunks          []*blockChunk // planned blocks (pipeline)
+
+	// For the CUDA engine (pinDev set), the arrays the device reads and
+	// writes whole live in pinned memory, which it copies to and from
+	// directly (no staging copy on the host): the arena, keys, entries and
+	// the output blocks' contents.
+	pinDev                             *cuda.Device
+	arenaPin, keysPin, entsPin, rawPin pinned
+}
+
+// pinned is page-locked host memory holding one of the workspace's arrays.
+type pinned struct{ mem *cuda.Pinned[uint8] }
+
+func (p *pinned) free() {
+	if p.mem != nil {
+		p.mem.Free()
+		p.mem = nil
+	}
+}
+
+// holds says the memory starts at b (b is a slice of it from its start).
+func (p *pinned) holds(b []byte) bool {
+	return p.mem != nil && len(b) > 0 && unsafe.SliceData(b) == unsafe.SliceData(p.mem.Data())
+}
+
+// takePinned is take, in pinned memory of ws.pinDev when it is set (plain
+// memory without it, or when pinning fails: the device path then stages).
+func takePinned[T any](ws *workspace, pin *pinned, buf *[]T, n int) []T {
+	if ws.pinDev == nil {
+		if pin.mem != nil { // the last job pinned it
+			pin.free()
+			*buf = nil
+		}
+		return take(buf, n)
+	}
+	if cap(*buf) >= n && pin.mem != nil {
+		return (*buf)[:n]
+	}
+	pin.free()
+	c := n + n/8
+	size := int(unsafe.Sizeof(*new(T)))
+	m, err := cuda.AllocPinned[uint8](ws.pinDev, max(c*size, 1))
+	if err != nil {
+		*buf = nil
+		return take(buf, n)
+	}
+	pin.mem = m
+	*buf = unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(m.Data()))), c)
+	return (*buf)[:n]
+}
+
+// asBytes views an array's memory as bytes.
+func asBytes[T any](a []T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a)*int(unsafe.Sizeof(*new(T))))
+}
+
+// free releases the pinned memory (the arrays in it go with it): before
+// the workspace is dropped, and before its device is closed.
+func (w *workspace) free() {
+	for _, p := range []*pinned{&w.arenaPin, &w.keysPin, &w.entsPin, &w.rawPin} {
+		p.free()
+	}
+	w.arena, w.keys, w.ents, w.raw = nil, nil, nil, nil
 }
 
 // take returns (*buf)[:n], replacing the array by a larger one (its
