@@ -114,7 +114,9 @@ type Stats struct {
 	// Declined counts the jobs the decision module sent to Fallback, by
 	// reason: "small" (under MinInputBytes or MinInputTables), "budget"
 	// (over MemoryBudget or the engine's 4 GiB), "busy" (the engine was
-	// running another job) and "disabled" (the engine is off).
+	// running another job), "disabled" (the engine is off) and
+	// "irregular" (found while the job ran: input entries out of order, or
+	// an input block the CUDA engine cannot decode by restart interval).
 	Declined map[string]uint64
 	// Fallbacks counts engine failures by stage ("load", "encode", ...).
 	Fallbacks map[string]uint64
@@ -247,6 +249,10 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	case errors.Is(err, errTooLarge):
 		// Past the engine's 32-bit offsets: a decline, not a failure.
 		return c.fallback(ctx, job, "", "budget")
+	case errors.Is(err, errIrregularBlock), errors.Is(err, errInputOrder):
+		// Input the engine does not take (laid out otherwise than the
+		// writer lays it out, or out of order): a decline, not a failure.
+		return c.fallback(ctx, job, "", "irregular")
 	}
 	stage := "engine"
 	var se *stageError

@@ -72,23 +72,23 @@ func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *dev
 	if err != nil {
 		return nil, wrap("load", err)
 	}
-	s, err := loadJob(ctx, job, ws)
-	if err != nil {
-		return nil, wrap("load", err)
-	}
-	if err := stage("load", &times.load); err != nil {
-		return nil, err
-	}
-	lcp := s.setK0()
 	var (
+		s             *inputSet
 		kept, keptNew = []uint32(nil), []bool(nil)
 		pe            []planEntry
 		contentsBound int
 		st            gcStats
 	)
 	if dev != nil {
-		durations := map[string]*time.Duration{"merge": &times.merge, "gc": &times.gc, "sizes": &times.sizes}
-		kept, keptNew, pe, contentsBound, st, err = dev.stages(ctx, s, lcp, job, spans, ws, func(name string, err error) error {
+		// The host reads and decompresses; the device decodes, merges,
+		// collects garbage and sizes the entries.
+		in, l, err := loadJobBlocks(ctx, job, ws)
+		if err != nil {
+			return nil, wrap("load", err)
+		}
+		defer l.close()
+		durations := map[string]*time.Duration{"load": &times.load, "merge": &times.merge, "gc": &times.gc, "sizes": &times.sizes}
+		s, kept, keptNew, pe, contentsBound, st, err = dev.stages(ctx, in, job, spans, ws, func(name string, err error) error {
 			if err != nil {
 				return err
 			}
@@ -96,17 +96,26 @@ func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *dev
 		})
 		if err != nil {
 			var se *stageError
-			if ctx.Err() != nil || errors.As(err, &se) || errors.Is(err, errTooLarge) {
+			if ctx.Err() != nil || errors.As(err, &se) || isCorruption(err) || errors.Is(err, errTooLarge) || errors.Is(err, errIrregularBlock) || errors.Is(err, errInputOrder) {
 				return nil, err
 			}
 			return nil, &stageError{"device", err}
 		}
 	} else {
+		if s, err = loadJob(ctx, job, ws); err != nil {
+			return nil, wrap("load", err)
+		}
+		if err := stage("load", &times.load); err != nil {
+			return nil, err
+		}
+		s.setK0()
 		order := s.merge(ws)
 		if err := stage("merge", &times.merge); err != nil {
 			return nil, err
 		}
-		kept, keptNew, st = s.gc(order, job, spans, ws)
+		if kept, keptNew, st, err = s.gc(order, job, spans, ws); err != nil {
+			return nil, err
+		}
 		if err := stage("gc", &times.gc); err != nil {
 			return nil, err
 		}

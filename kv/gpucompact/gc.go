@@ -3,6 +3,7 @@ package gpucompact
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -18,47 +19,71 @@ import (
 	"github.com/warpkit/warpkit/kv/vfs"
 )
 
-// loadJob reads every input table of job into one inputSet: each L0 table
-// a run of its own, each deeper level's tables (sorted, disjoint) one run.
-// Tables are opened through job.Env (OpenTable for the index, OpenTableFile
-// for the data), then cut into pieces of consecutive data blocks
-// (loadPieceBytes of stored data each), read and decoded on up to
-// GOMAXPROCS goroutines, each piece into arrays of its own, and gathered in
-// job order. Every array comes from ws.
-func loadJob(ctx context.Context, job *compaction.Job, ws *workspace) (*inputSet, error) {
-	type table struct {
-		f       *manifest.FileMetadata
-		level   int
-		r       *sstable.Reader
-		file    vfs.File
-		release func()
-		blocks  []sstable.BlockHandle
-		rawLen  uint64 // its blocks' contents, as their headers say
-		err     error
-	}
-	type piece struct {
-		t                *table
-		blocks           []sstable.BlockHandle
-		region           []byte // the blocks' stored bytes
-		rawLen           uint64 // the length of their contents
-		entsCap, keysCap int    // room reserved for the piece's entries and keys
-		s                inputSet
-		err              error
-	}
-	var tables []*table
-	for _, in := range job.Inputs {
-		for _, f := range in.Files {
-			tables = append(tables, &table{f: f, level: in.Level})
+// loadTable is an input table while its job loads.
+type loadTable struct {
+	f       *manifest.FileMetadata
+	level   int
+	r       *sstable.Reader
+	file    vfs.File
+	release func()
+	blocks  []sstable.BlockHandle
+	rawLen  uint64 // its blocks' contents, as their headers say
+	err     error
+}
+
+// loadPiece is some consecutive data blocks of a table, read, decoded and
+// (for the Go engine) decoded into entries together.
+type loadPiece struct {
+	t                *loadTable
+	blocks           []sstable.BlockHandle
+	region           []byte // the blocks' stored bytes
+	rawLen           uint64 // the length of their contents
+	entsCap, keysCap int    // room reserved for the piece's entries and keys
+	s                inputSet
+	places           []uint32 // for the CUDA engine: each block's contents' offset in the arena and length
+	err              error
+}
+
+// loaded is a job's input tables open and their data blocks read into
+// pieces, with the arena sized for their contents.
+type loaded struct {
+	tables    []*loadTable
+	pieces    []*loadPiece
+	arena     []byte
+	eachPiece func(func(*loadPiece) error) error // runs on every piece, on goroutines
+}
+
+// close closes the tables.
+func (l *loaded) close() {
+	for _, t := range l.tables {
+		if t.file != nil {
+			t.file.Close()
+		}
+		if t.release != nil {
+			t.release()
 		}
 	}
+}
+
+// readJob opens every input table of job (through job.Env: OpenTable for
+// the index, OpenTableFile for the data), cuts its data blocks into
+// pieces of loadPieceBytes of stored data, reads them on up to GOMAXPROCS
+// goroutines (each piece with its checksums checked), checks the blocks'
+// decoded lengths against the tables' properties and sizes the arena for
+// them. decode says the pieces will be decoded into entries on the host
+// (their arrays are reserved). Every array comes from ws. The caller
+// closes what it returns.
+func readJob(ctx context.Context, job *compaction.Job, ws *workspace, decode bool) (_ *loaded, err error) {
+	var tables []*loadTable
+	for _, in := range job.Inputs {
+		for _, f := range in.Files {
+			tables = append(tables, &loadTable{f: f, level: in.Level})
+		}
+	}
+	l := &loaded{tables: tables}
 	defer func() {
-		for _, t := range tables {
-			if t.file != nil {
-				t.file.Close()
-			}
-			if t.release != nil {
-				t.release()
-			}
+		if err != nil {
+			l.close()
 		}
 	}()
 	hostpar.ForCores(len(tables), 1, func(_, lo, hi int) {
@@ -78,7 +103,7 @@ func loadJob(ctx context.Context, job *compaction.Job, ws *workspace) (*inputSet
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var pieces []*piece
+	var pieces []*loadPiece
 	for _, t := range tables {
 		if t.err != nil {
 			return nil, t.err
@@ -87,12 +112,12 @@ func loadJob(ctx context.Context, job *compaction.Job, ws *workspace) (*inputSet
 		for i, h := range t.blocks {
 			size += h.Length
 			if size >= loadPieceBytes || i == len(t.blocks)-1 {
-				pieces = append(pieces, &piece{t: t, blocks: t.blocks[start : i+1]})
+				pieces = append(pieces, &loadPiece{t: t, blocks: t.blocks[start : i+1]})
 				start, size = i+1, 0
 			}
 		}
 		if len(t.blocks) == 0 {
-			pieces = append(pieces, &piece{t: t}) // keeps the table's place in its run
+			pieces = append(pieces, &loadPiece{t: t}) // keeps the table's place in its run
 		}
 	}
 	// Every piece's place in the regions and its room for entries and keys
@@ -107,7 +132,9 @@ func loadJob(ctx context.Context, job *compaction.Job, ws *workspace) (*inputSet
 		}
 		regionOff[i] = regionsLen
 		regionsLen += n
-		p.entsCap, p.keysCap, _ = pieceShare(p.t.r, len(p.blocks), len(p.t.blocks))
+		if decode {
+			p.entsCap, p.keysCap, _ = pieceShare(p.t.r, len(p.blocks), len(p.t.blocks))
+		}
 		entsLen += p.entsCap
 		keysLen += p.keysCap
 	}
@@ -128,7 +155,7 @@ func loadJob(ctx context.Context, job *compaction.Job, ws *workspace) (*inputSet
 	// Read every piece, learning the length of its blocks' contents; then
 	// give each its place in one arena and decode into it.
 	var next atomic.Int64
-	eachPiece := func(f func(p *piece) error) error {
+	eachPiece := func(f func(p *loadPiece) error) error {
 		next.Store(0)
 		hostpar.ForCores(len(pieces), 1, func(_, _, _ int) {
 			for {
@@ -153,7 +180,7 @@ func loadJob(ctx context.Context, job *compaction.Job, ws *workspace) (*inputSet
 		}
 		return nil
 	}
-	err := eachPiece(func(p *piece) (err error) {
+	err = eachPiece(func(p *loadPiece) (err error) {
 		p.rawLen, err = readBlocks(p.t.r, p.t.file, p.t.f.FileNum.String(), p.blocks, p.region)
 		return err
 	})
@@ -193,8 +220,23 @@ func loadJob(ctx context.Context, job *compaction.Job, ws *workspace) (*inputSet
 		p.s.arenaBase, p.s.fixedArena = uint32(arenaLen), true
 		arenaLen += p.rawLen
 	}
-	arena := takePinned(ws, &ws.arenaPin, &ws.arena, int(arenaLen))
-	err = eachPiece(func(p *piece) error {
+	l.arena = takePinned(ws, &ws.arenaPin, &ws.arena, int(arenaLen))
+	l.pieces, l.eachPiece = pieces, eachPiece
+	return l, nil
+}
+
+// loadJob reads every input table of job into one inputSet: each L0 table
+// a run of its own, each deeper level's tables (sorted, disjoint) one run.
+// The pieces readJob read are decoded on goroutines, each into arrays of
+// its own, and gathered in job order.
+func loadJob(ctx context.Context, job *compaction.Job, ws *workspace) (*inputSet, error) {
+	l, err := readJob(ctx, job, ws, true)
+	if err != nil {
+		return nil, err
+	}
+	defer l.close()
+	pieces, arena, eachPiece := l.pieces, l.arena, l.eachPiece
+	err = eachPiece(func(p *loadPiece) error {
 		p.s.arena = arena[p.s.arenaBase : p.s.arenaBase : uint64(p.s.arenaBase)+p.rawLen]
 		name := p.t.f.FileNum.String()
 		if err := p.s.decodeBlocks(p.t.r, name, p.blocks, p.region, len(p.t.blocks)); err != nil {
@@ -259,6 +301,13 @@ type gcStats struct {
 	entriesIn, entriesOut, tombstonesElided uint64
 }
 
+// errInputOrder says the job's inputs are not in strictly ascending
+// internal-key order within a run (damaged input that the checksums did
+// not catch). Compaction.CPU's Writer refuses such keys when it meets them
+// out of order, which a merge may not reproduce, so the job goes to the
+// fallback compactor, whose result (an error, or tables) stands.
+var errInputOrder = errors.New("gpucompact: input entries out of order")
+
 // gc returns the entries of the merged order that survive the compaction,
 // in order: it decides every position independently — as a GPU thread per
 // entry would — by compaction.CPU's rules, with the same helpers:
@@ -277,12 +326,17 @@ type gcStats struct {
 //
 // Besides the kept ids it returns, for each, whether its user key differs
 // from the previous entry's in the merged order (kept or not): outputs are
-// cut only there, as compaction.CPU cuts.
-func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span, ws *workspace) ([]uint32, []bool, gcStats) {
+// cut only there, as compaction.CPU cuts. A merged order that is not
+// strictly ascending returns errInputOrder: an input run was not sorted
+// (a merge keeps each run's order, so the merged order is strictly
+// ascending exactly when every run is, and then it is the order any merge
+// gives).
+func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span, ws *workspace) ([]uint32, []bool, gcStats, error) {
 	n := len(order)
 	flags := take(&ws.flags, 3*n)
 	keep, newKey, elided := flags[:n], flags[n:2*n], flags[2*n:]
 	snaps := job.Snapshots
+	var disorder atomic.Bool
 	hostpar.ForCores(n, 4096, func(_, lo, hi int) {
 		// The predecessor's stripe: computed for the part's first entry,
 		// carried along after.
@@ -299,6 +353,9 @@ func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span
 			samePrev := prevStripe == stripe
 			prevStripe = stripe
 			newKey[i] = true
+			if i > 0 && !s.less(order[i-1], id) {
+				disorder.Store(true)
+			}
 			if i > 0 && bytes.Equal(s.key(order[i-1]), k.UserKey) {
 				newKey[i] = false
 				if samePrev {
@@ -315,6 +372,9 @@ func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span
 			keep[i] = true
 		}
 	})
+	if disorder.Load() {
+		return nil, nil, gcStats{}, errInputOrder
+	}
 	// Select the kept ids (a GPU does this with a flagged select): each
 	// part of the positions counts its kept entries, then writes them from
 	// its offset.
@@ -354,7 +414,7 @@ func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span
 		}
 	})
 	st.entriesOut = uint64(len(kept))
-	return kept, keptNew, st
+	return kept, keptNew, st, nil
 }
 
 // spanAt returns the fragment of spans (sorted, disjoint) holding key, or

@@ -40,7 +40,10 @@ func TestKeptEntriesMatchCPU(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.setK0()
-		kept, _, st := s.gc(s.merge(ws), job, spans, ws)
+		kept, _, st, err := s.gc(s.merge(ws), job, spans, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, rel := range releases {
 			rel()
 		}

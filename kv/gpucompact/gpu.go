@@ -40,8 +40,11 @@ type devEngine struct {
 	own    bool // dev was opened by New: Close closes it
 	prim   *prim.Engine
 	stream *cuda.Stream
-	fn     struct{ iota, merge, gc, apply, sizes, encode *cuda.Function }
-	bufs   devBufs
+	fn     struct {
+		iota, merge, gc, apply, sizes, encode *cuda.Function
+		intervals, scan, decode, lcp, k0      *cuda.Function
+	}
+	bufs devBufs
 	// The job's arrays on the device, from stages to the last encodeBatch.
 	cur struct {
 		ents                       cuda.Slice[uint64]
@@ -60,6 +63,9 @@ type devBufs struct {
 	snaps, pairs, bound, descs, stats     gpurt.Buf[uint64]
 	src, dst, pos, sel, kept, plan        gpurt.Buf[uint32]
 	count, shared, hashes                 gpurt.Buf[uint32]
+	blocks, meta, nint, ibase, ientries   gpurt.Buf[uint32] // decode
+	entBase, runBounds, lcp               gpurt.Buf[uint32]
+	ikeys, keyBase                        gpurt.Buf[uint64]
 	keep, newKey, check, keptNew, v, newK gpurt.Buf[uint8]
 }
 
@@ -76,7 +82,9 @@ func newDevEngine(dev *cuda.Device, own bool) (*devEngine, error) {
 	for _, k := range []struct {
 		dst  **cuda.Function
 		name string
-	}{{&d.fn.iota, "iota"}, {&d.fn.merge, "merge_round"}, {&d.fn.gc, "gc_flags"}, {&d.fn.apply, "apply_checks"}, {&d.fn.sizes, "entry_sizes"}, {&d.fn.encode, "encode_blocks"}} {
+	}{{&d.fn.iota, "iota"}, {&d.fn.merge, "merge_round"}, {&d.fn.gc, "gc_flags"}, {&d.fn.apply, "apply_checks"}, {&d.fn.sizes, "entry_sizes"}, {&d.fn.encode, "encode_blocks"},
+		{&d.fn.intervals, "block_intervals"}, {&d.fn.scan, "scan_intervals"}, {&d.fn.decode, "decode_intervals"},
+		{&d.fn.lcp, "job_lcp"}, {&d.fn.k0, "set_k0"}} {
 		if *k.dst, err = mod.Function(k.name); err != nil {
 			return fail(err)
 		}
@@ -105,6 +113,8 @@ func (d *devEngine) heldBytes() int64 {
 	return int64(8*(b.ents.Cap()+b.snaps.Cap()+b.pairs.Cap()+b.bound.Cap()+b.descs.Cap()+b.stats.Cap()) +
 		b.keys.Cap() + b.arena.Cap() + b.raw.Cap() +
 		4*(b.src.Cap()+b.dst.Cap()+b.pos.Cap()+b.sel.Cap()+b.kept.Cap()+b.plan.Cap()+b.count.Cap()+b.shared.Cap()+b.hashes.Cap()) +
+		4*(b.blocks.Cap()+b.meta.Cap()+b.nint.Cap()+b.ibase.Cap()+b.ientries.Cap()+b.entBase.Cap()+b.runBounds.Cap()+b.lcp.Cap()) +
+		8*(b.ikeys.Cap()+b.keyBase.Cap()) +
 		b.keep.Cap() + b.newKey.Cap() + b.check.Cap() + b.keptNew.Cap() + b.v.Cap() + b.newK.Cap())
 }
 
@@ -135,68 +145,48 @@ func devicePtr[T cuda.Elem](s cuda.Slice[T]) any {
 	return s
 }
 
-// stages runs merge, gc and sizes of s on the device and returns what the
-// host's plan needs: the kept ids in order, which of them start a new user
-// key, their plan entries, the bound on the blocks' contents, and the gc
-// counts. lcp is the job's common key prefix (setK0's). The arrays returned
-// are ws's. times get the stages' wall times.
-func (d *devEngine) stages(ctx context.Context, s *inputSet, lcp int, job *compaction.Job, spans []rangedel.Span, ws *workspace, stage func(string, error) error) (kept []uint32, keptNew []bool, pe []planEntry, bound int, st gcStats, err error) {
+// stages runs the stages between the load and the plan on the device:
+// decode (decode), merge, gc and sizes. It returns the job's inputs on the
+// host (the entries and keys brought back, for the plan, the blocks' first
+// and last keys and the host's checks) and what the host's plan needs: the
+// kept ids in order, which of them start a new user key, their plan
+// entries, the bound on the blocks' contents, and the gc counts. The
+// arrays returned are ws's; stage ends each stage (its time, the context,
+// injected failures).
+func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction.Job, spans []rangedel.Span, ws *workspace, stage func(string, error) error) (s *inputSet, kept []uint32, keptNew []bool, pe []planEntry, bound int, st gcStats, err error) {
+	s, lcp, err := d.decode(in, ws)
+	if err != nil {
+		return
+	}
+	if err = stage("load", nil); err != nil {
+		return
+	}
 	n := len(s.ents)
 	st.entriesIn = uint64(n)
 	if n == 0 {
-		return nil, nil, nil, 0, st, stage("sizes", nil)
-	}
-	if n > math.MaxInt32 {
-		return nil, nil, nil, 0, st, errTooLarge
+		return s, nil, nil, nil, 0, st, stage("sizes", nil)
 	}
 	b, str := &d.bufs, d.stream
 	dev := d.dev
-	// Upload the entries, keys and snapshots.
-	ents, err := b.ents.Get(dev, str, 4*n)
-	if err != nil {
-		return
-	}
-	keys, err := b.keys.Get(dev, str, max(1, len(s.keys)))
-	if err != nil {
-		return
-	}
+	ents, keys := d.cur.ents, d.cur.keys
 	snaps, err := b.snaps.Get(dev, str, len(job.Snapshots))
 	if err != nil {
 		return
 	}
-	arena, err := b.arena.Get(dev, str, max(1, len(s.arena)))
-	if err != nil {
-		return
-	}
-	words := unsafe.Slice((*uint64)(unsafe.Pointer(&s.ents[0])), 4*n)
 	snapWords := unsafe.Slice((*uint64)(unsafe.SliceData(job.Snapshots)), len(job.Snapshots))
 	pairWords, rounds := mergePlan(s.runs)
 	pairs, err := b.pairs.Get(dev, str, len(pairWords))
 	if err != nil {
 		return
 	}
-	staged := gpurt.Bytes[uint64](len(snapWords)) + gpurt.Bytes[uint64](len(pairWords))
-	for _, a := range []struct {
-		pin *pinned
-		b   []byte
-	}{{&ws.entsPin, asBytes(words)}, {&ws.keysPin, s.keys}, {&ws.arenaPin, s.arena}} {
-		if !a.pin.holds(a.b) {
-			staged += gpurt.Bytes[uint8](len(a.b))
-		}
-	}
-	if err = b.stage.Reserve(dev, staged); err != nil {
+	if err = b.stage.Reserve(dev, gpurt.Bytes[uint64](len(snapWords))+gpurt.Bytes[uint64](len(pairWords))); err != nil {
 		return
 	}
-	for _, up := range []error{
-		upload(d, &ws.entsPin, ents, words),
-		upload(d, &ws.keysPin, keys.Sub(0, len(s.keys)), s.keys),
-		upload(d, &ws.arenaPin, arena.Sub(0, len(s.arena)), s.arena),
-		gpurt.Upload(&b.stage, str, snaps, snapWords),
-		gpurt.Upload(&b.stage, str, pairs, pairWords),
-	} {
-		if err = up; err != nil {
-			return
-		}
+	if err = gpurt.Upload(&b.stage, str, snaps, snapWords); err != nil {
+		return
+	}
+	if err = gpurt.Upload(&b.stage, str, pairs, pairWords); err != nil {
+		return
 	}
 	// Merge: ids in input order, then a launch per round.
 	src, err := b.src.Get(dev, str, n)
@@ -212,7 +202,7 @@ func (d *devEngine) stages(ctx context.Context, s *inputSet, lcp int, job *compa
 	}
 	for _, r := range rounds {
 		p := pairs.Sub(r.first*3, (r.first+r.pairs)*3)
-		if err = d.fn.merge.Launch(cuda.D1(r.tiles), cuda.D1(deviceBlock), 0, str, src, dst, p, int32(r.pairs), ents, keys, uint32(lcp)); err != nil {
+		if err = d.fn.merge.Launch(cuda.D1(r.tiles), cuda.D1(deviceBlock), 0, str, src, dst, p, int32(r.pairs), ents, keys, lcp); err != nil {
 			return
 		}
 		src, dst = dst, src
@@ -247,8 +237,15 @@ func (d *devEngine) stages(ctx context.Context, s *inputSet, lcp int, job *compa
 	if err != nil {
 		return
 	}
-	if err = d.fn.gc.Launch(d.grid(n), cuda.D1(deviceBlock), 0, str, order, int64(n), ents, keys, devicePtr(snaps),
-		int32(len(job.Snapshots)), boolInt(len(spans) > 0), keep, newKey, check, pos); err != nil {
+	status, err := b.meta.Get(dev, str, 8)
+	if err != nil {
+		return
+	}
+	if err = status.Zero(str); err != nil {
+		return
+	}
+	if err = d.fn.gc.Launch(d.grid(n), cuda.D1(deviceBlock), 0, str, order, int64(n), ents, keys, lcp, devicePtr(snaps),
+		int32(len(job.Snapshots)), boolInt(len(spans) > 0), keep, newKey, check, pos, status); err != nil {
 		return
 	}
 	if err = prim.SelectFlagged(d.prim, str, pos, check, sel, count); err != nil {
@@ -256,6 +253,14 @@ func (d *devEngine) stages(ctx context.Context, s *inputSet, lcp int, job *compa
 	}
 	m, err := d.readCount(count) // positions to check
 	if err != nil {
+		return
+	}
+	var disorder [1]uint32
+	if err = copyBack(d, disorder[:], status.Sub(0, 1)); err != nil {
+		return
+	}
+	if disorder[0] != 0 {
+		err = errInputOrder
 		return
 	}
 	if m > 0 {
@@ -302,7 +307,7 @@ func (d *devEngine) stages(ctx context.Context, s *inputSet, lcp int, job *compa
 	}
 	kept, keptNew, pe = take(&ws.kept, k), take(&ws.keptNew, k), take(&ws.plan, k)
 	if k == 0 {
-		return kept, keptNew, pe, 0, st, stage("sizes", nil)
+		return s, kept, keptNew, pe, 0, st, stage("sizes", nil)
 	}
 	// Sizes, and the kept entries with their plan entries brought back.
 	dKept, err := b.kept.Get(dev, str, k)
@@ -360,11 +365,12 @@ func (d *devEngine) stages(ctx context.Context, s *inputSet, lcp int, job *compa
 		p.Finish()
 	}
 	if boundWord[0] > math.MaxUint32 {
-		return nil, nil, nil, 0, st, errTooLarge
+		err = errTooLarge
+		return
 	}
 	opts := job.Env.WriterOptions.WithDefaults()
 	c := &d.cur
-	c.ents, c.keys, c.arena, c.newKept = ents, keys, arena, dNewKept
+	c.newKept = dNewKept
 	c.kept, c.plan, c.shared = dKept, dPlan, dShared
 	c.restartInterval, c.bloom = int32(opts.RestartInterval), boolInt(opts.BloomBitsPerKey > 0)
 	if c.raw, err = b.raw.Get(dev, str, int(boundWord[0])); err != nil {
@@ -373,7 +379,7 @@ func (d *devEngine) stages(ctx context.Context, s *inputSet, lcp int, job *compa
 	if c.hashes, err = b.hashes.Get(dev, str, k); err != nil {
 		return
 	}
-	return kept, keptNew, pe, int(boundWord[0]), st, stage("sizes", nil)
+	return s, kept, keptNew, pe, int(boundWord[0]), st, stage("sizes", nil)
 }
 
 func boolInt(b bool) int32 {
@@ -580,4 +586,206 @@ func upload[T cuda.Elem](d *devEngine, pin *pinned, dst cuda.Slice[T], src []T) 
 		return err
 	}
 	return cuda.CopyToDeviceAsync(db, pin.mem, 0, d.stream)
+}
+
+// decode decodes the job's input blocks on the device (gpucompact.cu's
+// decode kernels): the arena goes up, the blocks' restart intervals are
+// counted, scanned and decoded into the entries and keys, the runs laid
+// out, the merge keys set; the entries and keys come back into ws's
+// (pinned) arrays for the host. It returns the inputs and the job's common
+// prefix length on the device. A block the device flags is decoded again on
+// the host (deviceInput.recheck): its corruption error, or
+// errIrregularBlock.
+func (d *devEngine) decode(in *deviceInput, ws *workspace) (*inputSet, cuda.Slice[uint32], error) {
+	b, str, dev := &d.bufs, d.stream, d.dev
+	var none cuda.Slice[uint32]
+	nb := len(in.blocks) / 2
+	s := &inputSet{arena: in.arena}
+	arena, err := b.arena.Get(dev, str, max(1, len(in.arena)))
+	if err != nil {
+		return nil, none, err
+	}
+	meta, err := b.meta.Get(dev, str, 8) // status, least flagged block, intervals, entries
+	if err != nil {
+		return nil, none, err
+	}
+	lcp, err := b.lcp.Get(dev, str, 1)
+	if err != nil {
+		return nil, none, err
+	}
+	d.cur.arena = arena
+	blocks, err := b.blocks.Get(dev, str, max(2, len(in.blocks)))
+	if err != nil {
+		return nil, none, err
+	}
+	staged := gpurt.Bytes[uint32](len(in.blocks)) + gpurt.Bytes[uint32](8)
+	if !ws.arenaPin.holds(in.arena) {
+		staged += gpurt.Bytes[uint8](len(in.arena))
+	}
+	if err := b.stage.Reserve(dev, staged); err != nil {
+		return nil, none, err
+	}
+	for _, err := range []error{
+		upload(d, &ws.arenaPin, arena.Sub(0, len(in.arena)), in.arena),
+		gpurt.Upload(&b.stage, str, blocks.Sub(0, len(in.blocks)), in.blocks),
+		gpurt.Upload(&b.stage, str, meta, []uint32{0, math.MaxUint32, 0, 0, 0, 0, 0, 0}),
+	} {
+		if err != nil {
+			return nil, none, err
+		}
+	}
+	var m [8]uint32
+	// check reads the meta words back and rechecks the least flagged block.
+	check := func() error {
+		if err := copyBack(d, m[:], meta); err != nil {
+			return err
+		}
+		if m[0] != 0 {
+			return in.recheck(int(m[1]))
+		}
+		return nil
+	}
+	var n, ni int
+	var keyBytes uint64
+	var ibaseHost, entBaseHost []uint32
+	if nb > 0 {
+		nint, err := b.nint.Get(dev, str, nb)
+		if err != nil {
+			return nil, none, err
+		}
+		ibase, err := b.ibase.Get(dev, str, nb)
+		if err != nil {
+			return nil, none, err
+		}
+		if err := d.fn.intervals.Launch(d.grid(nb), cuda.D1(deviceBlock), 0, str, blocks, int32(nb), arena, nint, meta); err != nil {
+			return nil, none, err
+		}
+		if err := prim.ExclusiveScan(d.prim, str, nint, ibase, meta.Sub(2, 3)); err != nil {
+			return nil, none, err
+		}
+		if err := check(); err != nil {
+			return nil, none, err
+		}
+		ni = int(m[2])
+		if ni > 0 {
+			ients, err := b.ientries.Get(dev, str, ni)
+			if err != nil {
+				return nil, none, err
+			}
+			entBase, err := b.entBase.Get(dev, str, ni)
+			if err != nil {
+				return nil, none, err
+			}
+			ikeys, err := b.ikeys.Get(dev, str, ni)
+			if err != nil {
+				return nil, none, err
+			}
+			keyBase, err := b.keyBase.Get(dev, str, ni+1)
+			if err != nil {
+				return nil, none, err
+			}
+			if err := d.fn.scan.Launch(d.grid(ni), cuda.D1(deviceBlock), 0, str, blocks, int32(nb), ibase, int64(ni), arena, ients, ikeys, meta); err != nil {
+				return nil, none, err
+			}
+			if err := prim.ExclusiveScan(d.prim, str, ients, entBase, meta.Sub(3, 4)); err != nil {
+				return nil, none, err
+			}
+			if err := prim.ExclusiveScan(d.prim, str, ikeys, keyBase.Sub(0, ni), keyBase.Sub(ni, ni+1)); err != nil {
+				return nil, none, err
+			}
+			if err := check(); err != nil {
+				return nil, none, err
+			}
+			var kb [1]uint64
+			if err := copyBack(d, kb[:], keyBase.Sub(ni, ni+1)); err != nil {
+				return nil, none, err
+			}
+			n, keyBytes = int(m[3]), kb[0]
+			if n > math.MaxInt32 || keyBytes > math.MaxUint32 {
+				return nil, none, errTooLarge
+			}
+			ibaseHost, entBaseHost = make([]uint32, nb), make([]uint32, ni)
+			if err := copyBack(d, ibaseHost, ibase); err != nil {
+				return nil, none, err
+			}
+			if err := copyBack(d, entBaseHost, entBase); err != nil {
+				return nil, none, err
+			}
+			if d.cur.ents, err = b.ents.Get(dev, str, 4*max(1, n)); err != nil {
+				return nil, none, err
+			}
+			if d.cur.keys, err = b.keys.Get(dev, str, max(1, int(keyBytes))); err != nil {
+				return nil, none, err
+			}
+			if err := d.fn.decode.Launch(d.grid(ni), cuda.D1(deviceBlock), 0, str, blocks, int32(nb), ibase, int64(ni), arena,
+				entBase, keyBase, d.cur.ents, d.cur.keys, meta); err != nil {
+				return nil, none, err
+			}
+		}
+	}
+	// The runs, in entries: a run ends where the entries of the block after
+	// its last begin.
+	entryAt := func(blk int) int {
+		if n == 0 || blk >= nb || int(ibaseHost[blk]) >= ni {
+			return n
+		}
+		return int(entBaseHost[ibaseHost[blk]])
+	}
+	var bounds []uint32
+	start := 0
+	for _, e := range in.runEnds {
+		if end := entryAt(e); end > start {
+			s.runs = append(s.runs, run{start, end})
+			bounds = append(bounds, uint32(start), uint32(end))
+			start = end
+		}
+	}
+	s.ents = takePinned(ws, &ws.entsPin, &ws.ents, n)
+	s.keys = takePinned(ws, &ws.keysPin, &ws.keys, int(keyBytes))
+	if n == 0 {
+		return s, lcp, check()
+	}
+	rb, err := b.runBounds.Get(dev, str, len(bounds))
+	if err != nil {
+		return nil, none, err
+	}
+	if err := b.stage.Reserve(dev, gpurt.Bytes[uint32](len(bounds))); err != nil {
+		return nil, none, err
+	}
+	if err := gpurt.Upload(&b.stage, str, rb, bounds); err != nil {
+		return nil, none, err
+	}
+	if err := d.fn.lcp.Launch(cuda.D1(1), cuda.D1(1), 0, str, d.cur.ents, d.cur.keys, rb, int32(len(s.runs)), lcp); err != nil {
+		return nil, none, err
+	}
+	if err := d.fn.k0.Launch(d.grid(n), cuda.D1(deviceBlock), 0, str, d.cur.ents, int64(n), d.cur.keys, lcp); err != nil {
+		return nil, none, err
+	}
+	// The entries and keys come back for the host.
+	words := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(s.ents))), 4*n)
+	if err := download(d, &ws.entsPin, words, d.cur.ents.Sub(0, 4*n)); err != nil {
+		return nil, none, err
+	}
+	if err := download(d, &ws.keysPin, s.keys, d.cur.keys.Sub(0, len(s.keys))); err != nil {
+		return nil, none, err
+	}
+	return s, lcp, check()
+}
+
+// download enqueues the copy of src into dst, an array of the workspace,
+// on the engine's stream: straight into pin's memory when dst lives there
+// (read it after the stream is synchronized), else through the staging,
+// synchronously.
+func download[T cuda.Elem](d *devEngine, pin *pinned, dst []T, src cuda.Slice[T]) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	if !pin.holds(asBytes(dst)) {
+		return copyBack(d, dst, src)
+	}
+	sb, err := cuda.View[uint8](src.Buffer(), int(src.Ptr()-src.Buffer().Ptr()), int(src.Bytes()))
+	if err != nil {
+		return err
+	}
+	return cuda.CopyToHostAsync(pin.mem, 0, sb, d.stream)
 }

@@ -73,7 +73,7 @@ func TestCUDAEngineIdenticalLarge(t *testing.T) {
 // with compaction.CPU's output, and frees its device memory on Close.
 func TestCUDACompactor(t *testing.T) {
 	dev := gputest.Device(t)
-	for i, stage := range []string{"", "merge", "gc", "sizes", "plan", "encode", "write"} {
+	for i, stage := range []string{"", "load", "merge", "gc", "sizes", "plan", "encode", "write"} {
 		c, err := New(Options{Backend: warpkit.CUDA, Device: dev, Fallback: compaction.CPU{Parts: 1}, MinInputBytes: -1})
 		if err != nil {
 			t.Fatal(err)
@@ -126,4 +126,14 @@ func TestCUDACompactor(t *testing.T) {
 	if _, err := cuda.Alloc[uint32](dev, 1); err != nil {
 		t.Fatalf("the caller's device after Close: %v", err)
 	}
+}
+
+// TestCUDADamagedInput: checkDamaged on the CUDA engine.
+func TestCUDADamagedInput(t *testing.T) {
+	dev := gputest.Device(t)
+	rounds := 400
+	if testing.Short() {
+		rounds = 100
+	}
+	checkDamaged(t, rounds, Options{Backend: warpkit.CUDA, Device: dev})
 }

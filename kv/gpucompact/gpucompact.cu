@@ -119,7 +119,8 @@ extern "C" __global__ void __launch_bounds__(kBlock) iota(uint32_t* out, int64_t
 // launch, in the pair whose tiles hold it.
 extern "C" __global__ void __launch_bounds__(kBlock)
     merge_round(const uint32_t* src, uint32_t* dst, const MergePair* pairs, int npairs, const Entry* e,
-                const uint8_t* keys, uint32_t lcp) {
+                const uint8_t* keys, const uint32_t* lcp_ptr) {
+  const uint32_t lcp = *lcp_ptr;
   const int64_t t = blockIdx.x;
   int lo = 0, hi = npairs;  // the last pair with tile0 <= t
   while (hi - lo > 1) {
@@ -143,10 +144,13 @@ extern "C" __global__ void __launch_bounds__(kBlock)
 // position: dropped), and otherwise kept — except the positions the host
 // must decide (check): every one when the job has range tombstones (covered?)
 // and point tombstones in stripe 0 (elided?). pos gets the positions
-// themselves, for the selections that follow.
+// themselves, for the selections that follow. A merged order that is not
+// strictly ascending (an input run was not sorted, or two entries share an
+// internal key: damaged input) sets status.
 extern "C" __global__ void __launch_bounds__(kBlock)
-    gc_flags(const uint32_t* order, int64_t n, const Entry* e, const uint8_t* keys, const uint64_t* snaps, int nsnaps,
-             int spans, uint8_t* keep, uint8_t* newkey, uint8_t* check, uint32_t* pos) {
+    gc_flags(const uint32_t* order, int64_t n, const Entry* e, const uint8_t* keys, const uint32_t* lcp, const uint64_t* snaps,
+             int nsnaps, int spans, uint8_t* keep, uint8_t* newkey, uint8_t* check, uint32_t* pos, uint32_t* status) {
+  const EntryLess less{e, keys, *lcp};
   for (int64_t i = global_id(); i < n; i += grid_stride()) {
     const uint32_t id = order[i];
     const uint64_t tr = e[id].trailer;
@@ -154,6 +158,7 @@ extern "C" __global__ void __launch_bounds__(kBlock)
     bool fresh = true, shadowed = false;
     if (i > 0) {
       const uint32_t prev = order[i - 1];
+      if (!less(prev, id)) atomicOr(status, 1u);  // not strictly ascending: an input run was not sorted
       fresh = !same_user_key(e, keys, prev, id);
       shadowed = !fresh && stripe_of(snaps, nsnaps, e[prev].trailer >> 8) == stripe;
     }
@@ -370,5 +375,260 @@ extern "C" __global__ void __launch_bounds__(kBlock)
       st.hashes = nh;
       if (base + 4 * nr + 4 != d.size) st.status |= 2u;
     }
+  }
+}
+
+// ----- decode: the input blocks' entries, from the arena of their contents -----
+//
+// The host reads and decompresses every input data block into the arena
+// (checking each one's CRC) and hands the device the blocks' places in it;
+// the device decodes the entries as sstable's block iterator does. The unit
+// of work is the restart interval (the entries from one restart point to the
+// next), which starts with a whole key: intervals decode independently.
+// A block that is damaged, or laid out otherwise than sstable's writer lays
+// blocks out (restart points not where the entry chain has them, a shared
+// prefix across a restart point), sets status[0] and status[1] = the least
+// such block: the host decodes that block with the Reader, and either
+// reports its corruption as the CPU path would or gives the job to the
+// fallback compactor.
+
+namespace {
+
+// BlockIn is an input block's contents: arena[off, off+len).
+struct BlockIn {
+  uint32_t off, len;
+};
+
+__device__ __forceinline__ uint32_t get_u32(const uint8_t* p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+__device__ __forceinline__ void flag_block(uint32_t* status, int b) {
+  atomicOr(&status[0], 1u);
+  atomicMin(&status[1], (uint32_t)b);
+}
+
+// Layout is a block's entries region and restart array.
+struct Layout {
+  const uint8_t* data;
+  uint32_t restarts;  // offset of the restart array = the end of the entries
+  uint32_t n;         // restart points
+  __device__ __forceinline__ uint32_t restart(uint32_t i) const { return get_u32(data + restarts + 4 * i); }
+};
+
+// layout checks a block's restart count as the iterator's init does.
+__device__ __forceinline__ bool layout(const BlockIn& b, const uint8_t* arena, Layout* l) {
+  if (b.len < 4) return false;
+  l->data = arena + b.off;
+  l->n = get_u32(l->data + b.len - 4);
+  if (l->n < 1 || l->n > (b.len - 4) / 4) return false;
+  l->restarts = b.len - 4 - 4 * l->n;
+  return true;
+}
+
+// uvarint reads a uvarint of data[*p, end) as binary.Uvarint does, and
+// refuses it as the iterator does (too short, overflowing, or above end).
+__device__ __forceinline__ bool uvarint(const uint8_t* data, uint32_t* p, uint32_t end, uint32_t* out) {
+  uint64_t v = 0;
+  uint32_t s = 0;
+  for (int i = 0; i < 10; i++) {
+    if (*p >= end) return false;
+    const uint8_t c = data[(*p)++];
+    if (c < 0x80) {
+      if (i == 9 && c > 1) return false;
+      v |= (uint64_t)c << s;
+      if (v > end) return false;
+      *out = (uint32_t)v;
+      return true;
+    }
+    v |= (uint64_t)(c & 0x7f) << s;
+    s += 7;
+  }
+  return false;
+}
+
+// EntryHead is a parsed entry header.
+struct EntryHead {
+  uint32_t shared, unshared, vlen, body;  // body: where the key suffix starts
+};
+
+__device__ __forceinline__ bool parse_head(const Layout& l, uint32_t p, EntryHead* h) {
+  if (!uvarint(l.data, &p, l.restarts, &h->shared) || !uvarint(l.data, &p, l.restarts, &h->unshared) ||
+      !uvarint(l.data, &p, l.restarts, &h->vlen)) {
+    return false;
+  }
+  if (h->unshared > l.restarts - p || h->vlen > l.restarts - p - h->unshared) return false;
+  h->body = p;
+  return true;
+}
+
+// last_le returns the last index b in [0, n) with base[b] <= i (base is
+// non-decreasing and base[0] = 0).
+__device__ __forceinline__ int last_le(const uint32_t* base, int n, uint64_t i) {
+  int lo = 0, hi = n;
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) >> 1;
+    if (base[mid] <= i) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+}  // namespace
+
+// block_intervals counts each block's restart intervals (none for a block
+// without entries) and checks its restart array: a valid count, the first
+// point at 0, points ascending inside the entries region.
+extern "C" __global__ void __launch_bounds__(kBlock)
+    block_intervals(const BlockIn* blocks, int nb, const uint8_t* arena, uint32_t* nint, uint32_t* status) {
+  for (int64_t b = global_id(); b < nb; b += grid_stride()) {
+    Layout l;
+    uint32_t count = 0;
+    if (!layout(blocks[b], arena, &l)) {
+      flag_block(status, (int)b);
+    } else if (l.restarts > 0) {
+      count = l.n;
+      uint32_t prev = 0;
+      for (uint32_t i = 0; i < l.n; i++) {
+        const uint32_t r = l.restart(i);
+        if ((i == 0 && r != 0) || (i > 0 && r <= prev) || r >= l.restarts) {
+          flag_block(status, (int)b);
+          count = 0;
+          break;
+        }
+        prev = r;
+      }
+    }
+    nint[b] = count;
+  }
+}
+
+// scan_intervals walks every restart interval once (a thread each),
+// counting its entries and their user keys' bytes, and checks the entry
+// chain: headers and lengths as the iterator checks them, no shared prefix
+// at a restart point or longer than the previous key, keys of 8 bytes or
+// more, and the last entry ending exactly at the next restart point.
+extern "C" __global__ void __launch_bounds__(kBlock)
+    scan_intervals(const BlockIn* blocks, int nb, const uint32_t* ibase, int64_t nint, const uint8_t* arena,
+                   uint32_t* ents_out, uint64_t* keys_out, uint32_t* status) {
+  for (int64_t i = global_id(); i < nint; i += grid_stride()) {
+    const int b = last_le(ibase, nb, i);
+    Layout l;
+    uint32_t ents = 0, keyb = 0;
+    if (layout(blocks[b], arena, &l)) {
+      const uint32_t r = (uint32_t)(i - ibase[b]);
+      uint32_t p = l.restart(r);
+      const uint32_t end = r + 1 < l.n ? l.restart(r + 1) : l.restarts;
+      uint32_t prev_len = 0;
+      bool ok = true;
+      while (p < end) {
+        EntryHead h;
+        if (!parse_head(l, p, &h) || (ents == 0 && h.shared != 0) || h.shared > prev_len ||
+            h.shared + h.unshared < 8) {
+          ok = false;
+          break;
+        }
+        prev_len = h.shared + h.unshared;
+        ents++;
+        keyb += prev_len - 8;
+        p = h.body + h.unshared + h.vlen;
+      }
+      if (!ok || p != end) {
+        flag_block(status, b);
+        ents = keyb = 0;
+      }
+    }
+    ents_out[i] = ents;
+    keys_out[i] = keyb;
+  }
+}
+
+// decode_intervals decodes every restart interval's entries (a thread each,
+// after scan_intervals and the scans of its counts): each entry's user key
+// into keys, its entry (trailer, key and value places) into e. A kind other
+// than a point entry's is corruption.
+extern "C" __global__ void __launch_bounds__(kBlock)
+    decode_intervals(const BlockIn* blocks, int nb, const uint32_t* ibase, int64_t nint, const uint8_t* arena,
+                     const uint32_t* ent_base, const uint64_t* key_base, Entry* e, uint8_t* keys, uint32_t* status) {
+  for (int64_t i = global_id(); i < nint; i += grid_stride()) {
+    const int b = last_le(ibase, nb, i);
+    Layout l;
+    if (!layout(blocks[b], arena, &l)) continue;
+    const uint32_t r = (uint32_t)(i - ibase[b]);
+    uint32_t p = l.restart(r);
+    const uint32_t end = r + 1 < l.n ? l.restart(r + 1) : l.restarts;
+    uint32_t id = ent_base[i], ko = (uint32_t)key_base[i];  // (the host checked the keys fit 32-bit offsets)
+    uint32_t prev_off = 0, prev_len = 0;  // the previous entry's user key in keys
+    uint64_t prev_tr = 0;
+    while (p < end) {
+      EntryHead h;
+      if (!parse_head(l, p, &h)) break;  // (scan_intervals flagged it)
+      const uint32_t klen = h.shared + h.unshared;
+      const uint32_t ulen = klen - 8;
+      const uint8_t* src = l.data + h.body;
+      // Byte q of the encoded key: from the previous key below shared.
+      uint64_t tr = 0;
+      for (uint32_t q = 0; q < klen; q++) {
+        const uint8_t c = q < h.shared ? (uint8_t)encoded_byte(keys + prev_off, prev_len, prev_tr, q) : src[q - h.shared];
+        if (q < ulen) {
+          keys[ko + q] = c;
+        } else {
+          tr |= (uint64_t)c << (8 * (q - ulen));
+        }
+      }
+      const uint32_t kind = (uint32_t)(tr & 0xff);
+      if (kind != 0 && kind != 1) flag_block(status, b);  // base.KindDelete, base.KindSet
+      Entry x;
+      x.trailer = tr;
+      x.k0 = 0;
+      x.key_off = ko;
+      x.key_len = ulen;
+      x.val_off = blocks[b].off + h.body + h.unshared;
+      x.val_len = h.vlen;
+      e[id] = x;
+      prev_off = ko;
+      prev_len = ulen;
+      prev_tr = tr;
+      ko += ulen;
+      id++;
+      p = h.body + h.unshared + h.vlen;
+    }
+  }
+}
+
+// job_lcp computes the job's common key prefix (one thread): the common
+// prefix of the smallest first key and the largest last key of the runs
+// (bounds: start and end of each, in entry ids), as setK0 does.
+extern "C" __global__ void job_lcp(const Entry* e, const uint8_t* keys, const uint32_t* bounds, int nruns,
+                                   uint32_t* lcp) {
+  if (global_id() != 0) return;
+  uint32_t lo = 0, hi = 0;
+  for (int i = 0; i < nruns; i++) {
+    const uint32_t f = bounds[2 * i], t = bounds[2 * i + 1] - 1;
+    if (i == 0 || compare_from(keys + e[f].key_off, e[f].key_len, keys + e[lo].key_off, e[lo].key_len, 0) < 0) lo = f;
+    if (i == 0 || compare_from(keys + e[t].key_off, e[t].key_len, keys + e[hi].key_off, e[hi].key_len, 0) > 0) hi = t;
+  }
+  uint32_t n = 0;
+  if (nruns > 0) {
+    const uint8_t* a = keys + e[lo].key_off;
+    const uint8_t* c = keys + e[hi].key_off;
+    const uint32_t m = min(e[lo].key_len, e[hi].key_len);
+    while (n < m && a[n] == c[n]) n++;
+  }
+  *lcp = n;
+}
+
+// set_k0 gives every entry its merge key (setK0).
+extern "C" __global__ void __launch_bounds__(kBlock) set_k0(Entry* e, int64_t n, const uint8_t* keys, const uint32_t* lcp_ptr) {
+  const uint32_t lcp = *lcp_ptr;
+  for (int64_t i = global_id(); i < n; i += grid_stride()) {
+    const uint8_t* k = keys + e[i].key_off;
+    const uint32_t len = e[i].key_len;
+    uint64_t v = 0;
+    for (uint32_t q = 0; q < 8; q++) v = v << 8 | (lcp + q < len ? k[lcp + q] : 0);
+    e[i].k0 = v;
   }
 }

@@ -120,21 +120,9 @@ func (s *inputSet) decodeBlocks(r *sstable.Reader, name string, blocks []sstable
 	}
 	lo := blocks[0].Offset
 	for _, h := range blocks {
-		stored := region[h.Offset-lo : h.Offset-lo+h.Length+sstable.BlockTrailerLen]
-		at := len(s.arena)
-		raw, err := r.DecodeBlock(h, stored, s.arena[at:cap(s.arena)])
+		raw, at, err := s.placeBlock(r, name, h, region[h.Offset-lo:h.Offset-lo+h.Length+sstable.BlockTrailerLen])
 		if err != nil {
 			return err
-		}
-		switch {
-		case uint64(s.arenaBase)+uint64(at)+uint64(len(raw)) > math.MaxUint32:
-			return fmt.Errorf("gpucompact: %s: %w", name, errTooLarge)
-		case len(raw) > 0 && at+len(raw) <= cap(s.arena) && &s.arena[:at+1][at] == &raw[0]:
-			s.arena = s.arena[:at+len(raw)] // decompressed in place
-		case s.fixedArena && at+len(raw) > cap(s.arena):
-			return base.WithFile(&base.CorruptionError{Offset: int64(h.Offset), Reason: "block decodes past its decoded length"}, name)
-		default:
-			s.arena = append(s.arena, raw...)
 		}
 		valBase := s.arenaBase + uint32(at)
 		err = sstable.BlockEntries(raw, name, h.Offset, func(k base.InternalKey, valOff, valLen int) error {
@@ -154,6 +142,28 @@ func (s *inputSet) decodeBlocks(r *sstable.Reader, name string, blocks []sstable
 		}
 	}
 	return nil
+}
+
+// placeBlock decodes a stored block (checksum, decompression) into the
+// arena's next bytes, and returns its contents and where they start in the
+// arena.
+func (s *inputSet) placeBlock(r *sstable.Reader, name string, h sstable.BlockHandle, stored []byte) ([]byte, int, error) {
+	at := len(s.arena)
+	raw, err := r.DecodeBlock(h, stored, s.arena[at:cap(s.arena)])
+	if err != nil {
+		return nil, 0, err
+	}
+	switch {
+	case uint64(s.arenaBase)+uint64(at)+uint64(len(raw)) > math.MaxUint32:
+		return nil, 0, fmt.Errorf("gpucompact: %s: %w", name, errTooLarge)
+	case len(raw) > 0 && at+len(raw) <= cap(s.arena) && &s.arena[:at+1][at] == &raw[0]:
+		s.arena = s.arena[:at+len(raw)] // decompressed in place
+	case s.fixedArena && at+len(raw) > cap(s.arena):
+		return nil, 0, base.WithFile(&base.CorruptionError{Offset: int64(h.Offset), Reason: "block decodes past its decoded length"}, name)
+	default:
+		s.arena = append(s.arena, raw...)
+	}
+	return raw, at, nil
 }
 
 // runEnd is where the last run ends (0 before the first).

@@ -1,0 +1,104 @@
+package gpucompact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/sstable"
+)
+
+// deviceInput is a job's inputs as the CUDA engine takes them: every data
+// block's contents in the arena, in job order, and their places, with the
+// runs as ranges of blocks. The device decodes the entries.
+type deviceInput struct {
+	arena   []byte
+	blocks  []uint32   // per block: its contents' offset in the arena, and length (gpucompact.cu's BlockIn)
+	refs    []blockRef // per block: where it came from, to decode it on the host
+	runEnds []int      // per run: one past its last block
+}
+
+// blockRef is where an input block came from.
+type blockRef struct {
+	p *loadPiece
+	h sstable.BlockHandle
+}
+
+// errIrregularBlock says an input block is laid out otherwise than
+// sstable's writer lays blocks out (its restart points are not where its
+// entry chain has them) without being damaged: the CUDA engine, which
+// decodes by restart interval, gives such a job to the fallback compactor.
+var errIrregularBlock = errors.New("gpucompact: an input block's restart points do not match its entries")
+
+// loadJobBlocks reads the job's input tables as loadJob does, and
+// decompresses every data block into its place in the arena (checking its
+// checksum) on goroutines, without decoding entries. The caller closes the
+// tables (the second result) after the device has decoded the blocks: a
+// block the device finds damaged is decoded again on the host (recheck).
+func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace) (*deviceInput, *loaded, error) {
+	l, err := readJob(ctx, job, ws, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	err = l.eachPiece(func(p *loadPiece) error {
+		p.s.arena = l.arena[p.s.arenaBase : p.s.arenaBase : uint64(p.s.arenaBase)+p.rawLen]
+		p.places = p.places[:0]
+		if len(p.blocks) == 0 {
+			return nil
+		}
+		name := p.t.f.FileNum.String()
+		lo := p.blocks[0].Offset
+		for _, h := range p.blocks {
+			raw, at, err := p.s.placeBlock(p.t.r, name, h, p.region[h.Offset-lo:h.Offset-lo+h.Length+sstable.BlockTrailerLen])
+			if err != nil {
+				return err
+			}
+			p.places = append(p.places, p.s.arenaBase+uint32(at), uint32(len(raw)))
+		}
+		if uint64(len(p.s.arena)) != p.rawLen {
+			return base.WithFile(&base.CorruptionError{Offset: int64(p.blocks[0].Offset), Reason: "blocks decode short of their decoded length"}, name)
+		}
+		return nil
+	})
+	if err != nil {
+		l.close()
+		return nil, nil, err
+	}
+	in := &deviceInput{arena: l.arena}
+	for i, p := range l.pieces {
+		in.blocks = append(in.blocks, p.places...)
+		for _, h := range p.blocks {
+			in.refs = append(in.refs, blockRef{p, h})
+		}
+		t := p.t
+		lastOfTable := i == len(l.pieces)-1 || l.pieces[i+1].t != t
+		if lastOfTable && (t.level == 0 || i == len(l.pieces)-1 || l.pieces[i+1].t.level != t.level) {
+			in.runEnds = append(in.runEnds, len(in.refs))
+		}
+	}
+	return in, l, nil
+}
+
+// recheck decodes input block i on the host, as the Go engine would: its
+// corruption error if it is damaged, else errIrregularBlock (the device
+// flagged a block it cannot decode by restart interval).
+func (in *deviceInput) recheck(i int) error {
+	if i < 0 || i >= len(in.refs) {
+		return fmt.Errorf("gpucompact: the device flagged input block %d of %d", i, len(in.refs))
+	}
+	ref := in.refs[i]
+	t := ref.p.t
+	lo := ref.p.blocks[0].Offset
+	stored := ref.p.region[ref.h.Offset-lo : ref.h.Offset-lo+ref.h.Length+sstable.BlockTrailerLen]
+	name := t.f.FileNum.String()
+	raw, err := t.r.DecodeBlock(ref.h, stored, nil)
+	if err != nil {
+		return err
+	}
+	if err := sstable.BlockEntries(raw, name, ref.h.Offset, func(base.InternalKey, int, int) error { return nil }); err != nil {
+		return err
+	}
+	return fmt.Errorf("%s at %d: %w", name, ref.h.Offset, errIrregularBlock)
+}
