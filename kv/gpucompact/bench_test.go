@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warpkit/warpkit/internal/gputest"
 	"github.com/warpkit/warpkit/kv/compaction"
 	ct "github.com/warpkit/warpkit/kv/compaction/compactiontest"
 	"github.com/warpkit/warpkit/kv/internal/base"
@@ -90,23 +91,36 @@ func BenchmarkJob(b *testing.B) {
 				}
 			})
 		}
-		// The Go engine's stage times (ms per job).
-		b.Run(fmt.Sprintf("%dMiB-%dB/go-engine-stages", size.mib, size.value), func(b *testing.B) {
-			b.SetBytes(int64(job.InputBytes()))
-			var times stageTimes
-			ws := &workspace{} // kept between jobs, as a Compactor keeps it
-			for b.Loop() {
-				if _, err := runGo(context.Background(), job, ws, &times, nil); err != nil {
-					b.Fatal(err)
+		// The engines' stage times (ms per job): the Go engine, and the CUDA
+		// engine where there is a device.
+		for _, engine := range []string{"go-engine", "cuda-engine"} {
+			b.Run(fmt.Sprintf("%dMiB-%dB/%s-stages", size.mib, size.value, engine), func(b *testing.B) {
+				var dev *devEngine
+				if engine == "cuda-engine" {
+					d, err := newDevEngine(gputest.Device(b), false)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer d.close()
+					dev = d
 				}
-			}
-			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 / float64(b.N) }
-			b.ReportMetric(per(times.load), "load-ms")
-			b.ReportMetric(per(times.merge), "merge-ms")
-			b.ReportMetric(per(times.gc), "gc-ms")
-			b.ReportMetric(per(times.sizes), "sizes-ms")
-			b.ReportMetric(per(times.plan), "plan-ms")
-			b.ReportMetric(per(times.write), "write-ms")
-		})
+				b.SetBytes(int64(job.InputBytes()))
+				var times stageTimes
+				ws := &workspace{} // kept between jobs, as a Compactor keeps it
+				defer ws.free()
+				for b.Loop() {
+					if _, err := runEngine(context.Background(), job, ws, dev, &times, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 / float64(b.N) }
+				b.ReportMetric(per(times.load), "load-ms")
+				b.ReportMetric(per(times.merge), "merge-ms")
+				b.ReportMetric(per(times.gc), "gc-ms")
+				b.ReportMetric(per(times.sizes), "sizes-ms")
+				b.ReportMetric(per(times.plan), "plan-ms")
+				b.ReportMetric(per(times.write), "write-ms")
+			})
+		}
 	}
 }

@@ -142,13 +142,17 @@ func newPipeline(ctx context.Context, s *inputSet, job *compaction.Job, ws *work
 	return p
 }
 
-// startEncoders starts an encoder per core (and, with dev, deviceEncode).
+// startEncoders starts an encoder per core (and, with dev, deviceEncode,
+// and two encoders fewer: they only seal, and the walk and deviceEncode,
+// the job's critical path, must not wait for a core).
 func (p *pipeline) startEncoders() {
+	n := runtime.GOMAXPROCS(0)
 	if p.dev != nil {
 		p.encoders.Add(1)
 		go p.deviceEncode()
+		n = max(1, n-2)
 	}
-	for range runtime.GOMAXPROCS(0) {
+	for range n {
 		p.encoders.Add(1)
 		go p.encode()
 	}

@@ -31,7 +31,7 @@ type memNode struct {
 	name  string
 	isDir bool
 
-	mu      sync.Mutex // guards data and synced; dir maps are under MemFS.mu
+	mu      sync.RWMutex // guards data and synced (readers share it); dir maps are under MemFS.mu
 	data    []byte
 	synced  int // length of the durable prefix of data
 	modTime time.Time
@@ -453,8 +453,8 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, &os.PathError{Op: "read", Path: f.path, Err: os.ErrInvalid}
 	}
-	f.n.mu.Lock()
-	defer f.n.mu.Unlock()
+	f.n.mu.RLock() // reads of one file run side by side, as a real file's do
+	defer f.n.mu.RUnlock()
 	if off >= int64(len(f.n.data)) {
 		return 0, io.EOF
 	}
