@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +17,8 @@ import (
 	lopt "github.com/syndtr/goleveldb/leveldb/opt"
 	lutil "github.com/syndtr/goleveldb/leveldb/util"
 
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/kv"
 	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/gpucompact"
@@ -37,7 +40,11 @@ func openWarpkitStatic(dir string, s settings) (kvbench.Store, error) {
 // of 8 MiB and more through its pipeline), for same-run comparisons with
 // compaction.CPU.
 func openWarpkitGPU(dir string, s settings) (kvbench.Store, error) {
-	gc, err := gpucompact.New(gpucompact.Options{})
+	dev, err := gpuDevice()
+	if err != nil {
+		return nil, err
+	}
+	gc, err := gpucompact.New(gpucompact.Options{Device: dev})
 	if err != nil {
 		return nil, err
 	}
@@ -48,6 +55,13 @@ func openWarpkitGPU(dir string, s settings) (kvbench.Store, error) {
 	}
 	return &closingStore{Store: st, after: gc.Close}, nil
 }
+
+// gpuDevice opens the device once for every warpkit-gpu store of the run
+// (its kernels are loaded once per device; it stays open until the process
+// ends); nil where there is none: gpucompact then runs its Go engine.
+var gpuDevice = sync.OnceValues(func() (*cuda.Device, error) {
+	return warpkit.OpenDevice(warpkit.Auto, 0)
+})
 
 // closingStore closes something after its store (a compactor).
 type closingStore struct {

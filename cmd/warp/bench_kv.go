@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
 	"github.com/warpkit/warpkit/internal/cli"
 	"github.com/warpkit/warpkit/internal/progress"
@@ -92,7 +94,7 @@ func runKVBench(ctx context.Context, args []string) error {
 	cli.ChoiceVarFlag(fs, &f.compression, "compression", "snappy", []string{"none", "snappy", "s2"}, "block compression")
 	cli.IntVarFlag(fs, &f.compactions, "compactions", 0, 0, 64, "concurrent background compactions (0: the store's default, sized from GOMAXPROCS)")
 	cli.ChoiceListVarFlag(fs, &f.compactors, "compactor", []string{"cpu"}, []string{"cpu", "gpu"},
-		"compactors; a list runs every workload with each: cpu is compaction.CPU, gpu is kv/gpucompact (jobs of 8 MiB and more through its pipeline; its Go engine until the CUDA one exists)")
+		"compactors; a list runs every workload with each: cpu is compaction.CPU, gpu is kv/gpucompact (jobs of 8 MiB and more through its pipeline: its CUDA engine where there is a device, else its Go engine)")
 	cli.IntListVarFlag(fs, &f.stress, "cpu-stress", []int{0}, 0, 100,
 		"percent of every core taken by burner processes (one per logical CPU, busy that share of each 10 ms, as stress-ng); a list runs every workload at each")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
@@ -170,6 +172,18 @@ func runKVBench(ctx context.Context, args []string) error {
 	var store *kvbench.KVStore
 	var runner, baseline *kvbench.Runner
 	var gc *gpucompact.Compactor // the store's compactor, when gpu
+	// The device, opened once for every store's gpucompact (its kernels are
+	// loaded once per device); nil where there is none.
+	var dev *cuda.Device
+	if slices.Contains(f.compactors, "gpu") {
+		var err error
+		if dev, err = warpkit.OpenDevice(warpkit.Auto, 0); err != nil {
+			return err
+		}
+		if dev != nil {
+			defer dev.Close()
+		}
+	}
 	closeStore := func() error {
 		err := store.Close()
 		store = nil
@@ -193,7 +207,7 @@ func runKVBench(ctx context.Context, args []string) error {
 		o := *opts
 		if compactor == "gpu" {
 			var err error
-			if gc, err = gpucompact.New(gpucompact.Options{}); err != nil {
+			if gc, err = gpucompact.New(gpucompact.Options{Device: dev}); err != nil {
 				return err
 			}
 			o.Compactor = gc
