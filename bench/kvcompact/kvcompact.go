@@ -191,8 +191,9 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 						st := c.stages
 						n := float64(st.EngineJobs)
 						ms := func(d time.Duration) float64 { return benchfmt.Millis(d) / max(n, 1) }
+						held := fmt.Sprintf("%.0f/%.0f", float64(st.HeldBytes)/1e6, float64(st.DeviceHeldBytes)/1e6)
 						stageRows = append(stageRows, []any{name, pct, compName, value, ms(st.Load), ms(st.Merge), ms(st.GC), ms(st.Sizes), ms(st.Plan), ms(st.Write),
-							benchfmt.Millis(c.wall), c.cpu.Seconds() / c.wall.Seconds(), c.fallback})
+							benchfmt.Millis(c.wall), c.cpu.Seconds() / c.wall.Seconds(), held, c.fallback})
 						if name == "cpu-par" && value <= targetMaxValue && pct == 0 {
 							targetRows = append(targetRows, targetRow{compName, value, mbs(c) / mbs(cells[0])})
 						}
@@ -215,8 +216,8 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	if len(stageRows) > 0 {
-		t := rep.Table("gpucompact stages (ms per job, the runs after the first: load = read + check + decompress + decode; sizes = each entry's encoded size; plan = the sequential walk cutting blocks and tables, with the encoders and writers behind it; write = the encoding and writing left after the walk; cores busy = CPU time / wall; gpu: merge = upload + merge + GC flags, gc = the host's checks + selection, sizes = sizes + download)",
-			"engine", "stress %", "compression", "value B", "load", "merge", "gc+select", "sizes", "plan", "write", "wall", "cores busy", "fallbacks")
+		t := rep.Table("gpucompact stages (ms per job, the runs after the first: load = read + check + decompress + decode; sizes = each entry's encoded size; plan = the sequential walk cutting blocks and tables, with the encoders and writers behind it; write = the encoding and writing left after the walk; cores busy = CPU time / wall; held = the memory the engine keeps between jobs, host (pinned for gpu) and device; gpu: load = read + decompress on the host, decode on the device; merge = merge rounds + GC flags; gc = the host's checks + selection; sizes = sizes + download)",
+			"engine", "stress %", "compression", "value B", "load", "merge", "gc+select", "sizes", "plan", "write", "wall", "cores busy", "held MB host/device", "fallbacks")
 		for _, r := range stageRows {
 			t.Add(r...)
 		}

@@ -91,7 +91,7 @@ func main() {
 		metrics   = flag.Bool("metrics", false, "print warpkit's and Pebble's own metrics report (levels, compactions) on stderr after fillrandom settles")
 		waitprof  = flag.String("waitprofile", "", "write profiles of where goroutines wait (blocking: FILE.block, mutex contention: FILE.mutex) over the whole run")
 		compacts  = flag.Int("compactions", 0, "warpkit's concurrent background compactions, 0..64 (0: its default, sized from GOMAXPROCS)")
-		compactor = flag.String("compactor", "cpu", "warpkit's compactors, a list: cpu (compaction.CPU) and gpu (kv/gpucompact: jobs of 8 MiB and more through its pipeline; its CUDA engine where there is a device, else its Go engine); gpu runs the store warpkit-gpu beside warpkit")
+		compactor = flag.String("compactor", "cpu", "warpkit's compactors, a list: cpu (compaction.CPU) and gpu (kv/gpucompact: jobs of 1 MiB and more on its CUDA engine where there is a device, else of 8 MiB and more on its Go engine); gpu runs the store warpkit-gpu beside warpkit")
 		parts     = flag.Int("subcompactions", 0, "warpkit's key-range parts per compaction job, 0..64 (0: its default, sized from GOMAXPROCS; 1: none)")
 		stressF   = flag.String("cpu-stress", "0", "percent of every core taken by burner processes (one per logical CPU, busy that share of each 10 ms, as stress-ng), each 0..100; a list (0,40,80) runs the whole benchmark at each, one report per level")
 		progMode  = flag.String("progress", "auto", "progress on stderr: auto (bars with rate and ETA on a terminal, else a line every 5 s), bars, plain, off")

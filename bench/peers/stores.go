@@ -37,8 +37,8 @@ func openWarpkitStatic(dir string, s settings) (kvbench.Store, error) {
 }
 
 // openWarpkitGPU opens warpkit with kv/gpucompact as its compactor (jobs
-// of 8 MiB and more through its pipeline), for same-run comparisons with
-// compaction.CPU.
+// of 1 MiB and more on its CUDA engine, 8 MiB on its Go engine), for
+// same-run comparisons with compaction.CPU.
 func openWarpkitGPU(dir string, s settings) (kvbench.Store, error) {
 	dev, err := gpuDevice()
 	if err != nil {

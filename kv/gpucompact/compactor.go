@@ -30,8 +30,10 @@ type Options struct {
 	// it fails; default compaction.CPU{}.
 	Fallback compaction.Compactor
 	// MinInputBytes and MinInputTables are the decision module's threshold
-	// (the paper's K): smaller jobs go to Fallback. Defaults 8 MiB and 0; a
-	// negative MinInputBytes takes every job.
+	// (the paper's K): smaller jobs go to Fallback. Defaults: 1 MiB for
+	// the CUDA engine (DefaultMinInputBytesCUDA), 8 MiB for the Go engine
+	// (DefaultMinInputBytes), and 0 tables; a negative MinInputBytes takes
+	// every job.
 	MinInputBytes  int64
 	MinInputTables int
 	// MemoryBudget bounds the memory the engine may use for one job, as
@@ -68,7 +70,13 @@ const (
 
 // Defaults of Options.
 const (
-	DefaultMinInputBytes     = 8 << 20
+	DefaultMinInputBytes = 8 << 20
+	// DefaultMinInputBytesCUDA is the CUDA engine's threshold: from jobs of
+	// a quarter MiB the H100 engine outruns compaction.CPU with and without
+	// subcompactions and the Go engine (docs/benchmarks.md, the job-size
+	// sweep: 2.9x compaction.CPU at 1 MB); 1 MiB leaves the smallest jobs,
+	// where it gains least, to the CPU while the engine is busy.
+	DefaultMinInputBytesCUDA = 1 << 20
 	DefaultMemoryBudget      = 2 << 30
 	DefaultMaxEngineFailures = 3
 )
@@ -77,8 +85,9 @@ const (
 var ErrClosed = errors.New("gpucompact: compactor closed")
 
 // Compactor is a compaction.Compactor that runs jobs through the pipeline
-// (today its Go engine) when its decision module takes them, and the rest
-// on Options.Fallback. The engine takes a job when it is large enough
+// (its CUDA engine or its Go engine: Options.Backend) when its decision
+// module takes them, and the rest on Options.Fallback. The engine takes a
+// job when it is large enough
 // (MinInputBytes, MinInputTables), fits MemoryBudget, and the engine is
 // on (MaxEngineFailures) and free (WhenBusy). A job the engine fails — for
 // any reason but the caller's context or damaged input — is rerun whole on
@@ -147,9 +156,7 @@ func New(opts Options) (*Compactor, error) {
 	if opts.Fallback == nil {
 		opts.Fallback = compaction.CPU{}
 	}
-	if opts.MinInputBytes == 0 {
-		opts.MinInputBytes = DefaultMinInputBytes
-	}
+	minInputBytesDefault := opts.MinInputBytes == 0
 	if opts.MemoryBudget == 0 {
 		opts.MemoryBudget = DefaultMemoryBudget
 	}
@@ -175,6 +182,12 @@ func New(opts Options) (*Compactor, error) {
 		}
 		c.dev = d
 		c.mu.stats.Engine = "cuda"
+	}
+	if minInputBytesDefault {
+		c.opts.MinInputBytes = DefaultMinInputBytes
+		if c.dev != nil {
+			c.opts.MinInputBytes = DefaultMinInputBytesCUDA
+		}
 	}
 	c.mu.stats.Fallbacks = map[string]uint64{}
 	c.mu.stats.Declined = map[string]uint64{}

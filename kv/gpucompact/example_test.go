@@ -11,7 +11,8 @@ import (
 )
 
 // A store whose compactions run through the pipeline (every job, here; by
-// default jobs of 8 MiB and more).
+// default jobs of 1 MiB and more on the CUDA engine, 8 MiB on the Go
+// engine).
 func Example() {
 	gc, err := gpucompact.New(gpucompact.Options{MinInputBytes: -1})
 	if err != nil {
