@@ -26,6 +26,13 @@ type Options struct {
 	// Device is the device of the CUDA engine; nil: New opens device 0
 	// (and Close closes it). The caller keeps a device it passes.
 	Device *cuda.Device
+	// MaxDeviceBytes bounds the device memory the CUDA engine may hold for
+	// a job, as estimated from the input tables' properties (about twice
+	// the inputs' uncompressed size plus 136 bytes per entry); a job over
+	// it goes to Fallback ("budget"), as does one the device runs out of
+	// memory for. Default half the device's free memory at New; negative:
+	// no limit.
+	MaxDeviceBytes int64
 	// Fallback runs the jobs the engine does not take and reruns the ones
 	// it fails; default compaction.CPU{}.
 	Fallback compaction.Compactor
@@ -122,7 +129,8 @@ type Stats struct {
 	FallbackJobs, FallbackBytesRead uint64
 	// Declined counts the jobs the decision module sent to Fallback, by
 	// reason: "small" (under MinInputBytes or MinInputTables), "budget"
-	// (over MemoryBudget or the engine's 4 GiB), "busy" (the engine was
+	// (over MemoryBudget, MaxDeviceBytes or the engine's 4 GiB, or out of
+	// device memory while it ran), "busy" (the engine was
 	// running another job), "disabled" (the engine is off) and
 	// "irregular" (found while the job ran: input entries out of order, or
 	// an input block the CUDA engine cannot decode by restart interval).
@@ -182,6 +190,14 @@ func New(opts Options) (*Compactor, error) {
 		}
 		c.dev = d
 		c.mu.stats.Engine = "cuda"
+	}
+	if c.dev != nil && c.opts.MaxDeviceBytes == 0 {
+		free, _, err := c.dev.dev.MemInfo()
+		if err != nil {
+			c.dev.close()
+			return nil, fmt.Errorf("gpucompact: %w", err)
+		}
+		c.opts.MaxDeviceBytes = int64(free / 2)
 	}
 	if minInputBytesDefault {
 		c.opts.MinInputBytes = DefaultMinInputBytes
@@ -259,8 +275,9 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	case isCorruption(err):
 		// Fallback would meet the same damage.
 		return nil, err
-	case errors.Is(err, errTooLarge):
-		// Past the engine's 32-bit offsets: a decline, not a failure.
+	case errors.Is(err, errTooLarge), errors.Is(err, cuda.ErrOutOfMemory):
+		// Past the engine's 32-bit offsets, or the device's memory (the
+		// arrays are freed above): a decline, not a failure.
 		return c.fallback(ctx, job, "", "budget")
 	case errors.Is(err, errIrregularBlock), errors.Is(err, errInputOrder):
 		// Input the engine does not take (laid out otherwise than the
@@ -304,8 +321,9 @@ func (c *Compactor) decide(ctx context.Context, job *compaction.Job) (string, er
 	if disabled {
 		return "disabled", nil
 	}
-	if est, contents, err := memoryEstimate(job); err == nil &&
-		(contents > math.MaxUint32 || c.opts.MemoryBudget > 0 && est > uint64(c.opts.MemoryBudget)) {
+	if size, err := memoryEstimate(job); err == nil &&
+		(size.contents > math.MaxUint32 || c.opts.MemoryBudget > 0 && size.est > uint64(c.opts.MemoryBudget) ||
+			c.dev != nil && c.opts.MaxDeviceBytes > 0 && size.device() > uint64(c.opts.MaxDeviceBytes)) {
 		return "budget", nil
 	} // else the engine meets the error, and reports it as compaction.CPU would
 	select {
@@ -324,6 +342,18 @@ func (c *Compactor) decide(ctx context.Context, job *compaction.Job) (string, er
 	}
 }
 
+// jobSize is what the decision module learns of a job from its input
+// tables' properties: est bounds the host memory an engine allocates for
+// it (memoryEstimate), contents is the inputs' uncompressed size, entries
+// and keys their entries and encoded keys' bytes.
+type jobSize struct{ est, contents, entries, keys uint64 }
+
+// device bounds the device memory the CUDA engine holds for a job: the
+// input arena and the output blocks (the contents each), the entries and
+// keys, about 130 bytes per entry over the stages' arrays and 64 MiB for
+// prim's scratch and the small arrays. TestCUDADeviceEstimate checks it.
+func (j jobSize) device() uint64 { return 2*j.contents + 2*j.keys + 136*j.entries + 64<<20 }
+
 // memoryEstimate bounds what the Go engine allocates for a job in all (and
 // so the most it holds at once), from its input tables' properties: the
 // inputs' stored bytes (read buffers) and contents (the arena), the output
@@ -333,13 +363,13 @@ func (c *Compactor) decide(ctx context.Context, job *compaction.Job) (string, er
 // table (a Writer's buffer, index and filter). contents is the inputs'
 // contents alone. A table written before RawDataSize existed counts 4
 // times its size. TestMemoryEstimate checks the bound.
-func memoryEstimate(job *compaction.Job) (est, contents uint64, err error) {
-	var stored, entries, keys uint64
+func memoryEstimate(job *compaction.Job) (jobSize, error) {
+	var stored, entries, keys, contents uint64
 	for _, in := range job.Inputs {
 		for _, f := range in.Files {
 			r, release, err := job.Env.OpenTable(f)
 			if err != nil {
-				return 0, 0, err
+				return jobSize{}, err
 			}
 			p := r.Properties()
 			release()
@@ -354,7 +384,7 @@ func memoryEstimate(job *compaction.Job) (est, contents uint64, err error) {
 		}
 	}
 	outputs := contents/max(job.TargetFileSize, 4<<10) + 2
-	return stored + 4*contents + 200*entries + 2*keys + outputs*(320<<10), contents, nil
+	return jobSize{est: stored + 4*contents + 200*entries + 2*keys + outputs*(320<<10), contents: contents, entries: entries, keys: keys}, nil
 }
 
 // fallback runs job on Fallback: failedStage names the engine stage that

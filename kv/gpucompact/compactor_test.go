@@ -258,10 +258,11 @@ func TestMemoryEstimate(t *testing.T) {
 		_, job := benchJob(t, 2, valueLen)
 		for _, target := range []uint64{64 << 10, 4 << 20} {
 			job.TargetFileSize = target
-			est, contents, err := memoryEstimate(job)
+			size, err := memoryEstimate(job)
 			if err != nil {
 				t.Fatal(err)
 			}
+			est, contents := size.est, size.contents
 			var m0, m1 runtime.MemStats
 			runtime.ReadMemStats(&m0)
 			res, err := runGo(context.Background(), job, &workspace{}, &stageTimes{}, nil)

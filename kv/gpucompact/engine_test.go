@@ -144,9 +144,12 @@ func TestGoEngineIdenticalLarge(t *testing.T) {
 }
 
 // checkLarge is TestGoEngineIdenticalLarge's check for an engine, with jobs
-// of mib MiB.
-func checkLarge(t *testing.T, mib int, engine compactFunc) {
-	for _, valueLen := range []int{100, 1024} {
+// of mib MiB (values of the lengths given; default 100 and 1024 bytes).
+func checkLarge(t *testing.T, mib int, engine compactFunc, valueLens ...int) {
+	if len(valueLens) == 0 {
+		valueLens = []int{100, 1024}
+	}
+	for _, valueLen := range valueLens {
 		e, job := benchJob(t, mib, valueLen)
 		job.TargetFileSize = 256 << 10
 		want, err := compaction.CPU{Parts: 1}.Compact(context.Background(), job)

@@ -57,14 +57,104 @@ func TestCUDAEngineMatrix(t *testing.T) {
 }
 
 // TestCUDAEngineIdenticalLarge: store-shaped jobs of 12 MiB and (without
-// -short) 192 MiB — several merge tiles per pair, several merge rounds — are
-// byte-identical too.
+// -short) 192 MiB and 1 GiB — several merge tiles per pair, several merge
+// rounds, many encode batches — are byte-identical too.
 func TestCUDAEngineIdenticalLarge(t *testing.T) {
 	d := testDevEngine(t)
 	ws := &workspace{}
+	defer ws.free()
 	checkLarge(t, 12, cudaEngineIn(d)(ws))
 	if !testing.Short() {
 		checkLarge(t, 192, cudaEngineIn(d)(ws))
+		checkLarge(t, 1024, cudaEngineIn(d)(ws), 1024)
+	}
+}
+
+// TestCUDADeviceEstimate: the decision module's device estimate bounds the
+// device memory the CUDA engine holds after a job (its arrays grow to the
+// job and stay), for small and large values, compressed and not.
+func TestCUDADeviceEstimate(t *testing.T) {
+	dev := gputest.Device(t)
+	for _, valueLen := range []int{0, 16, 100, 1024, 8192} {
+		d, err := newDevEngine(dev, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, job := benchJob(t, 4, valueLen)
+		size, err := memoryEstimate(job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws := &workspace{}
+		if _, err := runEngine(context.Background(), job, ws, d, &stageTimes{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		held := uint64(d.heldBytes())
+		ws.free()
+		d.close()
+		if held > size.device() {
+			t.Fatalf("%d-byte values: the engine holds %d device bytes, the estimate is %d", valueLen, held, size.device())
+		}
+		t.Logf("%d-byte values: holds %d device bytes, estimate %d (%d without its 64 MiB)", valueLen, held, size.device(), size.device()-64<<20)
+	}
+}
+
+// TestCUDAOutOfDeviceMemory: a job the device has no memory for goes to the
+// fallback as a decline ("budget"), with compaction.CPU's output, and does
+// not count toward turning the engine off; once memory is free the next
+// job runs on the engine. A job over MaxDeviceBytes is declined before it
+// starts.
+func TestCUDAOutOfDeviceMemory(t *testing.T) {
+	dev := gputest.Device(t)
+	c, err := New(Options{Backend: warpkit.CUDA, Device: dev, MinInputBytes: -1, MaxDeviceBytes: -1, MaxEngineFailures: 1, Fallback: compaction.CPU{Parts: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e0, job0 := benchJob(t, 8, 100)
+	want, err := compaction.CPU{Parts: 1}.Compact(context.Background(), job0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	free, _, err := dev.MemInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hog, err := cuda.Alloc[uint8](dev, int(free)-(16<<20)) // all but 16 MiB
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, job := benchJob(t, 8, 100)
+	got, err := c.Compact(context.Background(), job)
+	hog.Free()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(outputsOf(t, e0, want), outputsOf(t, e, got), bytes.Equal) {
+		t.Fatal("outputs after running out of device memory differ from compaction.CPU's")
+	}
+	st := c.Stats()
+	if st.Declined["budget"] != 1 || st.Disabled || len(st.Fallbacks) != 0 || st.EngineJobs != 0 {
+		t.Fatalf("after running out of device memory: %+v", st)
+	}
+	_, job2 := benchJob(t, 8, 100)
+	if _, err := c.Compact(context.Background(), job2); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); st.EngineJobs != 1 {
+		t.Fatalf("the job after memory came back: %+v", st)
+	}
+	c2, err := New(Options{Backend: warpkit.CUDA, Device: dev, MinInputBytes: -1, MaxDeviceBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	_, job3 := benchJob(t, 8, 100)
+	if _, err := c2.Compact(context.Background(), job3); err != nil {
+		t.Fatal(err)
+	}
+	if st := c2.Stats(); st.Declined["budget"] != 1 || st.EngineJobs != 0 {
+		t.Fatalf("a job over MaxDeviceBytes: %+v", st)
 	}
 }
 
