@@ -498,13 +498,8 @@ func NewGrandparentLimit(job *Job, lo []byte) *GrandparentLimit {
 // Reached reports whether the output should end before user key k.
 func (g *GrandparentLimit) Reached(k []byte) bool {
 	gp := g.job.Grandparents
-	for g.index < len(gp) {
-		f := gp[g.index]
-		cmp := bytes.Compare(k, f.Largest.UserKey)
-		if cmp < 0 || (cmp == 0 && !f.Largest.IsExclusiveSentinel()) {
-			break
-		}
-		g.overlap += f.Size
+	for g.index < len(gp) && g.passes(k, g.index) {
+		g.overlap += gp[g.index].Size
 		g.index++
 	}
 	if g.job.MaxGrandparentOverlap > 0 && g.overlap > g.job.MaxGrandparentOverlap {
@@ -512,6 +507,27 @@ func (g *GrandparentLimit) Reached(k []byte) bool {
 		return true
 	}
 	return false
+}
+
+// passes says key k is past grandparent i (Reached moves past it).
+func (g *GrandparentLimit) passes(k []byte, i int) bool {
+	f := g.job.Grandparents[i]
+	cmp := bytes.Compare(k, f.Largest.UserKey)
+	return cmp > 0 || (cmp == 0 && f.Largest.IsExclusiveSentinel())
+}
+
+// Next returns the index of the grandparent Reached moves past next (ok
+// false when none is left) and a function saying whether a key is past
+// it. Until Reached is given such a key it neither moves nor returns true
+// (after each call the overlap is within the limit, or reset): a bulk
+// compactor finds where that happens by binary search instead of asking
+// at every key.
+func (g *GrandparentLimit) Next() (index int, passes func(k []byte) bool, ok bool) {
+	if g.index >= len(g.job.Grandparents) {
+		return g.index, nil, false
+	}
+	i := g.index
+	return i, func(k []byte) bool { return g.passes(k, i) }, true
 }
 
 func (c *cpuRun) newOutput() error {

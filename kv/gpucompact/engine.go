@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/sstable"
 )
 
 // stageTimes are the wall times of one job's stages.
@@ -76,6 +77,7 @@ func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *dev
 		s             *inputSet
 		kept, keptNew = []uint32(nil), []bool(nil)
 		pe            []planEntry
+		jumps         *blockJumps
 		contentsBound int
 		st            gcStats
 	)
@@ -88,7 +90,7 @@ func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *dev
 		}
 		defer l.close()
 		durations := map[string]*time.Duration{"load": &times.load, "merge": &times.merge, "gc": &times.gc, "sizes": &times.sizes}
-		s, kept, keptNew, pe, contentsBound, st, err = dev.stages(ctx, in, job, spans, ws, func(name string, err error) error {
+		s, kept, keptNew, pe, jumps, contentsBound, st, err = dev.stages(ctx, in, job, spans, ws, func(name string, err error) error {
 			if err != nil {
 				return err
 			}
@@ -120,6 +122,9 @@ func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *dev
 			return nil, err
 		}
 		pe, contentsBound = s.planEntries(kept, ws)
+		if goEngineJumps {
+			jumps = hostBlockJumps(pe, job.Env.WriterOptions.WithDefaults())
+		}
 		if err := stage("sizes", &times.sizes); err != nil {
 			return nil, err
 		}
@@ -128,7 +133,7 @@ func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *dev
 	// The plan walk, with the encoders and the writers behind it.
 	p := newPipeline(ctx, s, job, ws, dev, opts, kept, contentsBound, outSpans, failAt)
 	p.startEncoders()
-	err = s.plan(pe, kept, keptNew, job, opts, compaction.CutLimit(job.TargetFileSize, ratio), outSpans, p)
+	err = s.plan(pe, kept, keptNew, jumps, job, opts, compaction.CutLimit(job.TargetFileSize, ratio), outSpans, p)
 	p.planEnded(err)
 	if err == nil {
 		err = stage("plan", &times.plan)
@@ -175,3 +180,27 @@ func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *dev
 // errSkipped marks the output tables not written, and the walk stopped,
 // because something else failed (the job returns that failure's error).
 var errSkipped = errors.New("gpucompact: not written: an earlier output failed")
+
+// goEngineJumps makes the Go engine's walk step over blocks as the CUDA
+// engine's does, with the blocks computed on the host (hostBlockJumps):
+// tests set it to check the walk's jumps without a device.
+var goEngineJumps = false
+
+// hostBlockJumps is gpucompact.cu's block_ends on the host, one entry at a
+// time (tests).
+func hostBlockJumps(pe []planEntry, opts sstable.WriterOptions) *blockJumps {
+	j := &blockJumps{end: make([]uint32, len(pe)), size: make([]uint32, len(pe))}
+	for i := range pe {
+		size, since, k := 8+uint64(pe[i].atRestart), 1, i+1
+		for size < uint64(opts.BlockSize) && k < len(pe) {
+			if since == opts.RestartInterval {
+				size, since = size+4+uint64(pe[k].atRestart), 1
+			} else {
+				size, since = size+uint64(pe[k].offRestart), since+1
+			}
+			k++
+		}
+		j.end[i], j.size[i] = uint32(k), uint32(min(size, 1<<32-1))
+	}
+	return j
+}

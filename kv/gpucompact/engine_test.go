@@ -31,6 +31,22 @@ func TestGoEngineIdentical(t *testing.T) {
 	checkIdentical(t, rounds, "go", goEngineIn)
 }
 
+// TestGoEngineWalkJumps: the walk stepping over whole blocks (the CUDA
+// engine's walk, its blocks computed here on the host) cuts every table
+// and block where the entry-by-entry walk does: the identity suite and the
+// matrix with it.
+func TestGoEngineWalkJumps(t *testing.T) {
+	defer func() { goEngineJumps = false }()
+	goEngineJumps = true
+	rounds := 300
+	if testing.Short() {
+		rounds = 60
+	}
+	checkIdentical(t, rounds, "go", goEngineIn)
+	checkMatrix(t, rounds/3, goEngine)
+	checkLarge(t, 3, goEngine)
+}
+
 // compactFunc is compaction.Compactor.Compact's signature.
 type compactFunc = func(context.Context, *compaction.Job) (*compaction.Result, error)
 

@@ -41,8 +41,8 @@ type devEngine struct {
 	prim   *prim.Engine
 	stream *cuda.Stream
 	fn     struct {
-		iota, merge, gc, apply, sizes, encode *cuda.Function
-		intervals, scan, decode, lcp, k0      *cuda.Function
+		iota, merge, gc, apply, sizes, encode, blockEnds *cuda.Function
+		intervals, scan, decode, lcp, k0                 *cuda.Function
 	}
 	bufs devBufs
 	// The job's arrays on the device, from stages to the last encodeBatch.
@@ -65,6 +65,7 @@ type devBufs struct {
 	count, shared, hashes                 gpurt.Buf[uint32]
 	blocks, meta, nint, ibase, ientries   gpurt.Buf[uint32] // decode
 	entBase, runBounds, lcp               gpurt.Buf[uint32]
+	jumpEnd, jumpSize                     gpurt.Buf[uint32]
 	ikeys, keyBase                        gpurt.Buf[uint64]
 	keep, newKey, check, keptNew, v, newK gpurt.Buf[uint8]
 }
@@ -84,7 +85,7 @@ func newDevEngine(dev *cuda.Device, own bool) (*devEngine, error) {
 		name string
 	}{{&d.fn.iota, "iota"}, {&d.fn.merge, "merge_round"}, {&d.fn.gc, "gc_flags"}, {&d.fn.apply, "apply_checks"}, {&d.fn.sizes, "entry_sizes"}, {&d.fn.encode, "encode_blocks"},
 		{&d.fn.intervals, "block_intervals"}, {&d.fn.scan, "scan_intervals"}, {&d.fn.decode, "decode_intervals"},
-		{&d.fn.lcp, "job_lcp"}, {&d.fn.k0, "set_k0"}} {
+		{&d.fn.lcp, "job_lcp"}, {&d.fn.k0, "set_k0"}, {&d.fn.blockEnds, "block_ends"}} {
 		if *k.dst, err = mod.Function(k.name); err != nil {
 			return fail(err)
 		}
@@ -114,6 +115,7 @@ func (d *devEngine) heldBytes() int64 {
 		b.keys.Cap() + b.arena.Cap() + b.raw.Cap() +
 		4*(b.src.Cap()+b.dst.Cap()+b.pos.Cap()+b.sel.Cap()+b.kept.Cap()+b.plan.Cap()+b.count.Cap()+b.shared.Cap()+b.hashes.Cap()) +
 		4*(b.blocks.Cap()+b.meta.Cap()+b.nint.Cap()+b.ibase.Cap()+b.ientries.Cap()+b.entBase.Cap()+b.runBounds.Cap()+b.lcp.Cap()) +
+		4*(b.jumpEnd.Cap()+b.jumpSize.Cap()) +
 		8*(b.ikeys.Cap()+b.keyBase.Cap()) +
 		b.keep.Cap() + b.newKey.Cap() + b.check.Cap() + b.keptNew.Cap() + b.v.Cap() + b.newK.Cap())
 }
@@ -153,7 +155,7 @@ func devicePtr[T cuda.Elem](s cuda.Slice[T]) any {
 // entries, the bound on the blocks' contents, and the gc counts. The
 // arrays returned are ws's; stage ends each stage (its time, the context,
 // injected failures).
-func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction.Job, spans []rangedel.Span, ws *workspace, stage func(string, error) error) (s *inputSet, kept []uint32, keptNew []bool, pe []planEntry, bound int, st gcStats, err error) {
+func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction.Job, spans []rangedel.Span, ws *workspace, stage func(string, error) error) (s *inputSet, kept []uint32, keptNew []bool, pe []planEntry, jumps *blockJumps, bound int, st gcStats, err error) {
 	s, lcp, err := d.decode(in, ws)
 	if err != nil {
 		return
@@ -164,7 +166,7 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 	n := len(s.ents)
 	st.entriesIn = uint64(n)
 	if n == 0 {
-		return s, nil, nil, nil, 0, st, stage("sizes", nil)
+		return s, nil, nil, nil, nil, 0, st, stage("sizes", nil)
 	}
 	b, str := &d.bufs, d.stream
 	dev := d.dev
@@ -305,11 +307,15 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 	if err = stage("gc", nil); err != nil {
 		return
 	}
-	kept, keptNew, pe = take(&ws.kept, k), take(&ws.keptNew, k), take(&ws.plan, k)
+	kept = takePinned(ws, &ws.keptPin, &ws.kept, k)
+	keptNew = takePinned(ws, &ws.keptNewPin, &ws.keptNew, k)
+	pe = takePinned(ws, &ws.planPin, &ws.plan, k)
+	jumps = &blockJumps{end: takePinned(ws, &ws.jumpEndPin, &ws.jumpEnd, k), size: takePinned(ws, &ws.jumpSizePin, &ws.jumpSize, k)}
 	if k == 0 {
-		return s, kept, keptNew, pe, 0, st, stage("sizes", nil)
+		return s, kept, keptNew, pe, jumps, 0, st, stage("sizes", nil)
 	}
-	// Sizes, and the kept entries with their plan entries brought back.
+	// Sizes, the blocks that would start at each kept entry, and the kept
+	// entries with their plan entries brought back.
 	dKept, err := b.kept.Get(dev, str, k)
 	if err != nil {
 		return
@@ -334,41 +340,54 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 	if err != nil {
 		return
 	}
+	dEnd, err := b.jumpEnd.Get(dev, str, k)
+	if err != nil {
+		return
+	}
+	dSize, err := b.jumpSize.Get(dev, str, k)
+	if err != nil {
+		return
+	}
 	if err = dBound.Zero(str); err != nil {
 		return
 	}
+	opts := job.Env.WriterOptions.WithDefaults()
 	if err = d.fn.sizes.Launch(d.grid(k), cuda.D1(deviceBlock), 0, str, sel.Sub(0, k), int64(k), order, newKey, ents, keys,
 		dKept, dNew, dPlan, dShared, dNewKept, dBound); err != nil {
 		return
 	}
-	if err = b.stage.Reserve(dev, gpurt.Bytes[uint32](k)+gpurt.Bytes[uint8](k)+gpurt.Bytes[uint32](2*k)+gpurt.Bytes[uint64](1)); err != nil {
+	if err = d.fn.blockEnds.Launch(d.grid(k), cuda.D1(deviceBlock), 0, str, dPlan, int64(k), uint32(opts.BlockSize), int32(opts.RestartInterval), dEnd, dSize); err != nil {
+		return
+	}
+	staged := gpurt.Bytes[uint64](1)
+	for _, a := range []struct {
+		pin *pinned
+		b   []byte
+	}{{&ws.keptPin, asBytes(kept)}, {&ws.keptNewPin, asBytes(keptNew)}, {&ws.planPin, asBytes(pe)}, {&ws.jumpEndPin, asBytes(jumps.end)}, {&ws.jumpSizePin, asBytes(jumps.size)}} {
+		if !a.pin.holds(a.b) {
+			staged += gpurt.Bytes[uint8](len(a.b))
+		}
+	}
+	if err = b.stage.Reserve(dev, staged); err != nil {
 		return
 	}
 	var boundWord [1]uint64
-	var pend [4]gpurt.Pending
-	if pend[0], err = gpurt.Download(&b.stage, str, kept, dKept); err != nil {
-		return
-	}
-	if pend[1], err = gpurt.Download(&b.stage, str, unsafe.Slice((*uint8)(unsafe.Pointer(&keptNew[0])), k), dNew); err != nil {
-		return
-	}
-	if pend[2], err = gpurt.Download(&b.stage, str, unsafe.Slice((*uint32)(unsafe.Pointer(&pe[0])), 2*k), dPlan); err != nil {
-		return
-	}
-	if pend[3], err = gpurt.Download(&b.stage, str, boundWord[:], dBound); err != nil {
-		return
-	}
-	if err = str.Synchronize(); err != nil {
-		return
-	}
-	for _, p := range pend {
-		p.Finish()
+	for _, e := range []error{
+		download(d, &ws.keptPin, kept, dKept),
+		download(d, &ws.keptNewPin, asBytes(keptNew), dNew),
+		download(d, &ws.planPin, unsafe.Slice((*uint32)(unsafe.Pointer(&pe[0])), 2*k), dPlan),
+		download(d, &ws.jumpEndPin, jumps.end, dEnd),
+		download(d, &ws.jumpSizePin, jumps.size, dSize),
+		copyBack(d, boundWord[:], dBound), // (synchronizes the stream)
+	} {
+		if err = e; err != nil {
+			return
+		}
 	}
 	if boundWord[0] > math.MaxUint32 {
 		err = errTooLarge
 		return
 	}
-	opts := job.Env.WriterOptions.WithDefaults()
 	c := &d.cur
 	c.newKept = dNewKept
 	c.kept, c.plan, c.shared = dKept, dPlan, dShared
@@ -379,7 +398,7 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 	if c.hashes, err = b.hashes.Get(dev, str, k); err != nil {
 		return
 	}
-	return s, kept, keptNew, pe, int(boundWord[0]), st, stage("sizes", nil)
+	return s, kept, keptNew, pe, jumps, int(boundWord[0]), st, stage("sizes", nil)
 }
 
 func boolInt(b bool) int32 {

@@ -632,3 +632,32 @@ extern "C" __global__ void __launch_bounds__(kBlock) set_k0(Entry* e, int64_t n,
     e[i].k0 = v;
   }
 }
+
+// block_ends gives every kept entry j the block that would start there
+// (the plan's flush rule, as plan.go's walk applies it): end[j] is one past
+// its last entry — the entry that brings its size (entries, 4 bytes per
+// restart point, 4) to block_size, or the last kept entry — and size[j] its
+// size. The host's walk then steps from block to block instead of from
+// entry to entry wherever no output cut can fall inside a block. Each
+// thread scans at most one block of entries.
+extern "C" __global__ void __launch_bounds__(kBlock)
+    block_ends(const uint32_t* plan, int64_t m, uint32_t block_size, int restart_interval, uint32_t* end,
+               uint32_t* size) {
+  for (int64_t j = global_id(); j < m; j += grid_stride()) {
+    uint64_t s = 8 + (uint64_t)plan[2 * j];
+    int since = 1;
+    int64_t k = j + 1;
+    while (s < block_size && k < m) {
+      if (since == restart_interval) {
+        s += 4 + (uint64_t)plan[2 * k];
+        since = 1;
+      } else {
+        s += plan[2 * k + 1];
+        since++;
+      }
+      k++;
+    }
+    end[j] = (uint32_t)k;
+    size[j] = (uint32_t)min(s, (uint64_t)0xffffffffu);
+  }
+}

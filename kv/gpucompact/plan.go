@@ -50,6 +50,10 @@ func (s *inputSet) planEntries(kept []uint32, ws *workspace) ([]planEntry, int) 
 	return pe, int(bound.Load())
 }
 
+// blockJumps is, for every kept entry j, the block that would start there
+// (gpucompact.cu's block_ends): kept entries [j, end[j]) of size[j] bytes.
+type blockJumps struct{ end, size []uint32 }
+
 // planSink takes the plan as the walk makes it, in key order.
 type planSink interface {
 	// table starts an output table at kept entry j; lower bounds its share
@@ -74,11 +78,45 @@ type planSink interface {
 // but whose range tombstones remain writes one tombstone-only table.
 // keptNew says which kept entries start a new user key in the merged order.
 // The tables and blocks go to sink as they are made.
-func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, job *compaction.Job, opts sstable.WriterOptions, cutLimit uint64, outSpans []rangedel.Span, sink planSink) error {
+//
+// With jumps (the CUDA engine: the block that would start at each kept
+// entry, from the device), the walk steps over a whole block wherever
+// nothing can cut inside it — no split due, the table's size below the
+// cut limit with the block, and no grandparent passed by a new key in it
+// (found by binary search: compaction.GrandparentLimit.Next) — and entry
+// by entry elsewhere; the cuts and blocks are the same.
+func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, jumps *blockJumps, job *compaction.Job, opts sstable.WriterOptions, cutLimit uint64, outSpans []rangedel.Span, sink planSink) error {
 	gp := compaction.NewGrandparentLimit(job, nil)
 	// Without grandparents to cut at, the walk never needs a key but where
 	// it cuts.
 	askGP := len(job.Grandparents) > 0 && job.MaxGrandparentOverlap > 0
+	// The next kept entry after j at which the grandparent limit would
+	// move (a new user key past its next grandparent), cached for the
+	// grandparent it was found for.
+	evIndex, ev := -1, 0
+	gpEvent := func(j int) int {
+		i, passes, ok := gp.Next()
+		if !ok {
+			return len(pe)
+		}
+		if i == evIndex && ev > j {
+			return ev
+		}
+		lo, hi := j+1, len(pe)
+		for lo < hi {
+			mid := int(uint(lo+hi) >> 1)
+			if passes(s.key(kept[mid])) {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		for lo < len(pe) && !keptNew[lo] {
+			lo++
+		}
+		evIndex, ev = i, lo
+		return ev
+	}
 	open := false
 	var lower []byte
 	splitPending := false
@@ -90,7 +128,7 @@ func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, job *comp
 	var blockStart, size, since, count int
 	var rawData uint64
 	blockSize, restartInterval := opts.BlockSize, opts.RestartInterval
-	for j := range pe {
+	for j := 0; j < len(pe); j++ {
 		if (splitPending || askGP) && keptNew[j] && open && (splitPending || gp.Reached(s.key(kept[j]))) {
 			if count > 0 {
 				sink.block(blockStart, j, size, false)
@@ -104,6 +142,17 @@ func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, job *comp
 				return err
 			}
 			open, count, rawData = true, 0, 0
+		}
+		if jumps != nil && count == 0 && !splitPending {
+			end, size := int(jumps.end[j]), int(jumps.size[j])
+			if size >= blockSize && rawData+uint64(size) < cutLimit && (!askGP || gpEvent(j) >= end) {
+				// The whole block: as the entries below would end it.
+				sink.block(j, end, size, true)
+				rawData += uint64(size + sstable.BlockTrailerLen)
+				splitPending = rawData+4 >= cutLimit
+				j = end - 1
+				continue
+			}
 		}
 		switch {
 		case count == 0: // the block's first restart point, and the restart count

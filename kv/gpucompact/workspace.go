@@ -33,9 +33,12 @@ type workspace struct {
 	// For the CUDA engine (pinDev set), the arrays the device reads and
 	// writes whole live in pinned memory, which it copies to and from
 	// directly (no staging copy on the host): the arena, keys, entries and
-	// the output blocks' contents.
-	pinDev                             *cuda.Device
-	arenaPin, keysPin, entsPin, rawPin pinned
+	// the output blocks' contents, and the kept entries with their plan
+	// entries and block ends.
+	pinDev                                                *cuda.Device
+	arenaPin, keysPin, entsPin, rawPin                    pinned
+	keptPin, keptNewPin, planPin, jumpEndPin, jumpSizePin pinned
+	jumpEnd, jumpSize                                     []uint32 // the blocks that would start at each kept entry (blockJumps)
 }
 
 // pinned is page-locked host memory holding one of the workspace's arrays.
@@ -87,10 +90,11 @@ func asBytes[T any](a []T) []byte {
 // free releases the pinned memory (the arrays in it go with it): before
 // the workspace is dropped, and before its device is closed.
 func (w *workspace) free() {
-	for _, p := range []*pinned{&w.arenaPin, &w.keysPin, &w.entsPin, &w.rawPin} {
+	for _, p := range []*pinned{&w.arenaPin, &w.keysPin, &w.entsPin, &w.rawPin, &w.keptPin, &w.keptNewPin, &w.planPin, &w.jumpEndPin, &w.jumpSizePin} {
 		p.free()
 	}
 	w.arena, w.keys, w.ents, w.raw = nil, nil, nil, nil
+	w.kept, w.keptNew, w.plan, w.jumpEnd, w.jumpSize = nil, nil, nil, nil, nil
 }
 
 // take returns (*buf)[:n], replacing the array by a larger one (its
@@ -106,7 +110,7 @@ func take[T any](buf *[]T, n int) []T {
 func (w *workspace) bytes() int {
 	const entrySize, planSize = 32, 8
 	return cap(w.regions) + cap(w.arena) + cap(w.pieceKeys) + cap(w.keys) +
-		entrySize*(cap(w.pieceEnts)+cap(w.ents)) + 4*(cap(w.src)+cap(w.dst)+cap(w.kept)+cap(w.hashes)) +
+		entrySize*(cap(w.pieceEnts)+cap(w.ents)) + 4*(cap(w.src)+cap(w.dst)+cap(w.kept)+cap(w.hashes)+cap(w.jumpEnd)+cap(w.jumpSize)) +
 		cap(w.flags) + cap(w.keptNew) + planSize*cap(w.plan) + cap(w.raw) + cap(w.sealed) +
 		len(w.chunks)*int(unsafe.Sizeof(blockChunk{}))
 }
