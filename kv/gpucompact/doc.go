@@ -94,8 +94,10 @@
 //     below), which come back with their ids, are decided by the Go
 //     engine's rules and go up again; prim's select keeps the rest;
 //   - sizes: each kept entry's plan entry, shared prefix and new-key flag;
-//   - plan: the host's walk, as in the Go engine, handing planned blocks
-//     to a device goroutine that encodes whatever has been planned since
+//   - plan: the host's walk, as in the Go engine but stepping over whole
+//     blocks (the device gives every kept entry the block that would start
+//     there: block_ends) wherever no cut can fall inside one, handing
+//     planned blocks to a device goroutine that encodes whatever has been planned since
 //     its last batch (encode_blocks: a warp per block, 32 entries at a time
 //     at scanned offsets, restart array, bloom hashes, block stats, its size
 //     checked against the plan) and brings the blocks back by DMA into the
