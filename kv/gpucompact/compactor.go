@@ -18,10 +18,10 @@ import (
 
 // Options configure a Compactor. Zero fields take the defaults.
 type Options struct {
-	// Backend picks the engine: CUDA (the device runs the merge, garbage
-	// collection and entry sizes; New fails without a device), CPU (the Go
-	// engine) or Auto (the default: CUDA when a device is present, else the
-	// Go engine).
+	// Backend picks the engine: CUDA (the device decodes, merges, collects
+	// garbage, sizes the entries and encodes the output blocks; New fails
+	// without a device), CPU (the Go engine) or Auto (the default: CUDA when
+	// a device is present, else the Go engine).
 	Backend warpkit.Backend
 	// Device is the device of the CUDA engine; nil: New opens device 0
 	// (and Close closes it). The caller keeps a device it passes.
@@ -237,12 +237,14 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	c.mu.Lock()
 	if c.mu.closed || err != nil {
 		// Close found the engine busy, or the job failed (it may have sized
-		// the arrays from damaged input): drop the arrays now.
-		c.ws.free()
-		c.ws = &workspace{}
+		// the arrays from damaged input): drop the arrays now, the device's
+		// first (its stream synchronized: no copy into the pinned arrays
+		// may be in flight when they go).
 		if c.dev != nil {
 			c.dev.release()
 		}
+		c.ws.free()
+		c.ws = &workspace{}
 	}
 	if c.mu.closed && c.dev != nil {
 		c.dev.close()
@@ -430,7 +432,10 @@ func (c *Compactor) Close() error {
 	c.mu.closed = true
 	select {
 	case c.engine <- struct{}{}: // idle: drop the arrays (else the running job does)
-		c.ws.free()
+		if c.dev != nil {
+			c.dev.release()
+		}
+		c.ws.free() // (pinned memory: before the device is closed)
 		c.ws = &workspace{}
 		c.mu.stats.HeldBytes = 0
 		if c.dev != nil {

@@ -695,3 +695,84 @@ func damageBlock(t *testing.T, e *ct.Env, job *compaction.Job, table, block, at 
 		t.Fatal(err)
 	}
 }
+
+// TestUnsortedRunDeclined: an input table whose entries are out of order
+// (a block built without the Writer's order check, which the checksums
+// cannot catch) — a key outside the prefix the run's first and last keys
+// share, or one merely out of place — is declined ("irregular") and gives
+// compaction.CPU's result, on the Go engine (and, in gpu_test.go, the CUDA
+// engine).
+func TestUnsortedRunDeclined(t *testing.T) {
+	checkUnsortedRun(t, Options{Backend: warpkit.CPU})
+}
+
+func checkUnsortedRun(t *testing.T, opts Options) {
+	opts.Fallback, opts.MinInputBytes = compaction.CPU{Parts: 1}, -1
+	for _, keys := range [][]string{{"b1", "a2", "b3"}, {"b1", "a1", "b2"}, {"k10", "k30", "k20", "k40"}} {
+		build := func() (*ct.Env, *compaction.Job) {
+			e := ct.NewEnv()
+			var es []ct.Entry
+			for i, k := range keys {
+				es = append(es, ct.Entry{K: base.MakeInternalKey([]byte(k), base.SeqNum(100-i), base.KindSet), V: "v"})
+			}
+			bad := unsortedTable(t, e, es)
+			// Another run, inside the prefix the bad run's first and last
+			// keys share (so that the job's prefix is theirs).
+			good := e.Table(t, []ct.Entry{{K: base.MakeInternalKey([]byte(keys[0][:1]+"99"), 1, base.KindSet), V: "w"}}, nil)
+			return e, &compaction.Job{
+				Inputs:         []compaction.Input{{Level: 0, Files: []*manifest.FileMetadata{bad}}, {Level: 1, Files: []*manifest.FileMetadata{good}}},
+				OutputLevel:    1,
+				TargetFileSize: 1 << 20,
+				Env:            e.Env(),
+			}
+		}
+		_, job0 := build()
+		_, wantErr := compaction.CPU{Parts: 1}.Compact(context.Background(), job0)
+		c, err := New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, job := build()
+		_, gotErr := c.Compact(context.Background(), job)
+		st := c.Stats()
+		c.Close()
+		if wantErr == nil || gotErr == nil || wantErr.Error() != gotErr.Error() {
+			t.Fatalf("%v: compaction.CPU says %v, the Compactor %v", keys, wantErr, gotErr)
+		}
+		if st.Declined["irregular"] != 1 || st.EngineJobs != 0 || len(st.Fallbacks) != 0 {
+			t.Fatalf("%v: stats %+v", keys, st)
+		}
+	}
+}
+
+// unsortedTable writes entries as they come, in one data block built with
+// sstable.BlockBuilder (which does not check their order).
+func unsortedTable(t *testing.T, e *ct.Env, es []ct.Entry) *manifest.FileMetadata {
+	t.Helper()
+	opts := sstable.WriterOptions{BlockSize: 1 << 20}
+	bb := sstable.NewBlockBuilder(opts.RestartInterval)
+	b := sstable.EncodedBlock{First: es[0].K, Last: es[len(es)-1].K, SmallestSeq: base.SeqNumMax}
+	for _, x := range es {
+		bb.Add(x.K, []byte(x.V))
+		b.Entries++
+		b.RawKeySize += uint64(x.K.Size())
+		b.RawValueSize += uint64(len(x.V))
+		b.SmallestSeq = min(b.SmallestSeq, x.K.SeqNum())
+		b.LargestSeq = max(b.LargestSeq, x.K.SeqNum())
+	}
+	b.Raw = bb.Finish()
+	num, f, err := e.Env().CreateTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sstable.NewWriter(f, opts)
+	if err := w.AddEncodedBlock(b); err != nil {
+		t.Fatal(err)
+	}
+	m, err := w.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return &manifest.FileMetadata{FileNum: num, Size: m.Size, Smallest: m.Smallest, Largest: m.Largest, SmallestSeq: m.SmallestSeq, LargestSeq: m.LargestSeq}
+}

@@ -14,9 +14,9 @@
 //
 // The decision module sends a job to the engine when it is large enough
 // (MinInputBytes, default 1 MiB on the CUDA engine and 8 MiB on the Go
-// engine; MinInputTables), fits MemoryBudget (an
-// estimate from the input tables' properties), and the engine is on and
-// free; otherwise Options.Fallback (compaction.CPU) runs it, so with
+// engine; MinInputTables), fits MemoryBudget and, on the CUDA engine,
+// MaxDeviceBytes (estimates from the input tables' properties), and the
+// engine is on and free; otherwise Options.Fallback (compaction.CPU) runs it, so with
 // several concurrent compactions the engine and the CPU compact side by
 // side (WhenBusy). Any job the engine fails is rerun on Fallback. Outputs
 // are byte-identical to compaction.CPU{Parts: 1}'s; Stats count jobs,
@@ -139,12 +139,15 @@
 // # Departures from the spec (shared/docs/specs/gpucompact.md)
 //
 //   - Options today are Backend, Device, Fallback, MinInputBytes,
-//     MinInputTables, MemoryBudget, WhenBusy, MaxEngineFailures and a
-//     *slog.Logger (the project's logging hook, for the spec's Logf);
-//     MaxDeviceBytes, PinnedBytes, ChunkBytes, HostWorkers, Sort and
+//     MinInputTables, MemoryBudget, MaxDeviceBytes, WhenBusy,
+//     MaxEngineFailures and a *slog.Logger (the project's logging hook, for
+//     the spec's Logf); PinnedBytes, ChunkBytes, HostWorkers, Sort and
 //     DeviceCompression are not built. MemoryBudget (default 2 GiB) bounds
-//     the host memory of a job, on either engine; a job the device has no
-//     memory for fails (out of memory) and falls back.
+//     the host memory of a job, on either engine; MaxDeviceBytes (default
+//     half the device's free memory) the device's. A job over either, or
+//     one the device runs out of memory for, is declined ("budget") to
+//     Fallback: the spec's key-range partitions of large jobs are not
+//     built.
 //   - The CUDA engine decodes on the device but the host still
 //     decompresses, seals (CRC, compression), builds each table's filter
 //     from the device's hashes, and plans; the spec's device-side CRC of

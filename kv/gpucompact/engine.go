@@ -110,7 +110,9 @@ func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *dev
 		if err := stage("load", &times.load); err != nil {
 			return nil, err
 		}
-		s.setK0()
+		if _, err := s.setK0(); err != nil {
+			return nil, err
+		}
 		order := s.merge(ws)
 		if err := stage("merge", &times.merge); err != nil {
 			return nil, err

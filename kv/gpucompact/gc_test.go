@@ -39,7 +39,9 @@ func TestKeptEntriesMatchCPU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.setK0()
+		if _, err := s.setK0(); err != nil {
+			t.Fatal(err)
+		}
 		kept, _, st, err := s.gc(s.merge(ws), job, spans, ws)
 		if err != nil {
 			t.Fatal(err)

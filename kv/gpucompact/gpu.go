@@ -29,12 +29,12 @@ const (
 // the next (the device counterpart of the workspace). The Compactor's
 // engine slot gives it one job at a time.
 //
-// Today the device runs the stages between the load and the plan — the
-// merge of the sorted runs, garbage collection with selection, and the
-// kept entries' encoded sizes — on the entries the host loaded; the
-// host decides the positions only it can (range tombstones, tombstone
-// elision against the levels below), then plans, encodes and writes as the
-// Go engine does.
+// The device decodes the blocks the host read and decompressed, merges,
+// collects garbage (the host decides the positions only it can: range
+// tombstones, tombstone elision against the levels below), sizes the kept
+// entries and the blocks that would start at each, and encodes the blocks
+// the host's walk plans; the host seals and writes them (doc.go, "The CUDA
+// engine").
 type devEngine struct {
 	dev    *cuda.Device
 	own    bool // dev was opened by New: Close closes it
@@ -133,6 +133,15 @@ func (d *devEngine) close() {
 	}
 }
 
+// syncOnError synchronizes the stream when *err is set: a failed call
+// returns with nothing of its still running (its copies into pinned host
+// memory, which the caller may free or reuse, above all).
+func (d *devEngine) syncOnError(err *error) {
+	if *err != nil {
+		d.stream.Synchronize()
+	}
+}
+
 // grid is the launch grid of a grid-stride kernel over n items.
 func (d *devEngine) grid(n int) cuda.Dim3 {
 	return cuda.D1(max(1, min((n+deviceBlock-1)/deviceBlock, 1<<16)))
@@ -156,6 +165,7 @@ func devicePtr[T cuda.Elem](s cuda.Slice[T]) any {
 // arrays returned are ws's; stage ends each stage (its time, the context,
 // injected failures).
 func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction.Job, spans []rangedel.Span, ws *workspace, stage func(string, error) error) (s *inputSet, kept []uint32, keptNew []bool, pe []planEntry, jumps *blockJumps, bound int, st gcStats, err error) {
+	defer d.syncOnError(&err)
 	s, lcp, err := d.decode(in, ws)
 	if err != nil {
 		return
@@ -181,7 +191,7 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 	if err != nil {
 		return
 	}
-	if err = b.stage.Reserve(dev, gpurt.Bytes[uint64](len(snapWords))+gpurt.Bytes[uint64](len(pairWords))); err != nil {
+	if err = d.reserve(gpurt.Bytes[uint64](len(snapWords)) + gpurt.Bytes[uint64](len(pairWords))); err != nil {
 		return
 	}
 	if err = gpurt.Upload(&b.stage, str, snaps, snapWords); err != nil {
@@ -286,7 +296,7 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 		if err = err2; err != nil {
 			return
 		}
-		if err = b.stage.Reserve(dev, gpurt.Bytes[uint8](m)); err != nil {
+		if err = d.reserve(gpurt.Bytes[uint8](m)); err != nil {
 			return
 		}
 		if err = gpurt.Upload(&b.stage, str, v, verdict); err != nil {
@@ -368,7 +378,7 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 			staged += gpurt.Bytes[uint8](len(a.b))
 		}
 	}
-	if err = b.stage.Reserve(dev, staged); err != nil {
+	if err = d.reserve(staged); err != nil {
 		return
 	}
 	var boundWord [1]uint64
@@ -417,9 +427,18 @@ func (d *devEngine) readCount(count cuda.Slice[uint32]) (int, error) {
 	return int(c[0]), nil
 }
 
+// reserve synchronizes the stream, so that no staged copy is pending, and
+// reserves total bytes of the staging (which may replace its memory).
+func (d *devEngine) reserve(total int) error {
+	if err := d.stream.Synchronize(); err != nil {
+		return err
+	}
+	return d.bufs.stage.Reserve(d.dev, total)
+}
+
 // copyBack copies src into dst through the staging, synchronously.
 func copyBack[T cuda.Elem](d *devEngine, dst []T, src cuda.Slice[T]) error {
-	if err := d.bufs.stage.Reserve(d.dev, gpurt.Bytes[T](len(dst))); err != nil {
+	if err := d.reserve(gpurt.Bytes[T](len(dst))); err != nil {
 		return err
 	}
 	p, err := gpurt.Download(&d.bufs.stage, d.stream, dst, src)
@@ -523,7 +542,8 @@ type blockStats struct {
 // the device) and their bloom hashes into hashes (at their first kept
 // entry), and their stats into stats. The blocks are consecutive: their
 // bytes and their entries are each one range. stages must have run.
-func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byte, rawPin *pinned, hashes []uint32) error {
+func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byte, rawPin *pinned, hashes []uint32) (err error) {
+	defer d.syncOnError(&err)
 	b, str, dev, c := &d.bufs, d.stream, d.dev, &d.cur
 	nb := len(descs)
 	if nb == 0 {
@@ -553,7 +573,7 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 	if !pinnedRaw {
 		staged += gpurt.Bytes[uint8](int(rawHi - rawLo))
 	}
-	if err := b.stage.Reserve(dev, staged); err != nil {
+	if err := d.reserve(staged); err != nil {
 		return err
 	}
 	if err := gpurt.Upload(&b.stage, str, dDescs, descWords); err != nil {
@@ -615,8 +635,9 @@ func upload[T cuda.Elem](d *devEngine, pin *pinned, dst cuda.Slice[T], src []T) 
 // prefix length on the device. A block the device flags is decoded again on
 // the host (deviceInput.recheck): its corruption error, or
 // errIrregularBlock.
-func (d *devEngine) decode(in *deviceInput, ws *workspace) (*inputSet, cuda.Slice[uint32], error) {
+func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.Slice[uint32], err error) {
 	b, str, dev := &d.bufs, d.stream, d.dev
+	defer d.syncOnError(&err)
 	var none cuda.Slice[uint32]
 	nb := len(in.blocks) / 2
 	s := &inputSet{arena: in.arena}
@@ -628,7 +649,7 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (*inputSet, cuda.Slic
 	if err != nil {
 		return nil, none, err
 	}
-	lcp, err := b.lcp.Get(dev, str, 1)
+	lcp, err := b.lcp.Get(dev, str, 2) // its length, and the entry whose key starts it
 	if err != nil {
 		return nil, none, err
 	}
@@ -641,7 +662,7 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (*inputSet, cuda.Slic
 	if !ws.arenaPin.holds(in.arena) {
 		staged += gpurt.Bytes[uint8](len(in.arena))
 	}
-	if err := b.stage.Reserve(dev, staged); err != nil {
+	if err := d.reserve(staged); err != nil {
 		return nil, none, err
 	}
 	for _, err := range []error{
@@ -661,6 +682,9 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (*inputSet, cuda.Slic
 		}
 		if m[0] != 0 {
 			return in.recheck(int(m[1]))
+		}
+		if m[5] != 0 {
+			return errInputOrder
 		}
 		return nil
 	}
@@ -768,7 +792,7 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (*inputSet, cuda.Slic
 	if err != nil {
 		return nil, none, err
 	}
-	if err := b.stage.Reserve(dev, gpurt.Bytes[uint32](len(bounds))); err != nil {
+	if err := d.reserve(gpurt.Bytes[uint32](len(bounds))); err != nil {
 		return nil, none, err
 	}
 	if err := gpurt.Upload(&b.stage, str, rb, bounds); err != nil {
@@ -777,7 +801,7 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (*inputSet, cuda.Slic
 	if err := d.fn.lcp.Launch(cuda.D1(1), cuda.D1(1), 0, str, d.cur.ents, d.cur.keys, rb, int32(len(s.runs)), lcp); err != nil {
 		return nil, none, err
 	}
-	if err := d.fn.k0.Launch(d.grid(n), cuda.D1(deviceBlock), 0, str, d.cur.ents, int64(n), d.cur.keys, lcp); err != nil {
+	if err := d.fn.k0.Launch(d.grid(n), cuda.D1(deviceBlock), 0, str, d.cur.ents, int64(n), d.cur.keys, lcp, meta); err != nil {
 		return nil, none, err
 	}
 	// The entries and keys come back for the host.

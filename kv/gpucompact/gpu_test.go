@@ -227,3 +227,8 @@ func TestCUDADamagedInput(t *testing.T) {
 	}
 	checkDamaged(t, rounds, Options{Backend: warpkit.CUDA, Device: dev})
 }
+
+// TestCUDAUnsortedRunDeclined: checkUnsortedRun on the CUDA engine.
+func TestCUDAUnsortedRunDeclined(t *testing.T) {
+	checkUnsortedRun(t, Options{Backend: warpkit.CUDA, Device: gputest.Device(t)})
+}

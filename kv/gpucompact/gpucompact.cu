@@ -1,15 +1,20 @@
-// gpucompact.cu: the CUDA engine's kernels — the merge of the job's sorted
-// runs, garbage collection, and the entries' encoded sizes. Each replaces one
-// stage of the Go engine (merge.go, gc.go, plan.go's planEntries) thread for
-// position, and must decide exactly as it does: the identity suite compares
-// the tables written through both with compaction.CPU's.
+// gpucompact.cu: the CUDA engine's kernels — the decoding of the input
+// blocks (restart interval by restart interval), the merge of the job's
+// sorted runs, garbage collection, the entries' encoded sizes, the blocks
+// that would start at each kept entry, and the encoding of the output
+// blocks. Each replaces a stage of the Go engine (input.go, merge.go,
+// gc.go, plan.go) thread for position or warp for block, and must decide
+// exactly as it does: the identity suites compare the tables written
+// through both with compaction.CPU's.
 //
 // Entries are the Go engine's (input.go's entry, 32 bytes): the user key is
 // keys[keyOff, keyOff+keyLen), the trailer seq<<8 | kind, k0 the 8 bytes of
 // the user key after the job's common prefix (big-endian, zero-padded).
-// Every loop is bounded by its arguments: damaged input cannot be seen here
-// (the host decoded and checked every block), and a wrong order can only
-// give wrong output, which the host's plan/encode cross-checks catch.
+// Every loop is bounded by its arguments or by the block it reads, and
+// every read of an input block stays inside the block: damaged input sets
+// a status word (decode), and so does an order that is not strictly
+// ascending or a key outside the job's common prefix (gc_flags, set_k0); a
+// block encoded to another size than planned sets its status too.
 #include <stdint.h>
 #include "merge_path.cuh"
 
@@ -326,6 +331,7 @@ extern "C" __global__ void __launch_bounds__(kBlock)
       }
       const uint32_t total = __shfl_sync(0xffffffffu, incl, 31);
       bool hashed = false;
+      uint32_t hash = 0;
       if (active) {
         const uint64_t at = base + incl - sz;
         if (restart) put_u32(restarts + 4 * (idx / restart_interval), (uint32_t)at);
@@ -347,12 +353,12 @@ extern "C" __global__ void __launch_bounds__(kBlock)
         max_seq = max(max_seq, (unsigned long long)(x.trailer >> 8));
         deletions += (uint32_t)(x.trailer & 0xff) == kKindDelete;
         hashed = bloom && (j == d.table_start || new_kept[j]);
-        if (hashed) {
-          const unsigned before = __popc(__ballot_sync(__activemask(), hashed) & ((1u << lane) - 1u));
-          hashes[d.start + nh + before] = bloom_hash(k, x.key_len);
-        }
+        if (hashed) hash = bloom_hash(k, x.key_len);
       }
-      nh += __popc(__ballot_sync(0xffffffffu, hashed));
+      // Every lane votes (the loops above may leave lanes apart).
+      const unsigned voted = __ballot_sync(0xffffffffu, hashed);
+      if (hashed) hashes[d.start + nh + __popc(voted & ((1u << lane) - 1u))] = hash;
+      nh += __popc(voted);
       base += total;
     }
     // Reduce the lanes' sums.
@@ -373,7 +379,7 @@ extern "C" __global__ void __launch_bounds__(kBlock)
       st.max_seq = max_seq;
       st.deletions = deletions;
       st.hashes = nh;
-      if (base + 4 * nr + 4 != d.size) st.status |= 2u;
+      if (base + 4 * nr + 4 != d.size) atomicOr(&st.status, 2u);
     }
   }
 }
@@ -601,7 +607,8 @@ extern "C" __global__ void __launch_bounds__(kBlock)
 
 // job_lcp computes the job's common key prefix (one thread): the common
 // prefix of the smallest first key and the largest last key of the runs
-// (bounds: start and end of each, in entry ids), as setK0 does.
+// (bounds: start and end of each, in entry ids), as setK0 does: lcp[0] its
+// length, lcp[1] the entry whose key starts it.
 extern "C" __global__ void job_lcp(const Entry* e, const uint8_t* keys, const uint32_t* bounds, int nruns,
                                    uint32_t* lcp) {
   if (global_id() != 0) return;
@@ -618,15 +625,24 @@ extern "C" __global__ void job_lcp(const Entry* e, const uint8_t* keys, const ui
     const uint32_t m = min(e[lo].key_len, e[hi].key_len);
     while (n < m && a[n] == c[n]) n++;
   }
-  *lcp = n;
+  lcp[0] = n;
+  lcp[1] = lo;
 }
 
-// set_k0 gives every entry its merge key (setK0).
-extern "C" __global__ void __launch_bounds__(kBlock) set_k0(Entry* e, int64_t n, const uint8_t* keys, const uint32_t* lcp_ptr) {
-  const uint32_t lcp = *lcp_ptr;
+// set_k0 gives every entry its merge key (setK0), and sets status[5] when
+// a key does not start with the job's common prefix: the runs were not
+// sorted (their first and last keys bound every key only when they are),
+// and K0 would not order such a key.
+extern "C" __global__ void __launch_bounds__(kBlock)
+    set_k0(Entry* e, int64_t n, const uint8_t* keys, const uint32_t* lcp_ptr, uint32_t* status) {
+  const uint32_t lcp = lcp_ptr[0];
+  const uint8_t* prefix = keys + e[lcp_ptr[1]].key_off;
   for (int64_t i = global_id(); i < n; i += grid_stride()) {
     const uint8_t* k = keys + e[i].key_off;
     const uint32_t len = e[i].key_len;
+    bool stray = len < lcp;
+    for (uint32_t q = 0; q < lcp && !stray; q++) stray = k[q] != prefix[q];
+    if (stray) atomicOr(&status[5], 1u);
     uint64_t v = 0;
     for (uint32_t q = 0; q < 8; q++) v = v << 8 | (lcp + q < len ? k[lcp + q] : 0);
     e[i].k0 = v;

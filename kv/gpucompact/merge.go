@@ -3,6 +3,7 @@ package gpucompact
 import (
 	"bytes"
 	"encoding/binary"
+	"sync/atomic"
 
 	"github.com/warpkit/warpkit/internal/hostpar"
 )
@@ -12,10 +13,12 @@ import (
 // and the largest), big-endian, zero-padded. Comparing K0 first orders all
 // entries whose keys differ within those 8 bytes with one integer
 // comparison; only K0 ties need the key bytes. It returns the length of
-// the common prefix.
-func (s *inputSet) setK0() int {
+// the common prefix, or errInputOrder when a key does not start with it:
+// the runs' first and last keys bound every key only when the runs are
+// sorted, and K0 orders correctly only keys that share the prefix.
+func (s *inputSet) setK0() (int, error) {
 	if len(s.ents) == 0 {
-		return 0
+		return 0, nil
 	}
 	var lo, hi []byte
 	for i, r := range s.runs {
@@ -31,10 +34,15 @@ func (s *inputSet) setK0() int {
 	for lcp < len(lo) && lcp < len(hi) && lo[lcp] == hi[lcp] {
 		lcp++
 	}
+	prefix := lo[:lcp]
+	var stray atomic.Bool
 	hostpar.ForCores(len(s.ents), 1<<14, func(_, lo, hi int) {
 		var buf [8]byte
 		for i := lo; i < hi; i++ {
 			k := s.key(uint32(i))
+			if !bytes.HasPrefix(k, prefix) {
+				stray.Store(true)
+			}
 			n := 0
 			if lcp < len(k) {
 				n = copy(buf[:], k[lcp:])
@@ -43,7 +51,10 @@ func (s *inputSet) setK0() int {
 			s.ents[i].k0 = binary.BigEndian.Uint64(buf[:])
 		}
 	})
-	return lcp
+	if stray.Load() {
+		return 0, errInputOrder
+	}
+	return lcp, nil
 }
 
 // less orders entries as base.CompareInternal orders their internal keys:

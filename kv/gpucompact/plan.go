@@ -261,13 +261,20 @@ func (s *inputSet) encodeBlock(bb *sstable.BlockBuilder, pb *blockJob, kept []ui
 	b.Raw = raw[pb.rawAt : pb.rawAt+len(finished) : pb.rawAt+len(finished)]
 	copy(b.Raw, finished)
 	// Sealed here, while the block is in this core's cache.
+	b.Sealed = seal(pb, opts, b.Raw, sealed)
+	return b, nil
+}
+
+// seal seals a planned block's contents into its place in sealed (its
+// checksum, and compressed when the table is; in new memory when no place
+// was reserved).
+func seal(pb *blockJob, opts sstable.WriterOptions, raw, sealed []byte) *sstable.SealedBlock {
 	var dst []byte
 	if pb.sealedAt >= 0 {
-		dst = sealed[pb.sealedAt : pb.sealedAt : pb.sealedAt+sstable.SealBound(opts.Compression, len(b.Raw))]
+		dst = sealed[pb.sealedAt : pb.sealedAt : pb.sealedAt+sstable.SealBound(opts.Compression, len(raw))]
 	}
-	sb := sstable.SealBlock(opts.Compression, dst, b.Raw)
-	b.Sealed = &sb
-	return b, nil
+	sb := sstable.SealBlock(opts.Compression, dst, raw)
+	return &sb
 }
 
 // sealDeviceBlock is encodeBlock for a block the device encoded (the CUDA
@@ -290,11 +297,6 @@ func (s *inputSet) sealDeviceBlock(sl *blockSlot, kept []uint32, opts sstable.Wr
 		LargestSeq:   base.SeqNum(st.maxSeq),
 		Hashes:       hashes[pb.start : pb.start+int(st.hashes) : pb.end],
 	}
-	var dst []byte
-	if pb.sealedAt >= 0 {
-		dst = sealed[pb.sealedAt : pb.sealedAt : pb.sealedAt+sstable.SealBound(opts.Compression, len(b.Raw))]
-	}
-	sb := sstable.SealBlock(opts.Compression, dst, b.Raw)
-	b.Sealed = &sb
+	b.Sealed = seal(pb, opts, b.Raw, sealed)
 	return b, nil
 }

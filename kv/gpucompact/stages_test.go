@@ -172,7 +172,9 @@ func TestMergeOrder(t *testing.T) {
 			}
 			s.newRun()
 		}
-		s.setK0()
+		if _, err := s.setK0(); err != nil {
+			t.Fatal(err)
+		}
 		got := s.merge(&workspace{})
 		if len(got) != len(s.ents) {
 			t.Fatalf("round %d: %d ids for %d entries", round, len(got), len(s.ents))
