@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -12,12 +13,14 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/graph"
 	"github.com/warpkit/warpkit/graph/graphio"
 	"github.com/warpkit/warpkit/internal/cli"
 )
 
 func init() {
-	register(&command{name: "graph", summary: "graph files: info (counts and degrees of a MatrixMarket, SNAP or METIS file), gen (RMAT, RGG, Delaunay, road, 3-D mesh, stand-ins), standins", run: runGraph})
+	register(&command{name: "graph", summary: "graph files: info (counts and degrees of a MatrixMarket, SNAP or METIS file), gen (RMAT, RGG, Delaunay, road, 3-D mesh, stand-ins), standins, tc (triangle count)", run: runGraph})
 }
 
 const graphUsage = `usage: warp graph <subcommand> [flags]
@@ -34,6 +37,9 @@ subcommands:
   standins [--generate] [--max-entries N]
                                      list the stand-ins and the datasets they stand for; --generate makes
                                      each (up to N dataset entries) and compares its size
+  tc [--backend B] <file>            count the triangles of a graph file (read as undirected), timing the
+                                     build and the count (package graph; its CPU backend until the CUDA
+                                     one is built)
 `
 
 func runGraph(args []string) error {
@@ -51,8 +57,52 @@ func runGraph(args []string) error {
 		return cli.InCommand("warp graph gen", graphGen(args[1:], os.Stdout))
 	case "standins":
 		return cli.InCommand("warp graph standins", graphStandIns(args[1:], os.Stdout))
+	case "tc":
+		return cli.InCommand("warp graph tc", graphTC(args[1:], os.Stdout))
 	}
-	return cli.InCommand("warp graph", fmt.Errorf("%w: unknown subcommand %q (have info, gen, standins)", cli.ErrUsage, args[0]))
+	return cli.InCommand("warp graph", fmt.Errorf("%w: unknown subcommand %q (have info, gen, standins, tc)", cli.ErrUsage, args[0]))
+}
+
+func graphTC(args []string, w io.Writer) error {
+	fs := cli.NewFlags("graph tc", "[--backend B] <file>")
+	backend := warpkit.Auto
+	fs.TextVar(&backend, "backend", warpkit.Auto, "graph backend: auto, cpu or cuda")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: name one graph file", cli.ErrUsage)
+	}
+	t0 := time.Now()
+	e, err := graphio.ReadFile(fs.Arg(0), graphio.ReadOptions{})
+	if err != nil {
+		return err
+	}
+	read := time.Since(t0)
+	g, err := graph.New(graph.Options{Backend: backend, VertexCapacity: e.NumVertices})
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	ctx := context.Background()
+	t0 = time.Now()
+	if err := g.Build(ctx, e.Src, e.Dst); err != nil {
+		return err
+	}
+	build := time.Since(t0)
+	t0 = time.Now()
+	n, err := g.TriangleCount(ctx)
+	if err != nil {
+		return err
+	}
+	count := time.Since(t0)
+	st, err := g.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s: %d triangles; %d vertices, %d edges (%d entries), %d self-loops skipped\n", fs.Arg(0), n, st.Vertices, st.Edges, st.Entries, st.SelfLoopsSkipped)
+	fmt.Fprintf(w, "backend %s: read %v, build %v, count %v\n", g.Backend(), read.Round(time.Millisecond), build.Round(time.Millisecond), count.Round(time.Millisecond))
+	return nil
 }
 
 func graphInfo(args []string, w io.Writer) error {

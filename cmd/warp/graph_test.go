@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,5 +71,32 @@ func TestGraphStandIns(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "luxembourg_osm") || !strings.Contains(out.String(), "within 15%") || strings.Count(out.String(), "\n") != 12 {
 		t.Fatalf("%s", out.String())
+	}
+}
+
+// TestGraphTC: warp graph tc counts a complete graph's triangles (n choose
+// 3) from a file, and refuses bad usage.
+func TestGraphTC(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k6.el")
+	var b strings.Builder
+	for u := range 6 {
+		for v := u + 1; v < 6; v++ {
+			fmt.Fprintf(&b, "%d %d\n", u, v)
+		}
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := graphTC([]string{path}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), ": 20 triangles;") {
+		t.Fatalf("tc printed %q", out.String())
+	}
+	for _, args := range [][]string{{"tc"}, {"tc", "a", "b"}, {"tc", "--backend", "tpu", path}} {
+		if err := runGraph(args); !errors.Is(err, cli.ErrUsage) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
 	}
 }

@@ -1,0 +1,666 @@
+package graph
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/front"
+	"github.com/warpkit/warpkit/internal/hostpar"
+	"github.com/warpkit/warpkit/slabhash"
+)
+
+// Weight is the type of edge weights (Weighted).
+type Weight = warpkit.Word
+
+// Reserved vertex IDs (the slab hash's sentinels): a batch holding one
+// fails with ErrReservedKey and applies nothing.
+const (
+	ReservedEmpty     = 0xFFFFFFFF
+	ReservedTombstone = 0xFFFFFFFE
+)
+
+// Options configure a graph. The zero Options are valid: an undirected graph
+// with room for no vertex yet (Build, BuildCSR and EnsureVertices make room).
+type Options struct {
+	// Backend: CPU, or Auto (the CPU backend until the CUDA one is built;
+	// CUDA fails with an error wrapping ErrInvalidArgument).
+	Backend warpkit.Backend
+	// Directed graphs store each edge once, from its source; undirected
+	// graphs (the default) store both directions, and an edge batch
+	// applies each edge's two directions together.
+	Directed bool
+	// VertexCapacity is the number of vertices (IDs 0..VertexCapacity-1)
+	// the graph starts with; EnsureVertices grows it.
+	VertexCapacity int
+	// AllowSelfLoops keeps edges (v, v); without it they are skipped and
+	// counted (Stats.SelfLoopsSkipped).
+	AllowSelfLoops bool
+}
+
+// CSR is a graph in compressed sparse row form: the neighbours of vertex v
+// are Cols[Offsets[v]:Offsets[v+1]].
+type CSR struct {
+	Offsets []uint64
+	Cols    []uint32
+}
+
+// Stats describe a graph.
+type Stats struct {
+	Backend warpkit.Backend
+	// Vertices is the vertex capacity; Entries the adjacency entries
+	// stored (an undirected edge is two, a self-loop one); Edges the edges
+	// (undirected: each once).
+	Vertices         int
+	Entries, Edges   uint64
+	MaxDegree        uint32
+	SelfLoopsSkipped uint64
+	// Bytes estimates the memory the adjacency takes.
+	Bytes int64
+}
+
+// shards is the number of locks the CPU backend's vertices are spread
+// over: an edge batch locks the vertices it changes, so batches run side
+// by side.
+const shards = 256
+
+// core is the CPU backend, for weights of type W (struct{} for unweighted
+// graphs): one Go map per vertex. Batches (front.Shared) lock the shards of
+// the vertices they touch, an undirected edge's two vertices in shard order
+// (so that both directions change together); whole-graph operations
+// (front.Exclusive) run alone.
+type core[W any] struct {
+	directed, selfLoops bool
+	adj                 []map[uint32]W
+	locks               [shards]sync.Mutex
+	entries             atomic.Int64
+	selfSkipped         atomic.Uint64
+}
+
+// base holds what Graph and Weighted share.
+type base[W any] struct {
+	f *front.Front
+	c *core[W]
+}
+
+func newBase[W any](opts Options) (base[W], error) {
+	f := front.New("graph", warpkit.CPU)
+	switch opts.Backend {
+	case warpkit.Auto, warpkit.CPU:
+	case warpkit.CUDA:
+		return base[W]{}, f.Errorf("new", "the CUDA backend is not built yet (issue 17); use Backend CPU or Auto")
+	default:
+		return base[W]{}, f.Errorf("new", "unknown Backend %d", int(opts.Backend))
+	}
+	if opts.VertexCapacity < 0 || opts.VertexCapacity > ReservedTombstone {
+		return base[W]{}, f.Errorf("new", "VertexCapacity %d outside 0..%d", opts.VertexCapacity, ReservedTombstone)
+	}
+	c := &core[W]{directed: opts.Directed, selfLoops: opts.AllowSelfLoops}
+	c.adj = make([]map[uint32]W, opts.VertexCapacity)
+	return base[W]{f: f, c: c}, nil
+}
+
+// Backend returns the graph's backend (CPU); it works after Close.
+func (g *base[W]) Backend() warpkit.Backend { return g.f.Backend() }
+
+// Close frees the graph; every later call returns ErrClosed.
+func (g *base[W]) Close() error {
+	return g.f.Close(func() error {
+		g.c.adj = nil
+		return nil
+	})
+}
+
+// checkIDs refuses a batch with a reserved ID (ErrReservedKey) or one at or
+// past the capacity (ErrInvalidArgument), before anything applies.
+func (g *base[W]) checkIDs(ids ...[]uint32) error {
+	n := uint32(len(g.c.adj))
+	for _, s := range ids {
+		for _, v := range s {
+			switch {
+			case v >= ReservedTombstone:
+				return fmt.Errorf("%w: vertex %#x", warpkit.ErrReservedKey, v)
+			case v >= n:
+				return fmt.Errorf("%w: vertex %d at or past the capacity %d (EnsureVertices grows it)", warpkit.ErrInvalidArgument, v, n)
+			}
+		}
+	}
+	return nil
+}
+
+// lockPair locks the shards of u and v (once when they share one), in
+// shard order, and returns the unlock.
+func (c *core[W]) lockPair(u, v uint32) func() {
+	a, b := u%shards, v%shards
+	if a > b {
+		a, b = b, a
+	}
+	c.locks[a].Lock()
+	if b != a {
+		c.locks[b].Lock()
+	}
+	return func() {
+		if b != a {
+			c.locks[b].Unlock()
+		}
+		c.locks[a].Unlock()
+	}
+}
+
+// put stores u→v with weight w (the caller holds u's shard): Inserted, or
+// Present (the weight replaced).
+func (c *core[W]) put(u, v uint32, w W) slabhash.Result {
+	m := c.adj[u]
+	if m == nil {
+		m = make(map[uint32]W, 1)
+		c.adj[u] = m
+	}
+	if _, ok := m[v]; ok {
+		m[v] = w
+		return slabhash.Present
+	}
+	m[v] = w
+	c.entries.Add(1)
+	return slabhash.Inserted
+}
+
+// drop removes u→v (the caller holds u's shard): Removed or NotFound.
+func (c *core[W]) drop(u, v uint32) slabhash.Result {
+	m := c.adj[u]
+	if _, ok := m[v]; !ok {
+		return slabhash.NotFound
+	}
+	delete(m, v)
+	c.entries.Add(-1)
+	return slabhash.Removed
+}
+
+// batchGrain is how many batch elements a goroutine takes.
+const batchGrain = 1 << 14
+
+// insert applies an edge batch; res (optional) gets each edge's result:
+// Inserted, Present (it was there: its weight replaced), or NotFound for a
+// self-loop skipped.
+func (c *core[W]) insert(src, dst []uint32, w func(i int) W, res []slabhash.Result) {
+	hostpar.For(len(src), batchGrain, func(_, lo, hi int) {
+		var skipped uint64
+		for i := lo; i < hi; i++ {
+			u, v := src[i], dst[i]
+			r := slabhash.NotFound
+			if u != v || c.selfLoops {
+				unlock := c.lockPair(u, v)
+				r = c.put(u, v, w(i))
+				if !c.directed && u != v {
+					c.put(v, u, w(i))
+				}
+				unlock()
+			} else {
+				skipped++
+			}
+			if res != nil {
+				res[i] = r
+			}
+		}
+		c.selfSkipped.Add(skipped)
+	})
+}
+
+// remove applies a deletion batch; res (optional): Removed or NotFound.
+func (c *core[W]) remove(src, dst []uint32, res []slabhash.Result) {
+	hostpar.For(len(src), batchGrain, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			u, v := src[i], dst[i]
+			unlock := c.lockPair(u, v)
+			r := c.drop(u, v)
+			if !c.directed && u != v {
+				c.drop(v, u)
+			}
+			unlock()
+			if res != nil {
+				res[i] = r
+			}
+		}
+	})
+}
+
+// lookup reports each edge's presence and weight.
+func (c *core[W]) lookup(src, dst []uint32, found []bool, out []W) {
+	hostpar.For(len(src), batchGrain, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			u, v := src[i], dst[i]
+			l := &c.locks[u%shards]
+			l.Lock()
+			x, ok := c.adj[u][v]
+			l.Unlock()
+			if found != nil {
+				found[i] = ok
+			}
+			if out != nil {
+				out[i] = x
+			}
+		}
+	})
+}
+
+// lens checks a batch's slices: res may be nil.
+func (g *base[W]) lens(op string, n, m int, res []slabhash.Result) error {
+	if res != nil {
+		return g.f.Lens(op, n, m, len(res))
+	}
+	return g.f.Lens(op, n, m)
+}
+
+// DeleteEdges removes edges (an undirected graph both directions); res,
+// optional: Removed or NotFound.
+func (g *base[W]) DeleteEdges(ctx context.Context, src, dst []uint32, res []slabhash.Result) error {
+	if err := g.lens("delete edges", len(src), len(dst), res); err != nil {
+		return err
+	}
+	return g.f.Do(ctx, "delete edges", front.Shared, func() error {
+		if err := g.checkIDs(src, dst); err != nil {
+			return err
+		}
+		g.c.remove(src, dst, res)
+		return nil
+	})
+}
+
+// HasEdges reports whether each edge is present.
+func (g *base[W]) HasEdges(ctx context.Context, src, dst []uint32, found []bool) error {
+	if err := g.f.Lens("has edges", len(src), len(dst), len(found)); err != nil {
+		return err
+	}
+	return g.f.Do(ctx, "has edges", front.Shared, func() error {
+		if err := g.checkIDs(src, dst); err != nil {
+			return err
+		}
+		g.c.lookup(src, dst, found, nil)
+		return nil
+	})
+}
+
+// Degrees writes the degree (out-degree of a directed graph) of each
+// vertex: exact whenever no batch is running.
+func (g *base[W]) Degrees(ctx context.Context, ids []uint32, out []uint32) error {
+	if err := g.f.Lens("degrees", len(ids), len(out)); err != nil {
+		return err
+	}
+	return g.f.Do(ctx, "degrees", front.Shared, func() error {
+		if err := g.checkIDs(ids); err != nil {
+			return err
+		}
+		for i, v := range ids {
+			l := &g.c.locks[v%shards]
+			l.Lock()
+			out[i] = uint32(len(g.c.adj[v]))
+			l.Unlock()
+		}
+		return nil
+	})
+}
+
+// EnsureVertices grows the vertex capacity to at least n (IDs 0..n-1).
+func (g *base[W]) EnsureVertices(ctx context.Context, n int) error {
+	return g.f.Do(ctx, "ensure vertices", front.Exclusive, func() error {
+		if n < 0 || n > ReservedTombstone {
+			return fmt.Errorf("%w: %d vertices outside 0..%d", warpkit.ErrInvalidArgument, n, ReservedTombstone)
+		}
+		if n > len(g.c.adj) {
+			g.c.adj = append(g.c.adj, make([]map[uint32]W, n-len(g.c.adj))...)
+		}
+		return nil
+	})
+}
+
+// DeleteVertices removes every edge of the vertices given, those into them
+// included (an undirected graph through their own lists, a directed one by
+// a sweep of every vertex); the IDs stay valid, with degree 0.
+func (g *base[W]) DeleteVertices(ctx context.Context, ids []uint32) error {
+	if err := g.f.Lens("delete vertices", len(ids)); err != nil {
+		return err
+	}
+	return g.f.Do(ctx, "delete vertices", front.Exclusive, func() error {
+		if err := g.checkIDs(ids); err != nil {
+			return err
+		}
+		c := g.c
+		if c.directed {
+			gone := make(map[uint32]bool, len(ids))
+			for _, v := range ids {
+				gone[v] = true
+			}
+			hostpar.For(len(c.adj), 1<<12, func(_, lo, hi int) {
+				var n int64
+				for u := lo; u < hi; u++ {
+					for v := range c.adj[u] {
+						if gone[v] {
+							delete(c.adj[u], v)
+							n++
+						}
+					}
+				}
+				c.entries.Add(-n)
+			})
+		}
+		for _, v := range ids {
+			for w := range c.adj[v] {
+				if !c.directed && w != v {
+					c.drop(w, v)
+				}
+				c.entries.Add(-1)
+			}
+			c.adj[v] = nil
+		}
+		return nil
+	})
+}
+
+// NumVertices returns the vertex capacity.
+func (g *base[W]) NumVertices(ctx context.Context) (int, error) {
+	return front.Value(g.f, ctx, "num vertices", front.Shared, func() (int, error) { return len(g.c.adj), nil })
+}
+
+// Len returns the adjacency entries stored (an undirected edge counts
+// twice, a self-loop once): the structure contract's live keys.
+func (g *base[W]) Len(ctx context.Context) (int, error) {
+	return front.Value(g.f, ctx, "len", front.Shared, func() (int, error) { return int(g.c.entries.Load()), nil })
+}
+
+// neighbors returns an iterator over v's neighbours (in no fixed order)
+// with their weights, from a copy taken under v's lock.
+func (c *core[W]) neighbors(v uint32) iter.Seq2[uint32, W] {
+	l := &c.locks[v%shards]
+	l.Lock()
+	type nw struct {
+		v uint32
+		w W
+	}
+	ns := make([]nw, 0, len(c.adj[v]))
+	for u, w := range c.adj[v] {
+		ns = append(ns, nw{u, w})
+	}
+	l.Unlock()
+	return func(yield func(uint32, W) bool) {
+		for _, x := range ns {
+			if !yield(x.v, x.w) {
+				return
+			}
+		}
+	}
+}
+
+// csr lays the graph out as a CSR (rows sorted when sorted is true) and
+// each entry's weight.
+func (c *core[W]) csr(sorted bool) (*CSR, []W) {
+	out := &CSR{Offsets: make([]uint64, len(c.adj)+1)}
+	for v, m := range c.adj {
+		out.Offsets[v+1] = out.Offsets[v] + uint64(len(m))
+	}
+	out.Cols = make([]uint32, out.Offsets[len(c.adj)])
+	ws := make([]W, len(out.Cols))
+	hostpar.For(len(c.adj), 1<<12, func(_, lo, hi int) {
+		for v := lo; v < hi; v++ {
+			at := out.Offsets[v]
+			row := out.Cols[at:out.Offsets[v+1]]
+			i := 0
+			for u := range c.adj[v] {
+				row[i] = u
+				i++
+			}
+			if sorted {
+				slices.Sort(row)
+			}
+			for i, u := range row {
+				ws[at+uint64(i)] = c.adj[v][u]
+			}
+		}
+	})
+	return out, ws
+}
+
+// ToCSR returns the graph as a CSR, each row's neighbours in ascending
+// order when sorted is true.
+func (g *base[W]) ToCSR(ctx context.Context, sorted bool) (*CSR, error) {
+	return front.Value(g.f, ctx, "to csr", front.Exclusive, func() (*CSR, error) {
+		out, _ := g.c.csr(sorted)
+		return out, nil
+	})
+}
+
+// TriangleCount counts the triangles of an undirected graph, each once:
+// every vertex's neighbours ranked above it by (degree, ID) — the
+// degree-ordered orientation — intersected, by sorted merge, with those of
+// each such neighbour. Self-loops do not count.
+func (g *base[W]) TriangleCount(ctx context.Context) (uint64, error) {
+	return front.Value(g.f, ctx, "triangle count", front.Exclusive, func() (uint64, error) {
+		if g.c.directed {
+			return 0, fmt.Errorf("%w: triangle counting needs an undirected graph", warpkit.ErrInvalidArgument)
+		}
+		return triangles(ctx, g.c.csrOriented())
+	})
+}
+
+// csrOriented returns, for every vertex, its neighbours ranked above it by
+// (degree, ID), sorted by ID.
+func (c *core[W]) csrOriented() *CSR {
+	deg := func(v uint32) int { return len(c.adj[v]) }
+	above := func(u, v uint32) bool { // v ranks above u
+		if d := cmp.Compare(deg(u), deg(v)); d != 0 {
+			return d < 0
+		}
+		return u < v
+	}
+	out := &CSR{Offsets: make([]uint64, len(c.adj)+1)}
+	for v, m := range c.adj {
+		n := 0
+		for u := range m {
+			if above(uint32(v), u) {
+				n++
+			}
+		}
+		out.Offsets[v+1] = out.Offsets[v] + uint64(n)
+	}
+	out.Cols = make([]uint32, out.Offsets[len(c.adj)])
+	hostpar.For(len(c.adj), 1<<12, func(_, lo, hi int) {
+		for v := lo; v < hi; v++ {
+			row := out.Cols[out.Offsets[v]:out.Offsets[v]]
+			for u := range c.adj[v] {
+				if above(uint32(v), u) {
+					row = append(row, u)
+				}
+			}
+			slices.Sort(row)
+		}
+	})
+	return out
+}
+
+// triangles counts the triangles of an oriented CSR (each triangle's three
+// edges oriented acyclically): for every edge u→v, the common out-
+// neighbours of u and v, by sorted merge, on every core.
+func triangles(ctx context.Context, g *CSR) (uint64, error) {
+	var total atomic.Uint64
+	n := len(g.Offsets) - 1
+	hostpar.ForCores(n, 1<<10, func(_, lo, hi int) {
+		var sum uint64
+		for u := lo; u < hi && ctx.Err() == nil; u++ {
+			ru := g.Cols[g.Offsets[u]:g.Offsets[u+1]]
+			for _, v := range ru {
+				sum += intersect(ru, g.Cols[g.Offsets[v]:g.Offsets[v+1]])
+			}
+		}
+		total.Add(sum)
+	})
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return total.Load(), nil
+}
+
+// intersect counts the common elements of two ascending lists.
+func intersect(a, b []uint32) uint64 {
+	var n uint64
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] < b[j]:
+			i++
+		case a[i] > b[j]:
+			j++
+		default:
+			n++
+			i++
+			j++
+		}
+	}
+	return n
+}
+
+// Flush compacts the structure; the CPU backend's maps need none (the CUDA
+// backend's slab chains will: the thesis's flush).
+func (g *base[W]) Flush(ctx context.Context) error {
+	return g.f.Do(ctx, "flush", front.Exclusive, func() error { return nil })
+}
+
+// Rehash re-buckets vertices with long chains; the CPU backend's maps grow
+// on their own.
+func (g *base[W]) Rehash(ctx context.Context) error {
+	return g.f.Do(ctx, "rehash", front.Exclusive, func() error { return nil })
+}
+
+// Stats returns the graph's size and shape.
+func (g *base[W]) Stats(ctx context.Context) (Stats, error) {
+	return front.Value(g.f, ctx, "stats", front.Exclusive, func() (Stats, error) {
+		c := g.c
+		st := Stats{Backend: warpkit.CPU, Vertices: len(c.adj), Entries: uint64(c.entries.Load()), SelfLoopsSkipped: c.selfSkipped.Load()}
+		var self uint64
+		for v, m := range c.adj {
+			st.MaxDegree = max(st.MaxDegree, uint32(len(m)))
+			if _, ok := m[uint32(v)]; ok {
+				self++
+			}
+		}
+		st.Edges = st.Entries
+		if !c.directed {
+			st.Edges = (st.Entries-self)/2 + self
+		}
+		// A Go map costs about 48 bytes a slot of (key, weight) plus its
+		// header; the vertex array 8 bytes a vertex.
+		st.Bytes = int64(len(c.adj))*8 + int64(st.Entries)*48
+		return st, nil
+	})
+}
+
+// Check verifies the structure's invariants: the entry count is the sum
+// of the degrees, every neighbour is a vertex, no self-loop is stored
+// unless allowed, and an undirected graph holds every edge both ways with
+// one weight. It returns the first violation found.
+func (g *base[W]) Check(ctx context.Context) error {
+	return g.f.Do(ctx, "check", front.Exclusive, func() error {
+		c := g.c
+		var sum int64
+		for v, m := range c.adj {
+			sum += int64(len(m))
+			for u, w := range m {
+				switch {
+				case int(u) >= len(c.adj):
+					return fmt.Errorf("vertex %d has neighbour %d past the capacity %d", v, u, len(c.adj))
+				case u == uint32(v) && !c.selfLoops:
+					return fmt.Errorf("vertex %d has a self-loop", v)
+				case !c.directed:
+					back, ok := c.adj[u][uint32(v)]
+					if !ok {
+						return fmt.Errorf("edge %d-%d is stored one way only", v, u)
+					}
+					if any(back) != any(w) {
+						return fmt.Errorf("edge %d-%d has two weights, %v and %v", v, u, w, back)
+					}
+				}
+			}
+		}
+		if sum != c.entries.Load() {
+			return fmt.Errorf("degrees sum to %d entries, the count says %d", sum, c.entries.Load())
+		}
+		return nil
+	})
+}
+
+// build replaces the graph's edges with a batch (exclusive).
+func (c *core[W]) build(n int, src, dst []uint32, w func(i int) W) {
+	c.adj = make([]map[uint32]W, n)
+	c.entries.Store(0)
+	c.selfSkipped.Store(0)
+	c.insert(src, dst, w, nil)
+}
+
+// buildWith is Build: the edges replace the graph's, the capacity grows to
+// minN and to the largest ID + 1.
+func (g *base[W]) buildWith(ctx context.Context, op string, minN int, src, dst []uint32, w func(int) W) error {
+	return g.f.Do(ctx, op, front.Exclusive, func() error {
+		if err := checkReserved(src, dst); err != nil {
+			return err
+		}
+		g.c.build(max(minN, capacityFor(len(g.c.adj), src, dst)), src, dst, w)
+		return nil
+	})
+}
+
+// capacityFor is the vertex capacity a build of these edges needs (at
+// least the current one).
+func capacityFor(cur int, ids ...[]uint32) int {
+	n := cur
+	for _, s := range ids {
+		for _, v := range s {
+			n = max(n, int(v)+1)
+		}
+	}
+	return n
+}
+
+// checkReserved refuses reserved IDs (builds size the graph to their IDs).
+func checkReserved(ids ...[]uint32) error {
+	for _, s := range ids {
+		for _, v := range s {
+			if v >= ReservedTombstone {
+				return fmt.Errorf("%w: vertex %#x", warpkit.ErrReservedKey, v)
+			}
+		}
+	}
+	return nil
+}
+
+// deviceOnly is the answer of every Device method on the CPU backend.
+func (g *base[W]) deviceOnly(op string) error { return g.f.Device(op) }
+
+// InsertEdgesDevice is InsertEdges with device-resident slices (the CUDA
+// backend; ErrNeedsCUDA on the CPU backend).
+func (g *Graph) InsertEdgesDevice(ctx context.Context, src, dst cuda.Slice[uint32], res cuda.Slice[uint8]) error {
+	return g.deviceOnly("insert edges device")
+}
+
+// DeleteEdgesDevice is DeleteEdges with device-resident slices.
+func (g *base[W]) DeleteEdgesDevice(ctx context.Context, src, dst cuda.Slice[uint32], res cuda.Slice[uint8]) error {
+	return g.deviceOnly("delete edges device")
+}
+
+// HasEdgesDevice is HasEdges with device-resident slices (found: 0 or 1).
+func (g *base[W]) HasEdgesDevice(ctx context.Context, src, dst cuda.Slice[uint32], found cuda.Slice[uint8]) error {
+	return g.deviceOnly("has edges device")
+}
+
+// DegreesDevice is Degrees with device-resident slices.
+func (g *base[W]) DegreesDevice(ctx context.Context, ids, out cuda.Slice[uint32]) error {
+	return g.deviceOnly("degrees device")
+}
+
+// DeleteVerticesDevice is DeleteVertices with a device-resident slice.
+func (g *base[W]) DeleteVerticesDevice(ctx context.Context, ids cuda.Slice[uint32]) error {
+	return g.deviceOnly("delete vertices device")
+}
+
+func errCSR(msg string) error { return fmt.Errorf("%w: CSR: %s", warpkit.ErrInvalidArgument, msg) }
