@@ -590,12 +590,62 @@ func (g *base[W]) Check(ctx context.Context) error {
 	})
 }
 
-// build replaces the graph's edges with a batch (exclusive).
+// build replaces the graph's edges with a batch (exclusive): the entries
+// counted per vertex, laid out by vertex in batch order (a counting sort),
+// then each vertex's map made at its size and filled, vertices split among
+// goroutines — no locks, and a repeated edge keeps its last weight as an
+// insert batch would.
 func (c *core[W]) build(n int, src, dst []uint32, w func(i int) W) {
 	c.adj = make([]map[uint32]W, n)
 	c.entries.Store(0)
-	c.selfSkipped.Store(0)
-	c.insert(src, dst, w, nil)
+	off := make([]uint64, n+1)
+	var skipped uint64
+	for i := range src {
+		u, v := src[i], dst[i]
+		if u == v && !c.selfLoops {
+			skipped++
+			continue
+		}
+		off[u+1]++
+		if !c.directed && u != v {
+			off[v+1]++
+		}
+	}
+	c.selfSkipped.Store(skipped)
+	for v := range n {
+		off[v+1] += off[v]
+	}
+	tgt, from := make([]uint32, off[n]), make([]int, off[n])
+	at := slices.Clone(off[:n])
+	put := func(u, v uint32, i int) {
+		tgt[at[u]], from[at[u]] = v, i
+		at[u]++
+	}
+	for i := range src {
+		u, v := src[i], dst[i]
+		if u == v && !c.selfLoops {
+			continue
+		}
+		put(u, v, i)
+		if !c.directed && u != v {
+			put(v, u, i)
+		}
+	}
+	hostpar.ForCores(n, 1<<10, func(_, lo, hi int) {
+		var entries int64
+		for v := lo; v < hi; v++ {
+			if off[v] == off[v+1] {
+				continue
+			}
+			m := make(map[uint32]W, off[v+1]-off[v])
+			for k := off[v]; k < off[v+1]; k++ {
+				m[tgt[k]] = w(from[k])
+			}
+			c.adj[v] = m
+			entries += int64(len(m))
+		}
+		c.entries.Add(entries)
+	})
 }
 
 // buildWith is Build: the edges replace the graph's, the capacity grows to
