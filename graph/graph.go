@@ -449,22 +449,33 @@ func (g *base[W]) TriangleCount(ctx context.Context) (uint64, error) {
 // csrOriented returns, for every vertex, its neighbours ranked above it by
 // (degree, ID), sorted by ID.
 func (c *core[W]) csrOriented() *CSR {
-	deg := func(v uint32) int { return len(c.adj[v]) }
+	// The degrees in one array: the ranks read them at random.
+	degs := make([]uint32, len(c.adj))
+	hostpar.ForCores(len(c.adj), 1<<12, func(_, lo, hi int) {
+		for v := lo; v < hi; v++ {
+			degs[v] = uint32(len(c.adj[v]))
+		}
+	})
 	above := func(u, v uint32) bool { // v ranks above u
-		if d := cmp.Compare(deg(u), deg(v)); d != 0 {
+		if d := cmp.Compare(degs[u], degs[v]); d != 0 {
 			return d < 0
 		}
 		return u < v
 	}
 	out := &CSR{Offsets: make([]uint64, len(c.adj)+1)}
-	for v, m := range c.adj {
-		n := 0
-		for u := range m {
-			if above(uint32(v), u) {
-				n++
+	hostpar.ForCores(len(c.adj), 1<<10, func(_, lo, hi int) {
+		for v := lo; v < hi; v++ {
+			n := 0
+			for u := range c.adj[v] {
+				if above(uint32(v), u) {
+					n++
+				}
 			}
+			out.Offsets[v+1] = uint64(n)
 		}
-		out.Offsets[v+1] = out.Offsets[v] + uint64(n)
+	})
+	for v := range c.adj {
+		out.Offsets[v+1] += out.Offsets[v]
 	}
 	out.Cols = make([]uint32, out.Offsets[len(c.adj)])
 	hostpar.For(len(c.adj), 1<<12, func(_, lo, hi int) {
