@@ -1,14 +1,16 @@
 // Package kvcompactbench is warp bench kvcompact: one L0→L1 compaction job
 // (the gLSM paper's unit of work; shared/docs/specs/gpucompact.md §6) run on
 // compaction.CPU with one goroutine (cpu), with its subcompactions
-// (cpu-parts), and on kv/gpucompact's Go engine (cpu-par), the outputs of
-// cpu and cpu-par compared byte for byte on every run. cmd/warp dispatches
-// to Run.
+// (cpu-parts), on kv/gpucompact's Go engine (cpu-par) and, given
+// --engines ...,gpu and a device, on its CUDA engine (gpu), the outputs of
+// cpu-par and gpu compared with cpu's byte for byte on every run. cmd/warp
+// dispatches to Run.
 package kvcompactbench
 
 import (
 	"context"
 	"fmt"
+
 	"github.com/warpkit/warpkit"
 	"io"
 	"os"
@@ -28,7 +30,7 @@ import (
 )
 
 // Summary is the line warp bench -h prints for kvcompact.
-const Summary = "kv compaction jobs: compaction.CPU against gpucompact's Go engine (cpu-par), MB/s and CPU-s/GB, outputs compared byte for byte"
+const Summary = "kv compaction jobs: compaction.CPU against gpucompact's Go engine (cpu-par) and CUDA engine (gpu), MB/s and CPU-s/GB, outputs compared byte for byte"
 
 // Targets of issue 15 for cpu-par against cpu at values of at most
 // targetMaxValue bytes: on the 16-core device host, and on 2 cores.
@@ -36,6 +38,17 @@ const (
 	targetMaxValue = 256
 	target16       = 6.0
 	target2        = 1.5
+)
+
+// Targets of issue 16 for gpu (the CUDA engine), no stress: at values of
+// 32..targetMaxValue bytes ≥ 1.0 GB/s of input, ≥ 8× cpu, ≥ 1.5× cpu-par and
+// ≤ 0.5 CPU-s/GB; at 1 KiB and more ≥ 2.5 GB/s.
+const (
+	gpuSmallMBs     = 1000
+	gpuSmallVsCPU   = 8.0
+	gpuSmallVsPar   = 1.5
+	gpuSmallCPUSPGB = 0.5
+	gpuLargeMBs     = 2500
 )
 
 var engineNames = []string{"cpu", "cpu-parts", "cpu-par", "gpu"}
@@ -69,8 +82,9 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	fs := cli.NewFlags("bench kvcompact", "[--values 32,128,...] [--compression none,snappy] [--fs mem|os] [--json] [flags]\n\n"+
 		"Builds one L0→L1 job per value size and compression (L0 tables over an overlapping L1 run, 16-byte keys, no\n"+
 		"snapshots) and runs it on each engine: cpu (compaction.CPU, one goroutine: the oracle), cpu-parts (its\n"+
-		"subcompactions; outputs cut elsewhere, so not compared) and cpu-par (kv/gpucompact's Go engine, every core).\n"+
-		"No GPU is needed: every engine here runs on the CPU (kv/gpucompact's CUDA engine is still to come).\n"+
+		"subcompactions; outputs cut elsewhere, so not compared), cpu-par (kv/gpucompact's Go engine, every core) and,\n"+
+		"with --engines ...,gpu, gpu (its CUDA engine: needs a device).\n"+
+		"Only gpu needs a GPU: the other engines run on the CPU.\n"+
 		"MB/s are of input table bytes per wall second (median of --runs); CPU-s/GB is process CPU time per input GB,\n"+
 		"sys its kernel share (page faults on fresh memory, file writes).\n"+
 		"cpu-par's outputs must equal cpu's byte for byte (ident). cpu-par keeps its arrays from one job to the next, as\n"+
@@ -152,6 +166,14 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		ratio float64
 	}
 	var targetRows []targetRow
+	// Issue 16's rows: gpu against its targets (cpu-par's rate when it ran).
+	type gpuRow struct {
+		comp             string
+		value            int
+		mbs, vsCPU, cpus float64
+		vsPar            float64 // 0: cpu-par not run
+	}
+	var gpuRows []gpuRow
 	// Each stress level runs every job, with burners on every core.
 	err := forEachStress(stressLevels, func(pct int) error {
 		for _, compName := range comps {
@@ -197,6 +219,13 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 						if name == "cpu-par" && value <= targetMaxValue && pct == 0 {
 							targetRows = append(targetRows, targetRow{compName, value, mbs(c) / mbs(cells[0])})
 						}
+						if name == "gpu" && pct == 0 {
+							r := gpuRow{comp: compName, value: value, mbs: mbs(c), vsCPU: mbs(c) / mbs(cells[0]), cpus: c.cpu.Seconds() / (in / 1e9)}
+							if p := slices.Index(engines, "cpu-par"); p > 0 {
+								r.vsPar = mbs(c) / mbs(cells[p])
+							}
+							gpuRows = append(gpuRows, r)
+						}
 					}
 				}
 				ident := "-"
@@ -238,6 +267,25 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 			}
 		} else {
 			rep.Note("targets: issue 15 sets them for 16 cores (%.1f×) and 2 cores (%.1f×); this run has GOMAXPROCS %d", target16, target2, runtime.GOMAXPROCS(0))
+		}
+	}
+	if len(gpuRows) > 0 {
+		t := rep.Table(fmt.Sprintf("targets of gpu, no stress (issue 16): at 32–%d B ≥ %.1f GB/s, ≥ %.0f× cpu, ≥ %.1f× cpu-par, ≤ %.1f CPU-s/GB; at ≥ 1 KiB ≥ %.1f GB/s",
+			targetMaxValue, gpuSmallMBs/1e3, gpuSmallVsCPU, gpuSmallVsPar, gpuSmallCPUSPGB, gpuLargeMBs/1e3),
+			"compression", "value B", "gpu MB/s", "gpu/cpu", "gpu/cpu-par", "CPU-s/GB", "met")
+		for _, r := range gpuRows {
+			vsPar, met := "-", ""
+			switch {
+			case r.value <= targetMaxValue:
+				ok := r.mbs >= gpuSmallMBs && r.vsCPU >= gpuSmallVsCPU && r.cpus <= gpuSmallCPUSPGB && (r.vsPar == 0 || r.vsPar >= gpuSmallVsPar)
+				met = benchfmt.YesNo(ok)
+			case r.value >= 1024:
+				met = benchfmt.YesNo(r.mbs >= gpuLargeMBs)
+			}
+			if r.vsPar > 0 {
+				vsPar = fmt.Sprintf("%.2fx", r.vsPar)
+			}
+			t.Add(r.comp, r.value, r.mbs, fmt.Sprintf("%.2fx", r.vsCPU), vsPar, fmt.Sprintf("%.2f", r.cpus), met)
 		}
 	}
 	rep.Note("cpu: compaction.CPU{Parts: 1}; cpu-parts: compaction.CPU{} (min(GOMAXPROCS, 8) subcompactions); cpu-par: gpucompact.New with Backend CPU and MinInputBytes -1 (every job on the Go engine), fallback compaction.CPU{Parts: 1}; gpu: the same with Backend CUDA (the CUDA engine)")

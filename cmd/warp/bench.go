@@ -54,7 +54,7 @@ func runBench(args []string) error {
 		if len(benchmarks) == 0 {
 			fmt.Fprintln(os.Stderr, "  (none yet)")
 		}
-		fmt.Fprintln(os.Stderr, "\nAll but kv and kvcompact measure a GPU. Without one (or with --backend cpu) the parts that have a CPU variant run at\n"+
+		fmt.Fprintln(os.Stderr, "\nAll but kv and kvcompact measure a GPU (kvcompact's --engines gpu does too). Without one (or with --backend cpu) the parts that have a CPU variant run at\n"+
 			"small sizes, and warp bench <structure> -h says what needs a GPU; their --plot DIR writes every table as\n"+
 			"PNG and SVG.")
 		if len(args) == 0 {
