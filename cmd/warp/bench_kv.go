@@ -52,6 +52,7 @@ type kvBenchFlags struct {
 	progress          string
 	memtable, table   int
 	compactions       int
+	gpuEngines        int
 	compactors        []string
 	stress            []int
 	cacheMB           int
@@ -93,6 +94,7 @@ func runKVBench(ctx context.Context, args []string) error {
 	cli.IntVarFlag(fs, &f.cacheMB, "cache", 32, 1, kvMaxCache, "block cache in MiB")
 	cli.ChoiceVarFlag(fs, &f.compression, "compression", "snappy", []string{"none", "snappy", "s2"}, "block compression")
 	cli.IntVarFlag(fs, &f.compactions, "compactions", 0, 0, 64, "concurrent background compactions (0: the store's default, sized from GOMAXPROCS)")
+	cli.IntVarFlag(fs, &f.gpuEngines, "gpu-engines", 1, 1, 8, "jobs the gpu compactor's engine runs at once (gpucompact.Options.Engines)")
 	cli.ChoiceListVarFlag(fs, &f.compactors, "compactor", []string{"cpu"}, []string{"cpu", "gpu"},
 		"compactors; a list runs every workload with each: cpu is compaction.CPU, gpu is kv/gpucompact (jobs of 1 MiB and more on its CUDA engine where there is a device, else of 8 MiB and more on its Go engine)")
 	cli.IntListVarFlag(fs, &f.stress, "cpu-stress", []int{0}, 0, 100,
@@ -207,7 +209,7 @@ func runKVBench(ctx context.Context, args []string) error {
 		o := *opts
 		if compactor == "gpu" {
 			var err error
-			if gc, err = gpucompact.New(gpucompact.Options{Device: dev}); err != nil {
+			if gc, err = gpucompact.New(gpucompact.Options{Device: dev, Engines: f.gpuEngines}); err != nil {
 				return err
 			}
 			o.Compactor = gc
@@ -399,6 +401,9 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 	}
 	rep.Note("settings: memtable %d MiB, target table %d MiB, L0 compaction/slowdown/stop 4/8/12, L1 16 MiB, levels x10, block 4 KiB, bloom 10 bits/key, block cache %d MiB, compression %s",
 		f.memtable, f.table, f.cacheMB, f.compression)
+	if accel {
+		rep.Note("gpu: kv/gpucompact with %d engine slot(s) (--gpu-engines)", f.gpuEngines)
+	}
 	rep.Note("baseline: the same workload on an in-memory B-tree (tidwall/btree, no log, no files) in this run; kv/B-tree is the price of persistence")
 	if byStress {
 		rep.Note("stress: %d burner processes (internal/stress), each busy that share of every 10 ms on one core, during the store's and the B-tree's runs alike", runtime.NumCPU())

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -51,6 +52,13 @@ type Options struct {
 	// DefaultMemoryBudget; negative: no limit. Jobs whose contents pass
 	// 4 GiB (the engine's 32-bit offsets) always go to Fallback.
 	MemoryBudget int64
+	// Engines is how many jobs the engine runs at once (default 1): each
+	// has arrays of its own (host, pinned and device memory: Stats.
+	// HeldBytes and DeviceHeldBytes are their sum) and, on the CUDA engine,
+	// a stream of its own. More let the engine take jobs that would
+	// otherwise go to Fallback while it is busy, at the price of that
+	// memory; the host's stages of concurrent jobs share the cores.
+	Engines int
 	// WhenBusy says what a job does when the engine is running another:
 	// go to Fallback (FallbackWhenBusy, the default: with several
 	// concurrent compactions the engine and Fallback then run side by
@@ -63,6 +71,31 @@ type Options struct {
 	MaxEngineFailures int
 	// Logger receives a line per fallback; nil discards them.
 	Logger *slog.Logger
+}
+
+// slot is one job's worth of the engine: its workspace and, for the CUDA
+// engine, its device side (stream, device arrays).
+type slot struct {
+	ws            *workspace
+	dev           *devEngine // nil: the Go engine
+	held, devHeld int64      // what it keeps, as of its last job
+}
+
+// drop frees the slot's memory, the device's first (its stream
+// synchronized, so that no copy into the pinned arrays is in flight), and
+// closes its stream; with keep it stays usable (its arrays come back with
+// the next job), else it is done.
+func (s *slot) drop(keep bool) {
+	if s.dev != nil {
+		s.dev.release()
+	}
+	s.ws.free()
+	s.ws = &workspace{}
+	s.held, s.devHeld = 0, 0
+	if !keep && s.dev != nil {
+		s.dev.close()
+		s.dev = nil
+	}
 }
 
 // BusyPolicy is what a job does when the engine is busy (Options.WhenBusy).
@@ -102,16 +135,19 @@ var ErrClosed = errors.New("gpucompact: compactor closed")
 // attempt created), and counted.
 type Compactor struct {
 	opts Options
-	// engine is the engine's one slot: a job holds it while it runs, and
-	// with it ws, the engine's arrays, and dev's, kept between jobs.
-	engine chan struct{}
-	ws     *workspace
-	dev    *devEngine // the CUDA engine's device side; nil: the Go engine
+	// engine holds the idle engine slots (Options.Engines of them): a job
+	// takes one while it runs, and with it the slot's arrays, kept between
+	// jobs.
+	engine chan *slot
+	cuda   bool         // the CUDA engine (else the Go engine)
+	ownDev *cuda.Device // the device New opened: closed with the last slot after Close
 
 	mu struct {
 		sync.Mutex
 		closed   bool
-		failures int // consecutive engine failures
+		busy     int     // slots taken by jobs
+		slots    []*slot // every slot not dropped, for the stats
+		failures int     // consecutive engine failures
 		stats    Stats
 	}
 
@@ -171,37 +207,59 @@ func New(opts Options) (*Compactor, error) {
 	if opts.MaxEngineFailures == 0 {
 		opts.MaxEngineFailures = DefaultMaxEngineFailures
 	}
-	c := &Compactor{opts: opts, engine: make(chan struct{}, 1), ws: &workspace{}}
+	if opts.Engines < 0 {
+		return nil, fmt.Errorf("gpucompact: Engines %d below 0", opts.Engines)
+	}
+	if opts.Engines == 0 {
+		opts.Engines = 1
+	}
+	c := &Compactor{opts: opts, engine: make(chan *slot, opts.Engines)}
 	c.mu.stats.Engine = "go"
-	dev, own := opts.Device, false
+	dev := opts.Device
 	if dev == nil {
 		var err error
 		if dev, err = warpkit.OpenDevice(opts.Backend, 0); err != nil {
 			return nil, fmt.Errorf("gpucompact: %w", err)
 		}
-		own = dev != nil
+		c.ownDev = dev
 	} else if opts.Backend == warpkit.CPU {
 		dev = nil
 	}
-	if dev != nil {
-		d, err := newDevEngine(dev, own)
-		if err != nil {
-			return nil, err
+	fail := func(err error) (*Compactor, error) {
+		for _, s := range c.mu.slots {
+			s.drop(false)
 		}
-		c.dev = d
-		c.mu.stats.Engine = "cuda"
+		if c.ownDev != nil {
+			c.ownDev.Close()
+		}
+		return nil, err
 	}
-	if c.dev != nil && c.opts.MaxDeviceBytes == 0 {
-		free, _, err := c.dev.dev.MemInfo()
-		if err != nil {
-			c.dev.close()
-			return nil, fmt.Errorf("gpucompact: %w", err)
+	for range opts.Engines {
+		s := &slot{ws: &workspace{}}
+		if dev != nil {
+			d, err := newDevEngine(dev, false)
+			if err != nil {
+				return fail(err)
+			}
+			s.dev = d
 		}
-		c.opts.MaxDeviceBytes = int64(free / 2)
+		c.mu.slots = append(c.mu.slots, s)
+		c.engine <- s
+	}
+	if dev != nil {
+		c.cuda = true
+		c.mu.stats.Engine = "cuda"
+		if c.opts.MaxDeviceBytes == 0 {
+			free, _, err := dev.MemInfo()
+			if err != nil {
+				return fail(fmt.Errorf("gpucompact: %w", err))
+			}
+			c.opts.MaxDeviceBytes = int64(free / 2 / uint64(opts.Engines))
+		}
 	}
 	if minInputBytesDefault {
 		c.opts.MinInputBytes = DefaultMinInputBytes
-		if c.dev != nil {
+		if c.cuda {
 			c.opts.MinInputBytes = DefaultMinInputBytesCUDA
 		}
 	}
@@ -218,7 +276,7 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	if closed {
 		return nil, ErrClosed
 	}
-	declined, err := c.decide(ctx, job)
+	declined, sl, err := c.decide(ctx, job)
 	if err != nil {
 		return nil, err
 	}
@@ -226,37 +284,34 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 		return c.fallback(ctx, job, "", declined)
 	}
 	c.mu.Lock()
-	closed = c.mu.closed // Close while the job waited for the engine (WaitWhenBusy)
-	c.mu.Unlock()
-	if closed {
-		<-c.engine
+	if c.mu.closed { // Close while the job waited for the engine (WaitWhenBusy)
+		c.retireLocked(sl)
+		c.mu.Unlock()
 		return nil, ErrClosed
 	}
-	var times stageTimes
-	res, err := runEngine(ctx, job, c.ws, c.dev, &times, c.failAt)
-	c.mu.Lock()
-	if c.mu.closed || err != nil {
-		// Close found the engine busy, or the job failed (it may have sized
-		// the arrays from damaged input): drop the arrays now, the device's
-		// first (its stream synchronized: no copy into the pinned arrays
-		// may be in flight when they go).
-		if c.dev != nil {
-			c.dev.release()
-		}
-		c.ws.free()
-		c.ws = &workspace{}
-	}
-	if c.mu.closed && c.dev != nil {
-		c.dev.close()
-		c.dev = nil
-	}
-	c.mu.stats.HeldBytes = int64(c.ws.bytes())
-	c.mu.stats.DeviceHeldBytes = 0
-	if c.dev != nil {
-		c.mu.stats.DeviceHeldBytes = c.dev.heldBytes()
-	}
+	c.mu.busy++
 	c.mu.Unlock()
-	<-c.engine
+	var times stageTimes
+	res, err := runEngine(ctx, job, sl.ws, sl.dev, &times, c.failAt)
+	c.mu.Lock()
+	c.mu.busy--
+	if err != nil {
+		// The job failed (it may have sized the arrays from damaged
+		// input): drop the slot's arrays now.
+		sl.drop(true)
+	} else {
+		sl.held = int64(sl.ws.bytes())
+		if sl.dev != nil {
+			sl.devHeld = sl.dev.heldBytes()
+		}
+	}
+	if c.mu.closed {
+		c.retireLocked(sl)
+	} else {
+		c.engine <- sl // (room: the slot came from it)
+	}
+	c.sumHeldLocked()
+	c.mu.Unlock()
 	switch {
 	case err == nil:
 		c.mu.Lock()
@@ -308,39 +363,39 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 }
 
 // decide is the decision module. It returns why the job goes to Fallback,
-// or "" with the engine's slot taken (the caller frees it).
-func (c *Compactor) decide(ctx context.Context, job *compaction.Job) (string, error) {
+// or "" with an engine slot taken (the caller gives it back).
+func (c *Compactor) decide(ctx context.Context, job *compaction.Job) (string, *slot, error) {
 	tables := 0
 	for _, in := range job.Inputs {
 		tables += len(in.Files)
 	}
 	if tables < c.opts.MinInputTables || c.opts.MinInputBytes >= 0 && job.InputBytes() < uint64(c.opts.MinInputBytes) {
-		return "small", nil
+		return "small", nil, nil
 	}
 	c.mu.Lock()
 	disabled := c.mu.stats.Disabled
 	c.mu.Unlock()
 	if disabled {
-		return "disabled", nil
+		return "disabled", nil, nil
 	}
 	if size, err := memoryEstimate(job); err == nil &&
 		(size.contents > math.MaxUint32 || c.opts.MemoryBudget > 0 && size.est > uint64(c.opts.MemoryBudget) ||
-			c.dev != nil && c.opts.MaxDeviceBytes > 0 && size.device() > uint64(c.opts.MaxDeviceBytes)) {
-		return "budget", nil
+			c.cuda && c.opts.MaxDeviceBytes > 0 && size.device() > uint64(c.opts.MaxDeviceBytes)) {
+		return "budget", nil, nil
 	} // else the engine meets the error, and reports it as compaction.CPU would
 	select {
-	case c.engine <- struct{}{}:
-		return "", nil
+	case sl := <-c.engine:
+		return "", sl, nil
 	default:
 	}
 	if c.opts.WhenBusy == FallbackWhenBusy {
-		return "busy", nil
+		return "busy", nil, nil
 	}
 	select {
-	case c.engine <- struct{}{}:
-		return "", nil
+	case sl := <-c.engine:
+		return "", sl, nil
 	case <-ctx.Done():
-		return "", ctx.Err()
+		return "", nil, ctx.Err()
 	}
 }
 
@@ -430,23 +485,37 @@ func (c *Compactor) Close() error {
 		return ErrClosed
 	}
 	c.mu.closed = true
-	select {
-	case c.engine <- struct{}{}: // idle: drop the arrays (else the running job does)
-		if c.dev != nil {
-			c.dev.release()
+	for { // the idle slots; a running job retires its own
+		select {
+		case sl := <-c.engine:
+			c.retireLocked(sl)
+			continue
+		default:
 		}
-		c.ws.free() // (pinned memory: before the device is closed)
-		c.ws = &workspace{}
-		c.mu.stats.HeldBytes = 0
-		if c.dev != nil {
-			c.dev.close()
-			c.dev = nil
-			c.mu.stats.DeviceHeldBytes = 0
-		}
-		<-c.engine
-	default:
+		break
 	}
+	c.sumHeldLocked()
 	return nil
+}
+
+// retireLocked drops a slot for good after Close, and closes the device
+// New opened once no job holds a slot.
+func (c *Compactor) retireLocked(sl *slot) {
+	sl.drop(false)
+	c.mu.slots = slices.DeleteFunc(c.mu.slots, func(x *slot) bool { return x == sl })
+	if c.mu.busy == 0 && len(c.mu.slots) == 0 && c.ownDev != nil {
+		c.ownDev.Close()
+		c.ownDev = nil
+	}
+}
+
+// sumHeldLocked sets the stats' held memory from the slots'.
+func (c *Compactor) sumHeldLocked() {
+	c.mu.stats.HeldBytes, c.mu.stats.DeviceHeldBytes = 0, 0
+	for _, sl := range c.mu.slots {
+		c.mu.stats.HeldBytes += sl.held
+		c.mu.stats.DeviceHeldBytes += sl.devHeld
+	}
 }
 
 // stageError is an engine failure at a stage.

@@ -188,16 +188,16 @@ func TestDecisionModule(t *testing.T) {
 	}
 
 	// Busy: the engine's slot taken.
-	c, _ = New(Options{Fallback: fallback, MinInputBytes: -1})
-	c.engine <- struct{}{}
+	c, _ = New(Options{Backend: warpkit.CPU, Fallback: fallback, MinInputBytes: -1})
+	sl := <-c.engine
 	check("busy", c, "busy", 1)
-	<-c.engine
+	c.engine <- sl
 	check("free", c, "busy", 1)
 	if st := c.Stats(); st.EngineJobs != 1 {
 		t.Fatalf("free: stats %+v", st)
 	}
-	c, _ = New(Options{Fallback: fallback, MinInputBytes: -1, WhenBusy: WaitWhenBusy})
-	c.engine <- struct{}{}
+	c, _ = New(Options{Backend: warpkit.CPU, Fallback: fallback, MinInputBytes: -1, WhenBusy: WaitWhenBusy})
+	sl = <-c.engine
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	_, job := newJob()
 	if _, err := c.Compact(ctx, job); !errors.Is(err, context.DeadlineExceeded) {
@@ -206,7 +206,7 @@ func TestDecisionModule(t *testing.T) {
 	cancel()
 	go func() {
 		time.Sleep(10 * time.Millisecond)
-		<-c.engine
+		c.engine <- sl
 	}()
 	check("waited", c, "busy", 0)
 	if st := c.Stats(); st.EngineJobs != 1 {
@@ -522,7 +522,7 @@ func (c *closeCounter) Close() error {
 func TestWaitingJobAfterClose(t *testing.T) {
 	_, job := benchJob(t, 1, 16)
 	c, _ := New(Options{MinInputBytes: -1, WhenBusy: WaitWhenBusy})
-	c.engine <- struct{}{} // busy
+	sl := <-c.engine // busy
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.Compact(context.Background(), job)
@@ -532,7 +532,7 @@ func TestWaitingJobAfterClose(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	<-c.engine // the engine frees up
+	c.engine <- sl // the engine frees up
 	if err := <-done; !errors.Is(err, ErrClosed) {
 		t.Fatalf("the waiting job: %v, want ErrClosed", err)
 	}
@@ -775,4 +775,49 @@ func unsortedTable(t *testing.T, e *ct.Env, es []ct.Entry) *manifest.FileMetadat
 	}
 	f.Close()
 	return &manifest.FileMetadata{FileNum: num, Size: m.Size, Smallest: m.Smallest, Largest: m.Largest, SmallestSeq: m.SmallestSeq, LargestSeq: m.LargestSeq}
+}
+
+// TestEngines: with Options.Engines 2 a job runs on the engine while
+// another holds a slot (a second slot, arrays of its own, held memory
+// summed), where one slot would have declined it as busy; Close drops
+// every slot.
+func TestEngines(t *testing.T) {
+	checkEngines(t, Options{Backend: warpkit.CPU})
+	if _, err := New(Options{Engines: -1}); err == nil {
+		t.Fatal("New took Engines -1")
+	}
+}
+
+func checkEngines(t *testing.T, opts Options) {
+	opts.Engines, opts.MinInputBytes, opts.Fallback = 2, -1, compaction.CPU{Parts: 1}
+	c, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, job := benchJob(t, 2, 100)
+	// Hold one slot, run a job (on the other), give the slot back; then
+	// hold the slot that ran and run again: each slot has run one job.
+	run := func() {
+		held := <-c.engine
+		if _, err := c.Compact(context.Background(), job); err != nil {
+			t.Fatal(err)
+		}
+		c.engine <- held
+	}
+	run()
+	one := c.Stats().HeldBytes
+	run()
+	st := c.Stats()
+	if st.EngineJobs != 2 || st.Declined["busy"] != 0 {
+		t.Fatalf("two slots: stats %+v", st)
+	}
+	if st.HeldBytes < one*3/2 || one == 0 {
+		t.Fatalf("held %d bytes after both slots ran a job, %d after one", st.HeldBytes, one)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); st.HeldBytes != 0 || st.DeviceHeldBytes != 0 {
+		t.Fatalf("after Close: %+v", st)
+	}
 }

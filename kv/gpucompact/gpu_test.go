@@ -232,3 +232,9 @@ func TestCUDADamagedInput(t *testing.T) {
 func TestCUDAUnsortedRunDeclined(t *testing.T) {
 	checkUnsortedRun(t, Options{Backend: warpkit.CUDA, Device: gputest.Device(t)})
 }
+
+// TestCUDAEngines: checkEngines on the CUDA engine (a stream and device
+// arrays per slot).
+func TestCUDAEngines(t *testing.T) {
+	checkEngines(t, Options{Backend: warpkit.CUDA, Device: gputest.Device(t)})
+}
