@@ -104,6 +104,11 @@
 //     pinned output arena; the host's sealers (two fewer than cores) seal
 //     them (checksum, compression) and the writers write them.
 //
+// Options.Engines (default 1) lets the engine run several jobs at once,
+// each slot with arrays and a stream of its own; measured on the store, two
+// slots were slower than one (the jobs' host stages compete for the cores:
+// docs/benchmarks.md).
+//
 // Both engines check that the merged order is strictly ascending (a merge
 // keeps each run's order, so it is exactly when every input run is
 // sorted): damaged input out of order is declined ("irregular") to
@@ -139,7 +144,7 @@
 // # Departures from the spec (shared/docs/specs/gpucompact.md)
 //
 //   - Options today are Backend, Device, Fallback, MinInputBytes,
-//     MinInputTables, MemoryBudget, MaxDeviceBytes, WhenBusy,
+//     MinInputTables, MemoryBudget, MaxDeviceBytes, Engines, WhenBusy,
 //     MaxEngineFailures and a *slog.Logger (the project's logging hook, for
 //     the spec's Logf); PinnedBytes, ChunkBytes, HostWorkers, Sort and
 //     DeviceCompression are not built. MemoryBudget (default 2 GiB) bounds
