@@ -64,4 +64,10 @@
 //     NumEdges is Stats.Edges; there is no separate method.
 //   - The weighted CSR is ToCSRWeights (the CSR and a weight per entry).
 //   - TriangleCount needs an undirected graph (ErrInvalidArgument).
+//   - The CPU backend checks the context when a call starts: its batches
+//     apply whole (as lsm's and sortedarray's updates do), and a triangle
+//     count stops between vertex ranges.
+//   - Build sizes the vertex array to the largest ID + 1: an ID near 2^32
+//     asks for tens of GB (16 bytes a vertex while it builds), with no
+//     limit option yet.
 package graph

@@ -184,47 +184,62 @@ func (c *core[W]) drop(u, v uint32) slabhash.Result {
 // batchGrain is how many batch elements a goroutine takes.
 const batchGrain = 1 << 14
 
+// byEdge runs f over a batch on goroutines, each taking the elements of
+// the edges (undirected: the unordered pairs) that hash to it, in batch
+// order: the copies of one edge in a batch apply in order, whatever the
+// split (the first insert Inserted, the last weight kept).
+func byEdge(src, dst []uint32, directed bool, f func(i int)) {
+	parts := hostpar.Parts(len(src), batchGrain)
+	hostpar.For(parts, 1, func(_, plo, phi int) {
+		for i := range src {
+			u, v := src[i], dst[i]
+			if !directed && u > v {
+				u, v = v, u
+			}
+			if p := int((uint64(u)*0x9E3779B97F4A7C15 ^ uint64(v)) % uint64(parts)); p >= plo && p < phi {
+				f(i)
+			}
+		}
+	})
+}
+
 // insert applies an edge batch; res (optional) gets each edge's result:
 // Inserted, Present (it was there: its weight replaced), or NotFound for a
 // self-loop skipped.
 func (c *core[W]) insert(src, dst []uint32, w func(i int) W, res []slabhash.Result) {
-	hostpar.For(len(src), batchGrain, func(_, lo, hi int) {
-		var skipped uint64
-		for i := lo; i < hi; i++ {
-			u, v := src[i], dst[i]
-			r := slabhash.NotFound
-			if u != v || c.selfLoops {
-				unlock := c.lockPair(u, v)
-				r = c.put(u, v, w(i))
-				if !c.directed && u != v {
-					c.put(v, u, w(i))
-				}
-				unlock()
-			} else {
-				skipped++
+	var skipped atomic.Uint64
+	byEdge(src, dst, c.directed, func(i int) {
+		u, v := src[i], dst[i]
+		r := slabhash.NotFound
+		if u != v || c.selfLoops {
+			unlock := c.lockPair(u, v)
+			r = c.put(u, v, w(i))
+			if !c.directed && u != v {
+				c.put(v, u, w(i))
 			}
-			if res != nil {
-				res[i] = r
-			}
+			unlock()
+		} else {
+			skipped.Add(1)
 		}
-		c.selfSkipped.Add(skipped)
+		if res != nil {
+			res[i] = r
+		}
 	})
+	c.selfSkipped.Add(skipped.Load())
 }
 
 // remove applies a deletion batch; res (optional): Removed or NotFound.
 func (c *core[W]) remove(src, dst []uint32, res []slabhash.Result) {
-	hostpar.For(len(src), batchGrain, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			u, v := src[i], dst[i]
-			unlock := c.lockPair(u, v)
-			r := c.drop(u, v)
-			if !c.directed && u != v {
-				c.drop(v, u)
-			}
-			unlock()
-			if res != nil {
-				res[i] = r
-			}
+	byEdge(src, dst, c.directed, func(i int) {
+		u, v := src[i], dst[i]
+		unlock := c.lockPair(u, v)
+		r := c.drop(u, v)
+		if !c.directed && u != v {
+			c.drop(v, u)
+		}
+		unlock()
+		if res != nil {
+			res[i] = r
 		}
 	})
 }

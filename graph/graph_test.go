@@ -479,3 +479,53 @@ var (
 )
 
 func zeroSlice[T cuda.Elem]() cuda.Slice[T] { return cuda.Slice[T]{} }
+
+// TestLargeBatchOrder: a batch large enough to be split among goroutines
+// still applies the copies of one edge in batch order (the first insert
+// Inserted, the rest Present, the last weight kept; both orientations of
+// an undirected edge count as one), and BuildCSR refuses offsets that
+// rise and fall without writing past the columns.
+func TestLargeBatchOrder(t *testing.T) {
+	g, err := NewWeighted[uint32](Options{VertexCapacity: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	n := 5 * batchGrain
+	src, dst, w := make([]uint32, n), make([]uint32, n), make([]uint32, n)
+	for i := range n {
+		src[i], dst[i], w[i] = uint32(i%2), uint32(1-i%2), uint32(i) // (0,1) and (1,0) alternating
+		if i%7 == 3 {
+			src[i], dst[i] = 2+uint32(i%5), 3
+		}
+	}
+	res := make([]slabhash.Result, n)
+	if err := g.InsertEdges(ctx, src, dst, w, res); err != nil {
+		t.Fatal(err)
+	}
+	if res[0] != slabhash.Inserted || res[1] != slabhash.Present || res[n-1] != slabhash.Present {
+		t.Fatalf("results %v %v ... %v", res[0], res[1], res[n-1])
+	}
+	last := -1
+	for i := range n {
+		if (src[i] == 0 || src[i] == 1) && (dst[i] == 0 || dst[i] == 1) {
+			last = i
+		}
+	}
+	out := make([]uint32, 2)
+	if err := g.Weights(ctx, []uint32{0, 1}, []uint32{1, 0}, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out[0] != uint32(last) || out[1] != uint32(last) {
+		t.Fatalf("weights %v, want the last copy's %d", out, last)
+	}
+	u, _ := New(Options{})
+	defer u.Close()
+	if err := u.BuildCSR(ctx, []uint64{0, 10, 5}, make([]uint32, 5)); !errors.Is(err, warpkit.ErrInvalidArgument) {
+		t.Fatalf("offsets rising and falling: %v", err)
+	}
+	u.Close()
+	if err := u.BuildCSR(ctx, []uint64{0, 10, 5}, make([]uint32, 5)); !errors.Is(err, warpkit.ErrClosed) {
+		t.Fatalf("BuildCSR after Close: %v", err)
+	}
+}

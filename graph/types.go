@@ -48,6 +48,9 @@ func (g *Graph) Build(ctx context.Context, src, dst []uint32) error {
 // BuildCSR replaces the graph's edges with a CSR's: vertex v's neighbours
 // are cols[offsets[v]:offsets[v+1]] (len(offsets)-1 vertices at least).
 func (g *Graph) BuildCSR(ctx context.Context, offsets []uint64, cols []uint32) error {
+	if err := g.f.Lens("build csr", 0); err != nil { // closed first
+		return err
+	}
 	src, dst, err := fromCSR(offsets, cols)
 	if err != nil {
 		return g.f.Err("build csr", err)
@@ -105,6 +108,9 @@ func (g *Weighted[W]) Build(ctx context.Context, src, dst []uint32, w []W) error
 // BuildCSR replaces the graph's edges with a CSR's, weights[k] the weight
 // of the edge of cols[k].
 func (g *Weighted[W]) BuildCSR(ctx context.Context, offsets []uint64, cols []uint32, weights []W) error {
+	if err := g.f.Lens("build csr", 0); err != nil { // closed first
+		return err
+	}
 	src, dst, err := fromCSR(offsets, cols)
 	if err != nil {
 		return g.f.Err("build csr", err)
@@ -193,11 +199,13 @@ func fromCSR(offsets []uint64, cols []uint32) (src, dst []uint32, err error) {
 	if n > ReservedTombstone {
 		return nil, nil, errCSR("too many vertices")
 	}
-	src = make([]uint32, len(cols))
-	for v := range n {
+	for v := range n { // before anything is filled: offsets bound the writes below
 		if offsets[v+1] < offsets[v] {
 			return nil, nil, errCSR("offsets must not decrease")
 		}
+	}
+	src = make([]uint32, len(cols))
+	for v := range n {
 		for k := offsets[v]; k < offsets[v+1]; k++ {
 			src[k] = uint32(v)
 		}

@@ -54,8 +54,9 @@ type Options struct {
 	MemoryBudget int64
 	// Engines is how many jobs the engine runs at once (default 1): each
 	// has arrays of its own (host, pinned and device memory: Stats.
-	// HeldBytes and DeviceHeldBytes are their sum) and, on the CUDA engine,
-	// a stream of its own. More let the engine take jobs that would
+	// HeldBytes and DeviceHeldBytes are their sum; MemoryBudget and
+	// MaxDeviceBytes bound each job, so the engine may hold Engines times
+	// them) and, on the CUDA engine, a stream of its own. More let the engine take jobs that would
 	// otherwise go to Fallback while it is busy, at the price of that
 	// memory; the host's stages of concurrent jobs share the cores.
 	Engines int
@@ -139,6 +140,7 @@ type Compactor struct {
 	// takes one while it runs, and with it the slot's arrays, kept between
 	// jobs.
 	engine chan *slot
+	done   chan struct{} // closed by Close: jobs waiting for a slot give up
 	cuda   bool         // the CUDA engine (else the Go engine)
 	ownDev *cuda.Device // the device New opened: closed with the last slot after Close
 
@@ -213,7 +215,7 @@ func New(opts Options) (*Compactor, error) {
 	if opts.Engines == 0 {
 		opts.Engines = 1
 	}
-	c := &Compactor{opts: opts, engine: make(chan *slot, opts.Engines)}
+	c := &Compactor{opts: opts, engine: make(chan *slot, opts.Engines), done: make(chan struct{})}
 	c.mu.stats.Engine = "go"
 	dev := opts.Device
 	if dev == nil {
@@ -348,7 +350,8 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	}
 	c.mu.Lock()
 	c.mu.failures++
-	disable := !c.mu.stats.Disabled && (c.opts.MaxEngineFailures > 0 && c.mu.failures >= c.opts.MaxEngineFailures || deviceFatal(err))
+	failures := c.mu.failures
+	disable := !c.mu.stats.Disabled && (c.opts.MaxEngineFailures > 0 && failures >= c.opts.MaxEngineFailures || deviceFatal(err))
 	if disable {
 		c.mu.stats.Disabled = true
 	}
@@ -356,7 +359,7 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	if l := c.opts.Logger; l != nil {
 		l.Warn("gpucompact: engine failed, job falls back", "stage", stage, "err", err)
 		if disable {
-			l.Error("gpucompact: engine off (consecutive failures, or a device error); every later job runs on the fallback", "failures", c.mu.failures)
+			l.Error("gpucompact: engine off (consecutive failures, or a device error); every later job runs on the fallback", "failures", failures)
 		}
 	}
 	return c.fallback(ctx, job, stage, "")
@@ -394,6 +397,8 @@ func (c *Compactor) decide(ctx context.Context, job *compaction.Job) (string, *s
 	select {
 	case sl := <-c.engine:
 		return "", sl, nil
+	case <-c.done: // Close retires the slots: none comes back
+		return "", nil, ErrClosed
 	case <-ctx.Done():
 		return "", nil, ctx.Err()
 	}
@@ -485,6 +490,7 @@ func (c *Compactor) Close() error {
 		return ErrClosed
 	}
 	c.mu.closed = true
+	close(c.done)
 	for { // the idle slots; a running job retires its own
 		select {
 		case sl := <-c.engine:
