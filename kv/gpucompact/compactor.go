@@ -141,8 +141,8 @@ type Compactor struct {
 	// jobs.
 	engine chan *slot
 	done   chan struct{} // closed by Close: jobs waiting for a slot give up
-	cuda   bool         // the CUDA engine (else the Go engine)
-	ownDev *cuda.Device // the device New opened: closed with the last slot after Close
+	cuda   bool          // the CUDA engine (else the Go engine)
+	ownDev *cuda.Device  // the device New opened: closed with the last slot after Close
 
 	mu struct {
 		sync.Mutex
