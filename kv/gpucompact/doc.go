@@ -72,7 +72,7 @@
 // # The CUDA engine
 //
 // The same pipeline with the per-entry stages on the device (gpucompact.cu;
-// one stream, a job at a time):
+// one stream per engine slot):
 //
 //   - load: the host reads the pieces and decompresses every block into
 //     the arena (checksums checked on the host), which lives in pinned
@@ -97,19 +97,21 @@
 //   - plan: the host's walk, as in the Go engine but stepping over whole
 //     blocks (the device gives every kept entry the block that would start
 //     there: block_ends) wherever no cut can fall inside one, handing
-//     planned blocks to a device goroutine that encodes whatever has been planned since
-//     its last batch (encode_blocks: a warp per block, 32 entries at a time
-//     at scanned offsets, restart array, bloom hashes, block stats, its size
-//     checked against the plan) and brings the blocks back by DMA into the
-//     pinned output arena; the host's sealers (two fewer than cores) seal
-//     them (checksum, compression) and the writers write them.
+//     planned blocks to a device goroutine that encodes whatever has been
+//     planned since its last batch (encode_blocks: a warp per block, 32
+//     entries at a time at scanned offsets, restart array, bloom hashes,
+//     block stats, its size checked against the plan) and brings the blocks
+//     back by DMA into the pinned output arena; the host's sealers (two
+//     fewer than cores) seal them (checksum, compression) and the writers
+//     write them.
 //
 // Options.Engines (default 1) lets the engine run several jobs at once,
 // each slot with arrays and a stream of its own; measured on the store, two
 // slots were slower than one (the jobs' host stages compete for the cores:
 // docs/benchmarks.md).
 //
-// Both engines check that the merged order is strictly ascending (a merge
+// Both engines check that every key has the job's common prefix (K0 orders
+// only such keys) and that the merged order is strictly ascending (a merge
 // keeps each run's order, so it is exactly when every input run is
 // sorted): damaged input out of order is declined ("irregular") to
 // Fallback, whose result stands. A device error falls back for the job; an
@@ -136,8 +138,9 @@
 // and kv's model, crash, concurrency and stall tests with the engine as
 // the store's compactor. warp bench kvcompact measures it against
 // compaction.CPU (docs/benchmarks.md). The CUDA engine runs the same
-// identity suites on a device (gpu_test.go: random jobs, the matrix, 12 and
-// 192 MiB jobs, a failure at every stage), and checkDamaged compares both
+// identity suites on a device (gpu_test.go: random jobs, the matrix, 12 MiB,
+// 192 MiB and 1 GiB jobs, a failure at every stage, out of device memory,
+// unsorted runs, two engine slots), and checkDamaged compares both
 // engines with compaction.CPU on input damaged where the checksum cannot
 // see it.
 //
