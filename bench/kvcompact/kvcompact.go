@@ -12,6 +12,7 @@ import (
 	"fmt"
 
 	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
 	"io"
 	"os"
 	"runtime"
@@ -83,7 +84,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		"Builds one L0→L1 job per value size and compression (L0 tables over an overlapping L1 run, 16-byte keys, no\n"+
 		"snapshots) and runs it on each engine: cpu (compaction.CPU, one goroutine: the oracle), cpu-parts (its\n"+
 		"subcompactions; outputs cut elsewhere, so not compared), cpu-par (kv/gpucompact's Go engine, every core) and,\n"+
-		"with --engines ...,gpu, gpu (its CUDA engine: needs a device).\n"+
+		"where there is a device, gpu (its CUDA engine).\n"+
 		"Only gpu needs a GPU: the other engines run on the CPU.\n"+
 		"MB/s are of input table bytes per wall second (median of --runs); CPU-s/GB is process CPU time per input GB,\n"+
 		"sys its kernel share (page faults on fresh memory, file writes).\n"+
@@ -97,7 +98,11 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	var comps []string
 	cli.ChoiceListVarFlag(fs, &comps, "compression", []string{"none", "snappy"}, []string{"none", "snappy", "s2"}, "table compression, inputs and outputs")
 	var engines []string
-	cli.ChoiceListVarFlag(fs, &engines, "engines", engineNames[:3], engineNames, "engines to run (cpu always runs: the baseline and oracle; gpu needs a CUDA device)")
+	defaults := engineNames[:3]
+	if devs, err := cuda.Devices(); err == nil && len(devs) > 0 {
+		defaults = engineNames // a device: gpu too
+	}
+	cli.ChoiceListVarFlag(fs, &engines, "engines", defaults, engineNames, "engines to run (cpu always runs: the baseline and oracle; gpu needs a CUDA device and runs by default where there is one)")
 	l0Tables := cli.IntFlag(fs, "l0-tables", 4, 1, 256, "L0 tables in the job")
 	l0KiB := cli.IntFlag(fs, "l0-kib", 4096, 16, 1<<20, "KiB of entries per L0 table")
 	l1KiB := cli.IntFlag(fs, "l1-kib", 40960, 16, 16<<20, "KiB of entries in L1")
