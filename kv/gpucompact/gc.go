@@ -362,14 +362,7 @@ func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span
 					continue // shadowed
 				}
 			}
-			if sp := spanAt(spans, k.UserKey); sp != nil && compaction.CoveredInStripe(sp, q, stripe, snaps) {
-				continue
-			}
-			if k.Kind() == base.KindDelete && stripe == 0 && job.ElideTombstone(k.UserKey) {
-				elided[i] = true
-				continue
-			}
-			keep[i] = true
+			keep[i], elided[i] = survives(k, stripe, job, spans)
 		}
 	})
 	if disorder.Load() {
@@ -415,6 +408,21 @@ func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span
 	})
 	st.entriesOut = uint64(len(kept))
 	return kept, keptNew, st, nil
+}
+
+// survives decides an entry that no newer version of its key shadows (k
+// in snapshot stripe stripe): covered by a range tombstone of the job's
+// spans in its stripe, it goes; a point tombstone in stripe 0 that no level
+// below can hold goes too (elided); else it stays. The Go engine's gc and
+// the CUDA engine's host checks both decide by it.
+func survives(k base.InternalKey, stripe int, job *compaction.Job, spans []rangedel.Span) (keep, elided bool) {
+	if sp := spanAt(spans, k.UserKey); sp != nil && compaction.CoveredInStripe(sp, k.SeqNum(), stripe, job.Snapshots) {
+		return false, false
+	}
+	if k.Kind() == base.KindDelete && stripe == 0 && job.ElideTombstone(k.UserKey) {
+		return false, true
+	}
+	return true, false
 }
 
 // spanAt returns the fragment of spans (sorted, disjoint) holding key, or

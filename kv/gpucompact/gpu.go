@@ -12,7 +12,6 @@ import (
 	"github.com/warpkit/warpkit/internal/gpurt"
 	"github.com/warpkit/warpkit/internal/hostpar"
 	"github.com/warpkit/warpkit/kv/compaction"
-	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/internal/rangedel"
 	"github.com/warpkit/warpkit/prim"
 )
@@ -411,6 +410,13 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 	return s, kept, keptNew, pe, jumps, int(boundWord[0]), st, stage("sizes", nil)
 }
 
+func boolByte(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func boolInt(b bool) int32 {
 	if b {
 		return 1
@@ -453,10 +459,8 @@ func copyBack[T cuda.Elem](d *devEngine, dst []T, src cuda.Slice[T]) error {
 }
 
 // checkPositions decides the positions the device left to the host, by the
-// Go engine's rules (gc): an entry covered by a range tombstone in its
-// stripe goes; a point tombstone in stripe 0 that no level below can hold
-// goes (elided, counted); the rest stay (verdict 1). ids are the entries,
-// in merged order.
+// Go engine's rules (survives): verdict 1 for the entries that stay; it
+// returns how many were elided. ids are the entries, in merged order.
 func (s *inputSet) checkPositions(ids []uint32, verdict []uint8, job *compaction.Job, spans []rangedel.Span) uint64 {
 	snaps := job.Snapshots
 	var elided atomic.Uint64
@@ -465,17 +469,11 @@ func (s *inputSet) checkPositions(ids []uint32, verdict []uint8, job *compaction
 		defer func() { elided.Add(n) }()
 		for c := lo; c < hi; c++ {
 			k := s.internalKey(ids[c])
-			q := k.SeqNum()
-			stripe := compaction.StripeOf(snaps, q)
-			verdict[c] = 0
-			if sp := spanAt(spans, k.UserKey); sp != nil && compaction.CoveredInStripe(sp, q, stripe, snaps) {
-				continue
-			}
-			if k.Kind() == base.KindDelete && stripe == 0 && job.ElideTombstone(k.UserKey) {
+			keep, elided := survives(k, compaction.StripeOf(snaps, k.SeqNum()), job, spans)
+			verdict[c] = boolByte(keep)
+			if elided {
 				n++
-				continue
 			}
-			verdict[c] = 1
 		}
 	})
 	return elided.Load()
