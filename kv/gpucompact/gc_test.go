@@ -8,6 +8,7 @@ import (
 	"github.com/warpkit/warpkit/kv/compaction"
 	ct "github.com/warpkit/warpkit/kv/compaction/compactiontest"
 	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/internal/rangedel"
 )
 
 // TestKeptEntriesMatchCPU: load, merge and garbage collection keep exactly
@@ -42,10 +43,12 @@ func TestKeptEntriesMatchCPU(t *testing.T) {
 		if _, err := s.setK0(); err != nil {
 			t.Fatal(err)
 		}
-		kept, _, st, err := s.gc(s.merge(ws), job, spans, ws)
+		order := s.merge(ws)
+		kept, _, st, err := s.gc(order, job, spans, ws)
 		if err != nil {
 			t.Fatal(err)
 		}
+		checkHostPositions(t, round, s, order, ws, job, spans, st.tombstonesElided)
 		for _, rel := range releases {
 			rel()
 		}
@@ -65,6 +68,33 @@ func TestKeptEntriesMatchCPU(t *testing.T) {
 		}
 		if e.Held() != 0 {
 			t.Fatalf("round %d: %d readers not released", round, e.Held())
+		}
+	}
+}
+
+// checkHostPositions: the CUDA engine's host checks (checkPositions), given
+// every position gc did not drop as shadowed, keep what gc kept and elide
+// as many tombstones.
+func checkHostPositions(t *testing.T, round int, s *inputSet, order []uint32, ws *workspace, job *compaction.Job, spans []rangedel.Span, elided uint64) {
+	t.Helper()
+	n := len(order)
+	keep, newKey := ws.flags[:n], ws.flags[n:2*n]
+	stripe := func(i int) int { return compaction.StripeOf(job.Snapshots, s.ents[order[i]].trailer.SeqNum()) }
+	var ids []uint32
+	var want []bool
+	for i := range n {
+		if i > 0 && !newKey[i] && stripe(i) == stripe(i-1) {
+			continue // shadowed: the device drops it, the host never sees it
+		}
+		ids, want = append(ids, order[i]), append(want, keep[i])
+	}
+	verdict := make([]uint8, len(ids))
+	if got := s.checkPositions(ids, verdict, job, spans); got != elided {
+		t.Fatalf("round %d: the host checks elided %d tombstones, gc %d", round, got, elided)
+	}
+	for c := range ids {
+		if (verdict[c] == 1) != want[c] {
+			t.Fatalf("round %d: the host checks keep %v of %v, gc %v", round, verdict[c], s.internalKey(ids[c]), want[c])
 		}
 	}
 }
