@@ -134,6 +134,27 @@ func (g *base[W]) checkIDs(ids ...[]uint32) error {
 	return nil
 }
 
+// withIDs runs a batch under the front (mode, op) once its IDs pass
+// checkIDs; a refused batch applies nothing.
+func (g *base[W]) withIDs(ctx context.Context, op string, mode front.Mode, run func(), ids ...[]uint32) error {
+	return g.f.Do(ctx, op, mode, func() error {
+		if err := g.checkIDs(ids...); err != nil {
+			return err
+		}
+		run()
+		return nil
+	})
+}
+
+// insertEdges is InsertEdges for both kinds of graph: weight i of the
+// batch is w(i).
+func (g *base[W]) insertEdges(ctx context.Context, src, dst []uint32, w func(int) W, res []slabhash.Result) error {
+	if err := g.lens("insert edges", len(src), len(dst), res); err != nil {
+		return err
+	}
+	return g.withIDs(ctx, "insert edges", front.Shared, func() { g.c.insert(src, dst, w, res) }, src, dst)
+}
+
 // lockPair locks the shards of u and v (once when they share one), in
 // shard order, and returns the unlock.
 func (c *core[W]) lockPair(u, v uint32) func() {
@@ -277,13 +298,7 @@ func (g *base[W]) DeleteEdges(ctx context.Context, src, dst []uint32, res []slab
 	if err := g.lens("delete edges", len(src), len(dst), res); err != nil {
 		return err
 	}
-	return g.f.Do(ctx, "delete edges", front.Shared, func() error {
-		if err := g.checkIDs(src, dst); err != nil {
-			return err
-		}
-		g.c.remove(src, dst, res)
-		return nil
-	})
+	return g.withIDs(ctx, "delete edges", front.Shared, func() { g.c.remove(src, dst, res) }, src, dst)
 }
 
 // HasEdges reports whether each edge is present.
@@ -291,13 +306,7 @@ func (g *base[W]) HasEdges(ctx context.Context, src, dst []uint32, found []bool)
 	if err := g.f.Lens("has edges", len(src), len(dst), len(found)); err != nil {
 		return err
 	}
-	return g.f.Do(ctx, "has edges", front.Shared, func() error {
-		if err := g.checkIDs(src, dst); err != nil {
-			return err
-		}
-		g.c.lookup(src, dst, found, nil)
-		return nil
-	})
+	return g.withIDs(ctx, "has edges", front.Shared, func() { g.c.lookup(src, dst, found, nil) }, src, dst)
 }
 
 // Degrees writes the degree (out-degree of a directed graph) of each
@@ -306,18 +315,14 @@ func (g *base[W]) Degrees(ctx context.Context, ids []uint32, out []uint32) error
 	if err := g.f.Lens("degrees", len(ids), len(out)); err != nil {
 		return err
 	}
-	return g.f.Do(ctx, "degrees", front.Shared, func() error {
-		if err := g.checkIDs(ids); err != nil {
-			return err
-		}
+	return g.withIDs(ctx, "degrees", front.Shared, func() {
 		for i, v := range ids {
 			l := &g.c.locks[v%shards]
 			l.Lock()
 			out[i] = uint32(len(g.c.adj[v]))
 			l.Unlock()
 		}
-		return nil
-	})
+	}, ids)
 }
 
 // EnsureVertices grows the vertex capacity to at least n (IDs 0..n-1).
@@ -340,10 +345,7 @@ func (g *base[W]) DeleteVertices(ctx context.Context, ids []uint32) error {
 	if err := g.f.Lens("delete vertices", len(ids)); err != nil {
 		return err
 	}
-	return g.f.Do(ctx, "delete vertices", front.Exclusive, func() error {
-		if err := g.checkIDs(ids); err != nil {
-			return err
-		}
+	return g.withIDs(ctx, "delete vertices", front.Exclusive, func() {
 		c := g.c
 		if c.directed {
 			gone := make(map[uint32]bool, len(ids))
@@ -372,8 +374,7 @@ func (g *base[W]) DeleteVertices(ctx context.Context, ids []uint32) error {
 			}
 			c.adj[v] = nil
 		}
-		return nil
-	})
+	}, ids)
 }
 
 // NumVertices returns the vertex capacity.

@@ -65,16 +65,7 @@ func (g *Graph) BuildCSR(ctx context.Context, offsets []uint64, cols []uint32) e
 // rest Present. IDs are checked first: a reserved ID (ErrReservedKey) or
 // one past the capacity (ErrInvalidArgument) fails the batch whole.
 func (g *Graph) InsertEdges(ctx context.Context, src, dst []uint32, res []slabhash.Result) error {
-	if err := g.lens("insert edges", len(src), len(dst), res); err != nil {
-		return err
-	}
-	return g.f.Do(ctx, "insert edges", front.Shared, func() error {
-		if err := g.checkIDs(src, dst); err != nil {
-			return err
-		}
-		g.c.insert(src, dst, none, res)
-		return nil
-	})
+	return g.insertEdges(ctx, src, dst, none, res)
 }
 
 // Neighbors returns an iterator over v's neighbours (in no fixed order),
@@ -124,19 +115,10 @@ func (g *Weighted[W]) BuildCSR(ctx context.Context, offsets []uint64, cols []uin
 // InsertEdges inserts weighted edges; an edge already present takes the
 // new weight (Present). See Graph.InsertEdges.
 func (g *Weighted[W]) InsertEdges(ctx context.Context, src, dst []uint32, w []W, res []slabhash.Result) error {
-	if err := g.lens("insert edges", len(src), len(dst), res); err != nil {
-		return err
-	}
 	if err := g.f.Lens("insert edges", len(src), len(w)); err != nil {
 		return err
 	}
-	return g.f.Do(ctx, "insert edges", front.Shared, func() error {
-		if err := g.checkIDs(src, dst); err != nil {
-			return err
-		}
-		g.c.insert(src, dst, func(i int) W { return w[i] }, res)
-		return nil
-	})
+	return g.insertEdges(ctx, src, dst, func(i int) W { return w[i] }, res)
 }
 
 // Weights writes each edge's weight (0 where absent) and, when found is not
@@ -150,13 +132,7 @@ func (g *Weighted[W]) Weights(ctx context.Context, src, dst []uint32, out []W, f
 			return err
 		}
 	}
-	return g.f.Do(ctx, "weights", front.Shared, func() error {
-		if err := g.checkIDs(src, dst); err != nil {
-			return err
-		}
-		g.c.lookup(src, dst, found, out)
-		return nil
-	})
+	return g.withIDs(ctx, "weights", front.Shared, func() { g.c.lookup(src, dst, found, out) }, src, dst)
 }
 
 // Neighbors returns an iterator over v's neighbours and the weights of the
