@@ -124,8 +124,8 @@ func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *dev
 			return nil, err
 		}
 		pe, contentsBound = s.planEntries(kept, ws)
-		if goEngineJumps {
-			jumps = hostBlockJumps(pe, job.Env.WriterOptions.WithDefaults())
+		if goEngineJumps != nil {
+			jumps = goEngineJumps(pe, job.Env.WriterOptions.WithDefaults())
 		}
 		if err := stage("sizes", &times.sizes); err != nil {
 			return nil, err
@@ -183,26 +183,7 @@ func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *dev
 // because something else failed (the job returns that failure's error).
 var errSkipped = errors.New("gpucompact: not written: an earlier output failed")
 
-// goEngineJumps makes the Go engine's walk step over blocks as the CUDA
-// engine's does, with the blocks computed on the host (hostBlockJumps):
-// tests set it to check the walk's jumps without a device.
-var goEngineJumps = false
-
-// hostBlockJumps is gpucompact.cu's block_ends on the host, one entry at a
-// time (tests).
-func hostBlockJumps(pe []planEntry, opts sstable.WriterOptions) *blockJumps {
-	j := &blockJumps{end: make([]uint32, len(pe)), size: make([]uint32, len(pe))}
-	for i := range pe {
-		size, since, k := 8+uint64(pe[i].atRestart), 1, i+1
-		for size < uint64(opts.BlockSize) && k < len(pe) {
-			if since == opts.RestartInterval {
-				size, since = size+4+uint64(pe[k].atRestart), 1
-			} else {
-				size, since = size+uint64(pe[k].offRestart), since+1
-			}
-			k++
-		}
-		j.end[i], j.size[i] = uint32(k), uint32(min(size, 1<<32-1))
-	}
-	return j
-}
+// goEngineJumps, set by tests, gives the Go engine's walk the blocks that
+// would start at each kept entry, so that it steps over blocks as the CUDA
+// engine's walk does (nil: entry by entry).
+var goEngineJumps func(pe []planEntry, opts sstable.WriterOptions) *blockJumps

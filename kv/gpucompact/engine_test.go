@@ -36,8 +36,8 @@ func TestGoEngineIdentical(t *testing.T) {
 // and block where the entry-by-entry walk does: the identity suite and the
 // matrix with it.
 func TestGoEngineWalkJumps(t *testing.T) {
-	defer func() { goEngineJumps = false }()
-	goEngineJumps = true
+	defer func() { goEngineJumps = nil }()
+	goEngineJumps = hostBlockJumps
 	rounds := 300
 	if testing.Short() {
 		rounds = 60
@@ -393,4 +393,23 @@ func checkMatrix(t *testing.T, rounds int, engine compactFunc) {
 			t.Fatalf("round %d: stats %+v, compaction.CPU %+v", round, stats[1], stats[0])
 		}
 	}
+}
+
+// hostBlockJumps is gpucompact.cu's block_ends on the host, one entry at a
+// time (tests).
+func hostBlockJumps(pe []planEntry, opts sstable.WriterOptions) *blockJumps {
+	j := &blockJumps{end: make([]uint32, len(pe)), size: make([]uint32, len(pe))}
+	for i := range pe {
+		size, since, k := 8+uint64(pe[i].atRestart), 1, i+1
+		for size < uint64(opts.BlockSize) && k < len(pe) {
+			if since == opts.RestartInterval {
+				size, since = size+4+uint64(pe[k].atRestart), 1
+			} else {
+				size, since = size+uint64(pe[k].offRestart), since+1
+			}
+			k++
+		}
+		j.end[i], j.size[i] = uint32(k), uint32(min(size, 1<<32-1))
+	}
+	return j
 }
