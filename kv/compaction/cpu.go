@@ -517,18 +517,16 @@ func (g *GrandparentLimit) passes(k []byte, i int) bool {
 }
 
 // Next returns the index of the grandparent Reached moves past next (ok
-// false when none is left) and a function saying whether a key is past
-// it. Until Reached is given such a key it neither moves nor returns true
-// (after each call the overlap is within the limit, or reset): a bulk
-// compactor finds where that happens by binary search instead of asking
-// at every key.
-func (g *GrandparentLimit) Next() (index int, passes func(k []byte) bool, ok bool) {
-	if g.index >= len(g.job.Grandparents) {
-		return g.index, nil, false
-	}
-	i := g.index
-	return i, func(k []byte) bool { return g.passes(k, i) }, true
+// false when none is left). Until Reached is given a key past it (Passes)
+// it neither moves nor returns true (after each call the overlap is within
+// the limit, or reset): a bulk compactor finds where that happens by
+// binary search instead of asking at every key.
+func (g *GrandparentLimit) Next() (index int, ok bool) {
+	return g.index, g.index < len(g.job.Grandparents)
 }
+
+// Passes says key k is past grandparent i (Reached moves past it).
+func (g *GrandparentLimit) Passes(i int, k []byte) bool { return g.passes(k, i) }
 
 func (c *cpuRun) newOutput() error {
 	num, f, err := c.job.Env.CreateTable()

@@ -95,7 +95,7 @@ func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, jumps *bl
 	// grandparent it was found for.
 	evIndex, ev := -1, 0
 	gpEvent := func(j int) int {
-		i, passes, ok := gp.Next()
+		i, ok := gp.Next()
 		if !ok {
 			return len(pe)
 		}
@@ -105,7 +105,7 @@ func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, jumps *bl
 		lo, hi := j+1, len(pe)
 		for lo < hi {
 			mid := int(uint(lo+hi) >> 1)
-			if passes(s.key(kept[mid])) {
+			if gp.Passes(i, s.key(kept[mid])) {
 				hi = mid
 			} else {
 				lo = mid + 1
