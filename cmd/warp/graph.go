@@ -73,6 +73,9 @@ func graphTC(args []string, w io.Writer) error {
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: name one graph file", cli.ErrUsage)
 	}
+	// Each phase says when it starts (stderr): big graphs take seconds each.
+	phase := func(what string) { fmt.Fprintf(os.Stderr, "warp graph tc: %s...\n", what) }
+	phase("reading " + fs.Arg(0))
 	t0 := time.Now()
 	e, err := graphio.ReadFile(fs.Arg(0), graphio.ReadOptions{})
 	if err != nil {
@@ -85,11 +88,13 @@ func graphTC(args []string, w io.Writer) error {
 	}
 	defer g.Close()
 	ctx := context.Background()
+	phase(fmt.Sprintf("building (%d entries)", e.Len()))
 	t0 = time.Now()
 	if err := g.Build(ctx, e.Src, e.Dst); err != nil {
 		return err
 	}
 	build := time.Since(t0)
+	phase("counting triangles")
 	t0 = time.Now()
 	n, err := g.TriangleCount(ctx)
 	if err != nil {
