@@ -15,7 +15,7 @@
 // the pool grew, and bad op codes.
 #include "emu.h"
 //
-#include "../../slabhash.cuh"
+#include "slabhash.cuh"
 
 #include <algorithm>
 #include <deque>

@@ -255,6 +255,21 @@ struct Ctx {
   __device__ __forceinline__ uint32_t bucket(typename L::K k) const { return __umulhi(hash_key(k, seed), nbuckets); }
 };
 
+// A locator finds an element's bucket list and hears its outcome. TableLoc
+// is one table's: the head of bucket(key), nothing to count. Other
+// structures built of many tables over one pool supply their own (the
+// graph's per-vertex locator, graph/graph.cu: the table of the element's
+// source vertex, whose degree counts the element's Inserted and Removed).
+// head is called once per element, when a lane takes it; counted by the
+// lane that finishes it, with the change in live entries (non-zero).
+struct TableLoc {
+  template <class L>
+  __device__ __forceinline__ char* head(const Ctx<L>& c, uint64_t, typename L::K k) const {
+    return c.head(c.bucket(k));
+  }
+  __device__ __forceinline__ void counted(uint64_t, long long) const {}
+};
+
 // Out is an operation's result, equal in every lane.
 template <class L>
 struct Out {
@@ -596,10 +611,10 @@ __device__ __forceinline__ uint32_t wshfl(uint32_t v, int src) { return __shfl_s
 // before the next round (refill), so one long list or lost race holds back
 // one lane, not the whole warp. The protocol is the one of the warp engine
 // (insert/erase/find above); only the scheduling differs.
-template <class L>
+template <class L, class Loc = TableLoc>
 __device__ void apply_rounds(const Ctx<L>& c, const typename L::K* keys, typename L::V* vals, const uint8_t* ops,
                              uint32_t uniform_op, uint8_t* results, uint32_t* counts, uint64_t n,
-                             unsigned long long* ctrl, uint32_t flags, uint32_t salt) {
+                             unsigned long long* ctrl, uint32_t flags, uint32_t salt, const Loc& loc = Loc{}) {
   using K = typename L::K;
   using V = typename L::V;
   constexpr int W = L::W;
@@ -643,8 +658,12 @@ __device__ void apply_rounds(const Ctx<L>& c, const typename L::K* keys, typenam
     if (code == kResInserted) {
       ++delta;
       ++inserted;
+      loc.counted(i, 1);
     }
-    if (code == kResRemoved || (code == kResFailed && cnt)) delta -= cnt;
+    if (code == kResRemoved || (code == kResFailed && cnt)) {
+      delta -= cnt;
+      if (cnt) loc.counted(i, -(long long)cnt);
+    }
     if (code == kResFailed) ++failed;
     act = false;
   };
@@ -671,7 +690,7 @@ __device__ void apply_rounds(const Ctx<L>& c, const typename L::K* keys, typenam
             report(c.status, kStatusReservedKey);
             done(kResFailed);
           }
-          if (act) s = c.head(c.bucket(key));
+          if (act) s = loc.head(c, i, key);
         }
       }
       next_m += __popc(idle);
