@@ -29,9 +29,16 @@ const (
 // Options configure a graph. The zero Options are valid: an undirected graph
 // with room for no vertex yet (Build, BuildCSR and EnsureVertices make room).
 type Options struct {
-	// Backend: CPU, or Auto (the CPU backend until the CUDA one is built;
-	// CUDA fails with an error wrapping ErrInvalidArgument).
+	// Backend: CPU, CUDA (a device needed), or Auto (CUDA where a device
+	// is present).
 	Backend warpkit.Backend
+	// Device is the device of the CUDA backend (nil: device 0, opened and
+	// closed by the graph).
+	Device *cuda.Device
+	// MaxPoolBytes caps the CUDA backend's overflow slabs (0: 4 GiB); an
+	// edge batch that needs more fails with ErrPoolExhausted, the edges it
+	// could not insert reported Failed and the graph consistent.
+	MaxPoolBytes int64
 	// Directed graphs store each edge once, from its source; undirected
 	// graphs (the default) store both directions, and an edge batch
 	// applies each edge's two directions together.
@@ -63,6 +70,33 @@ type Stats struct {
 	SelfLoopsSkipped uint64
 	// Bytes estimates the memory the adjacency takes.
 	Bytes int64
+	// OverflowSlabs and LongestList (in slabs) describe the CUDA backend's
+	// bucket lists (0 on the CPU backend).
+	OverflowSlabs uint64
+	LongestList   int
+}
+
+// engine is a backend: the CPU one (core) or the CUDA one (gpuGraph). The
+// front (base) checks arguments and IDs and keeps whole-graph operations
+// apart from batches; ws are the weights of a batch (nil for unweighted
+// graphs).
+type engine[W any] interface {
+	vertices() int
+	entries() int64
+	ensureVertices(n int) error
+	build(ctx context.Context, n int, src, dst []uint32, ws []W) error
+	insert(ctx context.Context, src, dst []uint32, ws []W, res []slabhash.Result) error
+	remove(ctx context.Context, src, dst []uint32, res []slabhash.Result) error
+	lookup(ctx context.Context, src, dst []uint32, found []bool, out []W) error
+	degrees(ctx context.Context, ids, out []uint32) error
+	deleteVertices(ctx context.Context, ids []uint32) error
+	neighbors(ctx context.Context, v uint32) (iter.Seq2[uint32, W], error)
+	csr(ctx context.Context, sorted bool) (*CSR, []W, error)
+	triangles(ctx context.Context) (uint64, error)
+	flush(ctx context.Context) error
+	stats(ctx context.Context) (Stats, error)
+	check(ctx context.Context) error
+	close() error
 }
 
 // shards is the number of locks the CPU backend's vertices are spread
@@ -79,48 +113,67 @@ type core[W any] struct {
 	directed, selfLoops bool
 	adj                 []map[uint32]W
 	locks               [shards]sync.Mutex
-	entries             atomic.Int64
+	entries_            atomic.Int64
 	selfSkipped         atomic.Uint64
 }
 
 // base holds what Graph and Weighted share.
 type base[W any] struct {
 	f *front.Front
-	c *core[W]
+	e engine[W]
 }
 
 func newBase[W any](opts Options) (base[W], error) {
 	f := front.New("graph", warpkit.CPU)
 	switch opts.Backend {
-	case warpkit.Auto, warpkit.CPU:
-	case warpkit.CUDA:
-		return base[W]{}, f.Errorf("new", "the CUDA backend is not built yet (issue 17); use Backend CPU or Auto")
+	case warpkit.Auto, warpkit.CPU, warpkit.CUDA:
 	default:
 		return base[W]{}, f.Errorf("new", "unknown Backend %d", int(opts.Backend))
 	}
 	if opts.VertexCapacity < 0 || opts.VertexCapacity > ReservedTombstone {
 		return base[W]{}, f.Errorf("new", "VertexCapacity %d outside 0..%d", opts.VertexCapacity, ReservedTombstone)
 	}
-	c := &core[W]{directed: opts.Directed, selfLoops: opts.AllowSelfLoops}
-	c.adj = make([]map[uint32]W, opts.VertexCapacity)
-	return base[W]{f: f, c: c}, nil
+	if opts.MaxPoolBytes < 0 {
+		return base[W]{}, f.Errorf("new", "MaxPoolBytes %d is negative", opts.MaxPoolBytes)
+	}
+	dev, own := opts.Device, false
+	if opts.Backend == warpkit.CPU {
+		dev = nil
+	} else if dev == nil {
+		var err error
+		if dev, err = warpkit.OpenDevice(opts.Backend, 0); err != nil {
+			return base[W]{}, f.Err("new", err)
+		}
+		own = dev != nil
+	}
+	if dev == nil {
+		c := &core[W]{directed: opts.Directed, selfLoops: opts.AllowSelfLoops}
+		c.adj = make([]map[uint32]W, opts.VertexCapacity)
+		return base[W]{f: f, e: c}, nil
+	}
+	gg, err := newGPU[W](opts, dev, own)
+	if err != nil {
+		if own {
+			dev.Close()
+		}
+		return base[W]{}, err
+	}
+	return base[W]{f: front.New("graph", warpkit.CUDA), e: gg}, nil
 }
 
-// Backend returns the graph's backend (CPU); it works after Close.
+// Backend returns the graph's backend; it works after Close.
 func (g *base[W]) Backend() warpkit.Backend { return g.f.Backend() }
 
-// Close frees the graph; every later call returns ErrClosed.
+// Close frees the graph (the CUDA backend's device memory); every later
+// call returns ErrClosed.
 func (g *base[W]) Close() error {
-	return g.f.Close(func() error {
-		g.c.adj = nil
-		return nil
-	})
+	return g.f.Close(g.e.close)
 }
 
 // checkIDs refuses a batch with a reserved ID (ErrReservedKey) or one at or
 // past the capacity (ErrInvalidArgument), before anything applies.
 func (g *base[W]) checkIDs(ids ...[]uint32) error {
-	n := uint32(len(g.c.adj))
+	n := uint32(g.e.vertices())
 	for _, s := range ids {
 		for _, v := range s {
 			switch {
@@ -136,24 +189,38 @@ func (g *base[W]) checkIDs(ids ...[]uint32) error {
 
 // withIDs runs a batch under the front (mode, op) once its IDs pass
 // checkIDs; a refused batch applies nothing.
-func (g *base[W]) withIDs(ctx context.Context, op string, mode front.Mode, run func(), ids ...[]uint32) error {
+func (g *base[W]) withIDs(ctx context.Context, op string, mode front.Mode, run func() error, ids ...[]uint32) error {
 	return g.f.Do(ctx, op, mode, func() error {
 		if err := g.checkIDs(ids...); err != nil {
 			return err
 		}
-		run()
-		return nil
+		return run()
 	})
 }
 
-// insertEdges is InsertEdges for both kinds of graph: weight i of the
-// batch is w(i).
-func (g *base[W]) insertEdges(ctx context.Context, src, dst []uint32, w func(int) W, res []slabhash.Result) error {
+// insertEdges is InsertEdges for both kinds of graph (ws nil: unweighted).
+func (g *base[W]) insertEdges(ctx context.Context, src, dst []uint32, ws []W, res []slabhash.Result) error {
 	if err := g.lens("insert edges", len(src), len(dst), res); err != nil {
 		return err
 	}
-	return g.withIDs(ctx, "insert edges", front.Shared, func() { g.c.insert(src, dst, w, res) }, src, dst)
+	return g.withIDs(ctx, "insert edges", front.Shared, func() error { return g.e.insert(ctx, src, dst, ws, res) }, src, dst)
 }
+
+// weightAt returns a batch's weight i (the zero weight without weights).
+func weightAt[W any](ws []W) func(int) W {
+	return func(i int) W {
+		if ws == nil {
+			var z W
+			return z
+		}
+		return ws[i]
+	}
+}
+
+func (c *core[W]) vertices() int               { return len(c.adj) }
+func (c *core[W]) entries() int64              { return c.entries_.Load() }
+func (c *core[W]) close() error                { c.adj = nil; return nil }
+func (c *core[W]) flush(context.Context) error { return nil }
 
 // lockPair locks the shards of u and v (once when they share one), in
 // shard order, and returns the unlock.
@@ -187,7 +254,7 @@ func (c *core[W]) put(u, v uint32, w W) slabhash.Result {
 		return slabhash.Present
 	}
 	m[v] = w
-	c.entries.Add(1)
+	c.entries_.Add(1)
 	return slabhash.Inserted
 }
 
@@ -198,7 +265,7 @@ func (c *core[W]) drop(u, v uint32) slabhash.Result {
 		return slabhash.NotFound
 	}
 	delete(m, v)
-	c.entries.Add(-1)
+	c.entries_.Add(-1)
 	return slabhash.Removed
 }
 
@@ -227,7 +294,8 @@ func byEdge(src, dst []uint32, directed bool, f func(i int)) {
 // insert applies an edge batch; res (optional) gets each edge's result:
 // Inserted, Present (it was there: its weight replaced), or NotFound for a
 // self-loop skipped.
-func (c *core[W]) insert(src, dst []uint32, w func(i int) W, res []slabhash.Result) {
+func (c *core[W]) insert(ctx context.Context, src, dst []uint32, ws []W, res []slabhash.Result) error {
+	w := weightAt(ws)
 	var skipped atomic.Uint64
 	byEdge(src, dst, c.directed, func(i int) {
 		u, v := src[i], dst[i]
@@ -247,10 +315,11 @@ func (c *core[W]) insert(src, dst []uint32, w func(i int) W, res []slabhash.Resu
 		}
 	})
 	c.selfSkipped.Add(skipped.Load())
+	return nil
 }
 
 // remove applies a deletion batch; res (optional): Removed or NotFound.
-func (c *core[W]) remove(src, dst []uint32, res []slabhash.Result) {
+func (c *core[W]) remove(ctx context.Context, src, dst []uint32, res []slabhash.Result) error {
 	byEdge(src, dst, c.directed, func(i int) {
 		u, v := src[i], dst[i]
 		unlock := c.lockPair(u, v)
@@ -263,10 +332,11 @@ func (c *core[W]) remove(src, dst []uint32, res []slabhash.Result) {
 			res[i] = r
 		}
 	})
+	return nil
 }
 
 // lookup reports each edge's presence and weight.
-func (c *core[W]) lookup(src, dst []uint32, found []bool, out []W) {
+func (c *core[W]) lookup(ctx context.Context, src, dst []uint32, found []bool, out []W) error {
 	hostpar.For(len(src), batchGrain, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			u, v := src[i], dst[i]
@@ -282,6 +352,7 @@ func (c *core[W]) lookup(src, dst []uint32, found []bool, out []W) {
 			}
 		}
 	})
+	return nil
 }
 
 // lens checks a batch's slices: res may be nil.
@@ -298,7 +369,7 @@ func (g *base[W]) DeleteEdges(ctx context.Context, src, dst []uint32, res []slab
 	if err := g.lens("delete edges", len(src), len(dst), res); err != nil {
 		return err
 	}
-	return g.withIDs(ctx, "delete edges", front.Shared, func() { g.c.remove(src, dst, res) }, src, dst)
+	return g.withIDs(ctx, "delete edges", front.Shared, func() error { return g.e.remove(ctx, src, dst, res) }, src, dst)
 }
 
 // HasEdges reports whether each edge is present.
@@ -306,7 +377,7 @@ func (g *base[W]) HasEdges(ctx context.Context, src, dst []uint32, found []bool)
 	if err := g.f.Lens("has edges", len(src), len(dst), len(found)); err != nil {
 		return err
 	}
-	return g.withIDs(ctx, "has edges", front.Shared, func() { g.c.lookup(src, dst, found, nil) }, src, dst)
+	return g.withIDs(ctx, "has edges", front.Shared, func() error { return g.e.lookup(ctx, src, dst, found, nil) }, src, dst)
 }
 
 // Degrees writes the degree (out-degree of a directed graph) of each
@@ -315,14 +386,17 @@ func (g *base[W]) Degrees(ctx context.Context, ids []uint32, out []uint32) error
 	if err := g.f.Lens("degrees", len(ids), len(out)); err != nil {
 		return err
 	}
-	return g.withIDs(ctx, "degrees", front.Shared, func() {
-		for i, v := range ids {
-			l := &g.c.locks[v%shards]
-			l.Lock()
-			out[i] = uint32(len(g.c.adj[v]))
-			l.Unlock()
-		}
-	}, ids)
+	return g.withIDs(ctx, "degrees", front.Shared, func() error { return g.e.degrees(ctx, ids, out) }, ids)
+}
+
+func (c *core[W]) degrees(_ context.Context, ids, out []uint32) error {
+	for i, v := range ids {
+		l := &c.locks[v%shards]
+		l.Lock()
+		out[i] = uint32(len(c.adj[v]))
+		l.Unlock()
+	}
+	return nil
 }
 
 // EnsureVertices grows the vertex capacity to at least n (IDs 0..n-1).
@@ -331,11 +405,15 @@ func (g *base[W]) EnsureVertices(ctx context.Context, n int) error {
 		if n < 0 || n > ReservedTombstone {
 			return fmt.Errorf("%w: %d vertices outside 0..%d", warpkit.ErrInvalidArgument, n, ReservedTombstone)
 		}
-		if n > len(g.c.adj) {
-			g.c.adj = append(g.c.adj, make([]map[uint32]W, n-len(g.c.adj))...)
-		}
-		return nil
+		return g.e.ensureVertices(n)
 	})
+}
+
+func (c *core[W]) ensureVertices(n int) error {
+	if n > len(c.adj) {
+		c.adj = append(c.adj, make([]map[uint32]W, n-len(c.adj))...)
+	}
+	return nil
 }
 
 // DeleteVertices removes every edge of the vertices given, those into them
@@ -345,8 +423,11 @@ func (g *base[W]) DeleteVertices(ctx context.Context, ids []uint32) error {
 	if err := g.f.Lens("delete vertices", len(ids)); err != nil {
 		return err
 	}
-	return g.withIDs(ctx, "delete vertices", front.Exclusive, func() {
-		c := g.c
+	return g.withIDs(ctx, "delete vertices", front.Exclusive, func() error { return g.e.deleteVertices(ctx, ids) }, ids)
+}
+
+func (c *core[W]) deleteVertices(_ context.Context, ids []uint32) error {
+	{
 		if c.directed {
 			gone := make(map[uint32]bool, len(ids))
 			for _, v := range ids {
@@ -362,7 +443,7 @@ func (g *base[W]) DeleteVertices(ctx context.Context, ids []uint32) error {
 						}
 					}
 				}
-				c.entries.Add(-n)
+				c.entries_.Add(-n)
 			})
 		}
 		for _, v := range ids {
@@ -370,27 +451,28 @@ func (g *base[W]) DeleteVertices(ctx context.Context, ids []uint32) error {
 				if !c.directed && w != v {
 					c.drop(w, v)
 				}
-				c.entries.Add(-1)
+				c.entries_.Add(-1)
 			}
 			c.adj[v] = nil
 		}
-	}, ids)
+	}
+	return nil
 }
 
 // NumVertices returns the vertex capacity.
 func (g *base[W]) NumVertices(ctx context.Context) (int, error) {
-	return front.Value(g.f, ctx, "num vertices", front.Shared, func() (int, error) { return len(g.c.adj), nil })
+	return front.Value(g.f, ctx, "num vertices", front.Shared, func() (int, error) { return g.e.vertices(), nil })
 }
 
 // Len returns the adjacency entries stored (an undirected edge counts
 // twice, a self-loop once): the structure contract's live keys.
 func (g *base[W]) Len(ctx context.Context) (int, error) {
-	return front.Value(g.f, ctx, "len", front.Shared, func() (int, error) { return int(g.c.entries.Load()), nil })
+	return front.Value(g.f, ctx, "len", front.Shared, func() (int, error) { return int(g.e.entries()), nil })
 }
 
 // neighbors returns an iterator over v's neighbours (in no fixed order)
 // with their weights, from a copy taken under v's lock.
-func (c *core[W]) neighbors(v uint32) iter.Seq2[uint32, W] {
+func (c *core[W]) neighbors(_ context.Context, v uint32) (iter.Seq2[uint32, W], error) {
 	l := &c.locks[v%shards]
 	l.Lock()
 	type nw struct {
@@ -408,12 +490,12 @@ func (c *core[W]) neighbors(v uint32) iter.Seq2[uint32, W] {
 				return
 			}
 		}
-	}
+	}, nil
 }
 
 // csr lays the graph out as a CSR (rows sorted when sorted is true) and
 // each entry's weight.
-func (c *core[W]) csr(sorted bool) (*CSR, []W) {
+func (c *core[W]) csr(_ context.Context, sorted bool) (*CSR, []W, error) {
 	out := &CSR{Offsets: make([]uint64, len(c.adj)+1)}
 	for v, m := range c.adj {
 		out.Offsets[v+1] = out.Offsets[v] + uint64(len(m))
@@ -437,15 +519,15 @@ func (c *core[W]) csr(sorted bool) (*CSR, []W) {
 			}
 		}
 	})
-	return out, ws
+	return out, ws, nil
 }
 
 // ToCSR returns the graph as a CSR, each row's neighbours in ascending
 // order when sorted is true.
 func (g *base[W]) ToCSR(ctx context.Context, sorted bool) (*CSR, error) {
 	return front.Value(g.f, ctx, "to csr", front.Exclusive, func() (*CSR, error) {
-		out, _ := g.c.csr(sorted)
-		return out, nil
+		out, _, err := g.e.csr(ctx, sorted)
+		return out, err
 	})
 }
 
@@ -455,11 +537,26 @@ func (g *base[W]) ToCSR(ctx context.Context, sorted bool) (*CSR, error) {
 // each such neighbour. Self-loops do not count.
 func (g *base[W]) TriangleCount(ctx context.Context) (uint64, error) {
 	return front.Value(g.f, ctx, "triangle count", front.Exclusive, func() (uint64, error) {
-		if g.c.directed {
+		if g.directed() {
 			return 0, fmt.Errorf("%w: triangle counting needs an undirected graph", warpkit.ErrInvalidArgument)
 		}
-		return triangles(ctx, g.c.csrOriented())
+		return g.e.triangles(ctx)
 	})
+}
+
+// directed reports whether the graph is directed.
+func (g *base[W]) directed() bool {
+	switch e := g.e.(type) {
+	case *core[W]:
+		return e.directed
+	case *gpuGraph[W]:
+		return e.directed
+	}
+	return false
+}
+
+func (c *core[W]) triangles(ctx context.Context) (uint64, error) {
+	return triangles(ctx, c.csrOriented())
 }
 
 // csrOriented returns, for every vertex, its neighbours ranked above it by
@@ -548,23 +645,28 @@ func intersect(a, b []uint32) uint64 {
 	return n
 }
 
-// Flush compacts the structure; the CPU backend's maps need none (the CUDA
-// backend's slab chains will: the thesis's flush).
+// Flush compacts the CUDA backend's bucket lists (the thesis's flush: live
+// entries to the front of each list, emptied overflow slabs back to the
+// pool); the CPU backend's maps need none.
 func (g *base[W]) Flush(ctx context.Context) error {
-	return g.f.Do(ctx, "flush", front.Exclusive, func() error { return nil })
+	return g.f.Do(ctx, "flush", front.Exclusive, func() error { return g.e.flush(ctx) })
 }
 
 // Rehash re-buckets vertices with long chains; the CPU backend's maps grow
-// on their own.
+// on their own, and the CUDA backend's re-bucketing is not built yet (a
+// no-op: Stats.LongestList shows the chains).
 func (g *base[W]) Rehash(ctx context.Context) error {
 	return g.f.Do(ctx, "rehash", front.Exclusive, func() error { return nil })
 }
 
 // Stats returns the graph's size and shape.
 func (g *base[W]) Stats(ctx context.Context) (Stats, error) {
-	return front.Value(g.f, ctx, "stats", front.Exclusive, func() (Stats, error) {
-		c := g.c
-		st := Stats{Backend: warpkit.CPU, Vertices: len(c.adj), Entries: uint64(c.entries.Load()), SelfLoopsSkipped: c.selfSkipped.Load()}
+	return front.Value(g.f, ctx, "stats", front.Exclusive, func() (Stats, error) { return g.e.stats(ctx) })
+}
+
+func (c *core[W]) stats(context.Context) (Stats, error) {
+	{
+		st := Stats{Backend: warpkit.CPU, Vertices: len(c.adj), Entries: uint64(c.entries_.Load()), SelfLoopsSkipped: c.selfSkipped.Load()}
 		var self uint64
 		for v, m := range c.adj {
 			st.MaxDegree = max(st.MaxDegree, uint32(len(m)))
@@ -580,7 +682,7 @@ func (g *base[W]) Stats(ctx context.Context) (Stats, error) {
 		// header; the vertex array 8 bytes a vertex.
 		st.Bytes = int64(len(c.adj))*8 + int64(st.Entries)*48
 		return st, nil
-	})
+	}
 }
 
 // Check verifies the structure's invariants: the entry count is the sum
@@ -588,8 +690,11 @@ func (g *base[W]) Stats(ctx context.Context) (Stats, error) {
 // unless allowed, and an undirected graph holds every edge both ways with
 // one weight. It returns the first violation found.
 func (g *base[W]) Check(ctx context.Context) error {
-	return g.f.Do(ctx, "check", front.Exclusive, func() error {
-		c := g.c
+	return g.f.Do(ctx, "check", front.Exclusive, func() error { return g.e.check(ctx) })
+}
+
+func (c *core[W]) check(context.Context) error {
+	{
 		var sum int64
 		for v, m := range c.adj {
 			sum += int64(len(m))
@@ -610,11 +715,11 @@ func (g *base[W]) Check(ctx context.Context) error {
 				}
 			}
 		}
-		if sum != c.entries.Load() {
-			return fmt.Errorf("degrees sum to %d entries, the count says %d", sum, c.entries.Load())
+		if sum != c.entries_.Load() {
+			return fmt.Errorf("degrees sum to %d entries, the count says %d", sum, c.entries_.Load())
 		}
 		return nil
-	})
+	}
 }
 
 // build replaces the graph's edges with a batch (exclusive): the entries
@@ -622,9 +727,10 @@ func (g *base[W]) Check(ctx context.Context) error {
 // then each vertex's map made at its size and filled, vertices split among
 // goroutines — no locks, and a repeated edge keeps its last weight as an
 // insert batch would.
-func (c *core[W]) build(n int, src, dst []uint32, w func(i int) W) {
+func (c *core[W]) build(_ context.Context, n int, src, dst []uint32, ws []W) error {
+	w := weightAt(ws)
 	c.adj = make([]map[uint32]W, n)
-	c.entries.Store(0)
+	c.entries_.Store(0)
 	off := make([]uint64, n+1)
 	var skipped uint64
 	for i := range src {
@@ -671,19 +777,19 @@ func (c *core[W]) build(n int, src, dst []uint32, w func(i int) W) {
 			c.adj[v] = m
 			entries += int64(len(m))
 		}
-		c.entries.Add(entries)
+		c.entries_.Add(entries)
 	})
+	return nil
 }
 
 // buildWith is Build: the edges replace the graph's, the capacity grows to
 // minN and to the largest ID + 1.
-func (g *base[W]) buildWith(ctx context.Context, op string, minN int, src, dst []uint32, w func(int) W) error {
+func (g *base[W]) buildWith(ctx context.Context, op string, minN int, src, dst []uint32, ws []W) error {
 	return g.f.Do(ctx, op, front.Exclusive, func() error {
 		if err := checkReserved(src, dst); err != nil {
 			return err
 		}
-		g.c.build(max(minN, capacityFor(len(g.c.adj), src, dst)), src, dst, w)
-		return nil
+		return g.e.build(ctx, max(minN, capacityFor(g.e.vertices(), src, dst)), src, dst, ws)
 	})
 }
 
@@ -709,35 +815,6 @@ func checkReserved(ids ...[]uint32) error {
 		}
 	}
 	return nil
-}
-
-// deviceOnly is the answer of every Device method on the CPU backend.
-func (g *base[W]) deviceOnly(op string) error { return g.f.Device(op) }
-
-// InsertEdgesDevice is InsertEdges with device-resident slices (the CUDA
-// backend; ErrNeedsCUDA on the CPU backend).
-func (g *Graph) InsertEdgesDevice(ctx context.Context, src, dst cuda.Slice[uint32], res cuda.Slice[uint8]) error {
-	return g.deviceOnly("insert edges device")
-}
-
-// DeleteEdgesDevice is DeleteEdges with device-resident slices.
-func (g *base[W]) DeleteEdgesDevice(ctx context.Context, src, dst cuda.Slice[uint32], res cuda.Slice[uint8]) error {
-	return g.deviceOnly("delete edges device")
-}
-
-// HasEdgesDevice is HasEdges with device-resident slices (found: 0 or 1).
-func (g *base[W]) HasEdgesDevice(ctx context.Context, src, dst cuda.Slice[uint32], found cuda.Slice[uint8]) error {
-	return g.deviceOnly("has edges device")
-}
-
-// DegreesDevice is Degrees with device-resident slices.
-func (g *base[W]) DegreesDevice(ctx context.Context, ids, out cuda.Slice[uint32]) error {
-	return g.deviceOnly("degrees device")
-}
-
-// DeleteVerticesDevice is DeleteVertices with a device-resident slice.
-func (g *base[W]) DeleteVerticesDevice(ctx context.Context, ids cuda.Slice[uint32]) error {
-	return g.deviceOnly("delete vertices device")
 }
 
 func errCSR(msg string) error { return fmt.Errorf("%w: CSR: %s", warpkit.ErrInvalidArgument, msg) }

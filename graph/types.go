@@ -4,7 +4,6 @@ import (
 	"context"
 	"iter"
 
-	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/front"
 	"github.com/warpkit/warpkit/slabhash"
 )
@@ -34,15 +33,13 @@ func NewWeighted[W Weight](opts Options) (*Weighted[W], error) {
 	return &Weighted[W]{b}, nil
 }
 
-func none(int) struct{} { return struct{}{} }
-
 // Build replaces the graph's edges with edges (src[i], dst[i]) (COO),
 // growing the vertex capacity to the largest ID + 1.
 func (g *Graph) Build(ctx context.Context, src, dst []uint32) error {
 	if err := g.f.Lens("build", len(src), len(dst)); err != nil {
 		return err
 	}
-	return g.buildWith(ctx, "build", 0, src, dst, none)
+	return g.buildWith(ctx, "build", 0, src, dst, nil)
 }
 
 // BuildCSR replaces the graph's edges with a CSR's: vertex v's neighbours
@@ -55,7 +52,7 @@ func (g *Graph) BuildCSR(ctx context.Context, offsets []uint64, cols []uint32) e
 	if err != nil {
 		return g.f.Err("build csr", err)
 	}
-	return g.buildWith(ctx, "build csr", max(0, len(offsets)-1), src, dst, none)
+	return g.buildWith(ctx, "build csr", max(0, len(offsets)-1), src, dst, nil)
 }
 
 // InsertEdges inserts edges (src[i], dst[i]) (an undirected graph both
@@ -65,7 +62,7 @@ func (g *Graph) BuildCSR(ctx context.Context, offsets []uint64, cols []uint32) e
 // rest Present. IDs are checked first: a reserved ID (ErrReservedKey) or
 // one past the capacity (ErrInvalidArgument) fails the batch whole.
 func (g *Graph) InsertEdges(ctx context.Context, src, dst []uint32, res []slabhash.Result) error {
-	return g.insertEdges(ctx, src, dst, none, res)
+	return g.insertEdges(ctx, src, dst, nil, res)
 }
 
 // Neighbors returns an iterator over v's neighbours (in no fixed order),
@@ -75,7 +72,10 @@ func (g *Graph) Neighbors(ctx context.Context, v uint32) (iter.Seq[uint32], erro
 		if err := g.checkIDs([]uint32{v}); err != nil {
 			return nil, err
 		}
-		ns := g.c.neighbors(v)
+		ns, err := g.e.neighbors(ctx, v)
+		if err != nil {
+			return nil, err
+		}
 		return func(yield func(uint32) bool) {
 			for u := range ns {
 				if !yield(u) {
@@ -93,7 +93,7 @@ func (g *Weighted[W]) Build(ctx context.Context, src, dst []uint32, w []W) error
 	if err := g.f.Lens("build", len(src), len(dst), len(w)); err != nil {
 		return err
 	}
-	return g.buildWith(ctx, "build", 0, src, dst, func(i int) W { return w[i] })
+	return g.buildWith(ctx, "build", 0, src, dst, w)
 }
 
 // BuildCSR replaces the graph's edges with a CSR's, weights[k] the weight
@@ -109,7 +109,7 @@ func (g *Weighted[W]) BuildCSR(ctx context.Context, offsets []uint64, cols []uin
 	if err := g.f.Lens("build csr", len(cols), len(weights)); err != nil {
 		return err
 	}
-	return g.buildWith(ctx, "build csr", max(0, len(offsets)-1), src, dst, func(i int) W { return weights[i] })
+	return g.buildWith(ctx, "build csr", max(0, len(offsets)-1), src, dst, weights)
 }
 
 // InsertEdges inserts weighted edges; an edge already present takes the
@@ -118,7 +118,7 @@ func (g *Weighted[W]) InsertEdges(ctx context.Context, src, dst []uint32, w []W,
 	if err := g.f.Lens("insert edges", len(src), len(w)); err != nil {
 		return err
 	}
-	return g.insertEdges(ctx, src, dst, func(i int) W { return w[i] }, res)
+	return g.insertEdges(ctx, src, dst, w, res)
 }
 
 // Weights writes each edge's weight (0 where absent) and, when found is not
@@ -132,7 +132,7 @@ func (g *Weighted[W]) Weights(ctx context.Context, src, dst []uint32, out []W, f
 			return err
 		}
 	}
-	return g.withIDs(ctx, "weights", front.Shared, func() { g.c.lookup(src, dst, found, out) }, src, dst)
+	return g.withIDs(ctx, "weights", front.Shared, func() error { return g.e.lookup(ctx, src, dst, found, out) }, src, dst)
 }
 
 // Neighbors returns an iterator over v's neighbours and the weights of the
@@ -142,7 +142,7 @@ func (g *Weighted[W]) Neighbors(ctx context.Context, v uint32) (iter.Seq2[uint32
 		if err := g.checkIDs([]uint32{v}); err != nil {
 			return nil, err
 		}
-		return g.c.neighbors(v), nil
+		return g.e.neighbors(ctx, v)
 	})
 }
 
@@ -151,16 +151,11 @@ func (g *Weighted[W]) ToCSRWeights(ctx context.Context, sorted bool) (*CSR, []W,
 	var ws []W
 	out, err := front.Value(g.f, ctx, "to csr", front.Exclusive, func() (*CSR, error) {
 		var out *CSR
-		out, ws = g.c.csr(sorted)
-		return out, nil
+		var err error
+		out, ws, err = g.e.csr(ctx, sorted)
+		return out, err
 	})
 	return out, ws, err
-}
-
-// InsertEdgesDevice is InsertEdges with device-resident slices (the CUDA
-// backend; ErrNeedsCUDA on the CPU backend).
-func (g *Weighted[W]) InsertEdgesDevice(ctx context.Context, src, dst cuda.Slice[uint32], w cuda.Slice[W], res cuda.Slice[uint8]) error {
-	return g.deviceOnly("insert edges device")
 }
 
 // fromCSR expands a CSR into edge lists.

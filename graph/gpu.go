@@ -1,0 +1,1329 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/gpurt"
+	"github.com/warpkit/warpkit/internal/hostpar"
+	"github.com/warpkit/warpkit/prim"
+	"github.com/warpkit/warpkit/slaballoc"
+	"github.com/warpkit/warpkit/slabhash"
+)
+
+// Slab hash op codes and result codes (wk::sh::Op, wk::sh::Res in
+// slabhash.cuh; slabhash.Result has the same numbers).
+const (
+	opFind   = 0
+	opInsert = 1
+	opDelete = 2
+
+	resFailed = 5
+
+	flagRetry = 1 // wk::sh::kFlagRetry
+)
+
+// prep modes (wk::gr::PrepMode).
+const (
+	prepUndirected = 1
+	prepSelfLoops  = 2
+	prepCheckIDs   = 4
+)
+
+// vertexWords is the size of a dictionary entry (wk::gr::Vertex) in 32-bit
+// words: base, buckets, degree, flags.
+const vertexWords = 4
+
+// perBucket is the entries a build plans per bucket of 7 slots: a load
+// factor of 5/7 ≈ 0.71 (the thesis's 0.7, §5.3).
+const perBucket = 5
+
+const gpuBlock = 256
+
+// gpuGraph is the CUDA backend: every vertex's neighbours in a slab hash
+// table of its own, the tables' head slabs in one arena and their overflow
+// slabs in one slaballoc pool (graph.cu). W is the weight type (struct{} for
+// unweighted graphs: set slabs). Batches run one at a time on one stream
+// (mu); the front keeps whole-graph operations apart from batches.
+type gpuGraph[W any] struct {
+	dev                 *cuda.Device
+	ownDev              bool
+	directed, selfLoops bool
+	wbytes              int // weight bytes (0: unweighted)
+	slabBytes           int
+	seed                uint32
+	maxPool             int64
+
+	mu     sync.Mutex
+	stream *cuda.Stream
+	pool   *slaballoc.Pool
+	prim   *prim.Engine // made on first use (its kernels take seconds to load)
+
+	nv        int   // vertices
+	nslabs    int   // arena buckets in use
+	live      int64 // entries
+	selfSkips uint64
+
+	arena cuda.Slice[uint8]  // head slabs (capacity: arena.Len()/slabBytes)
+	owner cuda.Slice[uint32] // bucket → vertex
+	dict  cuda.Slice[uint32] // vertexWords per vertex
+	gone  cuda.Slice[uint32] // bitmap of vertices being deleted (all zero between calls)
+	ctrl  cuda.Slice[uint64]
+	host  [gpurt.CtrlWords]uint64
+
+	// Scratch of batches (grown on demand; freed by gpurt.FreeAll).
+	bSrc, bDst, bOSrc, bODst, bIDs gpurt.Buf[uint32]
+	bVals, bVals2                  gpurt.Buf[uint8]
+	bRes, bRes2, bOut              gpurt.Buf[uint8]
+
+	fPrep, fCheckIDs, fCount, fBuckets, fDict, fDegrees, fMark, fOrient *cuda.Function
+	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC               *cuda.Function
+}
+
+func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], error) {
+	g := &gpuGraph[W]{dev: dev, ownDev: own, directed: opts.Directed, selfLoops: opts.AllowSelfLoops,
+		seed: 0x9e3779b9, maxPool: opts.MaxPoolBytes}
+	fail := func(err error) (*gpuGraph[W], error) {
+		g.ownDev = false // the caller closes the device it opened
+		g.close()
+		return nil, fmt.Errorf("graph: new: %w", err)
+	}
+	layout := "set"
+	switch unsafe.Sizeof(*new(W)) {
+	case 0:
+		g.slabBytes = 32
+	case 4:
+		layout, g.wbytes, g.slabBytes = "w32", 4, 64
+	case 8:
+		layout, g.wbytes, g.slabBytes = "w64", 8, 128
+	}
+	var err error
+	if g.stream, err = dev.NewStream(); err != nil {
+		return fail(err)
+	}
+	if g.pool, err = g.newPool(); err != nil {
+		return fail(err)
+	}
+	if g.ctrl, err = cuda.Alloc[uint64](dev, gpurt.CtrlWords); err != nil {
+		return fail(err)
+	}
+	mod, err := dev.LoadModule(graphPTX)
+	if err != nil {
+		return fail(err)
+	}
+	for _, f := range []struct {
+		dst  **cuda.Function
+		name string
+	}{
+		{&g.fPrep, "gr_prep"}, {&g.fCheckIDs, "gr_check_ids"}, {&g.fCount, "gr_count_sources"},
+		{&g.fBuckets, "gr_buckets"}, {&g.fDict, "gr_dict"}, {&g.fDegrees, "gr_degrees"}, {&g.fMark, "gr_mark"},
+		{&g.fOrient, "gr_orient"},
+		{&g.fApply, "gr_apply_" + layout}, {&g.fGather, "gr_gather_" + layout}, {&g.fSweep, "gr_sweep_" + layout},
+		{&g.fReset, "gr_reset_" + layout}, {&g.fCensus, "gr_census_" + layout}, {&g.fFlush, "gr_flush_" + layout},
+		{&g.fTC, "gr_tc_" + layout},
+	} {
+		if *f.dst, err = mod.Function(f.name); err != nil {
+			return fail(err)
+		}
+	}
+	if err := g.ensure(opts.VertexCapacity); err != nil {
+		return fail(err)
+	}
+	return g, nil
+}
+
+// newPool makes the overflow pool: super blocks of 64 MiB, up to 64 of them
+// (or MaxPoolBytes).
+func (g *gpuGraph[W]) newPool() (*slaballoc.Pool, error) {
+	const superBytes = 64 << 20
+	perSuper := superBytes / slaballoc.UnitsPerBlock / g.slabBytes
+	maxSupers := slaballoc.MaxSuperBlocks
+	if g.maxPool > 0 {
+		maxSupers = int(max(1, min(int64(maxSupers), g.maxPool/superBytes)))
+		if g.maxPool < superBytes {
+			perSuper = max(1, int(g.maxPool/int64(slaballoc.UnitsPerBlock*g.slabBytes)))
+		}
+	}
+	return slaballoc.New(slaballoc.Options{
+		Backend: warpkit.CUDA, Device: g.dev, UnitBytes: g.slabBytes, BlocksPerSuperBlock: perSuper,
+		InitialSuperBlocks: 1, MaxSuperBlocks: maxSupers, LowWater: perSuper * slaballoc.UnitsPerBlock / 16, Fill: 0xff,
+	})
+}
+
+func (g *gpuGraph[W]) primEngine() (*prim.Engine, error) {
+	if g.prim == nil {
+		e, err := prim.NewEngine(g.dev)
+		if err != nil {
+			return nil, err
+		}
+		g.prim = e
+	}
+	return g.prim, nil
+}
+
+// launch runs a grid-stride kernel over items threads on the stream.
+func (g *gpuGraph[W]) launch(f *cuda.Function, items int64, args ...any) error {
+	return f.Launch(gpurt.Grid(f, g.dev, items, gpuBlock, 2), cuda.D1(gpuBlock), 0, g.stream, args...)
+}
+
+// tiles is the thread count of a kernel with an 8-lane tile per item.
+func tiles(items int) int64 { return int64(items) * 8 }
+
+// readCtrl waits for the stream and copies the control block to g.host.
+func (g *gpuGraph[W]) readCtrl() error {
+	if err := gpurt.Wait(g.stream); err != nil {
+		return err
+	}
+	return g.ctrl.CopyToHost(g.host[:])
+}
+
+// zeroCtrl zeroes the control block on the stream.
+func (g *gpuGraph[W]) zeroCtrl() error { return g.ctrl.Zero(g.stream) }
+
+func (g *gpuGraph[W]) vals(b *gpurt.Buf[uint8], n int) (cuda.Slice[uint8], error) {
+	return b.Get(g.dev, g.stream, max(1, n*g.wbytes))
+}
+
+// grow returns a slice of at least n elements holding old's contents (old
+// freed), the rest filled with the byte fill.
+func grow[T cuda.Elem](dev *cuda.Device, s *cuda.Stream, old cuda.Slice[T], used, n int, fill byte) (cuda.Slice[T], error) {
+	if old.Buffer() != nil && old.Len() >= n {
+		return old, nil
+	}
+	c := max(n, 1024)
+	if old.Buffer() != nil {
+		c = max(n, old.Len()+old.Len()/2)
+	}
+	ns, err := cuda.Alloc[T](dev, c)
+	if err != nil {
+		return ns, err
+	}
+	if err := ns.FillBytes(fill, s); err != nil {
+		ns.Free()
+		return cuda.Slice[T]{}, err
+	}
+	if old.Buffer() != nil {
+		if used > 0 {
+			if err := cuda.CopyAsync(ns.Sub(0, used), old.Sub(0, used), s); err != nil {
+				ns.Free()
+				return cuda.Slice[T]{}, err
+			}
+		}
+		if err := gpurt.Wait(s); err != nil {
+			ns.Free()
+			return cuda.Slice[T]{}, err
+		}
+		old.Free()
+	}
+	return ns, nil
+}
+
+// reserveArena makes room for slabs arena buckets in the arena and owner
+// arrays (new room all-ones: empty slabs).
+func (g *gpuGraph[W]) reserveArena(slabs int) error {
+	if slabs > 0xFFFFFFF0 {
+		return fmt.Errorf("%w: %d buckets (the arena addresses 2^32)", warpkit.ErrInvalidArgument, slabs)
+	}
+	var err error
+	if g.arena, err = grow(g.dev, g.stream, g.arena, g.nslabs*g.slabBytes, slabs*g.slabBytes, 0xff); err != nil {
+		return err
+	}
+	g.owner, err = grow(g.dev, g.stream, g.owner, g.nslabs, slabs, 0xff)
+	return err
+}
+
+// ensure grows the vertex capacity to n: each new vertex gets one bucket.
+func (g *gpuGraph[W]) ensure(n int) error {
+	if n <= g.nv {
+		return nil
+	}
+	add := n - g.nv
+	if err := g.reserveArena(g.nslabs + add); err != nil {
+		return err
+	}
+	var err error
+	if g.dict, err = grow(g.dev, g.stream, g.dict, g.nv*vertexWords, n*vertexWords, 0); err != nil {
+		return err
+	}
+	if g.gone, err = grow(g.dev, g.stream, g.gone, (g.nv+31)/32, (n+31)/32, 0); err != nil {
+		return err
+	}
+	nb, base := make([]uint64, add), make([]uint64, add)
+	for i := range nb {
+		nb[i], base[i] = 1, uint64(i)
+	}
+	dnb, err := cuda.FromHost(g.dev, nb)
+	if err != nil {
+		return err
+	}
+	defer dnb.Free()
+	dbase, err := cuda.FromHost(g.dev, base)
+	if err != nil {
+		return err
+	}
+	defer dbase.Free()
+	if err := g.launch(g.fDict, int64(add), dnb, dbase, uint64(add), uint32(g.nv), uint64(g.nslabs), g.dict, g.owner); err != nil {
+		return err
+	}
+	if err := gpurt.Wait(g.stream); err != nil {
+		return err
+	}
+	g.nv, g.nslabs = n, g.nslabs+add
+	return nil
+}
+
+// run launches apply over n prepared elements until none is left failed
+// for want of pool memory: a launch that exhausts the pool grows it and
+// reruns the failed elements (flagRetry). Degrees and the live count move
+// only with elements that applied, so reruns keep them exact.
+//
+// reserve is the overflow slabs the launch may allocate (the pool grows
+// ahead for them; the kernel's exhaustion report is the backstop).
+func (g *gpuGraph[W]) run(ctx context.Context, op uint32, src, dst cuda.Slice[uint32], vals cuda.DevicePtr, res cuda.Slice[uint8], n int, flags uint32, reserve int) error {
+	if n == 0 {
+		return nil
+	}
+	if op == opInsert && reserve > 0 {
+		if err := g.pool.Reserve(ctx, reserve); err != nil {
+			return err
+		}
+		defer g.pool.Unreserve(reserve)
+	}
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := g.zeroCtrl(); err != nil {
+			return err
+		}
+		release, err := g.pool.Acquire()
+		if err != nil {
+			return err
+		}
+		supers := g.pool.SuperBlocks()
+		err = g.launch(g.fApply, int64(n), g.arena, g.seed, g.pool.Descriptor(), g.dict, src, dst, vals, op,
+			res, uint64(n), g.ctrl, flags, uint32(attempt)*0x9e3779b9, cuda.DevicePtr(0))
+		if err == nil {
+			err = g.readCtrl()
+		} else {
+			err = waitAfter(g.stream, err)
+		}
+		release()
+		if err != nil {
+			return err
+		}
+		c := g.host
+		g.live += int64(c[gpurt.CtrlDelta])
+		g.pool.Observe(int64(c[gpurt.CtrlUsed]))
+		status := uint32(c[gpurt.CtrlStatus])
+		if status == 0 {
+			return nil
+		}
+		switch {
+		case status&gpurt.StatusPoolExhausted != 0:
+			if err := g.pool.GrowPast(ctx, supers); err != nil {
+				// At the pool's limit a launch can still run short for a
+				// moment only: the elements racing to extend one list each
+				// take a slab, and all but the one linked are given back
+				// (a batch holding many edges of one vertex). Rerun the
+				// failed elements while a launch makes progress.
+				if errors.Is(err, warpkit.ErrPoolExhausted) && c[gpurt.CtrlInserted] > 0 {
+					flags |= flagRetry
+					continue
+				}
+				return fmt.Errorf("%d edges not applied: %w", c[gpurt.CtrlFailed], err)
+			}
+		case attempt >= 2 || status&^gpurt.StatusRetryLimit != 0:
+			return fmt.Errorf("%d edges not applied: %w", c[gpurt.CtrlFailed], gpurt.StatusError("device", status))
+		}
+		flags |= flagRetry
+	}
+}
+
+func waitAfter(s *cuda.Stream, err error) error {
+	if werr := gpurt.Wait(s); werr != nil {
+		return fmt.Errorf("%w (and waiting for the stream: %v)", err, werr)
+	}
+	return err
+}
+
+// edges runs an edge batch (device arrays of n elements; vals n weights or
+// 0) of op insert or delete: prep lays it out (undirected: both
+// directions), then apply runs it. res (n) gets each edge's result, that of
+// its canonical direction (Failed for those not applied when it fails).
+// With check the IDs are checked on the device first (device batches), and
+// a bad one applies nothing.
+func (g *gpuGraph[W]) edges(ctx context.Context, op uint32, src, dst cuda.Slice[uint32], vals cuda.DevicePtr, res cuda.Slice[uint8], check bool) (err error) {
+	n := src.Len()
+	if n == 0 {
+		return nil
+	}
+	if res.Buffer() != nil {
+		if err := res.FillBytes(resFailed, g.stream); err != nil {
+			return waitAfter(g.stream, err)
+		}
+	}
+	undirected := !g.directed
+	m := n
+	mode := uint32(0)
+	if undirected {
+		m, mode = 2*n, prepUndirected
+	}
+	if g.selfLoops {
+		mode |= prepSelfLoops
+	}
+	if check {
+		mode |= prepCheckIDs
+	}
+	osrc, err := g.bOSrc.Get(g.dev, g.stream, m)
+	if err != nil {
+		return err
+	}
+	odst, err := g.bODst.Get(g.dev, g.stream, m)
+	if err != nil {
+		return err
+	}
+	ores, err := g.bRes.Get(g.dev, g.stream, m)
+	if err != nil {
+		return err
+	}
+	if err := g.zeroCtrl(); err != nil {
+		return err
+	}
+	if err := g.launch(g.fPrep, int64(n), src, dst, uint64(n), uint32(g.nv), mode, osrc, odst, ores, g.ctrl); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if err := g.readCtrl(); err != nil {
+		return err
+	}
+	if g.host[gpurt.CtrlRejected] != 0 {
+		return fmt.Errorf("%w: %d vertex IDs at or past the capacity %d (or reserved)", warpkit.ErrInvalidArgument, g.host[gpurt.CtrlRejected], g.nv)
+	}
+	if op == opInsert {
+		g.selfSkips += g.host[gpurt.CtrlCount]
+	}
+	err = g.applyPrepared(ctx, op, osrc, odst, vals, ores, n, undirected, n/7+256)
+	if res.Buffer() != nil { // what applied, failed or not
+		cerr := cuda.CopyAsync(res, ores.Sub(0, n), g.stream)
+		if werr := gpurt.Wait(g.stream); cerr == nil {
+			cerr = werr
+		}
+		if err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// applyPrepared applies a prepared batch (prep's layout: n elements, twice
+// that undirected). An undirected weighted insert runs in three steps, so
+// that an edge's two directions take one weight even when the batch holds
+// the edge more than once with different weights: the canonical direction
+// first, then a find of the weight that won, then the reverse with it.
+func (g *gpuGraph[W]) applyPrepared(ctx context.Context, op uint32, osrc, odst cuda.Slice[uint32], vals cuda.DevicePtr, ores cuda.Slice[uint8], n int, undirected bool, reserve int) error {
+	if !undirected {
+		return g.run(ctx, op, osrc, odst, vals, ores, n, flagRetry, reserve)
+	}
+	if op != opInsert || g.wbytes == 0 {
+		return g.run(ctx, op, osrc, odst, vals, ores, 2*n, flagRetry, 2*reserve)
+	}
+	// The find runs where the reverse will (prep's pattern for it) and
+	// writes the weights the reverse inserts.
+	res2, err := g.bRes2.Get(g.dev, g.stream, n)
+	if err != nil {
+		return err
+	}
+	won, err := g.vals(&g.bVals2, n)
+	if err != nil {
+		return err
+	}
+	if err := cuda.CopyAsync(res2, ores.Sub(n, 2*n), g.stream); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if err := g.run(ctx, opInsert, osrc, odst, vals, ores, n, flagRetry, reserve); err != nil {
+		return err
+	}
+	if err := g.run(ctx, opFind, osrc, odst, won.Ptr(), res2, n, flagRetry, 0); err != nil {
+		return err
+	}
+	return g.run(ctx, opInsert, osrc.Sub(n, 2*n), odst.Sub(n, 2*n), won.Ptr(), ores.Sub(n, 2*n), n, flagRetry, reserve)
+}
+
+// upload copies a Go slice into a scratch buffer.
+func upload[T cuda.Elem](g interface {
+	device() (*cuda.Device, *cuda.Stream)
+}, b *gpurt.Buf[T], src []T) (cuda.Slice[T], error) {
+	dev, s := g.device()
+	d, err := b.Get(dev, s, max(1, len(src)))
+	if err != nil {
+		return d, err
+	}
+	d = d.Sub(0, len(src))
+	if len(src) > 0 {
+		if err := d.CopyFromHost(src); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+func (g *gpuGraph[W]) device() (*cuda.Device, *cuda.Stream) { return g.dev, g.stream }
+
+// weightBytes views weights as bytes.
+func weightBytes[W any](ws []W) []byte {
+	if len(ws) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&ws[0])), len(ws)*int(unsafe.Sizeof(ws[0])))
+}
+
+func resultBytes(res []slabhash.Result) []uint8 {
+	if len(res) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint8)(unsafe.Pointer(&res[0])), len(res))
+}
+
+// hostEdges uploads a Go-slice edge batch and runs it.
+func (g *gpuGraph[W]) hostEdges(ctx context.Context, op uint32, src, dst []uint32, ws []W, res []slabhash.Result) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for lo := 0; lo < len(src); lo += hostBatch {
+		hi := min(len(src), lo+hostBatch)
+		ds, err := upload(g, &g.bSrc, src[lo:hi])
+		if err != nil {
+			return err
+		}
+		dd, err := upload(g, &g.bDst, dst[lo:hi])
+		if err != nil {
+			return err
+		}
+		var vals cuda.DevicePtr
+		if ws != nil && g.wbytes > 0 {
+			dv, err := upload(g, &g.bVals, weightBytes(ws[lo:hi]))
+			if err != nil {
+				return err
+			}
+			vals = dv.Ptr()
+		}
+		var dres cuda.Slice[uint8]
+		if res != nil {
+			if dres, err = g.bOut.Get(g.dev, g.stream, hi-lo); err != nil {
+				return err
+			}
+			dres = dres.Sub(0, hi-lo)
+		}
+		err = g.edges(ctx, op, ds, dd, vals, dres, false)
+		if res != nil {
+			if cerr := dres.CopyToHost(resultBytes(res[lo:hi])); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			for i := hi; i < len(res); i++ { // the parts not run
+				res[i] = slabhash.Failed
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// hostBatch is the most edges one upload carries: larger batches run in
+// parts (each part's edges applied before the next's).
+const hostBatch = 1 << 24
+
+func (g *gpuGraph[W]) insert(ctx context.Context, src, dst []uint32, ws []W, res []slabhash.Result) error {
+	return g.hostEdges(ctx, opInsert, src, dst, ws, res)
+}
+
+func (g *gpuGraph[W]) remove(ctx context.Context, src, dst []uint32, res []slabhash.Result) error {
+	return g.hostEdges(ctx, opDelete, src, dst, nil, res)
+}
+
+// find looks edges up (device arrays; check: IDs checked on the device):
+// res[i] = 1 found, 0 not; vals (optional) the weights.
+func (g *gpuGraph[W]) find(ctx context.Context, src, dst cuda.Slice[uint32], vals cuda.DevicePtr, res cuda.Slice[uint8], check bool) error {
+	n := src.Len()
+	if check {
+		if err := g.checkIDs(src, dst); err != nil {
+			return err
+		}
+	}
+	return g.run(ctx, opFind, src, dst, vals, res, n, 0, 0)
+}
+
+// checkIDs refuses device IDs at or past the capacity.
+func (g *gpuGraph[W]) checkIDs(a, b cuda.Slice[uint32]) error { return g.checkIDsBelow(a, b, g.nv) }
+
+// checkIDsBelow refuses device IDs at or past limit.
+func (g *gpuGraph[W]) checkIDsBelow(a, b cuda.Slice[uint32], limit int) error {
+	if err := g.zeroCtrl(); err != nil {
+		return err
+	}
+	var bp cuda.DevicePtr
+	if b.Buffer() != nil {
+		bp = b.Ptr()
+	}
+	if err := g.launch(g.fCheckIDs, int64(a.Len()), a, bp, uint64(a.Len()), uint32(limit), g.ctrl); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if err := g.readCtrl(); err != nil {
+		return err
+	}
+	if g.host[gpurt.CtrlRejected] != 0 {
+		return fmt.Errorf("%w: %d vertex IDs at or past the capacity %d (or reserved)", warpkit.ErrInvalidArgument, g.host[gpurt.CtrlRejected], limit)
+	}
+	return nil
+}
+
+func (g *gpuGraph[W]) lookup(ctx context.Context, src, dst []uint32, found []bool, out []W) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for lo := 0; lo < len(src); lo += hostBatch {
+		hi := min(len(src), lo+hostBatch)
+		ds, err := upload(g, &g.bSrc, src[lo:hi])
+		if err != nil {
+			return err
+		}
+		dd, err := upload(g, &g.bDst, dst[lo:hi])
+		if err != nil {
+			return err
+		}
+		dres, err := g.bRes.Get(g.dev, g.stream, hi-lo)
+		if err != nil {
+			return err
+		}
+		dres = dres.Sub(0, hi-lo)
+		var vals cuda.DevicePtr
+		var dv cuda.Slice[uint8]
+		if out != nil && g.wbytes > 0 {
+			if dv, err = g.vals(&g.bVals, hi-lo); err != nil {
+				return err
+			}
+			dv = dv.Sub(0, (hi-lo)*g.wbytes)
+			if err := dv.Zero(g.stream); err != nil { // absent edges read 0
+				return err
+			}
+			vals = dv.Ptr()
+		}
+		if err := g.find(ctx, ds, dd, vals, dres, false); err != nil {
+			return err
+		}
+		if found != nil {
+			r := make([]uint8, hi-lo)
+			if err := dres.CopyToHost(r); err != nil {
+				return err
+			}
+			for i, x := range r {
+				found[lo+i] = x == uint8(slabhash.Found)
+			}
+		}
+		if vals != 0 {
+			if err := dv.CopyToHost(weightBytes(out[lo:hi])); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// degreesDevice writes the degrees of ids (device) to out.
+func (g *gpuGraph[W]) degreesDevice(ids, out cuda.Slice[uint32]) error {
+	if err := g.launch(g.fDegrees, int64(ids.Len()), g.dict, ids, uint64(ids.Len()), out, cuda.DevicePtr(0)); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	return gpurt.Wait(g.stream)
+}
+
+func (g *gpuGraph[W]) degrees(ctx context.Context, ids, out []uint32) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	di, err := upload(g, &g.bSrc, ids)
+	if err != nil {
+		return err
+	}
+	do, err := g.bDst.Get(g.dev, g.stream, max(1, len(ids)))
+	if err != nil {
+		return err
+	}
+	do = do.Sub(0, len(ids))
+	if err := g.degreesDevice(di, do); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return do.CopyToHost(out)
+}
+
+// deleteVerticesDevice removes the vertices' edges: a sweep tombstones the
+// entries into them in every other vertex's table, then their own tables
+// are emptied and their overflow slabs freed (graph.cu: gr_sweep, gr_reset).
+func (g *gpuGraph[W]) deleteVerticesDevice(ctx context.Context, ids cuda.Slice[uint32]) error {
+	n := ids.Len()
+	if n == 0 {
+		return nil
+	}
+	if err := g.zeroCtrl(); err != nil {
+		return err
+	}
+	release, err := g.pool.Acquire()
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := g.launch(g.fMark, int64(n), ids, uint64(n), g.gone); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if err := g.launch(g.fSweep, tiles(g.nslabs), g.arena, uint64(g.nslabs), g.owner, g.dict, g.pool.Descriptor(), g.gone, g.ctrl); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if err := g.launch(g.fReset, tiles(n), g.arena, g.dict, g.pool.Descriptor(), ids, uint64(n), g.gone, g.ctrl); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if err := g.readCtrl(); err != nil {
+		return err
+	}
+	g.live += int64(g.host[gpurt.CtrlDelta])
+	return gpurt.StatusError("delete vertices", uint32(g.host[gpurt.CtrlStatus]))
+}
+
+func (g *gpuGraph[W]) deleteVertices(ctx context.Context, ids []uint32) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	di, err := upload(g, &g.bIDs, ids)
+	if err != nil {
+		return err
+	}
+	return g.deleteVerticesDevice(ctx, di)
+}
+
+// offsets writes the exclusive scan of the degrees (nv+1 entries) and
+// returns the total.
+func (g *gpuGraph[W]) offsets() (cuda.Slice[uint64], uint64, error) {
+	e, err := g.primEngine()
+	if err != nil {
+		return cuda.Slice[uint64]{}, 0, err
+	}
+	off, err := cuda.Alloc[uint64](g.dev, g.nv+1)
+	if err != nil {
+		return off, 0, err
+	}
+	fail := func(err error) (cuda.Slice[uint64], uint64, error) {
+		off.Free()
+		return cuda.Slice[uint64]{}, 0, waitAfter(g.stream, err)
+	}
+	deg := off.Sub(0, g.nv)
+	if g.nv > 0 {
+		if err := g.launch(g.fDegrees, int64(g.nv), g.dict, cuda.DevicePtr(0), uint64(g.nv), cuda.DevicePtr(0), deg); err != nil {
+			return fail(err)
+		}
+	}
+	if err := prim.ExclusiveScan(e, g.stream, deg, deg, off.Sub(g.nv, g.nv+1)); err != nil {
+		return fail(err)
+	}
+	var total [1]uint64
+	if err := gpurt.Wait(g.stream); err != nil {
+		return fail(err)
+	}
+	if err := off.Sub(g.nv, g.nv+1).CopyToHost(total[:]); err != nil {
+		return fail(err)
+	}
+	return off, total[0], nil
+}
+
+// gatherAll lays every table out as rows of a CSR (in no order within a
+// row): cols, weights (optional), rows (optional: each entry's vertex).
+func (g *gpuGraph[W]) gatherAll(off cuda.Slice[uint64], total uint64, cols cuda.Slice[uint32], vals cuda.DevicePtr, rows cuda.DevicePtr) error {
+	cursor, err := cuda.Alloc[uint32](g.dev, max(1, g.nv))
+	if err != nil {
+		return err
+	}
+	defer cursor.Free()
+	if err := cursor.Zero(g.stream); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if err := g.zeroCtrl(); err != nil {
+		return err
+	}
+	if g.nslabs > 0 {
+		if err := g.launch(g.fGather, tiles(g.nslabs), g.arena, uint64(0), uint64(g.nslabs), g.owner, uint32(0),
+			g.pool.Descriptor(), off, cursor, cols, vals, rows, g.ctrl); err != nil {
+			return waitAfter(g.stream, err)
+		}
+	}
+	if err := g.readCtrl(); err != nil {
+		return err
+	}
+	return gpurt.StatusError("gather", uint32(g.host[gpurt.CtrlStatus]))
+}
+
+func (g *gpuGraph[W]) csr(ctx context.Context, sorted bool) (*CSR, []W, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	off, total, err := g.offsets()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer off.Free()
+	cols, err := cuda.Alloc[uint32](g.dev, int(max(1, total)))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cols.Free()
+	var dv cuda.Slice[uint8]
+	var vals cuda.DevicePtr
+	if g.wbytes > 0 {
+		if dv, err = cuda.Alloc[uint8](g.dev, int(max(1, total))*g.wbytes); err != nil {
+			return nil, nil, err
+		}
+		defer dv.Free()
+		vals = dv.Ptr()
+	}
+	if err := g.gatherAll(off, total, cols, vals, 0); err != nil {
+		return nil, nil, err
+	}
+	out := &CSR{Offsets: make([]uint64, g.nv+1), Cols: make([]uint32, total)}
+	if err := off.CopyToHost(out.Offsets); err != nil {
+		return nil, nil, err
+	}
+	if total > 0 {
+		if err := cols.Sub(0, int(total)).CopyToHost(out.Cols); err != nil {
+			return nil, nil, err
+		}
+	}
+	ws := make([]W, total)
+	if g.wbytes > 0 && total > 0 {
+		if err := dv.Sub(0, int(total)*g.wbytes).CopyToHost(weightBytes(ws)); err != nil {
+			return nil, nil, err
+		}
+	}
+	if sorted {
+		sortRows(out, ws)
+	}
+	return out, ws, nil
+}
+
+// sortRows sorts each row of a CSR by neighbour, weights alongside.
+func sortRows[W any](c *CSR, ws []W) {
+	n := len(c.Offsets) - 1
+	hostpar.ForCores(n, 1<<10, func(_, lo, hi int) {
+		type nw struct {
+			v uint32
+			w W
+		}
+		var tmp []nw
+		for v := lo; v < hi; v++ {
+			row := c.Cols[c.Offsets[v]:c.Offsets[v+1]]
+			if len(ws) == 0 {
+				slices.Sort(row)
+				continue
+			}
+			wr := ws[c.Offsets[v]:c.Offsets[v+1]]
+			tmp = tmp[:0]
+			for i := range row {
+				tmp = append(tmp, nw{row[i], wr[i]})
+			}
+			slices.SortFunc(tmp, func(a, b nw) int { return int(int64(a.v) - int64(b.v)) })
+			for i, x := range tmp {
+				row[i], wr[i] = x.v, x.w
+			}
+		}
+	})
+}
+
+// neighbors copies v's table out.
+func (g *gpuGraph[W]) neighbors(ctx context.Context, v uint32) (iter.Seq2[uint32, W], error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var e [vertexWords]uint32
+	if err := g.dict.Sub(int(v)*vertexWords, int(v+1)*vertexWords).CopyToHost(e[:]); err != nil {
+		return nil, err
+	}
+	base, nb, deg := e[0], e[1], e[2]
+	off, err := cuda.FromHost(g.dev, []uint64{0, uint64(deg)})
+	if err != nil {
+		return nil, err
+	}
+	defer off.Free()
+	cursor, err := cuda.Alloc[uint32](g.dev, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer cursor.Free()
+	cols, err := g.bDst.Get(g.dev, g.stream, max(1, int(deg)))
+	if err != nil {
+		return nil, err
+	}
+	var dv cuda.Slice[uint8]
+	var vals cuda.DevicePtr
+	if g.wbytes > 0 {
+		if dv, err = g.vals(&g.bVals, int(deg)); err != nil {
+			return nil, err
+		}
+		vals = dv.Ptr()
+	}
+	if err := cursor.Zero(g.stream); err != nil {
+		return nil, waitAfter(g.stream, err)
+	}
+	if err := g.zeroCtrl(); err != nil {
+		return nil, err
+	}
+	if err := g.launch(g.fGather, tiles(int(nb)), g.arena, uint64(base), uint64(base)+uint64(nb), g.owner, v,
+		g.pool.Descriptor(), off, cursor, cols, vals, cuda.DevicePtr(0), g.ctrl); err != nil {
+		return nil, waitAfter(g.stream, err)
+	}
+	if err := g.readCtrl(); err != nil {
+		return nil, err
+	}
+	if err := gpurt.StatusError("neighbors", uint32(g.host[gpurt.CtrlStatus])); err != nil {
+		return nil, err
+	}
+	ns := make([]uint32, deg)
+	ws := make([]W, deg)
+	if deg > 0 {
+		if err := cols.Sub(0, int(deg)).CopyToHost(ns); err != nil {
+			return nil, err
+		}
+		if g.wbytes > 0 {
+			if err := dv.Sub(0, int(deg)*g.wbytes).CopyToHost(weightBytes(ws)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return func(yield func(uint32, W) bool) {
+		for i, u := range ns {
+			if !yield(u, ws[i]) {
+				return
+			}
+		}
+	}, nil
+}
+
+// triangles counts triangles on the device: the tables laid out as a CSR
+// (rows in no order), each row cut to the neighbours ranked above its vertex
+// by (degree, ID) (gr_orient), then for each oriented edge (u, v) the later
+// entries w of u's row probed in v's table (gr_tc).
+func (g *gpuGraph[W]) triangles(ctx context.Context) (uint64, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	off, total, err := g.offsets()
+	if err != nil {
+		return 0, err
+	}
+	defer off.Free()
+	if total == 0 {
+		return 0, nil
+	}
+	cols, err := cuda.Alloc[uint32](g.dev, int(total))
+	if err != nil {
+		return 0, err
+	}
+	defer cols.Free()
+	rows, err := cuda.Alloc[uint32](g.dev, int(total))
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Free()
+	ocnt, err := cuda.Alloc[uint32](g.dev, g.nv)
+	if err != nil {
+		return 0, err
+	}
+	defer ocnt.Free()
+	if err := g.gatherAll(off, total, cols, 0, rows.Ptr()); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := g.zeroCtrl(); err != nil {
+		return 0, err
+	}
+	if err := g.launch(g.fOrient, tiles(g.nv), off, cols, g.dict, uint64(g.nv), ocnt); err != nil {
+		return 0, waitAfter(g.stream, err)
+	}
+	release, err := g.pool.Acquire()
+	if err != nil {
+		return 0, waitAfter(g.stream, err)
+	}
+	err = g.launch(g.fTC, tiles(int(total)), off, cols, rows, ocnt, total, g.arena, g.dict, g.pool.Descriptor(), g.seed, g.ctrl)
+	if err == nil {
+		err = g.readCtrl()
+	} else {
+		err = waitAfter(g.stream, err)
+	}
+	release()
+	if err != nil {
+		return 0, err
+	}
+	return g.host[0], nil
+}
+
+// build replaces the graph with a batch (Go slices): every table sized for
+// its entries in the batch (perBucket a bucket, repeats counted), laid out
+// in a new arena, then filled by one insert batch.
+func (g *gpuGraph[W]) build(ctx context.Context, n int, src, dst []uint32, ws []W) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ds, err := upload(g, &g.bSrc, src)
+	if err != nil {
+		return err
+	}
+	dd, err := upload(g, &g.bDst, dst)
+	if err != nil {
+		return err
+	}
+	var vals cuda.DevicePtr
+	if ws != nil && g.wbytes > 0 {
+		dv, err := upload(g, &g.bVals, weightBytes(ws))
+		if err != nil {
+			return err
+		}
+		vals = dv.Ptr()
+	}
+	return g.buildDevice(ctx, n, ds, dd, vals)
+}
+
+// buildChecked is buildDevice for device batches: the IDs checked first.
+func (g *gpuGraph[W]) buildChecked(ctx context.Context, n int, src, dst cuda.Slice[uint32], vals cuda.DevicePtr) error {
+	if n < 0 || n > ReservedTombstone {
+		return fmt.Errorf("%w: %d vertices outside 0..%d", warpkit.ErrInvalidArgument, n, ReservedTombstone)
+	}
+	if src.Len() > 0 {
+		if err := g.checkIDsBelow(src, dst, n); err != nil {
+			return err
+		}
+	}
+	return g.buildDevice(ctx, n, src, dst, vals)
+}
+
+func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slice[uint32], vals cuda.DevicePtr) error {
+	e, err := g.primEngine()
+	if err != nil {
+		return err
+	}
+	// The old graph goes: a new pool, an empty arena, all degrees 0.
+	pool, err := g.newPool()
+	if err != nil {
+		return err
+	}
+	g.pool.Close()
+	g.pool = pool
+	g.nslabs, g.live, g.selfSkips = 0, 0, 0
+	if g.dict, err = grow(g.dev, g.stream, g.dict, 0, n*vertexWords, 0); err != nil {
+		return err
+	}
+	if g.gone, err = grow(g.dev, g.stream, g.gone, 0, (n+31)/32, 0); err != nil {
+		return err
+	}
+	if err := g.gone.Zero(g.stream); err != nil {
+		return err
+	}
+	g.nv = n
+	m := src.Len()
+	undirected := !g.directed
+	mode := uint32(0)
+	k := m
+	if undirected {
+		k, mode = 2*m, prepUndirected
+	}
+	if g.selfLoops {
+		mode |= prepSelfLoops
+	}
+	osrc, err := g.bOSrc.Get(g.dev, g.stream, max(1, k))
+	if err != nil {
+		return err
+	}
+	odst, err := g.bODst.Get(g.dev, g.stream, max(1, k))
+	if err != nil {
+		return err
+	}
+	ores, err := g.bRes.Get(g.dev, g.stream, max(1, k))
+	if err != nil {
+		return err
+	}
+	cnt, err := cuda.Alloc[uint32](g.dev, max(1, n))
+	if err != nil {
+		return err
+	}
+	defer cnt.Free()
+	nb, err := cuda.Alloc[uint64](g.dev, n+1)
+	if err != nil {
+		return err
+	}
+	defer nb.Free()
+	base, err := cuda.Alloc[uint64](g.dev, n+1)
+	if err != nil {
+		return err
+	}
+	defer base.Free()
+	if err := g.zeroCtrl(); err != nil {
+		return err
+	}
+	if err := cnt.Zero(g.stream); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if m > 0 {
+		if err := g.launch(g.fPrep, int64(m), src, dst, uint64(m), uint32(n), mode, osrc, odst, ores, g.ctrl); err != nil {
+			return waitAfter(g.stream, err)
+		}
+		if err := g.launch(g.fCount, int64(k), osrc, ores, uint64(k), cnt); err != nil {
+			return waitAfter(g.stream, err)
+		}
+	}
+	if n > 0 {
+		if err := g.launch(g.fBuckets, int64(n), cnt, uint64(n), uint32(perBucket), nb); err != nil {
+			return waitAfter(g.stream, err)
+		}
+		if err := prim.ExclusiveScan(e, g.stream, nb.Sub(0, n), base.Sub(0, n), base.Sub(n, n+1)); err != nil {
+			return waitAfter(g.stream, err)
+		}
+	}
+	if err := g.readCtrl(); err != nil {
+		return err
+	}
+	g.selfSkips = g.host[gpurt.CtrlCount]
+	var slabs [1]uint64
+	if n > 0 {
+		if err := base.Sub(n, n+1).CopyToHost(slabs[:]); err != nil {
+			return err
+		}
+	}
+	if err := g.reserveArena(int(slabs[0])); err != nil {
+		return err
+	}
+	if err := g.arena.FillBytes(0xff, g.stream); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if n > 0 {
+		if err := g.launch(g.fDict, int64(n), nb, base, uint64(n), uint32(0), uint64(0), g.dict, g.owner); err != nil {
+			return waitAfter(g.stream, err)
+		}
+	}
+	g.nslabs = int(slabs[0])
+	if m == 0 {
+		return gpurt.Wait(g.stream)
+	}
+	// The overflow of a build at perBucket is a few percent of its slabs.
+	return g.applyPrepared(ctx, opInsert, osrc, odst, vals, ores, m, undirected, m/28+256)
+}
+
+func (g *gpuGraph[W]) flush(ctx context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.zeroCtrl(); err != nil {
+		return err
+	}
+	release, err := g.pool.Acquire()
+	if err != nil {
+		return err
+	}
+	defer release()
+	if g.nslabs > 0 {
+		if err := g.launch(g.fFlush, tiles(g.nslabs), g.arena, uint32(g.nslabs), g.pool.Descriptor(), g.ctrl); err != nil {
+			return waitAfter(g.stream, err)
+		}
+	}
+	if err := g.readCtrl(); err != nil {
+		return err
+	}
+	return gpurt.StatusError("flush", uint32(g.host[gpurt.CtrlStatus]))
+}
+
+// census walks every list (gr_census): per-vertex live entries (when
+// live is given), overflow slabs, the longest list, the self-loops.
+type censusOut struct {
+	overflow, longest, loops uint64
+}
+
+func (g *gpuGraph[W]) census(live cuda.DevicePtr) (censusOut, error) {
+	if err := g.zeroCtrl(); err != nil {
+		return censusOut{}, err
+	}
+	release, err := g.pool.Acquire()
+	if err != nil {
+		return censusOut{}, err
+	}
+	defer release()
+	if g.nslabs > 0 {
+		if err := g.launch(g.fCensus, tiles(g.nslabs), g.arena, uint64(g.nslabs), g.owner, g.pool.Descriptor(), live, g.ctrl); err != nil {
+			return censusOut{}, waitAfter(g.stream, err)
+		}
+	}
+	if err := g.readCtrl(); err != nil {
+		return censusOut{}, err
+	}
+	c := g.host
+	return censusOut{overflow: c[gpurt.CtrlCount], longest: c[gpurt.CtrlFailed], loops: c[gpurt.CtrlInserted]},
+		gpurt.StatusError("census", uint32(c[gpurt.CtrlStatus]))
+}
+
+func (g *gpuGraph[W]) hostDegrees() ([]uint32, error) {
+	dict := make([]uint32, g.nv*vertexWords)
+	if g.nv > 0 {
+		if err := g.dict.Sub(0, len(dict)).CopyToHost(dict); err != nil {
+			return nil, err
+		}
+	}
+	d := make([]uint32, g.nv)
+	for v := range d {
+		d[v] = dict[v*vertexWords+2]
+	}
+	return d, nil
+}
+
+func (g *gpuGraph[W]) stats(ctx context.Context) (Stats, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	cs, err := g.census(0)
+	if err != nil {
+		return Stats{}, err
+	}
+	deg, err := g.hostDegrees()
+	if err != nil {
+		return Stats{}, err
+	}
+	st := Stats{Backend: warpkit.CUDA, Vertices: g.nv, Entries: uint64(g.live), SelfLoopsSkipped: g.selfSkips,
+		OverflowSlabs: cs.overflow, LongestList: int(cs.longest)}
+	for _, d := range deg {
+		st.MaxDegree = max(st.MaxDegree, d)
+	}
+	st.Edges = st.Entries
+	if !g.directed {
+		st.Edges = (st.Entries-cs.loops)/2 + cs.loops
+	}
+	st.Bytes = int64(g.nv)*vertexWords*4 + int64(g.nslabs)*(int64(g.slabBytes)+4) + int64(cs.overflow)*int64(g.slabBytes)
+	return st, nil
+}
+
+// check verifies the device structure: every list walks to its end, each
+// vertex's live entries are its degree, the degrees sum to the live count,
+// the overflow slabs linked are the pool's allocated units; then, on the
+// CSR copied out, the invariants Check states (checkCSR).
+func (g *gpuGraph[W]) check(ctx context.Context) error {
+	c, ws, err := func() (*CSR, []W, error) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		live, err := cuda.Alloc[uint32](g.dev, max(1, g.nv))
+		if err != nil {
+			return nil, nil, err
+		}
+		defer live.Free()
+		if err := live.Zero(g.stream); err != nil {
+			return nil, nil, waitAfter(g.stream, err)
+		}
+		cs, err := g.census(live.Ptr())
+		if err != nil {
+			return nil, nil, err
+		}
+		counted := make([]uint32, g.nv)
+		if g.nv > 0 {
+			if err := live.Sub(0, g.nv).CopyToHost(counted); err != nil {
+				return nil, nil, err
+			}
+		}
+		deg, err := g.hostDegrees()
+		if err != nil {
+			return nil, nil, err
+		}
+		var sum int64
+		for v, d := range deg {
+			if counted[v] != d {
+				return nil, nil, fmt.Errorf("vertex %d: degree %d, its table holds %d entries", v, d, counted[v])
+			}
+			sum += int64(d)
+		}
+		if sum != g.live {
+			return nil, nil, fmt.Errorf("degrees sum to %d entries, the count says %d", sum, g.live)
+		}
+		ps, err := g.pool.Stats(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if uint64(ps.Allocated) != cs.overflow {
+			return nil, nil, fmt.Errorf("%d overflow slabs linked, the pool has %d allocated", cs.overflow, ps.Allocated)
+		}
+		return nil, nil, nil
+	}()
+	if err != nil {
+		return err
+	}
+	if c, ws, err = g.csr(ctx, true); err != nil {
+		return err
+	}
+	return checkCSR(c, ws, g.directed, g.selfLoops)
+}
+
+func (g *gpuGraph[W]) vertices() int { return g.nv }
+
+func (g *gpuGraph[W]) entries() int64 { return g.live }
+
+func (g *gpuGraph[W]) ensureVertices(n int) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ensure(n)
+}
+
+func (g *gpuGraph[W]) close() error {
+	if g.prim != nil {
+		g.prim.Close()
+	}
+	if g.pool != nil {
+		g.pool.Close()
+	}
+	g.arena.Free()
+	g.owner.Free()
+	g.dict.Free()
+	g.gone.Free()
+	g.ctrl.Free()
+	gpurt.FreeAll(g)
+	if g.stream != nil {
+		g.stream.Close()
+	}
+	if g.ownDev {
+		return g.dev.Close()
+	}
+	return nil
+}
+
+// checkCSR verifies, on a graph laid out as a CSR with sorted rows (and its
+// weights, if any), what Check states: every neighbour is a vertex, no row
+// repeats one, no self-loop unless allowed, and an undirected graph holds
+// every edge both ways with one weight.
+func checkCSR[W any](c *CSR, ws []W, directed, selfLoops bool) error {
+	n := len(c.Offsets) - 1
+	row := func(v uint32) []uint32 { return c.Cols[c.Offsets[v]:c.Offsets[v+1]] }
+	for v := range n {
+		r := row(uint32(v))
+		for i, u := range r {
+			switch {
+			case int(u) >= n:
+				return fmt.Errorf("vertex %d has neighbour %d past the capacity %d", v, u, n)
+			case i > 0 && r[i-1] == u:
+				return fmt.Errorf("vertex %d holds neighbour %d twice", v, u)
+			case u == uint32(v) && !selfLoops:
+				return fmt.Errorf("vertex %d has a self-loop", v)
+			case !directed:
+				j, ok := slices.BinarySearch(row(u), uint32(v))
+				if !ok {
+					return fmt.Errorf("edge %d-%d is stored one way only", v, u)
+				}
+				if len(ws) > 0 {
+					a, b := ws[c.Offsets[v]+uint64(i)], ws[c.Offsets[u]+uint64(j)]
+					if any(a) != any(b) {
+						return fmt.Errorf("edge %d-%d has two weights, %v and %v", v, u, a, b)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}

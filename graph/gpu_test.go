@@ -1,0 +1,292 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/graph/graphio"
+	"github.com/warpkit/warpkit/slabhash"
+)
+
+// TestCUDADeviceBatches: the device-resident methods give what the
+// Go-slice ones give on the CPU backend (the same RMAT graph built, updated
+// and queried both ways), refuse IDs past the capacity on the device with
+// nothing applied, and answer ErrClosed after Close.
+func TestCUDADeviceBatches(t *testing.T) {
+	needCUDA(t)
+	e, err := graphio.RMAT(12, 8, graphio.RMATOptions{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := e.NumVertices
+	g, err := NewWeighted[uint32](Options{Backend: warpkit.CUDA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	c, err := NewWeighted[uint32](Options{Backend: warpkit.CPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dev := g.e.(*gpuGraph[uint32]).dev
+	up := func(s []uint32) cuda.Slice[uint32] {
+		d, err := cuda.FromHost(dev, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Free() })
+		return d.Sub(0, len(s))
+	}
+	ws := make([]uint32, len(e.Src))
+	for i := range ws {
+		a, b := min(e.Src[i], e.Dst[i]), max(e.Src[i], e.Dst[i])
+		ws[i] = a*7919 + b
+	}
+	if err := g.BuildDevice(ctx, n, up(e.Src), up(e.Dst), up(ws)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.BuildCSR(ctx, make([]uint64, n+1), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Build(ctx, e.Src, e.Dst, ws); err != nil {
+		t.Fatal(err)
+	}
+	same := func(where string) {
+		t.Helper()
+		a, aw, err := g.ToCSRWeights(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, bw, err := c.ToCSRWeights(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(a.Offsets, b.Offsets) || !slices.Equal(a.Cols, b.Cols) || !slices.Equal(aw, bw) {
+			t.Fatalf("%s: the CUDA graph differs from the CPU graph", where)
+		}
+		if err := g.Check(ctx); err != nil {
+			t.Fatalf("%s: %v", where, err)
+		}
+	}
+	same("build")
+	// Device inserts and deletes of random edges.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 4 {
+		k := 5000
+		src, dst, w := make([]uint32, k), make([]uint32, k), make([]uint32, k)
+		for i := range k {
+			src[i], dst[i] = uint32(rng.IntN(n)), uint32(rng.IntN(n))
+			w[i] = min(src[i], dst[i])*31 + max(src[i], dst[i]) + uint32(round)
+		}
+		res, err := cuda.Alloc[uint8](dev, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if round%2 == 0 {
+			err = g.InsertEdgesDevice(ctx, up(src), up(dst), up(w), res)
+		} else {
+			err = g.DeleteEdgesDevice(ctx, up(src), up(dst), res)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]uint8, k)
+		if err := res.CopyToHost(got); err != nil {
+			t.Fatal(err)
+		}
+		res.Free()
+		want := make([]slabhash.Result, k)
+		if round%2 == 0 {
+			err = c.InsertEdges(ctx, src, dst, w, want)
+		} else {
+			err = c.DeleteEdges(ctx, src, dst, want)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		gr := make([]slabhash.Result, k)
+		for i, x := range got {
+			gr[i] = slabhash.Result(x)
+		}
+		if !sameResults(warpkit.CUDA, false, src, dst, gr, want) {
+			t.Fatalf("round %d: results differ", round)
+		}
+		same("round")
+	}
+	// Device queries.
+	k := 3000
+	src, dst := make([]uint32, k), make([]uint32, k)
+	for i := range k {
+		src[i] = uint32(rng.IntN(n))
+		dst[i] = uint32(rng.IntN(n))
+		if i%2 == 0 { // an edge that is there
+			ns, _ := c.Neighbors(ctx, src[i])
+			for v := range ns {
+				dst[i] = v
+				break
+			}
+		}
+	}
+	found, err := cuda.Alloc[uint8](dev, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer found.Free()
+	if err := g.HasEdgesDevice(ctx, up(src), up(dst), found); err != nil {
+		t.Fatal(err)
+	}
+	gotF := make([]uint8, k)
+	if err := found.CopyToHost(gotF); err != nil {
+		t.Fatal(err)
+	}
+	wantF := make([]bool, k)
+	if err := c.HasEdges(ctx, src, dst, wantF); err != nil {
+		t.Fatal(err)
+	}
+	for i := range k {
+		if (gotF[i] == 1) != wantF[i] {
+			t.Fatalf("edge %d-%d: found %d, want %v", src[i], dst[i], gotF[i], wantF[i])
+		}
+	}
+	deg, err := cuda.Alloc[uint32](dev, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer deg.Free()
+	if err := g.DegreesDevice(ctx, up(src), deg); err != nil {
+		t.Fatal(err)
+	}
+	gotD, wantD := make([]uint32, k), make([]uint32, k)
+	if err := deg.CopyToHost(gotD); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Degrees(ctx, src, wantD); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(gotD, wantD) {
+		t.Fatal("degrees differ")
+	}
+	// Vertex deletes on the device (a repeated ID among them).
+	ids := []uint32{0, 1, 2, 3, 5, 8, 13, 21, 34, 3, uint32(n - 1)}
+	if err := g.DeleteVerticesDevice(ctx, up(ids)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteVertices(ctx, ids); err != nil {
+		t.Fatal(err)
+	}
+	same("delete vertices")
+	tg, err := g.TriangleCount(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := c.TriangleCount(ctx)
+	if err != nil || tg != tc {
+		t.Fatalf("triangles %d, the CPU backend %d (%v)", tg, tc, err)
+	}
+	// IDs past the capacity: refused on the device, nothing applied.
+	before, _ := g.Len(ctx)
+	bad := up([]uint32{1, uint32(n)})
+	two := up([]uint32{2, 3})
+	for name, err := range map[string]error{
+		"insert":          g.InsertEdgesDevice(ctx, bad, two, up([]uint32{1, 1}), cuda.Slice[uint8]{}),
+		"delete":          g.DeleteEdgesDevice(ctx, two, bad, cuda.Slice[uint8]{}),
+		"has":             g.HasEdgesDevice(ctx, bad, two, found.Sub(0, 2)),
+		"degrees":         g.DegreesDevice(ctx, bad, deg.Sub(0, 2)),
+		"delete vertices": g.DeleteVerticesDevice(ctx, bad),
+		"lengths":         g.HasEdgesDevice(ctx, bad, up([]uint32{1}), found.Sub(0, 2)),
+	} {
+		if !errors.Is(err, warpkit.ErrInvalidArgument) {
+			t.Errorf("%s with an ID past the capacity: %v", name, err)
+		}
+	}
+	if after, _ := g.Len(ctx); after != before {
+		t.Fatalf("refused batches changed the entries: %d → %d", before, after)
+	}
+	same("refused batches")
+	if err := g.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	same("flush")
+	st, err := g.Stats(ctx)
+	if err != nil || st.Backend != warpkit.CUDA || st.Entries != uint64(before) || st.LongestList < 1 {
+		t.Fatalf("stats %+v (%v)", st, err)
+	}
+	g.Close()
+	if err := g.HasEdgesDevice(ctx, two, two, found.Sub(0, 2)); !errors.Is(err, warpkit.ErrClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// TestCUDAPoolExhausted: a batch that needs more overflow slabs than
+// MaxPoolBytes allows fails with ErrPoolExhausted, the edges it applied
+// counted exactly (Check holds, Len = the Inserted results), and the graph
+// keeps working.
+func TestCUDAPoolExhausted(t *testing.T) {
+	needCUDA(t)
+	g, err := New(Options{Backend: warpkit.CUDA, Directed: true, VertexCapacity: 4, MaxPoolBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	// 40,000 vertices of one bucket each (EnsureVertices), 20 neighbours
+	// each: 2 overflow slabs of 32 bytes a vertex, 2.4 MiB in all, where
+	// 1 MiB holds 32K slabs.
+	k := 800_000
+	src, dst := make([]uint32, k), make([]uint32, k)
+	for i := range k {
+		src[i], dst[i] = uint32(i/20), uint32(i%20)
+	}
+	if err := g.EnsureVertices(ctx, k/20); err != nil {
+		t.Fatal(err)
+	}
+	res := make([]slabhash.Result, k)
+	err = g.InsertEdges(ctx, src, dst, res)
+	if !errors.Is(err, warpkit.ErrPoolExhausted) {
+		t.Fatalf("insert past MaxPoolBytes: %v", err)
+	}
+	ins := 0
+	for _, r := range res {
+		if r == slabhash.Inserted {
+			ins++
+		}
+	}
+	if n, _ := g.Len(ctx); n != ins || ins == 0 {
+		t.Fatalf("Len %d, Inserted results %d", n, ins)
+	}
+	if err := g.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	logStats := func(when string) {
+		st, err := g.Stats(ctx)
+		t.Logf("%s: %+v (%v)", when, st, err)
+	}
+	logStats("exhausted")
+	// Deleting frees room: more fits after a flush.
+	res = res[:ins/2]
+	if err := g.DeleteEdges(ctx, src[:ins/2], dst[:ins/2], res); err != nil {
+		t.Fatal(err)
+	}
+	removed := 0
+	for _, r := range res {
+		if r == slabhash.Removed {
+			removed++
+		}
+	}
+	logStats(fmt.Sprintf("%d removed", removed))
+	if err := g.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	logStats("flushed")
+	if err := g.InsertEdges(ctx, src[:ins/4], dst[:ins/4], nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

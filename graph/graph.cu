@@ -1,0 +1,467 @@
+// graph.cu: the CUDA backend's kernels. Every vertex has a slab hash table of
+// its neighbours (a set, or a map to weights) in one shared bucket arena,
+// with overflow slabs from one shared slaballoc pool; the slab hash engine
+// (slabhash.cuh) runs edge batches unchanged but for its locator, which
+// finds an element's bucket in the table of its source vertex (VertexLoc)
+// and counts its Inserted and Removed in that vertex's degree.
+//
+// The vertex dictionary is an array of Vertex (16 bytes); the arena an array
+// of head slabs, vertex v's buckets at [base, base+nb); owner[b] is the
+// vertex of arena bucket b (for the kernels that run per bucket).
+#include "slabhash.cuh"
+
+namespace wk {
+namespace gr {
+
+using sh::Ctx;
+using sh::Geometry;
+using sh::Lane;
+using sh::kNull;
+using sh::Pool;
+using sh::Tile;
+
+// Vertex is a dictionary entry. Go mirrors it (gpu.go: vertexEntry).
+struct Vertex {
+  uint32_t base;    // first bucket in the arena
+  uint32_t nb;      // buckets
+  uint32_t degree;  // live entries (exact when no batch runs)
+  uint32_t flags;   // unused (0)
+};
+static_assert(sizeof(Vertex) == 16, "Vertex is mirrored in Go");
+
+// Modes of prep (bits): undirected graphs store both directions; self-loops
+// are skipped unless allowed; device batches have their IDs checked.
+enum PrepMode : uint32_t { kUndirected = 1, kSelfLoops = 2, kCheckIDs = 4 };
+
+// VertexLoc is the locator of an edge batch: element i is an entry of the
+// table of vertex src[i] (its key the neighbour).
+struct VertexLoc {
+  const uint32_t* src;
+  Vertex* dict;
+  template <class L>
+  __device__ __forceinline__ char* head(const Ctx<L>& c, uint64_t i, typename L::K k) const {
+    const uint2 bn = *(const uint2*)&dict[src[i]];  // base, nb
+    return c.heads + ((size_t)bn.x + __umulhi(hash_key(k, c.seed), bn.y)) * L::kSlabBytes;
+  }
+  __device__ __forceinline__ void counted(uint64_t i, long long d) const {
+    atomicAdd(&dict[src[i]].degree, (uint32_t)(int)d);
+  }
+};
+
+__device__ __forceinline__ uint64_t thread_index() { return blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; }
+__device__ __forceinline__ uint64_t thread_count() { return (uint64_t)gridDim.x * blockDim.x; }
+
+// prep lays an edge batch out for the apply launches: element i (< n) is the
+// edge as given (directed graphs) or from its lower ID to its higher
+// (undirected: the edge's canonical direction, whose result is the edge's),
+// element n+i the reverse (undirected only). res[] is kResFailed for the
+// elements to run and kResNotFound for skipped ones (a self-loop not allowed;
+// the reverse of a self-loop); the apply launches run with kFlagRetry, which
+// runs only failed elements. Self-loops skipped are counted in
+// ctrl[kCtrlCount]; with kCheckIDs an ID at or past cap (or reserved) in
+// ctrl[kCtrlRejected], which makes every apply launch on the stream apply
+// nothing.
+extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uint64_t n, uint32_t cap, uint32_t mode,
+                                   uint32_t* osrc, uint32_t* odst, uint8_t* res, unsigned long long* ctrl) {
+  uint32_t bad = 0, self = 0;
+  for (uint64_t i = thread_index(); i < n; i += thread_count()) {
+    uint32_t u = src[i], v = dst[i];
+    if ((mode & kCheckIDs) && (u >= cap || v >= cap)) ++bad;
+    const bool loop = u == v;
+    const bool skip = loop && !(mode & kSelfLoops);
+    self += skip;
+    if ((mode & kUndirected) && u > v) {
+      const uint32_t t = u;
+      u = v;
+      v = t;
+    }
+    osrc[i] = u;
+    odst[i] = v;
+    res[i] = skip ? sh::kResNotFound : sh::kResFailed;
+    if (mode & kUndirected) {
+      osrc[n + i] = v;
+      odst[n + i] = u;
+      res[n + i] = loop ? sh::kResNotFound : sh::kResFailed;
+    }
+  }
+  if (bad) {
+    atomicAdd(ctrl + kCtrlRejected, (unsigned long long)bad);
+    atomicOr((unsigned*)(ctrl + kCtrlStatus), (unsigned)kStatusInvalidArgument);
+  }
+  if (self) atomicAdd(ctrl + kCtrlCount, (unsigned long long)self);
+}
+
+// check_ids counts IDs at or past cap in ctrl[kCtrlRejected] (device
+// batches of lookups and vertex lists).
+extern "C" __global__ void gr_check_ids(const uint32_t* a, const uint32_t* b, uint64_t n, uint32_t cap,
+                                        unsigned long long* ctrl) {
+  uint32_t bad = 0;
+  for (uint64_t i = thread_index(); i < n; i += thread_count()) bad += (a[i] >= cap) + (b && b[i] >= cap);
+  if (bad) {
+    atomicAdd(ctrl + kCtrlRejected, (unsigned long long)bad);
+    atomicOr((unsigned*)(ctrl + kCtrlStatus), (unsigned)kStatusInvalidArgument);
+  }
+}
+
+// apply runs an edge batch on the slab hash engine: element i is op on key
+// dst[i] in the table of src[i].
+template <class L>
+__device__ void apply(char* arena, uint32_t seed, Pool* pool, Vertex* dict, const uint32_t* src, const uint32_t* dst,
+                      typename L::V* vals, uint32_t op, uint8_t* res, uint64_t n, unsigned long long* ctrl,
+                      uint32_t flags, uint32_t salt, unsigned long long* out) {
+  if (sh::ldv64(ctrl + kCtrlRejected) == 0) {
+    const Ctx<L> c{arena, 0, seed, pool, (uint32_t*)(ctrl + kCtrlStatus)};
+    sh::apply_rounds<L, VertexLoc>(c, dst, vals, nullptr, op, res, nullptr, n, ctrl, flags, salt, VertexLoc{src, dict});
+  }
+  sh::sign_off(ctrl, pool, out);
+}
+
+// count_sources counts the elements to run per source vertex (a build's
+// sizing: repeated edges counted each time).
+extern "C" __global__ void gr_count_sources(const uint32_t* src, const uint8_t* res, uint64_t n, uint32_t* cnt) {
+  for (uint64_t i = thread_index(); i < n; i += thread_count())
+    if (res[i] == sh::kResFailed) atomicAdd(&cnt[src[i]], 1u);
+}
+
+// buckets sizes each vertex's table: ceil(cnt / per) buckets, at least one.
+extern "C" __global__ void gr_buckets(const uint32_t* cnt, uint64_t nv, uint32_t per, uint64_t* nb) {
+  for (uint64_t v = thread_index(); v < nv; v += thread_count()) nb[v] = cnt[v] ? (cnt[v] + per - 1) / per : 1;
+}
+
+// dict writes the entries of vertices vbase+i (i < nv) from their buckets
+// nb[i] and first bucket first + base[i] (base: nb's exclusive scan), and
+// the owner of each of their buckets. Degrees start at 0.
+extern "C" __global__ void gr_dict(const uint64_t* nb, const uint64_t* base, uint64_t nv, uint32_t vbase,
+                                   uint64_t first, Vertex* dict, uint32_t* owner) {
+  for (uint64_t i = thread_index(); i < nv; i += thread_count()) {
+    const uint32_t b = (uint32_t)(first + base[i]), k = (uint32_t)nb[i], v = vbase + (uint32_t)i;
+    dict[v] = Vertex{b, k, 0, 0};
+    for (uint32_t j = 0; j < k; ++j) owner[b + j] = v;
+  }
+}
+
+// degrees writes the degree of ids[i] (or of vertex i when ids is null),
+// as 32- or 64-bit counts.
+extern "C" __global__ void gr_degrees(const Vertex* dict, const uint32_t* ids, uint64_t n, uint32_t* out32,
+                                      uint64_t* out64) {
+  for (uint64_t i = thread_index(); i < n; i += thread_count()) {
+    const uint32_t d = dict[ids ? ids[i] : i].degree;
+    if (out32) out32[i] = d;
+    if (out64) out64[i] = d;
+  }
+}
+
+// gather copies the live entries of arena buckets [lo, hi) into rows:
+// vertex owner[b]-vbase's entries at cols[offsets[v] ..], its cursor[v]
+// counting those written (zero before). rows (optional) gets each entry's
+// vertex, vals (optional) its value. An entry past offsets[v+1] is not
+// written (kStatusOverflow). Runs alone.
+template <class L>
+__device__ void gather(const char* arena, uint64_t lo, uint64_t hi, const uint32_t* owner, uint32_t vbase,
+                       Pool* pool, const uint64_t* offsets, uint32_t* cursor, uint32_t* cols,
+                       typename L::V* vals, uint32_t* rows, unsigned long long* ctrl) {
+  using K = typename L::K;
+  Tile<L::W> t;
+  Geometry<L::W> g;
+  Ctx<L> c{(char*)arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
+  for (uint64_t b = lo + g.tile; b < hi; b += g.tiles) {
+    const uint32_t u = owner[b];
+    const uint32_t v = u - vbase;
+    const uint64_t o0 = offsets[v], o1 = offsets[v + 1];
+    const char* s = arena + b * L::kSlabBytes;
+    for (uint32_t hop = 0;; ++hop) {
+      if (hop == sh::kMaxSteps) {
+        report(c.status, kStatusRetryLimit);
+        break;
+      }
+      Lane<L> d = sh::load<L>(t, s);
+      const unsigned pub = sh::published<L>(t, d);
+      const bool live = L::slot_lane(t.rank) && d.key != sh::empty_key<K>() && d.key != sh::tomb_key<K>() &&
+                        ((pub >> t.rank) & 1);
+      const unsigned m = t.ballot(live);
+      if (m) {
+        uint32_t at = 0;
+        if (t.rank == 0) at = atomicAdd(&cursor[v], (uint32_t)__popc(m));
+        at = t.shfl(at, 0);
+        if (live) {
+          const uint64_t pos = o0 + at + __popc(m & L::lower(t.rank));
+          if (pos < o1) {
+            cols[pos] = (uint32_t)d.key;
+            if (vals) vals[pos] = d.val;
+            if (rows) rows[pos] = u;
+          } else {
+            report(c.status, kStatusOverflow);
+          }
+        }
+      }
+      const uint32_t next = t.shfl(d.tail, L::kTailLane);
+      if (next == kNull) break;
+      s = c.unit(next);
+    }
+  }
+}
+
+// sweep tombstones, in every bucket of a vertex not itself deleted, the
+// entries whose neighbour is marked in gone (a bitmap), and takes them off
+// the owner's degree and the live count (ctrl[kCtrlDelta]). Runs alone.
+template <class L>
+__device__ void sweep(char* arena, uint64_t nslabs, const uint32_t* owner, Vertex* dict, Pool* pool,
+                      const uint32_t* gone, unsigned long long* ctrl) {
+  using K = typename L::K;
+  Tile<L::W> t;
+  Geometry<L::W> g;
+  Ctx<L> c{arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
+  long long removed = 0;
+  for (uint64_t b = g.tile; b < nslabs; b += g.tiles) {
+    const uint32_t u = owner[b];
+    if ((gone[u >> 5] >> (u & 31)) & 1) continue;  // reset afterwards
+    char* s = arena + b * L::kSlabBytes;
+    uint32_t here = 0;
+    for (uint32_t hop = 0;; ++hop) {
+      if (hop == sh::kMaxSteps) {
+        report(c.status, kStatusRetryLimit);
+        break;
+      }
+      Lane<L> d = sh::load<L>(t, s);
+      const bool hit = L::slot_lane(t.rank) && d.key != sh::empty_key<K>() && d.key != sh::tomb_key<K>() &&
+                       ((gone[(uint32_t)d.key >> 5] >> ((uint32_t)d.key & 31)) & 1);
+      if (hit) {
+        if constexpr (sizeof(K) == 4) sh::stv32(L::slot_ptr(s, t.rank), (uint32_t)sh::tomb_key<K>());
+        else sh::stv64(L::slot_ptr(s, t.rank), (uint64_t)sh::tomb_key<K>());
+      }
+      here += __popc(t.ballot(hit));
+      const uint32_t next = t.shfl(d.tail, L::kTailLane);
+      if (next == kNull) break;
+      s = c.unit(next);
+    }
+    if (here && t.rank == 0) {
+      atomicSub(&dict[u].degree, here);
+      removed += here;
+    }
+  }
+  if (removed) atomicAdd(ctrl + kCtrlDelta, (unsigned long long)(-removed));
+}
+
+// reset empties the tables of the vertices ids[i] marked in gone: heads
+// reset, overflow slabs reset and freed to the pool, degree 0 (taken off
+// ctrl[kCtrlDelta]). Each vertex's mark is cleared by the tile that resets
+// it, so a repeated ID is reset once and the bitmap ends all zero. Runs
+// alone, after sweep.
+template <class L>
+__device__ void reset(char* arena, Vertex* dict, Pool* pool, const uint32_t* ids, uint64_t n, uint32_t* gone,
+                      unsigned long long* ctrl) {
+  Tile<L::W> t;
+  Geometry<L::W> g;
+  Ctx<L> c{arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
+  long long freed = 0, removed = 0;
+  for (uint64_t i = g.tile; i < n; i += g.tiles) {
+    const uint32_t v = ids[i];
+    uint32_t old = 0;
+    if (t.rank == 0) old = atomicAnd(&gone[v >> 5], ~(1u << (v & 31)));
+    old = t.shfl(old, 0);
+    if (!((old >> (v & 31)) & 1)) continue;  // another tile has it
+    const Vertex e = dict[v];
+    for (uint32_t k = 0; k < e.nb; ++k) {
+      char* h = arena + ((size_t)e.base + k) * L::kSlabBytes;
+      uint32_t next = sh::next_of<L>(t, h);
+      sh::reset_slab<L>(t, h);
+      for (uint32_t hop = 0; next != kNull; ++hop) {
+        if (hop == sh::kMaxSteps) {
+          report(c.status, kStatusRetryLimit);
+          break;
+        }
+        char* s = c.unit(next);
+        const uint32_t after = sh::next_of<L>(t, s);
+        t.sync();
+        sh::reset_slab<L>(t, s);
+        t.sync();
+        if (t.rank == 0 && !slab::free_unit(pool, next)) report(c.status, kStatusBadFree);
+        ++freed;
+        next = after;
+      }
+    }
+    if (t.rank == 0) {
+      removed += e.degree;
+      dict[v].degree = 0;
+    }
+  }
+  if (t.rank == 0) {
+    if (removed) atomicAdd(ctrl + kCtrlDelta, (unsigned long long)(-removed));
+    if (freed) atomicAdd(&pool->used, (unsigned long long)(-freed));
+  }
+}
+
+// mark sets the bits of ids in gone.
+extern "C" __global__ void gr_mark(const uint32_t* ids, uint64_t n, uint32_t* gone) {
+  for (uint64_t i = thread_index(); i < n; i += thread_count()) atomicOr(&gone[ids[i] >> 5], 1u << (ids[i] & 31));
+}
+
+// census walks every bucket list: live entries per vertex (live, optional),
+// overflow slabs (ctrl[kCtrlCount]), the longest list in slabs
+// (ctrl[kCtrlFailed], a maximum) and the self-loops (ctrl[kCtrlInserted]).
+// Check and Stats read it. Runs alone.
+template <class L>
+__device__ void census(const char* arena, uint64_t nslabs, const uint32_t* owner, Pool* pool, uint32_t* live,
+                       unsigned long long* ctrl) {
+  using K = typename L::K;
+  Tile<L::W> t;
+  Geometry<L::W> g;
+  Ctx<L> c{(char*)arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
+  unsigned long long over = 0, longest = 0, loops = 0;
+  for (uint64_t b = g.tile; b < nslabs; b += g.tiles) {
+    const char* s = arena + b * L::kSlabBytes;
+    const uint32_t u = owner[b];
+    uint32_t here = 0, len = 1;
+    for (uint32_t hop = 0;; ++hop) {
+      if (hop == sh::kMaxSteps) {
+        report(c.status, kStatusRetryLimit);
+        break;
+      }
+      Lane<L> d = sh::load<L>(t, s);
+      here += __popc(t.ballot(L::slot_lane(t.rank) && d.key != sh::empty_key<K>() && d.key != sh::tomb_key<K>()));
+      loops += __popc(t.ballot(L::slot_lane(t.rank) && d.key == u));
+      const uint32_t next = t.shfl(d.tail, L::kTailLane);
+      if (next == kNull) break;
+      s = c.unit(next);
+      ++len;
+    }
+    if (t.rank == 0) {
+      if (live && here) atomicAdd(&live[u], here);
+      over += len - 1;
+      longest = longest > len ? longest : len;
+    }
+  }
+  if (t.rank == 0) {
+    if (over) atomicAdd(ctrl + kCtrlCount, over);
+    if (longest) atomicMax(ctrl + kCtrlFailed, longest);
+    if (loops) atomicAdd(ctrl + kCtrlInserted, loops);
+  }
+}
+
+// contains reports whether key is in the table bn = (base, nb) (one thread;
+// the structure is quiescent).
+template <class L>
+__device__ __forceinline__ bool contains(const char* arena, const Pool* pool, uint2 bn, uint32_t seed, uint32_t key) {
+  const char* s = arena + ((size_t)bn.x + __umulhi(hash_key(key, seed), bn.y)) * L::kSlabBytes;
+  for (uint32_t hop = 0; hop < sh::kMaxSteps; ++hop) {
+    uint32_t next;
+    if constexpr (L::kIsSet && L::kSlabBytes == 32) {
+      const uint4 a = *(const uint4*)s, b = *(const uint4*)(s + 16);
+      if (a.x == key || a.y == key || a.z == key || a.w == key || b.x == key || b.y == key || b.z == key) return true;
+      next = b.w;
+    } else {
+#pragma unroll
+      for (int q = 0; q < L::kSlots; ++q)
+        if (*(const uint32_t*)(s + q * L::kSlotBytes) == key) return true;
+      next = *(const uint32_t*)(s + L::kNextOffset);
+    }
+    if (next == kNull) return false;
+    s = slab::unit_ptr<L::kSlabBytes>(pool, next);
+  }
+  return false;
+}
+
+// orient keeps, in each vertex's row of a CSR (cols[offsets[v] ..], in
+// place, at the front), the neighbours ranked above it by (degree, ID), and
+// their number in ocnt[v]. A tile of 8 lanes per vertex.
+extern "C" __global__ void gr_orient(const uint64_t* offsets, uint32_t* cols, const Vertex* dict, uint64_t nv,
+                                     uint32_t* ocnt) {
+  Tile<8> t;
+  Geometry<8> g;
+  for (uint64_t v = g.tile; v < nv; v += g.tiles) {
+    const uint64_t o0 = offsets[v], o1 = offsets[v + 1];
+    const uint32_t dv = dict[v].degree;
+    uint64_t w = o0;
+    for (uint64_t k = o0; k < o1; k += 8) {
+      const uint64_t j = k + t.rank;
+      uint32_t x = 0;
+      bool keep = false;
+      if (j < o1) {
+        x = cols[j];
+        const uint32_t dx = dict[x].degree;
+        keep = dx > dv || (dx == dv && x > (uint32_t)v);
+      }
+      const unsigned m = t.ballot(keep);
+      t.sync();  // every lane read its entry before any is overwritten
+      if (keep) cols[w + __popc(m & ((1u << t.rank) - 1))] = x;
+      w += __popc(m);
+    }
+    if (t.rank == 0) ocnt[v] = (uint32_t)(w - o0);
+  }
+}
+
+// tc counts triangles over an oriented CSR (gr_orient): for every oriented
+// entry k = (u, v) at position i of u's row, the later entries w of u's row
+// whose edge (v, w) is in v's table. A tile of 8 lanes per entry, the lanes
+// over w; each probe is one thread's (contains). rows[k] is k's vertex.
+template <class L>
+__device__ void tc(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows, const uint32_t* ocnt,
+                   uint64_t total, const char* arena, const Vertex* dict, const Pool* pool, uint32_t seed,
+                   unsigned long long* count) {
+  Tile<8> t;
+  Geometry<8> g;
+  unsigned long long found = 0;
+  for (uint64_t k = g.tile; k < total; k += g.tiles) {
+    const uint32_t u = rows[k];
+    const uint64_t o0 = offsets[u];
+    const uint32_t i = (uint32_t)(k - o0), d = ocnt[u];
+    if (i >= d) continue;
+    const uint32_t v = cols[k];
+    const uint2 bn = *(const uint2*)&dict[v];
+    for (uint32_t j = i + 1 + t.rank; j < d; j += 8) found += contains<L>(arena, pool, bn, seed, cols[o0 + j]);
+  }
+  for (int off = 16; off > 0; off >>= 1) found += __shfl_xor_sync(0xffffffffu, found, off);
+  if (slab::lane() == 0 && found) atomicAdd(count, found);
+}
+
+}  // namespace gr
+}  // namespace wk
+
+// GR_LAYOUT(name, V, kind) instantiates the per-layout kernels for 8-lane
+// tiles: gr_apply_<name>, gr_gather_<name>, gr_sweep_<name>,
+// gr_reset_<name>, gr_census_<name>, gr_flush_<name>, gr_tc_<name>.
+#define GR_LAYOUT(NAME, V, KIND)                                                                                     \
+  using L_##NAME = wk::sh::Layout<uint32_t, V, KIND, 8, false>;                                                       \
+  extern "C" __global__ void __launch_bounds__(256, 3)                                                                \
+      gr_apply_##NAME(char* arena, uint32_t seed, wk::slab::Pool* pool, wk::gr::Vertex* dict, const uint32_t* src,   \
+                      const uint32_t* dst, V* vals, uint32_t op, uint8_t* res, uint64_t n, unsigned long long* ctrl, \
+                      uint32_t flags, uint32_t salt, unsigned long long* out) {                                      \
+    wk::gr::apply<L_##NAME>(arena, seed, pool, dict, src, dst, vals, op, res, n, ctrl, flags, salt, out);             \
+  }                                                                                                                   \
+  extern "C" __global__ void gr_gather_##NAME(const char* arena, uint64_t lo, uint64_t hi, const uint32_t* owner,    \
+                                              uint32_t vbase, wk::slab::Pool* pool, const uint64_t* offsets,         \
+                                              uint32_t* cursor, uint32_t* cols, V* vals, uint32_t* rows,             \
+                                              unsigned long long* ctrl) {                                            \
+    wk::gr::gather<L_##NAME>(arena, lo, hi, owner, vbase, pool, offsets, cursor, cols, vals, rows, ctrl);            \
+  }                                                                                                                   \
+  extern "C" __global__ void gr_sweep_##NAME(char* arena, uint64_t nslabs, const uint32_t* owner,                    \
+                                             wk::gr::Vertex* dict, wk::slab::Pool* pool, const uint32_t* gone,       \
+                                             unsigned long long* ctrl) {                                             \
+    wk::gr::sweep<L_##NAME>(arena, nslabs, owner, dict, pool, gone, ctrl);                                            \
+  }                                                                                                                   \
+  extern "C" __global__ void gr_reset_##NAME(char* arena, wk::gr::Vertex* dict, wk::slab::Pool* pool,                \
+                                             const uint32_t* ids, uint64_t n, uint32_t* gone,                        \
+                                             unsigned long long* ctrl) {                                             \
+    wk::gr::reset<L_##NAME>(arena, dict, pool, ids, n, gone, ctrl);                                                   \
+  }                                                                                                                   \
+  extern "C" __global__ void gr_census_##NAME(const char* arena, uint64_t nslabs, const uint32_t* owner,             \
+                                              wk::slab::Pool* pool, uint32_t* live, unsigned long long* ctrl) {      \
+    wk::gr::census<L_##NAME>(arena, nslabs, owner, pool, live, ctrl);                                                 \
+  }                                                                                                                   \
+  extern "C" __global__ void gr_flush_##NAME(char* arena, uint32_t nslabs, wk::slab::Pool* pool,                     \
+                                             unsigned long long* ctrl) {                                             \
+    wk::sh::flush<L_##NAME>(arena, nslabs, pool, ctrl);                                                               \
+  }                                                                                                                   \
+  extern "C" __global__ void gr_tc_##NAME(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows,       \
+                                          const uint32_t* ocnt, uint64_t total, const char* arena,                   \
+                                          const wk::gr::Vertex* dict, const wk::slab::Pool* pool, uint32_t seed,     \
+                                          unsigned long long* count) {                                               \
+    wk::gr::tc<L_##NAME>(offsets, cols, rows, ocnt, total, arena, dict, pool, seed, count);                          \
+  }
+
+// Unweighted graphs: 32-byte set slabs of 7 neighbours. Weighted: 64-byte
+// slabs of 7 (neighbour, uint32 weight) pairs, or 128-byte slabs of 7
+// (neighbour, uint64 weight) pairs.
+GR_LAYOUT(set, uint32_t, wk::sh::kSet)
+GR_LAYOUT(w32, uint32_t, wk::sh::kMap)
+GR_LAYOUT(w64, uint64_t, wk::sh::kMap)
