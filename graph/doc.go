@@ -32,42 +32,97 @@
 //
 // Triangle counting orients every edge from the endpoint ranked lower by
 // (degree, ID) to the other — the degree-ordered orientation — and counts,
-// for every oriented edge u→v, the common out-neighbours of u and v by
-// sorted merge: each triangle once, in O(m^1.5).
+// for every oriented edge u→v, the common out-neighbours of u and v: each
+// triangle once, in O(m^1.5). The CPU backend intersects sorted out-lists;
+// the CUDA backend probes v's hash table for each later out-neighbour w of u
+// (eight lanes per oriented edge, one thread per probe).
+//
+// # Backends
+//
+// The CPU backend (the oracle) keeps one Go map per vertex. The CUDA backend
+// (Backend CUDA, or Auto where a device is present) keeps one slab hash
+// table per vertex: a dictionary entry of 16 bytes (first bucket, buckets,
+// degree), the tables' head slabs in one bucket arena (vertex v's buckets
+// contiguous, an owner array mapping buckets back to vertices), and their
+// overflow slabs in one slaballoc pool. Edge batches run on the slab hash
+// engine unchanged but for its locator (internal/devcode/slabhash.cuh:
+// TableLoc for slabhash, graph.cu's VertexLoc here: the element's bucket in
+// its source vertex's table, its Inserted and Removed counted in that
+// vertex's degree). Slabs: unweighted graphs 32-byte sets of 7 neighbours,
+// Weighted[uint32] 64-byte and Weighted[uint64] 128-byte maps of 7 pairs.
+// An undirected batch runs every edge's canonical direction (lower ID →
+// higher) first, then the reverse of each edge it changed; a weighted
+// insert reads the weight that won in the canonical direction and gives it
+// to the reverse, so both directions hold one weight. Build sizes each
+// table for its entries (5 a bucket of 7 slots, one bucket at least), lays
+// the arena out with a device scan (prim) and inserts the batch.
+// DeleteVertices marks the vertices in a bitmap, tombstones the entries
+// into them in one sweep over every list, then empties their tables and
+// frees their overflow slabs. Device methods (InsertEdgesDevice, ...,
+// BuildDevice) take device slices; their IDs are checked on the device
+// first.
 //
 // # Status
 //
-// Issue 17, in part: graph/graphio (readers, generators, stand-ins) and this
-// package's CPU backend — the oracle of the CUDA backend to come, with the
-// API and semantics above — are built and tested (differential against a
-// model over random operation mixes, directed and undirected, weighted and
-// not, self-loops kept or skipped; triangle counts against brute force on
-// complete and RMAT graphs, after updates too; concurrent batches; the
-// structure contract's errors). `warp graph tc` counts a file's triangles.
-// Not built: the CUDA backend (per-vertex slab hashes sharing one bucket
-// arena and one SlabAlloc pool through a locator policy in slabhash.cuh),
-// its Device methods (today they answer ErrNeedsCUDA, as every CPU
-// backend's do), the sorted-CSR baseline, `warp bench graph` and its
-// tables.
+// Issue 17, in part. Built and tested: graph/graphio (readers, generators,
+// stand-ins); the CPU backend (differential against a model over random
+// operation mixes, directed and undirected, weighted and not, self-loops
+// kept or skipped; triangle counts against brute force on complete and
+// RMAT graphs, after updates too; concurrent batches; the structure
+// contract's errors); the CUDA backend, on the H100 (the same differential
+// test with per-edge result counts, the triangle tests, the device methods
+// against the CPU backend on an RMAT graph, IDs past the capacity refused
+// on the device with nothing applied, pool exhaustion with exact counts and
+// a symmetric graph). `warp graph tc` and `warp bench graph` (thesis Tables
+// 5.2–5.5, 5.7, queries, memory; docs/benchmarks.md). Not built: Rehash on
+// the device (a no-op), NeighborsDevice (Neighbors copies one vertex's table
+// out), the sorted-CSR baselines, the thesis's edge-exists triangle mode,
+// Tables 5.6 and 5.9 and the load-factor sweep.
 //
 // # Departures from the spec (shared/docs/specs/graph.md)
 //
-//   - Options have no Device, Streams, LoadFactor, Layout, MaxPoolBytes or
-//     RehashChain yet: they configure the CUDA backend. Backend CUDA fails
-//     with ErrInvalidArgument until it is built; Auto runs the CPU backend.
+//   - Options have no Streams, LoadFactor, Layout or RehashChain: one
+//     stream, 5 entries a bucket at build, the layouts above, no rehash.
+//     MaxPoolBytes caps the overflow pool (default 4 GiB: 64 super blocks
+//     of 64 MiB).
+//   - The CUDA backend runs one batch at a time (a mutex over its stream
+//     and scratch): batches from many goroutines are safe, not concurrent
+//     on the device. Within a batch every edge is applied concurrently, so
+//     which copy of a repeated edge is Inserted (or Removed), and which
+//     weight a repeated edge keeps, is not fixed (the CPU backend: the
+//     first, and the last weight).
+//   - The arena is one device buffer that grows by copying (EnsureVertices
+//     adds one bucket per new vertex), not segments; nothing points into
+//     it but the dictionary, so nothing else moves.
+//   - Vertex deletes sweep every list for both directed and undirected
+//     graphs (the spec's eager path through the deleted vertices' own lists
+//     for undirected graphs is not built); the deleted IDs stay valid with
+//     degree 0 and one or more empty buckets.
+//   - Degrees are counted by one atomic add per applied element (the
+//     spec's __match_any_sync aggregation is not built).
+//   - Under ErrPoolExhausted the edges that could not be inserted report
+//     Failed; in an undirected batch, an edge whose reverse could not be
+//     inserted is taken back and reported Failed, and a repeated copy of it
+//     may still report Present.
 //   - The CPU backend's maps need no flush and no rehash: Flush and Rehash
-//     are no-ops there.
+//     are no-ops there (Rehash on the CUDA backend too, for now).
 //   - A skipped self-loop's insert result is NotFound (slabhash's Result has
 //     no value for it).
 //   - Len is the number of adjacency entries (the contract's live keys);
-//     Stats has Entries and Edges (an undirected edge counted once).
-//     NumEdges is Stats.Edges; there is no separate method.
-//   - The weighted CSR is ToCSRWeights (the CSR and a weight per entry).
+//     Stats has Entries and Edges (an undirected edge counted once),
+//     OverflowSlabs and LongestList. NumEdges is Stats.Edges; there is no
+//     separate method.
+//   - The weighted CSR is ToCSRWeights (the CSR and a weight per entry);
+//     the CUDA backend gathers on the device and sorts rows on the host.
 //   - TriangleCount needs an undirected graph (ErrInvalidArgument).
-//   - The CPU backend checks the context when a call starts: its batches
-//     apply whole (as lsm's and sortedarray's updates do), and a triangle
-//     count stops between vertex ranges.
+//   - The context is checked when a call starts (CPU backend: its batches
+//     apply whole, as lsm's and sortedarray's updates do; a triangle count
+//     stops between vertex ranges) and, on the CUDA backend, between the
+//     launches of a batch; the reverse directions of an undirected batch
+//     run to the end once started.
 //   - Build sizes the vertex array to the largest ID + 1: an ID near 2^32
 //     asks for tens of GB (16 bytes a vertex while it builds), with no
-//     limit option yet.
+//     limit option yet. BuildDevice takes the vertex count instead.
+//   - The first Build, ToCSR or TriangleCount of a CUDA graph loads prim's
+//     kernels (its scans): seconds of JIT compilation, once per graph.
 package graph

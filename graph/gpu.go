@@ -7,6 +7,7 @@ import (
 	"iter"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/warpkit/warpkit"
@@ -25,7 +26,10 @@ const (
 	opInsert = 1
 	opDelete = 2
 
-	resFailed = 5
+	resInserted = 2
+	resPresent  = 3
+	resRemoved  = 4
+	resFailed   = 5
 
 	flagRetry = 1 // wk::sh::kFlagRetry
 )
@@ -77,6 +81,13 @@ type gpuGraph[W any] struct {
 	gone  cuda.Slice[uint32] // bitmap of vertices being deleted (all zero between calls)
 	ctrl  cuda.Slice[uint64]
 	host  [gpurt.CtrlWords]uint64
+	// ctrlPinned is host memory mapped into the device (ctrlOut): an apply
+	// launch's last warp copies the control block there and zeroes it
+	// (slabhash.cuh: sign_off), so a batch needs neither a copy nor, when
+	// ctrlClean says the block is zero, a memset.
+	ctrlPinned *cuda.Pinned[uint64]
+	ctrlOut    cuda.DevicePtr
+	ctrlClean  bool
 
 	// Scratch of batches (grown on demand; freed by gpurt.FreeAll).
 	bSrc, bDst, bOSrc, bODst, bIDs gpurt.Buf[uint32]
@@ -84,6 +95,7 @@ type gpuGraph[W any] struct {
 	bRes, bRes2, bOut              gpurt.Buf[uint8]
 
 	fPrep, fCheckIDs, fCount, fBuckets, fDict, fDegrees, fMark, fOrient *cuda.Function
+	fMirror, fUndo, fUndone                                             *cuda.Function
 	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC               *cuda.Function
 }
 
@@ -114,6 +126,12 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 	if g.ctrl, err = cuda.Alloc[uint64](dev, gpurt.CtrlWords); err != nil {
 		return fail(err)
 	}
+	if g.ctrlPinned, err = cuda.AllocPinned[uint64](dev, gpurt.CtrlWords); err != nil {
+		return fail(err)
+	}
+	if g.ctrlOut, err = g.ctrlPinned.DevicePtr(); err != nil {
+		return fail(err)
+	}
 	mod, err := dev.LoadModule(graphPTX)
 	if err != nil {
 		return fail(err)
@@ -124,7 +142,7 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 	}{
 		{&g.fPrep, "gr_prep"}, {&g.fCheckIDs, "gr_check_ids"}, {&g.fCount, "gr_count_sources"},
 		{&g.fBuckets, "gr_buckets"}, {&g.fDict, "gr_dict"}, {&g.fDegrees, "gr_degrees"}, {&g.fMark, "gr_mark"},
-		{&g.fOrient, "gr_orient"},
+		{&g.fOrient, "gr_orient"}, {&g.fMirror, "gr_mirror"}, {&g.fUndo, "gr_undo"}, {&g.fUndone, "gr_undone"},
 		{&g.fApply, "gr_apply_" + layout}, {&g.fGather, "gr_gather_" + layout}, {&g.fSweep, "gr_sweep_" + layout},
 		{&g.fReset, "gr_reset_" + layout}, {&g.fCensus, "gr_census_" + layout}, {&g.fFlush, "gr_flush_" + layout},
 		{&g.fTC, "gr_tc_" + layout},
@@ -184,8 +202,31 @@ func (g *gpuGraph[W]) readCtrl() error {
 	return g.ctrl.CopyToHost(g.host[:])
 }
 
-// zeroCtrl zeroes the control block on the stream.
-func (g *gpuGraph[W]) zeroCtrl() error { return g.ctrl.Zero(g.stream) }
+// readApply waits for an apply launch and reads the control block its last
+// warp handed over through the mapped block (or copies it, should no warp
+// have signed off).
+func (g *gpuGraph[W]) readApply() error {
+	if err := gpurt.Wait(g.stream); err != nil {
+		return err
+	}
+	p := g.ctrlPinned.Data()
+	if atomic.LoadUint64(&p[gpurt.CtrlDone]) == 0 {
+		return g.ctrl.CopyToHost(g.host[:])
+	}
+	copy(g.host[:], p)
+	g.ctrlClean = true
+	return nil
+}
+
+// zeroCtrl zeroes the control block on the stream (unless an apply launch
+// left it zero).
+func (g *gpuGraph[W]) zeroCtrl() error {
+	if g.ctrlClean {
+		g.ctrlClean = false // until an apply launch leaves it zero again
+		return nil
+	}
+	return g.ctrl.Zero(g.stream)
+}
 
 func (g *gpuGraph[W]) vals(b *gpurt.Buf[uint8], n int) (cuda.Slice[uint8], error) {
 	return b.Get(g.dev, g.stream, max(1, n*g.wbytes))
@@ -285,9 +326,19 @@ func (g *gpuGraph[W]) ensure(n int) error {
 // only with elements that applied, so reruns keep them exact.
 //
 // reserve is the overflow slabs the launch may allocate (the pool grows
-// ahead for them; the kernel's exhaustion report is the backstop).
-func (g *gpuGraph[W]) run(ctx context.Context, op uint32, src, dst cuda.Slice[uint32], vals cuda.DevicePtr, res cuda.Slice[uint8], n int, flags uint32, reserve int) error {
+// ahead for them; the kernel's exhaustion report is the backstop). With
+// prepped, prep has just run on the stream and left its counts in the
+// control block: the first launch keeps them (applying nothing when prep
+// rejected an ID), and run reports the rejects (ErrInvalidArgument) and
+// adds the self-loops skipped.
+func (g *gpuGraph[W]) run(ctx context.Context, op uint32, src, dst cuda.Slice[uint32], vals cuda.DevicePtr, res cuda.Slice[uint8], n int, flags uint32, reserve int, prepped bool) error {
 	if n == 0 {
+		if prepped { // nothing to run: read prep's counts
+			if err := g.readCtrl(); err != nil {
+				return err
+			}
+			return g.prepCounts(op)
+		}
 		return nil
 	}
 	if op == opInsert && reserve > 0 {
@@ -300,24 +351,32 @@ func (g *gpuGraph[W]) run(ctx context.Context, op uint32, src, dst cuda.Slice[ui
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := g.zeroCtrl(); err != nil {
-			return err
+		if attempt > 0 || !prepped {
+			if err := g.zeroCtrl(); err != nil {
+				return err
+			}
 		}
 		release, err := g.pool.Acquire()
 		if err != nil {
 			return err
 		}
 		supers := g.pool.SuperBlocks()
+		g.ctrlPinned.Data()[gpurt.CtrlDone] = 0
 		err = g.launch(g.fApply, int64(n), g.arena, g.seed, g.pool.Descriptor(), g.dict, src, dst, vals, op,
-			res, uint64(n), g.ctrl, flags, uint32(attempt)*0x9e3779b9, cuda.DevicePtr(0))
+			res, uint64(n), g.ctrl, flags, uint32(attempt)*0x9e3779b9, g.ctrlOut)
 		if err == nil {
-			err = g.readCtrl()
+			err = g.readApply()
 		} else {
 			err = waitAfter(g.stream, err)
 		}
 		release()
 		if err != nil {
 			return err
+		}
+		if attempt == 0 && prepped {
+			if err := g.prepCounts(op); err != nil {
+				return err
+			}
 		}
 		c := g.host
 		g.live += int64(c[gpurt.CtrlDelta])
@@ -345,6 +404,18 @@ func (g *gpuGraph[W]) run(ctx context.Context, op uint32, src, dst cuda.Slice[ui
 		}
 		flags |= flagRetry
 	}
+}
+
+// prepCounts reads prep's counts in g.host: a rejected ID fails the batch
+// (nothing was applied), self-loops skipped by an insert are counted.
+func (g *gpuGraph[W]) prepCounts(op uint32) error {
+	if r := g.host[gpurt.CtrlRejected]; r != 0 {
+		return fmt.Errorf("%w: %d vertex IDs at or past the capacity %d (or reserved)", warpkit.ErrInvalidArgument, r, g.nv)
+	}
+	if op == opInsert {
+		g.selfSkips += g.host[gpurt.CtrlCount]
+	}
+	return nil
 }
 
 func waitAfter(s *cuda.Stream, err error) error {
@@ -400,15 +471,7 @@ func (g *gpuGraph[W]) edges(ctx context.Context, op uint32, src, dst cuda.Slice[
 	if err := g.launch(g.fPrep, int64(n), src, dst, uint64(n), uint32(g.nv), mode, osrc, odst, ores, g.ctrl); err != nil {
 		return waitAfter(g.stream, err)
 	}
-	if err := g.readCtrl(); err != nil {
-		return err
-	}
-	if g.host[gpurt.CtrlRejected] != 0 {
-		return fmt.Errorf("%w: %d vertex IDs at or past the capacity %d (or reserved)", warpkit.ErrInvalidArgument, g.host[gpurt.CtrlRejected], g.nv)
-	}
-	if op == opInsert {
-		g.selfSkips += g.host[gpurt.CtrlCount]
-	}
+	// The first apply launch reads prep's counts (run: prepped).
 	err = g.applyPrepared(ctx, op, osrc, odst, vals, ores, n, undirected, n/7+256)
 	if res.Buffer() != nil { // what applied, failed or not
 		cerr := cuda.CopyAsync(res, ores.Sub(0, n), g.stream)
@@ -423,37 +486,72 @@ func (g *gpuGraph[W]) edges(ctx context.Context, op uint32, src, dst cuda.Slice[
 }
 
 // applyPrepared applies a prepared batch (prep's layout: n elements, twice
-// that undirected). An undirected weighted insert runs in three steps, so
-// that an edge's two directions take one weight even when the batch holds
-// the edge more than once with different weights: the canonical direction
-// first, then a find of the weight that won, then the reverse with it.
+// that undirected). An undirected batch runs its canonical directions
+// first, then the reverses of the edges that changed (gr_mirror): the
+// copies of an edge in the batch, and edges already present, add no work.
+// A weighted insert finds, between the two, the weight that won in each
+// canonical direction and gives it to the reverse, so that both directions
+// of an edge hold one weight even when the batch holds the edge twice with
+// different weights. When reverses fail (the pool exhausted), their
+// canonical inserts are taken back (gr_undo) and reported Failed, so the
+// graph stays symmetric. The reverses and the undo run to their end even
+// when ctx is cancelled meanwhile.
 func (g *gpuGraph[W]) applyPrepared(ctx context.Context, op uint32, osrc, odst cuda.Slice[uint32], vals cuda.DevicePtr, ores cuda.Slice[uint8], n int, undirected bool, reserve int) error {
 	if !undirected {
-		return g.run(ctx, op, osrc, odst, vals, ores, n, flagRetry, reserve)
+		return g.run(ctx, op, osrc, odst, vals, ores, n, flagRetry, reserve, true)
 	}
-	if op != opInsert || g.wbytes == 0 {
-		return g.run(ctx, op, osrc, odst, vals, ores, 2*n, flagRetry, 2*reserve)
+	err := g.run(ctx, op, osrc, odst, vals, ores, n, flagRetry, reserve, true)
+	if err != nil && !errors.Is(err, warpkit.ErrPoolExhausted) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return err // rejected IDs (nothing applied) or a device error
 	}
-	// The find runs where the reverse will (prep's pattern for it) and
-	// writes the weights the reverse inserts.
-	res2, err := g.bRes2.Get(g.dev, g.stream, n)
-	if err != nil {
-		return err
+	keep := uint32(1) << resRemoved
+	if op == opInsert {
+		keep = 1 << resInserted
+		if g.wbytes > 0 {
+			keep |= 1 << resPresent // a replaced weight goes to the reverse too
+		}
 	}
-	won, err := g.vals(&g.bVals2, n)
-	if err != nil {
-		return err
+	if lerr := g.launch(g.fMirror, int64(n), ores, uint64(n), keep); lerr != nil {
+		return errors.Join(err, waitAfter(g.stream, lerr))
 	}
-	if err := cuda.CopyAsync(res2, ores.Sub(n, 2*n), g.stream); err != nil {
-		return waitAfter(g.stream, err)
+	rctx := context.WithoutCancel(ctx)
+	rvals := vals
+	if op == opInsert && g.wbytes > 0 {
+		res2, lerr := g.bRes2.Get(g.dev, g.stream, n)
+		if lerr != nil {
+			return errors.Join(err, lerr)
+		}
+		won, lerr := g.vals(&g.bVals2, n)
+		if lerr != nil {
+			return errors.Join(err, lerr)
+		}
+		if lerr := cuda.CopyAsync(res2.Sub(0, n), ores.Sub(n, 2*n), g.stream); lerr != nil {
+			return errors.Join(err, waitAfter(g.stream, lerr))
+		}
+		if lerr := g.run(rctx, opFind, osrc, odst, won.Ptr(), res2, n, flagRetry, 0, false); lerr != nil {
+			return errors.Join(err, lerr)
+		}
+		rvals = won.Ptr()
 	}
-	if err := g.run(ctx, opInsert, osrc, odst, vals, ores, n, flagRetry, reserve); err != nil {
-		return err
+	rerr := g.run(rctx, op, osrc.Sub(n, 2*n), odst.Sub(n, 2*n), rvals, ores.Sub(n, 2*n), n, flagRetry, reserve, false)
+	if rerr == nil || op != opInsert || !errors.Is(rerr, warpkit.ErrPoolExhausted) {
+		return errors.Join(err, rerr)
 	}
-	if err := g.run(ctx, opFind, osrc, odst, won.Ptr(), res2, n, flagRetry, 0); err != nil {
-		return err
+	// Take back the canonical inserts whose reverse failed.
+	res2, lerr := g.bRes2.Get(g.dev, g.stream, n)
+	if lerr != nil {
+		return errors.Join(err, rerr, lerr)
 	}
-	return g.run(ctx, opInsert, osrc.Sub(n, 2*n), odst.Sub(n, 2*n), won.Ptr(), ores.Sub(n, 2*n), n, flagRetry, reserve)
+	if lerr := g.launch(g.fUndo, int64(n), ores, uint64(n), res2); lerr != nil {
+		return errors.Join(err, rerr, waitAfter(g.stream, lerr))
+	}
+	if lerr := g.run(rctx, opDelete, osrc, odst, 0, res2, n, flagRetry, 0, false); lerr != nil {
+		return errors.Join(err, rerr, lerr)
+	}
+	if lerr := g.launch(g.fUndone, int64(n), ores, uint64(n), res2); lerr != nil {
+		return errors.Join(err, rerr, waitAfter(g.stream, lerr))
+	}
+	return errors.Join(err, rerr, gpurt.Wait(g.stream))
 }
 
 // upload copies a Go slice into a scratch buffer.
@@ -557,7 +655,7 @@ func (g *gpuGraph[W]) find(ctx context.Context, src, dst cuda.Slice[uint32], val
 			return err
 		}
 	}
-	return g.run(ctx, opFind, src, dst, vals, res, n, 0, 0)
+	return g.run(ctx, opFind, src, dst, vals, res, n, 0, 0, false)
 }
 
 // checkIDs refuses device IDs at or past the capacity.
@@ -1090,7 +1188,6 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	if err := g.readCtrl(); err != nil {
 		return err
 	}
-	g.selfSkips = g.host[gpurt.CtrlCount]
 	var slabs [1]uint64
 	if n > 0 {
 		if err := base.Sub(n, n+1).CopyToHost(slabs[:]); err != nil {
@@ -1284,6 +1381,9 @@ func (g *gpuGraph[W]) close() error {
 	g.dict.Free()
 	g.gone.Free()
 	g.ctrl.Free()
+	if g.ctrlPinned != nil {
+		g.ctrlPinned.Free()
+	}
 	gpurt.FreeAll(g)
 	if g.stream != nil {
 		g.stream.Close()

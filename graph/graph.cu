@@ -91,6 +91,31 @@ extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uin
   if (self) atomicAdd(ctrl + kCtrlCount, (unsigned long long)self);
 }
 
+// mirror decides which reverse elements (n+i) of an undirected batch run
+// after the canonical ones (i): those whose canonical result is in keep (a
+// mask of result codes: Inserted for an insert, so that the copies of an
+// edge in a batch and edges already present add no work; Removed for a
+// delete), unless prep skipped them.
+extern "C" __global__ void gr_mirror(uint8_t* res, uint64_t n, uint32_t keep) {
+  for (uint64_t i = thread_index(); i < n; i += thread_count())
+    if (res[n + i] == sh::kResFailed && !((keep >> res[i]) & 1)) res[n + i] = sh::kResNotFound;
+}
+
+// undo marks, in res2, the canonical elements to take back because their
+// reverse failed (res[n+i] still kResFailed after the reverse ran): those
+// whose canonical insert was kResInserted. A delete over them with
+// kFlagRetry then restores the graph's symmetry.
+extern "C" __global__ void gr_undo(const uint8_t* res, uint64_t n, uint8_t* res2) {
+  for (uint64_t i = thread_index(); i < n; i += thread_count())
+    res2[i] = (res[i] == sh::kResInserted && res[n + i] == sh::kResFailed) ? sh::kResFailed : sh::kResNotFound;
+}
+
+// undone reports the canonical elements taken back as failed.
+extern "C" __global__ void gr_undone(uint8_t* res, uint64_t n, const uint8_t* res2) {
+  for (uint64_t i = thread_index(); i < n; i += thread_count())
+    if (res2[i] == sh::kResRemoved) res[i] = sh::kResFailed;
+}
+
 // check_ids counts IDs at or past cap in ctrl[kCtrlRejected] (device
 // batches of lookups and vertex lists).
 extern "C" __global__ void gr_check_ids(const uint32_t* a, const uint32_t* b, uint64_t n, uint32_t cap,

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	btreebench "github.com/warpkit/warpkit/bench/btree"
+	graphbench "github.com/warpkit/warpkit/bench/graph"
 	hashbench "github.com/warpkit/warpkit/bench/hash"
 	kvcompactbench "github.com/warpkit/warpkit/bench/kvcompact"
 	latencybench "github.com/warpkit/warpkit/bench/latency"
@@ -21,6 +22,7 @@ func init() {
 	register(&command{name: "bench", summary: "benchmark a structure against its baselines: warp bench <structure> -h", run: runBench})
 	// The benchmarks live in bench/<structure>; warp bench only dispatches.
 	registerBench(&benchmark{name: "btree", summary: btreebench.Summary, run: btreebench.Run})
+	registerBench(&benchmark{name: "graph", summary: graphbench.Summary, run: graphbench.Run})
 	registerBench(&benchmark{name: "hash", summary: hashbench.Summary, run: hashbench.Run})
 	registerBench(&benchmark{name: "kvcompact", summary: kvcompactbench.Summary, run: kvcompactbench.Run})
 	registerBench(&benchmark{name: "latency", summary: latencybench.Summary, run: latencybench.Run})

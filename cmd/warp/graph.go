@@ -38,8 +38,8 @@ subcommands:
                                      list the stand-ins and the datasets they stand for; --generate makes
                                      each (up to N dataset entries) and compares its size
   tc [--backend B] <file>            count the triangles of a graph file (read as undirected), timing the
-                                     build and the count (package graph; its CPU backend until the CUDA
-                                     one is built)
+                                     build and the count (package graph: the CUDA backend where there is a
+                                     device, else the CPU one)
 `
 
 func runGraph(args []string) error {

@@ -1,0 +1,679 @@
+// Package graphbench is warp bench graph: package graph's dynamic graphs
+// (per-vertex slab hashes) on the thesis's experiments — Awad's thesis
+// ch. 5 Tables 5.2–5.5 and 5.7: edge inserts and deletes, vertex deletes,
+// bulk builds, triangle counting — plus edge queries and memory, on the
+// stand-ins of the thesis's datasets (graphio.StandIns), against the CPU
+// backend measured in the same run. cmd/warp dispatches to Run.
+package graphbench
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/graph"
+	"github.com/warpkit/warpkit/graph/graphio"
+	"github.com/warpkit/warpkit/internal/benchfmt"
+	"github.com/warpkit/warpkit/internal/cli"
+)
+
+// Summary is the line warp bench -h prints for graph.
+const Summary = "dynamic graphs on per-vertex slab hashes: thesis Tables 5.2-5.5, 5.7 (edge insert/delete, vertex delete, bulk build, triangles), queries, memory"
+
+// The thesis's rates (TITAN V; Tables 5.2–5.4: means over its datasets, in
+// M edges/s or M vertices/s, by log2 of the batch) and times (Tables 5.5,
+// 5.7: ms per dataset), printed beside ours.
+var (
+	thesisInsert  = map[int]float64{16: 501.33, 17: 513.56, 18: 591.06, 19: 641.25, 20: 664.52, 21: 658.09, 22: 646.01}
+	thesisDelete  = map[int]float64{16: 640.63, 17: 886.92, 18: 947.60, 19: 939.98, 20: 988.85, 21: 1007.16, 22: 1015.47}
+	thesisVDelete = map[int]float64{16: 5.35, 17: 9.23, 18: 12.66, 19: 19.21, 20: 26.49}
+	thesisBuildMs = map[string]float64{"luxembourg_osm": 0.184, "germany_osm": 12.407, "road_usa": 27.910, "delaunay_n23": 19.590,
+		"delaunay_n20": 2.494, "rgg_n_2_20_s0": 5.053, "rgg_n_2_24_s0": 97.886, "coAuthorsDBLP": 0.835, "ldoor": 15.936,
+		"soc-LiveJournal1": 26.176, "soc-orkut": 39.907, "hollywood-2009": 42.387}
+	thesisTCMs = map[string]float64{"luxembourg_osm": 0.31, "germany_osm": 29.69, "road_usa": 66.20, "delaunay_n23": 56.38,
+		"delaunay_n20": 6.43, "rgg_n_2_20_s0": 23.24, "rgg_n_2_24_s0": 493.6, "coAuthorsDBLP": 6.98, "ldoor": 222.07,
+		"soc-LiveJournal1": 1526, "soc-orkut": 6758, "hollywood-2009": 11060}
+)
+
+// Issue 17's targets on an H100 (G edges/s, M vertices/s, G entries/s).
+var (
+	targetInsert  = map[int]float64{16: 0.5, 18: 1.5, 20: 3.0, 21: 3.0, 22: 3.0}
+	targetDelete  = map[int]float64{16: 0.5, 18: 1.8, 20: 4.0, 21: 4.0, 22: 4.0}
+	targetVDelete = map[int]float64{16: 25, 20: 120}
+)
+
+const targetBuildHMean = 8.0 // G entries/s over stand-ins of ≥ 10M entries
+
+type bench struct {
+	ctx     context.Context
+	dev     *cuda.Device
+	rep     *benchfmt.Report
+	reps    int
+	cpu     bool // measure the CPU backend beside (the baseline)
+	seed    uint64
+	graphs  []graphio.StandIn
+	base    string
+	batches []int // log2
+	cache   map[string]*graphio.Edges
+}
+
+// Run runs warp bench graph with args (its flags) and writes the report to w.
+func Run(ctx context.Context, args []string, w io.Writer) error {
+	fs := cli.NewFlags("bench graph", "[--json] [--quick] [--graphs NAME,...] [--base NAME] [--batches 16,18,...] [--only build,insert,delete,vdelete,query,tc] [--reps N] [--no-cpu] [--backend B]\n\n"+
+		"Generates the stand-ins named (graphio.StandIns; `warp graph standins` lists them) on the host, uploads each\n"+
+		"once and measures, through package graph's device-resident methods (transfers excluded, as the thesis):\n"+
+		"bulk builds and triangle counts per graph (Tables 5.5, 5.7) and, on the --base graph, edge insert and delete\n"+
+		"batches (5.2, 5.3: random edges; deletes of edges present), vertex deletes (5.4) and edge queries (half\n"+
+		"present). The CPU backend runs the same operations from Go slices as the same-run baseline. The first\n"+
+		"column of a rate is the median of --reps runs, each on a graph built afresh (the build not timed).\n"+
+		"Without a device (or with --backend cpu) only the CPU backend runs, at --quick sizes.")
+	asJSON := fs.Bool("json", false, "print JSON")
+	quick := fs.Bool("quick", false, "small graphs and batches, one repetition (seconds)")
+	graphsFlag := fs.String("graphs", "luxembourg_osm,coAuthorsDBLP,delaunay_n20,rgg_n_2_20_s0,germany_osm,soc-LiveJournal1", "stand-ins for the build and triangle tables")
+	baseFlag := fs.String("base", "rgg_n_2_20_s0", "the stand-in the batch experiments update")
+	batchesFlag := fs.String("batches", "16,18,20,22", "log2 of the batch sizes of the edge and vertex experiments")
+	only := fs.String("only", "", "comma-separated experiments (default all): build, insert, delete, vdelete, query, tc")
+	reps := fs.Int("reps", 3, "repetitions per measurement (the median is reported)")
+	noCPU := fs.Bool("no-cpu", false, "skip the CPU backend baseline")
+	seed := fs.Uint64("seed", 1, "seed of the generators and batches")
+	backend := warpkit.Auto
+	fs.TextVar(&backend, "backend", warpkit.Auto, "backend: auto, cpu or cuda (auto: CUDA when a device is present)")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	if *reps < 1 || *reps > 100 {
+		return fmt.Errorf("%w: --reps %d outside 1..100", cli.ErrUsage, *reps)
+	}
+	dev, err := warpkit.OpenDevice(backend, 0)
+	if err != nil {
+		return err
+	}
+	if dev != nil {
+		defer dev.Close()
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	b := &bench{ctx: ctx, dev: dev, reps: *reps, cpu: !*noCPU || dev == nil, seed: *seed, base: *baseFlag, cache: map[string]*graphio.Edges{}}
+	if *quick || dev == nil {
+		b.reps = 1
+		if !set["graphs"] {
+			*graphsFlag = "luxembourg_osm,coAuthorsDBLP"
+		}
+		if !set["base"] {
+			b.base = "coAuthorsDBLP"
+		}
+		if !set["batches"] {
+			*batchesFlag = "14,16"
+		}
+	}
+	byName := map[string]graphio.StandIn{}
+	for _, s := range graphio.StandIns() {
+		byName[s.Name] = s
+	}
+	for _, name := range strings.Split(*graphsFlag, ",") {
+		s, ok := byName[strings.TrimSpace(name)]
+		if !ok {
+			return fmt.Errorf("%w: unknown stand-in %q (warp graph standins lists them)", cli.ErrUsage, name)
+		}
+		b.graphs = append(b.graphs, s)
+	}
+	if _, ok := byName[b.base]; !ok {
+		return fmt.Errorf("%w: unknown stand-in %q for --base", cli.ErrUsage, b.base)
+	}
+	for _, f := range strings.Split(*batchesFlag, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 4 || v > 26 {
+			return fmt.Errorf("%w: --batches: %q is not a log2 in 4..26", cli.ErrUsage, f)
+		}
+		b.batches = append(b.batches, v)
+	}
+	runs := map[string]bool{}
+	all := []string{"build", "insert", "delete", "vdelete", "query", "tc"}
+	if *only == "" {
+		for _, x := range all {
+			runs[x] = true
+		}
+	} else {
+		for _, x := range strings.Split(*only, ",") {
+			x = strings.TrimSpace(x)
+			if !slices.Contains(all, x) {
+				return fmt.Errorf("%w: --only: unknown experiment %q (have %s)", cli.ErrUsage, x, strings.Join(all, ", "))
+			}
+			runs[x] = true
+		}
+	}
+	name := "CPU (no CUDA device)"
+	if dev != nil {
+		p := dev.Properties()
+		name = fmt.Sprintf("%s (cc %s, %d SMs)", p.Name, p.ComputeCapability(), p.Multiprocessors)
+	}
+	b.rep = benchfmt.NewReport("warp bench graph: dynamic graphs on per-vertex slab hashes (undirected)", name)
+	if !*asJSON {
+		b.rep.Stream(w)
+	}
+	for _, x := range all {
+		if !runs[x] {
+			continue
+		}
+		var err error
+		switch x {
+		case "build":
+			err = b.build()
+		case "insert", "delete":
+			err = b.edges(x)
+		case "vdelete":
+			err = b.vdelete()
+		case "query":
+			err = b.query()
+		case "tc":
+			err = b.tc()
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", x, err)
+		}
+	}
+	return b.rep.Print(w, *asJSON)
+}
+
+// edgesOf generates a stand-in once per run (stderr says so: big ones take
+// seconds).
+func (b *bench) edgesOf(s graphio.StandIn) (*graphio.Edges, error) {
+	if e := b.cache[s.Name]; e != nil {
+		return e, nil
+	}
+	fmt.Fprintf(os.Stderr, "warp bench graph: generating %s (%s)...\n", s.Name, s.Model)
+	e, err := s.Generate(b.seed)
+	if err != nil {
+		return nil, err
+	}
+	b.cache[s.Name] = e
+	return e, nil
+}
+
+func (b *bench) standIn(name string) graphio.StandIn {
+	for _, s := range graphio.StandIns() {
+		if s.Name == name {
+			return s
+		}
+	}
+	return graphio.StandIn{}
+}
+
+// dgraph is a graph on the device with its COO uploaded, rebuilt at will.
+type dgraph struct {
+	g        *graph.Graph
+	src, dst cuda.Slice[uint32]
+	n        int
+}
+
+func (b *bench) newDevice(e *graphio.Edges) (*dgraph, error) {
+	g, err := graph.New(graph.Options{Backend: warpkit.CUDA, Device: b.dev})
+	if err != nil {
+		return nil, err
+	}
+	d := &dgraph{g: g, n: e.NumVertices}
+	if d.src, err = cuda.FromHost(b.dev, e.Src); err != nil {
+		d.close()
+		return nil, err
+	}
+	if d.dst, err = cuda.FromHost(b.dev, e.Dst); err != nil {
+		d.close()
+		return nil, err
+	}
+	d.src, d.dst = d.src.Sub(0, len(e.Src)), d.dst.Sub(0, len(e.Dst))
+	return d, nil
+}
+
+func (d *dgraph) build(ctx context.Context) error { return d.g.BuildDevice(ctx, d.n, d.src, d.dst) }
+
+func (d *dgraph) close() {
+	d.g.Close()
+	d.src.Free()
+	d.dst.Free()
+}
+
+// timeIt runs f reps times, each after prep (untimed), and returns the
+// median and the first.
+func (b *bench) timeIt(prep func() error, f func() error) (median, first time.Duration, err error) {
+	var ds []time.Duration
+	for range b.reps {
+		if prep != nil {
+			if err := prep(); err != nil {
+				return 0, 0, err
+			}
+		}
+		t0 := time.Now()
+		if err := f(); err != nil {
+			return 0, 0, err
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	first = ds[0]
+	slices.Sort(ds)
+	return ds[len(ds)/2], first, nil
+}
+
+// ours is a cell of a figure of the CUDA backend: "-" without a device.
+func (b *bench) ours(v any) any {
+	if b.dev == nil {
+		return "-"
+	}
+	return v
+}
+
+func gRate(n int, d time.Duration) float64 { return benchfmt.Rate(int64(n), d, 1e9) }
+func mRate(n int, d time.Duration) float64 { return benchfmt.Rate(int64(n), d, 1e6) }
+
+// build is Table 5.5: the bulk build of each stand-in, and its memory.
+func (b *bench) build() error {
+	t := b.rep.Table("Table 5.5: bulk build (BuildDevice from a device COO; the CPU backend's Build from Go slices)",
+		"graph", "vertices", "entries", "ms", "G entries/s", "1st ms", "thesis ms", "x thesis", "cpu ms", "/cpu", "B/entry", "CSR B/entry", "/CSR")
+	var big []float64
+	for _, s := range b.graphs {
+		e, err := b.edgesOf(s)
+		if err != nil {
+			return err
+		}
+		entries := len(e.Src) // the stand-ins list both directions of every edge
+		var ms, first time.Duration
+		var bytes int64
+		if b.dev != nil {
+			d, err := b.newDevice(e)
+			if err != nil {
+				return err
+			}
+			ms, first, err = b.timeIt(nil, func() error { return d.build(b.ctx) })
+			if err != nil {
+				d.close()
+				return err
+			}
+			st, err := d.g.Stats(b.ctx)
+			d.close()
+			if err != nil {
+				return err
+			}
+			bytes = st.Bytes
+		}
+		var cpu time.Duration
+		if b.cpu {
+			c, err := graph.New(graph.Options{Backend: warpkit.CPU})
+			if err != nil {
+				return err
+			}
+			t0 := time.Now()
+			err = c.Build(b.ctx, e.Src, e.Dst)
+			cpu = time.Since(t0)
+			if bytes == 0 {
+				st, _ := c.Stats(b.ctx)
+				bytes = st.Bytes
+			}
+			c.Close()
+			if err != nil {
+				return err
+			}
+		}
+		rate := gRate(entries, ms)
+		if entries >= 10_000_000 && ms > 0 {
+			big = append(big, rate)
+		}
+		csrB := float64(8*(e.NumVertices+1)+4*entries) / float64(entries)
+		thesis := thesisBuildMs[s.Name]
+		t.Add(s.Name, e.NumVertices, entries, b.ours(benchfmt.Millis(ms)), b.ours(rate), b.ours(benchfmt.Millis(first)), thesis,
+			benchfmt.Ratio(thesis, benchfmt.Millis(ms)), benchfmt.Millis(cpu), benchfmt.Ratio(benchfmt.Millis(cpu), benchfmt.Millis(ms)),
+			float64(bytes)/float64(entries), csrB, benchfmt.Ratio(float64(bytes)/float64(entries), csrB))
+	}
+	if b.dev != nil && len(big) > 0 {
+		h := benchfmt.HMean(big)
+		b.rep.Note("bulk build over the stand-ins of ≥ 10M entries: hmean %.2f G entries/s (target ≥ %.0f: %s); memory targets: ≤ 2× CSR bytes on social graphs, ≤ 3× on road graphs",
+			h, targetBuildHMean, benchfmt.YesNo(h >= targetBuildHMean))
+	}
+	return nil
+}
+
+// randomEdges draws n edges of an n-vertex graph, without self-loops.
+func randomEdges(rng *rand.Rand, vertices, n int) (src, dst []uint32) {
+	src, dst = make([]uint32, n), make([]uint32, n)
+	for i := range n {
+		u, v := uint32(rng.IntN(vertices)), uint32(rng.IntN(vertices))
+		for u == v {
+			v = uint32(rng.IntN(vertices))
+		}
+		src[i], dst[i] = u, v
+	}
+	return src, dst
+}
+
+// presentEdges draws n edges of e (repeats possible).
+func presentEdges(rng *rand.Rand, e *graphio.Edges, n int) (src, dst []uint32) {
+	src, dst = make([]uint32, n), make([]uint32, n)
+	for i := range n {
+		k := rng.IntN(len(e.Src))
+		src[i], dst[i] = e.Src[k], e.Dst[k]
+	}
+	return src, dst
+}
+
+func upload(dev *cuda.Device, s []uint32) (cuda.Slice[uint32], error) {
+	d, err := cuda.FromHost(dev, s)
+	if err != nil {
+		return d, err
+	}
+	return d.Sub(0, len(s)), nil
+}
+
+// edges is Table 5.2 (insert: random new edges) or 5.3 (delete: edges of
+// the graph), on the base graph built afresh before every run.
+func (b *bench) edges(kind string) error {
+	e, err := b.edgesOf(b.standIn(b.base))
+	if err != nil {
+		return err
+	}
+	thesis, target, title := thesisInsert, targetInsert, "Table 5.2: edge insert batches (random edges, both directions stored)"
+	if kind == "delete" {
+		thesis, target, title = thesisDelete, targetDelete, "Table 5.3: edge delete batches (edges of the graph, repeats possible)"
+	}
+	t := b.rep.Table(fmt.Sprintf("%s on %s (%d vertices, %d entries)", title, b.base, e.NumVertices, len(e.Src)),
+		"batch", "G edges/s", "1st G/s", "thesis G/s", "x thesis", "cpu G/s", "/cpu", "target", "met")
+	var d *dgraph
+	if b.dev != nil {
+		if d, err = b.newDevice(e); err != nil {
+			return err
+		}
+		defer d.close()
+	}
+	var c *graph.Graph
+	if b.cpu {
+		if c, err = graph.New(graph.Options{Backend: warpkit.CPU}); err != nil {
+			return err
+		}
+		defer c.Close()
+		if err := c.Build(b.ctx, e.Src, e.Dst); err != nil {
+			return err
+		}
+	}
+	rng := rand.New(rand.NewPCG(b.seed, 17))
+	for _, lg := range b.batches {
+		n := 1 << lg
+		var src, dst []uint32
+		if kind == "insert" {
+			src, dst = randomEdges(rng, e.NumVertices, n)
+		} else {
+			src, dst = presentEdges(rng, e, n)
+		}
+		var rate, first float64
+		if d != nil {
+			ds, err := upload(b.dev, src)
+			if err != nil {
+				return err
+			}
+			dd, err := upload(b.dev, dst)
+			if err != nil {
+				ds.Free()
+				return err
+			}
+			med, fst, err := b.timeIt(func() error { return d.build(b.ctx) }, func() error {
+				if kind == "insert" {
+					return d.g.InsertEdgesDevice(b.ctx, ds, dd, cuda.Slice[uint8]{})
+				}
+				return d.g.DeleteEdgesDevice(b.ctx, ds, dd, cuda.Slice[uint8]{})
+			})
+			ds.Free()
+			dd.Free()
+			if err != nil {
+				return err
+			}
+			rate, first = gRate(n, med), gRate(n, fst)
+		}
+		var cpu float64
+		if c != nil {
+			t0 := time.Now()
+			if kind == "insert" {
+				err = c.InsertEdges(b.ctx, src, dst, nil)
+			} else {
+				err = c.DeleteEdges(b.ctx, src, dst, nil)
+			}
+			if err != nil {
+				return err
+			}
+			cpu = gRate(n, time.Since(t0))
+			// Undo, so that the next batch finds the graph as built.
+			if kind == "insert" {
+				err = c.DeleteEdges(b.ctx, src, dst, nil)
+			} else {
+				err = c.InsertEdges(b.ctx, src, dst, nil)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		th := thesis[lg] / 1e3
+		tg, hasTarget := target[lg]
+		met := ""
+		if hasTarget && d != nil {
+			met = benchfmt.YesNo(rate >= tg)
+		}
+		t.Add(fmt.Sprintf("2^%d", lg), b.ours(rate), b.ours(first), th, benchfmt.Ratio(rate, th), cpu, benchfmt.Ratio(rate, cpu), tg, met)
+	}
+	return nil
+}
+
+// vdelete is Table 5.4: deletes of random vertices (with every edge into
+// them) from the base graph built afresh.
+func (b *bench) vdelete() error {
+	e, err := b.edgesOf(b.standIn(b.base))
+	if err != nil {
+		return err
+	}
+	t := b.rep.Table(fmt.Sprintf("Table 5.4: vertex delete batches on %s (%d vertices, %d entries)", b.base, e.NumVertices, len(e.Src)),
+		"batch", "M vertices/s", "1st M/s", "thesis M/s", "x thesis", "cpu M/s", "/cpu", "target", "met")
+	var d *dgraph
+	if b.dev != nil {
+		if d, err = b.newDevice(e); err != nil {
+			return err
+		}
+		defer d.close()
+	}
+	rng := rand.New(rand.NewPCG(b.seed, 19))
+	for _, lg := range b.batches {
+		n := 1 << lg
+		if n > e.NumVertices {
+			continue
+		}
+		ids := make([]uint32, n)
+		for i, v := range rng.Perm(e.NumVertices)[:n] {
+			ids[i] = uint32(v)
+		}
+		var rate, first float64
+		if d != nil {
+			di, err := upload(b.dev, ids)
+			if err != nil {
+				return err
+			}
+			med, fst, err := b.timeIt(func() error { return d.build(b.ctx) }, func() error { return d.g.DeleteVerticesDevice(b.ctx, di) })
+			di.Free()
+			if err != nil {
+				return err
+			}
+			rate, first = mRate(n, med), mRate(n, fst)
+		}
+		var cpu float64
+		if b.cpu {
+			c, err := graph.New(graph.Options{Backend: warpkit.CPU})
+			if err != nil {
+				return err
+			}
+			if err := c.Build(b.ctx, e.Src, e.Dst); err != nil {
+				c.Close()
+				return err
+			}
+			t0 := time.Now()
+			err = c.DeleteVertices(b.ctx, ids)
+			cpu = mRate(n, time.Since(t0))
+			c.Close()
+			if err != nil {
+				return err
+			}
+		}
+		tg, hasTarget := targetVDelete[lg]
+		met := ""
+		if hasTarget && d != nil {
+			met = benchfmt.YesNo(rate >= tg)
+		}
+		th := thesisVDelete[lg]
+		t.Add(fmt.Sprintf("2^%d", lg), b.ours(rate), b.ours(first), th, benchfmt.Ratio(rate, th), cpu, benchfmt.Ratio(rate, cpu), tg, met)
+	}
+	return nil
+}
+
+// query measures HasEdgesDevice: batches of edges, half of them present.
+func (b *bench) query() error {
+	e, err := b.edgesOf(b.standIn(b.base))
+	if err != nil {
+		return err
+	}
+	t := b.rep.Table(fmt.Sprintf("edge queries (HasEdges, half present) on %s", b.base),
+		"batch", "G queries/s", "1st G/s", "cpu G/s", "/cpu", "target", "met")
+	var d *dgraph
+	if b.dev != nil {
+		if d, err = b.newDevice(e); err != nil {
+			return err
+		}
+		defer d.close()
+		if err := d.build(b.ctx); err != nil {
+			return err
+		}
+	}
+	var c *graph.Graph
+	if b.cpu {
+		if c, err = graph.New(graph.Options{Backend: warpkit.CPU}); err != nil {
+			return err
+		}
+		defer c.Close()
+		if err := c.Build(b.ctx, e.Src, e.Dst); err != nil {
+			return err
+		}
+	}
+	rng := rand.New(rand.NewPCG(b.seed, 23))
+	for _, lg := range b.batches {
+		n := 1 << lg
+		src, dst := presentEdges(rng, e, n)
+		rs, rd := randomEdges(rng, e.NumVertices, n/2)
+		copy(src[n/2:], rs)
+		copy(dst[n/2:], rd)
+		var rate, first float64
+		if d != nil {
+			ds, err := upload(b.dev, src)
+			if err != nil {
+				return err
+			}
+			dd, err := upload(b.dev, dst)
+			if err != nil {
+				ds.Free()
+				return err
+			}
+			found, err := cuda.Alloc[uint8](b.dev, n)
+			if err != nil {
+				ds.Free()
+				dd.Free()
+				return err
+			}
+			med, fst, err := b.timeIt(nil, func() error { return d.g.HasEdgesDevice(b.ctx, ds, dd, found) })
+			ds.Free()
+			dd.Free()
+			found.Free()
+			if err != nil {
+				return err
+			}
+			rate, first = gRate(n, med), gRate(n, fst)
+		}
+		var cpu float64
+		if c != nil {
+			f := make([]bool, n)
+			t0 := time.Now()
+			if err := c.HasEdges(b.ctx, src, dst, f); err != nil {
+				return err
+			}
+			cpu = gRate(n, time.Since(t0))
+		}
+		met := ""
+		if lg == 22 && d != nil {
+			met = benchfmt.YesNo(rate >= 8)
+		}
+		tg := ""
+		if lg == 22 {
+			tg = "8"
+		}
+		t.Add(fmt.Sprintf("2^%d", lg), b.ours(rate), b.ours(first), cpu, benchfmt.Ratio(rate, cpu), tg, met)
+	}
+	return nil
+}
+
+// tc is Table 5.7: triangle counts of every stand-in.
+func (b *bench) tc() error {
+	t := b.rep.Table("Table 5.7: triangle counting (degree-ordered orientation; ours: gather, orient, hash probes)",
+		"graph", "entries", "triangles", "ms", "1st ms", "thesis ms", "x thesis", "cpu ms", "/cpu", "agree")
+	for _, s := range b.graphs {
+		e, err := b.edgesOf(s)
+		if err != nil {
+			return err
+		}
+		var ms, first time.Duration
+		var tri uint64
+		if b.dev != nil {
+			d, err := b.newDevice(e)
+			if err != nil {
+				return err
+			}
+			if err := d.build(b.ctx); err != nil {
+				d.close()
+				return err
+			}
+			ms, first, err = b.timeIt(nil, func() error {
+				var err error
+				tri, err = d.g.TriangleCount(b.ctx)
+				return err
+			})
+			d.close()
+			if err != nil {
+				return err
+			}
+		}
+		var cpu time.Duration
+		agree := ""
+		if b.cpu {
+			c, err := graph.New(graph.Options{Backend: warpkit.CPU})
+			if err != nil {
+				return err
+			}
+			if err := c.Build(b.ctx, e.Src, e.Dst); err != nil {
+				c.Close()
+				return err
+			}
+			t0 := time.Now()
+			ct, err := c.TriangleCount(b.ctx)
+			cpu = time.Since(t0)
+			c.Close()
+			if err != nil {
+				return err
+			}
+			if b.dev != nil {
+				agree = benchfmt.YesNo(ct == tri)
+			} else {
+				tri = ct
+			}
+		}
+		th := thesisTCMs[s.Name]
+		t.Add(s.Name, len(e.Src), tri, b.ours(benchfmt.Millis(ms)), b.ours(benchfmt.Millis(first)), th, benchfmt.Ratio(th, benchfmt.Millis(ms)),
+			benchfmt.Millis(cpu), benchfmt.Ratio(benchfmt.Millis(cpu), benchfmt.Millis(ms)), agree)
+	}
+	return nil
+}
