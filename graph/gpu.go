@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/warpkit/warpkit"
@@ -95,7 +96,7 @@ type gpuGraph[W any] struct {
 	bRes, bRes2, bOut              gpurt.Buf[uint8]
 
 	fPrep, fCheckIDs, fCount, fBuckets, fDict, fDegrees, fMark, fOrient *cuda.Function
-	fMirror, fUndo, fUndone                                             *cuda.Function
+	fMirror, fUndo, fUndone, fTCSorted, fNarrow                         *cuda.Function
 	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC               *cuda.Function
 }
 
@@ -140,9 +141,10 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 		dst  **cuda.Function
 		name string
 	}{
-		{&g.fPrep, "gr_prep"}, {&g.fCheckIDs, "gr_check_ids"}, {&g.fCount, "gr_count_sources"},
+		{&g.fPrep, "gr_prep"}, {&g.fCheckIDs, "gr_check_ids"}, {&g.fCount, "gr_count_edges"},
 		{&g.fBuckets, "gr_buckets"}, {&g.fDict, "gr_dict"}, {&g.fDegrees, "gr_degrees"}, {&g.fMark, "gr_mark"},
 		{&g.fOrient, "gr_orient"}, {&g.fMirror, "gr_mirror"}, {&g.fUndo, "gr_undo"}, {&g.fUndone, "gr_undone"},
+		{&g.fTCSorted, "gr_tc_sorted"}, {&g.fNarrow, "gr_narrow"},
 		{&g.fApply, "gr_apply_" + layout}, {&g.fGather, "gr_gather_" + layout}, {&g.fSweep, "gr_sweep_" + layout},
 		{&g.fReset, "gr_reset_" + layout}, {&g.fCensus, "gr_census_" + layout}, {&g.fFlush, "gr_flush_" + layout},
 		{&g.fTC, "gr_tc_" + layout},
@@ -431,7 +433,14 @@ func waitAfter(s *cuda.Stream, err error) error {
 // its canonical direction (Failed for those not applied when it fails).
 // With check the IDs are checked on the device first (device batches), and
 // a bad one applies nothing.
-func (g *gpuGraph[W]) edges(ctx context.Context, op uint32, src, dst cuda.Slice[uint32], vals cuda.DevicePtr, res cuda.Slice[uint8], check bool) (err error) {
+func (g *gpuGraph[W]) edges(ctx context.Context, op uint32, src, dst cuda.Slice[uint32], vals cuda.DevicePtr, res cuda.Slice[uint8], check bool) error {
+	return g.edgesReserving(ctx, op, src, dst, vals, res, check, src.Len()/7+256)
+}
+
+// edgesReserving is edges with the overflow slabs the pool is to have room
+// for (an insert into full tables takes a slab per 7 entries at most; a
+// build, into tables sized for it, a few percent of that).
+func (g *gpuGraph[W]) edgesReserving(ctx context.Context, op uint32, src, dst cuda.Slice[uint32], vals cuda.DevicePtr, res cuda.Slice[uint8], check bool, reserve int) (err error) {
 	n := src.Len()
 	if n == 0 {
 		return nil
@@ -472,7 +481,7 @@ func (g *gpuGraph[W]) edges(ctx context.Context, op uint32, src, dst cuda.Slice[
 		return waitAfter(g.stream, err)
 	}
 	// The first apply launch reads prep's counts (run: prepped).
-	err = g.applyPrepared(ctx, op, osrc, odst, vals, ores, n, undirected, n/7+256)
+	err = g.applyPrepared(ctx, op, osrc, odst, vals, ores, n, undirected, reserve)
 	if res.Buffer() != nil { // what applied, failed or not
 		cerr := cuda.CopyAsync(res, ores.Sub(0, n), g.stream)
 		if werr := gpurt.Wait(g.stream); cerr == nil {
@@ -1007,52 +1016,96 @@ func (g *gpuGraph[W]) neighbors(ctx context.Context, v uint32) (iter.Seq2[uint32
 }
 
 // triangles counts triangles on the device: the tables laid out as a CSR
-// (rows in no order), each row cut to the neighbours ranked above its vertex
-// by (degree, ID) (gr_orient), then for each oriented edge (u, v) the later
-// entries w of u's row probed in v's table (gr_tc).
-func (g *gpuGraph[W]) triangles(ctx context.Context) (uint64, error) {
+// (rows in no order; gather), each row cut to the neighbours ranked above
+// its vertex by (degree, ID) (gr_orient), then for each oriented edge
+// (u, v) the later entries w of u's row probed in v's table (gr_tc). With
+// TrianglesSorted the rows are sorted first (prim's segmented sort) and
+// the probes are binary searches of the oriented rows (gr_tc_sorted); with
+// TrianglesThesis no row is cut: every pair of u's neighbours is probed,
+// each triangle found three times.
+func (g *gpuGraph[W]) triangles(ctx context.Context, method TriangleMethod) (TriangleStats, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	var st TriangleStats
+	lap := time.Now()
+	phase := func(d *time.Duration) error {
+		if err := gpurt.Wait(g.stream); err != nil {
+			return err
+		}
+		now := time.Now()
+		*d, lap = now.Sub(lap), now
+		return ctx.Err()
+	}
 	off, total, err := g.offsets()
 	if err != nil {
-		return 0, err
+		return st, err
 	}
 	defer off.Free()
 	if total == 0 {
-		return 0, nil
+		return st, nil
+	}
+	if method == TrianglesSorted && total >= 1<<32 {
+		return st, fmt.Errorf("%w: %d entries: TrianglesSorted sorts rows with 32-bit offsets", warpkit.ErrInvalidArgument, total)
 	}
 	cols, err := cuda.Alloc[uint32](g.dev, int(total))
 	if err != nil {
-		return 0, err
+		return st, err
 	}
 	defer cols.Free()
 	rows, err := cuda.Alloc[uint32](g.dev, int(total))
 	if err != nil {
-		return 0, err
+		return st, err
 	}
 	defer rows.Free()
-	ocnt, err := cuda.Alloc[uint32](g.dev, g.nv)
+	ocnt, err := cuda.Alloc[uint32](g.dev, g.nv+1)
 	if err != nil {
-		return 0, err
+		return st, err
 	}
 	defer ocnt.Free()
 	if err := g.gatherAll(off, total, cols, 0, rows.Ptr()); err != nil {
-		return 0, err
+		return st, err
 	}
-	if err := ctx.Err(); err != nil {
-		return 0, err
+	if err := phase(&st.Gather); err != nil {
+		return st, err
+	}
+	if method == TrianglesSorted {
+		e, err := g.primEngine()
+		if err != nil {
+			return st, err
+		}
+		if err := g.launch(g.fNarrow, int64(g.nv+1), off, uint64(g.nv+1), ocnt); err != nil {
+			return st, waitAfter(g.stream, err)
+		}
+		if err := prim.SegmentedSortKeys(e, g.stream, cols, ocnt); err != nil {
+			return st, waitAfter(g.stream, err)
+		}
+		if err := phase(&st.Sort); err != nil {
+			return st, err
+		}
 	}
 	if err := g.zeroCtrl(); err != nil {
-		return 0, err
+		return st, err
 	}
-	if err := g.launch(g.fOrient, tiles(g.nv), off, cols, g.dict, uint64(g.nv), ocnt); err != nil {
-		return 0, waitAfter(g.stream, err)
+	if method == TrianglesThesis {
+		err = g.launch(g.fDegrees, int64(g.nv), g.dict, cuda.DevicePtr(0), uint64(g.nv), ocnt, cuda.DevicePtr(0))
+	} else {
+		err = g.launch(g.fOrient, tiles(g.nv), off, cols, g.dict, uint64(g.nv), ocnt)
+	}
+	if err != nil {
+		return st, waitAfter(g.stream, err)
+	}
+	if err := phase(&st.Orient); err != nil {
+		return st, err
 	}
 	release, err := g.pool.Acquire()
 	if err != nil {
-		return 0, waitAfter(g.stream, err)
+		return st, err
 	}
-	err = g.launch(g.fTC, tiles(int(total)), off, cols, rows, ocnt, total, g.arena, g.dict, g.pool.Descriptor(), g.seed, g.ctrl)
+	if method == TrianglesSorted {
+		err = g.launch(g.fTCSorted, tiles(int(total)), off, cols, rows, ocnt, total, g.dict, g.ctrl)
+	} else {
+		err = g.launch(g.fTC, tiles(int(total)), off, cols, rows, ocnt, total, g.arena, g.dict, g.pool.Descriptor(), g.seed, g.ctrl)
+	}
 	if err == nil {
 		err = g.readCtrl()
 	} else {
@@ -1060,9 +1113,14 @@ func (g *gpuGraph[W]) triangles(ctx context.Context) (uint64, error) {
 	}
 	release()
 	if err != nil {
-		return 0, err
+		return st, err
 	}
-	return g.host[0], nil
+	st.Count = time.Since(lap)
+	st.Triangles = g.host[0]
+	if method == TrianglesThesis {
+		st.Triangles /= 3
+	}
+	return st, nil
 }
 
 // build replaces the graph with a batch (Go slices): every table sized for
@@ -1127,26 +1185,12 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	}
 	g.nv = n
 	m := src.Len()
-	undirected := !g.directed
 	mode := uint32(0)
-	k := m
-	if undirected {
-		k, mode = 2*m, prepUndirected
+	if !g.directed {
+		mode = prepUndirected
 	}
 	if g.selfLoops {
 		mode |= prepSelfLoops
-	}
-	osrc, err := g.bOSrc.Get(g.dev, g.stream, max(1, k))
-	if err != nil {
-		return err
-	}
-	odst, err := g.bODst.Get(g.dev, g.stream, max(1, k))
-	if err != nil {
-		return err
-	}
-	ores, err := g.bRes.Get(g.dev, g.stream, max(1, k))
-	if err != nil {
-		return err
 	}
 	cnt, err := cuda.Alloc[uint32](g.dev, max(1, n))
 	if err != nil {
@@ -1163,17 +1207,11 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 		return err
 	}
 	defer base.Free()
-	if err := g.zeroCtrl(); err != nil {
-		return err
-	}
 	if err := cnt.Zero(g.stream); err != nil {
 		return waitAfter(g.stream, err)
 	}
 	if m > 0 {
-		if err := g.launch(g.fPrep, int64(m), src, dst, uint64(m), uint32(n), mode, osrc, odst, ores, g.ctrl); err != nil {
-			return waitAfter(g.stream, err)
-		}
-		if err := g.launch(g.fCount, int64(k), osrc, ores, uint64(k), cnt); err != nil {
+		if err := g.launch(g.fCount, int64(m), src, dst, uint64(m), mode, cnt); err != nil {
 			return waitAfter(g.stream, err)
 		}
 	}
@@ -1185,7 +1223,7 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 			return waitAfter(g.stream, err)
 		}
 	}
-	if err := g.readCtrl(); err != nil {
+	if err := gpurt.Wait(g.stream); err != nil {
 		return err
 	}
 	var slabs [1]uint64
@@ -1206,12 +1244,24 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 		}
 	}
 	g.nslabs = int(slabs[0])
-	if m == 0 {
-		return gpurt.Wait(g.stream)
+	// The edges go in as insert batches of at most buildChunk (bounding
+	// the scratch: 18 bytes an undirected edge); the overflow of a build
+	// at perBucket is a few percent of its slabs.
+	for lo := 0; lo < m; lo += buildChunk {
+		hi := min(m, lo+buildChunk)
+		v := vals
+		if v != 0 {
+			v += cuda.DevicePtr(lo * g.wbytes)
+		}
+		if err := g.edgesReserving(ctx, opInsert, src.Sub(lo, hi), dst.Sub(lo, hi), v, cuda.Slice[uint8]{}, false, (hi-lo)/28+256); err != nil {
+			return err
+		}
 	}
-	// The overflow of a build at perBucket is a few percent of its slabs.
-	return g.applyPrepared(ctx, opInsert, osrc, odst, vals, ores, m, undirected, m/28+256)
+	return gpurt.Wait(g.stream)
 }
+
+// buildChunk is the most edges a build inserts in one batch.
+const buildChunk = 1 << 26
 
 func (g *gpuGraph[W]) flush(ctx context.Context) error {
 	g.mu.Lock()

@@ -141,11 +141,19 @@ __device__ void apply(char* arena, uint32_t seed, Pool* pool, Vertex* dict, cons
   sh::sign_off(ctrl, pool, out);
 }
 
-// count_sources counts the elements to run per source vertex (a build's
-// sizing: repeated edges counted each time).
-extern "C" __global__ void gr_count_sources(const uint32_t* src, const uint8_t* res, uint64_t n, uint32_t* cnt) {
-  for (uint64_t i = thread_index(); i < n; i += thread_count())
-    if (res[i] == sh::kResFailed) atomicAdd(&cnt[src[i]], 1u);
+// count_edges counts the entries a build's edges give each vertex (repeated
+// edges counted each time: the tables' sizing).
+extern "C" __global__ void gr_count_edges(const uint32_t* src, const uint32_t* dst, uint64_t m, uint32_t mode,
+                                          uint32_t* cnt) {
+  for (uint64_t i = thread_index(); i < m; i += thread_count()) {
+    const uint32_t u = src[i], v = dst[i];
+    if (u == v) {
+      if (mode & kSelfLoops) atomicAdd(&cnt[u], 1u);
+      continue;
+    }
+    atomicAdd(&cnt[u], 1u);
+    if (mode & kUndirected) atomicAdd(&cnt[v], 1u);
+  }
 }
 
 // buckets sizes each vertex's table: ceil(cnt / per) buckets, at least one.
@@ -437,6 +445,48 @@ __device__ void tc(const uint64_t* offsets, const uint32_t* cols, const uint32_t
   }
   for (int off = 16; off > 0; off >>= 1) found += __shfl_xor_sync(0xffffffffu, found, off);
   if (slab::lane() == 0 && found) atomicAdd(count, found);
+}
+
+// tc_sorted is tc over sorted rows (gr_orient keeps their order): the edge
+// (v, w) of a pair of later entries of u's row is looked up by binary search
+// in the oriented row of whichever of v, w ranks lower. The sorted-adjacency
+// baseline (TrianglesSorted).
+extern "C" __global__ void gr_tc_sorted(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows,
+                                        const uint32_t* ocnt, uint64_t total, const Vertex* dict,
+                                        unsigned long long* count) {
+  Tile<8> t;
+  Geometry<8> g;
+  unsigned long long found = 0;
+  for (uint64_t k = g.tile; k < total; k += g.tiles) {
+    const uint32_t u = rows[k];
+    const uint64_t o0 = offsets[u];
+    const uint32_t i = (uint32_t)(k - o0), d = ocnt[u];
+    if (i >= d) continue;
+    const uint32_t v = cols[k], dv = dict[v].degree;
+    for (uint32_t j = i + 1 + t.rank; j < d; j += 8) {
+      uint32_t a = v, b = cols[o0 + j];  // look b up in a's oriented row
+      const uint32_t db = dict[b].degree;
+      if (db < dv || (db == dv && b < v)) {
+        a = b;
+        b = v;
+      }
+      const uint32_t* row = cols + offsets[a];
+      uint32_t lo = 0, hi = ocnt[a];
+      while (lo < hi) {
+        const uint32_t mid = (lo + hi) >> 1;
+        if (row[mid] < b) lo = mid + 1;
+        else hi = mid;
+      }
+      found += lo < ocnt[a] && row[lo] == b;
+    }
+  }
+  for (int off = 16; off > 0; off >>= 1) found += __shfl_xor_sync(0xffffffffu, found, off);
+  if (slab::lane() == 0 && found) atomicAdd(count, found);
+}
+
+// narrow copies 64-bit offsets to 32-bit ones (prim's segmented sort).
+extern "C" __global__ void gr_narrow(const uint64_t* in, uint64_t n, uint32_t* out) {
+  for (uint64_t i = thread_index(); i < n; i += thread_count()) out[i] = (uint32_t)in[i];
 }
 
 }  // namespace gr

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
@@ -92,7 +93,7 @@ type engine[W any] interface {
 	deleteVertices(ctx context.Context, ids []uint32) error
 	neighbors(ctx context.Context, v uint32) (iter.Seq2[uint32, W], error)
 	csr(ctx context.Context, sorted bool) (*CSR, []W, error)
-	triangles(ctx context.Context) (uint64, error)
+	triangles(ctx context.Context, method TriangleMethod) (TriangleStats, error)
 	flush(ctx context.Context) error
 	stats(ctx context.Context) (Stats, error)
 	check(ctx context.Context) error
@@ -533,14 +534,50 @@ func (g *base[W]) ToCSR(ctx context.Context, sorted bool) (*CSR, error) {
 
 // TriangleCount counts the triangles of an undirected graph, each once:
 // every vertex's neighbours ranked above it by (degree, ID) — the
-// degree-ordered orientation — intersected, by sorted merge, with those of
-// each such neighbour. Self-loops do not count.
+// degree-ordered orientation — intersected with those of each such
+// neighbour (CPU backend: by sorted merge; CUDA backend: by probes of the
+// neighbour's hash table). Self-loops do not count.
 func (g *base[W]) TriangleCount(ctx context.Context) (uint64, error) {
-	return front.Value(g.f, ctx, "triangle count", front.Exclusive, func() (uint64, error) {
-		if g.directed() {
-			return 0, fmt.Errorf("%w: triangle counting needs an undirected graph", warpkit.ErrInvalidArgument)
+	st, err := g.TriangleCountWith(ctx, TrianglesHash)
+	return st.Triangles, err
+}
+
+// TriangleMethod is how the CUDA backend counts triangles
+// (TriangleCountWith); the CPU backend has one method (sorted merge).
+type TriangleMethod int
+
+const (
+	// TrianglesHash: the tables gathered into rows, the rows oriented, each
+	// pair of an oriented row probed in a hash table (TriangleCount).
+	TrianglesHash TriangleMethod = iota
+	// TrianglesSorted: the rows sorted (prim's segmented sort), oriented,
+	// each pair looked up by binary search — the sorted-adjacency
+	// (Hornet, faimGraph) way, whose sort TriangleStats.Sort times apart.
+	TrianglesSorted
+	// TrianglesThesis: no orientation — every pair of every vertex's
+	// neighbours probed, each triangle found three times: the work of the
+	// thesis's edge-exists counting (Table 5.7).
+	TrianglesThesis
+)
+
+// TriangleStats is a triangle count and where its time went (the CUDA
+// backend's phases; the CPU backend times only Count).
+type TriangleStats struct {
+	Triangles                   uint64
+	Gather, Sort, Orient, Count time.Duration
+}
+
+// TriangleCountWith is TriangleCount by a given method, with its phases
+// timed.
+func (g *base[W]) TriangleCountWith(ctx context.Context, method TriangleMethod) (TriangleStats, error) {
+	return front.Value(g.f, ctx, "triangle count", front.Exclusive, func() (TriangleStats, error) {
+		if method < TrianglesHash || method > TrianglesThesis {
+			return TriangleStats{}, fmt.Errorf("%w: unknown triangle method %d", warpkit.ErrInvalidArgument, int(method))
 		}
-		return g.e.triangles(ctx)
+		if g.directed() {
+			return TriangleStats{}, fmt.Errorf("%w: triangle counting needs an undirected graph", warpkit.ErrInvalidArgument)
+		}
+		return g.e.triangles(ctx, method)
 	})
 }
 
@@ -555,8 +592,10 @@ func (g *base[W]) directed() bool {
 	return false
 }
 
-func (c *core[W]) triangles(ctx context.Context) (uint64, error) {
-	return triangles(ctx, c.csrOriented())
+func (c *core[W]) triangles(ctx context.Context, _ TriangleMethod) (TriangleStats, error) {
+	t0 := time.Now()
+	n, err := triangles(ctx, c.csrOriented())
+	return TriangleStats{Triangles: n, Count: time.Since(t0)}, err
 }
 
 // csrOriented returns, for every vertex, its neighbours ranked above it by

@@ -375,9 +375,12 @@ func TestTriangleCount(t *testing.T) {
 		if err := g.Build(ctx, e.Src, e.Dst); err != nil {
 			t.Fatal(err)
 		}
-		got, err := g.TriangleCount(ctx)
-		if want := bruteTriangles(e.NumVertices, e.Src, e.Dst); err != nil || got != want {
-			t.Fatalf("RMAT seed %d: %d triangles (%v), want %d", seed, got, err, want)
+		want := bruteTriangles(e.NumVertices, e.Src, e.Dst)
+		for _, m := range []TriangleMethod{TrianglesHash, TrianglesSorted, TrianglesThesis} {
+			st, err := g.TriangleCountWith(ctx, m)
+			if err != nil || st.Triangles != want {
+				t.Fatalf("RMAT seed %d, method %d: %d triangles (%v), want %d", seed, m, st.Triangles, err, want)
+			}
 		}
 		// After deleting a third of the edges and adding random ones.
 		rng := rand.New(rand.NewPCG(seed, 9))
@@ -408,7 +411,7 @@ func TestTriangleCount(t *testing.T) {
 			}
 			ks, kd = append(ks, src[i]), append(kd, dst[i])
 		}
-		got, err = g.TriangleCount(ctx)
+		got, err := g.TriangleCount(ctx)
 		if want := bruteTriangles(e.NumVertices, ks, kd); err != nil || got != want {
 			t.Fatalf("RMAT seed %d after updates: %d triangles (%v), want %d", seed, got, err, want)
 		}
@@ -462,6 +465,9 @@ func TestContract(t *testing.T) {
 	d, _ := New(Options{Directed: true, VertexCapacity: 3})
 	if _, err := d.TriangleCount(ctx); !errors.Is(err, warpkit.ErrInvalidArgument) {
 		t.Fatalf("triangles of a directed graph: %v", err)
+	}
+	if _, err := g.TriangleCountWith(ctx, TriangleMethod(7)); !errors.Is(err, warpkit.ErrInvalidArgument) {
+		t.Fatalf("an unknown triangle method: %v", err)
 	}
 	d.Close()
 	cancelled, cancel := context.WithCancel(ctx)
