@@ -96,7 +96,7 @@ type gpuGraph[W any] struct {
 	bRes, bRes2, bOut              gpurt.Buf[uint8]
 
 	fPrep, fCheckIDs, fCount, fBuckets, fDict, fDegrees, fMark, fOrient *cuda.Function
-	fMirror, fUndo, fUndone, fTCSorted, fNarrow                         *cuda.Function
+	fMirror, fUndo, fUndone, fTCSorted, fNarrow, fSymmetry, fFailedBoth *cuda.Function
 	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC               *cuda.Function
 }
 
@@ -144,7 +144,8 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 		{&g.fPrep, "gr_prep"}, {&g.fCheckIDs, "gr_check_ids"}, {&g.fCount, "gr_count_edges"},
 		{&g.fBuckets, "gr_buckets"}, {&g.fDict, "gr_dict"}, {&g.fDegrees, "gr_degrees"}, {&g.fMark, "gr_mark"},
 		{&g.fOrient, "gr_orient"}, {&g.fMirror, "gr_mirror"}, {&g.fUndo, "gr_undo"}, {&g.fUndone, "gr_undone"},
-		{&g.fTCSorted, "gr_tc_sorted"}, {&g.fNarrow, "gr_narrow"},
+		{&g.fTCSorted, "gr_tc_sorted"}, {&g.fNarrow, "gr_narrow"}, {&g.fSymmetry, "gr_symmetry"},
+		{&g.fFailedBoth, "gr_failed_both"},
 		{&g.fApply, "gr_apply_" + layout}, {&g.fGather, "gr_gather_" + layout}, {&g.fSweep, "gr_sweep_" + layout},
 		{&g.fReset, "gr_reset_" + layout}, {&g.fCensus, "gr_census_" + layout}, {&g.fFlush, "gr_flush_" + layout},
 		{&g.fTC, "gr_tc_" + layout},
@@ -509,6 +510,9 @@ func (g *gpuGraph[W]) applyPrepared(ctx context.Context, op uint32, osrc, odst c
 	if !undirected {
 		return g.run(ctx, op, osrc, odst, vals, ores, n, flagRetry, reserve, true)
 	}
+	if op == opDelete {
+		return g.deletePair(ctx, osrc, odst, ores, n)
+	}
 	err := g.run(ctx, op, osrc, odst, vals, ores, n, flagRetry, reserve, true)
 	if err != nil && !errors.Is(err, warpkit.ErrPoolExhausted) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return err // rejected IDs (nothing applied) or a device error
@@ -561,6 +565,53 @@ func (g *gpuGraph[W]) applyPrepared(ctx context.Context, op uint32, osrc, odst c
 		return errors.Join(err, rerr, waitAfter(g.stream, lerr))
 	}
 	return errors.Join(err, rerr, gpurt.Wait(g.stream))
+}
+
+// deletePair runs an undirected delete batch (prepared) with one wait: the
+// canonical directions, gr_mirror, then the reverses of the edges removed,
+// queued back to back. Deletes allocate nothing, so nothing is rerun; the
+// first launch leaves its counts in the control block (and the reject of
+// prep, which makes both apply nothing), the second adds its own and hands
+// the sum over.
+func (g *gpuGraph[W]) deletePair(ctx context.Context, osrc, odst cuda.Slice[uint32], ores cuda.Slice[uint8], n int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	release, err := g.pool.Acquire()
+	if err != nil {
+		return err
+	}
+	g.ctrlPinned.Data()[gpurt.CtrlDone] = 0
+	err = g.launch(g.fApply, int64(n), g.arena, g.seed, g.pool.Descriptor(), g.dict, osrc, odst, cuda.DevicePtr(0), uint32(opDelete),
+		ores, uint64(n), g.ctrl, uint32(flagRetry), uint32(0), cuda.DevicePtr(0))
+	if err == nil { // the second launch counts its own warps
+		err = g.ctrl.Sub(gpurt.CtrlDone, gpurt.CtrlDone+1).Zero(g.stream)
+	}
+	if err == nil {
+		err = g.launch(g.fMirror, int64(n), ores, uint64(n), uint32(1)<<resRemoved)
+	}
+	if err == nil {
+		err = g.launch(g.fApply, int64(n), g.arena, g.seed, g.pool.Descriptor(), g.dict, osrc.Sub(n, 2*n), odst.Sub(n, 2*n), cuda.DevicePtr(0),
+			uint32(opDelete), ores.Sub(n, 2*n), uint64(n), g.ctrl, uint32(flagRetry), uint32(1), g.ctrlOut)
+	}
+	if err == nil {
+		err = g.readApply()
+	} else {
+		err = waitAfter(g.stream, err)
+	}
+	release()
+	if err != nil {
+		return err
+	}
+	if err := g.prepCounts(opDelete); err != nil {
+		return err
+	}
+	c := g.host
+	g.live += int64(c[gpurt.CtrlDelta])
+	if status := uint32(c[gpurt.CtrlStatus]); status != 0 {
+		return fmt.Errorf("%d edges not applied: %w", c[gpurt.CtrlFailed], gpurt.StatusError("device", status))
+	}
+	return nil
 }
 
 // upload copies a Go slice into a scratch buffer.
@@ -1189,6 +1240,7 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	if !g.directed {
 		mode = prepUndirected
 	}
+	var symmetric bool
 	if g.selfLoops {
 		mode |= prepSelfLoops
 	}
@@ -1211,7 +1263,27 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 		return waitAfter(g.stream, err)
 	}
 	if m > 0 {
-		if err := g.launch(g.fCount, int64(m), src, dst, uint64(m), mode, cnt); err != nil {
+		// An undirected build whose edges list both directions counts each
+		// edge at its source only (gr_symmetry).
+		both := uint32(0)
+		symmetric = false
+		if !g.directed {
+			if err := g.zeroCtrl(); err != nil {
+				return err
+			}
+			if err := g.launch(g.fSymmetry, int64(m), src, dst, uint64(m), g.ctrl); err != nil {
+				return waitAfter(g.stream, err)
+			}
+			if err := g.readCtrl(); err != nil {
+				return err
+			}
+			if g.host[0] != g.host[1] {
+				both = 1
+			} else {
+				symmetric = true
+			}
+		}
+		if err := g.launch(g.fCount, int64(m), src, dst, uint64(m), mode, both, cnt); err != nil {
 			return waitAfter(g.stream, err)
 		}
 	}
@@ -1253,11 +1325,71 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 		if v != 0 {
 			v += cuda.DevicePtr(lo * g.wbytes)
 		}
-		if err := g.edgesReserving(ctx, opInsert, src.Sub(lo, hi), dst.Sub(lo, hi), v, cuda.Slice[uint8]{}, false, (hi-lo)/28+256); err != nil {
+		var err error
+		if symmetric && g.wbytes == 0 {
+			err = g.insertAsGiven(ctx, src.Sub(lo, hi), dst.Sub(lo, hi), (hi-lo)/28+256)
+		} else {
+			err = g.edgesReserving(ctx, opInsert, src.Sub(lo, hi), dst.Sub(lo, hi), v, cuda.Slice[uint8]{}, false, (hi-lo)/28+256)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return gpurt.Wait(g.stream)
+}
+
+// insertAsGiven inserts a build's unweighted edges that list both
+// directions of every edge (gr_symmetry said so) each as given, in one
+// launch: no canonical pass, no reverses. Should it stop part way (the pool
+// exhausted, ctx cancelled), both directions of every edge that failed are
+// deleted (gr_failed_both), so the graph stays symmetric.
+func (g *gpuGraph[W]) insertAsGiven(ctx context.Context, src, dst cuda.Slice[uint32], reserve int) error {
+	n := src.Len()
+	mode := uint32(0)
+	if g.selfLoops {
+		mode |= prepSelfLoops
+	}
+	osrc, err := g.bOSrc.Get(g.dev, g.stream, n)
+	if err != nil {
+		return err
+	}
+	odst, err := g.bODst.Get(g.dev, g.stream, n)
+	if err != nil {
+		return err
+	}
+	ores, err := g.bRes.Get(g.dev, g.stream, n)
+	if err != nil {
+		return err
+	}
+	if err := g.zeroCtrl(); err != nil {
+		return err
+	}
+	if err := g.launch(g.fPrep, int64(n), src, dst, uint64(n), uint32(g.nv), mode, osrc, odst, ores, g.ctrl); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	err = g.run(ctx, opInsert, osrc, odst, 0, ores, n, flagRetry, reserve, true)
+	if err == nil || !(errors.Is(err, warpkit.ErrPoolExhausted) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return err
+	}
+	fsrc, ferr := cuda.Alloc[uint32](g.dev, 2*n)
+	if ferr != nil {
+		return errors.Join(err, ferr)
+	}
+	defer fsrc.Free()
+	fdst, ferr := cuda.Alloc[uint32](g.dev, 2*n)
+	if ferr != nil {
+		return errors.Join(err, ferr)
+	}
+	defer fdst.Free()
+	fres, ferr := cuda.Alloc[uint8](g.dev, 2*n)
+	if ferr != nil {
+		return errors.Join(err, ferr)
+	}
+	defer fres.Free()
+	if ferr := g.launch(g.fFailedBoth, int64(n), osrc, odst, ores, uint64(n), fsrc, fdst, fres); ferr != nil {
+		return errors.Join(err, waitAfter(g.stream, ferr))
+	}
+	return errors.Join(err, g.run(context.WithoutCancel(ctx), opDelete, fsrc, fdst, 0, fres, 2*n, flagRetry, 0, false))
 }
 
 // buildChunk is the most edges a build inserts in one batch.

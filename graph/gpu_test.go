@@ -296,3 +296,71 @@ func poolExhausted(t *testing.T, directed bool) {
 		t.Fatal(err)
 	}
 }
+
+// TestCUDABuildSymmetric: a build whose edges list both directions of
+// every edge (found by gr_symmetry: inserted as given, in one pass) gives
+// the CPU backend's graph, with repeated edges and self-loops; one that
+// runs out of pool part way fails with ErrPoolExhausted and leaves a
+// symmetric graph with exact counts.
+func TestCUDABuildSymmetric(t *testing.T) {
+	needCUDA(t)
+	e, err := graphio.RMAT(14, 8, graphio.RMATOptions{Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both directions of every edge, repeats and self-loops kept.
+	src := append(slices.Clone(e.Src), e.Dst...)
+	dst := append(slices.Clone(e.Dst), e.Src...)
+	for _, loops := range []bool{false, true} {
+		g, err := New(Options{Backend: warpkit.CUDA, AllowSelfLoops: loops})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := New(Options{Backend: warpkit.CPU, AllowSelfLoops: loops})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Build(ctx, src, dst); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Build(ctx, src, dst); err != nil {
+			t.Fatal(err)
+		}
+		a, err := g.ToCSR(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.ToCSR(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(a.Offsets, b.Offsets) || !slices.Equal(a.Cols, b.Cols) {
+			t.Fatalf("self-loops %v: the CUDA graph differs from the CPU graph", loops)
+		}
+		gs, _ := g.Stats(ctx)
+		cs, _ := c.Stats(ctx)
+		if gs.Entries != cs.Entries || gs.Edges != cs.Edges || gs.SelfLoopsSkipped != cs.SelfLoopsSkipped {
+			t.Fatalf("self-loops %v: stats %+v, the CPU backend %+v", loops, gs, cs)
+		}
+		if err := g.Check(ctx); err != nil {
+			t.Fatal(err)
+		}
+		g.Close()
+		c.Close()
+	}
+	// A pool of one block (1024 slabs) cannot hold the overflow.
+	g, err := New(Options{Backend: warpkit.CUDA, MaxPoolBytes: 32 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.Build(ctx, src, dst); !errors.Is(err, warpkit.ErrPoolExhausted) {
+		t.Fatalf("a build past MaxPoolBytes: %v", err)
+	}
+	if err := g.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := g.Len(ctx); n == 0 {
+		t.Fatal("nothing built")
+	}
+}

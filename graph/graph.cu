@@ -116,6 +116,22 @@ extern "C" __global__ void gr_undone(uint8_t* res, uint64_t n, const uint8_t* re
     if (res2[i] == sh::kResRemoved) res[i] = sh::kResFailed;
 }
 
+// failed_both lays out, for every element of an as-given build batch that
+// failed (res), deletes of both directions of its edge: run after a build
+// stopped part way, they keep the graph symmetric.
+extern "C" __global__ void gr_failed_both(const uint32_t* src, const uint32_t* dst, const uint8_t* res, uint64_t n,
+                                          uint32_t* fsrc, uint32_t* fdst, uint8_t* fres) {
+  for (uint64_t i = thread_index(); i < n; i += thread_count()) {
+    const uint8_t r = res[i] == sh::kResFailed ? sh::kResFailed : sh::kResNotFound;
+    fsrc[i] = src[i];
+    fdst[i] = dst[i];
+    fsrc[n + i] = dst[i];
+    fdst[n + i] = src[i];
+    fres[i] = r;
+    fres[n + i] = r;
+  }
+}
+
 // check_ids counts IDs at or past cap in ctrl[kCtrlRejected] (device
 // batches of lookups and vertex lists).
 extern "C" __global__ void gr_check_ids(const uint32_t* a, const uint32_t* b, uint64_t n, uint32_t cap,
@@ -141,10 +157,35 @@ __device__ void apply(char* arena, uint32_t seed, Pool* pool, Vertex* dict, cons
   sh::sign_off(ctrl, pool, out);
 }
 
+// symmetry sums a hash of every edge (u, v) of a build into sums[0] and of
+// its reverse (v, u) into sums[1] (wrapping): equal sums say that the edges
+// list both directions of every edge (the multisets agree; a list that does
+// not gives equal sums only by a 2^-64 accident), so that an undirected
+// build counts each edge from its source alone (count_edges).
+extern "C" __global__ void gr_symmetry(const uint32_t* src, const uint32_t* dst, uint64_t m,
+                                       unsigned long long* sums) {
+  unsigned long long a = 0, b = 0;
+  for (uint64_t i = thread_index(); i < m; i += thread_count()) {
+    const uint64_t u = src[i], v = dst[i];
+    a += mix64(u << 32 | v);
+    b += mix64(v << 32 | u);
+  }
+  for (int off = 16; off > 0; off >>= 1) {
+    a += __shfl_xor_sync(0xffffffffu, a, off);
+    b += __shfl_xor_sync(0xffffffffu, b, off);
+  }
+  if (slab::lane() == 0) {
+    atomicAdd(sums, a);
+    atomicAdd(sums + 1, b);
+  }
+}
+
 // count_edges counts the entries a build's edges give each vertex (repeated
-// edges counted each time: the tables' sizing).
+// edges counted each time: the tables' sizing): the source's, and with
+// both the destination's too (an undirected build whose edges do not list
+// both directions).
 extern "C" __global__ void gr_count_edges(const uint32_t* src, const uint32_t* dst, uint64_t m, uint32_t mode,
-                                          uint32_t* cnt) {
+                                          uint32_t both, uint32_t* cnt) {
   for (uint64_t i = thread_index(); i < m; i += thread_count()) {
     const uint32_t u = src[i], v = dst[i];
     if (u == v) {
@@ -152,7 +193,7 @@ extern "C" __global__ void gr_count_edges(const uint32_t* src, const uint32_t* d
       continue;
     }
     atomicAdd(&cnt[u], 1u);
-    if (mode & kUndirected) atomicAdd(&cnt[v], 1u);
+    if (both) atomicAdd(&cnt[v], 1u);
   }
 }
 
