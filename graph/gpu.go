@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -46,9 +47,8 @@ const (
 // words: base, buckets, degree, flags.
 const vertexWords = 4
 
-// perBucket is the entries a build plans per bucket of 7 slots: a load
-// factor of 5/7 ≈ 0.71 (the thesis's 0.7, §5.3).
-const perBucket = 5
+// slotsPerBucket is a bucket's slots (every layout's slab holds 7).
+const slotsPerBucket = 7
 
 const gpuBlock = 256
 
@@ -65,6 +65,7 @@ type gpuGraph[W any] struct {
 	slabBytes           int
 	seed                uint32
 	maxPool             int64
+	loadFactor          float64
 
 	mu     sync.Mutex
 	stream *cuda.Stream
@@ -102,7 +103,10 @@ type gpuGraph[W any] struct {
 
 func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], error) {
 	g := &gpuGraph[W]{dev: dev, ownDev: own, directed: opts.Directed, selfLoops: opts.AllowSelfLoops,
-		seed: 0x9e3779b9, maxPool: opts.MaxPoolBytes}
+		seed: 0x9e3779b9, maxPool: opts.MaxPoolBytes, loadFactor: opts.LoadFactor}
+	if g.loadFactor == 0 {
+		g.loadFactor = DefaultLoadFactor
+	}
 	fail := func(err error) (*gpuGraph[W], error) {
 		g.ownDev = false // the caller closes the device it opened
 		g.close()
@@ -1175,7 +1179,7 @@ func (g *gpuGraph[W]) triangles(ctx context.Context, method TriangleMethod) (Tri
 }
 
 // build replaces the graph with a batch (Go slices): every table sized for
-// its entries in the batch (perBucket a bucket, repeats counted), laid out
+// its entries in the batch (Options.LoadFactor, repeats counted), laid out
 // in a new arena, then filled by one insert batch.
 func (g *gpuGraph[W]) build(ctx context.Context, n int, src, dst []uint32, ws []W) error {
 	g.mu.Lock()
@@ -1288,7 +1292,7 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 		}
 	}
 	if n > 0 {
-		if err := g.launch(g.fBuckets, int64(n), cnt, uint64(n), uint32(perBucket), nb); err != nil {
+		if err := g.launch(g.fBuckets, int64(n), cnt, uint64(n), uint32(math.Round(g.loadFactor*slotsPerBucket*1000)), nb); err != nil {
 			return waitAfter(g.stream, err)
 		}
 		if err := prim.ExclusiveScan(e, g.stream, nb.Sub(0, n), base.Sub(0, n), base.Sub(n, n+1)); err != nil {
@@ -1318,7 +1322,7 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	g.nslabs = int(slabs[0])
 	// The edges go in as insert batches of at most buildChunk (bounding
 	// the scratch: 18 bytes an undirected edge); the overflow of a build
-	// at perBucket is a few percent of its slabs.
+	// at the default load factor is a few percent of its slabs.
 	for lo := 0; lo < m; lo += buildChunk {
 		hi := min(m, lo+buildChunk)
 		v := vals

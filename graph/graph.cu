@@ -197,9 +197,11 @@ extern "C" __global__ void gr_count_edges(const uint32_t* src, const uint32_t* d
   }
 }
 
-// buckets sizes each vertex's table: ceil(cnt / per) buckets, at least one.
-extern "C" __global__ void gr_buckets(const uint32_t* cnt, uint64_t nv, uint32_t per, uint64_t* nb) {
-  for (uint64_t v = thread_index(); v < nv; v += thread_count()) nb[v] = cnt[v] ? (cnt[v] + per - 1) / per : 1;
+// buckets sizes each vertex's table: ceil(cnt / per) buckets, at least
+// one, per in thousandths of an entry (the load factor times the slots).
+extern "C" __global__ void gr_buckets(const uint32_t* cnt, uint64_t nv, uint32_t per1000, uint64_t* nb) {
+  for (uint64_t v = thread_index(); v < nv; v += thread_count())
+    nb[v] = cnt[v] ? ((uint64_t)cnt[v] * 1000 + per1000 - 1) / per1000 : 1;
 }
 
 // dict writes the entries of vertices vbase+i (i < nv) from their buckets

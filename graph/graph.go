@@ -40,6 +40,11 @@ type Options struct {
 	// edge batch that needs more fails with ErrPoolExhausted, the edges it
 	// could not insert reported Failed and the graph consistent.
 	MaxPoolBytes int64
+	// LoadFactor is the share of a bucket's slots a build fills (the CUDA
+	// backend sizes each vertex's table for its entries at this load; 0:
+	// DefaultLoadFactor; at most 1). Lower loads cost memory and speed up
+	// later inserts (fewer full slabs to pass).
+	LoadFactor float64
 	// Directed graphs store each edge once, from its source; undirected
 	// graphs (the default) store both directions, and an edge batch
 	// applies each edge's two directions together.
@@ -51,6 +56,10 @@ type Options struct {
 	// counted (Stats.SelfLoopsSkipped).
 	AllowSelfLoops bool
 }
+
+// DefaultLoadFactor is Options.LoadFactor's default: 5 entries in a
+// bucket of 7 slots at build (the thesis's 0.7, §5.3).
+const DefaultLoadFactor = 5.0 / 7
 
 // CSR is a graph in compressed sparse row form: the neighbours of vertex v
 // are Cols[Offsets[v]:Offsets[v+1]].
@@ -133,6 +142,9 @@ func newBase[W any](opts Options) (base[W], error) {
 	}
 	if opts.VertexCapacity < 0 || opts.VertexCapacity > ReservedTombstone {
 		return base[W]{}, f.Errorf("new", "VertexCapacity %d outside 0..%d", opts.VertexCapacity, ReservedTombstone)
+	}
+	if !(opts.LoadFactor >= 0 && opts.LoadFactor <= 1) || (opts.LoadFactor > 0 && opts.LoadFactor*7 < 0.5) {
+		return base[W]{}, f.Errorf("new", "LoadFactor %v outside (0.08, 1] (0: the default %v)", opts.LoadFactor, DefaultLoadFactor)
 	}
 	if opts.MaxPoolBytes < 0 {
 		return base[W]{}, f.Errorf("new", "MaxPoolBytes %d is negative", opts.MaxPoolBytes)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -435,6 +436,11 @@ func TestContract(t *testing.T) {
 	}
 	if _, err := New(Options{MaxPoolBytes: -1}); !errors.Is(err, warpkit.ErrInvalidArgument) {
 		t.Fatalf("MaxPoolBytes -1: %v", err)
+	}
+	for _, lf := range []float64{-0.5, 1.01, 0.01, math.NaN()} {
+		if _, err := New(Options{LoadFactor: lf}); !errors.Is(err, warpkit.ErrInvalidArgument) {
+			t.Fatalf("LoadFactor %v: %v", lf, err)
+		}
 	}
 	g, err := New(Options{Backend: warpkit.CPU, VertexCapacity: 10})
 	if err != nil {

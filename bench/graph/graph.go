@@ -103,7 +103,7 @@ func (b *bench) cpuFor(e *input) bool { return b.cpu && len(e.Src) <= 1<<28 }
 
 // Run runs warp bench graph with args (its flags) and writes the report to w.
 func Run(ctx context.Context, args []string, w io.Writer) error {
-	fs := cli.NewFlags("bench graph", "[--json] [--quick] [--graphs NAME,...] [--base NAME] [--batches 16,18,...] [--only build,insert,delete,vdelete,query,tc] [--reps N] [--no-cpu] [--backend B]\n\n"+
+	fs := cli.NewFlags("bench graph", "[--json] [--quick] [--graphs NAME,...] [--base NAME] [--batches 16,18,...] [--only build,insert,delete,vdelete,query,tc,lf] [--reps N] [--no-cpu] [--backend B]\n\n"+
 		"Generates the stand-ins named (graphio.StandIns; `warp graph standins` lists them) on the host, uploads each\n"+
 		"once and measures, through package graph's device-resident methods (transfers excluded, as the thesis):\n"+
 		"bulk builds and triangle counts per graph (Tables 5.5, 5.7) and, on the --base graph, edge insert and delete\n"+
@@ -116,7 +116,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	graphsFlag := fs.String("graphs", "luxembourg_osm,coAuthorsDBLP,delaunay_n20,rgg_n_2_20_s0,germany_osm,soc-LiveJournal1", "stand-ins for the build and triangle tables")
 	baseFlag := fs.String("base", "rgg_n_2_20_s0", "the stand-in the batch experiments update")
 	batchesFlag := fs.String("batches", "16,18,20,22", "log2 of the batch sizes of the edge and vertex experiments")
-	only := fs.String("only", "", "comma-separated experiments (default all): build, insert, delete, vdelete, query, tc")
+	only := fs.String("only", "", "comma-separated experiments (default all): build, insert, delete, vdelete, query, tc, lf")
 	reps := fs.Int("reps", 3, "repetitions per measurement (the median is reported)")
 	noCPU := fs.Bool("no-cpu", false, "skip the CPU backend baseline")
 	seed := fs.Uint64("seed", 1, "seed of the generators and batches")
@@ -169,7 +169,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		b.batches = append(b.batches, v)
 	}
 	runs := map[string]bool{}
-	all := []string{"build", "insert", "delete", "vdelete", "query", "tc"}
+	all := []string{"build", "insert", "delete", "vdelete", "query", "tc", "lf"}
 	if *only == "" {
 		for _, x := range all {
 			runs[x] = true
@@ -208,6 +208,8 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 			err = b.query()
 		case "tc":
 			err = b.tc()
+		case "lf":
+			err = b.loadFactors()
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", x, err)
@@ -240,7 +242,12 @@ type dgraph struct {
 }
 
 func (b *bench) newDevice(e *input) (*dgraph, error) {
-	g, err := graph.New(graph.Options{Backend: warpkit.CUDA, Device: b.dev})
+	return b.newDeviceLF(e, 0)
+}
+
+// newDeviceLF is newDevice with a load factor (0: the default).
+func (b *bench) newDeviceLF(e *input, lf float64) (*dgraph, error) {
+	g, err := graph.New(graph.Options{Backend: warpkit.CUDA, Device: b.dev, LoadFactor: lf})
 	if err != nil {
 		return nil, err
 	}
@@ -724,9 +731,93 @@ func (b *bench) tc() error {
 		}
 		t.Add(e.name, len(e.Src), tri, b.ours(benchfmt.Millis(ms)), b.ours(benchfmt.Millis(first)), th, benchfmt.Ratio(th, benchfmt.Millis(ms)),
 			b.ours(benchfmt.Millis(csr)), b.ours(benchfmt.Millis(sortT)), benchfmt.Ratio(ms.Seconds(), csr.Seconds()),
-			benchfmt.Ratio(ms.Seconds(), (csr + sortT).Seconds()), b.ours(benchfmt.Millis(thesisMode)),
+			benchfmt.Ratio(ms.Seconds(), (csr+sortT).Seconds()), b.ours(benchfmt.Millis(thesisMode)),
 			benchfmt.Millis(cpu), benchfmt.Ratio(benchfmt.Millis(cpu), benchfmt.Millis(ms)), benchfmt.YesNo(agree), met)
 	}
 	b.rep.Note("triangle target: ours ≤ 1.5× CSR (sort excluded) and < CSR sort + CSR on every graph (met); thesis mode skipped past 2^28 entries")
+	return nil
+}
+
+// loadFactors is the spec's load-factor sweep (Figs 5.2/5.3 in part) on the
+// base graph: what a build's load costs in memory and gives in speed.
+func (b *bench) loadFactors() error {
+	if b.dev == nil {
+		return nil // the CPU backend has no load factor
+	}
+	e, err := b.edgesOf(b.base)
+	if err != nil {
+		return err
+	}
+	t := b.rep.Table(fmt.Sprintf("load factor sweep on %s (Options.LoadFactor; inserts and deletes of 2^20 edges on a fresh build; queries of 2^20, half present)", b.base.name),
+		"load", "build ms", "B/entry", "longest list", "insert G/s", "delete G/s", "query G/s", "triangles ms")
+	rng := rand.New(rand.NewPCG(b.seed, 29))
+	const n = 1 << 20
+	is, id := randomEdges(rng, e.NumVertices, n)
+	ds, dd := presentEdges(rng, e, n)
+	qs, qd := presentEdges(rng, e, n)
+	rs, rd := randomEdges(rng, e.NumVertices, n/2)
+	copy(qs[n/2:], rs)
+	copy(qd[n/2:], rd)
+	var up []cuda.Slice[uint32]
+	defer func() {
+		for _, s := range up {
+			s.Free()
+		}
+	}()
+	for _, h := range [][]uint32{is, id, ds, dd, qs, qd} {
+		s, err := upload(b.dev, h)
+		if err != nil {
+			return err
+		}
+		up = append(up, s)
+	}
+	found, err := cuda.Alloc[uint8](b.dev, n)
+	if err != nil {
+		return err
+	}
+	defer found.Free()
+	for _, lf := range []float64{0.4, 0.5, 0.6, graph.DefaultLoadFactor, 0.85, 1.0} {
+		d, err := b.newDeviceLF(e, lf)
+		if err != nil {
+			return err
+		}
+		row, err := func() ([]any, error) {
+			defer d.close()
+			build, _, err := b.timeIt(nil, func() error { return d.build(b.ctx) })
+			if err != nil {
+				return nil, err
+			}
+			st, err := d.g.Stats(b.ctx)
+			if err != nil {
+				return nil, err
+			}
+			q, _, err := b.timeIt(nil, func() error { return d.g.HasEdgesDevice(b.ctx, up[4], up[5], found) })
+			if err != nil {
+				return nil, err
+			}
+			tri, _, err := b.timeIt(nil, func() error { _, err := d.g.TriangleCount(b.ctx); return err })
+			if err != nil {
+				return nil, err
+			}
+			ins, _, err := b.timeIt(func() error { return d.build(b.ctx) }, func() error {
+				return d.g.InsertEdgesDevice(b.ctx, up[0], up[1], cuda.Slice[uint8]{})
+			})
+			if err != nil {
+				return nil, err
+			}
+			del, _, err := b.timeIt(func() error { return d.build(b.ctx) }, func() error {
+				return d.g.DeleteEdgesDevice(b.ctx, up[2], up[3], cuda.Slice[uint8]{})
+			})
+			if err != nil {
+				return nil, err
+			}
+			return []any{fmt.Sprintf("%.2f", lf), benchfmt.Millis(build), float64(st.Bytes) / float64(st.Entries), st.LongestList,
+				gRate(n, ins), gRate(n, del), gRate(n, q), benchfmt.Millis(tri)}, nil
+		}()
+		if err != nil {
+			return err
+		}
+		t.Add(row...)
+	}
 	return nil
 }
