@@ -53,9 +53,14 @@
 // An undirected batch runs every edge's canonical direction (lower ID →
 // higher) first, then the reverse of each edge it changed; a weighted
 // insert reads the weight that won in the canonical direction and gives it
-// to the reverse, so both directions hold one weight. Build sizes each
-// table for its entries (5 a bucket of 7 slots, one bucket at least), lays
-// the arena out with a device scan (prim) and inserts the batch.
+// to the reverse, so both directions hold one weight; an undirected delete
+// queues both passes with one wait. Build sizes each table for its entries
+// (Options.LoadFactor of a bucket's 7 slots, one bucket at least), lays the
+// arena out with a device scan (prim) and inserts the edges in batches of
+// 2^26; when the edges list both directions of every edge (a hash sum over
+// the edges equals one over their reverses), it counts entries at their
+// source alone and inserts each as given in one pass (an unweighted
+// graph).
 // DeleteVertices marks the vertices in a bitmap, tombstones the entries
 // into them in one sweep over every list, then empties their tables and
 // frees their overflow slabs. Device methods (InsertEdgesDevice, ...,
@@ -77,12 +82,14 @@
 // 5.2–5.5, 5.7, queries, memory; docs/benchmarks.md). Not built: Rehash on
 // the device (a no-op), NeighborsDevice (Neighbors copies one vertex's table
 // out), the sorted-CSR baselines, the thesis's edge-exists triangle mode,
-// Tables 5.6 and 5.9 and the load-factor sweep.
+// Tables 5.6 and 5.9 (the load-factor sweep is built, on the base graph
+// only).
 //
 // # Departures from the spec (shared/docs/specs/graph.md)
 //
-//   - Options have no Streams, LoadFactor, Layout or RehashChain: one
-//     stream, 5 entries a bucket at build, the layouts above, no rehash.
+//   - Options have no Streams, Layout or RehashChain: one stream, the
+//     layouts above, no rehash. LoadFactor is the build's bucket load
+//     (default 5/7, the thesis's 0.7); it does not bound later inserts.
 //     MaxPoolBytes caps the overflow pool (default 4 GiB: 64 super blocks
 //     of 64 MiB).
 //   - The CUDA backend runs one batch at a time (a mutex over its stream
