@@ -3,12 +3,20 @@ package btree
 import (
 	"context"
 	"errors"
+	"github.com/warpkit/warpkit/internal/ordmap"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+)
+
+// The CPU backend's map (internal/ordmap): its context-check interval and
+// node degree.
+const (
+	ctxEvery  = ordmap.CheckEvery
+	cpuDegree = ordmap.Degree
 )
 
 // calls returns one call of every method of tr but Backend and Close, each
