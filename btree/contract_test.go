@@ -3,13 +3,13 @@ package btree
 import (
 	"context"
 	"errors"
-	"github.com/warpkit/warpkit/internal/ordmap"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/ordmap"
 )
 
 // The CPU backend's map (internal/ordmap): its context-check interval and
