@@ -351,6 +351,10 @@ type Snapshot[K, V warpkit.Word] struct {
 	version uint64
 }
 
+// Backend returns the snapshot's backend (the tree's); it works after
+// Close.
+func (s *Snapshot[K, V]) Backend() warpkit.Backend { return s.f.Backend() }
+
 // Version is the snapshot's number: the tree's snapshots are numbered in
 // the order they were taken, from 0.
 func (s *Snapshot[K, V]) Version() uint64 { return s.version }

@@ -9,6 +9,7 @@ import (
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/conformance"
 	"github.com/warpkit/warpkit/lsm"
+	"github.com/warpkit/warpkit/mvbtree"
 	"github.com/warpkit/warpkit/slaballoc"
 	"github.com/warpkit/warpkit/slabhash"
 	"github.com/warpkit/warpkit/sortedarray"
@@ -90,6 +91,31 @@ func TestBTree(t *testing.T) {
 	run(t, sortedSubject("btree", func(b warpkit.Backend) (sorted, error) {
 		return btree.New[uint32, uint32](btree.Options{Backend: b})
 	}))
+}
+
+// TestMVBTree runs on the CPU backend: mvbtree's CUDA backend is not built
+// yet (New refuses Backend CUDA).
+func TestMVBTree(t *testing.T) {
+	sub := sortedSubject("mvbtree", func(b warpkit.Backend) (sorted, error) {
+		return mvbtree.New[uint32, uint32](mvbtree.Options{Backend: b})
+	})
+	t.Run("cpu", func(t *testing.T) { conformance.Run(t, sub, warpkit.CPU) })
+}
+
+// TestMVBTreeSnapshot: a snapshot handle follows the contract too (every
+// method ErrClosed once closed, Device methods ErrNeedsCUDA on the CPU).
+func TestMVBTreeSnapshot(t *testing.T) {
+	tr, err := mvbtree.New[uint32, uint32](mvbtree.Options{Backend: warpkit.CPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	s, err := tr.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.CheckDeviceOnCPU(t, s)
+	conformance.CheckClosed(t, s)
 }
 
 func TestSlabHashMap(t *testing.T) {
