@@ -72,9 +72,9 @@ type gpuGraph[W any] struct {
 	pool   *slaballoc.Pool
 	prim   *prim.Engine // made on first use (its kernels take seconds to load)
 
-	nv        int   // vertices
-	nslabs    int   // arena buckets in use
-	live      int64 // entries
+	nv        int          // vertices
+	nslabs    int          // arena buckets in use
+	live      atomic.Int64 // entries (read by Len beside batches)
 	selfSkips uint64
 
 	arena cuda.Slice[uint8]  // head slabs (capacity: arena.Len()/slabBytes)
@@ -96,9 +96,10 @@ type gpuGraph[W any] struct {
 	bVals, bVals2                  gpurt.Buf[uint8]
 	bRes, bRes2, bOut              gpurt.Buf[uint8]
 
-	fPrep, fCheckIDs, fCount, fBuckets, fDict, fDegrees, fMark, fOrient *cuda.Function
-	fMirror, fUndo, fUndone, fTCSorted, fNarrow, fSymmetry, fFailedBoth *cuda.Function
-	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC               *cuda.Function
+	fPrep, fCheckIDs, fCount, fBuckets, fDict, fDegrees, fMark, fOrient    *cuda.Function
+	fMirror, fUndo, fUndone, fTCSorted, fNarrow, fSymmetry, fFailedPattern *cuda.Function
+	fRehashPlan, fRehashDict, fRelease                                     *cuda.Function
+	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC                  *cuda.Function
 }
 
 func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], error) {
@@ -149,7 +150,8 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 		{&g.fBuckets, "gr_buckets"}, {&g.fDict, "gr_dict"}, {&g.fDegrees, "gr_degrees"}, {&g.fMark, "gr_mark"},
 		{&g.fOrient, "gr_orient"}, {&g.fMirror, "gr_mirror"}, {&g.fUndo, "gr_undo"}, {&g.fUndone, "gr_undone"},
 		{&g.fTCSorted, "gr_tc_sorted"}, {&g.fNarrow, "gr_narrow"}, {&g.fSymmetry, "gr_symmetry"},
-		{&g.fFailedBoth, "gr_failed_both"},
+		{&g.fFailedPattern, "gr_failed_pattern"}, {&g.fRehashPlan, "gr_rehash_plan"}, {&g.fRehashDict, "gr_rehash_dict"},
+		{&g.fRelease, "gr_release_" + layout},
 		{&g.fApply, "gr_apply_" + layout}, {&g.fGather, "gr_gather_" + layout}, {&g.fSweep, "gr_sweep_" + layout},
 		{&g.fReset, "gr_reset_" + layout}, {&g.fCensus, "gr_census_" + layout}, {&g.fFlush, "gr_flush_" + layout},
 		{&g.fTC, "gr_tc_" + layout},
@@ -239,8 +241,10 @@ func (g *gpuGraph[W]) vals(b *gpurt.Buf[uint8], n int) (cuda.Slice[uint8], error
 	return b.Get(g.dev, g.stream, max(1, n*g.wbytes))
 }
 
-// grow returns a slice of at least n elements holding old's contents (old
-// freed), the rest filled with the byte fill.
+// grow returns a slice of at least n elements holding old's first used
+// elements (old freed), the rest filled with the byte fill. On failure it
+// returns old, unchanged, with the error: callers assign the result either
+// way and keep a valid buffer.
 func grow[T cuda.Elem](dev *cuda.Device, s *cuda.Stream, old cuda.Slice[T], used, n int, fill byte) (cuda.Slice[T], error) {
 	if old.Buffer() != nil && old.Len() >= n {
 		return old, nil
@@ -251,25 +255,24 @@ func grow[T cuda.Elem](dev *cuda.Device, s *cuda.Stream, old cuda.Slice[T], used
 	}
 	ns, err := cuda.Alloc[T](dev, c)
 	if err != nil {
-		return ns, err
+		return old, err
 	}
 	if err := ns.FillBytes(fill, s); err != nil {
 		ns.Free()
-		return cuda.Slice[T]{}, err
+		return old, waitAfter(s, err)
 	}
-	if old.Buffer() != nil {
-		if used > 0 {
-			if err := cuda.CopyAsync(ns.Sub(0, used), old.Sub(0, used), s); err != nil {
-				ns.Free()
-				return cuda.Slice[T]{}, err
-			}
-		}
-		if err := gpurt.Wait(s); err != nil {
+	if old.Buffer() != nil && used > 0 {
+		if err := cuda.CopyAsync(ns.Sub(0, used), old.Sub(0, used), s); err != nil {
+			gpurt.Wait(s)
 			ns.Free()
-			return cuda.Slice[T]{}, err
+			return old, err
 		}
-		old.Free()
 	}
+	if err := gpurt.Wait(s); err != nil {
+		ns.Free()
+		return old, err
+	}
+	old.Free()
 	return ns, nil
 }
 
@@ -303,21 +306,8 @@ func (g *gpuGraph[W]) ensure(n int) error {
 	if g.gone, err = grow(g.dev, g.stream, g.gone, (g.nv+31)/32, (n+31)/32, 0); err != nil {
 		return err
 	}
-	nb, base := make([]uint64, add), make([]uint64, add)
-	for i := range nb {
-		nb[i], base[i] = 1, uint64(i)
-	}
-	dnb, err := cuda.FromHost(g.dev, nb)
-	if err != nil {
-		return err
-	}
-	defer dnb.Free()
-	dbase, err := cuda.FromHost(g.dev, base)
-	if err != nil {
-		return err
-	}
-	defer dbase.Free()
-	if err := g.launch(g.fDict, int64(add), dnb, dbase, uint64(add), uint32(g.nv), uint64(g.nslabs), g.dict, g.owner); err != nil {
+	// One bucket each (gr_dict without buckets given).
+	if err := g.launch(g.fDict, int64(add), cuda.DevicePtr(0), cuda.DevicePtr(0), uint64(add), uint32(g.nv), uint64(g.nslabs), g.dict, g.owner); err != nil {
 		return err
 	}
 	if err := gpurt.Wait(g.stream); err != nil {
@@ -386,7 +376,7 @@ func (g *gpuGraph[W]) run(ctx context.Context, op uint32, src, dst cuda.Slice[ui
 			}
 		}
 		c := g.host
-		g.live += int64(c[gpurt.CtrlDelta])
+		g.live.Add(int64(c[gpurt.CtrlDelta]))
 		g.pool.Observe(int64(c[gpurt.CtrlUsed]))
 		status := uint32(c[gpurt.CtrlStatus])
 		if status == 0 {
@@ -417,13 +407,16 @@ func (g *gpuGraph[W]) run(ctx context.Context, op uint32, src, dst cuda.Slice[ui
 // (nothing was applied), self-loops skipped by an insert are counted.
 func (g *gpuGraph[W]) prepCounts(op uint32) error {
 	if r := g.host[gpurt.CtrlRejected]; r != 0 {
-		return fmt.Errorf("%w: %d vertex IDs at or past the capacity %d (or reserved)", warpkit.ErrInvalidArgument, r, g.nv)
+		return fmt.Errorf("%w: %d vertex IDs at or past the capacity %d (or reserved)", errRejected, r, g.nv)
 	}
 	if op == opInsert {
 		g.selfSkips += g.host[gpurt.CtrlCount]
 	}
 	return nil
 }
+
+// errRejected is prep's refusal of a device batch: nothing was applied.
+var errRejected = fmt.Errorf("%w: a device batch's IDs", warpkit.ErrInvalidArgument)
 
 func waitAfter(s *cuda.Stream, err error) error {
 	if werr := gpurt.Wait(s); werr != nil {
@@ -517,10 +510,25 @@ func (g *gpuGraph[W]) applyPrepared(ctx context.Context, op uint32, osrc, odst c
 	if op == opDelete {
 		return g.deletePair(ctx, osrc, odst, ores, n)
 	}
-	err := g.run(ctx, op, osrc, odst, vals, ores, n, flagRetry, reserve, true)
-	if err != nil && !errors.Is(err, warpkit.ErrPoolExhausted) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		return err // rejected IDs (nothing applied) or a device error
+	// The recovery's scratch is taken before anything applies.
+	res2, err := g.bRes2.Get(g.dev, g.stream, n)
+	if err != nil {
+		return err
 	}
+	res2 = res2.Sub(0, n)
+	var won cuda.Slice[uint8]
+	if g.wbytes > 0 {
+		if won, err = g.vals(&g.bVals2, n); err != nil {
+			return err
+		}
+	}
+	err = g.run(ctx, op, osrc, odst, vals, ores, n, flagRetry, reserve, true)
+	if errors.Is(err, errRejected) {
+		return err // nothing applied
+	}
+	// Any other error (the pool or the device out of memory, ctx, a
+	// launch) may come after part of the canonical pass applied: the
+	// reverses of what did run, and the undo of what they could not.
 	keep := uint32(1) << resRemoved
 	if op == opInsert {
 		keep = 1 << resInserted
@@ -534,15 +542,7 @@ func (g *gpuGraph[W]) applyPrepared(ctx context.Context, op uint32, osrc, odst c
 	rctx := context.WithoutCancel(ctx)
 	rvals := vals
 	if op == opInsert && g.wbytes > 0 {
-		res2, lerr := g.bRes2.Get(g.dev, g.stream, n)
-		if lerr != nil {
-			return errors.Join(err, lerr)
-		}
-		won, lerr := g.vals(&g.bVals2, n)
-		if lerr != nil {
-			return errors.Join(err, lerr)
-		}
-		if lerr := cuda.CopyAsync(res2.Sub(0, n), ores.Sub(n, 2*n), g.stream); lerr != nil {
+		if lerr := cuda.CopyAsync(res2, ores.Sub(n, 2*n), g.stream); lerr != nil {
 			return errors.Join(err, waitAfter(g.stream, lerr))
 		}
 		if lerr := g.run(rctx, opFind, osrc, odst, won.Ptr(), res2, n, flagRetry, 0, false); lerr != nil {
@@ -551,14 +551,10 @@ func (g *gpuGraph[W]) applyPrepared(ctx context.Context, op uint32, osrc, odst c
 		rvals = won.Ptr()
 	}
 	rerr := g.run(rctx, op, osrc.Sub(n, 2*n), odst.Sub(n, 2*n), rvals, ores.Sub(n, 2*n), n, flagRetry, reserve, false)
-	if rerr == nil || op != opInsert || !errors.Is(rerr, warpkit.ErrPoolExhausted) {
+	if rerr == nil || op != opInsert {
 		return errors.Join(err, rerr)
 	}
 	// Take back the canonical inserts whose reverse failed.
-	res2, lerr := g.bRes2.Get(g.dev, g.stream, n)
-	if lerr != nil {
-		return errors.Join(err, rerr, lerr)
-	}
 	if lerr := g.launch(g.fUndo, int64(n), ores, uint64(n), res2); lerr != nil {
 		return errors.Join(err, rerr, waitAfter(g.stream, lerr))
 	}
@@ -611,7 +607,7 @@ func (g *gpuGraph[W]) deletePair(ctx context.Context, osrc, odst cuda.Slice[uint
 		return err
 	}
 	c := g.host
-	g.live += int64(c[gpurt.CtrlDelta])
+	g.live.Add(int64(c[gpurt.CtrlDelta]))
 	if status := uint32(c[gpurt.CtrlStatus]); status != 0 {
 		return fmt.Errorf("%d edges not applied: %w", c[gpurt.CtrlFailed], gpurt.StatusError("device", status))
 	}
@@ -842,19 +838,24 @@ func (g *gpuGraph[W]) deleteVerticesDevice(ctx context.Context, ids cuda.Slice[u
 		return err
 	}
 	defer release()
+	// A launch that fails leaves marks behind: clear the bitmap (it is all
+	// zero between calls).
+	failed := func(err error) error {
+		return waitAfter(g.stream, errors.Join(err, g.gone.Zero(g.stream)))
+	}
 	if err := g.launch(g.fMark, int64(n), ids, uint64(n), g.gone); err != nil {
-		return waitAfter(g.stream, err)
+		return failed(err)
 	}
 	if err := g.launch(g.fSweep, tiles(g.nslabs), g.arena, uint64(g.nslabs), g.owner, g.dict, g.pool.Descriptor(), g.gone, g.ctrl); err != nil {
-		return waitAfter(g.stream, err)
+		return failed(err)
 	}
 	if err := g.launch(g.fReset, tiles(n), g.arena, g.dict, g.pool.Descriptor(), ids, uint64(n), g.gone, g.ctrl); err != nil {
-		return waitAfter(g.stream, err)
+		return failed(err)
 	}
 	if err := g.readCtrl(); err != nil {
 		return err
 	}
-	g.live += int64(g.host[gpurt.CtrlDelta])
+	g.live.Add(int64(g.host[gpurt.CtrlDelta]))
 	return gpurt.StatusError("delete vertices", uint32(g.host[gpurt.CtrlStatus]))
 }
 
@@ -918,7 +919,7 @@ func (g *gpuGraph[W]) gatherAll(off cuda.Slice[uint64], total uint64, cols cuda.
 	}
 	if g.nslabs > 0 {
 		if err := g.launch(g.fGather, tiles(g.nslabs), g.arena, uint64(0), uint64(g.nslabs), g.owner, uint32(0),
-			g.pool.Descriptor(), off, cursor, cols, vals, rows, g.ctrl); err != nil {
+			g.pool.Descriptor(), off, cursor, cols, vals, rows, uint32(0), g.ctrl); err != nil {
 			return waitAfter(g.stream, err)
 		}
 	}
@@ -1040,7 +1041,7 @@ func (g *gpuGraph[W]) neighbors(ctx context.Context, v uint32) (iter.Seq2[uint32
 		return nil, err
 	}
 	if err := g.launch(g.fGather, tiles(int(nb)), g.arena, uint64(base), uint64(base)+uint64(nb), g.owner, v,
-		g.pool.Descriptor(), off, cursor, cols, vals, cuda.DevicePtr(0), g.ctrl); err != nil {
+		g.pool.Descriptor(), off, cursor, cols, vals, cuda.DevicePtr(0), uint32(0), g.ctrl); err != nil {
 		return nil, waitAfter(g.stream, err)
 	}
 	if err := g.readCtrl(); err != nil {
@@ -1221,30 +1222,30 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	if err != nil {
 		return err
 	}
-	// The old graph goes: a new pool, an empty arena, all degrees 0.
+	// Everything that can fail for want of memory comes first; the old
+	// graph stays whole (its dictionary and arena only grow, contents kept)
+	// until the new one replaces it.
 	pool, err := g.newPool()
 	if err != nil {
 		return err
 	}
-	g.pool.Close()
-	g.pool = pool
-	g.nslabs, g.live, g.selfSkips = 0, 0, 0
-	if g.dict, err = grow(g.dev, g.stream, g.dict, 0, n*vertexWords, 0); err != nil {
+	keep := false
+	defer func() {
+		if !keep {
+			pool.Close()
+		}
+	}()
+	if g.dict, err = grow(g.dev, g.stream, g.dict, g.nv*vertexWords, n*vertexWords, 0); err != nil {
 		return err
 	}
-	if g.gone, err = grow(g.dev, g.stream, g.gone, 0, (n+31)/32, 0); err != nil {
+	if g.gone, err = grow(g.dev, g.stream, g.gone, (g.nv+31)/32, (n+31)/32, 0); err != nil {
 		return err
 	}
-	if err := g.gone.Zero(g.stream); err != nil {
-		return err
-	}
-	g.nv = n
 	m := src.Len()
 	mode := uint32(0)
 	if !g.directed {
 		mode = prepUndirected
 	}
-	var symmetric bool
 	if g.selfLoops {
 		mode |= prepSelfLoops
 	}
@@ -1266,11 +1267,11 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	if err := cnt.Zero(g.stream); err != nil {
 		return waitAfter(g.stream, err)
 	}
+	symmetric := false
 	if m > 0 {
 		// An undirected build whose edges list both directions counts each
 		// edge at its source only (gr_symmetry).
 		both := uint32(0)
-		symmetric = false
 		if !g.directed {
 			if err := g.zeroCtrl(); err != nil {
 				return err
@@ -1281,10 +1282,9 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 			if err := g.readCtrl(); err != nil {
 				return err
 			}
-			if g.host[0] != g.host[1] {
+			symmetric = g.host[0] == g.host[1]
+			if !symmetric {
 				both = 1
-			} else {
-				symmetric = true
 			}
 		}
 		if err := g.launch(g.fCount, int64(m), src, dst, uint64(m), mode, both, cnt); err != nil {
@@ -1292,7 +1292,8 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 		}
 	}
 	if n > 0 {
-		if err := g.launch(g.fBuckets, int64(n), cnt, uint64(n), uint32(math.Round(g.loadFactor*slotsPerBucket*1000)), nb); err != nil {
+		per := uint32(math.Round(g.loadFactor * slotsPerBucket * 1000))
+		if err := g.launch(g.fBuckets, int64(n), cnt, uint64(n), per, nb); err != nil {
 			return waitAfter(g.stream, err)
 		}
 		if err := prim.ExclusiveScan(e, g.stream, nb.Sub(0, n), base.Sub(0, n), base.Sub(n, n+1)); err != nil {
@@ -1311,6 +1312,15 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	if err := g.reserveArena(int(slabs[0])); err != nil {
 		return err
 	}
+	// The old graph goes: the new pool, an empty arena, the new dictionary.
+	keep = true
+	g.pool.Close()
+	g.pool = pool
+	g.nv, g.nslabs, g.selfSkips = n, int(slabs[0]), 0
+	g.live.Store(0)
+	if err := g.gone.Zero(g.stream); err != nil {
+		return waitAfter(g.stream, err)
+	}
 	if err := g.arena.FillBytes(0xff, g.stream); err != nil {
 		return waitAfter(g.stream, err)
 	}
@@ -1319,23 +1329,30 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 			return waitAfter(g.stream, err)
 		}
 	}
-	g.nslabs = int(slabs[0])
 	// The edges go in as insert batches of at most buildChunk (bounding
 	// the scratch: 18 bytes an undirected edge); the overflow of a build
 	// at the default load factor is a few percent of its slabs.
 	for lo := 0; lo < m; lo += buildChunk {
 		hi := min(m, lo+buildChunk)
+		if symmetric && g.wbytes == 0 {
+			if err := g.insertAsGiven(ctx, src.Sub(lo, hi), dst.Sub(lo, hi), (hi-lo)/28+256); err != nil {
+				// The chunks not run may hold the reverses of edges of
+				// those that ran: delete both directions of their edges.
+				for rlo := hi; rlo < m; rlo += buildChunk {
+					rhi := min(m, rlo+buildChunk)
+					if derr := g.deleteBoth(src.Sub(rlo, rhi), dst.Sub(rlo, rhi), cuda.Slice[uint8]{}); derr != nil {
+						return errors.Join(err, derr)
+					}
+				}
+				return err
+			}
+			continue
+		}
 		v := vals
 		if v != 0 {
 			v += cuda.DevicePtr(lo * g.wbytes)
 		}
-		var err error
-		if symmetric && g.wbytes == 0 {
-			err = g.insertAsGiven(ctx, src.Sub(lo, hi), dst.Sub(lo, hi), (hi-lo)/28+256)
-		} else {
-			err = g.edgesReserving(ctx, opInsert, src.Sub(lo, hi), dst.Sub(lo, hi), v, cuda.Slice[uint8]{}, false, (hi-lo)/28+256)
-		}
-		if err != nil {
+		if err := g.edgesReserving(ctx, opInsert, src.Sub(lo, hi), dst.Sub(lo, hi), v, cuda.Slice[uint8]{}, false, (hi-lo)/28+256); err != nil {
 			return err
 		}
 	}
@@ -1345,8 +1362,8 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 // insertAsGiven inserts a build's unweighted edges that list both
 // directions of every edge (gr_symmetry said so) each as given, in one
 // launch: no canonical pass, no reverses. Should it stop part way (the pool
-// exhausted, ctx cancelled), both directions of every edge that failed are
-// deleted (gr_failed_both), so the graph stays symmetric.
+// exhausted, ctx cancelled, a device error), both directions of every edge
+// that failed are deleted (deleteBoth), so the graph stays symmetric.
 func (g *gpuGraph[W]) insertAsGiven(ctx context.Context, src, dst cuda.Slice[uint32], reserve int) error {
 	n := src.Len()
 	mode := uint32(0)
@@ -1365,39 +1382,217 @@ func (g *gpuGraph[W]) insertAsGiven(ctx context.Context, src, dst cuda.Slice[uin
 	if err != nil {
 		return err
 	}
+	if _, err := g.bRes2.Get(g.dev, g.stream, n); err != nil { // deleteBoth's, taken before anything applies
+		return err
+	}
 	if err := g.zeroCtrl(); err != nil {
 		return err
 	}
 	if err := g.launch(g.fPrep, int64(n), src, dst, uint64(n), uint32(g.nv), mode, osrc, odst, ores, g.ctrl); err != nil {
 		return waitAfter(g.stream, err)
 	}
-	err = g.run(ctx, opInsert, osrc, odst, 0, ores, n, flagRetry, reserve, true)
-	if err == nil || !(errors.Is(err, warpkit.ErrPoolExhausted) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-		return err
+	err = g.run(ctx, opInsert, osrc.Sub(0, n), odst.Sub(0, n), 0, ores.Sub(0, n), n, flagRetry, reserve, true)
+	if err == nil {
+		return nil
 	}
-	fsrc, ferr := cuda.Alloc[uint32](g.dev, 2*n)
-	if ferr != nil {
-		return errors.Join(err, ferr)
-	}
-	defer fsrc.Free()
-	fdst, ferr := cuda.Alloc[uint32](g.dev, 2*n)
-	if ferr != nil {
-		return errors.Join(err, ferr)
-	}
-	defer fdst.Free()
-	fres, ferr := cuda.Alloc[uint8](g.dev, 2*n)
-	if ferr != nil {
-		return errors.Join(err, ferr)
-	}
-	defer fres.Free()
-	if ferr := g.launch(g.fFailedBoth, int64(n), osrc, odst, ores, uint64(n), fsrc, fdst, fres); ferr != nil {
-		return errors.Join(err, waitAfter(g.stream, ferr))
-	}
-	return errors.Join(err, g.run(context.WithoutCancel(ctx), opDelete, fsrc, fdst, 0, fres, 2*n, flagRetry, 0, false))
+	return errors.Join(err, g.deleteBoth(osrc.Sub(0, n), odst.Sub(0, n), ores.Sub(0, n)))
 }
 
-// buildChunk is the most edges a build inserts in one batch.
-const buildChunk = 1 << 26
+// deleteBoth deletes both directions of the edges (src[i], dst[i]) whose
+// res[i] is Failed (all of them when res is not given): the repair of a
+// build that stopped part way. Deletes take no memory; they run to the end
+// whatever the context.
+func (g *gpuGraph[W]) deleteBoth(src, dst cuda.Slice[uint32], res cuda.Slice[uint8]) error {
+	n := src.Len()
+	fres, err := g.bRes2.Get(g.dev, g.stream, n)
+	if err != nil {
+		return err
+	}
+	fres = fres.Sub(0, n)
+	all, rp := uint32(1), cuda.DevicePtr(0)
+	if res.Buffer() != nil {
+		all, rp = 0, res.Ptr()
+	}
+	ctx := context.Background()
+	for _, d := range [2][2]cuda.Slice[uint32]{{src, dst}, {dst, src}} {
+		if err := g.launch(g.fFailedPattern, int64(n), rp, uint64(n), all, fres); err != nil {
+			return waitAfter(g.stream, err)
+		}
+		if err := g.run(ctx, opDelete, d[0], d[1], 0, fres, n, flagRetry, 0, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// buildChunk is the most edges a build inserts in one batch (a variable
+// for tests, which shrink it to build in many chunks).
+var buildChunk = 1 << 26
+
+// rehash moves every table holding more entries than its head slabs have
+// slots into a new run of buckets at the end of the arena, sized at the
+// load factor: the movers' entries are gathered, their dictionary entries
+// point at the new buckets, the entries are inserted there, and only then
+// are the old lists emptied (their heads left orphaned in the arena: it
+// only grows). Should the insert fail, the new tables are emptied and the
+// old dictionary entries come back: the graph is as it was.
+func (g *gpuGraph[W]) rehash(ctx context.Context) (err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.nv == 0 {
+		return nil
+	}
+	e, err := g.primEngine()
+	if err != nil {
+		return err
+	}
+	need, err := cuda.Alloc[uint64](g.dev, g.nv+1)
+	if err != nil {
+		return err
+	}
+	defer need.Free()
+	nbase, err := cuda.Alloc[uint64](g.dev, g.nv+1)
+	if err != nil {
+		return err
+	}
+	defer nbase.Free()
+	rows, err := cuda.Alloc[uint64](g.dev, g.nv+1)
+	if err != nil {
+		return err
+	}
+	defer rows.Free()
+	ids, err := cuda.Alloc[uint32](g.dev, g.nv)
+	if err != nil {
+		return err
+	}
+	defer ids.Free()
+	if err := g.zeroCtrl(); err != nil {
+		return err
+	}
+	per := uint32(math.Round(g.loadFactor * slotsPerBucket * 1000))
+	if err := g.launch(g.fRehashPlan, int64(g.nv), g.dict, uint64(g.nv), uint32(slotsPerBucket), per, need, rows, ids, g.ctrl); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if err := prim.ExclusiveScan(e, g.stream, need.Sub(0, g.nv), nbase.Sub(0, g.nv), nbase.Sub(g.nv, g.nv+1)); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if err := prim.ExclusiveScan(e, g.stream, rows.Sub(0, g.nv), rows.Sub(0, g.nv), rows.Sub(g.nv, g.nv+1)); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if err := g.readCtrl(); err != nil {
+		return err
+	}
+	movers := int(g.host[gpurt.CtrlCount])
+	if movers == 0 {
+		return nil
+	}
+	var tot [1]uint64
+	if err := nbase.Sub(g.nv, g.nv+1).CopyToHost(tot[:]); err != nil {
+		return err
+	}
+	buckets := int(tot[0])
+	if err := rows.Sub(g.nv, g.nv+1).CopyToHost(tot[:]); err != nil {
+		return err
+	}
+	entries := int(tot[0])
+	// The movers' entries, and their dictionary entries as they were.
+	saved, err := cuda.Alloc[uint32](g.dev, g.nv*vertexWords)
+	if err != nil {
+		return err
+	}
+	defer saved.Free()
+	if err := cuda.CopyAsync(saved, g.dict.Sub(0, g.nv*vertexWords), g.stream); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	cols, err := cuda.Alloc[uint32](g.dev, max(1, entries))
+	if err != nil {
+		return err
+	}
+	defer cols.Free()
+	src, err := cuda.Alloc[uint32](g.dev, max(1, entries))
+	if err != nil {
+		return err
+	}
+	defer src.Free()
+	var dv cuda.Slice[uint8]
+	var vals cuda.DevicePtr
+	if g.wbytes > 0 {
+		if dv, err = cuda.Alloc[uint8](g.dev, max(1, entries)*g.wbytes); err != nil {
+			return err
+		}
+		defer dv.Free()
+		vals = dv.Ptr()
+	}
+	res, err := cuda.Alloc[uint8](g.dev, max(1, entries))
+	if err != nil {
+		return err
+	}
+	defer res.Free()
+	cursor, err := cuda.Alloc[uint32](g.dev, g.nv)
+	if err != nil {
+		return err
+	}
+	defer cursor.Free()
+	if err := cursor.Zero(g.stream); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if err := g.zeroCtrl(); err != nil {
+		return err
+	}
+	if err := g.launch(g.fGather, tiles(g.nslabs), g.arena, uint64(0), uint64(g.nslabs), g.owner, uint32(0),
+		g.pool.Descriptor(), rows, cursor, cols, vals, src, uint32(1), g.ctrl); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if err := g.readCtrl(); err != nil {
+		return err
+	}
+	if err := gpurt.StatusError("rehash gather", uint32(g.host[gpurt.CtrlStatus])); err != nil {
+		return err
+	}
+	// New buckets for the movers; nothing is lost until the insert is done.
+	first := g.nslabs
+	if err := g.reserveArena(first + buckets); err != nil {
+		return err
+	}
+	if err := g.launch(g.fRehashDict, int64(movers), ids, uint64(movers), need, nbase, uint64(first), g.dict, g.owner); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	g.nslabs = first + buckets
+	live0 := g.live.Load()
+	g.live.Add(-int64(entries)) // the insert counts them back
+	err = g.run(context.WithoutCancel(ctx), opInsert, src.Sub(0, entries), cols.Sub(0, entries), vals, res.Sub(0, entries), entries, 0, entries/28+256, false)
+	release := func(dict cuda.Slice[uint32]) error {
+		if err := g.zeroCtrl(); err != nil {
+			return err
+		}
+		rel, err := g.pool.Acquire()
+		if err != nil {
+			return err
+		}
+		defer rel()
+		if err := g.launch(g.fRelease, tiles(movers), g.arena, dict, ids, uint64(movers), g.pool.Descriptor(), g.owner, g.ctrl); err != nil {
+			return waitAfter(g.stream, err)
+		}
+		if err := g.readCtrl(); err != nil {
+			return err
+		}
+		return gpurt.StatusError("rehash release", uint32(g.host[gpurt.CtrlStatus]))
+	}
+	if err != nil {
+		// Give the new tables back and restore the old ones (whose lists
+		// and owners are untouched).
+		cerr := release(g.dict)
+		if cerr == nil {
+			cerr = cuda.CopyAsync(g.dict.Sub(0, g.nv*vertexWords), saved, g.stream)
+		}
+		if cerr == nil {
+			cerr = gpurt.Wait(g.stream)
+		}
+		g.live.Store(live0)
+		return errors.Join(fmt.Errorf("rehash: %w", err), cerr)
+	}
+	return release(saved)
+}
 
 func (g *gpuGraph[W]) flush(ctx context.Context) error {
 	g.mu.Lock()
@@ -1474,7 +1669,7 @@ func (g *gpuGraph[W]) stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	st := Stats{Backend: warpkit.CUDA, Vertices: g.nv, Entries: uint64(g.live), SelfLoopsSkipped: g.selfSkips,
+	st := Stats{Backend: warpkit.CUDA, Vertices: g.nv, Entries: uint64(g.live.Load()), SelfLoopsSkipped: g.selfSkips,
 		OverflowSlabs: cs.overflow, LongestList: int(cs.longest)}
 	for _, d := range deg {
 		st.MaxDegree = max(st.MaxDegree, d)
@@ -1524,8 +1719,8 @@ func (g *gpuGraph[W]) check(ctx context.Context) error {
 			}
 			sum += int64(d)
 		}
-		if sum != g.live {
-			return nil, nil, fmt.Errorf("degrees sum to %d entries, the count says %d", sum, g.live)
+		if sum != g.live.Load() {
+			return nil, nil, fmt.Errorf("degrees sum to %d entries, the count says %d", sum, g.live.Load())
 		}
 		ps, err := g.pool.Stats(ctx)
 		if err != nil {
@@ -1547,7 +1742,7 @@ func (g *gpuGraph[W]) check(ctx context.Context) error {
 
 func (g *gpuGraph[W]) vertices() int { return g.nv }
 
-func (g *gpuGraph[W]) entries() int64 { return g.live }
+func (g *gpuGraph[W]) entries() int64 { return g.live.Load() }
 
 func (g *gpuGraph[W]) ensureVertices(n int) error {
 	g.mu.Lock()

@@ -348,7 +348,11 @@ func TestCUDABuildSymmetric(t *testing.T) {
 		g.Close()
 		c.Close()
 	}
-	// A pool of one block (1024 slabs) cannot hold the overflow.
+	// A pool of one block (1024 slabs) cannot hold the overflow; the build
+	// runs in chunks of 4096 edges, so that the reverses of edges that went
+	// in lie in chunks that never run.
+	defer func(c int) { buildChunk = c }(buildChunk)
+	buildChunk = 1 << 12
 	g, err := New(Options{Backend: warpkit.CUDA, MaxPoolBytes: 32 << 10})
 	if err != nil {
 		t.Fatal(err)
@@ -362,5 +366,129 @@ func TestCUDABuildSymmetric(t *testing.T) {
 	}
 	if n, _ := g.Len(ctx); n == 0 {
 		t.Fatal("nothing built")
+	}
+}
+
+// TestCUDARehash: an incremental build into one bucket per vertex (the
+// thesis's mode) makes long lists; Rehash moves the tables that outgrew
+// their buckets (Stats.LongestList falls) and the graph answers as the CPU
+// backend's before and after, through later updates, vertex deletes and
+// triangle counts; Check's pool accounting holds (the old lists freed). A
+// rehash that runs out of pool leaves the graph as it was.
+func TestCUDARehash(t *testing.T) {
+	needCUDA(t)
+	e, err := graphio.RMAT(13, 16, graphio.RMATOptions{Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewWeighted[uint64](Options{Backend: warpkit.CUDA, VertexCapacity: e.NumVertices})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	c, err := NewWeighted[uint64](Options{Backend: warpkit.CPU, VertexCapacity: e.NumVertices})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ws := make([]uint64, len(e.Src))
+	for i := range ws {
+		ws[i] = uint64(min(e.Src[i], e.Dst[i]))<<32 | uint64(max(e.Src[i], e.Dst[i]))
+	}
+	for lo := 0; lo < len(e.Src); lo += 1 << 15 {
+		hi := min(len(e.Src), lo+1<<15)
+		if err := g.InsertEdges(ctx, e.Src[lo:hi], e.Dst[lo:hi], ws[lo:hi], nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.InsertEdges(ctx, e.Src[lo:hi], e.Dst[lo:hi], ws[lo:hi], nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := func(where string) {
+		t.Helper()
+		a, aw, err := g.ToCSRWeights(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, bw, err := c.ToCSRWeights(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(a.Offsets, b.Offsets) || !slices.Equal(a.Cols, b.Cols) || !slices.Equal(aw, bw) {
+			t.Fatalf("%s: the CUDA graph differs from the CPU graph", where)
+		}
+		if err := g.Check(ctx); err != nil {
+			t.Fatalf("%s: %v", where, err)
+		}
+	}
+	same("incremental build")
+	before, _ := g.Stats(ctx)
+	if err := g.Rehash(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := g.Stats(ctx)
+	if after.LongestList >= before.LongestList || after.Entries != before.Entries {
+		t.Fatalf("rehash: %+v → %+v", before, after)
+	}
+	t.Logf("longest list %d → %d slabs, %d → %d overflow slabs", before.LongestList, after.LongestList, before.OverflowSlabs, after.OverflowSlabs)
+	same("rehash")
+	if err := g.Rehash(ctx); err != nil { // nothing left to move
+		t.Fatal(err)
+	}
+	same("second rehash")
+	rng := rand.New(rand.NewPCG(3, 4))
+	src, dst := make([]uint32, 4000), make([]uint32, 4000)
+	w := make([]uint64, 4000)
+	for i := range src {
+		src[i], dst[i] = uint32(rng.IntN(e.NumVertices)), uint32(rng.IntN(e.NumVertices))
+		w[i] = uint64(min(src[i], dst[i]))<<32 | uint64(max(src[i], dst[i]))
+	}
+	for _, x := range []*Weighted[uint64]{g, c} {
+		if err := x.InsertEdges(ctx, src, dst, w, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.DeleteEdges(ctx, e.Src[:5000], e.Dst[:5000], nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.DeleteVertices(ctx, []uint32{0, 1, 2, 3, 100, 1000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same("updates after the rehash")
+	tg, err := g.TriangleCount(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc, _ := c.TriangleCount(ctx); tg != tc {
+		t.Fatalf("triangles %d, the CPU backend %d", tg, tc)
+	}
+
+	// A pool that holds the long lists but not them and the new tables'
+	// overflow together: the rehash fails and changes nothing.
+	const nv, deg = 2000, 110
+	p, err := New(Options{Backend: warpkit.CUDA, Directed: true, VertexCapacity: nv, MaxPoolBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ps, pd := make([]uint32, nv*deg), make([]uint32, nv*deg)
+	for i := range ps {
+		ps[i], pd[i] = uint32(i/deg), uint32((i/deg+1+(i%deg)*7)%nv)
+	}
+	if err := p.InsertEdges(ctx, ps, pd, nil); err != nil {
+		t.Fatalf("the long lists do not fit the pool: %v", err)
+	}
+	want, _ := p.ToCSR(ctx, true)
+	err = p.Rehash(ctx)
+	t.Logf("rehash in a tight pool: %v", err)
+	if err != nil && !errors.Is(err, warpkit.ErrPoolExhausted) {
+		t.Fatal(err)
+	}
+	got, _ := p.ToCSR(ctx, true)
+	if !slices.Equal(got.Offsets, want.Offsets) || !slices.Equal(got.Cols, want.Cols) {
+		t.Fatal("the graph changed across a rehash")
+	}
+	if err := p.Check(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

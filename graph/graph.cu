@@ -7,7 +7,8 @@
 //
 // The vertex dictionary is an array of Vertex (16 bytes); the arena an array
 // of head slabs, vertex v's buckets at [base, base+nb); owner[b] is the
-// vertex of arena bucket b (for the kernels that run per bucket).
+// vertex of arena bucket b (for the kernels that run per bucket), or
+// kOrphan for a bucket no vertex owns any more (Rehash moved its table).
 #include "slabhash.cuh"
 
 namespace wk {
@@ -28,6 +29,9 @@ struct Vertex {
   uint32_t flags;   // unused (0)
 };
 static_assert(sizeof(Vertex) == 16, "Vertex is mirrored in Go");
+
+// kOrphan is the owner of a bucket left behind by Rehash: empty, skipped.
+constexpr uint32_t kOrphan = 0xFFFFFFFFu;
 
 // Modes of prep (bits): undirected graphs store both directions; self-loops
 // are skipped unless allowed; device batches have their IDs checked.
@@ -116,20 +120,13 @@ extern "C" __global__ void gr_undone(uint8_t* res, uint64_t n, const uint8_t* re
     if (res2[i] == sh::kResRemoved) res[i] = sh::kResFailed;
 }
 
-// failed_both lays out, for every element of an as-given build batch that
-// failed (res), deletes of both directions of its edge: run after a build
-// stopped part way, they keep the graph symmetric.
-extern "C" __global__ void gr_failed_both(const uint32_t* src, const uint32_t* dst, const uint8_t* res, uint64_t n,
-                                          uint32_t* fsrc, uint32_t* fdst, uint8_t* fres) {
-  for (uint64_t i = thread_index(); i < n; i += thread_count()) {
-    const uint8_t r = res[i] == sh::kResFailed ? sh::kResFailed : sh::kResNotFound;
-    fsrc[i] = src[i];
-    fdst[i] = dst[i];
-    fsrc[n + i] = dst[i];
-    fdst[n + i] = src[i];
-    fres[i] = r;
-    fres[n + i] = r;
-  }
+// failed_pattern marks, in fres, the elements of an as-given build batch
+// that failed (res) — or, with all, every element — for deletes of both
+// directions of their edges: run after a build stopped part way, they keep
+// the graph symmetric.
+extern "C" __global__ void gr_failed_pattern(const uint8_t* res, uint64_t n, uint32_t all, uint8_t* fres) {
+  for (uint64_t i = thread_index(); i < n; i += thread_count())
+    fres[i] = (all || res[i] == sh::kResFailed) ? sh::kResFailed : sh::kResNotFound;
 }
 
 // check_ids counts IDs at or past cap in ctrl[kCtrlRejected] (device
@@ -205,12 +202,14 @@ extern "C" __global__ void gr_buckets(const uint32_t* cnt, uint64_t nv, uint32_t
 }
 
 // dict writes the entries of vertices vbase+i (i < nv) from their buckets
-// nb[i] and first bucket first + base[i] (base: nb's exclusive scan), and
-// the owner of each of their buckets. Degrees start at 0.
+// nb[i] and first bucket first + base[i] (base: nb's exclusive scan; both
+// null: one bucket each), and the owner of each of their buckets. Degrees
+// start at 0.
 extern "C" __global__ void gr_dict(const uint64_t* nb, const uint64_t* base, uint64_t nv, uint32_t vbase,
                                    uint64_t first, Vertex* dict, uint32_t* owner) {
   for (uint64_t i = thread_index(); i < nv; i += thread_count()) {
-    const uint32_t b = (uint32_t)(first + base[i]), k = (uint32_t)nb[i], v = vbase + (uint32_t)i;
+    const uint32_t b = (uint32_t)(first + (base ? base[i] : i)), k = nb ? (uint32_t)nb[i] : 1u;
+    const uint32_t v = vbase + (uint32_t)i;
     dict[v] = Vertex{b, k, 0, 0};
     for (uint32_t j = 0; j < k; ++j) owner[b + j] = v;
   }
@@ -232,18 +231,23 @@ extern "C" __global__ void gr_degrees(const Vertex* dict, const uint32_t* ids, u
 // counting those written (zero before). rows (optional) gets each entry's
 // vertex, vals (optional) its value. An entry past offsets[v+1] is not
 // written (kStatusOverflow). Runs alone.
+//
+// With only_rows, the buckets of a vertex whose row is empty are skipped
+// (Rehash gathers the vertices it moves, the others given empty rows).
 template <class L>
 __device__ void gather(const char* arena, uint64_t lo, uint64_t hi, const uint32_t* owner, uint32_t vbase,
                        Pool* pool, const uint64_t* offsets, uint32_t* cursor, uint32_t* cols,
-                       typename L::V* vals, uint32_t* rows, unsigned long long* ctrl) {
+                       typename L::V* vals, uint32_t* rows, uint32_t only_rows, unsigned long long* ctrl) {
   using K = typename L::K;
   Tile<L::W> t;
   Geometry<L::W> g;
   Ctx<L> c{(char*)arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
   for (uint64_t b = lo + g.tile; b < hi; b += g.tiles) {
     const uint32_t u = owner[b];
+    if (u == kOrphan) continue;
     const uint32_t v = u - vbase;
     const uint64_t o0 = offsets[v], o1 = offsets[v + 1];
+    if (only_rows && o0 == o1) continue;
     const char* s = arena + b * L::kSlabBytes;
     for (uint32_t hop = 0;; ++hop) {
       if (hop == sh::kMaxSteps) {
@@ -290,7 +294,7 @@ __device__ void sweep(char* arena, uint64_t nslabs, const uint32_t* owner, Verte
   long long removed = 0;
   for (uint64_t b = g.tile; b < nslabs; b += g.tiles) {
     const uint32_t u = owner[b];
-    if ((gone[u >> 5] >> (u & 31)) & 1) continue;  // reset afterwards
+    if (u == kOrphan || ((gone[u >> 5] >> (u & 31)) & 1)) continue;  // gone: reset afterwards
     char* s = arena + b * L::kSlabBytes;
     uint32_t here = 0;
     for (uint32_t hop = 0;; ++hop) {
@@ -318,6 +322,30 @@ __device__ void sweep(char* arena, uint64_t nslabs, const uint32_t* owner, Verte
   if (removed) atomicAdd(ctrl + kCtrlDelta, (unsigned long long)(-removed));
 }
 
+// empty_list resets a bucket's head slab and frees its overflow slabs
+// (reset first, so a unit handed out again is empty). A tile; returns the
+// slabs freed.
+template <class L>
+__device__ uint32_t empty_list(const Tile<L::W>& t, const Ctx<L>& c, char* h) {
+  uint32_t next = sh::next_of<L>(t, h), freed = 0;
+  sh::reset_slab<L>(t, h);
+  for (uint32_t hop = 0; next != kNull; ++hop) {
+    if (hop == sh::kMaxSteps) {
+      report(c.status, kStatusRetryLimit);
+      break;
+    }
+    char* s = c.unit(next);
+    const uint32_t after = sh::next_of<L>(t, s);
+    t.sync();
+    sh::reset_slab<L>(t, s);
+    t.sync();
+    if (t.rank == 0 && !slab::free_unit(c.pool, next)) report(c.status, kStatusBadFree);
+    ++freed;
+    next = after;
+  }
+  return freed;
+}
+
 // reset empties the tables of the vertices ids[i] marked in gone: heads
 // reset, overflow slabs reset and freed to the pool, degree 0 (taken off
 // ctrl[kCtrlDelta]). Each vertex's mark is cleared by the tile that resets
@@ -337,25 +365,7 @@ __device__ void reset(char* arena, Vertex* dict, Pool* pool, const uint32_t* ids
     old = t.shfl(old, 0);
     if (!((old >> (v & 31)) & 1)) continue;  // another tile has it
     const Vertex e = dict[v];
-    for (uint32_t k = 0; k < e.nb; ++k) {
-      char* h = arena + ((size_t)e.base + k) * L::kSlabBytes;
-      uint32_t next = sh::next_of<L>(t, h);
-      sh::reset_slab<L>(t, h);
-      for (uint32_t hop = 0; next != kNull; ++hop) {
-        if (hop == sh::kMaxSteps) {
-          report(c.status, kStatusRetryLimit);
-          break;
-        }
-        char* s = c.unit(next);
-        const uint32_t after = sh::next_of<L>(t, s);
-        t.sync();
-        sh::reset_slab<L>(t, s);
-        t.sync();
-        if (t.rank == 0 && !slab::free_unit(pool, next)) report(c.status, kStatusBadFree);
-        ++freed;
-        next = after;
-      }
-    }
+    for (uint32_t k = 0; k < e.nb; ++k) freed += empty_list<L>(t, c, arena + ((size_t)e.base + k) * L::kSlabBytes);
     if (t.rank == 0) {
       removed += e.degree;
       dict[v].degree = 0;
@@ -365,6 +375,56 @@ __device__ void reset(char* arena, Vertex* dict, Pool* pool, const uint32_t* ids
     if (removed) atomicAdd(ctrl + kCtrlDelta, (unsigned long long)(-removed));
     if (freed) atomicAdd(&pool->used, (unsigned long long)(-freed));
   }
+}
+
+// rehash_plan picks the vertices Rehash moves: those holding more entries
+// than their head slabs have slots. need[v] is its new bucket count (at
+// per1000 thousandths of an entry a bucket; 0: it stays), rows[v] its
+// degree when it moves (0 otherwise); both scanned next. ids collects the
+// movers (count in ctrl[kCtrlCount]).
+extern "C" __global__ void gr_rehash_plan(const Vertex* dict, uint64_t nv, uint32_t slots, uint32_t per1000,
+                                          uint64_t* need, uint64_t* rows, uint32_t* ids, unsigned long long* ctrl) {
+  for (uint64_t v = thread_index(); v < nv; v += thread_count()) {
+    const Vertex e = dict[v];
+    const bool move = (uint64_t)e.degree > (uint64_t)slots * e.nb;
+    need[v] = move ? ((uint64_t)e.degree * 1000 + per1000 - 1) / per1000 : 0;
+    rows[v] = move ? e.degree : 0;
+    if (move) ids[atomicAdd(ctrl + kCtrlCount, 1ull)] = (uint32_t)v;
+  }
+}
+
+// rehash_dict gives each mover (ids) its new buckets: first + base[v],
+// need[v] of them, owned by it; its degree starts at 0 (the re-insert
+// counts it).
+extern "C" __global__ void gr_rehash_dict(const uint32_t* ids, uint64_t n, const uint64_t* need, const uint64_t* base,
+                                          uint64_t first, Vertex* dict, uint32_t* owner) {
+  for (uint64_t i = thread_index(); i < n; i += thread_count()) {
+    const uint32_t v = ids[i];
+    const uint32_t b = (uint32_t)(first + base[v]), k = (uint32_t)need[v];
+    dict[v] = Vertex{b, k, 0, 0};
+    for (uint32_t j = 0; j < k; ++j) owner[b + j] = v;
+  }
+}
+
+// release empties the buckets that old[v] names for each v of ids (a
+// vertex's table before Rehash moved it, or the new one Rehash gives back
+// when it fails): overflow slabs reset and freed, heads reset, buckets
+// orphaned. Runs alone.
+template <class L>
+__device__ void release(char* arena, const Vertex* old, const uint32_t* ids, uint64_t n, Pool* pool, uint32_t* owner,
+                        unsigned long long* ctrl) {
+  Tile<L::W> t;
+  Geometry<L::W> g;
+  Ctx<L> c{arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
+  long long freed = 0;
+  for (uint64_t i = g.tile; i < n; i += g.tiles) {
+    const Vertex e = old[ids[i]];
+    for (uint32_t k = 0; k < e.nb; ++k) {
+      freed += empty_list<L>(t, c, arena + ((size_t)e.base + k) * L::kSlabBytes);
+      if (t.rank == 0) owner[e.base + k] = kOrphan;
+    }
+  }
+  if (t.rank == 0 && freed) atomicAdd(&pool->used, (unsigned long long)(-freed));
 }
 
 // mark sets the bits of ids in gone.
@@ -385,8 +445,9 @@ __device__ void census(const char* arena, uint64_t nslabs, const uint32_t* owner
   Ctx<L> c{(char*)arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
   unsigned long long over = 0, longest = 0, loops = 0;
   for (uint64_t b = g.tile; b < nslabs; b += g.tiles) {
-    const char* s = arena + b * L::kSlabBytes;
     const uint32_t u = owner[b];
+    if (u == kOrphan) continue;
+    const char* s = arena + b * L::kSlabBytes;
     uint32_t here = 0, len = 1;
     for (uint32_t hop = 0;; ++hop) {
       if (hop == sh::kMaxSteps) {
@@ -483,8 +544,12 @@ __device__ void tc(const uint64_t* offsets, const uint32_t* cols, const uint32_t
     const uint32_t i = (uint32_t)(k - o0), d = ocnt[u];
     if (i >= d) continue;
     const uint32_t v = cols[k];
+    if (v == u) continue;  // a self-loop (only unoriented rows hold one)
     const uint2 bn = *(const uint2*)&dict[v];
-    for (uint32_t j = i + 1 + t.rank; j < d; j += 8) found += contains<L>(arena, pool, bn, seed, cols[o0 + j]);
+    for (uint32_t j = i + 1 + t.rank; j < d; j += 8) {
+      const uint32_t w = cols[o0 + j];
+      found += w != u && contains<L>(arena, pool, bn, seed, w);
+    }
   }
   for (int off = 16; off > 0; off >>= 1) found += __shfl_xor_sync(0xffffffffu, found, off);
   if (slab::lane() == 0 && found) atomicAdd(count, found);
@@ -549,8 +614,13 @@ extern "C" __global__ void gr_narrow(const uint64_t* in, uint64_t n, uint32_t* o
   extern "C" __global__ void gr_gather_##NAME(const char* arena, uint64_t lo, uint64_t hi, const uint32_t* owner,    \
                                               uint32_t vbase, wk::slab::Pool* pool, const uint64_t* offsets,         \
                                               uint32_t* cursor, uint32_t* cols, V* vals, uint32_t* rows,             \
-                                              unsigned long long* ctrl) {                                            \
-    wk::gr::gather<L_##NAME>(arena, lo, hi, owner, vbase, pool, offsets, cursor, cols, vals, rows, ctrl);            \
+                                              uint32_t only_rows, unsigned long long* ctrl) {                        \
+    wk::gr::gather<L_##NAME>(arena, lo, hi, owner, vbase, pool, offsets, cursor, cols, vals, rows, only_rows, ctrl); \
+  }                                                                                                                   \
+  extern "C" __global__ void gr_release_##NAME(char* arena, const wk::gr::Vertex* old, const uint32_t* ids,          \
+                                               uint64_t n, wk::slab::Pool* pool, uint32_t* owner,                    \
+                                               unsigned long long* ctrl) {                                           \
+    wk::gr::release<L_##NAME>(arena, old, ids, n, pool, owner, ctrl);                                                \
   }                                                                                                                   \
   extern "C" __global__ void gr_sweep_##NAME(char* arena, uint64_t nslabs, const uint32_t* owner,                    \
                                              wk::gr::Vertex* dict, wk::slab::Pool* pool, const uint32_t* gone,       \

@@ -104,6 +104,7 @@ type engine[W any] interface {
 	csr(ctx context.Context, sorted bool) (*CSR, []W, error)
 	triangles(ctx context.Context, method TriangleMethod) (TriangleStats, error)
 	flush(ctx context.Context) error
+	rehash(ctx context.Context) error
 	stats(ctx context.Context) (Stats, error)
 	check(ctx context.Context) error
 	close() error
@@ -230,10 +231,11 @@ func weightAt[W any](ws []W) func(int) W {
 	}
 }
 
-func (c *core[W]) vertices() int               { return len(c.adj) }
-func (c *core[W]) entries() int64              { return c.entries_.Load() }
-func (c *core[W]) close() error                { c.adj = nil; return nil }
-func (c *core[W]) flush(context.Context) error { return nil }
+func (c *core[W]) vertices() int                { return len(c.adj) }
+func (c *core[W]) entries() int64               { return c.entries_.Load() }
+func (c *core[W]) close() error                 { c.adj = nil; return nil }
+func (c *core[W]) flush(context.Context) error  { return nil }
+func (c *core[W]) rehash(context.Context) error { return nil }
 
 // lockPair locks the shards of u and v (once when they share one), in
 // shard order, and returns the unlock.
@@ -703,11 +705,13 @@ func (g *base[W]) Flush(ctx context.Context) error {
 	return g.f.Do(ctx, "flush", front.Exclusive, func() error { return g.e.flush(ctx) })
 }
 
-// Rehash re-buckets vertices with long chains; the CPU backend's maps grow
-// on their own, and the CUDA backend's re-bucketing is not built yet (a
-// no-op: Stats.LongestList shows the chains).
+// Rehash re-buckets the tables that outgrew their buckets (the CUDA
+// backend: every vertex holding more entries than its head slabs have
+// slots gets a new run of buckets sized at Options.LoadFactor, its old
+// lists emptied once the entries moved; a failure leaves the graph as it
+// was). The CPU backend's maps grow on their own: a no-op there.
 func (g *base[W]) Rehash(ctx context.Context) error {
-	return g.f.Do(ctx, "rehash", front.Exclusive, func() error { return nil })
+	return g.f.Do(ctx, "rehash", front.Exclusive, func() error { return g.e.rehash(ctx) })
 }
 
 // Stats returns the graph's size and shape.

@@ -367,6 +367,18 @@ func TestTriangleCount(t *testing.T) {
 		}
 		g.Close()
 	}
+	// Self-loops kept do not count, by any method: a vertex with a loop and
+	// four neighbours forms no triangle.
+	for _, m := range []TriangleMethod{TrianglesHash, TrianglesSorted, TrianglesThesis} {
+		g, _ := New(Options{AllowSelfLoops: true})
+		if err := g.Build(ctx, []uint32{0, 0, 0, 0, 0, 5}, []uint32{0, 1, 2, 3, 4, 5}); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := g.TriangleCountWith(ctx, m); err != nil || st.Triangles != 0 {
+			t.Fatalf("method %d with self-loops: %d triangles (%v), want 0", m, st.Triangles, err)
+		}
+		g.Close()
+	}
 	for seed := range uint64(8) {
 		e, err := graphio.RMAT(9+int(seed%3), 8, graphio.RMATOptions{Seed: seed})
 		if err != nil {
