@@ -37,6 +37,9 @@ var (
 	thesisInsert  = map[int]float64{16: 501.33, 17: 513.56, 18: 591.06, 19: 641.25, 20: 664.52, 21: 658.09, 22: 646.01}
 	thesisDelete  = map[int]float64{16: 640.63, 17: 886.92, 18: 947.60, 19: 939.98, 20: 988.85, 21: 1007.16, 22: 1015.47}
 	thesisVDelete = map[int]float64{16: 5.35, 17: 9.23, 18: 12.66, 19: 19.21, 20: 26.49}
+	// Table 5.6: incremental build, M edges/s by log2 of the batch (mean
+	// over ldoor, delaunay_n23, road_usa, soc-LiveJournal1).
+	thesisIncremental = map[int]float64{20: 841.31, 21: 945.64, 22: 993.82}
 	thesisBuildMs = map[string]float64{"luxembourg_osm": 0.184, "germany_osm": 12.407, "road_usa": 27.910, "delaunay_n23": 19.590,
 		"delaunay_n20": 2.494, "rgg_n_2_20_s0": 5.053, "rgg_n_2_24_s0": 97.886, "coAuthorsDBLP": 0.835, "ldoor": 15.936,
 		"soc-LiveJournal1": 26.176, "soc-orkut": 39.907, "hollywood-2009": 42.387}
@@ -103,7 +106,7 @@ func (b *bench) cpuFor(e *input) bool { return b.cpu && len(e.Src) <= 1<<28 }
 
 // Run runs warp bench graph with args (its flags) and writes the report to w.
 func Run(ctx context.Context, args []string, w io.Writer) error {
-	fs := cli.NewFlags("bench graph", "[--json] [--quick] [--graphs NAME,...] [--base NAME] [--batches 16,18,...] [--only build,insert,delete,vdelete,query,tc,lf] [--reps N] [--no-cpu] [--backend B]\n\n"+
+	fs := cli.NewFlags("bench graph", "[--json] [--quick] [--graphs NAME,...] [--base NAME] [--batches 16,18,...] [--only build,insert,delete,vdelete,query,tc,incremental,lf] [--reps N] [--no-cpu] [--backend B]\n\n"+
 		"Generates the stand-ins named (graphio.StandIns; `warp graph standins` lists them) on the host, uploads each\n"+
 		"once and measures, through package graph's device-resident methods (transfers excluded, as the thesis):\n"+
 		"bulk builds and triangle counts per graph (Tables 5.5, 5.7) and, on the --base graph, edge insert and delete\n"+
@@ -116,7 +119,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	graphsFlag := fs.String("graphs", "luxembourg_osm,coAuthorsDBLP,delaunay_n20,rgg_n_2_20_s0,germany_osm,soc-LiveJournal1", "stand-ins for the build and triangle tables")
 	baseFlag := fs.String("base", "rgg_n_2_20_s0", "the stand-in the batch experiments update")
 	batchesFlag := fs.String("batches", "16,18,20,22", "log2 of the batch sizes of the edge and vertex experiments")
-	only := fs.String("only", "", "comma-separated experiments (default all): build, insert, delete, vdelete, query, tc, lf")
+	only := fs.String("only", "", "comma-separated experiments (default all): build, insert, delete, vdelete, query, tc, incremental, lf")
 	reps := fs.Int("reps", 3, "repetitions per measurement (the median is reported)")
 	noCPU := fs.Bool("no-cpu", false, "skip the CPU backend baseline")
 	seed := fs.Uint64("seed", 1, "seed of the generators and batches")
@@ -169,7 +172,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		b.batches = append(b.batches, v)
 	}
 	runs := map[string]bool{}
-	all := []string{"build", "insert", "delete", "vdelete", "query", "tc", "lf"}
+	all := []string{"build", "insert", "delete", "vdelete", "query", "tc", "incremental", "lf"}
 	if *only == "" {
 		for _, x := range all {
 			runs[x] = true
@@ -210,6 +213,8 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 			err = b.tc()
 		case "lf":
 			err = b.loadFactors()
+		case "incremental":
+			err = b.incremental()
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", x, err)
@@ -818,6 +823,71 @@ func (b *bench) loadFactors() error {
 			return err
 		}
 		t.Add(row...)
+	}
+	return nil
+}
+
+// incremental is Table 5.6: every graph of ≥ 2^22 entries built from
+// nothing by insert batches into one bucket per vertex (EnsureVertices: the
+// thesis's mode, lists growing without bound), and the same with Rehash
+// after every batch (timed with the inserts).
+func (b *bench) incremental() error {
+	if b.dev == nil {
+		return nil // the CPU backend's maps have no buckets
+	}
+	t := b.rep.Table("Table 5.6: incremental build (insert batches from an empty graph with one bucket per vertex; rehash: Rehash after every batch)",
+		"graph", "entries", "batch", "thesis mode G/s", "longest list", "rehash G/s", "longest list", "thesis G/s", "rehash/thesis", "target", "met")
+	for _, s := range b.graphs {
+		e, err := b.edgesOf(s)
+		if err != nil {
+			return err
+		}
+		if len(e.Src) < 1<<22 {
+			continue
+		}
+		d, err := b.newDevice(e)
+		if err != nil {
+			return err
+		}
+		d.g.Close()
+		for _, lg := range []int{20, 21, 22} {
+			var rates [2]float64
+			var longest [2]int
+			for mode := range 2 {
+				g, err := graph.New(graph.Options{Backend: warpkit.CUDA, Device: b.dev, VertexCapacity: e.NumVertices})
+				if err != nil {
+					d.close()
+					return err
+				}
+				t0 := time.Now()
+				for lo := 0; lo < len(e.Src) && err == nil; lo += 1 << lg {
+					hi := min(len(e.Src), lo+1<<lg)
+					err = g.InsertEdgesDevice(b.ctx, d.src.Sub(lo, hi), d.dst.Sub(lo, hi), cuda.Slice[uint8]{})
+					if err == nil && mode == 1 {
+						err = g.Rehash(b.ctx)
+					}
+				}
+				el := time.Since(t0)
+				var st graph.Stats
+				if err == nil {
+					st, err = g.Stats(b.ctx)
+				}
+				g.Close()
+				if err != nil {
+					d.close()
+					return err
+				}
+				rates[mode], longest[mode] = gRate(len(e.Src), el), st.LongestList
+			}
+			th := thesisIncremental[lg] / 1e3
+			met, tg := "", ""
+			if lg == 22 {
+				tg, met = "4", benchfmt.YesNo(rates[1] >= 4)
+			}
+			t.Add(e.name, len(e.Src), fmt.Sprintf("2^%d", lg), rates[0], longest[0], rates[1], longest[1], th, benchfmt.Ratio(rates[1], th), tg, met)
+		}
+		d.src.Free()
+		d.dst.Free()
 	}
 	return nil
 }
