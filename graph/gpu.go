@@ -95,10 +95,13 @@ type gpuGraph[W any] struct {
 	bSrc, bDst, bOSrc, bODst, bIDs gpurt.Buf[uint32]
 	bVals, bVals2                  gpurt.Buf[uint8]
 	bRes, bRes2, bOut              gpurt.Buf[uint8]
+	// Rehash's per-mover arrays.
+	rIDs, rOld, rCur  gpurt.Buf[uint32]
+	rNeed, rRows, rNB gpurt.Buf[uint64]
 
 	fPrep, fCheckIDs, fCount, fBuckets, fDict, fDegrees, fMark, fOrient    *cuda.Function
 	fMirror, fUndo, fUndone, fTCSorted, fNarrow, fSymmetry, fFailedPattern *cuda.Function
-	fRehashPlan, fRehashDict, fRelease                                     *cuda.Function
+	fRehashPlan, fRehashDict, fRelease, fGatherTables, fPick, fDiff        *cuda.Function
 	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC                  *cuda.Function
 }
 
@@ -151,7 +154,8 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 		{&g.fOrient, "gr_orient"}, {&g.fMirror, "gr_mirror"}, {&g.fUndo, "gr_undo"}, {&g.fUndone, "gr_undone"},
 		{&g.fTCSorted, "gr_tc_sorted"}, {&g.fNarrow, "gr_narrow"}, {&g.fSymmetry, "gr_symmetry"},
 		{&g.fFailedPattern, "gr_failed_pattern"}, {&g.fRehashPlan, "gr_rehash_plan"}, {&g.fRehashDict, "gr_rehash_dict"},
-		{&g.fRelease, "gr_release_" + layout},
+		{&g.fRelease, "gr_release_" + layout}, {&g.fGatherTables, "gr_gather_tables_" + layout}, {&g.fPick, "gr_pick"},
+		{&g.fDiff, "gr_diff"},
 		{&g.fApply, "gr_apply_" + layout}, {&g.fGather, "gr_gather_" + layout}, {&g.fSweep, "gr_sweep_" + layout},
 		{&g.fReset, "gr_reset_" + layout}, {&g.fCensus, "gr_census_" + layout}, {&g.fFlush, "gr_flush_" + layout},
 		{&g.fTC, "gr_tc_" + layout},
@@ -919,7 +923,7 @@ func (g *gpuGraph[W]) gatherAll(off cuda.Slice[uint64], total uint64, cols cuda.
 	}
 	if g.nslabs > 0 {
 		if err := g.launch(g.fGather, tiles(g.nslabs), g.arena, uint64(0), uint64(g.nslabs), g.owner, uint32(0),
-			g.pool.Descriptor(), off, cursor, cols, vals, rows, uint32(0), g.ctrl); err != nil {
+			g.pool.Descriptor(), off, cursor, cols, vals, rows, g.ctrl); err != nil {
 			return waitAfter(g.stream, err)
 		}
 	}
@@ -1041,7 +1045,7 @@ func (g *gpuGraph[W]) neighbors(ctx context.Context, v uint32) (iter.Seq2[uint32
 		return nil, err
 	}
 	if err := g.launch(g.fGather, tiles(int(nb)), g.arena, uint64(base), uint64(base)+uint64(nb), g.owner, v,
-		g.pool.Descriptor(), off, cursor, cols, vals, cuda.DevicePtr(0), uint32(0), g.ctrl); err != nil {
+		g.pool.Descriptor(), off, cursor, cols, vals, cuda.DevicePtr(0), g.ctrl); err != nil {
 		return nil, waitAfter(g.stream, err)
 	}
 	if err := g.readCtrl(); err != nil {
@@ -1431,52 +1435,42 @@ var buildChunk = 1 << 26
 
 // rehash moves every table holding more entries than its head slabs have
 // slots into a new run of buckets at the end of the arena, sized at the
-// load factor: the movers' entries are gathered, their dictionary entries
-// point at the new buckets, the entries are inserted there, and only then
-// are the old lists emptied (their heads left orphaned in the arena: it
-// only grows). Should the insert fail, the new tables are emptied and the
-// old dictionary entries come back: the graph is as it was.
+// load factor: the movers' entries are gathered (a tile per table), their
+// dictionary entries point at the new buckets, the entries are inserted
+// there, and only then are the old lists emptied (their heads left
+// orphaned in the arena: it only grows). Should the insert fail, the new
+// tables are emptied and the old dictionary entries come back: the graph is
+// as it was. A graph with nothing to move costs one plan launch and one
+// wait.
 func (g *gpuGraph[W]) rehash(ctx context.Context) (err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.nv == 0 {
 		return nil
 	}
-	e, err := g.primEngine()
+	// Per mover (at most nv): id, old entry, new buckets, degree (scanned
+	// in place into the new buckets' and the entries' offsets).
+	ids, err := g.rIDs.Get(g.dev, g.stream, g.nv)
 	if err != nil {
 		return err
 	}
-	need, err := cuda.Alloc[uint64](g.dev, g.nv+1)
+	old, err := g.rOld.Get(g.dev, g.stream, g.nv*vertexWords)
 	if err != nil {
 		return err
 	}
-	defer need.Free()
-	nbase, err := cuda.Alloc[uint64](g.dev, g.nv+1)
+	need, err := g.rNeed.Get(g.dev, g.stream, g.nv+1)
 	if err != nil {
 		return err
 	}
-	defer nbase.Free()
-	rows, err := cuda.Alloc[uint64](g.dev, g.nv+1)
+	rows, err := g.rRows.Get(g.dev, g.stream, g.nv+1)
 	if err != nil {
 		return err
 	}
-	defer rows.Free()
-	ids, err := cuda.Alloc[uint32](g.dev, g.nv)
-	if err != nil {
-		return err
-	}
-	defer ids.Free()
 	if err := g.zeroCtrl(); err != nil {
 		return err
 	}
 	per := uint32(math.Round(g.loadFactor * slotsPerBucket * 1000))
-	if err := g.launch(g.fRehashPlan, int64(g.nv), g.dict, uint64(g.nv), uint32(slotsPerBucket), per, need, rows, ids, g.ctrl); err != nil {
-		return waitAfter(g.stream, err)
-	}
-	if err := prim.ExclusiveScan(e, g.stream, need.Sub(0, g.nv), nbase.Sub(0, g.nv), nbase.Sub(g.nv, g.nv+1)); err != nil {
-		return waitAfter(g.stream, err)
-	}
-	if err := prim.ExclusiveScan(e, g.stream, rows.Sub(0, g.nv), rows.Sub(0, g.nv), rows.Sub(g.nv, g.nv+1)); err != nil {
+	if err := g.launch(g.fRehashPlan, int64(g.nv), g.dict, uint64(g.nv), uint32(slotsPerBucket), per, ids, old, need, rows, g.ctrl); err != nil {
 		return waitAfter(g.stream, err)
 	}
 	if err := g.readCtrl(); err != nil {
@@ -1486,61 +1480,65 @@ func (g *gpuGraph[W]) rehash(ctx context.Context) (err error) {
 	if movers == 0 {
 		return nil
 	}
+	e, err := g.primEngine()
+	if err != nil {
+		return err
+	}
+	if err := prim.ExclusiveScan(e, g.stream, need.Sub(0, movers), need.Sub(0, movers), need.Sub(movers, movers+1)); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if err := prim.ExclusiveScan(e, g.stream, rows.Sub(0, movers), rows.Sub(0, movers), rows.Sub(movers, movers+1)); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if err := gpurt.Wait(g.stream); err != nil {
+		return err
+	}
 	var tot [1]uint64
-	if err := nbase.Sub(g.nv, g.nv+1).CopyToHost(tot[:]); err != nil {
+	if err := need.Sub(movers, movers+1).CopyToHost(tot[:]); err != nil {
 		return err
 	}
 	buckets := int(tot[0])
-	if err := rows.Sub(g.nv, g.nv+1).CopyToHost(tot[:]); err != nil {
+	if err := rows.Sub(movers, movers+1).CopyToHost(tot[:]); err != nil {
 		return err
 	}
 	entries := int(tot[0])
-	// The movers' entries, and their dictionary entries as they were.
-	saved, err := cuda.Alloc[uint32](g.dev, g.nv*vertexWords)
+	// need holds the new tables' first buckets now; their sizes come back
+	// from the plan's degrees (rows' differences) — simpler to keep both:
+	nb, err := g.rNB.Get(g.dev, g.stream, movers+1)
 	if err != nil {
 		return err
 	}
-	defer saved.Free()
-	if err := cuda.CopyAsync(saved, g.dict.Sub(0, g.nv*vertexWords), g.stream); err != nil {
+	if err := g.launch(g.fDiff, int64(movers), need, uint64(movers), nb); err != nil {
 		return waitAfter(g.stream, err)
 	}
-	cols, err := cuda.Alloc[uint32](g.dev, max(1, entries))
+	cols, err := g.bDst.Get(g.dev, g.stream, max(1, entries))
 	if err != nil {
 		return err
 	}
-	defer cols.Free()
-	src, err := cuda.Alloc[uint32](g.dev, max(1, entries))
+	src, err := g.bSrc.Get(g.dev, g.stream, max(1, entries))
 	if err != nil {
 		return err
 	}
-	defer src.Free()
-	var dv cuda.Slice[uint8]
 	var vals cuda.DevicePtr
 	if g.wbytes > 0 {
-		if dv, err = cuda.Alloc[uint8](g.dev, max(1, entries)*g.wbytes); err != nil {
+		dv, err := g.vals(&g.bVals, entries)
+		if err != nil {
 			return err
 		}
-		defer dv.Free()
 		vals = dv.Ptr()
 	}
-	res, err := cuda.Alloc[uint8](g.dev, max(1, entries))
+	res, err := g.bRes.Get(g.dev, g.stream, max(1, entries))
 	if err != nil {
 		return err
 	}
-	defer res.Free()
-	cursor, err := cuda.Alloc[uint32](g.dev, g.nv)
+	cur, err := g.rCur.Get(g.dev, g.stream, movers*vertexWords)
 	if err != nil {
 		return err
-	}
-	defer cursor.Free()
-	if err := cursor.Zero(g.stream); err != nil {
-		return waitAfter(g.stream, err)
 	}
 	if err := g.zeroCtrl(); err != nil {
 		return err
 	}
-	if err := g.launch(g.fGather, tiles(g.nslabs), g.arena, uint64(0), uint64(g.nslabs), g.owner, uint32(0),
-		g.pool.Descriptor(), rows, cursor, cols, vals, src, uint32(1), g.ctrl); err != nil {
+	if err := g.launch(g.fGatherTables, tiles(movers), g.arena, old, ids, uint64(movers), g.pool.Descriptor(), rows, src, cols, vals, g.ctrl); err != nil {
 		return waitAfter(g.stream, err)
 	}
 	if err := g.readCtrl(); err != nil {
@@ -1554,14 +1552,14 @@ func (g *gpuGraph[W]) rehash(ctx context.Context) (err error) {
 	if err := g.reserveArena(first + buckets); err != nil {
 		return err
 	}
-	if err := g.launch(g.fRehashDict, int64(movers), ids, uint64(movers), need, nbase, uint64(first), g.dict, g.owner); err != nil {
+	if err := g.launch(g.fRehashDict, int64(movers), ids, uint64(movers), nb, need, uint64(first), old, g.dict, g.owner); err != nil {
 		return waitAfter(g.stream, err)
 	}
 	g.nslabs = first + buckets
 	live0 := g.live.Load()
 	g.live.Add(-int64(entries)) // the insert counts them back
 	err = g.run(context.WithoutCancel(ctx), opInsert, src.Sub(0, entries), cols.Sub(0, entries), vals, res.Sub(0, entries), entries, 0, entries/28+256, false)
-	release := func(dict cuda.Slice[uint32]) error {
+	release := func(tabs cuda.Slice[uint32]) error {
 		if err := g.zeroCtrl(); err != nil {
 			return err
 		}
@@ -1570,7 +1568,7 @@ func (g *gpuGraph[W]) rehash(ctx context.Context) (err error) {
 			return err
 		}
 		defer rel()
-		if err := g.launch(g.fRelease, tiles(movers), g.arena, dict, ids, uint64(movers), g.pool.Descriptor(), g.owner, g.ctrl); err != nil {
+		if err := g.launch(g.fRelease, tiles(movers), g.arena, tabs, uint64(movers), g.pool.Descriptor(), g.owner, g.ctrl); err != nil {
 			return waitAfter(g.stream, err)
 		}
 		if err := g.readCtrl(); err != nil {
@@ -1581,9 +1579,12 @@ func (g *gpuGraph[W]) rehash(ctx context.Context) (err error) {
 	if err != nil {
 		// Give the new tables back and restore the old ones (whose lists
 		// and owners are untouched).
-		cerr := release(g.dict)
+		cerr := g.launch(g.fPick, int64(movers), g.dict, ids, uint64(movers), cur)
 		if cerr == nil {
-			cerr = cuda.CopyAsync(g.dict.Sub(0, g.nv*vertexWords), saved, g.stream)
+			cerr = release(cur)
+		}
+		if cerr == nil {
+			cerr = g.launch(g.fRehashDict, int64(movers), ids, uint64(movers), cuda.DevicePtr(0), cuda.DevicePtr(0), uint64(0), old, g.dict, g.owner)
 		}
 		if cerr == nil {
 			cerr = gpurt.Wait(g.stream)
@@ -1591,7 +1592,7 @@ func (g *gpuGraph[W]) rehash(ctx context.Context) (err error) {
 		g.live.Store(live0)
 		return errors.Join(fmt.Errorf("rehash: %w", err), cerr)
 	}
-	return release(saved)
+	return release(old)
 }
 
 func (g *gpuGraph[W]) flush(ctx context.Context) error {

@@ -231,13 +231,10 @@ extern "C" __global__ void gr_degrees(const Vertex* dict, const uint32_t* ids, u
 // counting those written (zero before). rows (optional) gets each entry's
 // vertex, vals (optional) its value. An entry past offsets[v+1] is not
 // written (kStatusOverflow). Runs alone.
-//
-// With only_rows, the buckets of a vertex whose row is empty are skipped
-// (Rehash gathers the vertices it moves, the others given empty rows).
 template <class L>
 __device__ void gather(const char* arena, uint64_t lo, uint64_t hi, const uint32_t* owner, uint32_t vbase,
                        Pool* pool, const uint64_t* offsets, uint32_t* cursor, uint32_t* cols,
-                       typename L::V* vals, uint32_t* rows, uint32_t only_rows, unsigned long long* ctrl) {
+                       typename L::V* vals, uint32_t* rows, unsigned long long* ctrl) {
   using K = typename L::K;
   Tile<L::W> t;
   Geometry<L::W> g;
@@ -247,7 +244,6 @@ __device__ void gather(const char* arena, uint64_t lo, uint64_t hi, const uint32
     if (u == kOrphan) continue;
     const uint32_t v = u - vbase;
     const uint64_t o0 = offsets[v], o1 = offsets[v + 1];
-    if (only_rows && o0 == o1) continue;
     const char* s = arena + b * L::kSlabBytes;
     for (uint32_t hop = 0;; ++hop) {
       if (hop == sh::kMaxSteps) {
@@ -378,47 +374,112 @@ __device__ void reset(char* arena, Vertex* dict, Pool* pool, const uint32_t* ids
 }
 
 // rehash_plan picks the vertices Rehash moves: those holding more entries
-// than their head slabs have slots. need[v] is its new bucket count (at
-// per1000 thousandths of an entry a bucket; 0: it stays), rows[v] its
-// degree when it moves (0 otherwise); both scanned next. ids collects the
-// movers (count in ctrl[kCtrlCount]).
+// than their head slabs have slots. It lists them in ids (their number in
+// ctrl[kCtrlCount]; in no order) with their dictionary entries as they are
+// (old) and, per mover i, its new bucket count need[i] (at per1000
+// thousandths of an entry a bucket) and its degree rows[i]; Rehash scans
+// the last two.
 extern "C" __global__ void gr_rehash_plan(const Vertex* dict, uint64_t nv, uint32_t slots, uint32_t per1000,
-                                          uint64_t* need, uint64_t* rows, uint32_t* ids, unsigned long long* ctrl) {
+                                          uint32_t* ids, Vertex* old, uint64_t* need, uint64_t* rows,
+                                          unsigned long long* ctrl) {
   for (uint64_t v = thread_index(); v < nv; v += thread_count()) {
     const Vertex e = dict[v];
-    const bool move = (uint64_t)e.degree > (uint64_t)slots * e.nb;
-    need[v] = move ? ((uint64_t)e.degree * 1000 + per1000 - 1) / per1000 : 0;
-    rows[v] = move ? e.degree : 0;
-    if (move) ids[atomicAdd(ctrl + kCtrlCount, 1ull)] = (uint32_t)v;
+    if ((uint64_t)e.degree <= (uint64_t)slots * e.nb) continue;
+    const unsigned long long i = atomicAdd(ctrl + kCtrlCount, 1ull);
+    ids[i] = (uint32_t)v;
+    old[i] = e;
+    need[i] = ((uint64_t)e.degree * 1000 + per1000 - 1) / per1000;
+    rows[i] = e.degree;
   }
 }
 
-// rehash_dict gives each mover (ids) its new buckets: first + base[v],
-// need[v] of them, owned by it; its degree starts at 0 (the re-insert
-// counts it).
+// rehash_dict gives each mover i its new buckets: first + base[i], need[i]
+// of them, owned by it, degree 0 (the re-insert counts it); with need null
+// it puts back the entries in old (a rehash that failed).
 extern "C" __global__ void gr_rehash_dict(const uint32_t* ids, uint64_t n, const uint64_t* need, const uint64_t* base,
-                                          uint64_t first, Vertex* dict, uint32_t* owner) {
+                                          uint64_t first, const Vertex* old, Vertex* dict, uint32_t* owner) {
   for (uint64_t i = thread_index(); i < n; i += thread_count()) {
     const uint32_t v = ids[i];
-    const uint32_t b = (uint32_t)(first + base[v]), k = (uint32_t)need[v];
+    if (!need) {
+      dict[v] = old[i];
+      continue;
+    }
+    const uint32_t b = (uint32_t)(first + base[i]), k = (uint32_t)need[i];
     dict[v] = Vertex{b, k, 0, 0};
     for (uint32_t j = 0; j < k; ++j) owner[b + j] = v;
   }
 }
 
-// release empties the buckets that old[v] names for each v of ids (a
-// vertex's table before Rehash moved it, or the new one Rehash gives back
-// when it fails): overflow slabs reset and freed, heads reset, buckets
-// orphaned. Runs alone.
+// diff writes out[i] = in[i+1] - in[i] (an exclusive scan's sizes back).
+extern "C" __global__ void gr_diff(const uint64_t* in, uint64_t n, uint64_t* out) {
+  for (uint64_t i = thread_index(); i < n; i += thread_count()) out[i] = in[i + 1] - in[i];
+}
+
+// pick copies the dictionary entries of ids into out.
+extern "C" __global__ void gr_pick(const Vertex* dict, const uint32_t* ids, uint64_t n, Vertex* out) {
+  for (uint64_t i = thread_index(); i < n; i += thread_count()) out[i] = dict[ids[i]];
+}
+
+// gather_tables copies the live entries of the tables tabs[i] (mover i's,
+// as they were) to cols/vals at offsets[i] .., their vertex ids[i] to src:
+// a tile per table, walking its buckets. An entry past offsets[i+1] is not
+// written (kStatusOverflow). Runs alone.
 template <class L>
-__device__ void release(char* arena, const Vertex* old, const uint32_t* ids, uint64_t n, Pool* pool, uint32_t* owner,
+__device__ void gather_tables(const char* arena, const Vertex* tabs, const uint32_t* ids, uint64_t n, Pool* pool,
+                              const uint64_t* offsets, uint32_t* src, uint32_t* cols, typename L::V* vals,
+                              unsigned long long* ctrl) {
+  using K = typename L::K;
+  Tile<L::W> t;
+  Geometry<L::W> g;
+  Ctx<L> c{(char*)arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
+  for (uint64_t i = g.tile; i < n; i += g.tiles) {
+    const Vertex e = tabs[i];
+    const uint64_t o1 = offsets[i + 1];
+    uint64_t at = offsets[i];
+    for (uint32_t k = 0; k < e.nb; ++k) {
+      const char* s = arena + ((size_t)e.base + k) * L::kSlabBytes;
+      for (uint32_t hop = 0;; ++hop) {
+        if (hop == sh::kMaxSteps) {
+          report(c.status, kStatusRetryLimit);
+          break;
+        }
+        Lane<L> d = sh::load<L>(t, s);
+        const unsigned pub = sh::published<L>(t, d);
+        const bool live = L::slot_lane(t.rank) && d.key != sh::empty_key<K>() && d.key != sh::tomb_key<K>() &&
+                          ((pub >> t.rank) & 1);
+        const unsigned m = t.ballot(live);
+        if (live) {
+          const uint64_t pos = at + __popc(m & L::lower(t.rank));
+          if (pos < o1) {
+            cols[pos] = (uint32_t)d.key;
+            src[pos] = ids[i];
+            if (vals) vals[pos] = d.val;
+          } else {
+            report(c.status, kStatusOverflow);
+          }
+        }
+        at += __popc(m);
+        const uint32_t next = t.shfl(d.tail, L::kTailLane);
+        if (next == kNull) break;
+        s = c.unit(next);
+      }
+    }
+  }
+}
+
+// release empties the tables tabs[i] (i < n: the movers' tables before
+// Rehash moved them, or the new ones Rehash gives back when it fails):
+// overflow slabs reset and freed, heads reset, buckets orphaned. Runs
+// alone.
+template <class L>
+__device__ void release(char* arena, const Vertex* tabs, uint64_t n, Pool* pool, uint32_t* owner,
                         unsigned long long* ctrl) {
   Tile<L::W> t;
   Geometry<L::W> g;
   Ctx<L> c{arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
   long long freed = 0;
   for (uint64_t i = g.tile; i < n; i += g.tiles) {
-    const Vertex e = old[ids[i]];
+    const Vertex e = tabs[i];
     for (uint32_t k = 0; k < e.nb; ++k) {
       freed += empty_list<L>(t, c, arena + ((size_t)e.base + k) * L::kSlabBytes);
       if (t.rank == 0) owner[e.base + k] = kOrphan;
@@ -614,13 +675,18 @@ extern "C" __global__ void gr_narrow(const uint64_t* in, uint64_t n, uint32_t* o
   extern "C" __global__ void gr_gather_##NAME(const char* arena, uint64_t lo, uint64_t hi, const uint32_t* owner,    \
                                               uint32_t vbase, wk::slab::Pool* pool, const uint64_t* offsets,         \
                                               uint32_t* cursor, uint32_t* cols, V* vals, uint32_t* rows,             \
-                                              uint32_t only_rows, unsigned long long* ctrl) {                        \
-    wk::gr::gather<L_##NAME>(arena, lo, hi, owner, vbase, pool, offsets, cursor, cols, vals, rows, only_rows, ctrl); \
+                                              unsigned long long* ctrl) {                                            \
+    wk::gr::gather<L_##NAME>(arena, lo, hi, owner, vbase, pool, offsets, cursor, cols, vals, rows, ctrl);            \
   }                                                                                                                   \
-  extern "C" __global__ void gr_release_##NAME(char* arena, const wk::gr::Vertex* old, const uint32_t* ids,          \
-                                               uint64_t n, wk::slab::Pool* pool, uint32_t* owner,                    \
-                                               unsigned long long* ctrl) {                                           \
-    wk::gr::release<L_##NAME>(arena, old, ids, n, pool, owner, ctrl);                                                \
+  extern "C" __global__ void gr_release_##NAME(char* arena, const wk::gr::Vertex* tabs, uint64_t n,                \
+                                               wk::slab::Pool* pool, uint32_t* owner, unsigned long long* ctrl) {    \
+    wk::gr::release<L_##NAME>(arena, tabs, n, pool, owner, ctrl);                                                    \
+  }                                                                                                                   \
+  extern "C" __global__ void gr_gather_tables_##NAME(const char* arena, const wk::gr::Vertex* tabs,                 \
+                                                     const uint32_t* ids, uint64_t n, wk::slab::Pool* pool,          \
+                                                     const uint64_t* offsets, uint32_t* src, uint32_t* cols, V* vals, \
+                                                     unsigned long long* ctrl) {                                     \
+    wk::gr::gather_tables<L_##NAME>(arena, tabs, ids, n, pool, offsets, src, cols, vals, ctrl);                      \
   }                                                                                                                   \
   extern "C" __global__ void gr_sweep_##NAME(char* arena, uint64_t nslabs, const uint32_t* owner,                    \
                                              wk::gr::Vertex* dict, wk::slab::Pool* pool, const uint32_t* gone,       \
