@@ -60,7 +60,10 @@
 // 2^26; when the edges list both directions of every edge (a hash sum over
 // the edges equals one over their reverses), it counts entries at their
 // source alone and inserts each as given in one pass (an unweighted
-// graph).
+// graph). Rehash moves every table holding more entries than its head
+// slabs have slots to a new run of buckets at the arena's end (old heads
+// orphaned: the arena only grows), gathering, re-inserting, and only then
+// freeing the old lists.
 // DeleteVertices marks the vertices in a bitmap, tombstones the entries
 // into them in one sweep over every list, then empties their tables and
 // frees their overflow slabs. Device methods (InsertEdgesDevice, ...,
@@ -79,16 +82,18 @@
 // against the CPU backend on an RMAT graph, IDs past the capacity refused
 // on the device with nothing applied, pool exhaustion with exact counts and
 // a symmetric graph). `warp graph tc` and `warp bench graph` (thesis Tables
-// 5.2–5.5, 5.7, queries, memory; docs/benchmarks.md). Not built: Rehash on
-// the device (a no-op), NeighborsDevice (Neighbors copies one vertex's table
-// out), the sorted-CSR baselines, the thesis's edge-exists triangle mode,
-// Tables 5.6 and 5.9 (the load-factor sweep is built, on the base graph
-// only).
+// 5.2–5.7, queries, memory, the load-factor sweep on the base graph;
+// docs/benchmarks.md), with the sorted-CSR triangle baseline and the
+// thesis's unoriented triangle work as TriangleCountWith methods. Not
+// built: NeighborsDevice (Neighbors copies one vertex's table out), the CSR
+// build and merge-insert baselines, Table 5.9 (dynamic triangle counting
+// against a CSR pipeline), and sizing a batch's hub tables before it
+// inserts.
 //
 // # Departures from the spec (shared/docs/specs/graph.md)
 //
 //   - Options have no Streams, Layout or RehashChain: one stream, the
-//     layouts above, no rehash. LoadFactor is the build's bucket load
+//     layouts above, Rehash when the caller calls it. LoadFactor is the build's bucket load
 //     (default 5/7, the thesis's 0.7); it does not bound later inserts.
 //     MaxPoolBytes caps the overflow pool (default 4 GiB: 64 super blocks
 //     of 64 MiB).
@@ -112,7 +117,7 @@
 //     inserted is taken back and reported Failed, and a repeated copy of it
 //     may still report Present.
 //   - The CPU backend's maps need no flush and no rehash: Flush and Rehash
-//     are no-ops there (Rehash on the CUDA backend too, for now).
+//     are no-ops there.
 //   - A skipped self-loop's insert result is NotFound (slabhash's Result has
 //     no value for it).
 //   - Len is the number of adjacency entries (the contract's live keys);
