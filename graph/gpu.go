@@ -66,6 +66,7 @@ type gpuGraph[W any] struct {
 	seed                uint32
 	maxPool             int64
 	loadFactor          float64
+	rehashChain         float64
 
 	mu     sync.Mutex
 	stream *cuda.Stream
@@ -98,16 +99,18 @@ type gpuGraph[W any] struct {
 	// Rehash's per-mover arrays.
 	rIDs, rOld, rCur  gpurt.Buf[uint32]
 	rNeed, rRows, rNB gpurt.Buf[uint64]
+	rCnt, rSrc, rCols gpurt.Buf[uint32]
+	rVals, rRes       gpurt.Buf[uint8]
 
-	fPrep, fCheckIDs, fCount, fBuckets, fDict, fDegrees, fMark, fOrient    *cuda.Function
-	fMirror, fUndo, fUndone, fTCSorted, fNarrow, fSymmetry, fFailedPattern *cuda.Function
-	fRehashPlan, fRehashDict, fRelease, fGatherTables, fPick, fDiff        *cuda.Function
-	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC                  *cuda.Function
+	fPrep, fCheckIDs, fCount, fBuckets, fDict, fDegrees, fMark, fOrient            *cuda.Function
+	fMirror, fUndo, fUndone, fTCSorted, fNarrow, fSymmetry, fFailedPattern         *cuda.Function
+	fRehashPlan, fRehashDict, fRelease, fGatherTables, fPick, fDiff, fCountSources *cuda.Function
+	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC                          *cuda.Function
 }
 
 func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], error) {
 	g := &gpuGraph[W]{dev: dev, ownDev: own, directed: opts.Directed, selfLoops: opts.AllowSelfLoops,
-		seed: 0x9e3779b9, maxPool: opts.MaxPoolBytes, loadFactor: opts.LoadFactor}
+		seed: 0x9e3779b9, maxPool: opts.MaxPoolBytes, loadFactor: opts.LoadFactor, rehashChain: opts.RehashChain}
 	if g.loadFactor == 0 {
 		g.loadFactor = DefaultLoadFactor
 	}
@@ -155,7 +158,7 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 		{&g.fTCSorted, "gr_tc_sorted"}, {&g.fNarrow, "gr_narrow"}, {&g.fSymmetry, "gr_symmetry"},
 		{&g.fFailedPattern, "gr_failed_pattern"}, {&g.fRehashPlan, "gr_rehash_plan"}, {&g.fRehashDict, "gr_rehash_dict"},
 		{&g.fRelease, "gr_release_" + layout}, {&g.fGatherTables, "gr_gather_tables_" + layout}, {&g.fPick, "gr_pick"},
-		{&g.fDiff, "gr_diff"},
+		{&g.fDiff, "gr_diff"}, {&g.fCountSources, "gr_count_sources"},
 		{&g.fApply, "gr_apply_" + layout}, {&g.fGather, "gr_gather_" + layout}, {&g.fSweep, "gr_sweep_" + layout},
 		{&g.fReset, "gr_reset_" + layout}, {&g.fCensus, "gr_census_" + layout}, {&g.fFlush, "gr_flush_" + layout},
 		{&g.fTC, "gr_tc_" + layout},
@@ -482,8 +485,22 @@ func (g *gpuGraph[W]) edgesReserving(ctx context.Context, op uint32, src, dst cu
 	if err := g.launch(g.fPrep, int64(n), src, dst, uint64(n), uint32(g.nv), mode, osrc, odst, ores, g.ctrl); err != nil {
 		return waitAfter(g.stream, err)
 	}
-	// The first apply launch reads prep's counts (run: prepped).
-	err = g.applyPrepared(ctx, op, osrc, odst, vals, ores, n, undirected, reserve)
+	prepped := true // the first apply launch reads prep's counts (run)
+	if op == opInsert && g.rehashChain > 0 {
+		// Tables the batch would fill past RehashChain lists move to new
+		// buckets first (prep's counts read here, then).
+		if err := g.readCtrl(); err != nil {
+			return err
+		}
+		if err := g.prepCounts(op); err != nil {
+			return err
+		}
+		prepped = false
+		if err := g.growFor(ctx, osrc.Sub(0, m), ores.Sub(0, m)); err != nil {
+			return err
+		}
+	}
+	err = g.applyPrepared(ctx, op, osrc, odst, vals, ores, n, undirected, reserve, prepped)
 	if res.Buffer() != nil { // what applied, failed or not
 		cerr := cuda.CopyAsync(res, ores.Sub(0, n), g.stream)
 		if werr := gpurt.Wait(g.stream); cerr == nil {
@@ -507,9 +524,9 @@ func (g *gpuGraph[W]) edgesReserving(ctx context.Context, op uint32, src, dst cu
 // canonical inserts are taken back (gr_undo) and reported Failed, so the
 // graph stays symmetric. The reverses and the undo run to their end even
 // when ctx is cancelled meanwhile.
-func (g *gpuGraph[W]) applyPrepared(ctx context.Context, op uint32, osrc, odst cuda.Slice[uint32], vals cuda.DevicePtr, ores cuda.Slice[uint8], n int, undirected bool, reserve int) error {
+func (g *gpuGraph[W]) applyPrepared(ctx context.Context, op uint32, osrc, odst cuda.Slice[uint32], vals cuda.DevicePtr, ores cuda.Slice[uint8], n int, undirected bool, reserve int, prepped bool) error {
 	if !undirected {
-		return g.run(ctx, op, osrc, odst, vals, ores, n, flagRetry, reserve, true)
+		return g.run(ctx, op, osrc, odst, vals, ores, n, flagRetry, reserve, prepped)
 	}
 	if op == opDelete {
 		return g.deletePair(ctx, osrc, odst, ores, n)
@@ -526,7 +543,7 @@ func (g *gpuGraph[W]) applyPrepared(ctx context.Context, op uint32, osrc, odst c
 			return err
 		}
 	}
-	err = g.run(ctx, op, osrc, odst, vals, ores, n, flagRetry, reserve, true)
+	err = g.run(ctx, op, osrc, odst, vals, ores, n, flagRetry, reserve, prepped)
 	if errors.Is(err, errRejected) {
 		return err // nothing applied
 	}
@@ -1445,6 +1462,30 @@ var buildChunk = 1 << 26
 func (g *gpuGraph[W]) rehash(ctx context.Context) (err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.rehashLocked(ctx, 0, 1000)
+}
+
+// growFor moves the tables a prepared insert batch (src, res: prep's
+// layout) would fill past Options.RehashChain lists to new buckets sized
+// for their entries and the batch's.
+func (g *gpuGraph[W]) growFor(ctx context.Context, src cuda.Slice[uint32], res cuda.Slice[uint8]) error {
+	cnt, err := g.rCnt.Get(g.dev, g.stream, max(1, g.nv))
+	if err != nil {
+		return err
+	}
+	if err := cnt.Zero(g.stream); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if err := g.launch(g.fCountSources, int64(src.Len()), src, res, uint64(src.Len()), cnt); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	return g.rehashLocked(ctx, cnt.Ptr(), uint32(math.Round(g.rehashChain*1000)))
+}
+
+// rehashLocked is rehash with a threshold: a table moves when its entries
+// (with extra[v] more to come, when extra is not 0) exceed chain1000/1000
+// lists' worth of its head slabs' slots; its new buckets hold them all.
+func (g *gpuGraph[W]) rehashLocked(ctx context.Context, extra cuda.DevicePtr, chain1000 uint32) (err error) {
 	if g.nv == 0 {
 		return nil
 	}
@@ -1470,7 +1511,7 @@ func (g *gpuGraph[W]) rehash(ctx context.Context) (err error) {
 		return err
 	}
 	per := uint32(math.Round(g.loadFactor * slotsPerBucket * 1000))
-	if err := g.launch(g.fRehashPlan, int64(g.nv), g.dict, uint64(g.nv), uint32(slotsPerBucket), per, ids, old, need, rows, g.ctrl); err != nil {
+	if err := g.launch(g.fRehashPlan, int64(g.nv), g.dict, uint64(g.nv), uint32(slotsPerBucket), per, extra, chain1000, ids, old, need, rows, g.ctrl); err != nil {
 		return waitAfter(g.stream, err)
 	}
 	if err := g.readCtrl(); err != nil {
@@ -1511,23 +1552,25 @@ func (g *gpuGraph[W]) rehash(ctx context.Context) (err error) {
 	if err := g.launch(g.fDiff, int64(movers), need, uint64(movers), nb); err != nil {
 		return waitAfter(g.stream, err)
 	}
-	cols, err := g.bDst.Get(g.dev, g.stream, max(1, entries))
+	// Scratch of its own: an insert batch that grows its tables first
+	// (growFor) holds the batch's in the b* buffers.
+	cols, err := g.rCols.Get(g.dev, g.stream, max(1, entries))
 	if err != nil {
 		return err
 	}
-	src, err := g.bSrc.Get(g.dev, g.stream, max(1, entries))
+	src, err := g.rSrc.Get(g.dev, g.stream, max(1, entries))
 	if err != nil {
 		return err
 	}
 	var vals cuda.DevicePtr
 	if g.wbytes > 0 {
-		dv, err := g.vals(&g.bVals, entries)
+		dv, err := g.vals(&g.rVals, entries)
 		if err != nil {
 			return err
 		}
 		vals = dv.Ptr()
 	}
-	res, err := g.bRes.Get(g.dev, g.stream, max(1, entries))
+	res, err := g.rRes.Get(g.dev, g.stream, max(1, entries))
 	if err != nil {
 		return err
 	}

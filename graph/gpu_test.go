@@ -463,6 +463,37 @@ func TestCUDARehash(t *testing.T) {
 		t.Fatalf("triangles %d, the CPU backend %d", tg, tc)
 	}
 
+	// Options.RehashChain grows the tables ahead of every insert batch:
+	// the same incremental build never makes a long list.
+	h, err := NewWeighted[uint64](Options{Backend: warpkit.CUDA, VertexCapacity: e.NumVertices, RehashChain: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	hc, _ := NewWeighted[uint64](Options{Backend: warpkit.CPU, VertexCapacity: e.NumVertices})
+	defer hc.Close()
+	for lo := 0; lo < len(e.Src); lo += 1 << 15 {
+		hi := min(len(e.Src), lo+1<<15)
+		for _, x := range []*Weighted[uint64]{h, hc} {
+			if err := x.InsertEdges(ctx, e.Src[lo:hi], e.Dst[lo:hi], ws[lo:hi], nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	a, aw, _ := h.ToCSRWeights(ctx, true)
+	b, bw, _ := hc.ToCSRWeights(ctx, true)
+	if !slices.Equal(a.Offsets, b.Offsets) || !slices.Equal(a.Cols, b.Cols) || !slices.Equal(aw, bw) {
+		t.Fatal("RehashChain: the CUDA graph differs from the CPU graph")
+	}
+	if err := h.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := h.Stats(ctx); st.LongestList > 4 {
+		t.Fatalf("RehashChain 1: longest list %d slabs", st.LongestList)
+	} else {
+		t.Logf("RehashChain 1: longest list %d slabs, %d overflow slabs", st.LongestList, st.OverflowSlabs)
+	}
+
 	// A pool that holds the long lists but not them and the new tables'
 	// overflow together: the rehash fails and changes nothing.
 	const nv, deg = 2000, 110

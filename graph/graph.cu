@@ -373,24 +373,34 @@ __device__ void reset(char* arena, Vertex* dict, Pool* pool, const uint32_t* ids
   }
 }
 
-// rehash_plan picks the vertices Rehash moves: those holding more entries
-// than their head slabs have slots. It lists them in ids (their number in
-// ctrl[kCtrlCount]; in no order) with their dictionary entries as they are
-// (old) and, per mover i, its new bucket count need[i] (at per1000
-// thousandths of an entry a bucket) and its degree rows[i]; Rehash scans
-// the last two.
+// rehash_plan picks the vertices Rehash moves: those whose entries — with
+// extra[v] more to come, when extra is given (an insert batch's, counted
+// per source) — exceed chain1000/1000 lists' worth of their head slabs'
+// slots. It lists them in ids (their number in ctrl[kCtrlCount]; in no
+// order) with their dictionary entries as they are (old) and, per mover i,
+// its new bucket count need[i] (for its entries and the extra ones, at
+// per1000 thousandths of an entry a bucket) and its degree rows[i]; Rehash
+// scans the last two.
 extern "C" __global__ void gr_rehash_plan(const Vertex* dict, uint64_t nv, uint32_t slots, uint32_t per1000,
-                                          uint32_t* ids, Vertex* old, uint64_t* need, uint64_t* rows,
-                                          unsigned long long* ctrl) {
+                                          const uint32_t* extra, uint32_t chain1000, uint32_t* ids, Vertex* old,
+                                          uint64_t* need, uint64_t* rows, unsigned long long* ctrl) {
   for (uint64_t v = thread_index(); v < nv; v += thread_count()) {
     const Vertex e = dict[v];
-    if ((uint64_t)e.degree <= (uint64_t)slots * e.nb) continue;
+    const uint64_t will = (uint64_t)e.degree + (extra ? extra[v] : 0);
+    if (will * 1000 <= (uint64_t)slots * e.nb * chain1000) continue;
     const unsigned long long i = atomicAdd(ctrl + kCtrlCount, 1ull);
     ids[i] = (uint32_t)v;
     old[i] = e;
-    need[i] = ((uint64_t)e.degree * 1000 + per1000 - 1) / per1000;
+    need[i] = (will * 1000 + per1000 - 1) / per1000;
     rows[i] = e.degree;
   }
+}
+
+// count_sources counts, per source vertex, the elements of a prepared
+// batch that will run (res kResFailed): the entries an insert may add.
+extern "C" __global__ void gr_count_sources(const uint32_t* src, const uint8_t* res, uint64_t n, uint32_t* cnt) {
+  for (uint64_t i = thread_index(); i < n; i += thread_count())
+    if (res[i] == sh::kResFailed) atomicAdd(&cnt[src[i]], 1u);
 }
 
 // rehash_dict gives each mover i its new buckets: first + base[i], need[i]

@@ -45,6 +45,14 @@ type Options struct {
 	// DefaultLoadFactor; at most 1). Lower loads cost memory and speed up
 	// later inserts (fewer full slabs to pass).
 	LoadFactor float64
+	// RehashChain, when positive, grows tables ahead of inserts (the CUDA
+	// backend): an insert batch first moves every table that the batch
+	// could fill past RehashChain lists' worth of its head slabs (counting
+	// each of the batch's entries for its source) to new buckets sized at
+	// LoadFactor for its entries and the batch's — so that a hub's list
+	// does not grow long within a batch. 0 (the default): tables move only
+	// when Rehash is called (the thesis's behaviour).
+	RehashChain float64
 	// Directed graphs store each edge once, from its source; undirected
 	// graphs (the default) store both directions, and an edge batch
 	// applies each edge's two directions together.
@@ -146,6 +154,9 @@ func newBase[W any](opts Options) (base[W], error) {
 	}
 	if !(opts.LoadFactor >= 0 && opts.LoadFactor <= 1) || (opts.LoadFactor > 0 && opts.LoadFactor*7 < 0.5) {
 		return base[W]{}, f.Errorf("new", "LoadFactor %v outside (0.08, 1] (0: the default %v)", opts.LoadFactor, DefaultLoadFactor)
+	}
+	if !(opts.RehashChain >= 0 && opts.RehashChain <= 1000) {
+		return base[W]{}, f.Errorf("new", "RehashChain %v outside 0..1000", opts.RehashChain)
 	}
 	if opts.MaxPoolBytes < 0 {
 		return base[W]{}, f.Errorf("new", "MaxPoolBytes %d is negative", opts.MaxPoolBytes)

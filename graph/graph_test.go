@@ -449,6 +449,11 @@ func TestContract(t *testing.T) {
 	if _, err := New(Options{MaxPoolBytes: -1}); !errors.Is(err, warpkit.ErrInvalidArgument) {
 		t.Fatalf("MaxPoolBytes -1: %v", err)
 	}
+	for _, rc := range []float64{-1, 1e6, math.NaN()} {
+		if _, err := New(Options{RehashChain: rc}); !errors.Is(err, warpkit.ErrInvalidArgument) {
+			t.Fatalf("RehashChain %v: %v", rc, err)
+		}
+	}
 	for _, lf := range []float64{-0.5, 1.01, 0.01, math.NaN()} {
 		if _, err := New(Options{LoadFactor: lf}); !errors.Is(err, warpkit.ErrInvalidArgument) {
 			t.Fatalf("LoadFactor %v: %v", lf, err)

@@ -843,8 +843,8 @@ func (b *bench) incremental() error {
 	if b.dev == nil {
 		return nil // the CPU backend's maps have no buckets
 	}
-	t := b.rep.Table("Table 5.6: incremental build (insert batches from an empty graph with one bucket per vertex; rehash: Rehash after every batch)",
-		"graph", "entries", "batch", "thesis mode G/s", "longest list", "rehash G/s", "longest list", "thesis G/s", "rehash/thesis", "target", "met")
+	t := b.rep.Table("Table 5.6: incremental build (insert batches from an empty graph with one bucket per vertex; rehash: Rehash after every batch; grow: Options.RehashChain 1, tables grown ahead of every batch)",
+		"graph", "entries", "batch", "thesis mode G/s", "longest list", "rehash G/s", "longest list", "grow G/s", "longest list", "thesis G/s", "best/thesis", "target", "met")
 	for _, s := range b.graphs {
 		e, err := b.edgesOf(s)
 		if err != nil {
@@ -859,10 +859,14 @@ func (b *bench) incremental() error {
 		}
 		d.g.Close()
 		for _, lg := range []int{20, 21, 22} {
-			var rates [2]float64
-			var longest [2]int
-			for mode := range 2 {
-				g, err := graph.New(graph.Options{Backend: warpkit.CUDA, Device: b.dev, VertexCapacity: e.NumVertices})
+			var rates [3]float64
+			var longest [3]int
+			for mode := range 3 {
+				opts := graph.Options{Backend: warpkit.CUDA, Device: b.dev, VertexCapacity: e.NumVertices}
+				if mode == 2 {
+					opts.RehashChain = 1
+				}
+				g, err := graph.New(opts)
 				if err != nil {
 					d.close()
 					return err
@@ -888,11 +892,12 @@ func (b *bench) incremental() error {
 				rates[mode], longest[mode] = gRate(len(e.Src), el), st.LongestList
 			}
 			th := thesisIncremental[lg] / 1e3
+			best := max(rates[1], rates[2])
 			met, tg := "", ""
 			if lg == 22 {
-				tg, met = "4", benchfmt.YesNo(rates[1] >= 4)
+				tg, met = "4", benchfmt.YesNo(best >= 4)
 			}
-			t.Add(e.name, len(e.Src), fmt.Sprintf("2^%d", lg), rates[0], longest[0], rates[1], longest[1], th, benchfmt.Ratio(rates[1], th), tg, met)
+			t.Add(e.name, len(e.Src), fmt.Sprintf("2^%d", lg), rates[0], longest[0], rates[1], longest[1], rates[2], longest[2], th, benchfmt.Ratio(best, th), tg, met)
 		}
 		d.src.Free()
 		d.dst.Free()
