@@ -86,14 +86,15 @@
 // docs/benchmarks.md), with the sorted-CSR triangle baseline and the
 // thesis's unoriented triangle work as TriangleCountWith methods. Not
 // built: NeighborsDevice (Neighbors copies one vertex's table out), the CSR
-// build and merge-insert baselines, Table 5.9 (dynamic triangle counting
-// against a CSR pipeline), and sizing a batch's hub tables before it
-// inserts.
+// build and merge-insert baselines, and Table 5.9 (dynamic triangle
+// counting against a CSR pipeline).
 //
 // # Departures from the spec (shared/docs/specs/graph.md)
 //
-//   - Options have no Streams, Layout or RehashChain: one stream, the
-//     layouts above, Rehash when the caller calls it. LoadFactor is the build's bucket load
+//   - Options have no Streams or Layout: one stream, the layouts above.
+//     RehashChain grows an insert batch's tables before it inserts (the
+//     spec's "long chains re-bucketed" done ahead of the inserts rather
+//     than after them). LoadFactor is the build's bucket load
 //     (default 5/7, the thesis's 0.7); it does not bound later inserts.
 //     MaxPoolBytes caps the overflow pool (default 4 GiB: 64 super blocks
 //     of 64 MiB).
