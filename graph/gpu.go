@@ -467,23 +467,9 @@ func (g *gpuGraph[W]) edgesReserving(ctx context.Context, op uint32, src, dst cu
 	if check {
 		mode |= prepCheckIDs
 	}
-	osrc, err := g.bOSrc.Get(g.dev, g.stream, m)
+	osrc, odst, ores, err := g.prepare(src, dst, m, mode, nil)
 	if err != nil {
 		return err
-	}
-	odst, err := g.bODst.Get(g.dev, g.stream, m)
-	if err != nil {
-		return err
-	}
-	ores, err := g.bRes.Get(g.dev, g.stream, m)
-	if err != nil {
-		return err
-	}
-	if err := g.zeroCtrl(); err != nil {
-		return err
-	}
-	if err := g.launch(g.fPrep, int64(n), src, dst, uint64(n), uint32(g.nv), mode, osrc, odst, ores, g.ctrl); err != nil {
-		return waitAfter(g.stream, err)
 	}
 	prepped := true // the first apply launch reads prep's counts (run)
 	if op == opInsert && g.rehashChain > 0 {
@@ -511,6 +497,35 @@ func (g *gpuGraph[W]) edgesReserving(ctx context.Context, op uint32, src, dst cu
 		}
 	}
 	return err
+}
+
+// prepare lays a batch (src, dst) out for the apply launches with gr_prep
+// (mode; m elements: twice the batch undirected) into the b* scratch, after
+// taking extra (when not nil) as large; prep's counts stay in the control
+// block for the first apply launch.
+func (g *gpuGraph[W]) prepare(src, dst cuda.Slice[uint32], m int, mode uint32, extra *gpurt.Buf[uint8]) (osrc, odst cuda.Slice[uint32], ores cuda.Slice[uint8], err error) {
+	if osrc, err = g.bOSrc.Get(g.dev, g.stream, m); err != nil {
+		return
+	}
+	if odst, err = g.bODst.Get(g.dev, g.stream, m); err != nil {
+		return
+	}
+	if ores, err = g.bRes.Get(g.dev, g.stream, m); err != nil {
+		return
+	}
+	if extra != nil {
+		if _, err = extra.Get(g.dev, g.stream, m); err != nil {
+			return
+		}
+	}
+	if err = g.zeroCtrl(); err != nil {
+		return
+	}
+	n := src.Len()
+	if err = g.launch(g.fPrep, int64(n), src, dst, uint64(n), uint32(g.nv), mode, osrc, odst, ores, g.ctrl); err != nil {
+		err = waitAfter(g.stream, err)
+	}
+	return
 }
 
 // applyPrepared applies a prepared batch (prep's layout: n elements, twice
@@ -670,17 +685,22 @@ func resultBytes(res []slabhash.Result) []uint8 {
 	return unsafe.Slice((*uint8)(unsafe.Pointer(&res[0])), len(res))
 }
 
+// uploadEdges copies an edge batch's Go slices into scratch.
+func (g *gpuGraph[W]) uploadEdges(src, dst []uint32) (ds, dd cuda.Slice[uint32], err error) {
+	if ds, err = upload(g, &g.bSrc, src); err != nil {
+		return
+	}
+	dd, err = upload(g, &g.bDst, dst)
+	return
+}
+
 // hostEdges uploads a Go-slice edge batch and runs it.
 func (g *gpuGraph[W]) hostEdges(ctx context.Context, op uint32, src, dst []uint32, ws []W, res []slabhash.Result) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for lo := 0; lo < len(src); lo += hostBatch {
 		hi := min(len(src), lo+hostBatch)
-		ds, err := upload(g, &g.bSrc, src[lo:hi])
-		if err != nil {
-			return err
-		}
-		dd, err := upload(g, &g.bDst, dst[lo:hi])
+		ds, dd, err := g.uploadEdges(src[lo:hi], dst[lo:hi])
 		if err != nil {
 			return err
 		}
@@ -768,11 +788,7 @@ func (g *gpuGraph[W]) lookup(ctx context.Context, src, dst []uint32, found []boo
 	defer g.mu.Unlock()
 	for lo := 0; lo < len(src); lo += hostBatch {
 		hi := min(len(src), lo+hostBatch)
-		ds, err := upload(g, &g.bSrc, src[lo:hi])
-		if err != nil {
-			return err
-		}
-		dd, err := upload(g, &g.bDst, dst[lo:hi])
+		ds, dd, err := g.uploadEdges(src[lo:hi], dst[lo:hi])
 		if err != nil {
 			return err
 		}
@@ -893,10 +909,6 @@ func (g *gpuGraph[W]) deleteVertices(ctx context.Context, ids []uint32) error {
 // offsets writes the exclusive scan of the degrees (nv+1 entries) and
 // returns the total.
 func (g *gpuGraph[W]) offsets() (cuda.Slice[uint64], uint64, error) {
-	e, err := g.primEngine()
-	if err != nil {
-		return cuda.Slice[uint64]{}, 0, err
-	}
 	off, err := cuda.Alloc[uint64](g.dev, g.nv+1)
 	if err != nil {
 		return off, 0, err
@@ -911,17 +923,31 @@ func (g *gpuGraph[W]) offsets() (cuda.Slice[uint64], uint64, error) {
 			return fail(err)
 		}
 	}
-	if err := prim.ExclusiveScan(e, g.stream, deg, deg, off.Sub(g.nv, g.nv+1)); err != nil {
-		return fail(err)
+	total, err := g.scan(deg, off)
+	if err != nil {
+		off.Free()
+		return cuda.Slice[uint64]{}, 0, err
+	}
+	return off, total, nil
+}
+
+// scan writes the exclusive scan of in to out[:len(in)] (out may be in)
+// and the total to out[len(in)], waits, and returns the total.
+func (g *gpuGraph[W]) scan(in, out cuda.Slice[uint64]) (uint64, error) {
+	e, err := g.primEngine()
+	if err != nil {
+		return 0, err
+	}
+	n := in.Len()
+	if err := prim.ExclusiveScan(e, g.stream, in, out.Sub(0, n), out.Sub(n, n+1)); err != nil {
+		return 0, waitAfter(g.stream, err)
+	}
+	if err := gpurt.Wait(g.stream); err != nil {
+		return 0, err
 	}
 	var total [1]uint64
-	if err := gpurt.Wait(g.stream); err != nil {
-		return fail(err)
-	}
-	if err := off.Sub(g.nv, g.nv+1).CopyToHost(total[:]); err != nil {
-		return fail(err)
-	}
-	return off, total[0], nil
+	err = out.Sub(n, n+1).CopyToHost(total[:])
+	return total[0], err
 }
 
 // gatherAll lays every table out as rows of a CSR (in no order within a
@@ -1206,11 +1232,7 @@ func (g *gpuGraph[W]) triangles(ctx context.Context, method TriangleMethod) (Tri
 func (g *gpuGraph[W]) build(ctx context.Context, n int, src, dst []uint32, ws []W) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	ds, err := upload(g, &g.bSrc, src)
-	if err != nil {
-		return err
-	}
-	dd, err := upload(g, &g.bDst, dst)
+	ds, dd, err := g.uploadEdges(src, dst)
 	if err != nil {
 		return err
 	}
@@ -1239,8 +1261,7 @@ func (g *gpuGraph[W]) buildChecked(ctx context.Context, n int, src, dst cuda.Sli
 }
 
 func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slice[uint32], vals cuda.DevicePtr) error {
-	e, err := g.primEngine()
-	if err != nil {
+	if _, err := g.primEngine(); err != nil { // before the pool: the old graph stays whole on failure
 		return err
 	}
 	// Everything that can fail for want of memory comes first; the old
@@ -1312,32 +1333,24 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 			return waitAfter(g.stream, err)
 		}
 	}
+	var slabs uint64
 	if n > 0 {
 		per := uint32(math.Round(g.loadFactor * slotsPerBucket * 1000))
 		if err := g.launch(g.fBuckets, int64(n), cnt, uint64(n), per, nb); err != nil {
 			return waitAfter(g.stream, err)
 		}
-		if err := prim.ExclusiveScan(e, g.stream, nb.Sub(0, n), base.Sub(0, n), base.Sub(n, n+1)); err != nil {
-			return waitAfter(g.stream, err)
-		}
-	}
-	if err := gpurt.Wait(g.stream); err != nil {
-		return err
-	}
-	var slabs [1]uint64
-	if n > 0 {
-		if err := base.Sub(n, n+1).CopyToHost(slabs[:]); err != nil {
+		if slabs, err = g.scan(nb.Sub(0, n), base); err != nil {
 			return err
 		}
 	}
-	if err := g.reserveArena(int(slabs[0])); err != nil {
+	if err := g.reserveArena(int(slabs)); err != nil {
 		return err
 	}
 	// The old graph goes: the new pool, an empty arena, the new dictionary.
 	keep = true
 	g.pool.Close()
 	g.pool = pool
-	g.nv, g.nslabs, g.selfSkips = n, int(slabs[0]), 0
+	g.nv, g.nslabs, g.selfSkips = n, int(slabs), 0
 	g.live.Store(0)
 	if err := g.gone.Zero(g.stream); err != nil {
 		return waitAfter(g.stream, err)
@@ -1391,26 +1404,10 @@ func (g *gpuGraph[W]) insertAsGiven(ctx context.Context, src, dst cuda.Slice[uin
 	if g.selfLoops {
 		mode |= prepSelfLoops
 	}
-	osrc, err := g.bOSrc.Get(g.dev, g.stream, n)
+	// deleteBoth's scratch is taken before anything applies.
+	osrc, odst, ores, err := g.prepare(src, dst, n, mode, &g.bRes2)
 	if err != nil {
 		return err
-	}
-	odst, err := g.bODst.Get(g.dev, g.stream, n)
-	if err != nil {
-		return err
-	}
-	ores, err := g.bRes.Get(g.dev, g.stream, n)
-	if err != nil {
-		return err
-	}
-	if _, err := g.bRes2.Get(g.dev, g.stream, n); err != nil { // deleteBoth's, taken before anything applies
-		return err
-	}
-	if err := g.zeroCtrl(); err != nil {
-		return err
-	}
-	if err := g.launch(g.fPrep, int64(n), src, dst, uint64(n), uint32(g.nv), mode, osrc, odst, ores, g.ctrl); err != nil {
-		return waitAfter(g.stream, err)
 	}
 	err = g.run(ctx, opInsert, osrc.Sub(0, n), odst.Sub(0, n), 0, ores.Sub(0, n), n, flagRetry, reserve, true)
 	if err == nil {
@@ -1521,28 +1518,15 @@ func (g *gpuGraph[W]) rehashLocked(ctx context.Context, extra cuda.DevicePtr, ch
 	if movers == 0 {
 		return nil
 	}
-	e, err := g.primEngine()
+	total, err := g.scan(need.Sub(0, movers), need)
 	if err != nil {
 		return err
 	}
-	if err := prim.ExclusiveScan(e, g.stream, need.Sub(0, movers), need.Sub(0, movers), need.Sub(movers, movers+1)); err != nil {
-		return waitAfter(g.stream, err)
-	}
-	if err := prim.ExclusiveScan(e, g.stream, rows.Sub(0, movers), rows.Sub(0, movers), rows.Sub(movers, movers+1)); err != nil {
-		return waitAfter(g.stream, err)
-	}
-	if err := gpurt.Wait(g.stream); err != nil {
+	buckets := int(total)
+	if total, err = g.scan(rows.Sub(0, movers), rows); err != nil {
 		return err
 	}
-	var tot [1]uint64
-	if err := need.Sub(movers, movers+1).CopyToHost(tot[:]); err != nil {
-		return err
-	}
-	buckets := int(tot[0])
-	if err := rows.Sub(movers, movers+1).CopyToHost(tot[:]); err != nil {
-		return err
-	}
-	entries := int(tot[0])
+	entries := int(total)
 	// need holds the new tables' first buckets now; their sizes come back
 	// from the plan's degrees (rows' differences) — simpler to keep both:
 	nb, err := g.rNB.Get(g.dev, g.stream, movers+1)
@@ -1731,54 +1715,55 @@ func (g *gpuGraph[W]) stats(ctx context.Context) (Stats, error) {
 // the overflow slabs linked are the pool's allocated units; then, on the
 // CSR copied out, the invariants Check states (checkCSR).
 func (g *gpuGraph[W]) check(ctx context.Context) error {
-	c, ws, err := func() (*CSR, []W, error) {
+	err := func() error {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		live, err := cuda.Alloc[uint32](g.dev, max(1, g.nv))
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		defer live.Free()
 		if err := live.Zero(g.stream); err != nil {
-			return nil, nil, waitAfter(g.stream, err)
+			return waitAfter(g.stream, err)
 		}
 		cs, err := g.census(live.Ptr())
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		counted := make([]uint32, g.nv)
 		if g.nv > 0 {
 			if err := live.Sub(0, g.nv).CopyToHost(counted); err != nil {
-				return nil, nil, err
+				return err
 			}
 		}
 		deg, err := g.hostDegrees()
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		var sum int64
 		for v, d := range deg {
 			if counted[v] != d {
-				return nil, nil, fmt.Errorf("vertex %d: degree %d, its table holds %d entries", v, d, counted[v])
+				return fmt.Errorf("vertex %d: degree %d, its table holds %d entries", v, d, counted[v])
 			}
 			sum += int64(d)
 		}
 		if sum != g.live.Load() {
-			return nil, nil, fmt.Errorf("degrees sum to %d entries, the count says %d", sum, g.live.Load())
+			return fmt.Errorf("degrees sum to %d entries, the count says %d", sum, g.live.Load())
 		}
 		ps, err := g.pool.Stats(ctx)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		if uint64(ps.Allocated) != cs.overflow {
-			return nil, nil, fmt.Errorf("%d overflow slabs linked, the pool has %d allocated", cs.overflow, ps.Allocated)
+			return fmt.Errorf("%d overflow slabs linked, the pool has %d allocated", cs.overflow, ps.Allocated)
 		}
-		return nil, nil, nil
+		return nil
 	}()
 	if err != nil {
 		return err
 	}
-	if c, ws, err = g.csr(ctx, true); err != nil {
+	c, ws, err := g.csr(ctx, true)
+	if err != nil {
 		return err
 	}
 	return checkCSR(c, ws, g.directed, g.selfLoops)

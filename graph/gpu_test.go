@@ -57,23 +57,7 @@ func TestCUDADeviceBatches(t *testing.T) {
 	if err := c.Build(ctx, e.Src, e.Dst, ws); err != nil {
 		t.Fatal(err)
 	}
-	same := func(where string) {
-		t.Helper()
-		a, aw, err := g.ToCSRWeights(ctx, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, bw, err := c.ToCSRWeights(ctx, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(a.Offsets, b.Offsets) || !slices.Equal(a.Cols, b.Cols) || !slices.Equal(aw, bw) {
-			t.Fatalf("%s: the CUDA graph differs from the CPU graph", where)
-		}
-		if err := g.Check(ctx); err != nil {
-			t.Fatalf("%s: %v", where, err)
-		}
-	}
+	same := func(where string) { t.Helper(); sameGraphs(t, where, g, c) }
 	same("build")
 	// Device inserts and deletes of random edges.
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -404,23 +388,7 @@ func TestCUDARehash(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	same := func(where string) {
-		t.Helper()
-		a, aw, err := g.ToCSRWeights(ctx, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, bw, err := c.ToCSRWeights(ctx, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(a.Offsets, b.Offsets) || !slices.Equal(a.Cols, b.Cols) || !slices.Equal(aw, bw) {
-			t.Fatalf("%s: the CUDA graph differs from the CPU graph", where)
-		}
-		if err := g.Check(ctx); err != nil {
-			t.Fatalf("%s: %v", where, err)
-		}
-	}
+	same := func(where string) { t.Helper(); sameGraphs(t, where, g, c) }
 	same("incremental build")
 	before, _ := g.Stats(ctx)
 	if err := g.Rehash(ctx); err != nil {
@@ -480,14 +448,7 @@ func TestCUDARehash(t *testing.T) {
 			}
 		}
 	}
-	a, aw, _ := h.ToCSRWeights(ctx, true)
-	b, bw, _ := hc.ToCSRWeights(ctx, true)
-	if !slices.Equal(a.Offsets, b.Offsets) || !slices.Equal(a.Cols, b.Cols) || !slices.Equal(aw, bw) {
-		t.Fatal("RehashChain: the CUDA graph differs from the CPU graph")
-	}
-	if err := h.Check(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sameGraphs(t, "RehashChain", h, hc)
 	if st, _ := h.Stats(ctx); st.LongestList > 4 {
 		t.Fatalf("RehashChain 1: longest list %d slabs", st.LongestList)
 	} else {
@@ -521,5 +482,25 @@ func TestCUDARehash(t *testing.T) {
 	}
 	if err := p.Check(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// sameGraphs checks that a CUDA graph holds what its CPU twin holds, weights
+// included, and passes Check.
+func sameGraphs[W Weight](t *testing.T, where string, g, c *Weighted[W]) {
+	t.Helper()
+	a, aw, err := g.ToCSRWeights(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, bw, err := c.ToCSRWeights(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a.Offsets, b.Offsets) || !slices.Equal(a.Cols, b.Cols) || !slices.Equal(aw, bw) {
+		t.Fatalf("%s: the CUDA graph differs from the CPU graph", where)
+	}
+	if err := g.Check(ctx); err != nil {
+		t.Fatalf("%s: %v", where, err)
 	}
 }

@@ -226,6 +226,33 @@ extern "C" __global__ void gr_degrees(const Vertex* dict, const uint32_t* ids, u
   }
 }
 
+// walk calls visit(d, s) for every slab s of the list that starts at s (a
+// tile; d its lanes' view), reporting kStatusRetryLimit rather than going
+// past kMaxSteps slabs (a corrupted list).
+template <class L, class F>
+__device__ __forceinline__ void walk(const Tile<L::W>& t, const Ctx<L>& c, char* s, F&& visit) {
+  for (uint32_t hop = 0;; ++hop) {
+    if (hop == sh::kMaxSteps) {
+      report(c.status, kStatusRetryLimit);
+      return;
+    }
+    Lane<L> d = sh::load<L>(t, s);
+    visit(d, s);
+    const uint32_t next = t.shfl(d.tail, L::kTailLane);
+    if (next == kNull) return;
+    s = c.unit(next);
+  }
+}
+
+// holds reports whether this lane's slot of d holds an entry (with
+// published, a published one).
+template <class L>
+__device__ __forceinline__ bool holds(const Tile<L::W>& t, const Lane<L>& d, bool published) {
+  using K = typename L::K;
+  return L::slot_lane(t.rank) && d.key != sh::empty_key<K>() && d.key != sh::tomb_key<K>() &&
+         (!published || ((sh::published<L>(t, d) >> t.rank) & 1));
+}
+
 // gather copies the live entries of arena buckets [lo, hi) into rows:
 // vertex owner[b]-vbase's entries at cols[offsets[v] ..], its cursor[v]
 // counting those written (zero before). rows (optional) gets each entry's
@@ -244,36 +271,24 @@ __device__ void gather(const char* arena, uint64_t lo, uint64_t hi, const uint32
     if (u == kOrphan) continue;
     const uint32_t v = u - vbase;
     const uint64_t o0 = offsets[v], o1 = offsets[v + 1];
-    const char* s = arena + b * L::kSlabBytes;
-    for (uint32_t hop = 0;; ++hop) {
-      if (hop == sh::kMaxSteps) {
-        report(c.status, kStatusRetryLimit);
-        break;
-      }
-      Lane<L> d = sh::load<L>(t, s);
-      const unsigned pub = sh::published<L>(t, d);
-      const bool live = L::slot_lane(t.rank) && d.key != sh::empty_key<K>() && d.key != sh::tomb_key<K>() &&
-                        ((pub >> t.rank) & 1);
+    walk<L>(t, c, (char*)arena + b * L::kSlabBytes, [&](const Lane<L>& d, char*) {
+      const bool live = holds<L>(t, d, true);
       const unsigned m = t.ballot(live);
-      if (m) {
-        uint32_t at = 0;
-        if (t.rank == 0) at = atomicAdd(&cursor[v], (uint32_t)__popc(m));
-        at = t.shfl(at, 0);
-        if (live) {
-          const uint64_t pos = o0 + at + __popc(m & L::lower(t.rank));
-          if (pos < o1) {
-            cols[pos] = (uint32_t)d.key;
-            if (vals) vals[pos] = d.val;
-            if (rows) rows[pos] = u;
-          } else {
-            report(c.status, kStatusOverflow);
-          }
+      if (!m) return;
+      uint32_t at = 0;
+      if (t.rank == 0) at = atomicAdd(&cursor[v], (uint32_t)__popc(m));
+      at = t.shfl(at, 0);
+      if (live) {
+        const uint64_t pos = o0 + at + __popc(m & L::lower(t.rank));
+        if (pos < o1) {
+          cols[pos] = (uint32_t)d.key;
+          if (vals) vals[pos] = d.val;
+          if (rows) rows[pos] = u;
+        } else {
+          report(c.status, kStatusOverflow);
         }
       }
-      const uint32_t next = t.shfl(d.tail, L::kTailLane);
-      if (next == kNull) break;
-      s = c.unit(next);
-    }
+    });
   }
 }
 
@@ -291,25 +306,15 @@ __device__ void sweep(char* arena, uint64_t nslabs, const uint32_t* owner, Verte
   for (uint64_t b = g.tile; b < nslabs; b += g.tiles) {
     const uint32_t u = owner[b];
     if (u == kOrphan || ((gone[u >> 5] >> (u & 31)) & 1)) continue;  // gone: reset afterwards
-    char* s = arena + b * L::kSlabBytes;
     uint32_t here = 0;
-    for (uint32_t hop = 0;; ++hop) {
-      if (hop == sh::kMaxSteps) {
-        report(c.status, kStatusRetryLimit);
-        break;
-      }
-      Lane<L> d = sh::load<L>(t, s);
-      const bool hit = L::slot_lane(t.rank) && d.key != sh::empty_key<K>() && d.key != sh::tomb_key<K>() &&
-                       ((gone[(uint32_t)d.key >> 5] >> ((uint32_t)d.key & 31)) & 1);
+    walk<L>(t, c, arena + b * L::kSlabBytes, [&](const Lane<L>& d, char* s) {
+      const bool hit = holds<L>(t, d, false) && ((gone[(uint32_t)d.key >> 5] >> ((uint32_t)d.key & 31)) & 1);
       if (hit) {
         if constexpr (sizeof(K) == 4) sh::stv32(L::slot_ptr(s, t.rank), (uint32_t)sh::tomb_key<K>());
         else sh::stv64(L::slot_ptr(s, t.rank), (uint64_t)sh::tomb_key<K>());
       }
       here += __popc(t.ballot(hit));
-      const uint32_t next = t.shfl(d.tail, L::kTailLane);
-      if (next == kNull) break;
-      s = c.unit(next);
-    }
+    });
     if (here && t.rank == 0) {
       atomicSub(&dict[u].degree, here);
       removed += here;
@@ -447,16 +452,8 @@ __device__ void gather_tables(const char* arena, const Vertex* tabs, const uint3
     const uint64_t o1 = offsets[i + 1];
     uint64_t at = offsets[i];
     for (uint32_t k = 0; k < e.nb; ++k) {
-      const char* s = arena + ((size_t)e.base + k) * L::kSlabBytes;
-      for (uint32_t hop = 0;; ++hop) {
-        if (hop == sh::kMaxSteps) {
-          report(c.status, kStatusRetryLimit);
-          break;
-        }
-        Lane<L> d = sh::load<L>(t, s);
-        const unsigned pub = sh::published<L>(t, d);
-        const bool live = L::slot_lane(t.rank) && d.key != sh::empty_key<K>() && d.key != sh::tomb_key<K>() &&
-                          ((pub >> t.rank) & 1);
+      walk<L>(t, c, (char*)arena + ((size_t)e.base + k) * L::kSlabBytes, [&](const Lane<L>& d, char*) {
+        const bool live = holds<L>(t, d, true);
         const unsigned m = t.ballot(live);
         if (live) {
           const uint64_t pos = at + __popc(m & L::lower(t.rank));
@@ -469,10 +466,7 @@ __device__ void gather_tables(const char* arena, const Vertex* tabs, const uint3
           }
         }
         at += __popc(m);
-        const uint32_t next = t.shfl(d.tail, L::kTailLane);
-        if (next == kNull) break;
-        s = c.unit(next);
-      }
+      });
     }
   }
 }
@@ -518,21 +512,12 @@ __device__ void census(const char* arena, uint64_t nslabs, const uint32_t* owner
   for (uint64_t b = g.tile; b < nslabs; b += g.tiles) {
     const uint32_t u = owner[b];
     if (u == kOrphan) continue;
-    const char* s = arena + b * L::kSlabBytes;
-    uint32_t here = 0, len = 1;
-    for (uint32_t hop = 0;; ++hop) {
-      if (hop == sh::kMaxSteps) {
-        report(c.status, kStatusRetryLimit);
-        break;
-      }
-      Lane<L> d = sh::load<L>(t, s);
-      here += __popc(t.ballot(L::slot_lane(t.rank) && d.key != sh::empty_key<K>() && d.key != sh::tomb_key<K>()));
+    uint32_t here = 0, len = 0;
+    walk<L>(t, c, (char*)arena + b * L::kSlabBytes, [&](const Lane<L>& d, char*) {
+      here += __popc(t.ballot(holds<L>(t, d, false)));
       loops += __popc(t.ballot(L::slot_lane(t.rank) && d.key == u));
-      const uint32_t next = t.shfl(d.tail, L::kTailLane);
-      if (next == kNull) break;
-      s = c.unit(next);
       ++len;
-    }
+    });
     if (t.rank == 0) {
       if (live && here) atomicAdd(&live[u], here);
       over += len - 1;
@@ -598,14 +583,15 @@ extern "C" __global__ void gr_orient(const uint64_t* offsets, uint32_t* cols, co
   }
 }
 
-// tc counts triangles over an oriented CSR (gr_orient): for every oriented
-// entry k = (u, v) at position i of u's row, the later entries w of u's row
-// whose edge (v, w) is in v's table. A tile of 8 lanes per entry, the lanes
-// over w; each probe is one thread's (contains). rows[k] is k's vertex.
-template <class L>
-__device__ void tc(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows, const uint32_t* ocnt,
-                   uint64_t total, const char* arena, const Vertex* dict, const Pool* pool, uint32_t seed,
-                   unsigned long long* count) {
+// count_pairs is the loop of the triangle counts: for every entry k = (u,
+// v) of the rows (rows[k] = u; u's first ocnt[u] entries taken), and every
+// later entry w of u's row, it counts edge(v, w) — by a tile of 8 lanes per
+// entry, the lanes over w — into count. Self-loops (only unoriented rows
+// hold one) pair with nothing.
+template <class Edge>
+__device__ __forceinline__ void count_pairs(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows,
+                                            const uint32_t* ocnt, uint64_t total, unsigned long long* count,
+                                            Edge&& edge) {
   Tile<8> t;
   Geometry<8> g;
   unsigned long long found = 0;
@@ -615,52 +601,50 @@ __device__ void tc(const uint64_t* offsets, const uint32_t* cols, const uint32_t
     const uint32_t i = (uint32_t)(k - o0), d = ocnt[u];
     if (i >= d) continue;
     const uint32_t v = cols[k];
-    if (v == u) continue;  // a self-loop (only unoriented rows hold one)
-    const uint2 bn = *(const uint2*)&dict[v];
+    if (v == u) continue;
     for (uint32_t j = i + 1 + t.rank; j < d; j += 8) {
       const uint32_t w = cols[o0 + j];
-      found += w != u && contains<L>(arena, pool, bn, seed, w);
+      found += w != u && edge(v, w);
     }
   }
   for (int off = 16; off > 0; off >>= 1) found += __shfl_xor_sync(0xffffffffu, found, off);
   if (slab::lane() == 0 && found) atomicAdd(count, found);
 }
 
+// tc counts triangles over an oriented CSR (gr_orient): for every oriented
+// edge (u, v) at position i of u's row, the later entries w of u's row
+// whose edge (v, w) is in v's table (one thread's probe: contains).
+template <class L>
+__device__ void tc(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows, const uint32_t* ocnt,
+                   uint64_t total, const char* arena, const Vertex* dict, const Pool* pool, uint32_t seed,
+                   unsigned long long* count) {
+  count_pairs(offsets, cols, rows, ocnt, total, count, [&](uint32_t v, uint32_t w) {
+    return contains<L>(arena, pool, *(const uint2*)&dict[v], seed, w);
+  });
+}
+
 // tc_sorted is tc over sorted rows (gr_orient keeps their order): the edge
-// (v, w) of a pair of later entries of u's row is looked up by binary search
-// in the oriented row of whichever of v, w ranks lower. The sorted-adjacency
-// baseline (TrianglesSorted).
+// (v, w) is looked up by binary search in the oriented row of whichever of
+// v, w ranks lower. The sorted-adjacency baseline (TrianglesSorted).
 extern "C" __global__ void gr_tc_sorted(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows,
                                         const uint32_t* ocnt, uint64_t total, const Vertex* dict,
                                         unsigned long long* count) {
-  Tile<8> t;
-  Geometry<8> g;
-  unsigned long long found = 0;
-  for (uint64_t k = g.tile; k < total; k += g.tiles) {
-    const uint32_t u = rows[k];
-    const uint64_t o0 = offsets[u];
-    const uint32_t i = (uint32_t)(k - o0), d = ocnt[u];
-    if (i >= d) continue;
-    const uint32_t v = cols[k], dv = dict[v].degree;
-    for (uint32_t j = i + 1 + t.rank; j < d; j += 8) {
-      uint32_t a = v, b = cols[o0 + j];  // look b up in a's oriented row
-      const uint32_t db = dict[b].degree;
-      if (db < dv || (db == dv && b < v)) {
-        a = b;
-        b = v;
-      }
-      const uint32_t* row = cols + offsets[a];
-      uint32_t lo = 0, hi = ocnt[a];
-      while (lo < hi) {
-        const uint32_t mid = (lo + hi) >> 1;
-        if (row[mid] < b) lo = mid + 1;
-        else hi = mid;
-      }
-      found += lo < ocnt[a] && row[lo] == b;
+  count_pairs(offsets, cols, rows, ocnt, total, count, [&](uint32_t v, uint32_t w) {
+    uint32_t a = v, b = w;  // look b up in a's oriented row
+    const uint32_t dv = dict[v].degree, dw = dict[w].degree;
+    if (dw < dv || (dw == dv && w < v)) {
+      a = w;
+      b = v;
     }
-  }
-  for (int off = 16; off > 0; off >>= 1) found += __shfl_xor_sync(0xffffffffu, found, off);
-  if (slab::lane() == 0 && found) atomicAdd(count, found);
+    const uint32_t* row = cols + offsets[a];
+    uint32_t lo = 0, hi = ocnt[a];
+    while (lo < hi) {
+      const uint32_t mid = (lo + hi) >> 1;
+      if (row[mid] < b) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < ocnt[a] && row[lo] == b;
+  });
 }
 
 // narrow copies 64-bit offsets to 32-bit ones (prim's segmented sort).

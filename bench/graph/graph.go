@@ -40,7 +40,7 @@ var (
 	// Table 5.6: incremental build, M edges/s by log2 of the batch (mean
 	// over ldoor, delaunay_n23, road_usa, soc-LiveJournal1).
 	thesisIncremental = map[int]float64{20: 841.31, 21: 945.64, 22: 993.82}
-	thesisBuildMs = map[string]float64{"luxembourg_osm": 0.184, "germany_osm": 12.407, "road_usa": 27.910, "delaunay_n23": 19.590,
+	thesisBuildMs     = map[string]float64{"luxembourg_osm": 0.184, "germany_osm": 12.407, "road_usa": 27.910, "delaunay_n23": 19.590,
 		"delaunay_n20": 2.494, "rgg_n_2_20_s0": 5.053, "rgg_n_2_24_s0": 97.886, "coAuthorsDBLP": 0.835, "ldoor": 15.936,
 		"soc-LiveJournal1": 26.176, "soc-orkut": 39.907, "hollywood-2009": 42.387}
 	thesisTCMs = map[string]float64{"luxembourg_osm": 0.31, "germany_osm": 29.69, "road_usa": 66.20, "delaunay_n23": 56.38,
@@ -384,6 +384,23 @@ func (b *bench) build() error {
 	return nil
 }
 
+// cpuGraph builds e on the CPU backend, the baseline (nil when cpuFor says
+// no).
+func (b *bench) cpuGraph(e *input) (*graph.Graph, error) {
+	if !b.cpuFor(e) {
+		return nil, nil
+	}
+	c, err := graph.New(graph.Options{Backend: warpkit.CPU})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Build(b.ctx, e.Src, e.Dst); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
 // randomEdges draws n edges of an n-vertex graph, without self-loops.
 func randomEdges(rng *rand.Rand, vertices, n int) (src, dst []uint32) {
 	src, dst = make([]uint32, n), make([]uint32, n)
@@ -435,15 +452,12 @@ func (b *bench) edges(kind string) error {
 		}
 		defer d.close()
 	}
-	var c *graph.Graph
-	if b.cpuFor(e) {
-		if c, err = graph.New(graph.Options{Backend: warpkit.CPU}); err != nil {
-			return err
-		}
+	c, err := b.cpuGraph(e)
+	if err != nil {
+		return err
+	}
+	if c != nil {
 		defer c.Close()
-		if err := c.Build(b.ctx, e.Src, e.Dst); err != nil {
-			return err
-		}
 	}
 	rng := rand.New(rand.NewPCG(b.seed, 17))
 	for _, lg := range b.batches {
@@ -500,15 +514,24 @@ func (b *bench) edges(kind string) error {
 				return err
 			}
 		}
-		th := thesis[lg] / 1e3
-		tg, hasTarget := target[lg]
-		met := ""
-		if hasTarget && d != nil {
-			met = benchfmt.YesNo(rate >= tg)
-		}
-		t.Add(fmt.Sprintf("2^%d", lg), b.ours(rate), b.ours(first), th, benchfmt.Ratio(rate, th), cpu, benchfmt.Ratio(rate, cpu), tg, met)
+		b.batchRow(t, lg, rate, first, thesis[lg]/1e3, cpu, target, d != nil)
 	}
 	return nil
+}
+
+// batchRow adds a batch size's row: our median and first rate, the
+// thesis's, the CPU backend's, and the target (when there is one for
+// log2 batch lg, and a device to meet it).
+func (b *bench) batchRow(t *benchfmt.Table, lg int, rate, first, thesis, cpu float64, targets map[int]float64, gpu bool) {
+	tg, has := targets[lg]
+	met, target := "", any("-")
+	if has {
+		target = tg
+		if gpu {
+			met = benchfmt.YesNo(rate >= tg)
+		}
+	}
+	t.Add(fmt.Sprintf("2^%d", lg), b.ours(rate), b.ours(first), thesis, benchfmt.Ratio(rate, thesis), cpu, benchfmt.Ratio(rate, cpu), target, met)
 }
 
 // vdelete is Table 5.4: deletes of random vertices (with every edge into
@@ -568,13 +591,7 @@ func (b *bench) vdelete() error {
 				return err
 			}
 		}
-		tg, hasTarget := targetVDelete[lg]
-		met := ""
-		if hasTarget && d != nil {
-			met = benchfmt.YesNo(rate >= tg)
-		}
-		th := thesisVDelete[lg]
-		t.Add(fmt.Sprintf("2^%d", lg), b.ours(rate), b.ours(first), th, benchfmt.Ratio(rate, th), cpu, benchfmt.Ratio(rate, cpu), tg, met)
+		b.batchRow(t, lg, rate, first, thesisVDelete[lg], cpu, targetVDelete, d != nil)
 	}
 	return nil
 }
@@ -597,15 +614,12 @@ func (b *bench) query() error {
 			return err
 		}
 	}
-	var c *graph.Graph
-	if b.cpuFor(e) {
-		if c, err = graph.New(graph.Options{Backend: warpkit.CPU}); err != nil {
-			return err
-		}
+	c, err := b.cpuGraph(e)
+	if err != nil {
+		return err
+	}
+	if c != nil {
 		defer c.Close()
-		if err := c.Build(b.ctx, e.Src, e.Dst); err != nil {
-			return err
-		}
 	}
 	rng := rand.New(rand.NewPCG(b.seed, 23))
 	for _, lg := range b.batches {
