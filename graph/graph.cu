@@ -245,12 +245,13 @@ __device__ __forceinline__ void walk(const Tile<L::W>& t, const Ctx<L>& c, char*
 }
 
 // holds reports whether this lane's slot of d holds an entry (with
-// published, a published one).
+// published, a published one). Every lane of the tile calls it (published
+// shuffles within the tile).
 template <class L>
 __device__ __forceinline__ bool holds(const Tile<L::W>& t, const Lane<L>& d, bool published) {
   using K = typename L::K;
-  return L::slot_lane(t.rank) && d.key != sh::empty_key<K>() && d.key != sh::tomb_key<K>() &&
-         (!published || ((sh::published<L>(t, d) >> t.rank) & 1));
+  const unsigned pub = published ? sh::published<L>(t, d) : ~0u;
+  return L::slot_lane(t.rank) && d.key != sh::empty_key<K>() && d.key != sh::tomb_key<K>() && ((pub >> t.rank) & 1);
 }
 
 // gather copies the live entries of arena buckets [lo, hi) into rows:
