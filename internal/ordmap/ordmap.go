@@ -163,7 +163,7 @@ func (w Writer[K, V]) Set(k K, v V) { w.m.Set(k, v) }
 func (w Writer[K, V]) Delete(k K) { w.m.Delete(k) }
 
 // View is the map for queries.
-func (w Writer[K, V]) View() View[K, V] { return View[K, V]{w.m} }
+func (w Writer[K, V]) View() View[K, V] { return View[K, V](w) }
 
 // View is a map to query: the live map under its holder's lock, or a
 // snapshot.
