@@ -106,6 +106,21 @@ func (g *base[W]) DegreesDevice(ctx context.Context, ids, out cuda.Slice[uint32]
 	})
 }
 
+// NeighborsDevice writes the neighbours of ids[i] (in no order) to
+// out[offsets[i]:offsets[i+1]] — the windows a DegreesDevice and a scan
+// give (len(offsets) = len(ids)+1). A window that decreases or passes the
+// end of out is left empty, and one smaller than its vertex's degree gets
+// its first neighbours; either fails the call with ErrInvalidArgument, the
+// other windows written.
+func (g *base[W]) NeighborsDevice(ctx context.Context, ids cuda.Slice[uint32], offsets cuda.Slice[uint64], out cuda.Slice[uint32]) error {
+	return g.deviceBatch(ctx, "neighbors device", front.Shared, ids.Len(), []int{offsets.Len() - 1}, func(gg *gpuGraph[W]) error {
+		if ids.Len() == 0 {
+			return nil
+		}
+		return gg.neighborsDevice(ids, offsets, out)
+	})
+}
+
 // DeleteVerticesDevice is DeleteVertices with a device-resident slice.
 func (g *base[W]) DeleteVerticesDevice(ctx context.Context, ids cuda.Slice[uint32]) error {
 	return g.deviceBatch(ctx, "delete vertices device", front.Exclusive, ids.Len(), nil, func(gg *gpuGraph[W]) error {

@@ -859,6 +859,42 @@ func (g *gpuGraph[W]) degrees(ctx context.Context, ids, out []uint32) error {
 	return do.CopyToHost(out)
 }
 
+// neighborsDevice gathers the neighbours of ids (device) into out at the
+// caller's offsets (len(ids)+1 of them): gr_pick, then gr_gather_tables,
+// which writes nothing outside out.
+func (g *gpuGraph[W]) neighborsDevice(ids cuda.Slice[uint32], offsets cuda.Slice[uint64], out cuda.Slice[uint32]) error {
+	n := ids.Len()
+	if err := g.checkIDs(ids, cuda.Slice[uint32]{}); err != nil {
+		return err
+	}
+	tabs, err := g.rCur.Get(g.dev, g.stream, n*vertexWords)
+	if err != nil {
+		return err
+	}
+	if err := g.launch(g.fPick, int64(n), g.dict, ids, uint64(n), tabs); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if err := g.zeroCtrl(); err != nil {
+		return err
+	}
+	var outp cuda.DevicePtr
+	if out.Buffer() != nil {
+		outp = out.Ptr()
+	}
+	if err := g.launch(g.fGatherTables, tiles(n), g.arena, tabs, ids, uint64(n), g.pool.Descriptor(), offsets,
+		cuda.DevicePtr(0), outp, cuda.DevicePtr(0), uint64(out.Len()), g.ctrl); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if err := g.readCtrl(); err != nil {
+		return err
+	}
+	status := uint32(g.host[gpurt.CtrlStatus])
+	if status&gpurt.StatusOverflow != 0 {
+		return fmt.Errorf("%w: a vertex's window is smaller than its degree (its first neighbours were written)", warpkit.ErrInvalidArgument)
+	}
+	return gpurt.StatusError("neighbors device", status)
+}
+
 // deleteVerticesDevice removes the vertices' edges: a sweep tombstones the
 // entries into them in every other vertex's table, then their own tables
 // are emptied and their overflow slabs freed (graph.cu: gr_sweep, gr_reset).
@@ -1565,7 +1601,7 @@ func (g *gpuGraph[W]) rehashLocked(ctx context.Context, extra cuda.DevicePtr, ch
 	if err := g.zeroCtrl(); err != nil {
 		return err
 	}
-	if err := g.launch(g.fGatherTables, tiles(movers), g.arena, old, ids, uint64(movers), g.pool.Descriptor(), rows, src, cols, vals, g.ctrl); err != nil {
+	if err := g.launch(g.fGatherTables, tiles(movers), g.arena, old, ids, uint64(movers), g.pool.Descriptor(), rows, src, cols, vals, uint64(entries), g.ctrl); err != nil {
 		return waitAfter(g.stream, err)
 	}
 	if err := g.readCtrl(); err != nil {

@@ -156,6 +156,57 @@ func TestCUDADeviceBatches(t *testing.T) {
 	if !slices.Equal(gotD, wantD) {
 		t.Fatal("degrees differ")
 	}
+	// Neighbour gathers into windows sized by the degrees.
+	nids := src[:200]
+	deg200 := gotD[:200]
+	offs := make([]uint64, len(nids)+1)
+	for i, d := range deg200 {
+		offs[i+1] = offs[i] + uint64(d)
+	}
+	doffs, err := cuda.FromHost(dev, offs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer doffs.Free()
+	nout, err := cuda.Alloc[uint32](dev, int(max(1, offs[len(nids)])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nout.Free()
+	if err := g.NeighborsDevice(ctx, up(nids), doffs, nout.Sub(0, int(offs[len(nids)]))); err != nil {
+		t.Fatal(err)
+	}
+	flat := make([]uint32, offs[len(nids)])
+	if err := nout.Sub(0, len(flat)).CopyToHost(flat); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range nids {
+		got := slices.Clone(flat[offs[i]:offs[i+1]])
+		slices.Sort(got)
+		var want []uint32
+		ns, _ := c.Neighbors(ctx, v)
+		for u := range ns {
+			want = append(want, u)
+		}
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("neighbours of %d: %v, want %v", v, got, want)
+		}
+	}
+	if offs[len(nids)] > 0 { // windows too small, and past the end of out
+		if err := g.NeighborsDevice(ctx, up(nids), doffs, nout.Sub(0, int(offs[len(nids)])-1)); !errors.Is(err, warpkit.ErrInvalidArgument) {
+			t.Fatalf("a window past the end of out: %v", err)
+		}
+		short := slices.Clone(offs)
+		for i := range short {
+			short[i] /= 2
+		}
+		ds, _ := cuda.FromHost(dev, short)
+		defer ds.Free()
+		if err := g.NeighborsDevice(ctx, up(nids), ds, nout); !errors.Is(err, warpkit.ErrInvalidArgument) {
+			t.Fatalf("windows smaller than the degrees: %v", err)
+		}
+	}
 	// Vertex deletes on the device (a repeated ID among them).
 	ids := []uint32{0, 1, 2, 3, 5, 8, 13, 21, 34, 3, uint32(n - 1)}
 	if err := g.DeleteVerticesDevice(ctx, up(ids)); err != nil {

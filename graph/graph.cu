@@ -436,14 +436,17 @@ extern "C" __global__ void gr_pick(const Vertex* dict, const uint32_t* ids, uint
   for (uint64_t i = thread_index(); i < n; i += thread_count()) out[i] = dict[ids[i]];
 }
 
-// gather_tables copies the live entries of the tables tabs[i] (mover i's,
-// as they were) to cols/vals at offsets[i] .., their vertex ids[i] to src:
-// a tile per table, walking its buckets. An entry past offsets[i+1] is not
-// written (kStatusOverflow). Runs alone.
+// gather_tables copies the live entries of the tables tabs[i] (Rehash's
+// movers as they were, or NeighborsDevice's vertices) to cols/vals
+// (optional) at offsets[i] .., their vertex ids[i] to src (optional): a
+// tile per table, walking its buckets. An entry past offsets[i+1] is not
+// written (kStatusOverflow); a window that decreases or passes cap
+// (offsets from the caller's memory) is skipped (kStatusBadRoom), so
+// nothing is written outside cols[0, cap). Runs alone.
 template <class L>
 __device__ void gather_tables(const char* arena, const Vertex* tabs, const uint32_t* ids, uint64_t n, Pool* pool,
                               const uint64_t* offsets, uint32_t* src, uint32_t* cols, typename L::V* vals,
-                              unsigned long long* ctrl) {
+                              uint64_t cap, unsigned long long* ctrl) {
   using K = typename L::K;
   Tile<L::W> t;
   Geometry<L::W> g;
@@ -452,6 +455,10 @@ __device__ void gather_tables(const char* arena, const Vertex* tabs, const uint3
     const Vertex e = tabs[i];
     const uint64_t o1 = offsets[i + 1];
     uint64_t at = offsets[i];
+    if (at > o1 || o1 > cap) {
+      if (t.rank == 0) report(c.status, kStatusBadRoom);
+      continue;
+    }
     for (uint32_t k = 0; k < e.nb; ++k) {
       walk<L>(t, c, (char*)arena + ((size_t)e.base + k) * L::kSlabBytes, [&](const Lane<L>& d, char*) {
         const bool live = holds<L>(t, d, true);
@@ -460,7 +467,7 @@ __device__ void gather_tables(const char* arena, const Vertex* tabs, const uint3
           const uint64_t pos = at + __popc(m & L::lower(t.rank));
           if (pos < o1) {
             cols[pos] = (uint32_t)d.key;
-            src[pos] = ids[i];
+            if (src) src[pos] = ids[i];
             if (vals) vals[pos] = d.val;
           } else {
             report(c.status, kStatusOverflow);
@@ -680,8 +687,8 @@ extern "C" __global__ void gr_narrow(const uint64_t* in, uint64_t n, uint32_t* o
   extern "C" __global__ void gr_gather_tables_##NAME(const char* arena, const wk::gr::Vertex* tabs,                 \
                                                      const uint32_t* ids, uint64_t n, wk::slab::Pool* pool,          \
                                                      const uint64_t* offsets, uint32_t* src, uint32_t* cols, V* vals, \
-                                                     unsigned long long* ctrl) {                                     \
-    wk::gr::gather_tables<L_##NAME>(arena, tabs, ids, n, pool, offsets, src, cols, vals, ctrl);                      \
+                                                     uint64_t cap, unsigned long long* ctrl) {                       \
+    wk::gr::gather_tables<L_##NAME>(arena, tabs, ids, n, pool, offsets, src, cols, vals, cap, ctrl);                 \
   }                                                                                                                   \
   extern "C" __global__ void gr_sweep_##NAME(char* arena, uint64_t nslabs, const uint32_t* owner,                    \
                                              wk::gr::Vertex* dict, wk::slab::Pool* pool, const uint32_t* gone,       \
