@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	registerTourPart(tourPart{order: 80, name: "graph: a dynamic graph — build, update, count triangles (CPU backend; the CUDA one is to come)", run: tourGraph})
+	registerTourPart(tourPart{order: 80, name: "graph: a dynamic graph — build, update, count triangles, rehash", run: tourGraph})
 }
 
 // tourGraph builds an RMAT graph, counts its triangles, inserts and deletes
@@ -21,7 +21,7 @@ func tourGraph(ctx context.Context, env tourEnv) error {
 	if err != nil {
 		return err
 	}
-	g, err := graph.New(graph.Options{VertexCapacity: e.NumVertices})
+	g, err := graph.New(graph.Options{Backend: env.Backend, Device: env.Device, VertexCapacity: e.NumVertices})
 	if err != nil {
 		return err
 	}
@@ -70,10 +70,21 @@ func tourGraph(ctx context.Context, env tourEnv) error {
 	if after != before {
 		return fmt.Errorf("%d triangles after deleting and reinserting edges, %d before", after, before)
 	}
+	if err := g.Rehash(ctx); err != nil {
+		return err
+	}
 	if err := g.Check(ctx); err != nil {
 		return err
 	}
-	fmt.Printf("   deleted %d edges (%d were there): %d triangles; inserted them again: %d, as before (%v); invariants hold\n",
-		k, removed, mid, after, time.Since(start).Round(time.Millisecond))
+	st, err = g.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	lists := "" // the CUDA backend's bucket lists (the CPU backend has none)
+	if st.LongestList > 0 {
+		lists = fmt.Sprintf(" (longest list %d slabs)", st.LongestList)
+	}
+	fmt.Printf("   deleted %d edges (%d were there): %d triangles; inserted them again: %d, as before (%v); rehashed%s; invariants hold\n",
+		k, removed, mid, after, time.Since(start).Round(time.Millisecond), lists)
 	return nil
 }
