@@ -42,8 +42,9 @@ type Options struct {
 	MaxPoolBytes int64
 	// LoadFactor is the share of a bucket's slots a build fills (the CUDA
 	// backend sizes each vertex's table for its entries at this load; 0:
-	// DefaultLoadFactor; at most 1). Lower loads cost memory and speed up
-	// later inserts (fewer full slabs to pass).
+	// DefaultLoadFactor; at most 16: above 1 the lists are that many slabs
+	// long on average, the thesis's load-factor sweep). Lower loads cost
+	// memory and speed up later inserts (fewer full slabs to pass).
 	LoadFactor float64
 	// RehashChain, when positive, grows tables ahead of inserts (the CUDA
 	// backend): an insert batch first moves every table that the batch
@@ -152,8 +153,8 @@ func newBase[W any](opts Options) (base[W], error) {
 	if opts.VertexCapacity < 0 || opts.VertexCapacity > ReservedTombstone {
 		return base[W]{}, f.Errorf("new", "VertexCapacity %d outside 0..%d", opts.VertexCapacity, ReservedTombstone)
 	}
-	if !(opts.LoadFactor >= 0 && opts.LoadFactor <= 1) || (opts.LoadFactor > 0 && opts.LoadFactor*7 < 0.5) {
-		return base[W]{}, f.Errorf("new", "LoadFactor %v outside (0.08, 1] (0: the default %v)", opts.LoadFactor, DefaultLoadFactor)
+	if !(opts.LoadFactor >= 0 && opts.LoadFactor <= 16) || (opts.LoadFactor > 0 && opts.LoadFactor*7 < 0.5) {
+		return base[W]{}, f.Errorf("new", "LoadFactor %v outside (0.08, 16] (0: the default %v)", opts.LoadFactor, DefaultLoadFactor)
 	}
 	if !(opts.RehashChain >= 0 && opts.RehashChain <= 1000) {
 		return base[W]{}, f.Errorf("new", "RehashChain %v outside 0..1000", opts.RehashChain)

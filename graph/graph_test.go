@@ -454,7 +454,7 @@ func TestContract(t *testing.T) {
 			t.Fatalf("RehashChain %v: %v", rc, err)
 		}
 	}
-	for _, lf := range []float64{-0.5, 1.01, 0.01, math.NaN()} {
+	for _, lf := range []float64{-0.5, 16.5, 0.01, math.NaN()} {
 		if _, err := New(Options{LoadFactor: lf}); !errors.Is(err, warpkit.ErrInvalidArgument) {
 			t.Fatalf("LoadFactor %v: %v", lf, err)
 		}

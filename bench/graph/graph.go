@@ -109,7 +109,7 @@ func (b *bench) cpuFor(e *input) bool { return b.cpu && len(e.Src) <= 1<<28 }
 
 // Run runs warp bench graph with args (its flags) and writes the report to w.
 func Run(ctx context.Context, args []string, w io.Writer) error {
-	fs := cli.NewFlags("bench graph", "[--json] [--quick] [--graphs NAME,...] [--base NAME] [--batches 16,18,...] [--only build,insert,delete,vdelete,query,tc,incremental,lf] [--reps N] [--no-cpu] [--backend B]\n\n"+
+	fs := cli.NewFlags("bench graph", "[--json] [--quick] [--graphs NAME,...] [--base NAME] [--batches 16,18,...] [--only build,insert,delete,vdelete,query,tc,incremental,lf,degree] [--reps N] [--no-cpu] [--backend B]\n\n"+
 		"Generates the stand-ins named (graphio.StandIns; `warp graph standins` lists them) on the host, uploads each\n"+
 		"once and measures, through package graph's device-resident methods (transfers excluded, as the thesis):\n"+
 		"bulk builds and triangle counts per graph (Tables 5.5, 5.7) and, on the --base graph, edge insert and delete\n"+
@@ -122,7 +122,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	graphsFlag := fs.String("graphs", "luxembourg_osm,coAuthorsDBLP,delaunay_n20,rgg_n_2_20_s0,germany_osm,soc-LiveJournal1", "stand-ins for the build and triangle tables")
 	baseFlag := fs.String("base", "rgg_n_2_20_s0", "the stand-in the batch experiments update")
 	batchesFlag := fs.String("batches", "16,18,20,22", "log2 of the batch sizes of the edge and vertex experiments")
-	only := fs.String("only", "", "comma-separated experiments (default all): build, insert, delete, vdelete, query, tc, incremental, lf")
+	only := fs.String("only", "", "comma-separated experiments (default all): build, insert, delete, vdelete, query, tc, incremental, lf, degree")
 	reps := fs.Int("reps", 3, "repetitions per measurement (the median is reported)")
 	noCPU := fs.Bool("no-cpu", false, "skip the CPU backend baseline")
 	seed := fs.Uint64("seed", 1, "seed of the generators and batches")
@@ -175,7 +175,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		b.batches = append(b.batches, v)
 	}
 	runs := map[string]bool{}
-	all := []string{"build", "insert", "delete", "vdelete", "query", "tc", "incremental", "lf"}
+	all := []string{"build", "insert", "delete", "vdelete", "query", "tc", "incremental", "lf", "degree"}
 	if *only == "" {
 		for _, x := range all {
 			runs[x] = true
@@ -226,6 +226,8 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 			err = b.loadFactors()
 		case "incremental":
 			err = b.incremental()
+		case "degree":
+			err = b.degreeSweep(*quick)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", x, err)
@@ -1015,4 +1017,94 @@ func (b *bench) warm() error {
 	}
 	_, err = g.TriangleCountWith(b.ctx, graph.TrianglesSorted)
 	return err
+}
+
+// degreeSweep is the thesis's Figs 5.2/5.3: RMAT graphs of 2^20 vertices
+// (2^16 with --quick) at mean degrees 2 to 128, each built at load factors
+// from 0.4 to 5 (above 1: lists of that many slabs): memory, the lists,
+// inserts of 2^20 random edges into a fresh build, triangle counting.
+func (b *bench) degreeSweep(quick bool) error {
+	if b.dev == nil {
+		return nil
+	}
+	scale := 20
+	if quick {
+		scale = 16
+	}
+	t := b.rep.Table(fmt.Sprintf("Figs 5.2/5.3: mean degree and load factor (RMAT scale %d, undirected; inserts of 2^20 random edges on a fresh build)", scale),
+		"mean degree", "load", "build ms", "B/entry", "slot use", "longest list", "insert G/s", "/best", "triangles ms", "/best")
+	rng := rand.New(rand.NewPCG(b.seed, 31))
+	for _, ef := range []int{1, 4, 16, 64} {
+		e0, err := graphio.RMAT(scale, ef, graphio.RMATOptions{Seed: b.seed})
+		if err != nil {
+			return err
+		}
+		e := &input{fmt.Sprintf("rmat:%d:%d", scale, ef), e0}
+		is, id := randomEdges(rng, e.NumVertices, 1<<20)
+		ds, err := upload(b.dev, is)
+		if err != nil {
+			return err
+		}
+		dd, err := upload(b.dev, id)
+		if err != nil {
+			ds.Free()
+			return err
+		}
+		type row struct {
+			lf              float64
+			build, ins, tri time.Duration
+			bpe, use        float64
+			longest         int
+			deg             float64
+		}
+		var rows []row
+		for _, lf := range []float64{0.4, graph.DefaultLoadFactor, 1, 2, 5} {
+			d, err := b.newDeviceLF(e, lf)
+			if err != nil {
+				break
+			}
+			r := row{lf: lf}
+			r.build, _, err = b.timeIt(nil, func() error { return d.build(b.ctx) })
+			var st graph.Stats
+			if err == nil {
+				st, err = d.g.Stats(b.ctx)
+			}
+			if err == nil {
+				r.tri, _, err = b.timeIt(nil, func() error { _, err := d.g.TriangleCount(b.ctx); return err })
+			}
+			if err == nil {
+				r.ins, _, err = b.timeIt(func() error { return d.build(b.ctx) }, func() error {
+					return d.g.InsertEdgesDevice(b.ctx, ds, dd, cuda.Slice[uint8]{})
+				})
+			}
+			d.close()
+			if err != nil {
+				ds.Free()
+				dd.Free()
+				return err
+			}
+			// Stats.Bytes = 16 a vertex + 36 an arena slab (32 and its owner
+			// word) + 32 an overflow slab (unweighted graphs).
+			slabs := float64(st.Bytes-int64(st.Vertices)*16-int64(st.OverflowSlabs)*32)/36 + float64(st.OverflowSlabs)
+			r.bpe, r.use, r.longest = float64(st.Bytes)/float64(st.Entries), float64(st.Entries)/(slabs*7), st.LongestList
+			r.deg = float64(st.Entries) / float64(st.Vertices)
+			rows = append(rows, r)
+		}
+		ds.Free()
+		dd.Free()
+		var bestIns, bestTri float64
+		for _, r := range rows {
+			bestIns = max(bestIns, gRate(1<<20, r.ins))
+			if bestTri == 0 || r.tri.Seconds() < bestTri {
+				bestTri = r.tri.Seconds()
+			}
+		}
+		for _, r := range rows {
+			ins := gRate(1<<20, r.ins)
+			t.Add(fmt.Sprintf("%.1f", r.deg), fmt.Sprintf("%.2f", r.lf), benchfmt.Millis(r.build), r.bpe, fmt.Sprintf("%.2f", r.use), r.longest,
+				ins, benchfmt.Ratio(ins, bestIns), benchfmt.Millis(r.tri), benchfmt.Ratio(r.tri.Seconds(), bestTri))
+		}
+	}
+	b.rep.Note("targets (spec Figs 5.2/5.3): inserts fall at most 2.5x from the best load to lists of 5 slabs (load 5); the default load's triangle count within 10%% of the best")
+	return nil
 }
