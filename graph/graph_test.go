@@ -163,6 +163,18 @@ func differential(t *testing.T, backend warpkit.Backend, seed uint64, directed, 
 		t.Fatal(err)
 	}
 	defer u.Close()
+	n32, err := NewWeighted[uint32](opts) // and the 32-bit-weight twin
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n32.Close()
+	w32 := func(w []uint64) []uint32 {
+		out := make([]uint32, len(w))
+		for i, x := range w {
+			out[i] = uint32(x)
+		}
+		return out
+	}
 	m := &model{n: 40, directed: directed, selfLoops: selfLoops, e: map[[2]uint32]uint64{}}
 	batch := func(n int) ([]uint32, []uint32, []uint64) {
 		src, dst, w := make([]uint32, n), make([]uint32, n), make([]uint64, n)
@@ -197,6 +209,9 @@ func differential(t *testing.T, backend warpkit.Backend, seed uint64, directed, 
 			if err := u.InsertEdges(ctx, src, dst, ures); err != nil {
 				t.Fatal(err)
 			}
+			if err := n32.InsertEdges(ctx, src, dst, w32(w), nil); err != nil {
+				t.Fatal(err)
+			}
 			if !sameResults(backend, directed, src, dst, res, want) || !sameResults(backend, directed, src, dst, ures, want) {
 				t.Fatalf("seed %d step %d: insert results %v / %v, want %v", seed, step, res, ures, want)
 			}
@@ -213,6 +228,9 @@ func differential(t *testing.T, backend warpkit.Backend, seed uint64, directed, 
 			if err := u.DeleteEdges(ctx, src, dst, nil); err != nil {
 				t.Fatal(err)
 			}
+			if err := n32.DeleteEdges(ctx, src, dst, nil); err != nil {
+				t.Fatal(err)
+			}
 			if !sameResults(backend, directed, src, dst, res, want) {
 				t.Fatalf("seed %d step %d: delete results %v, want %v", seed, step, res, want)
 			}
@@ -227,6 +245,9 @@ func differential(t *testing.T, backend warpkit.Backend, seed uint64, directed, 
 			if err := u.DeleteVertices(ctx, ids); err != nil {
 				t.Fatal(err)
 			}
+			if err := n32.DeleteVertices(ctx, ids); err != nil {
+				t.Fatal(err)
+			}
 		default:
 			if rng.IntN(2) == 0 {
 				m.n += 5
@@ -234,6 +255,9 @@ func differential(t *testing.T, backend warpkit.Backend, seed uint64, directed, 
 					t.Fatal(err)
 				}
 				if err := u.EnsureVertices(ctx, m.n); err != nil {
+					t.Fatal(err)
+				}
+				if err := n32.EnsureVertices(ctx, m.n); err != nil {
 					t.Fatal(err)
 				}
 			} else {
@@ -248,9 +272,24 @@ func differential(t *testing.T, backend warpkit.Backend, seed uint64, directed, 
 				if err := u.Build(ctx, src, dst); err != nil {
 					t.Fatal(err)
 				}
+				if err := n32.Build(ctx, src, dst, w32(w)); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 		compare(t, fmt.Sprintf("seed %d step %d", seed, step), m, g, u)
+		// The 32-bit twin holds the same edges with the weights' low halves.
+		want, wantW := m.csr()
+		got, gotW, err := n32.ToCSRWeights(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.Offsets, want.Offsets) || !slices.Equal(got.Cols, want.Cols) || !slices.Equal(gotW, w32(wantW)) {
+			t.Fatalf("seed %d step %d: the 32-bit-weight graph differs from the model", seed, step)
+		}
+		if err := n32.Check(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -364,6 +403,31 @@ func TestTriangleCount(t *testing.T) {
 		got, err := g.TriangleCount(ctx)
 		if want := uint64(n * (n - 1) * (n - 2) / 6); err != nil || got != want {
 			t.Fatalf("K%d: %d triangles (%v), want %d", n, got, err, want)
+		}
+		g.Close()
+	}
+	// Zachary's karate club: 34 members, 78 ties, 45 triangles.
+	karate := [][2]uint32{{1, 2}, {1, 3}, {1, 4}, {1, 5}, {1, 6}, {1, 7}, {1, 8}, {1, 9}, {1, 11}, {1, 12}, {1, 13}, {1, 14},
+		{1, 18}, {1, 20}, {1, 22}, {1, 32}, {2, 3}, {2, 4}, {2, 8}, {2, 14}, {2, 18}, {2, 20}, {2, 22}, {2, 31}, {3, 4},
+		{3, 8}, {3, 9}, {3, 10}, {3, 14}, {3, 28}, {3, 29}, {3, 33}, {4, 8}, {4, 13}, {4, 14}, {5, 7}, {5, 11}, {6, 7},
+		{6, 11}, {6, 17}, {7, 17}, {9, 31}, {9, 33}, {9, 34}, {10, 34}, {14, 34}, {15, 33}, {15, 34}, {16, 33}, {16, 34},
+		{19, 33}, {19, 34}, {20, 34}, {21, 33}, {21, 34}, {23, 33}, {23, 34}, {24, 26}, {24, 28}, {24, 30}, {24, 33},
+		{24, 34}, {25, 26}, {25, 28}, {25, 32}, {26, 32}, {27, 30}, {27, 34}, {28, 34}, {29, 32}, {29, 34}, {30, 33},
+		{30, 34}, {31, 33}, {31, 34}, {32, 33}, {32, 34}, {33, 34}}
+	var ks, kd []uint32
+	for _, e := range karate {
+		ks, kd = append(ks, e[0]-1), append(kd, e[1]-1)
+	}
+	if len(ks) != 78 || bruteTriangles(34, ks, kd) != 45 {
+		t.Fatalf("the karate club's list: %d ties, %d triangles", len(ks), bruteTriangles(34, ks, kd))
+	}
+	for _, m := range []TriangleMethod{TrianglesHash, TrianglesSorted, TrianglesThesis} {
+		g, _ := New(Options{})
+		if err := g.Build(ctx, ks, kd); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := g.TriangleCountWith(ctx, m); err != nil || st.Triangles != 45 {
+			t.Fatalf("karate club, method %d: %d triangles (%v), want 45", m, st.Triangles, err)
 		}
 		g.Close()
 	}
