@@ -565,13 +565,19 @@ __device__ __forceinline__ bool contains(const char* arena, const Pool* pool, ui
 // orient keeps, in each vertex's row of a CSR (cols[offsets[v] ..], in
 // place, at the front), the neighbours ranked above it by (degree, ID), and
 // their number in ocnt[v]. A tile of 8 lanes per vertex.
+// degree_of is v's degree: its dictionary entry's, or (dict null) its CSR
+// row's length.
+__device__ __forceinline__ uint32_t degree_of(const Vertex* dict, const uint64_t* offsets, uint32_t v) {
+  return dict ? dict[v].degree : (uint32_t)(offsets[v + 1] - offsets[v]);
+}
+
 extern "C" __global__ void gr_orient(const uint64_t* offsets, uint32_t* cols, const Vertex* dict, uint64_t nv,
                                      uint32_t* ocnt) {
   Tile<8> t;
   Geometry<8> g;
   for (uint64_t v = g.tile; v < nv; v += g.tiles) {
     const uint64_t o0 = offsets[v], o1 = offsets[v + 1];
-    const uint32_t dv = dict[v].degree;
+    const uint32_t dv = degree_of(dict, offsets, (uint32_t)v);
     uint64_t w = o0;
     for (uint64_t k = o0; k < o1; k += 8) {
       const uint64_t j = k + t.rank;
@@ -579,7 +585,7 @@ extern "C" __global__ void gr_orient(const uint64_t* offsets, uint32_t* cols, co
       bool keep = false;
       if (j < o1) {
         x = cols[j];
-        const uint32_t dx = dict[x].degree;
+        const uint32_t dx = degree_of(dict, offsets, x);
         keep = dx > dv || (dx == dv && x > (uint32_t)v);
       }
       const unsigned m = t.ballot(keep);
@@ -639,7 +645,7 @@ extern "C" __global__ void gr_tc_sorted(const uint64_t* offsets, const uint32_t*
                                         unsigned long long* count) {
   count_pairs(offsets, cols, rows, ocnt, total, count, [&](uint32_t v, uint32_t w) {
     uint32_t a = v, b = w;  // look b up in a's oriented row
-    const uint32_t dv = dict[v].degree, dw = dict[w].degree;
+    const uint32_t dv = degree_of(dict, offsets, v), dw = degree_of(dict, offsets, w);
     if (dw < dv || (dw == dv && w < v)) {
       a = w;
       b = v;
@@ -653,6 +659,44 @@ extern "C" __global__ void gr_tc_sorted(const uint64_t* offsets, const uint32_t*
     }
     return lo < ocnt[a] && row[lo] == b;
   });
+}
+
+// The sorted-CSR baseline (SortedCSR): entries as 64-bit keys src<<32|dst,
+// sorted and deduplicated by prim; rows from the keys.
+
+// pack writes the keys of edges (src[i], dst[i]) and, with both, of their
+// reverses at n+i.
+extern "C" __global__ void gr_pack(const uint32_t* src, const uint32_t* dst, uint64_t n, uint32_t both,
+                                   uint64_t* keys) {
+  for (uint64_t i = thread_index(); i < n; i += thread_count()) {
+    const uint64_t u = src[i], v = dst[i];
+    keys[i] = u << 32 | v;
+    if (both) keys[n + i] = v << 32 | u;
+  }
+}
+
+// unique flags the first of every run of equal sorted keys, self-loops
+// left out.
+extern "C" __global__ void gr_unique(const uint64_t* keys, uint64_t n, uint8_t* flags) {
+  for (uint64_t i = thread_index(); i < n; i += thread_count()) {
+    const uint64_t k = keys[i];
+    flags[i] = (uint32_t)(k >> 32) != (uint32_t)k && (i == 0 || keys[i - 1] != k);
+  }
+}
+
+// rows writes the CSR offsets of m sorted keys over nv vertices (nv+1
+// offsets), and the columns and row of every entry.
+extern "C" __global__ void gr_rows(const uint64_t* keys, uint64_t m, uint64_t nv, uint64_t* offsets, uint32_t* cols,
+                                   uint32_t* rows) {
+  for (uint64_t i = thread_index(); i <= m; i += thread_count()) {
+    const uint64_t u = i < m ? keys[i] >> 32 : nv;  // the row that starts at i (nv past the end)
+    const uint64_t p = i == 0 ? 0 : (keys[i - 1] >> 32) + 1;
+    for (uint64_t v = p; v <= u && v <= nv; ++v) offsets[v] = i;
+    if (i < m) {
+      cols[i] = (uint32_t)keys[i];
+      rows[i] = (uint32_t)u;
+    }
+  }
 }
 
 // narrow copies 64-bit offsets to 32-bit ones (prim's segmented sort).
