@@ -1199,7 +1199,7 @@ func (b *bench) dynamic() error {
 			cum += ins + cnt
 			ccum += cins + ccnt
 			t.Add(e.name, round, benchfmt.Millis(ins), benchfmt.Millis(cnt), benchfmt.Millis(cum), benchfmt.Millis(cins), benchfmt.Millis(ccnt),
-				benchfmt.Millis(ccum), benchfmt.Ratio(ccum.Seconds(), cum.Seconds()), benchfmt.Ratio((cins + ccnt).Seconds(), (ins + cnt).Seconds()),
+				benchfmt.Millis(ccum), benchfmt.Ratio(ccum.Seconds(), cum.Seconds()), benchfmt.Ratio((cins+ccnt).Seconds(), (ins+cnt).Seconds()),
 				benchfmt.YesNo(tri == ctri))
 			lo = hi
 		}
