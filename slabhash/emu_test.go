@@ -8,8 +8,8 @@ import (
 )
 
 // TestKernelsOnCPUEmulation compiles the device code (slabhash.cuh and the
-// allocator header) with the host C++ compiler against a CPU emulation of
-// warps (testdata/emu) and runs the engine tests there: exact results of
+// allocator header) with the host C++ compiler against the CPU emulation of
+// warps (internal/emu/emu.h) and runs the engine tests there: exact results of
 // mixed batches, per-key linearizability with repeated keys, snapshots and
 // flushes, the control block, pool exhaustion and reruns, for the round
 // engine and the paper's warp engine. It checks the kernels' logic (and that
@@ -24,7 +24,7 @@ func TestKernelsOnCPUEmulation(t *testing.T) {
 		t.Skip("no g++")
 	}
 	bin := filepath.Join(t.TempDir(), "engine_test")
-	build := exec.Command(cxx, "-std=c++20", "-O1", "-I", filepath.Join("..", "internal", "devcode"),
+	build := exec.Command(cxx, "-std=c++20", "-O1", "-I", filepath.Join("..", "internal", "devcode"), "-I", filepath.Join("..", "internal", "emu"),
 		"-o", bin, filepath.Join("testdata", "emu", "engine_test.cc"), "-lpthread")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("compiling the emulated kernels: %v\n%s", err, out)

@@ -11,11 +11,13 @@ namespace wk {
 constexpr unsigned kWarpSize = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
 
+#ifndef WK_HOST_EMULATION  // the CPU emulation (internal/emu/emu.h) defines its own
 __device__ __forceinline__ unsigned lane_id() {
   unsigned id;
   asm volatile("mov.u32 %0, %%laneid;" : "=r"(id));
   return id;
 }
+#endif
 
 __device__ __forceinline__ unsigned ballot(bool pred, unsigned mask = kFullMask) {
   return __ballot_sync(mask, pred);
