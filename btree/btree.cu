@@ -29,6 +29,7 @@
 
 #include <type_traits>
 
+#include "mem.cuh"
 #include "status.cuh"
 
 namespace {
@@ -83,8 +84,7 @@ template <int T>
 struct Tile {
   unsigned rank, base, mask;
   __device__ __forceinline__ Tile() {
-    unsigned lane;
-    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+    unsigned lane = wk::mem::laneid();
     rank = lane & (T - 1);
     base = lane & ~(T - 1);
     mask = ((1u << T) - 1) << base;
@@ -99,69 +99,20 @@ struct Tile {
   __device__ __forceinline__ void sync() const { __syncwarp(mask); }
 };
 
-// ---- memory access --------------------------------------------------------
+// ---- memory access (internal/devcode/mem.cuh) -------------------------------
 
-enum Load { kPlain = 0, kNC = 1, kStrong = 2 };
+using wk::mem::choose;
+using wk::mem::fence;
+using wk::mem::kNC;
+using wk::mem::kPlain;
+using wk::mem::kStrong;
+using wk::mem::ld_acquire_u32;
+using wk::mem::ld_chunk;
+using wk::mem::ld_relaxed_u32;
+using wk::mem::st_chunk;
+using wk::mem::st_u32;
+using wk::mem::st_u64;
 
-__device__ __forceinline__ void ld_chunk(const void* p, uint32_t (&w)[4], int mode) {
-  if (mode == kStrong) {
-    asm volatile("ld.relaxed.gpu.global.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
-                 : "l"(p)
-                 : "memory");
-  } else if (mode == kNC) {
-    asm volatile("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
-                 : "l"(p));
-  } else {
-    asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
-                 : "l"(p)
-                 : "memory");
-  }
-}
-__device__ __forceinline__ void ld_chunk(const void* p, uint64_t (&w)[2], int mode) {
-  unsigned long long a, b;
-  if (mode == kStrong) {
-    asm volatile("ld.relaxed.gpu.global.v2.u64 {%0,%1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
-  } else if (mode == kNC) {
-    asm volatile("ld.global.nc.v2.u64 {%0,%1}, [%2];" : "=l"(a), "=l"(b) : "l"(p));
-  } else {
-    asm volatile("ld.global.v2.u64 {%0,%1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
-  }
-  w[0] = a;
-  w[1] = b;
-}
-__device__ __forceinline__ void st_chunk(void* p, const uint32_t (&w)[4]) {
-  asm volatile("st.relaxed.gpu.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(w[0]), "r"(w[1]), "r"(w[2]),
-               "r"(w[3])
-               : "memory");
-}
-__device__ __forceinline__ void st_chunk(void* p, const uint64_t (&w)[2]) {
-  asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1,%2};" ::"l"(p), "l"((unsigned long long)w[0]),
-               "l"((unsigned long long)w[1])
-               : "memory");
-}
-__device__ __forceinline__ void st_u32(void* p, uint32_t v) {
-  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ void st_u64(void* p, uint64_t v) {
-  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"((unsigned long long)v) : "memory");
-}
-__device__ __forceinline__ uint32_t ld_acquire_u32(const void* p) {
-  uint32_t v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ uint32_t ld_relaxed_u32(const void* p) {
-  uint32_t v;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-// fence orders this thread's earlier memory operations before its later ones at
-// GPU scope (acquire-release: what the latch protocol and the seqlock need;
-// __threadfence would be a sequentially consistent fence, several times dearer).
-__device__ __forceinline__ void fence() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 __device__ __forceinline__ void backoff(unsigned& ns) {
   __nanosleep(ns);
   ns = ns < 1024 ? ns * 2 : 1024;
@@ -900,24 +851,6 @@ __device__ int op_delete(const Pool<S>& pool, S k, int& removed, const Tile<T>& 
 constexpr unsigned kFull = 0xffffffffu;
 constexpr int kRounds = 4;  // R: nodes in flight per group (mirrored in kernels.go)
 
-// choose returns c ? a : b through selp, so that the compiler cannot turn a
-// choice between register-array elements into a run-time index (which would move
-// the array to local memory).
-__device__ __forceinline__ uint32_t choose(bool c, uint32_t a, uint32_t b) {
-  uint32_t r;
-  asm("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %3, 0;\n\tselp.b32 %0, %1, %2, p;\n\t}"
-      : "=r"(r)
-      : "r"(a), "r"(b), "r"((uint32_t)c));
-  return r;
-}
-__device__ __forceinline__ uint64_t choose(bool c, uint64_t a, uint64_t b) {
-  uint64_t r;
-  asm("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %3, 0;\n\tselp.b64 %0, %1, %2, p;\n\t}"
-      : "=l"(r)
-      : "l"(a), "l"(b), "r"((uint32_t)c));
-  return r;
-}
-
 template <typename S, int R>
 struct Wave {
   using L = Lay<S>;
@@ -926,8 +859,7 @@ struct Wave {
   S w[R][L::kWords];  // this lane's chunk of each round's node
 
   __device__ __forceinline__ Wave() {
-    unsigned lane;
-    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+    unsigned lane = wk::mem::laneid();
     rank = lane & (T - 1);
     gbase = lane & ~(T - 1);
     group = lane / T;

@@ -34,6 +34,10 @@ type Engine struct {
 	// fusedSmall is the largest input the small-tile fused sort takes
 	// (fusedSmallMax; 0: none, so benchmarks can compare the two tiles).
 	fusedSmall int
+	// emulated: the device is cuda.OpenEmulated's, which runs no prim
+	// kernel (they use CUB); each operation runs its host twin on the
+	// device memory instead (emulated.go).
+	emulated bool
 }
 
 // kernel is a loaded function with its launch shape.
@@ -127,6 +131,7 @@ func NewEngine(dev *cuda.Device) (*Engine, error) {
 		kernels:    map[string]*kernel{},
 		arenas:     map[weak.Pointer[cuda.Stream]]*arena{},
 		fusedSmall: fusedSmallMax,
+		emulated:   dev.Emulated(),
 	}, nil
 }
 

@@ -173,6 +173,9 @@ func radixSort[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys cuda.Slice[K],
 	if err := e.alive(); err != nil || n <= 1 {
 		return err
 	}
+	if e.emulated {
+		return emulatedSort(keys, vals, pairs, nil, SortOptions{BeginBit: begin, EndBit: end})
+	}
 	var valsPtr cuda.DevicePtr
 	if pairs {
 		valsPtr = vals.Ptr()
@@ -352,6 +355,9 @@ func segmentedSort[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys cuda.Slice
 	if err := e.alive(); err != nil || n <= 1 || segments == 0 {
 		return err
 	}
+	if e.emulated {
+		return emulatedSort(keys, vals, pairs, &offsets, SortOptions{BeginBit: begin, EndBit: end})
+	}
 	ks, err := e.kernelSet(sortBlock, kvName[K, V]("segsort_warp", pairs), kvName[K, V]("segsort_block", pairs),
 		kvName[K, V]("segsort_large", pairs))
 	if err != nil {
@@ -404,16 +410,16 @@ func MergePairs[K, V warpkit.Word](e *Engine, s *cuda.Stream, aKeys cuda.Slice[K
 		return invalid(op, "keys and values differ in length (A %d/%d, B %d/%d, out %d/%d)",
 			aKeys.Len(), aVals.Len(), bKeys.Len(), bVals.Len(), outKeys.Len(), outVals.Len())
 	}
-	return merge[K, V](e, s, aKeys, aVals.Ptr(), bKeys, bVals.Ptr(), outKeys, outVals.Ptr(), true, opt, op)
+	return merge(e, s, aKeys, aVals, bKeys, bVals, outKeys, outVals, true, opt, op)
 }
 
 // MergeKeys merges the sorted runs a and b stably into out.
 func MergeKeys[K warpkit.Word](e *Engine, s *cuda.Stream, a, b, out cuda.Slice[K], opt MergeOptions[K]) error {
-	return merge[K, uint32](e, s, a, 0, b, 0, out, 0, false, opt, "MergeKeys")
+	return merge(e, s, a, cuda.Slice[uint32]{}, b, cuda.Slice[uint32]{}, out, cuda.Slice[uint32]{}, false, opt, "MergeKeys")
 }
 
-func merge[K, V warpkit.Word](e *Engine, s *cuda.Stream, a cuda.Slice[K], av cuda.DevicePtr, b cuda.Slice[K], bv cuda.DevicePtr,
-	out cuda.Slice[K], outv cuda.DevicePtr, pairs bool, opt MergeOptions[K], op string) error {
+func merge[K, V warpkit.Word](e *Engine, s *cuda.Stream, a cuda.Slice[K], av cuda.Slice[V], b cuda.Slice[K], bv cuda.Slice[V],
+	out cuda.Slice[K], outv cuda.Slice[V], pairs bool, opt MergeOptions[K], op string) error {
 	na, nb := a.Len(), b.Len()
 	if out.Len() != na+nb {
 		return invalid(op, "output of %d for %d+%d elements", out.Len(), na, nb)
@@ -424,12 +430,15 @@ func merge[K, V warpkit.Word](e *Engine, s *cuda.Stream, a cuda.Slice[K], av cud
 	if err := e.alive(); err != nil || na+nb == 0 {
 		return err
 	}
+	if e.emulated {
+		return emulatedMerge(a, av, b, bv, out, outv, pairs, opt)
+	}
 	tile, err := e.kernel(kvName[K, V]("merge", pairs), mergeBlock)
 	if err != nil {
 		return err
 	}
 	tiles := ceilDiv(na+nb, mergeTileItems[K]())
-	return tile.launch(s, tiles, a, av, int32(na), b, bv, int32(nb), word(opt.mask()), out, outv)
+	return tile.launch(s, tiles, a, av.Ptr(), int32(na), b, bv.Ptr(), int32(nb), word(opt.mask()), out, outv.Ptr())
 }
 
 // ----- scan, select, multisplit ----------------------------------------------
@@ -453,6 +462,9 @@ func ExclusiveScan[T warpkit.Word](e *Engine, s *cuda.Stream, in, out cuda.Slice
 	totalPtr := resultSlot(total)
 	if n == 0 {
 		return zeroResult(total, s)
+	}
+	if e.emulated {
+		return emulatedScan(in, out, total)
 	}
 	scan, err := e.kernel(fmt.Sprintf("scan_%d", 8*sizeOf[T]()), scanBlock)
 	if err != nil {
@@ -492,7 +504,7 @@ func ExclusiveScan[T warpkit.Word](e *Engine, s *cuda.Stream, in, out cuda.Slice
 // count[0] (if count is non-empty) = how many were selected. Elements beyond
 // out's length are dropped (still counted); out must not overlap in.
 func SelectFlagged[T warpkit.Word](e *Engine, s *cuda.Stream, in cuda.Slice[T], flags cuda.Slice[uint8], out cuda.Slice[T], count cuda.Slice[uint32]) error {
-	return selectOrSplit[T, uint32](e, s, in, 0, false, flags, out, 0, count, false, "SelectFlagged")
+	return selectOrSplit(e, s, in, cuda.Slice[uint32]{}, false, flags, out, cuda.Slice[uint32]{}, count, false, "SelectFlagged")
 }
 
 // SelectFlaggedPairs is SelectFlagged for key/value pairs; outKeys and outVals
@@ -503,7 +515,7 @@ func SelectFlaggedPairs[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys cuda.
 	if vals.Len() != keys.Len() || outVals.Len() != outKeys.Len() {
 		return invalid(op, "keys and values differ in length (in %d/%d, out %d/%d)", keys.Len(), vals.Len(), outKeys.Len(), outVals.Len())
 	}
-	return selectOrSplit[K, V](e, s, keys, vals.Ptr(), true, flags, outKeys, outVals.Ptr(), count, false, op)
+	return selectOrSplit(e, s, keys, vals, true, flags, outKeys, outVals, count, false, op)
 }
 
 // Multisplit2Pairs is a stable two-bucket split: the pairs with flags[i] == 0
@@ -517,11 +529,11 @@ func Multisplit2Pairs[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys cuda.Sl
 	if vals.Len() != n || outKeys.Len() != n || outVals.Len() != n {
 		return invalid(op, "lengths differ (keys %d, values %d, out %d/%d)", n, vals.Len(), outKeys.Len(), outVals.Len())
 	}
-	return selectOrSplit[K, V](e, s, keys, vals.Ptr(), true, flags, outKeys, outVals.Ptr(), count0, true, op)
+	return selectOrSplit(e, s, keys, vals, true, flags, outKeys, outVals, count0, true, op)
 }
 
-func selectOrSplit[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys cuda.Slice[K], vals cuda.DevicePtr, pairs bool, flags cuda.Slice[uint8],
-	outKeys cuda.Slice[K], outVals cuda.DevicePtr, count cuda.Slice[uint32], split bool, op string) error {
+func selectOrSplit[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys cuda.Slice[K], vals cuda.Slice[V], pairs bool, flags cuda.Slice[uint8],
+	outKeys cuda.Slice[K], outVals cuda.Slice[V], count cuda.Slice[uint32], split bool, op string) error {
 	n := keys.Len()
 	if flags.Len() != n {
 		return invalid(op, "%d flags for %d elements", flags.Len(), n)
@@ -535,6 +547,9 @@ func selectOrSplit[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys cuda.Slice
 	countPtr := resultSlot(count)
 	if n == 0 {
 		return zeroResult(count, s)
+	}
+	if e.emulated {
+		return emulatedSelect(keys, vals, pairs, flags, outKeys, outVals, count, split)
 	}
 	ks, err := e.kernelSet(scanBlock, "count_flags", "count_spine", kvName[K, V]("select", pairs))
 	if err != nil {
@@ -559,5 +574,5 @@ func selectOrSplit[K, V warpkit.Word](e *Engine, s *cuda.Stream, keys cuda.Slice
 	if err := spine.launch(s, 1, partials, int32(g), countPtr); err != nil {
 		return err
 	}
-	return move.launch(s, g, keys, vals, flags, int32(n), int32(tiles), partials, flag, outKeys, outVals, int32(outKeys.Len()))
+	return move.launch(s, g, keys, vals.Ptr(), flags, int32(n), int32(tiles), partials, flag, outKeys, outVals.Ptr(), int32(outKeys.Len()))
 }

@@ -4,17 +4,34 @@ package gputest
 
 import (
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/emu"
 )
 
+// emulated are the kernel sources a package's tests registered with Emulate.
+var emulated []string
+
+// Emulate registers the kernel sources of the package under test (paths
+// relative to its directory), so that with WARPKIT_EMULATE=1 in the
+// environment, Device gives tests an emulated device (internal/emu) over
+// them where there is no GPU: the package's whole GPU suite then runs on the
+// CPU (slowly: the suites are sized for a GPU). Call it from an init
+// function of a test file.
+func Emulate(srcs ...string) { emulated = append(emulated, srcs...) }
+
 // Device opens device 0 for the test and closes it at cleanup, or skips the
-// test with "no CUDA device" when there is none. Other errors fail the test.
+// test with "no CUDA device" when there is none (see Emulate for the
+// exception). Other errors fail the test.
 func Device(t testing.TB) *cuda.Device {
 	t.Helper()
 	d, err := cuda.Open(0)
 	if errors.Is(err, cuda.ErrNoDevice) {
+		if os.Getenv("WARPKIT_EMULATE") == "1" && len(emulated) > 0 {
+			return emu.Device(t, emu.Options{TotalMemory: 8 << 30}, emulated...)
+		}
 		t.Skip("no CUDA device")
 	}
 	if err != nil {
