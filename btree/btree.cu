@@ -1,51 +1,23 @@
 // btree.cu: the GPU B-link tree (Awad et al., PPoPP 2019), with full-width keys.
 //
-// Node layout (mirrored in layout.go). A node is 32 slots of S = uint32 (128 B) or
-// uint64 (256 B, when the key or the value is 64-bit), read by a tile of lanes that
-// each load one 16-byte chunk (8 lanes for 128 B, 16 lanes for 256 B):
-//
-//   S = uint32: word 0 meta, 1 link, 2 low, 3 high, then 14 pairs (key, value)
-//   S = uint64: meta u32 | link u32, low, high, pad, then 14 pairs (key, value)
-//
-// meta = count (bits 0-7) | level (8-15, 0 = leaf) | version (16-30) | latch (31).
-// No bit of a key is taken: the latch, the leaf flag and the count live in meta,
-// and "no right sibling" is link == kNone, so every key value is usable.
-// low is the node's fence key (immutable: a node keeps its lower bound for life),
-// high the right sibling's low (meaningful only when link != kNone).
-//
-// Concurrency protocol (see doc.go for the contract):
-//  * Writers latch a node with atomicOr on meta, fence, re-read it with strong
-//    loads, write with strong stores, fence, and release by storing a new meta
-//    (version + 1, latch clear).
-//  * Readers take no latch. Routing tolerates torn or stale internal nodes: every
-//    step checks the node's level and low fence, moves right through side links,
-//    and restarts from the root on a misroute. Queries that may run beside writers
-//    ("validated" mode) read leaves with a seqlock: acquire meta, read, fence,
-//    re-read meta, retry on change.
-//  * Every loop is bounded; giving up sets kStatusRetryLimit, a failed node
-//    allocation kStatusPoolExhausted (the operation is then not applied and the
-//    tree stays valid).
+// The node layout, latches, the seqlock read, the descent and the operations
+// on one key are the B-link core shared with mvbtree (internal/devcode/blink.cuh,
+// which describes the layout and the concurrency protocol; layout.go mirrors
+// the layout). This file holds btree's node pool (one device buffer indexed by
+// node number, bump allocation, node 0 the root), the batch drivers, the phased
+// queries' lockstep waves and the bulk build.
 #include <stdint.h>
 
 #include <type_traits>
 
+#include "blink.cuh"
 #include "mem.cuh"
 #include "status.cuh"
 
 namespace {
 
-constexpr uint32_t kNone = 0xffffffffu;
-constexpr uint32_t kLatch = 0x80000000u;
-constexpr int kCap = 14;                    // pairs per node
-constexpr int kSplit = 7;                   // a split keeps pairs [0,7) and moves [7,14)
-constexpr uint32_t kMaxSteps = 1u << 17;    // node visits per operation before ErrRetryLimit
-constexpr int kParentSpin = 256;            // bounded spin on a parent latch (spin case 1)
-constexpr int kSeqlockTries = 1 << 14;      // validated leaf reads before ErrRetryLimit
-
-// Result codes of one operation.
-constexpr int kOK = 0;
-constexpr int kFailPool = 1;
-constexpr int kFailRetry = 2;
+using namespace wk::blink;  // the shared B-link core
+using wk::mem::choose;
 
 // Operation kinds of a mixed batch (mirrored in Go as OpKind).
 constexpr uint32_t kOpLookup = 0, kOpInsert = 1, kOpDelete = 2, kOpSuccessor = 3, kOpPredecessor = 4,
@@ -54,71 +26,14 @@ constexpr uint32_t kOpLookup = 0, kOpInsert = 1, kOpDelete = 2, kOpSuccessor = 3
 // wk::kStatusInvalidArgument (status.cuh): a device batch held an operation kind
 // above kOpCount, or a range window outside the output buffers.
 
-__device__ __forceinline__ uint32_t m_count(uint32_t m) { return m & 0xffu; }
-__device__ __forceinline__ uint32_t m_level(uint32_t m) { return (m >> 8) & 0xffu; }
-__device__ __forceinline__ uint32_t m_make(uint32_t count, uint32_t level, uint32_t version) {
-  return count | (level << 8) | ((version & 0x7fffu) << 16);
-}
-// m_next is meta after a modification: new count, same level, version + 1, unlatched.
-__device__ __forceinline__ uint32_t m_next(uint32_t m, uint32_t count) {
-  return m_make(count, m_level(m), ((m >> 16) & 0x7fffu) + 1);
-}
+// ---- the tree -------------------------------------------------------------
 
 template <typename S>
-struct Lay;
-template <>
-struct Lay<uint32_t> {
-  static constexpr int kTile = 8, kWords = 4, kPairs = 2, kFirst = 1, kNodeBytes = 128;
-};
-template <>
-struct Lay<uint64_t> {
-  static constexpr int kTile = 16, kWords = 2, kPairs = 1, kFirst = 2, kNodeBytes = 256;
-};
-
-template <typename K, typename V>
-using SlotOf = typename std::conditional<sizeof(K) == 8 || sizeof(V) == 8, uint64_t, uint32_t>::type;
-
-// Tile: T consecutive lanes of a warp working on one operation at a time. All
-// collectives use the tile's own mask, so tiles of one warp may diverge.
-template <int T>
-struct Tile {
-  unsigned rank, base, mask;
-  __device__ __forceinline__ Tile() {
-    unsigned lane = wk::mem::laneid();
-    rank = lane & (T - 1);
-    base = lane & ~(T - 1);
-    mask = ((1u << T) - 1) << base;
-  }
-  __device__ __forceinline__ unsigned ballot(bool p) const {
-    return (__ballot_sync(mask, p) >> base) & ((1u << T) - 1);
-  }
-  __device__ __forceinline__ uint32_t shfl(uint32_t v, int src) const { return __shfl_sync(mask, v, src, T); }
-  __device__ __forceinline__ uint64_t shfl(uint64_t v, int src) const {
-    return __shfl_sync(mask, (unsigned long long)v, src, T);
-  }
-  __device__ __forceinline__ void sync() const { __syncwarp(mask); }
-};
-
-// ---- memory access (internal/devcode/mem.cuh) -------------------------------
-
-using wk::mem::choose;
-using wk::mem::fence;
-using wk::mem::kNC;
-using wk::mem::kPlain;
-using wk::mem::kStrong;
-using wk::mem::ld_acquire_u32;
-using wk::mem::ld_chunk;
-using wk::mem::ld_relaxed_u32;
-using wk::mem::st_chunk;
-using wk::mem::st_u32;
-using wk::mem::st_u64;
-
-__device__ __forceinline__ void backoff(unsigned& ns) {
-  __nanosleep(ns);
-  ns = ns < 1024 ? ns * 2 : 1024;
-}
-
-// ---- the tree -------------------------------------------------------------
+using Lay = wk::blink::Lay<S, false>;
+template <typename S>
+using Node = wk::blink::Node<Lay<S>>;
+constexpr int kCap = 14;  // pairs per node, both widths
+static_assert(Lay<uint32_t>::kCap == kCap && Lay<uint64_t>::kCap == kCap, "btree nodes hold 14 pairs");
 
 template <typename S>
 struct Pool {
@@ -126,699 +41,39 @@ struct Pool {
   uint64_t cap;                 // nodes
   unsigned long long* ctl;      // ctl[0] next free node, ctl[1] number of keys
   uint32_t* status;
+  static constexpr bool kReplaceBeforeSplit = false;  // doc.go's known limitation: the fix awaits a device A/B
   __device__ __forceinline__ char* node(uint32_t i) const { return base + (uint64_t)i * Lay<S>::kNodeBytes; }
+  __device__ __forceinline__ uint32_t root() const { return 0; }
+  // valid: an address a link or a child may hold (the root is neither).
+  __device__ __forceinline__ bool valid(uint32_t i) const { return i != 0 && i < cap; }
+  // walk_bound: the extra steps a walk along the leaves may take.
+  __device__ __forceinline__ uint32_t walk_bound() const { return (uint32_t)cap; }
+  __device__ __forceinline__ int route_load() const { return kPlain; }
   // alloc returns the first of n fresh nodes, or kNone when the pool is exhausted.
   __device__ uint32_t alloc(uint32_t n) const {
     unsigned long long old = atomicAdd(&ctl[0], (unsigned long long)n);
     if (old + n > cap) return kNone;
     return (uint32_t)old;
   }
+  template <int T>
+  __device__ __forceinline__ bool alloc1(const Tile<T>& t, uint32_t& a) {
+    uint32_t r = 0;
+    if (t.rank == 0) r = alloc(1);
+    a = t.shfl(r, 0);
+    return a != kNone;
+  }
+  template <int T>
+  __device__ __forceinline__ bool alloc2(const Tile<T>& t, uint32_t& a, uint32_t& b) {
+    uint32_t l = 0;
+    if (t.rank == 0) l = alloc(2);
+    a = t.shfl(l, 0);
+    b = a + 1;
+    return a != kNone;
+  }
+  // release: a bump pool does not take nodes back (btree's NoVersion never asks).
+  template <int T>
+  __device__ __forceinline__ void release(const Tile<T>&, uint32_t) {}
 };
-
-// Node is one tile's registers for one node: each lane holds its 16-byte chunk;
-// the header fields are broadcast to the whole tile by decode().
-template <typename S>
-struct Node {
-  using L = Lay<S>;
-  static constexpr int T = L::kTile, P = L::kPairs, F = L::kFirst;
-  S w[L::kWords];
-  uint32_t meta, link;
-  S low, high;
-
-  __device__ __forceinline__ uint32_t count() const { return m_count(meta); }
-  __device__ __forceinline__ uint32_t level() const { return m_level(meta); }
-
-  __device__ __forceinline__ void load(const Pool<S>& pool, uint32_t idx, int mode, const Tile<T>& t) {
-    ld_chunk(pool.node(idx) + t.rank * 16, w, mode);
-    decode(t);
-  }
-  __device__ __forceinline__ void decode(const Tile<T>& t) {
-    if constexpr (sizeof(S) == 4) {
-      meta = t.shfl((uint32_t)w[0], 0);
-      link = t.shfl((uint32_t)w[1], 0);
-      low = t.shfl((uint32_t)w[2], 0);
-      high = t.shfl((uint32_t)w[3], 0);
-    } else {
-      uint64_t a = t.shfl((uint64_t)w[0], 0);
-      meta = (uint32_t)a;
-      link = (uint32_t)(a >> 32);
-      low = t.shfl((uint64_t)w[1], 0);
-      high = t.shfl((uint64_t)w[0], 1);
-    }
-  }
-  // set_header writes the header fields into the header lanes' chunks.
-  __device__ __forceinline__ void set_header(const Tile<T>& t, uint32_t m, uint32_t lk, S lo, S hi) {
-    meta = m;
-    link = lk;
-    low = lo;
-    high = hi;
-    if constexpr (sizeof(S) == 4) {
-      if (t.rank == 0) {
-        w[0] = m;
-        w[1] = lk;
-        w[2] = lo;
-        w[3] = hi;
-      }
-    } else {
-      if (t.rank == 0) {
-        w[0] = (uint64_t)m | ((uint64_t)lk << 32);
-        w[1] = lo;
-      } else if (t.rank == 1) {
-        w[0] = hi;
-        w[1] = 0;
-      }
-    }
-  }
-  // slot is the pair index of this lane's p-th pair (negative for header lanes).
-  __device__ __forceinline__ int slot(const Tile<T>& t, int p) const { return ((int)t.rank - F) * P + p; }
-  __device__ __forceinline__ S key(int p) const { return w[2 * p]; }
-  __device__ __forceinline__ S val(int p) const { return w[2 * p + 1]; }
-
-  // count_le returns how many of the node's keys are <= k (keys are sorted).
-  __device__ __forceinline__ int count_le(const Tile<T>& t, S k) const {
-    int n = 0, c = (int)count();
-#pragma unroll
-    for (int p = 0; p < P; ++p) {
-      int s = slot(t, p);
-      n += __popc(t.ballot(s >= 0 && s < c && w[2 * p] <= k));
-    }
-    return n;
-  }
-  __device__ __forceinline__ int count_lt(const Tile<T>& t, S k) const {
-    int n = 0, c = (int)count();
-#pragma unroll
-    for (int p = 0; p < P; ++p) {
-      int s = slot(t, p);
-      n += __popc(t.ballot(s >= 0 && s < c && w[2 * p] < k));
-    }
-    return n;
-  }
-  // find returns the slot holding k, or -1.
-  __device__ __forceinline__ int find(const Tile<T>& t, S k) const {
-    int c = (int)count(), at = -1;
-#pragma unroll
-    for (int p = 0; p < P; ++p) {
-      int s = slot(t, p);
-      unsigned b = t.ballot(s >= 0 && s < c && w[2 * p] == k);
-      if (b) at = (__ffs(b) - 1 - F) * P + p;
-    }
-    return at;
-  }
-  // pair fetches pair s (each lane may ask for a different s; s must be in [0, kCap)).
-  __device__ __forceinline__ void pair(const Tile<T>& t, int s, S& k, S& v) const {
-    int src = F + s / P;
-    k = 0;
-    v = 0;
-#pragma unroll
-    for (int q = 0; q < P; ++q) {
-      S kq = t.shfl(w[2 * q], src), vq = t.shfl(w[2 * q + 1], src);
-      if (s % P == q) {
-        k = kq;
-        v = vq;
-      }
-    }
-  }
-  // insert_at shifts pairs [pos, count) up by one and puts (k, v) at pos; stale slots
-  // past the new count repeat the last pair (so a torn reader sees a real entry).
-  __device__ __forceinline__ void insert_at(const Tile<T>& t, int pos, S k, S v) {
-    int c = (int)count() + 1;
-    S nk[P], nv[P];
-#pragma unroll
-    for (int p = 0; p < P; ++p) {
-      int s = slot(t, p), e = s < c ? s : c - 1;
-      int src = e < pos ? e : e - 1;
-      S a, b;
-      pair(t, src < 0 ? 0 : src, a, b);
-      nk[p] = e == pos ? k : a;
-      nv[p] = e == pos ? v : b;
-    }
-#pragma unroll
-    for (int p = 0; p < P; ++p)
-      if (slot(t, p) >= 0) {
-        w[2 * p] = nk[p];
-        w[2 * p + 1] = nv[p];
-      }
-  }
-  // remove_at drops pair pos, shifting the later pairs down by one.
-  __device__ __forceinline__ void remove_at(const Tile<T>& t, int pos) {
-    S nk[P], nv[P];
-#pragma unroll
-    for (int p = 0; p < P; ++p) {
-      int s = slot(t, p);
-      int src = s < pos ? s : s + 1;
-      if (src > kCap - 1) src = kCap - 1;
-      if (src < 0) src = 0;
-      pair(t, src, nk[p], nv[p]);
-    }
-#pragma unroll
-    for (int p = 0; p < P; ++p)
-      if (slot(t, p) >= 0) {
-        w[2 * p] = nk[p];
-        w[2 * p + 1] = nv[p];
-      }
-  }
-  // take keeps pairs [first, first+cnt) as pairs [0, cnt); stale slots repeat
-  // the last of them (a split keeps [0, kSplit) or [kSplit, kCap)).
-  __device__ __forceinline__ void take(const Tile<T>& t, int first, int cnt) {
-    S nk[P], nv[P];
-#pragma unroll
-    for (int p = 0; p < P; ++p) {
-      int s = slot(t, p), e = s < cnt ? s : cnt - 1;
-      pair(t, (e < 0 ? 0 : e) + first, nk[p], nv[p]);
-    }
-#pragma unroll
-    for (int p = 0; p < P; ++p)
-      if (slot(t, p) >= 0) {
-        w[2 * p] = nk[p];
-        w[2 * p + 1] = nv[p];
-      }
-  }
-
-  // Stores (the caller holds the latch or the node is not yet published).
-  __device__ __forceinline__ void store_all(const Pool<S>& pool, uint32_t idx, const Tile<T>& t) const {
-    st_chunk(pool.node(idx) + t.rank * 16, w);
-  }
-  __device__ __forceinline__ void store_pairs(const Pool<S>& pool, uint32_t idx, const Tile<T>& t) const {
-    if ((int)t.rank >= F) st_chunk(pool.node(idx) + t.rank * 16, w);
-  }
-  // store_link_high writes link and high (the split node's new right edge).
-  __device__ __forceinline__ void store_link_high(const Pool<S>& pool, uint32_t idx, const Tile<T>& t) const {
-    char* n = pool.node(idx);
-    if constexpr (sizeof(S) == 4) {
-      if (t.rank == 0) {
-        st_u32(n + 4, link);
-        st_u32(n + 12, (uint32_t)high);
-      }
-    } else {
-      if (t.rank == 0) st_u32(n + 4, link);
-      if (t.rank == 1) st_u64(n + 16, high);
-    }
-  }
-};
-
-template <typename S, int T>
-__device__ __forceinline__ bool try_latch(const Pool<S>& pool, uint32_t idx, const Tile<T>& t) {
-  uint32_t old = 0;
-  if (t.rank == 0) old = atomicOr((unsigned*)pool.node(idx), kLatch);
-  old = t.shfl(old, 0);
-  if (old & kLatch) return false;
-  fence();  // §4.1: the latch is ordered before the re-read and the writes
-  return true;
-}
-// release publishes meta m (latch clear) after the fence that orders this tile's
-// writes before it (§4.1).
-template <typename S, int T>
-__device__ __forceinline__ void release(const Pool<S>& pool, uint32_t idx, uint32_t m, const Tile<T>& t) {
-  fence();
-  t.sync();
-  if (t.rank == 0) st_u32(pool.node(idx), m & ~kLatch);
-  t.sync();
-}
-// unlatch releases a node that was not modified.
-template <typename S, int T>
-__device__ __forceinline__ void unlatch(const Pool<S>& pool, uint32_t idx, uint32_t m, const Tile<T>& t) {
-  t.sync();
-  if (t.rank == 0) st_u32(pool.node(idx), m & ~kLatch);
-  t.sync();
-}
-
-// sane rejects what a torn or stale read may show: a count past capacity, a link
-// outside the pool.
-template <typename S>
-__device__ __forceinline__ bool sane(const Pool<S>& pool, const Node<S>& n) {
-  return n.count() <= kCap && (n.link == kNone || (n.link != 0 && n.link < pool.cap));
-}
-
-// child returns the child pointer for k in internal node n, or kNone when the
-// node does not route k (a torn read).
-template <typename S, int T>
-__device__ __forceinline__ uint32_t child_for(const Pool<S>& pool, const Node<S>& n, S k, const Tile<T>& t) {
-  int i = n.count_le(t, k) - 1;
-  if (i < 0) return kNone;
-  S ck, cv;
-  n.pair(t, i, ck, cv);
-  uint32_t c = (uint32_t)cv;
-  if (c == 0 || c >= pool.cap) return kNone;
-  return c;
-}
-
-// read_leaf_validated reads leaf idx with the seqlock protocol: meta (acquire),
-// the chunks, a fence, meta again; it retries while latched or changed. It
-// returns false when it gave up.
-template <typename S, int T>
-__device__ bool read_leaf_validated(const Pool<S>& pool, uint32_t idx, Node<S>& n, const Tile<T>& t) {
-  unsigned ns = 32;
-  for (int i = 0; i < kSeqlockTries; ++i) {
-    uint32_t m1 = 0;
-    if (t.rank == 0) m1 = ld_acquire_u32(pool.node(idx));
-    m1 = t.shfl(m1, 0);
-    if (m1 & kLatch) {
-      backoff(ns);
-      continue;
-    }
-    n.load(pool, idx, kStrong, t);
-    fence();
-    uint32_t m2 = 0;
-    if (t.rank == 0) m2 = ld_relaxed_u32(pool.node(idx));
-    m2 = t.shfl(m2, 0);
-    if (m1 == m2 && n.meta == m1) return true;
-  }
-  return false;
-}
-
-// ---- queries ---------------------------------------------------------------
-
-// descend finds the leaf whose range holds k and leaves it in n. In validated
-// mode the leaf is read with the seqlock. Returns false on retry exhaustion.
-// (Phased batches walk the tree in lockstep waves instead, below; they come here
-// only for a query the lockstep walk could not route.)
-template <typename S, int T>
-__device__ bool descend(const Pool<S>& pool, S k, bool validated, Node<S>& n, uint32_t& cur, uint32_t& steps,
-                        const Tile<T>& t) {
-  cur = 0;
-  int expect = -1;
-  bool strong = false;
-  while (steps++ < kMaxSteps) {
-    bool checked = false;
-    if (validated && expect == 0) {
-      if (!read_leaf_validated(pool, cur, n, t)) return false;
-      checked = true;
-    } else {
-      n.load(pool, cur, strong ? kStrong : (validated ? kPlain : kNC), t);
-    }
-    if (!sane(pool, n) || (expect >= 0 && (int)n.level() != expect) || k < n.low) {
-      cur = 0;
-      expect = -1;
-      strong = true;
-      continue;
-    }
-    if (n.link != kNone && k >= n.high) {
-      cur = n.link;
-      expect = (int)n.level();
-      continue;
-    }
-    if (n.level() == 0) {
-      if (validated && !checked) {
-        expect = 0;  // re-read this leaf under the seqlock
-        continue;
-      }
-      return true;
-    }
-    uint32_t c = child_for(pool, n, k, t);
-    if (c == kNone) {
-      cur = 0;
-      expect = -1;
-      strong = true;
-      continue;
-    }
-    expect = (int)n.level() - 1;
-    cur = c;
-  }
-  return false;
-}
-
-// next_leaf reads the right sibling of leaf n into n (validated when asked).
-template <typename S, int T>
-__device__ bool next_leaf(const Pool<S>& pool, bool validated, Node<S>& n, const Tile<T>& t) {
-  uint32_t nx = n.link;
-  if (validated) return read_leaf_validated(pool, nx, n, t);
-  n.load(pool, nx, kNC, t);
-  return true;
-}
-
-template <typename S, int T>
-__device__ int op_lookup(const Pool<S>& pool, S k, bool validated, S& v, bool& found, const Tile<T>& t) {
-  Node<S> n;
-  uint32_t cur, steps = 0;
-  found = false;
-  if (!descend(pool, k, validated, n, cur, steps, t)) return kFailRetry;
-  int j = n.find(t, k);
-  if (j >= 0) {
-    S kk;
-    n.pair(t, j, kk, v);
-    found = true;
-  }
-  return kOK;
-}
-
-// op_successor finds the smallest key > k.
-template <typename S, int T>
-__device__ int op_successor(const Pool<S>& pool, S k, bool validated, S& rk, S& rv, bool& found, const Tile<T>& t) {
-  Node<S> n;
-  uint32_t cur, steps = 0;
-  found = false;
-  if (!descend(pool, k, validated, n, cur, steps, t)) return kFailRetry;
-  while (steps++ < kMaxSteps + (uint32_t)pool.cap) {
-    int j = n.count_le(t, k);  // first slot with key > k
-    if (j < (int)n.count()) {
-      n.pair(t, j, rk, rv);
-      found = true;
-      return kOK;
-    }
-    if (n.link == kNone) return kOK;
-    if (!sane(pool, n) || !next_leaf(pool, validated, n, t)) return kFailRetry;
-  }
-  return kFailRetry;
-}
-
-// op_predecessor finds the largest key < k: the largest key <= q with q = k-1,
-// moving q below a leaf's low fence when the leaf has no candidate (no left links).
-template <typename S, int T>
-__device__ int op_predecessor(const Pool<S>& pool, S k, bool validated, S& rk, S& rv, bool& found,
-                              const Tile<T>& t) {
-  found = false;
-  if (k == 0) return kOK;
-  S q = k - 1;
-  Node<S> n;
-  uint32_t cur, steps = 0;
-  while (steps < kMaxSteps) {
-    if (!descend(pool, q, validated, n, cur, steps, t)) return kFailRetry;
-    int c = n.count_le(t, q);
-    if (c > 0) {
-      n.pair(t, c - 1, rk, rv);
-      found = true;
-      return kOK;
-    }
-    if (n.low == 0) return kOK;
-    q = n.low - 1;
-  }
-  return kFailRetry;
-}
-
-// op_range counts the keys in [lo, hi) (none when lo >= hi) and writes up to
-// limit of the pairs to outK/outV (which may be null when limit is 0).
-template <typename S, typename K, typename V, int T>
-__device__ int op_range(const Pool<S>& pool, S lo, S hi, bool validated, K* outK, V* outV, uint32_t limit,
-                        uint32_t& total, const Tile<T>& t) {
-  total = 0;
-  if (lo >= hi) return kOK;
-  Node<S> n;
-  uint32_t cur, steps = 0;
-  if (!descend(pool, lo, validated, n, cur, steps, t)) return kFailRetry;
-  while (steps++ < kMaxSteps + (uint32_t)pool.cap) {
-    int a = n.count_lt(t, lo), b = n.count_lt(t, hi);
-    if (b > a) {
-      if (outK) {
-#pragma unroll
-        for (int p = 0; p < Node<S>::P; ++p) {
-          int s = n.slot(t, p);
-          if (s >= a && s < b) {
-            uint32_t at = total + (uint32_t)(s - a);
-            if (at < limit) {
-              outK[at] = (K)n.key(p);
-              outV[at] = (V)n.val(p);
-            }
-          }
-        }
-      }
-      total += (uint32_t)(b - a);
-    }
-    if (n.link == kNone || hi <= n.high) return kOK;  // keys to the right are >= high
-    if (!sane(pool, n) || !next_leaf(pool, validated, n, t)) return kFailRetry;
-  }
-  return kFailRetry;
-}
-
-// ---- updates ---------------------------------------------------------------
-
-// split_root splits the latched, full root in place: its pairs move to two new
-// nodes and the root becomes their parent, one level up. The root's latch is
-// released either way.
-template <typename S, int T>
-__device__ int split_root(const Pool<S>& pool, Node<S>& n, const Tile<T>& t) {
-  uint32_t l = 0;
-  if (t.rank == 0) l = pool.alloc(2);
-  l = t.shfl(l, 0);
-  if (l == kNone) {
-    unlatch(pool, 0, n.meta, t);
-    return kFailPool;
-  }
-  uint32_t r = l + 1;
-  S sk, sv;
-  n.pair(t, kSplit, sk, sv);
-  uint32_t lvl = n.level();
-  Node<S> a = n, b = n;
-  a.take(t, 0, kSplit);
-  a.set_header(t, m_make(kSplit, lvl, 0), r, n.low, sk);
-  b.take(t, kSplit, kCap - kSplit);
-  b.set_header(t, m_make(kCap - kSplit, lvl, 0), kNone, sk, n.high);
-  a.store_all(pool, l, t);
-  b.store_all(pool, r, t);
-  fence();  // the new nodes are complete before the root points at them
-  // The root: (low -> l), (sk -> r); stale slots repeat the last entry.
-  Node<S> root = n;
-#pragma unroll
-  for (int p = 0; p < Node<S>::P; ++p) {
-    int s = root.slot(t, p);
-    if (s >= 0) {
-      root.w[2 * p] = s == 0 ? n.low : sk;
-      root.w[2 * p + 1] = s == 0 ? (S)l : (S)r;
-    }
-  }
-  root.store_pairs(pool, 0, t);
-  release(pool, 0, m_make(2, lvl + 1, ((n.meta >> 16) & 0x7fffu) + 1), t);
-  return kOK;
-}
-
-// Writer state of one operation: where it is, the last-known parent, and the
-// level it expects at cur.
-struct Path {
-  uint32_t cur, parent;
-  int expect, parent_level;
-  bool strong;
-  unsigned ns;
-  __device__ __forceinline__ void to_root() {
-    cur = 0;
-    parent = kNone;
-    expect = -1;
-    parent_level = -1;
-    strong = true;
-  }
-  // to_parent restarts from the last-known parent (or the root if unknown).
-  __device__ __forceinline__ void to_parent() {
-    if (parent == kNone) {
-      to_root();
-      return;
-    }
-    cur = parent;
-    expect = parent_level;
-    parent = kNone;
-    parent_level = -1;
-    strong = true;
-  }
-};
-
-// op_insert inserts (k, v) or replaces the value of k (Algorithm 2 with the
-// changes described in doc.go). added is set to 1 when k was new.
-template <typename S, int T>
-__device__ int op_insert(const Pool<S>& pool, S k, S v, int& added, const Tile<T>& t) {
-  Path ps;
-  ps.to_root();
-  ps.strong = false;
-  ps.ns = 32;
-  Node<S> n;
-  for (uint32_t step = 0; step < kMaxSteps; ++step) {
-    n.load(pool, ps.cur, ps.strong ? kStrong : kPlain, t);
-    if (!sane(pool, n) || (ps.expect >= 0 && (int)n.level() != ps.expect) || k < n.low) {
-      ps.to_root();
-      continue;
-    }
-    if (n.link != kNone && k >= n.high) {
-      ps.cur = n.link;
-      ps.expect = (int)n.level();
-      continue;
-    }
-    bool leaf = n.level() == 0, full = n.count() == kCap;
-    if (leaf || full) {
-      if (!try_latch(pool, ps.cur, t)) {
-        backoff(ps.ns);
-        ps.to_parent();
-        continue;
-      }
-      n.load(pool, ps.cur, kStrong, t);
-      if (!sane(pool, n) || (ps.expect >= 0 && (int)n.level() != ps.expect) || k < n.low) {
-        unlatch(pool, ps.cur, n.meta, t);
-        ps.to_root();
-        continue;
-      }
-      if (n.link != kNone && k >= n.high) {  // split since we read it: move right
-        unlatch(pool, ps.cur, n.meta, t);
-        ps.cur = n.link;
-        ps.expect = (int)n.level();
-        continue;
-      }
-      leaf = n.level() == 0;
-      full = n.count() == kCap;
-      if (full) {
-        if (ps.cur == 0) {
-          if (split_root(pool, n, t) == kFailPool) return kFailPool;
-          ps.to_root();
-          continue;
-        }
-        if (ps.parent == kNone) {  // the parent is unknown: restart from the root
-          unlatch(pool, ps.cur, n.meta, t);
-          ps.to_root();
-          continue;
-        }
-        // Spin case 1, bounded: latch the parent.
-        bool got = false;
-        unsigned ns = 32;
-        for (int i = 0; i < kParentSpin && !got; ++i) {
-          got = try_latch(pool, ps.parent, t);
-          if (!got) backoff(ns);
-        }
-        if (!got) {
-          unlatch(pool, ps.cur, n.meta, t);
-          ps.to_parent();
-          continue;
-        }
-        Node<S> p;
-        p.load(pool, ps.parent, kStrong, t);
-        int pi = p.count_le(t, k) - 1;
-        S pk = 0, pv = 0;
-        if (pi >= 0) p.pair(t, pi, pk, pv);
-        bool true_parent = sane(pool, p) && (int)p.level() == (int)n.level() + 1 && k >= p.low &&
-                           (p.link == kNone || k < p.high) && pi >= 0 && (uint32_t)pv == ps.cur;
-        if (!true_parent) {  // the parent split (or the root grew): restart from it
-          unlatch(pool, ps.parent, p.meta, t);
-          unlatch(pool, ps.cur, n.meta, t);
-          ps.to_parent();
-          continue;
-        }
-        if (p.count() == kCap) {  // the parent filled up meanwhile: restart from the root
-          unlatch(pool, ps.parent, p.meta, t);
-          unlatch(pool, ps.cur, n.meta, t);
-          ps.to_root();
-          continue;
-        }
-        uint32_t r = 0;
-        if (t.rank == 0) r = pool.alloc(1);
-        r = t.shfl(r, 0);
-        if (r == kNone) {
-          unlatch(pool, ps.parent, p.meta, t);
-          unlatch(pool, ps.cur, n.meta, t);
-          return kFailPool;
-        }
-        S sk, sv;
-        n.pair(t, kSplit, sk, sv);
-        Node<S> right = n;
-        right.take(t, kSplit, kCap - kSplit);
-        right.set_header(t, m_make(kCap - kSplit, n.level(), 0), n.link, sk, n.high);
-        right.store_all(pool, r, t);
-        fence();  // the new node is complete before anything points at it
-        uint32_t pc = p.count();
-        p.insert_at(t, pi + 1, sk, (S)r);
-        p.store_pairs(pool, ps.parent, t);
-        uint32_t lm = n.meta;
-        n.link = r;
-        n.high = sk;
-        n.store_link_high(pool, ps.cur, t);
-        release(pool, ps.parent, m_next(p.meta, pc + 1), t);
-        release(pool, ps.cur, m_next(lm, kSplit), t);
-        if (k >= sk) ps.cur = r;
-        ps.expect = (int)n.level();
-        continue;  // parent stays the last-known parent
-      }
-      if (leaf) {
-        int j = n.find(t, k);
-        if (j >= 0) {  // replace the value
-#pragma unroll
-          for (int q = 0; q < Node<S>::P; ++q)
-            if (n.slot(t, q) == j) n.w[2 * q + 1] = v;
-          n.store_pairs(pool, ps.cur, t);
-          release(pool, ps.cur, m_next(n.meta, n.count()), t);
-          added = 0;
-        } else {
-          int pos = n.count_lt(t, k);
-          uint32_t c = n.count();
-          n.insert_at(t, pos, k, v);
-          n.store_pairs(pool, ps.cur, t);
-          release(pool, ps.cur, m_next(n.meta, c + 1), t);
-          added = 1;
-        }
-        return kOK;
-      }
-      // An internal node that is no longer full (the first read was stale).
-      unlatch(pool, ps.cur, n.meta, t);
-    }
-    uint32_t c = child_for(pool, n, k, t);
-    if (c == kNone) {
-      ps.to_root();
-      continue;
-    }
-    ps.parent = ps.cur;
-    ps.parent_level = (int)n.level();
-    ps.expect = (int)n.level() - 1;
-    ps.cur = c;
-  }
-  return kFailRetry;
-}
-
-// op_delete removes k if present (no merging of underfull nodes). removed is set
-// to 1 when k was present.
-template <typename S, int T>
-__device__ int op_delete(const Pool<S>& pool, S k, int& removed, const Tile<T>& t) {
-  Path ps;
-  ps.to_root();
-  ps.strong = false;
-  ps.ns = 32;
-  Node<S> n;
-  removed = 0;
-  for (uint32_t step = 0; step < kMaxSteps; ++step) {
-    n.load(pool, ps.cur, ps.strong ? kStrong : kPlain, t);
-    if (!sane(pool, n) || (ps.expect >= 0 && (int)n.level() != ps.expect) || k < n.low) {
-      ps.to_root();
-      continue;
-    }
-    if (n.link != kNone && k >= n.high) {
-      ps.cur = n.link;
-      ps.expect = (int)n.level();
-      continue;
-    }
-    if (n.level() != 0) {
-      uint32_t c = child_for(pool, n, k, t);
-      if (c == kNone) {
-        ps.to_root();
-        continue;
-      }
-      ps.parent = ps.cur;
-      ps.parent_level = (int)n.level();
-      ps.expect = (int)n.level() - 1;
-      ps.cur = c;
-      continue;
-    }
-    // Spin case 3 becomes a restart from the last-known parent.
-    if (!try_latch(pool, ps.cur, t)) {
-      backoff(ps.ns);
-      ps.to_parent();
-      continue;
-    }
-    n.load(pool, ps.cur, kStrong, t);
-    if (!sane(pool, n) || n.level() != 0 || k < n.low) {
-      unlatch(pool, ps.cur, n.meta, t);
-      ps.to_root();
-      continue;
-    }
-    if (n.link != kNone && k >= n.high) {
-      unlatch(pool, ps.cur, n.meta, t);
-      ps.cur = n.link;
-      ps.expect = 0;
-      continue;
-    }
-    int j = n.find(t, k);
-    if (j < 0) {
-      unlatch(pool, ps.cur, n.meta, t);
-      return kOK;
-    }
-    uint32_t c = n.count();
-    n.remove_at(t, j);
-    n.store_pairs(pool, ps.cur, t);
-    release(pool, ps.cur, m_next(n.meta, c - 1), t);
-    removed = 1;
-    return kOK;
-  }
-  return kFailRetry;
-}
 
 // ---- batch drivers -----------------------------------------------------------
 //
@@ -964,27 +219,6 @@ __device__ __forceinline__ void report_result(const Pool<S>& pool, int r) {
   if (r == kFailRetry) wk::report(pool.status, wk::kStatusRetryLimit);
 }
 
-// tile_id is this tile's index in the grid; tile_count the grid's tiles.
-template <int T>
-__device__ __forceinline__ uint64_t tile_id() {
-  return (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / T;
-}
-template <int T>
-__device__ __forceinline__ uint64_t tile_count() {
-  return gridDim.x * (uint64_t)blockDim.x / T;
-}
-
-// add_keys adds each tile's change of the key count into one atomic per block.
-// Every thread of the block must call it.
-__device__ __forceinline__ void add_keys(unsigned long long* ctl, long long delta, bool leader) {
-  __shared__ long long block_delta;
-  if (threadIdx.x == 0) block_delta = 0;
-  __syncthreads();
-  if (leader && delta) atomicAdd((unsigned long long*)&block_delta, (unsigned long long)delta);
-  __syncthreads();
-  if (threadIdx.x == 0 && block_delta) atomicAdd(&ctl[1], (unsigned long long)block_delta);
-}
-
 // window returns query i's output window [off, off+limit) (none without
 // offsets). A window must satisfy offsets[i] <= offsets[i+1] <= out_len (the
 // output buffers' length); any other is reported as wk::kStatusInvalidArgument and
@@ -1056,7 +290,7 @@ __device__ void lookup_batch(char* base, uint64_t cap, uint32_t* status, const K
   Pool<S> pool{base, cap, nullptr, status};
   S v = 0;
   bool found = false;
-  int r = op_lookup(pool, (S)keys[i], true, v, found, t);
+  int r = op_lookup<Node<S>>(pool, (S)keys[i], true, v, found, t);
   report_result(pool, r);
   if (t.rank == 0) {
     out_vals[i] = found ? (V)v : V(0);
@@ -1075,7 +309,7 @@ __device__ void neighbor_batch(char* base, uint64_t cap, uint32_t* status, const
   Pool<S> pool{base, cap, nullptr, status};
   S k = (S)keys[i], rk = 0, rv = 0;
   bool found = false;
-  int r = predecessor ? op_predecessor(pool, k, true, rk, rv, found, t) : op_successor(pool, k, true, rk, rv, found, t);
+  int r = predecessor ? op_predecessor<Node<S>>(pool, k, true, rk, rv, found, t) : op_successor<Node<S>>(pool, k, true, rk, rv, found, t);
   report_result(pool, r);
   if (t.rank == 0) {
     out_keys[i] = found ? (K)rk : K(0);
@@ -1095,7 +329,7 @@ __device__ void range_batch(char* base, uint64_t cap, uint32_t* status, const K*
   Pool<S> pool{base, cap, nullptr, status};
   uint32_t off, limit, total = 0;
   window(offsets, i, out_len, status, off, limit);
-  int r = op_range<S, K, V, T>(pool, (S)lo[i], (S)hi[i], true, offsets ? out_keys + off : nullptr,
+  int r = op_range<Node<S>, K, V>(pool, (S)lo[i], (S)hi[i], true, offsets ? out_keys + off : nullptr,
                                offsets ? out_vals + off : nullptr, limit, total, t);
   report_result(pool, r);
   if (t.rank == 0) counts[i] = total;
@@ -1109,9 +343,10 @@ __device__ void insert_batch(char* base, uint64_t cap, unsigned long long* ctl, 
   uint64_t i = tile_id<T>();
   Tile<T> t;
   Pool<S> pool{base, cap, ctl, status};
+  NoVersion ver;
   int added = 0;
-  if (i < n) report_result(pool, op_insert(pool, (S)keys[i], (S)vals[i], added, t));
-  add_keys(ctl, added, t.rank == 0);
+  if (i < n) report_result(pool, op_insert<Node<S>>(pool, ver, (S)keys[i], (S)vals[i], added, t));
+  add_keys(ctl + 1, added, t.rank == 0);
 }
 
 template <typename K, typename V>
@@ -1122,9 +357,10 @@ __device__ void delete_batch(char* base, uint64_t cap, unsigned long long* ctl, 
   uint64_t i = tile_id<T>();
   Tile<T> t;
   Pool<S> pool{base, cap, ctl, status};
+  NoVersion ver;
   int removed = 0;
-  if (i < n) report_result(pool, op_delete(pool, (S)keys[i], removed, t));
-  add_keys(ctl, -(long long)removed, t.rank == 0);
+  if (i < n) report_result(pool, op_delete<Node<S>>(pool, ver, (S)keys[i], removed, t));
+  add_keys(ctl + 1, -(long long)removed, t.rank == 0);
 }
 
 // mixed_batch runs a batch whose elements are any operation, in one kernel
@@ -1138,6 +374,7 @@ __device__ void mixed_batch(char* base, uint64_t cap, unsigned long long* ctl, u
   uint64_t i = tile_id<T>();
   Tile<T> t;
   Pool<S> pool{base, cap, ctl, status};
+  NoVersion ver;
   // bt_check_kinds, queued before this kernel on the same stream, flags a batch
   // that holds an unknown kind: then nothing of it is applied. One thread reads
   // the flag for the block, so that the whole block leaves (or stays) together
@@ -1156,24 +393,24 @@ __device__ void mixed_batch(char* base, uint64_t cap, unsigned long long* ctl, u
     int r = kOK, d = 0;
     switch (kind) {
       case kOpInsert:
-        r = op_insert(pool, k, v, d, t);
+        r = op_insert<Node<S>>(pool, ver, k, v, d, t);
         delta = d;
         break;
       case kOpDelete:
-        r = op_delete(pool, k, d, t);
+        r = op_delete<Node<S>>(pool, ver, k, d, t);
         delta = -d;
         break;
       case kOpSuccessor:
-        r = op_successor(pool, k, true, rk, rv, found, t);
+        r = op_successor<Node<S>>(pool, k, true, rk, rv, found, t);
         break;
       case kOpPredecessor:
-        r = op_predecessor(pool, k, true, rk, rv, found, t);
+        r = op_predecessor<Node<S>>(pool, k, true, rk, rv, found, t);
         break;
       case kOpCount:
-        r = op_range<S, K, V, T>(pool, k, h, true, nullptr, nullptr, 0, cnt, t);
+        r = op_range<Node<S>, K, V>(pool, k, h, true, nullptr, nullptr, 0, cnt, t);
         break;
       case kOpLookup:
-        r = op_lookup(pool, k, true, rv, found, t);
+        r = op_lookup<Node<S>>(pool, k, true, rv, found, t);
         rk = k;
         break;
       default:  // unreachable after bt_check_kinds; never run an unknown kind
@@ -1188,7 +425,7 @@ __device__ void mixed_batch(char* base, uint64_t cap, unsigned long long* ctl, u
       if (out_counts) out_counts[i] = cnt;
     }
   }
-  add_keys(ctl, delta, t.rank == 0);
+  add_keys(ctl + 1, delta, t.rank == 0);
 }
 
 // Phased queries: walk and finish in lockstep.
@@ -1261,7 +498,7 @@ __device__ void phased_lookup(char* base, uint64_t cap, uint32_t* status, const 
       uint64_t qr = pick(q, r);
       S val = 0;
       bool found = false;
-      report_result(pool, op_lookup(pool, pick(k, r), false, val, found, t));
+      report_result(pool, op_lookup<Node<S>>(pool, pick(k, r), false, val, found, t));
       if (t.rank == 0) {
         uint64_t at = order ? order[qr] : qr;
         out_vals[at] = found ? (V)val : V(0);
@@ -1387,7 +624,7 @@ __device__ void phased_neighbor(char* base, uint64_t cap, uint32_t* status, cons
       uint64_t qr = pick(q, r);
       S kr = pick(k, r), a = 0, b = 0;
       bool f = false;
-      int res = predecessor ? op_predecessor(pool, kr, false, a, b, f, t) : op_successor(pool, kr, false, a, b, f, t);
+      int res = predecessor ? op_predecessor<Node<S>>(pool, kr, false, a, b, f, t) : op_successor<Node<S>>(pool, kr, false, a, b, f, t);
       report_result(pool, res);
       if (t.rank == 0) {
         uint64_t at = order ? order[qr] : qr;
@@ -1476,7 +713,7 @@ __device__ void phased_range(char* base, uint64_t cap, uint32_t* status, const K
       Tile<Wv::T> t;
       uint64_t ar = pick(at, r);
       uint32_t o = pick(off, r), total1 = 0;
-      int res = op_range<S, K, V, Wv::T>(pool, pick(lo, r), pick(hi, r), false, offsets ? out_keys + o : nullptr,
+      int res = op_range<Node<S>, K, V>(pool, pick(lo, r), pick(hi, r), false, offsets ? out_keys + o : nullptr,
                                          offsets ? out_vals + o : nullptr, pick(limit, r), total1, t);
       report_result(pool, res);
       if (t.rank == 0) counts[ar] = total1;
@@ -1541,14 +778,6 @@ __device__ void build_level(char* base, const K* keys, const V* vals, uint64_t m
   for (uint64_t j = tile_id<T>(); j < nodes; j += tile_count<T>())
     build_node<K, V, T>(base, keys, vals, m, level, node_base, nodes, child_base, children, fill, fanout, span,
                         child_span, j, t);
-}
-
-// mark_last flags the last element of each run of equal keys (sorted input), so
-// that a stable sort followed by selection keeps the last of duplicates.
-template <typename K>
-__device__ void mark_last(const K* keys, uint64_t n, uint8_t* flags) {
-  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
-    flags[i] = (i + 1 == n || keys[i] != keys[i + 1]) ? 1 : 0;
 }
 
 }  // namespace

@@ -35,6 +35,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -94,6 +95,7 @@ struct Lane {
   uint64_t in = 0;  // its contribution
   int arg = 0, width = 32;
   uint64_t out = 0;  // the result, once complete
+  unsigned sleep_ns = 0;  // __nanosleep's argument while coll == Yield
 };
 
 // Block is one block's threads on the OS thread that runs it.
@@ -231,7 +233,17 @@ inline bool run_block(Block& b, unsigned threads, const std::function<void()>& b
   }
   tb = &b;
   for (;;) {
-    bool progress = false, alive = false;
+    bool progress = false, alive = false, ran = false;
+    unsigned sleep = ~0u;  // when only sleeping lanes could run: the shortest sleep asked
+    for (unsigned i = 0; i < threads; ++i) {
+      const Lane& l = b.lanes[i];
+      if (l.finished) continue;
+      if (l.coll == Coll::None) ran = true;
+      if (l.coll == Coll::Yield) sleep = std::min(sleep, l.sleep_ns);
+    }
+    // Every runnable lane sleeps (it waits for another block, say): sleep the
+    // thread, so that retry bounds count time rather than spins, as on a GPU.
+    if (!ran && sleep != ~0u) std::this_thread::sleep_for(std::chrono::nanoseconds(std::max(sleep, 1000u)));
     for (unsigned i = 0; i < threads; ++i) {
       Lane& l = b.lanes[i];
       if (l.finished) continue;
@@ -395,9 +407,10 @@ template <typename T>
 inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
   return emu_from<T>(emu::collective(emu::Coll::ShflDown, mask, emu_bits(v), (int)delta, width));
 }
-inline void __nanosleep(unsigned) {
+inline void __nanosleep(unsigned ns) {
   emu::Block* b = emu::tb;
   b->lanes[b->cur].coll = emu::Coll::Yield;
+  b->lanes[b->cur].sleep_ns = ns;
   emu::emu_switch_stack(&b->lanes[b->cur].sp, b->sched);
 }
 [[noreturn]] inline void __trap() { emu::fail("__trap"); }
