@@ -290,7 +290,7 @@ __device__ void lookup_batch(char* base, uint64_t cap, uint32_t* status, const K
   Pool<S> pool{base, cap, nullptr, status};
   S v = 0;
   bool found = false;
-  int r = op_lookup<Node<S>>(pool, (S)keys[i], true, v, found, t);
+  int r = op_lookup<Node<S>>(pool, Latest{true}, (S)keys[i], v, found, t);
   report_result(pool, r);
   if (t.rank == 0) {
     out_vals[i] = found ? (V)v : V(0);
@@ -309,7 +309,8 @@ __device__ void neighbor_batch(char* base, uint64_t cap, uint32_t* status, const
   Pool<S> pool{base, cap, nullptr, status};
   S k = (S)keys[i], rk = 0, rv = 0;
   bool found = false;
-  int r = predecessor ? op_predecessor<Node<S>>(pool, k, true, rk, rv, found, t) : op_successor<Node<S>>(pool, k, true, rk, rv, found, t);
+  int r = predecessor ? op_predecessor<Node<S>>(pool, Latest{true}, k, rk, rv, found, t)
+                    : op_successor<Node<S>>(pool, Latest{true}, k, rk, rv, found, t);
   report_result(pool, r);
   if (t.rank == 0) {
     out_keys[i] = found ? (K)rk : K(0);
@@ -329,7 +330,7 @@ __device__ void range_batch(char* base, uint64_t cap, uint32_t* status, const K*
   Pool<S> pool{base, cap, nullptr, status};
   uint32_t off, limit, total = 0;
   window(offsets, i, out_len, status, off, limit);
-  int r = op_range<Node<S>, K, V>(pool, (S)lo[i], (S)hi[i], true, offsets ? out_keys + off : nullptr,
+  int r = op_range<Node<S>, K, V>(pool, Latest{true}, (S)lo[i], (S)hi[i], offsets ? out_keys + off : nullptr,
                                offsets ? out_vals + off : nullptr, limit, total, t);
   report_result(pool, r);
   if (t.rank == 0) counts[i] = total;
@@ -401,16 +402,16 @@ __device__ void mixed_batch(char* base, uint64_t cap, unsigned long long* ctl, u
         delta = -d;
         break;
       case kOpSuccessor:
-        r = op_successor<Node<S>>(pool, k, true, rk, rv, found, t);
+        r = op_successor<Node<S>>(pool, Latest{true}, k, rk, rv, found, t);
         break;
       case kOpPredecessor:
-        r = op_predecessor<Node<S>>(pool, k, true, rk, rv, found, t);
+        r = op_predecessor<Node<S>>(pool, Latest{true}, k, rk, rv, found, t);
         break;
       case kOpCount:
-        r = op_range<Node<S>, K, V>(pool, k, h, true, nullptr, nullptr, 0, cnt, t);
+        r = op_range<Node<S>, K, V>(pool, Latest{true}, k, h, nullptr, nullptr, 0, cnt, t);
         break;
       case kOpLookup:
-        r = op_lookup<Node<S>>(pool, k, true, rv, found, t);
+        r = op_lookup<Node<S>>(pool, Latest{true}, k, rv, found, t);
         rk = k;
         break;
       default:  // unreachable after bt_check_kinds; never run an unknown kind
@@ -498,7 +499,7 @@ __device__ void phased_lookup(char* base, uint64_t cap, uint32_t* status, const 
       uint64_t qr = pick(q, r);
       S val = 0;
       bool found = false;
-      report_result(pool, op_lookup<Node<S>>(pool, pick(k, r), false, val, found, t));
+      report_result(pool, op_lookup<Node<S>>(pool, Latest{false}, pick(k, r), val, found, t));
       if (t.rank == 0) {
         uint64_t at = order ? order[qr] : qr;
         out_vals[at] = found ? (V)val : V(0);
@@ -624,7 +625,8 @@ __device__ void phased_neighbor(char* base, uint64_t cap, uint32_t* status, cons
       uint64_t qr = pick(q, r);
       S kr = pick(k, r), a = 0, b = 0;
       bool f = false;
-      int res = predecessor ? op_predecessor<Node<S>>(pool, kr, false, a, b, f, t) : op_successor<Node<S>>(pool, kr, false, a, b, f, t);
+      int res = predecessor ? op_predecessor<Node<S>>(pool, Latest{false}, kr, a, b, f, t)
+                              : op_successor<Node<S>>(pool, Latest{false}, kr, a, b, f, t);
       report_result(pool, res);
       if (t.rank == 0) {
         uint64_t at = order ? order[qr] : qr;
@@ -713,7 +715,7 @@ __device__ void phased_range(char* base, uint64_t cap, uint32_t* status, const K
       Tile<Wv::T> t;
       uint64_t ar = pick(at, r);
       uint32_t o = pick(off, r), total1 = 0;
-      int res = op_range<Node<S>, K, V>(pool, pick(lo, r), pick(hi, r), false, offsets ? out_keys + o : nullptr,
+      int res = op_range<Node<S>, K, V>(pool, Latest{false}, pick(lo, r), pick(hi, r), offsets ? out_keys + o : nullptr,
                                          offsets ? out_vals + o : nullptr, pick(limit, r), total1, t);
       report_result(pool, res);
       if (t.rank == 0) counts[ar] = total1;

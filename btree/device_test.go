@@ -117,17 +117,11 @@ func (c *deviceChecker[K, V]) check(what string, qs []K) {
 // markWriter makes the tree's query batches run validated (as when a writer
 // runs beside them) until the returned function is called.
 func markWriter[K, V warpkit.Word](t *testing.T, g *gpuTree[K, V]) func() {
-	g.phase.mu.Lock()
-	g.phase.writers++
-	g.phase.mu.Unlock()
-	if fast := g.phase.beginQuery(); fast {
+	g.phase.BeginWrite()
+	if fast := g.phase.BeginQuery(); fast {
 		t.Fatal("a query joined as phased while a writer was marked")
 	}
-	return func() {
-		g.phase.mu.Lock()
-		g.phase.writers--
-		g.phase.mu.Unlock()
-	}
+	return g.phase.EndWrite
 }
 
 // TestGPUDeviceMethods checks the device-resident methods against the CPU

@@ -47,7 +47,7 @@ type gpuTree[K, V warpkit.Word] struct {
 	ctl      cuda.Slice[uint64] // [0] next free node, [1] keys stored
 	usedHint atomic.Int64       // nodes in use after the last writing batch (a lower bound)
 
-	phase   phase
+	phase   gpurt.Phase
 	sortMin int // phased query batches of at least this many queries are sorted first (0: never)
 
 	primOnce sync.Once
@@ -64,55 +64,6 @@ type lane struct {
 	sortBuf *cuda.Buffer         // sorted query keys and their positions (grown on demand)
 }
 
-// phase lets query batches skip validation when no writing batch can run beside
-// them. A query joins as a fast reader when no writer runs or waits; otherwise it
-// runs in validated mode beside the writers. A writer waits for fast readers to
-// drain (and keeps new ones out meanwhile).
-type phase struct {
-	mu                       sync.Mutex
-	cond                     sync.Cond
-	readers, writers, queued int
-}
-
-func (p *phase) beginQuery() (fast bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.writers == 0 && p.queued == 0 {
-		p.readers++
-		return true
-	}
-	return false
-}
-
-func (p *phase) endQuery(fast bool) {
-	if !fast {
-		return
-	}
-	p.mu.Lock()
-	p.readers--
-	if p.readers == 0 {
-		p.cond.Broadcast()
-	}
-	p.mu.Unlock()
-}
-
-func (p *phase) beginWrite() {
-	p.mu.Lock()
-	p.queued++
-	for p.readers > 0 {
-		p.cond.Wait()
-	}
-	p.queued--
-	p.writers++
-	p.mu.Unlock()
-}
-
-func (p *phase) endWrite() {
-	p.mu.Lock()
-	p.writers--
-	p.mu.Unlock()
-}
-
 func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, opts Options) (*gpuTree[K, V], error) {
 	var k K
 	var v V
@@ -121,7 +72,6 @@ func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, opts Options) (*gpuTr
 		g.maxNodes = min(opts.MaxNodes, maxPoolNodes)
 	}
 
-	g.phase.cond.L = &g.phase.mu
 	var err error
 	if g.k, err = loadKernels[K, V](dev); err != nil {
 		return nil, err
@@ -247,11 +197,11 @@ func (g *gpuTree[K, V]) batch(ctx context.Context, write bool, launch func(l *la
 	defer func() { g.lanes <- l }()
 	fast := false
 	if write {
-		g.phase.beginWrite()
-		defer g.phase.endWrite()
+		g.phase.BeginWrite()
+		defer g.phase.EndWrite()
 	} else {
-		fast = g.phase.beginQuery()
-		defer g.phase.endQuery(fast)
+		fast = g.phase.BeginQuery()
+		defer g.phase.EndQuery(fast)
 	}
 	if err := l.status.Zero(l.stream); err != nil {
 		return 0, err

@@ -273,15 +273,9 @@ func TestGPUValidatedQueries(t *testing.T) {
 		}
 		stored := slices.Compact(slices.Sorted(slices.Values(keys)))
 		g := subj.gpu
-		g.phase.mu.Lock()
-		g.phase.writers++ // queries now see a writer and validate
-		g.phase.mu.Unlock()
-		defer func() {
-			g.phase.mu.Lock()
-			g.phase.writers--
-			g.phase.mu.Unlock()
-		}()
-		if fast := g.phase.beginQuery(); fast {
+		g.phase.BeginWrite() // queries now see a writer and validate
+		defer g.phase.EndWrite()
+		if fast := g.phase.BeginQuery(); fast {
 			t.Fatal("a query joined as phased while a writer was marked")
 		}
 		c := &queryChecker[uint64, uint32]{t: t, ctx: ctx, subj: subj, oracle: oracle}

@@ -490,13 +490,33 @@ __device__ bool next_leaf(const Pool& pool, bool validated, N& n, const Tile<T>&
   return true;
 }
 
-template <class N, class Pool, int T>
-__device__ int op_lookup(const Pool& pool, typename N::S k, bool validated, typename N::S& v, bool& found,
+// A reader (the Rd of the queries below) finds the leaf of a key and the leaf
+// to the right of one:
+//   descend(pool, k, n, cur, steps, t)  false: retry bound exhausted
+//   next(pool, n, steps, t)              n's right sibling (n.link != kNone)
+// Latest reads the newest version of every node (btree's queries; mvbtree's
+// of the latest version); mvbtree's snapshot reader reads the version a
+// snapshot sees.
+struct Latest {
+  bool validated;  // writers may run: leaves are read with the seqlock
+  template <class Pool, class N, int T>
+  __device__ __forceinline__ bool descend(const Pool& pool, typename N::S k, N& n, uint32_t& cur, uint32_t& steps,
+                                          const Tile<T>& t) const {
+    return blink::descend(pool, k, validated, n, cur, steps, t);
+  }
+  template <class Pool, class N, int T>
+  __device__ __forceinline__ bool next(const Pool& pool, N& n, uint32_t&, const Tile<T>& t) const {
+    return next_leaf(pool, validated, n, t);
+  }
+};
+
+template <class N, class Pool, class Rd, int T>
+__device__ int op_lookup(const Pool& pool, const Rd& rd, typename N::S k, typename N::S& v, bool& found,
                          const Tile<T>& t) {
   N n;
   uint32_t cur, steps = 0;
   found = false;
-  if (!descend(pool, k, validated, n, cur, steps, t)) return kFailRetry;
+  if (!rd.descend(pool, k, n, cur, steps, t)) return kFailRetry;
   int j = n.find(t, k);
   if (j >= 0) {
     typename N::S kk;
@@ -507,13 +527,13 @@ __device__ int op_lookup(const Pool& pool, typename N::S k, bool validated, type
 }
 
 // op_successor finds the smallest key > k.
-template <class N, class Pool, int T>
-__device__ int op_successor(const Pool& pool, typename N::S k, bool validated, typename N::S& rk,
-                            typename N::S& rv, bool& found, const Tile<T>& t) {
+template <class N, class Pool, class Rd, int T>
+__device__ int op_successor(const Pool& pool, const Rd& rd, typename N::S k, typename N::S& rk, typename N::S& rv,
+                            bool& found, const Tile<T>& t) {
   N n;
   uint32_t cur, steps = 0;
   found = false;
-  if (!descend(pool, k, validated, n, cur, steps, t)) return kFailRetry;
+  if (!rd.descend(pool, k, n, cur, steps, t)) return kFailRetry;
   while (steps++ < kMaxSteps + pool.walk_bound()) {
     int j = n.count_le(t, k);  // first slot with key > k
     if (j < (int)n.count()) {
@@ -522,15 +542,15 @@ __device__ int op_successor(const Pool& pool, typename N::S k, bool validated, t
       return kOK;
     }
     if (n.link == kNone) return kOK;
-    if (!sane(pool, n) || !next_leaf(pool, validated, n, t)) return kFailRetry;
+    if (!sane(pool, n) || !rd.next(pool, n, steps, t)) return kFailRetry;
   }
   return kFailRetry;
 }
 
 // op_predecessor finds the largest key < k: the largest key <= q with q = k-1,
 // moving q below a leaf's low fence when the leaf has no candidate (no left links).
-template <class N, class Pool, int T>
-__device__ int op_predecessor(const Pool& pool, typename N::S k, bool validated, typename N::S& rk,
+template <class N, class Pool, class Rd, int T>
+__device__ int op_predecessor(const Pool& pool, const Rd& rd, typename N::S k, typename N::S& rk,
                               typename N::S& rv, bool& found, const Tile<T>& t) {
   found = false;
   if (k == 0) return kOK;
@@ -538,7 +558,7 @@ __device__ int op_predecessor(const Pool& pool, typename N::S k, bool validated,
   N n;
   uint32_t cur, steps = 0;
   while (steps < kMaxSteps) {
-    if (!descend(pool, q, validated, n, cur, steps, t)) return kFailRetry;
+    if (!rd.descend(pool, q, n, cur, steps, t)) return kFailRetry;
     int c = n.count_le(t, q);
     if (c > 0) {
       n.pair(t, c - 1, rk, rv);
@@ -553,14 +573,14 @@ __device__ int op_predecessor(const Pool& pool, typename N::S k, bool validated,
 
 // op_range counts the keys in [lo, hi) (none when lo >= hi) and writes up to
 // limit of the pairs to outK/outV (which may be null when limit is 0).
-template <class N, typename K, typename V, class Pool, int T>
-__device__ int op_range(const Pool& pool, typename N::S lo, typename N::S hi, bool validated, K* outK, V* outV,
+template <class N, typename K, typename V, class Pool, class Rd, int T>
+__device__ int op_range(const Pool& pool, const Rd& rd, typename N::S lo, typename N::S hi, K* outK, V* outV,
                         uint32_t limit, uint32_t& total, const Tile<T>& t) {
   total = 0;
   if (lo >= hi) return kOK;
   N n;
   uint32_t cur, steps = 0;
-  if (!descend(pool, lo, validated, n, cur, steps, t)) return kFailRetry;
+  if (!rd.descend(pool, lo, n, cur, steps, t)) return kFailRetry;
   while (steps++ < kMaxSteps + pool.walk_bound()) {
     int a = n.count_lt(t, lo), b = n.count_lt(t, hi);
     if (b > a) {
@@ -580,28 +600,35 @@ __device__ int op_range(const Pool& pool, typename N::S lo, typename N::S hi, bo
       total += (uint32_t)(b - a);
     }
     if (n.link == kNone || hi <= n.high) return kOK;  // keys to the right are >= high
-    if (!sane(pool, n) || !next_leaf(pool, validated, n, t)) return kFailRetry;
+    if (!sane(pool, n) || !rd.next(pool, n, steps, t)) return kFailRetry;
   }
   return kFailRetry;
 }
 
 // ---- updates ---------------------------------------------------------------
 //
-// The versioner's hooks (btree's NoVersion does nothing):
-//   before_write(pool, n, idx, t)  the tile holds idx's latch and n is what it
-//       read under it; make n the version this write produces (stamp, older
-//       version) and keep what a snapshot can still see. false: out of
-//       memory, nothing changed (the caller unlatches and fails the operation).
-//   abandon(pool, n, t)  a before_write whose node will not be written after all.
+// The versioner's hooks (btree's NoVersion does nothing). The tile holds
+// idx's latch and n is what it read under it:
+//   prepare(pool, n, t, slot)  take what the write of n will need (mvbtree:
+//       the unit for a copy of the version a snapshot can still see); false:
+//       out of memory, nothing taken (the caller unlatches and fails the
+//       operation). Nothing else changes, so a prepared write may be dropped:
+//   unprepare(pool, slot, t)   gives back what prepare took.
+//   commit(pool, n, idx, slot, t)  make n's registers the version this write
+//       produces (stamp, older versions) and keep what snapshots still see;
+//       it cannot fail.
 //   fresh(n, t)  n is a node this write creates.
 
 struct NoVersion {
+  struct Slot {};
   template <class Pool, class N, int T>
-  __device__ __forceinline__ bool before_write(Pool&, N&, uint32_t, const Tile<T>&) {
+  __device__ __forceinline__ bool prepare(Pool&, const N&, const Tile<T>&, Slot&) {
     return true;
   }
+  template <class Pool, int T>
+  __device__ __forceinline__ void unprepare(Pool&, const Slot&, const Tile<T>&) {}
   template <class Pool, class N, int T>
-  __device__ __forceinline__ void abandon(Pool&, N&, const Tile<T>&) {}
+  __device__ __forceinline__ void commit(Pool&, N&, uint32_t, const Slot&, const Tile<T>&) {}
   template <class N, int T>
   __device__ __forceinline__ void fresh(N&, const Tile<T>&) {}
 };
@@ -619,12 +646,14 @@ __device__ int split_root(Pool& pool, Vr& ver, N& n, const Tile<T>& t) {
     unlatch(pool, root, n.meta, t);
     return kFailPool;
   }
-  if (!ver.before_write(pool, n, root, t)) {
+  typename Vr::Slot slot;
+  if (!ver.prepare(pool, n, t, slot)) {
     pool.release(t, l);
     pool.release(t, r);
     unlatch(pool, root, n.meta, t);
     return kFailPool;
   }
+  ver.commit(pool, n, root, slot, t);
   S sk, sv;
   n.pair(t, kSplit, sk, sv);
   uint32_t lvl = n.level();
@@ -728,10 +757,12 @@ __device__ int op_insert(Pool& pool, Vr& ver, typename N::S k, typename N::S v, 
       if (full && Pool::kReplaceBeforeSplit && leaf) {
         int j = n.find(t, k);
         if (j >= 0) {  // replace the value in place: a full leaf need not split for it
-          if (!ver.before_write(pool, n, ps.cur, t)) {
+          typename Vr::Slot slot;
+          if (!ver.prepare(pool, n, t, slot)) {
             unlatch(pool, ps.cur, n.meta, t);
             return kFailPool;
           }
+          ver.commit(pool, n, ps.cur, slot, t);
           n.set_value(t, j, v);
           n.store_pairs(pool, ps.cur, t);
           release(pool, ps.cur, m_next(n.meta, n.count()), t);
@@ -787,19 +818,22 @@ __device__ int op_insert(Pool& pool, Vr& ver, typename N::S k, typename N::S v, 
           unlatch(pool, ps.cur, n.meta, t);
           return kFailPool;
         }
-        if (!ver.before_write(pool, p, ps.parent, t)) {
+        typename Vr::Slot sp, sn;
+        if (!ver.prepare(pool, p, t, sp)) {
           pool.release(t, r);
           unlatch(pool, ps.parent, p.meta, t);
           unlatch(pool, ps.cur, n.meta, t);
           return kFailPool;
         }
-        if (!ver.before_write(pool, n, ps.cur, t)) {
-          ver.abandon(pool, p, t);
+        if (!ver.prepare(pool, n, t, sn)) {
+          ver.unprepare(pool, sp, t);
           pool.release(t, r);
           unlatch(pool, ps.parent, p.meta, t);
           unlatch(pool, ps.cur, n.meta, t);
           return kFailPool;
         }
+        ver.commit(pool, p, ps.parent, sp, t);
+        ver.commit(pool, n, ps.cur, sn, t);
         S sk, sv;
         n.pair(t, kSplit, sk, sv);
         N right = n;
@@ -823,10 +857,12 @@ __device__ int op_insert(Pool& pool, Vr& ver, typename N::S k, typename N::S v, 
         continue;  // parent stays the last-known parent
       }
       if (leaf) {
-        if (!ver.before_write(pool, n, ps.cur, t)) {
+        typename Vr::Slot slot;
+        if (!ver.prepare(pool, n, t, slot)) {
           unlatch(pool, ps.cur, n.meta, t);
           return kFailPool;
         }
+        ver.commit(pool, n, ps.cur, slot, t);
         int j = n.find(t, k);
         if (j >= 0) {  // replace the value
           n.set_value(t, j, v);
@@ -916,10 +952,12 @@ __device__ int op_delete(Pool& pool, Vr& ver, typename N::S k, int& removed, con
       unlatch(pool, ps.cur, n.meta, t);
       return kOK;
     }
-    if (!ver.before_write(pool, n, ps.cur, t)) {
+    typename Vr::Slot slot;
+    if (!ver.prepare(pool, n, t, slot)) {
       unlatch(pool, ps.cur, n.meta, t);
       return kFailPool;
     }
+    ver.commit(pool, n, ps.cur, slot, t);
     uint32_t c = n.count();
     n.remove_at(t, j);
     n.store_pairs(pool, ps.cur, t);
