@@ -161,6 +161,16 @@ func (c *cpuPool) writeUnit(addr uint32, src []byte) error {
 	return nil
 }
 
+func (c *cpuPool) dump() ([]SuperBlock, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]SuperBlock, len(c.units))
+	for i := range c.units {
+		out[i] = SuperBlock{Units: append([]byte(nil), c.units[i]...), Bitmap: append([]uint32(nil), c.bitmap[i]...)}
+	}
+	return out, nil
+}
+
 func (c *cpuPool) close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -263,6 +263,28 @@ func (g *gpuPool) writeUnit(addr uint32, src []byte) error {
 	return v.CopyFromHost(src)
 }
 
+func (g *gpuPool) dump() ([]SuperBlock, error) {
+	unitBytes, total := g.superBytes()
+	out := make([]SuperBlock, len(g.supers))
+	for i, b := range g.supers {
+		all, err := cuda.View[uint8](b, 0, int(total))
+		if err != nil {
+			return nil, err
+		}
+		buf := make([]byte, total)
+		if err := all.CopyToHost(buf); err != nil {
+			return nil, err
+		}
+		bm := make([]uint32, (total-unitBytes)/4)
+		for j := range bm {
+			o := unitBytes + int64(4*j)
+			bm[j] = uint32(buf[o]) | uint32(buf[o+1])<<8 | uint32(buf[o+2])<<16 | uint32(buf[o+3])<<24
+		}
+		out[i] = SuperBlock{Units: buf[:unitBytes:unitBytes], Bitmap: bm}
+	}
+	return out, nil
+}
+
 func (g *gpuPool) close() error {
 	var first error
 	keep := func(err error) {

@@ -101,6 +101,7 @@ type impl interface {
 	freeDevice(ctx context.Context, addrs cuda.Slice[uint32]) error
 	readUnit(addr uint32, dst []byte) error
 	writeUnit(addr uint32, src []byte) error
+	dump() ([]SuperBlock, error)
 	close() error
 }
 
@@ -539,6 +540,35 @@ func (p *Pool) WriteUnit(ctx context.Context, addr uint32, src []byte) error {
 	}
 	defer release()
 	return p.impl.writeUnit(addr, src)
+}
+
+// SuperBlock is one super block's contents as Dump copies them.
+type SuperBlock struct {
+	Units  []byte   // UnitBytes per unit, BlocksPerSuperBlock*1024 units (unit i of the super block at i*UnitBytes)
+	Bitmap []uint32 // 32 words per memory block, bit set = allocated (unit i at word i/32, bit i%32)
+}
+
+// Dump copies every super block's units and bitmaps to the host, for
+// checkers that walk a structure's units (mvbtree's Check). Kernels that
+// change the pool should not run meanwhile, or the copy mixes their before
+// and after.
+func (p *Pool) Dump(ctx context.Context) ([]SuperBlock, error) {
+	if err := p.live("dump"); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	release, err := p.Acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	sbs, err := p.impl.dump()
+	if err != nil {
+		return nil, fmt.Errorf("slaballoc: dump: %w", err)
+	}
+	return sbs, nil
 }
 
 func (p *Pool) checkUnit(op string, addr uint32, n int) error {

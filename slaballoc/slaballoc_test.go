@@ -4,22 +4,29 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/bits"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/emu"
 	"github.com/warpkit/warpkit/internal/gputest"
 	"github.com/warpkit/warpkit/internal/kernelgen/ptxcheck"
 )
 
 func TestPTXUpToDate(t *testing.T) { ptxcheck.Check(t, "slaballoc.ptx") }
 
-// forEachBackend runs f on the CPU twin and, where there is a device, on the
-// GPU (the test name says which).
+// forEachBackend runs f on the CPU twin, on the CUDA backend over the CPU
+// emulation of the GPU (internal/emu: slaballoc.cu built for the host) and,
+// where there is a device, on the GPU (the test name says which).
 func forEachBackend(t *testing.T, f func(t *testing.T, opts Options)) {
 	t.Run("CPU", func(t *testing.T) { f(t, Options{Backend: warpkit.CPU}) })
+	t.Run("Emulated", func(t *testing.T) {
+		dev := emu.Device(t, emu.Options{}, "slaballoc.cu")
+		f(t, Options{Backend: warpkit.CUDA, Device: dev})
+	})
 	t.Run("GPU", func(t *testing.T) {
 		dev := gputest.Device(t)
 		f(t, Options{Backend: warpkit.CUDA, Device: dev})
@@ -301,6 +308,54 @@ func TestUnitContents(t *testing.T) {
 		}
 		if err := p.ReadUnit(ctx, a[0], make([]byte, 65)); !errors.Is(err, warpkit.ErrInvalidArgument) {
 			t.Fatalf("reading past the unit: %v", err)
+		}
+	})
+}
+
+// TestDump: Dump copies every super block's units and bitmaps as they are.
+func TestDump(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, opts Options) {
+		ctx := context.Background()
+		opts.BlocksPerSuperBlock = 1
+		opts.UnitBytes = 32
+		opts.MaxSuperBlocks = 2
+		p := newPool(t, opts)
+		a := make([]uint32, 1500) // more than one super block of 1024 units
+		if err := p.Allocate(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Free(ctx, a[:10]); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.WriteUnit(ctx, a[20], []byte("dumped")); err != nil {
+			t.Fatal(err)
+		}
+		sbs, err := p.Dump(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sbs) != p.SuperBlocks() {
+			t.Fatalf("%d super blocks dumped, pool has %d", len(sbs), p.SuperBlocks())
+		}
+		set := 0
+		for _, sb := range sbs {
+			for _, w := range sb.Bitmap {
+				set += bits.OnesCount32(w)
+			}
+		}
+		if set != len(a)-10 {
+			t.Fatalf("dumped bitmaps hold %d units, want %d", set, len(a)-10)
+		}
+		for i, addr := range a {
+			sb, u := addr>>24, addr&0xffffff
+			on := sbs[sb].Bitmap[u/32]>>(u%32)&1 == 1
+			if on != (i >= 10) {
+				t.Fatalf("unit %#x: bitmap says allocated=%v", addr, on)
+			}
+		}
+		sb, u := a[20]>>24, int(a[20]&0xffffff)
+		if got := string(sbs[sb].Units[u*32 : u*32+6]); got != "dumped" {
+			t.Fatalf("unit %#x dumped as %q", a[20], got)
 		}
 	})
 }
