@@ -347,7 +347,7 @@ func (g *gpuTree[K, V]) insertDevice(ctx context.Context, keys cuda.Slice[K], va
 		return ctx.Err()
 	}
 	return g.mutate(ctx, insertReserve(n), func(l *lane) error {
-		return g.k.insert.launch(l.stream, n, g.pool, uint64(g.capNodes), g.ctl, l.status, keys, vals, uint64(n))
+		return g.k.insert.Launch(l.stream, n, g.pool, uint64(g.capNodes), g.ctl, l.status, keys, vals, uint64(n))
 	})
 }
 
@@ -357,7 +357,7 @@ func (g *gpuTree[K, V]) deleteDevice(ctx context.Context, keys cuda.Slice[K]) er
 		return ctx.Err()
 	}
 	st, err := g.batch(ctx, true, func(l *lane, _ bool) error {
-		return g.k.del.launch(l.stream, n, g.pool, uint64(g.capNodes), g.ctl, l.status, keys, uint64(n))
+		return g.k.del.Launch(l.stream, n, g.pool, uint64(g.capNodes), g.ctl, l.status, keys, uint64(n))
 	})
 	if err != nil {
 		return err
@@ -402,7 +402,7 @@ func (g *gpuTree[K, V]) sortedQueries(l *lane, keys cuda.Slice[K]) (cuda.Slice[K
 	if err := cuda.CopyAsync(sk, keys, l.stream); err != nil {
 		return keys, cuda.Slice[uint32]{}, err
 	}
-	if err := g.k.iota.launch(l.stream, n, pos, uint64(n)); err != nil {
+	if err := g.k.iota.Launch(l.stream, n, pos, uint64(n)); err != nil {
 		return keys, cuda.Slice[uint32]{}, err
 	}
 	if err := prim.SortPairs(eng, l.stream, sk, pos, prim.SortOptions{}); err != nil {
@@ -418,13 +418,13 @@ func (g *gpuTree[K, V]) lookupDevice(ctx context.Context, keys cuda.Slice[K], va
 	}
 	st, err := g.batch(ctx, false, func(l *lane, fast bool) error {
 		if !fast {
-			return g.k.lookup.launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, keys, uint64(n), vals, found)
+			return g.k.lookup.Launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, keys, uint64(n), vals, found)
 		}
 		qk, pos, err := g.sortedQueries(l, keys)
 		if err != nil {
 			return err
 		}
-		return g.k.phasedLookup.launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, qk, pos, uint64(n), vals, found)
+		return g.k.phasedLookup.Launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, qk, pos, uint64(n), vals, found)
 	})
 	if err != nil {
 		return err
@@ -443,13 +443,13 @@ func (g *gpuTree[K, V]) neighborDevice(ctx context.Context, pred bool, keys, out
 	}
 	st, err := g.batch(ctx, false, func(l *lane, fast bool) error {
 		if !fast {
-			return g.k.neighbor.launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, keys, uint64(n), p, outKeys, outVals, found)
+			return g.k.neighbor.Launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, keys, uint64(n), p, outKeys, outVals, found)
 		}
 		qk, pos, err := g.sortedQueries(l, keys)
 		if err != nil {
 			return err
 		}
-		return g.k.phasedNeighbor.launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, qk, pos, uint64(n), p, outKeys, outVals, found)
+		return g.k.phasedNeighbor.Launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, qk, pos, uint64(n), p, outKeys, outVals, found)
 	})
 	if err != nil {
 		return err
@@ -467,13 +467,13 @@ func (g *gpuTree[K, V]) rangeDevice(ctx context.Context, lo, hi cuda.Slice[K], o
 	}
 	st, err := g.batch(ctx, false, func(l *lane, fast bool) error {
 		if !fast {
-			return g.k.rng.launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, lo, hi, uint64(n), offsets, uint64(outKeys.Len()), outKeys, outVals, counts)
+			return g.k.rng.Launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, lo, hi, uint64(n), offsets, uint64(outKeys.Len()), outKeys, outVals, counts)
 		}
 		ql, pos, err := g.sortedQueries(l, lo)
 		if err != nil {
 			return err
 		}
-		return g.k.phasedRange.launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, ql, hi, pos, uint64(n), offsets, uint64(outKeys.Len()), outKeys, outVals, counts)
+		return g.k.phasedRange.Launch(l.stream, n, g.pool, uint64(g.capNodes), l.status, ql, hi, pos, uint64(n), offsets, uint64(outKeys.Len()), outKeys, outVals, counts)
 	})
 	if err != nil {
 		return err
@@ -490,10 +490,10 @@ func (g *gpuTree[K, V]) applyDevice(ctx context.Context, ops DeviceOps[K, V], re
 	return g.mutate(ctx, insertReserve(n), func(l *lane) error {
 		// The check flags unknown kinds in the status word, which the mixed
 		// kernel queued behind it reads first: such a batch applies nothing.
-		if err := g.k.checkKinds.launch(l.stream, n, ops.Kinds, uint64(n), l.status); err != nil {
+		if err := g.k.checkKinds.Launch(l.stream, n, ops.Kinds, uint64(n), l.status); err != nil {
 			return err
 		}
-		return g.k.mixed.launch(l.stream, n, g.pool, uint64(g.capNodes), g.ctl, l.status,
+		return g.k.mixed.Launch(l.stream, n, g.pool, uint64(g.capNodes), g.ctl, l.status,
 			ops.Kinds, ops.Keys, ops.Vals, ops.His, uint64(n), res.Found, res.Keys, res.Vals, res.Counts)
 	})
 }
@@ -935,7 +935,7 @@ func (g *gpuTree[K, V]) sortUniqueDevice(s *staged, keys cuda.Slice[K], vals cud
 	defer func() { g.lanes <- l }()
 	err = prim.SortPairs(eng, l.stream, keys, vals, prim.SortOptions{})
 	if err == nil {
-		err = g.k.markLast.launch(l.stream, n, keys, uint64(n), flags)
+		err = g.k.markLast.Launch(l.stream, n, keys, uint64(n), flags)
 	}
 	if err == nil {
 		err = prim.SelectFlaggedPairs(eng, l.stream, keys, vals, flags, uk, uv, count)
@@ -1035,7 +1035,7 @@ func (g *gpuTree[K, V]) layOut(pool *cuda.Buffer, p buildPlan, keys cuda.Slice[K
 		if lv > 0 {
 			childBase, children, childSpan = p.bases[lv-1], p.counts[lv-1], p.spans[lv-1]
 		}
-		err := g.k.buildLevel.launch(l.stream, nodes, pool, keys, vals, uint64(m), uint32(lv),
+		err := g.k.buildLevel.Launch(l.stream, nodes, pool, keys, vals, uint64(m), uint32(lv),
 			uint32(p.bases[lv]), uint64(nodes), uint32(childBase), uint64(children), uint32(buildFill), uint32(buildFan),
 			uint64(p.spans[lv]), uint64(childSpan))
 		if err != nil {

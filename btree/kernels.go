@@ -26,26 +26,8 @@ func statusErr(st uint32) error {
 	return gpurt.StatusError("device batch", st)
 }
 
-// kernel is a function, how many items (operations, nodes, elements) one warp
-// takes at a time and, for a driver that takes its work grid-stride, the
-// largest grid worth launching: as many blocks as fit on the device at once (a
-// larger grid would only queue blocks). maxBlocks 0: one warp per perWarp
-// items, however many blocks that takes.
-type kernel struct {
-	f         *cuda.Function
-	perWarp   int
-	maxBlocks int
-}
-
-// launch runs k on enough blocks for items items.
-func (k kernel) launch(stream *cuda.Stream, items int, args ...any) error {
-	warps := (items + k.perWarp - 1) / k.perWarp
-	blocks := max(1, (warps*32+blockSize-1)/blockSize)
-	if k.maxBlocks > 0 {
-		blocks = min(blocks, k.maxBlocks)
-	}
-	return k.f.Launch(cuda.D1(blocks), cuda.D1(blockSize), 0, stream, args...)
-}
+// kernel is a function with its launch shape (gpurt.Kernel).
+type kernel = gpurt.Kernel
 
 // phasedRounds is kRounds of btree.cu: the queries a tile of a phased wave holds.
 const phasedRounds = 4
@@ -74,41 +56,22 @@ func loadKernels[K, V warpkit.Word](dev *cuda.Device) (kernels, error) {
 	if err != nil {
 		return ks, err
 	}
-	sms := dev.Properties().Multiprocessors
 	suf := widthSuffix[K]() + "_" + widthSuffix[V]()
 	tiles := 32 / (layoutFor(int(unsafe.Sizeof(*new(K))), int(unsafe.Sizeof(*new(V)))).nodeBytes / 16) // tiles per warp
-	for _, f := range []struct {
-		dst     *kernel
-		name    string
-		perWarp int
-		stride  bool // the driver takes its work grid-stride
-	}{
-		{&ks.lookup, "bt_lookup_" + suf, tiles, false},
-		{&ks.neighbor, "bt_neighbor_" + suf, tiles, false},
-		{&ks.rng, "bt_range_" + suf, tiles, false},
-		{&ks.insert, "bt_insert_" + suf, tiles, false},
-		{&ks.del, "bt_delete_" + suf, tiles, false},
-		{&ks.mixed, "bt_mixed_" + suf, tiles, false},
-		{&ks.phasedLookup, "bt_phased_lookup_" + suf, phasedRounds * tiles, true},
-		{&ks.phasedNeighbor, "bt_phased_neighbor_" + suf, phasedRounds * tiles, true},
-		{&ks.phasedRange, "bt_phased_range_" + suf, phasedRounds * tiles, true},
-		{&ks.buildLevel, "bt_build_level_" + suf, tiles, true}, // one node per tile
-		{&ks.markLast, "bt_mark_last_" + widthSuffix[K](), 32, true},
-		{&ks.iota, "bt_iota", 32, true},
-		{&ks.checkKinds, "bt_check_kinds", 32, true},
-	} {
-		if f.dst.f, err = mod.Function(f.name); err != nil {
-			return ks, err
-		}
-		f.dst.perWarp = f.perWarp
-		if !f.stride {
-			continue
-		}
-		per, err := f.dst.f.MaxActiveBlocksPerSM(blockSize, 0)
-		if err != nil {
-			return ks, err
-		}
-		f.dst.maxBlocks = max(1, per*max(sms, 1))
-	}
-	return ks, nil
+	err = gpurt.LoadKernels(mod, dev, blockSize, []gpurt.KernelSpec{
+		{Dst: &ks.lookup, Name: "bt_lookup_" + suf, PerWarp: tiles},
+		{Dst: &ks.neighbor, Name: "bt_neighbor_" + suf, PerWarp: tiles},
+		{Dst: &ks.rng, Name: "bt_range_" + suf, PerWarp: tiles},
+		{Dst: &ks.insert, Name: "bt_insert_" + suf, PerWarp: tiles},
+		{Dst: &ks.del, Name: "bt_delete_" + suf, PerWarp: tiles},
+		{Dst: &ks.mixed, Name: "bt_mixed_" + suf, PerWarp: tiles},
+		{Dst: &ks.phasedLookup, Name: "bt_phased_lookup_" + suf, PerWarp: phasedRounds * tiles, Stride: true},
+		{Dst: &ks.phasedNeighbor, Name: "bt_phased_neighbor_" + suf, PerWarp: phasedRounds * tiles, Stride: true},
+		{Dst: &ks.phasedRange, Name: "bt_phased_range_" + suf, PerWarp: phasedRounds * tiles, Stride: true},
+		{Dst: &ks.buildLevel, Name: "bt_build_level_" + suf, PerWarp: tiles, Stride: true}, // one node per tile
+		{Dst: &ks.markLast, Name: "bt_mark_last_" + widthSuffix[K](), PerWarp: 32, Stride: true},
+		{Dst: &ks.iota, Name: "bt_iota", PerWarp: 32, Stride: true},
+		{Dst: &ks.checkKinds, Name: "bt_check_kinds", PerWarp: 32, Stride: true},
+	})
+	return ks, err
 }

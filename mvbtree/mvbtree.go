@@ -9,7 +9,6 @@ import (
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/front"
-	"github.com/warpkit/warpkit/internal/ordmap"
 )
 
 // CopyMode is when a writer copies a node rather than changing it in place
@@ -43,10 +42,10 @@ func (m CopyMode) String() string {
 
 // Options configure a Tree.
 type Options struct {
-	// Backend: CPU, or Auto (the CPU backend until the CUDA one is built;
-	// CUDA fails with an error wrapping ErrInvalidArgument).
+	// Backend: CUDA, CPU, or Auto (CUDA when a device is present).
 	Backend warpkit.Backend
-	// Device is the CUDA backend's device (nil: device 0).
+	// Device is the CUDA backend's device (nil: device 0, opened by New and
+	// closed by Close).
 	Device *cuda.Device
 	// Copy is the copy rule of the CUDA backend's writers.
 	Copy CopyMode
@@ -54,6 +53,8 @@ type Options struct {
 	// device's memory); exhaustion fails the batch with ErrPoolExhausted
 	// and leaves the tree unchanged for the operations that failed.
 	MaxPoolBytes int64
+	// Streams is how many batches the CUDA backend runs at once (default 4).
+	Streams int
 }
 
 // Stats describe a tree's size and its versions.
@@ -69,10 +70,12 @@ type Stats struct {
 	Timestamp uint64
 	// OpenSnapshots are the snapshots not yet closed.
 	OpenSnapshots int
-	// Nodes, Versions (node versions an open snapshot can still reach,
-	// heads included), PinnedVersions (older versions pinned by an open
-	// snapshot), RetiredPending (versions retired, waiting for their grace
-	// period), Epoch, Restamps, PoolBytes and ReclaimLeaked (retires that
+	// Nodes (heads: the nodes of the latest version), Versions (older
+	// versions linked from them), PinnedVersions (those an open snapshot
+	// sees), RetiredPending (unlinked versions waiting for the launches that
+	// may still read them), Epoch (the stamp writes take now), Restamps,
+	// PoolBytes (the node pools of the latest version and of older
+	// generations that snapshots still read) and ReclaimLeaked (retires that
 	// could not be recorded: leaked, never reused unsafely) describe the
 	// CUDA backend's node versions and reclamation; 0 on the CPU backend,
 	// whose copy-on-write map leaves old versions to Go's garbage collector.
@@ -82,21 +85,41 @@ type Stats struct {
 	ReclaimLeaked                                   uint64
 }
 
-// backend is what the CPU (and, to come, CUDA) implementations provide;
-// the front has checked the closed state, the context at entry and the
-// lengths.
+// reader is a version of the tree that queries run against: the latest
+// (each call sees one state of the tree) or a snapshot's. The front has
+// checked the closed state, the context at entry and the lengths.
+type reader[K, V warpkit.Word] interface {
+	lookup(ctx context.Context, keys []K, vals []V, found []bool) error
+	neighbor(ctx context.Context, pred bool, keys, outKeys []K, outVals []V, found []bool) error
+	count(ctx context.Context, lo, hi []K, counts []uint32) error
+	rangeQ(ctx context.Context, lo, hi []K) (*warpkit.Ranges[K, V], error)
+	length(ctx context.Context) (int, error)
+	// ascend iterates [lo, hi) (or [lo, max] with all) of this version
+	// while alive says the handle is open.
+	ascend(ctx context.Context, lo, hi K, all bool, alive func() bool) iter.Seq2[K, V]
+}
+
+// view is a snapshot's version.
+type view[K, V warpkit.Word] interface {
+	reader[K, V]
+	check(ctx context.Context) error
+	release() error
+}
+
+// backend is what the CPU and CUDA implementations provide.
 type backend[K, V warpkit.Word] interface {
 	build(ctx context.Context, keys []K, vals []V) error
 	insert(ctx context.Context, keys []K, vals []V) error
 	delete(ctx context.Context, keys []K) error
-	// read runs a query on the latest version, atomically with respect to
-	// updates.
-	read(f func(v ordmap.View[K, V]) error) error
-	// snapshot freezes the latest version.
-	snapshot() ordmap.View[K, V]
+	// latest is the newest version; its rangeQ and ascend see one version
+	// (linearizable).
+	latest() reader[K, V]
+	snapshot(ctx context.Context) (view[K, V], error)
 	stats(ctx context.Context) (Stats, error)
 	compact(ctx context.Context) error
 	check(ctx context.Context) error
+	vacuum(ctx context.Context) error
+	restamp(ctx context.Context) error
 	close() error
 }
 
@@ -106,31 +129,53 @@ type backend[K, V warpkit.Word] interface {
 type Tree[K, V warpkit.Word] struct {
 	f    *front.Front
 	impl backend[K, V]
+	gpu  *gpuTree[K, V] // nil on the CPU backend
 
 	// mu guards the snapshot registry.
-	mu      sync.Mutex
-	stamp   uint64 // the next snapshot's version
-	open    map[*Snapshot[K, V]]struct{}
-	restamp uint64
+	mu    sync.Mutex
+	stamp uint64 // the next snapshot's version
+	open  map[*Snapshot[K, V]]struct{}
 }
 
 // New returns an empty tree.
 func New[K, V warpkit.Word](opts Options) (*Tree[K, V], error) {
 	f := front.New("mvbtree", warpkit.CPU)
-	switch opts.Backend {
-	case warpkit.Auto, warpkit.CPU:
-	case warpkit.CUDA:
-		return nil, f.Errorf("new", "the CUDA backend is not built yet (issue 18); use Backend CPU or Auto")
-	default:
+	switch {
+	case opts.Backend != warpkit.Auto && opts.Backend != warpkit.CPU && opts.Backend != warpkit.CUDA:
 		return nil, f.Errorf("new", "unknown Backend %d", int(opts.Backend))
-	}
-	if opts.Copy < CopyWhenPinned || opts.Copy > CopyIfStale {
+	case opts.Copy < CopyWhenPinned || opts.Copy > CopyIfStale:
 		return nil, f.Errorf("new", "unknown Copy mode %d", int(opts.Copy))
-	}
-	if opts.MaxPoolBytes < 0 {
+	case opts.MaxPoolBytes < 0:
 		return nil, f.Errorf("new", "MaxPoolBytes %d is negative", opts.MaxPoolBytes)
+	case opts.Streams < 0:
+		return nil, f.Errorf("new", "Streams %d is negative", opts.Streams)
 	}
-	return &Tree[K, V]{f: f, impl: newCPU[K, V](), open: map[*Snapshot[K, V]]struct{}{}}, nil
+	t := &Tree[K, V]{open: map[*Snapshot[K, V]]struct{}{}}
+	if opts.Backend == warpkit.CPU {
+		t.f, t.impl = f, newCPU[K, V]()
+		return t, nil
+	}
+	dev, own := opts.Device, false
+	if dev == nil {
+		d, err := warpkit.OpenDevice(opts.Backend, 0)
+		if err != nil {
+			return nil, f.Err("new", err)
+		}
+		if d == nil { // Auto without a device
+			t.f, t.impl = f, newCPU[K, V]()
+			return t, nil
+		}
+		dev, own = d, true
+	}
+	g, err := newGPU[K, V](dev, own, opts)
+	if err != nil {
+		if own {
+			dev.Close()
+		}
+		return nil, f.Err("new", err)
+	}
+	t.f, t.impl, t.gpu = front.New("mvbtree", warpkit.CUDA), g, g
+	return t, nil
 }
 
 // Backend returns the tree's backend; it works after Close.
@@ -163,7 +208,9 @@ func (t *Tree[K, V]) Build(ctx context.Context, keys []K, vals []V) error {
 }
 
 // Insert inserts each pair, replacing the value of a key already present
-// (within a batch, the last).
+// (within a batch, the last on the CPU backend; one of them on the CUDA
+// backend, as btree's). The batch is atomic: a snapshot sees all of it or
+// none.
 func (t *Tree[K, V]) Insert(ctx context.Context, keys []K, vals []V) error {
 	if err := t.f.Lens("insert", len(keys), len(vals)); err != nil {
 		return err
@@ -176,97 +223,64 @@ func (t *Tree[K, V]) Delete(ctx context.Context, keys []K) error {
 	return t.f.Do(ctx, "delete", front.Shared, func() error { return t.impl.delete(ctx, keys) })
 }
 
-// query runs a read of the latest version under the front.
-func (t *Tree[K, V]) query(ctx context.Context, op string, f func(v ordmap.View[K, V]) error) error {
-	return t.f.Do(ctx, op, front.Shared, func() error { return t.impl.read(f) })
-}
-
 // Lookup sets vals[i] and found[i] for keys[i] (vals[i] = 0 when not found).
 func (t *Tree[K, V]) Lookup(ctx context.Context, keys []K, vals []V, found []bool) error {
-	if err := t.f.Lens("lookup", len(keys), len(vals), len(found)); err != nil {
-		return err
-	}
-	return t.query(ctx, "lookup", func(v ordmap.View[K, V]) error { return v.Lookup(ctx, keys, vals, found) })
+	return lookup(t.f, ctx, t.impl.latest(), keys, vals, found)
 }
 
 // Successor finds, for each keys[i], the smallest stored key greater than it.
 func (t *Tree[K, V]) Successor(ctx context.Context, keys, outKeys []K, outVals []V, found []bool) error {
-	return t.neighbor(ctx, "successor", false, keys, outKeys, outVals, found)
+	return neighbor(t.f, ctx, t.impl.latest(), "successor", false, keys, outKeys, outVals, found)
 }
 
 // Predecessor finds, for each keys[i], the largest stored key smaller than it.
 func (t *Tree[K, V]) Predecessor(ctx context.Context, keys, outKeys []K, outVals []V, found []bool) error {
-	return t.neighbor(ctx, "predecessor", true, keys, outKeys, outVals, found)
-}
-
-func (t *Tree[K, V]) neighbor(ctx context.Context, op string, pred bool, keys, outKeys []K, outVals []V, found []bool) error {
-	if err := t.f.Lens(op, len(keys), len(outKeys), len(outVals), len(found)); err != nil {
-		return err
-	}
-	return t.query(ctx, op, func(v ordmap.View[K, V]) error { return v.Neighbor(ctx, pred, keys, outKeys, outVals, found) })
+	return neighbor(t.f, ctx, t.impl.latest(), "predecessor", true, keys, outKeys, outVals, found)
 }
 
 // Count sets counts[i] to the number of keys in [lo[i], hi[i]) (0 when
 // lo[i] >= hi[i]).
 func (t *Tree[K, V]) Count(ctx context.Context, lo, hi []K, counts []uint32) error {
-	if err := t.f.Lens("count", len(lo), len(hi), len(counts)); err != nil {
-		return err
-	}
-	return t.query(ctx, "count", func(v ordmap.View[K, V]) error { return v.Count(ctx, lo, hi, counts) })
+	return count(t.f, ctx, t.impl.latest(), lo, hi, counts)
 }
 
 // Range returns, for every query i, the pairs in [lo[i], hi[i]) in key
 // order. Every query of the call sees one version of the tree (Range is
 // linearizable), which btree's Range does not promise beside writers.
 func (t *Tree[K, V]) Range(ctx context.Context, lo, hi []K) (*warpkit.Ranges[K, V], error) {
-	if err := t.f.Lens("range", len(lo), len(hi)); err != nil {
-		return nil, err
-	}
-	var r *warpkit.Ranges[K, V]
-	err := t.query(ctx, "range", func(v ordmap.View[K, V]) (err error) {
-		r, err = v.Range(ctx, lo, hi)
-		return err
-	})
-	return r, err
+	return rangeQ(t.f, ctx, t.impl.latest(), lo, hi)
 }
 
-// AscendRange returns the pairs in [lo, hi) in key order, of the tree as it
-// was when it was called: the iterator walks a transient snapshot, so it
-// neither copies the pairs nor holds writers back.
+// AscendRange returns the pairs in [lo, hi) in key order of one version of
+// the tree: the iterator walks a transient snapshot, so it neither copies
+// the pairs nor holds writers back. The CPU backend takes the snapshot when
+// AscendRange is called; the CUDA backend when the loop starts (and lets it
+// go when the loop ends), so that an iterator that is never run pins
+// nothing.
 func (t *Tree[K, V]) AscendRange(ctx context.Context, lo, hi K) (iter.Seq2[K, V], error) {
-	return t.ascend(ctx, lo, hi, false)
+	return ascend(t.f, ctx, t.impl.latest(), lo, hi, false)
 }
 
 // AscendGreaterOrEqual returns every pair whose key is >= lo in key order
 // (the largest key of K included), as AscendRange does.
 func (t *Tree[K, V]) AscendGreaterOrEqual(ctx context.Context, lo K) (iter.Seq2[K, V], error) {
-	return t.ascend(ctx, lo, 0, true)
+	return ascend(t.f, ctx, t.impl.latest(), lo, 0, true)
 }
 
 // All returns every pair in key order: AscendGreaterOrEqual(ctx, 0).
 func (t *Tree[K, V]) All(ctx context.Context) (iter.Seq2[K, V], error) {
-	return t.ascend(ctx, 0, 0, true)
-}
-
-func (t *Tree[K, V]) ascend(ctx context.Context, lo, hi K, all bool) (iter.Seq2[K, V], error) {
-	return front.Value(t.f, ctx, "ascend", front.Shared, func() (iter.Seq2[K, V], error) {
-		return t.impl.snapshot().Ascend(lo, hi, all), nil
-	})
+	return ascend(t.f, ctx, t.impl.latest(), 0, 0, true)
 }
 
 // Len returns the pairs of the latest version.
-func (t *Tree[K, V]) Len(ctx context.Context) (int, error) {
-	var n int
-	err := t.query(ctx, "len", func(v ordmap.View[K, V]) error { n = v.Len(); return nil })
-	return n, err
-}
+func (t *Tree[K, V]) Len(ctx context.Context) (int, error) { return length(t.f, ctx, t.impl.latest()) }
 
 // Stats returns the tree's size and its versions.
 func (t *Tree[K, V]) Stats(ctx context.Context) (Stats, error) {
 	return front.Value(t.f, ctx, "stats", front.Shared, func() (Stats, error) {
 		st, err := t.impl.stats(ctx)
 		t.mu.Lock()
-		st.Timestamp, st.OpenSnapshots, st.Restamps = t.stamp, len(t.open), t.restamp
+		st.Timestamp, st.OpenSnapshots = t.stamp, len(t.open)
 		t.mu.Unlock()
 		return st, err
 	})
@@ -278,25 +292,29 @@ func (t *Tree[K, V]) Compact(ctx context.Context) error {
 	return t.f.Do(ctx, "compact", front.Exclusive, func() error { return t.impl.compact(ctx) })
 }
 
-// Vacuum reclaims the versions that only closed snapshots could see (the
-// CUDA backend's writers reclaim the versions of the nodes they change;
-// Vacuum reaches the rest). The CPU backend has nothing to do: Go's garbage
-// collector frees a closed snapshot's versions.
+// Vacuum reclaims the versions that only closed snapshots could see. The
+// CUDA backend's writers reclaim those of the nodes they change; Vacuum
+// reaches the rest, so that afterwards every older version is one an open
+// snapshot sees. The CPU backend has nothing to do: Go's garbage collector
+// frees a closed snapshot's versions.
 func (t *Tree[K, V]) Vacuum(ctx context.Context) error {
-	return t.f.Do(ctx, "vacuum", front.Exclusive, func() error { return nil })
+	return t.f.Do(ctx, "vacuum", front.Exclusive, func() error { return t.impl.vacuum(ctx) })
 }
 
-// Restamp renumbers the CUDA backend's 32-bit node timestamps before they
-// can wrap, preserving every open snapshot's view (writers call it when
-// needed; it is exported for tests and tools). The CPU backend has no
-// timestamps to renumber.
+// Restamp renumbers the CUDA backend's 32-bit node stamps, preserving every
+// open snapshot's view. Snapshot calls it before the stamps could wrap; it
+// is exported for tests and tools. The CPU backend has no stamps to
+// renumber.
 func (t *Tree[K, V]) Restamp(ctx context.Context) error {
-	return t.f.Do(ctx, "restamp", front.Exclusive, func() error { return nil })
+	return t.f.Do(ctx, "restamp", front.Exclusive, func() error { return t.impl.restamp(ctx) })
 }
 
 // Check verifies the tree's invariants: the latest version's order and,
 // for every open snapshot, the order of its version and the registry's
-// accounting (versions below the timestamp, each open snapshot listed once).
+// accounting (versions below the timestamp, each open snapshot listed once);
+// on the CUDA backend also every version chain (stamps decreasing, every
+// link inside the pool) and the pool's accounting (every allocated unit a
+// head, a linked version or a retired one waiting).
 func (t *Tree[K, V]) Check(ctx context.Context) error {
 	return t.f.Do(ctx, "check", front.Exclusive, func() error {
 		if err := t.impl.check(ctx); err != nil {
@@ -318,7 +336,7 @@ func (t *Tree[K, V]) Check(ctx context.Context) error {
 				return fmt.Errorf("snapshot version %d handed out twice", s.version)
 			}
 			seen[s.version] = true
-			if err := s.view.Check(ctx); err != nil {
+			if err := s.view.check(ctx); err != nil {
 				return fmt.Errorf("snapshot %d: %w", s.version, err)
 			}
 		}
@@ -329,13 +347,18 @@ func (t *Tree[K, V]) Check(ctx context.Context) error {
 // Snapshot returns the tree as it is now, as a handle that later updates
 // do not change, until Close. It linearizes after every update that
 // returned before it was called and before every update that starts after
-// it returned.
+// it returned. On the CUDA backend it waits for the write batches in flight
+// (a snapshot never sees part of a batch).
 func (t *Tree[K, V]) Snapshot(ctx context.Context) (*Snapshot[K, V], error) {
 	return front.Value(t.f, ctx, "snapshot", front.Shared, func() (*Snapshot[K, V], error) {
-		view := t.impl.snapshot()
+		v, err := t.impl.snapshot(ctx)
+		if err != nil {
+			return nil, err
+		}
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		s := &Snapshot[K, V]{f: front.New("mvbtree: snapshot", t.f.Backend()), t: t, view: view, version: t.stamp}
+		s := &Snapshot[K, V]{f: front.New("mvbtree: snapshot", t.f.Backend()), t: t, view: v, version: t.stamp}
+		s.gpu, _ = v.(*gpuView[K, V])
 		t.stamp++
 		t.open[s] = struct{}{}
 		return s, nil
@@ -347,7 +370,8 @@ func (t *Tree[K, V]) Snapshot(ctx context.Context) (*Snapshot[K, V], error) {
 type Snapshot[K, V warpkit.Word] struct {
 	f       *front.Front
 	t       *Tree[K, V]
-	view    ordmap.View[K, V]
+	view    view[K, V]
+	gpu     *gpuView[K, V] // nil on the CPU backend
 	version uint64
 }
 
@@ -367,90 +391,91 @@ func (s *Snapshot[K, V]) Close() error {
 		s.t.mu.Lock()
 		delete(s.t.open, s)
 		s.t.mu.Unlock()
-		s.view = ordmap.View[K, V]{}
-		return nil
+		return s.view.release()
 	})
-}
-
-func (s *Snapshot[K, V]) query(ctx context.Context, op string, f func(v ordmap.View[K, V]) error) error {
-	return s.f.Do(ctx, op, front.Shared, func() error { return f(s.view) })
 }
 
 // Lookup is Tree.Lookup on the snapshot.
 func (s *Snapshot[K, V]) Lookup(ctx context.Context, keys []K, vals []V, found []bool) error {
-	if err := s.f.Lens("lookup", len(keys), len(vals), len(found)); err != nil {
-		return err
-	}
-	return s.query(ctx, "lookup", func(v ordmap.View[K, V]) error { return v.Lookup(ctx, keys, vals, found) })
+	return lookup(s.f, ctx, s.view, keys, vals, found)
 }
 
 // Successor is Tree.Successor on the snapshot.
 func (s *Snapshot[K, V]) Successor(ctx context.Context, keys, outKeys []K, outVals []V, found []bool) error {
-	return s.neighbor(ctx, "successor", false, keys, outKeys, outVals, found)
+	return neighbor(s.f, ctx, s.view, "successor", false, keys, outKeys, outVals, found)
 }
 
 // Predecessor is Tree.Predecessor on the snapshot.
 func (s *Snapshot[K, V]) Predecessor(ctx context.Context, keys, outKeys []K, outVals []V, found []bool) error {
-	return s.neighbor(ctx, "predecessor", true, keys, outKeys, outVals, found)
-}
-
-func (s *Snapshot[K, V]) neighbor(ctx context.Context, op string, pred bool, keys, outKeys []K, outVals []V, found []bool) error {
-	if err := s.f.Lens(op, len(keys), len(outKeys), len(outVals), len(found)); err != nil {
-		return err
-	}
-	return s.query(ctx, op, func(v ordmap.View[K, V]) error { return v.Neighbor(ctx, pred, keys, outKeys, outVals, found) })
+	return neighbor(s.f, ctx, s.view, "predecessor", true, keys, outKeys, outVals, found)
 }
 
 // Count is Tree.Count on the snapshot.
 func (s *Snapshot[K, V]) Count(ctx context.Context, lo, hi []K, counts []uint32) error {
-	if err := s.f.Lens("count", len(lo), len(hi), len(counts)); err != nil {
-		return err
-	}
-	return s.query(ctx, "count", func(v ordmap.View[K, V]) error { return v.Count(ctx, lo, hi, counts) })
+	return count(s.f, ctx, s.view, lo, hi, counts)
 }
 
 // Range is Tree.Range on the snapshot.
 func (s *Snapshot[K, V]) Range(ctx context.Context, lo, hi []K) (*warpkit.Ranges[K, V], error) {
-	if err := s.f.Lens("range", len(lo), len(hi)); err != nil {
-		return nil, err
-	}
-	var r *warpkit.Ranges[K, V]
-	err := s.query(ctx, "range", func(v ordmap.View[K, V]) (err error) {
-		r, err = v.Range(ctx, lo, hi)
-		return err
-	})
-	return r, err
+	return rangeQ(s.f, ctx, s.view, lo, hi)
 }
 
 // AscendRange returns the snapshot's pairs in [lo, hi) in key order. The
 // iterator reads the snapshot as it goes: it yields nothing more once the
 // snapshot is closed.
 func (s *Snapshot[K, V]) AscendRange(ctx context.Context, lo, hi K) (iter.Seq2[K, V], error) {
-	return s.ascend(ctx, lo, hi, false)
+	return ascend(s.f, ctx, s.view, lo, hi, false)
 }
 
 // AscendGreaterOrEqual returns the snapshot's pairs with keys >= lo.
 func (s *Snapshot[K, V]) AscendGreaterOrEqual(ctx context.Context, lo K) (iter.Seq2[K, V], error) {
-	return s.ascend(ctx, lo, 0, true)
+	return ascend(s.f, ctx, s.view, lo, 0, true)
 }
 
 // All returns every pair of the snapshot in key order.
 func (s *Snapshot[K, V]) All(ctx context.Context) (iter.Seq2[K, V], error) {
-	return s.ascend(ctx, 0, 0, true)
-}
-
-func (s *Snapshot[K, V]) ascend(ctx context.Context, lo, hi K, all bool) (iter.Seq2[K, V], error) {
-	return front.Value(s.f, ctx, "ascend", front.Shared, func() (iter.Seq2[K, V], error) {
-		seq := s.view.Ascend(lo, hi, all)
-		return func(yield func(K, V) bool) {
-			seq(func(k K, v V) bool { return !s.f.Closed() && yield(k, v) })
-		}, nil
-	})
+	return ascend(s.f, ctx, s.view, 0, 0, true)
 }
 
 // Len returns the snapshot's pairs.
-func (s *Snapshot[K, V]) Len(ctx context.Context) (int, error) {
-	var n int
-	err := s.query(ctx, "len", func(v ordmap.View[K, V]) error { n = v.Len(); return nil })
-	return n, err
+func (s *Snapshot[K, V]) Len(ctx context.Context) (int, error) { return length(s.f, ctx, s.view) }
+
+// The queries, for the tree's latest version and its snapshots alike.
+
+func lookup[K, V warpkit.Word](f *front.Front, ctx context.Context, r reader[K, V], keys []K, vals []V, found []bool) error {
+	if err := f.Lens("lookup", len(keys), len(vals), len(found)); err != nil {
+		return err
+	}
+	return f.Do(ctx, "lookup", front.Shared, func() error { return r.lookup(ctx, keys, vals, found) })
+}
+
+func neighbor[K, V warpkit.Word](f *front.Front, ctx context.Context, r reader[K, V], op string, pred bool, keys, outKeys []K, outVals []V, found []bool) error {
+	if err := f.Lens(op, len(keys), len(outKeys), len(outVals), len(found)); err != nil {
+		return err
+	}
+	return f.Do(ctx, op, front.Shared, func() error { return r.neighbor(ctx, pred, keys, outKeys, outVals, found) })
+}
+
+func count[K, V warpkit.Word](f *front.Front, ctx context.Context, r reader[K, V], lo, hi []K, counts []uint32) error {
+	if err := f.Lens("count", len(lo), len(hi), len(counts)); err != nil {
+		return err
+	}
+	return f.Do(ctx, "count", front.Shared, func() error { return r.count(ctx, lo, hi, counts) })
+}
+
+func rangeQ[K, V warpkit.Word](f *front.Front, ctx context.Context, r reader[K, V], lo, hi []K) (*warpkit.Ranges[K, V], error) {
+	if err := f.Lens("range", len(lo), len(hi)); err != nil {
+		return nil, err
+	}
+	return front.Value(f, ctx, "range", front.Shared, func() (*warpkit.Ranges[K, V], error) { return r.rangeQ(ctx, lo, hi) })
+}
+
+func ascend[K, V warpkit.Word](f *front.Front, ctx context.Context, r reader[K, V], lo, hi K, all bool) (iter.Seq2[K, V], error) {
+	return front.Value(f, ctx, "ascend", front.Shared, func() (iter.Seq2[K, V], error) {
+		return r.ascend(ctx, lo, hi, all, func() bool { return !f.Closed() }), nil
+	})
+}
+
+func length[K, V warpkit.Word](f *front.Front, ctx context.Context, r reader[K, V]) (int, error) {
+	return front.Value(f, ctx, "len", front.Shared, func() (int, error) { return r.length(ctx) })
 }

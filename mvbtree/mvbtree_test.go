@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
 )
 
 var ctx = context.Background()
@@ -120,13 +121,22 @@ func collect[K, V warpkit.Word](seq func(func(K, V) bool), err error) ([]K, []V)
 // snapshot answer as the model of their version, exactly, keys at both
 // ends of K's range included.
 func TestDifferential(t *testing.T) {
-	t.Run("u32", func(t *testing.T) { differential[uint32, uint32](t, 1<<12) })
-	t.Run("u64", func(t *testing.T) { differential[uint64, uint64](t, 1<<12) })
-	t.Run("u32-full-range", func(t *testing.T) { differential[uint32, uint64](t, 0) })
+	t.Run("u32", func(t *testing.T) { differential(t, 1<<12, newCPUTree[uint32, uint32], 4, 120) })
+	t.Run("u64", func(t *testing.T) { differential(t, 1<<12, newCPUTree[uint64, uint64], 4, 120) })
+	t.Run("u32-full-range", func(t *testing.T) { differential(t, 0, newCPUTree[uint32, uint64], 4, 120) })
 }
 
-func differential[K, V warpkit.Word](t *testing.T, span uint64) {
-	for seed := range uint64(4) {
+// newCPUTree opens a tree on the CPU backend.
+func newCPUTree[K, V warpkit.Word](t testing.TB) *Tree[K, V] {
+	tr, err := New[K, V](Options{Backend: warpkit.CPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+func differential[K, V warpkit.Word](t *testing.T, span uint64, newTree func(testing.TB) *Tree[K, V], seeds uint64, steps int) {
+	for seed := range seeds {
 		rng := rand.New(rand.NewPCG(seed, 11))
 		key := func() K {
 			switch r := rng.IntN(20); {
@@ -140,10 +150,7 @@ func differential[K, V warpkit.Word](t *testing.T, span uint64) {
 				return K(rng.Uint64N(span))
 			}
 		}
-		tr, err := New[K, V](Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tr := newTree(t)
 		latest := model[K, V]{}
 		type open struct {
 			s *Snapshot[K, V]
@@ -157,14 +164,23 @@ func differential[K, V warpkit.Word](t *testing.T, span uint64) {
 			}
 			return p
 		}
-		for step := range 120 {
+		for step := range steps {
 			switch op := rng.IntN(12); {
 			case op < 4:
+				// Distinct keys: the CUDA backend keeps one of a key's values
+				// within a batch, not necessarily the last.
 				n := 1 + rng.IntN(300)
-				ks, vs := make([]K, n), make([]V, n)
-				for i := range n {
-					ks[i], vs[i] = key(), V(rng.Uint64())
-					latest[ks[i]] = vs[i]
+				var ks []K
+				var vs []V
+				in := map[K]bool{}
+				for range n {
+					k := key()
+					if in[k] {
+						continue
+					}
+					in[k] = true
+					ks, vs = append(ks, k), append(vs, V(rng.Uint64()))
+					latest[k] = vs[len(vs)-1]
 				}
 				if err := tr.Insert(ctx, ks, vs); err != nil {
 					t.Fatal(err)
@@ -251,12 +267,11 @@ func differential[K, V warpkit.Word](t *testing.T, span uint64) {
 // contents never change while it is open, and once every snapshot is
 // closed the registry is empty.
 func TestSnapshotsBesideWriters(t *testing.T) {
-	tr, err := New[uint32, uint32](Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	snapshotsBesideWriters(t, newCPUTree[uint32, uint32](t), 400, 50)
+}
+
+func snapshotsBesideWriters(t *testing.T, tr *Tree[uint32, uint32], batches, snapsPerReader int) {
 	defer tr.Close()
-	const batches = 400
 	batch := func(b int) []uint32 {
 		ks := make([]uint32, 64)
 		for i := range ks {
@@ -301,7 +316,7 @@ func TestSnapshotsBesideWriters(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range 50 {
+			for range snapsPerReader {
 				s, err := tr.Snapshot(ctx)
 				if err != nil {
 					t.Error(err)
@@ -323,7 +338,7 @@ func TestSnapshotsBesideWriters(t *testing.T) {
 	}
 	wg.Wait()
 	st, err := tr.Stats(ctx)
-	if err != nil || st.OpenSnapshots != 0 || st.Timestamp != 200 {
+	if err != nil || st.OpenSnapshots != 0 || st.Timestamp != uint64(4*snapsPerReader) {
 		t.Fatalf("stats %+v (%v)", st, err)
 	}
 	if err := tr.Check(ctx); err != nil {
@@ -334,8 +349,9 @@ func TestSnapshotsBesideWriters(t *testing.T) {
 // TestAscendBesideWrites: the tree's iterators walk a transient snapshot:
 // a loop may update the tree it iterates (no deadlock) and sees the tree
 // as it was when the iterator was made.
-func TestAscendBesideWrites(t *testing.T) {
-	tr, _ := New[uint64, uint64](Options{})
+func TestAscendBesideWrites(t *testing.T) { ascendBesideWrites(t, newCPUTree[uint64, uint64](t)) }
+
+func ascendBesideWrites(t *testing.T, tr *Tree[uint64, uint64]) {
 	defer tr.Close()
 	ks := []uint64{1, 2, 3, 4, 5}
 	if err := tr.Insert(ctx, ks, ks); err != nil {
@@ -374,9 +390,18 @@ func TestAscendBesideWrites(t *testing.T) {
 // TestContract: the structure contract's errors for the tree and its
 // snapshots.
 func TestContract(t *testing.T) {
-	for _, o := range []Options{{Backend: warpkit.CUDA}, {Backend: 9}, {Copy: 7}, {MaxPoolBytes: -1}} {
+	for _, o := range []Options{{Backend: 9}, {Copy: 7}, {MaxPoolBytes: -1}, {Streams: -2}} {
 		if _, err := New[uint32, uint32](o); !errors.Is(err, warpkit.ErrInvalidArgument) {
 			t.Errorf("New(%+v): %v, want ErrInvalidArgument", o, err)
+		}
+	}
+	if _, err := cuda.Open(0); errors.Is(err, warpkit.ErrNoDevice) {
+		if _, err := New[uint32, uint32](Options{Backend: warpkit.CUDA}); !errors.Is(err, warpkit.ErrNoDevice) {
+			t.Errorf("Backend CUDA without a device: %v, want ErrNoDevice", err)
+		}
+		tr, err := New[uint32, uint32](Options{})
+		if err != nil || tr.Backend() != warpkit.CPU {
+			t.Errorf("Backend Auto without a device: %v", err)
 		}
 	}
 	tr, err := New[uint32, uint32](Options{Backend: warpkit.CPU})

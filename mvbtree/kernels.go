@@ -1,0 +1,77 @@
+package mvbtree
+
+import (
+	_ "embed"
+	"fmt"
+	"unsafe"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/gpurt"
+)
+
+//go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/mvbtree.ptx mvbtree.cu
+
+// mvbtreePTX holds the tree's kernels for every key/value width pair.
+//
+//go:embed ptx/mvbtree.ptx
+var mvbtreePTX []byte
+
+const blockSize = 256
+
+// Values shared with mvbtree.cu.
+const (
+	stampLatest = 0xffffffff // the stamp of a query of the latest version
+	ctlKeys     = 0          // control words: live keys,
+	ctlVersions = 1          // linked older versions
+	ctlWords    = 2
+	scanVacuum  = 0 // unit scans
+	scanStats   = 1
+	scanRestamp = 2
+	scanOut     = 4 // words a scan writes: heads, linked versions, pinned versions, unlinked
+)
+
+// statusErr maps a kernel's status word to an error (the flags are the
+// shared registry's, internal/devcode/status.cuh).
+func statusErr(st uint32) error {
+	if st&gpurt.StatusInvalidArgument != 0 {
+		return fmt.Errorf("%w: a range window that is decreasing or passes the end of the output buffers", warpkit.ErrInvalidArgument)
+	}
+	return gpurt.StatusError("device batch", st)
+}
+
+// kernels are one width pair's functions.
+type kernels struct {
+	insert, del, lookup, neighbor, rng gpurt.Kernel // one operation per tile
+	buildLevel, scan, poison, markLast gpurt.Kernel // grid-stride
+}
+
+func widthSuffix[T warpkit.Word]() string {
+	var z T
+	if unsafe.Sizeof(z) == 8 {
+		return "u64"
+	}
+	return "u32"
+}
+
+func loadKernels[K, V warpkit.Word](dev *cuda.Device, l layout) (kernels, error) {
+	var ks kernels
+	mod, err := dev.LoadModule(mvbtreePTX)
+	if err != nil {
+		return ks, err
+	}
+	suf := widthSuffix[K]() + "_" + widthSuffix[V]()
+	tiles := 32 / (l.nodeBytes / 16) // tiles per warp
+	err = gpurt.LoadKernels(mod, dev, blockSize, []gpurt.KernelSpec{
+		{Dst: &ks.insert, Name: "mvb_insert_" + suf, PerWarp: tiles},
+		{Dst: &ks.del, Name: "mvb_delete_" + suf, PerWarp: tiles},
+		{Dst: &ks.lookup, Name: "mvb_lookup_" + suf, PerWarp: tiles},
+		{Dst: &ks.neighbor, Name: "mvb_neighbor_" + suf, PerWarp: tiles},
+		{Dst: &ks.rng, Name: "mvb_range_" + suf, PerWarp: tiles},
+		{Dst: &ks.buildLevel, Name: "mvb_build_level_" + suf, PerWarp: tiles, Stride: true},
+		{Dst: &ks.scan, Name: "mvb_scan_" + suf, PerWarp: tiles, Stride: true},
+		{Dst: &ks.poison, Name: fmt.Sprintf("mvb_poison_%d", l.nodeBytes), PerWarp: tiles, Stride: true},
+		{Dst: &ks.markLast, Name: "mvb_mark_last_" + widthSuffix[K](), PerWarp: 32, Stride: true},
+	})
+	return ks, err
+}

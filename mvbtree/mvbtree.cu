@@ -1,0 +1,643 @@
+// mvbtree.cu: the multiversion GPU B-tree (Awad's thesis, ch. 4; PACT 2022)
+// with snapshots readers may hold, on the B-link core shared with btree
+// (internal/devcode/blink.cuh: layouts, latches, the seqlock read, descent,
+// insert with splits, delete) and SlabAlloc nodes (internal/devcode/slaballoc.cuh).
+//
+// Versions. Every node has a head: the address parents and side links name,
+// which never moves, holding the newest version. A version carries the stamp
+// ts of the write batch that made it and prev, the next older version (kNone:
+// none). Batches write with stamp w = the host's epoch; a snapshot with stamp
+// p sees, of every node, the newest version with ts <= p. The host lets no
+// write batch run while it takes a snapshot, so every version a snapshot can
+// see was complete when it was taken (the thesis's unstamped versions, which
+// concurrent snapshots need, are the next issue's).
+//
+// A writer holding a head's latch, about to change version (ts) into one
+// stamped w, copies it first when an open snapshot can see it, i.e. some open
+// stamp p has ts <= p < w (CopyWhenPinned, the default), always
+// (CopyAlways: the thesis's VoB), or when ts != w (CopyIfStale: the thesis's
+// ViB rule); otherwise it changes the head in place. The copy keeps the
+// version's content and stamp, and the head's prev names it. On the way the
+// writer splices out of the head's chain every older version no open
+// snapshot can see (version v is visible to p when ts(v) <= p < ts of the
+// next newer kept version) and appends them to the batch's retire log; the
+// host frees a log's units once every launch that ran beside the batch has
+// ended (launch epochs, package internal/ebr). Copies are marked by a set
+// latch bit in their meta: no writer latches them, and a unit scan tells
+// heads from versions by it.
+//
+// Readers of a snapshot read each head they reach (with the seqlock when
+// writers may run: a head changes in place), then walk its chain to the
+// version of their stamp; chain nodes never change but for prev, which a
+// splice re-links to another version that is visible to the same readers.
+// Readers of the latest version read heads as btree's queries do.
+#include <stdint.h>
+
+#include "blink.cuh"
+#include "mem.cuh"
+#include "slaballoc.cuh"
+#include "status.cuh"
+
+namespace {
+
+using namespace wk::blink;
+namespace slab = wk::slab;
+
+template <typename S>
+using Lay = wk::blink::Lay<S, true>;
+template <typename S>
+using Node = wk::blink::Node<Lay<S>>;
+
+constexpr uint32_t kLatest = 0xffffffffu;  // the stamp of a query of the latest version
+constexpr uint32_t kChainSteps = 4096;     // versions one splice walks at most
+// Copy modes (mirrored in Go as CopyMode).
+constexpr uint32_t kCopyWhenPinned = 0, kCopyAlways = 1, kCopyIfStale = 2;
+static_assert(kCopyWhenPinned == 0, "the zero Options copy when pinned");
+// Control words (mirrored in gpu.go): live keys, linked versions.
+constexpr int kCtlKeys = 0, kCtlVersions = 1;
+
+// ReadPool reaches the nodes of one generation's SlabAlloc pool.
+template <typename S>
+struct ReadPool {
+  static constexpr int kBytes = Lay<S>::kNodeBytes;
+  static constexpr bool kReplaceBeforeSplit = true;  // a full leaf is not split to replace a value
+  slab::Pool* p;
+  uint32_t root_;
+  __device__ __forceinline__ char* node(uint32_t a) const { return slab::unit_ptr<kBytes>(p, a); }
+  __device__ __forceinline__ uint32_t root() const { return root_; }
+  // valid: an address a link, a child or a prev may hold (the root is none).
+  __device__ __forceinline__ bool valid(uint32_t a) const { return a != root_ && slab::valid_address(p, a); }
+  __device__ __forceinline__ uint32_t walk_bound() const {
+    uint64_t units = (uint64_t)slab::total_blocks(p) * slab::kUnitsPerBlock;
+    return units > 0x7fffffffu ? 0x7fffffffu : (uint32_t)units;
+  }
+  // Writers route with strong loads: other writers change the nodes they
+  // read (btree's weak-load routing is a data race the model does not define).
+  __device__ __forceinline__ int route_load() const { return kStrong; }
+};
+
+// WritePool adds the tile's allocator.
+template <typename S, int T>
+struct WritePool : ReadPool<S> {
+  uint32_t* status;
+  slab::Tile<T> st;
+  slab::TileAllocator<T> a;
+  __device__ __forceinline__ WritePool(slab::Pool* pool, uint32_t root, uint32_t* s, uint32_t salt)
+      : ReadPool<S>{pool, root}, status(s) {
+    a.init(salt);
+  }
+  template <int TT>
+  __device__ __forceinline__ bool alloc1(const Tile<TT>&, uint32_t& x) {
+    x = a.allocate(st, this->p, status);
+    return x != slab::kNull;
+  }
+  template <int TT>
+  __device__ __forceinline__ bool alloc2(const Tile<TT>& t, uint32_t& x, uint32_t& y) {
+    if (!alloc1(t, x)) return false;
+    if (!alloc1(t, y)) {
+      a.release(st, this->p, x);
+      return false;
+    }
+    return true;
+  }
+  template <int TT>
+  __device__ __forceinline__ void release(const Tile<TT>&, uint32_t x) {
+    a.release(st, this->p, x);
+  }
+  __device__ __forceinline__ void finish() { a.flush(st, this->p); }
+};
+
+// version_of reads the stamp and the older version of unit a (a version
+// node): the header lane's chunk only.
+template <typename S, class Pool, int T>
+__device__ __forceinline__ void version_of(const Pool& pool, uint32_t a, uint32_t& ts, uint32_t& prev,
+                                           const Tile<T>& t) {
+  S w[Lay<S>::kWords];
+  if (t.rank == 1) wk::mem::ld_chunk(pool.node(a) + 16, w, kStrong);
+  if constexpr (sizeof(S) == 4) {
+    ts = t.shfl((uint32_t)w[0], 1);
+    prev = t.shfl((uint32_t)w[1], 1);
+  } else {
+    uint64_t v = t.shfl((uint64_t)w[1], 1);
+    ts = (uint32_t)v;
+    prev = (uint32_t)(v >> 32);
+  }
+}
+
+// set_prev re-links version a to older version prev.
+template <typename S, class Pool, int T>
+__device__ __forceinline__ void set_prev(const Pool& pool, uint32_t a, uint32_t prev, const Tile<T>& t) {
+  if (t.rank == 0) st_u32(pool.node(a) + (sizeof(S) == 4 ? 20 : 28), prev);
+}
+
+// Snapshots is the registry of open snapshots' stamps, ascending (each < w).
+struct Snapshots {
+  const uint32_t* stamps;
+  uint32_t n;
+  // any_in reports whether an open snapshot has a stamp in [lo, hi).
+  __device__ __forceinline__ bool any_in(uint32_t lo, uint32_t hi) const {
+    uint32_t a = 0, b = n;
+    while (a < b) {
+      uint32_t m = (a + b) / 2;
+      if (__ldg(stamps + m) < lo) a = m + 1;
+      else b = m;
+    }
+    return a < n && __ldg(stamps + a) < hi;
+  }
+};
+
+// Retire is a batch's retire log.
+struct Retire {
+  uint32_t* log;
+  uint32_t cap;
+  uint32_t* count;
+  // put appends unit a (one lane's answer, broadcast); false when the log is
+  // full, and the caller keeps the unit linked instead.
+  template <int T>
+  __device__ __forceinline__ bool put(uint32_t a, const Tile<T>& t) const {
+    uint32_t ok = 0;
+    if (t.rank == 0 && log) {
+      uint32_t i = atomicAdd(count, 1u);
+      if (i < cap) {
+        log[i] = a;
+        ok = 1;
+      }
+    }
+    return t.shfl(ok, 0) != 0;
+  }
+};
+
+// splice walks the chain of older versions from first, whose next newer
+// version is stamped upper, and unlinks every version no open snapshot can
+// see into the retire log. It returns the new first version; removed counts
+// what it unlinked.
+template <typename S, class Pool, int T>
+__device__ uint32_t splice(const Pool& pool, const Snapshots& snaps, const Retire& ret, uint32_t first,
+                           uint32_t upper, long long& removed, const Tile<T>& t) {
+  uint32_t head = kNone, last = kNone, last_prev = kNone, cur = first, up = upper;
+  for (uint32_t steps = 0; cur != kNone && steps < kChainSteps; ++steps) {
+    if (!pool.valid(cur)) break;  // never happens in a correct tree: keep the rest as it is
+    uint32_t ts, prev;
+    version_of<S>(pool, cur, ts, prev, t);
+    if (!snaps.any_in(ts, up) && ret.put(cur, t)) {
+      ++removed;
+    } else {
+      if (last == kNone) head = cur;
+      else if (last_prev != cur) set_prev<S>(pool, last, cur, t);
+      last = cur;
+      last_prev = prev;
+      up = ts;
+    }
+    cur = prev;
+  }
+  if (last == kNone) return cur;
+  if (last_prev != cur) set_prev<S>(pool, last, cur, t);
+  return head;
+}
+
+// MV is the versioner of a write batch (blink.cuh's hooks).
+template <typename S>
+struct MV {
+  uint32_t w, mode;
+  Snapshots snaps;
+  Retire ret;
+  long long copies = 0, removed = 0;
+  struct Slot {
+    uint32_t copy;
+  };
+  template <class N>
+  __device__ __forceinline__ bool needs_copy(const N& n) const {
+    if (mode == kCopyAlways) return true;
+    if (n.ts == w) return false;
+    if (mode == kCopyIfStale) return true;
+    return snaps.any_in(n.ts, w);
+  }
+  template <class Pool, class N, int T>
+  __device__ __forceinline__ bool prepare(Pool& pool, const N& n, const Tile<T>& t, Slot& s) {
+    s.copy = kNone;
+    if (needs_copy(n)) return pool.alloc1(t, s.copy);
+    return true;
+  }
+  template <class Pool, int T>
+  __device__ __forceinline__ void unprepare(Pool& pool, const Slot& s, const Tile<T>& t) {
+    if (s.copy != kNone) pool.release(t, s.copy);
+  }
+  template <class Pool, class N, int T>
+  __device__ void commit(Pool& pool, N& n, uint32_t, const Slot& s, const Tile<T>& t) {
+    if (s.copy != kNone) {
+      // The copy: the version as it is, stamp and all; its meta keeps the
+      // latch bit, which marks a version. Its older versions, spliced.
+      N c = n;
+      uint32_t chain = splice<S>(pool, snaps, ret, n.prev, n.ts, removed, t);
+      c.set_version(t, n.ts, chain);
+      c.store_all(pool, s.copy, t);
+      fence();  // the copy is complete before the head names it
+      n.set_version(t, w, s.copy);
+      ++copies;
+    } else {
+      // In place: no open snapshot sees the version being replaced.
+      uint32_t chain = splice<S>(pool, snaps, ret, n.prev, w, removed, t);
+      n.set_version(t, w, chain);
+    }
+  }
+  template <class N, int T>
+  __device__ __forceinline__ void fresh(N& n, const Tile<T>& t) {
+    n.set_version(t, w, kNone);
+  }
+};
+
+// AtVersion reads the version snapshot `at` sees (blink.cuh's reader).
+struct AtVersion {
+  uint32_t at;
+  bool validated;  // writers may run: heads are read with the seqlock
+  // load reads head idx, then walks its chain to the version at `at`;
+  // false: no such version (a misroute: restart), or the bound is reached.
+  template <class Pool, class N, int T>
+  __device__ __forceinline__ int load(const Pool& pool, uint32_t idx, N& n, uint32_t& steps, const Tile<T>& t) const {
+    if (validated) {
+      if (!read_validated(pool, idx, n, t)) return kFailRetry;
+    } else {
+      n.load(pool, idx, kNC, t);
+    }
+    while (n.ts > at) {
+      if (steps++ >= kMaxSteps) return kFailRetry;
+      if (n.prev == kNone || !pool.valid(n.prev)) return kFailPool;  // restart
+      n.load(pool, n.prev, validated ? kStrong : kNC, t);
+    }
+    return kOK;
+  }
+  template <class Pool, class N, int T>
+  __device__ bool descend(const Pool& pool, typename N::S k, N& n, uint32_t& cur, uint32_t& steps,
+                          const Tile<T>& t) const {
+    cur = pool.root();
+    int expect = -1;
+    while (steps++ < kMaxSteps) {
+      int r = load(pool, cur, n, steps, t);
+      if (r == kFailRetry) return false;
+      if (r != kOK || !sane(pool, n) || (expect >= 0 && (int)n.level() != expect) || k < n.low) {
+        cur = pool.root();
+        expect = -1;
+        continue;
+      }
+      if (n.link != kNone && k >= n.high) {
+        cur = n.link;
+        expect = (int)n.level();
+        continue;
+      }
+      if (n.level() == 0) return true;
+      uint32_t c = child_for(pool, n, k, t);
+      if (c == kNone) {
+        cur = pool.root();
+        expect = -1;
+        continue;
+      }
+      expect = (int)n.level() - 1;
+      cur = c;
+    }
+    return false;
+  }
+  template <class Pool, class N, int T>
+  __device__ __forceinline__ bool next(const Pool& pool, N& n, uint32_t& steps, const Tile<T>& t) const {
+    return load(pool, n.link, n, steps, t) == kOK;
+  }
+};
+
+template <typename S>
+__device__ __forceinline__ void report_result(uint32_t* status, int r) {
+  if (r == kFailPool) wk::report(status, wk::kStatusPoolExhausted);
+  if (r == kFailRetry) wk::report(status, wk::kStatusRetryLimit);
+}
+
+// ---- batch drivers: one operation per tile ----------------------------------
+
+template <typename K, typename V>
+__device__ void write_batch(slab::Pool* p, uint32_t root, unsigned long long* ctl, uint32_t* status, uint32_t w,
+                            uint32_t mode, const uint32_t* snaps, uint32_t nsnaps, uint32_t* retire,
+                            uint32_t retire_cap, uint32_t* retire_n, const K* keys, const V* vals, uint64_t n,
+                            bool del) {
+  using S = SlotOf<K, V>;
+  constexpr int T = Lay<S>::kTile;
+  uint64_t i = tile_id<T>();
+  Tile<T> t;
+  WritePool<S, T> pool(p, root, status, (uint32_t)i * 0x9e3779b9u ^ w);
+  MV<S> ver{w, mode, Snapshots{snaps, nsnaps}, Retire{retire, retire_cap, retire_n}};
+  int d = 0;
+  if (i < n) {
+    int r = del ? op_delete<Node<S>>(pool, ver, (S)keys[i], d, t)
+                : op_insert<Node<S>>(pool, ver, (S)keys[i], (S)vals[i], d, t);
+    if (t.rank == 0) report_result<S>(status, r);
+  }
+  pool.finish();
+  add_keys(ctl + kCtlKeys, del ? -(long long)d : (long long)d, t.rank == 0);
+  add_keys(ctl + kCtlVersions, ver.copies - ver.removed, t.rank == 0);
+}
+
+template <typename K, typename V>
+__device__ void lookup_batch(slab::Pool* p, uint32_t root, uint32_t* status, uint32_t at, uint32_t validated,
+                             const K* keys, uint64_t n, V* out_vals, uint8_t* out_found) {
+  using S = SlotOf<K, V>;
+  constexpr int T = Lay<S>::kTile;
+  uint64_t i = tile_id<T>();
+  if (i >= n) return;
+  Tile<T> t;
+  ReadPool<S> pool{p, root};
+  S v = 0;
+  bool found = false;
+  int r = at == kLatest ? op_lookup<Node<S>>(pool, Latest{validated != 0}, (S)keys[i], v, found, t)
+                        : op_lookup<Node<S>>(pool, AtVersion{at, validated != 0}, (S)keys[i], v, found, t);
+  if (t.rank == 0) {
+    report_result<S>(status, r);
+    out_vals[i] = found ? (V)v : V(0);
+    out_found[i] = found ? 1 : 0;
+  }
+}
+
+template <typename K, typename V>
+__device__ void neighbor_batch(slab::Pool* p, uint32_t root, uint32_t* status, uint32_t at, uint32_t validated,
+                               const K* keys, uint64_t n, uint32_t predecessor, K* out_keys, V* out_vals,
+                               uint8_t* out_found) {
+  using S = SlotOf<K, V>;
+  constexpr int T = Lay<S>::kTile;
+  uint64_t i = tile_id<T>();
+  if (i >= n) return;
+  Tile<T> t;
+  ReadPool<S> pool{p, root};
+  S k = (S)keys[i], rk = 0, rv = 0;
+  bool found = false;
+  int r;
+  if (at == kLatest) {
+    Latest rd{validated != 0};
+    r = predecessor ? op_predecessor<Node<S>>(pool, rd, k, rk, rv, found, t)
+                    : op_successor<Node<S>>(pool, rd, k, rk, rv, found, t);
+  } else {
+    AtVersion rd{at, validated != 0};
+    r = predecessor ? op_predecessor<Node<S>>(pool, rd, k, rk, rv, found, t)
+                    : op_successor<Node<S>>(pool, rd, k, rk, rv, found, t);
+  }
+  if (t.rank == 0) {
+    report_result<S>(status, r);
+    out_keys[i] = found ? (K)rk : K(0);
+    out_vals[i] = found ? (V)rv : V(0);
+    out_found[i] = found ? 1 : 0;
+  }
+}
+
+// range_batch counts the keys of [lo[i], hi[i]) and, with offsets, writes the
+// first pairs to query i's window [offsets[i], offsets[i+1]) (a window that
+// decreases or passes out_len is reported and left empty).
+template <typename K, typename V>
+__device__ void range_batch(slab::Pool* p, uint32_t root, uint32_t* status, uint32_t at, uint32_t validated,
+                            const K* lo, const K* hi, uint64_t n, const uint32_t* offsets, uint64_t out_len,
+                            K* out_keys, V* out_vals, uint32_t* counts) {
+  using S = SlotOf<K, V>;
+  constexpr int T = Lay<S>::kTile;
+  uint64_t i = tile_id<T>();
+  if (i >= n) return;
+  Tile<T> t;
+  ReadPool<S> pool{p, root};
+  uint32_t off = 0, limit = 0, total = 0;
+  if (offsets) {
+    uint32_t a = offsets[i], b = offsets[i + 1];
+    if (a <= b && (uint64_t)b <= out_len) {
+      off = a;
+      limit = b - a;
+    } else if (t.rank == 0) {
+      wk::report(status, wk::kStatusInvalidArgument);
+    }
+  }
+  K* ok = offsets ? out_keys + off : nullptr;
+  V* ov = offsets ? out_vals + off : nullptr;
+  int r = at == kLatest
+              ? op_range<Node<S>, K, V>(pool, Latest{validated != 0}, (S)lo[i], (S)hi[i], ok, ov, limit, total, t)
+              : op_range<Node<S>, K, V>(pool, AtVersion{at, validated != 0}, (S)lo[i], (S)hi[i], ok, ov, limit,
+                                        total, t);
+  if (t.rank == 0) {
+    report_result<S>(status, r);
+    counts[i] = total;
+  }
+}
+
+// build_level writes the nodes of one level of a bulk-built tree, one tile
+// per node (grid-stride): node j of the level is unit addrs[node_base + j],
+// holding pairs [j*fill, ...) of the sorted distinct keys/vals (leaves) or the
+// children [j*fanout, ...) of the level below (whose nodes start at
+// child_base); it covers the pairs from j*span on. Every node is stamped w.
+template <typename K, typename V>
+__device__ void build_level(slab::Pool* p, const uint32_t* addrs, const K* keys, const V* vals, uint64_t m,
+                            uint32_t level, uint64_t node_base, uint64_t nodes, uint64_t child_base, uint64_t children,
+                            uint32_t fill, uint32_t fanout, uint64_t span, uint64_t child_span, uint32_t w) {
+  using S = SlotOf<K, V>;
+  constexpr int T = Lay<S>::kTile;
+  Tile<T> t;
+  ReadPool<S> pool{p, kNone};
+  for (uint64_t j = tile_id<T>(); j < nodes; j += tile_count<T>()) {
+    Node<S> nd;
+    uint32_t cnt;
+    if (level == 0) {
+      uint64_t first = j * fill;
+      cnt = (uint32_t)min((uint64_t)fill, m - first);
+    } else {
+      uint64_t first = j * fanout;
+      cnt = (uint32_t)min((uint64_t)fanout, children - first);
+    }
+#pragma unroll
+    for (int q = 0; q < Node<S>::P; ++q) {
+      int s = nd.slot(t, q);
+      if (s < 0) continue;
+      int e = s < (int)cnt ? s : (int)cnt - 1;  // stale slots repeat the last pair (leaves: zero)
+      S k = 0, v = 0;
+      if (level == 0) {
+        if (s < (int)cnt) {
+          k = (S)keys[j * fill + e];
+          v = (S)vals[j * fill + e];
+        }
+      } else {
+        uint64_t c = j * fanout + e;
+        k = c == 0 ? S(0) : (S)keys[c * child_span];
+        v = (S)addrs[child_base + c];
+      }
+      nd.w[2 * q] = k;
+      nd.w[2 * q + 1] = v;
+    }
+    S lo = j == 0 ? S(0) : (S)keys[j * span];
+    bool last = j + 1 == nodes;
+    S hi = last ? S(0) : (S)keys[(j + 1) * span];
+    nd.set_header(t, m_make(cnt, level, 0), last ? kNone : addrs[node_base + j + 1], lo, hi);
+    nd.set_version(t, w, kNone);
+    nd.store_all(pool, addrs[node_base + j], t);
+  }
+}
+
+// ---- unit scans: every allocated unit of a pool, one tile per unit ----------
+
+template <typename S, int T>
+struct UnitScan {
+  slab::Pool* p;
+  uint64_t units;
+  __device__ __forceinline__ UnitScan(slab::Pool* pool) : p(pool) {
+    units = (uint64_t)slab::total_blocks(p) * slab::kUnitsPerBlock;
+  }
+  // address of unit index u (the pool's numbering: super block, block, unit)
+  __device__ __forceinline__ uint32_t address(uint64_t u) const {
+    uint64_t per = (uint64_t)__ldg(&p->blocks_per_super) * slab::kUnitsPerBlock;
+    return (uint32_t)((u / per) << 24 | (u % per));
+  }
+  __device__ __forceinline__ bool allocated(uint32_t a) const {
+    return (*slab::bitmap_word(p, a) >> (a & 31)) & 1u;
+  }
+};
+
+// vacuum splices the chain of every head (exclusive: no other launch runs)
+// into the retire log; stats counts heads, linked versions and the versions
+// an open snapshot sees into out[0..2]; restamp maps every stamp to its rank
+// among the open snapshots' (ascending) stamps, which keeps every snapshot's
+// view (ts <= p iff rank(ts) <= rank(p)).
+constexpr uint32_t kScanVacuum = 0, kScanStats = 1, kScanRestamp = 2;
+static_assert(kScanStats != kScanVacuum && kScanStats != kScanRestamp, "scan operations differ");
+
+template <typename K, typename V>
+__device__ void scan_units(slab::Pool* p, uint32_t root, uint32_t op, const uint32_t* snaps, uint32_t nsnaps,
+                           uint32_t* retire, uint32_t retire_cap, uint32_t* retire_n, unsigned long long* out) {
+  using S = SlotOf<K, V>;
+  constexpr int T = Lay<S>::kTile;
+  Tile<T> t;
+  UnitScan<S, T> scan(p);
+  ReadPool<S> pool{p, root};
+  Snapshots reg{snaps, nsnaps};
+  Retire ret{retire, retire_cap, retire_n};
+  long long heads = 0, linked = 0, pinned = 0, removed = 0;
+  for (uint64_t u = tile_id<T>(); u < scan.units; u += tile_count<T>()) {
+    uint32_t a = scan.address(u);
+    if (!scan.allocated(a)) continue;
+    Node<S> n;
+    n.load(pool, a, kStrong, t);
+    if (op == kScanRestamp) {
+      uint32_t lo = 0, hi = nsnaps;
+      while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (__ldg(snaps + mid) < n.ts) lo = mid + 1;
+        else hi = mid;
+      }
+      if (t.rank == 0) st_u32(pool.node(a) + (sizeof(S) == 4 ? 16 : 24), lo);
+      continue;
+    }
+    if (n.meta & kLatch) continue;  // a version: reached from its head (kScanStats)
+    ++heads;
+    if (op == kScanVacuum) {
+      uint32_t chain = splice<S>(pool, reg, ret, n.prev, n.ts, removed, t);
+      if (chain != n.prev && t.rank == 0) st_u32(pool.node(a) + (sizeof(S) == 4 ? 20 : 28), chain);
+      continue;
+    }
+    uint32_t cur = n.prev, up = n.ts;
+    for (uint32_t steps = 0; cur != kNone && steps < kChainSteps && pool.valid(cur); ++steps) {
+      uint32_t ts, prev;
+      version_of<S>(pool, cur, ts, prev, t);
+      ++linked;
+      if (reg.any_in(ts, up)) ++pinned;
+      up = ts;
+      cur = prev;
+    }
+  }
+  if (t.rank == 0 && out) {
+    if (heads) atomicAdd(out + 0, (unsigned long long)heads);
+    if (linked) atomicAdd(out + 1, (unsigned long long)linked);
+    if (pinned) atomicAdd(out + 2, (unsigned long long)pinned);
+    if (removed) atomicAdd(out + 3, (unsigned long long)removed);
+  }
+}
+
+// poison overwrites units about to be freed (a debug mode of the tests): a
+// reader that reaches one finds a node no check accepts (count 255, a link
+// outside every pool, stamp 0 so that every snapshot stops at it).
+template <typename S>
+__device__ void poison(slab::Pool* p, const uint32_t* addrs, uint64_t n) {
+  constexpr int T = Lay<S>::kTile;
+  Tile<T> t;
+  ReadPool<S> pool{p, kNone};
+  for (uint64_t j = tile_id<T>(); j < n; j += tile_count<T>()) {
+    S w[Lay<S>::kWords];
+#pragma unroll
+    for (int q = 0; q < Lay<S>::kWords; ++q) w[q] = (S)0xfefefefefefefefeull;
+    if (t.rank == 0) {
+      if constexpr (sizeof(S) == 4) {
+        w[0] = 0x7fff00ffu;
+        w[1] = 0xfffffffeu;
+      } else {
+        w[0] = 0xfffffffe7fff00ffull;
+      }
+    }
+    if (t.rank == 1) {
+      if constexpr (sizeof(S) == 4) {
+        w[0] = 0;
+        w[1] = 0xfffffffeu;
+      } else {
+        w[1] = 0xfffffffe00000000ull;
+      }
+    }
+    wk::mem::st_chunk(pool.node(addrs[j]) + t.rank * 16, w);
+  }
+}
+
+}  // namespace
+
+#define MVB_KERNELS(SUF, K, V)                                                                                       \
+  extern "C" __global__ void mvb_insert_##SUF(slab::Pool* p, uint32_t root, unsigned long long* ctl,                \
+                                               uint32_t* status, uint32_t w, uint32_t mode, const uint32_t* snaps,   \
+                                               uint32_t nsnaps, uint32_t* retire, uint32_t retire_cap,               \
+                                               uint32_t* retire_n, const K* keys, const V* vals, uint64_t n) {       \
+    write_batch<K, V>(p, root, ctl, status, w, mode, snaps, nsnaps, retire, retire_cap, retire_n, keys, vals, n,    \
+                      false);                                                                                        \
+  }                                                                                                                  \
+  extern "C" __global__ void mvb_delete_##SUF(slab::Pool* p, uint32_t root, unsigned long long* ctl,                \
+                                               uint32_t* status, uint32_t w, uint32_t mode, const uint32_t* snaps,   \
+                                               uint32_t nsnaps, uint32_t* retire, uint32_t retire_cap,               \
+                                               uint32_t* retire_n, const K* keys, uint64_t n) {                      \
+    write_batch<K, V>(p, root, ctl, status, w, mode, snaps, nsnaps, retire, retire_cap, retire_n, keys, nullptr, n, \
+                      true);                                                                                         \
+  }                                                                                                                  \
+  extern "C" __global__ void mvb_lookup_##SUF(slab::Pool* p, uint32_t root, uint32_t* status, uint32_t at,          \
+                                               uint32_t validated, const K* keys, uint64_t n, V* out_vals,           \
+                                               uint8_t* out_found) {                                                 \
+    lookup_batch<K, V>(p, root, status, at, validated, keys, n, out_vals, out_found);                               \
+  }                                                                                                                  \
+  extern "C" __global__ void mvb_neighbor_##SUF(slab::Pool* p, uint32_t root, uint32_t* status, uint32_t at,        \
+                                                 uint32_t validated, const K* keys, uint64_t n, uint32_t predecessor, \
+                                                 K* out_keys, V* out_vals, uint8_t* out_found) {                     \
+    neighbor_batch<K, V>(p, root, status, at, validated, keys, n, predecessor, out_keys, out_vals, out_found);      \
+  }                                                                                                                  \
+  extern "C" __global__ void mvb_range_##SUF(slab::Pool* p, uint32_t root, uint32_t* status, uint32_t at,           \
+                                              uint32_t validated, const K* lo, const K* hi, uint64_t n,              \
+                                              const uint32_t* offsets, uint64_t out_len, K* out_keys, V* out_vals,  \
+                                              uint32_t* counts) {                                                    \
+    range_batch<K, V>(p, root, status, at, validated, lo, hi, n, offsets, out_len, out_keys, out_vals, counts);     \
+  }                                                                                                                  \
+  extern "C" __global__ void mvb_build_level_##SUF(                                                                  \
+      slab::Pool* p, const uint32_t* addrs, const K* keys, const V* vals, uint64_t m, uint32_t level,                \
+      uint64_t node_base, uint64_t nodes, uint64_t child_base, uint64_t children, uint32_t fill, uint32_t fanout,    \
+      uint64_t span, uint64_t child_span, uint32_t w) {                                                              \
+    build_level<K, V>(p, addrs, keys, vals, m, level, node_base, nodes, child_base, children, fill, fanout, span,    \
+                      child_span, w);                                                                                \
+  }                                                                                                                  \
+  extern "C" __global__ void mvb_scan_##SUF(slab::Pool* p, uint32_t root, uint32_t op, const uint32_t* snaps,       \
+                                             uint32_t nsnaps, uint32_t* retire, uint32_t retire_cap,                 \
+                                             uint32_t* retire_n, unsigned long long* out) {                          \
+    scan_units<K, V>(p, root, op, snaps, nsnaps, retire, retire_cap, retire_n, out);                                 \
+  }
+
+MVB_KERNELS(u32_u32, uint32_t, uint32_t)
+MVB_KERNELS(u32_u64, uint32_t, uint64_t)
+MVB_KERNELS(u64_u32, uint64_t, uint32_t)
+MVB_KERNELS(u64_u64, uint64_t, uint64_t)
+
+extern "C" __global__ void mvb_mark_last_u32(const uint32_t* keys, uint64_t n, uint8_t* flags) {
+  mark_last(keys, n, flags);
+}
+extern "C" __global__ void mvb_mark_last_u64(const uint64_t* keys, uint64_t n, uint8_t* flags) {
+  mark_last(keys, n, flags);
+}
+extern "C" __global__ void mvb_poison_128(slab::Pool* p, const uint32_t* addrs, uint64_t n) {
+  poison<uint32_t>(p, addrs, n);
+}
+extern "C" __global__ void mvb_poison_256(slab::Pool* p, const uint32_t* addrs, uint64_t n) {
+  poison<uint64_t>(p, addrs, n);
+}
