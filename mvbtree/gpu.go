@@ -105,7 +105,7 @@ type gpuTree[K, V warpkit.Word] struct {
 	cur     *generation // mu
 
 	snapMu   sync.Mutex
-	gens     []*generation      // every live generation, cur included
+	gens     []*generation // every live generation, cur included
 	views    map[*gpuView[K, V]]struct{}
 	open     map[uint32]int // stamps of open snapshots -> how many
 	regVer   uint64         // bumped whenever open changes
