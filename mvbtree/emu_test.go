@@ -57,3 +57,56 @@ func TestEmulatedDifferential(t *testing.T) {
 	t.Run("u64", func(t *testing.T) { differential(t, 1<<12, gpuTreeOn[uint64, uint64](dev, Options{}), 1, steps) })
 	t.Run("u32-full-range", func(t *testing.T) { differential(t, 0, gpuTreeOn[uint32, uint64](dev, Options{}), 1, steps) })
 }
+
+// TestEmulatedSnapshotsBesideWriters: whole batches only, snapshots stable
+// while open, the registry empty at the end — on the CUDA backend.
+func TestEmulatedSnapshotsBesideWriters(t *testing.T) {
+	dev := emuDevice(t)
+	snapshotsBesideWriters(t, gpuTreeOn[uint32, uint32](dev, Options{})(t), 40, 4)
+}
+
+func TestEmulatedAscendBesideWrites(t *testing.T) {
+	ascendBesideWrites(t, gpuTreeOn[uint64, uint64](emuDevice(t), Options{})(t))
+}
+
+// TestEmulatedVersions: the copy rules, the pinned versions and their
+// reclamation (writers splice, Vacuum reaches the rest), with Restamp under
+// a tiny stamp limit and freed units poisoned.
+func TestEmulatedVersions(t *testing.T) {
+	dev := emuDevice(t)
+	for _, mode := range []CopyMode{CopyWhenPinned, CopyAlways, CopyIfStale} {
+		t.Run(mode.String(), func(t *testing.T) { testVersions(t, gpuTreeOn[uint32, uint32](dev, Options{Copy: mode})(t), mode) })
+	}
+}
+
+// TestEmulatedRestampAndPoison runs the differential test with stamps
+// renumbered every few snapshots and every freed unit overwritten first: a
+// reader that reached a freed version, or a snapshot whose view Restamp
+// moved, would answer wrong.
+func TestEmulatedRestampAndPoison(t *testing.T) {
+	dev := emuDevice(t)
+	defer func(l uint32, p bool) { restampLimit, poisonFreed = l, p }(restampLimit, poisonFreed)
+	restampLimit, poisonFreed = 6, true
+	steps := 50
+	if testing.Short() {
+		steps = 20
+	}
+	differential(t, 1<<10, gpuTreeOn[uint32, uint32](dev, Options{}), 1, steps)
+}
+
+// TestEmulatedPoolExhausted: a pool capped at a few thousand nodes runs
+// out in an insert batch and in the copies a snapshot forces; the batch
+// fails with ErrPoolExhausted, the tree stays valid and the snapshot keeps
+// its view.
+func TestEmulatedPoolExhausted(t *testing.T) {
+	testPoolExhausted(t, gpuTreeOn[uint32, uint32](emuDevice(t), Options{MaxPoolBytes: 2 * 1024 * 128})(t))
+}
+
+func TestEmulatedDeviceMethods(t *testing.T) {
+	dev := emuDevice(t)
+	testDeviceMethods(t, dev, gpuTreeOn[uint64, uint32](dev, Options{})(t))
+}
+
+func TestEmulatedRestamp(t *testing.T) {
+	testRestamp(t, gpuTreeOn[uint32, uint32](emuDevice(t), Options{})(t))
+}

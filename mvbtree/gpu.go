@@ -26,6 +26,7 @@ const (
 	retireLogMin     = 1 << 12 // entries of a write batch's retire log, at least
 	retireLogMax     = 1 << 22 // and at most (a batch that would unlink more keeps the rest linked)
 	ascendChunk      = 4096    // pairs an iterator of the CUDA backend fetches at a time
+	regUnknown       = ^uint64(0)
 )
 
 // restampLimit is the stamp at which Snapshot renumbers the stamps first
@@ -74,7 +75,7 @@ type lane[K, V warpkit.Word] struct {
 	outK    gpurt.Buf[K] // range results
 	outV    gpurt.Buf[V]
 	reg     gpurt.Buf[uint32] // the registry of open snapshots as uploaded
-	regVer  uint64            // its version (0: none yet)
+	regVer  uint64            // its version (regUnknown: other stamps)
 	regN    int
 	retire  gpurt.Buf[uint32] // this lane's retire log
 	retireN cuda.Slice[uint32]
@@ -139,7 +140,7 @@ func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, opts Options) (*gpuTr
 		return nil, err
 	}
 	for range nl {
-		l := &lane[K, V]{}
+		l := &lane[K, V]{regVer: regUnknown}
 		g.all = append(g.all, l)
 		if l.stream, err = dev.NewStream(); err != nil {
 			return fail(err)
@@ -388,7 +389,7 @@ func (g *gpuTree[K, V]) snapshot(ctx context.Context) (view[K, V], error) {
 		}
 		g.mu.RLock()
 		g.epochMu.Lock()
-		if g.dirty.Load() && g.epoch+1 >= restampLimit {
+		if g.dirty.Load() && g.epoch+1 >= restampLimit && g.restampHelps() {
 			g.epochMu.Unlock()
 			g.mu.RUnlock()
 			if err := g.restamp(ctx); err != nil {
@@ -413,6 +414,14 @@ func (g *gpuTree[K, V]) snapshot(ctx context.Context) (view[K, V], error) {
 		g.mu.RUnlock()
 		return v, nil
 	}
+}
+
+// restampHelps says whether Restamp would lower the epoch: it renumbers
+// the stamps to 1 + the open snapshots' distinct stamps.
+func (g *gpuTree[K, V]) restampHelps() bool {
+	g.snapMu.Lock()
+	defer g.snapMu.Unlock()
+	return uint64(len(g.open))+2 < uint64(g.epoch)
 }
 
 func (v *gpuView[K, V]) release() error {
@@ -1375,7 +1384,7 @@ func (g *gpuTree[K, V]) scan(ctx context.Context, gen *generation, op uint32, st
 	if err != nil {
 		return out, 0, err
 	}
-	l.regVer = 0 // the lane's registry buffer now holds these stamps
+	l.regVer = regUnknown // the lane's registry buffer now holds these stamps
 	if len(stamps) > 0 {
 		if err := reg.CopyFromHost(stamps); err != nil {
 			return out, 0, err
@@ -1496,7 +1505,11 @@ func (g *gpuTree[K, V]) restamp(ctx context.Context) error {
 	}
 	g.open = open
 	g.regVer++
+	// Versions written since the last snapshot, and those stamped between
+	// the newest open snapshot and the epoch, now all carry the new epoch:
+	// the next snapshot must take it (and move on) to see them.
 	g.epoch = uint32(len(stamps)) + 1
+	g.dirty.Store(true)
 	g.restamps++
 	return nil
 }

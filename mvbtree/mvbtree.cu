@@ -490,8 +490,9 @@ struct UnitScan {
 // vacuum splices the chain of every head (exclusive: no other launch runs)
 // into the retire log; stats counts heads, linked versions and the versions
 // an open snapshot sees into out[0..2]; restamp maps every stamp to its rank
-// among the open snapshots' (ascending) stamps, which keeps every snapshot's
-// view (ts <= p iff rank(ts) <= rank(p)).
+// among the open snapshots' (ascending) stamps, plus one: 1 + the stamps
+// below it, which keeps every snapshot's view (ts <= p iff the new ts <= the
+// new p) and leaves 0 unused.
 constexpr uint32_t kScanVacuum = 0, kScanStats = 1, kScanRestamp = 2;
 static_assert(kScanStats != kScanVacuum && kScanStats != kScanRestamp, "scan operations differ");
 
@@ -518,7 +519,7 @@ __device__ void scan_units(slab::Pool* p, uint32_t root, uint32_t op, const uint
         if (__ldg(snaps + mid) < n.ts) lo = mid + 1;
         else hi = mid;
       }
-      if (t.rank == 0) st_u32(pool.node(a) + (sizeof(S) == 4 ? 16 : 24), lo);
+      if (t.rank == 0) st_u32(pool.node(a) + (sizeof(S) == 4 ? 16 : 24), lo + 1);
       continue;
     }
     if (n.meta & kLatch) continue;  // a version: reached from its head (kScanStats)

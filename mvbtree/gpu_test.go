@@ -1,0 +1,461 @@
+package mvbtree
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/gputest"
+)
+
+// The CUDA backend's tests on a GPU (and, with WARPKIT_EMULATE=1, on the
+// emulation); emu_test.go runs them on the emulation in every go test.
+
+func TestGPUDifferential(t *testing.T) {
+	dev := gputest.Device(t)
+	t.Run("u32", func(t *testing.T) { differential(t, 1<<14, gpuTreeOn[uint32, uint32](dev, Options{}), 4, 120) })
+	t.Run("u64", func(t *testing.T) { differential(t, 1<<14, gpuTreeOn[uint64, uint64](dev, Options{}), 2, 120) })
+	t.Run("u32-full-range", func(t *testing.T) { differential(t, 0, gpuTreeOn[uint32, uint64](dev, Options{}), 2, 120) })
+	t.Run("copy-always", func(t *testing.T) {
+		differential(t, 1<<14, gpuTreeOn[uint32, uint32](dev, Options{Copy: CopyAlways}), 1, 120)
+	})
+}
+
+func TestGPUSnapshotsBesideWriters(t *testing.T) {
+	snapshotsBesideWriters(t, gpuTreeOn[uint32, uint32](gputest.Device(t), Options{})(t), 400, 50)
+}
+
+func TestGPUVersions(t *testing.T) {
+	dev := gputest.Device(t)
+	for _, mode := range []CopyMode{CopyWhenPinned, CopyAlways, CopyIfStale} {
+		t.Run(mode.String(), func(t *testing.T) { testVersions(t, gpuTreeOn[uint64, uint64](dev, Options{Copy: mode})(t), mode) })
+	}
+}
+
+func TestGPURestampAndPoison(t *testing.T) {
+	dev := gputest.Device(t)
+	defer func(l uint32, p bool) { restampLimit, poisonFreed = l, p }(restampLimit, poisonFreed)
+	restampLimit, poisonFreed = 6, true
+	differential(t, 1<<12, gpuTreeOn[uint32, uint32](dev, Options{}), 2, 120)
+}
+
+func TestGPUPoolExhausted(t *testing.T) {
+	testPoolExhausted(t, gpuTreeOn[uint32, uint32](gputest.Device(t), Options{MaxPoolBytes: 2 * 1024 * 128})(t))
+}
+
+func TestGPUDeviceMethods(t *testing.T) {
+	dev := gputest.Device(t)
+	testDeviceMethods(t, dev, gpuTreeOn[uint64, uint32](dev, Options{})(t))
+}
+
+func mustStats[K, V warpkit.Word](t *testing.T, tr *Tree[K, V]) Stats {
+	t.Helper()
+	st, err := tr.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func mustCheck[K, V warpkit.Word](t *testing.T, tr *Tree[K, V]) {
+	t.Helper()
+	if err := tr.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expect compares a version's pairs with want.
+func expect[K, V warpkit.Word](t *testing.T, where string, seq func(func(K, V) bool), err error, want map[K]V) {
+	t.Helper()
+	ks, vs := collect(seq, err)
+	if len(ks) != len(want) {
+		t.Fatalf("%s: %d pairs, want %d", where, len(ks), len(want))
+	}
+	for i, k := range ks {
+		if w, ok := want[k]; !ok || vs[i] != w {
+			t.Fatalf("%s: pair (%d, %d), want (%d, %d present %v)", where, k, vs[i], k, w, ok)
+		}
+	}
+}
+
+// testVersions follows the versions a snapshot pins through updates, its
+// Close, the writers' splices and Vacuum.
+func testVersions[K, V warpkit.Word](t *testing.T, tr *Tree[K, V], mode CopyMode) {
+	const n = 3000
+	keys, vals := make([]K, n), make([]V, n)
+	v0 := map[K]V{}
+	for i := range keys {
+		keys[i], vals[i] = K(i*7), V(i)
+		v0[keys[i]] = vals[i]
+	}
+	if err := tr.Insert(ctx, keys, vals); err != nil {
+		t.Fatal(err)
+	}
+	if st := mustStats(t, tr); mode == CopyWhenPinned && st.Versions != 0 {
+		t.Fatalf("no snapshot open, but %d older versions kept: %+v", st.Versions, st)
+	}
+	s1, err := tr.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := map[K]V{}
+	for k, v := range v0 {
+		v1[k] = v
+	}
+	half, hv := keys[:n/2], make([]V, n/2)
+	for i := range half {
+		hv[i] = V(i + 1_000_000)
+		v1[half[i]] = hv[i]
+	}
+	if err := tr.Insert(ctx, half, hv); err != nil {
+		t.Fatal(err)
+	}
+	st := mustStats(t, tr)
+	if st.Versions == 0 || st.PinnedVersions == 0 || (mode == CopyWhenPinned && st.PinnedVersions != st.Versions) {
+		t.Fatalf("after updates beside a snapshot: %+v", st)
+	}
+	mustCheck(t, tr)
+	expect(t, "snapshot 1", func(y func(K, V) bool) { s, err := s1.All(ctx); check(t, err); s(y) }, nil, v0)
+	expect(t, "latest", func(y func(K, V) bool) { s, err := tr.All(ctx); check(t, err); s(y) }, nil, v1)
+
+	s2, err := tr.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	third := keys[n/3 : 2*n/3]
+	if err := tr.Delete(ctx, third); err != nil {
+		t.Fatal(err)
+	}
+	v2 := map[K]V{}
+	for k, v := range v1 {
+		v2[k] = v
+	}
+	for _, k := range third {
+		delete(v2, k)
+	}
+	expect(t, "snapshot 1 after deletes", func(y func(K, V) bool) { s, err := s1.All(ctx); check(t, err); s(y) }, nil, v0)
+	expect(t, "snapshot 2", func(y func(K, V) bool) { s, err := s2.All(ctx); check(t, err); s(y) }, nil, v1)
+	expect(t, "latest after deletes", func(y func(K, V) bool) { s, err := tr.All(ctx); check(t, err); s(y) }, nil, v2)
+	mustCheck(t, tr)
+
+	// Closing snapshot 1 unpins its versions; writers that change those
+	// nodes splice them, Vacuum the rest.
+	both := mustStats(t, tr)
+	if err := s1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Insert(ctx, half, hv); err != nil { // rewrites the nodes snapshot 1 pinned
+		t.Fatal(err)
+	}
+	for i, k := range half { // the deleted keys among them are back
+		v2[k] = hv[i]
+	}
+	if err := tr.Vacuum(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st = mustStats(t, tr)
+	if st.Versions != st.PinnedVersions || st.RetiredPending != 0 || st.Versions >= both.Versions {
+		t.Fatalf("after snapshot 1's Close and Vacuum: %+v", st)
+	}
+	expect(t, "snapshot 2 after vacuum", func(y func(K, V) bool) { s, err := s2.All(ctx); check(t, err); s(y) }, nil, v1)
+	mustCheck(t, tr)
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Vacuum(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := mustStats(t, tr); st.Versions != 0 || st.PinnedVersions != 0 || st.OpenSnapshots != 0 {
+		t.Fatalf("every snapshot closed, after Vacuum: %+v", st)
+	}
+	mustCheck(t, tr)
+	expect(t, "latest at the end", func(y func(K, V) bool) { s, err := tr.All(ctx); check(t, err); s(y) }, nil, v2)
+}
+
+func check(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testPoolExhausted fills a capped pool: a batch that runs out fails with
+// ErrPoolExhausted, applies whole operations only, and leaves a valid tree
+// and every snapshot's view intact; a Build that cannot fit changes nothing.
+func testPoolExhausted(t *testing.T, tr *Tree[uint32, uint32]) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	stored := map[uint32]uint32{}
+	var failed []uint32
+	for b := 0; b < 100 && failed == nil; b++ {
+		ks, vs := make([]uint32, 2000), make([]uint32, 2000)
+		for i := range ks {
+			ks[i], vs[i] = rng.Uint32(), rng.Uint32()
+		}
+		err := tr.Insert(ctx, ks, vs)
+		switch {
+		case err == nil:
+			for i, k := range ks {
+				stored[k] = vs[i]
+			}
+		case errors.Is(err, warpkit.ErrPoolExhausted):
+			failed = ks
+		default:
+			t.Fatal(err)
+		}
+	}
+	if failed == nil {
+		t.Fatal("2000-key batches never filled a pool of 2048 nodes")
+	}
+	mustCheck(t, tr)
+	vals, found := make([]uint32, len(failed)), make([]bool, len(failed))
+	check(t, tr.Lookup(ctx, failed, vals, found))
+	applied := 0
+	for i := range found {
+		if found[i] {
+			applied++
+		}
+	}
+	if applied == len(failed) {
+		t.Fatalf("the failed batch applied all %d keys", applied)
+	}
+	keys := slices.Collect(func(y func(uint32) bool) {
+		for k := range stored {
+			if !y(k) {
+				return
+			}
+		}
+	})
+	vals, found = make([]uint32, len(keys)), make([]bool, len(keys))
+	check(t, tr.Lookup(ctx, keys, vals, found))
+	for i, k := range keys {
+		if !found[i] || vals[i] != stored[k] {
+			t.Fatalf("key %d of a batch that succeeded: (%d, %v), want %d", k, vals[i], found[i], stored[k])
+		}
+	}
+	// A snapshot forces copies, which the full pool cannot hold.
+	s, err := tr.Snapshot(ctx)
+	check(t, err)
+	defer s.Close()
+	before := map[uint32]uint32{}
+	for k, v := range func(y func(uint32, uint32) bool) { seq, err := s.All(ctx); check(t, err); seq(y) } {
+		before[k] = v
+	}
+	upd := make([]uint32, len(keys))
+	if err := tr.Insert(ctx, keys, upd); !errors.Is(err, warpkit.ErrPoolExhausted) {
+		t.Fatalf("updates that need copies in a full pool: %v, want ErrPoolExhausted", err)
+	}
+	mustCheck(t, tr)
+	expect(t, "the snapshot after a failed batch", func(y func(uint32, uint32) bool) { seq, err := s.All(ctx); check(t, err); seq(y) }, nil, before)
+	// A Build past the cap fails and leaves the tree.
+	big := make([]uint32, 1<<16)
+	for i := range big {
+		big[i] = uint32(i)
+	}
+	if err := tr.Build(ctx, big, big); !errors.Is(err, warpkit.ErrPoolExhausted) {
+		t.Fatalf("a Build past the cap: %v, want ErrPoolExhausted", err)
+	}
+	mustCheck(t, tr)
+	if n, err := tr.Len(ctx); err != nil || n < len(stored) {
+		t.Fatalf("Len after a failed Build: %d, %v (had at least %d)", n, err, len(stored))
+	}
+}
+
+// testDeviceMethods checks the device-resident methods of the tree and of a
+// snapshot against the CPU backend holding the same pairs.
+func testDeviceMethods[K, V warpkit.Word](t *testing.T, dev *cuda.Device, tr *Tree[K, V]) {
+	oracle := newCPUTree[K, V](t)
+	defer oracle.Close()
+	rng := rand.New(rand.NewPCG(7, 8))
+	const n = 4000
+	ks, vs := make([]K, n), make([]V, n)
+	for i := range ks {
+		ks[i], vs[i] = K(rng.Uint64N(1<<20)), V(rng.Uint64())
+	}
+	dk, err := cuda.FromHost(dev, ks)
+	check(t, err)
+	defer dk.Free()
+	dv, err := cuda.FromHost(dev, vs)
+	check(t, err)
+	defer dv.Free()
+	check(t, tr.BuildDevice(ctx, dk, dv)) // sorts dk, dv in place
+	check(t, oracle.Build(ctx, ks, vs))
+	del := ks[:n/4]
+	dd, err := cuda.FromHost(dev, del)
+	check(t, err)
+	defer dd.Free()
+	snap, err := tr.Snapshot(ctx)
+	check(t, err)
+	defer snap.Close()
+	osnap, err := oracle.Snapshot(ctx)
+	check(t, err)
+	defer osnap.Close()
+	check(t, tr.DeleteDevice(ctx, dd))
+	check(t, oracle.Delete(ctx, del))
+	ins := make([]K, n/4)
+	iv := make([]V, n/4)
+	for i := range ins {
+		ins[i], iv[i] = K(rng.Uint64N(1<<20)), V(i)
+	}
+	ins = slices.Compact(slices.Sorted(slices.Values(ins)))
+	iv = iv[:len(ins)]
+	di, err := cuda.FromHost(dev, ins)
+	check(t, err)
+	defer di.Free()
+	div, err := cuda.FromHost(dev, iv)
+	check(t, err)
+	defer div.Free()
+	check(t, tr.InsertDevice(ctx, di, div))
+	check(t, oracle.Insert(ctx, ins, iv))
+
+	q := make([]K, 1000)
+	for i := range q {
+		q[i] = K(rng.Uint64N(1 << 20))
+	}
+	hi := make([]K, len(q))
+	for i := range hi {
+		hi[i] = q[i] + K(rng.Uint64N(3000))
+	}
+	dq, _ := cuda.FromHost(dev, q)
+	defer dq.Free()
+	dh, _ := cuda.FromHost(dev, hi)
+	defer dh.Free()
+	for _, c := range []struct {
+		name string
+		dev  interface {
+			LookupDevice(context.Context, cuda.Slice[K], cuda.Slice[V], cuda.Slice[uint8]) error
+			SuccessorDevice(context.Context, cuda.Slice[K], cuda.Slice[K], cuda.Slice[V], cuda.Slice[uint8]) error
+			PredecessorDevice(context.Context, cuda.Slice[K], cuda.Slice[K], cuda.Slice[V], cuda.Slice[uint8]) error
+			CountDevice(context.Context, cuda.Slice[K], cuda.Slice[K], cuda.Slice[uint32]) error
+			RangeDevice(context.Context, cuda.Slice[K], cuda.Slice[K], cuda.Slice[uint32], cuda.Slice[K], cuda.Slice[V], cuda.Slice[uint32]) error
+		}
+		host interface {
+			Lookup(context.Context, []K, []V, []bool) error
+			Successor(context.Context, []K, []K, []V, []bool) error
+			Predecessor(context.Context, []K, []K, []V, []bool) error
+			Count(context.Context, []K, []K, []uint32) error
+			Range(context.Context, []K, []K) (*warpkit.Ranges[K, V], error)
+		}
+	}{{"latest", tr, oracle}, {"snapshot", snap, osnap}} {
+		m := len(q)
+		ov, of := make([]V, m), make([]bool, m)
+		check(t, c.host.Lookup(ctx, q, ov, of))
+		gv, gf := onDevice[V](t, dev, m), onDevice[uint8](t, dev, m)
+		check(t, c.dev.LookupDevice(ctx, dq, gv, gf))
+		hv, hf := toHost(t, gv), toHost(t, gf)
+		for i := range q {
+			if (hf[i] != 0) != of[i] || (of[i] && hv[i] != ov[i]) {
+				t.Fatalf("%s LookupDevice(%d) = (%d, %d), oracle (%d, %v)", c.name, q[i], hv[i], hf[i], ov[i], of[i])
+			}
+		}
+		for _, pred := range []bool{false, true} {
+			ok, ov, of := make([]K, m), make([]V, m), make([]bool, m)
+			gk := onDevice[K](t, dev, m)
+			if pred {
+				check(t, c.host.Predecessor(ctx, q, ok, ov, of))
+				check(t, c.dev.PredecessorDevice(ctx, dq, gk, gv, gf))
+			} else {
+				check(t, c.host.Successor(ctx, q, ok, ov, of))
+				check(t, c.dev.SuccessorDevice(ctx, dq, gk, gv, gf))
+			}
+			hk, hv, hf := toHost(t, gk), toHost(t, gv), toHost(t, gf)
+			for i := range q {
+				if (hf[i] != 0) != of[i] || (of[i] && (hk[i] != ok[i] || hv[i] != ov[i])) {
+					t.Fatalf("%s neighbour (pred %v) of %d = (%d, %d, %d), oracle (%d, %d, %v)", c.name, pred, q[i], hk[i], hv[i], hf[i], ok[i], ov[i], of[i])
+				}
+			}
+		}
+		oc := make([]uint32, m)
+		check(t, c.host.Count(ctx, q, hi, oc))
+		gc := onDevice[uint32](t, dev, m)
+		check(t, c.dev.CountDevice(ctx, dq, dh, gc))
+		if hc := toHost(t, gc); !slices.Equal(hc, oc) {
+			t.Fatalf("%s CountDevice differs from the oracle", c.name)
+		}
+		r, err := c.host.Range(ctx, q, hi)
+		check(t, err)
+		offs := make([]uint32, m+1)
+		for i := range m {
+			offs[i+1] = offs[i] + oc[i]
+		}
+		do, _ := cuda.FromHost(dev, offs)
+		defer do.Free()
+		total := int(offs[m])
+		rk, rv := onDevice[K](t, dev, max(total, 1)), onDevice[V](t, dev, max(total, 1))
+		check(t, c.dev.RangeDevice(ctx, dq, dh, do, rk.Sub(0, total), rv.Sub(0, total), gc))
+		hk, hv := toHost(t, rk)[:total], toHost(t, rv)[:total]
+		if !slices.Equal(hk, r.Keys) || !slices.Equal(hv, r.Vals) {
+			t.Fatalf("%s RangeDevice differs from the oracle", c.name)
+		}
+	}
+}
+
+func onDevice[T cuda.Elem](t *testing.T, dev *cuda.Device, n int) cuda.Slice[T] {
+	t.Helper()
+	d, err := cuda.Alloc[T](dev, n)
+	check(t, err)
+	t.Cleanup(func() { d.Free() })
+	return d
+}
+
+func toHost[T cuda.Elem](t *testing.T, d cuda.Slice[T]) []T {
+	t.Helper()
+	h, err := d.ToHost()
+	check(t, err)
+	return h
+}
+
+// testRestamp takes snapshots between single-key inserts under a tiny stamp
+// limit, keeping some open: Snapshot renumbers the stamps again and again,
+// and every open snapshot keeps exactly its keys; an explicit Restamp too.
+func testRestamp(t *testing.T, tr *Tree[uint32, uint32]) {
+	defer func(l uint32) { restampLimit = l }(restampLimit)
+	restampLimit = 8
+	type open struct {
+		s *Snapshot[uint32, uint32]
+		n int
+	}
+	var snaps []open
+	verify := func(where string) {
+		t.Helper()
+		for _, o := range snaps {
+			want := map[uint32]uint32{}
+			for k := range o.n {
+				want[uint32(k)] = uint32(k) + 1
+			}
+			expect(t, where, func(y func(uint32, uint32) bool) { seq, err := o.s.All(ctx); check(t, err); seq(y) }, nil, want)
+		}
+	}
+	for i := range 40 {
+		check(t, tr.Insert(ctx, []uint32{uint32(i)}, []uint32{uint32(i) + 1}))
+		s, err := tr.Snapshot(ctx)
+		check(t, err)
+		if i%4 == 0 {
+			snaps = append(snaps, open{s, i + 1})
+		} else {
+			check(t, s.Close())
+		}
+		if i%5 == 0 && len(snaps) > 2 { // let an old one go now and then
+			check(t, snaps[0].s.Close())
+			snaps = snaps[1:]
+		}
+	}
+	verify("after the inserts")
+	st := mustStats(t, tr)
+	if st.Restamps == 0 || st.Epoch >= uint64(restampLimit)+uint64(len(snaps)) {
+		t.Fatalf("stamps never renumbered under a limit of %d: %+v", restampLimit, st)
+	}
+	check(t, tr.Restamp(ctx))
+	verify("after an explicit Restamp")
+	mustCheck(t, tr)
+	for _, o := range snaps {
+		check(t, o.s.Close())
+	}
+}
+
+func TestGPURestamp(t *testing.T) {
+	testRestamp(t, gpuTreeOn[uint32, uint32](gputest.Device(t), Options{})(t))
+}
