@@ -711,7 +711,7 @@ func (r gpuReader[K, V]) lookupDevice(ctx context.Context, keys cuda.Slice[K], v
 	}
 	g := r.g
 	return g.query(ctx, r.v, func(l *lane[K, V], gen *generation, at uint32, validated bool) (func(), error) {
-		return nil, g.k.lookup.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, l.status, at, boolArg(validated), keys, uint64(n), vals, found)
+		return nil, g.launchLookup(l, gen, at, validated, keys, vals, found)
 	})
 }
 
@@ -722,8 +722,7 @@ func (r gpuReader[K, V]) neighborDevice(ctx context.Context, pred bool, keys, ou
 	}
 	g := r.g
 	return g.query(ctx, r.v, func(l *lane[K, V], gen *generation, at uint32, validated bool) (func(), error) {
-		return nil, g.k.neighbor.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, l.status, at, boolArg(validated),
-			keys, uint64(n), boolArg(pred), outKeys, outVals, found)
+		return nil, g.launchNeighbor(l, gen, at, validated, pred, keys, outKeys, outVals, found)
 	})
 }
 
@@ -756,6 +755,25 @@ func (r gpuReader[K, V]) countDevice(ctx context.Context, lo, hi cuda.Slice[K], 
 		return nil, g.k.rng.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, l.status, at, boolArg(validated),
 			lo, hi, uint64(n), cuda.Slice[uint32]{}, uint64(0), cuda.Slice[K]{}, cuda.Slice[V]{}, counts)
 	})
+}
+
+// launchLookup enqueues a lookup batch: of the latest version with no writer
+// beside it, in lockstep waves; otherwise one query per tile.
+func (g *gpuTree[K, V]) launchLookup(l *lane[K, V], gen *generation, at uint32, validated bool, keys cuda.Slice[K], vals cuda.Slice[V], found cuda.Slice[uint8]) error {
+	n := keys.Len()
+	if at == stampLatest && !validated {
+		return g.k.phasedLookup.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, l.status, keys, uint64(n), vals, found)
+	}
+	return g.k.lookup.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, l.status, at, boolArg(validated), keys, uint64(n), vals, found)
+}
+
+func (g *gpuTree[K, V]) launchNeighbor(l *lane[K, V], gen *generation, at uint32, validated, pred bool, keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8]) error {
+	n := keys.Len()
+	if at == stampLatest && !validated {
+		return g.k.phasedNeighbor.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, l.status, keys, uint64(n), boolArg(pred), outKeys, outVals, found)
+	}
+	return g.k.neighbor.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, l.status, at, boolArg(validated),
+		keys, uint64(n), boolArg(pred), outKeys, outVals, found)
 }
 
 // transient runs f on a snapshot of the latest version taken for it.
@@ -839,15 +857,14 @@ func (r gpuReader[K, V]) pointQuery(ctx context.Context, keys, outKeys []K, outV
 func (r gpuReader[K, V]) lookup(ctx context.Context, keys []K, vals []V, found []bool) error {
 	g := r.g
 	return r.pointQuery(ctx, keys, nil, vals, found, func(l *lane[K, V], gen *generation, at uint32, validated bool, dk, _ cuda.Slice[K], dv cuda.Slice[V], df cuda.Slice[uint8]) error {
-		return g.k.lookup.Launch(l.stream, len(keys), gen.pool.Descriptor(), gen.root, l.status, at, boolArg(validated), dk, uint64(len(keys)), dv, df)
+		return g.launchLookup(l, gen, at, validated, dk, dv, df)
 	})
 }
 
 func (r gpuReader[K, V]) neighbor(ctx context.Context, pred bool, keys, outKeys []K, outVals []V, found []bool) error {
 	g := r.g
 	return r.pointQuery(ctx, keys, outKeys, outVals, found, func(l *lane[K, V], gen *generation, at uint32, validated bool, dk, ok cuda.Slice[K], dv cuda.Slice[V], df cuda.Slice[uint8]) error {
-		return g.k.neighbor.Launch(l.stream, len(keys), gen.pool.Descriptor(), gen.root, l.status, at, boolArg(validated),
-			dk, uint64(len(keys)), boolArg(pred), ok, dv, df)
+		return g.launchNeighbor(l, gen, at, validated, pred, dk, ok, dv, df)
 	})
 }
 

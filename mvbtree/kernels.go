@@ -19,6 +19,10 @@ var mvbtreePTX []byte
 
 const blockSize = 256
 
+// phasedRounds is kRounds of blink_wave.cuh: the queries a tile of a phased
+// wave holds.
+const phasedRounds = 4
+
 // Values shared with mvbtree.cu.
 const (
 	stampLatest = 0xffffffff // the stamp of a query of the latest version
@@ -43,6 +47,9 @@ func statusErr(st uint32) error {
 // kernels are one width pair's functions.
 type kernels struct {
 	insert, del, lookup, neighbor, rng gpurt.Kernel // one operation per tile
+	// Phased queries of the latest version: lockstep waves of phasedRounds
+	// queries per tile, on a persistent grid.
+	phasedLookup, phasedNeighbor, phasedRange gpurt.Kernel
 	buildLevel, scan, poison, markLast gpurt.Kernel // grid-stride
 }
 
@@ -68,6 +75,9 @@ func loadKernels[K, V warpkit.Word](dev *cuda.Device, l layout) (kernels, error)
 		{Dst: &ks.lookup, Name: "mvb_lookup_" + suf, PerWarp: tiles},
 		{Dst: &ks.neighbor, Name: "mvb_neighbor_" + suf, PerWarp: tiles},
 		{Dst: &ks.rng, Name: "mvb_range_" + suf, PerWarp: tiles},
+		{Dst: &ks.phasedLookup, Name: "mvb_phased_lookup_" + suf, PerWarp: phasedRounds * tiles, Stride: true},
+		{Dst: &ks.phasedNeighbor, Name: "mvb_phased_neighbor_" + suf, PerWarp: phasedRounds * tiles, Stride: true},
+		{Dst: &ks.phasedRange, Name: "mvb_phased_range_" + suf, PerWarp: phasedRounds * tiles, Stride: true},
 		{Dst: &ks.buildLevel, Name: "mvb_build_level_" + suf, PerWarp: tiles, Stride: true},
 		{Dst: &ks.scan, Name: "mvb_scan_" + suf, PerWarp: tiles, Stride: true},
 		{Dst: &ks.poison, Name: fmt.Sprintf("mvb_poison_%d", l.nodeBytes), PerWarp: tiles, Stride: true},

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "blink.cuh"
+#include "blink_wave.cuh"
 #include "mem.cuh"
 #include "slaballoc.cuh"
 #include "status.cuh"
@@ -417,6 +418,32 @@ __device__ void range_batch(slab::Pool* p, uint32_t root, uint32_t* status, uint
   }
 }
 
+// Phased queries of the latest version (no writer runs beside them): the
+// lockstep waves shared with btree (blink_wave.cuh), over the heads.
+
+template <typename K, typename V>
+__device__ void phased_lookup(slab::Pool* p, uint32_t root, uint32_t* status, const K* keys, uint64_t n, V* out_vals,
+                              uint8_t* out_found) {
+  using S = SlotOf<K, V>;
+  wave_lookup<Node<S>>(ReadPool<S>{p, root}, status, keys, (const uint32_t*)nullptr, n, out_vals, out_found);
+}
+
+template <typename K, typename V>
+__device__ void phased_neighbor(slab::Pool* p, uint32_t root, uint32_t* status, const K* keys, uint64_t n,
+                                uint32_t predecessor, K* out_keys, V* out_vals, uint8_t* out_found) {
+  using S = SlotOf<K, V>;
+  wave_neighbor<Node<S>>(ReadPool<S>{p, root}, status, keys, (const uint32_t*)nullptr, n, predecessor, out_keys,
+                         out_vals, out_found);
+}
+
+template <typename K, typename V>
+__device__ void phased_range(slab::Pool* p, uint32_t root, uint32_t* status, const K* lo, const K* hi, uint64_t n,
+                             const uint32_t* offsets, uint64_t out_len, K* out_keys, V* out_vals, uint32_t* counts) {
+  using S = SlotOf<K, V>;
+  wave_range<Node<S>>(ReadPool<S>{p, root}, status, lo, hi, (const uint32_t*)nullptr, n, offsets, out_len, out_keys,
+                      out_vals, counts);
+}
+
 // build_level writes the nodes of one level of a bulk-built tree, one tile
 // per node (grid-stride): node j of the level is unit addrs[node_base + j],
 // holding pairs [j*fill, ...) of the sorted distinct keys/vals (leaves) or the
@@ -611,6 +638,21 @@ __device__ void poison(slab::Pool* p, const uint32_t* addrs, uint64_t n) {
                                               const uint32_t* offsets, uint64_t out_len, K* out_keys, V* out_vals,  \
                                               uint32_t* counts) {                                                    \
     range_batch<K, V>(p, root, status, at, validated, lo, hi, n, offsets, out_len, out_keys, out_vals, counts);     \
+  }                                                                                                                  \
+  extern "C" __global__ void __launch_bounds__(256, 4)                                                             \
+      mvb_phased_lookup_##SUF(slab::Pool* p, uint32_t root, uint32_t* status, const K* keys, uint64_t n, V* out_vals, \
+                              uint8_t* out_found) {                                                                  \
+    phased_lookup<K, V>(p, root, status, keys, n, out_vals, out_found);                                              \
+  }                                                                                                                  \
+  extern "C" __global__ void mvb_phased_neighbor_##SUF(slab::Pool* p, uint32_t root, uint32_t* status, const K* keys, \
+                                                        uint64_t n, uint32_t predecessor, K* out_keys, V* out_vals,  \
+                                                        uint8_t* out_found) {                                        \
+    phased_neighbor<K, V>(p, root, status, keys, n, predecessor, out_keys, out_vals, out_found);                    \
+  }                                                                                                                  \
+  extern "C" __global__ void mvb_phased_range_##SUF(slab::Pool* p, uint32_t root, uint32_t* status, const K* lo,     \
+                                                     const K* hi, uint64_t n, const uint32_t* offsets,              \
+                                                     uint64_t out_len, K* out_keys, V* out_vals, uint32_t* counts) { \
+    phased_range<K, V>(p, root, status, lo, hi, n, offsets, out_len, out_keys, out_vals, counts);                   \
   }                                                                                                                  \
   extern "C" __global__ void mvb_build_level_##SUF(                                                                  \
       slab::Pool* p, const uint32_t* addrs, const K* keys, const V* vals, uint64_t m, uint32_t level,                \

@@ -9,12 +9,10 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/bench/internal/treebench"
 	"github.com/warpkit/warpkit/btree"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
@@ -115,28 +113,7 @@ const (
 	maxSize32 = 1 << 30
 )
 
-func parseSizes(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		mul := 1
-		switch {
-		case strings.HasSuffix(f, "M"):
-			mul, f = 1<<20, strings.TrimSuffix(f, "M")
-		case strings.HasSuffix(f, "K"):
-			mul, f = 1<<10, strings.TrimSuffix(f, "K")
-		}
-		v, err := strconv.Atoi(f)
-		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("%w: bad size %q", cli.ErrUsage, f)
-		}
-		if v*mul < minSize {
-			return nil, fmt.Errorf("%w: size %d: trees need at least %d keys", cli.ErrUsage, v*mul, minSize)
-		}
-		out = append(out, v*mul)
-	}
-	return out, nil
-}
+func parseSizes(s string) ([]int, error) { return treebench.ParseSizes(s, minSize) }
 
 type btBench struct {
 	ctx         context.Context
@@ -147,71 +124,12 @@ type btBench struct {
 	rep         *benchfmt.Report
 }
 
-// btKeys returns n distinct keys spread over the whole key range, sorted: key i
-// is i*stride plus a random offset below stride.
-func btKeys[K warpkit.Word](n int, seed uint64) []K {
-	r := rand.New(rand.NewPCG(seed, 17))
-	var top K
-	top--
-	stride := uint64(top) / uint64(n)
-	keys := make([]K, n)
-	for i := range keys {
-		keys[i] = K(uint64(i)*stride + r.Uint64N(stride))
-	}
-	return keys
-}
-
-func shuffled[T any](s []T, seed uint64) []T {
-	out := slices.Clone(s)
-	rand.New(rand.NewPCG(seed, 3)).Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	return out
-}
-
-// best runs fn reps times and returns the fastest wall time.
-func best(reps int, fn func() error) (time.Duration, error) {
-	d := time.Duration(math.MaxInt64)
-	for range reps {
-		start := time.Now()
-		if err := fn(); err != nil {
-			return 0, err
-		}
-		d = min(d, time.Since(start))
-	}
-	return d, nil
-}
-
-// dev uploads a host slice (device backend) and registers it for freeing.
-type devBufs struct{ bufs []interface{ Free() error } }
-
-func (d *devBufs) free() {
-	for _, b := range d.bufs {
-		b.Free()
-	}
-	d.bufs = nil
-}
-
-func up[T cuda.Elem](d *devBufs, dev *cuda.Device, s []T) (cuda.Slice[T], error) {
-	x, err := cuda.FromHost(dev, s)
-	if err == nil {
-		d.bufs = append(d.bufs, x)
-	}
-	return x, err
-}
-
-func alloc[T cuda.Elem](d *devBufs, dev *cuda.Device, n int) (cuda.Slice[T], error) {
-	x, err := cuda.Alloc[T](dev, n)
-	if err == nil {
-		d.bufs = append(d.bufs, x)
-	}
-	return x, err
-}
-
 func runBTree[K, V warpkit.Word](b *btBench) error {
 	cpu, err := measureCPU[K, V](b)
 	if err != nil {
 		return err
 	}
-	b.rep.Note("baseline: the CPU backend (github.com/tidwall/btree, one goroutine) on a %s-key tree, measured in this run", sizeName(cpu.keys))
+	b.rep.Note("baseline: the CPU backend (github.com/tidwall/btree, one goroutine) on a %s-key tree, measured in this run", treebench.SizeName(cpu.keys))
 	if err := btQueries[K, V](b, cpu); err != nil {
 		return err
 	}
@@ -267,7 +185,7 @@ func measureCPU[K, V warpkit.Word](b *btBench) (cpuRates, error) {
 		return r, err
 	}
 	defer t.Close()
-	sorted := btKeys[K](2*n, 99)
+	sorted := treebench.Keys[K](2*n, 99)
 	base := make([]K, 0, n)
 	fresh := make([]K, 0, n)
 	for i, k := range sorted {
@@ -281,10 +199,10 @@ func measureCPU[K, V warpkit.Word](b *btBench) (cpuRates, error) {
 		return r, err
 	}
 	ctx := b.ctx
-	qs := shuffled(base, 5)[:q]
+	qs := treebench.Shuffled(base, 5)[:q]
 	vals, found := make([]V, q), make([]bool, q)
 	rate := func(fn func() error) (float64, error) {
-		d, err := best(1, fn)
+		d, err := treebench.Best(1, fn)
 		return benchfmt.Rate(int64(q), d, 1e9), err
 	}
 	if r.lookup, err = rate(func() error { return t.Lookup(ctx, qs, vals, found) }); err != nil {
@@ -303,7 +221,7 @@ func measureCPU[K, V warpkit.Word](b *btBench) (cpuRates, error) {
 	if r.rng, err = rate(func() error { _, err := t.Range(ctx, lo, hi); return err }); err != nil {
 		return r, err
 	}
-	ins := shuffled(fresh, 6)[:q]
+	ins := treebench.Shuffled(fresh, 6)[:q]
 	if r.insert, err = rate(func() error { return t.Insert(ctx, ins, valsFor[K, V](ins)) }); err != nil {
 		return r, err
 	}
@@ -366,8 +284,8 @@ func btQueries[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 		if err := b.ctx.Err(); err != nil {
 			return err
 		}
-		sorted := btKeys[K](n, uint64(n))
-		keys := shuffled(sorted, 1)
+		sorted := treebench.Keys[K](n, uint64(n))
+		keys := treebench.Shuffled(sorted, 1)
 		vals := valsFor[K, V](keys)
 		q := max(n, 4<<20)
 		if b.dev == nil {
@@ -395,7 +313,7 @@ func btQueries[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 			if err != nil {
 				return err
 			}
-			d, err := best(1, func() error { return t.Build(b.ctx, keys, vals) })
+			d, err := treebench.Best(1, func() error { return t.Build(b.ctx, keys, vals) })
 			if err != nil {
 				t.Close()
 				return err
@@ -415,10 +333,10 @@ func btQueries[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 			lsmNote = why
 		}
 		if sorting {
-			tab.Add(sizeName(n), st.Height, l[0], l[1], benchfmt.Ratio(l[0], cpu.lookup), benchfmt.Ratio(l[0], ll), rr[0], rr[1], benchfmt.Ratio(rr[0], cpu.rng),
+			tab.Add(treebench.SizeName(n), st.Height, l[0], l[1], benchfmt.Ratio(l[0], cpu.lookup), benchfmt.Ratio(l[0], ll), rr[0], rr[1], benchfmt.Ratio(rr[0], cpu.rng),
 				s[0], s[1], benchfmt.Ratio(s[0], cpu.succ), float64(bt.Microseconds())/1e3)
 		} else {
-			tab.Add(sizeName(n), st.Height, l[0], benchfmt.Ratio(l[0], cpu.lookup), benchfmt.Ratio(l[0], ll), rr[0], benchfmt.Ratio(rr[0], cpu.rng),
+			tab.Add(treebench.SizeName(n), st.Height, l[0], benchfmt.Ratio(l[0], cpu.lookup), benchfmt.Ratio(l[0], ll), rr[0], benchfmt.Ratio(rr[0], cpu.rng),
 				s[0], benchfmt.Ratio(s[0], cpu.succ), float64(bt.Microseconds())/1e3)
 		}
 		if n >= 1<<20 && n <= 45_000_000 {
@@ -459,35 +377,35 @@ func queryRates[K, V warpkit.Word](b *btBench, t *btree.Tree[K, V], qk, lo, hi [
 	ctx := b.ctx
 	if b.dev == nil {
 		vals, found := make([]V, q), make([]bool, q)
-		d, err := best(1, func() error { return t.Lookup(ctx, qk, vals, found) })
+		d, err := treebench.Best(1, func() error { return t.Lookup(ctx, qk, vals, found) })
 		if err != nil {
 			return 0, 0, 0, err
 		}
 		l = benchfmt.Rate(int64(q), d, 1e9)
-		d, err = best(1, func() error { _, err := t.Range(ctx, lo, hi); return err })
+		d, err = treebench.Best(1, func() error { _, err := t.Range(ctx, lo, hi); return err })
 		if err != nil {
 			return 0, 0, 0, err
 		}
 		r = benchfmt.Rate(int64(q), d, 1e9)
 		ok := make([]K, q)
-		d, err = best(1, func() error { return t.Successor(ctx, qk, ok, vals, found) })
+		d, err = treebench.Best(1, func() error { return t.Successor(ctx, qk, ok, vals, found) })
 		return l, r, benchfmt.Rate(int64(q), d, 1e9), err
 	}
-	var bufs devBufs
-	defer bufs.free()
-	dq, err := up(&bufs, b.dev, qk)
+	var bufs treebench.Bufs
+	defer bufs.Free()
+	dq, err := treebench.Up(&bufs, b.dev, qk)
 	if err != nil {
 		return
 	}
-	dv, err := alloc[V](&bufs, b.dev, q)
+	dv, err := treebench.Alloc[V](&bufs, b.dev, q)
 	if err != nil {
 		return
 	}
-	df, err := alloc[uint8](&bufs, b.dev, q)
+	df, err := treebench.Alloc[uint8](&bufs, b.dev, q)
 	if err != nil {
 		return
 	}
-	d, err := best(3, func() error { return t.LookupDevice(ctx, dq, dv, df) })
+	d, err := treebench.Best(3, func() error { return t.LookupDevice(ctx, dq, dv, df) })
 	if err != nil {
 		return
 	}
@@ -495,11 +413,11 @@ func queryRates[K, V warpkit.Word](b *btBench, t *btree.Tree[K, V], qk, lo, hi [
 		return
 	}
 	l = benchfmt.Rate(int64(q), d, 1e9)
-	dl, err := up(&bufs, b.dev, lo)
+	dl, err := treebench.Up(&bufs, b.dev, lo)
 	if err != nil {
 		return
 	}
-	dh, err := up(&bufs, b.dev, hi)
+	dh, err := treebench.Up(&bufs, b.dev, hi)
 	if err != nil {
 		return
 	}
@@ -507,23 +425,23 @@ func queryRates[K, V warpkit.Word](b *btBench, t *btree.Tree[K, V], qk, lo, hi [
 	for i := range offs {
 		offs[i] = uint32(8 * i)
 	}
-	do, err := up(&bufs, b.dev, offs)
+	do, err := treebench.Up(&bufs, b.dev, offs)
 	if err != nil {
 		return
 	}
-	rk, err := alloc[K](&bufs, b.dev, 8*q)
+	rk, err := treebench.Alloc[K](&bufs, b.dev, 8*q)
 	if err != nil {
 		return
 	}
-	rv, err := alloc[V](&bufs, b.dev, 8*q)
+	rv, err := treebench.Alloc[V](&bufs, b.dev, 8*q)
 	if err != nil {
 		return
 	}
-	rc, err := alloc[uint32](&bufs, b.dev, q)
+	rc, err := treebench.Alloc[uint32](&bufs, b.dev, q)
 	if err != nil {
 		return
 	}
-	d, err = best(3, func() error { return t.RangeDevice(ctx, dl, dh, do, rk, rv, rc) })
+	d, err = treebench.Best(3, func() error { return t.RangeDevice(ctx, dl, dh, do, rk, rv, rc) })
 	if err != nil {
 		return
 	}
@@ -537,11 +455,11 @@ func queryRates[K, V warpkit.Word](b *btBench, t *btree.Tree[K, V], qk, lo, hi [
 		}
 	}
 	r = benchfmt.Rate(int64(q), d, 1e9)
-	sk, err := alloc[K](&bufs, b.dev, q)
+	sk, err := treebench.Alloc[K](&bufs, b.dev, q)
 	if err != nil {
 		return
 	}
-	d, err = best(3, func() error { return t.SuccessorDevice(ctx, dq, sk, dv, df) })
+	d, err = treebench.Best(3, func() error { return t.SuccessorDevice(ctx, dq, sk, dv, df) })
 	if err != nil {
 		return
 	}
@@ -574,17 +492,6 @@ func expectAll(flags cuda.Slice[uint8], n int, what string) error {
 	return nil
 }
 
-func sizeName(n int) string {
-	switch {
-	case n%(1<<20) == 0:
-		return fmt.Sprintf("%dM", n>>20)
-	case n%(1<<10) == 0:
-		return fmt.Sprintf("%dK", n>>10)
-	case n >= 1e6:
-		return fmt.Sprintf("%.0fM", float64(n)/1e6)
-	}
-	return strconv.Itoa(n)
-}
 
 // insertBatches inserts keys in batches of size bs into t and returns the time.
 func insertBatches[K, V warpkit.Word](b *btBench, t *btree.Tree[K, V], keys []K, vals []V, bs int) (time.Duration, error) {
@@ -599,8 +506,8 @@ func insertBatches[K, V warpkit.Word](b *btBench, t *btree.Tree[K, V], keys []K,
 		}
 		return time.Since(start), nil
 	}
-	var bufs devBufs
-	defer bufs.free()
+	var bufs treebench.Bufs
+	defer bufs.Free()
 	dk, dv, err := upPairs(&bufs, b.dev, keys, vals)
 	if err != nil {
 		return 0, err
@@ -623,9 +530,9 @@ func btInserts[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 	if b.dev == nil {
 		total = 1 << 18
 	}
-	keys := shuffled(btKeys[K](total, 77), 4)
+	keys := treebench.Shuffled(treebench.Keys[K](total, 77), 4)
 	vals := valsFor[K, V](keys)
-	tab := b.rep.Table(fmt.Sprintf("Table 3: incremental inserts, tree grown from empty to %s keys by batches", sizeName(total)),
+	tab := b.rep.Table(fmt.Sprintf("Table 3: incremental inserts, tree grown from empty to %s keys by batches", treebench.SizeName(total)),
 		"batch", "G keys/s", "vs CPU", "vs target", "LSM", "vs LSM", "SA", "vs SA")
 	var rates, lsmRates, saRates []float64
 	lsmNote, saNote := "", ""
@@ -685,19 +592,19 @@ func btCrossover[K, V warpkit.Word](b *btBench) error {
 	tab := b.rep.Table("Fig. 3: bulk rebuild of m keys vs inserting a batch of b into m-b keys (ms)",
 		"m", "b", "rebuild", "insert", "faster")
 	for _, m := range ms {
-		keys := shuffled(btKeys[K](m, uint64(m)+5), 8)
+		keys := treebench.Shuffled(treebench.Keys[K](m, uint64(m)+5), 8)
 		vals := valsFor[K, V](keys)
 		t, err := openTree[K, V](b, 0)
 		if err != nil {
 			return err
 		}
-		rebuild, err := best(2, func() error { return t.Build(b.ctx, keys, vals) })
+		rebuild, err := treebench.Best(2, func() error { return t.Build(b.ctx, keys, vals) })
 		if err == nil && b.dev != nil {
 			var d time.Duration
 			if d, err = deviceRebuild(b, t, keys, vals); err == nil {
 				rebuild = d
 			} else {
-				b.rep.Note("Fig. 3: BuildDevice failed at m = %s (%v); the rebuild times of that m are Build from Go slices", sizeName(m), err)
+				b.rep.Note("Fig. 3: BuildDevice failed at m = %s (%v); the rebuild times of that m are Build from Go slices", treebench.SizeName(m), err)
 				err = nil
 			}
 		}
@@ -726,7 +633,7 @@ func btCrossover[K, V warpkit.Word](b *btBench) error {
 			if rebuild < ins {
 				faster = "rebuild"
 			}
-			tab.Add(sizeName(m), sizeName(bs), benchfmt.Millis(rebuild), benchfmt.Millis(ins), faster)
+			tab.Add(treebench.SizeName(m), treebench.SizeName(bs), benchfmt.Millis(rebuild), benchfmt.Millis(ins), faster)
 		}
 	}
 	if b.dev != nil {
@@ -770,8 +677,8 @@ func dictInsertRate[K, V warpkit.Word](b *btBench, keys []K, vals []V, bs int, o
 		return 0, err.Error()
 	}
 	defer d.Close()
-	var bufs devBufs
-	defer bufs.free()
+	var bufs treebench.Bufs
+	defer bufs.Free()
 	dk, dv, err := upPairs(&bufs, b.dev, keys, vals)
 	if err != nil {
 		return 0, err.Error()
@@ -784,12 +691,12 @@ func dictInsertRate[K, V warpkit.Word](b *btBench, keys []K, vals []V, bs int, o
 }
 
 // upPairs copies keys and vals to the device, into bufs.
-func upPairs[K, V warpkit.Word](bufs *devBufs, dev *cuda.Device, keys []K, vals []V) (cuda.Slice[K], cuda.Slice[V], error) {
-	dk, err := up(bufs, dev, keys)
+func upPairs[K, V warpkit.Word](bufs *treebench.Bufs, dev *cuda.Device, keys []K, vals []V) (cuda.Slice[K], cuda.Slice[V], error) {
+	dk, err := treebench.Up(bufs, dev, keys)
 	if err != nil {
 		return cuda.Slice[K]{}, cuda.Slice[V]{}, err
 	}
-	dv, err := up(bufs, dev, vals)
+	dv, err := treebench.Up(bufs, dev, vals)
 	return dk, dv, err
 }
 
@@ -814,8 +721,8 @@ func lsmLookupRate[K, V warpkit.Word](b *btBench, keys []K, vals []V, qk []K) (f
 		return 0, err.Error()
 	}
 	defer l.Close()
-	var bufs devBufs
-	defer bufs.free()
+	var bufs treebench.Bufs
+	defer bufs.Free()
 	dk, dv, err := upPairs(&bufs, b.dev, keys, vals)
 	if err != nil {
 		return 0, err.Error()
@@ -823,19 +730,19 @@ func lsmLookupRate[K, V warpkit.Word](b *btBench, keys []K, vals []V, qk []K) (f
 	if err := insertDeviceBatches(b.ctx, l, dk, dv, 1<<20); err != nil {
 		return 0, err.Error()
 	}
-	dq, err := up(&bufs, b.dev, qk)
+	dq, err := treebench.Up(&bufs, b.dev, qk)
 	if err != nil {
 		return 0, err.Error()
 	}
-	ov, err := alloc[V](&bufs, b.dev, len(qk))
+	ov, err := treebench.Alloc[V](&bufs, b.dev, len(qk))
 	if err != nil {
 		return 0, err.Error()
 	}
-	of, err := alloc[uint8](&bufs, b.dev, len(qk))
+	of, err := treebench.Alloc[uint8](&bufs, b.dev, len(qk))
 	if err != nil {
 		return 0, err.Error()
 	}
-	d, err := best(2, func() error { return l.LookupDevice(b.ctx, dq, ov, of) })
+	d, err := treebench.Best(2, func() error { return l.LookupDevice(b.ctx, dq, ov, of) })
 	if err != nil {
 		return 0, err.Error()
 	}
@@ -846,16 +753,16 @@ func lsmLookupRate[K, V warpkit.Word](b *btBench, keys []K, vals []V, qk []K) (f
 func deviceRebuild[K, V warpkit.Word](b *btBench, t *btree.Tree[K, V], keys []K, vals []V) (time.Duration, error) {
 	d := time.Duration(math.MaxInt64)
 	for range 2 {
-		var bufs devBufs
+		var bufs treebench.Bufs
 		dk, dv, err := upPairs(&bufs, b.dev, keys, vals)
 		if err != nil {
-			bufs.free()
+			bufs.Free()
 			return 0, err
 		}
 		start := time.Now()
 		err = t.BuildDevice(b.ctx, dk, dv)
 		d = min(d, time.Since(start))
-		bufs.free()
+		bufs.Free()
 		if err != nil {
 			return 0, err
 		}
@@ -875,9 +782,9 @@ func btDeletes[K, V warpkit.Word](b *btBench) error {
 	if b.dev == nil {
 		n = 1 << 18
 	}
-	keys := shuffled(btKeys[K](n, 31), 9)
+	keys := treebench.Shuffled(treebench.Keys[K](n, 31), 9)
 	vals := valsFor[K, V](keys)
-	tab := b.rep.Table(fmt.Sprintf("Fig. 4: deleting x%% of a %s-key tree", sizeName(n)), "x", "ms", "G deletes/s")
+	tab := b.rep.Table(fmt.Sprintf("Fig. 4: deleting x%% of a %s-key tree", treebench.SizeName(n)), "x", "ms", "G deletes/s")
 	for _, pct := range []int{10, 20, 30, 40, 50} {
 		t, err := openTree[K, V](b, 0)
 		if err != nil {
@@ -890,16 +797,16 @@ func btDeletes[K, V warpkit.Word](b *btBench) error {
 		del := keys[:n*pct/100]
 		var d time.Duration
 		if b.dev == nil {
-			d, err = best(1, func() error { return t.Delete(b.ctx, del) })
+			d, err = treebench.Best(1, func() error { return t.Delete(b.ctx, del) })
 		} else {
-			var bufs devBufs
-			dk, uerr := up(&bufs, b.dev, del)
+			var bufs treebench.Bufs
+			dk, uerr := treebench.Up(&bufs, b.dev, del)
 			if uerr != nil {
 				t.Close()
 				return uerr
 			}
-			d, err = best(1, func() error { return t.DeleteDevice(b.ctx, dk) })
-			bufs.free()
+			d, err = treebench.Best(1, func() error { return t.DeleteDevice(b.ctx, dk) })
+			bufs.Free()
 		}
 		if err == nil {
 			if left, lerr := t.Len(b.ctx); lerr != nil || left != n-len(del) {
@@ -923,7 +830,7 @@ func btConcurrent[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 		"keys", "α=0.2", "α=0.6", "vs CPU", "α=1.0")
 	var at06 []float64
 	for _, n := range b.sizes {
-		sorted := btKeys[K](2*n, uint64(n)+9)
+		sorted := treebench.Keys[K](2*n, uint64(n)+9)
 		present, fresh := make([]K, 0, n), make([]K, 0, n)
 		for i, k := range sorted {
 			if i%2 == 0 {
@@ -933,13 +840,13 @@ func btConcurrent[K, V warpkit.Word](b *btBench, cpu cpuRates) error {
 			}
 		}
 		pv := valsFor[K, V](present)
-		row := []any{sizeName(n)}
+		row := []any{treebench.SizeName(n)}
 		for _, alpha := range []float64{0.2, 0.6, 1.0} {
 			t, err := openTree[K, V](b, n/2)
 			if err != nil {
 				return err
 			}
-			err = t.Build(b.ctx, shuffled(present, 3), pv)
+			err = t.Build(b.ctx, treebench.Shuffled(present, 3), pv)
 			ops := mixedOps[K, V](present, fresh, n, alpha, uint64(n))
 			var d time.Duration
 			if err == nil {
@@ -977,37 +884,37 @@ func applyTimed[K, V warpkit.Word](b *btBench, t *btree.Tree[K, V], ops btree.Op
 	n := len(ops.Kinds)
 	if b.dev == nil {
 		res := btree.Results[K, V]{Found: make([]bool, n), Keys: make([]K, n), Vals: make([]V, n), Counts: make([]uint32, n)}
-		return best(1, func() error { return t.Apply(ctx, ops, res) })
+		return treebench.Best(1, func() error { return t.Apply(ctx, ops, res) })
 	}
 	kinds, keys, vals, his := make([]uint8, n), ops.Keys, ops.Vals, ops.His
 	for i, k := range ops.Kinds {
 		kinds[i] = uint8(k)
 	}
-	var bufs devBufs
-	defer bufs.free()
+	var bufs treebench.Bufs
+	defer bufs.Free()
 	var o btree.DeviceOps[K, V]
 	var r btree.DeviceResults[K, V]
 	var err error
-	if o.Kinds, err = up(&bufs, b.dev, kinds); err != nil {
+	if o.Kinds, err = treebench.Up(&bufs, b.dev, kinds); err != nil {
 		return 0, err
 	}
-	if o.Keys, err = up(&bufs, b.dev, keys); err != nil {
+	if o.Keys, err = treebench.Up(&bufs, b.dev, keys); err != nil {
 		return 0, err
 	}
-	if o.Vals, err = up(&bufs, b.dev, vals); err != nil {
+	if o.Vals, err = treebench.Up(&bufs, b.dev, vals); err != nil {
 		return 0, err
 	}
-	if o.His, err = up(&bufs, b.dev, his); err != nil {
+	if o.His, err = treebench.Up(&bufs, b.dev, his); err != nil {
 		return 0, err
 	}
-	if r.Found, err = alloc[uint8](&bufs, b.dev, n); err != nil {
+	if r.Found, err = treebench.Alloc[uint8](&bufs, b.dev, n); err != nil {
 		return 0, err
 	}
-	if r.Vals, err = alloc[V](&bufs, b.dev, n); err != nil {
+	if r.Vals, err = treebench.Alloc[V](&bufs, b.dev, n); err != nil {
 		return 0, err
 	}
-	if r.Counts, err = alloc[uint32](&bufs, b.dev, n); err != nil {
+	if r.Counts, err = treebench.Alloc[uint32](&bufs, b.dev, n); err != nil {
 		return 0, err
 	}
-	return best(1, func() error { return t.ApplyDevice(ctx, o, r) })
+	return treebench.Best(1, func() error { return t.ApplyDevice(ctx, o, r) })
 }
