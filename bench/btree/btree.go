@@ -492,7 +492,6 @@ func expectAll(flags cuda.Slice[uint8], n int, what string) error {
 	return nil
 }
 
-
 // insertBatches inserts keys in batches of size bs into t and returns the time.
 func insertBatches[K, V warpkit.Word](b *btBench, t *btree.Tree[K, V], keys []K, vals []V, bs int) (time.Duration, error) {
 	ctx := b.ctx
