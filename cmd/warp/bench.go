@@ -14,6 +14,7 @@ import (
 	kvcompactbench "github.com/warpkit/warpkit/bench/kvcompact"
 	latencybench "github.com/warpkit/warpkit/bench/latency"
 	lsmbench "github.com/warpkit/warpkit/bench/lsm"
+	mvbtreebench "github.com/warpkit/warpkit/bench/mvbtree"
 	primbench "github.com/warpkit/warpkit/bench/prim"
 	"github.com/warpkit/warpkit/internal/cli"
 )
@@ -27,6 +28,7 @@ func init() {
 	registerBench(&benchmark{name: "kvcompact", summary: kvcompactbench.Summary, run: kvcompactbench.Run})
 	registerBench(&benchmark{name: "latency", summary: latencybench.Summary, run: latencybench.Run})
 	registerBench(&benchmark{name: "lsm", summary: lsmbench.Summary, run: lsmbench.Run})
+	registerBench(&benchmark{name: "mvbtree", summary: mvbtreebench.Summary, run: mvbtreebench.Run})
 	registerBench(&benchmark{name: "prim", summary: primbench.Summary, run: primbench.Run})
 }
 
