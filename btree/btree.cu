@@ -41,6 +41,7 @@ struct Pool {
   uint64_t cap;                 // nodes
   unsigned long long* ctl;      // ctl[0] next free node, ctl[1] number of keys
   uint32_t* status;
+  static constexpr bool kStrictOrder = false;  // blink.cuh: btree keeps its ordering until a device A/B
   static constexpr bool kReplaceBeforeSplit = false;  // doc.go's known limitation: the fix awaits a device A/B
   __device__ __forceinline__ char* node(uint32_t i) const { return base + (uint64_t)i * Lay<S>::kNodeBytes; }
   __device__ __forceinline__ uint32_t root() const { return 0; }

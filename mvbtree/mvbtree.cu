@@ -61,6 +61,7 @@ constexpr int kCtlKeys = 0, kCtlVersions = 1;
 template <typename S>
 struct ReadPool {
   static constexpr int kBytes = Lay<S>::kNodeBytes;
+  static constexpr bool kStrictOrder = true;  // the latch and seqlock ordered as the PTX memory model defines it
   static constexpr bool kReplaceBeforeSplit = true;  // a full leaf is not split to replace a value
   slab::Pool* p;
   uint32_t root_;

@@ -364,6 +364,14 @@ struct Node {
   }
 };
 
+// The latch protocol. A pool with kStrictOrder (mvbtree's) orders the tile's
+// lanes against the rank that latches and releases as the PTX memory model
+// defines it: the latching rank's atomic and fence come before a tile
+// barrier that every lane's later access follows, and the releasing rank
+// fences after the barrier that every lane's writes precede. Without it
+// (btree's, until a device A/B of the change) the other lanes are ordered by
+// the shuffle alone, as btree's doc.go says under Known limitations.
+
 template <class Pool, int T>
 __device__ __forceinline__ bool try_latch(const Pool& pool, uint32_t idx, const Tile<T>& t) {
   uint32_t old = 0;
@@ -371,16 +379,26 @@ __device__ __forceinline__ bool try_latch(const Pool& pool, uint32_t idx, const 
   old = t.shfl(old, 0);
   if (old & kLatch) return false;
   fence();  // §4.1: the latch is ordered before the re-read and the writes
+  if constexpr (Pool::kStrictOrder) t.sync();
   return true;
 }
 // release publishes meta m (latch clear) after the fence that orders this tile's
 // writes before it (§4.1).
 template <class Pool, int T>
 __device__ __forceinline__ void release(const Pool& pool, uint32_t idx, uint32_t m, const Tile<T>& t) {
-  fence();
-  t.sync();
-  if (t.rank == 0) st_u32(pool.node(idx), m & ~kLatch);
-  t.sync();
+  if constexpr (Pool::kStrictOrder) {
+    t.sync();
+    if (t.rank == 0) {
+      fence();
+      st_u32(pool.node(idx), m & ~kLatch);
+    }
+    t.sync();
+  } else {
+    fence();
+    t.sync();
+    if (t.rank == 0) st_u32(pool.node(idx), m & ~kLatch);
+    t.sync();
+  }
 }
 // unlatch releases a node that was not modified.
 template <class Pool, int T>
@@ -417,19 +435,37 @@ template <class Pool, class N, int T>
 __device__ bool read_validated(const Pool& pool, uint32_t idx, N& n, const Tile<T>& t) {
   unsigned ns = 32;
   for (int i = 0; i < kSeqlockTries; ++i) {
-    uint32_t m1 = 0;
-    if (t.rank == 0) m1 = ld_acquire_u32(pool.node(idx));
-    m1 = t.shfl(m1, 0);
-    if (m1 & kLatch) {
-      backoff(ns);
-      continue;
+    if constexpr (Pool::kStrictOrder) {
+      // Every lane validates its own chunk: its acquire of meta, its load,
+      // a fence, its re-read; the tile agrees when all lanes saw one meta.
+      const char* p = pool.node(idx);
+      uint32_t m1 = ld_acquire_u32(p);
+      ld_chunk(p + t.rank * 16, n.w, kStrong);
+      fence();
+      uint32_t m2 = ld_relaxed_u32(p);
+      uint32_t m0 = t.shfl(m1, 0);
+      if (m0 & kLatch) {
+        backoff(ns);
+        continue;
+      }
+      if (t.ballot(m1 != m0 || m2 != m0) != 0) continue;
+      n.decode(t);
+      return true;
+    } else {
+      uint32_t m1 = 0;
+      if (t.rank == 0) m1 = ld_acquire_u32(pool.node(idx));
+      m1 = t.shfl(m1, 0);
+      if (m1 & kLatch) {
+        backoff(ns);
+        continue;
+      }
+      n.load(pool, idx, kStrong, t);
+      fence();
+      uint32_t m2 = 0;
+      if (t.rank == 0) m2 = ld_relaxed_u32(pool.node(idx));
+      m2 = t.shfl(m2, 0);
+      if (m1 == m2 && n.meta == m1) return true;
     }
-    n.load(pool, idx, kStrong, t);
-    fence();
-    uint32_t m2 = 0;
-    if (t.rank == 0) m2 = ld_relaxed_u32(pool.node(idx));
-    m2 = t.shfl(m2, 0);
-    if (m1 == m2 && n.meta == m1) return true;
   }
   return false;
 }
