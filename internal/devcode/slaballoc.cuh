@@ -335,6 +335,15 @@ struct TileAllocator {
     --net;
   }
 
+  // retry forgets an exhaustion (allocate fails fast after the first in a
+  // launch): for persistent kernels whose reclamation frees units while they
+  // run (internal/devcode/ebr.cuh). Call it with the whole tile.
+  __device__ __forceinline__ void retry() {
+    exhausted = false;
+    misses = 0;
+    block = kNull;
+  }
+
   // note_free records a unit freed by free_unit from this tile (uniform).
   __device__ __forceinline__ void note_free(long long n) { net -= n; }
 
