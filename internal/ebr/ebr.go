@@ -15,10 +15,13 @@
 // still running.
 //
 // This is the host half of the reclamation the spec (mvbtree.md §4, design
-// decision 7) asks for: the device half — block-level DEBRA inside
-// persistent kernels, which retire and reuse memory without ending — is for
-// kernels that never return to the host, which no warpkit structure runs
-// yet.
+// decision 7) asks for, which mvbtree's write batches use. The device half,
+// block-level DEBRA inside persistent kernels that retire and reuse memory
+// without ending, is internal/devcode/ebr.cuh with its state laid out by
+// DeviceState (device.go); what its blocks still hold when they end goes to
+// a log that the host frees through Epochs. Its test is a churn of
+// publish-and-retire with readers beside it (ebr.cu); no structure runs a
+// persistent kernel yet (mvbtree's persistent Apply is the next issue's).
 package ebr
 
 import (
