@@ -265,16 +265,19 @@
 //
 // # Known limitations
 //
-// These are kernel-level findings of a review that were not fixed because the
-// kernels could not be re-validated on a device at the time:
+// These are kernel-level findings of a review. The node core now lives in
+// internal/devcode/blink.cuh, shared with mvbtree, where the first two are
+// fixed behind pool flags that mvbtree sets; btree keeps its code (and its
+// PTX's loads, stores and shuffles) until a same-run A/B on a device shows
+// the fixes cost it nothing:
 //
 //   - Replacing the value of a key in a full leaf splits the leaf first: the
 //     proactive split of an insert happens before it looks for the key. A
 //     batch of pure updates can therefore allocate nodes, fail with
 //     ErrPoolExhausted at MaxNodes although it needs no room, and leave
-//     update-heavy workloads with more, emptier leaves than necessary. The fix
-//     is to look the key up in the latched full leaf and replace in place when
-//     it is there, before splitting.
+//     update-heavy workloads with more, emptier leaves than necessary. The
+//     fix (kReplaceBeforeSplit) looks the key up in the latched full leaf
+//     and replaces in place when it is there, before splitting.
 //   - The memory ordering is not formally established. The latch, release and
 //     seqlock steps fence in every lane, but the meta word is latched, stored
 //     and re-read by the tile's rank 0 only, and the other lanes' chunk loads
@@ -284,11 +287,11 @@
 //     writers and validated queries route through internal nodes with weak
 //     loads while other writers change them (a data race in the model, whose
 //     torn or stale results the routing checks reject: level, fences, links
-//     inside the pool). A formal argument needs rank 0's meta accesses to be
-//     acquire/release operations ordered against a tile barrier that every
-//     lane's chunk access is ordered with, and strong loads for routing.
+//     inside the pool). The fix (kStrictOrder, and strong routing loads)
+//     fences the latching rank before a tile barrier and the releasing rank
+//     after one, and has every lane validate its own chunk of a seqlock read.
 //   - The rule "load a node, check it (sane, expected level, low fence), move
-//     right past its high key" is written out five times in btree.cu (descend,
+//     right past its high key" is written out five times in the core (descend,
 //     op_insert before and after latching, op_delete before and after
 //     latching). One routine returning restart, move right or stay should
 //     serve them all.

@@ -8,7 +8,7 @@
 //
 // # Use
 //
-//	t, err := mvbtree.New[uint32, uint32](mvbtree.Options{})
+//	t, err := mvbtree.New[uint32, uint32](mvbtree.Options{}) // CUDA where there is a device
 //	err = t.Insert(ctx, keys, vals)
 //	snap, err := t.Snapshot(ctx) // the tree as it is now
 //	defer snap.Close()           // unpins its versions
@@ -20,18 +20,66 @@
 //
 // The latest version has package btree's contracts (Build, Insert, Delete,
 // Lookup, Successor, Predecessor, Count, Range, Ascend*, Len, Stats,
-// Compact, Check), with two promises more: an update batch is atomic (a
-// snapshot sees all of it or none) and Range is linearizable (every query
-// of a call sees one version). AscendRange, AscendGreaterOrEqual and All
-// walk a transient snapshot: they copy nothing, hold no writer back, and a
-// loop may update the tree it iterates. Snapshot linearizes after every
-// update that returned before it was called; its queries run beside the
-// tree's writers and each other. Snapshots are numbered in the order they
-// were taken (Version). Close unpins a snapshot; Tree.Close closes every
-// open snapshot. Every method of a closed tree or snapshot returns an error
-// wrapping ErrClosed, a second Close included.
+// Compact, Check, and the Device variants), with two promises more: an
+// update batch is atomic (a snapshot sees all of it or none) and Range is
+// linearizable (every query of a call sees one version). AscendRange,
+// AscendGreaterOrEqual and All walk a transient snapshot: they copy
+// nothing, hold no writer back, and a loop may update the tree it iterates.
+// Snapshot linearizes after every update that returned before it was called;
+// its queries run beside the tree's writers and each other. Snapshots are
+// numbered in the order they were taken (Version). Close unpins a snapshot;
+// Tree.Close closes every open snapshot. Every method of a closed tree or
+// snapshot returns an error wrapping ErrClosed, a second Close included.
 //
-// # Backends
+// # The CUDA backend
+//
+// Nodes are btree's B-link nodes (the shared core, internal/devcode/
+// blink.cuh) with a version in the header: the stamp ts of the write batch
+// that made the version and prev, the next older version. A 128-byte node
+// (32-bit keys and values) holds 13 pairs, a 256-byte node 14. Every node is
+// a SlabAlloc unit (package slaballoc), so versions can be freed; a node's
+// head — the address its parent and left sibling name — never moves (the
+// root splits in place, as btree's).
+//
+// Stamps. Write batches take the host's epoch as their stamp. A snapshot
+// takes the current epoch and moves it on (when a batch wrote since the
+// last one; otherwise it shares the last stamp), and sees, of every node,
+// the newest version with ts <= its stamp. Taking a snapshot waits for the
+// write batches in flight, so a snapshot never sees part of one.
+//
+// Writers. A writer holding a head's latch, about to replace a version
+// stamped ts, copies it first when the copy rule asks (Options.Copy):
+// CopyWhenPinned (the default) copies only when an open snapshot sees the
+// version (some open stamp p has ts <= p < the batch's stamp) and otherwise
+// writes in place; CopyAlways copies every time (the thesis's VoB-Tree);
+// CopyIfStale copies whenever the version is not the batch's own (the
+// thesis's ViB rule: in place only when no snapshot was taken since). On the
+// way it splices out of the head's chain every older version no open
+// snapshot sees and retires them; the host frees a batch's retired versions
+// once every launch that ran beside the batch has ended (launch epochs,
+// package internal/ebr). So memory stays bounded by the live nodes plus one
+// version per (open snapshot x node changed since it); Vacuum reaches the
+// chains no writer touches after their snapshots closed.
+//
+// Readers. Queries of a snapshot read each head they reach (with a seqlock
+// when writers may run: heads change in place) and walk its chain to the
+// version of their stamp. Queries of the latest version read heads as
+// btree's do: validated beside writers, in btree's lockstep waves (also the
+// shared core's, blink_wave.cuh) when no writer runs. Range and the
+// iterators of the latest version run on a transient snapshot.
+//
+// Generations. Build and Compact lay out a new tree in a new pool; snapshots
+// taken before keep reading the old generation, whose pool is freed when the
+// last of them closes.
+//
+// Stamps are 32-bit: before a snapshot would move the epoch past 2^31,
+// Restamp renumbers every stamp to 1 + the number of open snapshots' stamps
+// below it, which keeps every snapshot's view.
+//
+// Failures: a pool that runs out (at MaxPoolBytes, or the device's memory)
+// fails the batch with ErrPoolExhausted after applying whole operations only
+// (a copy that cannot be allocated leaves its node as it was); every loop in
+// the kernels is bounded (ErrRetryLimit, never a hang).
 //
 // The CPU backend (internal/ordmap, shared with btree's) keeps a
 // tidwall/btree map whose snapshots are copy-on-write copies: O(1) to take,
@@ -41,29 +89,47 @@
 //
 // # Status
 //
-// Issue 18, in part: the API above and the CPU backend (the oracle of the
-// CUDA backend to come) are built and tested (a differential test against a
-// model per version over random sequences of builds, inserts, deletes,
-// compactions, snapshots, closes and every query, keys at both ends of K's
-// range included, 32- and 64-bit; snapshots taken, read twice and closed by
-// goroutines beside writers, each holding whole batches; iteration beside
-// writes; the structure contract's errors). Not built: the CUDA backend —
-// the shared B-link core factored out of btree.cu (M1), epoch-based
-// reclamation (M2), the versioned nodes with the copy rules, pinning,
-// splicing, Vacuum and Restamp on the device (M3) — its Device methods, and
-// `warp bench mvbtree`. Options.Copy and MaxPoolBytes are for the CUDA
-// backend; Backend CUDA fails with ErrInvalidArgument until it is built.
+// Issue 18 (M1-M3 of the spec's split): the API, the CPU backend and the
+// CUDA backend. Tests: a differential test against a model per version over
+// random sequences of builds, inserts, deletes, compactions, snapshots,
+// closes and every query (keys at both ends of K's range, 32- and 64-bit,
+// Check after every step: every version's order and fences, every chain's
+// stamps, the pool's accounting unit by unit); snapshots taken, read twice
+// and closed by goroutines beside writers; the copy rules' versions through
+// Close, splices and Vacuum; Restamp under a tiny stamp limit and freed
+// units poisoned; a capped pool running out in inserts and in the copies a
+// snapshot forces; the device methods against the CPU backend. They run on
+// the CPU emulation of the GPU (internal/emu) in every go test, and on a GPU
+// (scripts/gpu-test.sh). `warp bench mvbtree` measures the spec's Fig 4.2
+// and snapshot rows (docs/benchmarks.md).
 //
 // # Departures from the spec (shared/docs/specs/mvbtree.md)
 //
 //   - Snapshot.Close is not idempotent: a second Close returns ErrClosed,
 //     as docs/CONTRACT.md has every Close do.
 //   - Version() numbers snapshots from 0 in the order they were taken (a
-//     64-bit count of the host's); the CUDA backend's 32-bit node stamps and
-//     their Restamp stay inside.
-//   - Apply (mixed batches with per-operation snapshots) is the next issue's
-//     (M4), as the spec's split says; so are the Options Streams, BagSize
-//     and VacuumPinnedBytes.
-//   - A snapshot's iterator stops (yields nothing more) once the snapshot
-//     is closed.
+//     64-bit count of the host's); the device stamps and their Restamp stay
+//     inside.
+//   - No unstamped (TBD) versions: snapshots are host-scoped and taken while
+//     no write batch runs, so every version is stamped when written. The
+//     thesis's per-operation snapshots, which need them, are the next
+//     issue's (M4), with Apply, Options.BagSize and VacuumPinnedBytes.
+//   - A copy keeps the head's latch bit set for good: it marks a version (no
+//     writer latches one), so unit scans (Vacuum, Restamp, Stats) tell heads
+//     from versions without a flag of their own.
+//   - The registry of open snapshots is uploaded per lane when it changed,
+//     not rewritten between launches; its stamps are distinct.
+//   - Generations (one SlabAlloc pool per Build/Compact) instead of freeing
+//     an old tree node by node: the spec does not say how Build treats open
+//     snapshots.
+//   - Restamp renumbers to 1 + rank (the spec: rank), so that 0 stays below
+//     every stamp.
+//   - The CUDA backend's AscendRange, AscendGreaterOrEqual and All take
+//     their transient snapshot when the loop starts (the CPU backend's when
+//     the method is called), so an iterator that is never run pins nothing;
+//     a snapshot's iterator reads it in chunks of 4096 pairs.
+//   - The latch and seqlock follow the PTX memory model (blink.cuh's
+//     kStrictOrder); routing reads of writers are strong loads.
+//   - Options.Streams is the CUDA backend's lanes (concurrent batches), as
+//     btree's.
 package mvbtree

@@ -11,13 +11,14 @@ import (
 )
 
 func init() {
-	registerTourPart(tourPart{order: 55, name: "mvbtree: multiversion B-tree — snapshots beside writers (CPU backend; the CUDA one is to come)", run: tourMVBTree})
+	registerTourPart(tourPart{order: 55, name: "mvbtree: multiversion B-tree — snapshots beside writers, their versions reclaimed", run: tourMVBTree})
 }
 
 // tourMVBTree fills a tree, takes a snapshot, keeps writing, and shows the
-// snapshot unchanged while the latest version moves on.
+// snapshot unchanged while the latest version moves on; once the snapshot is
+// closed, Vacuum reclaims the versions it pinned.
 func tourMVBTree(ctx context.Context, env tourEnv) error {
-	t, err := mvbtree.New[uint64, uint64](mvbtree.Options{Backend: warpkit.CPU})
+	t, err := mvbtree.New[uint64, uint64](mvbtree.Options{Backend: env.Backend, Device: env.Device})
 	if err != nil {
 		return err
 	}
@@ -38,7 +39,6 @@ func tourMVBTree(ctx context.Context, env tourEnv) error {
 	if err != nil {
 		return err
 	}
-	defer snap.Close()
 	took := time.Since(start)
 	if err := t.Delete(ctx, keys[:n/2]); err != nil {
 		return err
@@ -57,7 +57,27 @@ func tourMVBTree(ctx context.Context, env tourEnv) error {
 	if err := t.Check(ctx); err != nil {
 		return err
 	}
-	fmt.Printf("   %d pairs inserted in %v; snapshot %d taken in %v; half deleted: the latest has %d pairs, the snapshot still %d; invariants hold\n",
-		n, filled.Round(time.Millisecond), snap.Version(), took.Round(time.Microsecond), latest, then)
-	return nil
+	pinned := ""
+	if st, err := t.Stats(ctx); err != nil {
+		return err
+	} else if env.Backend == warpkit.CUDA {
+		pinned = fmt.Sprintf(" (%d node versions pinned for it)", st.PinnedVersions)
+	}
+	fmt.Printf("   %d pairs inserted in %v; snapshot %d taken in %v; half deleted: the latest has %d pairs, the snapshot still %d%s\n",
+		n, filled.Round(time.Millisecond), snap.Version(), took.Round(time.Microsecond), latest, then, pinned)
+	if err := snap.Close(); err != nil {
+		return err
+	}
+	if err := t.Vacuum(ctx); err != nil {
+		return err
+	}
+	st, err := t.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	if st.Versions != 0 {
+		return fmt.Errorf("%d older versions left after the snapshot closed and Vacuum", st.Versions)
+	}
+	fmt.Printf("   snapshot closed and vacuumed: no older version left; invariants hold\n")
+	return t.Check(ctx)
 }
