@@ -50,7 +50,7 @@ type kernels struct {
 	// Phased queries of the latest version: lockstep waves of phasedRounds
 	// queries per tile, on a persistent grid.
 	phasedLookup, phasedNeighbor, phasedRange gpurt.Kernel
-	buildLevel, scan, poison, markLast gpurt.Kernel // grid-stride
+	buildLevel, scan, poison, markLast        gpurt.Kernel // grid-stride
 }
 
 func widthSuffix[T warpkit.Word]() string {
