@@ -187,8 +187,19 @@ func findAll[K, V warpkit.Word](ctx context.Context, t finder[K, V], dk cuda.Sli
 	return benchfmt.Rate(int64(dk.Len()), d, 1e9), nil
 }
 
-func openMV[K, V warpkit.Word](b *bench, mode mvbtree.CopyMode) (*mvbtree.Tree[K, V], error) {
-	return mvbtree.New[K, V](mvbtree.Options{Backend: warpkit.CUDA, Device: b.dev, Copy: mode})
+// openMV opens a tree with the default pool (super blocks of 256 memory
+// blocks: 16M nodes at most) or, big, with a pool of up to 60% of the
+// device's free memory (the snapshot table's versions need more).
+func openMV[K, V warpkit.Word](b *bench, mode mvbtree.CopyMode, big bool) (*mvbtree.Tree[K, V], error) {
+	opts := mvbtree.Options{Backend: warpkit.CUDA, Device: b.dev, Copy: mode}
+	if big {
+		free, _, err := b.dev.MemInfo()
+		if err != nil {
+			return nil, err
+		}
+		opts.MaxPoolBytes = int64(free / 10 * 6)
+	}
+	return mvbtree.New[K, V](opts)
 }
 
 // fig42 reproduces Fig 4.2: each tree built from empty by inserting n random
@@ -291,7 +302,7 @@ func fig42Row[K, V warpkit.Word](b *bench, n int, dk cuda.Slice[K], dv cuda.Slic
 		mode mvbtree.CopyMode
 		dst  *float64
 	}{{mvbtree.CopyAlways, &r.vob}, {mvbtree.CopyWhenPinned, &r.pinned}, {mvbtree.CopyIfStale, &r.vib}} {
-		t, err := openMV[K, V](b, m.mode)
+		t, err := openMV[K, V](b, m.mode, false)
 		if err != nil {
 			return r, err
 		}
@@ -373,7 +384,7 @@ func snapshots[K, V warpkit.Word](b *bench) error {
 		nodeBytes = 256
 	}
 	for _, k := range b.snaps {
-		t, err := openMV[K, V](b, mvbtree.CopyWhenPinned)
+		t, err := openMV[K, V](b, mvbtree.CopyWhenPinned, true)
 		if err != nil {
 			return err
 		}
