@@ -49,7 +49,7 @@ struct Pool {
   __device__ __forceinline__ bool valid(uint32_t i) const { return i != 0 && i < cap; }
   // walk_bound: the extra steps a walk along the leaves may take.
   __device__ __forceinline__ uint32_t walk_bound() const { return (uint32_t)cap; }
-  __device__ __forceinline__ int route_load() const { return kPlain; }
+  __device__ __forceinline__ int route_load() const { return kStrictOrder ? kStrong : kPlain; }
   // alloc returns the first of n fresh nodes, or kNone when the pool is exhausted.
   __device__ uint32_t alloc(uint32_t n) const {
     unsigned long long old = atomicAdd(&ctl[0], (unsigned long long)n);

@@ -484,7 +484,7 @@ __device__ bool descend(const Pool& pool, typename N::S k, bool validated, N& n,
       if (!read_validated(pool, cur, n, t)) return false;
       checked = true;
     } else {
-      n.load(pool, cur, strong ? kStrong : (validated ? kPlain : kNC), t);
+      n.load(pool, cur, strong ? kStrong : (validated ? pool.route_load() : kNC), t);
     }
     if (!sane(pool, n) || (expect >= 0 && (int)n.level() != expect) || k < n.low) {
       cur = pool.root();
