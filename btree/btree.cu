@@ -242,7 +242,7 @@ __device__ void phased_lookup(char* base, uint64_t cap, uint32_t* status, const 
                               uint64_t n, V* out_vals, uint8_t* out_found) {
   using S = SlotOf<K, V>;
   Pool<S> pool{base, cap, nullptr, status};
-  wave_lookup<Node<S>>(pool, status, keys, order, n, out_vals, out_found);
+  wave_lookup<Node<S>>(pool, Latest{false}, status, keys, order, n, out_vals, out_found);
 }
 
 template <typename K, typename V>
@@ -250,7 +250,7 @@ __device__ void phased_neighbor(char* base, uint64_t cap, uint32_t* status, cons
                                 uint64_t n, uint32_t predecessor, K* out_keys, V* out_vals, uint8_t* out_found) {
   using S = SlotOf<K, V>;
   Pool<S> pool{base, cap, nullptr, status};
-  wave_neighbor<Node<S>>(pool, status, keys, order, n, predecessor, out_keys, out_vals, out_found);
+  wave_neighbor<Node<S>>(pool, Latest{false}, status, keys, order, n, predecessor, out_keys, out_vals, out_found);
 }
 
 template <typename K, typename V>
@@ -259,7 +259,7 @@ __device__ void phased_range(char* base, uint64_t cap, uint32_t* status, const K
                              K* out_keys, V* out_vals, uint32_t* counts) {
   using S = SlotOf<K, V>;
   Pool<S> pool{base, cap, nullptr, status};
-  wave_range<Node<S>>(pool, status, los, his, order, n, offsets, out_len, out_keys, out_vals, counts);
+  wave_range<Node<S>>(pool, Latest{false}, status, los, his, order, n, offsets, out_len, out_keys, out_vals, counts);
 }
 
 // build_node writes node j of one level of a bulk-built tree with tile t.

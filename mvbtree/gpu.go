@@ -589,8 +589,14 @@ func (g *gpuTree[K, V]) runWrite(l *lane[K, V], gen *generation, w uint32, reg c
 	if err == nil {
 		err = cuda.CopyToHostAsync(l.back, 1, l.retireN, l.stream)
 	}
+	if err == nil { // the pool's allocated count, for its estimate of what is free
+		err = cuda.CopyToHostAsync(l.backCtl, 0, gen.pool.UsedCounter(), l.stream)
+	}
 	if serr := l.stream.Synchronize(); err == nil {
 		err = serr
+	}
+	if err == nil {
+		gen.pool.Observe(int64(l.backCtl.Data()[0]))
 	}
 	var items []retiredLog
 	if err == nil {
@@ -738,8 +744,7 @@ func (r gpuReader[K, V]) rangeDevice(ctx context.Context, lo, hi cuda.Slice[K], 
 	}
 	g := r.g
 	return g.query(ctx, r.v, func(l *lane[K, V], gen *generation, at uint32, validated bool) (func(), error) {
-		return nil, g.k.rng.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, l.status, at, boolArg(validated),
-			lo, hi, uint64(n), offsets, uint64(outKeys.Len()), outKeys, outVals, counts)
+		return nil, g.launchRange(l, gen, at, validated, lo, hi, n, offsets, outKeys.Len(), outKeys, outVals, counts)
 	})
 }
 
@@ -752,28 +757,39 @@ func (r gpuReader[K, V]) countDevice(ctx context.Context, lo, hi cuda.Slice[K], 
 	}
 	g := r.g
 	return g.query(ctx, r.v, func(l *lane[K, V], gen *generation, at uint32, validated bool) (func(), error) {
-		return nil, g.k.rng.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, l.status, at, boolArg(validated),
-			lo, hi, uint64(n), cuda.Slice[uint32]{}, uint64(0), cuda.Slice[K]{}, cuda.Slice[V]{}, counts)
+		return nil, g.launchRange(l, gen, at, validated, lo, hi, n, cuda.Slice[uint32]{}, 0, cuda.Slice[K]{}, cuda.Slice[V]{}, counts)
 	})
 }
 
-// launchLookup enqueues a lookup batch: of the latest version with no writer
-// beside it, in lockstep waves; otherwise one query per tile.
+// launchLookup enqueues a lookup batch: with no writer beside it, in
+// lockstep waves (of a snapshot: walking each node's chain to its stamp);
+// otherwise one query per tile.
 func (g *gpuTree[K, V]) launchLookup(l *lane[K, V], gen *generation, at uint32, validated bool, keys cuda.Slice[K], vals cuda.Slice[V], found cuda.Slice[uint8]) error {
 	n := keys.Len()
-	if at == stampLatest && !validated {
-		return g.k.phasedLookup.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, l.status, keys, uint64(n), vals, found)
+	if !validated {
+		return g.k.phasedLookup.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, l.status, at, keys, uint64(n), vals, found)
 	}
 	return g.k.lookup.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, l.status, at, boolArg(validated), keys, uint64(n), vals, found)
 }
 
 func (g *gpuTree[K, V]) launchNeighbor(l *lane[K, V], gen *generation, at uint32, validated, pred bool, keys, outKeys cuda.Slice[K], outVals cuda.Slice[V], found cuda.Slice[uint8]) error {
 	n := keys.Len()
-	if at == stampLatest && !validated {
-		return g.k.phasedNeighbor.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, l.status, keys, uint64(n), boolArg(pred), outKeys, outVals, found)
+	if !validated {
+		return g.k.phasedNeighbor.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, l.status, at, keys, uint64(n), boolArg(pred), outKeys, outVals, found)
 	}
 	return g.k.neighbor.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, l.status, at, boolArg(validated),
 		keys, uint64(n), boolArg(pred), outKeys, outVals, found)
+}
+
+// launchRange enqueues a range batch (counts only without offsets), in
+// lockstep waves when no writer runs beside it.
+func (g *gpuTree[K, V]) launchRange(l *lane[K, V], gen *generation, at uint32, validated bool, lo, hi cuda.Slice[K], n int,
+	offsets cuda.Slice[uint32], outLen int, outKeys cuda.Slice[K], outVals cuda.Slice[V], counts cuda.Slice[uint32]) error {
+	if !validated {
+		return g.k.phasedRange.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, l.status, at, lo, hi, uint64(n), offsets, uint64(outLen), outKeys, outVals, counts)
+	}
+	return g.k.rng.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, l.status, at, boolArg(validated),
+		lo, hi, uint64(n), offsets, uint64(outLen), outKeys, outVals, counts)
 }
 
 // transient runs f on a snapshot of the latest version taken for it.
@@ -884,8 +900,7 @@ func (r gpuReader[K, V]) count(ctx context.Context, lo, hi []K, counts []uint32)
 		if err != nil {
 			return nil, err
 		}
-		if err := g.k.rng.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, l.status, at, boolArg(validated),
-			dl, dh, uint64(n), cuda.Slice[uint32]{}, uint64(0), cuda.Slice[K]{}, cuda.Slice[V]{}, dc); err != nil {
+		if err := g.launchRange(l, gen, at, validated, dl, dh, n, cuda.Slice[uint32]{}, 0, cuda.Slice[K]{}, cuda.Slice[V]{}, dc); err != nil {
 			return nil, err
 		}
 		p, err := gpurt.Download(&l.stage, l.stream, counts, dc)
@@ -969,8 +984,7 @@ func (r gpuReader[K, V]) rangeQ(ctx context.Context, lo, hi []K) (*warpkit.Range
 		if err != nil {
 			return nil, err
 		}
-		if err := g.k.rng.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, l.status, at, boolArg(validated),
-			dl, dh, uint64(n), do, uint64(t), ok, ov, dc); err != nil {
+		if err := g.launchRange(l, gen, at, validated, dl, dh, n, do, t, ok, ov, dc); err != nil {
 			return nil, err
 		}
 		var pend []gpurt.Pending
@@ -1111,8 +1125,7 @@ func (r gpuReader[K, V]) chunk(ctx context.Context, lo, hi K, limit int) ([]K, [
 		if err != nil {
 			return nil, err
 		}
-		if err := g.k.rng.Launch(l.stream, 1, gen.pool.Descriptor(), gen.root, l.status, at, boolArg(validated),
-			dl, dh, uint64(1), do, uint64(limit), ok, ov, dc); err != nil {
+		if err := g.launchRange(l, gen, at, validated, dl, dh, 1, do, limit, ok, ov, dc); err != nil {
 			return nil, err
 		}
 		var pend []gpurt.Pending

@@ -65,12 +65,17 @@ struct ReadPool {
   static constexpr bool kReplaceBeforeSplit = true;  // a full leaf is not split to replace a value
   slab::Pool* p;
   uint32_t root_;
+  uint32_t supers, blocks;  // the descriptor's sizes, read once (no growth during a launch)
+  __device__ __forceinline__ ReadPool(slab::Pool* pool, uint32_t root)
+      : p(pool), root_(root), supers(__ldg(&pool->num_super)), blocks(__ldg(&pool->blocks_per_super)) {}
   __device__ __forceinline__ char* node(uint32_t a) const { return slab::unit_ptr<kBytes>(p, a); }
   __device__ __forceinline__ uint32_t root() const { return root_; }
   // valid: an address a link, a child or a prev may hold (the root is none).
-  __device__ __forceinline__ bool valid(uint32_t a) const { return a != root_ && slab::valid_address(p, a); }
+  __device__ __forceinline__ bool valid(uint32_t a) const {
+    return a != root_ && (a >> 24) < supers && ((a & slab::kUnitIndexMask) >> 10) < blocks;
+  }
   __device__ __forceinline__ uint32_t walk_bound() const {
-    uint64_t units = (uint64_t)slab::total_blocks(p) * slab::kUnitsPerBlock;
+    uint64_t units = (uint64_t)supers * blocks * slab::kUnitsPerBlock;
     return units > 0x7fffffffu ? 0x7fffffffu : (uint32_t)units;
   }
   // Writers route with strong loads: other writers change the nodes they
@@ -85,7 +90,7 @@ struct WritePool : ReadPool<S> {
   slab::Tile<T> st;
   slab::TileAllocator<T> a;
   __device__ __forceinline__ WritePool(slab::Pool* pool, uint32_t root, uint32_t* s, uint32_t salt)
-      : ReadPool<S>{pool, root}, status(s) {
+      : ReadPool<S>(pool, root), status(s) {
     a.init(salt);
   }
   template <int TT>
@@ -250,6 +255,7 @@ struct MV {
 
 // AtVersion reads the version snapshot `at` sees (blink.cuh's reader).
 struct AtVersion {
+  static constexpr bool kWalks = true;
   uint32_t at;
   bool validated;  // writers may run: heads are read with the seqlock
   // load reads head idx, then walks its chain to the version at `at`;
@@ -301,6 +307,32 @@ struct AtVersion {
   template <class Pool, class N, int T>
   __device__ __forceinline__ bool next(const Pool& pool, N& n, uint32_t& steps, const Tile<T>& t) const {
     return load(pool, n.link, n, steps, t) == kOK;
+  }
+  // resolve walks, for every round in ok, the chain of the node it loaded
+  // to the version at `at`, all rounds in lockstep (blink_wave.cuh's hook; no
+  // writer runs beside a wave). A round whose chain ends first (a misroute)
+  // or runs past the bound is no longer ok: it goes the generic way.
+  template <class Pool, class Wv, int R>
+  __device__ __forceinline__ void resolve(const Pool& pool, Wv& v, bool (&ok)[R]) const {
+    for (uint32_t step = 0;; ++step) {
+      bool need[R], any = false;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        uint32_t ts = v.ts(r);  // a warp-wide shuffle: every lane, every round
+        need[r] = ok[r] && ts > at;
+        any |= need[r];
+      }
+      if (!__any_sync(kFull, any)) return;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        uint32_t pv = v.prev(r);
+        if (need[r] && (step >= kChainSteps || !pool.valid(pv))) {
+          ok[r] = false;
+          need[r] = false;
+        }
+        v.load(pool, r, pv, need[r]);
+      }
+    }
   }
 };
 
@@ -422,27 +454,44 @@ __device__ void range_batch(slab::Pool* p, uint32_t root, uint32_t* status, uint
 // Phased queries of the latest version (no writer runs beside them): the
 // lockstep waves shared with btree (blink_wave.cuh), over the heads.
 
+// The latest version's waves read heads; a snapshot's walk each node's chain
+// to its stamp (AtVersion::resolve).
 template <typename K, typename V>
-__device__ void phased_lookup(slab::Pool* p, uint32_t root, uint32_t* status, const K* keys, uint64_t n, V* out_vals,
-                              uint8_t* out_found) {
+__device__ void phased_lookup(slab::Pool* p, uint32_t root, uint32_t* status, uint32_t at, const K* keys, uint64_t n,
+                              V* out_vals, uint8_t* out_found) {
   using S = SlotOf<K, V>;
-  wave_lookup<Node<S>>(ReadPool<S>{p, root}, status, keys, (const uint32_t*)nullptr, n, out_vals, out_found);
+  const ReadPool<S> pool(p, root);
+  if (at == kLatest)
+    wave_lookup<Node<S>>(pool, Latest{false}, status, keys, (const uint32_t*)nullptr, n, out_vals, out_found);
+  else
+    wave_lookup<Node<S>>(pool, AtVersion{at, false}, status, keys, (const uint32_t*)nullptr, n, out_vals, out_found);
 }
 
 template <typename K, typename V>
-__device__ void phased_neighbor(slab::Pool* p, uint32_t root, uint32_t* status, const K* keys, uint64_t n,
+__device__ void phased_neighbor(slab::Pool* p, uint32_t root, uint32_t* status, uint32_t at, const K* keys, uint64_t n,
                                 uint32_t predecessor, K* out_keys, V* out_vals, uint8_t* out_found) {
   using S = SlotOf<K, V>;
-  wave_neighbor<Node<S>>(ReadPool<S>{p, root}, status, keys, (const uint32_t*)nullptr, n, predecessor, out_keys,
-                         out_vals, out_found);
+  const ReadPool<S> pool(p, root);
+  if (at == kLatest)
+    wave_neighbor<Node<S>>(pool, Latest{false}, status, keys, (const uint32_t*)nullptr, n, predecessor, out_keys,
+                           out_vals, out_found);
+  else
+    wave_neighbor<Node<S>>(pool, AtVersion{at, false}, status, keys, (const uint32_t*)nullptr, n, predecessor,
+                           out_keys, out_vals, out_found);
 }
 
 template <typename K, typename V>
-__device__ void phased_range(slab::Pool* p, uint32_t root, uint32_t* status, const K* lo, const K* hi, uint64_t n,
-                             const uint32_t* offsets, uint64_t out_len, K* out_keys, V* out_vals, uint32_t* counts) {
+__device__ void phased_range(slab::Pool* p, uint32_t root, uint32_t* status, uint32_t at, const K* lo, const K* hi,
+                             uint64_t n, const uint32_t* offsets, uint64_t out_len, K* out_keys, V* out_vals,
+                             uint32_t* counts) {
   using S = SlotOf<K, V>;
-  wave_range<Node<S>>(ReadPool<S>{p, root}, status, lo, hi, (const uint32_t*)nullptr, n, offsets, out_len, out_keys,
-                      out_vals, counts);
+  const ReadPool<S> pool(p, root);
+  if (at == kLatest)
+    wave_range<Node<S>>(pool, Latest{false}, status, lo, hi, (const uint32_t*)nullptr, n, offsets, out_len, out_keys,
+                        out_vals, counts);
+  else
+    wave_range<Node<S>>(pool, AtVersion{at, false}, status, lo, hi, (const uint32_t*)nullptr, n, offsets, out_len,
+                        out_keys, out_vals, counts);
 }
 
 // build_level writes the nodes of one level of a bulk-built tree, one tile
@@ -641,19 +690,19 @@ __device__ void poison(slab::Pool* p, const uint32_t* addrs, uint64_t n) {
     range_batch<K, V>(p, root, status, at, validated, lo, hi, n, offsets, out_len, out_keys, out_vals, counts);     \
   }                                                                                                                  \
   extern "C" __global__ void __launch_bounds__(256, 4)                                                             \
-      mvb_phased_lookup_##SUF(slab::Pool* p, uint32_t root, uint32_t* status, const K* keys, uint64_t n, V* out_vals, \
-                              uint8_t* out_found) {                                                                  \
-    phased_lookup<K, V>(p, root, status, keys, n, out_vals, out_found);                                              \
+      mvb_phased_lookup_##SUF(slab::Pool* p, uint32_t root, uint32_t* status, uint32_t at, const K* keys,           \
+                              uint64_t n, V* out_vals, uint8_t* out_found) {                                         \
+    phased_lookup<K, V>(p, root, status, at, keys, n, out_vals, out_found);                                          \
   }                                                                                                                  \
-  extern "C" __global__ void mvb_phased_neighbor_##SUF(slab::Pool* p, uint32_t root, uint32_t* status, const K* keys, \
-                                                        uint64_t n, uint32_t predecessor, K* out_keys, V* out_vals,  \
-                                                        uint8_t* out_found) {                                        \
-    phased_neighbor<K, V>(p, root, status, keys, n, predecessor, out_keys, out_vals, out_found);                    \
+  extern "C" __global__ void mvb_phased_neighbor_##SUF(slab::Pool* p, uint32_t root, uint32_t* status, uint32_t at,  \
+                                                        const K* keys, uint64_t n, uint32_t predecessor, K* out_keys, \
+                                                        V* out_vals, uint8_t* out_found) {                           \
+    phased_neighbor<K, V>(p, root, status, at, keys, n, predecessor, out_keys, out_vals, out_found);                \
   }                                                                                                                  \
-  extern "C" __global__ void mvb_phased_range_##SUF(slab::Pool* p, uint32_t root, uint32_t* status, const K* lo,     \
-                                                     const K* hi, uint64_t n, const uint32_t* offsets,              \
+  extern "C" __global__ void mvb_phased_range_##SUF(slab::Pool* p, uint32_t root, uint32_t* status, uint32_t at,     \
+                                                     const K* lo, const K* hi, uint64_t n, const uint32_t* offsets, \
                                                      uint64_t out_len, K* out_keys, V* out_vals, uint32_t* counts) { \
-    phased_range<K, V>(p, root, status, lo, hi, n, offsets, out_len, out_keys, out_vals, counts);                   \
+    phased_range<K, V>(p, root, status, at, lo, hi, n, offsets, out_len, out_keys, out_vals, counts);               \
   }                                                                                                                  \
   extern "C" __global__ void mvb_build_level_##SUF(                                                                  \
       slab::Pool* p, const uint32_t* addrs, const K* keys, const V* vals, uint64_t m, uint32_t level,                \

@@ -534,6 +534,7 @@ __device__ bool next_leaf(const Pool& pool, bool validated, N& n, const Tile<T>&
 // of the latest version); mvbtree's snapshot reader reads the version a
 // snapshot sees.
 struct Latest {
+  static constexpr bool kWalks = false;  // no version chains to walk
   bool validated;  // writers may run: leaves are read with the seqlock
   template <class Pool, class N, int T>
   __device__ __forceinline__ bool descend(const Pool& pool, typename N::S k, N& n, uint32_t& cur, uint32_t& steps,
@@ -544,6 +545,10 @@ struct Latest {
   __device__ __forceinline__ bool next(const Pool& pool, N& n, uint32_t&, const Tile<T>& t) const {
     return next_leaf(pool, validated, n, t);
   }
+  // resolve: the lockstep waves' hook (blink_wave.cuh); the newest version
+  // is the node as loaded.
+  template <class Pool, class Wv, int R>
+  __device__ __forceinline__ void resolve(const Pool&, Wv&, bool (&)[R]) const {}
 };
 
 template <class N, class Pool, class Rd, int T>

@@ -141,6 +141,15 @@ struct Wave {
   }
   __device__ __forceinline__ S key_at(int r, int s) const { return word(r, s, 0); }
   __device__ __forceinline__ S val_at(int r, int s) const { return word(r, s, 1); }
+  // ts and prev of round r's node (versioned layouts: mvbtree).
+  __device__ __forceinline__ uint32_t ts(int r) const {
+    if constexpr (sizeof(S) == 4) return bcast((uint32_t)w[r][0], 1);
+    else return (uint32_t)bcast((uint64_t)w[r][1], 1);
+  }
+  __device__ __forceinline__ uint32_t prev(int r) const {
+    if constexpr (sizeof(S) == 4) return bcast((uint32_t)w[r][1], 1);
+    else return (uint32_t)(bcast((uint64_t)w[r][1], 1) >> 32);
+  }
   // count returns round r's key count, clamped to the capacity.
   __device__ __forceinline__ int count(int r) const { return min((int)m_count(meta(r)), kCap); }
 };
@@ -196,17 +205,30 @@ __device__ __forceinline__ void window(const uint32_t* offsets, uint64_t i, uint
 // v.w. ok[r] says round r reached a leaf that routes its key as a quiescent tree
 // has it (a node of the expected level, a child inside the pool, the key within
 // the leaf's fences); rounds outside act are not ok.
-template <class Pool, class Wv, typename S, int R>
-__device__ __forceinline__ void wave_descend(const Pool& pool, Wv& v, const S (&k)[R], const bool (&act)[R],
-                                             bool (&ok)[R]) {
+//
+// The reader rd resolves each node a round loads to the version it reads
+// (blink.cuh's Latest: the node as it is; mvbtree's snapshot reader: a walk
+// down the node's version chain, all rounds in lockstep); a round it cannot
+// resolve is not ok.
+template <class Pool, class Rd, class Wv, typename S, int R>
+__device__ __forceinline__ void wave_descend(const Pool& pool, const Rd& rd, Wv& v, const S (&k)[R],
+                                             const bool (&act)[R], bool (&ok)[R]) {
   constexpr int kCap = Wv::kCap;
   v.load(pool, 0, pool.root(), true);
+  bool root_ok = true;
+  if constexpr (Rd::kWalks) {  // every round reads the same root version
+    bool first[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) first[r] = r == 0;
+    rd.resolve(pool, v, first);
+    root_ok = first[0];
+  }
 #pragma unroll
   for (int r = 1; r < R; ++r)
 #pragma unroll
     for (int j = 0; j < Wv::Wd; ++j) v.w[r][j] = v.w[0][j];
 #pragma unroll
-  for (int r = 0; r < R; ++r) ok[r] = act[r];
+  for (int r = 0; r < R; ++r) ok[r] = act[r] && root_ok;
   for (int l = (int)m_level(v.meta(0)); l > 0; --l) {  // the same trip count for the whole warp
     uint32_t next[R];
 #pragma unroll
@@ -220,6 +242,7 @@ __device__ __forceinline__ void wave_descend(const Pool& pool, Wv& v, const S (&
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) v.load(pool, r, next[r], ok[r]);  // R loads in flight
+    if constexpr (Rd::kWalks) rd.resolve(pool, v, ok);
   }
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -236,9 +259,10 @@ __device__ __forceinline__ void wave_descend(const Pool& pool, Wv& v, const S (&
 // (a link outside the pool, a node that is no leaf, more steps than nodes) moves
 // from run to the generic path (its bit in fail). It returns whether any round
 // of the warp moved on.
-template <class Pool, class Wv, int R>
-__device__ __forceinline__ bool wave_next(const Pool& pool, Wv& v, uint32_t step, const uint32_t (&next)[R],
-                                          const bool (&more)[R], bool (&run)[R], unsigned& fail) {
+template <class Pool, class Rd, class Wv, int R>
+__device__ __forceinline__ bool wave_next(const Pool& pool, const Rd& rd, Wv& v, uint32_t step,
+                                          const uint32_t (&next)[R], const bool (&more)[R], bool (&run)[R],
+                                          unsigned& fail) {
   constexpr int kCap = Wv::kCap;
   bool any = false;
 #pragma unroll
@@ -254,10 +278,20 @@ __device__ __forceinline__ bool wave_next(const Pool& pool, Wv& v, uint32_t step
     }
     v.load(pool, r, next[r], go[r]);
   }
+  bool resolved[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) resolved[r] = true;
+  if constexpr (Rd::kWalks) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) resolved[r] = go[r];
+    rd.resolve(pool, v, resolved);
+#pragma unroll
+    for (int r = 0; r < R; ++r) resolved[r] = resolved[r] || !go[r];
+  }
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     uint32_t m = v.meta(r);
-    if (go[r] && (m_level(m) != 0 || m_count(m) > kCap)) {
+    if (go[r] && (!resolved[r] || m_level(m) != 0 || m_count(m) > kCap)) {
       run[r] = false;
       fail |= 1u << r;
     }
@@ -265,8 +299,8 @@ __device__ __forceinline__ bool wave_next(const Pool& pool, Wv& v, uint32_t step
   return true;
 }
 
-template <class N, typename K, typename V, class Pool>
-__device__ void wave_lookup(const Pool& pool, uint32_t* status, const K* keys, const uint32_t* order, uint64_t n,
+template <class N, typename K, typename V, class Pool, class Rd>
+__device__ void wave_lookup(const Pool& pool, const Rd rd, uint32_t* status, const K* keys, const uint32_t* order, uint64_t n,
                             V* out_vals, uint8_t* out_found) {
   using S = typename N::S;
   using Wv = Wave<typename N::L, kRounds>;
@@ -279,7 +313,7 @@ __device__ void wave_lookup(const Pool& pool, uint32_t* status, const K* keys, c
     wave_queries(v, wave, n, q, act);
 #pragma unroll
     for (int r = 0; r < R; ++r) k[r] = act[r] ? (S)keys[q[r]] : S(0);
-    wave_descend(pool, v, k, act, ok);
+    wave_descend(pool, rd, v, k, act, ok);
     unsigned fail = 0;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
@@ -299,7 +333,7 @@ __device__ void wave_lookup(const Pool& pool, uint32_t* status, const K* keys, c
       uint64_t qr = pick(q, r);
       S val = 0;
       bool found = false;
-      report_result(status, op_lookup<N>(pool, Latest{false}, pick(k, r), val, found, t));
+      report_result(status, op_lookup<N>(pool, rd, pick(k, r), val, found, t));
       if (t.rank == 0) {
         uint64_t at = order ? order[qr] : qr;
         out_vals[at] = found ? (V)val : V(0);
@@ -310,8 +344,8 @@ __device__ void wave_lookup(const Pool& pool, uint32_t* status, const K* keys, c
   }
 }
 
-template <class N, typename K, typename V, class Pool>
-__device__ void wave_neighbor(const Pool& pool, uint32_t* status, const K* keys, const uint32_t* order, uint64_t n,
+template <class N, typename K, typename V, class Pool, class Rd>
+__device__ void wave_neighbor(const Pool& pool, const Rd rd, uint32_t* status, const K* keys, const uint32_t* order, uint64_t n,
                               uint32_t predecessor, K* out_keys, V* out_vals, uint8_t* out_found) {
   using S = typename N::S;
   using Wv = Wave<typename N::L, kRounds>;
@@ -331,7 +365,7 @@ __device__ void wave_neighbor(const Pool& pool, uint32_t* status, const K* keys,
     }
     if (!predecessor) {
       // Successor: the first key > k in k's leaf or in the leaves to its right.
-      wave_descend(pool, v, k, act, ok);
+      wave_descend(pool, rd, v, k, act, ok);
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         run[r] = ok[r];
@@ -360,7 +394,7 @@ __device__ void wave_neighbor(const Pool& pool, uint32_t* status, const K* keys,
             }
           }
         }
-        if (!wave_next(pool, v, step, next, more, run, fail)) break;
+        if (!wave_next(pool, rd, v, step, next, more, run, fail)) break;
       }
     } else {
       // Predecessor: the last key <= k-1 in the leaf of k-1; past an empty
@@ -385,7 +419,7 @@ __device__ void wave_neighbor(const Pool& pool, uint32_t* status, const K* keys,
             }
           break;
         }
-        wave_descend(pool, v, qk, run, ok);
+        wave_descend(pool, rd, v, qk, run, ok);
 #pragma unroll
         for (int r = 0; r < R; ++r) {
           int cl = v.count_le(r, qk[r], v.count(r));
@@ -424,8 +458,8 @@ __device__ void wave_neighbor(const Pool& pool, uint32_t* status, const K* keys,
       uint64_t qr = pick(q, r);
       S kr = pick(k, r), a = 0, b = 0;
       bool f = false;
-      int res = predecessor ? op_predecessor<N>(pool, Latest{false}, kr, a, b, f, t)
-                              : op_successor<N>(pool, Latest{false}, kr, a, b, f, t);
+      int res = predecessor ? op_predecessor<N>(pool, rd, kr, a, b, f, t)
+                              : op_successor<N>(pool, rd, kr, a, b, f, t);
       report_result(status, res);
       if (t.rank == 0) {
         uint64_t at = order ? order[qr] : qr;
@@ -441,8 +475,8 @@ __device__ void wave_neighbor(const Pool& pool, uint32_t* status, const K* keys,
 // wave_range counts the keys in [lo, hi) and, with offsets, writes the first
 // pairs to each query's window. With order, lo is sorted and query i's original
 // position (for hi, offsets, counts) is order[i].
-template <class N, typename K, typename V, class Pool>
-__device__ void wave_range(const Pool& pool, uint32_t* status, const K* los, const K* his, const uint32_t* order,
+template <class N, typename K, typename V, class Pool, class Rd>
+__device__ void wave_range(const Pool& pool, const Rd rd, uint32_t* status, const K* los, const K* his, const uint32_t* order,
                            uint64_t n, const uint32_t* offsets, uint64_t out_len, K* out_keys, V* out_vals,
                            uint32_t* counts) {
   using S = typename N::S;
@@ -465,7 +499,7 @@ __device__ void wave_range(const Pool& pool, uint32_t* status, const K* los, con
       if (act[r]) window(offsets, at[r], out_len, status, off[r], limit[r]);
       run[r] = act[r] && lo[r] < hi[r];
     }
-    wave_descend(pool, v, lo, run, ok);
+    wave_descend(pool, rd, v, lo, run, ok);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       if (run[r] && !ok[r]) fail |= 1u << r;
@@ -502,7 +536,7 @@ __device__ void wave_range(const Pool& pool, uint32_t* status, const K* los, con
             more[r] = true;
         }
       }
-      if (!wave_next(pool, v, step, next, more, run, fail)) break;
+      if (!wave_next(pool, rd, v, step, next, more, run, fail)) break;
     }
 #pragma unroll
     for (int r = 0; r < R; ++r)
@@ -513,7 +547,7 @@ __device__ void wave_range(const Pool& pool, uint32_t* status, const K* los, con
       Tile<Wv::T> t;
       uint64_t ar = pick(at, r);
       uint32_t o = pick(off, r), total1 = 0;
-      int res = op_range<N, K, V>(pool, Latest{false}, pick(lo, r), pick(hi, r), offsets ? out_keys + o : nullptr,
+      int res = op_range<N, K, V>(pool, rd, pick(lo, r), pick(hi, r), offsets ? out_keys + o : nullptr,
                                          offsets ? out_vals + o : nullptr, pick(limit, r), total1, t);
       report_result(status, res);
       if (t.rank == 0) counts[ar] = total1;
