@@ -117,7 +117,7 @@ func testChurn(t *testing.T, dev *cuda.Device, blocks, rounds int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := int64(nslots + log.Len()) + int64(leaked); ps.Allocated != want {
+	if want := int64(nslots+log.Len()) + int64(leaked); ps.Allocated != want {
 		t.Fatalf("the pool holds %d units; %d slots + %d in the launch log + %d leaked = %d", ps.Allocated, nslots, log.Len(), leaked, want)
 	}
 	if err := pool.FreeDevice(ctx, log); err != nil {
