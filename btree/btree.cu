@@ -262,11 +262,10 @@ __device__ void phased_range(char* base, uint64_t cap, uint32_t* status, const K
   wave_range<Node<S>>(pool, Latest{false}, status, los, his, order, n, offsets, out_len, out_keys, out_vals, counts);
 }
 
-// build_node writes node j of one level of a bulk-built tree with tile t.
-// keys/vals are sorted and distinct (m of them). Node j of the level holds pairs
-// [j*fill, ...) (leaves) or children [j*fanout, ...) of the level below (whose
-// nodes start at child_base); it covers the pairs from j*span on. The top level
-// (one node) is the root, node 0 (base 0).
+// build_node writes node j of one level of a bulk-built tree with tile t
+// (blink.cuh's build_node): btree's levels are dense runs of node indices,
+// node_base + j for node j of a level; the top level (one node) is the root,
+// node 0 (base 0).
 template <typename K, typename V, int T>
 __device__ __forceinline__ void build_node(char* base, const K* keys, const V* vals, uint64_t m, uint32_t level,
                                            uint32_t node_base, uint64_t nodes, uint32_t child_base, uint64_t children,
@@ -274,37 +273,8 @@ __device__ __forceinline__ void build_node(char* base, const K* keys, const V* v
                                            uint64_t j, const Tile<T>& t) {
   using S = SlotOf<K, V>;
   Node<S> nd;
-  uint32_t cnt;
-  if (level == 0) {
-    uint64_t first = j * fill;
-    cnt = (uint32_t)min((uint64_t)fill, m - first);
-  } else {
-    uint64_t first = j * fanout;
-    cnt = (uint32_t)min((uint64_t)fanout, children - first);
-  }
-#pragma unroll
-  for (int p = 0; p < Node<S>::P; ++p) {
-    int s = nd.slot(t, p);
-    if (s < 0) continue;
-    int e = s < (int)cnt ? s : (int)cnt - 1;  // stale slots repeat the last pair (leaves: zero)
-    S k = 0, v = 0;
-    if (level == 0) {
-      if (s < (int)cnt) {
-        k = (S)keys[j * fill + e];
-        v = (S)vals[j * fill + e];
-      }
-    } else {
-      uint64_t c = j * fanout + e;
-      k = c == 0 ? S(0) : (S)keys[c * child_span];
-      v = (S)(child_base + c);
-    }
-    nd.w[2 * p] = k;
-    nd.w[2 * p + 1] = v;
-  }
-  S lo = j == 0 ? S(0) : (S)keys[j * span];
-  bool last = j + 1 == nodes;
-  S hi = last ? S(0) : (S)keys[(j + 1) * span];
-  nd.set_header(t, m_make(cnt, level, 0), last ? kNone : node_base + (uint32_t)j + 1, lo, hi);
+  wk::blink::build_node(nd, keys, vals, m, level, nodes, children, fill, fanout, span, child_span, j,
+                        node_base + (uint32_t)j + 1, [child_base](uint64_t c) { return (uint32_t)(child_base + c); }, t);
   st_chunk(base + (uint64_t)(node_base + j) * Lay<S>::kNodeBytes + t.rank * 16, nd.w);
 }
 

@@ -1205,6 +1205,11 @@ func (g *gpuTree[K, V]) primEngine() (*prim.Engine, error) {
 }
 
 func (g *gpuTree[K, V]) build(ctx context.Context, keys []K, vals []V) error {
+	return g.onDevice(ctx, keys, vals, g.buildDevice)
+}
+
+// onDevice runs f on device copies of the pairs (no pairs: an empty tree).
+func (g *gpuTree[K, V]) onDevice(ctx context.Context, keys []K, vals []V, f func(context.Context, cuda.Slice[K], cuda.Slice[V]) error) error {
 	if len(keys) == 0 {
 		return g.install(ctx, cuda.Slice[K]{}, cuda.Slice[V]{})
 	}
@@ -1218,7 +1223,7 @@ func (g *gpuTree[K, V]) build(ctx context.Context, keys []K, vals []V) error {
 		return err
 	}
 	defer dv.Free()
-	return g.buildDevice(ctx, dk, dv)
+	return f(ctx, dk, dv)
 }
 
 // buildDevice sorts the device pairs in place with prim's radix sort, keeps
@@ -1385,20 +1390,7 @@ func (g *gpuTree[K, V]) compact(ctx context.Context) error {
 			keys, vals = append(keys, top), append(vals, v[0])
 		}
 	}
-	if len(keys) == 0 {
-		return g.install(ctx, cuda.Slice[K]{}, cuda.Slice[V]{})
-	}
-	dk, err := cuda.FromHost(g.dev, keys)
-	if err != nil {
-		return err
-	}
-	defer dk.Free()
-	dv, err := cuda.FromHost(g.dev, vals)
-	if err != nil {
-		return err
-	}
-	defer dv.Free()
-	return g.install(ctx, dk, dv)
+	return g.onDevice(ctx, keys, vals, g.install) // sorted and distinct already
 }
 
 // ---- unit scans: vacuum, restamp, stats ------------------------------------------

@@ -509,37 +509,9 @@ __device__ void build_level(slab::Pool* p, const uint32_t* addrs, const K* keys,
   ReadPool<S> pool{p, kNone};
   for (uint64_t j = tile_id<T>(); j < nodes; j += tile_count<T>()) {
     Node<S> nd;
-    uint32_t cnt;
-    if (level == 0) {
-      uint64_t first = j * fill;
-      cnt = (uint32_t)min((uint64_t)fill, m - first);
-    } else {
-      uint64_t first = j * fanout;
-      cnt = (uint32_t)min((uint64_t)fanout, children - first);
-    }
-#pragma unroll
-    for (int q = 0; q < Node<S>::P; ++q) {
-      int s = nd.slot(t, q);
-      if (s < 0) continue;
-      int e = s < (int)cnt ? s : (int)cnt - 1;  // stale slots repeat the last pair (leaves: zero)
-      S k = 0, v = 0;
-      if (level == 0) {
-        if (s < (int)cnt) {
-          k = (S)keys[j * fill + e];
-          v = (S)vals[j * fill + e];
-        }
-      } else {
-        uint64_t c = j * fanout + e;
-        k = c == 0 ? S(0) : (S)keys[c * child_span];
-        v = (S)addrs[child_base + c];
-      }
-      nd.w[2 * q] = k;
-      nd.w[2 * q + 1] = v;
-    }
-    S lo = j == 0 ? S(0) : (S)keys[j * span];
-    bool last = j + 1 == nodes;
-    S hi = last ? S(0) : (S)keys[(j + 1) * span];
-    nd.set_header(t, m_make(cnt, level, 0), last ? kNone : addrs[node_base + j + 1], lo, hi);
+    const uint32_t next = j + 1 < nodes ? addrs[node_base + j + 1] : kNone;
+    build_node(nd, keys, vals, m, level, nodes, children, fill, fanout, span, child_span, j, next,
+               [addrs, child_base](uint64_t c) { return addrs[child_base + c]; }, t);
     nd.set_version(t, w, kNone);
     nd.store_all(pool, addrs[node_base + j], t);
   }

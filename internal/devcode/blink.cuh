@@ -1030,6 +1030,51 @@ __device__ __forceinline__ void add_keys(unsigned long long* ctl, long long delt
   if (threadIdx.x == 0 && block_delta) atomicAdd(ctl, (unsigned long long)block_delta);
 }
 
+// build_node fills node n (registers) as node j of one level of a bulk-built
+// tree, for tile t. keys/vals are sorted and distinct (m of them). Node j of
+// the level holds pairs [j*fill, ...) (leaves) or children [j*fanout, ...) of
+// the level below (children of them); it covers the pairs from j*span on.
+// child(c) is the address of the level below's node c, next the address of
+// node j+1 of this level (when there is one). The caller stamps and stores it.
+template <class N, typename K, typename V, int T, class Child>
+__device__ __forceinline__ void build_node(N& nd, const K* keys, const V* vals, uint64_t m, uint32_t level,
+                                           uint64_t nodes, uint64_t children, uint32_t fill, uint32_t fanout,
+                                           uint64_t span, uint64_t child_span, uint64_t j, uint32_t next,
+                                           const Child& child, const Tile<T>& t) {
+  using S = typename N::S;
+  uint32_t cnt;
+  if (level == 0) {
+    uint64_t first = j * fill;
+    cnt = (uint32_t)min((uint64_t)fill, m - first);
+  } else {
+    uint64_t first = j * fanout;
+    cnt = (uint32_t)min((uint64_t)fanout, children - first);
+  }
+#pragma unroll
+  for (int p = 0; p < N::P; ++p) {
+    int s = nd.slot(t, p);
+    if (s < 0) continue;
+    int e = s < (int)cnt ? s : (int)cnt - 1;  // stale slots repeat the last pair (leaves: zero)
+    S k = 0, v = 0;
+    if (level == 0) {
+      if (s < (int)cnt) {
+        k = (S)keys[j * fill + e];
+        v = (S)vals[j * fill + e];
+      }
+    } else {
+      uint64_t c = j * fanout + e;
+      k = c == 0 ? S(0) : (S)keys[c * child_span];
+      v = (S)child(c);
+    }
+    nd.w[2 * p] = k;
+    nd.w[2 * p + 1] = v;
+  }
+  S lo = j == 0 ? S(0) : (S)keys[j * span];
+  bool last = j + 1 == nodes;
+  S hi = last ? S(0) : (S)keys[(j + 1) * span];
+  nd.set_header(t, m_make(cnt, level, 0), last ? kNone : next, lo, hi);
+}
+
 // mark_last flags the last element of each run of equal keys (sorted input), so
 // that a stable sort followed by selection keeps the last of duplicates.
 template <typename K>
