@@ -62,6 +62,8 @@ func TestEmulatedDifferential(t *testing.T) {
 // while open, the registry empty at the end — on the CUDA backend.
 func TestEmulatedSnapshotsBesideWriters(t *testing.T) {
 	dev := emuDevice(t)
+	defer func(p bool) { poisonFreed = p }(poisonFreed)
+	poisonFreed = true // a version freed while a reader holds it answers wrong
 	snapshotsBesideWriters(t, gpuTreeOn[uint32, uint32](dev, Options{})(t), 40, 4)
 }
 

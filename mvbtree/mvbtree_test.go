@@ -344,6 +344,16 @@ func snapshotsBesideWriters(t *testing.T, tr *Tree[uint32, uint32], batches, sna
 	if err := tr.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Every snapshot closed: Vacuum takes the versions back to none.
+	if err := tr.Vacuum(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := tr.Stats(ctx); err != nil || st.Versions != 0 || st.PinnedVersions != 0 || st.RetiredPending != 0 {
+		t.Fatalf("after every Close and Vacuum: %+v (%v)", st, err)
+	}
+	if err := tr.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestAscendBesideWrites: the tree's iterators walk a transient snapshot:
