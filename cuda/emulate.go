@@ -348,9 +348,7 @@ func (e *emulator) driver() *driverAPI {
 		if !found {
 			return resultInvalidValue
 		}
-		for i := range b {
-			b[i] = v
-		}
+		fillPattern(b, []byte{v})
 		return resultSuccess
 	}
 	d.memsetD16Async = func(dst uint64, v uint16, n uint64, _ uintptr) result {
@@ -358,9 +356,7 @@ func (e *emulator) driver() *driverAPI {
 		if !found {
 			return resultInvalidValue
 		}
-		for i := uint64(0); i < n; i++ {
-			b[2*i], b[2*i+1] = byte(v), byte(v>>8)
-		}
+		fillPattern(b, []byte{byte(v), byte(v >> 8)})
 		return resultSuccess
 	}
 	d.memsetD32Async = func(dst uint64, v uint32, n uint64, _ uintptr) result {
@@ -368,9 +364,7 @@ func (e *emulator) driver() *driverAPI {
 		if !found {
 			return resultInvalidValue
 		}
-		for i := uint64(0); i < n; i++ {
-			b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
-		}
+		fillPattern(b, []byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24)})
 		return resultSuccess
 	}
 
@@ -541,4 +535,17 @@ func (e *emulator) driver() *driverAPI {
 		return resultSuccess
 	}
 	return d
+}
+
+// fillPattern fills b (a whole number of patterns long) with pattern,
+// doubling copies rather than a store per element: the emulated pools are
+// tens of MiB.
+func fillPattern(b, pattern []byte) {
+	if len(b) == 0 {
+		return
+	}
+	n := copy(b, pattern)
+	for n < len(b) {
+		n += copy(b[n:], b[:n])
+	}
 }

@@ -38,6 +38,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -54,6 +55,25 @@
 struct emu_dim3 {
   unsigned x, y, z;
 };
+
+// CUDA's vector types (the ones warpkit's kernels use), with their alignment.
+struct alignas(8) uint2 {
+  unsigned x, y;
+};
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
+struct alignas(8) int2 {
+  int x, y;
+};
+struct alignas(16) int4 {
+  int x, y, z, w;
+};
+struct alignas(16) ulonglong2 {
+  unsigned long long x, y;
+};
+inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 
 namespace emu {
 
@@ -98,10 +118,35 @@ struct Lane {
   unsigned sleep_ns = 0;  // __nanosleep's argument while coll == Yield
 };
 
+// Lane stacks outlive launches: a launch takes its blocks' stacks from
+// stack_pool and gives them back, so that a test of thousands of small
+// launches does not allocate (and fault in) fresh stacks for every one.
+inline std::mutex stack_mu;
+inline std::vector<std::unique_ptr<char[]>> stack_pool;
+
 // Block is one block's threads on the OS thread that runs it.
 struct Block {
+  Block() = default;
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
+  ~Block() {
+    std::lock_guard<std::mutex> g(stack_mu);
+    for (auto& s : stacks) stack_pool.push_back(std::move(s));
+  }
+  // take_stacks makes sure there are n stacks, from the pool where it can.
+  void take_stacks(unsigned n) {
+    if (stacks.size() >= n) return;
+    {
+      std::lock_guard<std::mutex> g(stack_mu);
+      while (stacks.size() < n && !stack_pool.empty()) {
+        stacks.push_back(std::move(stack_pool.back()));
+        stack_pool.pop_back();
+      }
+    }
+    while (stacks.size() < n) stacks.emplace_back(new char[kStackBytes]);
+  }
   std::vector<Lane> lanes;
-  std::vector<std::unique_ptr<char[]>> stacks;  // kept for the next block of this thread
+  std::vector<std::unique_ptr<char[]>> stacks;  // this block's, back to stack_pool when done
   void* sched = nullptr;
   int cur = -1;
   unsigned threads = 0;
@@ -221,7 +266,7 @@ inline bool run_block(Block& b, unsigned threads, const std::function<void()>& b
   b.body = &body;
   b.error.clear();
   b.lanes.assign(threads, Lane{});
-  while (b.stacks.size() < threads) b.stacks.emplace_back(new char[kStackBytes]);
+  b.take_stacks(threads);
   for (unsigned i = 0; i < threads; ++i) {
     // A fresh stack: six zero registers for the pops, then lane_entry as
     // the return address, so that it starts as if called (rsp = 8 mod 16).
