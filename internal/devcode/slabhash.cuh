@@ -58,7 +58,7 @@ __device__ __forceinline__ constexpr K tomb_key() { return ~K(0) - 1; }
 
 // Racing accesses to slabs are morally strong: relaxed at GPU scope (not
 // cached in L1, so a re-read after a failed CAS sees the winner's write).
-// The CPU emulation of the engine (testdata/emu) defines its own.
+// The CPU emulation of the GPU (internal/emu) defines its own.
 #ifndef WK_HOST_EMULATION
 __device__ __forceinline__ uint32_t ldv32(const void* p) {
   uint32_t v;
@@ -883,8 +883,14 @@ __device__ void apply_rounds(const Ctx<L>& c, const typename L::K* keys, typenam
 // (after every warp's flush) in the control block. With out (host memory
 // mapped into the device, or null), the last warp also copies the control
 // block there, where the host reads it after the launch, and zeroes it for
-// the next launch: the host needs neither a copy nor a memset call.
+// the next launch: the host needs neither a copy nor a memset call. The
+// warp syncs first: no lane may still be about to read the control block
+// (kCtrlRejected, at the top of an apply launch) when the last warp zeroes
+// it — lanes are not in lockstep under independent thread scheduling, and
+// a lane that read the zero would apply a rejected batch (the CPU emulation
+// of the GPU, which runs each lane to its next collective, found this).
 __device__ __forceinline__ void sign_off(unsigned long long* ctrl, const Pool* pool, unsigned long long* out) {
+  __syncwarp();
   if (slab::lane() != 0) return;
   __threadfence();  // this warp's flush and counts come before its sign-off
   const unsigned long long warps = (unsigned long long)gridDim.x * blockDim.x / 32;
