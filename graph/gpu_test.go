@@ -18,13 +18,13 @@ import (
 // and queried both ways), refuse IDs past the capacity on the device with
 // nothing applied, and answer ErrClosed after Close.
 func TestCUDADeviceBatches(t *testing.T) {
-	needCUDA(t)
+	dev := needCUDA(t)
 	e, err := graphio.RMAT(12, 8, graphio.RMATOptions{Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := e.NumVertices
-	g, err := NewWeighted[uint32](Options{Backend: warpkit.CUDA})
+	g, err := NewWeighted[uint32](Options{Backend: warpkit.CUDA, Device: dev})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,6 @@ func TestCUDADeviceBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	dev := g.e.(*gpuGraph[uint32]).dev
 	up := func(s []uint32) cuda.Slice[uint32] {
 		d, err := cuda.FromHost(dev, s)
 		if err != nil {
@@ -263,14 +262,14 @@ func TestCUDADeviceBatches(t *testing.T) {
 // counted exactly (Check holds — an undirected graph symmetric —, Len =
 // the Inserted results), and the graph keeps working.
 func TestCUDAPoolExhausted(t *testing.T) {
-	needCUDA(t)
+	dev := needCUDA(t)
 	for _, directed := range []bool{true, false} {
-		t.Run(fmt.Sprintf("directed=%v", directed), func(t *testing.T) { poolExhausted(t, directed) })
+		t.Run(fmt.Sprintf("directed=%v", directed), func(t *testing.T) { poolExhausted(t, dev, directed) })
 	}
 }
 
-func poolExhausted(t *testing.T, directed bool) {
-	g, err := New(Options{Backend: warpkit.CUDA, Directed: directed, VertexCapacity: 4, MaxPoolBytes: 1 << 20})
+func poolExhausted(t *testing.T, dev *cuda.Device, directed bool) {
+	g, err := New(Options{Backend: warpkit.CUDA, Device: dev, Directed: directed, VertexCapacity: 4, MaxPoolBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +337,7 @@ func poolExhausted(t *testing.T, directed bool) {
 // runs out of pool part way fails with ErrPoolExhausted and leaves a
 // symmetric graph with exact counts.
 func TestCUDABuildSymmetric(t *testing.T) {
-	needCUDA(t)
+	dev := needCUDA(t)
 	e, err := graphio.RMAT(14, 8, graphio.RMATOptions{Seed: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -347,7 +346,7 @@ func TestCUDABuildSymmetric(t *testing.T) {
 	src := append(slices.Clone(e.Src), e.Dst...)
 	dst := append(slices.Clone(e.Dst), e.Src...)
 	for _, loops := range []bool{false, true} {
-		g, err := New(Options{Backend: warpkit.CUDA, AllowSelfLoops: loops})
+		g, err := New(Options{Backend: warpkit.CUDA, Device: dev, AllowSelfLoops: loops})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -388,7 +387,7 @@ func TestCUDABuildSymmetric(t *testing.T) {
 	// in lie in chunks that never run.
 	defer func(c int) { buildChunk = c }(buildChunk)
 	buildChunk = 1 << 12
-	g, err := New(Options{Backend: warpkit.CUDA, MaxPoolBytes: 32 << 10})
+	g, err := New(Options{Backend: warpkit.CUDA, Device: dev, MaxPoolBytes: 32 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,12 +410,12 @@ func TestCUDABuildSymmetric(t *testing.T) {
 // triangle counts; Check's pool accounting holds (the old lists freed). A
 // rehash that runs out of pool leaves the graph as it was.
 func TestCUDARehash(t *testing.T) {
-	needCUDA(t)
+	dev := needCUDA(t)
 	e, err := graphio.RMAT(13, 16, graphio.RMATOptions{Seed: 9})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := NewWeighted[uint64](Options{Backend: warpkit.CUDA, VertexCapacity: e.NumVertices})
+	g, err := NewWeighted[uint64](Options{Backend: warpkit.CUDA, Device: dev, VertexCapacity: e.NumVertices})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +483,7 @@ func TestCUDARehash(t *testing.T) {
 
 	// Options.RehashChain grows the tables ahead of every insert batch:
 	// the same incremental build never makes a long list.
-	h, err := NewWeighted[uint64](Options{Backend: warpkit.CUDA, VertexCapacity: e.NumVertices, RehashChain: 1})
+	h, err := NewWeighted[uint64](Options{Backend: warpkit.CUDA, Device: dev, VertexCapacity: e.NumVertices, RehashChain: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,7 +508,7 @@ func TestCUDARehash(t *testing.T) {
 	// A pool that holds the long lists but not them and the new tables'
 	// overflow together: the rehash fails and changes nothing.
 	const nv, deg = 2000, 110
-	p, err := New(Options{Backend: warpkit.CUDA, Directed: true, VertexCapacity: nv, MaxPoolBytes: 1 << 20})
+	p, err := New(Options{Backend: warpkit.CUDA, Device: dev, Directed: true, VertexCapacity: nv, MaxPoolBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -560,16 +559,11 @@ func sameGraphs[W Weight](t *testing.T, where string, g, c *Weighted[W]) {
 // holds (entries, triangles) after its build and after merge-inserts of
 // batches with repeats and self-loops.
 func TestCUDASortedCSR(t *testing.T) {
-	needCUDA(t)
+	dev := needCUDA(t)
 	e, err := graphio.RMAT(12, 8, graphio.RMATOptions{Seed: 21})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev, err := cuda.Open(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
 	up := func(s []uint32) cuda.Slice[uint32] {
 		d, err := cuda.FromHost(dev, s)
 		if err != nil {

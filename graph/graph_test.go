@@ -13,6 +13,7 @@ import (
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/graph/graphio"
+	"github.com/warpkit/warpkit/internal/gputest"
 	"github.com/warpkit/warpkit/slabhash"
 )
 
@@ -89,7 +90,7 @@ func TestDifferential(t *testing.T) {
 		for _, selfLoops := range []bool{false, true} {
 			t.Run(fmt.Sprintf("directed=%v/selfloops=%v", directed, selfLoops), func(t *testing.T) {
 				for seed := range uint64(6) {
-					differential(t, warpkit.CPU, seed, directed, selfLoops)
+					differential(t, warpkit.CPU, nil, seed, directed, selfLoops)
 				}
 			})
 		}
@@ -103,24 +104,24 @@ func TestDifferential(t *testing.T) {
 // the results are compared per edge: as many Inserted (Removed) as the
 // model's, the other copies Present (NotFound).
 func TestDifferentialCUDA(t *testing.T) {
-	needCUDA(t)
+	dev := needCUDA(t)
 	for _, directed := range []bool{false, true} {
 		for _, selfLoops := range []bool{false, true} {
 			t.Run(fmt.Sprintf("directed=%v/selfloops=%v", directed, selfLoops), func(t *testing.T) {
 				for seed := range uint64(6) {
-					differential(t, warpkit.CUDA, seed, directed, selfLoops)
+					differential(t, warpkit.CUDA, dev, seed, directed, selfLoops)
 				}
 			})
 		}
 	}
 }
 
-// needCUDA skips a test without a CUDA device.
-func needCUDA(t *testing.T) {
+// needCUDA opens device 0 for a test (closed at its end), or skips it
+// without a CUDA device — but with WARPKIT_EMULATE=1 gives it an emulated
+// device (internal/gputest).
+func needCUDA(t *testing.T) *cuda.Device {
 	t.Helper()
-	if _, err := cuda.Devices(); err != nil {
-		t.Skipf("no CUDA device: %v", err)
-	}
+	return gputest.Device(t)
 }
 
 // sameResults compares a batch's results with the model's: exactly on the
@@ -150,9 +151,14 @@ func sameResults(backend warpkit.Backend, directed bool, src, dst []uint32, got,
 	return true
 }
 
-func differential(t *testing.T, backend warpkit.Backend, seed uint64, directed, selfLoops bool) {
+// differential runs seeded random batches on a graph of the backend (on dev,
+// or device 0 where dev is nil) and on the model, comparing every result.
+func differential(t *testing.T, backend warpkit.Backend, dev *cuda.Device, seed uint64, directed, selfLoops bool) {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	opts := Options{Backend: backend, Directed: directed, AllowSelfLoops: selfLoops, VertexCapacity: 40}
+	opts := Options{Backend: backend, Device: dev, Directed: directed, AllowSelfLoops: selfLoops, VertexCapacity: 40}
+	if dev != nil && dev.Emulated() {
+		opts.MaxPoolBytes = 4 << 20 // not 64 MiB filled per Build, on the CPU
+	}
 	g, err := NewWeighted[uint64](opts)
 	if err != nil {
 		t.Fatal(err)
