@@ -843,26 +843,20 @@ func (r gpuReader[K, V]) pointQuery(ctx context.Context, keys, outKeys []K, outV
 		if err := run(l, gen, at, validated, dk, ok, dv, df); err != nil {
 			return nil, err
 		}
-		var pend []gpurt.Pending
-		p, err := gpurt.Download(&l.stage, l.stream, outVals, dv)
-		if err != nil {
+		var pend gpurt.Pendings
+		if err := pend.Add(gpurt.Download(&l.stage, l.stream, outVals, dv)); err != nil {
 			return nil, err
 		}
-		pend = append(pend, p)
-		if p, err = gpurt.Download(&l.stage, l.stream, flags, df); err != nil {
+		if err := pend.Add(gpurt.Download(&l.stage, l.stream, flags, df)); err != nil {
 			return nil, err
 		}
-		pend = append(pend, p)
 		if outKeys != nil {
-			if p, err = gpurt.Download(&l.stage, l.stream, outKeys, ok); err != nil {
+			if err := pend.Add(gpurt.Download(&l.stage, l.stream, outKeys, ok)); err != nil {
 				return nil, err
 			}
-			pend = append(pend, p)
 		}
 		return func() {
-			for _, p := range pend {
-				p.Finish()
-			}
+			pend.Finish()
 			for i, f := range flags {
 				found[i] = f != 0
 			}
@@ -987,23 +981,17 @@ func (r gpuReader[K, V]) rangeQ(ctx context.Context, lo, hi []K) (*warpkit.Range
 		if err := g.launchRange(l, gen, at, validated, dl, dh, n, do, t, ok, ov, dc); err != nil {
 			return nil, err
 		}
-		var pend []gpurt.Pending
-		for _, step := range []func() (gpurt.Pending, error){
-			func() (gpurt.Pending, error) { return gpurt.Download(&l.stage, l.stream, got, dc) },
-			func() (gpurt.Pending, error) { return gpurt.Download(&l.stage, l.stream, res.Keys, ok) },
-			func() (gpurt.Pending, error) { return gpurt.Download(&l.stage, l.stream, res.Vals, ov) },
-		} {
-			p, err := step()
-			if err != nil {
-				return nil, err
-			}
-			pend = append(pend, p)
+		var pend gpurt.Pendings
+		if err := pend.Add(gpurt.Download(&l.stage, l.stream, got, dc)); err != nil {
+			return nil, err
 		}
-		return func() {
-			for _, p := range pend {
-				p.Finish()
-			}
-		}, nil
+		if err := pend.Add(gpurt.Download(&l.stage, l.stream, res.Keys, ok)); err != nil {
+			return nil, err
+		}
+		if err := pend.Add(gpurt.Download(&l.stage, l.stream, res.Vals, ov)); err != nil {
+			return nil, err
+		}
+		return pend.Finish, nil
 	})
 	if err != nil {
 		return nil, err
@@ -1128,23 +1116,17 @@ func (r gpuReader[K, V]) chunk(ctx context.Context, lo, hi K, limit int) ([]K, [
 		if err := g.launchRange(l, gen, at, validated, dl, dh, 1, do, limit, ok, ov, dc); err != nil {
 			return nil, err
 		}
-		var pend []gpurt.Pending
-		for _, step := range []func() (gpurt.Pending, error){
-			func() (gpurt.Pending, error) { return gpurt.Download(&l.stage, l.stream, total, dc) },
-			func() (gpurt.Pending, error) { return gpurt.Download(&l.stage, l.stream, ks, ok) },
-			func() (gpurt.Pending, error) { return gpurt.Download(&l.stage, l.stream, vs, ov) },
-		} {
-			p, err := step()
-			if err != nil {
-				return nil, err
-			}
-			pend = append(pend, p)
+		var pend gpurt.Pendings
+		if err := pend.Add(gpurt.Download(&l.stage, l.stream, total, dc)); err != nil {
+			return nil, err
 		}
-		return func() {
-			for _, p := range pend {
-				p.Finish()
-			}
-		}, nil
+		if err := pend.Add(gpurt.Download(&l.stage, l.stream, ks, ok)); err != nil {
+			return nil, err
+		}
+		if err := pend.Add(gpurt.Download(&l.stage, l.stream, vs, ov)); err != nil {
+			return nil, err
+		}
+		return pend.Finish, nil
 	})
 	if err != nil {
 		return nil, nil, 0, err

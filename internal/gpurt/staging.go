@@ -125,3 +125,22 @@ func (p Pending) Finish() {
 	}
 	hostpar.Copy(unsafe.Slice((*uint8)(p.finishTo), p.nb), p.s.mem.Data()[p.off:p.off+p.nb])
 }
+
+// Pendings collects the downloads of one wait: Add takes Download's results
+// (pend.Add(gpurt.Download(...))), Finish finishes them all.
+type Pendings []Pending
+
+// Add appends p unless err is set, and returns err.
+func (ps *Pendings) Add(p Pending, err error) error {
+	if err == nil {
+		*ps = append(*ps, p)
+	}
+	return err
+}
+
+// Finish finishes every download, after the stream is synchronized.
+func (ps Pendings) Finish() {
+	for _, p := range ps {
+		p.Finish()
+	}
+}
