@@ -286,12 +286,7 @@ struct Node {
       nk[p] = e == pos ? k : a;
       nv[p] = e == pos ? v : b;
     }
-#pragma unroll
-    for (int p = 0; p < P; ++p)
-      if (slot(t, p) >= 0) {
-        w[2 * p] = nk[p];
-        w[2 * p + 1] = nv[p];
-      }
+    store(t, nk, nv);
   }
   // remove_at drops pair pos, shifting the later pairs down by one.
   __device__ __forceinline__ void remove_at(const Tile<T>& t, int pos) {
@@ -304,6 +299,10 @@ struct Node {
       if (src < 0) src = 0;
       pair(t, src, nk[p], nv[p]);
     }
+    store(t, nk, nv);
+  }
+  // store writes the pairs a shift gathered into the lanes' slots.
+  __device__ __forceinline__ void store(const Tile<T>& t, const S (&nk)[P], const S (&nv)[P]) {
 #pragma unroll
     for (int p = 0; p < P; ++p)
       if (slot(t, p) >= 0) {
@@ -320,12 +319,7 @@ struct Node {
       int s = slot(t, p), e = s < cnt ? s : cnt - 1;
       pair(t, (e < 0 ? 0 : e) + first, nk[p], nv[p]);
     }
-#pragma unroll
-    for (int p = 0; p < P; ++p)
-      if (slot(t, p) >= 0) {
-        w[2 * p] = nk[p];
-        w[2 * p + 1] = nv[p];
-      }
+    store(t, nk, nv);
   }
   // set_value replaces the value of pair j.
   __device__ __forceinline__ void set_value(const Tile<T>& t, int j, S v) {
