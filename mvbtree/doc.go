@@ -131,9 +131,16 @@
 //   - The CUDA backend's AscendRange, AscendGreaterOrEqual and All take
 //     their transient snapshot when the loop starts (the CPU backend's when
 //     the method is called), so an iterator that is never run pins nothing;
-//     iterators read in chunks of 4096 pairs, and a device error in a later
-//     chunk ends the loop early (an iter.Seq2 has no way to report it; a
-//     lost device fails the structure's next call).
+//     iterators read in chunks of 4096 pairs, and a device error or a done
+//     ctx ends the loop early — before its first pair when the transient
+//     snapshot cannot be taken (an iter.Seq2 has no way to report it; a
+//     lost device fails the structure's next call). The CPU backend's
+//     iterators, over an in-memory snapshot, run to the end.
+//   - A Restamp that fails on the device after renumbering some
+//     generations leaves the tree broken: every later call returns
+//     ErrBroken (Close still frees it). Generations no snapshot reads any
+//     more are freed by the next exclusive operation (or at once when no
+//     batch runs), not inside Snapshot.Close.
 //   - The latch and seqlock follow the PTX memory model (blink.cuh's
 //     kStrictOrder); routing reads of writers are strong loads.
 //   - Options.Streams is the CUDA backend's lanes (concurrent batches), as

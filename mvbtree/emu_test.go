@@ -112,3 +112,14 @@ func TestEmulatedDeviceMethods(t *testing.T) {
 func TestEmulatedRestamp(t *testing.T) {
 	testRestamp(t, gpuTreeOn[uint32, uint32](emuDevice(t), Options{})(t))
 }
+
+// TestEmulatedGenerationsBesideClose: snapshots of older generations close
+// beside Check, Stats, Vacuum and writers; the generations go when the last
+// snapshot does, freed under the tree's exclusive lock.
+func TestEmulatedGenerationsBesideClose(t *testing.T) {
+	generationsBesideClose(t, gpuTreeOn[uint32, uint32](emuDevice(t), Options{})(t), 4)
+}
+
+func TestEmulatedRestampFailsPartWay(t *testing.T) {
+	restampFailsPartWay(t, gpuTreeOn[uint32, uint32](emuDevice(t), Options{})(t))
+}

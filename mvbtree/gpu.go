@@ -34,6 +34,10 @@ const (
 // sentinel stampLatest.
 var restampLimit uint32 = 1 << 31
 
+// restampFault, set by tests, fails Restamp after its scan of the i-th
+// generation when it returns an error (a device error part way).
+var restampFault func(i int) error
+
 // poisonFreed makes reclamation overwrite units before it frees them (a
 // debug mode of the tests: a reader that reaches a freed version fails its
 // checks).
@@ -48,7 +52,7 @@ type generation struct {
 	ctl    cuda.Slice[uint64] // ctlKeys, ctlVersions
 	refs   int                // open snapshots reading it (gpuTree.snapMu)
 	latest bool               // the tree's current generation (snapMu)
-	dead   bool               // freed (snapMu)
+	dead   bool               // freed (set under gpuTree.mu held exclusively)
 }
 
 // retiredLog is what one write batch unlinked: units of gen's pool, freed
@@ -104,9 +108,17 @@ type gpuTree[K, V warpkit.Word] struct {
 	phase   gpurt.Phase
 	ebr     ebr.Epochs[retiredLog]
 	cur     *generation // mu
+	// broken is set (mu held exclusively) when a Restamp failed part way:
+	// some generations' stamps renumbered and others not, no snapshot's
+	// view can be trusted, and every later operation returns it.
+	broken error
 
-	snapMu   sync.Mutex
-	gens     []*generation // every live generation, cur included
+	snapMu sync.Mutex
+	gens   []*generation // every live generation, cur included
+	// unread are generations whose last snapshot closed: freed by the next
+	// holder of mu exclusively (never under a batch, which may use them).
+	unread   []*generation
+	nUnread  atomic.Int32
 	views    map[*gpuView[K, V]]struct{}
 	open     map[uint32]int // stamps of open snapshots -> how many
 	regVer   uint64         // bumped whenever open changes
@@ -114,6 +126,7 @@ type gpuTree[K, V warpkit.Word] struct {
 	dirty    atomic.Bool    // a batch wrote at epoch since the last snapshot
 	restamps uint64
 	retired  atomic.Int64 // units waiting in ebr
+	leaked   atomic.Int64 // retired units never freed (a log not kept, a free that failed)
 
 	primOnce sync.Once
 	prim     *prim.Engine
@@ -274,6 +287,7 @@ func (g *gpuTree[K, V]) free() {
 		g.dropGeneration(gen)
 	}
 	g.gens = nil
+	g.dropUnreadLocked()
 	if g.prim != nil {
 		g.prim.Close()
 	}
@@ -304,16 +318,88 @@ func (g *gpuTree[K, V]) reclaim(ctx context.Context, all bool) error {
 	}
 	var first error
 	for _, it := range items {
-		g.retired.Add(-int64(it.units.Len()))
-		g.snapMu.Lock()
-		dead := it.gen.dead
-		g.snapMu.Unlock()
-		if !dead && first == nil {
-			first = g.freeUnits(ctx, it.gen, it.units)
+		if err := g.release(ctx, it); err != nil && first == nil {
+			first = err
 		}
-		it.units.Free()
 	}
 	return first
+}
+
+// release frees one retired log's units into their pool (nothing when the
+// generation is gone) and the log. Units it could not free stay allocated
+// and are counted leaked: never reused while a reader could reach them.
+// The caller holds mu (shared or exclusively): no generation is freed meanwhile.
+func (g *gpuTree[K, V]) release(ctx context.Context, it retiredLog) error {
+	n := it.units.Len()
+	g.retired.Add(-int64(n))
+	var err error
+	if !it.gen.dead {
+		if err = g.freeUnits(ctx, it.gen, it.units); err != nil {
+			g.leaked.Add(int64(n))
+		}
+	}
+	it.units.Free()
+	return err
+}
+
+// dropUnreadLocked frees the generations no snapshot reads any more; mu is
+// held exclusively.
+func (g *gpuTree[K, V]) dropUnreadLocked() {
+	g.snapMu.Lock()
+	unread := g.unread
+	g.unread = nil
+	g.nUnread.Store(0)
+	g.snapMu.Unlock()
+	for _, gen := range unread {
+		g.dropGeneration(gen)
+	}
+}
+
+// dropUnread frees the unread generations now, unless a batch or an
+// exclusive operation holds mu (whose holder, or the next, does it).
+func (g *gpuTree[K, V]) dropUnread() {
+	if g.nUnread.Load() == 0 || !g.mu.TryLock() {
+		return
+	}
+	g.dropUnreadLocked()
+	g.mu.Unlock()
+}
+
+// lockExclusive takes mu exclusively for Build, Compact, Check, Vacuum and
+// Restamp: it frees the unread generations and fails on a broken tree.
+func (g *gpuTree[K, V]) lockExclusive() error {
+	g.mu.Lock()
+	g.dropUnreadLocked()
+	if g.broken != nil {
+		g.mu.Unlock()
+		return g.broken
+	}
+	return nil
+}
+
+// lockShared takes mu shared for a batch, failing on a broken tree.
+func (g *gpuTree[K, V]) lockShared() error {
+	g.mu.RLock()
+	if g.broken != nil {
+		g.mu.RUnlock()
+		return g.broken
+	}
+	return nil
+}
+
+// takeLane waits for a free lane, or for ctx.
+func (g *gpuTree[K, V]) takeLane(ctx context.Context) (*lane[K, V], error) {
+	select {
+	case l := <-g.lanes:
+		return l, nil
+	default:
+	}
+	select {
+	case l := <-g.lanes:
+		return l, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // freeUnits returns units to gen's pool (poisoning them first in the tests'
@@ -387,7 +473,9 @@ func (g *gpuTree[K, V]) snapshot(ctx context.Context) (view[K, V], error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		g.mu.RLock()
+		if err := g.lockShared(); err != nil {
+			return nil, err
+		}
 		g.epochMu.Lock()
 		if g.dirty.Load() && g.epoch+1 >= restampLimit && g.restampHelps() {
 			g.epochMu.Unlock()
@@ -426,10 +514,20 @@ func (g *gpuTree[K, V]) restampHelps() bool {
 
 func (v *gpuView[K, V]) release() error {
 	g := v.g
+	if v.unpin() {
+		g.dropUnread() // after snapMu is released (lock order: mu before snapMu)
+	}
+	return nil
+}
+
+// unpin drops the view from the registry; it reports whether its generation
+// is left unread (no snapshot reads it, and it is not the latest).
+func (v *gpuView[K, V]) unpin() bool {
+	g := v.g
 	g.snapMu.Lock()
 	defer g.snapMu.Unlock()
 	if _, ok := g.views[v]; !ok {
-		return nil
+		return false
 	}
 	delete(g.views, v)
 	if g.open[v.stamp]--; g.open[v.stamp] <= 0 {
@@ -437,13 +535,16 @@ func (v *gpuView[K, V]) release() error {
 	}
 	g.regVer++
 	v.gen.refs--
-	if !v.gen.latest && v.gen.refs == 0 {
-		// No snapshot reads this generation any more, and no batch does:
-		// batches on it are this view's, which the front has let finish.
-		g.gens = slices.DeleteFunc(g.gens, func(x *generation) bool { return x == v.gen })
-		g.dropGeneration(v.gen)
+	if v.gen.latest || v.gen.refs > 0 {
+		return false
 	}
-	return nil
+	// No snapshot reads this generation any more; it is freed by the next
+	// holder of mu exclusively (a Vacuum, Check or Stats beside this Close
+	// may still be scanning it under mu).
+	g.gens = slices.DeleteFunc(g.gens, func(x *generation) bool { return x == v.gen })
+	g.unread = append(g.unread, v.gen)
+	g.nUnread.Add(1)
+	return true
 }
 
 // at returns the view's generation and stamp.
@@ -463,13 +564,18 @@ func (g *gpuTree[K, V]) query(ctx context.Context, v *gpuView[K, V],
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	g.mu.RLock()
+	if err := g.lockShared(); err != nil {
+		return err
+	}
 	defer g.mu.RUnlock()
 	gen, at := g.cur, uint32(stampLatest)
 	if v != nil {
 		gen, at = v.at()
 	}
-	l := <-g.lanes
+	l, err := g.takeLane(ctx)
+	if err != nil {
+		return err
+	}
 	defer func() { g.lanes <- l }()
 	fast := g.phase.BeginQuery()
 	defer g.phase.EndQuery(fast)
@@ -512,14 +618,19 @@ func (g *gpuTree[K, V]) write(ctx context.Context, n int, stage func(l *lane[K, 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	g.mu.RLock()
+	if err := g.lockShared(); err != nil {
+		return err
+	}
 	defer g.mu.RUnlock()
 	g.epochMu.RLock()
 	defer g.epochMu.RUnlock()
+	l, err := g.takeLane(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { g.lanes <- l }()
 	g.dirty.Store(true)
 	gen, w := g.cur, g.epoch
-	l := <-g.lanes
-	defer func() { g.lanes <- l }()
 	g.phase.BeginWrite()
 	defer g.phase.EndWrite()
 	if err := g.reclaim(ctx, false); err != nil {
@@ -548,12 +659,16 @@ func (g *gpuTree[K, V]) write(ctx context.Context, n int, stage func(l *lane[K, 
 		// Growing ahead only saves re-runs: when the device cannot hold
 		// more, the batch runs in the pool there is and its exhaustion
 		// decides.
-		if err := gen.pool.Reserve(ctx, need); err != nil && !errors.Is(err, warpkit.ErrOutOfMemory) {
-			return err
+		reserved := need
+		if err := gen.pool.Reserve(ctx, need); err != nil {
+			if !errors.Is(err, warpkit.ErrOutOfMemory) {
+				return err
+			}
+			reserved = 0 // a failed Reserve leaves nothing to end
 		}
 		supers := gen.pool.SuperBlocks()
 		st, err := g.runWrite(l, gen, w, reg, nreg, log, launch)
-		gen.pool.Unreserve(need)
+		gen.pool.Unreserve(reserved)
 		if err != nil {
 			return err
 		}
@@ -610,9 +725,13 @@ func (g *gpuTree[K, V]) runWrite(l *lane[K, V], gen *generation, w uint32, reg c
 					units.Free()
 				}
 			}
+			if err != nil {
+				// A log that could not be kept leaks its units (never
+				// reused unsafely), counted in Stats.ReclaimLeaked.
+				g.leaked.Add(int64(n))
+			}
 		}
 	}
-	// A log that could not be kept leaks its units (never reused unsafely).
 	g.ebr.End(tok, items...)
 	if err != nil {
 		return 0, err
@@ -1005,7 +1124,9 @@ func (r gpuReader[K, V]) rangeQ(ctx context.Context, lo, hi []K) (*warpkit.Range
 func (r gpuReader[K, V]) length(ctx context.Context) (int, error) {
 	if r.v == nil {
 		g := r.g
-		g.mu.RLock()
+		if err := g.lockShared(); err != nil {
+			return 0, err
+		}
 		defer g.mu.RUnlock()
 		var c [ctlWords]uint64
 		if err := g.cur.ctl.CopyToHost(c[:]); err != nil {
@@ -1165,7 +1286,9 @@ func (v *gpuView[K, V]) ascend(ctx context.Context, lo, hi K, all bool, alive fu
 // check covers the latest generation's snapshots with one copy of its pool).
 func (v *gpuView[K, V]) check(ctx context.Context) error {
 	g := v.g
-	g.mu.RLock()
+	if err := g.lockShared(); err != nil {
+		return err
+	}
 	defer g.mu.RUnlock()
 	gen, at := v.at()
 	if gen == g.cur {
@@ -1269,7 +1392,9 @@ func (g *gpuTree[K, V]) install(ctx context.Context, keys cuda.Slice[K], vals cu
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	g.mu.Lock()
+	if err := g.lockExclusive(); err != nil {
+		return err
+	}
 	defer g.mu.Unlock()
 	g.epochMu.Lock()
 	defer g.epochMu.Unlock()
@@ -1382,23 +1507,41 @@ func (g *gpuTree[K, V]) compact(ctx context.Context) error {
 // as op needs.
 func (g *gpuTree[K, V]) scan(ctx context.Context, gen *generation, op uint32, stamps []uint32, log cuda.Slice[uint32]) ([scanOut]uint64, uint32, error) {
 	var out [scanOut]uint64
-	l := <-g.lanes
-	defer func() { g.lanes <- l }()
-	reg, err := l.reg.Get(g.dev, l.stream, len(stamps))
+	l, err := g.takeLane(ctx)
 	if err != nil {
 		return out, 0, err
 	}
-	l.regVer = regUnknown // the lane's registry buffer now holds these stamps
-	if len(stamps) > 0 {
-		if err := reg.CopyFromHost(stamps); err != nil {
-			return out, 0, err
-		}
+	defer func() { g.lanes <- l }()
+	reg, err := g.uploadStamps(l, stamps)
+	if err != nil {
+		return out, 0, err
 	}
 	release, err := gen.pool.Acquire()
 	if err != nil {
 		return out, 0, err
 	}
 	defer release()
+	return g.scanOn(l, gen, op, reg, log)
+}
+
+// uploadStamps puts stamps on the lane's registry buffer (synchronously).
+func (g *gpuTree[K, V]) uploadStamps(l *lane[K, V], stamps []uint32) (cuda.Slice[uint32], error) {
+	reg, err := l.reg.Get(g.dev, l.stream, len(stamps))
+	if err != nil {
+		return reg, err
+	}
+	l.regVer = regUnknown // the lane's registry buffer now holds these stamps
+	if len(stamps) > 0 {
+		if err := reg.CopyFromHost(stamps); err != nil {
+			return reg, err
+		}
+	}
+	return reg.Sub(0, len(stamps)), nil
+}
+
+// scanOn runs the scan on lane l with gen's pool acquired.
+func (g *gpuTree[K, V]) scanOn(l *lane[K, V], gen *generation, op uint32, reg, log cuda.Slice[uint32]) ([scanOut]uint64, uint32, error) {
+	var out [scanOut]uint64
 	if err := l.scanOut.Zero(l.stream); err != nil {
 		return out, 0, err
 	}
@@ -1406,7 +1549,7 @@ func (g *gpuTree[K, V]) scan(ctx context.Context, gen *generation, op uint32, st
 		return out, 0, err
 	}
 	units := int(gen.pool.Capacity())
-	err = g.k.scan.Launch(l.stream, units, gen.pool.Descriptor(), gen.root, op, reg, uint32(len(stamps)),
+	err := g.k.scan.Launch(l.stream, units, gen.pool.Descriptor(), gen.root, op, reg, uint32(reg.Len()),
 		log, uint32(log.Len()), l.retireN, l.scanOut)
 	if serr := l.stream.Synchronize(); err == nil {
 		err = serr
@@ -1434,7 +1577,9 @@ func (g *gpuTree[K, V]) openStamps() []uint32 {
 // vacuum splices out of every chain the versions no open snapshot sees and
 // frees them at once (no launch runs beside it).
 func (g *gpuTree[K, V]) vacuum(ctx context.Context) error {
-	g.mu.Lock()
+	if err := g.lockExclusive(); err != nil {
+		return err
+	}
 	defer g.mu.Unlock()
 	if err := g.reclaim(ctx, true); err != nil {
 		return err
@@ -1478,7 +1623,9 @@ func (g *gpuTree[K, V]) vacuum(ctx context.Context) error {
 // below it (their own become 1, 2, ...), which keeps every snapshot's view:
 // ts <= p exactly when the renumbered ts <= the renumbered p.
 func (g *gpuTree[K, V]) restamp(ctx context.Context) error {
-	g.mu.Lock()
+	if err := g.lockExclusive(); err != nil {
+		return err
+	}
 	defer g.mu.Unlock()
 	g.epochMu.Lock()
 	defer g.epochMu.Unlock()
@@ -1489,9 +1636,33 @@ func (g *gpuTree[K, V]) restamp(ctx context.Context) error {
 	g.snapMu.Lock()
 	gens := slices.Clone(g.gens)
 	g.snapMu.Unlock()
+	// Everything that can fail for want of memory or a lane comes first;
+	// once the first generation is renumbered, a failure leaves stamps
+	// the host cannot reconcile: the tree is broken from then on.
+	l, err := g.takeLane(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { g.lanes <- l }()
+	reg, err := g.uploadStamps(l, stamps)
+	if err != nil {
+		return err
+	}
 	for _, gen := range gens {
-		if _, _, err := g.scan(ctx, gen, scanRestamp, stamps, cuda.Slice[uint32]{}); err != nil {
+		release, err := gen.pool.Acquire()
+		if err != nil {
 			return err
+		}
+		defer release()
+	}
+	for i, gen := range gens {
+		_, _, err := g.scanOn(l, gen, scanRestamp, reg, cuda.Slice[uint32]{})
+		if err == nil && restampFault != nil {
+			err = restampFault(i)
+		}
+		if err != nil {
+			g.broken = fmt.Errorf("%w: %w", ErrBroken, err)
+			return g.broken
 		}
 	}
 	rank := func(s uint32) uint32 {
@@ -1519,7 +1690,9 @@ func (g *gpuTree[K, V]) restamp(ctx context.Context) error {
 }
 
 func (g *gpuTree[K, V]) stats(ctx context.Context) (Stats, error) {
-	g.mu.RLock()
+	if err := g.lockShared(); err != nil {
+		return Stats{}, err
+	}
 	defer g.mu.RUnlock()
 	st := Stats{Backend: warpkit.CUDA}
 	gen := g.cur
@@ -1528,7 +1701,11 @@ func (g *gpuTree[K, V]) stats(ctx context.Context) (Stats, error) {
 		return st, err
 	}
 	st.Keys = int(c[ctlKeys])
+	// The scan reads versions beside write batches: registered as a
+	// launch, so that none it can reach is freed and reused under it.
+	tok := g.ebr.Begin()
 	out, _, err := g.scan(ctx, gen, scanStats, g.openStamps(), cuda.Slice[uint32]{})
+	g.ebr.End(tok)
 	if err != nil {
 		return st, err
 	}
@@ -1540,6 +1717,7 @@ func (g *gpuTree[K, V]) stats(ctx context.Context) (Stats, error) {
 	rn := g.lay.decode(root)
 	st.Height = rn.level() + 1
 	st.RetiredPending = int(g.retired.Load())
+	st.ReclaimLeaked = uint64(g.leaked.Load())
 	g.epochMu.RLock()
 	st.Epoch = uint64(g.epoch)
 	g.epochMu.RUnlock()
@@ -1590,7 +1768,9 @@ func (g *gpuTree[K, V]) dump(ctx context.Context, gen *generation) (nodeSource, 
 // check verifies the latest version (and every open snapshot's version of
 // the latest generation), every chain and the pool's accounting.
 func (g *gpuTree[K, V]) check(ctx context.Context) error {
-	g.mu.Lock()
+	if err := g.lockExclusive(); err != nil {
+		return err
+	}
 	defer g.mu.Unlock()
 	gen := g.cur
 	get, allocated, err := g.dump(ctx, gen)
@@ -1648,20 +1828,17 @@ func (g *gpuTree[K, V]) check(ctx context.Context) error {
 	// Nothing runs (mu is held): what waits for reclamation is freed now,
 	// after it is counted.
 	pending := 0
+	var freeErr error
 	for _, it := range g.ebr.Drain() {
 		if it.gen == gen {
 			pending += it.units.Len()
 		}
-		if it.gen.dead {
-			it.units.Free()
-			continue
+		if err := g.release(ctx, it); err != nil && freeErr == nil {
+			freeErr = err
 		}
-		if err := g.freeUnits(ctx, it.gen, it.units); err != nil {
-			it.units.Free()
-			return err
-		}
-		g.retired.Add(-int64(it.units.Len()))
-		it.units.Free()
+	}
+	if freeErr != nil {
+		return freeErr
 	}
 	if want := len(heads) + len(inChain) + pending; len(allocated) != want {
 		return fmt.Errorf("pool accounting: %d units allocated, %d heads + %d linked versions + %d retired = %d", len(allocated), len(heads), len(inChain), pending, want)

@@ -3,8 +3,10 @@ package mvbtree
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/warpkit/warpkit"
@@ -458,4 +460,144 @@ func testRestamp(t *testing.T, tr *Tree[uint32, uint32]) {
 
 func TestGPURestamp(t *testing.T) {
 	testRestamp(t, gpuTreeOn[uint32, uint32](gputest.Device(t), Options{})(t))
+}
+
+func TestGPUGenerationsBesideClose(t *testing.T) {
+	generationsBesideClose(t, gpuTreeOn[uint32, uint32](gputest.Device(t), Options{})(t), 6)
+}
+
+func TestGPURestampFailsPartWay(t *testing.T) {
+	restampFailsPartWay(t, gpuTreeOn[uint32, uint32](gputest.Device(t), Options{})(t))
+}
+
+// generationsBesideClose: snapshots of older generations (each Build
+// starts one) close while Check, Stats, Vacuum and writers run beside them;
+// every answer stays right, and once all are closed and a Vacuum ran only
+// the latest generation is left (the others freed by an exclusive
+// operation, never under a batch or scan that was reading them).
+func generationsBesideClose(t *testing.T, tr *Tree[uint32, uint32], rounds int) {
+	keysOf := func(r int) ([]uint32, []uint32) {
+		k, v := make([]uint32, 3000), make([]uint32, 3000)
+		for i := range k {
+			k[i], v[i] = uint32(i*7+r), uint32(r)
+		}
+		return k, v
+	}
+	for r := range rounds {
+		var snaps []*Snapshot[uint32, uint32]
+		for range 3 {
+			s, err := tr.Snapshot(ctx)
+			check(t, err)
+			snaps = append(snaps, s)
+		}
+		k, v := keysOf(r)
+		check(t, tr.Build(ctx, k, v)) // a new generation; the snapshots keep the old
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		wg.Add(4)
+		go func() { // the closer
+			defer wg.Done()
+			for _, s := range snaps {
+				if err := s.Close(); err != nil {
+					errs <- err
+				}
+			}
+		}()
+		go func() { // the checker
+			defer wg.Done()
+			for range 2 {
+				if err := tr.Check(ctx); err != nil {
+					errs <- fmt.Errorf("check: %w", err)
+				}
+				if _, err := tr.Stats(ctx); err != nil {
+					errs <- fmt.Errorf("stats: %w", err)
+				}
+			}
+		}()
+		go func() { // the vacuum
+			defer wg.Done()
+			if err := tr.Vacuum(ctx); err != nil {
+				errs <- fmt.Errorf("vacuum: %w", err)
+			}
+		}()
+		go func() { // the writer
+			defer wg.Done()
+			for i := range 4 {
+				if err := tr.Insert(ctx, []uint32{1<<30 + uint32(i)}, []uint32{7}); err != nil {
+					errs <- fmt.Errorf("insert: %w", err)
+				}
+			}
+		}()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: %v", r, err)
+		}
+		got := make([]uint32, len(k))
+		found := make([]bool, len(k))
+		check(t, tr.Lookup(ctx, k, got, found))
+		for i := range k {
+			if !found[i] || got[i] != uint32(r) {
+				t.Fatalf("round %d: key %d: %v %d, want %d", r, k[i], found[i], got[i], r)
+			}
+		}
+	}
+	check(t, tr.Vacuum(ctx))
+	mustCheck(t, tr)
+	if g := tr.gpu; g != nil {
+		g.snapMu.Lock()
+		gens, unread := len(g.gens), len(g.unread)
+		g.snapMu.Unlock()
+		if gens != 1 || unread != 0 {
+			t.Fatalf("after every snapshot closed and a Vacuum: %d generations, %d unread, want 1 and 0", gens, unread)
+		}
+	}
+	if st := mustStats(t, tr); st.OpenSnapshots != 0 || st.ReclaimLeaked != 0 {
+		t.Fatalf("stats at the end: %+v", st)
+	}
+}
+
+// restampFailsPartWay: a Restamp that fails on its second generation
+// leaves stamps the host cannot reconcile; every call then returns
+// ErrBroken rather than answering from views that may have moved, and
+// Close still frees the tree and its snapshots.
+func restampFailsPartWay(t *testing.T, tr *Tree[uint32, uint32]) {
+	check(t, tr.Insert(ctx, []uint32{1, 2, 3}, []uint32{1, 2, 3}))
+	old, err := tr.Snapshot(ctx)
+	check(t, err)
+	check(t, tr.Build(ctx, []uint32{5, 6}, []uint32{5, 6})) // old reads the first generation
+	check(t, tr.Insert(ctx, []uint32{7}, []uint32{7}))
+	s, err := tr.Snapshot(ctx)
+	check(t, err)
+	check(t, tr.Insert(ctx, []uint32{8}, []uint32{8}))
+	defer func() { restampFault = nil }()
+	restampFault = func(i int) error {
+		if i == 1 {
+			return errors.New("injected device error")
+		}
+		return nil
+	}
+	if err := tr.Restamp(ctx); !errors.Is(err, ErrBroken) {
+		t.Fatalf("a Restamp failing part way: %v, want ErrBroken", err)
+	}
+	restampFault = nil
+	v, f := make([]uint32, 1), make([]bool, 1)
+	for name, err := range map[string]error{
+		"Lookup":          tr.Lookup(ctx, []uint32{1}, v, f),
+		"Insert":          tr.Insert(ctx, []uint32{9}, []uint32{9}),
+		"snapshot Lookup": s.Lookup(ctx, []uint32{7}, v, f),
+		"old Lookup":      old.Lookup(ctx, []uint32{1}, v, f),
+		"Vacuum":          tr.Vacuum(ctx),
+		"Check":           tr.Check(ctx),
+	} {
+		if !errors.Is(err, ErrBroken) {
+			t.Errorf("%s on a broken tree: %v, want ErrBroken", name, err)
+		}
+	}
+	if _, err := tr.Snapshot(ctx); !errors.Is(err, ErrBroken) {
+		t.Errorf("Snapshot on a broken tree: %v", err)
+	}
+	check(t, s.Close())
+	check(t, old.Close())
+	check(t, tr.Close())
 }

@@ -2,6 +2,7 @@ package mvbtree
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"sync"
@@ -51,7 +52,9 @@ type Options struct {
 	Copy CopyMode
 	// MaxPoolBytes caps the CUDA backend's node pool (0: no cap but the
 	// device's memory); exhaustion fails the batch with ErrPoolExhausted
-	// and leaves the tree unchanged for the operations that failed.
+	// and leaves the tree unchanged for the operations that failed. The cap
+	// is per generation: Build and Compact start a new pool, and an older
+	// one stays (with its own cap) while snapshots taken before read it.
 	MaxPoolBytes int64
 	// Streams is how many batches the CUDA backend runs at once (default 4).
 	Streams int
@@ -75,8 +78,9 @@ type Stats struct {
 	// sees), RetiredPending (unlinked versions waiting for the launches that
 	// may still read them), Epoch (the stamp writes take now), Restamps,
 	// PoolBytes (the node pools of the latest version and of older
-	// generations that snapshots still read) and ReclaimLeaked (retires that
-	// could not be recorded: leaked, never reused unsafely) describe the
+	// generations that snapshots still read) and ReclaimLeaked (retired
+	// units that could not be recorded or freed: leaked, never reused
+	// unsafely) describe the
 	// CUDA backend's node versions and reclamation; 0 on the CPU backend,
 	// whose copy-on-write map leaves old versions to Go's garbage collector.
 	Nodes, Versions, PinnedVersions, RetiredPending int
@@ -123,6 +127,12 @@ type backend[K, V warpkit.Word] interface {
 	close() error
 }
 
+// ErrBroken is what every operation of a CUDA-backend tree returns after a
+// Restamp failed part way (a device error between renumbering one
+// generation's stamps and the next's): the snapshots' views can no longer
+// be trusted. Close still frees the tree.
+var ErrBroken = errors.New("mvbtree: stamps renumbered in part (a Restamp failed on the device)")
+
 // Tree is an ordered map from K to V with snapshots: readers may hold a
 // Snapshot — the tree as it was when it was taken — for as long as they
 // like, beside the writers. See the package documentation.
@@ -131,6 +141,10 @@ type Tree[K, V warpkit.Word] struct {
 	impl backend[K, V]
 	gpu  *gpuTree[K, V] // nil on the CPU backend
 
+	// taking orders Snapshot calls, so that their versions follow the order
+	// in which the backend took them (held across the backend's snapshot,
+	// which may wait for writers; mu is not, so Close and Check do not wait).
+	taking sync.Mutex
 	// mu guards the snapshot registry.
 	mu    sync.Mutex
 	stamp uint64 // the next snapshot's version
@@ -256,7 +270,7 @@ func (t *Tree[K, V]) Range(ctx context.Context, lo, hi []K) (*warpkit.Ranges[K, 
 // the pairs nor holds writers back. The CPU backend takes the snapshot when
 // AscendRange is called; the CUDA backend when the loop starts (and lets it
 // go when the loop ends), so that an iterator that is never run pins
-// nothing.
+// nothing; there, a device error or ctx done ends the loop early.
 func (t *Tree[K, V]) AscendRange(ctx context.Context, lo, hi K) (iter.Seq2[K, V], error) {
 	return ascend(t.f, ctx, t.impl.latest(), lo, hi, false)
 }
@@ -336,7 +350,10 @@ func (t *Tree[K, V]) Check(ctx context.Context) error {
 				return fmt.Errorf("snapshot version %d handed out twice", s.version)
 			}
 			seen[s.version] = true
-			if err := s.view.check(ctx); err != nil {
+			// Under the snapshot's own front: a Close beside the check
+			// waits for it, and a snapshot closed since is skipped.
+			err := s.f.Do(ctx, "check", front.Shared, func() error { return s.view.check(ctx) })
+			if err != nil && !errors.Is(err, warpkit.ErrClosed) {
 				return fmt.Errorf("snapshot %d: %w", s.version, err)
 			}
 		}
@@ -351,6 +368,8 @@ func (t *Tree[K, V]) Check(ctx context.Context) error {
 // (a snapshot never sees part of a batch).
 func (t *Tree[K, V]) Snapshot(ctx context.Context) (*Snapshot[K, V], error) {
 	return front.Value(t.f, ctx, "snapshot", front.Shared, func() (*Snapshot[K, V], error) {
+		t.taking.Lock()
+		defer t.taking.Unlock()
 		v, err := t.impl.snapshot(ctx)
 		if err != nil {
 			return nil, err

@@ -472,3 +472,10 @@ func TestContract(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerationsBesideClose on the CPU backend: Check reads each open
+// snapshot under the snapshot's own front, so a Close beside it neither
+// races it nor leaves it a dropped view to scan.
+func TestGenerationsBesideClose(t *testing.T) {
+	generationsBesideClose(t, newCPUTree[uint32, uint32](t), 20)
+}
