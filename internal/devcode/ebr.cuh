@@ -64,6 +64,12 @@ static_assert(offsetof(EbrState, blocks) == 16 && offsetof(EbrState, overflow) =
               "EbrState is mirrored in Go");
 
 constexpr uint32_t kQuiescent = 1;
+// Overflow tags: kSlotUnused for a slot never handed out since Reset (a
+// slot reserved by its atomicAdd holds it until its writer tags it), and
+// kSlotFreed for one whose unit a reclaim freed — the only slots the reuse
+// path may take. Real epochs stay below both (2^32 - 2 advances).
+constexpr uint32_t kSlotUnused = ~0u;
+constexpr uint32_t kSlotFreed = ~0u - 1;
 constexpr int kScanPerRound = 32;  // announcements thread 0 reads per round
 
 template <int BagSize>
@@ -116,9 +122,9 @@ struct BlockEbr {
     uint32_t on = min(st.overflow_n[blockIdx.x], st.overflow_cap);
     unsigned long long freed = 0;
     for (uint32_t i = threadIdx.x; i < on; i += blockDim.x)
-      if (tag[i] != ~0u && tag[i] + 2 <= e) {
+      if (tag[i] < kSlotFreed && tag[i] + 2 <= e) {
         free_unit(of[i]);
-        tag[i] = ~0u;  // the slot is free again
+        tag[i] = kSlotFreed;  // the slot may be taken again
         ++freed;
       }
     if (threadIdx.x == 0) freed += n;
@@ -134,9 +140,16 @@ struct BlockEbr {
   __device__ void begin_round() {
     __shared__ uint32_t seen;
     if (threadIdx.x == 0) {
+      // The last round's reads (every thread's, ordered before this by
+      // end_round's barrier) come before the announcement that lets the
+      // epoch pass them: a release fence. The announcement comes before
+      // this round's reads: a store then loads, which only a sequentially
+      // consistent fence orders (fence.sc; acq_rel would let the reads
+      // pass the store, and an advancer miss a block that reads).
       seen = mem::ld_acquire_u32(st.epoch);
-      mem::st_u32(st.announce + blockIdx.x, seen << 1);
       mem::fence();
+      mem::st_u32(st.announce + blockIdx.x, seen << 1);
+      __threadfence();
     }
     __syncthreads();
     const uint32_t e = seen;
@@ -145,7 +158,12 @@ struct BlockEbr {
       // round: its bag of e - 2 (and older) is safe. Bags of older epochs
       // than that were freed when it saw them pass.
       reclaim((int)((e + 1) % 3), e);  // (e - 2) % 3
-      if (threadIdx.x == 0) sh->epoch = e;
+      // The announcements scanned so far were checked against the old
+      // epoch: the scan starts over for e.
+      if (threadIdx.x == 0) {
+        sh->epoch = e;
+        sh->scan = 0;
+      }
       __syncthreads();
     }
     if (threadIdx.x == 0) try_advance(e);
@@ -160,6 +178,7 @@ struct BlockEbr {
       if (!(a & kQuiescent) && (a >> 1) != e) return;  // a block behind: look again next round
       if (++sh->scan < st.blocks) continue;
       sh->scan = 0;
+      mem::fence();  // the announcements read come before the advance
       if (atomicCAS(st.epoch, e, e + 1) == e) atomicAdd(&st.counters[2], 1ull);
       return;
     }
@@ -174,7 +193,7 @@ struct BlockEbr {
   // early.) The epoch now is the block's or the one after: the epoch cannot
   // pass a block that has announced neither.
   __device__ void retire(uint32_t a) {
-    mem::fence();  // the caller's unlink comes before the epoch is read
+    __threadfence();  // the caller's unlink (a store) before the epoch is read (a load): fence.sc
     const uint32_t e = mem::ld_relaxed_u32(st.epoch);
     const int b = (int)(e % 3);
     uint32_t i = atomicAdd(&sh->count[b], 1u);
@@ -189,10 +208,14 @@ struct BlockEbr {
       return;
     }
     // Past the overflow bag: reuse a slot an earlier reclaim freed, or leak.
+    // The slot is claimed with a mark no reader takes, filled, then tagged
+    // (a reclaim beside it never sees a tag without its unit).
     uint32_t* tag = st.overflow_tag + (uint64_t)blockIdx.x * st.overflow_cap;
     for (uint32_t k = 0; k < st.overflow_cap; ++k)
-      if (atomicCAS(&tag[k], ~0u, e) == ~0u) {
+      if (atomicCAS(&tag[k], kSlotFreed, kSlotUnused) == kSlotFreed) {
         st.overflow[(uint64_t)blockIdx.x * st.overflow_cap + k] = a;
+        __threadfence_block();
+        tag[k] = e;
         return;
       }
     atomicAdd(&st.counters[1], 1ull);
@@ -206,8 +229,8 @@ struct BlockEbr {
   __device__ void finish() {
     __syncthreads();
     if (threadIdx.x == 0) {
+      mem::fence();  // the block's reads before the announcement that releases them
       mem::st_u32(st.announce + blockIdx.x, kQuiescent);
-      mem::fence();
     }
     const int bs = 3 * BagSize;
     for (int i = threadIdx.x; i < bs; i += blockDim.x) {
@@ -217,7 +240,7 @@ struct BlockEbr {
     uint32_t on = min(st.overflow_n[blockIdx.x], st.overflow_cap);
     for (uint32_t i = threadIdx.x; i < on; i += blockDim.x) {
       uint32_t* tag = st.overflow_tag + (uint64_t)blockIdx.x * st.overflow_cap;
-      if (tag[i] != ~0u) to_log(st.overflow[(uint64_t)blockIdx.x * st.overflow_cap + i]);
+      if (tag[i] < kSlotFreed) to_log(st.overflow[(uint64_t)blockIdx.x * st.overflow_cap + i]);
     }
     __syncthreads();
   }

@@ -93,6 +93,12 @@ func NewDeviceState(dev *cuda.Device, blocks, overflowCap, logCap, poisonBytes i
 		s.Free()
 		return nil, err
 	}
+	// The epoch starts at 0 (device memory comes uninitialized; Reset
+	// leaves the epoch as it is, so that it goes on across launches).
+	if err := s.epoch.Zero(nil); err != nil {
+		s.Free()
+		return nil, err
+	}
 	if err := s.Reset(); err != nil {
 		s.Free()
 		return nil, err

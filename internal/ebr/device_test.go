@@ -26,6 +26,15 @@ func TestChurnEmulated(t *testing.T) {
 	testChurn(t, emu.Device(t, emu.Options{}, "ebr.cu", "../../slaballoc/slaballoc.cu"), 6, 60)
 }
 
+// TestChurnEmulatedManyBlocks runs more blocks at once than thread 0
+// scans announcements in a round (kScanPerRound), so that an epoch's scan
+// spans rounds: a scan carried over from the previous epoch let the epoch
+// pass a block still reading (units freed while reachable).
+func TestChurnEmulatedManyBlocks(t *testing.T) {
+	blocks, rounds := 96, 200
+	testChurn(t, emu.Device(t, emu.Options{Parallel: blocks}, "ebr.cu", "../../slaballoc/slaballoc.cu"), blocks, rounds)
+}
+
 func TestGPUChurn(t *testing.T) { testChurn(t, gputest.Device(t), 132, 2000) }
 
 const magic = 0x5eed5eed
