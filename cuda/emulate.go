@@ -94,6 +94,7 @@ type emuLib struct {
 type emuFunc struct {
 	name   string
 	params []int
+	floats bool    // a floating-point parameter: refused (passed in vector registers)
 	fn     uintptr // the kernel's host build; 0 if no library holds it
 	launch uintptr // its library's emu_launch
 }
@@ -424,7 +425,7 @@ func (e *emulator) driver() *driverAPI {
 			}
 			text = append(text, *p)
 		}
-		table, err := parsePTXParams(text)
+		table, floats, err := parsePTX(text)
 		if err != nil {
 			return resultInvalidPTX
 		}
@@ -438,7 +439,7 @@ func (e *emulator) driver() *driverAPI {
 		e.nextMod++
 		var fs []uintptr
 		for _, name := range names {
-			f := emuFunc{name: name, params: table[name]}
+			f := emuFunc{name: name, params: table[name], floats: floats[name]}
 			for _, l := range e.libs {
 				if sym, err := purego.Dlsym(l.handle, name); err == nil {
 					f.fn, f.launch = sym, l.launch
@@ -509,6 +510,9 @@ func (e *emulator) driver() *driverAPI {
 		}
 		if smem != 0 {
 			return fail("%d bytes of dynamic shared memory: the emulation has static shared memory only", smem)
+		}
+		if f.floats {
+			return fail("a floating-point parameter: the emulation passes integers and pointers only")
 		}
 		args := make([]uint64, len(f.params)+1)
 		if len(f.params) > 0 {

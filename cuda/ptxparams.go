@@ -38,35 +38,43 @@ var errNotPTX = errors.New("cuda: the module image is not PTX text (no .version 
 // a malformed parameter list, an unknown parameter type or an unbalanced
 // body returns an error naming the line.
 func parsePTXParams(ptx []byte) (ptxParamTable, error) {
-	lx := ptxLexer{src: ptx}
+	table, _, err := parsePTX(ptx)
+	return table, err
+}
+
+// parsePTX is parsePTXParams that also names the kernels with a
+// floating-point parameter (.f16, .f32, .f64), which the CPU emulation
+// cannot pass (a C++ function takes them in vector registers).
+func parsePTX(ptx []byte) (ptxParamTable, map[string]bool, error) {
+	lx := ptxLexer{src: ptx, floats: map[string]bool{}}
 	table := ptxParamTable{}
 	sawVersion := false
 	for {
 		tok, err := lx.next()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		switch {
 		case tok == nil:
 			if !sawVersion {
-				return nil, errNotPTX
+				return nil, nil, errNotPTX
 			}
-			return table, nil
+			return table, lx.floats, nil
 		case len(tok) == 1 && tok[0] == '{':
 			if err := lx.skipBody(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		case len(tok) == 1 && tok[0] == '}':
-			return nil, lx.errorf("unbalanced '}'")
+			return nil, nil, lx.errorf("unbalanced '}'")
 		case string(tok) == ".version":
 			sawVersion = true
 		case string(tok) == ".entry":
 			name, params, err := lx.entry()
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if prev, ok := table[name]; ok && !slices.Equal(prev, params) {
-				return nil, lx.errorf("kernel %s is declared twice with different parameters", name)
+				return nil, nil, lx.errorf("kernel %s is declared twice with different parameters", name)
 			}
 			table[name] = params
 		}
@@ -141,6 +149,9 @@ func (lx *ptxLexer) param(kernel string) (int, error) {
 		case ptr && (d == ".global" || d == ".const" || d == ".local" || d == ".shared"):
 		case size == 0 && ptxTypeSize[d] != 0:
 			size = ptxTypeSize[d]
+			if lx.floats != nil && (d == ".f16" || d == ".f32" || d == ".f64") {
+				lx.floats[kernel] = true
+			}
 		default:
 			return 0, lx.errorf("kernel %s: unexpected %q in a parameter declaration", kernel, tok)
 		}
@@ -192,8 +203,9 @@ var ptxTypeSize = map[string]int{
 // numbers, string literals and single punctuation characters, skipping
 // comments.
 type ptxLexer struct {
-	src []byte
-	pos int
+	src    []byte
+	pos    int
+	floats map[string]bool // kernels with a floating-point parameter (nil: not recorded)
 }
 
 // skipBody moves past a {} body or initializer whose '{' was just read, with

@@ -144,6 +144,10 @@ func hashFile(h io.Writer, path string) error {
 type Options struct {
 	// TotalMemory is the emulated device's memory (default 1 GiB).
 	TotalMemory uint64
+	// Parallel is how many blocks of a launch run at once, each on an OS
+	// thread (default GOMAXPROCS): set it to the grid for kernels whose
+	// blocks must all be resident, or to exercise more blocks at once.
+	Parallel int
 }
 
 // Device builds the kernel sources srcs (paths relative to the test's
@@ -167,7 +171,7 @@ func Device(t testing.TB, opts Options, srcs ...string) *cuda.Device {
 	if total == 0 {
 		total = 1 << 30
 	}
-	d, err := cuda.OpenEmulated(cuda.EmulatorOptions{Libraries: libs, TotalMemory: total})
+	d, err := cuda.OpenEmulated(cuda.EmulatorOptions{Libraries: libs, TotalMemory: total, Parallel: opts.Parallel})
 	if err != nil {
 		t.Fatal(err)
 	}

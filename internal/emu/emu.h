@@ -152,6 +152,7 @@ struct Block {
   unsigned threads = 0;
   const std::function<void()>* body = nullptr;
   std::string error;  // set when the launch must fail
+  const std::atomic<bool>* aborted = nullptr;  // another block of the launch failed
 };
 
 inline thread_local Block* tb = nullptr;
@@ -278,6 +279,13 @@ inline bool run_block(Block& b, unsigned threads, const std::function<void()>& b
   }
   tb = &b;
   for (;;) {
+    // Another block failed: this one ends too, as a GPU aborts the whole
+    // grid (its lanes may be waiting for something the failed block held).
+    if (b.aborted != nullptr && b.aborted->load(std::memory_order_relaxed)) {
+      b.error = "another block of the launch failed";
+      tb = nullptr;
+      return false;
+    }
     bool progress = false, alive = false, ran = false;
     unsigned sleep = ~0u;  // when only sleeping lanes could run: the shortest sleep asked
     for (unsigned i = 0; i < threads; ++i) {
@@ -339,6 +347,7 @@ inline std::string try_launch(unsigned grid, unsigned block, const std::function
   std::atomic_flag first_set = ATOMIC_FLAG_INIT;
   auto worker = [&] {
     Block b;
+    b.aborted = &failed;
     grid_dim = {grid, 1, 1};
     block_dim = {block, 1, 1};
     for (unsigned bi; !failed.load() && (bi = next.fetch_add(1)) < grid;) {
@@ -433,7 +442,9 @@ inline T emu_from(uint64_t b) {
 inline unsigned __ballot_sync(unsigned mask, bool p) { return (unsigned)emu::collective(emu::Coll::Ballot, mask, p); }
 inline bool __any_sync(unsigned mask, bool p) { return emu::collective(emu::Coll::Any, mask, p) != 0; }
 inline bool __all_sync(unsigned mask, bool p) { return emu::collective(emu::Coll::All, mask, p) != 0; }
-inline unsigned __activemask() { return (unsigned)emu::collective(emu::Coll::Ballot, 0xffffffffu, 1); }
+// No __activemask: which lanes are converged is the hardware's choice, and
+// a lane here runs alone until its next collective; code that needs it does
+// not build for the emulation rather than pass on a guess.
 inline void __syncwarp(unsigned mask = 0xffffffffu) { emu::collective(emu::Coll::Sync, mask, 0); }
 inline void __syncthreads() { emu::collective(emu::Coll::BlockSync, 0, 0); }
 template <typename T>

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/warpkit/warpkit/cuda"
 )
@@ -111,6 +112,24 @@ func TestEmulatedFailures(t *testing.T) {
 	err = fn(t, m, "probe_missing").Launch(cuda.D1(1), cuda.D1(32), 0, nil, out)
 	if err == nil || !strings.Contains(err.Error(), "no emulator library") {
 		t.Fatalf("missing kernel: %v", err)
+	}
+	// A failing block ends the launch: blocks waiting for it do not hang.
+	flag, _ := cuda.Alloc[uint32](dev, 1)
+	flag.Zero(nil)
+	done := make(chan error, 1)
+	go func() { done <- fn(t, m, "probe_trap_wait").Launch(cuda.D1(4), cuda.D1(32), 0, nil, flag) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "__trap") {
+			t.Fatalf("a launch with a trapping block: %v, want the trap reported", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a launch with a trapping block hangs: the blocks waiting for it never end")
+	}
+	fo, _ := cuda.Alloc[float32](dev, 32)
+	err = fn(t, m, "probe_float").Launch(cuda.D1(1), cuda.D1(32), 0, nil, float32(1.5), fo)
+	if err == nil || !strings.Contains(err.Error(), "floating-point") {
+		t.Fatalf("a float parameter: %v, want a refusal", err)
 	}
 	// The device still works after failed launches.
 	if err := fn(t, m, "probe_iota").Launch(cuda.D1(1), cuda.D1(32), 0, nil, out, uint64(64), uint32(1)); err != nil {

@@ -45,3 +45,17 @@ extern "C" __global__ void probe_spin(uint32_t* flag, uint32_t* out) {
     out[blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32] = 1;
   }
 }
+
+// probe_trap_wait: block 0 traps; the other blocks wait (with backoff) for
+// a flag block 0 never sets. The launch must fail, not hang: a GPU aborts
+// the whole grid.
+extern "C" __global__ void probe_trap_wait(uint32_t* flag) {
+  if (blockIdx.x == 0) {
+    if (threadIdx.x == 0) __trap();
+    return;
+  }
+  while (atomicAdd(flag, 0u) == 0) __nanosleep(1000);
+}
+
+// probe_float takes a float, which the emulation cannot pass.
+extern "C" __global__ void probe_float(float x, float* out) { out[threadIdx.x] = x; }
