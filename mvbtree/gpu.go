@@ -318,18 +318,18 @@ func (g *gpuTree[K, V]) reclaim(ctx context.Context, all bool) error {
 	}
 	var first error
 	for _, it := range items {
-		if err := g.release(ctx, it); err != nil && first == nil {
+		if err := g.freeRetired(ctx, it); err != nil && first == nil {
 			first = err
 		}
 	}
 	return first
 }
 
-// release frees one retired log's units into their pool (nothing when the
+// freeRetired frees one retired log's units into their pool (nothing when the
 // generation is gone) and the log. Units it could not free stay allocated
 // and are counted leaked: never reused while a reader could reach them.
 // The caller holds mu (shared or exclusively): no generation is freed meanwhile.
-func (g *gpuTree[K, V]) release(ctx context.Context, it retiredLog) error {
+func (g *gpuTree[K, V]) freeRetired(ctx context.Context, it retiredLog) error {
 	n := it.units.Len()
 	g.retired.Add(-int64(n))
 	var err error
@@ -1833,7 +1833,7 @@ func (g *gpuTree[K, V]) check(ctx context.Context) error {
 		if it.gen == gen {
 			pending += it.units.Len()
 		}
-		if err := g.release(ctx, it); err != nil && freeErr == nil {
+		if err := g.freeRetired(ctx, it); err != nil && freeErr == nil {
 			freeErr = err
 		}
 	}
