@@ -111,7 +111,7 @@ func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, opts Options) (*gpuTr
 		initial = defaultInitialNodes
 	}
 	initial = max(min(initial, g.maxNodes), 1)
-	if g.pool, err = dev.Alloc(int64(initial) * int64(g.lay.nodeBytes)); err != nil {
+	if g.pool, err = dev.Alloc(int64(initial) * int64(g.lay.NodeBytes)); err != nil {
 		return fail(err)
 	}
 	g.capNodes = initial
@@ -123,8 +123,8 @@ func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, opts Options) (*gpuTr
 
 // writeEmptyRoot makes node 0 of pool an empty leaf: the root of an empty tree.
 func (g *gpuTree[K, V]) writeEmptyRoot(pool *cuda.Buffer) error {
-	root := make([]byte, g.lay.nodeBytes)
-	g.lay.encode(root, &hostNode{meta: makeMeta(0, 0), link: linkNone})
+	root := make([]byte, g.lay.NodeBytes)
+	g.lay.Encode(root, &hostNode{Meta: makeMeta(0, 0), Link: linkNone})
 	dst, err := cuda.View[uint8](pool, 0, len(root))
 	if err != nil {
 		return err
@@ -284,11 +284,11 @@ func (g *gpuTree[K, V]) growLocked(target int) (bool, error) {
 		return false, err
 	}
 	used := int(min(next, uint64(g.capNodes)))
-	buf, err := g.dev.Alloc(int64(newCap) * int64(g.lay.nodeBytes))
+	buf, err := g.dev.Alloc(int64(newCap) * int64(g.lay.NodeBytes))
 	if err != nil {
 		return false, err
 	}
-	nb := g.lay.nodeBytes
+	nb := g.lay.NodeBytes
 	dst, _ := cuda.View[uint8](buf, 0, used*nb)
 	if err := dst.CopyFrom(g.poolBytes(0, used*nb)); err != nil {
 		buf.Free()
@@ -982,7 +982,7 @@ func (g *gpuTree[K, V]) installLocked(keys cuda.Slice[K], vals cuda.Slice[V]) er
 	dst, capNodes := g.pool, g.capNodes
 	if want := p.nodes + p.nodes/2 + 64; capNodes < want {
 		bigger := max(min(want, g.maxNodes), p.nodes)
-		buf, err := g.dev.Alloc(int64(bigger) * int64(g.lay.nodeBytes))
+		buf, err := g.dev.Alloc(int64(bigger) * int64(g.lay.NodeBytes))
 		switch {
 		case err == nil:
 			dst, capNodes = buf, bigger
@@ -1054,7 +1054,7 @@ func (g *gpuTree[K, V]) snapshotLocked() ([]uint64, []uint64, error) {
 		return nil, nil, err
 	}
 	used := int(min(next, uint64(g.capNodes)))
-	buf := make([]byte, used*g.lay.nodeBytes)
+	buf := make([]byte, used*g.lay.NodeBytes)
 	if err := g.poolBytes(0, len(buf)).CopyToHost(buf); err != nil {
 		return nil, nil, err
 	}
@@ -1150,7 +1150,7 @@ func (g *gpuTree[K, V]) stats(ctx context.Context) (Stats, error) {
 		Keys:      int(keys),
 		Nodes:     int(min(next, uint64(g.capNodes))),
 		Height:    int(meta[0]>>8&0xff) + 1,
-		PoolBytes: int64(g.capNodes) * int64(g.lay.nodeBytes),
-		NodeBytes: g.lay.nodeBytes,
+		PoolBytes: int64(g.capNodes) * int64(g.lay.NodeBytes),
+		NodeBytes: g.lay.NodeBytes,
 	}, nil
 }

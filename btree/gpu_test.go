@@ -112,7 +112,7 @@ func downloadPool[K, V warpkit.Word](t *testing.T, g *gpuTree[K, V]) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, used*g.lay.nodeBytes)
+	buf := make([]byte, used*g.lay.NodeBytes)
 	if err := g.poolBytes(0, len(buf)).CopyToHost(buf); err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func loadKernels[K, V warpkit.Word](dev *cuda.Device) (kernels, error) {
 		return ks, err
 	}
 	suf := widthSuffix[K]() + "_" + widthSuffix[V]()
-	tiles := 32 / (layoutFor(int(unsafe.Sizeof(*new(K))), int(unsafe.Sizeof(*new(V)))).nodeBytes / 16) // tiles per warp
+	tiles := 32 / (layoutFor(int(unsafe.Sizeof(*new(K))), int(unsafe.Sizeof(*new(V)))).NodeBytes / 16) // tiles per warp
 	err = gpurt.LoadKernels(mod, dev, blockSize, []gpurt.KernelSpec{
 		{Dst: &ks.lookup, Name: "bt_lookup_" + suf, PerWarp: tiles},
 		{Dst: &ks.neighbor, Name: "bt_neighbor_" + suf, PerWarp: tiles},

@@ -11,8 +11,8 @@ import (
 // byte for byte as the build_level kernel does, into out (plan.nodes nodes).
 func hostBuild(l layout, keys, vals []uint64, p buildPlan, out []byte) {
 	if p.m == 0 {
-		n := hostNode{meta: makeMeta(0, 0), link: linkNone}
-		l.encode(out, &n)
+		n := hostNode{Meta: makeMeta(0, 0), Link: linkNone}
+		l.Encode(out, &n)
 		return
 	}
 	for lv := range p.counts {
@@ -23,7 +23,7 @@ func hostBuild(l layout, keys, vals []uint64, p buildPlan, out []byte) {
 			if lv == 0 {
 				cnt = min(buildFill, p.m-j*buildFill)
 				for s := 0; s < cnt; s++ {
-					n.keys[s], n.vals[s] = keys[j*buildFill+s], vals[j*buildFill+s]
+					n.Keys[s], n.Vals[s] = keys[j*buildFill+s], vals[j*buildFill+s]
 				}
 			} else {
 				children, childSpan, childBase := p.counts[lv-1], p.spans[lv-1], p.bases[lv-1]
@@ -31,22 +31,22 @@ func hostBuild(l layout, keys, vals []uint64, p buildPlan, out []byte) {
 				for s := 0; s < nodeCap; s++ {
 					c := j*buildFan + min(s, cnt-1)
 					if c > 0 {
-						n.keys[s] = keys[c*childSpan]
+						n.Keys[s] = keys[c*childSpan]
 					}
-					n.vals[s] = uint64(childBase + c)
+					n.Vals[s] = uint64(childBase + c)
 				}
 			}
 			if j > 0 {
-				n.low = keys[j*span]
+				n.Low = keys[j*span]
 			}
-			n.link = linkNone
+			n.Link = linkNone
 			if j+1 < nodes {
-				n.high = keys[(j+1)*span]
-				n.link = uint32(base + j + 1)
+				n.High = keys[(j+1)*span]
+				n.Link = uint32(base + j + 1)
 			}
-			n.meta = makeMeta(cnt, lv)
+			n.Meta = makeMeta(cnt, lv)
 			idx := base + j
-			l.encode(out[idx*l.nodeBytes:], &n)
+			l.Encode(out[idx*l.NodeBytes:], &n)
 		}
 	}
 }
@@ -59,7 +59,7 @@ func buildHost(t *testing.T, l layout, m int, seed uint64) ([]byte, buildPlan, [
 	keys := make([]uint64, 0, m)
 	for len(keys) < m {
 		k := r.Uint64()
-		if !l.wide {
+		if !l.Wide {
 			k &= 0xffffffff
 		}
 		if !set[k] {
@@ -73,7 +73,7 @@ func buildHost(t *testing.T, l layout, m int, seed uint64) ([]byte, buildPlan, [
 		vals[i] = keys[i] ^ 0x5555
 	}
 	p := planBuild(m)
-	pool := make([]byte, p.nodes*l.nodeBytes)
+	pool := make([]byte, p.nodes*l.NodeBytes)
 	hostBuild(l, keys, vals, p, pool)
 	return pool, p, keys, vals
 }
@@ -95,10 +95,10 @@ func TestCheckAcceptsBuiltTrees(t *testing.T) {
 			pool, p, keys, vals := buildHost(t, l, m, uint64(m))
 			gk, gv, err := checkTree(l, pool, p.nodes)
 			if err != nil {
-				t.Fatalf("wide=%v m=%d: %v", l.wide, m, err)
+				t.Fatalf("wide=%v m=%d: %v", l.Wide, m, err)
 			}
 			if !slices.Equal(gk, keys) || !slices.Equal(gv, vals) {
-				t.Fatalf("wide=%v m=%d: pairs differ", l.wide, m)
+				t.Fatalf("wide=%v m=%d: pairs differ", l.Wide, m)
 			}
 		}
 	}
@@ -119,30 +119,30 @@ func TestCheckRejectsCorruption(t *testing.T) {
 		name, want string
 		damage     func(n map[int]*hostNode)
 	}{
-		{"latched", "latched", func(n map[int]*hostNode) { n[leaf].meta |= latchBit }},
-		{"unsorted", "not increasing", func(n map[int]*hostNode) { n[leaf].keys[2], n[leaf].keys[3] = n[leaf].keys[3], n[leaf].keys[2] }},
-		{"key above high", "outside", func(n map[int]*hostNode) { n[leaf].keys[n[leaf].count()-1] = n[leaf].high }},
-		{"wrong high", "sibling", func(n map[int]*hostNode) { n[leaf].high-- }},
-		{"broken link", "links to", func(n map[int]*hostNode) { n[leaf].link++ }},
-		{"bad pivot", "pivot", func(n map[int]*hostNode) { n[inner].keys[1]++ }},
-		{"duplicate child", "pivot", func(n map[int]*hostNode) { n[inner].vals[2] = n[inner].vals[1] }},
+		{"latched", "latched", func(n map[int]*hostNode) { n[leaf].Meta |= latchBit }},
+		{"unsorted", "not increasing", func(n map[int]*hostNode) { n[leaf].Keys[2], n[leaf].Keys[3] = n[leaf].Keys[3], n[leaf].Keys[2] }},
+		{"key above high", "outside", func(n map[int]*hostNode) { n[leaf].Keys[n[leaf].Count()-1] = n[leaf].High }},
+		{"wrong high", "sibling", func(n map[int]*hostNode) { n[leaf].High-- }},
+		{"broken link", "links to", func(n map[int]*hostNode) { n[leaf].Link++ }},
+		{"bad pivot", "pivot", func(n map[int]*hostNode) { n[inner].Keys[1]++ }},
+		{"duplicate child", "pivot", func(n map[int]*hostNode) { n[inner].Vals[2] = n[inner].Vals[1] }},
 		// The leftmost level-1 node's first entry points back to the root, whose
 		// low (0) matches the entry's pivot: only the reachability check notices.
-		{"child twice", "node 0 reached twice", func(n map[int]*hostNode) { n[first].vals[0] = 0 }},
-		{"wrong level", "level", func(n map[int]*hostNode) { n[leaf].meta = makeMeta(n[leaf].count(), 1) }},
-		{"count", "count", func(n map[int]*hostNode) { n[inner].meta = makeMeta(15, 1) }},
-		{"root link", "root", func(n map[int]*hostNode) { n[0].link = 3 }},
+		{"child twice", "node 0 reached twice", func(n map[int]*hostNode) { n[first].Vals[0] = 0 }},
+		{"wrong level", "level", func(n map[int]*hostNode) { n[leaf].Meta = makeMeta(n[leaf].Count(), 1) }},
+		{"count", "count", func(n map[int]*hostNode) { n[inner].Meta = makeMeta(15, 1) }},
+		{"root link", "root", func(n map[int]*hostNode) { n[0].Link = 3 }},
 	}
 	for _, c := range cases {
 		pool := slices.Clone(base)
 		nodes := map[int]*hostNode{}
 		for _, i := range []int{0, leaf, inner, first} {
-			d := l.decode(pool[i*l.nodeBytes:])
+			d := l.Decode(pool[i*l.NodeBytes:])
 			nodes[i] = &d
 		}
 		c.damage(nodes)
 		for i, n := range nodes {
-			l.encode(pool[i*l.nodeBytes:], n)
+			l.Encode(pool[i*l.NodeBytes:], n)
 		}
 		_, _, err := checkTree(l, pool, p.nodes)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

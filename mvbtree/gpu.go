@@ -138,7 +138,7 @@ func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, opts Options) (*gpuTr
 	var v V
 	g := &gpuTree[K, V]{dev: dev, ownDev: own, opts: opts, lay: layoutFor(int(unsafe.Sizeof(k)), int(unsafe.Sizeof(v))),
 		views: map[*gpuView[K, V]]struct{}{}, open: map[uint32]int{}, epoch: 1}
-	g.pool = poolOptions(dev, g.lay.nodeBytes, opts.MaxPoolBytes)
+	g.pool = poolOptions(dev, g.lay.NodeBytes, opts.MaxPoolBytes)
 	var err error
 	if g.k, err = loadKernels[K, V](dev, g.lay); err != nil {
 		return nil, err
@@ -251,8 +251,8 @@ func (g *gpuTree[K, V]) writeEmptyRoot(gen *generation) error {
 	if err := gen.pool.Allocate(ctx, a); err != nil {
 		return err
 	}
-	b := make([]byte, g.lay.nodeBytes)
-	g.lay.encode(b, &hostNode{link: addrNone, prev: addrNone})
+	b := make([]byte, g.lay.NodeBytes)
+	g.lay.Encode(b, &hostNode{Link: addrNone, Prev: addrNone})
 	if err := gen.pool.WriteUnit(ctx, a[0], b); err != nil {
 		return err
 	}
@@ -1710,12 +1710,12 @@ func (g *gpuTree[K, V]) stats(ctx context.Context) (Stats, error) {
 		return st, err
 	}
 	st.Nodes, st.Versions, st.PinnedVersions = int(out[0]), int(out[1]), int(out[2])
-	root := make([]byte, g.lay.nodeBytes)
+	root := make([]byte, g.lay.NodeBytes)
 	if err := gen.pool.ReadUnit(ctx, gen.root, root); err != nil {
 		return st, err
 	}
-	rn := g.lay.decode(root)
-	st.Height = rn.level() + 1
+	rn := g.lay.Decode(root)
+	st.Height = rn.Level() + 1
 	st.RetiredPending = int(g.retired.Load())
 	st.ReclaimLeaked = uint64(g.leaked.Load())
 	g.epochMu.RLock()
@@ -1754,13 +1754,13 @@ func (g *gpuTree[K, V]) dump(ctx context.Context, gen *generation) (nodeSource, 
 			}
 		}
 	}
-	nb := g.lay.nodeBytes
+	nb := g.lay.NodeBytes
 	get := func(a uint32) (hostNode, error) {
 		if !allocated[a] {
 			return hostNode{}, fmt.Errorf("address %#x is not an allocated node", a)
 		}
 		u := int(a & 0xffffff)
-		return g.lay.decode(sbs[a>>24].Units[u*nb : (u+1)*nb]), nil
+		return g.lay.Decode(sbs[a>>24].Units[u*nb : (u+1)*nb]), nil
 	}
 	return get, allocated, nil
 }
@@ -1796,14 +1796,14 @@ func (g *gpuTree[K, V]) check(ctx context.Context) error {
 	inChain := map[uint32]bool{}
 	for _, h := range heads {
 		n, _ := get(h)
-		if n.latched() {
+		if n.Latched() {
 			return fmt.Errorf("head %#x is latched at rest", h)
 		}
-		if n.ts > epoch {
-			return fmt.Errorf("head %#x has stamp %d past the epoch %d", h, n.ts, epoch)
+		if n.TS > epoch {
+			return fmt.Errorf("head %#x has stamp %d past the epoch %d", h, n.TS, epoch)
 		}
-		prevTS := n.ts
-		for a := n.prev; a != addrNone; {
+		prevTS := n.TS
+		for a := n.Prev; a != addrNone; {
 			if inChain[a] {
 				return fmt.Errorf("version %#x linked twice (from head %#x)", a, h)
 			}
@@ -1812,14 +1812,14 @@ func (g *gpuTree[K, V]) check(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("head %#x's chain: %w", h, err)
 			}
-			if !v.latched() {
+			if !v.Latched() {
 				return fmt.Errorf("version %#x of head %#x is not marked a version", a, h)
 			}
-			if v.ts > prevTS {
-				return fmt.Errorf("version %#x of head %#x has stamp %d above its newer version's %d", a, h, v.ts, prevTS)
+			if v.TS > prevTS {
+				return fmt.Errorf("version %#x of head %#x has stamp %d above its newer version's %d", a, h, v.TS, prevTS)
 			}
-			prevTS = v.ts
-			a = v.prev
+			prevTS = v.TS
+			a = v.Prev
 		}
 	}
 	if uint64(len(inChain)) != c[ctlVersions] {

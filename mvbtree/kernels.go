@@ -68,7 +68,7 @@ func loadKernels[K, V warpkit.Word](dev *cuda.Device, l layout) (kernels, error)
 		return ks, err
 	}
 	suf := widthSuffix[K]() + "_" + widthSuffix[V]()
-	tiles := 32 / (l.nodeBytes / 16) // tiles per warp
+	tiles := 32 / (l.NodeBytes / 16) // tiles per warp
 	err = gpurt.LoadKernels(mod, dev, blockSize, []gpurt.KernelSpec{
 		{Dst: &ks.insert, Name: "mvb_insert_" + suf, PerWarp: tiles},
 		{Dst: &ks.del, Name: "mvb_delete_" + suf, PerWarp: tiles},
@@ -80,7 +80,7 @@ func loadKernels[K, V warpkit.Word](dev *cuda.Device, l layout) (kernels, error)
 		{Dst: &ks.phasedRange, Name: "mvb_phased_range_" + suf, PerWarp: phasedRounds * tiles, Stride: true},
 		{Dst: &ks.buildLevel, Name: "mvb_build_level_" + suf, PerWarp: tiles, Stride: true},
 		{Dst: &ks.scan, Name: "mvb_scan_" + suf, PerWarp: tiles, Stride: true},
-		{Dst: &ks.poison, Name: fmt.Sprintf("mvb_poison_%d", l.nodeBytes), PerWarp: tiles, Stride: true},
+		{Dst: &ks.poison, Name: fmt.Sprintf("mvb_poison_%d", l.NodeBytes), PerWarp: tiles, Stride: true},
 		{Dst: &ks.markLast, Name: "mvb_mark_last_" + widthSuffix[K](), PerWarp: 32, Stride: true},
 	})
 	return ks, err

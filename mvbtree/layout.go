@@ -1,107 +1,33 @@
 package mvbtree
 
 import (
-	"encoding/binary"
 	"fmt"
+
+	"github.com/warpkit/warpkit/internal/blinknode"
 )
 
-// Node layout, mirrored from internal/devcode/blink.cuh (Lay<S, true>): a
-// node is one SlabAlloc unit of 128 bytes when keys and values are both
-// 32-bit (13 pairs) and 256 bytes when either is 64-bit (14 pairs).
+// Node layout: internal/devcode/blink.cuh's Lay<S, true>, whose host view is
+// internal/blinknode: a node is one SlabAlloc unit of 128 bytes when keys
+// and values are both 32-bit (13 pairs) and 256 bytes when either is 64-bit
+// (14 pairs).
 //
 //	128 B: meta u32, link u32, low u32, high u32, ts u32, prev u32, 13 pairs of u32
 //	256 B: meta u32, link u32, low u64, high u64, ts u32, prev u32, 14 pairs of u64
 const (
-	addrNone  = 0xffffffff // no node (a link, a prev): SlabAlloc's null address
-	latchBit  = 1 << 31    // a head being written; set for good in a version's copy
-	buildFill = 10         // pairs per leaf after a bulk build
-	buildFan  = 12         // children per internal node after a bulk build
-	maxLevels = 64         // a walk deeper than this is a broken tree
+	addrNone  = blinknode.None // no node (a link, a prev): SlabAlloc's null address
+	buildFill = 10             // pairs per leaf after a bulk build
+	buildFan  = 12             // children per internal node after a bulk build
+	maxLevels = 64             // a walk deeper than this is a broken tree
 )
 
-// layout describes where the fields of a node are for one slot width.
-type layout struct {
-	wide      bool
-	nodeBytes int
-	cap       int // pairs per node
-	pairBase  int // byte offset of pair 0
-	slotBytes int
-}
+// layout and hostNode are the shared host view of blink.cuh's nodes
+// (versioned).
+type (
+	layout   = blinknode.Layout
+	hostNode = blinknode.Node
+)
 
-func layoutFor(keyBytes, valBytes int) layout {
-	if keyBytes == 8 || valBytes == 8 {
-		return layout{wide: true, nodeBytes: 256, cap: 14, pairBase: 32, slotBytes: 8}
-	}
-	return layout{nodeBytes: 128, cap: 13, pairBase: 24, slotBytes: 4}
-}
-
-// hostNode is a decoded node.
-type hostNode struct {
-	meta, link uint32
-	low, high  uint64
-	ts, prev   uint32
-	keys, vals [14]uint64
-}
-
-func (n *hostNode) count() int    { return int(n.meta & 0xff) }
-func (n *hostNode) level() int    { return int(n.meta>>8) & 0xff }
-func (n *hostNode) latched() bool { return n.meta&latchBit != 0 }
-
-func (l layout) slot(b []byte) uint64 {
-	if l.wide {
-		return binary.LittleEndian.Uint64(b)
-	}
-	return uint64(binary.LittleEndian.Uint32(b))
-}
-
-func (l layout) putSlot(b []byte, v uint64) {
-	if l.wide {
-		binary.LittleEndian.PutUint64(b, v)
-	} else {
-		binary.LittleEndian.PutUint32(b, uint32(v))
-	}
-}
-
-// offsets of low, high, ts and prev
-func (l layout) fields() (low, high, ts, prev int) {
-	if l.wide {
-		return 8, 16, 24, 28
-	}
-	return 8, 12, 16, 20
-}
-
-func (l layout) decode(b []byte) hostNode {
-	var n hostNode
-	lo, hi, ts, prev := l.fields()
-	n.meta = binary.LittleEndian.Uint32(b[0:])
-	n.link = binary.LittleEndian.Uint32(b[4:])
-	n.low = l.slot(b[lo:])
-	n.high = l.slot(b[hi:])
-	n.ts = binary.LittleEndian.Uint32(b[ts:])
-	n.prev = binary.LittleEndian.Uint32(b[prev:])
-	for j := 0; j < l.cap; j++ {
-		o := l.pairBase + 2*j*l.slotBytes
-		n.keys[j] = l.slot(b[o:])
-		n.vals[j] = l.slot(b[o+l.slotBytes:])
-	}
-	return n
-}
-
-func (l layout) encode(b []byte, n *hostNode) {
-	clear(b[:l.nodeBytes])
-	lo, hi, ts, prev := l.fields()
-	binary.LittleEndian.PutUint32(b[0:], n.meta)
-	binary.LittleEndian.PutUint32(b[4:], n.link)
-	l.putSlot(b[lo:], n.low)
-	l.putSlot(b[hi:], n.high)
-	binary.LittleEndian.PutUint32(b[ts:], n.ts)
-	binary.LittleEndian.PutUint32(b[prev:], n.prev)
-	for j := 0; j < l.cap; j++ {
-		o := l.pairBase + 2*j*l.slotBytes
-		l.putSlot(b[o:], n.keys[j])
-		l.putSlot(b[o+l.slotBytes:], n.vals[j])
-	}
-}
+func layoutFor(keyBytes, valBytes int) layout { return blinknode.LayoutFor(keyBytes, valBytes, true) }
 
 // buildPlan is the shape of a bulk-built tree of m pairs: per level (leaves
 // first) the number of nodes, the index of the level's first node in the
@@ -145,11 +71,11 @@ func versionAt(get nodeSource, addr, at uint32) (hostNode, error) {
 	if err != nil {
 		return n, err
 	}
-	for steps := 0; n.ts > at; steps++ {
-		if n.prev == addrNone || steps > 1<<20 {
-			return n, fmt.Errorf("node %#x has no version at stamp %d (oldest %d)", addr, at, n.ts)
+	for steps := 0; n.TS > at; steps++ {
+		if n.Prev == addrNone || steps > 1<<20 {
+			return n, fmt.Errorf("node %#x has no version at stamp %d (oldest %d)", addr, at, n.TS)
 		}
-		p := n.prev
+		p := n.Prev
 		if n, err = get(p); err != nil {
 			return n, fmt.Errorf("node %#x's older version: %w", addr, err)
 		}
@@ -170,15 +96,15 @@ func checkVersion(l layout, get nodeSource, root, at uint32) (keys, vals []uint6
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if rn.link != addrNone || rn.low != 0 {
-		return nil, nil, nil, fmt.Errorf("root: link %#x low %d, want none and 0", rn.link, rn.low)
+	if rn.Link != addrNone || rn.Low != 0 {
+		return nil, nil, nil, fmt.Errorf("root: link %#x low %d, want none and 0", rn.Link, rn.Low)
 	}
-	if rn.level() >= maxLevels {
-		return nil, nil, nil, fmt.Errorf("root has level %d", rn.level())
+	if rn.Level() >= maxLevels {
+		return nil, nil, nil, fmt.Errorf("root has level %d", rn.Level())
 	}
 	seen := map[uint32]bool{}
 	level := []uint32{root}
-	for lv := rn.level(); ; lv-- {
+	for lv := rn.Level(); ; lv-- {
 		var next []uint32
 		for i, a := range level {
 			if seen[a] {
@@ -190,61 +116,61 @@ func checkVersion(l layout, get nodeSource, root, at uint32) (keys, vals []uint6
 			if err != nil {
 				return nil, nil, nil, err
 			}
-			where := fmt.Sprintf("node %#x (level %d, #%d, stamp %d)", a, lv, i, n.ts)
-			if n.level() != lv {
-				return nil, nil, nil, fmt.Errorf("%s has level %d", where, n.level())
+			where := fmt.Sprintf("node %#x (level %d, #%d, stamp %d)", a, lv, i, n.TS)
+			if n.Level() != lv {
+				return nil, nil, nil, fmt.Errorf("%s has level %d", where, n.Level())
 			}
-			c := n.count()
-			if c > l.cap || (lv > 0 && c < 1) {
+			c := n.Count()
+			if c > l.Cap || (lv > 0 && c < 1) {
 				return nil, nil, nil, fmt.Errorf("%s has count %d", where, c)
 			}
-			if i == 0 && n.low != 0 {
-				return nil, nil, nil, fmt.Errorf("%s is leftmost but has low %d", where, n.low)
+			if i == 0 && n.Low != 0 {
+				return nil, nil, nil, fmt.Errorf("%s is leftmost but has low %d", where, n.Low)
 			}
 			if i+1 < len(level) {
-				if n.link != level[i+1] {
-					return nil, nil, nil, fmt.Errorf("%s links to %#x, want %#x", where, n.link, level[i+1])
+				if n.Link != level[i+1] {
+					return nil, nil, nil, fmt.Errorf("%s links to %#x, want %#x", where, n.Link, level[i+1])
 				}
-				r, err := versionAt(get, n.link, at)
+				r, err := versionAt(get, n.Link, at)
 				if err != nil {
 					return nil, nil, nil, err
 				}
-				if r.low != n.high || n.high <= n.low {
-					return nil, nil, nil, fmt.Errorf("%s has [%d, %d) but its sibling %#x has low %d", where, n.low, n.high, n.link, r.low)
+				if r.Low != n.High || n.High <= n.Low {
+					return nil, nil, nil, fmt.Errorf("%s has [%d, %d) but its sibling %#x has low %d", where, n.Low, n.High, n.Link, r.Low)
 				}
-			} else if n.link != addrNone {
-				return nil, nil, nil, fmt.Errorf("%s is rightmost but links to %#x", where, n.link)
+			} else if n.Link != addrNone {
+				return nil, nil, nil, fmt.Errorf("%s is rightmost but links to %#x", where, n.Link)
 			}
-			hasHigh := n.link != addrNone
+			hasHigh := n.Link != addrNone
 			for j := 0; j < c; j++ {
-				k := n.keys[j]
-				if k < n.low || (hasHigh && k >= n.high) {
-					return nil, nil, nil, fmt.Errorf("%s: key %d outside [%d, %d)", where, k, n.low, n.high)
+				k := n.Keys[j]
+				if k < n.Low || (hasHigh && k >= n.High) {
+					return nil, nil, nil, fmt.Errorf("%s: key %d outside [%d, %d)", where, k, n.Low, n.High)
 				}
-				if j > 0 && k <= n.keys[j-1] {
+				if j > 0 && k <= n.Keys[j-1] {
 					return nil, nil, nil, fmt.Errorf("%s: keys not increasing at %d", where, j)
 				}
 			}
 			if lv == 0 {
-				if len(keys) > 0 && c > 0 && n.keys[0] <= keys[len(keys)-1] {
-					return nil, nil, nil, fmt.Errorf("%s: first key %d not above the previous leaf's last %d", where, n.keys[0], keys[len(keys)-1])
+				if len(keys) > 0 && c > 0 && n.Keys[0] <= keys[len(keys)-1] {
+					return nil, nil, nil, fmt.Errorf("%s: first key %d not above the previous leaf's last %d", where, n.Keys[0], keys[len(keys)-1])
 				}
-				keys = append(keys, n.keys[:c]...)
-				vals = append(vals, n.vals[:c]...)
+				keys = append(keys, n.Keys[:c]...)
+				vals = append(vals, n.Vals[:c]...)
 				continue
 			}
-			if n.keys[0] != n.low {
-				return nil, nil, nil, fmt.Errorf("%s: first pivot %d is not its low %d", where, n.keys[0], n.low)
+			if n.Keys[0] != n.Low {
+				return nil, nil, nil, fmt.Errorf("%s: first pivot %d is not its low %d", where, n.Keys[0], n.Low)
 			}
 			for j := 0; j < c; j++ {
-				ch, err := versionAt(get, uint32(n.vals[j]), at)
+				ch, err := versionAt(get, uint32(n.Vals[j]), at)
 				if err != nil {
 					return nil, nil, nil, fmt.Errorf("%s entry %d: %w", where, j, err)
 				}
-				if ch.low != n.keys[j] {
-					return nil, nil, nil, fmt.Errorf("%s entry %d: pivot %d but child %#x has low %d", where, j, n.keys[j], n.vals[j], ch.low)
+				if ch.Low != n.Keys[j] {
+					return nil, nil, nil, fmt.Errorf("%s entry %d: pivot %d but child %#x has low %d", where, j, n.Keys[j], n.Vals[j], ch.Low)
 				}
-				next = append(next, uint32(n.vals[j]))
+				next = append(next, uint32(n.Vals[j]))
 			}
 		}
 		if lv == 0 {
