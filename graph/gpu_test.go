@@ -10,6 +10,7 @@ import (
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/graph/graphio"
+	"github.com/warpkit/warpkit/internal/gputest"
 	"github.com/warpkit/warpkit/slabhash"
 )
 
@@ -18,7 +19,7 @@ import (
 // and queried both ways), refuse IDs past the capacity on the device with
 // nothing applied, and answer ErrClosed after Close.
 func TestCUDADeviceBatches(t *testing.T) {
-	dev := needCUDA(t)
+	dev := gputest.Device(t)
 	e, err := graphio.RMAT(12, 8, graphio.RMATOptions{Seed: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -262,7 +263,7 @@ func TestCUDADeviceBatches(t *testing.T) {
 // counted exactly (Check holds — an undirected graph symmetric —, Len =
 // the Inserted results), and the graph keeps working.
 func TestCUDAPoolExhausted(t *testing.T) {
-	dev := needCUDA(t)
+	dev := gputest.Device(t)
 	for _, directed := range []bool{true, false} {
 		t.Run(fmt.Sprintf("directed=%v", directed), func(t *testing.T) { poolExhausted(t, dev, directed) })
 	}
@@ -337,7 +338,7 @@ func poolExhausted(t *testing.T, dev *cuda.Device, directed bool) {
 // runs out of pool part way fails with ErrPoolExhausted and leaves a
 // symmetric graph with exact counts.
 func TestCUDABuildSymmetric(t *testing.T) {
-	dev := needCUDA(t)
+	dev := gputest.Device(t)
 	e, err := graphio.RMAT(14, 8, graphio.RMATOptions{Seed: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -410,7 +411,7 @@ func TestCUDABuildSymmetric(t *testing.T) {
 // triangle counts; Check's pool accounting holds (the old lists freed). A
 // rehash that runs out of pool leaves the graph as it was.
 func TestCUDARehash(t *testing.T) {
-	dev := needCUDA(t)
+	dev := gputest.Device(t)
 	e, err := graphio.RMAT(13, 16, graphio.RMATOptions{Seed: 9})
 	if err != nil {
 		t.Fatal(err)
@@ -559,7 +560,7 @@ func sameGraphs[W Weight](t *testing.T, where string, g, c *Weighted[W]) {
 // holds (entries, triangles) after its build and after merge-inserts of
 // batches with repeats and self-loops.
 func TestCUDASortedCSR(t *testing.T) {
-	dev := needCUDA(t)
+	dev := gputest.Device(t)
 	e, err := graphio.RMAT(12, 8, graphio.RMATOptions{Seed: 21})
 	if err != nil {
 		t.Fatal(err)

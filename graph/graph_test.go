@@ -104,7 +104,7 @@ func TestDifferential(t *testing.T) {
 // the results are compared per edge: as many Inserted (Removed) as the
 // model's, the other copies Present (NotFound).
 func TestDifferentialCUDA(t *testing.T) {
-	dev := needCUDA(t)
+	dev := gputest.Device(t)
 	for _, directed := range []bool{false, true} {
 		for _, selfLoops := range []bool{false, true} {
 			t.Run(fmt.Sprintf("directed=%v/selfloops=%v", directed, selfLoops), func(t *testing.T) {
@@ -114,14 +114,6 @@ func TestDifferentialCUDA(t *testing.T) {
 			})
 		}
 	}
-}
-
-// needCUDA opens device 0 for a test (closed at its end), or skips it
-// without a CUDA device — but with WARPKIT_EMULATE=1 gives it an emulated
-// device (internal/gputest).
-func needCUDA(t *testing.T) *cuda.Device {
-	t.Helper()
-	return gputest.Device(t)
 }
 
 // sameResults compares a batch's results with the model's: exactly on the
