@@ -11,8 +11,11 @@ import (
 // and values are both 32-bit (13 pairs) and 256 bytes when either is 64-bit
 // (14 pairs).
 //
-//	128 B: meta u32, link u32, low u32, high u32, ts u32, prev u32, 13 pairs of u32
+//	128 B: meta u32, link u32, low u32, high u32, 13 pairs of u32, ts u32, prev u32
 //	256 B: meta u32, link u32, low u64, high u64, ts u32, prev u32, 14 pairs of u64
+//
+// (the narrow node's version follows its pairs so that they start at a lane
+// boundary: see blink.cuh)
 const (
 	addrNone  = blinknode.None // no node (a link, a prev): SlabAlloc's null address
 	buildFill = 10             // pairs per leaf after a bulk build

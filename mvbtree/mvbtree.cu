@@ -71,8 +71,9 @@ struct ReadPool {
   __device__ __forceinline__ char* node(uint32_t a) const { return slab::unit_ptr<kBytes>(p, a); }
   __device__ __forceinline__ uint32_t root() const { return root_; }
   // valid: an address a link, a child or a prev may hold (the root is none).
+  // Evaluated without branches (every lookup level checks one per round).
   __device__ __forceinline__ bool valid(uint32_t a) const {
-    return a != root_ && (a >> 24) < supers && ((a & slab::kUnitIndexMask) >> 10) < blocks;
+    return (a != root_) & ((a >> 24) < supers) & ((a & slab::kUnitIndexMask) < blocks * slab::kUnitsPerBlock);
   }
   __device__ __forceinline__ uint32_t walk_bound() const {
     uint64_t units = (uint64_t)supers * blocks * slab::kUnitsPerBlock;
@@ -115,17 +116,18 @@ struct WritePool : ReadPool<S> {
 };
 
 // version_of reads the stamp and the older version of unit a (a version
-// node): the header lane's chunk only.
+// node): the version lane's chunk only.
 template <typename S, class Pool, int T>
 __device__ __forceinline__ void version_of(const Pool& pool, uint32_t a, uint32_t& ts, uint32_t& prev,
                                            const Tile<T>& t) {
-  S w[Lay<S>::kWords];
-  if (t.rank == 1) wk::mem::ld_chunk(pool.node(a) + 16, w, kStrong);
+  using L = Lay<S>;
+  S w[L::kWords];
+  if (t.rank == L::kVersionLane) wk::mem::ld_chunk(pool.node(a) + L::kVersionLane * 16, w, kStrong);
   if constexpr (sizeof(S) == 4) {
-    ts = t.shfl((uint32_t)w[0], 1);
-    prev = t.shfl((uint32_t)w[1], 1);
+    ts = t.shfl((uint32_t)w[L::kVersionWord], L::kVersionLane);
+    prev = t.shfl((uint32_t)w[L::kVersionWord + 1], L::kVersionLane);
   } else {
-    uint64_t v = t.shfl((uint64_t)w[1], 1);
+    uint64_t v = t.shfl((uint64_t)w[L::kVersionWord], L::kVersionLane);
     ts = (uint32_t)v;
     prev = (uint32_t)(v >> 32);
   }
@@ -134,7 +136,7 @@ __device__ __forceinline__ void version_of(const Pool& pool, uint32_t a, uint32_
 // set_prev re-links version a to older version prev.
 template <typename S, class Pool, int T>
 __device__ __forceinline__ void set_prev(const Pool& pool, uint32_t a, uint32_t prev, const Tile<T>& t) {
-  if (t.rank == 0) st_u32(pool.node(a) + (sizeof(S) == 4 ? 20 : 28), prev);
+  if (t.rank == 0) st_u32(pool.node(a) + Lay<S>::kVersionByte + 4, prev);
 }
 
 // Snapshots is the registry of open snapshots' stamps, ascending (each < w).
@@ -568,14 +570,14 @@ __device__ void scan_units(slab::Pool* p, uint32_t root, uint32_t op, const uint
         if (__ldg(snaps + mid) < n.ts) lo = mid + 1;
         else hi = mid;
       }
-      if (t.rank == 0) st_u32(pool.node(a) + (sizeof(S) == 4 ? 16 : 24), lo + 1);
+      if (t.rank == 0) st_u32(pool.node(a) + Lay<S>::kVersionByte, lo + 1);
       continue;
     }
     if (n.meta & kLatch) continue;  // a version: reached from its head (kScanStats)
     ++heads;
     if (op == kScanVacuum) {
       uint32_t chain = splice<S>(pool, reg, ret, n.prev, n.ts, removed, t);
-      if (chain != n.prev && t.rank == 0) st_u32(pool.node(a) + (sizeof(S) == 4 ? 20 : 28), chain);
+      if (chain != n.prev && t.rank == 0) set_prev<S>(pool, a, chain, t);
       continue;
     }
     uint32_t cur = n.prev, up = n.ts;
@@ -616,12 +618,12 @@ __device__ void poison(slab::Pool* p, const uint32_t* addrs, uint64_t n) {
         w[0] = 0xfffffffe7fff00ffull;
       }
     }
-    if (t.rank == 1) {
+    if (t.rank == Lay<S>::kVersionLane) {  // stamp 0, prev outside every pool
       if constexpr (sizeof(S) == 4) {
-        w[0] = 0;
-        w[1] = 0xfffffffeu;
+        w[Lay<S>::kVersionWord] = 0;
+        w[Lay<S>::kVersionWord + 1] = 0xfffffffeu;
       } else {
-        w[1] = 0xfffffffe00000000ull;
+        w[Lay<S>::kVersionWord] = 0xfffffffe00000000ull;
       }
     }
     wk::mem::st_chunk(pool.node(addrs[j]) + t.rank * 16, w);

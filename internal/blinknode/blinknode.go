@@ -6,9 +6,10 @@
 //
 // A node is 32 slots of 4 bytes (keys and values both 32-bit) or of 8 bytes
 // (either 64-bit): a header of meta (count | level << 8 | latch), link, low
-// and high (the versioned layout adds ts and prev, two more 4-byte slots in
-// the narrow node, one 8-byte slot in the wide one), then (key, value)
-// pairs to the end — blink.cuh's kHeader and kCap.
+// and high, then (key, value) pairs — blink.cuh's kHeader and kCap. The
+// versioned layout adds ts and prev (u32 each): the narrow node's last two
+// slots (13 pairs before them), the wide node's fourth header slot (14 pairs
+// after it) — blink.cuh's kVersionByte.
 package blinknode
 
 import "encoding/binary"
@@ -31,6 +32,7 @@ type Layout struct {
 	Cap       int // pairs per node
 	PairBase  int // byte offset of pair 0
 	SlotBytes int // width of a key or value slot
+	VersionAt int // byte offset of ts (prev follows it); versioned layouts only
 }
 
 // LayoutFor returns the layout of nodes with keys and values of the given
@@ -40,12 +42,14 @@ func LayoutFor(keyBytes, valBytes int, versioned bool) Layout {
 	if keyBytes == 8 || valBytes == 8 {
 		slot = 8
 	}
-	header := 4 // slots
-	if slot == 4 && versioned {
-		header = 6
+	l := Layout{Wide: slot == 8, Versioned: versioned, NodeBytes: 32 * slot, Cap: 14, PairBase: 4 * slot, SlotBytes: slot}
+	switch {
+	case versioned && slot == 4:
+		l.Cap, l.VersionAt = 13, 120
+	case versioned:
+		l.VersionAt = 24
 	}
-	return Layout{Wide: slot == 8, Versioned: versioned, NodeBytes: 32 * slot, Cap: (32 - header) / 2,
-		PairBase: header * slot, SlotBytes: slot}
+	return l
 }
 
 // Node is a decoded node.
@@ -81,9 +85,7 @@ func (l Layout) putSlot(b []byte, v uint64) {
 // offsets of low, high and (versioned) ts and prev; meta and link are at
 // 0 and 4.
 func (l Layout) fields() (low, high, ts, prev int) {
-	low, high = 8, 8+l.SlotBytes
-	ts = high + l.SlotBytes
-	return low, high, ts, ts + 4
+	return 8, 8 + l.SlotBytes, l.VersionAt, l.VersionAt + 4
 }
 
 // Decode reads the node at the start of b.

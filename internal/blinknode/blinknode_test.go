@@ -16,8 +16,8 @@ func TestLayouts(t *testing.T) {
 	}{
 		{4, 4, false, Layout{NodeBytes: 128, Cap: 14, PairBase: 16, SlotBytes: 4}},
 		{8, 4, false, Layout{Wide: true, NodeBytes: 256, Cap: 14, PairBase: 32, SlotBytes: 8}},
-		{4, 4, true, Layout{Versioned: true, NodeBytes: 128, Cap: 13, PairBase: 24, SlotBytes: 4}},
-		{4, 8, true, Layout{Wide: true, Versioned: true, NodeBytes: 256, Cap: 14, PairBase: 32, SlotBytes: 8}},
+		{4, 4, true, Layout{Versioned: true, NodeBytes: 128, Cap: 13, PairBase: 16, SlotBytes: 4, VersionAt: 120}},
+		{4, 8, true, Layout{Wide: true, Versioned: true, NodeBytes: 256, Cap: 14, PairBase: 32, SlotBytes: 8, VersionAt: 24}},
 	} {
 		l := LayoutFor(c.k, c.v, c.versioned)
 		if l != c.want {
@@ -38,14 +38,21 @@ func TestLayouts(t *testing.T) {
 		if n.Count() != l.Cap || n.Level() != 3 || !n.Latched() {
 			t.Fatalf("meta %#x: count %d level %d latched %v", n.Meta, n.Count(), n.Level(), n.Latched())
 		}
-		last := l.PairBase + (2*l.Cap-1)*l.SlotBytes // the last value's slot
-		if last+l.SlotBytes != l.NodeBytes || l.slot(b[last:]) != uint64(100+l.Cap-1) {
-			t.Fatalf("%+v: the last value is not in the node's last slot", l)
+		// The pairs run to the node's end, or to the version where it follows them.
+		end, want := l.PairBase+2*l.Cap*l.SlotBytes, l.NodeBytes
+		if l.Versioned && l.VersionAt >= l.PairBase {
+			want = l.VersionAt
+		}
+		if end != want || l.slot(b[end-l.SlotBytes:]) != uint64(100+l.Cap-1) {
+			t.Fatalf("%+v: the pairs end at %d, want %d", l, end, want)
 		}
 		if l.Versioned {
 			_, _, ts, prev := l.fields()
-			if binary.LittleEndian.Uint32(b[ts:]) != 12 || binary.LittleEndian.Uint32(b[prev:]) != 34 || prev+4 > l.PairBase {
-				t.Fatalf("%+v: ts and prev not in the header", l)
+			if binary.LittleEndian.Uint32(b[ts:]) != 12 || binary.LittleEndian.Uint32(b[prev:]) != 34 {
+				t.Fatalf("%+v: ts and prev not at %d", l, ts)
+			}
+			if inHeader, atEnd := prev+4 <= l.PairBase && ts >= 16, ts == end && prev+4 == l.NodeBytes; !inHeader && !atEnd {
+				t.Fatalf("%+v: the version at %d overlaps the header or the pairs", l, ts)
 			}
 		}
 	}

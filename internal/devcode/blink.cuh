@@ -19,11 +19,17 @@
 // Layout. A node is 32 slots of S (128 or 256 bytes), read by a tile of
 // lanes that each load one 16-byte chunk (8 lanes for 128 B, 16 for 256 B):
 //
-//   S = uint32: word 0 meta, 1 link, 2 low, 3 high, [4 ts, 5 prev,] then pairs
+//   S = uint32: word 0 meta, 1 link, 2 low, 3 high, then 14 pairs
+//               (versioned: 13 pairs, then word 30 ts, 31 prev)
 //   S = uint64: meta u32 | link u32, low, high, pad (versioned: ts u32 | prev
 //               u32), then 14 pairs
 //
-// so a versioned 128-byte node holds 13 pairs, every other layout 14.
+// so a versioned 128-byte node holds 13 pairs, every other layout 14. The
+// narrow node keeps its version at the end rather than in the header so that
+// its pairs start at a lane boundary, as every other layout's do: a lane's
+// p-th pair is pair (lane - kFirst) * kPairs + p in all four layouts, and the
+// lockstep searches need no odd-offset slot arithmetic (in the versioned
+// narrow node, the last lane's second pair position holds the version).
 // meta = count (bits 0-7) | level (8-15, 0 = leaf) | version (16-30) | latch (31).
 // No bit of a key is taken: "no right sibling" is link == kNone, so every key
 // value is usable. low is the node's fence key (immutable: a node keeps its
@@ -93,11 +99,17 @@ struct Lay {
   static constexpr int kTile = kWide ? 16 : 8;      // lanes per node
   static constexpr int kWords = kWide ? 2 : 4;      // slots per lane (16 bytes)
   static constexpr int kNodeBytes = kWide ? 256 : 128;
-  static constexpr int kHeader = (!kWide && Versioned) ? 6 : 4;  // header slots
-  static constexpr int kCap = (32 - kHeader) / 2;                 // pairs per node
+  static constexpr int kHeader = 4;                          // header slots: meta, link, low, high
+  static constexpr int kCap = (Versioned && !kWide) ? 13 : 14;  // pairs per node
+  // The version (ts u32, then prev u32) of a versioned node: the narrow
+  // node's last two slots, the wide node's fourth header slot.
+  static constexpr int kVersionByte = !Versioned ? -1 : kWide ? 24 : 120;
+  static constexpr int kVersionLane = kVersionByte / 16;  // the lane whose chunk holds it
+  static constexpr int kVersionWord = kVersionByte % 16 / (int)sizeof(S);  // its slot in that chunk
   static constexpr int kSplit = (kCap + 1) / 2;  // a split keeps pairs [0, kSplit) and moves the rest
   static constexpr int kPairs = kWords / 2;      // pair slots per lane
   static constexpr int kFirst = kHeader / kWords;  // first lane holding a pair
+  static_assert(kHeader % kWords == 0, "pairs start at a lane boundary");
 };
 
 template <typename K, typename V>
@@ -157,8 +169,8 @@ struct Node {
       low = t.shfl((uint32_t)w[2], 0);
       high = t.shfl((uint32_t)w[3], 0);
       if constexpr (L::kVersioned) {
-        ts = t.shfl((uint32_t)w[0], 1);
-        prev = t.shfl((uint32_t)w[1], 1);
+        ts = t.shfl((uint32_t)w[L::kVersionWord], L::kVersionLane);
+        prev = t.shfl((uint32_t)w[L::kVersionWord + 1], L::kVersionLane);
       }
     } else {
       uint64_t a = t.shfl((uint64_t)w[0], 0);
@@ -167,7 +179,7 @@ struct Node {
       low = t.shfl((uint64_t)w[1], 0);
       high = t.shfl((uint64_t)w[0], 1);
       if constexpr (L::kVersioned) {
-        uint64_t v = t.shfl((uint64_t)w[1], 1);
+        uint64_t v = t.shfl((uint64_t)w[L::kVersionWord], L::kVersionLane);
         ts = (uint32_t)v;
         prev = (uint32_t)(v >> 32);
       }
@@ -196,25 +208,25 @@ struct Node {
       }
     }
   }
-  // set_version writes ts and prev into registers and the header lane's chunk.
+  // set_version writes ts and prev into registers and the version lane's chunk.
   __device__ __forceinline__ void set_version(const Tile<T>& t, uint32_t stamp, uint32_t older) {
     static_assert(L::kVersioned, "only versioned layouts carry a version");
     ts = stamp;
     prev = older;
-    if (t.rank == 1) {
+    if (t.rank == L::kVersionLane) {
       if constexpr (sizeof(S) == 4) {
-        w[0] = stamp;
-        w[1] = older;
+        w[L::kVersionWord] = stamp;
+        w[L::kVersionWord + 1] = older;
       } else {
-        w[1] = (uint64_t)stamp | ((uint64_t)older << 32);
+        w[L::kVersionWord] = (uint64_t)stamp | ((uint64_t)older << 32);
       }
     }
   }
-  // slot is the pair index of this lane's p-th pair (negative for header slots).
-  __device__ __forceinline__ int slot(const Tile<T>& t, int p) const {
-    if constexpr (H % W == 0) return ((int)t.rank - F) * P + p;
-    else return ((int)t.rank * W + 2 * p - H) / 2;
-  }
+  // slot is the pair index of this lane's p-th pair position (negative for
+  // header slots; kCap for the narrow versioned node's version).
+  __device__ __forceinline__ int slot(const Tile<T>& t, int p) const { return ((int)t.rank - F) * P + p; }
+  // holds reports whether pair position s holds a pair (writers store only those).
+  __device__ __forceinline__ static bool holds(int s) { return s >= 0 && s < kCap; }
   __device__ __forceinline__ S key(int p) const { return w[2 * p]; }
   __device__ __forceinline__ S val(int p) const { return w[2 * p + 1]; }
 
@@ -244,23 +256,13 @@ struct Node {
     for (int p = 0; p < P; ++p) {
       int s = slot(t, p);
       unsigned b = t.ballot(s >= 0 && s < c && w[2 * p] == k);
-      if (b) {
-        if constexpr (H % W == 0) at = (__ffs(b) - 1 - F) * P + p;
-        else at = ((__ffs(b) - 1) * W + 2 * p - H) / 2;
-      }
+      if (b) at = (__ffs(b) - 1 - F) * P + p;
     }
     return at;
   }
   // pair fetches pair s (each lane may ask for a different s; s must be in [0, kCap)).
   __device__ __forceinline__ void pair(const Tile<T>& t, int s, S& k, S& v) const {
-    int src, sub;
-    if constexpr (H % W == 0) {
-      src = F + s / P;
-      sub = s % P;
-    } else {
-      src = (2 * s + H) / W;
-      sub = ((2 * s + H) % W) / 2;
-    }
+    int src = F + s / P, sub = s % P;
     k = 0;
     v = 0;
 #pragma unroll
@@ -305,7 +307,7 @@ struct Node {
   __device__ __forceinline__ void store(const Tile<T>& t, const S (&nk)[P], const S (&nv)[P]) {
 #pragma unroll
     for (int p = 0; p < P; ++p)
-      if (slot(t, p) >= 0) {
+      if (holds(slot(t, p))) {
         w[2 * p] = nk[p];
         w[2 * p + 1] = nv[p];
       }
@@ -338,8 +340,9 @@ struct Node {
   template <class Pool>
   __device__ __forceinline__ void store_pairs(const Pool& pool, uint32_t idx, const Tile<T>& t) const {
     if ((int)t.rank >= F) st_chunk(pool.node(idx) + t.rank * 16, w);
-    if constexpr (L::kVersioned && F > 1) {
-      if (t.rank == 1) st_u64(pool.node(idx) + 24, (uint64_t)w[1]);
+    if constexpr (L::kVersioned && L::kVersionLane < F) {  // the wide node's version is in a header lane
+      static_assert(sizeof(S) == 8, "the narrow node's version is in a pair lane");
+      if (t.rank == L::kVersionLane) st_u64(pool.node(idx) + L::kVersionByte, (uint64_t)w[L::kVersionWord]);
     }
   }
   // store_link_high writes link and high (the split node's new right edge).
@@ -707,7 +710,7 @@ __device__ int split_root(Pool& pool, Vr& ver, N& n, const Tile<T>& t) {
 #pragma unroll
   for (int p = 0; p < N::P; ++p) {
     int s = nr.slot(t, p);
-    if (s >= 0) {
+    if (N::holds(s)) {
       nr.w[2 * p] = s == 0 ? n.low : sk;
       nr.w[2 * p + 1] = s == 0 ? (S)l : (S)r;
     }
@@ -1047,7 +1050,7 @@ __device__ __forceinline__ void build_node(N& nd, const K* keys, const V* vals, 
 #pragma unroll
   for (int p = 0; p < N::P; ++p) {
     int s = nd.slot(t, p);
-    if (s < 0) continue;
+    if (!N::holds(s)) continue;
     int e = s < (int)cnt ? s : (int)cnt - 1;  // stale slots repeat the last pair (leaves: zero)
     S k = 0, v = 0;
     if (level == 0) {

@@ -84,11 +84,9 @@ struct Wave {
     if constexpr (sizeof(S) == 4) return (S)bcast((uint32_t)w[r][3], 0);
     else return (S)bcast((uint64_t)w[r][0], 1);
   }
-  // slot is the pair index of this lane's p-th pair (negative for header lanes).
-  __device__ __forceinline__ int slot(int p) const {
-    if constexpr (H % Wd == 0) return ((int)rank - F) * P + p;
-    else return ((int)rank * Wd + 2 * p - H) / 2;
-  }
+  // slot is the pair index of this lane's p-th pair position (negative for
+  // header lanes; kCap for the narrow versioned node's version).
+  __device__ __forceinline__ int slot(int p) const { return ((int)rank - F) * P + p; }
   // count_le returns how many of round r's first c keys are <= k (c <= kCap).
   __device__ __forceinline__ int count_le(int r, S k, int c) const {
     int n = 0;
@@ -115,10 +113,7 @@ struct Wave {
     for (int p = 0; p < P; ++p) {
       int s = slot(p);
       unsigned b = ballot(s >= 0 && s < c && w[r][2 * p] == k);
-      if (b) {
-        if constexpr (H % Wd == 0) at = (__ffs(b) - 1 - F) * P + p;
-        else at = ((__ffs(b) - 1) * Wd + 2 * p - H) / 2;
-      }
+      if (b) at = (__ffs(b) - 1 - F) * P + p;
     }
     return at;
   }
@@ -126,14 +121,7 @@ struct Wave {
   // same for the whole group (the owning lane picks the word, one shuffle).
   __device__ __forceinline__ S word(int r, int s, int j) const {
     s = min(max(s, 0), kCap - 1);
-    int src, sub;
-    if constexpr (H % Wd == 0) {
-      src = F + s / P;
-      sub = s % P;
-    } else {
-      src = (2 * s + H) / Wd;
-      sub = ((2 * s + H) % Wd) / 2;
-    }
+    int src = F + s / P, sub = s % P;
     S mine = w[r][j];
 #pragma unroll
     for (int p = 1; p < P; ++p) mine = choose(sub == p, w[r][2 * p + j], mine);
@@ -143,12 +131,14 @@ struct Wave {
   __device__ __forceinline__ S val_at(int r, int s) const { return word(r, s, 1); }
   // ts and prev of round r's node (versioned layouts: mvbtree).
   __device__ __forceinline__ uint32_t ts(int r) const {
-    if constexpr (sizeof(S) == 4) return bcast((uint32_t)w[r][0], 1);
-    else return (uint32_t)bcast((uint64_t)w[r][1], 1);
+    constexpr int ln = L::kVersionLane, wd = L::kVersionWord;
+    if constexpr (sizeof(S) == 4) return bcast((uint32_t)w[r][wd], ln);
+    else return (uint32_t)bcast((uint64_t)w[r][wd], ln);
   }
   __device__ __forceinline__ uint32_t prev(int r) const {
-    if constexpr (sizeof(S) == 4) return bcast((uint32_t)w[r][1], 1);
-    else return (uint32_t)(bcast((uint64_t)w[r][1], 1) >> 32);
+    constexpr int ln = L::kVersionLane, wd = L::kVersionWord;
+    if constexpr (sizeof(S) == 4) return bcast((uint32_t)w[r][wd + 1], ln);
+    else return (uint32_t)(bcast((uint64_t)w[r][wd], ln) >> 32);
   }
   // count returns round r's key count, clamped to the capacity.
   __device__ __forceinline__ int count(int r) const { return min((int)m_count(meta(r)), kCap); }
@@ -237,7 +227,7 @@ __device__ __forceinline__ void wave_descend(const Pool& pool, const Rd& rd, Wv&
       int c = (int)m_count(m);
       int i = v.count_le(r, k[r], min(c, kCap)) - 1;
       uint32_t ch = (uint32_t)v.val_at(r, i);
-      ok[r] = ok[r] && (int)m_level(m) == l && c <= kCap && i >= 0 && pool.valid(ch);
+      ok[r] = (ok[r] && (int)m_level(m) == l && c <= kCap && i >= 0) & pool.valid(ch);
       next[r] = ch;
     }
 #pragma unroll
