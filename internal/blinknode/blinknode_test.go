@@ -51,7 +51,7 @@ func TestLayouts(t *testing.T) {
 			if binary.LittleEndian.Uint32(b[ts:]) != 12 || binary.LittleEndian.Uint32(b[prev:]) != 34 {
 				t.Fatalf("%+v: ts and prev not at %d", l, ts)
 			}
-			if inHeader, atEnd := prev+4 <= l.PairBase && ts >= 16, ts == end && prev+4 == l.NodeBytes; !inHeader && !atEnd {
+			if inHeader, atEnd := prev+4 <= l.PairBase && ts >= 8+2*l.SlotBytes, ts == end && prev+4 == l.NodeBytes; !inHeader && !atEnd {
 				t.Fatalf("%+v: the version at %d overlaps the header or the pairs", l, ts)
 			}
 		}
