@@ -63,6 +63,9 @@ func (b *Buf[T]) Free() {
 
 func (*Buf[T]) scratch() {}
 
+// deviceBytes is the device memory the buffer holds.
+func (b *Buf[T]) deviceBytes() int64 { return b.s.Bytes() }
+
 // scratchBuf is what the registry frees: Buf and Staging.
 type scratchBuf interface {
 	Free()
@@ -75,11 +78,28 @@ type scratchBuf interface {
 // to a worker's fields is freed without a hand-kept list to forget it in.
 // Pointers and slices are not followed (what they point to has its own owner).
 func FreeAll(owner any) {
+	walk(owner, "FreeAll", func(b scratchBuf) { b.Free() })
+}
+
+// DeviceBytes is the device memory held by the scratch buffers among owner's
+// fields (the Bufs FreeAll would free): what a structure reports as kept
+// between calls.
+func DeviceBytes(owner any) int64 {
+	var n int64
+	walk(owner, "DeviceBytes", func(b scratchBuf) {
+		if d, ok := b.(interface{ deviceBytes() int64 }); ok {
+			n += d.deviceBytes()
+		}
+	})
+	return n
+}
+
+func walk(owner any, op string, fn func(scratchBuf)) {
 	v := reflect.ValueOf(owner)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		panic("gpurt.FreeAll: owner must point to a struct")
+		panic("gpurt." + op + ": owner must point to a struct")
 	}
-	freeIn(v.Elem())
+	walkIn(v.Elem(), fn)
 }
 
 // Release closes stream, which waits for the work queued on it, and then
@@ -91,10 +111,10 @@ func Release(stream *cuda.Stream, owner any) error {
 	return err
 }
 
-func freeIn(v reflect.Value) {
+func walkIn(v reflect.Value, fn func(scratchBuf)) {
 	if v.CanAddr() {
 		if b, ok := v.Addr().Interface().(scratchBuf); ok {
-			b.Free()
+			fn(b)
 			return
 		}
 	}
@@ -102,18 +122,18 @@ func freeIn(v reflect.Value) {
 	case reflect.Struct:
 		for i := range v.NumField() {
 			if v.Type().Field(i).IsExported() || v.Field(i).CanAddr() {
-				freeIn(reflectField(v, i))
+				walkIn(reflectField(v, i), fn)
 			}
 		}
 	case reflect.Array:
 		for i := range v.Len() {
-			freeIn(v.Index(i))
+			walkIn(v.Index(i), fn)
 		}
 	}
 }
 
 // reflectField returns field i of v, addressable even when unexported (the
-// registry only calls Free through it).
+// registry only calls Free and deviceBytes through it).
 func reflectField(v reflect.Value, i int) reflect.Value {
 	f := v.Field(i)
 	if f.CanInterface() {

@@ -37,3 +37,30 @@ func TestFreeAll(t *testing.T) {
 	}()
 	FreeAll(o)
 }
+
+type sized struct{ n int64 }
+
+func (*sized) Free()                {}
+func (*sized) scratch()             {}
+func (s *sized) deviceBytes() int64 { return s.n }
+
+// TestDeviceBytes: the same walk as FreeAll sums what each buffer holds;
+// buffers without device memory (probe, like Staging) count nothing.
+func TestDeviceBytes(t *testing.T) {
+	var n int
+	type owner struct {
+		a   sized
+		arr [2]sized
+		in  struct{ b sized }
+		p   probe
+		ptr *sized
+	}
+	o := owner{a: sized{1}, arr: [2]sized{{10}, {100}}, in: struct{ b sized }{sized{1000}}, p: newProbe(&n), ptr: &sized{10000}}
+	if got := DeviceBytes(&o); got != 1111 {
+		t.Fatalf("DeviceBytes = %d, want 1111", got)
+	}
+	var b Buf[uint64]
+	if got := DeviceBytes(&struct{ b Buf[uint64] }{b}); got != 0 {
+		t.Fatalf("an empty Buf holds %d bytes", got)
+	}
+}
