@@ -96,6 +96,8 @@ type gpuGraph[W any] struct {
 	bSrc, bDst, bOSrc, bODst, bIDs gpurt.Buf[uint32]
 	bVals, bVals2                  gpurt.Buf[uint8]
 	bRes, bRes2, bOut              gpurt.Buf[uint8]
+	bCount                         gpurt.Buf[uint32] // a build's entries per vertex
+	bBuckets, bBase                gpurt.Buf[uint64] // a build's buckets per vertex and their scan
 	// Rehash's per-mover arrays.
 	rIDs, rOld, rCur  gpurt.Buf[uint32]
 	rNeed, rRows, rNB gpurt.Buf[uint64]
@@ -1327,21 +1329,20 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	if g.selfLoops {
 		mode |= prepSelfLoops
 	}
-	cnt, err := cuda.Alloc[uint32](g.dev, max(1, n))
+	// Scratch kept for the next build (a rebuild of a graph of the same
+	// size allocates nothing here).
+	cnt, err := g.bCount.Get(g.dev, g.stream, max(1, n))
 	if err != nil {
 		return err
 	}
-	defer cnt.Free()
-	nb, err := cuda.Alloc[uint64](g.dev, n+1)
+	nb, err := g.bBuckets.Get(g.dev, g.stream, n+1)
 	if err != nil {
 		return err
 	}
-	defer nb.Free()
-	base, err := cuda.Alloc[uint64](g.dev, n+1)
+	base, err := g.bBase.Get(g.dev, g.stream, n+1)
 	if err != nil {
 		return err
 	}
-	defer base.Free()
 	if err := cnt.Zero(g.stream); err != nil {
 		return waitAfter(g.stream, err)
 	}
@@ -1743,6 +1744,7 @@ func (g *gpuGraph[W]) stats(ctx context.Context) (Stats, error) {
 		st.Edges = (st.Entries-cs.loops)/2 + cs.loops
 	}
 	st.Bytes = int64(g.nv)*vertexWords*4 + int64(g.nslabs)*(int64(g.slabBytes)+4) + int64(cs.overflow)*int64(g.slabBytes)
+	st.ScratchBytes = gpurt.DeviceBytes(g)
 	return st, nil
 }
 

@@ -377,6 +377,11 @@ func TestCUDABuildSymmetric(t *testing.T) {
 		if gs.Entries != cs.Entries || gs.Edges != cs.Edges || gs.SelfLoopsSkipped != cs.SelfLoopsSkipped {
 			t.Fatalf("self-loops %v: stats %+v, the CPU backend %+v", loops, gs, cs)
 		}
+		// The build's per-vertex scratch (20 bytes a vertex) stays for the
+		// next build and is reported; the CPU backend keeps none.
+		if v := int64(gs.Vertices); gs.ScratchBytes < 20*v || cs.ScratchBytes != 0 {
+			t.Fatalf("scratch %d bytes for %d vertices (CPU: %d)", gs.ScratchBytes, v, cs.ScratchBytes)
+		}
 		if err := g.Check(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -87,8 +87,10 @@ type Stats struct {
 	Entries, Edges   uint64
 	MaxDegree        uint32
 	SelfLoopsSkipped uint64
-	// Bytes estimates the memory the adjacency takes.
-	Bytes int64
+	// Bytes estimates the memory the adjacency takes. ScratchBytes is the
+	// CUDA backend's device scratch kept between calls (the buffers of the
+	// largest batch and build so far, reused by the next; freed by Close).
+	Bytes, ScratchBytes int64
 	// OverflowSlabs and LongestList (in slabs) describe the CUDA backend's
 	// bucket lists (0 on the CPU backend).
 	OverflowSlabs uint64
