@@ -91,8 +91,12 @@
 // count and the thesis's unoriented triangle work as TriangleCountWith
 // methods and SortedCSR (a sorted CSR on the device: prim's sort, merge
 // path and selection for merge-inserts) as the baseline of the inserts
-// and the dynamic triangle counts. Missed targets and what bounds them are
-// in docs/benchmarks.md.
+// and the dynamic triangle counts. On the H200 at 0897862 the suite passes
+// and every batch, query, gather, build-rate and triangle target of the
+// issue is met (docs/benchmarks.md). Missed targets and what bounds them are
+// in docs/benchmarks.md: memory per entry against CSR, builds of small
+// graphs against the CSR sort, incremental builds with hubs, and dynamic
+// triangle counts on road graphs in the steady state.
 //
 // # Departures from the spec (shared/docs/specs/graph.md)
 //
