@@ -27,7 +27,7 @@ const (
 // Layout says where the fields of a node are.
 type Layout struct {
 	Wide      bool // 8-byte slots
-	Versioned bool // ts and prev in the header
+	Versioned bool // carries ts and prev (at VersionAt)
 	NodeBytes int
 	Cap       int // pairs per node
 	PairBase  int // byte offset of pair 0

@@ -5,8 +5,8 @@
 // parameterized by
 //
 //   L  the node layout (Lay<S, Versioned>): slot type S (uint32_t for 128-byte
-//      nodes, uint64_t for 256-byte ones) and whether the header carries a
-//      version (ts, prev) for mvbtree;
+//      nodes, uint64_t for 256-byte ones) and whether the node carries a
+//      version (ts, prev) for mvbtree (see Layout below);
 //   P  the node pool: how an address becomes a pointer, which addresses a
 //      link or child may hold, the root's address, allocation (btree: one
 //      dense buffer indexed by node number with a bump counter; mvbtree:
@@ -230,9 +230,16 @@ struct Node {
   __device__ __forceinline__ S key(int p) const { return w[2 * p]; }
   __device__ __forceinline__ S val(int p) const { return w[2 * p + 1]; }
 
+  // pairs returns how many pair positions the searches read: the count,
+  // clamped where a position past kCap holds the version (a count no
+  // correct node has must not make the version look like a pair).
+  __device__ __forceinline__ int pairs() const {
+    if constexpr ((L::kWords * T - H) / 2 > kCap) return min((int)count(), kCap);
+    else return (int)count();
+  }
   // count_le returns how many of the node's keys are <= k (keys are sorted).
   __device__ __forceinline__ int count_le(const Tile<T>& t, S k) const {
-    int n = 0, c = (int)count();
+    int n = 0, c = pairs();
 #pragma unroll
     for (int p = 0; p < P; ++p) {
       int s = slot(t, p);
@@ -241,7 +248,7 @@ struct Node {
     return n;
   }
   __device__ __forceinline__ int count_lt(const Tile<T>& t, S k) const {
-    int n = 0, c = (int)count();
+    int n = 0, c = pairs();
 #pragma unroll
     for (int p = 0; p < P; ++p) {
       int s = slot(t, p);
@@ -251,7 +258,7 @@ struct Node {
   }
   // find returns the slot holding k, or -1.
   __device__ __forceinline__ int find(const Tile<T>& t, S k) const {
-    int c = (int)count(), at = -1;
+    int c = pairs(), at = -1;
 #pragma unroll
     for (int p = 0; p < P; ++p) {
       int s = slot(t, p);
