@@ -65,9 +65,10 @@
 // orphaned: the arena only grows), gathering, re-inserting, and only then
 // freeing the old lists. Device scratch (a build's per-vertex counts,
 // bucket counts and their scan, 20 bytes a vertex; the largest batch's
-// staging) is kept for the next call and reported as Stats.ScratchBytes:
-// a rebuild of a graph of the same size allocates and frees no per-vertex
-// arrays (on the H200 that made rebuilds 1.2-1.5x faster).
+// staging) is kept for the next call and reported as Stats.ScratchBytes
+// (Flush frees it): a rebuild of a graph of the same size allocates and
+// frees no per-vertex arrays (on the H200 that made rebuilds 1.2-1.5x
+// faster).
 // DeleteVertices marks the vertices in a bitmap, tombstones the entries
 // into them in one sweep over every list, then empties their tables and
 // frees their overflow slabs. Device methods (InsertEdgesDevice, ...,

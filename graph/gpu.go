@@ -1678,7 +1678,14 @@ func (g *gpuGraph[W]) flush(ctx context.Context) error {
 	if err := g.readCtrl(); err != nil {
 		return err
 	}
-	return gpurt.StatusError("flush", uint32(g.host[gpurt.CtrlStatus]))
+	if err := gpurt.StatusError("flush", uint32(g.host[gpurt.CtrlStatus])); err != nil {
+		return err
+	}
+	// The device scratch kept between calls goes too (readCtrl waited for
+	// the stream: nothing queued uses it); the next call that needs it
+	// allocates it again.
+	gpurt.FreeAll(g)
+	return nil
 }
 
 // census walks every list (gr_census): per-vertex live entries (when

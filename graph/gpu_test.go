@@ -382,6 +382,12 @@ func TestCUDABuildSymmetric(t *testing.T) {
 		if v := int64(gs.Vertices); gs.ScratchBytes < 20*v || cs.ScratchBytes != 0 {
 			t.Fatalf("scratch %d bytes for %d vertices (CPU: %d)", gs.ScratchBytes, v, cs.ScratchBytes)
 		}
+		if err := g.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if fs, err := g.Stats(ctx); err != nil || fs.ScratchBytes != 0 || fs.Entries != gs.Entries {
+			t.Fatalf("after Flush: %+v, %v (scratch should be freed, entries kept)", fs, err)
+		}
 		if err := g.Check(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -88,8 +88,9 @@ type Stats struct {
 	MaxDegree        uint32
 	SelfLoopsSkipped uint64
 	// Bytes estimates the memory the adjacency takes. ScratchBytes is the
-	// CUDA backend's device scratch kept between calls (the buffers of the
-	// largest batch and build so far, reused by the next; freed by Close).
+	// CUDA backend's device scratch kept between calls (buffers grown for the
+	// largest batch and build so far, up to 1.5x their need, reused by the
+	// next; freed by Flush and Close).
 	Bytes, ScratchBytes int64
 	// OverflowSlabs and LongestList (in slabs) describe the CUDA backend's
 	// bucket lists (0 on the CPU backend).
@@ -714,7 +715,8 @@ func intersect(a, b []uint32) uint64 {
 
 // Flush compacts the CUDA backend's bucket lists (the thesis's flush: live
 // entries to the front of each list, emptied overflow slabs back to the
-// pool); the CPU backend's maps need none.
+// pool) and frees the device scratch kept between calls
+// (Stats.ScratchBytes); the CPU backend's maps need neither.
 func (g *base[W]) Flush(ctx context.Context) error {
 	return g.f.Do(ctx, "flush", front.Exclusive, func() error { return g.e.flush(ctx) })
 }
