@@ -4,6 +4,9 @@
 #
 #   scripts/gpu-test.sh                  # here: every package
 #   scripts/gpu-test.sh -o .gpu-hash ./slabhash ./slaballoc   # here: some packages, another folder
+#   scripts/gpu-test.sh -z ./mvbtree     # here: also gzip the folder into .gpu-pack/gpu.tgz
+#   tar xzf .gpu-pack/gpu.tgz            # there, when only the archive was sent (a copy with
+#                                        # a size limit: the binaries shrink to about a third)
 #   .gpu/run.sh                          # there: every test binary, verbosely
 #   .gpu/run.sh cuda slabhash            # only these packages
 #   TESTFLAGS='-test.run GPU' .gpu/run.sh
@@ -16,10 +19,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 out=.gpu
-if [ "${1:-}" = "-o" ]; then
-	out=${2:?-o needs a folder}
-	shift 2
-fi
+pack=false
+while [ $# -gt 0 ]; do
+	case "$1" in
+		-o) out=${2:?-o needs a folder}; shift 2 ;;
+		-z) pack=true; shift ;;
+		*) break ;;
+	esac
+done
 case "$out" in
 	.gpu|.gpu-*) ;;
 	*) echo "gpu-test.sh: the output folder must be .gpu or .gpu-NAME (git-ignored)" >&2; exit 2 ;;
@@ -80,3 +87,9 @@ for f in "${fail[@]}"; do echo "FAIL $f"; done
 RUN
 chmod +x "$out/run.sh"
 echo "built $(wc -l < "$out/tests.txt") test binaries and the warp CLI in $out/; run $out/run.sh on the GPU machine"
+if $pack; then
+	mkdir -p .gpu-pack
+	archive=.gpu-pack/${out#.}.tgz
+	tar czf "$archive" "$out"
+	echo "packed $out into $archive ($(du -h "$archive" | cut -f1)); there: tar xzf $archive && $out/run.sh"
+fi
