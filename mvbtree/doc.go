@@ -109,7 +109,11 @@
 // latest finds at 6.1 G keys/s, 0.90x btree's; snapshot finds 4.2 G/s;
 // snapshots taken and closed in under a microsecond; builds 0.5-0.7x
 // btree's (the 0.9x is missed: ncu shows the write kernel issuing
-// 28% more instructions than btree's with one block fewer per SM).
+// 28% more instructions than btree's with one block fewer per SM). Both
+// gaps include SlabAlloc's address decode (a super-block table load and a
+// 64-bit add for every node touched); super blocks mapped into one reserved
+// virtual range at a stride of 2^24 units would make a node's pointer
+// base + address x unit size, as btree's dense array is (not built).
 //
 // # Departures from the spec (shared/docs/specs/mvbtree.md)
 //
