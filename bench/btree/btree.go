@@ -98,12 +98,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *plotDir != "" {
-		if _, err := benchplot.Write(b.rep, *plotDir); err != nil {
-			return err
-		}
-	}
-	return b.rep.Print(w, *asJSON)
+	return benchplot.Finish(b.rep, w, *asJSON, *plotDir)
 }
 
 // Tree sizes --sizes accepts: ranges of 8 keys need more than 8 keys, and the

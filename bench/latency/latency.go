@@ -238,12 +238,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 			failed = append(failed, fmt.Errorf("%s: %w", name, err))
 		}
 	}
-	if *plotDir != "" {
-		if _, err := benchplot.Write(b.rep, *plotDir); err != nil {
-			return err
-		}
-	}
-	return errors.Join(append([]error{b.rep.Print(w, *asJSON)}, failed...)...)
+	return errors.Join(append([]error{benchplot.Finish(b.rep, w, *asJSON, *plotDir)}, failed...)...)
 }
 
 // floors measures the cuda package's own calls: what every structure's call

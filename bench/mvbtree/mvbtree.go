@@ -112,12 +112,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *plotDir != "" {
-		if _, err := benchplot.Write(b.rep, *plotDir); err != nil {
-			return err
-		}
-	}
-	return b.rep.Print(w, *asJSON)
+	return benchplot.Finish(b.rep, w, *asJSON, *plotDir)
 }
 
 // openDevice opens the GPU (tests give the benchmark an emulated one).

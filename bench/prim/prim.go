@@ -73,7 +73,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return finish(rep, w, *asJSON, *plotDir)
+		return benchplot.Finish(rep, w, *asJSON, *plotDir)
 	}
 	defer dev.Close()
 	free, _, err := dev.MemInfo()
@@ -129,17 +129,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	}
 	rep.Note("min B/elem counts one read of every input and one write of every output element; an LSD sort makes one pass per 8 key bits, so sorts cannot reach the bound.")
 	rep.Note("times are medians of %d runs, measured with events on one stream; inputs are restored (untimed) before each run.", *reps)
-	return finish(rep, w, *asJSON, *plotDir)
-}
-
-// finish writes the plots if asked to, then prints the report.
-func finish(rep *benchfmt.Report, w io.Writer, asJSON bool, plotDir string) error {
-	if plotDir != "" {
-		if _, err := benchplot.Write(rep, plotDir); err != nil {
-			return err
-		}
-	}
-	return rep.Print(w, asJSON)
+	return benchplot.Finish(rep, w, *asJSON, *plotDir)
 }
 
 // primBenchBytesPerElem is the device memory the benchmark holds per element

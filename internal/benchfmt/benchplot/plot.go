@@ -7,6 +7,7 @@ package benchplot
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -55,6 +56,17 @@ const (
 	plotWidth  = 9 * vg.Inch
 	plotHeight = 6 * vg.Inch
 )
+
+// Finish ends a benchmark command: with dir given it writes the plots
+// (Write), then prints r to w as text or JSON.
+func Finish(r *benchfmt.Report, w io.Writer, asJSON bool, dir string) error {
+	if dir != "" {
+		if _, err := Write(r, dir); err != nil {
+			return err
+		}
+	}
+	return r.Print(w, asJSON)
+}
 
 // Write writes each table of r as dir/<slug>.png and dir/<slug>.svg
 // (creating dir), and adds a note to r naming dir, the number of tables
