@@ -16,15 +16,6 @@ namespace {
 
 constexpr uint32_t kMagic = 0x5eed5eedu;
 
-__device__ __forceinline__ uint32_t mix(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
-}
-
 }  // namespace
 
 // ebr_churn: slots[nslots] hold unit addresses (the host fills them first);
@@ -44,7 +35,7 @@ extern "C" __global__ void __launch_bounds__(256) ebr_churn(wk::slab::Pool* pool
     e.begin_round();
     alloc.retry();  // what the last round found exhausted may have been freed since
     const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-    const uint32_t s = mix(warp * 2654435761u + r) % nslots;
+    const uint32_t s = wk::mix32(warp * 2654435761u + r) % nslots;
     uint32_t u = alloc.allocate(t, pool, status);
     if (u == slab::kNull) {
       ++empty;
@@ -63,7 +54,7 @@ extern "C" __global__ void __launch_bounds__(256) ebr_churn(wk::slab::Pool* pool
     // unit and reading it lets other warps run there (on the emulation, the
     // only place its fibers switch).
     for (uint32_t j = 0; j < 4; ++j) {
-      const uint32_t s2 = mix(threadIdx.x * 40503u + blockIdx.x * 7919u + r * 104729u + j * 15485863u) % nslots;
+      const uint32_t s2 = wk::mix32(threadIdx.x * 40503u + blockIdx.x * 7919u + r * 104729u + j * 15485863u) % nslots;
       uint32_t a = mem::ld_relaxed_u32(&slots[s2]);
       __syncwarp();
       if (a != slab::kNull) {
