@@ -36,7 +36,7 @@ const (
 // announcement per block, per-block DRAM overflow bags, the launch log and
 // the counters, and the EbrState that kernels take.
 type DeviceState struct {
-	blocks, overflowCap, logCap int
+	logCap int
 	state                       cuda.Slice[uint64]
 	epoch, announce, overflow   cuda.Slice[uint32]
 	tags, overflowN, log, logN  cuda.Slice[uint32]
@@ -51,7 +51,7 @@ func NewDeviceState(dev *cuda.Device, blocks, overflowCap, logCap, poisonBytes i
 	if blocks <= 0 || overflowCap <= 0 || logCap <= 0 || poisonBytes < 0 || poisonBytes%4 != 0 {
 		return nil, fmt.Errorf("%w: ebr: %d blocks, overflow %d, log %d, poison %d", cuda.ErrInvalidArgument, blocks, overflowCap, logCap, poisonBytes)
 	}
-	s := &DeviceState{blocks: blocks, overflowCap: overflowCap, logCap: logCap}
+	s := &DeviceState{logCap: logCap}
 	var err error
 	alloc32 := func(n int) cuda.Slice[uint32] {
 		if err != nil {
@@ -112,11 +112,7 @@ func (s *DeviceState) Ptr() cuda.DevicePtr { return s.state.Ptr() }
 // Reset prepares a launch: every block quiescent, empty bags and log, the
 // counters zero (the epoch goes on).
 func (s *DeviceState) Reset() error {
-	q := make([]uint32, s.blocks)
-	for i := range q {
-		q[i] = 1 // quiescent
-	}
-	if err := s.announce.CopyFromHost(q); err != nil {
+	if err := cuda.Fill(s.announce, 1, nil); err != nil { // quiescent
 		return err
 	}
 	if err := cuda.Fill(s.tags, ^uint32(0), nil); err != nil {
