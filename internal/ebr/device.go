@@ -36,11 +36,11 @@ const (
 // announcement per block, per-block DRAM overflow bags, the launch log and
 // the counters, and the EbrState that kernels take.
 type DeviceState struct {
-	logCap int
-	state                       cuda.Slice[uint64]
-	epoch, announce, overflow   cuda.Slice[uint32]
-	tags, overflowN, log, logN  cuda.Slice[uint32]
-	counters                    cuda.Slice[uint64]
+	logCap                     int
+	state                      cuda.Slice[uint64]
+	epoch, announce, overflow  cuda.Slice[uint32]
+	tags, overflowN, log, logN cuda.Slice[uint32]
+	counters                   cuda.Slice[uint64]
 }
 
 // NewDeviceState allocates the state for blocks blocks, overflow bags of
