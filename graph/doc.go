@@ -43,8 +43,13 @@
 // (Backend CUDA, or Auto where a device is present) keeps one slab hash
 // table per vertex: a dictionary entry of 16 bytes (first bucket, buckets,
 // degree), the tables' head slabs in one bucket arena (vertex v's buckets
-// contiguous, an owner array mapping buckets back to vertices), and their
-// overflow slabs in one slaballoc pool. Edge batches run on the slab hash
+// contiguous), and their overflow slabs in one slaballoc pool: a degree-2
+// road vertex takes 48 bytes (one slab and its dictionary entry), the
+// spec's figure. The kernels that walk the arena bucket by bucket (the
+// whole-graph gather of ToCSR and TriangleCount, the sweep of
+// DeleteVertices) build an owner array (bucket → vertex) from the
+// dictionary on demand and keep it as scratch until a table's buckets
+// change; Check and Stats walk by vertex and need none. Edge batches run on the slab hash
 // engine unchanged but for its locator (internal/devcode/slabhash.cuh:
 // TableLoc for slabhash, graph.cu's VertexLoc here: the element's bucket in
 // its source vertex's table, its Inserted and Removed counted in that
@@ -65,7 +70,7 @@
 // orphaned: the arena only grows), gathering, re-inserting, and only then
 // freeing the old lists. Device scratch (a build's per-vertex counts,
 // bucket counts and their scan, 20 bytes a vertex; the largest batch's
-// staging) is kept for the next call and reported as Stats.ScratchBytes
+// staging; the owner array, 4 bytes a bucket) is kept for the next call and reported as Stats.ScratchBytes
 // (Flush frees it): a rebuild of a graph of the same size allocates and
 // frees no per-vertex arrays (on the H200 that made rebuilds 1.2-1.5x
 // faster).
@@ -133,7 +138,7 @@
 //     no value for it).
 //   - Len is the number of adjacency entries (the contract's live keys);
 //     Stats has Entries and Edges (an undirected edge counted once),
-//     OverflowSlabs and LongestList. NumEdges is Stats.Edges; there is no
+//     Buckets, OverflowSlabs and LongestList. NumEdges is Stats.Edges; there is no
 //     separate method.
 //   - The weighted CSR is ToCSRWeights (the CSR and a weight per entry);
 //     the CUDA backend gathers on the device and sorts rows on the host.

@@ -79,7 +79,6 @@ type gpuGraph[W any] struct {
 	selfSkips uint64
 
 	arena cuda.Slice[uint8]  // head slabs (capacity: arena.Len()/slabBytes)
-	owner cuda.Slice[uint32] // bucket → vertex
 	dict  cuda.Slice[uint32] // vertexWords per vertex
 	gone  cuda.Slice[uint32] // bitmap of vertices being deleted (all zero between calls)
 	ctrl  cuda.Slice[uint64]
@@ -98,6 +97,12 @@ type gpuGraph[W any] struct {
 	bRes, bRes2, bOut              gpurt.Buf[uint8]
 	bCount                         gpurt.Buf[uint32] // a build's entries per vertex
 	bBuckets, bBase                gpurt.Buf[uint64] // a build's buckets per vertex and their scan
+	// sOwner maps arena buckets to vertices (gr_owner) for the kernels that
+	// run per bucket; ownerOK says it matches the dictionary (every change
+	// of a table's buckets clears it). Built on demand, not kept beside the
+	// arena: 4 bytes a bucket the structure does not need between calls.
+	sOwner  gpurt.Buf[uint32]
+	ownerOK bool
 	// Rehash's per-mover arrays.
 	rIDs, rOld, rCur  gpurt.Buf[uint32]
 	rNeed, rRows, rNB gpurt.Buf[uint64]
@@ -107,7 +112,7 @@ type gpuGraph[W any] struct {
 	fPrep, fCheckIDs, fCount, fBuckets, fDict, fDegrees, fMark, fOrient            *cuda.Function
 	fMirror, fUndo, fUndone, fTCSorted, fNarrow, fSymmetry, fFailedPattern         *cuda.Function
 	fRehashPlan, fRehashDict, fRelease, fGatherTables, fPick, fDiff, fCountSources *cuda.Function
-	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC                          *cuda.Function
+	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC, fOwner                  *cuda.Function
 }
 
 func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], error) {
@@ -160,7 +165,7 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 		{&g.fTCSorted, "gr_tc_sorted"}, {&g.fNarrow, "gr_narrow"}, {&g.fSymmetry, "gr_symmetry"},
 		{&g.fFailedPattern, "gr_failed_pattern"}, {&g.fRehashPlan, "gr_rehash_plan"}, {&g.fRehashDict, "gr_rehash_dict"},
 		{&g.fRelease, "gr_release_" + layout}, {&g.fGatherTables, "gr_gather_tables_" + layout}, {&g.fPick, "gr_pick"},
-		{&g.fDiff, "gr_diff"}, {&g.fCountSources, "gr_count_sources"},
+		{&g.fDiff, "gr_diff"}, {&g.fCountSources, "gr_count_sources"}, {&g.fOwner, "gr_owner"},
 		{&g.fApply, "gr_apply_" + layout}, {&g.fGather, "gr_gather_" + layout}, {&g.fSweep, "gr_sweep_" + layout},
 		{&g.fReset, "gr_reset_" + layout}, {&g.fCensus, "gr_census_" + layout}, {&g.fFlush, "gr_flush_" + layout},
 		{&g.fTC, "gr_tc_" + layout},
@@ -285,18 +290,39 @@ func grow[T cuda.Elem](dev *cuda.Device, s *cuda.Stream, old cuda.Slice[T], used
 	return ns, nil
 }
 
-// reserveArena makes room for slabs arena buckets in the arena and owner
-// arrays (new room all-ones: empty slabs).
+// reserveArena makes room for slabs arena buckets in the arena (new room
+// all-ones: empty slabs).
 func (g *gpuGraph[W]) reserveArena(slabs int) error {
 	if slabs > 0xFFFFFFF0 {
 		return fmt.Errorf("%w: %d buckets (the arena addresses 2^32)", warpkit.ErrInvalidArgument, slabs)
 	}
 	var err error
-	if g.arena, err = grow(g.dev, g.stream, g.arena, g.nslabs*g.slabBytes, slabs*g.slabBytes, 0xff); err != nil {
-		return err
-	}
-	g.owner, err = grow(g.dev, g.stream, g.owner, g.nslabs, slabs, 0xff)
+	g.arena, err = grow(g.dev, g.stream, g.arena, g.nslabs*g.slabBytes, slabs*g.slabBytes, 0xff)
 	return err
+}
+
+// owners returns the owner of every arena bucket (the vertex whose table
+// holds it, or kOrphan), rebuilt from the dictionary when a table's
+// buckets changed since the last call (graph.cu: gr_owner). Queued on the
+// stream; the caller holds mu.
+func (g *gpuGraph[W]) owners() (cuda.Slice[uint32], error) {
+	if g.ownerOK && g.sOwner.Cap() >= g.nslabs {
+		return g.sOwner.View(g.nslabs), nil
+	}
+	o, err := g.sOwner.Get(g.dev, g.stream, g.nslabs)
+	if err != nil || g.nslabs == 0 {
+		return o, err
+	}
+	if err := cuda.Fill(o, ^uint32(0), g.stream); err != nil {
+		return o, err
+	}
+	if g.nv > 0 {
+		if err := g.launch(g.fOwner, int64(g.nv)*32, g.dict, uint64(g.nv), o); err != nil {
+			return o, err
+		}
+	}
+	g.ownerOK = true
+	return o, nil
 }
 
 // ensure grows the vertex capacity to n: each new vertex gets one bucket.
@@ -316,7 +342,8 @@ func (g *gpuGraph[W]) ensure(n int) error {
 		return err
 	}
 	// One bucket each (gr_dict without buckets given).
-	if err := g.launch(g.fDict, int64(add), cuda.DevicePtr(0), cuda.DevicePtr(0), uint64(add), uint32(g.nv), uint64(g.nslabs), g.dict, g.owner); err != nil {
+	g.ownerOK = false
+	if err := g.launch(g.fDict, int64(add), cuda.DevicePtr(0), cuda.DevicePtr(0), uint64(add), uint32(g.nv), uint64(g.nslabs), g.dict); err != nil {
 		return err
 	}
 	if err := gpurt.Wait(g.stream); err != nil {
@@ -921,7 +948,11 @@ func (g *gpuGraph[W]) deleteVerticesDevice(ctx context.Context, ids cuda.Slice[u
 	if err := g.launch(g.fMark, int64(n), ids, uint64(n), g.gone); err != nil {
 		return failed(err)
 	}
-	if err := g.launch(g.fSweep, tiles(g.nslabs), g.arena, uint64(g.nslabs), g.owner, g.dict, g.pool.Descriptor(), g.gone, g.ctrl); err != nil {
+	owner, err := g.owners()
+	if err != nil {
+		return failed(err)
+	}
+	if err := g.launch(g.fSweep, tiles(g.nslabs), g.arena, uint64(g.nslabs), owner, g.dict, g.pool.Descriptor(), g.gone, g.ctrl); err != nil {
 		return failed(err)
 	}
 	if err := g.launch(g.fReset, tiles(n), g.arena, g.dict, g.pool.Descriptor(), ids, uint64(n), g.gone, g.ctrl); err != nil {
@@ -1003,7 +1034,11 @@ func (g *gpuGraph[W]) gatherAll(off cuda.Slice[uint64], total uint64, cols cuda.
 		return err
 	}
 	if g.nslabs > 0 {
-		if err := g.launch(g.fGather, tiles(g.nslabs), g.arena, uint64(0), uint64(g.nslabs), g.owner, uint32(0),
+		owner, err := g.owners()
+		if err != nil {
+			return waitAfter(g.stream, err)
+		}
+		if err := g.launch(g.fGather, tiles(g.nslabs), g.arena, uint64(0), uint64(g.nslabs), owner, uint32(0),
 			g.pool.Descriptor(), off, cursor, cols, vals, rows, g.ctrl); err != nil {
 			return waitAfter(g.stream, err)
 		}
@@ -1125,7 +1160,7 @@ func (g *gpuGraph[W]) neighbors(ctx context.Context, v uint32) (iter.Seq2[uint32
 	if err := g.zeroCtrl(); err != nil {
 		return nil, err
 	}
-	if err := g.launch(g.fGather, tiles(int(nb)), g.arena, uint64(base), uint64(base)+uint64(nb), g.owner, v,
+	if err := g.launch(g.fGather, tiles(int(nb)), g.arena, uint64(base), uint64(base)+uint64(nb), cuda.DevicePtr(0), v,
 		g.pool.Descriptor(), off, cursor, cols, vals, cuda.DevicePtr(0), g.ctrl); err != nil {
 		return nil, waitAfter(g.stream, err)
 	}
@@ -1388,6 +1423,7 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	g.pool.Close()
 	g.pool = pool
 	g.nv, g.nslabs, g.selfSkips = n, int(slabs), 0
+	g.ownerOK = false
 	g.live.Store(0)
 	if err := g.gone.Zero(g.stream); err != nil {
 		return waitAfter(g.stream, err)
@@ -1396,7 +1432,7 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 		return waitAfter(g.stream, err)
 	}
 	if n > 0 {
-		if err := g.launch(g.fDict, int64(n), nb, base, uint64(n), uint32(0), uint64(0), g.dict, g.owner); err != nil {
+		if err := g.launch(g.fDict, int64(n), nb, base, uint64(n), uint32(0), uint64(0), g.dict); err != nil {
 			return waitAfter(g.stream, err)
 		}
 	}
@@ -1616,7 +1652,8 @@ func (g *gpuGraph[W]) rehashLocked(ctx context.Context, extra cuda.DevicePtr, ch
 	if err := g.reserveArena(first + buckets); err != nil {
 		return err
 	}
-	if err := g.launch(g.fRehashDict, int64(movers), ids, uint64(movers), nb, need, uint64(first), old, g.dict, g.owner); err != nil {
+	g.ownerOK = false
+	if err := g.launch(g.fRehashDict, int64(movers), ids, uint64(movers), nb, need, uint64(first), old, g.dict); err != nil {
 		return waitAfter(g.stream, err)
 	}
 	g.nslabs = first + buckets
@@ -1632,7 +1669,7 @@ func (g *gpuGraph[W]) rehashLocked(ctx context.Context, extra cuda.DevicePtr, ch
 			return err
 		}
 		defer rel()
-		if err := g.launch(g.fRelease, tiles(movers), g.arena, tabs, uint64(movers), g.pool.Descriptor(), g.owner, g.ctrl); err != nil {
+		if err := g.launch(g.fRelease, tiles(movers), g.arena, tabs, uint64(movers), g.pool.Descriptor(), g.ctrl); err != nil {
 			return waitAfter(g.stream, err)
 		}
 		if err := g.readCtrl(); err != nil {
@@ -1642,13 +1679,13 @@ func (g *gpuGraph[W]) rehashLocked(ctx context.Context, extra cuda.DevicePtr, ch
 	}
 	if err != nil {
 		// Give the new tables back and restore the old ones (whose lists
-		// and owners are untouched).
+		// are untouched).
 		cerr := g.launch(g.fPick, int64(movers), g.dict, ids, uint64(movers), cur)
 		if cerr == nil {
 			cerr = release(cur)
 		}
 		if cerr == nil {
-			cerr = g.launch(g.fRehashDict, int64(movers), ids, uint64(movers), cuda.DevicePtr(0), cuda.DevicePtr(0), uint64(0), old, g.dict, g.owner)
+			cerr = g.launch(g.fRehashDict, int64(movers), ids, uint64(movers), cuda.DevicePtr(0), cuda.DevicePtr(0), uint64(0), old, g.dict)
 		}
 		if cerr == nil {
 			cerr = gpurt.Wait(g.stream)
@@ -1685,6 +1722,7 @@ func (g *gpuGraph[W]) flush(ctx context.Context) error {
 	// the stream: nothing queued uses it); the next call that needs it
 	// allocates it again.
 	gpurt.FreeAll(g)
+	g.ownerOK = false
 	return nil
 }
 
@@ -1704,7 +1742,7 @@ func (g *gpuGraph[W]) census(live cuda.DevicePtr) (censusOut, error) {
 	}
 	defer release()
 	if g.nslabs > 0 {
-		if err := g.launch(g.fCensus, tiles(g.nslabs), g.arena, uint64(g.nslabs), g.owner, g.pool.Descriptor(), live, g.ctrl); err != nil {
+		if err := g.launch(g.fCensus, tiles(g.nv), g.arena, g.dict, uint64(g.nv), g.pool.Descriptor(), live, g.ctrl); err != nil {
 			return censusOut{}, waitAfter(g.stream, err)
 		}
 	}
@@ -1742,7 +1780,7 @@ func (g *gpuGraph[W]) stats(ctx context.Context) (Stats, error) {
 		return Stats{}, err
 	}
 	st := Stats{Backend: warpkit.CUDA, Vertices: g.nv, Entries: uint64(g.live.Load()), SelfLoopsSkipped: g.selfSkips,
-		OverflowSlabs: cs.overflow, LongestList: int(cs.longest)}
+		Buckets: uint64(g.nslabs), OverflowSlabs: cs.overflow, LongestList: int(cs.longest)}
 	for _, d := range deg {
 		st.MaxDegree = max(st.MaxDegree, d)
 	}
@@ -1750,7 +1788,7 @@ func (g *gpuGraph[W]) stats(ctx context.Context) (Stats, error) {
 	if !g.directed {
 		st.Edges = (st.Entries-cs.loops)/2 + cs.loops
 	}
-	st.Bytes = int64(g.nv)*vertexWords*4 + int64(g.nslabs)*(int64(g.slabBytes)+4) + int64(cs.overflow)*int64(g.slabBytes)
+	st.Bytes = int64(g.nv)*vertexWords*4 + int64(g.nslabs)*int64(g.slabBytes) + int64(cs.overflow)*int64(g.slabBytes)
 	st.ScratchBytes = gpurt.DeviceBytes(g)
 	return st, nil
 }
@@ -1832,7 +1870,6 @@ func (g *gpuGraph[W]) close() error {
 		g.pool.Close()
 	}
 	g.arena.Free()
-	g.owner.Free()
 	g.dict.Free()
 	g.gone.Free()
 	g.ctrl.Free()

@@ -6,9 +6,11 @@
 // and counts its Inserted and Removed in that vertex's degree.
 //
 // The vertex dictionary is an array of Vertex (16 bytes); the arena an array
-// of head slabs, vertex v's buckets at [base, base+nb); owner[b] is the
-// vertex of arena bucket b (for the kernels that run per bucket), or
-// kOrphan for a bucket no vertex owns any more (Rehash moved its table).
+// of head slabs, vertex v's buckets at [base, base+nb). The kernels that run
+// per bucket (gather, sweep) take an owner array, owner[b] the vertex of
+// arena bucket b or kOrphan for a bucket no vertex owns (Rehash moved its
+// table): scratch built from the dictionary by gr_owner when such a kernel
+// needs it, not kept beside the arena (4 bytes a bucket).
 #include "slabhash.cuh"
 
 namespace wk {
@@ -203,15 +205,25 @@ extern "C" __global__ void gr_buckets(const uint32_t* cnt, uint64_t nv, uint32_t
 
 // dict writes the entries of vertices vbase+i (i < nv) from their buckets
 // nb[i] and first bucket first + base[i] (base: nb's exclusive scan; both
-// null: one bucket each), and the owner of each of their buckets. Degrees
-// start at 0.
+// null: one bucket each). Degrees start at 0.
 extern "C" __global__ void gr_dict(const uint64_t* nb, const uint64_t* base, uint64_t nv, uint32_t vbase,
-                                   uint64_t first, Vertex* dict, uint32_t* owner) {
+                                   uint64_t first, Vertex* dict) {
   for (uint64_t i = thread_index(); i < nv; i += thread_count()) {
     const uint32_t b = (uint32_t)(first + (base ? base[i] : i)), k = nb ? (uint32_t)nb[i] : 1u;
-    const uint32_t v = vbase + (uint32_t)i;
-    dict[v] = Vertex{b, k, 0, 0};
-    for (uint32_t j = 0; j < k; ++j) owner[b + j] = v;
+    dict[vbase + (uint32_t)i] = Vertex{b, k, 0, 0};
+  }
+}
+
+// owner writes owner[b] = v for every bucket b of every vertex v < nv (the
+// caller set the whole array to kOrphan first: buckets no table holds stay
+// so). A warp per vertex, its lanes striding over the buckets, so a hub's
+// thousands of buckets take a few rounds.
+extern "C" __global__ void gr_owner(const Vertex* dict, uint64_t nv, uint32_t* owner) {
+  const uint64_t warps = thread_count() / 32;
+  const uint32_t lane = threadIdx.x & 31;
+  for (uint64_t v = thread_index() / 32; v < nv; v += warps) {
+    const uint2 bn = *(const uint2*)&dict[v];
+    for (uint32_t j = lane; j < bn.y; j += 32) owner[bn.x + j] = (uint32_t)v;
   }
 }
 
@@ -256,7 +268,8 @@ __device__ __forceinline__ bool holds(const Tile<L::W>& t, const Lane<L>& d, boo
 
 // gather copies the live entries of arena buckets [lo, hi) into rows:
 // vertex owner[b]-vbase's entries at cols[offsets[v] ..], its cursor[v]
-// counting those written (zero before). rows (optional) gets each entry's
+// counting those written (zero before); with owner null every bucket is
+// vertex vbase's (one table: row 0). rows (optional) gets each entry's
 // vertex, vals (optional) its value. An entry past offsets[v+1] is not
 // written (kStatusOverflow). Runs alone.
 template <class L>
@@ -268,7 +281,7 @@ __device__ void gather(const char* arena, uint64_t lo, uint64_t hi, const uint32
   Geometry<L::W> g;
   Ctx<L> c{(char*)arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
   for (uint64_t b = lo + g.tile; b < hi; b += g.tiles) {
-    const uint32_t u = owner[b];
+    const uint32_t u = owner ? owner[b] : vbase;
     if (u == kOrphan) continue;
     const uint32_t v = u - vbase;
     const uint64_t o0 = offsets[v], o1 = offsets[v + 1];
@@ -410,10 +423,10 @@ extern "C" __global__ void gr_count_sources(const uint32_t* src, const uint8_t* 
 }
 
 // rehash_dict gives each mover i its new buckets: first + base[i], need[i]
-// of them, owned by it, degree 0 (the re-insert counts it); with need null
-// it puts back the entries in old (a rehash that failed).
+// of them, degree 0 (the re-insert counts it); with need null it puts back
+// the entries in old (a rehash that failed).
 extern "C" __global__ void gr_rehash_dict(const uint32_t* ids, uint64_t n, const uint64_t* need, const uint64_t* base,
-                                          uint64_t first, const Vertex* old, Vertex* dict, uint32_t* owner) {
+                                          uint64_t first, const Vertex* old, Vertex* dict) {
   for (uint64_t i = thread_index(); i < n; i += thread_count()) {
     const uint32_t v = ids[i];
     if (!need) {
@@ -422,7 +435,6 @@ extern "C" __global__ void gr_rehash_dict(const uint32_t* ids, uint64_t n, const
     }
     const uint32_t b = (uint32_t)(first + base[i]), k = (uint32_t)need[i];
     dict[v] = Vertex{b, k, 0, 0};
-    for (uint32_t j = 0; j < k; ++j) owner[b + j] = v;
   }
 }
 
@@ -481,11 +493,10 @@ __device__ void gather_tables(const char* arena, const Vertex* tabs, const uint3
 
 // release empties the tables tabs[i] (i < n: the movers' tables before
 // Rehash moved them, or the new ones Rehash gives back when it fails):
-// overflow slabs reset and freed, heads reset, buckets orphaned. Runs
-// alone.
+// overflow slabs reset and freed, heads reset (the buckets are orphans:
+// no dictionary entry names them). Runs alone.
 template <class L>
-__device__ void release(char* arena, const Vertex* tabs, uint64_t n, Pool* pool, uint32_t* owner,
-                        unsigned long long* ctrl) {
+__device__ void release(char* arena, const Vertex* tabs, uint64_t n, Pool* pool, unsigned long long* ctrl) {
   Tile<L::W> t;
   Geometry<L::W> g;
   Ctx<L> c{arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
@@ -494,7 +505,6 @@ __device__ void release(char* arena, const Vertex* tabs, uint64_t n, Pool* pool,
     const Vertex e = tabs[i];
     for (uint32_t k = 0; k < e.nb; ++k) {
       freed += empty_list<L>(t, c, arena + ((size_t)e.base + k) * L::kSlabBytes);
-      if (t.rank == 0) owner[e.base + k] = kOrphan;
     }
   }
   if (t.rank == 0 && freed) atomicAdd(&pool->used, (unsigned long long)(-freed));
@@ -505,32 +515,32 @@ extern "C" __global__ void gr_mark(const uint32_t* ids, uint64_t n, uint32_t* go
   for (uint64_t i = thread_index(); i < n; i += thread_count()) atomicOr(&gone[ids[i] >> 5], 1u << (ids[i] & 31));
 }
 
-// census walks every bucket list: live entries per vertex (live, optional),
-// overflow slabs (ctrl[kCtrlCount]), the longest list in slabs
-// (ctrl[kCtrlFailed], a maximum) and the self-loops (ctrl[kCtrlInserted]).
-// Check and Stats read it. Runs alone.
+// census walks every vertex's bucket lists (a tile per vertex, so a hub's
+// buckets are one tile's work: Check and Stats are not timed paths): live
+// entries per vertex (live, optional), overflow slabs (ctrl[kCtrlCount]),
+// the longest list in slabs (ctrl[kCtrlFailed], a maximum) and the
+// self-loops (ctrl[kCtrlInserted]). Runs alone.
 template <class L>
-__device__ void census(const char* arena, uint64_t nslabs, const uint32_t* owner, Pool* pool, uint32_t* live,
+__device__ void census(const char* arena, const Vertex* dict, uint64_t nv, Pool* pool, uint32_t* live,
                        unsigned long long* ctrl) {
-  using K = typename L::K;
   Tile<L::W> t;
   Geometry<L::W> g;
   Ctx<L> c{(char*)arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
   unsigned long long over = 0, longest = 0, loops = 0;
-  for (uint64_t b = g.tile; b < nslabs; b += g.tiles) {
-    const uint32_t u = owner[b];
-    if (u == kOrphan) continue;
-    uint32_t here = 0, len = 0;
-    walk<L>(t, c, (char*)arena + b * L::kSlabBytes, [&](const Lane<L>& d, char*) {
-      here += __popc(t.ballot(holds<L>(t, d, false)));
-      loops += __popc(t.ballot(L::slot_lane(t.rank) && d.key == u));
-      ++len;
-    });
-    if (t.rank == 0) {
-      if (live && here) atomicAdd(&live[u], here);
+  for (uint64_t u = g.tile; u < nv; u += g.tiles) {
+    const Vertex e = dict[u];
+    uint32_t here = 0;
+    for (uint32_t k = 0; k < e.nb; ++k) {
+      uint32_t len = 0;
+      walk<L>(t, c, (char*)arena + ((size_t)e.base + k) * L::kSlabBytes, [&](const Lane<L>& d, char*) {
+        here += __popc(t.ballot(holds<L>(t, d, false)));
+        loops += __popc(t.ballot(L::slot_lane(t.rank) && d.key == (uint32_t)u));
+        ++len;
+      });
       over += len - 1;
       longest = longest > len ? longest : len;
     }
+    if (t.rank == 0 && live && here) atomicAdd(&live[u], here);
   }
   if (t.rank == 0) {
     if (over) atomicAdd(ctrl + kCtrlCount, over);
@@ -729,8 +739,8 @@ extern "C" __global__ void gr_narrow(const uint64_t* in, uint64_t n, uint32_t* o
     wk::gr::gather<L_##NAME>(arena, lo, hi, owner, vbase, pool, offsets, cursor, cols, vals, rows, ctrl);            \
   }                                                                                                                   \
   extern "C" __global__ void gr_release_##NAME(char* arena, const wk::gr::Vertex* tabs, uint64_t n,                \
-                                               wk::slab::Pool* pool, uint32_t* owner, unsigned long long* ctrl) {    \
-    wk::gr::release<L_##NAME>(arena, tabs, n, pool, owner, ctrl);                                                    \
+                                               wk::slab::Pool* pool, unsigned long long* ctrl) {                     \
+    wk::gr::release<L_##NAME>(arena, tabs, n, pool, ctrl);                                                            \
   }                                                                                                                   \
   extern "C" __global__ void gr_gather_tables_##NAME(const char* arena, const wk::gr::Vertex* tabs,                 \
                                                      const uint32_t* ids, uint64_t n, wk::slab::Pool* pool,          \
@@ -748,9 +758,9 @@ extern "C" __global__ void gr_narrow(const uint64_t* in, uint64_t n, uint32_t* o
                                              unsigned long long* ctrl) {                                             \
     wk::gr::reset<L_##NAME>(arena, dict, pool, ids, n, gone, ctrl);                                                   \
   }                                                                                                                   \
-  extern "C" __global__ void gr_census_##NAME(const char* arena, uint64_t nslabs, const uint32_t* owner,             \
+  extern "C" __global__ void gr_census_##NAME(const char* arena, const wk::gr::Vertex* dict, uint64_t nv,          \
                                               wk::slab::Pool* pool, uint32_t* live, unsigned long long* ctrl) {      \
-    wk::gr::census<L_##NAME>(arena, nslabs, owner, pool, live, ctrl);                                                 \
+    wk::gr::census<L_##NAME>(arena, dict, nv, pool, live, ctrl);                                                      \
   }                                                                                                                   \
   extern "C" __global__ void gr_flush_##NAME(char* arena, uint32_t nslabs, wk::slab::Pool* pool,                     \
                                              unsigned long long* ctrl) {                                             \

@@ -92,10 +92,11 @@ type Stats struct {
 	// largest batch and build so far, up to 1.5x their need, reused by the
 	// next; freed by Flush and Close).
 	Bytes, ScratchBytes int64
+	// Buckets (head slabs in the arena, orphans of Rehash included),
 	// OverflowSlabs and LongestList (in slabs) describe the CUDA backend's
 	// bucket lists (0 on the CPU backend).
-	OverflowSlabs uint64
-	LongestList   int
+	Buckets, OverflowSlabs uint64
+	LongestList            int
 }
 
 // engine is a backend: the CPU one (core) or the CUDA one (gpuGraph). The

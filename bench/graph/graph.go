@@ -1111,9 +1111,7 @@ func (b *bench) degreeSweep(quick bool) error {
 				dd.Free()
 				return err
 			}
-			// Stats.Bytes = 16 a vertex + 36 an arena slab (32 and its owner
-			// word) + 32 an overflow slab (unweighted graphs).
-			slabs := float64(st.Bytes-int64(st.Vertices)*16-int64(st.OverflowSlabs)*32)/36 + float64(st.OverflowSlabs)
+			slabs := float64(st.Buckets + st.OverflowSlabs)
 			r.bpe, r.use, r.longest = float64(st.Bytes)/float64(st.Entries), float64(st.Entries)/(slabs*7), st.LongestList
 			r.deg = float64(st.Entries) / float64(st.Vertices)
 			rows = append(rows, r)
