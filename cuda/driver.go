@@ -57,6 +57,17 @@ type driverAPI struct {
 	memsetD16Async   func(dst uint64, v uint16, n uint64, stream uintptr) result
 	memsetD32Async   func(dst uint64, v uint32, n uint64, stream uintptr) result
 
+	// Virtual memory management (vmm.go): address ranges reserved without
+	// memory, and device memory created apart and mapped into them.
+	memGetAllocationGranularity func(g *uint64, prop *memAllocationProp, option uint32) result
+	memAddressReserve           func(p *uint64, size, align, addr, flags uint64) result
+	memAddressFree              func(p, size uint64) result
+	memCreate                   func(h *uint64, size uint64, prop *memAllocationProp, flags uint64) result
+	memRelease                  func(h uint64) result
+	memMap                      func(p, size, offset, h, flags uint64) result
+	memUnmap                    func(p, size uint64) result
+	memSetAccess                func(p, size uint64, desc *memAccessDesc, count uint64) result
+
 	streamCreate      func(s *uintptr, flags uint32) result
 	streamDestroy     func(s uintptr) result
 	streamSynchronize func(s uintptr) result

@@ -99,12 +99,27 @@ type emuFunc struct {
 	launch uintptr // its library's emu_launch
 }
 
-// emuRegion is one allocation: device memory or pinned host memory.
+// emuRegion is one allocation: device memory or pinned host memory, or a
+// part of a reserved range that memory is mapped into (mapped: its bytes
+// belong to the reservation's mapping).
 type emuRegion struct {
-	base uint64
-	mem  []byte
-	host bool
+	base   uint64
+	mem    []byte
+	host   bool
+	mapped bool
 }
+
+// emuReserve is an address range reserved with cuMemAddressReserve: an
+// anonymous mapping without access, of which cuMemMap opens parts. Pages
+// of an unmapped part stay with the process until the range is freed.
+type emuReserve struct {
+	base, size uint64
+	mem        []byte // the whole mapping (base may sit past its start, for alignment)
+}
+
+// emuGranularity is the emulated device's granularity of virtual memory
+// mappings (a GPU's is 2 MiB).
+const emuGranularity = 64 << 10
 
 type emulator struct {
 	total    uint64
@@ -114,6 +129,11 @@ type emulator struct {
 	mu      sync.Mutex
 	used    uint64
 	regions []emuRegion // sorted by base
+	// Virtual memory management: reserved ranges, and physical allocations
+	// (cuMemCreate handles) by their sizes.
+	reserves   []emuReserve
+	handles    map[uint64]uint64
+	nextHandle uint64
 	funcs   []emuFunc
 	modules map[uintptr][]uintptr // module handle -> its functions
 	nextMod uintptr
@@ -164,10 +184,7 @@ func (e *emulator) alloc(size uint64, host bool) (uint64, []byte, result) {
 		return 0, nil, resultOutOfMemory
 	}
 	base := uint64(uintptr(unsafe.Pointer(&mem[0])))
-	i := sort.Search(len(e.regions), func(i int) bool { return e.regions[i].base > base })
-	e.regions = append(e.regions, emuRegion{})
-	copy(e.regions[i+1:], e.regions[i:])
-	e.regions[i] = emuRegion{base: base, mem: mem, host: host}
+	e.insertRegion(emuRegion{base: base, mem: mem, host: host})
 	if !host {
 		e.used += size
 	}
@@ -178,7 +195,7 @@ func (e *emulator) free(base uint64, host bool) result {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	i := sort.Search(len(e.regions), func(i int) bool { return e.regions[i].base >= base })
-	if i == len(e.regions) || e.regions[i].base != base || e.regions[i].host != host {
+	if i == len(e.regions) || e.regions[i].base != base || e.regions[i].host != host || e.regions[i].mapped {
 		return resultInvalidValue
 	}
 	r := e.regions[i]
@@ -194,10 +211,167 @@ func (e *emulator) freeAll() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, r := range e.regions {
-		syscall.Munmap(r.mem)
+		if !r.mapped {
+			syscall.Munmap(r.mem)
+		}
 	}
-	e.regions = nil
+	for _, v := range e.reserves {
+		syscall.Munmap(v.mem)
+	}
+	e.regions, e.reserves, e.handles = nil, nil, nil
 	e.used = 0
+}
+
+// insertRegion adds r to the sorted regions (e.mu held).
+func (e *emulator) insertRegion(r emuRegion) {
+	i := sort.Search(len(e.regions), func(i int) bool { return e.regions[i].base > r.base })
+	e.regions = append(e.regions, emuRegion{})
+	copy(e.regions[i+1:], e.regions[i:])
+	e.regions[i] = r
+}
+
+// reserve is cuMemAddressReserve: size bytes of address space, aligned to
+// align (0: the granularity), with no access.
+func (e *emulator) reserve(size, align uint64) (uint64, result) {
+	if align == 0 {
+		align = emuGranularity
+	}
+	if size == 0 || size%emuGranularity != 0 || align&(align-1) != 0 {
+		return 0, resultInvalidValue
+	}
+	mem, err := syscall.Mmap(-1, 0, int(size+align), syscall.PROT_NONE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
+	if err != nil {
+		return 0, resultOutOfMemory
+	}
+	start := uint64(uintptr(unsafe.Pointer(&mem[0])))
+	base := (start + align - 1) &^ (align - 1)
+	e.mu.Lock()
+	e.reserves = append(e.reserves, emuReserve{base: base, size: size, mem: mem})
+	e.mu.Unlock()
+	return base, resultSuccess
+}
+
+// reservation returns the index of the reserved range holding [p, p+n)
+// (e.mu held), or -1.
+func (e *emulator) reservation(p, n uint64) int {
+	for i, v := range e.reserves {
+		if p >= v.base && p+n <= v.base+v.size && p+n >= p {
+			return i
+		}
+	}
+	return -1
+}
+
+// bytesAt views [p, p+n) of reservation v.
+func (v emuReserve) bytesAt(p, n uint64) []byte {
+	start := uint64(uintptr(unsafe.Pointer(&v.mem[0])))
+	return v.mem[p-start : p-start+n : p-start+n]
+}
+
+// vmm installs the virtual memory management calls.
+func (e *emulator) vmm(d *driverAPI) {
+	d.memGetAllocationGranularity = func(g *uint64, _ *memAllocationProp, _ uint32) result {
+		*g = emuGranularity
+		return resultSuccess
+	}
+	d.memAddressReserve = func(p *uint64, size, align, addr, _ uint64) result {
+		if addr != 0 {
+			return resultInvalidValue // no fixed addresses
+		}
+		base, r := e.reserve(size, align)
+		*p = base
+		return r
+	}
+	d.memAddressFree = func(p, size uint64) result {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for i, v := range e.reserves {
+			if v.base != p || v.size != size {
+				continue
+			}
+			for _, r := range e.regions {
+				if r.mapped && r.base >= v.base && r.base < v.base+v.size {
+					return resultInvalidValue // still mapped
+				}
+			}
+			syscall.Munmap(v.mem)
+			e.reserves = append(e.reserves[:i], e.reserves[i+1:]...)
+			return resultSuccess
+		}
+		return resultInvalidValue
+	}
+	d.memCreate = func(h *uint64, size uint64, _ *memAllocationProp, _ uint64) result {
+		if size == 0 || size%emuGranularity != 0 {
+			return resultInvalidValue
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.used+size > e.total {
+			return resultOutOfMemory
+		}
+		if e.handles == nil {
+			e.handles = map[uint64]uint64{}
+		}
+		e.nextHandle++
+		e.handles[e.nextHandle] = size
+		e.used += size
+		*h = e.nextHandle
+		return resultSuccess
+	}
+	d.memRelease = func(h uint64) result {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		size, found := e.handles[h]
+		if !found {
+			return resultInvalidHandle
+		}
+		delete(e.handles, h)
+		e.used -= size
+		return resultSuccess
+	}
+	d.memMap = func(p, size, offset, h, _ uint64) result {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if hs, found := e.handles[h]; !found || offset != 0 || size != hs || p%emuGranularity != 0 {
+			return resultInvalidValue
+		}
+		i := e.reservation(p, size)
+		if i < 0 {
+			return resultInvalidValue
+		}
+		for _, r := range e.regions {
+			if r.base < p+size && p < r.base+uint64(len(r.mem)) {
+				return resultInvalidValue // overlaps a mapped part
+			}
+		}
+		mem := e.reserves[i].bytesAt(p, size)
+		if err := syscall.Mprotect(mem, syscall.PROT_READ|syscall.PROT_WRITE); err != nil {
+			return resultOutOfMemory
+		}
+		e.insertRegion(emuRegion{base: p, mem: mem, mapped: true})
+		return resultSuccess
+	}
+	d.memSetAccess = func(p, size uint64, _ *memAccessDesc, count uint64) result {
+		if count == 0 {
+			return resultInvalidValue
+		}
+		if _, found := e.resolve(p, size); !found {
+			return resultInvalidValue
+		}
+		return resultSuccess
+	}
+	d.memUnmap = func(p, size uint64) result {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for i, r := range e.regions {
+			if r.mapped && r.base == p && uint64(len(r.mem)) == size {
+				syscall.Mprotect(r.mem, syscall.PROT_NONE)
+				e.regions = append(e.regions[:i], e.regions[i+1:]...)
+				return resultSuccess
+			}
+		}
+		return resultInvalidValue
+	}
 }
 
 // copyMem copies n bytes between two addresses of regions.
@@ -305,6 +479,7 @@ func (e *emulator) driver() *driverAPI {
 		return r
 	}
 	d.memFree = func(p uint64) result { return e.free(p, false) }
+	e.vmm(d)
 	d.memAllocHost = func(p *unsafe.Pointer, size uint64) result {
 		_, mem, r := e.alloc(size, true)
 		if r == resultSuccess {

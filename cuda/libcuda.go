@@ -19,6 +19,8 @@ var libcudaSymbols = []string{
 	"cuMemGetInfo_v2", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocHost_v2", "cuMemFreeHost", "cuMemHostGetDevicePointer_v2",
 	"cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuMemcpyDtoD_v2",
 	"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoDAsync_v2", "cuMemsetD8Async", "cuMemsetD16Async", "cuMemsetD32Async",
+	"cuMemGetAllocationGranularity", "cuMemAddressReserve", "cuMemAddressFree", "cuMemCreate", "cuMemRelease",
+	"cuMemMap", "cuMemUnmap", "cuMemSetAccess",
 	"cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize", "cuStreamQuery",
 	"cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventQuery", "cuEventElapsedTime", "cuEventDestroy_v2",
 	"cuModuleLoadDataEx", "cuModuleUnload", "cuModuleGetFunction", "cuFuncGetAttribute", "cuFuncSetAttribute",
@@ -116,6 +118,31 @@ func loadLibcuda() (*driverAPI, error) {
 	}
 	d.memsetD32Async = func(dst uint64, v uint32, n uint64, s uintptr) result {
 		return b.call("cuMemsetD32Async", uintptr(dst), uintptr(v), uintptr(n), s)
+	}
+	d.memGetAllocationGranularity = func(g *uint64, prop *memAllocationProp, option uint32) result {
+		r := b.call("cuMemGetAllocationGranularity", uintptr(unsafe.Pointer(g)), uintptr(unsafe.Pointer(prop)), uintptr(option))
+		runtime.KeepAlive(g)
+		runtime.KeepAlive(prop)
+		return r
+	}
+	d.memAddressReserve = func(p *uint64, size, align, addr, flags uint64) result {
+		return b.callKeep("cuMemAddressReserve", unsafe.Pointer(p), uintptr(unsafe.Pointer(p)), uintptr(size), uintptr(align),
+			uintptr(addr), uintptr(flags))
+	}
+	d.memAddressFree = func(p, size uint64) result { return b.call("cuMemAddressFree", uintptr(p), uintptr(size)) }
+	d.memCreate = func(h *uint64, size uint64, prop *memAllocationProp, flags uint64) result {
+		r := b.call("cuMemCreate", uintptr(unsafe.Pointer(h)), uintptr(size), uintptr(unsafe.Pointer(prop)), uintptr(flags))
+		runtime.KeepAlive(h)
+		runtime.KeepAlive(prop)
+		return r
+	}
+	d.memRelease = func(h uint64) result { return b.call("cuMemRelease", uintptr(h)) }
+	d.memMap = func(p, size, offset, h, flags uint64) result {
+		return b.call("cuMemMap", uintptr(p), uintptr(size), uintptr(offset), uintptr(h), uintptr(flags))
+	}
+	d.memUnmap = func(p, size uint64) result { return b.call("cuMemUnmap", uintptr(p), uintptr(size)) }
+	d.memSetAccess = func(p, size uint64, desc *memAccessDesc, count uint64) result {
+		return b.callKeep("cuMemSetAccess", unsafe.Pointer(desc), uintptr(p), uintptr(size), uintptr(unsafe.Pointer(desc)), uintptr(count))
 	}
 	d.streamCreate = func(s *uintptr, flags uint32) result {
 		return b.callKeep("cuStreamCreate", unsafe.Pointer(s), uintptr(unsafe.Pointer(s)), uintptr(flags))

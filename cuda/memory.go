@@ -20,6 +20,7 @@ type Buffer struct {
 	ptr   DevicePtr
 	size  int64
 	freed *atomic.Bool // shared with the cleanup
+	vm    *vmPart      // a part of a VirtualRange (Map): Free unmaps and releases it
 }
 
 // Alloc allocates size bytes of device memory (uninitialised). Failure for lack
@@ -45,12 +46,18 @@ type leaked struct {
 	st    *deviceState
 	ptr   uint64
 	freed *atomic.Bool
+	vm    *vmPart
 }
 
 func freeLeaked(l leaked) {
-	if l.freed.CompareAndSwap(false, true) {
-		l.st.do(func() { l.st.drv.memFree(l.ptr) })
+	if !l.freed.CompareAndSwap(false, true) {
+		return
 	}
+	if l.vm != nil {
+		l.vm.unmap(l.st)
+		return
+	}
+	l.st.do(func() { l.st.drv.memFree(l.ptr) })
 }
 
 // Ptr returns the device address. It stays valid until Free.
@@ -63,6 +70,9 @@ func (b *Buffer) Size() int64 { return b.size }
 func (b *Buffer) Free() error {
 	if b == nil || !b.freed.CompareAndSwap(false, true) {
 		return ErrClosed
+	}
+	if b.vm != nil {
+		return b.vm.unmap(b.st)
 	}
 	p := uint64(b.ptr)
 	return b.st.run(func() result { return b.st.drv.memFree(p) }, "cuMemFree")
