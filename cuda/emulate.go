@@ -134,12 +134,12 @@ type emulator struct {
 	reserves   []emuReserve
 	handles    map[uint64]uint64
 	nextHandle uint64
-	funcs   []emuFunc
-	modules map[uintptr][]uintptr // module handle -> its functions
-	nextMod uintptr
-	lastErr []byte // the message of the last failed launch, NUL-terminated
-	events  map[uintptr]time.Time
-	nextEv  atomic.Uintptr
+	funcs      []emuFunc
+	modules    map[uintptr][]uintptr // module handle -> its functions
+	nextMod    uintptr
+	lastErr    []byte // the message of the last failed launch, NUL-terminated
+	events     map[uintptr]time.Time
+	nextEv     atomic.Uintptr
 }
 
 func (e *emulator) unload() {
