@@ -189,12 +189,14 @@ func newGPU[K, V warpkit.Word](dev *cuda.Device, own bool, opts Options) (*gpuTr
 	return g, nil
 }
 
-// poolOptions sizes each generation's SlabAlloc pool: one unit per node;
+// poolOptions sizes each generation's SlabAlloc pool: a flat pool (the
+// kernels decode node addresses as base + address × node bytes), one unit
+// per node;
 // without a cap, super blocks of 256 memory blocks (16M nodes at most); with
 // MaxPoolBytes, super blocks of a 64th of it (at least one memory block of
 // 1024 nodes), so the cap is met to within a super block.
 func poolOptions(dev *cuda.Device, unitBytes int, maxBytes int64) slaballoc.Options {
-	o := slaballoc.Options{Backend: warpkit.CUDA, Device: dev, UnitBytes: unitBytes, BlocksPerSuperBlock: defaultPoolBlock}
+	o := slaballoc.Options{Backend: warpkit.CUDA, Device: dev, UnitBytes: unitBytes, BlocksPerSuperBlock: defaultPoolBlock, Flat: true}
 	if maxBytes > 0 {
 		units := max(maxBytes/int64(unitBytes), slaballoc.UnitsPerBlock)
 		perSuper := (units + slaballoc.MaxSuperBlocks - 1) / slaballoc.MaxSuperBlocks

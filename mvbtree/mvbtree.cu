@@ -64,11 +64,19 @@ struct ReadPool {
   static constexpr bool kStrictOrder = true;  // the latch and seqlock ordered as the PTX memory model defines it
   static constexpr bool kReplaceBeforeSplit = true;  // a full leaf is not split to replace a value
   slab::Pool* p;
+  char* base;  // the pool is flat (slaballoc Options.Flat): node a at base + a * kBytes
   uint32_t root_;
   uint32_t supers, blocks;  // the descriptor's sizes, read once (no growth during a launch)
   __device__ __forceinline__ ReadPool(slab::Pool* pool, uint32_t root)
-      : p(pool), root_(root), supers(__ldg(&pool->num_super)), blocks(__ldg(&pool->blocks_per_super)) {}
-  __device__ __forceinline__ char* node(uint32_t a) const { return slab::unit_ptr<kBytes>(p, a); }
+      : p(pool),
+        base((char*)__ldg(&pool->units[0])),
+        root_(root),
+        supers(__ldg(&pool->num_super)),
+        blocks(__ldg(&pool->blocks_per_super)) {}
+  // node decodes with one multiply-add: no super block table load in the
+  // descents (their loops are ALU-bound; the table decode cost 8-20 SASS
+  // instructions a level).
+  __device__ __forceinline__ char* node(uint32_t a) const { return slab::flat_ptr<kBytes>(base, a); }
   __device__ __forceinline__ uint32_t root() const { return root_; }
   // valid: an address a link, a child or a prev may hold (the root is none).
   // Evaluated without branches (every lookup level checks one per round).

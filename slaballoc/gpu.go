@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/gpurt"
 )
@@ -18,10 +19,31 @@ const (
 	descUnitsWord   = 0   // units[64]
 	descBitmapsWord = 64  // bitmaps[64]
 	descCountsWord  = 128 // num_super | blocks_per_super<<32
-	descShiftWord   = 129 // unit_shift
+	descShiftWord   = 129 // unit_shift | flat<<32
 	descUsedWord    = 144 // used
 	descWords       = 160
 )
+
+// superBlock is one super block's memory: units followed by their bitmaps
+// in one allocation, or (a flat pool) the units mapped into the pool's range
+// and the bitmaps in an allocation of their own.
+type superBlock struct {
+	mem    *cuda.Buffer
+	bitmap *cuda.Buffer // flat pools only
+}
+
+func (b superBlock) free() error {
+	err := b.mem.Free()
+	if b.bitmap != nil {
+		err = errors.Join(err, b.bitmap.Free())
+	}
+	return err
+}
+
+// flatStride is the distance between a flat pool's super blocks: 2^24
+// units, the span of an address's unit index, so that super block s, unit
+// i — address s<<24 | i — is at base + address × unit bytes.
+func flatStride(unitBytes int) uint64 { return uint64(1<<24) * uint64(unitBytes) }
 
 // gpuPool is the CUDA backend.
 type gpuPool struct {
@@ -31,7 +53,11 @@ type gpuPool struct {
 	mod     *cuda.Module
 	desc    cuda.Slice[uint64]
 	host    [descShiftWord + 1]uint64 // the immutable part of the descriptor
-	supers  []*cuda.Buffer
+	supers  []superBlock
+	// A flat pool's super blocks are mapped into vr at stride bytes apart
+	// (Options.Flat): unit a at vr.Base() + a×UnitBytes.
+	vr     *cuda.VirtualRange
+	stride uint64
 	stream  *cuda.Stream
 	status  cuda.Slice[uint32]
 	mu      sync.Mutex // serializes host-API kernels (they share stream and status)
@@ -66,6 +92,17 @@ func newGPU(opts *Options, dev *cuda.Device, ownDev bool) (*gpuPool, error) {
 	}
 	g.host[descCountsWord] = uint64(opts.BlocksPerSuperBlock) << 32
 	g.host[descShiftWord] = uint64(bits.TrailingZeros(uint(opts.UnitBytes)))
+	if opts.Flat {
+		g.stride = flatStride(opts.UnitBytes)
+		if g.vr, err = dev.ReserveRange(uint64(opts.MaxSuperBlocks) * g.stride); err != nil {
+			return fail(fmt.Errorf("a flat pool's address range: %w", err))
+		}
+		if g.stride%g.vr.Granularity() != 0 {
+			return fail(fmt.Errorf("%w: super block stride %d is not a multiple of the mapping granularity %d",
+				warpkit.ErrInvalidArgument, g.stride, g.vr.Granularity()))
+		}
+		g.host[descShiftWord] |= 1 << 32
+	}
 	return g, nil
 }
 
@@ -87,33 +124,37 @@ func (g *gpuPool) superBytes() (units, total int64) {
 func (g *gpuPool) grow(n int) (int, error) {
 	unitBytes, total := g.superBytes()
 	next := g.host
-	var bufs []*cuda.Buffer
+	var bufs []superBlock
 	var err error
 	for len(bufs) < n && len(g.supers)+len(bufs) < MaxSuperBlocks {
-		var buf *cuda.Buffer
-		if buf, err = g.dev.Alloc(total); err != nil {
+		i := len(g.supers) + len(bufs)
+		var b superBlock
+		if b, err = g.newSuper(i); err != nil {
 			break
 		}
-		units, verr := cuda.View[uint8](buf, 0, int(unitBytes))
+		units, verr := cuda.View[uint8](b.mem, 0, int(unitBytes))
 		if verr == nil {
 			verr = units.FillBytes(g.opts.Fill, nil)
 		}
+		bm, bmOff := b.mem, int(unitBytes)
+		if b.bitmap != nil {
+			bm, bmOff = b.bitmap, 0
+		}
 		var bitmaps cuda.Slice[uint8]
 		if verr == nil {
-			bitmaps, verr = cuda.View[uint8](buf, int(unitBytes), int(total-unitBytes))
+			bitmaps, verr = cuda.View[uint8](bm, bmOff, int(total-unitBytes))
 		}
 		if verr == nil {
 			verr = bitmaps.Zero(nil)
 		}
 		if verr != nil {
-			buf.Free()
+			b.free()
 			err = verr
 			break
 		}
-		i := len(g.supers) + len(bufs)
-		next[descUnitsWord+i] = uint64(buf.Ptr())
-		next[descBitmapsWord+i] = uint64(buf.Ptr()) + uint64(unitBytes)
-		bufs = append(bufs, buf)
+		next[descUnitsWord+i] = uint64(b.mem.Ptr())
+		next[descBitmapsWord+i] = uint64(bitmaps.Ptr())
+		bufs = append(bufs, b)
 	}
 	if len(bufs) == 0 {
 		return 0, err
@@ -126,13 +167,34 @@ func (g *gpuPool) grow(n int) (int, error) {
 	}
 	if serr != nil {
 		for _, b := range bufs {
-			b.Free()
+			b.free()
 		}
 		return 0, serr
 	}
 	g.host = next
 	g.supers = append(g.supers, bufs...)
 	return len(bufs), err
+}
+
+// newSuper allocates super block i: one allocation of units and bitmaps,
+// or, in a flat pool, the units mapped at i×stride in the pool's range and
+// the bitmaps apart.
+func (g *gpuPool) newSuper(i int) (superBlock, error) {
+	unitBytes, total := g.superBytes()
+	if g.vr == nil {
+		b, err := g.dev.Alloc(total)
+		return superBlock{mem: b}, err
+	}
+	mem, err := g.vr.Map(uint64(i)*g.stride, uint64(unitBytes))
+	if err != nil {
+		return superBlock{}, err
+	}
+	bm, err := g.dev.Alloc(total - unitBytes)
+	if err != nil {
+		mem.Free()
+		return superBlock{}, err
+	}
+	return superBlock{mem: mem, bitmap: bm}, nil
 }
 
 func (g *gpuPool) readUsed() (int64, error) {
@@ -156,11 +218,10 @@ func (g *gpuPool) countBits() (int64, error) {
 	if err := g.counter.Zero(g.stream); err != nil {
 		return 0, err
 	}
-	unitBytes, _ := g.superBytes()
 	words := int64(g.opts.BlocksPerSuperBlock) * 32
-	for _, b := range g.supers {
+	for i := range g.supers {
 		grid := gpurt.Grid(f, g.dev, words, 256, 1)
-		if err := f.Launch(grid, cuda.D1(256), 0, g.stream, b.Ptr()+cuda.DevicePtr(unitBytes), uint64(words), g.counter); err != nil {
+		if err := f.Launch(grid, cuda.D1(256), 0, g.stream, cuda.DevicePtr(g.host[descBitmapsWord+i]), uint64(words), g.counter); err != nil {
 			return 0, err
 		}
 	}
@@ -244,7 +305,7 @@ func (g *gpuPool) launch(kernel, what string, run func(f *cuda.Function) error) 
 
 func (g *gpuPool) unitView(addr uint32, n int) (cuda.Slice[uint8], error) {
 	off := int64(addr&0xffffff) * int64(g.opts.UnitBytes)
-	return cuda.View[uint8](g.supers[addr>>24], int(off), n)
+	return cuda.View[uint8](g.supers[addr>>24].mem, int(off), n)
 }
 
 func (g *gpuPool) readUnit(addr uint32, dst []byte) error {
@@ -267,20 +328,24 @@ func (g *gpuPool) dump() ([]SuperBlock, error) {
 	unitBytes, total := g.superBytes()
 	out := make([]SuperBlock, len(g.supers))
 	for i, b := range g.supers {
-		all, err := cuda.View[uint8](b, 0, int(total))
+		units, err := cuda.View[uint8](b.mem, 0, int(unitBytes))
 		if err != nil {
 			return nil, err
 		}
-		buf := make([]byte, total)
-		if err := all.CopyToHost(buf); err != nil {
+		bm, err := cuda.View[uint32](b.mem, int(unitBytes)/4, int(total-unitBytes)/4)
+		if b.bitmap != nil {
+			bm, err = cuda.View[uint32](b.bitmap, 0, int(total-unitBytes)/4)
+		}
+		if err != nil {
 			return nil, err
 		}
-		bm := make([]uint32, (total-unitBytes)/4)
-		for j := range bm {
-			o := unitBytes + int64(4*j)
-			bm[j] = uint32(buf[o]) | uint32(buf[o+1])<<8 | uint32(buf[o+2])<<16 | uint32(buf[o+3])<<24
+		out[i] = SuperBlock{Units: make([]byte, unitBytes), Bitmap: make([]uint32, bm.Len())}
+		if err := units.CopyToHost(out[i].Units); err != nil {
+			return nil, err
 		}
-		out[i] = SuperBlock{Units: buf[:unitBytes:unitBytes], Bitmap: bm}
+		if err := bm.CopyToHost(out[i].Bitmap); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -296,9 +361,13 @@ func (g *gpuPool) close() error {
 		keep(g.stream.Close())
 	}
 	for _, b := range g.supers {
-		keep(b.Free())
+		keep(b.free())
 	}
 	g.supers = nil
+	if g.vr != nil {
+		keep(g.vr.Free())
+		g.vr = nil
+	}
 	for _, s := range []cuda.Slice[uint64]{g.desc, g.counter} {
 		if s.Buffer() != nil {
 			keep(s.Free())

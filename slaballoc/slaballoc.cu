@@ -81,6 +81,18 @@ extern "C" __global__ void slaballoc_free(Pool* pool, const uint32_t* addrs, uin
 
 // count_bits adds the number of set bits of every bitmap word of super block
 // sb (words words) to *out.
+// read_flat copies the first word of each unit addrs[i] of a flat pool,
+// decoded with flat_ptr, to out[i]: tests compare it with what the host
+// wrote through the super block table.
+extern "C" __global__ void slaballoc_read_flat(const Pool* pool, const uint32_t* addrs, uint64_t n, uint32_t* out) {
+  char* base = (char*)__ldg(&pool->units[0]);
+  const uint32_t shift = __ldg(&pool->unit_shift);
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+    const uint32_t a = addrs[i];
+    out[i] = shift == 7 ? *(const uint32_t*)flat_ptr<128>(base, a) : *(const uint32_t*)(base + ((size_t)a << shift));
+  }
+}
+
 extern "C" __global__ void slaballoc_count_bits(const uint32_t* bitmap, uint64_t words, unsigned long long* out) {
   unsigned long long c = 0;
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < words; i += (uint64_t)gridDim.x * blockDim.x)

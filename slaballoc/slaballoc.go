@@ -41,6 +41,17 @@ type Options struct {
 	LowWater int
 	// Fill is the byte every unit of a new super block is set to.
 	Fill byte
+	// Flat maps every super block of a CUDA pool into one reserved address
+	// range, super block s at s × 2^24 × UnitBytes, so that the unit at
+	// address a is at the first super block's base + a × UnitBytes: kernels
+	// may decode addresses without the descriptor's table
+	// (slaballoc.cuh: flat_ptr). The range reserves MaxSuperBlocks × 2^24 ×
+	// UnitBytes of address space (no memory); the memory is mapped a super
+	// block at a time as the pool grows, as without Flat. It needs the
+	// driver's virtual memory management (cuda.VirtualRange; New fails
+	// with errors.ErrUnsupported on a device without it). The CPU backend
+	// has no device addresses to decode and ignores it.
+	Flat bool
 }
 
 func (o *Options) setDefaults() error {
@@ -160,6 +171,10 @@ func New(opts Options) (*Pool, error) {
 
 // Backend reports the backend in use (CPU or CUDA).
 func (p *Pool) Backend() warpkit.Backend { return p.backend }
+
+// Flat reports whether the pool's units are at the first super block's base
+// + address × UnitBytes (Options.Flat on the CUDA backend).
+func (p *Pool) Flat() bool { return p.backend == warpkit.CUDA && p.opts.Flat }
 
 // UnitBytes returns the unit size.
 func (p *Pool) UnitBytes() int { return p.opts.UnitBytes }

@@ -3,6 +3,7 @@ package slaballoc
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"math/bits"
 	"slices"
@@ -27,9 +28,17 @@ func forEachBackend(t *testing.T, f func(t *testing.T, opts Options)) {
 		dev := emu.Device(t, emu.Options{}, "slaballoc.cu")
 		f(t, Options{Backend: warpkit.CUDA, Device: dev})
 	})
+	t.Run("EmulatedFlat", func(t *testing.T) {
+		dev := emu.Device(t, emu.Options{}, "slaballoc.cu")
+		f(t, Options{Backend: warpkit.CUDA, Device: dev, Flat: true})
+	})
 	t.Run("GPU", func(t *testing.T) {
 		dev := gputest.Device(t)
 		f(t, Options{Backend: warpkit.CUDA, Device: dev})
+	})
+	t.Run("GPUFlat", func(t *testing.T) {
+		dev := gputest.Device(t)
+		f(t, Options{Backend: warpkit.CUDA, Device: dev, Flat: true})
 	})
 }
 
@@ -487,5 +496,73 @@ func BenchmarkGPUAllocate(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(n)*float64(b.N)/time.Since(start).Seconds()/1e9, "Galloc/s")
+	})
+}
+
+// TestFlatAddresses checks a flat pool's promise: every unit, in every super
+// block, is at the first super block's base + address × UnitBytes — what
+// the device header's flat_ptr decodes (slaballoc_read_flat reads each
+// unit's first word that way after the host wrote it through the table).
+func TestFlatAddresses(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, opts Options) {
+		if !opts.Flat {
+			t.Skip("flat pools only")
+		}
+		ctx := context.Background()
+		for _, unit := range []int{128, 64} {
+			opts.UnitBytes, opts.BlocksPerSuperBlock, opts.MaxSuperBlocks = unit, 1, 5
+			p := newPool(t, opts)
+			if !p.Flat() {
+				t.Fatal("Flat() is false")
+			}
+			addrs := make([]uint32, 4*UnitsPerBlock+100) // five super blocks
+			for i := range addrs {
+				addrs[i] = Null
+			}
+			if err := p.Allocate(ctx, addrs); err != nil {
+				t.Fatal(err)
+			}
+			if p.SuperBlocks() != 5 {
+				t.Fatalf("%d super blocks", p.SuperBlocks())
+			}
+			for _, a := range addrs {
+				w := make([]byte, 4)
+				binary.LittleEndian.PutUint32(w, a^0x5a5a5a5a)
+				if err := p.WriteUnit(ctx, a, w); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g := p.impl.(*gpuPool)
+			f, err := g.mod.Function("slaballoc_read_flat")
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := cuda.FromHost(g.dev, addrs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer in.Free()
+			out, err := cuda.Alloc[uint32](g.dev, len(addrs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Free()
+			if err := f.Launch(cuda.D1(8), cuda.D1(256), 0, nil, p.Descriptor(), in, uint64(len(addrs)), out); err != nil {
+				t.Fatal(err)
+			}
+			got, err := out.ToHost()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, a := range addrs {
+				if got[i] != a^0x5a5a5a5a {
+					t.Fatalf("unit %#x (super block %d), %d-byte units: flat decode read %#x, want %#x", a, a>>24, unit, got[i], a^0x5a5a5a5a)
+				}
+			}
+			checkCounts(t, p, int64(len(addrs)))
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
 	})
 }

@@ -12,6 +12,9 @@
 //
 // so (addr & 0xffffff) is the unit's index inside its super block. kNull
 // (all ones) is never a valid address (super block 255 does not exist).
+// In a flat pool (Pool::flat; package slaballoc: Options.Flat) the host maps
+// super block s at units[0] + s * 2^24 units of one reserved address range,
+// so a unit is at units[0] + addr * unit bytes (flat_ptr: no table load).
 //
 // Allocation is tile-cooperative: a tile of W lanes (W = 8, 16 or 32; the
 // paper uses the whole warp) owns a resident memory block and keeps its 32
@@ -64,7 +67,7 @@ struct Pool {
   uint32_t num_super;                           // super blocks in use
   uint32_t blocks_per_super;                    // memory blocks per super block (<= 1<<14)
   uint32_t unit_shift;                          // log2(unit bytes)
-  uint32_t reserved0;
+  uint32_t flat;                                // 1: units[s] == units[0] + s * 2^24 units (a flat pool)
   unsigned long long pad[14];                   // `used` gets its own 128-byte line
   unsigned long long used;                      // net units allocated (two's complement adds)
 };
@@ -119,6 +122,13 @@ template <int UnitBytes>
 __device__ __forceinline__ char* unit_ptr(const Pool* p, uint32_t addr) {
   const char* sb = (const char*)__ldg(&p->units[addr >> 24]);
   return (char*)sb + (size_t)(addr & kUnitIndexMask) * UnitBytes;
+}
+
+// flat_ptr decodes an address of a flat pool from its base (units[0], read
+// once per kernel): one multiply-add, no load.
+template <int UnitBytes>
+__device__ __forceinline__ char* flat_ptr(char* base, uint32_t addr) {
+  return base + (size_t)addr * UnitBytes;
 }
 
 // unit_ptr with the unit size read from the descriptor.
