@@ -47,17 +47,17 @@ func flatStride(unitBytes int) uint64 { return uint64(1<<24) * uint64(unitBytes)
 
 // gpuPool is the CUDA backend.
 type gpuPool struct {
-	opts    *Options
-	dev     *cuda.Device
-	ownDev  bool
-	mod     *cuda.Module
-	desc    cuda.Slice[uint64]
-	host    [descShiftWord + 1]uint64 // the immutable part of the descriptor
-	supers  []superBlock
+	opts   *Options
+	dev    *cuda.Device
+	ownDev bool
+	mod    *cuda.Module
+	desc   cuda.Slice[uint64]
+	host   [descShiftWord + 1]uint64 // the immutable part of the descriptor
+	supers []superBlock
 	// A flat pool's super blocks are mapped into vr at stride bytes apart
 	// (Options.Flat): unit a at vr.Base() + a×UnitBytes.
-	vr     *cuda.VirtualRange
-	stride uint64
+	vr      *cuda.VirtualRange
+	stride  uint64
 	stream  *cuda.Stream
 	status  cuda.Slice[uint32]
 	mu      sync.Mutex // serializes host-API kernels (they share stream and status)
