@@ -317,7 +317,7 @@ func (g *gpuGraph[W]) owners() (cuda.Slice[uint32], error) {
 		return o, err
 	}
 	if g.nv > 0 {
-		if err := g.launch(g.fOwner, int64(g.nv)*32, g.dict, uint64(g.nv), o); err != nil {
+		if err := g.launch(g.fOwner, int64(g.nv), g.dict, uint64(g.nv), o); err != nil {
 			return o, err
 		}
 	}

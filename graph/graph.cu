@@ -216,14 +216,13 @@ extern "C" __global__ void gr_dict(const uint64_t* nb, const uint64_t* base, uin
 
 // owner writes owner[b] = v for every bucket b of every vertex v < nv (the
 // caller set the whole array to kOrphan first: buckets no table holds stay
-// so). A warp per vertex, its lanes striding over the buckets, so a hub's
-// thousands of buckets take a few rounds.
+// so). A thread per vertex, as most hold a bucket or two; a hub's thread
+// writes its buckets in a row (stores only, a few microseconds for the
+// largest tables of the stand-ins).
 extern "C" __global__ void gr_owner(const Vertex* dict, uint64_t nv, uint32_t* owner) {
-  const uint64_t warps = thread_count() / 32;
-  const uint32_t lane = threadIdx.x & 31;
-  for (uint64_t v = thread_index() / 32; v < nv; v += warps) {
+  for (uint64_t v = thread_index(); v < nv; v += thread_count()) {
     const uint2 bn = *(const uint2*)&dict[v];
-    for (uint32_t j = lane; j < bn.y; j += 32) owner[bn.x + j] = (uint32_t)v;
+    for (uint32_t j = 0; j < bn.y; ++j) owner[bn.x + j] = (uint32_t)v;
   }
 }
 

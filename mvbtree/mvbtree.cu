@@ -67,12 +67,15 @@ struct ReadPool {
   char* base;  // the pool is flat (slaballoc Options.Flat): node a at base + a * kBytes
   uint32_t root_;
   uint32_t supers, blocks;  // the descriptor's sizes, read once (no growth during a launch)
+  uint32_t end_, per_;      // valid addresses: below end_ (supers << 24), unit index below per_
   __device__ __forceinline__ ReadPool(slab::Pool* pool, uint32_t root)
       : p(pool),
         base((char*)__ldg(&pool->units[0])),
         root_(root),
         supers(__ldg(&pool->num_super)),
-        blocks(__ldg(&pool->blocks_per_super)) {}
+        blocks(__ldg(&pool->blocks_per_super)),
+        end_(supers >= 255u ? slab::kNull : supers << 24),
+        per_(blocks * slab::kUnitsPerBlock) {}
   // node decodes with one multiply-add: no super block table load in the
   // descents (their loops are ALU-bound; the table decode cost 8-20 SASS
   // instructions a level).
@@ -81,7 +84,7 @@ struct ReadPool {
   // valid: an address a link, a child or a prev may hold (the root is none).
   // Evaluated without branches (every lookup level checks one per round).
   __device__ __forceinline__ bool valid(uint32_t a) const {
-    return (a != root_) & ((a >> 24) < supers) & ((a & slab::kUnitIndexMask) < blocks * slab::kUnitsPerBlock);
+    return (a != root_) & (a < end_) & ((a & slab::kUnitIndexMask) < per_);
   }
   __device__ __forceinline__ uint32_t walk_bound() const {
     uint64_t units = (uint64_t)supers * blocks * slab::kUnitsPerBlock;
