@@ -67,7 +67,7 @@ type VirtualRange struct {
 
 	mu     sync.Mutex
 	mapped map[uint64]uint64 // offset → mapped bytes
-	freed  bool
+	freed  *atomic.Bool      // shared with the cleanup
 }
 
 // vmPart is what a Buffer made by VirtualRange.Map frees: its mapping and
@@ -114,7 +114,23 @@ func (d *Device) ReserveRange(size uint64) (*VirtualRange, error) {
 		}
 		return nil, err
 	}
-	return &VirtualRange{st: d.st, base: DevicePtr(p), size: size, gran: g, mapped: map[uint64]uint64{}}, nil
+	r := &VirtualRange{st: d.st, base: DevicePtr(p), size: size, gran: g, mapped: map[uint64]uint64{}, freed: new(atomic.Bool)}
+	// A range dropped without Free gives its addresses back once the
+	// Buffers of its parts are gone too (their cleanups hold it).
+	runtime.AddCleanup(r, freeLeakedRange, leakedRange{st: d.st, base: p, size: size, freed: r.freed})
+	return r, nil
+}
+
+type leakedRange struct {
+	st         *deviceState
+	base, size uint64
+	freed      *atomic.Bool
+}
+
+func freeLeakedRange(l leakedRange) {
+	if l.freed.CompareAndSwap(false, true) {
+		l.st.do(func() { l.st.drv.memAddressFree(l.base, l.size) })
+	}
 }
 
 // Base returns the first address of the range.
@@ -140,7 +156,7 @@ func (r *VirtualRange) Map(offset, size uint64) (*Buffer, error) {
 	full := (size + r.gran - 1) &^ (r.gran - 1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.freed {
+	if r.freed.Load() {
 		return nil, ErrClosed
 	}
 	if offset > r.size || full > r.size-offset {
@@ -213,12 +229,12 @@ func (r *VirtualRange) Free() error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.freed {
+	if r.freed.Load() {
 		return ErrClosed
 	}
 	if len(r.mapped) > 0 {
 		return fmt.Errorf("%w: cuda: freeing an address range with %d parts mapped", ErrInvalidArgument, len(r.mapped))
 	}
-	r.freed = true
+	r.freed.Store(true)
 	return r.st.run(func() result { return r.st.drv.memAddressFree(uint64(r.base), r.size) }, "cuMemAddressFree")
 }
