@@ -39,6 +39,17 @@
 // error wrapping [ErrClosed]; it never crashes. Modules are cached per device
 // and live as long as it does.
 //
+// # Virtual memory
+//
+// [Device.ReserveRange] reserves device address space with no memory behind
+// it, and [VirtualRange.Map] backs parts of it with memory of their own, each
+// returned as an ordinary [Buffer] (views, copies, fills, Free). A structure
+// that grows part by part keeps one linear address space that way: slaballoc's
+// flat pools put super block s at s × 2^24 units of one range, so kernels
+// decode a unit's address with one multiply-add. The emulated device
+// ([OpenEmulated]) implements the calls with inaccessible host mappings that
+// Map opens.
+//
 // A kernel fault (an illegal address, say) is sticky in CUDA: the context is
 // unusable afterwards and every later call on that device returns the same
 // error. warpkit's kernels bound every loop and report failure through status

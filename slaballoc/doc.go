@@ -15,6 +15,21 @@
 // Kernels find a super block's base address in the device-resident
 // descriptor ([Pool.Descriptor]), one read-only-cache load per decode.
 //
+// # Flat pools
+//
+// With [Options.Flat] (the CUDA backend) the pool reserves one address range
+// of MaxSuperBlocks × 2^24 units (cuda.VirtualRange: address space, no
+// memory) and maps super block s at s × 2^24 units into it as it grows, its
+// bitmaps in an allocation of their own; unit a is then at the first super
+// block's base + a × UnitBytes, and kernels may decode addresses with one
+// multiply-add (slaballoc.cuh: flat_ptr) instead of a load from the
+// descriptor's table and an add. The descriptor says so (Pool::flat) and the
+// table stays valid, so every other kernel works unchanged. Memory, growth,
+// statistics and errors are as without Flat; a device without the driver's
+// virtual memory management refuses Flat (errors.ErrUnsupported). mvbtree's
+// node pools are flat: its descents are ALU-bound, and the table decode was
+// 8–23 of their 130–180 instructions a level.
+//
 // # Allocation on the GPU
 //
 // A tile of W lanes (the paper's whole warp, or 8 or 16 lanes for the smaller
