@@ -103,17 +103,19 @@
 // snapshot forces; the device methods against the CPU backend. They run on
 // the CPU emulation of the GPU (internal/emu) in every go test, and on a GPU
 // (scripts/gpu-test.sh): all passed on an H200 at every device run (the
-// last at 17e0e3e; the searches' count clamp that came after it has run on
-// the emulation only). `warp bench mvbtree` measures the spec's Fig 4.2 and
-// snapshot rows (docs/benchmarks.md, "mvbtree, second device session"):
-// latest finds at 6.1 G keys/s, 0.90x btree's; snapshot finds 4.2 G/s;
-// snapshots taken and closed in under a microsecond; builds 0.5-0.7x
+// last at 0ba6426). `warp bench mvbtree` measures the spec's Fig 4.2 and
+// snapshot rows (docs/benchmarks.md, "Flat slab pools for mvbtree"):
+// latest finds at 6.1 G keys/s, 0.92x btree's; snapshot finds 4.3 G/s;
+// snapshots taken and closed in under a microsecond; builds 0.65-0.75x
 // btree's (the issue's 0.9x is missed: ncu shows the write kernel issuing
-// 28% more instructions than btree's with one block fewer per SM). Both
-// gaps include SlabAlloc's address decode (a super-block table load and a
-// 64-bit add for every node touched); super blocks mapped into one reserved
-// virtual range at a stride of 2^24 units would make a node's pointer
-// base + address x unit size, as btree's dense array is (not built).
+// 28% more instructions than btree's with one block fewer per SM). Node
+// pools are flat (slaballoc Options.Flat: super blocks mapped into one
+// reserved range at 2^24 units apart), so a node's pointer is base +
+// address x node size, as in btree's dense array: that took the find
+// loop from 176 to 164 SASS instructions a level (btree's: 151) and made
+// builds 4-8% faster. The rest of the find gap is the version-aware
+// checks in an ALU-bound loop, and at 45M keys one more level (13 pairs a
+// 128-byte node against btree's 14).
 //
 // # Departures from the spec (shared/docs/specs/mvbtree.md)
 //
@@ -131,6 +133,10 @@
 //     from versions without a flag of their own.
 //   - The registry of open snapshots is uploaded per lane when it changed,
 //     not rewritten between launches; its stamps are distinct.
+//   - Node pools are flat SlabAlloc pools (the spec's SlabAlloc with its
+//     super blocks mapped into one reserved address range): a device
+//     without the driver's virtual memory management cannot run the CUDA
+//     backend (New fails with errors.ErrUnsupported).
 //   - Generations (one SlabAlloc pool per Build/Compact) instead of freeing
 //     an old tree node by node: the spec does not say how Build treats open
 //     snapshots.
