@@ -70,7 +70,9 @@
 // orphaned: the arena only grows), gathering, re-inserting, and only then
 // freeing the old lists. Device scratch (a build's per-vertex counts,
 // bucket counts and their scan, 20 bytes a vertex; the largest batch's
-// staging; the owner array, 4 bytes a bucket) is kept for the next call and reported as Stats.ScratchBytes
+// staging; the owner array, 4 bytes a bucket; the CSR that TriangleCount
+// and ToCSR gather into, 8 bytes an entry and 20 a vertex) is kept for the
+// next call and reported as Stats.ScratchBytes
 // (Flush frees it): a rebuild of a graph of the same size allocates and
 // frees no per-vertex arrays (on the H200 that made rebuilds 1.2-1.5x
 // faster).

@@ -103,6 +103,12 @@ type gpuGraph[W any] struct {
 	// arena: 4 bytes a bucket the structure does not need between calls.
 	sOwner  gpurt.Buf[uint32]
 	ownerOK bool
+	// The CSR that TriangleCount and ToCSR gather the tables into: offsets,
+	// columns, each entry's row, oriented row lengths, per-row cursors (8
+	// bytes an entry and 20 a vertex, kept for the next count: a dynamic
+	// graph is counted again after every few batches).
+	tOff                         gpurt.Buf[uint64]
+	tCols, tRows, tOcnt, tCursor gpurt.Buf[uint32]
 	// Rehash's per-mover arrays.
 	rIDs, rOld, rCur  gpurt.Buf[uint32]
 	rNeed, rRows, rNB gpurt.Buf[uint64]
@@ -978,12 +984,11 @@ func (g *gpuGraph[W]) deleteVertices(ctx context.Context, ids []uint32) error {
 // offsets writes the exclusive scan of the degrees (nv+1 entries) and
 // returns the total.
 func (g *gpuGraph[W]) offsets() (cuda.Slice[uint64], uint64, error) {
-	off, err := cuda.Alloc[uint64](g.dev, g.nv+1)
+	off, err := g.tOff.Get(g.dev, g.stream, g.nv+1)
 	if err != nil {
 		return off, 0, err
 	}
 	fail := func(err error) (cuda.Slice[uint64], uint64, error) {
-		off.Free()
 		return cuda.Slice[uint64]{}, 0, waitAfter(g.stream, err)
 	}
 	deg := off.Sub(0, g.nv)
@@ -994,7 +999,6 @@ func (g *gpuGraph[W]) offsets() (cuda.Slice[uint64], uint64, error) {
 	}
 	total, err := g.scan(deg, off)
 	if err != nil {
-		off.Free()
 		return cuda.Slice[uint64]{}, 0, err
 	}
 	return off, total, nil
@@ -1022,11 +1026,10 @@ func (g *gpuGraph[W]) scan(in, out cuda.Slice[uint64]) (uint64, error) {
 // gatherAll lays every table out as rows of a CSR (in no order within a
 // row): cols, weights (optional), rows (optional: each entry's vertex).
 func (g *gpuGraph[W]) gatherAll(off cuda.Slice[uint64], total uint64, cols cuda.Slice[uint32], vals cuda.DevicePtr, rows cuda.DevicePtr) error {
-	cursor, err := cuda.Alloc[uint32](g.dev, max(1, g.nv))
+	cursor, err := g.tCursor.Get(g.dev, g.stream, max(1, g.nv))
 	if err != nil {
 		return err
 	}
-	defer cursor.Free()
 	if err := cursor.Zero(g.stream); err != nil {
 		return waitAfter(g.stream, err)
 	}
@@ -1056,12 +1059,10 @@ func (g *gpuGraph[W]) csr(ctx context.Context, sorted bool) (*CSR, []W, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	defer off.Free()
-	cols, err := cuda.Alloc[uint32](g.dev, int(max(1, total)))
+	cols, err := g.tCols.Get(g.dev, g.stream, int(max(1, total)))
 	if err != nil {
 		return nil, nil, err
 	}
-	defer cols.Free()
 	var dv cuda.Slice[uint8]
 	var vals cuda.DevicePtr
 	if g.wbytes > 0 {
@@ -1216,28 +1217,24 @@ func (g *gpuGraph[W]) triangles(ctx context.Context, method TriangleMethod) (Tri
 	if err != nil {
 		return st, err
 	}
-	defer off.Free()
 	if total == 0 {
 		return st, nil
 	}
 	if method == TrianglesSorted && total >= 1<<32 {
 		return st, fmt.Errorf("%w: %d entries: TrianglesSorted sorts rows with 32-bit offsets", warpkit.ErrInvalidArgument, total)
 	}
-	cols, err := cuda.Alloc[uint32](g.dev, int(total))
+	cols, err := g.tCols.Get(g.dev, g.stream, int(total))
 	if err != nil {
 		return st, err
 	}
-	defer cols.Free()
-	rows, err := cuda.Alloc[uint32](g.dev, int(total))
+	rows, err := g.tRows.Get(g.dev, g.stream, int(total))
 	if err != nil {
 		return st, err
 	}
-	defer rows.Free()
-	ocnt, err := cuda.Alloc[uint32](g.dev, g.nv+1)
+	ocnt, err := g.tOcnt.Get(g.dev, g.stream, g.nv+1)
 	if err != nil {
 		return st, err
 	}
-	defer ocnt.Free()
 	if err := g.gatherAll(off, total, cols, 0, rows.Ptr()); err != nil {
 		return st, err
 	}
