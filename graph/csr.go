@@ -29,6 +29,10 @@ type SortedCSR struct {
 	m      int
 	ctrl   cuda.Slice[uint64]
 	closed bool
+	// The rows TriangleCount lays out, kept for the next count as the
+	// graph's own are (a fair baseline: neither pays cuMemAlloc per count).
+	tOff                gpurt.Buf[uint64]
+	tCols, tRows, tOcnt gpurt.Buf[uint32]
 
 	fPack, fUnique, fRows, fOrient, fTCSorted *cuda.Function
 }
@@ -176,26 +180,22 @@ func (c *SortedCSR) TriangleCount(ctx context.Context) (uint64, error) {
 	if c.m == 0 {
 		return 0, nil
 	}
-	off, err := cuda.Alloc[uint64](c.dev, c.nv+1)
+	off, err := c.tOff.Get(c.dev, c.stream, c.nv+1)
 	if err != nil {
 		return 0, err
 	}
-	defer off.Free()
-	cols, err := cuda.Alloc[uint32](c.dev, c.m)
+	cols, err := c.tCols.Get(c.dev, c.stream, c.m)
 	if err != nil {
 		return 0, err
 	}
-	defer cols.Free()
-	rows, err := cuda.Alloc[uint32](c.dev, c.m)
+	rows, err := c.tRows.Get(c.dev, c.stream, c.m)
 	if err != nil {
 		return 0, err
 	}
-	defer rows.Free()
-	ocnt, err := cuda.Alloc[uint32](c.dev, max(1, c.nv))
+	ocnt, err := c.tOcnt.Get(c.dev, c.stream, max(1, c.nv))
 	if err != nil {
 		return 0, err
 	}
-	defer ocnt.Free()
 	if err := c.ctrl.Zero(c.stream); err != nil {
 		return 0, waitAfter(c.stream, err)
 	}
@@ -207,7 +207,7 @@ func (c *SortedCSR) TriangleCount(ctx context.Context) (uint64, error) {
 	if err := c.launch(c.fOrient, tiles(c.nv), off, cols, cuda.DevicePtr(0), uint64(c.nv), ocnt); err != nil {
 		return 0, waitAfter(c.stream, err)
 	}
-	if err := c.launch(c.fTCSorted, tiles(c.m), off, cols, rows, ocnt, uint64(c.m), cuda.DevicePtr(0), c.ctrl); err != nil {
+	if err := c.launch(c.fTCSorted, int64(c.m), off, cols, rows, ocnt, uint64(c.m), cuda.DevicePtr(0), c.ctrl); err != nil {
 		return 0, waitAfter(c.stream, err)
 	}
 	if err := gpurt.Wait(c.stream); err != nil {
@@ -232,7 +232,8 @@ func (c *SortedCSR) Close() error {
 		c.prim.Close()
 	}
 	if c.stream != nil {
-		c.stream.Close()
+		c.stream.Close() // waits for the work queued on it
 	}
+	gpurt.FreeAll(c)
 	return nil
 }

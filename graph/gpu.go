@@ -1275,9 +1275,9 @@ func (g *gpuGraph[W]) triangles(ctx context.Context, method TriangleMethod) (Tri
 		return st, err
 	}
 	if method == TrianglesSorted {
-		err = g.launch(g.fTCSorted, tiles(int(total)), off, cols, rows, ocnt, total, g.dict, g.ctrl)
+		err = g.launch(g.fTCSorted, int64(total), off, cols, rows, ocnt, total, g.dict, g.ctrl)
 	} else {
-		err = g.launch(g.fTC, tiles(int(total)), off, cols, rows, ocnt, total, g.arena, g.dict, g.pool.Descriptor(), g.seed, g.ctrl)
+		err = g.launch(g.fTC, int64(total), off, cols, rows, ocnt, total, g.arena, g.dict, g.pool.Descriptor(), g.seed, g.ctrl)
 	}
 	if err == nil {
 		err = g.readCtrl()

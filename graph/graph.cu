@@ -608,30 +608,55 @@ extern "C" __global__ void gr_orient(const uint64_t* offsets, uint32_t* cols, co
 
 // count_pairs is the loop of the triangle counts: for every entry k = (u,
 // v) of the rows (rows[k] = u; u's first ocnt[u] entries taken), and every
-// later entry w of u's row, it counts edge(v, w) — by a tile of 8 lanes per
-// entry, the lanes over w — into count. Self-loops (only unoriented rows
+// later entry w of u's row, it counts edge(v, w) into count. A warp takes
+// 32 entries, a lane each: a lane whose list of later entries is short
+// (kShortPairs or fewer) walks it alone, and the warp walks each longer
+// list together, its lanes over w — road and mesh graphs (a pair or two an
+// entry) keep every lane busy, and the long lists of social graphs' hubs
+// get 32 lanes rather than a fixed tile. Self-loops (only unoriented rows
 // hold one) pair with nothing.
+constexpr uint32_t kShortPairs = 8;
+
 template <class Edge>
 __device__ __forceinline__ void count_pairs(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows,
                                             const uint32_t* ocnt, uint64_t total, unsigned long long* count,
                                             Edge&& edge) {
-  Tile<8> t;
-  Geometry<8> g;
+  const uint32_t lane = slab::lane();
+  const uint64_t warps = thread_count() / 32;
   unsigned long long found = 0;
-  for (uint64_t k = g.tile; k < total; k += g.tiles) {
-    const uint32_t u = rows[k];
-    const uint64_t o0 = offsets[u];
-    const uint32_t i = (uint32_t)(k - o0), d = ocnt[u];
-    if (i >= d) continue;
-    const uint32_t v = cols[k];
-    if (v == u) continue;
-    for (uint32_t j = i + 1 + t.rank; j < d; j += 8) {
-      const uint32_t w = cols[o0 + j];
-      found += w != u && edge(v, w);
+  for (uint64_t k0 = thread_index() / 32 * 32; k0 < total; k0 += warps * 32) {
+    const uint64_t k = k0 + lane;
+    uint32_t u = 0, v = 0, i = 0, len = 0;
+    uint64_t o0 = 0;
+    if (k < total) {
+      u = rows[k];
+      o0 = offsets[u];
+      i = (uint32_t)(k - o0);
+      const uint32_t d = ocnt[u];
+      if (i < d) {
+        v = cols[k];
+        if (v != u) len = d - i - 1;
+      }
+    }
+    const bool alone = len <= kShortPairs;
+    if (alone)
+      for (uint32_t j = i + 1; j <= i + len; ++j) {
+        const uint32_t w = cols[o0 + j];
+        found += w != u && edge(v, w);
+      }
+    for (unsigned m = __ballot_sync(0xffffffffu, !alone); m; m &= m - 1) {
+      const int src = __ffs(m) - 1;
+      const uint32_t su = __shfl_sync(0xffffffffu, u, src), sv = __shfl_sync(0xffffffffu, v, src);
+      const uint32_t first = __shfl_sync(0xffffffffu, i, src) + 1, last = first + __shfl_sync(0xffffffffu, len, src);
+      const uint64_t so = __shfl_sync(0xffffffffu, (unsigned long long)o0, src);
+      for (uint32_t j = first + lane; j < last; j += 32) {
+        const uint32_t w = cols[so + j];
+        found += w != su && edge(sv, w);
+      }
     }
   }
   for (int off = 16; off > 0; off >>= 1) found += __shfl_xor_sync(0xffffffffu, found, off);
-  if (slab::lane() == 0 && found) atomicAdd(count, found);
+  if (lane == 0 && found) atomicAdd(count, found);
 }
 
 // tc counts triangles over an oriented CSR (gr_orient): for every oriented
