@@ -204,7 +204,7 @@ func (c *SortedCSR) TriangleCount(ctx context.Context) (uint64, error) {
 	}
 	// orient ranks by row lengths (no dictionary): the rows as laid out,
 	// before it cuts them.
-	if err := c.launch(c.fOrient, tiles(c.nv), off, cols, cuda.DevicePtr(0), uint64(c.nv), ocnt); err != nil {
+	if err := c.launch(c.fOrient, int64(c.nv), off, cols, cuda.DevicePtr(0), uint64(c.nv), ocnt); err != nil {
 		return 0, waitAfter(c.stream, err)
 	}
 	if err := c.launch(c.fTCSorted, int64(c.m), off, cols, rows, ocnt, uint64(c.m), cuda.DevicePtr(0), c.ctrl); err != nil {

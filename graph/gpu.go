@@ -1262,7 +1262,7 @@ func (g *gpuGraph[W]) triangles(ctx context.Context, method TriangleMethod) (Tri
 	if method == TrianglesThesis {
 		err = g.launch(g.fDegrees, int64(g.nv), g.dict, cuda.DevicePtr(0), uint64(g.nv), ocnt, cuda.DevicePtr(0))
 	} else {
-		err = g.launch(g.fOrient, tiles(g.nv), off, cols, g.dict, uint64(g.nv), ocnt)
+		err = g.launch(g.fOrient, int64(g.nv), off, cols, g.dict, uint64(g.nv), ocnt)
 	}
 	if err != nil {
 		return st, waitAfter(g.stream, err)

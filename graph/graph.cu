@@ -571,38 +571,64 @@ __device__ __forceinline__ bool contains(const char* arena, const Pool* pool, ui
   return false;
 }
 
-// orient keeps, in each vertex's row of a CSR (cols[offsets[v] ..], in
-// place, at the front), the neighbours ranked above it by (degree, ID), and
-// their number in ocnt[v]. A tile of 8 lanes per vertex.
 // degree_of is v's degree: its dictionary entry's, or (dict null) its CSR
 // row's length.
 __device__ __forceinline__ uint32_t degree_of(const Vertex* dict, const uint64_t* offsets, uint32_t v) {
   return dict ? dict[v].degree : (uint32_t)(offsets[v + 1] - offsets[v]);
 }
 
+// orient keeps, in each vertex's row of a CSR (cols[offsets[v] ..], in
+// place, at the front, in their order), the neighbours ranked above it by
+// (degree, ID), and their number in ocnt[v]. A warp takes 32 rows, a lane each: a lane compacts a row of up
+// to kShortRow entries alone, and the warp compacts each longer row
+// together (a ballot per 32 entries).
+constexpr uint64_t kShortRow = 16;
+
 extern "C" __global__ void gr_orient(const uint64_t* offsets, uint32_t* cols, const Vertex* dict, uint64_t nv,
                                      uint32_t* ocnt) {
-  Tile<8> t;
-  Geometry<8> g;
-  for (uint64_t v = g.tile; v < nv; v += g.tiles) {
-    const uint64_t o0 = offsets[v], o1 = offsets[v + 1];
-    const uint32_t dv = degree_of(dict, offsets, (uint32_t)v);
-    uint64_t w = o0;
-    for (uint64_t k = o0; k < o1; k += 8) {
-      const uint64_t j = k + t.rank;
-      uint32_t x = 0;
-      bool keep = false;
-      if (j < o1) {
-        x = cols[j];
-        const uint32_t dx = degree_of(dict, offsets, x);
-        keep = dx > dv || (dx == dv && x > (uint32_t)v);
-      }
-      const unsigned m = t.ballot(keep);
-      t.sync();  // every lane read its entry before any is overwritten
-      if (keep) cols[w + __popc(m & ((1u << t.rank) - 1))] = x;
-      w += __popc(m);
+  const uint32_t lane = slab::lane();
+  const uint64_t warps = thread_count() / 32;
+  for (uint64_t v0 = thread_index() / 32 * 32; v0 < nv; v0 += warps * 32) {
+    const uint64_t v = v0 + lane;
+    uint64_t o0 = 0, o1 = 0;
+    uint32_t dv = 0;
+    if (v < nv) {
+      o0 = offsets[v];
+      o1 = offsets[v + 1];
+      dv = degree_of(dict, offsets, (uint32_t)v);
     }
-    if (t.rank == 0) ocnt[v] = (uint32_t)(w - o0);
+    const bool alone = o1 - o0 <= kShortRow;
+    if (alone && v < nv) {
+      uint64_t w = o0;
+      for (uint64_t k = o0; k < o1; ++k) {
+        const uint32_t x = cols[k], dx = degree_of(dict, offsets, x);
+        if (dx > dv || (dx == dv && x > (uint32_t)v)) cols[w++] = x;
+      }
+      ocnt[v] = (uint32_t)(w - o0);
+    }
+    for (unsigned m = __ballot_sync(0xffffffffu, !alone); m; m &= m - 1) {
+      const int src = __ffs(m) - 1;
+      const uint32_t sv = (uint32_t)__shfl_sync(0xffffffffu, (unsigned long long)v, src);
+      const uint32_t sdv = __shfl_sync(0xffffffffu, dv, src);
+      const uint64_t s0 = __shfl_sync(0xffffffffu, (unsigned long long)o0, src);
+      const uint64_t s1 = __shfl_sync(0xffffffffu, (unsigned long long)o1, src);
+      uint64_t w = s0;
+      for (uint64_t k = s0; k < s1; k += 32) {
+        const uint64_t j = k + lane;
+        uint32_t x = 0;
+        bool keep = false;
+        if (j < s1) {
+          x = cols[j];
+          const uint32_t dx = degree_of(dict, offsets, x);
+          keep = dx > sdv || (dx == sdv && x > sv);
+        }
+        const unsigned b = __ballot_sync(0xffffffffu, keep);
+        __syncwarp();  // every lane read its entry before any is overwritten
+        if (keep) cols[w + __popc(b & ((1u << lane) - 1))] = x;
+        w += __popc(b);
+      }
+      if (lane == 0) ocnt[sv] = (uint32_t)(w - s0);
+    }
   }
 }
 
@@ -613,11 +639,11 @@ extern "C" __global__ void gr_orient(const uint64_t* offsets, uint32_t* cols, co
 // (kShortPairs or fewer) walks it alone, and the warp walks each longer
 // list together, its lanes over w — road and mesh graphs (a pair or two an
 // entry) keep every lane busy, and the long lists of social graphs' hubs
-// get 32 lanes rather than a fixed tile. Self-loops (only unoriented rows
-// hold one) pair with nothing.
-constexpr uint32_t kShortPairs = 8;
-
-template <class Edge>
+// get 32 lanes rather than a fixed tile. Short is the longest list a lane
+// walks alone: 8 for hash probes (a load or two each), 2 for binary
+// searches (a chain of dependent loads each). Self-loops (only unoriented
+// rows hold one) pair with nothing.
+template <uint32_t Short, class Edge>
 __device__ __forceinline__ void count_pairs(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows,
                                             const uint32_t* ocnt, uint64_t total, unsigned long long* count,
                                             Edge&& edge) {
@@ -638,7 +664,7 @@ __device__ __forceinline__ void count_pairs(const uint64_t* offsets, const uint3
         if (v != u) len = d - i - 1;
       }
     }
-    const bool alone = len <= kShortPairs;
+    const bool alone = len <= Short;
     if (alone)
       for (uint32_t j = i + 1; j <= i + len; ++j) {
         const uint32_t w = cols[o0 + j];
@@ -666,7 +692,7 @@ template <class L>
 __device__ void tc(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows, const uint32_t* ocnt,
                    uint64_t total, const char* arena, const Vertex* dict, const Pool* pool, uint32_t seed,
                    unsigned long long* count) {
-  count_pairs(offsets, cols, rows, ocnt, total, count, [&](uint32_t v, uint32_t w) {
+  count_pairs<8>(offsets, cols, rows, ocnt, total, count, [&](uint32_t v, uint32_t w) {
     return contains<L>(arena, pool, *(const uint2*)&dict[v], seed, w);
   });
 }
@@ -677,7 +703,7 @@ __device__ void tc(const uint64_t* offsets, const uint32_t* cols, const uint32_t
 extern "C" __global__ void gr_tc_sorted(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows,
                                         const uint32_t* ocnt, uint64_t total, const Vertex* dict,
                                         unsigned long long* count) {
-  count_pairs(offsets, cols, rows, ocnt, total, count, [&](uint32_t v, uint32_t w) {
+  count_pairs<2>(offsets, cols, rows, ocnt, total, count, [&](uint32_t v, uint32_t w) {
     uint32_t a = v, b = w;  // look b up in a's oriented row
     const uint32_t dv = degree_of(dict, offsets, v), dw = degree_of(dict, offsets, w);
     if (dw < dv || (dw == dv && w < v)) {
