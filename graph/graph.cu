@@ -635,18 +635,20 @@ extern "C" __global__ void gr_orient(const uint64_t* offsets, uint32_t* cols, co
 // count_pairs is the loop of the triangle counts: for every entry k = (u,
 // v) of the rows (rows[k] = u; u's first ocnt[u] entries taken), and every
 // later entry w of u's row, it counts edge(v, w) into count. A warp takes
-// 32 entries, a lane each: a lane whose list of later entries is short
-// (kShortPairs or fewer) walks it alone, and the warp walks each longer
-// list together, its lanes over w — road and mesh graphs (a pair or two an
-// entry) keep every lane busy, and the long lists of social graphs' hubs
-// get 32 lanes rather than a fixed tile. Short is the longest list a lane
-// walks alone: 8 for hash probes (a load or two each), 2 for binary
-// searches (a chain of dependent loads each). Self-loops (only unoriented
-// rows hold one) pair with nothing.
-template <uint32_t Short, class Edge>
+// 32 entries and deals their pairs out evenly: the lists of later entries
+// laid end to end (a warp scan of their lengths), lane l takes pairs l,
+// l+32, ... and finds the entry each belongs to by a binary search over
+// the scan (five shuffles). Road and mesh graphs (a pair or two an entry)
+// and hubs' long lists alike keep every lane busy, where a fixed tile of
+// lanes per entry idles most of them on short lists. Self-loops (only
+// unoriented rows hold one) pair with nothing.
+constexpr uint32_t kPairRound = 1u << 26;  // pairs a list contributes to one round
+
+template <class Edge>
 __device__ __forceinline__ void count_pairs(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows,
                                             const uint32_t* ocnt, uint64_t total, unsigned long long* count,
                                             Edge&& edge) {
+  constexpr unsigned kAll = 0xffffffffu;
   const uint32_t lane = slab::lane();
   const uint64_t warps = thread_count() / 32;
   unsigned long long found = 0;
@@ -664,24 +666,37 @@ __device__ __forceinline__ void count_pairs(const uint64_t* offsets, const uint3
         if (v != u) len = d - i - 1;
       }
     }
-    const bool alone = len <= Short;
-    if (alone)
-      for (uint32_t j = i + 1; j <= i + len; ++j) {
-        const uint32_t w = cols[o0 + j];
-        found += w != u && edge(v, w);
+    // Rounds of at most 2^26 pairs a list, so that the 32 lists' sum fits
+    // 32 bits (one round but for hubs of unoriented rows).
+    uint32_t from = i + 1;  // the first later entry not yet paired
+    while (__any_sync(kAll, len > 0)) {
+      const uint32_t take = min(len, kPairRound);
+      uint32_t incl = take;  // inclusive scan of this round's lengths
+#pragma unroll
+      for (int off = 1; off < 32; off <<= 1) {
+        const uint32_t x = __shfl_up_sync(kAll, incl, off);
+        if (lane >= (uint32_t)off) incl += x;
       }
-    for (unsigned m = __ballot_sync(0xffffffffu, !alone); m; m &= m - 1) {
-      const int src = __ffs(m) - 1;
-      const uint32_t su = __shfl_sync(0xffffffffu, u, src), sv = __shfl_sync(0xffffffffu, v, src);
-      const uint32_t first = __shfl_sync(0xffffffffu, i, src) + 1, last = first + __shfl_sync(0xffffffffu, len, src);
-      const uint64_t so = __shfl_sync(0xffffffffu, (unsigned long long)o0, src);
-      for (uint32_t j = first + lane; j < last; j += 32) {
-        const uint32_t w = cols[so + j];
-        found += w != su && edge(sv, w);
+      const uint32_t all = __shfl_sync(kAll, incl, 31);
+      for (uint32_t p0 = 0; p0 < all; p0 += 32) {
+        const uint32_t p = p0 + lane;
+        int o = 0;  // the lanes whose lists end at or before p: the owner's index
+#pragma unroll
+        for (int step = 16; step > 0; step >>= 1)
+          if (__shfl_sync(kAll, incl, o + step - 1) <= p) o += step;
+        const uint32_t ou = __shfl_sync(kAll, u, o), ov = __shfl_sync(kAll, v, o);
+        const uint32_t start = __shfl_sync(kAll, incl - take, o), of = __shfl_sync(kAll, from, o);
+        const uint64_t oo = __shfl_sync(kAll, (unsigned long long)o0, o);
+        if (p < all) {
+          const uint32_t w = cols[oo + of + (p - start)];
+          found += w != ou && edge(ov, w);
+        }
       }
+      from += take;
+      len -= take;
     }
   }
-  for (int off = 16; off > 0; off >>= 1) found += __shfl_xor_sync(0xffffffffu, found, off);
+  for (int off = 16; off > 0; off >>= 1) found += __shfl_xor_sync(kAll, found, off);
   if (lane == 0 && found) atomicAdd(count, found);
 }
 
@@ -692,7 +707,7 @@ template <class L>
 __device__ void tc(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows, const uint32_t* ocnt,
                    uint64_t total, const char* arena, const Vertex* dict, const Pool* pool, uint32_t seed,
                    unsigned long long* count) {
-  count_pairs<8>(offsets, cols, rows, ocnt, total, count, [&](uint32_t v, uint32_t w) {
+  count_pairs(offsets, cols, rows, ocnt, total, count, [&](uint32_t v, uint32_t w) {
     return contains<L>(arena, pool, *(const uint2*)&dict[v], seed, w);
   });
 }
@@ -703,7 +718,7 @@ __device__ void tc(const uint64_t* offsets, const uint32_t* cols, const uint32_t
 extern "C" __global__ void gr_tc_sorted(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows,
                                         const uint32_t* ocnt, uint64_t total, const Vertex* dict,
                                         unsigned long long* count) {
-  count_pairs<2>(offsets, cols, rows, ocnt, total, count, [&](uint32_t v, uint32_t w) {
+  count_pairs(offsets, cols, rows, ocnt, total, count, [&](uint32_t v, uint32_t w) {
     uint32_t a = v, b = w;  // look b up in a's oriented row
     const uint32_t dv = degree_of(dict, offsets, v), dw = degree_of(dict, offsets, w);
     if (dw < dv || (dw == dv && w < v)) {
