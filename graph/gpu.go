@@ -1275,7 +1275,8 @@ func (g *gpuGraph[W]) triangles(ctx context.Context, method TriangleMethod) (Tri
 		return st, err
 	}
 	if method == TrianglesSorted {
-		err = g.launch(g.fTCSorted, int64(total), off, cols, rows, ocnt, total, g.dict, g.ctrl)
+		tiled, items := sortedPairLoop(total, g.nv)
+		err = g.launch(g.fTCSorted, items, off, cols, rows, ocnt, total, g.dict, tiled, g.ctrl)
 	} else {
 		err = g.launch(g.fTC, int64(total), off, cols, rows, ocnt, total, g.arena, g.dict, g.pool.Descriptor(), g.seed, g.ctrl)
 	}

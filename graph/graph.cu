@@ -712,13 +712,42 @@ __device__ void tc(const uint64_t* offsets, const uint32_t* cols, const uint32_t
   });
 }
 
+// count_pairs_tiled is count_pairs with a tile of 8 lanes per entry, the
+// lanes over its later entries. The sorted baseline keeps it for graphs of
+// high mean degree: on soc-LiveJournal1 (23 entries a vertex) its binary
+// searches ran 15% faster this way than dealt out over the warp (H200),
+// while on road, mesh and geometric graphs the warp's deal won 1.4-2x.
+template <class Edge>
+__device__ __forceinline__ void count_pairs_tiled(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows,
+                                                  const uint32_t* ocnt, uint64_t total, unsigned long long* count,
+                                                  Edge&& edge) {
+  Tile<8> t;
+  Geometry<8> g;
+  unsigned long long found = 0;
+  for (uint64_t k = g.tile; k < total; k += g.tiles) {
+    const uint32_t u = rows[k];
+    const uint64_t o0 = offsets[u];
+    const uint32_t i = (uint32_t)(k - o0), d = ocnt[u];
+    if (i >= d) continue;
+    const uint32_t v = cols[k];
+    if (v == u) continue;
+    for (uint32_t j = i + 1 + t.rank; j < d; j += 8) {
+      const uint32_t w = cols[o0 + j];
+      found += w != u && edge(v, w);
+    }
+  }
+  for (int off = 16; off > 0; off >>= 1) found += __shfl_xor_sync(0xffffffffu, found, off);
+  if (slab::lane() == 0 && found) atomicAdd(count, found);
+}
+
 // tc_sorted is tc over sorted rows (gr_orient keeps their order): the edge
 // (v, w) is looked up by binary search in the oriented row of whichever of
-// v, w ranks lower. The sorted-adjacency baseline (TrianglesSorted).
+// v, w ranks lower. The sorted-adjacency baseline (TrianglesSorted); tiled
+// picks count_pairs_tiled (launch 8 threads an entry) over count_pairs (one).
 extern "C" __global__ void gr_tc_sorted(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows,
-                                        const uint32_t* ocnt, uint64_t total, const Vertex* dict,
+                                        const uint32_t* ocnt, uint64_t total, const Vertex* dict, uint32_t tiled,
                                         unsigned long long* count) {
-  count_pairs(offsets, cols, rows, ocnt, total, count, [&](uint32_t v, uint32_t w) {
+  auto edge = [&](uint32_t v, uint32_t w) {
     uint32_t a = v, b = w;  // look b up in a's oriented row
     const uint32_t dv = degree_of(dict, offsets, v), dw = degree_of(dict, offsets, w);
     if (dw < dv || (dw == dv && w < v)) {
@@ -733,7 +762,9 @@ extern "C" __global__ void gr_tc_sorted(const uint64_t* offsets, const uint32_t*
       else hi = mid;
     }
     return lo < ocnt[a] && row[lo] == b;
-  });
+  };
+  if (tiled) count_pairs_tiled(offsets, cols, rows, ocnt, total, count, edge);
+  else count_pairs(offsets, cols, rows, ocnt, total, count, edge);
 }
 
 // The sorted-CSR baseline (SortedCSR): entries as 64-bit keys src<<32|dst,
