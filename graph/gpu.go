@@ -119,6 +119,7 @@ type gpuGraph[W any] struct {
 	fMirror, fUndo, fUndone, fTCSorted, fNarrow, fSymmetry, fFailedPattern         *cuda.Function
 	fRehashPlan, fRehashDict, fRelease, fGatherTables, fPick, fDiff, fCountSources *cuda.Function
 	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC, fOwner                  *cuda.Function
+	fGatherLanes                                                                   *cuda.Function // set slabs only (nil for weighted graphs)
 }
 
 func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], error) {
@@ -177,6 +178,11 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 		{&g.fTC, "gr_tc_" + layout},
 	} {
 		if *f.dst, err = mod.Function(f.name); err != nil {
+			return fail(err)
+		}
+	}
+	if layout == "set" {
+		if g.fGatherLanes, err = mod.Function("gr_gather_set_lanes"); err != nil {
 			return fail(err)
 		}
 	}
@@ -1041,8 +1047,13 @@ func (g *gpuGraph[W]) gatherAll(off cuda.Slice[uint64], total uint64, cols cuda.
 		if err != nil {
 			return waitAfter(g.stream, err)
 		}
-		if err := g.launch(g.fGather, tiles(g.nslabs), g.arena, uint64(0), uint64(g.nslabs), owner, uint32(0),
-			g.pool.Descriptor(), off, cursor, cols, vals, rows, g.ctrl); err != nil {
+		if g.fGatherLanes != nil { // set slabs: a lane per bucket
+			err = g.launch(g.fGatherLanes, int64(g.nslabs), g.arena, uint64(g.nslabs), owner, g.pool.Descriptor(), off, cursor, cols, rows, g.ctrl)
+		} else {
+			err = g.launch(g.fGather, tiles(g.nslabs), g.arena, uint64(0), uint64(g.nslabs), owner, uint32(0),
+				g.pool.Descriptor(), off, cursor, cols, vals, rows, g.ctrl)
+		}
+		if err != nil {
 			return waitAfter(g.stream, err)
 		}
 	}
