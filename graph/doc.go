@@ -107,11 +107,13 @@
 // issue is met (docs/benchmarks.md); at 4611851 (the owner array on
 // demand, the triangle loops' lanes dealt by the warp) the suite passes
 // again, road graphs take 2.9x their CSR's bytes (target 3x: met) and
-// counts are 1.1-3.3x faster than before. Missed targets and what bounds them are in
+// counts are 1.2-3.5x faster than before (a lane per bucket, row and
+// probe where a tile idled). Missed targets and what bounds them are in
 // docs/benchmarks.md: memory on social graphs (2.0-2.5x CSR: a short list
 // still fills a 7-slot slab), builds of small graphs against the CSR sort,
 // incremental builds with hubs, and dynamic triangle counts on road graphs
-// in the steady state.
+// in the steady state where the baseline's merge-insert runs fast (2.08x
+// in the last run, 1.6x with the fastest insert the baseline showed).
 //
 // # Departures from the spec (shared/docs/specs/graph.md)
 //
