@@ -112,8 +112,8 @@
 // docs/benchmarks.md: memory on social graphs (2.0-2.5x CSR: a short list
 // still fills a 7-slot slab), builds of small graphs against the CSR sort,
 // incremental builds with hubs, and dynamic triangle counts on road graphs
-// in the steady state where the baseline's merge-insert runs fast (2.08x
-// in the last run, 1.6x with the fastest insert the baseline showed).
+// in the steady state, now on the line (1.77-2.08x the CSR pipeline in
+// the last two runs against 1.8x: the baseline's insert time varies).
 //
 // # Departures from the spec (shared/docs/specs/graph.md)
 //
