@@ -63,7 +63,8 @@ type bench struct {
 	dev     *cuda.Device
 	rep     *benchfmt.Report
 	reps    int
-	cpu     bool // measure the CPU backend beside (the baseline)
+	chain   float64 // Options.RehashChain of the incremental table's grow mode
+	cpu     bool    // measure the CPU backend beside (the baseline)
 	seed    uint64
 	graphs  []spec
 	base    spec
@@ -109,7 +110,7 @@ func (b *bench) cpuFor(e *input) bool { return b.cpu && len(e.Src) <= 1<<28 }
 
 // Run runs warp bench graph with args (its flags) and writes the report to w.
 func Run(ctx context.Context, args []string, w io.Writer) error {
-	fs := cli.NewFlags("bench graph", "[--json] [--quick] [--graphs NAME,...] [--base NAME] [--batches 16,18,...] [--only build,insert,delete,vdelete,query,tc,dynamic,incremental,lf,degree] [--reps N] [--no-cpu] [--backend B]\n\n"+
+	fs := cli.NewFlags("bench graph", "[--json] [--quick] [--graphs NAME,...] [--base NAME] [--batches 16,18,...] [--only build,insert,delete,vdelete,query,tc,dynamic,incremental,lf,degree] [--reps N] [--no-cpu] [--rehash-chain C] [--backend B]\n\n"+
 		"Generates the stand-ins named (graphio.StandIns; `warp graph standins` lists them) on the host, uploads each\n"+
 		"once and measures, through package graph's device-resident methods (transfers excluded, as the thesis):\n"+
 		"bulk builds and triangle counts per graph (Tables 5.5, 5.7) and, on the --base graph, edge insert and delete\n"+
@@ -125,6 +126,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	only := fs.String("only", "", "comma-separated experiments (default all): build, insert, delete, vdelete, query, tc, dynamic, incremental, lf, degree")
 	reps := fs.Int("reps", 3, "repetitions per measurement (the median is reported)")
 	noCPU := fs.Bool("no-cpu", false, "skip the CPU backend baseline")
+	chain := fs.Float64("rehash-chain", 1, "Options.RehashChain of the incremental table's grow mode (lists' worth of head slabs a batch may fill before its tables grow)")
 	seed := fs.Uint64("seed", 1, "seed of the generators and batches")
 	backend := warpkit.Auto
 	fs.TextVar(&backend, "backend", warpkit.Auto, "backend: auto, cpu or cuda (auto: CUDA when a device is present)")
@@ -133,6 +135,9 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	}
 	if *reps < 1 || *reps > 100 {
 		return fmt.Errorf("%w: --reps %d outside 1..100", cli.ErrUsage, *reps)
+	}
+	if !(*chain > 0 && *chain <= 1000) {
+		return fmt.Errorf("%w: --rehash-chain %v outside (0, 1000]", cli.ErrUsage, *chain)
 	}
 	dev, err := warpkit.OpenDevice(backend, 0)
 	if err != nil {
@@ -143,7 +148,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	b := &bench{ctx: ctx, dev: dev, reps: *reps, cpu: !*noCPU || dev == nil, seed: *seed, cache: map[string]*input{}}
+	b := &bench{ctx: ctx, dev: dev, reps: *reps, chain: *chain, cpu: !*noCPU || dev == nil, seed: *seed, cache: map[string]*input{}}
 	baseName := *baseFlag
 	if *quick || dev == nil {
 		b.reps = 1
@@ -977,7 +982,7 @@ func (b *bench) incremental() error {
 	if b.dev == nil {
 		return nil // the CPU backend's maps have no buckets
 	}
-	t := b.rep.Table("Table 5.6: incremental build (insert batches from an empty graph with one bucket per vertex; rehash: Rehash after every batch; grow: Options.RehashChain 1, tables grown ahead of every batch)",
+	t := b.rep.Table(fmt.Sprintf("Table 5.6: incremental build (insert batches from an empty graph with one bucket per vertex; rehash: Rehash after every batch; grow: Options.RehashChain %v, tables grown ahead of every batch)", b.chain),
 		"graph", "entries", "batch", "thesis mode G/s", "longest list", "rehash G/s", "longest list", "grow G/s", "longest list", "thesis G/s", "best/thesis", "target", "met")
 	for _, s := range b.graphs {
 		e, err := b.edgesOf(s)
@@ -998,7 +1003,7 @@ func (b *bench) incremental() error {
 			for mode := range 3 {
 				opts := graph.Options{Backend: warpkit.CUDA, Device: b.dev, VertexCapacity: e.NumVertices}
 				if mode == 2 {
-					opts.RehashChain = 1
+					opts.RehashChain = b.chain
 				}
 				g, err := graph.New(opts)
 				if err != nil {
