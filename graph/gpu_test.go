@@ -377,10 +377,25 @@ func TestCUDABuildSymmetric(t *testing.T) {
 		if gs.Entries != cs.Entries || gs.Edges != cs.Edges || gs.SelfLoopsSkipped != cs.SelfLoopsSkipped {
 			t.Fatalf("self-loops %v: stats %+v, the CPU backend %+v", loops, gs, cs)
 		}
+		// Every vertex has a bucket at least; the adjacency's bytes are its
+		// dictionary entries and slabs (no owner array beside the arena).
+		if v := uint64(gs.Vertices); gs.Buckets < v || cs.Buckets != 0 ||
+			gs.Bytes != int64(16*v+32*(gs.Buckets+gs.OverflowSlabs)) {
+			t.Fatalf("self-loops %v: %d bytes for %d vertices, %d buckets, %d overflow slabs (CPU: %d buckets)",
+				loops, gs.Bytes, v, gs.Buckets, gs.OverflowSlabs, cs.Buckets)
+		}
 		// The build's per-vertex scratch (20 bytes a vertex) stays for the
-		// next build and is reported; the CPU backend keeps none.
-		if v := int64(gs.Vertices); gs.ScratchBytes < 20*v || cs.ScratchBytes != 0 {
+		// next build and is reported, as do the columns ToCSR gathered into
+		// (4 bytes an entry); the CPU backend keeps none.
+		if v := int64(gs.Vertices); gs.ScratchBytes < 20*v+4*int64(gs.Entries) || cs.ScratchBytes != 0 {
 			t.Fatalf("scratch %d bytes for %d vertices (CPU: %d)", gs.ScratchBytes, v, cs.ScratchBytes)
+		}
+		gt, err := g.TriangleCount(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ct, err := c.TriangleCount(ctx); err != nil || ct != gt {
+			t.Fatalf("self-loops %v: %d triangles, the CPU backend %d (%v)", loops, gt, ct, err)
 		}
 		if err := g.Flush(ctx); err != nil {
 			t.Fatal(err)
