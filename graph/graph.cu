@@ -305,7 +305,7 @@ __device__ void gather(const char* arena, uint64_t lo, uint64_t hi, const uint32
   }
 }
 
-// gather_set is gather for unweighted graphs over every bucket of the
+// gather_set_lanes is gather for unweighted graphs over every bucket of the
 // arena, a lane per bucket rather than a tile: a 32-byte set slab is two
 // 16-byte loads, and road and mesh graphs hold one or two entries a bucket,
 // so a tile of 8 lanes per bucket left most of them idle (11.5M buckets of
