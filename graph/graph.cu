@@ -623,11 +623,17 @@ __device__ __forceinline__ uint32_t degree_of(const Vertex* dict, const uint64_t
   return dict ? dict[v].degree : (uint32_t)(offsets[v + 1] - offsets[v]);
 }
 
+// ranks_above reports whether vertex x (degree dx) ranks above vertex v
+// (degree dv) in the degree order: by degree, then by ID.
+__device__ __forceinline__ bool ranks_above(uint32_t dx, uint32_t x, uint32_t dv, uint32_t v) {
+  return dx > dv || (dx == dv && x > v);
+}
+
 // orient keeps, in each vertex's row of a CSR (cols[offsets[v] ..], in
-// place, at the front, in their order), the neighbours ranked above it by
-// (degree, ID), and their number in ocnt[v]. A warp takes 32 rows, a lane each: a lane compacts a row of up
-// to kShortRow entries alone, and the warp compacts each longer row
-// together (a ballot per 32 entries).
+// place, at the front, in their order), the neighbours ranked above it
+// (ranks_above), and their number in ocnt[v]. A warp takes 32 rows, a
+// lane each: a lane compacts a row of up to kShortRow entries alone, and
+// the warp compacts each longer row together (a ballot per 32 entries).
 constexpr uint64_t kShortRow = 16;
 
 extern "C" __global__ void gr_orient(const uint64_t* offsets, uint32_t* cols, const Vertex* dict, uint64_t nv,
@@ -648,7 +654,7 @@ extern "C" __global__ void gr_orient(const uint64_t* offsets, uint32_t* cols, co
       uint64_t w = o0;
       for (uint64_t k = o0; k < o1; ++k) {
         const uint32_t x = cols[k], dx = degree_of(dict, offsets, x);
-        if (dx > dv || (dx == dv && x > (uint32_t)v)) cols[w++] = x;
+        if (ranks_above(dx, x, dv, (uint32_t)v)) cols[w++] = x;
       }
       ocnt[v] = (uint32_t)(w - o0);
     }
@@ -666,7 +672,7 @@ extern "C" __global__ void gr_orient(const uint64_t* offsets, uint32_t* cols, co
         if (j < s1) {
           x = cols[j];
           const uint32_t dx = degree_of(dict, offsets, x);
-          keep = dx > sdv || (dx == sdv && x > sv);
+          keep = ranks_above(dx, x, sdv, sv);
         }
         const unsigned b = __ballot_sync(0xffffffffu, keep);
         __syncwarp();  // every lane read its entry before any is overwritten
@@ -796,7 +802,7 @@ extern "C" __global__ void gr_tc_sorted(const uint64_t* offsets, const uint32_t*
   auto edge = [&](uint32_t v, uint32_t w) {
     uint32_t a = v, b = w;  // look b up in a's oriented row
     const uint32_t dv = degree_of(dict, offsets, v), dw = degree_of(dict, offsets, w);
-    if (dw < dv || (dw == dv && w < v)) {
+    if (ranks_above(dv, v, dw, w)) {
       a = w;
       b = v;
     }
