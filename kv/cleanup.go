@@ -8,6 +8,7 @@ import (
 
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/manifest"
+	"github.com/warpkit/warpkit/kv/vfs"
 )
 
 // Obsolete files are deleted by one background goroutine: tables when no
@@ -46,12 +47,26 @@ func (d *DB) cleanLoop() {
 	}
 }
 
-// deleteObsolete removes the files queued so far.
+// deleteObsolete removes the files queued so far, then syncs the directory
+// so that the deletions survive a crash: a retired table that a crash
+// brought back would be read by Repair (which ignores the manifest), and
+// could return what the compactions that retired it dropped (a deleted
+// value whose tombstone was elided at the bottom).
 func (d *DB) deleteObsolete() {
+	d.cleanMu.Lock()
+	defer d.cleanMu.Unlock()
 	d.obsoleteMu.Lock()
 	tables, files := d.obsoleteTables, d.obsoleteFiles
 	d.obsoleteTables, d.obsoleteFiles = nil, nil
 	d.obsoleteMu.Unlock()
+	if len(tables) > 0 && !d.opts.ReadOnly {
+		defer func() {
+			if err := vfs.SyncDir(d.fs, d.dir); err != nil {
+				d.m.deleteErrors.Add(1)
+				d.opts.logger().Warn("kv: cannot sync the directory after removing obsolete tables", "err", err)
+			}
+		}()
+	}
 	for _, n := range tables {
 		d.tables.evict(n)
 		d.tableTombsMu.Lock()

@@ -260,6 +260,13 @@ func (d *DB) makeRoomLocked(need int64) error {
 		if d.mu.mem.Reserve(need) {
 			return nil
 		}
+		// Groups apply one at a time and the last one has finished (its
+		// leader handed over after Apply): the reservation may drop to the
+		// bytes the entries took before the memtable is called full.
+		d.mu.mem.Reclaim()
+		if d.mu.mem.Reserve(need) {
+			return nil
+		}
 		switch {
 		case len(d.mu.imm)+1 >= d.opts.MemTableStopWritesThreshold:
 			if d.beginStallLocked(StallMemTable) {

@@ -209,6 +209,9 @@ func dmgWriteBase(db *DB) (*dmgOracle, error) {
 	if err := db.WaitForCompactions(context.Background()); err != nil {
 		return nil, err
 	}
+	// The compactions' inputs deleted, durably (the cleaner would, a
+	// moment later): the images hold the store's live tables only.
+	db.deleteObsolete()
 	return o, nil
 }
 

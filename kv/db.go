@@ -88,6 +88,9 @@ type DB struct {
 	tableTombsMu sync.Mutex
 	tableTombs   map[base.FileNum]*rangedel.Set
 
+	// cleanMu serializes deleteObsolete (the cleaner's rounds and a
+	// test's direct call).
+	cleanMu        sync.Mutex
 	obsoleteMu     sync.Mutex
 	obsoleteTables []base.FileNum
 	obsoleteFiles  []string // logs, manifests: deleted by the cleaner

@@ -62,7 +62,10 @@ type LostFile struct {
 //
 // What Repair cannot restore: writes only a damaged or missing file held,
 // and deletions whose tombstones were in such a file (the older value they
-// deleted may reappear). A failed Repair removes the files it created and
+// deleted may reappear). Likewise a table a crash kept from being deleted
+// (the store deletes a compaction's inputs right after installing its
+// outputs, and syncs the directory) is read like any other and may bring
+// back a value that compaction dropped. A failed Repair removes the files it created and
 // leaves the rest as it was.
 func Repair(dir string, opts *Options) (*RepairReport, error) {
 	o, err := opts.withDefaults()

@@ -87,6 +87,16 @@ func (m *MemTable) Reserve(n int64) bool {
 	}
 }
 
+// Reclaim lowers the reservation to the arena bytes in use, returning what
+// earlier reservations promised but their entries did not take (Reserve
+// assumes every entry gets the tallest tower; most get one or two links),
+// so that a memtable holds what its capacity says rather than about two
+// thirds of it, as Pebble's memtable does. Call it only when every reserved
+// batch has been applied and no Apply is running: the store's commit path
+// applies one group at a time, so its leader may call it before it
+// reserves.
+func (m *MemTable) Reclaim() { m.reserved.Store(int64(m.arena.Size())) }
+
 // Room returns the bytes Reserve can still promise.
 func (m *MemTable) Room() int64 { return int64(m.arena.Capacity()) - m.reserved.Load() }
 

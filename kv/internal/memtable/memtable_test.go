@@ -76,3 +76,48 @@ func TestReserveBoundsArena(t *testing.T) {
 		t.Fatal("nothing fit")
 	}
 }
+
+// TestReclaimFillsArena: reserving with Reclaim between batches (the
+// store's commit path) fills the arena to what its capacity says, where the
+// worst-case reservations alone stop at about two thirds, and every Apply
+// after a successful Reserve still fits.
+func TestReclaimFillsArena(t *testing.T) {
+	const capacity = 1 << 20
+	fill := func(reclaim bool) int {
+		m := New(capacity, 1)
+		n := 0
+		for {
+			k := []byte{byte(n >> 16), byte(n >> 8), byte(n), 'k', 'e', 'y', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-'}
+			b := batch(base.SeqNum(n+1), [3]string{"set", string(k), string(make([]byte, 100))})
+			need := NeededBytes(len(b), 1)
+			if !m.Reserve(need) {
+				if !reclaim {
+					break
+				}
+				m.Reclaim()
+				if !m.Reserve(need) {
+					break
+				}
+			}
+			if err := m.Apply(b); err != nil {
+				t.Fatalf("entry %d: apply after successful reserve: %v", n, err)
+			}
+			n++
+		}
+		if m.Size() > m.Capacity() {
+			t.Fatalf("arena %d bytes of %d", m.Size(), m.Capacity())
+		}
+		return n
+	}
+	plain, reclaimed := fill(false), fill(true)
+	// 124 bytes of key, value and trailer, a node header and one or two links.
+	if perEntry := float64(capacity) / float64(reclaimed); perEntry > 160 {
+		t.Fatalf("with Reclaim %d entries, %.0f arena bytes each", reclaimed, perEntry)
+	}
+	if float64(reclaimed) < 1.25*float64(plain) {
+		t.Fatalf("Reclaim fits %d entries, reservations alone %d", reclaimed, plain)
+	}
+	if testing.Verbose() {
+		t.Logf("%d entries with Reclaim, %d without", reclaimed, plain)
+	}
+}
