@@ -25,18 +25,23 @@
 //     tombstones (per fragment, ElideRangeTombstone). Keep one range
 //     tombstone per fragment and stripe (the newest).
 //   - Write outputs in key order, never splitting one user key's entries
-//     across two tables. Cut an output at the first new user key once its
-//     uncompressed size (sstable.Writer.RawSize: data blocks before
-//     compression, trailers included, plus the open block) reaches
-//     TargetFileSize × r, where r is the job's ratio (CutRatio: the inputs'
-//     summed RawDataSize over their summed DataSize, clamped to [1, 16]; 1
-//     when the outputs are uncompressed or the inputs predate the property).
-//     Outputs then store about TargetFileSize bytes, and where they are cut
-//     does not depend on how their blocks compress: blocks may be compressed
-//     in parallel, and every compactor cuts the same job at the same keys
-//     (with compression off, r = 1 and the rule is the stored size's). Start
-//     a new table early also when the current one would overlap more than
-//     MaxGrandparentOverlap bytes of the level below the output level.
+//     across two tables. End an output before a new user key when Cutter
+//     says so, given its uncompressed size (sstable.Writer.RawSize: data
+//     blocks before compression, trailers included, plus the open block)
+//     and the cut limit L = TargetFileSize × r, where r is the job's ratio
+//     (CutRatio: the inputs' summed RawDataSize over their summed DataSize,
+//     clamped to [1, 16]; 1 when the outputs are uncompressed or the inputs
+//     predate the property): at the first key at or past the start of a
+//     table of the level below the output level (a grandparent) once the
+//     size has reached half of L (plus 5% for each such boundary already
+//     passed, at most 90%), at L when no boundary is left, at 2L always, and
+//     whenever the output would overlap more than MaxGrandparentOverlap
+//     bytes of grandparents. Outputs then store about TargetFileSize bytes
+//     and end where the grandparents begin (so that compacting one further
+//     down rewrites only the grandparents it covers), and where they are
+//     cut does not depend on how their blocks compress: blocks may be
+//     compressed in parallel, and every compactor cuts the same job at the
+//     same keys.
 //     Each output holds the tombstone fragments of its key interval, so that
 //     outputs do not overlap.
 //   - Sync and close every output; return their metadata in key order.

@@ -280,7 +280,7 @@ type cpuRun struct {
 	outNum   base.FileNum
 	outLower []byte // first user key of the current output (nil for the first)
 
-	gp *GrandparentLimit
+	cut *Cutter
 }
 
 // run merges the part into its outputs (or sets err).
@@ -330,7 +330,7 @@ func (c *cpuRun) openInputs() error {
 		}, c.lo, c.hi))
 	}
 	c.merged = mergeiter.NewMerging(c.iters...)
-	c.gp = NewGrandparentLimit(c.job, c.lo)
+	c.cut = NewCutter(c.job, c.cutLimit, c.lo, c.hi)
 	return nil
 }
 
@@ -370,7 +370,6 @@ func (c *cpuRun) merge() error {
 	lastStripe := -1
 	spanIdx := 0
 	var span *rangedel.Span
-	splitPending := false
 	n := 0
 	first := c.merged.First
 	if c.lo != nil {
@@ -413,24 +412,21 @@ func (c *cpuRun) merge() error {
 			c.res.Stats.TombstonesElided++
 			continue
 		}
-		if newKey && c.out != nil && (splitPending || c.gp.Reached(k.UserKey)) {
+		if newKey && c.out != nil && c.cut.Cut(k.UserKey, c.outSize()) {
 			if err := c.finishOutput(k.UserKey); err != nil {
 				return err
 			}
-			splitPending = false
 		}
 		if c.out == nil {
 			if err := c.newOutput(); err != nil {
 				return err
 			}
+			c.cut.Start(k.UserKey)
 		}
 		if err := c.out.Add(k, c.merged.Value()); err != nil {
 			return err
 		}
 		c.res.Stats.EntriesOut++
-		if c.cutDue() {
-			splitPending = true
-		}
 	}
 	if err := c.merged.Error(); err != nil {
 		return err
@@ -449,14 +445,14 @@ func (c *cpuRun) merge() error {
 	return nil
 }
 
-// cutDue reports whether the current output has reached its size: its
-// uncompressed size at the job's cut limit, so that where an output ends
-// does not depend on how its blocks compress.
-func (c *cpuRun) cutDue() bool {
+// outSize is the current output's size as the cut rule counts it: its
+// uncompressed size, so that where an output ends does not depend on how
+// its blocks compress.
+func (c *cpuRun) outSize() uint64 {
 	if c.storedSizeCut {
-		return c.out.EstimatedSize() >= c.job.TargetFileSize
+		return c.out.EstimatedSize()
 	}
-	return c.out.RawSize() >= c.cutLimit
+	return c.out.RawSize()
 }
 
 // CoveredInStripe reports whether a tombstone of the span newer than q lies
@@ -472,61 +468,6 @@ func CoveredInStripe(sp *rangedel.Span, q base.SeqNum, stripe int, snaps []base.
 	}
 	return false
 }
-
-// GrandparentLimit is LevelDB's ShouldStopBefore, the cut rule every
-// compactor applies: asked at each new user key (in order) whether the
-// current output, extended to it, would overlap too much of the level below
-// the output level. It keeps state between calls: ask it exactly where
-// compaction.CPU does (at a new user key, when no size cut is already due).
-type GrandparentLimit struct {
-	job     *Job
-	index   int
-	overlap uint64
-}
-
-// NewGrandparentLimit starts the rule for the part of job from user key lo
-// (nil: the whole job): the grandparents before lo do not count.
-func NewGrandparentLimit(job *Job, lo []byte) *GrandparentLimit {
-	g := &GrandparentLimit{job: job}
-	gp := job.Grandparents
-	for lo != nil && g.index < len(gp) && bytes.Compare(gp[g.index].Largest.UserKey, lo) < 0 {
-		g.index++
-	}
-	return g
-}
-
-// Reached reports whether the output should end before user key k.
-func (g *GrandparentLimit) Reached(k []byte) bool {
-	gp := g.job.Grandparents
-	for g.index < len(gp) && g.passes(k, g.index) {
-		g.overlap += gp[g.index].Size
-		g.index++
-	}
-	if g.job.MaxGrandparentOverlap > 0 && g.overlap > g.job.MaxGrandparentOverlap {
-		g.overlap = 0
-		return true
-	}
-	return false
-}
-
-// passes says key k is past grandparent i (Reached moves past it).
-func (g *GrandparentLimit) passes(k []byte, i int) bool {
-	f := g.job.Grandparents[i]
-	cmp := bytes.Compare(k, f.Largest.UserKey)
-	return cmp > 0 || (cmp == 0 && f.Largest.IsExclusiveSentinel())
-}
-
-// Next returns the index of the grandparent Reached moves past next (ok
-// false when none is left). Until Reached is given a key past it (Passes)
-// it neither moves nor returns true (after each call the overlap is within
-// the limit, or reset): a bulk compactor finds where that happens by
-// binary search instead of asking at every key.
-func (g *GrandparentLimit) Next() (index int, ok bool) {
-	return g.index, g.index < len(g.job.Grandparents)
-}
-
-// Passes says key k is past grandparent i (Reached moves past it).
-func (g *GrandparentLimit) Passes(i int, k []byte) bool { return g.passes(k, i) }
 
 func (c *cpuRun) newOutput() error {
 	num, f, err := c.job.Env.CreateTable()

@@ -19,6 +19,22 @@ import (
 // tables of random keys over a two-table L1 run, 16-byte keys, values of
 // valueLen bytes (half of each random, half repeated), Snappy, about
 // inputMiB MiB of entries in all.
+// benchGrandparents returns count tables evenly over benchJob's key space
+// (the metadata of a level below its output).
+func benchGrandparents(inputMiB, valueLen, count int) []*manifest.FileMetadata {
+	keySpace := 2 * (inputMiB << 20 / (16 + 8 + valueLen))
+	var gp []*manifest.FileMetadata
+	for i := range count {
+		lo, hi := i*keySpace/count, (i+1)*keySpace/count-1
+		gp = append(gp, &manifest.FileMetadata{
+			Smallest: base.MakeInternalKey(fmt.Appendf(nil, "key-%011d", lo), 0, base.KindSet),
+			Largest:  base.MakeInternalKey(fmt.Appendf(nil, "key-%011d", hi), 0, base.KindSet),
+			Size:     uint64(inputMiB<<20) / uint64(count),
+		})
+	}
+	return gp
+}
+
 func benchJob(b testing.TB, inputMiB, valueLen int) (*ct.Env, *compaction.Job) {
 	e := ct.NewEnv()
 	opts := sstable.WriterOptions{BlockSize: 4096, BloomBitsPerKey: 10, Compression: sstable.SnappyCompression}

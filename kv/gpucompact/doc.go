@@ -52,7 +52,7 @@
 //     (its shared prefix with the previous kept key computed per entry);
 //   - plan: the one sequential pass, about 4 ns an entry, replaying the
 //     block builder's flush rule and compaction.CPU's output cuts
-//     (uncompressed size, compaction.GrandparentLimit, a tombstone-only
+//     (uncompressed size and compaction.Cutter, a tombstone-only
 //     output) into block and table boundaries with exact block sizes;
 //   - encode and write, behind the plan (pipeline): each block, as soon as
 //     it is planned, built with sstable.BlockBuilder (the Writer's own
@@ -180,7 +180,7 @@
 //     EncodedBlock carries as Sealed, where the spec lists Stored, Type and
 //     CRC fields of EncodedBlock. Added hooks: Reader.DecodeBlock,
 //     Reader.DecodedLen, BlockEntries, BlockBuilder, SealBound,
-//     compaction.FinishOutput and compaction.GrandparentLimit.
+//     compaction.FinishOutput and compaction.Cutter.
 //   - Both engines keep an array of 32-byte entry structs (the device's
 //     Entry is the same layout) rather than separate arrays per field; the
 //     Go engine decodes a block per goroutine step, the CUDA engine a

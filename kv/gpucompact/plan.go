@@ -71,41 +71,36 @@ type planSink interface {
 // plan replays, in one walk over the kept entries, the rules by which
 // compaction.CPU (one part) and sstable.Writer cut: a data block ends after
 // the entry that brings the block builder's size (entries, 4 bytes per
-// restart point, 4) to BlockSize; an output ends before a new user key once
-// its uncompressed size (sstable.Writer.RawSize) has reached cutLimit, or
-// when compaction.GrandparentLimit says so (asked only when no size cut is
-// due, exactly where compaction.CPU asks); a job whose entries all went
-// but whose range tombstones remain writes one tombstone-only table.
-// keptNew says which kept entries start a new user key in the merged order.
-// The tables and blocks go to sink as they are made.
+// restart point, 4) to BlockSize; an output ends before a new user key when
+// compaction.Cutter says so, given the output's uncompressed size
+// (sstable.Writer.RawSize: the finished blocks with their trailers and the
+// open block, 4 bytes when empty); a job whose entries all went but whose
+// range tombstones remain writes one tombstone-only table. keptNew says
+// which kept entries start a new user key in the merged order. The tables
+// and blocks go to sink as they are made.
 //
-// With jumps (the CUDA engine: the block that would start at each kept
-// entry, from the device), the walk steps over a whole block wherever
-// nothing can cut inside it — no split due, the table's size below the
-// cut limit with the block, and no grandparent passed by a new key in it
-// (found by binary search: compaction.GrandparentLimit.Next) — and entry
-// by entry elsewhere; the cuts and blocks are the same.
+// The cut rule is asked only where it can matter: at a key where it is not
+// quiet (compaction.Cutter.Quiet: the next such key found by binary search)
+// or once the output has reached the cut limit (at a quiet key nothing
+// below it ends an output). With jumps (the CUDA
+// engine: the block that would start at each kept entry, from the device),
+// the walk steps over a whole block wherever nothing can cut inside it — the
+// table below the cut limit with the block and no key in it that is not
+// quiet — and entry by entry elsewhere; the cuts and blocks are the same.
 func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, jumps *blockJumps, job *compaction.Job, opts sstable.WriterOptions, cutLimit uint64, outSpans []rangedel.Span, sink planSink) error {
-	gp := compaction.NewGrandparentLimit(job, nil)
-	// Without grandparents to cut at, the walk never needs a key but where
-	// it cuts.
-	askGP := len(job.Grandparents) > 0 && job.MaxGrandparentOverlap > 0
-	// The next kept entry after j at which the grandparent limit would
-	// move (a new user key past its next grandparent), cached for the
-	// grandparent it was found for.
-	evIndex, ev := -1, 0
-	gpEvent := func(j int) int {
-		i, ok := gp.Next()
-		if !ok {
-			return len(pe)
-		}
-		if i == evIndex && ev > j {
+	cut := compaction.NewCutter(job, cutLimit, nil, nil)
+	// ev is the first new-key kept entry at or after the entry it was found
+	// from at which the cut rule is not quiet (len(pe): none); -1 when the
+	// rule's state has moved since.
+	ev := -1
+	event := func(j int) int {
+		if ev >= j {
 			return ev
 		}
-		lo, hi := j+1, len(pe)
+		lo, hi := j, len(pe)
 		for lo < hi {
 			mid := int(uint(lo+hi) >> 1)
-			if gp.Passes(i, s.key(kept[mid])) {
+			if !cut.Quiet(s.key(kept[mid])) {
 				hi = mid
 			} else {
 				lo = mid + 1
@@ -114,12 +109,11 @@ func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, jumps *bl
 		for lo < len(pe) && !keptNew[lo] {
 			lo++
 		}
-		evIndex, ev = i, lo
+		ev = lo
 		return ev
 	}
 	open := false
 	var lower []byte
-	splitPending := false
 	// The open block: where it starts, its size as the builder counts it
 	// (entries, 4 bytes per restart point, 4), entries since the last
 	// restart, entries; rawData: the open table's finished blocks' sizes
@@ -129,27 +123,39 @@ func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, jumps *bl
 	var rawData uint64
 	blockSize, restartInterval := opts.BlockSize, opts.RestartInterval
 	for j := 0; j < len(pe); j++ {
-		if (splitPending || askGP) && keptNew[j] && open && (splitPending || gp.Reached(s.key(kept[j]))) {
+		if keptNew[j] && open {
+			raw := rawData + 4 // an empty block counts 4
 			if count > 0 {
-				sink.block(blockStart, j, size, false)
+				raw = rawData + uint64(size)
 			}
-			uk := s.key(kept[j])
-			sink.end(j, uk)
-			open, lower, splitPending = false, uk, false
+			if at := event(j) == j; at || raw >= cutLimit {
+				uk := s.key(kept[j])
+				if cut.Cut(uk, raw) {
+					if count > 0 {
+						sink.block(blockStart, j, size, false)
+					}
+					sink.end(j, uk)
+					open, lower = false, uk
+				}
+				if at {
+					ev = -1 // the rule moved on
+				}
+			}
 		}
 		if !open {
 			if err := sink.table(j, lower); err != nil {
 				return err
 			}
+			cut.Start(s.key(kept[j]))
+			ev = -1
 			open, count, rawData = true, 0, 0
 		}
-		if jumps != nil && count == 0 && !splitPending {
+		if jumps != nil && count == 0 {
 			end, size := int(jumps.end[j]), int(jumps.size[j])
-			if size >= blockSize && rawData+uint64(size) < cutLimit && (!askGP || gpEvent(j) >= end) {
+			if size >= blockSize && rawData+uint64(size) < cutLimit && (j+1 >= end || event(j+1) >= end) {
 				// The whole block: as the entries below would end it.
 				sink.block(j, end, size, true)
 				rawData += uint64(size + sstable.BlockTrailerLen)
-				splitPending = rawData+4 >= cutLimit
 				j = end - 1
 				continue
 			}
@@ -168,9 +174,6 @@ func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, jumps *bl
 			sink.block(blockStart, j+1, size, true)
 			rawData += uint64(size + sstable.BlockTrailerLen)
 			count = 0
-			splitPending = splitPending || rawData+4 >= cutLimit // an empty block counts 4
-		} else if rawData+uint64(size) >= cutLimit {
-			splitPending = true
 		}
 	}
 	if !open && len(rangedel.Truncate(outSpans, lower, nil)) > 0 {
