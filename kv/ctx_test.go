@@ -260,7 +260,7 @@ func TestCompactContextDoneAtStart(t *testing.T) {
 // context ends while a compaction is held, and succeeds once it is done.
 func TestWaitForCompactionsContext(t *testing.T) {
 	opts := smallOptions()
-	opts.L0CompactionThreshold = 1
+	opts.L0CompactionThreshold, opts.EagerL0Compactions = 1, true
 	db, g := openWithHeldCompactions(t, opts, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()

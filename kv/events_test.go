@@ -258,7 +258,7 @@ func TestEventsCloseDuringCompaction(t *testing.T) {
 		end(i)
 	}
 	opts := smallOptions()
-	opts.L0CompactionThreshold = 1
+	opts.L0CompactionThreshold, opts.EagerL0Compactions = 1, true
 	opts.EventListener = ev
 	db, _ := openWithHeldCompactions(t, opts, 1)
 	if err := db.Close(); err != nil {
@@ -281,7 +281,7 @@ func TestEventsCloseDuringCompaction(t *testing.T) {
 func TestEventsStallL0(t *testing.T) {
 	l, ev := newEventLog(t)
 	opts := smallOptions()
-	opts.L0CompactionThreshold = 1
+	opts.L0CompactionThreshold, opts.EagerL0Compactions = 1, true
 	opts.L0SlowdownWritesThreshold = 3
 	opts.L0StopWritesThreshold = 3
 	opts.EventListener = ev

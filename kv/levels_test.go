@@ -1,11 +1,14 @@
 package kv
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/warpkit/warpkit/kv/manifest"
+	"github.com/warpkit/warpkit/kv/vfs"
 )
 
 // versionOf builds a version whose levels hold one table each of the given
@@ -133,6 +136,65 @@ func TestByOverlapRatio(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("position %d: table [%s,%s], want [%s,%s]", i, got[i].Smallest.UserKey, got[i].Largest.UserKey, want[i].Smallest.UserKey, want[i].Largest.UserKey)
+		}
+	}
+}
+
+// TestL0WaitsForBaseBytes: by default L0 is compacted once it holds
+// L0CompactionThreshold tables and as many bytes as the base level, or two
+// tables short of the write slowdown; with EagerL0Compactions at the
+// threshold.
+func TestL0WaitsForBaseBytes(t *testing.T) {
+	for _, eager := range []bool{false, true} {
+		opts := smallOptions() // threshold 2
+		opts.FS = vfs.NewMem()
+		opts.L0SlowdownWritesThreshold, opts.L0StopWritesThreshold = 8, 12
+		opts.EagerL0Compactions = eager
+		db, err := Open("/db", &opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		// A base level of 2,000 keys (about 200 KiB), then L0 tables of 40
+		// keys each, one flush at a time.
+		val := strings.Repeat("v", 100)
+		for i := range 2000 {
+			if err := db.Set([]byte(fmt.Sprintf("k%05d", i*7%2000)), []byte(val), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Compact(ctx, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		m := db.Metrics()
+		base := m.BaseLevel
+		if m.Levels[0].Tables != 0 || m.Levels[base].Tables == 0 {
+			t.Fatalf("after Compact: tables per level %v, base L%d", tablesPerLevel(m), base)
+		}
+		var l0 []int
+		for f := range 7 {
+			for i := range 40 {
+				if err := db.Set([]byte(fmt.Sprintf("k%05d", (f*40+i)*47%2000)), []byte(val), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.WaitForCompactions(ctx); err != nil {
+				t.Fatal(err)
+			}
+			l0 = append(l0, db.Metrics().Levels[0].Tables)
+		}
+		want := []int{1, 2, 3, 4, 5, 0, 1} // compacted at 6 = 8 - 2 tables
+		if eager {
+			want = []int{1, 0, 1, 0, 1, 0, 1} // at 2
+		}
+		if fmt.Sprint(l0) != fmt.Sprint(want) {
+			t.Fatalf("eager %v: L0 tables after each flush %v, want %v", eager, l0, want)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

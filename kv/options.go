@@ -56,7 +56,16 @@ type Options struct {
 	MemTableStopWritesThreshold int
 
 	// L0CompactionThreshold: L0 is compacted at this many tables; default 4.
+	// Unless EagerL0Compactions is set, an L0 compaction also waits until L0
+	// holds as many bytes as the base level or comes within two tables of
+	// L0SlowdownWritesThreshold: each one rewrites the base level tables it
+	// overlaps (with keys spread at random, all of them), so one carrying
+	// less than the base level holds rewrites more than it moves down.
 	L0CompactionThreshold int
+	// EagerL0Compactions compacts L0 as soon as it holds
+	// L0CompactionThreshold tables, whatever their size (LevelDB's rule):
+	// fewer L0 tables for reads to check, more base-level rewrites.
+	EagerL0Compactions bool
 	// L0SlowdownWritesThreshold: each write is delayed by 1 ms at this many
 	// L0 tables; default 8.
 	L0SlowdownWritesThreshold int

@@ -193,7 +193,7 @@ func openWithHeldCompactions(t *testing.T, opts Options, l0 int) (*DB, *gate) {
 func TestStallL0Slowdown(t *testing.T) { stallL0Slowdown(t, smallOptions()) }
 
 func stallL0Slowdown(t *testing.T, opts Options) {
-	opts.L0CompactionThreshold = 1
+	opts.L0CompactionThreshold, opts.EagerL0Compactions = 1, true
 	opts.L0SlowdownWritesThreshold = 2
 	opts.L0StopWritesThreshold = 100
 	db, g := openWithHeldCompactions(t, opts, 2)
@@ -239,7 +239,7 @@ func stallL0Slowdown(t *testing.T, opts Options) {
 func TestStallL0Stop(t *testing.T) { stallL0Stop(t, smallOptions()) }
 
 func stallL0Stop(t *testing.T, opts Options) {
-	opts.L0CompactionThreshold = 1
+	opts.L0CompactionThreshold, opts.EagerL0Compactions = 1, true
 	opts.L0SlowdownWritesThreshold = 3
 	opts.L0StopWritesThreshold = 3
 	db, g := openWithHeldCompactions(t, opts, 3)
