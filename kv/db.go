@@ -34,6 +34,11 @@ type DB struct {
 	// visibleSeq is the sequence number of the newest write readers may see.
 	visibleSeq atomic.Uint64
 
+	// l0Misses counts the L0 tables reads looked in without settling
+	// the read, since the last L0 compaction began; past l0MissBudget a
+	// deferred L0 compaction is due (see scoreLocked).
+	l0Misses, l0MissBudget atomic.Int64
+
 	// spare receives the next log, created and recorded in the manifest
 	// ahead of time (by Open, then in the background after each memtable
 	// switch), so that a switch waits for neither a file creation nor a

@@ -193,6 +193,37 @@ func TestL0WaitsForBaseBytes(t *testing.T) {
 		if fmt.Sprint(l0) != fmt.Sprint(want) {
 			t.Fatalf("eager %v: L0 tables after each flush %v, want %v", eager, l0, want)
 		}
+		if !eager {
+			// Two more tables (3, deferred); then reads that look in them
+			// without result, past the budget (at least 100): due.
+			for f := 7; f < 9; f++ {
+				for i := range 40 {
+					if err := db.Set([]byte(fmt.Sprintf("k%05d", (f*40+i)*47%2000)), []byte(val), nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := db.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := db.WaitForCompactions(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := db.Metrics().Levels[0].Tables; n != 3 {
+				t.Fatalf("%d L0 tables before the reads, want 3", n)
+			}
+			for i := range 400 {
+				if _, err := db.Get([]byte(fmt.Sprintf("k%05d", 1999-i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := db.WaitForCompactions(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := db.Metrics().Levels[0].Tables; n != 0 {
+				t.Fatalf("%d L0 tables after reads looked in them, want 0", n)
+			}
+		}
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}

@@ -175,6 +175,7 @@ func (d *DB) get(key []byte, s *Snapshot) ([]byte, error) {
 		}
 	}
 	v := rs.version
+	var missed int64
 	for i := len(v.Levels[0]) - 1; i >= 0; i-- {
 		f := v.Levels[0][i]
 		if !f.ContainsUserKey(key) {
@@ -183,6 +184,10 @@ func (d *DB) get(key []byte, s *Snapshot) ([]byte, error) {
 		if done, val, err := d.getFromTable(f, key, snap, check); done || err != nil {
 			return val, err
 		}
+		missed++
+	}
+	if missed > 0 {
+		d.l0Missed(missed)
 	}
 	for level := 1; level < manifest.NumLevels; level++ {
 		f := v.FindFile(level, key)
