@@ -290,7 +290,7 @@ func (d *DB) scoreLocked(v *manifest.Version, t *levelTargets, level int) float6
 	if level == 0 {
 		n := len(v.Levels[0])
 		l0, lbase := sumSize(v.Levels[0]), sumSize(v.Levels[t.base])
-		if !d.opts.EagerL0Compactions && n < d.opts.L0SlowdownWritesThreshold-2 && l0 < lbase {
+		if !d.opts.EagerL0Compactions && d.mu.settling == 0 && n < d.opts.L0SlowdownWritesThreshold-2 && l0 < lbase {
 			// Not due yet (Options.L0CompactionThreshold). Waiting for L0
 			// to hold as much as the base level is what Pebble's single
 			// compaction does by being busy elsewhere; on 16 cores it
@@ -602,13 +602,17 @@ func (d *DB) wakeOnDone(ctx context.Context) (stop func() bool) {
 
 // WaitForCompactions blocks until no flush or compaction is running or due
 // (every level's score below 1), so that a measurement can start from a
-// quiet store. It returns early with the error that stopped writes,
+// quiet store. While it waits, an L0 compaction waiting for L0 to grow
+// (Options.L0CompactionThreshold) is due: the caller asks for the work
+// pending now. It returns early with the error that stopped writes,
 // ErrClosed, or ctx.Err() when ctx ends (the work goes on).
 func (d *DB) WaitForCompactions(ctx context.Context) error {
 	stop := d.wakeOnDone(ctx)
 	defer stop()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.mu.settling++
+	defer func() { d.mu.settling-- }()
 	for {
 		switch {
 		case d.mu.bgErr != nil:

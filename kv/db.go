@@ -76,7 +76,10 @@ type DB struct {
 		closed     bool
 		flushing   bool
 		compacting int
-		manual     []*manualCompaction
+		// settling counts WaitForCompactions calls waiting: while one
+		// waits, an L0 compaction waiting for more data is due.
+		settling int
+		manual   []*manualCompaction
 	}
 
 	// rs is the read state readers pin (loadReadState, under rsMu).

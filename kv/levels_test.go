@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/warpkit/warpkit/kv/manifest"
 	"github.com/warpkit/warpkit/kv/vfs"
@@ -140,10 +141,11 @@ func TestByOverlapRatio(t *testing.T) {
 	}
 }
 
-// TestL0WaitsForBaseBytes: by default L0 is compacted once it holds
+// TestL0WaitsForBaseBytes: by default L0 is due once it holds
 // L0CompactionThreshold tables and as many bytes as the base level, or two
 // tables short of the write slowdown; with EagerL0Compactions at the
-// threshold.
+// threshold. Reads looking in the waiting tables, and WaitForCompactions,
+// make it due.
 func TestL0WaitsForBaseBytes(t *testing.T) {
 	for _, eager := range []bool{false, true} {
 		opts := smallOptions() // threshold 2
@@ -171,57 +173,72 @@ func TestL0WaitsForBaseBytes(t *testing.T) {
 		if m.Levels[0].Tables != 0 || m.Levels[base].Tables == 0 {
 			t.Fatalf("after Compact: tables per level %v, base L%d", tablesPerLevel(m), base)
 		}
-		var l0 []int
-		for f := range 7 {
+		f := 0
+		// flush writes one L0 table and returns L0's tables and whether a
+		// compaction of L0 is due.
+		flush := func() (int, bool) {
 			for i := range 40 {
 				if err := db.Set([]byte(fmt.Sprintf("k%05d", (f*40+i)*47%2000)), []byte(val), nil); err != nil {
 					t.Fatal(err)
 				}
 			}
+			f++
 			if err := db.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			if err := db.WaitForCompactions(ctx); err != nil {
-				t.Fatal(err)
-			}
-			l0 = append(l0, db.Metrics().Levels[0].Tables)
+			l0 := db.Metrics().Levels[0]
+			return l0.Tables, l0.Score >= 1
 		}
-		want := []int{1, 2, 3, 4, 5, 0, 1} // compacted at 6 = 8 - 2 tables
-		if eager {
-			want = []int{1, 0, 1, 0, 1, 0, 1} // at 2
-		}
-		if fmt.Sprint(l0) != fmt.Sprint(want) {
-			t.Fatalf("eager %v: L0 tables after each flush %v, want %v", eager, l0, want)
-		}
-		if !eager {
-			// Two more tables (3, deferred); then reads that look in them
-			// without result, past the budget (at least 100): due.
-			for f := 7; f < 9; f++ {
-				for i := range 40 {
-					if err := db.Set([]byte(fmt.Sprintf("k%05d", (f*40+i)*47%2000)), []byte(val), nil); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if err := db.Flush(); err != nil {
+		var got []string
+		for range 7 {
+			n, due := flush()
+			if due {
+				if err := db.WaitForCompactions(ctx); err != nil {
 					t.Fatal(err)
 				}
+				got = append(got, "due")
+				continue
 			}
-			if err := db.WaitForCompactions(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if n := db.Metrics().Levels[0].Tables; n != 3 {
-				t.Fatalf("%d L0 tables before the reads, want 3", n)
+			got = append(got, fmt.Sprint(n))
+		}
+		want := "[1 2 3 4 5 due 1]" // at 6 = 8 - 2 tables
+		if eager {
+			want = "[1 due 1 due 1 due 1]" // at 2
+		}
+		if fmt.Sprint(got) != want {
+			t.Fatalf("eager %v: L0 after each flush %v, want %v", eager, got, want)
+		}
+		if !eager {
+			// Two more tables (3, waiting); then reads that look in them
+			// without result, past the budget (at least 100): due.
+			flush()
+			if n, due := flush(); n != 3 || due {
+				t.Fatalf("%d L0 tables, due %v; want 3 waiting", n, due)
 			}
 			for i := range 400 {
 				if _, err := db.Get([]byte(fmt.Sprintf("k%05d", 1999-i))); err != nil {
 					t.Fatal(err)
 				}
 			}
+			// (No WaitForCompactions here: it would run the compaction
+			// itself.)
+			deadline := time.Now().Add(10 * time.Second)
+			for db.Metrics().Levels[0].Tables != 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("reads looked in the waiting L0 tables; still %d after 10 s", db.Metrics().Levels[0].Tables)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			// WaitForCompactions runs a waiting compaction.
+			flush()
+			if n, due := flush(); n != 2 || due {
+				t.Fatalf("%d L0 tables, due %v; want 2 waiting", n, due)
+			}
 			if err := db.WaitForCompactions(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if n := db.Metrics().Levels[0].Tables; n != 0 {
-				t.Fatalf("%d L0 tables after reads looked in them, want 0", n)
+				t.Fatalf("%d L0 tables after WaitForCompactions, want 0", n)
 			}
 		}
 		if err := db.Close(); err != nil {

@@ -63,7 +63,7 @@ type Options struct {
 	// less than the base level holds rewrites more than it moves down.
 	// Reads end the wait: once Gets have looked in L0 tables without result
 	// once per 16 KiB the compaction would move (LevelDB's seek-compaction
-	// cost), it runs.
+	// cost), it runs; so does WaitForCompactions.
 	L0CompactionThreshold int
 	// EagerL0Compactions compacts L0 as soon as it holds
 	// L0CompactionThreshold tables, whatever their size (LevelDB's rule):
