@@ -222,6 +222,8 @@ func (d *DB) pickLevelLocked(v *manifest.Version, t *levelTargets, level int) *p
 		// overlaps it, transitively.
 		c := d.setupLocked(v, t, 0, files[:1])
 		if c != nil {
+			// Reads count afresh once the next L0 tables wait.
+			d.l0MissBudget.Store(0)
 			d.l0Misses.Store(0)
 		}
 		return c
@@ -289,25 +291,40 @@ func byOverlapRatio(files, next []*manifest.FileMetadata) []*manifest.FileMetada
 func (d *DB) scoreLocked(v *manifest.Version, t *levelTargets, level int) float64 {
 	if level == 0 {
 		n := len(v.Levels[0])
-		l0, lbase := sumSize(v.Levels[0]), sumSize(v.Levels[t.base])
-		if !d.opts.EagerL0Compactions && d.mu.settling == 0 && n < d.opts.L0SlowdownWritesThreshold-2 && l0 < lbase {
-			// Not due yet (Options.L0CompactionThreshold). Waiting for L0
-			// to hold as much as the base level is what Pebble's single
-			// compaction does by being busy elsewhere; on 16 cores it
-			// took the settled write amplification of a 2M-key fill
-			// from 4.35 to 3.85 (Pebble 3.66). Reads pay for the tables
-			// waiting: as LevelDB's seek compactions, once reads have
-			// looked in L0 tables without result once per 16 KiB the
-			// compaction would move (one such look costs about as much
-			// as compacting that much), it is due after all.
-			budget := max(int64(l0+lbase)/(16<<10), 100)
-			d.l0MissBudget.Store(budget)
-			if d.l0Misses.Load() < budget {
-				return 0
-			}
+		if n == 0 || v.Levels[0][0].Compacting {
+			// Nothing there, or being compacted (one L0 compaction at a
+			// time; its tables are the oldest): reads need not count.
+			d.l0MissBudget.Store(0)
+			return 0
 		}
-		d.l0MissBudget.Store(0) // nothing deferred: reads need not count
-		return float64(n) / float64(d.opts.L0CompactionThreshold)
+		score := float64(n) / float64(d.opts.L0CompactionThreshold)
+		l0, lbase := sumSize(v.Levels[0]), sumSize(v.Levels[t.base])
+		waits := !d.opts.EagerL0Compactions && d.mu.settling == 0 && n < d.opts.L0SlowdownWritesThreshold-2 && l0 < lbase
+		if score >= 1 && !waits {
+			d.l0MissBudget.Store(0) // due: reads need not count
+			return score
+		}
+		// Not due yet (Options.L0CompactionThreshold): below the
+		// threshold, or waiting for L0 to hold as much as the base level
+		// (what Pebble's single compaction does by being busy elsewhere;
+		// on 16 cores it took the settled write amplification of a
+		// 2M-key fill from 4.35 to 3.85, Pebble 3.66). Reads pay for the
+		// tables left in L0: as LevelDB's seek compactions, once Gets have
+		// looked in them without result once per 16 KiB the compaction
+		// would move (one such look costs about as much as compacting that
+		// much), it is due. (On the device host, 16 cores, two or three
+		// L0 tables left after a fill took readrandom from 507-511K to
+		// 245-322K ops/s.)
+		budget := max(int64(l0+lbase)/(16<<10), 100)
+		d.l0MissBudget.Store(budget)
+		if d.l0Misses.Load() >= budget {
+			return max(score, 1)
+		}
+		if score < 1 {
+			return score
+		}
+		// Waiting: how far L0 is along the way to either condition.
+		return max(float64(l0)/float64(lbase), float64(n)/float64(d.opts.L0SlowdownWritesThreshold-2))
 	}
 	var size uint64
 	for _, f := range v.Levels[level] {

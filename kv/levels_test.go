@@ -173,7 +173,7 @@ func TestL0WaitsForBaseBytes(t *testing.T) {
 		if m.Levels[0].Tables != 0 || m.Levels[base].Tables == 0 {
 			t.Fatalf("after Compact: tables per level %v, base L%d", tablesPerLevel(m), base)
 		}
-		f := 0
+		f, prev := 0, 0
 		// flush writes one L0 table and returns L0's tables and whether a
 		// compaction of L0 is due.
 		flush := func() (int, bool) {
@@ -187,7 +187,11 @@ func TestL0WaitsForBaseBytes(t *testing.T) {
 				t.Fatal(err)
 			}
 			l0 := db.Metrics().Levels[0]
-			return l0.Tables, l0.Score >= 1
+			// Fewer tables than before plus this one: a compaction of L0
+			// already ran; or one is running.
+			due := l0.Score >= 1 || l0.Tables != prev+1 || l0Compacting(db)
+			prev = l0.Tables
+			return l0.Tables, due
 		}
 		var got []string
 		for range 7 {
@@ -196,6 +200,7 @@ func TestL0WaitsForBaseBytes(t *testing.T) {
 				if err := db.WaitForCompactions(ctx); err != nil {
 					t.Fatal(err)
 				}
+				prev = db.Metrics().Levels[0].Tables
 				got = append(got, "due")
 				continue
 			}
@@ -229,6 +234,7 @@ func TestL0WaitsForBaseBytes(t *testing.T) {
 				}
 				time.Sleep(time.Millisecond)
 			}
+			prev = 0
 			// WaitForCompactions runs a waiting compaction.
 			flush()
 			if n, due := flush(); n != 2 || due {
@@ -240,9 +246,36 @@ func TestL0WaitsForBaseBytes(t *testing.T) {
 			if n := db.Metrics().Levels[0].Tables; n != 0 {
 				t.Fatalf("%d L0 tables after WaitForCompactions, want 0", n)
 			}
+			prev = 0
+			flush()
+		}
+		// One table, below the threshold (eager: the sequence left it):
+		// reads looking in it make it due too (LevelDB's seek compaction).
+		if l0 := db.Metrics().Levels[0]; l0.Tables != 1 || l0.Score >= 1 {
+			t.Fatalf("eager %v: %d L0 tables, score %.2f; want 1 not due", eager, l0.Tables, l0.Score)
+		}
+		for i := range 400 {
+			if _, err := db.Get([]byte(fmt.Sprintf("k%05d", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for db.Metrics().Levels[0].Tables != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("eager %v: reads looked in the one L0 table; still there after 10 s", eager)
+			}
+			time.Sleep(time.Millisecond)
 		}
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// l0Compacting says whether an L0 compaction is running.
+func l0Compacting(d *DB) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l0 := d.rs.version.Levels[0]
+	return len(l0) > 0 && l0[0].Compacting
 }

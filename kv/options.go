@@ -61,9 +61,10 @@ type Options struct {
 	// L0SlowdownWritesThreshold: each one rewrites the base level tables it
 	// overlaps (with keys spread at random, all of them), so one carrying
 	// less than the base level holds rewrites more than it moves down.
-	// Reads end the wait: once Gets have looked in L0 tables without result
-	// once per 16 KiB the compaction would move (LevelDB's seek-compaction
-	// cost), it runs; so does WaitForCompactions.
+	// Reads make L0 due, at any number of tables, once Gets have looked in
+	// its tables without result once per 16 KiB an L0 compaction would
+	// move (LevelDB's seek-compaction cost); WaitForCompactions ends the
+	// wait for bytes.
 	L0CompactionThreshold int
 	// EagerL0Compactions compacts L0 as soon as it holds
 	// L0CompactionThreshold tables, whatever their size (LevelDB's rule):
