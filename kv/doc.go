@@ -74,9 +74,12 @@
 // it to an L0 table (package sstable: prefix-compressed blocks with restart
 // points, index block, bloom filter at 10 bits per key, properties, CRC-32C
 // per block, optional Snappy or S2). Leveled compaction keeps L1 and below
-// sorted and disjoint: L0 is compacted at 4 tables into the base level, a
-// deeper level when it exceeds its target size, picking the table of least
-// overlap with the level below. Targets follow the data (RocksDB's dynamic
+// sorted and disjoint: L0 is compacted into the base level at 4 tables once
+// it holds as many bytes as the base level (or two tables short of the write
+// slowdown; sooner when reads keep looking in its tables, as LevelDB's seek
+// compactions; Options.EagerL0Compactions: at 4 tables), a deeper level
+// when it exceeds its target size, picking the table of least overlap with
+// the level below. Targets follow the data (RocksDB's dynamic
 // level bytes, as Pebble): the last level's target is its size, each level
 // above holds 10× less, and the base level is the deepest whose target stays
 // at LBaseMaxBytes, so a young store is L0 plus the last level and the levels
@@ -85,7 +88,9 @@
 // are cut at TargetFileSize (4 MiB, gLSM's setting), measured before
 // compression as TargetFileSize × the inputs' compression ratio (clamped to
 // 1..16, 1 for uncompressed stores), so that where outputs end does not
-// depend on how their blocks compress. Compactions drop
+// depend on how their blocks compress, and past half that size where a table
+// of the next level begins (compaction.Cutter), so that compacting an output
+// further rewrites only the tables it covers. Compactions drop
 // overwritten and deleted entries that no live snapshot can see and apply
 // range tombstones. The Compactor interface (package compaction) takes the
 // input tables and the live snapshots' sequence numbers and produces output
