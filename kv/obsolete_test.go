@@ -140,6 +140,16 @@ func TestObsoleteTablesDeleted(t *testing.T) {
 			if n := present(); n != 0 {
 				t.Fatalf("%d of the %d compaction inputs still on disk when nothing uses them", n, len(inputs))
 			}
+			// The deletions are durable: a crash now does not bring the
+			// inputs back (Repair, which ignores the manifest, would read
+			// them). deleteObsolete waits for a cleaner round in progress.
+			db.deleteObsolete()
+			after := tableFiles(t, mem.CrashClone(vfs.CrashOptions{}), "/db")
+			for f := range inputs {
+				if after[f] {
+					t.Fatalf("compaction input %s deleted, back after a crash", f)
+				}
+			}
 			if m := db.Metrics(); m.TablesDeleted != int64(len(inputs)) {
 				t.Fatalf("%d tables deleted, want %d", m.TablesDeleted, len(inputs))
 			}
