@@ -246,7 +246,7 @@ func (d *DB) makeRoomLocked(need int64) error {
 			return ErrClosed
 		}
 		l0 := len(d.rs.version.Levels[0])
-		if !delayed && l0 >= d.opts.L0SlowdownWritesThreshold {
+		if !delayed && l0 >= d.opts.L0SlowdownWritesThreshold && d.opts.L0SlowdownWritesThreshold < d.opts.L0StopWritesThreshold {
 			// Give the compaction some CPU, once per write, rather than
 			// stopping hard later (LevelDB's slowdown).
 			delayed = true

@@ -299,7 +299,8 @@ func (d *DB) scoreLocked(v *manifest.Version, t *levelTargets, level int) float6
 		}
 		score := float64(n) / float64(d.opts.L0CompactionThreshold)
 		l0, lbase := sumSize(v.Levels[0]), sumSize(v.Levels[t.base])
-		waits := !d.opts.EagerL0Compactions && d.mu.settling == 0 && n < d.opts.L0SlowdownWritesThreshold-2 && l0 < lbase
+		waitCap := min(d.opts.L0StopWritesThreshold/2, d.opts.L0SlowdownWritesThreshold-2)
+		waits := !d.opts.EagerL0Compactions && d.mu.settling == 0 && n < waitCap && l0 < lbase
 		if score >= 1 && !waits {
 			d.l0MissBudget.Store(0) // due: reads need not count
 			return score
@@ -324,7 +325,7 @@ func (d *DB) scoreLocked(v *manifest.Version, t *levelTargets, level int) float6
 			return score
 		}
 		// Waiting: how far L0 is along the way to either condition.
-		return max(float64(l0)/float64(lbase), float64(n)/float64(d.opts.L0SlowdownWritesThreshold-2))
+		return max(float64(l0)/float64(lbase), float64(n)/float64(waitCap))
 	}
 	var size uint64
 	for _, f := range v.Levels[level] {

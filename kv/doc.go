@@ -24,8 +24,9 @@
 // flusher hands it over in the background) and survives a process crash but
 // not necessarily a machine crash. Concurrent writers share log writes and
 // fsyncs (group commit). Writes stall, visibly in Metrics, when memtable
-// flushes or L0 compactions fall behind: each write is delayed 1 ms at 8 L0
-// tables and writes stop at 12 L0 tables or when memtables wait for flush.
+// flushes or L0 compactions fall behind: writes stop at 12 L0 tables or when
+// memtables wait for flush (and, with Options.L0SlowdownWritesThreshold,
+// each write is delayed 1 ms from that many L0 tables: LevelDB's slowdown).
 // Metrics().Stalls says whether writes are stopped now and why ("memtable"
 // or "L0"), how many stalls there have been and how long writes were held
 // up in all (slowdowns included).

@@ -37,8 +37,8 @@ type EventListener struct {
 	// WriteStallBegin: writes stopped; Reason is "memtable" (memtables
 	// wait to be flushed: MemTableStopWritesThreshold) or "L0" (L0 holds
 	// L0StopWritesThreshold tables). The 1 ms delays at
-	// L0SlowdownWritesThreshold are not reported as stalls (they are one
-	// per write); Metrics().Stalls counts them.
+	// L0SlowdownWritesThreshold (when set) are not reported as stalls (they
+	// are one per write); Metrics().Stalls counts them.
 	WriteStallBegin func(WriteStallBeginInfo)
 	// WriteStallEnd: the stall WriteStallBegin reported is over.
 	WriteStallEnd func()

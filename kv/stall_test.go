@@ -187,6 +187,27 @@ func openWithHeldCompactions(t *testing.T, opts Options, l0 int) (*DB, *gate) {
 	return db, g
 }
 
+// TestNoSlowdownByDefault: without L0SlowdownWritesThreshold no write is
+// delayed, whatever L0 holds; with it at the stop threshold neither.
+func TestNoSlowdownByDefault(t *testing.T) {
+	for _, slowdown := range []int{0, 12} {
+		opts := smallOptions()
+		opts.L0CompactionThreshold, opts.EagerL0Compactions = 1, true
+		opts.L0SlowdownWritesThreshold = slowdown
+		// At the default stop threshold (12); the memtable has room, so
+		// the writes are not stopped either.
+		db, _ := openWithHeldCompactions(t, opts, 12)
+		for i := range 5 {
+			if err := db.Set([]byte(fmt.Sprintf("k%d", i)), []byte("v"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s := db.Metrics().Stalls; s.Slowdowns != 0 || s.Count != 0 {
+			t.Fatalf("slowdown %d: with 12 L0 tables: %+v", slowdown, s)
+		}
+	}
+}
+
 // TestStallL0Slowdown: at L0SlowdownWritesThreshold L0 tables each write is
 // delayed once by 1 ms, counted in Stalls.Slowdowns and SlowdownTime, and
 // is not stopped; once compactions empty L0 writes go at full speed.
@@ -240,7 +261,7 @@ func TestStallL0Stop(t *testing.T) { stallL0Stop(t, smallOptions()) }
 
 func stallL0Stop(t *testing.T, opts Options) {
 	opts.L0CompactionThreshold, opts.EagerL0Compactions = 1, true
-	opts.L0SlowdownWritesThreshold = 3
+	opts.L0SlowdownWritesThreshold = 2 // (at the stop threshold it would mean none)
 	opts.L0StopWritesThreshold = 3
 	db, g := openWithHeldCompactions(t, opts, 3)
 	if err := db.Set([]byte("big0"), bigValue, nil); err != nil { // fills the memtable
@@ -264,8 +285,9 @@ func stallL0Stop(t *testing.T, opts Options) {
 	}
 	m = db.Metrics()
 	s := m.Stalls
-	// Both writes were at the slowdown threshold: one delay each.
-	if s.L0Stops < 1 || s.StopTime <= 0 || s.MemTableStops != 0 || s.Slowdowns != 2 {
+	// Both writes were at the slowdown threshold: one delay each (and
+	// the setup's last write, at two tables).
+	if s.L0Stops < 1 || s.StopTime <= 0 || s.MemTableStops != 0 || s.Slowdowns < 2 {
 		t.Fatalf("after the stop: %+v", s)
 	}
 	if m.Levels[0].Tables != 0 {

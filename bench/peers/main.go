@@ -451,8 +451,8 @@ func report(stores []opener, wl []string, res map[string]map[string]*kvbench.Res
 			at.Add(o.name, r.Stats.WriteAmp, float64(r.StatsDiff.CompactionBytes)/1e6, r.StatsDiff.Stalls, stallMs, settledAmp, settledMB)
 		}
 	}
-	rep.Note("settings for every store: memtable %d MiB, target table %d MiB, L0 compaction/slowdown/stop %d/%d/%d tables, L1 %d MiB, levels x10, block %d B, bloom %d bits/key, block cache %d MiB, compression %s, sync %v",
-		s.memTable>>20, s.tableSize>>20, s.l0Trigger, s.l0Slowdown, s.l0Stop, s.lbase>>20, s.blockSize, s.bloomBits, s.cacheSize>>20, s.compression, s.sync)
+	rep.Note("settings for every store: memtable %d MiB, target table %d MiB, L0 compaction/stop %d/%d tables (goleveldb also slows writes from %d; warpkit and Pebble do not), L1 %d MiB, levels x10, block %d B, bloom %d bits/key, block cache %d MiB, compression %s, sync %v",
+		s.memTable>>20, s.tableSize>>20, s.l0Trigger, s.l0Stop, s.l0Slowdown, s.lbase>>20, s.blockSize, s.bloomBits, s.cacheSize>>20, s.compression, s.sync)
 	rep.Note("each store runs alone, in order; fills start from an empty store; every workload starts after the store's background work settles (Badger: not waited for)")
 	rep.Note("GOMAXPROCS %d; warpkit compactions %d, subcompactions %d (0: its defaults)", runtime.GOMAXPROCS(0), s.compactions, s.parts)
 	return rep

@@ -87,17 +87,16 @@ func (c *closingStore) Report() string {
 
 func openWarpkitWithCompactor(dir string, s settings, static bool, c compaction.Compactor) (kvbench.Store, error) {
 	o := &kv.Options{
-		StaticLevelSizes:          static,
-		MemTableSize:              int(s.memTable),
-		TargetFileSize:            s.tableSize,
-		L0CompactionThreshold:     s.l0Trigger,
-		L0SlowdownWritesThreshold: s.l0Slowdown,
-		L0StopWritesThreshold:     s.l0Stop,
-		LBaseMaxBytes:             s.lbase,
-		BlockSize:                 s.blockSize,
-		BloomBitsPerKey:           s.bloomBits,
-		BlockCacheSize:            s.cacheSize,
-		MaxConcurrentCompactions:  s.compactions,
+		StaticLevelSizes:         static,
+		MemTableSize:             int(s.memTable),
+		TargetFileSize:           s.tableSize,
+		L0CompactionThreshold:    s.l0Trigger,
+		L0StopWritesThreshold:    s.l0Stop,
+		LBaseMaxBytes:            s.lbase,
+		BlockSize:                s.blockSize,
+		BloomBitsPerKey:          s.bloomBits,
+		BlockCacheSize:           s.cacheSize,
+		MaxConcurrentCompactions: s.compactions,
 	}
 	if s.parts > 0 {
 		o.Compactor = compaction.CPU{Parts: s.parts}
