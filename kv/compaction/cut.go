@@ -109,9 +109,6 @@ func (c *Cutter) Quiet(k []byte) bool {
 	return c.next >= c.end || bytes.Compare(c.gp[c.next].Smallest.UserKey, k) > 0
 }
 
-// Limit returns the cut limit L.
-func (c *Cutter) Limit() uint64 { return c.limit }
-
 // passes says key k is past grandparent i.
 func (c *Cutter) passes(k []byte, i int) bool {
 	f := c.gp[i]
