@@ -76,8 +76,8 @@
 // points, index block, bloom filter at 10 bits per key, properties, CRC-32C
 // per block, optional Snappy or S2). Leveled compaction keeps L1 and below
 // sorted and disjoint: L0 is compacted into the base level at 4 tables once
-// it holds as many bytes as the base level (or two tables short of the write
-// slowdown; sooner when reads keep looking in its tables, as LevelDB's seek
+// it holds as many bytes as the base level (or 6 tables, half the stop
+// threshold; sooner when reads keep looking in its tables, as LevelDB's seek
 // compactions; Options.EagerL0Compactions: at 4 tables), a deeper level
 // when it exceeds its target size, picking the table of least overlap with
 // the level below. Targets follow the data (RocksDB's dynamic
