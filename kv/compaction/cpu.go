@@ -120,6 +120,9 @@ func (c CPU) Compact(ctx context.Context, job *Job) (*Result, error) {
 		return nil, err
 	}
 	cutLimit := CutLimit(job.TargetFileSize, ratio)
+	if c.storedSizeCut {
+		cutLimit = job.TargetFileSize // the old rule: stored bytes against the target
+	}
 	bounds := c.splitPoints(job)
 	runs := make([]*cpuRun, len(bounds)+1)
 	for i := range runs {
