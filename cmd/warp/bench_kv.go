@@ -399,7 +399,7 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 			lsm.Add(row...)
 		}
 	}
-	rep.Note("settings: memtable %d MiB, target table %d MiB, L0 compaction/slowdown/stop 4/8/12, L1 16 MiB, levels x10, block 4 KiB, bloom 10 bits/key, block cache %d MiB, compression %s",
+	rep.Note("settings: memtable %d MiB, target table %d MiB, L0 compaction/stop 4/12 (no slowdown), L1 16 MiB, levels x10, block 4 KiB, bloom 10 bits/key, block cache %d MiB, compression %s",
 		f.memtable, f.table, f.cacheMB, f.compression)
 	if accel {
 		rep.Note("gpu: kv/gpucompact with %d engine slot(s) (--gpu-engines)", f.gpuEngines)
