@@ -187,4 +187,12 @@
 //     restart interval per thread.
 //   - kv.Metrics.Compaction's field is Accelerated, not GPU: the Go engine
 //     counts there too.
+//   - The cut rule the plan replays is compaction.Cutter: besides the raw
+//     size and LevelDB's overlap limit of the spec's §3 (splitPending, the
+//     grandparent short-circuit), outputs end at grandparent boundaries once
+//     half full and may grow to twice the limit waiting for one (RocksDB's
+//     and Pebble's rule), so uncompressed stores no longer cut "exactly as
+//     today". The plan asks the Cutter only at keys where it is not quiet
+//     (binary search) or past the limit; no grandparent index per entry
+//     comes from the device.
 package gpucompact
