@@ -1,11 +1,17 @@
 package compaction_test
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/warpkit/warpkit/kv/compaction"
+	ct "github.com/warpkit/warpkit/kv/compaction/compactiontest"
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/manifest"
+	"github.com/warpkit/warpkit/kv/sstable"
 )
 
 // gpTables returns grandparent tables [lo_i, hi_i] of size bytes each.
@@ -114,5 +120,47 @@ func TestCutterQuiet(t *testing.T) {
 	}
 	if c.Cut([]byte("c"), 99) {
 		t.Fatal("cut in a quiet stretch below the limit")
+	}
+}
+
+// TestOutputsEndAtGrandparentBoundaries: a job over a level below of
+// tables each holding about a third of an output's worth of the job's keys
+// cuts every output but the last where a grandparent begins.
+func TestOutputsEndAtGrandparentBoundaries(t *testing.T) {
+	for round := range 4 {
+		rng := rand.New(rand.NewPCG(uint64(round), 41))
+		e := ct.NewEnv()
+		opts := sstable.WriterOptions{BlockSize: 512 << rng.IntN(3)}
+		job := compressibleJob(t, rng, e, opts, 48<<10)
+		for i := 0; i < 4000; i += 100 {
+			job.Grandparents = append(job.Grandparents, &manifest.FileMetadata{
+				Smallest: base.MakeInternalKey([]byte(fmt.Sprintf("key%06d", i)), 0, base.KindSet),
+				Largest:  base.MakeInternalKey([]byte(fmt.Sprintf("key%06d", i+99)), 0, base.KindSet),
+				Size:     16 << 10,
+			})
+		}
+		res, err := compaction.CPU{Parts: 1}.Compact(context.Background(), job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs := res.Outputs
+		if len(outs) < 4 {
+			t.Fatalf("round %d: %d outputs", round, len(outs))
+		}
+		for i := 0; i+1 < len(outs); i++ {
+			prev, next := outs[i].Largest.UserKey, outs[i+1].Smallest.UserKey
+			aligned := false
+			for _, g := range job.Grandparents {
+				if s := g.Smallest.UserKey; bytes.Compare(prev, s) < 0 && bytes.Compare(s, next) <= 0 {
+					aligned = true
+				}
+			}
+			if !aligned {
+				t.Fatalf("round %d: output %d ends at %q, output %d starts at %q: no grandparent begins between", round, i, prev, i+1, next)
+			}
+			if outs[i].Size > 2*job.TargetFileSize+uint64(opts.BlockSize)+1024 {
+				t.Fatalf("round %d: output %d of %d bytes, limit %d", round, i, outs[i].Size, job.TargetFileSize)
+			}
+		}
 	}
 }
