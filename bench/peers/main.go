@@ -54,7 +54,8 @@ type settings struct {
 	compactions int // warpkit's MaxConcurrentCompactions (0: its default)
 	parts       int // warpkit's compaction.CPU Parts (0: its default)
 	metrics     bool
-	stress      int // percent of every core the burners take (--cpu-stress)
+	stress      int           // percent of every core the burners take (--cpu-stress)
+	trace       *compactTrace // --trace-compactions (nil: off)
 }
 
 type opener struct {
@@ -90,6 +91,7 @@ func main() {
 		cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 		metrics   = flag.Bool("metrics", false, "print warpkit's and Pebble's own metrics report (levels, compactions) on stderr after fillrandom settles")
 		waitprof  = flag.String("waitprofile", "", "write profiles of where goroutines wait (blocking: FILE.block, mutex contention: FILE.mutex) over the whole run")
+		traceF    = flag.String("trace-compactions", "", "write one line per finished compaction of warpkit and Pebble (store, seconds since its open, input levels with their tables and MB, output level and MB) to this file")
 		compacts  = flag.Int("compactions", 0, "warpkit's concurrent background compactions, 0..64 (0: its default, sized from GOMAXPROCS)")
 		compactor = flag.String("compactor", "cpu", "warpkit's compactors, a list: cpu (compaction.CPU) and gpu (kv/gpucompact: jobs of 1 MiB and more on its CUDA engine where there is a device, else of 8 MiB and more on its Go engine); gpu runs the store warpkit-gpu beside warpkit")
 		parts     = flag.Int("subcompactions", 0, "warpkit's key-range parts per compaction job, 0..64 (0: its default, sized from GOMAXPROCS; 1: none)")
@@ -179,6 +181,18 @@ func main() {
 		memTable: 4 << 20, tableSize: 4 << 20, l0Trigger: 4, l0Slowdown: 8, l0Stop: 12, lbase: 16 << 20,
 		blockSize: 4096, bloomBits: 10, cacheSize: int64(*cacheMB) << 20, compression: *comp, sync: *sync,
 		compactions: *compacts, parts: *parts, metrics: *metrics,
+	}
+	if *traceF != "" {
+		f, err := os.Create(*traceF)
+		if err != nil {
+			fatal(err)
+		}
+		defer func() {
+			if err := f.Close(); err != nil {
+				fatal(err)
+			}
+		}()
+		s.trace = &compactTrace{w: f}
 	}
 	base := *dir
 	if base == "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"regexp"
 	"slices"
@@ -105,5 +106,49 @@ func TestParseStress(t *testing.T) {
 		if _, err := parseStress(bad); err == nil {
 			t.Errorf("parseStress(%q) took it", bad)
 		}
+	}
+}
+
+// TestTraceCompactions: with --trace-compactions each store writes a line
+// per finished compaction, naming the store, the input levels and the
+// output level.
+func TestTraceCompactions(t *testing.T) {
+	var buf bytes.Buffer
+	s := settings{
+		memTable: 64 << 10, tableSize: 64 << 10, l0Trigger: 2, l0Slowdown: 8, l0Stop: 12, lbase: 256 << 10,
+		blockSize: 4096, bloomBits: 10, cacheSize: 1 << 20, compression: "snappy", trace: &compactTrace{w: &buf},
+	}
+	for _, open := range []struct {
+		name string
+		fn   func(string, settings) (kvbench.Store, error)
+	}{{"warpkit", openWarpkit}, {"pebble", openPebble}} {
+		st, err := open.fn(t.TempDir(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		val := bytes.Repeat([]byte("v"), 200)
+		for i := range 20000 {
+			if err := st.Set([]byte(fmt.Sprintf("k%07d", i*7919%20000)), val); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.Settle(); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	line := regexp.MustCompile(`^(warpkit|pebble) +[0-9.]+s( L[0-6]:[0-9]+/[0-9.]+MB)+ -> L[1-6] [0-9.]+MB`)
+	seen := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		m := line.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("trace line %q", l)
+		}
+		seen[m[1]]++
+	}
+	if seen["warpkit"] == 0 || seen["pebble"] == 0 {
+		t.Fatalf("compactions traced per store: %v\n%s", seen, buf.String())
 	}
 }

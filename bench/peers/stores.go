@@ -109,6 +109,38 @@ func openWarpkitWithCompactor(dir string, s settings, static bool, c compaction.
 	} else {
 		o.Compression = wsst.SnappyCompression
 	}
+	if s.trace != nil {
+		name := "warpkit"
+		switch {
+		case static:
+			name = "warpkit-static"
+		case c != nil:
+			name = "warpkit-gpu"
+		}
+		add := s.trace.start(name)
+		o.EventListener = &kv.EventListener{CompactionEnd: func(ci kv.CompactionInfo) {
+			var in []traceLevel
+			for _, l := range ci.Input {
+				tl := traceLevel{level: l.Level, tables: len(l.Tables)}
+				for _, t := range l.Tables {
+					tl.bytes += t.Size
+				}
+				in = append(in, tl)
+			}
+			var out uint64
+			for _, t := range ci.Output {
+				out += t.Size
+			}
+			note := ""
+			switch {
+			case ci.Err != nil:
+				note = "failed"
+			case ci.Move:
+				note = "move"
+			}
+			add(in, ci.OutputLevel, out, note)
+		}}
+	}
 	db, err := kv.Open(dir, o)
 	if err != nil {
 		return nil, err
@@ -163,6 +195,28 @@ func openPebble(dir string, s settings) (kvbench.Store, error) {
 				ps.stallNanos.Add(time.Now().UnixNano() - t0)
 			}
 		},
+	}
+	if s.trace != nil {
+		add := s.trace.start("pebble")
+		o.EventListener.CompactionEnd = func(ci pebble.CompactionInfo) {
+			var in []traceLevel
+			for _, l := range ci.Input {
+				tl := traceLevel{level: l.Level, tables: len(l.Tables)}
+				for _, t := range l.Tables {
+					tl.bytes += t.Size
+				}
+				in = append(in, tl)
+			}
+			var out uint64
+			for _, t := range ci.Output.Tables {
+				out += t.Size
+			}
+			note := ci.Reason
+			if ci.Err != nil {
+				note += " failed"
+			}
+			add(in, ci.Output.Level, out, note)
+		}
 	}
 	db, err := pebble.Open(dir, o)
 	if err != nil {
