@@ -118,19 +118,13 @@ func openWarpkitWithCompactor(dir string, s settings, static bool, c compaction.
 			name = "warpkit-gpu"
 		}
 		add := s.trace.start(name)
+		size := func(t kv.TableInfo) uint64 { return t.Size }
 		o.EventListener = &kv.EventListener{CompactionEnd: func(ci kv.CompactionInfo) {
 			var in []traceLevel
 			for _, l := range ci.Input {
-				tl := traceLevel{level: l.Level, tables: len(l.Tables)}
-				for _, t := range l.Tables {
-					tl.bytes += t.Size
-				}
-				in = append(in, tl)
+				in = append(in, levelOf(l.Level, l.Tables, size))
 			}
-			var out uint64
-			for _, t := range ci.Output {
-				out += t.Size
-			}
+			out := levelOf(ci.OutputLevel, ci.Output, size).bytes
 			note := ""
 			switch {
 			case ci.Err != nil:
@@ -198,19 +192,13 @@ func openPebble(dir string, s settings) (kvbench.Store, error) {
 	}
 	if s.trace != nil {
 		add := s.trace.start("pebble")
+		size := func(t pebble.TableInfo) uint64 { return t.Size }
 		o.EventListener.CompactionEnd = func(ci pebble.CompactionInfo) {
 			var in []traceLevel
 			for _, l := range ci.Input {
-				tl := traceLevel{level: l.Level, tables: len(l.Tables)}
-				for _, t := range l.Tables {
-					tl.bytes += t.Size
-				}
-				in = append(in, tl)
+				in = append(in, levelOf(l.Level, l.Tables, size))
 			}
-			var out uint64
-			for _, t := range ci.Output.Tables {
-				out += t.Size
-			}
+			out := levelOf(ci.Output.Level, ci.Output.Tables, size).bytes
 			note := ci.Reason
 			if ci.Err != nil {
 				note += " failed"

@@ -23,6 +23,16 @@ type traceLevel struct {
 	bytes  uint64
 }
 
+// levelOf sums one input level's tables (kv's and Pebble's table infos
+// alike: size reads a table's bytes).
+func levelOf[T any](level int, tables []T, size func(T) uint64) traceLevel {
+	l := traceLevel{level: level, tables: len(tables)}
+	for _, t := range tables {
+		l.bytes += size(t)
+	}
+	return l
+}
+
 // start returns the function a store calls at each finished compaction.
 func (t *compactTrace) start(store string) func(in []traceLevel, outLevel int, outBytes uint64, note string) {
 	t0 := time.Now()
