@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"sync/atomic"
 	"unsafe"
 
@@ -111,7 +112,6 @@ type Skiplist struct {
 	arena  *Arena
 	head   uint32
 	height atomic.Uint32
-	rnd    atomic.Uint64 // state of a lock-free xorshift generator
 	count  atomic.Int64
 }
 
@@ -125,7 +125,6 @@ func New(arena *Arena) (*Skiplist, error) {
 	}
 	s.head = head
 	s.height.Store(1)
-	s.rnd.Store(0x9e3779b97f4a7c15)
 	return s, nil
 }
 
@@ -136,14 +135,13 @@ func (s *Skiplist) Arena() *Arena { return s.arena }
 func (s *Skiplist) Len() int { return int(s.count.Load()) }
 
 func (s *Skiplist) newNode(key []byte, trailer uint64, value []byte, height int) (uint32, bool) {
-	size := maxNodeSize - (MaxHeight-height)*towerSlot
-	off, ok := s.arena.alloc(size+len(key)+len(value), nodeAlign)
+	off, ok := s.arena.alloc(nodeBytes(len(key), len(value), height), nodeAlign)
 	if !ok {
 		return 0, false
 	}
 	nd := s.arena.node(off)
 	nd.trailer = trailer
-	nd.keyOffset = off + uint32(size)
+	nd.keyOffset = off + uint32(towerBytes(height))
 	nd.keySize = uint32(len(key))
 	nd.valueSize = uint32(len(value)) // the tower is zero: arena memory starts zeroed
 	copy(s.arena.buf[nd.keyOffset:], key)
@@ -151,24 +149,25 @@ func (s *Skiplist) newNode(key []byte, trailer uint64, value []byte, height int)
 	return off, true
 }
 
+// towerBytes is the size of a node's header and tower of the given height.
+func towerBytes(height int) int { return maxNodeSize - (MaxHeight-height)*towerSlot }
+
+// nodeBytes is the size of a node of the given height holding a key and a
+// value, without its alignment.
+func nodeBytes(keyLen, valueLen, height int) int { return towerBytes(height) + keyLen + valueLen }
+
+// randomHeight draws a tower height: level i+1 with probability 1/pBranch
+// of level i. The runtime's generator is per-thread, so concurrent writers
+// share no state here (a CAS-advanced generator in the skiplist was one
+// contended cache line for every insert).
 func (s *Skiplist) randomHeight() int {
-	// xorshift64*, advanced with CAS so concurrent writers draw distinct values.
-	for {
-		old := s.rnd.Load()
-		x := old
-		x ^= x >> 12
-		x ^= x << 25
-		x ^= x >> 27
-		if s.rnd.CompareAndSwap(old, x) {
-			r := x * 2685821657736338717
-			h := 1
-			for h < MaxHeight && r&(pBranch-1) == 0 {
-				h++
-				r >>= 2
-			}
-			return h
-		}
+	r := rand.Uint64()
+	h := 1
+	for h < MaxHeight && r&(pBranch-1) == 0 {
+		h++
+		r >>= 2
 	}
+	return h
 }
 
 func (s *Skiplist) next(off uint32, level int) uint32 {
@@ -219,6 +218,16 @@ func (s *Skiplist) findSplice(key []byte, trailer uint64, level int, start uint3
 // Add inserts an entry. It is safe to call concurrently with other Adds and
 // with readers.
 func (s *Skiplist) Add(ikey base.InternalKey, value []byte) error {
+	_, err := s.AddSized(ikey, value)
+	return err
+}
+
+// AddSized is Add, also returning the arena bytes the entry took (its node
+// with alignment: what Arena.Size grew by), so that a caller that reserved
+// room for the worst case can return the rest. An entry that was not added
+// took none, but for ErrRecordExists from a concurrent Add of the same key,
+// whose unlinked node keeps its bytes.
+func (s *Skiplist) AddSized(ikey base.InternalKey, value []byte) (int, error) {
 	key, trailer := ikey.UserKey, uint64(ikey.Trailer)
 	height := s.randomHeight()
 	listHeight := int(s.height.Load())
@@ -234,15 +243,16 @@ func (s *Skiplist) Add(ikey base.InternalKey, value []byte) error {
 	for level := listHeight - 1; level >= 0; level-- {
 		p, n, found := s.findSplice(key, trailer, level, prev)
 		if found {
-			return ErrRecordExists
+			return 0, ErrRecordExists
 		}
 		prevs[level], nexts[level] = p, n
 		prev = p
 	}
 	off, ok := s.newNode(key, trailer, value, height)
 	if !ok {
-		return ErrArenaFull
+		return 0, ErrArenaFull
 	}
+	size := nodeBytes(len(key), len(value), height) + nodeAlign - 1
 	nd := s.arena.node(off)
 	for level := range height {
 		for {
@@ -255,7 +265,7 @@ func (s *Skiplist) Add(ikey base.InternalKey, value []byte) error {
 			p, n, found := s.findSplice(key, trailer, level, prevs[level])
 			if found {
 				if level == 0 {
-					return ErrRecordExists // a concurrent Add of the same key won; our node stays unlinked
+					return size, ErrRecordExists // a concurrent Add of the same key won; our node stays unlinked
 				}
 				panic("arenaskl: duplicate key above level 0")
 			}
@@ -263,7 +273,7 @@ func (s *Skiplist) Add(ikey base.InternalKey, value []byte) error {
 		}
 	}
 	s.count.Add(1)
-	return nil
+	return size, nil
 }
 
 // seekGE returns the first node >= (key, trailer), or 0.
