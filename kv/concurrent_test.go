@@ -293,7 +293,9 @@ func TestLargeValues(t *testing.T) {
 // memtable application: writers commit two-key batches while memtables
 // rotate underneath; every snapshot must show each batch whole (both keys of
 // a writer equal) and a writer's progress must never go backwards.
-func TestConcurrentApplyVisibility(t *testing.T) {
+func TestConcurrentApplyVisibility(t *testing.T) { concurrentApplyVisibility(t) }
+
+func concurrentApplyVisibility(t *testing.T) {
 	opts := smallOptions()
 	opts.FS = vfs.NewMem()
 	opts.MemTableSize = 64 << 10 // rotations while batches are being applied
@@ -389,5 +391,35 @@ func eachSnapshot(db *DB, stop <-chan struct{}, errc chan<- error, f func(*Snaps
 			errc <- err
 			return
 		}
+	}
+}
+
+// TestCommitModes runs the concurrency suites in each of the commit
+// pipeline's modes, whatever this machine's processor count picks: writers
+// watching for their events or parking at once, and each applying its own
+// batch or the leader applying its group's.
+func TestCommitModes(t *testing.T) {
+	for _, m := range []struct {
+		name          string
+		spins         int
+		leaderApplies bool
+	}{
+		{"park/own", 0, false},
+		{"park/leader", 0, true},
+		{"watch/own", commitSpins, false},
+		{"watch/leader", commitSpins, true},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			old := commitModeFor
+			commitModeFor = func(procs int) (int, int32, bool) { return m.spins, int32(max(procs/2, 1)), m.leaderApplies }
+			defer func() { commitModeFor = old }()
+			t.Run("ReadersAndWriters", func(t *testing.T) {
+				opts := smallOptions()
+				opts.FS = vfs.NewMem()
+				opts.MaxConcurrentCompactions = 2
+				runConcurrent(t, opts)
+			})
+			t.Run("ApplyVisibility", concurrentApplyVisibility)
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,29 @@ type DB struct {
 
 	// visibleSeq is the sequence number of the newest write readers may see.
 	visibleSeq atomic.Uint64
+	// newest is the writer linked last into the commit pipeline's list (nil
+	// when it is empty); pending holds the logged batches not yet visible,
+	// in sequence order; commitInflight counts the logged writers that have
+	// not finished (applied, published, done with their memtable); closing
+	// is set when Close begins, so that new writers fail and the last of
+	// the others wakes it (commit.go).
+	// Each word every writer changes sits on a cache line of its own.
+	_              cacheLinePad
+	newest         atomic.Pointer[writer]
+	_              cacheLinePad
+	pending        pendingQueue
+	commitInflight atomic.Int64
+	closing        atomic.Bool
+	// How commit waits and applies (commitMode, fixed at Open), the
+	// writers in commit and those watching for an event (writer.await).
+	commitSpins   int
+	maxSpinners   int32
+	leaderApplies bool
+	_             cacheLinePad
+	commitActive  atomic.Int64
+	_             cacheLinePad
+	spinners      atomic.Int32
+	_             cacheLinePad
 
 	// l0Misses counts the L0 tables reads looked in without settling
 	// the read, since the last L0 compaction began; past l0MissBudget a
@@ -61,7 +85,6 @@ type DB struct {
 		imm       []*memtable.MemTable // oldest first; waiting to be flushed
 		wal       *walFile
 		lastSeq   base.SeqNum // last sequence number handed to a batch
-		writers   []*writer   // commit queue; writers[0] leads
 		snapshots snapshotList
 		bgErr     error // sticky: stops writes
 		// bgErrUnreported is bgErr until reportBackgroundError has told the
@@ -167,6 +190,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		tableTombs: map[base.FileNum]*rangedel.Set{},
 	}
 	d.mu.cond.L = &d.mu.Mutex
+	d.commitSpins, d.maxSpinners, d.leaderApplies = commitModeFor(runtime.GOMAXPROCS(0))
 	d.openTableIterFn = d.openTableIter
 	d.mu.snapshots.init()
 	d.blocks = o.Cache
@@ -299,9 +323,11 @@ func (d *DB) Close() error {
 		return ErrClosed
 	}
 	d.mu.closed = true
+	d.closing.Store(true)
 	d.mu.cond.Broadcast()
-	// Wait for an in-flight commit group to finish with the log.
-	for len(d.mu.writers) > 0 {
+	// Wait for an in-flight commit group to finish with the log, and for
+	// the writers of logged batches to finish with their memtables.
+	for d.newest.Load() != nil || d.commitInflight.Load() > 0 {
 		d.mu.cond.Wait()
 	}
 	d.mu.Unlock()

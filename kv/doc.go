@@ -23,7 +23,12 @@
 // without it the write is in the operating system's hands promptly (the log
 // flusher hands it over in the background) and survives a process crash but
 // not necessarily a machine crash. Concurrent writers share log writes and
-// fsyncs (group commit). Writes stall, visibly in Metrics, when memtable
+// fsyncs (group commit) and insert their batches into the memtable in
+// parallel; a write returns once it and every write logged before it are
+// visible, so a Get after a Set sees it. On machines of four or more
+// processors a writer waiting for its turn watches for it for up to about
+// 20 µs before it sleeps, and at most half the processors (a quarter when
+// more writers than that are in flight) watch at once. Writes stall, visibly in Metrics, when memtable
 // flushes or L0 compactions fall behind: writes stop at 12 L0 tables or when
 // memtables wait for flush (and, with Options.L0SlowdownWritesThreshold,
 // each write is delayed 1 ms from that many L0 tables: LevelDB's slowdown).

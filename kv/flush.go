@@ -34,6 +34,16 @@ func (d *DB) flushOne() bool {
 		return false
 	}
 	mem := d.mu.imm[0]
+	// Writers given the memtable before it was switched out may still be
+	// applying their batches; once the last has finished, every batch in it
+	// is visible (lastSeq below covers them).
+	for mem.Writing() {
+		d.mu.cond.Wait()
+	}
+	if d.mu.bgErr != nil || d.bgCtx.Err() != nil {
+		d.mu.Unlock()
+		return false
+	}
 	// Logs from the next memtable on are still needed after this flush.
 	nextLog := d.mu.mem.LogNum()
 	if len(d.mu.imm) > 1 {

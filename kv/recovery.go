@@ -245,7 +245,7 @@ func (d *DB) replayLog(l logToReplay, mem **memtable.MemTable, flush func() erro
 			*mem = memtable.New(max(d.opts.MemTableSize, int(need)+memtable.MinCapacity), num)
 			(*mem).Reserve(need)
 		}
-		if err := (*mem).Apply(rec); err != nil {
+		if err := (*mem).ApplyReserved(rec, need); err != nil {
 			return res, base.Corruptf(name, r.Offset(), "bad batch: %v", err)
 		}
 		res.last = max(res.last, seq+base.SeqNum(count)-1)

@@ -4,10 +4,12 @@
 // L0 table; until then the write-ahead log whose number it carries must be
 // kept.
 //
-// Concurrency: Apply may run concurrently with readers (and with other
-// Apply calls on disjoint reservations); readers filter entries by sequence
-// number, so entries of a batch that is being applied stay invisible until
-// the store publishes the batch's sequence numbers.
+// Concurrency: Apply may run concurrently with readers and with other
+// Apply calls, each on its own reservation; readers filter entries by
+// sequence number, so entries of a batch that is being applied stay
+// invisible until the store publishes the batch's sequence numbers. The
+// store counts the writers a memtable has been given (BeginWrites,
+// EndWrite) so that it is flushed only after the last one has finished.
 package memtable
 
 import (
@@ -28,6 +30,8 @@ type MemTable struct {
 	rdels    *arenaskl.Skiplist
 	logNum   base.FileNum
 	reserved atomic.Int64 // bytes promised to writers (upper bound of arena use)
+	writers  atomic.Int64 // writers given this memtable that have not finished
+	sealed   atomic.Bool  // no more writers will be given it
 
 	rdelMu    sync.Mutex
 	rdelCache atomic.Pointer[rdelSnapshot]
@@ -87,15 +91,23 @@ func (m *MemTable) Reserve(n int64) bool {
 	}
 }
 
-// Reclaim lowers the reservation to the arena bytes in use, returning what
-// earlier reservations promised but their entries did not take (Reserve
-// assumes every entry gets the tallest tower; most get one or two links),
-// so that a memtable holds what its capacity says rather than about two
-// thirds of it, as Pebble's memtable does. Call it only when every reserved
-// batch has been applied and no Apply is running: the store's commit path
-// applies one group at a time, so its leader may call it before it
-// reserves.
-func (m *MemTable) Reclaim() { m.reserved.Store(int64(m.arena.Size())) }
+// BeginWrites records that n writers were given this memtable (each will
+// call EndWrite).
+func (m *MemTable) BeginWrites(n int) { m.writers.Add(int64(n)) }
+
+// EndWrite records that a writer has finished with the memtable; it reports
+// whether it was the last of the writers given it so far.
+func (m *MemTable) EndWrite() bool { return m.writers.Add(-1) == 0 }
+
+// Writing reports whether writers given the memtable have not finished.
+func (m *MemTable) Writing() bool { return m.writers.Load() != 0 }
+
+// Seal records that no writer will be given the memtable any more (it is
+// immutable once Writing reports false).
+func (m *MemTable) Seal() { m.sealed.Store(true) }
+
+// Sealed reports whether Seal was called.
+func (m *MemTable) Sealed() bool { return m.sealed.Load() }
 
 // Room returns the bytes Reserve can still promise.
 func (m *MemTable) Room() int64 { return int64(m.arena.Capacity()) - m.reserved.Load() }
@@ -103,20 +115,47 @@ func (m *MemTable) Room() int64 { return int64(m.arena.Capacity()) - m.reserved.
 // Apply inserts a batch's entries; the batch's sequence numbers must be
 // assigned. Room must have been reserved.
 func (m *MemTable) Apply(batch []byte) error {
+	_, err := m.apply(batch)
+	return err
+}
+
+// ApplyReserved is Apply for a batch that reserved exactly reserved bytes
+// (NeededBytes of its length and count): once the entries are in, the
+// reservation drops to the bytes they took, so that the memtable fills to
+// its capacity while batches apply concurrently (Reserve assumes every
+// entry gets the tallest tower; most get one or two links).
+func (m *MemTable) ApplyReserved(batch []byte, reserved int64) error {
+	used, err := m.apply(batch)
+	if used < reserved {
+		m.reserved.Add(used - reserved)
+	}
+	return err
+}
+
+// apply inserts a batch's entries and returns the arena bytes they took.
+func (m *MemTable) apply(batch []byte) (int64, error) {
 	r, err := batchrepr.NewReader(batch)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	var used int64
 	for {
 		kind, key, value, seq, ok, err := r.Next()
 		if err != nil {
-			return err
+			return used, err
 		}
 		if !ok {
-			return nil
+			return used, nil
 		}
-		if err := m.Add(base.MakeInternalKey(key, seq, kind), value); err != nil {
-			return err
+		ik := base.MakeInternalKey(key, seq, kind)
+		list := m.points
+		if kind == base.KindRangeDelete {
+			list = m.rdels
+		}
+		n, err := list.AddSized(ik, value)
+		used += int64(n)
+		if err != nil {
+			return used, err
 		}
 	}
 }

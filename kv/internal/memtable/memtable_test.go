@@ -1,6 +1,8 @@
 package memtable
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/warpkit/warpkit/kv/internal/base"
@@ -77,29 +79,33 @@ func TestReserveBoundsArena(t *testing.T) {
 	}
 }
 
-// TestReclaimFillsArena: reserving with Reclaim between batches (the
-// store's commit path) fills the arena to what its capacity says, where the
-// worst-case reservations alone stop at about two thirds, and every Apply
-// after a successful Reserve still fits.
-func TestReclaimFillsArena(t *testing.T) {
+// TestApplyReservedFillsArena: batches that return what their reservation
+// did not take (the store's commit path and recovery) fill the arena to what
+// its capacity says, where the worst-case reservations alone stop at about
+// two thirds; every Apply after a successful Reserve still fits, also with
+// batches applied concurrently.
+func TestApplyReservedFillsArena(t *testing.T) {
 	const capacity = 1 << 20
-	fill := func(reclaim bool) int {
+	entry := func(n int) ([]byte, int64) {
+		k := []byte{byte(n >> 16), byte(n >> 8), byte(n), 'k', 'e', 'y', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-'}
+		b := batch(base.SeqNum(n+1), [3]string{"set", string(k), string(make([]byte, 100))})
+		return b, NeededBytes(len(b), 1)
+	}
+	fill := func(exact bool) int {
 		m := New(capacity, 1)
 		n := 0
 		for {
-			k := []byte{byte(n >> 16), byte(n >> 8), byte(n), 'k', 'e', 'y', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-'}
-			b := batch(base.SeqNum(n+1), [3]string{"set", string(k), string(make([]byte, 100))})
-			need := NeededBytes(len(b), 1)
+			b, need := entry(n)
 			if !m.Reserve(need) {
-				if !reclaim {
-					break
-				}
-				m.Reclaim()
-				if !m.Reserve(need) {
-					break
-				}
+				break
 			}
-			if err := m.Apply(b); err != nil {
+			var err error
+			if exact {
+				err = m.ApplyReserved(b, need)
+			} else {
+				err = m.Apply(b)
+			}
+			if err != nil {
 				t.Fatalf("entry %d: apply after successful reserve: %v", n, err)
 			}
 			n++
@@ -107,17 +113,49 @@ func TestReclaimFillsArena(t *testing.T) {
 		if m.Size() > m.Capacity() {
 			t.Fatalf("arena %d bytes of %d", m.Size(), m.Capacity())
 		}
+		if exact && m.Room() != int64(m.Capacity()-m.Size()) {
+			t.Fatalf("room %d after every batch applied, arena has %d free", m.Room(), m.Capacity()-m.Size())
+		}
 		return n
 	}
-	plain, reclaimed := fill(false), fill(true)
+	plain, exact := fill(false), fill(true)
 	// 124 bytes of key, value and trailer, a node header and one or two links.
-	if perEntry := float64(capacity) / float64(reclaimed); perEntry > 160 {
-		t.Fatalf("with Reclaim %d entries, %.0f arena bytes each", reclaimed, perEntry)
+	if perEntry := float64(capacity) / float64(exact); perEntry > 160 {
+		t.Fatalf("with ApplyReserved %d entries, %.0f arena bytes each", exact, perEntry)
 	}
-	if float64(reclaimed) < 1.25*float64(plain) {
-		t.Fatalf("Reclaim fits %d entries, reservations alone %d", reclaimed, plain)
+	if float64(exact) < 1.25*float64(plain) {
+		t.Fatalf("ApplyReserved fits %d entries, reservations alone %d", exact, plain)
+	}
+
+	// Concurrent writers, each reserving and applying its own batches.
+	m := New(capacity, 1)
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	var fails atomic.Int64
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				b, need := entry(int(next.Add(1)))
+				if !m.Reserve(need) {
+					return
+				}
+				if err := m.ApplyReserved(b, need); err != nil {
+					fails.Add(1)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if fails.Load() != 0 {
+		t.Fatalf("%d concurrent applies failed after successful reserves", fails.Load())
+	}
+	if float64(m.Count()) < 0.9*float64(exact) {
+		t.Fatalf("concurrent writers fit %d entries, one writer %d", m.Count(), exact)
 	}
 	if testing.Verbose() {
-		t.Logf("%d entries with Reclaim, %d without", reclaimed, plain)
+		t.Logf("%d entries with ApplyReserved (%d concurrently), %d without", exact, m.Count(), plain)
 	}
 }
