@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -420,6 +421,64 @@ func TestCommitModes(t *testing.T) {
 				runConcurrent(t, opts)
 			})
 			t.Run("ApplyVisibility", concurrentApplyVisibility)
+			t.Run("CloseWhileWriting", closeWhileWriting)
 		})
+	}
+}
+
+// closeWhileWriting closes the store while writers commit: every write
+// returns nil or ErrClosed, Close returns (no writer is left waiting in the
+// pipeline), and the reopened store has every write that returned nil.
+func closeWhileWriting(t *testing.T) {
+	opts := smallOptions()
+	fs := vfs.NewMem()
+	opts.FS = fs
+	db, err := Open("/db", &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers = 8
+	acked := make([][]int, writers)
+	var wg sync.WaitGroup
+	errc := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				err := db.Set(fmt.Appendf(nil, "w%d/%06d", w, i), []byte("v"), nil)
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+				if err != nil {
+					errc <- err
+					return
+				}
+				acked[w] = append(acked[w], i)
+			}
+		}()
+	}
+	for db.Metrics().WAL.CommitGroups < 200 {
+		runtime.Gosched()
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	db, err = Open("/db", &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for w := range writers {
+		for _, i := range acked[w] {
+			if _, err := db.Get(fmt.Appendf(nil, "w%d/%06d", w, i)); err != nil {
+				t.Fatalf("writer %d: acknowledged write %d after reopen: %v", w, i, err)
+			}
+		}
 	}
 }
