@@ -11,7 +11,7 @@ import (
 const pendingCap = 1 << 12
 
 // pendingQueue holds the logged batches that are not yet visible, in
-// sequence order (d.pending). One leader at a time adds (under d.mu); any
+// sequence order (d.pending). Only the commit leader adds (one at a time); any
 // writer takes from the head, but only batches already applied, so the
 // head is published in order whichever writer gets there first. The ring
 // and the packed head/tail word follow Pebble's commit queue.
@@ -30,9 +30,10 @@ type cacheLinePad [128]byte
 
 func unpackPending(ht uint64) (head, tail uint32) { return uint32(ht >> 32), uint32(ht) }
 
-// enqueue adds a logged writer at the head. Called by the leader with d.mu
-// held; when the ring is full it waits for writers to publish (which needs
-// no lock).
+// enqueue adds a logged writer at the head. Called by the commit leader
+// without d.mu; when the ring is full it waits for the writers of earlier
+// groups to publish (they need nothing from the leader, and the leader's own
+// group takes at most a quarter of the ring).
 func (q *pendingQueue) enqueue(w *writer) {
 	for {
 		head, tail := unpackPending(q.headTail.Load())
