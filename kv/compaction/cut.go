@@ -111,7 +111,5 @@ func (c *Cutter) Quiet(k []byte) bool {
 
 // passes says key k is past grandparent i.
 func (c *Cutter) passes(k []byte, i int) bool {
-	f := c.gp[i]
-	cmp := bytes.Compare(k, f.Largest.UserKey)
-	return cmp > 0 || (cmp == 0 && f.Largest.IsExclusiveSentinel())
+	return c.gp[i].EndsBefore(k)
 }

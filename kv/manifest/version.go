@@ -34,11 +34,15 @@ func (f *FileMetadata) String() string {
 
 // ContainsUserKey reports whether the table's bounds include user key k.
 func (f *FileMetadata) ContainsUserKey(k []byte) bool {
-	if bytes.Compare(k, f.Smallest.UserKey) < 0 {
-		return false
-	}
+	return bytes.Compare(k, f.Smallest.UserKey) >= 0 && !f.EndsBefore(k)
+}
+
+// EndsBefore reports whether every key the table's bounds admit sorts
+// before user key k: k is past the largest user key, or equal to it when
+// the bound is a range tombstone's exclusive end (the sentinel).
+func (f *FileMetadata) EndsBefore(k []byte) bool {
 	c := bytes.Compare(k, f.Largest.UserKey)
-	return c < 0 || (c == 0 && !f.Largest.IsExclusiveSentinel())
+	return c > 0 || (c == 0 && f.Largest.IsExclusiveSentinel())
 }
 
 // Overlaps reports whether the table's bounds meet the user-key range
@@ -47,13 +51,7 @@ func (f *FileMetadata) Overlaps(start, end []byte) bool {
 	if end != nil && bytes.Compare(end, f.Smallest.UserKey) < 0 {
 		return false
 	}
-	if start != nil {
-		c := bytes.Compare(start, f.Largest.UserKey)
-		if c > 0 || (c == 0 && f.Largest.IsExclusiveSentinel()) {
-			return false
-		}
-	}
-	return true
+	return start == nil || !f.EndsBefore(start)
 }
 
 // Version is an immutable list of tables per level. Hold a reference (Ref,
@@ -144,10 +142,7 @@ func (v *Version) Overlapping(level int, start, end []byte) []*FileMetadata {
 // k, or nil.
 func (v *Version) FindFile(level int, k []byte) *FileMetadata {
 	files := v.Levels[level]
-	i := sort.Search(len(files), func(i int) bool {
-		c := bytes.Compare(files[i].Largest.UserKey, k)
-		return c > 0 || (c == 0 && !files[i].Largest.IsExclusiveSentinel())
-	})
+	i := sort.Search(len(files), func(i int) bool { return !files[i].EndsBefore(k) })
 	if i < len(files) && files[i].ContainsUserKey(k) {
 		return files[i]
 	}

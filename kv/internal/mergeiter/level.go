@@ -43,13 +43,7 @@ func (l *Level) inBounds(i int) bool {
 	if l.upper != nil && bytes.Compare(f.Smallest.UserKey, l.upper) >= 0 {
 		return false
 	}
-	if l.lower != nil {
-		c := bytes.Compare(f.Largest.UserKey, l.lower)
-		if c < 0 || (c == 0 && f.Largest.IsExclusiveSentinel()) {
-			return false
-		}
-	}
-	return true
+	return l.lower == nil || !f.EndsBefore(l.lower)
 }
 
 // load opens table i (closing the previous one); false on error or when i
