@@ -262,18 +262,13 @@ func (d *DB) lead(w *writer) error {
 	if logged {
 		if err = d.writeGroup(w, size, sync, wal); err != nil {
 			logged = false
-			n := 1 + len(w.followers)
-			d.mu.Lock()
-			d.commitInflight.Add(-int64(n))
-			for range n {
-				w.mem.EndWrite()
-			}
 			// The log may hold part of this group: stop writing, so that
 			// nothing later is acknowledged after a hole. Sequence numbers
 			// already handed out stay unused.
-			d.setBackgroundErrorLocked(fmt.Errorf("kv: write-ahead log: %w", err))
+			d.finish(w.mem, 1+len(w.followers), fmt.Errorf("kv: write-ahead log: %w", err))
+			d.mu.Lock()
 			err = d.writeStoppedErrLocked()
-			d.unlockReport()
+			d.mu.Unlock()
 		}
 	}
 	if logged {
@@ -351,8 +346,8 @@ func (d *DB) applyGroup(w *writer) error {
 	return err
 }
 
-// finish ends n writers' work on mem after their batches were published;
-// err is an apply failure, which stops writes.
+// finish ends n writers' work on mem, after their batches were published
+// or their group failed to log; err (an apply or log failure) stops writes.
 func (d *DB) finish(mem *memtable.MemTable, n int, err error) {
 	if err != nil {
 		d.mu.Lock()
