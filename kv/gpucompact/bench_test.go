@@ -36,8 +36,13 @@ func benchGrandparents(inputMiB, valueLen, count int) []*manifest.FileMetadata {
 }
 
 func benchJob(b testing.TB, inputMiB, valueLen int) (*ct.Env, *compaction.Job) {
+	return benchJobWith(b, inputMiB, valueLen, sstable.SnappyCompression)
+}
+
+// benchJobWith is benchJob with the tables' compression given.
+func benchJobWith(b testing.TB, inputMiB, valueLen int, c sstable.Compression) (*ct.Env, *compaction.Job) {
 	e := ct.NewEnv()
-	opts := sstable.WriterOptions{BlockSize: 4096, BloomBitsPerKey: 10, Compression: sstable.SnappyCompression}
+	opts := sstable.WriterOptions{BlockSize: 4096, BloomBitsPerKey: 10, Compression: c}
 	perEntry := 16 + 8 + valueLen
 	n := inputMiB << 20 / perEntry
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -87,8 +92,16 @@ func benchJob(b testing.TB, inputMiB, valueLen int) (*ct.Env, *compaction.Job) {
 // its subcompactions (GOMAXPROCS parts, at most 8), and with the Go engine;
 // MB/s is of input bytes.
 func BenchmarkJob(b *testing.B) {
-	for _, size := range []struct{ mib, value int }{{16, 100}, {64, 100}, {64, 1024}} {
-		_, job := benchJob(b, size.mib, size.value)
+	for _, size := range []struct {
+		mib, value int
+		c          sstable.Compression
+	}{{16, 100, sstable.SnappyCompression}, {64, 100, sstable.SnappyCompression}, {64, 1024, sstable.SnappyCompression},
+		{64, 32, sstable.NoCompression}, {64, 128, sstable.NoCompression}} {
+		_, job := benchJobWith(b, size.mib, size.value, size.c)
+		name := fmt.Sprintf("%dMiB-%dB", size.mib, size.value)
+		if size.c == sstable.NoCompression {
+			name += "-none"
+		}
 		engines := []struct {
 			name string
 			run  func(context.Context, *compaction.Job) (*compaction.Result, error)
@@ -98,7 +111,7 @@ func BenchmarkJob(b *testing.B) {
 			{"go-engine", goEngine},
 		}
 		for _, eng := range engines {
-			b.Run(fmt.Sprintf("%dMiB-%dB/%s", size.mib, size.value, eng.name), func(b *testing.B) {
+			b.Run(name+"/"+eng.name, func(b *testing.B) {
 				b.SetBytes(int64(job.InputBytes()))
 				for b.Loop() {
 					if _, err := eng.run(context.Background(), job); err != nil {
@@ -110,7 +123,7 @@ func BenchmarkJob(b *testing.B) {
 		// The engines' stage times (ms per job): the Go engine, and the CUDA
 		// engine where there is a device.
 		for _, engine := range []string{"go-engine", "cuda-engine"} {
-			b.Run(fmt.Sprintf("%dMiB-%dB/%s-stages", size.mib, size.value, engine), func(b *testing.B) {
+			b.Run(name+"/"+engine+"-stages", func(b *testing.B) {
 				var dev *devEngine
 				if engine == "cuda-engine" {
 					d, err := newDevEngine(gputest.Device(b), false)

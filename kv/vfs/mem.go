@@ -32,7 +32,7 @@ type memNode struct {
 	isDir bool
 
 	mu      sync.RWMutex // guards data and synced (readers share it); dir maps are under MemFS.mu
-	data    []byte
+	data    memData
 	synced  int // length of the durable prefix of data
 	modTime time.Time
 	// Locks, under MemFS.mu: an exclusive holder (Lock) or a count of shared
@@ -354,18 +354,18 @@ func (n *memNode) crashCopy(name string, opts CrashOptions) *memNode {
 	defer n.mu.Unlock()
 	keep := n.synced
 	var zeroFrom, zeroTo int
-	if r := opts.Rand; r != nil && len(n.data) > n.synced {
-		keep += r.IntN(len(n.data) - n.synced + 1)
+	if r := opts.Rand; r != nil && n.data.len() > n.synced {
+		keep += r.IntN(n.data.len() - n.synced + 1)
 		if opts.ZeroTail && keep > n.synced && r.IntN(2) == 0 {
 			zeroFrom = n.synced + r.IntN(keep-n.synced)
 			zeroTo = keep
 		}
 	}
-	data := append([]byte(nil), n.data[:keep]...)
+	data := n.data.prefix(keep)
 	for i := zeroFrom; i < zeroTo; i++ {
 		data[i] = 0
 	}
-	return &memNode{name: name, data: data, synced: len(data), modTime: n.modTime}
+	return &memNode{name: name, data: memDataOf(data), synced: len(data), modTime: n.modTime}
 }
 
 // String lists the tree with file sizes (synced/total), for test failures.
@@ -387,7 +387,7 @@ func (fs *MemFS) String() string {
 				rec(c, prefix+"  ")
 			} else {
 				c.mu.Lock()
-				fmt.Fprintf(&b, "%s%s %d/%d bytes synced%s\n", prefix, k, c.synced, len(c.data), durable)
+				fmt.Fprintf(&b, "%s%s %d/%d bytes synced%s\n", prefix, k, c.synced, c.data.len(), durable)
 				c.mu.Unlock()
 			}
 		}
@@ -403,7 +403,7 @@ func (n *memNode) info() os.FileInfo {
 	if n.isDir {
 		mode = os.ModeDir | 0o755
 	}
-	return memInfo{name: n.name, size: int64(len(n.data)), mode: mode, mod: n.modTime}
+	return memInfo{name: n.name, size: int64(n.data.len()), mode: mode, mod: n.modTime}
 }
 
 type memInfo struct {
@@ -455,10 +455,10 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	}
 	f.n.mu.RLock() // reads of one file run side by side, as a real file's do
 	defer f.n.mu.RUnlock()
-	if off >= int64(len(f.n.data)) {
+	if off >= int64(f.n.data.len()) {
 		return 0, io.EOF
 	}
-	n := copy(p, f.n.data[off:])
+	n := f.n.data.readAt(p, int(off))
 	if n < len(p) {
 		return n, io.EOF
 	}
@@ -473,15 +473,7 @@ func (f *memFile) Write(p []byte) (int, error) {
 		return 0, &os.PathError{Op: "write", Path: f.path, Err: os.ErrInvalid}
 	}
 	f.n.mu.Lock()
-	if d := f.n.data; len(d)+len(p) > cap(d) {
-		// Double, as append does only for small slices (past 256
-		// elements it grows by 1.25x, copying a file of many small writes
-		// several times over).
-		grown := make([]byte, len(d), max(len(d)+len(p), 2*cap(d), 512))
-		copy(grown, d)
-		f.n.data = grown
-	}
-	f.n.data = append(f.n.data, p...)
+	f.n.data.append(p)
 	f.n.modTime = time.Now()
 	f.n.mu.Unlock()
 	return len(p), nil
@@ -503,7 +495,7 @@ func (f *memFile) Sync() error {
 		return nil
 	}
 	f.n.mu.Lock()
-	f.n.synced = len(f.n.data)
+	f.n.synced = f.n.data.len()
 	f.n.mu.Unlock()
 	return nil
 }
@@ -514,7 +506,7 @@ func (f *memFile) Size() (int64, error) {
 	}
 	f.n.mu.Lock()
 	defer f.n.mu.Unlock()
-	return int64(len(f.n.data)), nil
+	return int64(f.n.data.len()), nil
 }
 
 func (f *memFile) Close() error {
