@@ -16,6 +16,7 @@ import (
 type deviceInput struct {
 	arena   []byte
 	blocks  []uint32   // per block: its contents' offset in the arena, and length (gpucompact.cu's BlockIn)
+	crcs    []uint32   // per block stored uncompressed: block, offset, length, checksum (gpucompact.cu's CrcIn)
 	refs    []blockRef // per block: where it came from, to decode it on the host
 	runEnds []int      // per run: one past its last block
 }
@@ -34,7 +35,10 @@ var errIrregularBlock = errors.New("gpucompact: an input block's restart points 
 
 // loadJobBlocks reads the job's input tables as loadJob does, and
 // decompresses every data block into its place in the arena (checking its
-// checksum) on goroutines, without decoding entries. The caller closes the
+// checksum) on goroutines, without decoding entries. Blocks stored
+// uncompressed are copied unchecked: the device checks their checksums
+// (deviceInput.crcs, check_crcs), which on the host were most of the load's
+// CPU time. The caller closes the
 // tables (the second result) after the device has decoded the blocks: a
 // block the device finds damaged is decoded again on the host (recheck).
 func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace) (*deviceInput, *loaded, error) {
@@ -44,14 +48,24 @@ func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace) (*de
 	}
 	err = l.eachPiece(func(p *loadPiece) error {
 		p.s.arena = l.arena[p.s.arenaBase : p.s.arenaBase : uint64(p.s.arenaBase)+p.rawLen]
-		p.places = p.places[:0]
+		p.places, p.crcs = p.places[:0], p.crcs[:0]
 		if len(p.blocks) == 0 {
 			return nil
 		}
 		name := p.t.f.FileNum.String()
 		lo := p.blocks[0].Offset
-		for _, h := range p.blocks {
-			raw, at, err := p.s.placeBlock(p.t.r, name, h, p.region[h.Offset-lo:h.Offset-lo+h.Length+sstable.BlockTrailerLen])
+		for i, h := range p.blocks {
+			stored := p.region[h.Offset-lo : h.Offset-lo+h.Length+sstable.BlockTrailerLen]
+			if raw, crc, ok := sstable.RawUnchecked(h, stored); ok {
+				at, err := p.s.placeRaw(name, h, raw)
+				if err != nil {
+					return err
+				}
+				p.crcs = append(p.crcs, uint32(i), p.s.arenaBase+uint32(at), uint32(len(raw)), crc)
+				p.places = append(p.places, p.s.arenaBase+uint32(at), uint32(len(raw)))
+				continue
+			}
+			raw, at, err := p.s.placeBlock(p.t.r, name, h, stored)
 			if err != nil {
 				return err
 			}
@@ -68,6 +82,10 @@ func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace) (*de
 	}
 	in := &deviceInput{arena: l.arena}
 	for i, p := range l.pieces {
+		first := uint32(len(in.refs)) // the piece's first block, in the job
+		for c := 0; c < len(p.crcs); c += 4 {
+			in.crcs = append(in.crcs, first+p.crcs[c], p.crcs[c+1], p.crcs[c+2], p.crcs[c+3])
+		}
 		in.blocks = append(in.blocks, p.places...)
 		for _, h := range p.blocks {
 			in.refs = append(in.refs, blockRef{p, h})

@@ -41,6 +41,7 @@ type loadPiece struct {
 	entsCap, keysCap int    // room reserved for the piece's entries and keys
 	s                inputSet
 	places           []uint32 // for the CUDA engine: each block's contents' offset in the arena and length
+	crcs             []uint32 // for the CUDA engine: its blocks stored uncompressed (deviceInput.crcs, blocks counted in the piece)
 	err              error
 }
 

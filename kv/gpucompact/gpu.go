@@ -13,6 +13,8 @@ import (
 	"github.com/warpkit/warpkit/internal/hostpar"
 	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/internal/rangedel"
+	"github.com/warpkit/warpkit/kv/record"
+	"github.com/warpkit/warpkit/kv/sstable"
 	"github.com/warpkit/warpkit/prim"
 )
 
@@ -41,7 +43,7 @@ type devEngine struct {
 	stream *cuda.Stream
 	fn     struct {
 		iota, merge, gc, apply, sizes, encode, blockEnds *cuda.Function
-		intervals, scan, decode, lcp, k0                 *cuda.Function
+		intervals, scan, decode, lcp, k0, checkCRCs      *cuda.Function
 	}
 	bufs devBufs
 	// The job's arrays on the device, from stages to the last encodeBatch.
@@ -50,6 +52,7 @@ type devEngine struct {
 		keys, arena, newKept, raw  cuda.Slice[uint8]
 		kept, plan, shared, hashes cuda.Slice[uint32]
 		restartInterval, bloom     int32
+		crc                        bool // the blocks are stored as they are: the device checksums them
 	}
 }
 
@@ -65,6 +68,7 @@ type devBufs struct {
 	blocks, meta, nint, ibase, ientries   gpurt.Buf[uint32] // decode
 	entBase, runBounds, lcp               gpurt.Buf[uint32]
 	jumpEnd, jumpSize                     gpurt.Buf[uint32]
+	crcTable, crcs                        gpurt.Buf[uint32] // record's CRC table; check_crcs's blocks
 	ikeys, keyBase                        gpurt.Buf[uint64]
 	keep, newKey, check, keptNew, v, newK gpurt.Buf[uint8]
 }
@@ -84,7 +88,7 @@ func newDevEngine(dev *cuda.Device, own bool) (*devEngine, error) {
 		name string
 	}{{&d.fn.iota, "iota"}, {&d.fn.merge, "merge_round"}, {&d.fn.gc, "gc_flags"}, {&d.fn.apply, "apply_checks"}, {&d.fn.sizes, "entry_sizes"}, {&d.fn.encode, "encode_blocks"},
 		{&d.fn.intervals, "block_intervals"}, {&d.fn.scan, "scan_intervals"}, {&d.fn.decode, "decode_intervals"},
-		{&d.fn.lcp, "job_lcp"}, {&d.fn.k0, "set_k0"}, {&d.fn.blockEnds, "block_ends"}} {
+		{&d.fn.lcp, "job_lcp"}, {&d.fn.k0, "set_k0"}, {&d.fn.blockEnds, "block_ends"}, {&d.fn.checkCRCs, "check_crcs"}} {
 		if *k.dst, err = mod.Function(k.name); err != nil {
 			return fail(err)
 		}
@@ -401,6 +405,7 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 	c.newKept = dNewKept
 	c.kept, c.plan, c.shared = dKept, dPlan, dShared
 	c.restartInterval, c.bloom = int32(opts.RestartInterval), boolInt(opts.BloomBitsPerKey > 0)
+	c.crc = opts.Compression == sstable.NoCompression
 	if c.raw, err = b.raw.Get(dev, str, int(boundWord[0])); err != nil {
 		return
 	}
@@ -532,7 +537,26 @@ type blockDesc struct {
 // block besides its bytes.
 type blockStats struct {
 	rawKeySize, rawValueSize, minSeq, maxSeq uint64
-	deletions, hashes, status, _             uint32
+	deletions, hashes, status, crc           uint32 // crc: unmasked, when the device checksums (cur.crc)
+}
+
+// crcTable returns record's CRC table on the device (uploaded once, and
+// again after release). It may reserve the staging: call it before the
+// caller's own reserve.
+func (d *devEngine) crcTable() (cuda.Slice[uint32], error) {
+	b := &d.bufs
+	if b.crcTable.Cap() >= 256 {
+		return b.crcTable.View(256), nil
+	}
+	t, err := b.crcTable.Get(d.dev, d.stream, 256)
+	if err != nil {
+		return t, err
+	}
+	if err := d.reserve(gpurt.Bytes[uint32](256)); err != nil {
+		return t, err
+	}
+	table := record.CRCTable()
+	return t, gpurt.Upload(&b.stage, d.stream, t, table[:])
 }
 
 // encodeBatch encodes planned blocks on the device (encode_blocks, a warp a
@@ -566,6 +590,12 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 	}
 	descWords := unsafe.Slice((*uint64)(unsafe.Pointer(&descs[0])), 3*nb)
 	statWords := unsafe.Slice((*uint64)(unsafe.Pointer(&stats[0])), 6*nb)
+	var crcTable cuda.Slice[uint32] // (none: the host seals the blocks)
+	if c.crc {
+		if crcTable, err = d.crcTable(); err != nil { // (before the staging is reserved: it may upload)
+			return err
+		}
+	}
 	pinnedRaw := rawPin.holds(raw)
 	staged := gpurt.Bytes[uint64](3*nb) + gpurt.Bytes[uint64](6*nb) + gpurt.Bytes[uint32](hashHi-hashLo)
 	if !pinnedRaw {
@@ -579,7 +609,7 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 	}
 	grid := cuda.D1(max(1, min((nb+deviceBlock/32-1)/(deviceBlock/32), 1<<16)))
 	if err := d.fn.encode.Launch(grid, cuda.D1(deviceBlock), 0, str, dDescs, int32(nb), c.kept, c.plan, c.shared, c.newKept,
-		c.ents, c.keys, c.arena, c.restartInterval, c.bloom, c.raw, dStats, c.hashes); err != nil {
+		c.ents, c.keys, c.arena, c.restartInterval, c.bloom, c.raw, dStats, c.hashes, devicePtr(crcTable)); err != nil {
 		return err
 	}
 	var pend [3]gpurt.Pending
@@ -656,7 +686,13 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 	if err != nil {
 		return nil, none, err
 	}
-	staged := gpurt.Bytes[uint32](len(in.blocks)) + gpurt.Bytes[uint32](8)
+	var table cuda.Slice[uint32] // record's CRC table, for check_crcs (loaded before the staging is reserved)
+	if len(in.crcs) > 0 {
+		if table, err = d.crcTable(); err != nil {
+			return nil, none, err
+		}
+	}
+	staged := gpurt.Bytes[uint32](len(in.blocks)) + gpurt.Bytes[uint32](8) + gpurt.Bytes[uint32](len(in.crcs))
 	if !ws.arenaPin.holds(in.arena) {
 		staged += gpurt.Bytes[uint8](len(in.arena))
 	}
@@ -669,6 +705,20 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 		gpurt.Upload(&b.stage, str, meta, []uint32{0, math.MaxUint32, 0, 0, 0, 0, 0, 0}),
 	} {
 		if err != nil {
+			return nil, none, err
+		}
+	}
+	if nc := len(in.crcs) / 4; nc > 0 {
+		// The checksums of the blocks the host copied unchecked: a
+		// mismatch flags the block, as damage the decoding finds does.
+		crcs, err := b.crcs.Get(dev, str, len(in.crcs))
+		if err != nil {
+			return nil, none, err
+		}
+		if err := gpurt.Upload(&b.stage, str, crcs, in.crcs); err != nil {
+			return nil, none, err
+		}
+		if err := d.fn.checkCRCs.Launch(d.grid(nc), cuda.D1(deviceBlock), 0, str, crcs, int32(nc), arena, table, meta); err != nil {
 			return nil, none, err
 		}
 	}

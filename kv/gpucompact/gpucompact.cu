@@ -230,6 +230,50 @@ extern "C" __global__ void __launch_bounds__(kBlock)
 
 namespace {
 
+// ----- CRC-32C: the checksums of blocks, as record.CRC computes them -----
+//
+// The host passes record's table (CRCTable: the Castagnoli polynomial's 256
+// entries, reflected); each launch derives from it, in shared memory, the
+// tables of slicing by 4. crc32c_update is hash/crc32's Update: the CRC
+// inverted in and out, so that crc32c_update(crc32c_update(0, a), b) is the
+// CRC of a then b.
+struct CrcTables {
+  uint32_t t[4][256];
+};
+
+// load_crc_tables fills tables from table (every thread of the block takes
+// part; the caller synchronizes).
+__device__ __forceinline__ void load_crc_tables(CrcTables* tables, const uint32_t* table) {
+  for (int i = threadIdx.x; i < 256; i += blockDim.x) {
+    uint32_t c = table[i];
+    tables->t[0][i] = c;
+    for (int k = 1; k < 4; k++) {
+      c = (c >> 8) ^ table[c & 0xffu];
+      tables->t[k][i] = c;
+    }
+  }
+}
+
+__device__ __forceinline__ uint32_t crc32c_update(uint32_t crc, const uint8_t* p, uint32_t n, const CrcTables* tb) {
+  uint32_t c = ~crc;
+  uint32_t i = 0;
+  for (; i < n && ((uintptr_t)(p + i) & 3u) != 0; i++) c = tb->t[0][(c ^ p[i]) & 0xffu] ^ (c >> 8);
+  for (; i + 4 <= n; i += 4) {
+    c ^= *(const uint32_t*)(p + i);  // little-endian, aligned
+    c = tb->t[3][c & 0xffu] ^ tb->t[2][(c >> 8) & 0xffu] ^ tb->t[1][(c >> 16) & 0xffu] ^ tb->t[0][c >> 24];
+  }
+  for (; i < n; i++) c = tb->t[0][(c ^ p[i]) & 0xffu] ^ (c >> 8);
+  return ~c;
+}
+
+// block_crc is the unmasked checksum of a stored block: its bytes, then its
+// type byte (sstable's blockCRC before record.MaskCRC).
+__device__ __forceinline__ uint32_t block_crc(const uint8_t* p, uint32_t n, uint8_t type, const CrcTables* tb) {
+  const uint32_t c = ~crc32c_update(0, p, n, tb);
+  return ~(tb->t[0][(c ^ type) & 0xffu] ^ (c >> 8));
+}
+
+
 // bloom_hash is sstable's bloomHash (a Murmur-like hash of the user key).
 __device__ __forceinline__ uint32_t bloom_hash(const uint8_t* b, uint32_t n) {
   constexpr uint32_t kSeed = 0xbc9f1d34u, kM = 0xc6a4a793u;
@@ -284,7 +328,7 @@ static_assert(sizeof(BlockDesc) == 24, "BlockDesc must match gpu.go's blockDesc"
 // besides its bytes and keys.
 struct BlockStats {
   uint64_t raw_key_size, raw_value_size, min_seq, max_seq;
-  uint32_t deletions, hashes, status, pad;
+  uint32_t deletions, hashes, status, crc;  // crc: unmasked, when the launch has a table
 };
 static_assert(sizeof(BlockStats) == 48, "BlockStats must match gpu.go's blockStats");
 
@@ -304,7 +348,10 @@ extern "C" __global__ void __launch_bounds__(kBlock)
     encode_blocks(const BlockDesc* blocks, int nblocks, const uint32_t* kept, const uint32_t* plan,
                   const uint32_t* shared, const uint8_t* new_kept, const Entry* e, const uint8_t* keys,
                   const uint8_t* arena, int restart_interval, int bloom, uint8_t* raw, BlockStats* stats,
-                  uint32_t* hashes) {
+                  uint32_t* hashes, const uint32_t* crc_table) {
+  __shared__ CrcTables crc_tables;
+  if (crc_table != nullptr) load_crc_tables(&crc_tables, crc_table);
+  __syncthreads();
   const int lane = threadIdx.x % 32;
   const int64_t warp = (int64_t)blockIdx.x * kEncodeWarps + threadIdx.x / 32;
   const int64_t warps = (int64_t)gridDim.x * kEncodeWarps;
@@ -380,6 +427,12 @@ extern "C" __global__ void __launch_bounds__(kBlock)
       st.deletions = deletions;
       st.hashes = nh;
       if (base + 4 * nr + 4 != d.size) atomicOr(&st.status, 2u);
+    }
+    if (crc_table != nullptr) {
+      // The block stored as it is (the job does not compress): its
+      // checksum, by one lane once every lane's bytes are written.
+      __syncwarp();
+      if (lane == 0) stats[b].crc = block_crc(out, d.size, 0, &crc_tables);
     }
   }
 }
@@ -509,6 +562,29 @@ extern "C" __global__ void __launch_bounds__(kBlock)
       }
     }
     nint[b] = count;
+  }
+}
+
+// CrcIn is an input block whose checksum the device checks: block b's
+// contents, arena[off, off+len), stored uncompressed (type byte 0), and want
+// its trailer's checksum unmasked.
+struct CrcIn {
+  uint32_t b, off, len, want;
+};
+static_assert(sizeof(CrcIn) == 16, "CrcIn must match devload.go's crc quadruples");
+
+// check_crcs checks the checksums of the blocks the host copied into the
+// arena unchecked (those stored uncompressed), a thread a block: a mismatch
+// flags the block, which the host then reads again and reports as the
+// Reader does.
+extern "C" __global__ void __launch_bounds__(kBlock)
+    check_crcs(const CrcIn* in, int n, const uint8_t* arena, const uint32_t* crc_table, uint32_t* status) {
+  __shared__ CrcTables tables;
+  load_crc_tables(&tables, crc_table);
+  __syncthreads();
+  for (int64_t i = global_id(); i < n; i += grid_stride()) {
+    const CrcIn c = in[i];
+    if (block_crc(arena + c.off, c.len, 0, &tables) != c.want) flag_block(status, (int)c.b);
   }
 }
 

@@ -166,6 +166,21 @@ func (s *inputSet) placeBlock(r *sstable.Reader, name string, h sstable.BlockHan
 	return raw, at, nil
 }
 
+// placeRaw copies the contents of a block stored uncompressed into the
+// arena's next bytes, unchecked (the CUDA engine checks its checksum on the
+// device: check_crcs), and returns where they start in the arena.
+func (s *inputSet) placeRaw(name string, h sstable.BlockHandle, raw []byte) (int, error) {
+	at := len(s.arena)
+	switch {
+	case uint64(s.arenaBase)+uint64(at)+uint64(len(raw)) > math.MaxUint32:
+		return 0, fmt.Errorf("gpucompact: %s: %w", name, errTooLarge)
+	case s.fixedArena && at+len(raw) > cap(s.arena):
+		return 0, base.WithFile(&base.CorruptionError{Offset: int64(h.Offset), Reason: "block decodes past its decoded length"}, name)
+	}
+	s.arena = append(s.arena, raw...)
+	return at, nil
+}
+
 // runEnd is where the last run ends (0 before the first).
 func (s *inputSet) runEnd() int {
 	if n := len(s.runs); n > 0 {

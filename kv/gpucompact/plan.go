@@ -10,6 +10,7 @@ import (
 	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/internal/rangedel"
+	"github.com/warpkit/warpkit/kv/record"
 	"github.com/warpkit/warpkit/kv/sstable"
 )
 
@@ -299,6 +300,12 @@ func (s *inputSet) sealDeviceBlock(sl *blockSlot, kept []uint32, opts sstable.Wr
 		SmallestSeq:  base.SeqNum(st.minSeq),
 		LargestSeq:   base.SeqNum(st.maxSeq),
 		Hashes:       hashes[pb.start : pb.start+int(st.hashes) : pb.end],
+	}
+	if opts.Compression == sstable.NoCompression {
+		// Stored as it is, with the checksum the device computed
+		// (encode_blocks).
+		b.Sealed = &sstable.SealedBlock{Stored: b.Raw, Type: sstable.NoCompression, CRC: record.MaskCRC(st.crc)}
+		return b, nil
 	}
 	b.Sealed = seal(pb, opts, b.Raw, sealed)
 	return b, nil

@@ -97,5 +97,10 @@ func chunkType(first, last bool) byte {
 // checksums so that every layer uses the same polynomial.
 func CRC(p []byte) uint32 { return crc32.Checksum(p, crcTable) }
 
+// CRCTable returns the table CRC computes with (CRC-32C, reflected), for
+// checksums computed elsewhere: kv/gpucompact's kernels derive theirs from
+// it.
+func CRCTable() [256]uint32 { return *crcTable }
+
 // ExtendCRC continues a CRC-32C over more data.
 func ExtendCRC(c uint32, p []byte) uint32 { return crc32.Update(c, crcTable, p) }

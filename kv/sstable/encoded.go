@@ -191,6 +191,20 @@ func (r *Reader) DecodeBlock(h BlockHandle, stored, dst []byte) ([]byte, error) 
 	return r.checkBlock(handle{offset: h.Offset, length: h.Length}, stored, dst)
 }
 
+// RawUnchecked returns the contents of a stored block (its bytes and
+// trailer) that is stored uncompressed, without checking them, and the
+// CRC-32C its trailer records, unmasked (of the contents, then the type
+// byte: record.ExtendCRC(record.CRC(raw), []byte{0})). ok is false for a
+// compressed block, or one whose length disagrees with h. For a caller that
+// checks the checksum elsewhere (kv/gpucompact's kernels): DecodeBlock gives
+// the error a mismatch is reported with.
+func RawUnchecked(h BlockHandle, stored []byte) (raw []byte, crc uint32, ok bool) {
+	if uint64(len(stored)) != h.Length+blockTrailerLen || Compression(stored[h.Length]) != NoCompression {
+		return nil, 0, false
+	}
+	return stored[:h.Length], record.UnmaskCRC(binary.LittleEndian.Uint32(stored[h.Length+1:])), true
+}
+
 // DecodedLen returns how many bytes DecodeBlock will return for a stored
 // block (its bytes and trailer), from the compression header alone, so that
 // a bulk reader can place every block's contents before decoding any. A

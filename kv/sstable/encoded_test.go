@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/record"
 	"github.com/warpkit/warpkit/kv/internal/rangedel"
 )
 
@@ -198,5 +199,55 @@ func TestDecodeBlockDamage(t *testing.T) {
 	}
 	if _, err := r.DecodeBlock(h, stored[:len(stored)-1], nil); !errors.As(err, &ce) {
 		t.Fatalf("short block: %v", err)
+	}
+}
+
+// TestRawUnchecked: an uncompressed table's blocks come back as DecodeBlock
+// returns them, with the checksum record computes for them, and damaged
+// bytes are not noticed (the caller checks); compressed blocks and lengths
+// that disagree with the handle are refused.
+func TestRawUnchecked(t *testing.T) {
+	es := randomTable(rand.New(rand.NewPCG(5, 6)), 500)
+	for _, c := range []Compression{NoCompression, SnappyCompression} {
+		data, _ := build(t, es, nil, WriterOptions{BlockSize: 1024, Compression: c})
+		r := open(t, data, nil)
+		hs, err := r.DataBlocks()
+		if err != nil || len(hs) < 2 {
+			t.Fatal(hs, err)
+		}
+		for i, h := range hs {
+			stored := data[h.Offset : h.Offset+h.Length+BlockTrailerLen]
+			raw, crc, ok := RawUnchecked(h, stored)
+			if want := Compression(stored[h.Length]) == NoCompression; ok != want {
+				t.Fatalf("%v block %d: ok %v, stored with type %d", c, i, ok, stored[h.Length])
+			}
+			if !ok {
+				continue
+			}
+			dec, err := r.DecodeBlock(h, stored, nil)
+			if err != nil || !bytes.Equal(raw, dec) {
+				t.Fatalf("%v block %d: contents differ from DecodeBlock's (%v)", c, i, err)
+			}
+			if want := record.ExtendCRC(record.CRC(raw), []byte{0}); crc != want {
+				t.Fatalf("%v block %d: crc %#x, want %#x", c, i, crc, want)
+			}
+			if _, _, ok := RawUnchecked(h, stored[:len(stored)-1]); ok {
+				t.Fatalf("%v block %d: a short block accepted", c, i)
+			}
+		}
+		if c == NoCompression {
+			// Damage is the caller's to find.
+			h := hs[1]
+			stored := bytes.Clone(data[h.Offset : h.Offset+h.Length+BlockTrailerLen])
+			stored[3] ^= 0x40
+			raw, crc, ok := RawUnchecked(h, stored)
+			if !ok || record.ExtendCRC(record.CRC(raw), []byte{0}) == crc {
+				t.Fatalf("damaged block: ok %v, and its checksum still matches", ok)
+			}
+			var ce *base.CorruptionError
+			if _, err := r.DecodeBlock(h, stored, nil); !errors.As(err, &ce) {
+				t.Fatalf("damaged block: DecodeBlock says %v", err)
+			}
+		}
 	}
 }
