@@ -1,6 +1,9 @@
 package sstable
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // bloomHash is LevelDB's hash (a Murmur variant) with LevelDB's bloom seed.
 func bloomHash(b []byte) uint32 {
@@ -44,16 +47,33 @@ func buildBloom(dst []byte, hashes []uint32, bitsPerKey int) []byte {
 	k := bloomProbes(bitsPerKey)
 	start := len(dst)
 	dst = append(dst, make([]byte, nbytes)...)
-	bits := dst[start:]
+	filter := dst[start:]
+	m := newFastMod(uint32(nbits))
 	for _, h := range hashes {
 		delta := h>>17 | h<<15
 		for range k {
-			pos := h % uint32(nbits)
-			bits[pos/8] |= 1 << (pos % 8)
+			pos := m.mod(h)
+			filter[pos/8] |= 1 << (pos % 8)
 			h += delta
 		}
 	}
 	return append(dst, byte(k))
+}
+
+// fastMod computes x % d for 32-bit x without a division (Lemire, Kaser
+// and Kurz, "Faster remainder by direct computation", 2019): exact for
+// every x and d > 0. A division was most of building a filter (a probe
+// per bit set).
+type fastMod struct {
+	m uint64 // ceil(2^64 / d)
+	d uint64
+}
+
+func newFastMod(d uint32) fastMod { return fastMod{m: ^uint64(0)/uint64(d) + 1, d: uint64(d)} }
+
+func (f fastMod) mod(x uint32) uint32 {
+	hi, _ := bits.Mul64(f.m*uint64(x), f.d)
+	return uint32(hi)
 }
 
 // bloomMayContain reports whether the filter may hold a key with hash h. A
@@ -66,12 +86,12 @@ func bloomMayContain(filter []byte, h uint32) bool {
 	if k > 30 {
 		return true // reserved for other encodings
 	}
-	bits := filter[:len(filter)-1]
-	nbits := uint32(len(bits) * 8)
+	set := filter[:len(filter)-1]
+	m := newFastMod(uint32(len(set) * 8))
 	delta := h>>17 | h<<15
 	for range k {
-		pos := h % nbits
-		if bits[pos/8]&(1<<(pos%8)) == 0 {
+		pos := m.mod(h)
+		if set[pos/8]&(1<<(pos%8)) == 0 {
 			return false
 		}
 		h += delta
