@@ -396,6 +396,13 @@ func (p *pipeline) write(t *outTable) {
 	defer p.writers.Done()
 	defer func() { <-p.open }() // the table's slot
 	w := sstable.NewWriter(t.f, p.job.Env.WriterOptions)
+	// The table's bloom hashes are gathered at the start of its range of
+	// p.hashes (each block's lie at its first entry: they only move down,
+	// over the table's own blocks, already written) and its filter built
+	// from them at the end, rather than appended block by block to the
+	// Writer's growing array.
+	bitsPerKey := p.job.Env.WriterOptions.BloomBitsPerKey
+	nh := 0
 	// ended is read before the block's state is read again: the encoders
 	// may have finished block k between a look at it and the look at
 	// ended, and only a look after ended is final.
@@ -403,6 +410,13 @@ func (p *pipeline) write(t *outTable) {
 		for {
 			final := p.ended.Load()
 			if end := t.endBlock.Load(); end >= 0 && int64(k) >= end {
+				if bitsPerKey > 0 && nh > 0 {
+					if err := w.SetFilter(sstable.BuildFilter(p.hashes[t.start:t.start+nh], bitsPerKey)); err != nil {
+						t.f.Close()
+						t.err = &stageError{"write", err}
+						return
+					}
+				}
 				var err error
 				t.meta, err = compaction.FinishOutput(w, t.f, t.num, p.outSpans, t.lower, t.upper)
 				if err != nil {
@@ -420,7 +434,12 @@ func (p *pipeline) write(t *outTable) {
 			}
 			<-t.notify
 		}
-		if err := w.AddEncodedBlock(p.slot(k).enc); err != nil {
+		enc := p.slot(k).enc
+		if bitsPerKey > 0 {
+			nh += copy(p.hashes[t.start+nh:], enc.Hashes)
+			enc.Hashes = nil
+		}
+		if err := w.AddEncodedBlock(enc); err != nil {
 			t.f.Close()
 			t.err = &stageError{"write", err}
 			p.abort()
