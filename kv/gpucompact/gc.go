@@ -40,9 +40,14 @@ type loadPiece struct {
 	rawLen           uint64 // the length of their contents
 	entsCap, keysCap int    // room reserved for the piece's entries and keys
 	s                inputSet
-	places           []uint32 // for the CUDA engine: each block's contents' offset in the arena and length
-	crcs             []uint32 // for the CUDA engine: its blocks stored uncompressed (deviceInput.crcs, blocks counted in the piece)
-	err              error
+	// direct (the CUDA engine, a table stored uncompressed): the piece is
+	// read straight into its place in the arena, trailers and all (region
+	// is that place), and its blocks are neither copied nor checked on the
+	// host (loadJobBlocks).
+	direct bool
+	places []uint32 // for the CUDA engine: each block's contents' offset in the arena and length
+	crcs   []uint32 // for the CUDA engine: its blocks stored uncompressed (deviceInput.crcs, blocks counted in the piece)
+	err    error
 }
 
 // loaded is a job's input tables open and their data blocks read into
@@ -110,10 +115,11 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, decode boo
 			return nil, t.err
 		}
 		start, size := 0, uint64(0)
+		direct := !decode && t.r.Properties().Compression == sstable.NoCompression.String()
 		for i, h := range t.blocks {
 			size += h.Length
 			if size >= loadPieceBytes || i == len(t.blocks)-1 {
-				pieces = append(pieces, &loadPiece{t: t, blocks: t.blocks[start : i+1]})
+				pieces = append(pieces, &loadPiece{t: t, blocks: t.blocks[start : i+1], direct: direct})
 				start, size = i+1, 0
 			}
 		}
@@ -125,13 +131,17 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, decode boo
 	// (the last piece's arrays grow past theirs if the properties were
 	// short; a table without them starts with none).
 	var regionsLen, entsLen, keysLen int
-	regionOff := make([]int, len(pieces))
+	regionAt := make([][2]int, len(pieces)) // each piece's place in regions
 	for i, p := range pieces {
 		n, err := regionLen(p.t.f.FileNum.String(), p.blocks)
 		if err != nil {
 			return nil, err
 		}
-		regionOff[i] = regionsLen
+		if p.direct {
+			p.rawLen = uint64(n) // its place in the arena: read there, later
+			continue
+		}
+		regionAt[i] = [2]int{regionsLen, regionsLen + n}
 		regionsLen += n
 		if decode {
 			p.entsCap, p.keysCap, _ = pieceShare(p.t.r, len(p.blocks), len(p.t.blocks))
@@ -143,11 +153,9 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, decode boo
 	pieceEnts, pieceKeys := take(&ws.pieceEnts, entsLen), take(&ws.pieceKeys, keysLen)
 	entsLen, keysLen = 0, 0
 	for i, p := range pieces {
-		end := regionsLen
-		if i+1 < len(pieces) {
-			end = regionOff[i+1]
+		if !p.direct {
+			p.region = regions[regionAt[i][0]:regionAt[i][1]]
 		}
-		p.region = regions[regionOff[i]:end]
 		p.s.ents = pieceEnts[entsLen : entsLen : entsLen+p.entsCap]
 		p.s.keys = pieceKeys[keysLen : keysLen : keysLen+p.keysCap]
 		entsLen += p.entsCap
@@ -182,6 +190,9 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, decode boo
 		return nil
 	}
 	err = eachPiece(func(p *loadPiece) (err error) {
+		if p.direct {
+			return nil
+		}
 		p.rawLen, err = readBlocks(p.t.r, p.t.file, p.t.f.FileNum.String(), p.blocks, p.region)
 		return err
 	})
@@ -193,7 +204,9 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, decode boo
 	// agree with its properties, else a damaged block is found (and named
 	// as reading it would) rather than trusted.
 	for _, p := range pieces {
-		p.t.rawLen += p.rawLen
+		if !p.direct {
+			p.t.rawLen += p.rawLen
+		}
 	}
 	for _, t := range tables {
 		props := t.r.Properties()
@@ -223,6 +236,16 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, decode boo
 	}
 	l.arena = takePinned(ws, &ws.arenaPin, &ws.arena, int(arenaLen))
 	l.pieces, l.eachPiece = pieces, eachPiece
+	err = eachPiece(func(p *loadPiece) error {
+		if !p.direct {
+			return nil
+		}
+		p.region = l.arena[p.s.arenaBase : uint64(p.s.arenaBase)+p.rawLen]
+		return readDirect(p.t.r, p.t.file, p.t.f.FileNum.String(), p.blocks, p.region)
+	})
+	if err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 

@@ -85,6 +85,36 @@ func readBlocks(r *sstable.Reader, f io.ReaderAt, name string, blocks []sstable.
 	return rawLen, nil
 }
 
+// readDirect reads the stored bytes of some consecutive data blocks of a
+// table stored uncompressed into region (regionLen bytes: their place in
+// the arena) in one call, unchecked but for their lengths and type bytes:
+// a block stored compressed after all gives its corruption error if
+// DecodeBlock finds it damaged, else errIrregularBlock (the job goes to
+// the fallback compactor).
+func readDirect(r *sstable.Reader, f io.ReaderAt, name string, blocks []sstable.BlockHandle, region []byte) error {
+	if len(blocks) == 0 {
+		return nil
+	}
+	lo := blocks[0].Offset
+	hi := lo + uint64(len(region))
+	if _, err := f.ReadAt(region, int64(lo)); err != nil {
+		return fmt.Errorf("gpucompact: read %s: %w", name, err)
+	}
+	for _, h := range blocks {
+		if h.Offset < lo || h.Offset+h.Length+sstable.BlockTrailerLen > hi {
+			return base.WithFile(&base.CorruptionError{Offset: int64(h.Offset), Reason: "data blocks out of order in the index"}, name)
+		}
+		stored := region[h.Offset-lo : h.Offset-lo+h.Length+sstable.BlockTrailerLen]
+		if _, _, ok := sstable.RawUnchecked(h, stored); !ok {
+			if _, err := r.DecodeBlock(h, stored, nil); err != nil {
+				return err
+			}
+			return fmt.Errorf("%s at %d: a compressed block in a table stored uncompressed: %w", name, h.Offset, errIrregularBlock)
+		}
+	}
+	return nil
+}
+
 // pieceShare estimates, from a table's properties, how many entries and
 // user-key bytes some of its blocks hold (their share of its blocks, plus a
 // little); ok is false for a table written before the properties existed.

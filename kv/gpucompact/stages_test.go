@@ -2,6 +2,7 @@ package gpucompact
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -363,4 +364,94 @@ func TestMergePlan(t *testing.T) {
 	if words, rounds := mergePlan(runs[:1]); len(words) != 0 || len(rounds) != 0 {
 		t.Fatalf("one run: %v %v", words, rounds)
 	}
+}
+
+// TestLoadJobBlocks: the CUDA engine's host loading (no device needed) puts
+// every input block's contents where the device will look for them — tables
+// stored uncompressed read straight into the arena, the others decompressed
+// into it — and lists for the device's checksum check exactly the blocks
+// stored uncompressed, with the checksums their trailers record. A damaged
+// uncompressed block is not noticed here (the device flags it); a
+// compressed block in a table whose properties say "none" is refused.
+func TestLoadJobBlocks(t *testing.T) {
+	for _, c := range []sstable.Compression{sstable.NoCompression, sstable.SnappyCompression} {
+		e, job := benchJobWith(t, 2, 100, c)
+		ws := &workspace{}
+		in, l, err := loadJobBlocks(context.Background(), job, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crcOf := map[uint32][3]uint32{}
+		for i := 0; i < len(in.crcs); i += 4 {
+			crcOf[in.crcs[i]] = [3]uint32{in.crcs[i+1], in.crcs[i+2], in.crcs[i+3]}
+		}
+		raws := 0
+		for i, ref := range in.refs {
+			data := readFile(t, e, ref.p.t.f)
+			h := ref.h
+			stored := data[h.Offset : h.Offset+h.Length+sstable.BlockTrailerLen]
+			want, err := ref.p.t.r.DecodeBlock(h, stored, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			off, n := in.blocks[2*i], in.blocks[2*i+1]
+			if !bytes.Equal(in.arena[off:off+n], want) {
+				t.Fatalf("%v: block %d: the arena holds other bytes than its contents", c, i)
+			}
+			got, listed := crcOf[uint32(i)]
+			isRaw := stored[h.Length] == byte(sstable.NoCompression)
+			if listed != isRaw {
+				t.Fatalf("%v: block %d (type %d): listed for the device's check: %v", c, i, stored[h.Length], listed)
+			}
+			if listed {
+				raws++
+				if wantCRC := record.ExtendCRC(record.CRC(want), []byte{0}); got != [3]uint32{off, n, wantCRC} {
+					t.Fatalf("%v: block %d: check of %v, want %v", c, i, got, [3]uint32{off, n, wantCRC})
+				}
+			}
+		}
+		if c == sstable.NoCompression && raws != len(in.refs) {
+			t.Fatalf("%d of %d blocks listed for the device's check", raws, len(in.refs))
+		}
+		if len(in.runEnds) != 5 || in.runEnds[4] != len(in.refs) { // four L0 runs and L1
+			t.Fatalf("%v: runs end at %v of %d blocks", c, in.runEnds, len(in.refs))
+		}
+		l.close()
+		ws.free()
+	}
+
+	// Damage in a table stored uncompressed: loaded as it is (its checksum
+	// no longer matches); a compressed block there: refused.
+	e, job := benchJobWith(t, 1, 100, sstable.NoCompression)
+	f := job.Inputs[1].Files[0]
+	name, data, blocks := tableData(t, e, f)
+	h := blocks[1]
+	data[h.Offset+3] ^= 0x10
+	fileOf(t, e.FS(), name, data)
+	ws := &workspace{}
+	in, l, err := loadJobBlocks(context.Background(), job, ws)
+	if err != nil {
+		t.Fatalf("damage the device is to find: %v", err)
+	}
+	bad := 0
+	for i := 0; i < len(in.crcs); i += 4 {
+		off, n, want := in.crcs[i+1], in.crcs[i+2], in.crcs[i+3]
+		if record.ExtendCRC(record.CRC(in.arena[off:off+n]), []byte{0}) != want {
+			bad++
+		}
+	}
+	l.close()
+	if bad != 1 {
+		t.Fatalf("%d blocks fail their checksums, want 1", bad)
+	}
+	data[h.Offset+3] ^= 0x10
+	data[h.Offset+h.Length] = byte(sstable.SnappyCompression)
+	fixChecksum(data, h)
+	fileOf(t, e.FS(), name, data)
+	_, _, err = loadJobBlocks(context.Background(), job, ws)
+	var ce *base.CorruptionError
+	if !errors.Is(err, errIrregularBlock) && !errors.As(err, &ce) {
+		t.Fatalf("a compressed block in an uncompressed table: %v", err)
+	}
+	ws.free()
 }
