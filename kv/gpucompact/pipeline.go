@@ -225,14 +225,20 @@ func (p *pipeline) encode() {
 	bb := sstable.NewBlockBuilder(p.opts.RestartInterval)
 	for {
 		i := int(p.next.Add(1) - 1)
-		p.mu.Lock()
-		for i >= p.published && !p.finalLocked() && !p.stop.Load() {
-			p.cond.Wait()
-		}
-		ok := i < p.published && !p.stop.Load()
-		p.mu.Unlock()
-		if !ok {
-			return
+		// A block already published is taken without the lock (pub is
+		// stored after the block's slot is written): with the device
+		// encoding, sealing a block is so little work that the encoders
+		// otherwise queue on mu.
+		if int64(i) >= p.pub.Load() || p.stop.Load() {
+			p.mu.Lock()
+			for i >= p.published && !p.finalLocked() && !p.stop.Load() {
+				p.cond.Wait()
+			}
+			ok := i < p.published && !p.stop.Load()
+			p.mu.Unlock()
+			if !ok {
+				return
+			}
 		}
 		sl := p.slot(i)
 		b := &sl.job
