@@ -44,6 +44,7 @@ type devEngine struct {
 	fn     struct {
 		iota, merge, gc, apply, sizes, encode, blockEnds *cuda.Function
 		intervals, scan, decode, lcp, k0, checkCRCs      *cuda.Function
+		filters                                          *cuda.Function
 	}
 	bufs devBufs
 	// The job's arrays on the device, from stages to the last encodeBatch.
@@ -69,6 +70,7 @@ type devBufs struct {
 	entBase, runBounds, lcp               gpurt.Buf[uint32]
 	jumpEnd, jumpSize                     gpurt.Buf[uint32]
 	crcTable, crcs                        gpurt.Buf[uint32] // record's CRC table; check_crcs's blocks
+	filterDescs, filterWords              gpurt.Buf[uint32] // table_filters
 	ikeys, keyBase                        gpurt.Buf[uint64]
 	keep, newKey, check, keptNew, v, newK gpurt.Buf[uint8]
 }
@@ -88,7 +90,7 @@ func newDevEngine(dev *cuda.Device, own bool) (*devEngine, error) {
 		name string
 	}{{&d.fn.iota, "iota"}, {&d.fn.merge, "merge_round"}, {&d.fn.gc, "gc_flags"}, {&d.fn.apply, "apply_checks"}, {&d.fn.sizes, "entry_sizes"}, {&d.fn.encode, "encode_blocks"},
 		{&d.fn.intervals, "block_intervals"}, {&d.fn.scan, "scan_intervals"}, {&d.fn.decode, "decode_intervals"},
-		{&d.fn.lcp, "job_lcp"}, {&d.fn.k0, "set_k0"}, {&d.fn.blockEnds, "block_ends"}, {&d.fn.checkCRCs, "check_crcs"}} {
+		{&d.fn.lcp, "job_lcp"}, {&d.fn.k0, "set_k0"}, {&d.fn.blockEnds, "block_ends"}, {&d.fn.checkCRCs, "check_crcs"}, {&d.fn.filters, "table_filters"}} {
 		if *k.dst, err = mod.Function(k.name); err != nil {
 			return fail(err)
 		}
@@ -540,6 +542,81 @@ type blockStats struct {
 	deletions, hashes, status, crc           uint32 // crc: unmasked, when the device checksums (cur.crc)
 }
 
+// filterDesc is gpucompact.cu's FilterDesc: an output table's kept entries
+// [start, end) and its filter's bits (nbits: 0 for a table without keys)
+// and probes; tableFilters sets base and wordOff.
+type filterDesc struct {
+	start, end, base, wordOff, nbits, probes uint32
+}
+
+// tableFilters builds the bloom filters of output tables on the device
+// (table_filters, a thread per kept entry, atomicOr into zeroed words) and
+// returns each one as sstable's Writer lays it out — its bits, then the
+// probes byte — or nil for a table without keys. stages must have run.
+func (d *devEngine) tableFilters(descs []filterDesc) (_ [][]byte, err error) {
+	defer d.syncOnError(&err)
+	b, str, c := &d.bufs, d.stream, &d.cur
+	var words, total uint32
+	var listed []filterDesc
+	for _, f := range descs {
+		if f.nbits == 0 || f.end <= f.start {
+			continue
+		}
+		f.base, f.wordOff = total, words
+		total += f.end - f.start
+		words += (f.nbits + 31) / 32
+		listed = append(listed, f)
+	}
+	out := make([][]byte, len(descs))
+	if len(listed) == 0 {
+		return out, nil
+	}
+	host := make([]uint32, words)
+	if err := d.reserve(gpurt.Bytes[uint32](6*len(listed)) + gpurt.Bytes[uint32](int(words))); err != nil {
+		return nil, err
+	}
+	dDescs, err := b.filterDescs.Get(d.dev, str, 6*len(listed))
+	if err != nil {
+		return nil, err
+	}
+	dWords, err := b.filterWords.Get(d.dev, str, int(words))
+	if err != nil {
+		return nil, err
+	}
+	if err := dWords.Zero(str); err != nil {
+		return nil, err
+	}
+	if err := gpurt.Upload(&b.stage, str, dDescs, unsafe.Slice((*uint32)(unsafe.Pointer(&listed[0])), 6*len(listed))); err != nil {
+		return nil, err
+	}
+	if err := d.fn.filters.Launch(d.grid(int(total)), cuda.D1(deviceBlock), 0, str, dDescs, int32(len(listed)), int64(total),
+		c.kept, c.newKept, c.ents, c.keys, dWords); err != nil {
+		return nil, err
+	}
+	pend, err := gpurt.Download(&b.stage, str, host, dWords)
+	if err != nil {
+		return nil, err
+	}
+	if err := str.Synchronize(); err != nil {
+		return nil, err
+	}
+	pend.Finish()
+	bits := asBytes(host)
+	k := 0
+	for i, f := range descs {
+		if f.nbits == 0 || f.end <= f.start {
+			continue
+		}
+		at := 4 * int(listed[k].wordOff)
+		filter := make([]byte, f.nbits/8+1)
+		copy(filter, bits[at:at+int(f.nbits/8)])
+		filter[len(filter)-1] = byte(f.probes)
+		out[i] = filter
+		k++
+	}
+	return out, nil
+}
+
 // crcTable returns record's CRC table on the device (uploaded once, and
 // again after release). It may reserve the staging: call it before the
 // caller's own reserve.
@@ -561,8 +638,8 @@ func (d *devEngine) crcTable() (cuda.Slice[uint32], error) {
 
 // encodeBatch encodes planned blocks on the device (encode_blocks, a warp a
 // block) and brings their bytes back into raw (at the same offsets as on
-// the device) and their bloom hashes into hashes (at their first kept
-// entry), and their stats into stats. The blocks are consecutive: their
+// the device) and, unless hashes is nil, their bloom hashes into hashes
+// (at their first kept entry), and their stats into stats. The blocks are consecutive: their
 // bytes and their entries are each one range. stages must have run.
 func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byte, rawPin *pinned, hashes []uint32) (err error) {
 	defer d.syncOnError(&err)
@@ -597,7 +674,10 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 		}
 	}
 	pinnedRaw := rawPin.holds(raw)
-	staged := gpurt.Bytes[uint64](3*nb) + gpurt.Bytes[uint64](6*nb) + gpurt.Bytes[uint32](hashHi-hashLo)
+	staged := gpurt.Bytes[uint64](3*nb) + gpurt.Bytes[uint64](6*nb)
+	if hashes != nil {
+		staged += gpurt.Bytes[uint32](hashHi - hashLo)
+	}
 	if !pinnedRaw {
 		staged += gpurt.Bytes[uint8](int(rawHi - rawLo))
 	}
@@ -624,7 +704,7 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 	if err != nil {
 		return err
 	}
-	if c.bloom != 0 {
+	if c.bloom != 0 && hashes != nil {
 		if pend[2], err = gpurt.Download(&b.stage, str, hashes[hashLo:hashHi], c.hashes.Sub(hashLo, hashHi)); err != nil {
 			return err
 		}

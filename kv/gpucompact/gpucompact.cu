@@ -437,6 +437,46 @@ extern "C" __global__ void __launch_bounds__(kBlock)
   }
 }
 
+// FilterDesc is one output table's bloom filter: its kept entries [start,
+// end) (flattened at base for the launch), its bits words[word_off ...]
+// (nbits of them, zeroed by the host), probes a key.
+struct FilterDesc {
+  uint32_t start, end, base, word_off, nbits, probes;
+};
+static_assert(sizeof(FilterDesc) == 24, "FilterDesc must match pipeline.go's filterDesc");
+
+// table_filters sets the bits of every listed table's filter, a thread per
+// kept entry: the entries encode_blocks hashes (the table's first, and each
+// whose user key differs from the previous kept entry's) set probes bits
+// each as sstable's buildBloom does — bit p of the filter is bit p % 32 of
+// little-endian word p / 32.
+extern "C" __global__ void __launch_bounds__(kBlock)
+    table_filters(const FilterDesc* f, int nf, int64_t total, const uint32_t* kept, const uint8_t* new_kept,
+                  const Entry* e, const uint8_t* keys, uint32_t* words) {
+  for (int64_t i = global_id(); i < total; i += grid_stride()) {
+    int lo = 0, hi = nf;  // the last table with base <= i
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) >> 1;
+      if (f[mid].base <= i) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    const FilterDesc d = f[lo];
+    const uint32_t j = d.start + (uint32_t)(i - d.base);
+    if (j >= d.end || (j != d.start && !new_kept[j])) continue;
+    const Entry x = e[kept[j]];
+    uint32_t h = bloom_hash(keys + x.key_off, x.key_len);
+    const uint32_t delta = h >> 17 | h << 15;
+    for (uint32_t p = 0; p < d.probes; p++) {
+      const uint32_t pos = h % d.nbits;
+      atomicOr(&words[d.word_off + pos / 32], 1u << (pos % 32));
+      h += delta;
+    }
+  }
+}
+
 // ----- decode: the input blocks' entries, from the arena of their contents -----
 //
 // The host reads and decompresses every input data block into the arena

@@ -34,10 +34,16 @@ type outTable struct {
 	start        int    // its first kept entry
 	lower, upper []byte // bounds of its range tombstones (upper set at its end)
 	firstBlock   int
-	endBlock     atomic.Int64  // one past its last block; -1 while the plan is in it
-	notify       chan struct{} // a block of the table got ready, the table ended, or the job stops
-	meta         *manifest.FileMetadata
-	err          error
+	endEntry     int          // one past its last kept entry (set by the walk at its end)
+	endBlock     atomic.Int64 // one past its last block; -1 while the plan is in it
+	// With the CUDA engine and bloom filters: the table's filter, built on
+	// the device once the table has ended (nil: no keys), and whether it
+	// has been (set before a wake-up of notify).
+	filter     []byte
+	filterDone atomic.Bool
+	notify     chan struct{} // a block of the table got ready, the table ended, or the job stops
+	meta       *manifest.FileMetadata
+	err        error
 }
 
 // pipeline runs the last part of a job: the plan walk (on the caller's
@@ -86,6 +92,7 @@ type pipeline struct {
 	// publishes them encoded, and says when it has published its last
 	// (devEnded), or failed (devErr).
 	walked   int        // guarded by mu
+	ended    int        // guarded by mu: tables the walk has ended (deviceEncode builds their filters)
 	devEnded bool       // guarded by mu
 	devCond  *sync.Cond // walked moved, the plan ended, or the job stops
 	devErr   error
@@ -98,7 +105,7 @@ type pipeline struct {
 	// the walk waits for one before it creates a table, so at most
 	// cap(open) files are open at once however far it runs ahead.
 	open     chan struct{}
-	ended    atomic.Bool // the encoders have returned
+	encDone  atomic.Bool // the encoders have returned
 	encoders sync.WaitGroup
 	writers  sync.WaitGroup
 }
@@ -138,7 +145,9 @@ func newPipeline(ctx context.Context, s *inputSet, job *compaction.Job, ws *work
 		// worst; a block that finds no room left is sealed into new memory.
 		p.sealed = take(&ws.sealed, contentsBound+contentsBound/16+4096)
 	}
-	p.hashes = take(&ws.hashes, len(kept))
+	if dev == nil { // (the device builds the filters itself)
+		p.hashes = take(&ws.hashes, len(kept))
+	}
 	return p
 }
 
@@ -175,40 +184,100 @@ func (p *pipeline) deviceEncode() {
 	}()
 	descs := make([]blockDesc, 0, deviceBatchMax)
 	stats := make([]blockStats, deviceBatchMax)
+	bloom := p.opts.BloomBitsPerKey > 0
+	filtered := 0 // tables whose filters are built
+	var ended []*outTable
 	for done := 0; ; {
 		p.mu.Lock()
-		for p.walked == done && !p.planned && !p.stop.Load() {
+		for p.walked == done && !p.planned && !p.stop.Load() && (!bloom || p.ended == filtered) {
 			p.devCond.Wait()
 		}
 		end, planned := min(p.walked, done+deviceBatchMax), p.planned
+		ended = ended[:0]
+		if bloom {
+			ended = append(ended, p.tables[filtered:p.ended]...)
+		}
 		p.mu.Unlock()
-		if p.stop.Load() || end == done && planned {
+		if p.stop.Load() || end == done && planned && len(ended) == 0 {
 			return
 		}
 		if err := p.ctx.Err(); err != nil {
 			p.abort()
 			return
 		}
-		descs = descs[:0]
-		for i := done; i < end; i++ {
-			b := &p.slot(i).job
-			descs = append(descs, blockDesc{rawAt: uint64(b.rawAt), start: int32(b.start), end: int32(b.end), tableStart: int32(b.tableStart), size: uint32(b.size)})
+		if end > done {
+			if !p.encodeBlocks(done, end, descs, stats) {
+				return
+			}
+			done = end
 		}
-		if err := p.dev.encodeBatch(descs, stats[:len(descs)], p.raw, &p.ws.rawPin, p.hashes); err != nil {
-			p.devErr = err
-			p.abort()
-			return
+		// The filters of the tables ended whose blocks are all encoded
+		// (their hash counts are the blocks' stats).
+		n := 0
+		for n < len(ended) && ended[n].endBlock.Load() <= int64(done) {
+			n++
 		}
-		for i := done; i < end; i++ {
-			p.slot(i).dstats = stats[i-done]
+		if n > 0 {
+			if err := p.buildFilters(ended[:n]); err != nil {
+				p.devErr = err
+				p.abort()
+				return
+			}
+			filtered += n
 		}
-		p.mu.Lock()
-		p.published = end
-		p.pub.Store(int64(end))
-		p.mu.Unlock()
-		p.cond.Broadcast()
-		done = end
 	}
+}
+
+// encodeBlocks encodes blocks [done, end) on the device and publishes them
+// to the encoders (false: it failed, and aborted the job).
+func (p *pipeline) encodeBlocks(done, end int, descs []blockDesc, stats []blockStats) bool {
+	descs = descs[:0]
+	for i := done; i < end; i++ {
+		b := &p.slot(i).job
+		descs = append(descs, blockDesc{rawAt: uint64(b.rawAt), start: int32(b.start), end: int32(b.end), tableStart: int32(b.tableStart), size: uint32(b.size)})
+	}
+	// (No hashes back: the device builds the filters, buildFilters.)
+	if err := p.dev.encodeBatch(descs, stats[:len(descs)], p.raw, &p.ws.rawPin, nil); err != nil {
+		p.devErr = err
+		p.abort()
+		return false
+	}
+	for i := done; i < end; i++ {
+		p.slot(i).dstats = stats[i-done]
+	}
+	p.mu.Lock()
+	p.published = end
+	p.pub.Store(int64(end))
+	p.mu.Unlock()
+	p.cond.Broadcast()
+	return true
+}
+
+// buildFilters builds the bloom filters of some ended tables on the device
+// (table_filters) and hands each to its table's writer.
+func (p *pipeline) buildFilters(tables []*outTable) error {
+	descs := make([]filterDesc, 0, len(tables))
+	for _, t := range tables {
+		nh := 0 // the keys the Writer would have hashed: its blocks' hashes
+		for k := t.firstBlock; k < int(t.endBlock.Load()); k++ {
+			nh += int(p.slot(k).dstats.hashes)
+		}
+		nbytes, probes := sstable.FilterShape(nh, p.opts.BloomBitsPerKey)
+		if nh == 0 {
+			nbytes = 0 // no filter
+		}
+		descs = append(descs, filterDesc{start: uint32(t.start), end: uint32(t.endEntry), nbits: uint32(8 * nbytes), probes: uint32(probes)})
+	}
+	filters, err := p.dev.tableFilters(descs)
+	if err != nil {
+		return err
+	}
+	for i, t := range tables {
+		t.filter = filters[i]
+		t.filterDone.Store(true)
+		wake(t.notify)
+	}
+	return nil
 }
 
 // finalLocked says no more blocks will be published (under mu).
@@ -243,7 +312,7 @@ func (p *pipeline) encode() {
 		sl := p.slot(i)
 		b := &sl.job
 		if p.dev != nil {
-			sl.enc, sl.err = p.s.sealDeviceBlock(sl, p.kept, p.opts, p.raw, p.sealed, p.hashes)
+			sl.enc, sl.err = p.s.sealDeviceBlock(sl, p.kept, p.opts, p.raw, p.sealed)
 		} else {
 			sl.enc, sl.err = p.s.encodeBlock(bb, b, p.kept, p.opts, p.raw, p.sealed, p.hashes)
 		}
@@ -351,11 +420,17 @@ func (p *pipeline) block(start, end, size int, full bool) {
 }
 
 // end ends the open table.
-func (p *pipeline) end(_ int, upper []byte) {
+func (p *pipeline) end(j int, upper []byte) {
 	t := p.cur
-	t.upper = upper
-	p.publish()
+	t.upper, t.endEntry = upper, j
 	t.endBlock.Store(int64(p.nb))
+	p.publish()
+	// deviceEncode learns the table ended after its blocks are handed over
+	// (it builds the filter once they are encoded).
+	p.mu.Lock()
+	p.ended++
+	p.mu.Unlock()
+	p.devCond.Signal()
 	wake(t.notify)
 	p.cur = nil
 }
@@ -408,16 +483,33 @@ func (p *pipeline) write(t *outTable) {
 	// from them at the end, rather than appended block by block to the
 	// Writer's growing array.
 	bitsPerKey := p.job.Env.WriterOptions.BloomBitsPerKey
+	devFilter := bitsPerKey > 0 && p.dev != nil // the device builds the filter (buildFilters)
 	nh := 0
-	// ended is read before the block's state is read again: the encoders
-	// may have finished block k between a look at it and the look at
-	// ended, and only a look after ended is final.
+	// encDone is read before the block's state is read again: the
+	// encoders may have finished block k between a look at it and the look
+	// at encDone, and only a look after encDone is final.
 	for k := t.firstBlock; ; k++ {
 		for {
-			final := p.ended.Load()
+			final := p.encDone.Load()
 			if end := t.endBlock.Load(); end >= 0 && int64(k) >= end {
-				if bitsPerKey > 0 && nh > 0 {
-					if err := w.SetFilter(sstable.BuildFilter(p.hashes[t.start:t.start+nh], bitsPerKey)); err != nil {
+				var filter []byte
+				switch {
+				case devFilter:
+					for !t.filterDone.Load() {
+						if p.stop.Load() || final && !t.filterDone.Load() {
+							t.f.Close()
+							t.err = errSkipped
+							return
+						}
+						<-t.notify
+						final = p.encDone.Load()
+					}
+					filter = t.filter
+				case bitsPerKey > 0 && nh > 0:
+					filter = sstable.BuildFilter(p.hashes[t.start:t.start+nh], bitsPerKey)
+				}
+				if filter != nil {
+					if err := w.SetFilter(filter); err != nil {
 						t.f.Close()
 						t.err = &stageError{"write", err}
 						return
@@ -442,7 +534,9 @@ func (p *pipeline) write(t *outTable) {
 		}
 		enc := p.slot(k).enc
 		if bitsPerKey > 0 {
-			nh += copy(p.hashes[t.start+nh:], enc.Hashes)
+			if !devFilter {
+				nh += copy(p.hashes[t.start+nh:], enc.Hashes)
+			}
 			enc.Hashes = nil
 		}
 		if err := w.AddEncodedBlock(enc); err != nil {
@@ -459,7 +553,7 @@ func (p *pipeline) write(t *outTable) {
 // before the writes it stopped).
 func (p *pipeline) wait() ([]*outTable, error) {
 	p.encoders.Wait()
-	p.ended.Store(true)
+	p.encDone.Store(true)
 	tables := p.tablesSoFar()
 	for _, t := range tables {
 		wake(t.notify)

@@ -282,9 +282,10 @@ func seal(pb *blockJob, opts sstable.WriterOptions, raw, sealed []byte) *sstable
 }
 
 // sealDeviceBlock is encodeBlock for a block the device encoded (the CUDA
-// engine): its bytes are in raw, its stats in the slot, its bloom hashes
-// in hashes from its first entry; it seals it.
-func (s *inputSet) sealDeviceBlock(sl *blockSlot, kept []uint32, opts sstable.WriterOptions, raw, sealed []byte, hashes []uint32) (sstable.EncodedBlock, error) {
+// engine): its bytes are in raw, its stats in the slot; it seals it. It
+// carries no bloom hashes: the device builds each table's filter
+// (pipeline.buildFilters).
+func (s *inputSet) sealDeviceBlock(sl *blockSlot, kept []uint32, opts sstable.WriterOptions, raw, sealed []byte) (sstable.EncodedBlock, error) {
 	pb, st := &sl.job, &sl.dstats
 	if st.status != 0 {
 		return sstable.EncodedBlock{}, fmt.Errorf("gpucompact: device encode and plan disagree: the block at kept entry %d (status %d)", pb.start, st.status)
@@ -299,7 +300,6 @@ func (s *inputSet) sealDeviceBlock(sl *blockSlot, kept []uint32, opts sstable.Wr
 		RawValueSize: st.rawValueSize,
 		SmallestSeq:  base.SeqNum(st.minSeq),
 		LargestSeq:   base.SeqNum(st.maxSeq),
-		Hashes:       hashes[pb.start : pb.start+int(st.hashes) : pb.end],
 	}
 	if opts.Compression == sstable.NoCompression {
 		// Stored as it is, with the checksum the device computed

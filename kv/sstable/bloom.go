@@ -39,12 +39,18 @@ func bloomProbes(bitsPerKey int) int {
 	return max(1, min(30, k))
 }
 
+// FilterShape returns the shape of the filter a Writer with bitsPerKey
+// builds over nkeys key hashes: nbytes bytes of bits (a key's probes set
+// bits hash % (8·nbytes), LevelDB's rule), then one byte holding probes.
+// For filters built elsewhere (kv/gpucompact's kernels).
+func FilterShape(nkeys, bitsPerKey int) (nbytes, probes int) {
+	return (max(nkeys*bitsPerKey, 64) + 7) / 8, bloomProbes(bitsPerKey)
+}
+
 // buildBloom returns a filter over the given key hashes.
 func buildBloom(dst []byte, hashes []uint32, bitsPerKey int) []byte {
-	nbits := max(len(hashes)*bitsPerKey, 64)
-	nbytes := (nbits + 7) / 8
-	nbits = nbytes * 8
-	k := bloomProbes(bitsPerKey)
+	nbytes, k := FilterShape(len(hashes), bitsPerKey)
+	nbits := nbytes * 8
 	start := len(dst)
 	dst = append(dst, make([]byte, nbytes)...)
 	filter := dst[start:]
