@@ -74,9 +74,12 @@
 // The same pipeline with the per-entry stages on the device (gpucompact.cu;
 // one stream per engine slot):
 //
-//   - load: the host reads the pieces and decompresses every block into
-//     the arena (checksums checked on the host), which lives in pinned
-//     memory and goes up by DMA; the device counts each block's restart
+//   - load: the arena lives in pinned memory and goes up by DMA. The
+//     pieces of a table stored uncompressed are read straight into their
+//     places in it, trailers and all, and the device checks every such
+//     block's checksum (check_crcs, a thread a block, slicing-by-4 tables
+//     derived from record.CRCTable); the host decompresses the other
+//     blocks into it (checking their checksums). The device counts each block's restart
 //     intervals (checking its restart array), walks every interval twice —
 //     counting entries and key bytes, then, after prim's scans of the
 //     counts, decoding them into the entry array and the key arena — and
@@ -99,11 +102,17 @@
 //     there: block_ends) wherever no cut can fall inside one, handing
 //     planned blocks to a device goroutine that encodes whatever has been
 //     planned since its last batch (encode_blocks: a warp per block, 32
-//     entries at a time at scanned offsets, restart array, bloom hashes,
-//     block stats, its size checked against the plan) and brings the blocks
-//     back by DMA into the pinned output arena; the host's sealers (two
-//     fewer than cores) seal them (checksum, compression) and the writers
-//     write them.
+//     entries at a time at scanned offsets, restart array, block stats,
+//     its size checked against the plan and, when the job stores blocks
+//     uncompressed, its checksum) and brings the blocks back by DMA into
+//     the pinned output arena; each output table's bloom filter is built on
+//     the device once its blocks are encoded (table_filters: a thread per
+//     kept entry, atomicOr into words whose little-endian bytes are the
+//     Writer's filter, sized by sstable.FilterShape from the blocks' hash
+//     counts). The host's sealers (two fewer than cores) seal the blocks
+//     (with compression: compress, checksum; without: mask the device's
+//     checksum) and the writers write them, each table's filter handed to
+//     its Writer (SetFilter).
 //
 // Options.Engines (default 1) lets the engine run several jobs at once,
 // each slot with arrays and a stream of its own; measured on the store, two
@@ -125,9 +134,8 @@
 // Issue 15 (the pipeline and its Go engine) is done. Issue 16 (the CUDA
 // engine) is in part: the engine above works and is measured
 // (docs/benchmarks.md); device Snappy, key-range partitions for jobs past
-// the device's memory, SortRadix, the device-side CRC and bloom filter,
-// the multi-stream copy/compute overlap and the paper's ablation tables
-// are not built. Tested: byte identity with compaction.CPU over random jobs, the
+// the device's memory, SortRadix, the multi-stream copy/compute overlap
+// and the paper's ablation tables are not built. Tested: byte identity with compaction.CPU over random jobs, the
 // spec's matrix (compactiontest.MatrixJob), multi-MiB jobs, a value past
 // the 64 MiB compression limit and FuzzGoEngine, every round reusing one
 // workspace; each stage against its CPU counterpart; FuzzLoadDamagedBlock
@@ -156,14 +164,16 @@
 //     one the device runs out of memory for, is declined ("budget") to
 //     Fallback: the spec's key-range partitions of large jobs are not
 //     built.
-//   - The CUDA engine decodes on the device but the host still
-//     decompresses, seals (CRC, compression), builds each table's filter
-//     from the device's hashes, and plans; the spec's device-side CRC of
-//     uncompressed blocks and bloom bits by atomicOr are not built. The
+//   - The CUDA engine decodes, checksums uncompressed blocks (in and out)
+//     and builds the filters on the device, but the host still decompresses
+//     Snappy/S2 inputs, compresses and checksums compressed outputs, and
+//     plans. The input checksums of uncompressed blocks are checked on the
+//     device after the copy, not in K1 with the decoding (one launch more);
+//     a mismatch flags the block as damage the decoder finds does. The
 //     pinned arrays are the workspace's (grown as jobs grow), not a ring of
 //     fixed chunks allocated in New; one stream, no copy/compute overlap
-//     across chunks; launches per job: about 12 plus one per merge round and
-//     one per encode batch.
+//     across chunks; launches per job: about 13 plus one per merge round,
+//     one per encode batch and one per batch of ended tables (filters).
 //   - A merged order that is not strictly ascending is a decline
 //     ("irregular") rather than the spec's device-bug fallback: it is
 //     damaged input, on either engine; a device-flagged block that the host
