@@ -113,6 +113,8 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	dir := fs.String("dir", "", "directory for --fs os (default: a new temporary directory, removed afterwards)")
 	var stressLevels []int
 	cli.IntListVarFlag(fs, &stressLevels, "cpu-stress", []int{0}, 0, 100, "percent of every core taken by burner processes (one per logical CPU, busy that share of each 10 ms, as stress-ng); a list runs every job at each")
+	sortMode := cli.ChoiceFlag(fs, "sort", "merge", []string{"merge", "radix"}, "how gpu orders a job's entries (gpucompact.Options.Sort): merging the sorted runs, or the paper's LSD radix sort of whole keys (an ablation: the paper's Fig. 16(c))")
+	moveValues := fs.Bool("move-values", false, "gpu copies every value into a new array after each merge round or radix pass (gpucompact.Options.MoveValues: the ablation of key-value separation, the paper's Table 2)")
 	quick := fs.Bool("quick", false, "values 32,128,1024,4096, no compression, one run each; --cpu-stress 0,40,80 unless given")
 	asJSON := fs.Bool("json", false, "print JSON")
 	var prof profiles
@@ -149,8 +151,17 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		}
 	}
 	defer prof.stop()
-	rep := benchfmt.NewReport(fmt.Sprintf("warp bench kvcompact: one L0→L1 job, %d L0 × %d KiB over a %d KiB L1, %d-byte keys, --fs %s",
-		*l0Tables, *l0KiB, *l1KiB, *keyLen, *fsKind),
+	gpuOpts := gpucompact.Options{MoveValues: *moveValues}
+	ablation := ""
+	if *sortMode == "radix" {
+		gpuOpts.Sort = gpucompact.SortRadix
+		ablation += ", gpu sorts by radix"
+	}
+	if *moveValues {
+		ablation += ", gpu moves values every round"
+	}
+	rep := benchfmt.NewReport(fmt.Sprintf("warp bench kvcompact: one L0→L1 job, %d L0 × %d KiB over a %d KiB L1, %d-byte keys, --fs %s%s",
+		*l0Tables, *l0KiB, *l1KiB, *keyLen, *fsKind, ablation),
 		fmt.Sprintf("host: %d logical CPUs, GOMAXPROCS %d", runtime.NumCPU(), runtime.GOMAXPROCS(0)))
 	if !*asJSON {
 		rep.Stream(w)
@@ -190,7 +201,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				cells, job, err := runJob(ctx, vfsys, root, engines, *runs, &prof, kvbench.CompactJob{
+				cells, job, err := runJob(ctx, vfsys, root, engines, gpuOpts, *runs, &prof, kvbench.CompactJob{
 					L0Tables: *l0Tables, L0Bytes: *l0KiB << 10, L1Bytes: *l1KiB << 10, TableSize: *tableKiB << 10,
 					KeyLen: *keyLen, ValueLen: value, Compression: comp, Seed: 1,
 				})
@@ -309,7 +320,7 @@ type jobInfo struct {
 
 // runJob builds the job in a fresh directory of fsys and runs it on each
 // engine, runs times, in alternation.
-func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, runs int, prof *profiles, shape kvbench.CompactJob) ([]cell, jobInfo, error) {
+func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOpts gpucompact.Options, runs int, prof *profiles, shape kvbench.CompactJob) ([]cell, jobInfo, error) {
 	dir := fsys.PathJoin(root, fmt.Sprintf("job-%d-%s", shape.ValueLen, shape.Compression))
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, jobInfo{}, err
@@ -331,11 +342,11 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, runs 
 		case "cpu-parts":
 			engines = append(engines, engine{name: name, c: compaction.CPU{}})
 		case "cpu-par", "gpu":
-			backend := warpkit.CPU
+			opts := gpucompact.Options{Backend: warpkit.CPU, MinInputBytes: -1, MemoryBudget: -1, Fallback: compaction.CPU{Parts: 1}}
 			if name == "gpu" {
-				backend = warpkit.CUDA
+				opts.Backend, opts.Sort, opts.MoveValues = warpkit.CUDA, gpuOpts.Sort, gpuOpts.MoveValues
 			}
-			gc, err := gpucompact.New(gpucompact.Options{Backend: backend, MinInputBytes: -1, MemoryBudget: -1, Fallback: compaction.CPU{Parts: 1}})
+			gc, err := gpucompact.New(opts)
 			if err != nil {
 				return nil, jobInfo{}, fmt.Errorf("%s: %w", name, err)
 			}

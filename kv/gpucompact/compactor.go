@@ -72,6 +72,41 @@ type Options struct {
 	MaxEngineFailures int
 	// Logger receives a line per fallback; nil discards them.
 	Logger *slog.Logger
+
+	// Sort is how the CUDA engine orders a job's entries: SortMerge (the
+	// default: the sorted runs merged pairwise, prim's merge path, in
+	// ceil(log2 runs) rounds) or SortRadix (the paper's: an LSD radix sort
+	// of whole keys — the trailer, the key's length, then every 8 bytes
+	// past the job's common prefix, last first — that ignores the runs'
+	// order). Outputs are the same; SortRadix is slower and is for
+	// measurement (the paper's Fig. 16(c)). The Go engine always merges.
+	Sort SortMode
+	// MoveValues is an ablation, for measurement (the paper's Table 2): the
+	// CUDA engine copies every entry's value into a new array, in the new
+	// order, after each merge round (or radix pass), as an engine without
+	// key-value separation moves them. Outputs are unchanged.
+	MoveValues bool
+}
+
+// SortMode is how the CUDA engine orders a job's entries (Options.Sort).
+type SortMode int
+
+const (
+	// SortMerge merges the job's sorted runs (the default).
+	SortMerge SortMode = iota
+	// SortRadix radix-sorts the job's entries by their whole keys.
+	SortRadix
+)
+
+// String returns "merge" or "radix".
+func (m SortMode) String() string {
+	switch m {
+	case SortMerge:
+		return "merge"
+	case SortRadix:
+		return "radix"
+	}
+	return fmt.Sprintf("SortMode(%d)", int(m))
 }
 
 // slot is one job's worth of the engine: its workspace and, for the CUDA
@@ -199,6 +234,9 @@ func New(opts Options) (*Compactor, error) {
 	if opts.WhenBusy != FallbackWhenBusy && opts.WhenBusy != WaitWhenBusy {
 		return nil, fmt.Errorf("gpucompact: unknown WhenBusy %d", opts.WhenBusy)
 	}
+	if opts.Sort != SortMerge && opts.Sort != SortRadix {
+		return nil, fmt.Errorf("gpucompact: unknown Sort %d", opts.Sort)
+	}
 	if opts.Fallback == nil {
 		opts.Fallback = compaction.CPU{}
 	}
@@ -243,6 +281,7 @@ func New(opts Options) (*Compactor, error) {
 			if err != nil {
 				return fail(err)
 			}
+			d.radix, d.moveValues = opts.Sort == SortRadix, opts.MoveValues
 			s.dev = d
 		}
 		c.mu.slots = append(c.mu.slots, s)

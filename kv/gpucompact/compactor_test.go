@@ -215,6 +215,9 @@ func TestDecisionModule(t *testing.T) {
 	if _, err := New(Options{WhenBusy: 7}); err == nil {
 		t.Fatal("New took WhenBusy 7")
 	}
+	if _, err := New(Options{Sort: 2}); err == nil {
+		t.Fatal("New took Sort 2")
+	}
 
 	// Two consecutive failures turn the engine off; a success between
 	// failures resets the count.

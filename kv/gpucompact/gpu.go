@@ -44,8 +44,11 @@ type devEngine struct {
 	fn     struct {
 		iota, merge, gc, apply, sizes, encode, blockEnds *cuda.Function
 		intervals, scan, decode, lcp, k0, checkCRCs      *cuda.Function
-		filters                                          *cuda.Function
+		filters, radixKey, valueLens, moveValues         *cuda.Function
 	}
+	// radix and moveValues are Options.Sort == SortRadix and
+	// Options.MoveValues (set by New).
+	radix, moveValues bool
 	bufs devBufs
 	// The job's arrays on the device, from stages to the last encodeBatch.
 	cur struct {
@@ -71,6 +74,9 @@ type devBufs struct {
 	jumpEnd, jumpSize                     gpurt.Buf[uint32]
 	crcTable, crcs                        gpurt.Buf[uint32] // record's CRC table; check_crcs's blocks
 	filterDescs, filterWords              gpurt.Buf[uint32] // table_filters
+	radixKeys                             gpurt.Buf[uint64] // Options.Sort = SortRadix: one pass's keys
+	valLens, valOffs                      gpurt.Buf[uint32] // Options.MoveValues
+	moved                                 gpurt.Buf[uint8]  // Options.MoveValues: the values in their new order
 	ikeys, keyBase                        gpurt.Buf[uint64]
 	keep, newKey, check, keptNew, v, newK gpurt.Buf[uint8]
 }
@@ -90,7 +96,8 @@ func newDevEngine(dev *cuda.Device, own bool) (*devEngine, error) {
 		name string
 	}{{&d.fn.iota, "iota"}, {&d.fn.merge, "merge_round"}, {&d.fn.gc, "gc_flags"}, {&d.fn.apply, "apply_checks"}, {&d.fn.sizes, "entry_sizes"}, {&d.fn.encode, "encode_blocks"},
 		{&d.fn.intervals, "block_intervals"}, {&d.fn.scan, "scan_intervals"}, {&d.fn.decode, "decode_intervals"},
-		{&d.fn.lcp, "job_lcp"}, {&d.fn.k0, "set_k0"}, {&d.fn.blockEnds, "block_ends"}, {&d.fn.checkCRCs, "check_crcs"}, {&d.fn.filters, "table_filters"}} {
+		{&d.fn.lcp, "job_lcp"}, {&d.fn.k0, "set_k0"}, {&d.fn.blockEnds, "block_ends"}, {&d.fn.checkCRCs, "check_crcs"}, {&d.fn.filters, "table_filters"},
+		{&d.fn.radixKey, "radix_key"}, {&d.fn.valueLens, "value_lens"}, {&d.fn.moveValues, "move_values"}} {
 		if *k.dst, err = mod.Function(k.name); err != nil {
 			return fail(err)
 		}
@@ -113,17 +120,9 @@ func (d *devEngine) release() {
 	gpurt.FreeAll(&d.bufs)
 }
 
-// heldBytes is the device memory the engine keeps between jobs.
-func (d *devEngine) heldBytes() int64 {
-	b := &d.bufs
-	return int64(8*(b.ents.Cap()+b.snaps.Cap()+b.pairs.Cap()+b.bound.Cap()+b.descs.Cap()+b.stats.Cap()) +
-		b.keys.Cap() + b.arena.Cap() + b.raw.Cap() +
-		4*(b.src.Cap()+b.dst.Cap()+b.pos.Cap()+b.sel.Cap()+b.kept.Cap()+b.plan.Cap()+b.count.Cap()+b.shared.Cap()+b.hashes.Cap()) +
-		4*(b.blocks.Cap()+b.meta.Cap()+b.nint.Cap()+b.ibase.Cap()+b.ientries.Cap()+b.entBase.Cap()+b.runBounds.Cap()+b.lcp.Cap()) +
-		4*(b.jumpEnd.Cap()+b.jumpSize.Cap()) +
-		8*(b.ikeys.Cap()+b.keyBase.Cap()) +
-		b.keep.Cap() + b.newKey.Cap() + b.check.Cap() + b.keptNew.Cap() + b.v.Cap() + b.newK.Cap())
-}
+// heldBytes is the device memory the engine keeps between jobs (every
+// device array of bufs).
+func (d *devEngine) heldBytes() int64 { return gpurt.DeviceBytes(&d.bufs) }
 
 func (d *devEngine) close() {
 	if d.stream != nil {
@@ -217,12 +216,21 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 	if err = d.fn.iota.Launch(d.grid(n), cuda.D1(deviceBlock), 0, str, src, int64(n)); err != nil {
 		return
 	}
-	for _, r := range rounds {
-		p := pairs.Sub(r.first*3, (r.first+r.pairs)*3)
-		if err = d.fn.merge.Launch(cuda.D1(r.tiles), cuda.D1(deviceBlock), 0, str, src, dst, p, int32(r.pairs), ents, keys, lcp); err != nil {
+	if d.radix {
+		if err = d.radixSort(s, src, lcp); err != nil {
 			return
 		}
-		src, dst = dst, src
+	} else {
+		for _, r := range rounds {
+			p := pairs.Sub(r.first*3, (r.first+r.pairs)*3)
+			if err = d.fn.merge.Launch(cuda.D1(r.tiles), cuda.D1(deviceBlock), 0, str, src, dst, p, int32(r.pairs), ents, keys, lcp); err != nil {
+				return
+			}
+			src, dst = dst, src
+			if err = d.moveValuesAfter(src, len(s.arena)); err != nil {
+				return
+			}
+		}
 	}
 	order := src
 	if err = stage("merge", str.Synchronize()); err != nil {
@@ -540,6 +548,79 @@ type blockDesc struct {
 type blockStats struct {
 	rawKeySize, rawValueSize, minSeq, maxSeq uint64
 	deletions, hashes, status, crc           uint32 // crc: unmasked, when the device checksums (cur.crc)
+}
+
+// radixSort orders the ids in order (the job's entries, in input order) as
+// base.CompareInternal orders their keys with LSD radix passes of prim's
+// stable sort (Options.Sort = SortRadix): the trailer (descending), the
+// key's length past the common prefix, then each 8 bytes past it, last
+// first (radix_key).
+func (d *devEngine) radixSort(s *inputSet, order cuda.Slice[uint32], lcp cuda.Slice[uint32]) error {
+	b, str, n := &d.bufs, d.stream, order.Len()
+	var prefix [1]uint32
+	if err := copyBack(d, prefix[:], lcp.Sub(0, 1)); err != nil {
+		return err
+	}
+	maxLen := uint32(0)
+	for i := range s.ents {
+		maxLen = max(maxLen, s.ents[i].keyLen)
+	}
+	words := max(1, (int(maxLen)-int(prefix[0])+7)/8)
+	keys, err := b.radixKeys.Get(d.dev, str, n)
+	if err != nil {
+		return err
+	}
+	passes := []int{-2, -1}
+	for w := words - 1; w >= 0; w-- {
+		passes = append(passes, w)
+	}
+	for _, which := range passes {
+		if err := d.fn.radixKey.Launch(d.grid(n), cuda.D1(deviceBlock), 0, str, order, int64(n), d.cur.ents, d.cur.keys, lcp, int32(which), keys); err != nil {
+			return err
+		}
+		opt := prim.SortOptions{}
+		if which == -1 {
+			opt = prim.SortOptions{BeginBit: 0, EndBit: 32} // lengths fit 32 bits
+		}
+		if err := prim.SortPairs(d.prim, str, keys, order, opt); err != nil {
+			return err
+		}
+		if err := d.moveValuesAfter(order, len(s.arena)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// moveValuesAfter, with Options.MoveValues, copies every value into a new
+// array in order's order (the ablation of key-value separation: what an
+// engine that moves values with their keys does after each merge round).
+// arenaLen bounds the values' bytes.
+func (d *devEngine) moveValuesAfter(order cuda.Slice[uint32], arenaLen int) error {
+	if !d.moveValues {
+		return nil
+	}
+	b, str, n := &d.bufs, d.stream, order.Len()
+	lens, err := b.valLens.Get(d.dev, str, n)
+	if err != nil {
+		return err
+	}
+	offs, err := b.valOffs.Get(d.dev, str, n+1)
+	if err != nil {
+		return err
+	}
+	dst, err := b.moved.Get(d.dev, str, max(1, arenaLen))
+	if err != nil {
+		return err
+	}
+	if err := d.fn.valueLens.Launch(d.grid(n), cuda.D1(deviceBlock), 0, str, order, int64(n), d.cur.ents, lens); err != nil {
+		return err
+	}
+	if err := prim.ExclusiveScan(d.prim, str, lens, offs.Sub(0, n), offs.Sub(n, n+1)); err != nil {
+		return err
+	}
+	grid := cuda.D1(max(1, min((n+deviceBlock/32-1)/(deviceBlock/32), 1<<16)))
+	return d.fn.moveValues.Launch(grid, cuda.D1(deviceBlock), 0, str, order, int64(n), d.cur.ents, d.cur.arena, offs, dst)
 }
 
 // filterDesc is gpucompact.cu's FilterDesc: an output table's kept entries

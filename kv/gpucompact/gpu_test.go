@@ -50,6 +50,32 @@ func TestCUDAEngineIdentical(t *testing.T) {
 	checkIdentical(t, rounds, "cuda", cudaEngineIn(d))
 }
 
+// TestCUDAEngineRadixAndMovedValues: the random jobs and the spec's matrix
+// through the CUDA engine sorting by radix passes (Options.Sort =
+// SortRadix) and moving values every round (Options.MoveValues): the same
+// bytes as compaction.CPU's; and a store-shaped job of several merge
+// rounds with each setting.
+func TestCUDAEngineRadixAndMovedValues(t *testing.T) {
+	for _, mode := range []struct {
+		name        string
+		radix, move bool
+	}{{"radix", true, false}, {"moved-values", false, true}, {"radix-moved-values", true, true}} {
+		t.Run(mode.name, func(t *testing.T) {
+			d := testDevEngine(t)
+			d.radix, d.moveValues = mode.radix, mode.move
+			rounds := 100
+			if testing.Short() {
+				rounds = 30
+			}
+			checkIdentical(t, rounds, "cuda-"+mode.name, cudaEngineIn(d))
+			checkMatrix(t, 40, cudaEngineIn(d)(&workspace{}))
+			ws := &workspace{}
+			defer ws.free()
+			checkLarge(t, 12, cudaEngineIn(d)(ws))
+		})
+	}
+}
+
 // TestCUDAEngineMatrix: the spec's test matrix through the CUDA engine.
 func TestCUDAEngineMatrix(t *testing.T) {
 	d := testDevEngine(t)

@@ -143,6 +143,61 @@ extern "C" __global__ void __launch_bounds__(kBlock)
                                                                     dst + p.start, nullptr);
 }
 
+// radix_key writes, for the ids in order, one part of their sort key for
+// an LSD radix pass (Options.Sort = SortRadix): which = -2 the trailer
+// inverted (descending), -1 the user key's length past the common prefix
+// (a key that is a prefix of another sorts first), w >= 0 the 8 bytes of
+// the user key at lcp + 8w, big-endian, zero past its end (w = 0 is k0).
+// Sorting stably by the trailer, the length, then the words last to first
+// orders the ids as base.CompareInternal orders their keys.
+extern "C" __global__ void __launch_bounds__(kBlock)
+    radix_key(const uint32_t* order, int64_t n, const Entry* e, const uint8_t* keys, const uint32_t* lcp_ptr, int which,
+              uint64_t* out) {
+  const uint32_t lcp = *lcp_ptr;
+  for (int64_t i = global_id(); i < n; i += grid_stride()) {
+    const Entry x = e[order[i]];
+    uint64_t v;
+    if (which == -2) {
+      v = ~x.trailer;
+    } else if (which == -1) {
+      v = x.key_len > lcp ? x.key_len - lcp : 0;  // (a key outside the prefix is flagged by set_k0)
+    } else if (which == 0) {
+      v = x.k0;
+    } else {
+      v = 0;
+      const uint8_t* k = keys + x.key_off;
+      const uint32_t at = lcp + 8u * (uint32_t)which;
+      for (uint32_t b = 0; b < 8; b++) {
+        v = v << 8 | (at + b < x.key_len ? k[at + b] : 0u);
+      }
+    }
+    out[i] = v;
+  }
+}
+
+// value_lens writes the value lengths of the ids in order (for
+// move_values' offsets).
+extern "C" __global__ void __launch_bounds__(kBlock)
+    value_lens(const uint32_t* order, int64_t n, const Entry* e, uint32_t* out) {
+  for (int64_t i = global_id(); i < n; i += grid_stride()) out[i] = e[order[i]].val_len;
+}
+
+// move_values copies every value of the ids in order to dst, back to back
+// at offs (Options.MoveValues: the ablation of key-value separation), a
+// warp per entry.
+extern "C" __global__ void __launch_bounds__(kBlock)
+    move_values(const uint32_t* order, int64_t n, const Entry* e, const uint8_t* arena, const uint32_t* offs,
+                uint8_t* dst) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = (int64_t)gridDim.x * (kBlock / 32);
+  for (int64_t i = (int64_t)blockIdx.x * (kBlock / 32) + threadIdx.x / 32; i < n; i += warps) {
+    const Entry x = e[order[i]];
+    const uint8_t* src = arena + x.val_off;
+    uint8_t* out = dst + offs[i];
+    for (uint32_t b = lane; b < x.val_len; b += 32) out[b] = src[b];
+  }
+}
+
 // gc_flags decides every position of the merged order independently, as the
 // Go engine's gc does: newKey (the user key differs from the previous
 // position's), shadowed (same key and same snapshot stripe as the previous
