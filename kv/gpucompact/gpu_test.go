@@ -67,7 +67,7 @@ func TestCUDAEngineRadixAndMovedValues(t *testing.T) {
 			if testing.Short() {
 				rounds = 30
 			}
-			checkIdentical(t, rounds, "cuda-"+mode.name, cudaEngineIn(d))
+			checkIdentical(t, rounds, "cuda", cudaEngineIn(d))
 			checkMatrix(t, 40, cudaEngineIn(d)(&workspace{}))
 			ws := &workspace{}
 			defer ws.free()
