@@ -133,9 +133,10 @@
 //
 // Issue 15 (the pipeline and its Go engine) is done. Issue 16 (the CUDA
 // engine) is in part: the engine above works and is measured
-// (docs/benchmarks.md); device Snappy, key-range partitions for jobs past
-// the device's memory, SortRadix, the multi-stream copy/compute overlap
-// and the paper's ablation tables are not built. Tested: byte identity with compaction.CPU over random jobs, the
+// (docs/benchmarks.md), with the paper's two ablations (Options.Sort =
+// SortRadix, Options.MoveValues: measured, docs/benchmarks.md); device
+// Snappy, key-range partitions for jobs past the device's memory and the
+// multi-stream copy/compute overlap are not built. Tested: byte identity with compaction.CPU over random jobs, the
 // spec's matrix (compactiontest.MatrixJob), multi-MiB jobs, a value past
 // the 64 MiB compression limit and FuzzGoEngine, every round reusing one
 // workspace; each stage against its CPU counterpart; FuzzLoadDamagedBlock
@@ -156,9 +157,14 @@
 //
 //   - Options today are Backend, Device, Fallback, MinInputBytes,
 //     MinInputTables, MemoryBudget, MaxDeviceBytes, Engines, WhenBusy,
-//     MaxEngineFailures and a *slog.Logger (the project's logging hook, for
-//     the spec's Logf); PinnedBytes, ChunkBytes, HostWorkers, Sort and
-//     DeviceCompression are not built. MemoryBudget (default 2 GiB) bounds
+//     MaxEngineFailures, a *slog.Logger (the project's logging hook, for
+//     the spec's Logf), Sort and MoveValues (an ablation the spec's bench
+//     flag --ablate names); PinnedBytes, ChunkBytes, HostWorkers and
+//     DeviceCompression are not built. SortRadix sorts whole keys (the
+//     trailer, the length, every 8 bytes past the common prefix: LSD
+//     passes of prim's stable radix sort), not K0 alone, so that its order
+//     is exact; the Go engine ignores Sort and MoveValues, and the device
+//     estimate does not count their arrays. MemoryBudget (default 2 GiB) bounds
 //     the host memory of a job, on either engine; MaxDeviceBytes (default
 //     half the device's free memory) the device's. A job over either, or
 //     one the device runs out of memory for, is declined ("budget") to

@@ -49,7 +49,7 @@ type devEngine struct {
 	// radix and moveValues are Options.Sort == SortRadix and
 	// Options.MoveValues (set by New).
 	radix, moveValues bool
-	bufs devBufs
+	bufs              devBufs
 	// The job's arrays on the device, from stages to the last encodeBatch.
 	cur struct {
 		ents                       cuda.Slice[uint64]
