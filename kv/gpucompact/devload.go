@@ -17,6 +17,9 @@ type deviceInput struct {
 	arena   []byte
 	blocks  []uint32   // per block: its contents' offset in the arena, and length (gpucompact.cu's BlockIn)
 	crcs    []uint32   // per block stored uncompressed: block, offset, length, checksum (gpucompact.cu's CrcIn)
+	// uploaded says the arena went up piece by piece while it was loaded
+	// (arenaUpload): decode does not send it.
+	uploaded bool
 	refs    []blockRef // per block: where it came from, to decode it on the host
 	runEnds []int      // per run: one past its last block
 }
@@ -41,8 +44,30 @@ var errIrregularBlock = errors.New("gpucompact: an input block's restart points 
 // CPU time. The caller closes the
 // tables (the second result) after the device has decoded the blocks: a
 // block the device finds damaged is decoded again on the host (recheck).
-func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace) (*deviceInput, *loaded, error) {
-	l, err := readJob(ctx, job, ws, false)
+func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace, dev *devEngine) (_ *deviceInput, _ *loaded, err error) {
+	// With dev, each piece goes up to the device as soon as its bytes are
+	// in the arena, while the host reads and decompresses the others.
+	var up *arenaUpload
+	defer func() {
+		if up == nil {
+			return
+		}
+		if uerr := up.finish(err != nil); err == nil && uerr != nil {
+			err = &stageError{"device", uerr}
+		}
+	}()
+	var onArena func([]byte) (func(lo, hi uint32), error)
+	if dev != nil {
+		onArena = func(arena []byte) (func(lo, hi uint32), error) {
+			var err error
+			up, err = dev.startArenaUpload(ws, arena)
+			if err != nil || up == nil {
+				return nil, err
+			}
+			return up.piece, nil
+		}
+	}
+	l, err := readJob(ctx, job, ws, false, onArena)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -86,13 +111,14 @@ func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace) (*de
 		if uint64(len(p.s.arena)) != p.rawLen {
 			return base.WithFile(&base.CorruptionError{Offset: int64(p.blocks[0].Offset), Reason: "blocks decode short of their decoded length"}, name)
 		}
+		l.done(p)
 		return nil
 	})
 	if err != nil {
 		l.close()
 		return nil, nil, err
 	}
-	in := &deviceInput{arena: l.arena}
+	in := &deviceInput{arena: l.arena, uploaded: up != nil}
 	for i, p := range l.pieces {
 		first := uint32(len(in.refs)) // the piece's first block, in the job
 		for c := 0; c < len(p.crcs); c += 4 {

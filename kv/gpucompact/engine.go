@@ -84,7 +84,7 @@ func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *dev
 	if dev != nil {
 		// The host reads and decompresses; the device decodes, merges,
 		// collects garbage and sizes the entries.
-		in, l, err := loadJobBlocks(ctx, job, ws)
+		in, l, err := loadJobBlocks(ctx, job, ws, dev)
 		if err != nil {
 			return nil, wrap("load", err)
 		}

@@ -57,6 +57,16 @@ type loaded struct {
 	pieces    []*loadPiece
 	arena     []byte
 	eachPiece func(func(*loadPiece) error) error // runs on every piece, on goroutines
+	// pieceDone, when set (the CUDA engine), is told each piece's range
+	// of the arena once its bytes are there (done), to send them up.
+	pieceDone func(lo, hi uint32)
+}
+
+// done reports piece p's bytes in place in the arena (to pieceDone).
+func (l *loaded) done(p *loadPiece) {
+	if l.pieceDone != nil && p.rawLen > 0 {
+		l.pieceDone(p.s.arenaBase, p.s.arenaBase+uint32(p.rawLen))
+	}
 }
 
 // close closes the tables.
@@ -79,7 +89,7 @@ func (l *loaded) close() {
 // them. decode says the pieces will be decoded into entries on the host
 // (their arrays are reserved). Every array comes from ws. The caller
 // closes what it returns.
-func readJob(ctx context.Context, job *compaction.Job, ws *workspace, decode bool) (_ *loaded, err error) {
+func readJob(ctx context.Context, job *compaction.Job, ws *workspace, decode bool, onArena func(arena []byte) (pieceDone func(lo, hi uint32), err error)) (_ *loaded, err error) {
 	var tables []*loadTable
 	for _, in := range job.Inputs {
 		for _, f := range in.Files {
@@ -236,12 +246,21 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, decode boo
 	}
 	l.arena = takePinned(ws, &ws.arenaPin, &ws.arena, int(arenaLen))
 	l.pieces, l.eachPiece = pieces, eachPiece
+	if onArena != nil {
+		if l.pieceDone, err = onArena(l.arena); err != nil {
+			return nil, err
+		}
+	}
 	err = eachPiece(func(p *loadPiece) error {
 		if !p.direct {
 			return nil
 		}
 		p.region = l.arena[p.s.arenaBase : uint64(p.s.arenaBase)+p.rawLen]
-		return readDirect(p.t.r, p.t.file, p.t.f.FileNum.String(), p.blocks, p.region)
+		if err := readDirect(p.t.r, p.t.file, p.t.f.FileNum.String(), p.blocks, p.region); err != nil {
+			return err
+		}
+		l.done(p)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -254,7 +273,7 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, decode boo
 // The pieces readJob read are decoded on goroutines, each into arrays of
 // its own, and gathered in job order.
 func loadJob(ctx context.Context, job *compaction.Job, ws *workspace) (*inputSet, error) {
-	l, err := readJob(ctx, job, ws, true)
+	l, err := readJob(ctx, job, ws, true, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,13 @@
 package gpucompact
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -816,6 +819,94 @@ func upload[T cuda.Elem](d *devEngine, pin *pinned, dst cuda.Slice[T], src []T) 
 	return cuda.CopyToDeviceAsync(db, pin.mem, 0, d.stream)
 }
 
+// arenaUpload sends a job's arena (pinned) up to the device range by range
+// as the host fills it, on a goroutine of its own, so that the copies
+// overlap the reading and decompressing of the rest; adjacent ranges that
+// are ready together go in one copy. decode then finds the arena there.
+type arenaUpload struct {
+	d    *devEngine
+	pin  *pinned
+	dst  cuda.Slice[uint8]
+	mu   sync.Mutex
+	todo [][2]uint32 // guarded by mu: ranges ready to go
+	shut bool        // guarded by mu: no more ranges
+	wake chan struct{}
+	exit chan struct{}
+	err  error // the first failed copy (read after exit)
+}
+
+// startArenaUpload starts sending arena up, or returns nil when it does not
+// live in the workspace's pinned memory (decode then sends it whole).
+func (d *devEngine) startArenaUpload(ws *workspace, arena []byte) (*arenaUpload, error) {
+	if len(arena) == 0 || !ws.arenaPin.holds(arena) {
+		return nil, nil
+	}
+	dst, err := d.bufs.arena.Get(d.dev, d.stream, len(arena))
+	if err != nil {
+		return nil, err
+	}
+	u := &arenaUpload{d: d, pin: &ws.arenaPin, dst: dst, wake: make(chan struct{}, 1), exit: make(chan struct{})}
+	go u.run()
+	return u, nil
+}
+
+// piece says arena[lo:hi] is ready.
+func (u *arenaUpload) piece(lo, hi uint32) {
+	u.mu.Lock()
+	u.todo = append(u.todo, [2]uint32{lo, hi})
+	u.mu.Unlock()
+	select {
+	case u.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (u *arenaUpload) run() {
+	defer close(u.exit)
+	var batch [][2]uint32
+	for {
+		u.mu.Lock()
+		batch, u.todo = append(batch[:0], u.todo...), u.todo[:0]
+		shut := u.shut
+		u.mu.Unlock()
+		slices.SortFunc(batch, func(a, b [2]uint32) int { return cmp.Compare(a[0], b[0]) })
+		for i := 0; i < len(batch) && u.err == nil; {
+			lo, hi := batch[i][0], batch[i][1]
+			for i++; i < len(batch) && batch[i][0] == hi; i++ {
+				hi = batch[i][1]
+			}
+			u.err = cuda.CopyToDeviceAsync(u.dst.Sub(int(lo), int(hi)), u.pin.mem, int(lo), u.d.stream)
+		}
+		if shut && len(batch) == 0 {
+			return
+		}
+		if !shut {
+			<-u.wake
+		}
+	}
+}
+
+// finish waits until every range reported has been sent (enqueued on the
+// engine's stream), and with sync until the copies are done (the job
+// failed: the arena may be reused). It returns the first failed copy's
+// error.
+func (u *arenaUpload) finish(sync bool) error {
+	u.mu.Lock()
+	u.shut = true
+	u.mu.Unlock()
+	select {
+	case u.wake <- struct{}{}:
+	default:
+	}
+	<-u.exit
+	if sync {
+		if err := u.d.stream.Synchronize(); err != nil && u.err == nil {
+			u.err = err
+		}
+	}
+	return u.err
+}
+
 // decode decodes the job's input blocks on the device (gpucompact.cu's
 // decode kernels): the arena goes up, the blocks' restart intervals are
 // counted, scanned and decoded into the entries and keys, the runs laid
@@ -854,14 +945,20 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 		}
 	}
 	staged := gpurt.Bytes[uint32](len(in.blocks)) + gpurt.Bytes[uint32](8) + gpurt.Bytes[uint32](len(in.crcs))
-	if !ws.arenaPin.holds(in.arena) {
+	if !in.uploaded && !ws.arenaPin.holds(in.arena) {
 		staged += gpurt.Bytes[uint8](len(in.arena))
 	}
 	if err := d.reserve(staged); err != nil {
 		return nil, none, err
 	}
+	sendArena := func() error {
+		if in.uploaded {
+			return nil // (arenaUpload sent it while it was loaded)
+		}
+		return upload(d, &ws.arenaPin, arena.Sub(0, len(in.arena)), in.arena)
+	}
 	for _, err := range []error{
-		upload(d, &ws.arenaPin, arena.Sub(0, len(in.arena)), in.arena),
+		sendArena(),
 		gpurt.Upload(&b.stage, str, blocks.Sub(0, len(in.blocks)), in.blocks),
 		gpurt.Upload(&b.stage, str, meta, []uint32{0, math.MaxUint32, 0, 0, 0, 0, 0, 0}),
 	} {
