@@ -111,12 +111,20 @@ func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace, dev 
 		if uint64(len(p.s.arena)) != p.rawLen {
 			return base.WithFile(&base.CorruptionError{Offset: int64(p.blocks[0].Offset), Reason: "blocks decode short of their decoded length"}, name)
 		}
-		l.done(p)
 		return nil
 	})
 	if err != nil {
 		l.close()
 		return nil, nil, err
+	}
+	// The decompressed pieces go up together, after the host's work (sent
+	// piece by piece they measured no faster, at times slower, where
+	// decompression is the load's work: docs/benchmarks.md); the pieces read
+	// straight into the arena went up as each was read (readJob).
+	for _, p := range l.pieces {
+		if !p.direct {
+			l.done(p)
+		}
 	}
 	in := &deviceInput{arena: l.arena, uploaded: up != nil}
 	for i, p := range l.pieces {

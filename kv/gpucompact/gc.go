@@ -57,8 +57,10 @@ type loaded struct {
 	pieces    []*loadPiece
 	arena     []byte
 	eachPiece func(func(*loadPiece) error) error // runs on every piece, on goroutines
-	// pieceDone, when set (the CUDA engine), is told each piece's range
-	// of the arena once its bytes are there (done), to send them up.
+	// pieceDone, when set (the CUDA engine), is told a piece's range of
+	// the arena once its bytes are there (done), to send them up: each
+	// piece read straight into the arena as it is read, the others once all
+	// are decompressed (loadJobBlocks).
 	pieceDone func(lo, hi uint32)
 }
 

@@ -821,8 +821,8 @@ func upload[T cuda.Elem](d *devEngine, pin *pinned, dst cuda.Slice[T], src []T) 
 
 // arenaUpload sends a job's arena (pinned) up to the device range by range
 // as the host fills it, on a goroutine of its own, so that the copies
-// overlap the reading and decompressing of the rest; adjacent ranges that
-// are ready together go in one copy. decode then finds the arena there.
+// overlap the reading of the rest; adjacent ranges that are ready together
+// go in one copy. decode then finds the arena there.
 type arenaUpload struct {
 	d    *devEngine
 	pin  *pinned
