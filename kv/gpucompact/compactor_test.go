@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -266,15 +267,21 @@ func TestMemoryEstimate(t *testing.T) {
 				t.Fatal(err)
 			}
 			est, contents := size.est, size.contents
-			var m0, m1 runtime.MemStats
-			runtime.ReadMemStats(&m0)
-			res, err := runGo(context.Background(), job, &workspace{}, &stageTimes{}, nil)
-			if err != nil {
-				t.Fatal(err)
+			// The least of three runs: TotalAlloc counts every goroutine's
+			// allocations, and others (an earlier test's, still winding
+			// down on a loaded machine) can only add to one run's.
+			alloc := uint64(math.MaxUint64)
+			for range 3 {
+				var m0, m1 runtime.MemStats
+				runtime.ReadMemStats(&m0)
+				res, err := runGo(context.Background(), job, &workspace{}, &stageTimes{}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				runtime.ReadMemStats(&m1)
+				// The in-memory files' chunks: at most twice what they hold.
+				alloc = min(alloc, m1.TotalAlloc-m0.TotalAlloc-min(m1.TotalAlloc-m0.TotalAlloc, 2*res.Stats.BytesWritten))
 			}
-			runtime.ReadMemStats(&m1)
-			// The in-memory files double as they grow.
-			alloc := m1.TotalAlloc - m0.TotalAlloc - min(m1.TotalAlloc-m0.TotalAlloc, 2*res.Stats.BytesWritten)
 			if alloc > est || contents == 0 {
 				t.Fatalf("%d-byte values, %d KiB outputs: the engine allocated %d bytes, the estimate is %d (contents %d)", valueLen, target>>10, alloc, est, contents)
 			}

@@ -39,11 +39,13 @@ var errIrregularBlock = errors.New("gpucompact: an input block's restart points 
 // loadJobBlocks reads the job's input tables as loadJob does, and
 // decompresses every data block into its place in the arena (checking its
 // checksum) on goroutines, without decoding entries. Blocks stored
-// uncompressed are copied unchecked: the device checks their checksums
-// (deviceInput.crcs, check_crcs), which on the host were most of the load's
-// CPU time. The caller closes the
-// tables (the second result) after the device has decoded the blocks: a
-// block the device finds damaged is decoded again on the host (recheck).
+// uncompressed are not checked on the host — tables stored uncompressed are
+// read straight into the arena, other such blocks copied there — and the
+// device checks their checksums (deviceInput.crcs, check_crcs), which on the
+// host were most of the load's CPU time. With dev, the arena goes up to the
+// device as it is filled (arenaUpload). The caller closes the tables (the
+// second result) after the device has decoded the blocks: a block the device
+// finds damaged is decoded again on the host (recheck).
 func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace, dev *devEngine) (_ *deviceInput, _ *loaded, err error) {
 	// With dev, each piece goes up to the device as soon as its bytes are
 	// in the arena, while the host reads and decompresses the others.
