@@ -14,14 +14,14 @@ import (
 // block's contents in the arena, in job order, and their places, with the
 // runs as ranges of blocks. The device decodes the entries.
 type deviceInput struct {
-	arena   []byte
-	blocks  []uint32   // per block: its contents' offset in the arena, and length (gpucompact.cu's BlockIn)
-	crcs    []uint32   // per block stored uncompressed: block, offset, length, checksum (gpucompact.cu's CrcIn)
+	arena  []byte
+	blocks []uint32 // per block: its contents' offset in the arena, and length (gpucompact.cu's BlockIn)
+	crcs   []uint32 // per block stored uncompressed: block, offset, length, checksum (gpucompact.cu's CrcIn)
 	// uploaded says the arena went up piece by piece while it was loaded
 	// (arenaUpload): decode does not send it.
 	uploaded bool
-	refs    []blockRef // per block: where it came from, to decode it on the host
-	runEnds []int      // per run: one past its last block
+	refs     []blockRef // per block: where it came from, to decode it on the host
+	runEnds  []int      // per run: one past its last block
 }
 
 // blockRef is where an input block came from.

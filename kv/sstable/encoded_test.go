@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/warpkit/warpkit/kv/internal/base"
-	"github.com/warpkit/warpkit/kv/record"
 	"github.com/warpkit/warpkit/kv/internal/rangedel"
+	"github.com/warpkit/warpkit/kv/record"
 )
 
 // encodedBlocksOf reads a table's data blocks back as EncodedBlocks, with
