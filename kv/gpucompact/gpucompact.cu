@@ -328,7 +328,6 @@ __device__ __forceinline__ uint32_t block_crc(const uint8_t* p, uint32_t n, uint
   return ~(tb->t[0][(c ^ type) & 0xffu] ^ (c >> 8));
 }
 
-
 // bloom_hash is sstable's bloomHash (a Murmur-like hash of the user key).
 __device__ __forceinline__ uint32_t bloom_hash(const uint8_t* b, uint32_t n) {
   constexpr uint32_t kSeed = 0xbc9f1d34u, kM = 0xc6a4a793u;
@@ -668,10 +667,10 @@ struct CrcIn {
 };
 static_assert(sizeof(CrcIn) == 16, "CrcIn must match devload.go's crc quadruples");
 
-// check_crcs checks the checksums of the blocks the host copied into the
-// arena unchecked (those stored uncompressed), a thread a block: a mismatch
-// flags the block, which the host then reads again and reports as the
-// Reader does.
+// check_crcs checks the checksums of the blocks stored uncompressed, which
+// the host put in the arena unchecked (read there, or copied), a thread a
+// block: a mismatch flags the block, which the host then reads again and
+// reports as the Reader does.
 extern "C" __global__ void __launch_bounds__(kBlock)
     check_crcs(const CrcIn* in, int n, const uint8_t* arena, const uint32_t* crc_table, uint32_t* status) {
   __shared__ CrcTables tables;
