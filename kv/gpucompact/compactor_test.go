@@ -608,6 +608,7 @@ func TestDamagedInput(t *testing.T) {
 		rounds = 60
 	}
 	checkDamaged(t, rounds, Options{Backend: warpkit.CPU})
+	checkDamagedSnappy(t, rounds/10, Options{Backend: warpkit.CPU})
 }
 
 // checkDamaged: a job with an input block damaged where its checksum cannot
@@ -620,6 +621,24 @@ func TestDamagedInput(t *testing.T) {
 // or declines the job ("irregular": entries out of order, or a block the
 // CUDA engine cannot decode by restart interval) or takes it.
 func checkDamaged(t *testing.T, rounds int, opts Options) {
+	checkDamagedJobs(t, rounds, opts, func(round int) (*ct.Env, *compaction.Job) {
+		e := ct.NewEnv()
+		job, _, _ := ct.RandomJob(t, rand.New(rand.NewPCG(uint64(round), 54)), e)
+		return e, job
+	})
+}
+
+// checkDamagedSnappy is checkDamaged over jobs of tables stored with Snappy
+// (whose blocks the CUDA engine checks and decompresses on the device).
+func checkDamagedSnappy(t *testing.T, rounds int, opts Options) {
+	checkDamagedJobs(t, rounds, opts, func(round int) (*ct.Env, *compaction.Job) {
+		return benchJobWith(t, 1, []int{0, 16, 100, 700}[round%4], sstable.SnappyCompression)
+	})
+}
+
+// checkDamagedJobs damages one block of the job newJob(round) builds in
+// each round and compares the Compactor with compaction.CPU.
+func checkDamagedJobs(t *testing.T, rounds int, opts Options, newJob func(round int) (*ct.Env, *compaction.Job)) {
 	opts.Fallback, opts.MinInputBytes = compaction.CPU{Parts: 1}, -1
 	c, err := New(opts)
 	if err != nil {
@@ -635,8 +654,7 @@ func checkDamaged(t *testing.T, rounds int, opts Options) {
 			patch[i] = []byte{0, 1, 7, 8, 0x7f, 0x80, 0xff, byte(rng.Uint32())}[rng.IntN(8)]
 		}
 		build := func() (*ct.Env, *compaction.Job) {
-			e := ct.NewEnv()
-			job, _, _ := ct.RandomJob(t, rand.New(rand.NewPCG(uint64(round), 54)), e)
+			e, job := newJob(round)
 			// Every third round leaves the checksum as it was: the damage
 			// is the checksum's to find (on the device, for blocks stored
 			// uncompressed), with the Reader's error.

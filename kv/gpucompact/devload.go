@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/internal/base"
@@ -20,8 +21,14 @@ type deviceInput struct {
 	// uploaded says the arena went up piece by piece while it was loaded
 	// (arenaUpload): decode does not send it.
 	uploaded bool
-	refs     []blockRef // per block: where it came from, to decode it on the host
-	runEnds  []int      // per run: one past its last block
+	// inflate lists the blocks the device checks and decompresses from
+	// regions (the stored bytes, pinned): block, offset in regions, stored
+	// length, type, place in the arena, decoded length, checksum
+	// (gpucompact.cu's InflateIn).
+	inflate []uint32
+	regions []byte
+	refs    []blockRef // per block: where it came from, to decode it on the host
+	runEnds []int      // per run: one past its last block
 }
 
 // blockRef is where an input block came from.
@@ -75,12 +82,36 @@ func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace, dev 
 	}
 	err = l.eachPiece(func(p *loadPiece) error {
 		p.s.arena = l.arena[p.s.arenaBase : p.s.arenaBase : uint64(p.s.arenaBase)+p.rawLen]
-		p.places, p.crcs = p.places[:0], p.crcs[:0]
+		p.places, p.crcs, p.inflate = p.places[:0], p.crcs[:0], p.inflate[:0]
 		if len(p.blocks) == 0 {
 			return nil
 		}
 		name := p.t.f.FileNum.String()
 		lo := p.blocks[0].Offset
+		if p.devSnappy {
+			// The device checks and decompresses each block into its place
+			// (inflate_blocks); the host only places it, from its header.
+			for i, h := range p.blocks {
+				stored := p.region[h.Offset-lo : h.Offset-lo+h.Length+sstable.BlockTrailerLen]
+				n, err := p.t.r.DecodedLen(h, stored)
+				if err != nil {
+					return err
+				}
+				c, crc, _ := sstable.BlockTrailer(h, stored) // (DecodedLen checked its length)
+				at := len(p.s.arena)
+				if at+n > cap(p.s.arena) || uint64(p.s.arenaBase)+uint64(at)+uint64(n) > math.MaxUint32 {
+					return base.WithFile(&base.CorruptionError{Offset: int64(h.Offset), Reason: "block decodes past its decoded length"}, name)
+				}
+				p.s.arena = p.s.arena[:at+n]
+				dst := p.s.arenaBase + uint32(at)
+				p.inflate = append(p.inflate, uint32(i), uint32(p.regionOff)+uint32(h.Offset-lo), uint32(h.Length), uint32(c), dst, uint32(n), crc)
+				p.places = append(p.places, dst, uint32(n))
+			}
+			if uint64(len(p.s.arena)) != p.rawLen {
+				return base.WithFile(&base.CorruptionError{Offset: int64(p.blocks[0].Offset), Reason: "blocks decode short of their decoded length"}, name)
+			}
+			return nil
+		}
 		if p.direct {
 			// Read into its place: every block is where it lies, its
 			// checksum the device's to check.
@@ -124,15 +155,19 @@ func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace, dev 
 	// decompression is the load's work: docs/benchmarks.md); the pieces read
 	// straight into the arena went up as each was read (readJob).
 	for _, p := range l.pieces {
-		if !p.direct {
+		if !p.direct && !p.devSnappy { // (the device fills devSnappy pieces' places)
 			l.done(p)
 		}
 	}
-	in := &deviceInput{arena: l.arena, uploaded: up != nil}
+	in := &deviceInput{arena: l.arena, uploaded: up != nil, regions: l.regions}
 	for i, p := range l.pieces {
 		first := uint32(len(in.refs)) // the piece's first block, in the job
 		for c := 0; c < len(p.crcs); c += 4 {
 			in.crcs = append(in.crcs, first+p.crcs[c], p.crcs[c+1], p.crcs[c+2], p.crcs[c+3])
+		}
+		for c := 0; c < len(p.inflate); c += 7 {
+			in.inflate = append(in.inflate, first+p.inflate[c])
+			in.inflate = append(in.inflate, p.inflate[c+1:c+7]...)
 		}
 		in.blocks = append(in.blocks, p.places...)
 		for _, h := range p.blocks {

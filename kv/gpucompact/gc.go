@@ -45,9 +45,15 @@ type loadPiece struct {
 	// is that place), and its blocks are neither copied nor checked on the
 	// host (loadJobBlocks).
 	direct bool
-	places []uint32 // for the CUDA engine: each block's contents' offset in the arena and length
-	crcs   []uint32 // for the CUDA engine: its blocks stored uncompressed (deviceInput.crcs, blocks counted in the piece)
-	err    error
+	// devSnappy (the CUDA engine, a table stored with Snappy, the regions
+	// pinned): the device checks and decompresses the piece's blocks
+	// (inflate_blocks); region is at regionOff in the job's regions.
+	devSnappy bool
+	regionOff int
+	places    []uint32 // for the CUDA engine: each block's contents' offset in the arena and length
+	crcs      []uint32 // for the CUDA engine: its blocks stored uncompressed (deviceInput.crcs, blocks counted in the piece)
+	inflate   []uint32 // for the CUDA engine, devSnappy: its blocks (deviceInput.inflate, blocks counted in the piece)
+	err       error
 }
 
 // loaded is a job's input tables open and their data blocks read into
@@ -55,6 +61,7 @@ type loadPiece struct {
 type loaded struct {
 	tables    []*loadTable
 	pieces    []*loadPiece
+	regions   []byte // the pieces' stored bytes (all but the direct ones')
 	arena     []byte
 	eachPiece func(func(*loadPiece) error) error // runs on every piece, on goroutines
 	// pieceDone, when set (the CUDA engine), is told a piece's range of
@@ -127,11 +134,13 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, decode boo
 			return nil, t.err
 		}
 		start, size := 0, uint64(0)
-		direct := !decode && t.r.Properties().Compression == sstable.NoCompression.String()
+		compression := t.r.Properties().Compression
+		direct := !decode && compression == sstable.NoCompression.String()
+		devSnappy := !decode && compression == sstable.SnappyCompression.String()
 		for i, h := range t.blocks {
 			size += h.Length
 			if size >= loadPieceBytes || i == len(t.blocks)-1 {
-				pieces = append(pieces, &loadPiece{t: t, blocks: t.blocks[start : i+1], direct: direct})
+				pieces = append(pieces, &loadPiece{t: t, blocks: t.blocks[start : i+1], direct: direct, devSnappy: devSnappy})
 				start, size = i+1, 0
 			}
 		}
@@ -161,12 +170,15 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, decode boo
 		entsLen += p.entsCap
 		keysLen += p.keysCap
 	}
-	regions := take(&ws.regions, regionsLen)
+	regions := takePinned(ws, &ws.regionsPin, &ws.regions, regionsLen)
+	l.regions = regions
 	pieceEnts, pieceKeys := take(&ws.pieceEnts, entsLen), take(&ws.pieceKeys, keysLen)
 	entsLen, keysLen = 0, 0
 	for i, p := range pieces {
 		if !p.direct {
-			p.region = regions[regionAt[i][0]:regionAt[i][1]]
+			p.region, p.regionOff = regions[regionAt[i][0]:regionAt[i][1]], regionAt[i][0]
+			// The device inflates only from pinned regions (one copy up).
+			p.devSnappy = p.devSnappy && ws.regionsPin.holds(regions)
 		}
 		p.s.ents = pieceEnts[entsLen : entsLen : entsLen+p.entsCap]
 		p.s.keys = pieceKeys[keysLen : keysLen : keysLen+p.keysCap]

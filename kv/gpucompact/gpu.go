@@ -45,9 +45,9 @@ type devEngine struct {
 	prim   *prim.Engine
 	stream *cuda.Stream
 	fn     struct {
-		iota, merge, gc, apply, sizes, encode, blockEnds *cuda.Function
-		intervals, scan, decode, lcp, k0, checkCRCs      *cuda.Function
-		filters, radixKey, valueLens, moveValues         *cuda.Function
+		iota, merge, gc, apply, sizes, encode, blockEnds  *cuda.Function
+		intervals, scan, decode, lcp, k0, checkCRCs       *cuda.Function
+		filters, radixKey, valueLens, moveValues, inflate *cuda.Function
 	}
 	// radix and moveValues are Options.Sort == SortRadix and
 	// Options.MoveValues (set by New).
@@ -77,6 +77,8 @@ type devBufs struct {
 	jumpEnd, jumpSize                     gpurt.Buf[uint32]
 	crcTable, crcs                        gpurt.Buf[uint32] // record's CRC table; check_crcs's blocks
 	filterDescs, filterWords              gpurt.Buf[uint32] // table_filters
+	stored                                gpurt.Buf[uint8]  // inflate_blocks: the stored bytes of Snappy tables
+	inflate                               gpurt.Buf[uint32] // inflate_blocks: its blocks
 	radixKeys                             gpurt.Buf[uint64] // Options.Sort = SortRadix: one pass's keys
 	valLens, valOffs                      gpurt.Buf[uint32] // Options.MoveValues
 	moved                                 gpurt.Buf[uint8]  // Options.MoveValues: the values in their new order
@@ -100,7 +102,8 @@ func newDevEngine(dev *cuda.Device, own bool) (*devEngine, error) {
 	}{{&d.fn.iota, "iota"}, {&d.fn.merge, "merge_round"}, {&d.fn.gc, "gc_flags"}, {&d.fn.apply, "apply_checks"}, {&d.fn.sizes, "entry_sizes"}, {&d.fn.encode, "encode_blocks"},
 		{&d.fn.intervals, "block_intervals"}, {&d.fn.scan, "scan_intervals"}, {&d.fn.decode, "decode_intervals"},
 		{&d.fn.lcp, "job_lcp"}, {&d.fn.k0, "set_k0"}, {&d.fn.blockEnds, "block_ends"}, {&d.fn.checkCRCs, "check_crcs"}, {&d.fn.filters, "table_filters"},
-		{&d.fn.radixKey, "radix_key"}, {&d.fn.valueLens, "value_lens"}, {&d.fn.moveValues, "move_values"}} {
+		{&d.fn.radixKey, "radix_key"}, {&d.fn.valueLens, "value_lens"}, {&d.fn.moveValues, "move_values"},
+		{&d.fn.inflate, "inflate_blocks"}} {
 		if *k.dst, err = mod.Function(k.name); err != nil {
 			return fail(err)
 		}
@@ -938,13 +941,13 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 	if err != nil {
 		return nil, none, err
 	}
-	var table cuda.Slice[uint32] // record's CRC table, for check_crcs (loaded before the staging is reserved)
-	if len(in.crcs) > 0 {
+	var table cuda.Slice[uint32] // record's CRC table, for check_crcs and inflate_blocks (loaded before the staging is reserved)
+	if len(in.crcs) > 0 || len(in.inflate) > 0 {
 		if table, err = d.crcTable(); err != nil {
 			return nil, none, err
 		}
 	}
-	staged := gpurt.Bytes[uint32](len(in.blocks)) + gpurt.Bytes[uint32](8) + gpurt.Bytes[uint32](len(in.crcs))
+	staged := gpurt.Bytes[uint32](len(in.blocks)) + gpurt.Bytes[uint32](8) + gpurt.Bytes[uint32](len(in.crcs)) + gpurt.Bytes[uint32](len(in.inflate))
 	if !in.uploaded && !ws.arenaPin.holds(in.arena) {
 		staged += gpurt.Bytes[uint8](len(in.arena))
 	}
@@ -963,6 +966,29 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 		gpurt.Upload(&b.stage, str, meta, []uint32{0, math.MaxUint32, 0, 0, 0, 0, 0, 0}),
 	} {
 		if err != nil {
+			return nil, none, err
+		}
+	}
+	if ni := len(in.inflate) / 7; ni > 0 {
+		// The blocks of tables stored with Snappy: their stored bytes go
+		// up (pinned), and the device checks and decompresses them into
+		// their places in the arena; a mismatch or a block that does not
+		// decode flags it, as damage the decoding finds does.
+		stored, err := b.stored.Get(dev, str, len(in.regions))
+		if err != nil {
+			return nil, none, err
+		}
+		if err := upload(d, &ws.regionsPin, stored, in.regions); err != nil {
+			return nil, none, err
+		}
+		infl, err := b.inflate.Get(dev, str, len(in.inflate))
+		if err != nil {
+			return nil, none, err
+		}
+		if err := gpurt.Upload(&b.stage, str, infl, in.inflate); err != nil {
+			return nil, none, err
+		}
+		if err := d.fn.inflate.Launch(d.grid(ni), cuda.D1(deviceBlock), 0, str, infl, int32(ni), stored, arena, table, meta); err != nil {
 			return nil, none, err
 		}
 	}

@@ -252,6 +252,7 @@ func TestCUDADamagedInput(t *testing.T) {
 		rounds = 100
 	}
 	checkDamaged(t, rounds, Options{Backend: warpkit.CUDA, Device: dev})
+	checkDamagedSnappy(t, rounds/4, Options{Backend: warpkit.CUDA, Device: dev})
 }
 
 // TestCUDAUnsortedRunDeclined: checkUnsortedRun on the CUDA engine.

@@ -199,10 +199,20 @@ func (r *Reader) DecodeBlock(h BlockHandle, stored, dst []byte) ([]byte, error) 
 // checks the checksum elsewhere (kv/gpucompact's kernels): DecodeBlock gives
 // the error a mismatch is reported with.
 func RawUnchecked(h BlockHandle, stored []byte) (raw []byte, crc uint32, ok bool) {
-	if uint64(len(stored)) != h.Length+blockTrailerLen || Compression(stored[h.Length]) != NoCompression {
-		return nil, 0, false
+	if c, crc, ok := BlockTrailer(h, stored); ok && c == NoCompression {
+		return stored[:h.Length], crc, true
 	}
-	return stored[:h.Length], record.UnmaskCRC(binary.LittleEndian.Uint32(stored[h.Length+1:])), true
+	return nil, 0, false
+}
+
+// BlockTrailer returns what a stored block's trailer records, unchecked:
+// how the block is stored and the CRC-32C of its bytes then its type byte,
+// unmasked. ok is false when the block's length disagrees with h.
+func BlockTrailer(h BlockHandle, stored []byte) (c Compression, crc uint32, ok bool) {
+	if uint64(len(stored)) != h.Length+blockTrailerLen {
+		return 0, 0, false
+	}
+	return Compression(stored[h.Length]), record.UnmaskCRC(binary.LittleEndian.Uint32(stored[h.Length+1:])), true
 }
 
 // DecodedLen returns how many bytes DecodeBlock will return for a stored
