@@ -78,8 +78,11 @@
 //     pieces of a table stored uncompressed are read straight into their
 //     places in it, trailers and all, and the device checks every such
 //     block's checksum (check_crcs, a thread a block, slicing-by-4 tables
-//     derived from record.CRCTable); the host decompresses the other
-//     blocks into it (checking their checksums). The device counts each block's restart
+//     derived from record.CRCTable); the stored bytes of tables stored
+//     with Snappy (in pinned memory) go up in one copy, and the device
+//     checks and decompresses each block into its place (inflate_blocks, a
+//     thread a block); the host decompresses S2 blocks into the arena
+//     (checking their checksums). The device counts each block's restart
 //     intervals (checking its restart array), walks every interval twice —
 //     counting entries and key bytes, then, after prim's scans of the
 //     counts, decoding them into the entry array and the key arena — and
@@ -134,9 +137,10 @@
 // Issue 15 (the pipeline and its Go engine) is done. Issue 16 (the CUDA
 // engine) is in part: the engine above works and is measured
 // (docs/benchmarks.md), with the paper's two ablations (Options.Sort =
-// SortRadix, Options.MoveValues: measured, docs/benchmarks.md); device
-// Snappy, key-range partitions for jobs past the device's memory and the
-// multi-stream copy/compute overlap are not built. Tested: byte identity with compaction.CPU over random jobs, the
+// SortRadix, Options.MoveValues: measured, docs/benchmarks.md) and the
+// Snappy inputs decompressed on the device; key-range partitions for jobs
+// past the device's memory, device compression of the outputs and a ring of
+// fixed chunks on several streams are not built. Tested: byte identity with compaction.CPU over random jobs, the
 // spec's matrix (compactiontest.MatrixJob), multi-MiB jobs, a value past
 // the 64 MiB compression limit and FuzzGoEngine, every round reusing one
 // workspace; each stage against its CPU counterpart; FuzzLoadDamagedBlock
@@ -170,15 +174,15 @@
 //     one the device runs out of memory for, is declined ("budget") to
 //     Fallback: the spec's key-range partitions of large jobs are not
 //     built.
-//   - The CUDA engine decodes, checksums uncompressed blocks (in and out)
-//     and builds the filters on the device, but the host still decompresses
-//     Snappy/S2 inputs, compresses and checksums compressed outputs, and
-//     plans. The input checksums of uncompressed blocks are checked on the
+//   - The CUDA engine decodes, checksums uncompressed blocks (in and out),
+//     checks and decompresses Snappy inputs and builds the filters on the
+//     device, but the host still decompresses S2 inputs, compresses and
+//     checksums compressed outputs, and plans. The input checksums of uncompressed blocks are checked on the
 //     device after the copy, not in K1 with the decoding (one launch more);
 //     a mismatch flags the block as damage the decoder finds does. The
 //     pinned arrays are the workspace's (grown as jobs grow), not a ring of
-//     fixed chunks allocated in New; one stream, no copy/compute overlap
-//     across chunks; launches per job: about 13 plus one per merge round,
+//     fixed chunks allocated in New; one stream, whose copies overlap the
+//     host's reading only for tables stored uncompressed (arenaUpload); launches per job: about 13 plus one per merge round,
 //     one per encode batch and one per batch of ended tables (filters).
 //   - A merged order that is not strictly ascending is a decline
 //     ("irregular") rather than the spec's device-bug fallback: it is
