@@ -177,8 +177,7 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, decode boo
 	for i, p := range pieces {
 		if !p.direct {
 			p.region, p.regionOff = regions[regionAt[i][0]:regionAt[i][1]], regionAt[i][0]
-			// The device inflates only from pinned regions (one copy up).
-			p.devSnappy = p.devSnappy && ws.regionsPin.holds(regions)
+			p.devSnappy = p.devSnappy && inflateFrom(ws, regions)
 		}
 		p.s.ents = pieceEnts[entsLen : entsLen : entsLen+p.entsCap]
 		p.s.keys = pieceKeys[keysLen : keysLen : keysLen+p.keysCap]
@@ -281,6 +280,11 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, decode boo
 	}
 	return l, nil
 }
+
+// inflateFrom says whether the device can inflate Snappy blocks from
+// regions: only from pinned memory (one copy up). A variable: tests of the
+// loader without a device set it.
+var inflateFrom = func(ws *workspace, regions []byte) bool { return ws.regionsPin.holds(regions) }
 
 // loadJob reads every input table of job into one inputSet: each L0 table
 // a run of its own, each deeper level's tables (sorted, disjoint) one run.

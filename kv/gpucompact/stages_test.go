@@ -13,6 +13,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/sstable"
 	"github.com/warpkit/warpkit/kv/vfs"
@@ -454,4 +455,76 @@ func TestLoadJobBlocks(t *testing.T) {
 		t.Fatalf("a compressed block in an uncompressed table: %v", err)
 	}
 	ws.free()
+}
+
+// TestLoadJobBlocksInflate: with Snappy tables the loader (no device
+// needed: inflateFrom says yes) places every block by its header and lists
+// it for inflate_blocks — its stored bytes in the regions, its type, its
+// place and length in the arena, its trailer's checksum — such that
+// decoding the listed bytes as the device does gives DecodeBlock's
+// contents at the listed place; the arena's other places (none here) stay
+// the host's.
+func TestLoadJobBlocksInflate(t *testing.T) {
+	defer func(f func(*workspace, []byte) bool) { inflateFrom = f }(inflateFrom)
+	inflateFrom = func(*workspace, []byte) bool { return true }
+	for _, valueLen := range []int{16, 700} {
+		e, job := benchJobWith(t, 2, valueLen, sstable.SnappyCompression)
+		ws := &workspace{}
+		in, l, err := loadJobBlocks(context.Background(), job, ws, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(in.inflate) != 7*len(in.refs) || len(in.crcs) != 0 {
+			t.Fatalf("%d inflate records and %d checks for %d blocks", len(in.inflate)/7, len(in.crcs)/4, len(in.refs))
+		}
+		compressed := 0
+		for r := 0; r < len(in.inflate); r += 7 {
+			b, src, n, typ, dst, dlen, want := in.inflate[r], in.inflate[r+1], in.inflate[r+2], in.inflate[r+3], in.inflate[r+4], in.inflate[r+5], in.inflate[r+6]
+			ref := in.refs[b]
+			data := readFile(t, e, ref.p.t.f)
+			h := ref.h
+			stored := data[h.Offset : h.Offset+h.Length+sstable.BlockTrailerLen]
+			contents, err := ref.p.t.r.DecodeBlock(h, stored, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(in.regions[src:src+n], stored[:h.Length]) || typ != uint32(stored[h.Length]) {
+				t.Fatalf("block %d: the listed stored bytes or type are not the block's", b)
+			}
+			if off, ln := in.blocks[2*b], in.blocks[2*b+1]; off != dst || ln != dlen || int(dlen) != len(contents) {
+				t.Fatalf("block %d: listed at %d+%d, placed at %d+%d, contents %d bytes", b, dst, dlen, off, ln, len(contents))
+			}
+			if got := record.ExtendCRC(record.CRC(in.regions[src:src+n]), []byte{byte(typ)}); got != want {
+				t.Fatalf("block %d: checksum %#x listed, %#x computed", b, want, got)
+			}
+			if typ == uint32(sstable.SnappyCompression) {
+				compressed++
+				got, err := s2.Decode(nil, in.regions[src:src+n]) // (S2's decoder reads Snappy)
+				if err != nil || !bytes.Equal(got, contents) {
+					t.Fatalf("block %d: the listed bytes do not decode to its contents (%v)", b, err)
+				}
+			}
+		}
+		if compressed == 0 {
+			t.Fatal("no compressed block listed")
+		}
+		// The places tile the arena: in order, apart, inside it.
+		var places [][2]uint32
+		for r := 0; r < len(in.inflate); r += 7 {
+			places = append(places, [2]uint32{in.inflate[r+4], in.inflate[r+5]})
+		}
+		slices.SortFunc(places, func(a, b [2]uint32) int { return int(a[0]) - int(b[0]) })
+		end := uint32(0)
+		for _, pl := range places {
+			if pl[0] < end {
+				t.Fatalf("place %d+%d overlaps the one before (ending at %d)", pl[0], pl[1], end)
+			}
+			end = pl[0] + pl[1]
+		}
+		if int(end) != len(in.arena) {
+			t.Fatalf("places end at %d, the arena at %d", end, len(in.arena))
+		}
+		l.close()
+		ws.free()
+	}
 }
