@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/internal/base"
@@ -88,30 +87,6 @@ func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace, dev 
 		}
 		name := p.t.f.FileNum.String()
 		lo := p.blocks[0].Offset
-		if p.devSnappy {
-			// The device checks and decompresses each block into its place
-			// (inflate_blocks); the host only places it, from its header.
-			for i, h := range p.blocks {
-				stored := p.region[h.Offset-lo : h.Offset-lo+h.Length+sstable.BlockTrailerLen]
-				n, err := p.t.r.DecodedLen(h, stored)
-				if err != nil {
-					return err
-				}
-				c, crc, _ := sstable.BlockTrailer(h, stored) // (DecodedLen checked its length)
-				at := len(p.s.arena)
-				if at+n > cap(p.s.arena) || uint64(p.s.arenaBase)+uint64(at)+uint64(n) > math.MaxUint32 {
-					return base.WithFile(&base.CorruptionError{Offset: int64(h.Offset), Reason: "block decodes past its decoded length"}, name)
-				}
-				p.s.arena = p.s.arena[:at+n]
-				dst := p.s.arenaBase + uint32(at)
-				p.inflate = append(p.inflate, uint32(i), uint32(p.regionOff)+uint32(h.Offset-lo), uint32(h.Length), uint32(c), dst, uint32(n), crc)
-				p.places = append(p.places, dst, uint32(n))
-			}
-			if uint64(len(p.s.arena)) != p.rawLen {
-				return base.WithFile(&base.CorruptionError{Offset: int64(p.blocks[0].Offset), Reason: "blocks decode short of their decoded length"}, name)
-			}
-			return nil
-		}
 		if p.direct {
 			// Read into its place: every block is where it lies, its
 			// checksum the device's to check.
@@ -126,6 +101,24 @@ func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace, dev 
 		}
 		for i, h := range p.blocks {
 			stored := p.region[h.Offset-lo : h.Offset-lo+h.Length+sstable.BlockTrailerLen]
+			if p.devSnappy {
+				// The device checks and decompresses the block into its
+				// place (inflate_blocks); the host only places it, from its
+				// header.
+				n, err := p.t.r.DecodedLen(h, stored)
+				if err != nil {
+					return err
+				}
+				c, crc, _ := sstable.BlockTrailer(h, stored) // (DecodedLen checked its length)
+				at, err := p.s.reserve(name, h, n)
+				if err != nil {
+					return err
+				}
+				dst := p.s.arenaBase + uint32(at)
+				p.inflate = append(p.inflate, uint32(i), uint32(p.regionOff)+uint32(h.Offset-lo), uint32(h.Length), uint32(c), dst, uint32(n), crc)
+				p.places = append(p.places, dst, uint32(n))
+				continue
+			}
 			if raw, crc, ok := sstable.RawUnchecked(h, stored); ok {
 				at, err := p.s.placeRaw(name, h, raw)
 				if err != nil {

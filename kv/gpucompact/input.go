@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/sstable"
@@ -200,14 +201,26 @@ func (s *inputSet) placeBlock(r *sstable.Reader, name string, h sstable.BlockHan
 // arena's next bytes, unchecked (the CUDA engine checks its checksum on the
 // device: check_crcs), and returns where they start in the arena.
 func (s *inputSet) placeRaw(name string, h sstable.BlockHandle, raw []byte) (int, error) {
+	at, err := s.reserve(name, h, len(raw))
+	if err == nil {
+		copy(s.arena[at:], raw)
+	}
+	return at, err
+}
+
+// reserve extends the arena by the n bytes of block h's contents, which the
+// caller (or the device: inflate_blocks) fills, and returns where they
+// start; a fixed arena without room for them means the block decodes past
+// the length its table's blocks were placed for.
+func (s *inputSet) reserve(name string, h sstable.BlockHandle, n int) (int, error) {
 	at := len(s.arena)
 	switch {
-	case uint64(s.arenaBase)+uint64(at)+uint64(len(raw)) > math.MaxUint32:
+	case uint64(s.arenaBase)+uint64(at)+uint64(n) > math.MaxUint32:
 		return 0, fmt.Errorf("gpucompact: %s: %w", name, errTooLarge)
-	case s.fixedArena && at+len(raw) > cap(s.arena):
+	case s.fixedArena && at+n > cap(s.arena):
 		return 0, base.WithFile(&base.CorruptionError{Offset: int64(h.Offset), Reason: "block decodes past its decoded length"}, name)
 	}
-	s.arena = append(s.arena, raw...)
+	s.arena = slices.Grow(s.arena, n)[:at+n]
 	return at, nil
 }
 
