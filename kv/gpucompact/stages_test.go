@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/s2"
+	ct "github.com/warpkit/warpkit/kv/compaction/compactiontest"
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/sstable"
 	"github.com/warpkit/warpkit/kv/vfs"
@@ -367,6 +368,19 @@ func TestMergePlan(t *testing.T) {
 	}
 }
 
+// refBlock returns the input block ref names as its table's file stores it
+// (with its trailer) and its contents as the table's Reader decodes them.
+func refBlock(t *testing.T, e *ct.Env, ref blockRef) (stored, contents []byte) {
+	t.Helper()
+	h := ref.h
+	stored = readFile(t, e, ref.p.t.f)[h.Offset : h.Offset+h.Length+sstable.BlockTrailerLen]
+	contents, err := ref.p.t.r.DecodeBlock(h, stored, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stored, contents
+}
+
 // TestLoadJobBlocks: the CUDA engine's host loading (no device needed) puts
 // every input block's contents where the device will look for them — tables
 // stored uncompressed read straight into the arena, the others decompressed
@@ -388,13 +402,8 @@ func TestLoadJobBlocks(t *testing.T) {
 		}
 		raws := 0
 		for i, ref := range in.refs {
-			data := readFile(t, e, ref.p.t.f)
 			h := ref.h
-			stored := data[h.Offset : h.Offset+h.Length+sstable.BlockTrailerLen]
-			want, err := ref.p.t.r.DecodeBlock(h, stored, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			stored, want := refBlock(t, e, ref)
 			off, n := in.blocks[2*i], in.blocks[2*i+1]
 			if !bytes.Equal(in.arena[off:off+n], want) {
 				t.Fatalf("%v: block %d: the arena holds other bytes than its contents", c, i)
@@ -480,14 +489,8 @@ func TestLoadJobBlocksInflate(t *testing.T) {
 		compressed := 0
 		for r := 0; r < len(in.inflate); r += 7 {
 			b, src, n, typ, dst, dlen, want := in.inflate[r], in.inflate[r+1], in.inflate[r+2], in.inflate[r+3], in.inflate[r+4], in.inflate[r+5], in.inflate[r+6]
-			ref := in.refs[b]
-			data := readFile(t, e, ref.p.t.f)
-			h := ref.h
-			stored := data[h.Offset : h.Offset+h.Length+sstable.BlockTrailerLen]
-			contents, err := ref.p.t.r.DecodeBlock(h, stored, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			h := in.refs[b].h
+			stored, contents := refBlock(t, e, in.refs[b])
 			if !bytes.Equal(in.regions[src:src+n], stored[:h.Length]) || typ != uint32(stored[h.Length]) {
 				t.Fatalf("block %d: the listed stored bytes or type are not the block's", b)
 			}
