@@ -63,7 +63,13 @@
 // insert reads the weight that won in the canonical direction and gives it
 // to the reverse, so both directions hold one weight; an undirected delete
 // queues both passes with one wait. Build sizes each table for its entries
-// (Options.LoadFactor of a bucket's 7 slots, one bucket at least), lays the
+// (Options.LoadFactor of a bucket's 7 slots; one bucket for a table of at
+// most 7 entries at the default load or denser, which one slab holds
+// without overflow; no bucket for a vertex without entries, which costs
+// its 16-byte dictionary entry alone until an insert batch gives it a
+// bucket at the arena's end: the apply launch fails such an element with
+// a status of its own, the host gives every such vertex a bucket and
+// reruns the failed elements; finds and deletes there are NotFound), lays the
 // arena out with a device scan (prim) and inserts the edges in batches of
 // 2^26; when the edges list both directions of every edge (a hash sum over
 // the edges equals one over their reverses), it counts entries at their
@@ -136,7 +142,8 @@
 //   - Vertex deletes sweep every list for both directed and undirected
 //     graphs (the spec's eager path through the deleted vertices' own lists
 //     for undirected graphs is not built); the deleted IDs stay valid with
-//     degree 0 and one or more empty buckets.
+//     degree 0 and their empty buckets (none for a vertex that had no
+//     entries at the last build).
 //   - Degrees are counted by one atomic add per applied element (the
 //     spec's __match_any_sync aggregation is not built).
 //   - Under ErrPoolExhausted the edges that could not be inserted report

@@ -38,3 +38,8 @@ func TestEmulatedDifferential(t *testing.T) {
 		}
 	}
 }
+
+// TestEmulatedTablesOnDemand is TestCUDATablesOnDemand on the emulation.
+func TestEmulatedTablesOnDemand(t *testing.T) {
+	tablesOnDemand(t, emu.Device(t, emu.Options{}, sources...))
+}

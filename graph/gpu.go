@@ -114,12 +114,15 @@ type gpuGraph[W any] struct {
 	rNeed, rRows, rNB gpurt.Buf[uint64]
 	rCnt, rSrc, rCols gpurt.Buf[uint32]
 	rVals, rRes       gpurt.Buf[uint8]
+	// The vertices an insert batch gives their first table (giveTables).
+	nIDs gpurt.Buf[uint32]
 
 	fPrep, fCheckIDs, fCount, fBuckets, fDict, fDegrees, fMark, fOrient            *cuda.Function
 	fMirror, fUndo, fUndone, fTCSorted, fNarrow, fSymmetry, fFailedPattern         *cuda.Function
 	fRehashPlan, fRehashDict, fRelease, fGatherTables, fPick, fDiff, fCountSources *cuda.Function
 	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC, fOwner                  *cuda.Function
 	fGatherLanes                                                                   *cuda.Function // set slabs only (nil for weighted graphs)
+	fClaimTables, fGiveTables                                                      *cuda.Function
 }
 
 func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], error) {
@@ -167,7 +170,7 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 		name string
 	}{
 		{&g.fPrep, "gr_prep"}, {&g.fCheckIDs, "gr_check_ids"}, {&g.fCount, "gr_count_edges"},
-		{&g.fBuckets, "gr_buckets"}, {&g.fDict, "gr_dict"}, {&g.fDegrees, "gr_degrees"}, {&g.fMark, "gr_mark"},
+		{&g.fBuckets, "gr_buckets"}, {&g.fClaimTables, "gr_claim_tables"}, {&g.fGiveTables, "gr_give_tables"}, {&g.fDict, "gr_dict"}, {&g.fDegrees, "gr_degrees"}, {&g.fMark, "gr_mark"},
 		{&g.fOrient, "gr_orient"}, {&g.fMirror, "gr_mirror"}, {&g.fUndo, "gr_undo"}, {&g.fUndone, "gr_undone"},
 		{&g.fTCSorted, "gr_tc_sorted"}, {&g.fNarrow, "gr_narrow"}, {&g.fSymmetry, "gr_symmetry"},
 		{&g.fFailedPattern, "gr_failed_pattern"}, {&g.fRehashPlan, "gr_rehash_plan"}, {&g.fRehashDict, "gr_rehash_dict"},
@@ -392,6 +395,7 @@ func (g *gpuGraph[W]) run(ctx context.Context, op uint32, src, dst cuda.Slice[ui
 		}
 		defer g.pool.Unreserve(reserve)
 	}
+	gave := false // giveTables ran
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -430,6 +434,22 @@ func (g *gpuGraph[W]) run(ctx context.Context, op uint32, src, dst cuda.Slice[ui
 		if status == 0 {
 			return nil
 		}
+		if status&gpurt.StatusNoTable != 0 {
+			// Inserts into vertices without a table (a build gives none to
+			// a vertex without entries): give each a bucket, rerun them.
+			// Once is enough: the rerun finds every table it needs.
+			if gave {
+				return fmt.Errorf("%d edges not applied: %w", c[gpurt.CtrlFailed], gpurt.StatusError("device", status))
+			}
+			gave = true
+			if err := g.giveTables(src.Sub(0, n), res.Sub(0, n)); err != nil {
+				return fmt.Errorf("%d edges not applied: %w", c[gpurt.CtrlFailed], err)
+			}
+			flags |= flagRetry
+			if status &^= gpurt.StatusNoTable; status == 0 {
+				continue
+			}
+		}
 		switch {
 		case status&gpurt.StatusPoolExhausted != 0:
 			if err := g.pool.GrowPast(ctx, supers); err != nil {
@@ -449,6 +469,56 @@ func (g *gpuGraph[W]) run(ctx context.Context, op uint32, src, dst cuda.Slice[ui
 		}
 		flags |= flagRetry
 	}
+}
+
+// fitOne is gr_buckets's fit for a build at per1000 thousandths of an entry
+// a bucket: a table of at most a slab's entries takes one bucket at the
+// default load factor or denser (one slab holds them without overflow);
+// at sparser loads every table is sized as asked.
+func (g *gpuGraph[W]) fitOne(per1000 uint32) uint32 {
+	if float64(per1000) >= math.Round(DefaultLoadFactor*slotsPerBucket*1000) {
+		return slotsPerBucket
+	}
+	return 0
+}
+
+// giveTables gives every vertex without a table (no buckets) that a failed
+// insert element of a batch (src, res: kResFailed) starts from one bucket
+// at the arena's end (graph.cu: gr_claim_tables, gr_give_tables), queued
+// on the stream before the batch's rerun. On failure no vertex changed.
+func (g *gpuGraph[W]) giveTables(src cuda.Slice[uint32], res cuda.Slice[uint8]) error {
+	n := src.Len()
+	ids, err := g.nIDs.Get(g.dev, g.stream, max(1, min(n, g.nv)))
+	if err != nil {
+		return err
+	}
+	if err := g.zeroCtrl(); err != nil {
+		return err
+	}
+	if err := g.launch(g.fClaimTables, int64(n), src, res, uint64(n), g.dict, ids, g.ctrl); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if err := g.readCtrl(); err != nil {
+		return err
+	}
+	k := int(g.host[gpurt.CtrlCount])
+	if k == 0 {
+		return nil
+	}
+	first := g.nslabs
+	if err := g.reserveArena(first + k); err != nil {
+		// Drop the claims: the vertices stay without tables.
+		if cerr := g.launch(g.fGiveTables, int64(k), ids, uint64(k), ^uint64(0), g.dict); cerr != nil {
+			return errors.Join(err, waitAfter(g.stream, cerr))
+		}
+		return errors.Join(err, gpurt.Wait(g.stream))
+	}
+	g.ownerOK = false
+	if err := g.launch(g.fGiveTables, int64(k), ids, uint64(k), uint64(first), g.dict); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	g.nslabs = first + k
+	return nil
 }
 
 // prepCounts reads prep's counts in g.host: a rejected ID fails the batch
@@ -1417,7 +1487,7 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	var slabs uint64
 	if n > 0 {
 		per := uint32(math.Round(g.loadFactor * slotsPerBucket * 1000))
-		if err := g.launch(g.fBuckets, int64(n), cnt, uint64(n), per, nb); err != nil {
+		if err := g.launch(g.fBuckets, int64(n), cnt, uint64(n), per, g.fitOne(per), nb); err != nil {
 			return waitAfter(g.stream, err)
 		}
 		if slabs, err = g.scan(nb.Sub(0, n), base); err != nil {

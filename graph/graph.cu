@@ -40,13 +40,18 @@ constexpr uint32_t kOrphan = 0xFFFFFFFFu;
 enum PrepMode : uint32_t { kUndirected = 1, kSelfLoops = 2, kCheckIDs = 4 };
 
 // VertexLoc is the locator of an edge batch: element i is an entry of the
-// table of vertex src[i] (its key the neighbour).
+// table of vertex src[i] (its key the neighbour). A vertex of no buckets
+// has no table (a build gives none to a vertex without entries): its head
+// is null (slabhash.cuh: a find or delete is NotFound, an insert fails with
+// kStatusNoTable and the host gives the vertex a bucket, gr_claim_tables).
 struct VertexLoc {
+  static constexpr bool kMayLack = true;
   const uint32_t* src;
   Vertex* dict;
   template <class L>
   __device__ __forceinline__ char* head(const Ctx<L>& c, uint64_t i, typename L::K k) const {
     const uint2 bn = *(const uint2*)&dict[src[i]];  // base, nb
+    if (bn.y == 0) return nullptr;
     return c.heads + ((size_t)bn.x + __umulhi(hash_key(k, c.seed), bn.y)) * L::kSlabBytes;
   }
   __device__ __forceinline__ void counted(uint64_t i, long long d) const {
@@ -196,11 +201,45 @@ extern "C" __global__ void gr_count_edges(const uint32_t* src, const uint32_t* d
   }
 }
 
-// buckets sizes each vertex's table: ceil(cnt / per) buckets, at least
-// one, per in thousandths of an entry (the load factor times the slots).
-extern "C" __global__ void gr_buckets(const uint32_t* cnt, uint64_t nv, uint32_t per1000, uint64_t* nb) {
-  for (uint64_t v = thread_index(); v < nv; v += thread_count())
-    nb[v] = cnt[v] ? ((uint64_t)cnt[v] * 1000 + per1000 - 1) / per1000 : 1;
+// buckets sizes each vertex's table: ceil(cnt / per) buckets, per in
+// thousandths of an entry (the load factor times the slots); none for a
+// vertex without entries (its first insert gives it one); one for a table
+// of at most fit entries (the host passes a slab's slots at the default
+// load factor or denser: one slab holds them without overflow, and a find
+// reads one slab either way; 0 at sparser loads, sized as asked).
+extern "C" __global__ void gr_buckets(const uint32_t* cnt, uint64_t nv, uint32_t per1000, uint32_t fit, uint64_t* nb) {
+  for (uint64_t v = thread_index(); v < nv; v += thread_count()) {
+    const uint32_t c = cnt[v];
+    nb[v] = c == 0 ? 0 : c <= fit ? 1 : ((uint64_t)c * 1000 + per1000 - 1) / per1000;
+  }
+}
+
+// claim_tables lists the vertices without a table (no buckets) that the
+// failed insert elements of a batch (src, res; kResFailed) start from:
+// each once (a claim in its dictionary entry's flags), its ID in ids at
+// ctrl[kCtrlCount]'s count. give_tables then gives each a bucket.
+extern "C" __global__ void gr_claim_tables(const uint32_t* src, const uint8_t* res, uint64_t n, Vertex* dict,
+                                           uint32_t* ids, unsigned long long* ctrl) {
+  for (uint64_t i = thread_index(); i < n; i += thread_count()) {
+    if (res[i] != sh::kResFailed) continue;
+    const uint32_t v = src[i];
+    if (dict[v].nb != 0 || atomicCAS(&dict[v].flags, 0u, 1u) != 0u) continue;
+    ids[atomicAdd(ctrl + kCtrlCount, 1ull)] = v;
+  }
+}
+
+// give_tables gives vertex ids[j] (j < n, a claimed vertex without a
+// table) the bucket first + j, and drops its claim; with first all ones it
+// only drops the claim (the host found no room for the buckets).
+extern "C" __global__ void gr_give_tables(const uint32_t* ids, uint64_t n, uint64_t first, Vertex* dict) {
+  for (uint64_t j = thread_index(); j < n; j += thread_count()) {
+    Vertex& e = dict[ids[j]];
+    if (first != ~0ull) {
+      e.base = (uint32_t)(first + j);
+      e.nb = 1;
+    }
+    e.flags = 0;
+  }
 }
 
 // dict writes the entries of vertices vbase+i (i < nv) from their buckets
@@ -598,6 +637,7 @@ __device__ void census(const char* arena, const Vertex* dict, uint64_t nv, Pool*
 // the structure is quiescent).
 template <class L>
 __device__ __forceinline__ bool contains(const char* arena, const Pool* pool, uint2 bn, uint32_t seed, uint32_t key) {
+  if (bn.y == 0) return false;  // no table
   const char* s = arena + ((size_t)bn.x + __umulhi(hash_key(key, seed), bn.y)) * L::kSlabBytes;
   for (uint32_t hop = 0; hop < sh::kMaxSteps; ++hop) {
     uint32_t next;

@@ -44,7 +44,10 @@ type Options struct {
 	// backend sizes each vertex's table for its entries at this load; 0:
 	// DefaultLoadFactor; at most 16: above 1 the lists are that many slabs
 	// long on average, the thesis's load-factor sweep). Lower loads cost
-	// memory and speed up later inserts (fewer full slabs to pass).
+	// memory and speed up later inserts (fewer full slabs to pass). At
+	// the default load or denser a table of at most a bucket's 7 slots
+	// takes one bucket; a vertex without entries takes none until its
+	// first insert.
 	LoadFactor float64
 	// RehashChain, when positive, grows tables ahead of inserts (the CUDA
 	// backend): an insert batch first moves every table that the batch

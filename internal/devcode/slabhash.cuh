@@ -261,8 +261,13 @@ struct Ctx {
 // graph's per-vertex locator, graph/graph.cu: the table of the element's
 // source vertex, whose degree counts the element's Inserted and Removed).
 // head is called once per element, when a lane takes it; counted by the
-// lane that finishes it, with the change in live entries (non-zero).
+// lane that finishes it, with the change in live entries (non-zero). A
+// locator whose kMayLack is true may return a null head: the element's
+// table does not exist yet, so a find or delete of it is NotFound and an
+// insert Failed with kStatusNoTable (its host makes the table and reruns
+// the failed elements); TableLoc's check compiles away.
 struct TableLoc {
+  static constexpr bool kMayLack = false;
   template <class L>
   __device__ __forceinline__ char* head(const Ctx<L>& c, uint64_t, typename L::K k) const {
     return c.head(c.bucket(k));
@@ -690,7 +695,15 @@ __device__ void apply_rounds(const Ctx<L>& c, const typename L::K* keys, typenam
             report(c.status, kStatusReservedKey);
             done(kResFailed);
           }
-          if (act) s = loc.head(c, i, key);
+          if (act) {
+            s = loc.head(c, i, key);
+            if constexpr (Loc::kMayLack) {
+              if (s == nullptr) {
+                if (op == kOpInsert) report(c.status, kStatusNoTable);
+                done(op == kOpInsert ? kResFailed : kResNotFound);
+              }
+            }
+          }
         }
       }
       next_m += __popc(idle);

@@ -26,6 +26,7 @@ enum StatusFlag : uint32_t {
   kStatusBadOp = 1u << 10,            // slabhash: an unknown operation code
   kStatusBadRoom = 1u << 11,          // slabhash find-all: a key's room is outside the output
   kStatusInvalidArgument = 1u << 12,  // btree: a device batch held an invalid operation
+  kStatusNoTable = 1u << 13,          // graph: an insert's source vertex has no table yet (the host makes one and reruns)
 };
 
 // Ctrl numbers the u64 words of a slab hash launch's control block: status

@@ -13,6 +13,7 @@ const (
 	StatusBadOp           = 1 << 10 // slabhash: an unknown operation code
 	StatusBadRoom         = 1 << 11 // slabhash find-all: a key's room is outside the output
 	StatusInvalidArgument = 1 << 12 // btree: a device batch held an invalid operation
+	StatusNoTable         = 1 << 13 // graph: an insert's source vertex has no table yet (the host makes one and reruns)
 )
 
 // Ctrl (internal/devcode/status.cuh).
