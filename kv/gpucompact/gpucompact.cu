@@ -113,6 +113,24 @@ struct MergePair {
   int64_t tile0;
 };
 
+// last_at_or_below returns the last index b in [0, n) with at(b) <= i, where
+// at(b) is non-decreasing in b and at(0) <= i: which merge pair holds a
+// tile, which table a kept entry's filter thread serves, which block an
+// interval or entry falls in.
+template <class At, class I>
+__device__ __forceinline__ int last_at_or_below(int n, I i, At at) {
+  int lo = 0, hi = n;
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) >> 1;
+    if (at(mid) <= i) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
 }  // namespace
 
 // iota writes out[i] = i: the ids in input order, the merge's first source.
@@ -127,16 +145,7 @@ extern "C" __global__ void __launch_bounds__(kBlock)
                 const uint8_t* keys, const uint32_t* lcp_ptr) {
   const uint32_t lcp = *lcp_ptr;
   const int64_t t = blockIdx.x;
-  int lo = 0, hi = npairs;  // the last pair with tile0 <= t
-  while (hi - lo > 1) {
-    const int mid = (lo + hi) >> 1;
-    if (pairs[mid].tile0 <= t) {
-      lo = mid;
-    } else {
-      hi = mid;
-    }
-  }
-  const MergePair p = pairs[lo];
+  const MergePair p = pairs[last_at_or_below(npairs, t, [&](int b) { return pairs[b].tile0; })];
   const uint32_t* a = src + p.start;
   wk::mergepath::tile<uint32_t, uint32_t, false, kBlock, kMergeIPT>(a, nullptr, p.na, a + p.na, nullptr, p.nb,
                                                                     t - p.tile0, EntryLess{e, keys, lcp},
@@ -508,16 +517,7 @@ extern "C" __global__ void __launch_bounds__(kBlock)
     table_filters(const FilterDesc* f, int nf, int64_t total, const uint32_t* kept, const uint8_t* new_kept,
                   const Entry* e, const uint8_t* keys, uint32_t* words) {
   for (int64_t i = global_id(); i < total; i += grid_stride()) {
-    int lo = 0, hi = nf;  // the last table with base <= i
-    while (hi - lo > 1) {
-      const int mid = (lo + hi) >> 1;
-      if (f[mid].base <= i) {
-        lo = mid;
-      } else {
-        hi = mid;
-      }
-    }
-    const FilterDesc d = f[lo];
+    const FilterDesc d = f[last_at_or_below(nf, i, [&](int b) { return f[b].base; })];
     const uint32_t j = d.start + (uint32_t)(i - d.base);
     if (j >= d.end || (j != d.start && !new_kept[j])) continue;
     const Entry x = e[kept[j]];
@@ -618,16 +618,7 @@ __device__ __forceinline__ bool parse_head(const Layout& l, uint32_t p, EntryHea
 // last_le returns the last index b in [0, n) with base[b] <= i (base is
 // non-decreasing and base[0] = 0).
 __device__ __forceinline__ int last_le(const uint32_t* base, int n, uint64_t i) {
-  int lo = 0, hi = n;
-  while (hi - lo > 1) {
-    const int mid = (lo + hi) >> 1;
-    if (base[mid] <= i) {
-      lo = mid;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
+  return last_at_or_below(n, i, [&](int b) { return (uint64_t)base[b]; });
 }
 
 }  // namespace
