@@ -67,9 +67,11 @@
 // most 7 entries at the default load or denser, which one slab holds
 // without overflow; no bucket for a vertex without entries, which costs
 // its 16-byte dictionary entry alone until an insert batch gives it a
-// bucket at the arena's end: the apply launch fails such an element with
-// a status of its own, the host gives every such vertex a bucket and
-// reruns the failed elements; finds and deletes there are NotFound), lays the
+// bucket at the arena's end — in the batch's prep launch, in room the host
+// made beforehand (as many buckets as the batch has sources or the graph
+// vertices without a table, whichever is fewer), or, should that room be
+// missing, after the apply launch failed such an element with a status of
+// its own and the host reran it; finds and deletes there are NotFound), lays the
 // arena out with a device scan (prim) and inserts the edges in batches of
 // 2^26; when the edges list both directions of every edge (a hash sum over
 // the edges equals one over their reverses), it counts entries at their

@@ -41,6 +41,7 @@ const (
 	prepUndirected = 1
 	prepSelfLoops  = 2
 	prepCheckIDs   = 4
+	prepClaim      = 8
 )
 
 // vertexWords is the size of a dictionary entry (wk::gr::Vertex) in 32-bit
@@ -75,6 +76,13 @@ type gpuGraph[W any] struct {
 
 	nv        int          // vertices
 	nslabs    int          // arena buckets in use
+	// tableless bounds the vertices without a table (a build gives none to
+	// a vertex without entries); while it is positive an insert batch's
+	// prep gives its sources tables in claimRoom buckets from claimFirst
+	// (counted as used until prep's count is read: see prepCounts).
+	tableless             int
+	claimFirst, claimRoom int
+	lateTables            int // tables giveTables gave (tests)
 	live      atomic.Int64 // entries (read by Len beside batches)
 	selfSkips uint64
 
@@ -471,6 +479,10 @@ func (g *gpuGraph[W]) run(ctx context.Context, op uint32, src, dst cuda.Slice[ui
 	}
 }
 
+// prepClaims lets insert batches give tables in prep (tests turn it off
+// to run every such insert through giveTables).
+var prepClaims = true
+
 // fitOne is gr_buckets's fit for a build at per1000 thousandths of an entry
 // a bucket: a table of at most a slab's entries takes one bucket at the
 // default load factor or denser (one slab holds them without overflow);
@@ -518,12 +530,29 @@ func (g *gpuGraph[W]) giveTables(src cuda.Slice[uint32], res cuda.Slice[uint8]) 
 		return waitAfter(g.stream, err)
 	}
 	g.nslabs = first + k
+	g.tableless = max(0, g.tableless-k)
+	g.lateTables += k
 	return nil
 }
 
-// prepCounts reads prep's counts in g.host: a rejected ID fails the batch
-// (nothing was applied), self-loops skipped by an insert are counted.
+// prepCounts reads prep's counts in g.host: the tables an insert's prep
+// gave are counted in the arena (before anything else takes buckets: the
+// batch's first apply launch reads the counts), a rejected ID fails the
+// batch (nothing was applied), self-loops skipped by an insert are
+// counted. Should an error keep the counts from being read, the claimed
+// room stays counted as used: empty buckets no table holds, never given
+// twice.
 func (g *gpuGraph[W]) prepCounts(op uint32) error {
+	if g.claimRoom > 0 {
+		// The tables prep gave (prepClaim): the buckets past them go back.
+		k := min(int(g.host[gpurt.CtrlTables]), g.claimRoom)
+		g.nslabs = g.claimFirst + k
+		g.tableless = max(0, g.tableless-k)
+		g.claimRoom = 0
+		if k > 0 {
+			g.ownerOK = false
+		}
+	}
 	if r := g.host[gpurt.CtrlRejected]; r != 0 {
 		return fmt.Errorf("%w: %d vertex IDs at or past the capacity %d (or reserved)", errRejected, r, g.nv)
 	}
@@ -577,6 +606,17 @@ func (g *gpuGraph[W]) edgesReserving(ctx context.Context, op uint32, src, dst cu
 	}
 	if check {
 		mode |= prepCheckIDs
+	}
+	if op == opInsert && g.tableless > 0 && prepClaims {
+		// Room for a bucket for every vertex without a table that the
+		// batch may start from; without it such inserts fail in the apply
+		// launch and giveTables serves them.
+		room := min(g.tableless, m)
+		if g.reserveArena(g.nslabs+room) == nil {
+			mode |= prepClaim
+			g.claimFirst, g.claimRoom = g.nslabs, room
+			g.nslabs += room // until prepCounts learns how many were given
+		}
 	}
 	osrc, odst, ores, err := g.prepare(src, dst, m, mode, nil)
 	if err != nil {
@@ -633,7 +673,11 @@ func (g *gpuGraph[W]) prepare(src, dst cuda.Slice[uint32], m int, mode uint32, e
 		return
 	}
 	n := src.Len()
-	if err = g.launch(g.fPrep, int64(n), src, dst, uint64(n), uint32(g.nv), mode, osrc, odst, ores, g.ctrl); err != nil {
+	first, room := uint64(0), uint64(0)
+	if mode&prepClaim != 0 {
+		first, room = uint64(g.claimFirst), uint64(g.claimRoom)
+	}
+	if err = g.launch(g.fPrep, int64(n), src, dst, uint64(n), uint32(g.nv), mode, osrc, odst, ores, g.ctrl, g.dict, first, room); err != nil {
 		err = waitAfter(g.stream, err)
 	}
 	return
@@ -1487,12 +1531,22 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	var slabs uint64
 	if n > 0 {
 		per := uint32(math.Round(g.loadFactor * slotsPerBucket * 1000))
-		if err := g.launch(g.fBuckets, int64(n), cnt, uint64(n), per, g.fitOne(per), nb); err != nil {
+		if err := g.zeroCtrl(); err != nil {
+			return err
+		}
+		if err := g.launch(g.fBuckets, int64(n), cnt, uint64(n), per, g.fitOne(per), nb, g.ctrl); err != nil {
 			return waitAfter(g.stream, err)
 		}
 		if slabs, err = g.scan(nb.Sub(0, n), base); err != nil {
 			return err
 		}
+		if err := g.readCtrl(); err != nil { // the vertices without entries
+			return err
+		}
+	}
+	tableless := int(g.host[gpurt.CtrlCount])
+	if n == 0 {
+		tableless = 0
 	}
 	if err := g.reserveArena(int(slabs)); err != nil {
 		return err
@@ -1501,7 +1555,7 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	keep = true
 	g.pool.Close()
 	g.pool = pool
-	g.nv, g.nslabs, g.selfSkips = n, int(slabs), 0
+	g.nv, g.nslabs, g.selfSkips, g.tableless = n, int(slabs), 0, tableless
 	g.ownerOK = false
 	g.live.Store(0)
 	if err := g.gone.Zero(g.stream); err != nil {

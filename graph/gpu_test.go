@@ -640,8 +640,9 @@ func TestCUDASortedCSR(t *testing.T) {
 // entries and one bucket to a table of at most 7; finds, deletes,
 // neighbours, degrees and triangle counts see such a vertex as empty, and
 // an insert batch from it gives it a table first (a bucket at the arena's
-// end) and then applies as the CPU backend does — directed and
-// undirected, with tables grown ahead of inserts (RehashChain) or not.
+// end: in prep, or after the apply launch failed it) and then applies as
+// the CPU backend does — directed and undirected, with tables grown ahead
+// of inserts (RehashChain) or not.
 func TestCUDATablesOnDemand(t *testing.T) { tablesOnDemand(t, gputest.Device(t)) }
 
 func tablesOnDemand(t *testing.T, dev *cuda.Device) {
@@ -660,159 +661,168 @@ func tablesOnDemand(t *testing.T, dev *cuda.Device) {
 	edge(1, 2)
 	edge(2, 3)
 	edge(1, 3)
-	for _, directed := range []bool{false, true} {
-		for _, chain := range []float64{0, 1} {
-			t.Run(fmt.Sprintf("directed=%v/chain=%v", directed, chain), func(t *testing.T) {
-				opts := Options{Backend: warpkit.CUDA, Device: dev, Directed: directed, VertexCapacity: nv, RehashChain: chain}
-				g, err := NewWeighted[uint64](opts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer g.Close()
-				opts.Backend, opts.Device = warpkit.CPU, nil
-				c, err := NewWeighted[uint64](opts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				ws := make([]uint64, len(bs))
-				for i := range ws {
-					ws[i] = uint64(i + 1)
-				}
-				for _, x := range []*Weighted[uint64]{g, c} {
-					if err := x.Build(ctx, bs, bd, ws); err != nil {
-						t.Fatal(err)
-					}
-				}
-				sameGraphs(t, "build", g, c)
-				st, err := g.Stats(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				// No bucket for a vertex without entries, one for up to 7,
-				// ceil(entries / 5) past that (the default load factor).
-				const slab = 128 // a Weighted[uint64] map slab
-				ids := make([]uint32, nv)
-				for i := range ids {
-					ids[i] = uint32(i)
-				}
-				deg := make([]uint32, nv)
-				if err := c.Degrees(ctx, ids, deg); err != nil {
-					t.Fatal(err)
-				}
-				want := uint64(0)
-				for _, d := range deg {
-					switch {
-					case d == 0:
-					case d <= 7:
-						want++
-					default:
-						want += uint64(d+4) / 5
-					}
-				}
-				if st.Buckets != want || st.Bytes != int64(16*nv+slab*(st.Buckets+st.OverflowSlabs)) {
-					t.Fatalf("build: %d buckets (want %d), %d bytes, %d overflow", st.Buckets, want, st.Bytes, st.OverflowSlabs)
-				}
-				// Queries, deletes, neighbours and degrees of vertices without
-				// a table: nothing there.
-				qs, qd := []uint32{100, 150, 399, 0, 99}, []uint32{0, 151, 1, 100, 98}
-				for _, x := range []*Weighted[uint64]{g, c} {
-					found := make([]bool, len(qs))
-					out := make([]uint64, len(qs))
-					if err := x.Weights(ctx, qs, qd, out, found); err != nil {
-						t.Fatal(err)
-					}
-					want := []bool{false, false, false, false, !directed}
-					if !slices.Equal(found, want) {
-						t.Fatalf("%v: found %v, want %v", x.Backend(), found, want)
-					}
-					res := make([]slabhash.Result, 3)
-					if err := x.DeleteEdges(ctx, qs[:3], qd[:3], res); err != nil {
-						t.Fatal(err)
-					}
-					for i, r := range res {
-						if r != slabhash.NotFound {
-							t.Fatalf("%v: delete %d: %v", x.Backend(), i, r)
-						}
-					}
-					nb, err := x.Neighbors(ctx, 150)
+	for _, claim := range []bool{true, false} {
+		for _, directed := range []bool{false, true} {
+			for _, chain := range []float64{0, 1} {
+				t.Run(fmt.Sprintf("prep=%v/directed=%v/chain=%v", claim, directed, chain), func(t *testing.T) {
+					prepClaims = claim
+					defer func() { prepClaims = true }()
+					opts := Options{Backend: warpkit.CUDA, Device: dev, Directed: directed, VertexCapacity: nv, RehashChain: chain}
+					g, err := NewWeighted[uint64](opts)
 					if err != nil {
 						t.Fatal(err)
 					}
-					for v := range nb {
-						t.Fatalf("%v: vertex 150 has neighbour %d", x.Backend(), v)
-					}
-					two := make([]uint32, 2)
-					if err := x.Degrees(ctx, []uint32{150, 0}, two); err != nil || two[0] != 0 || two[1] != 39 {
-						t.Fatalf("%v: degrees %v (%v)", x.Backend(), two, err)
-					}
-				}
-				countsAgree(t, "build", g, c)
-				// Inserts from and into vertices without a table: a new hub
-				// (200, 30 entries in one batch: its bucket and overflow), pairs
-				// of new vertices, repeats, edges back into the built part.
-				rng := rand.New(rand.NewPCG(7, uint64(len(t.Name()))))
-				var is, id []uint32
-				for v := uint32(0); v < 30; v++ {
-					is, id = append(is, 200), append(id, 300+v)
-				}
-				for range 300 {
-					is, id = append(is, 100+uint32(rng.IntN(300))), append(id, uint32(rng.IntN(nv)))
-				}
-				is, id = append(is, 200, 201, 201), append(id, 301, 5, 5)
-				iw := make([]uint64, len(is))
-				for i := range iw {
-					iw[i] = uint64(1000 + i)
-				}
-				gr, cr := make([]slabhash.Result, len(is)), make([]slabhash.Result, len(is))
-				if err := g.InsertEdges(ctx, is, id, iw, gr); err != nil {
-					t.Fatal(err)
-				}
-				if err := c.InsertEdges(ctx, is, id, iw, cr); err != nil {
-					t.Fatal(err)
-				}
-				// Which copy of a repeated edge is Inserted differs by backend;
-				// how many of each result does not.
-				tally := func(rs []slabhash.Result) map[slabhash.Result]int {
-					m := map[slabhash.Result]int{}
-					for _, r := range rs {
-						m[r]++
-					}
-					return m
-				}
-				if a, b := tally(gr), tally(cr); fmt.Sprint(a) != fmt.Sprint(b) || a[slabhash.Failed] != 0 {
-					t.Fatalf("insert results %v, the CPU backend's %v", a, b)
-				}
-				// Weights of repeated edges may differ by backend: compare
-				// after setting every weight once more, one edge per batch
-				// element.
-				sameCSR(t, "inserts", g, c)
-				after, err := g.Stats(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if after.Buckets <= st.Buckets || after.Bytes != int64(16*nv+slab*(after.Buckets+after.OverflowSlabs)) {
-					t.Fatalf("inserts: %d buckets after %d, %d bytes", after.Buckets, st.Buckets, after.Bytes)
-				}
-				if err := g.Check(ctx); err != nil {
-					t.Fatal(err)
-				}
-				countsAgree(t, "inserts", g, c)
-				for _, x := range []*Weighted[uint64]{g, c} {
-					if err := x.DeleteVertices(ctx, []uint32{200, 399, 0}); err != nil {
+					defer g.Close()
+					opts.Backend, opts.Device = warpkit.CPU, nil
+					c, err := NewWeighted[uint64](opts)
+					if err != nil {
 						t.Fatal(err)
 					}
+					defer c.Close()
+					ws := make([]uint64, len(bs))
+					for i := range ws {
+						ws[i] = uint64(i + 1)
+					}
+					for _, x := range []*Weighted[uint64]{g, c} {
+						if err := x.Build(ctx, bs, bd, ws); err != nil {
+							t.Fatal(err)
+						}
+					}
+					sameGraphs(t, "build", g, c)
+					st, err := g.Stats(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					// No bucket for a vertex without entries, one for up to 7,
+					// ceil(entries / 5) past that (the default load factor).
+					const slab = 128 // a Weighted[uint64] map slab
+					ids := make([]uint32, nv)
+					for i := range ids {
+						ids[i] = uint32(i)
+					}
+					deg := make([]uint32, nv)
+					if err := c.Degrees(ctx, ids, deg); err != nil {
+						t.Fatal(err)
+					}
+					want := uint64(0)
+					for _, d := range deg {
+						switch {
+						case d == 0:
+						case d <= 7:
+							want++
+						default:
+							want += uint64(d+4) / 5
+						}
+					}
+					if st.Buckets != want || st.Bytes != int64(16*nv+slab*(st.Buckets+st.OverflowSlabs)) {
+						t.Fatalf("build: %d buckets (want %d), %d bytes, %d overflow", st.Buckets, want, st.Bytes, st.OverflowSlabs)
+					}
+					// Queries, deletes, neighbours and degrees of vertices without
+					// a table: nothing there.
+					qs, qd := []uint32{100, 150, 399, 0, 99}, []uint32{0, 151, 1, 100, 98}
+					for _, x := range []*Weighted[uint64]{g, c} {
+						found := make([]bool, len(qs))
+						out := make([]uint64, len(qs))
+						if err := x.Weights(ctx, qs, qd, out, found); err != nil {
+							t.Fatal(err)
+						}
+						want := []bool{false, false, false, false, !directed}
+						if !slices.Equal(found, want) {
+							t.Fatalf("%v: found %v, want %v", x.Backend(), found, want)
+						}
+						res := make([]slabhash.Result, 3)
+						if err := x.DeleteEdges(ctx, qs[:3], qd[:3], res); err != nil {
+							t.Fatal(err)
+						}
+						for i, r := range res {
+							if r != slabhash.NotFound {
+								t.Fatalf("%v: delete %d: %v", x.Backend(), i, r)
+							}
+						}
+						nb, err := x.Neighbors(ctx, 150)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for v := range nb {
+							t.Fatalf("%v: vertex 150 has neighbour %d", x.Backend(), v)
+						}
+						two := make([]uint32, 2)
+						if err := x.Degrees(ctx, []uint32{150, 0}, two); err != nil || two[0] != 0 || two[1] != 39 {
+							t.Fatalf("%v: degrees %v (%v)", x.Backend(), two, err)
+						}
+					}
+					countsAgree(t, "build", g, c)
+					// Inserts from and into vertices without a table: a new hub
+					// (200, 30 entries in one batch: its bucket and overflow), pairs
+					// of new vertices, repeats, edges back into the built part.
+					rng := rand.New(rand.NewPCG(7, uint64(len(t.Name()))))
+					var is, id []uint32
+					for v := uint32(0); v < 30; v++ {
+						is, id = append(is, 200), append(id, 300+v)
+					}
+					for range 300 {
+						is, id = append(is, 100+uint32(rng.IntN(300))), append(id, uint32(rng.IntN(nv)))
+					}
+					is, id = append(is, 200, 201, 201), append(id, 301, 5, 5)
+					iw := make([]uint64, len(is))
+					for i := range iw {
+						iw[i] = uint64(1000 + i)
+					}
+					gr, cr := make([]slabhash.Result, len(is)), make([]slabhash.Result, len(is))
+					if err := g.InsertEdges(ctx, is, id, iw, gr); err != nil {
+						t.Fatal(err)
+					}
+					if err := c.InsertEdges(ctx, is, id, iw, cr); err != nil {
+						t.Fatal(err)
+					}
+					// Which copy of a repeated edge is Inserted differs by backend;
+					// how many of each result does not.
+					tally := func(rs []slabhash.Result) map[slabhash.Result]int {
+						m := map[slabhash.Result]int{}
+						for _, r := range rs {
+							m[r]++
+						}
+						return m
+					}
+					if a, b := tally(gr), tally(cr); fmt.Sprint(a) != fmt.Sprint(b) || a[slabhash.Failed] != 0 {
+						t.Fatalf("insert results %v, the CPU backend's %v", a, b)
+					}
+					// Weights of repeated edges may differ by backend: compare
+					// after setting every weight once more, one edge per batch
+					// element.
+					sameCSR(t, "inserts", g, c)
+					after, err := g.Stats(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					// Prep gave the tables, or (prep's claims off, no tables grown
+				// ahead) the apply launch failed the inserts and giveTables did.
+				if late := g.e.(*gpuGraph[uint64]).lateTables; (claim || chain > 0) != (late == 0) {
+					t.Fatalf("inserts: %d tables given after the apply launch", late)
 				}
-				sameCSR(t, "vertex deletes", g, c)
-				if err := g.Rehash(ctx); err != nil {
-					t.Fatal(err)
-				}
-				sameCSR(t, "rehash", g, c)
-				countsAgree(t, "rehash", g, c)
-				if err := g.Check(ctx); err != nil {
-					t.Fatal(err)
-				}
-			})
+				if after.Buckets <= st.Buckets || after.Bytes != int64(16*nv+slab*(after.Buckets+after.OverflowSlabs)) {
+						t.Fatalf("inserts: %d buckets after %d, %d bytes", after.Buckets, st.Buckets, after.Bytes)
+					}
+					if err := g.Check(ctx); err != nil {
+						t.Fatal(err)
+					}
+					countsAgree(t, "inserts", g, c)
+					for _, x := range []*Weighted[uint64]{g, c} {
+						if err := x.DeleteVertices(ctx, []uint32{200, 399, 0}); err != nil {
+							t.Fatal(err)
+						}
+					}
+					sameCSR(t, "vertex deletes", g, c)
+					if err := g.Rehash(ctx); err != nil {
+						t.Fatal(err)
+					}
+					sameCSR(t, "rehash", g, c)
+					countsAgree(t, "rehash", g, c)
+					if err := g.Check(ctx); err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
 		}
 	}
 }

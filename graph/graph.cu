@@ -37,7 +37,29 @@ constexpr uint32_t kOrphan = 0xFFFFFFFFu;
 
 // Modes of prep (bits): undirected graphs store both directions; self-loops
 // are skipped unless allowed; device batches have their IDs checked.
-enum PrepMode : uint32_t { kUndirected = 1, kSelfLoops = 2, kCheckIDs = 4 };
+// An insert batch's prep also gives vertices without a table one bucket
+// each (kClaim: see claim_table).
+enum PrepMode : uint32_t { kUndirected = 1, kSelfLoops = 2, kCheckIDs = 4, kClaim = 8 };
+
+// claim_table gives vertex x, when it has no table, the bucket first + b,
+// b the count of tables given so far by this launch (ctrl[kCtrlTables]),
+// if b < room: the host made room for that many buckets past its first
+// free one. A claim past the room is taken back (the vertex stays without
+// a table; the apply launch fails its inserts with kStatusNoTable and the
+// host gives it one then); the count then exceeds the tables given, which
+// the host takes as min(count, room). The claim is a CAS of the bucket
+// count from 0, so one thread gives a vertex its table; no apply launch
+// runs meanwhile (stream order).
+__device__ __forceinline__ void claim_table(Vertex* dict, uint32_t x, uint64_t first, uint64_t room,
+                                            unsigned long long* ctrl) {
+  if (dict[x].nb != 0 || atomicCAS(&dict[x].nb, 0u, 1u) != 0u) return;
+  const unsigned long long b = atomicAdd(ctrl + kCtrlTables, 1ull);
+  if (b < room) {
+    dict[x].base = (uint32_t)(first + b);
+  } else {
+    dict[x].nb = 0;
+  }
+}
 
 // VertexLoc is the locator of an edge batch: element i is an entry of the
 // table of vertex src[i] (its key the neighbour). A vertex of no buckets
@@ -71,9 +93,12 @@ __device__ __forceinline__ uint64_t thread_count() { return (uint64_t)gridDim.x 
 // runs only failed elements. Self-loops skipped are counted in
 // ctrl[kCtrlCount]; with kCheckIDs an ID at or past cap (or reserved) in
 // ctrl[kCtrlRejected], which makes every apply launch on the stream apply
-// nothing.
+// nothing. With kClaim (inserts) every source vertex without a table gets
+// one (claim_table; IDs at or past cap are not touched, and a batch
+// rejected for them may still have given tables, which hold nothing).
 extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uint64_t n, uint32_t cap, uint32_t mode,
-                                   uint32_t* osrc, uint32_t* odst, uint8_t* res, unsigned long long* ctrl) {
+                                   uint32_t* osrc, uint32_t* odst, uint8_t* res, unsigned long long* ctrl,
+                                   Vertex* dict, uint64_t first, uint64_t room) {
   uint32_t bad = 0, self = 0;
   for (uint64_t i = thread_index(); i < n; i += thread_count()) {
     uint32_t u = src[i], v = dst[i];
@@ -81,6 +106,10 @@ extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uin
     const bool loop = u == v;
     const bool skip = loop && !(mode & kSelfLoops);
     self += skip;
+    if ((mode & kClaim) && !skip && u < cap && v < cap) {
+      claim_table(dict, u, first, room, ctrl);
+      if ((mode & kUndirected) && !loop) claim_table(dict, v, first, room, ctrl);
+    }
     if ((mode & kUndirected) && u > v) {
       const uint32_t t = u;
       u = v;
@@ -207,11 +236,16 @@ extern "C" __global__ void gr_count_edges(const uint32_t* src, const uint32_t* d
 // of at most fit entries (the host passes a slab's slots at the default
 // load factor or denser: one slab holds them without overflow, and a find
 // reads one slab either way; 0 at sparser loads, sized as asked).
-extern "C" __global__ void gr_buckets(const uint32_t* cnt, uint64_t nv, uint32_t per1000, uint32_t fit, uint64_t* nb) {
+// The vertices without entries (tables) are counted in ctrl[kCtrlCount].
+extern "C" __global__ void gr_buckets(const uint32_t* cnt, uint64_t nv, uint32_t per1000, uint32_t fit, uint64_t* nb,
+                                      unsigned long long* ctrl) {
+  uint32_t none = 0;
   for (uint64_t v = thread_index(); v < nv; v += thread_count()) {
     const uint32_t c = cnt[v];
+    none += c == 0;
     nb[v] = c == 0 ? 0 : c <= fit ? 1 : ((uint64_t)c * 1000 + per1000 - 1) / per1000;
   }
+  if (none) atomicAdd(ctrl + kCtrlCount, (unsigned long long)none);
 }
 
 // claim_tables lists the vertices without a table (no buckets) that the

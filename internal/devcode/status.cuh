@@ -43,7 +43,8 @@ enum Ctrl : int {
   kCtrlInserted = 5,
   kCtrlDone = 6,   // warps of an apply launch that finished
   kCtrlUsed = 7,   // the pool's allocated units, written by the last warp of an apply launch
-  kCtrlWords = 8,  // words in the block
+  kCtrlTables = 8,  // graph: tables an insert batch's prep gave to vertices without one
+  kCtrlWords = 9,  // words in the block
 };
 
 __device__ __forceinline__ void report(uint32_t* status, uint32_t flag) {

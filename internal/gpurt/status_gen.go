@@ -26,5 +26,6 @@ const (
 	CtrlInserted = 5
 	CtrlDone     = 6 // warps of an apply launch that finished
 	CtrlUsed     = 7 // the pool's allocated units, written by the last warp of an apply launch
-	CtrlWords    = 8 // words in the block
+	CtrlTables   = 8 // graph: tables an insert batch's prep gave to vertices without one
+	CtrlWords    = 9 // words in the block
 )
