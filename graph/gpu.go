@@ -74,17 +74,17 @@ type gpuGraph[W any] struct {
 	pool   *slaballoc.Pool
 	prim   *prim.Engine // made on first use (its kernels take seconds to load)
 
-	nv        int          // vertices
-	nslabs    int          // arena buckets in use
+	nv     int // vertices
+	nslabs int // arena buckets in use
 	// tableless bounds the vertices without a table (a build gives none to
 	// a vertex without entries); while it is positive an insert batch's
 	// prep gives its sources tables in claimRoom buckets from claimFirst
 	// (counted as used until prep's count is read: see prepCounts).
 	tableless             int
 	claimFirst, claimRoom int
-	lateTables            int // tables giveTables gave (tests)
-	live      atomic.Int64 // entries (read by Len beside batches)
-	selfSkips uint64
+	lateTables            int          // tables giveTables gave (tests)
+	live                  atomic.Int64 // entries (read by Len beside batches)
+	selfSkips             uint64
 
 	arena cuda.Slice[uint8]  // head slabs (capacity: arena.Len()/slabBytes)
 	dict  cuda.Slice[uint32] // vertexWords per vertex

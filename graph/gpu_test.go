@@ -796,11 +796,11 @@ func tablesOnDemand(t *testing.T, dev *cuda.Device) {
 						t.Fatal(err)
 					}
 					// Prep gave the tables, or (prep's claims off, no tables grown
-				// ahead) the apply launch failed the inserts and giveTables did.
-				if late := g.e.(*gpuGraph[uint64]).lateTables; (claim || chain > 0) != (late == 0) {
-					t.Fatalf("inserts: %d tables given after the apply launch", late)
-				}
-				if after.Buckets <= st.Buckets || after.Bytes != int64(16*nv+slab*(after.Buckets+after.OverflowSlabs)) {
+					// ahead) the apply launch failed the inserts and giveTables did.
+					if late := g.e.(*gpuGraph[uint64]).lateTables; (claim || chain > 0) != (late == 0) {
+						t.Fatalf("inserts: %d tables given after the apply launch", late)
+					}
+					if after.Buckets <= st.Buckets || after.Bytes != int64(16*nv+slab*(after.Buckets+after.OverflowSlabs)) {
 						t.Fatalf("inserts: %d buckets after %d, %d bytes", after.Buckets, st.Buckets, after.Bytes)
 					}
 					if err := g.Check(ctx); err != nil {
