@@ -43,3 +43,8 @@ func TestEmulatedDifferential(t *testing.T) {
 func TestEmulatedTablesOnDemand(t *testing.T) {
 	tablesOnDemand(t, emu.Device(t, emu.Options{}, sources...))
 }
+
+// TestEmulatedGrowForCounts is TestCUDAGrowForCounts on the emulation.
+func TestEmulatedGrowForCounts(t *testing.T) {
+	growForCounts(t, emu.Device(t, emu.Options{}, sources...))
+}

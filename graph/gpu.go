@@ -98,6 +98,12 @@ type gpuGraph[W any] struct {
 	ctrlPinned *cuda.Pinned[uint64]
 	ctrlOut    cuda.DevicePtr
 	ctrlClean  bool
+	// ctrlPlan is the control block of an insert batch's plan (growFor),
+	// beside the one that holds prep's counts until the apply launch;
+	// ctrlRead is pinned host memory the blocks are read into (ctrl's
+	// words, then ctrlPlan's), so a read is one copy queued and one wait.
+	ctrlPlan cuda.Slice[uint64]
+	ctrlRead *cuda.Pinned[uint64]
 
 	// Scratch of batches (grown on demand; freed by gpurt.FreeAll).
 	bSrc, bDst, bOSrc, bODst, bIDs gpurt.Buf[uint32]
@@ -122,12 +128,18 @@ type gpuGraph[W any] struct {
 	rNeed, rRows, rNB gpurt.Buf[uint64]
 	rCnt, rSrc, rCols gpurt.Buf[uint32]
 	rVals, rRes       gpurt.Buf[uint8]
+	// rCnt is zero between insert batches (gr_plan_sources zeroes what
+	// gr_count_sources counted) while cntZero is true; rList holds a
+	// batch's sources for the plan.
+	cntZero bool
+	rList   gpurt.Buf[uint32]
 	// The vertices an insert batch gives their first table (giveTables).
 	nIDs gpurt.Buf[uint32]
 
 	fPrep, fCheckIDs, fCount, fBuckets, fDict, fDegrees, fMark, fOrient            *cuda.Function
 	fMirror, fUndo, fUndone, fTCSorted, fNarrow, fSymmetry, fFailedPattern         *cuda.Function
 	fRehashPlan, fRehashDict, fRelease, fGatherTables, fPick, fDiff, fCountSources *cuda.Function
+	fPlanSources                                                                   *cuda.Function
 	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC, fOwner                  *cuda.Function
 	fGatherLanes                                                                   *cuda.Function // set slabs only (nil for weighted graphs)
 	fClaimTables, fGiveTables                                                      *cuda.Function
@@ -169,6 +181,12 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 	if g.ctrlOut, err = g.ctrlPinned.DevicePtr(); err != nil {
 		return fail(err)
 	}
+	if g.ctrlPlan, err = cuda.Alloc[uint64](dev, gpurt.CtrlWords); err != nil {
+		return fail(err)
+	}
+	if g.ctrlRead, err = cuda.AllocPinned[uint64](dev, 2*gpurt.CtrlWords); err != nil {
+		return fail(err)
+	}
 	mod, err := dev.LoadModule(graphPTX)
 	if err != nil {
 		return fail(err)
@@ -183,7 +201,7 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 		{&g.fTCSorted, "gr_tc_sorted"}, {&g.fNarrow, "gr_narrow"}, {&g.fSymmetry, "gr_symmetry"},
 		{&g.fFailedPattern, "gr_failed_pattern"}, {&g.fRehashPlan, "gr_rehash_plan"}, {&g.fRehashDict, "gr_rehash_dict"},
 		{&g.fRelease, "gr_release_" + layout}, {&g.fGatherTables, "gr_gather_tables_" + layout}, {&g.fPick, "gr_pick"},
-		{&g.fDiff, "gr_diff"}, {&g.fCountSources, "gr_count_sources"}, {&g.fOwner, "gr_owner"},
+		{&g.fDiff, "gr_diff"}, {&g.fCountSources, "gr_count_sources"}, {&g.fPlanSources, "gr_plan_sources"}, {&g.fOwner, "gr_owner"},
 		{&g.fApply, "gr_apply_" + layout}, {&g.fGather, "gr_gather_" + layout}, {&g.fSweep, "gr_sweep_" + layout},
 		{&g.fReset, "gr_reset_" + layout}, {&g.fCensus, "gr_census_" + layout}, {&g.fFlush, "gr_flush_" + layout},
 		{&g.fTC, "gr_tc_" + layout},
@@ -240,12 +258,30 @@ func (g *gpuGraph[W]) launch(f *cuda.Function, items int64, args ...any) error {
 // tiles is the thread count of a kernel with an 8-lane tile per item.
 func tiles(items int) int64 { return int64(items) * 8 }
 
-// readCtrl waits for the stream and copies the control block to g.host.
+// readCtrl copies the control block to g.host once the stream's work is
+// done (a copy queued on the stream, then one wait).
 func (g *gpuGraph[W]) readCtrl() error {
+	if err := cuda.CopyToHostAsync(g.ctrlRead, 0, g.ctrl, g.stream); err != nil {
+		return waitAfter(g.stream, err)
+	}
 	if err := gpurt.Wait(g.stream); err != nil {
 		return err
 	}
-	return g.ctrl.CopyToHost(g.host[:])
+	copy(g.host[:], g.ctrlRead.Data())
+	return nil
+}
+
+// readPlan is readCtrl that also returns the plan block's words (ctrlPlan),
+// read with the same wait.
+func (g *gpuGraph[W]) readPlan() (plan [gpurt.CtrlWords]uint64, err error) {
+	if err := cuda.CopyToHostAsync(g.ctrlRead, gpurt.CtrlWords, g.ctrlPlan, g.stream); err != nil {
+		return plan, waitAfter(g.stream, err)
+	}
+	if err := g.readCtrl(); err != nil {
+		return plan, err
+	}
+	copy(plan[:], g.ctrlRead.Data()[gpurt.CtrlWords:])
+	return plan, nil
 }
 
 // readApply waits for an apply launch and reads the control block its last
@@ -625,13 +661,7 @@ func (g *gpuGraph[W]) edgesReserving(ctx context.Context, op uint32, src, dst cu
 	prepped := true // the first apply launch reads prep's counts (run)
 	if op == opInsert && g.rehashChain > 0 {
 		// Tables the batch would fill past RehashChain lists move to new
-		// buckets first (prep's counts read here, then).
-		if err := g.readCtrl(); err != nil {
-			return err
-		}
-		if err := g.prepCounts(op); err != nil {
-			return err
-		}
+		// buckets first (prep's counts read there, then).
 		prepped = false
 		if err := g.growFor(ctx, osrc.Sub(0, m), ores.Sub(0, m)); err != nil {
 			return err
@@ -1665,62 +1695,103 @@ var buildChunk = 1 << 26
 func (g *gpuGraph[W]) rehash(ctx context.Context) (err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.rehashLocked(ctx, 0, 1000)
+	return g.rehashLocked(ctx, 1000)
 }
 
 // growFor moves the tables a prepared insert batch (src, res: prep's
 // layout) would fill past Options.RehashChain lists to new buckets sized
-// for their entries and the batch's.
+// for their entries and the batch's. It reads prep's counts (prepCounts)
+// with the plan's, one wait for both; the plan looks at the batch's
+// sources only (gr_count_sources lists them, gr_plan_sources plans them
+// and leaves the counts zero for the next batch).
 func (g *gpuGraph[W]) growFor(ctx context.Context, src cuda.Slice[uint32], res cuda.Slice[uint8]) error {
+	had := g.rCnt.Cap()
 	cnt, err := g.rCnt.Get(g.dev, g.stream, max(1, g.nv))
 	if err != nil {
 		return err
 	}
-	if err := cnt.Zero(g.stream); err != nil {
+	if g.rCnt.Cap() != had || !g.cntZero {
+		if err := g.rCnt.View(g.rCnt.Cap()).Zero(g.stream); err != nil {
+			return waitAfter(g.stream, err)
+		}
+	}
+	n := src.Len()
+	list, err := g.rList.Get(g.dev, g.stream, n)
+	if err != nil {
+		return err
+	}
+	ids, old, need, rows, err := g.planScratch()
+	if err != nil {
+		return err
+	}
+	if err := g.ctrlPlan.Zero(g.stream); err != nil {
 		return waitAfter(g.stream, err)
 	}
-	if err := g.launch(g.fCountSources, int64(src.Len()), src, res, uint64(src.Len()), cnt); err != nil {
+	g.cntZero = false // until the plan has run
+	if err := g.launch(g.fCountSources, int64(n), src, res, uint64(n), uint32(g.nv), cnt, list, g.ctrlPlan); err != nil {
 		return waitAfter(g.stream, err)
 	}
-	return g.rehashLocked(ctx, cnt.Ptr(), uint32(math.Round(g.rehashChain*1000)))
+	per := uint32(math.Round(g.loadFactor * slotsPerBucket * 1000))
+	chain := uint32(math.Round(g.rehashChain * 1000))
+	if err := g.launch(g.fPlanSources, int64(n), g.dict, list, cnt, uint32(slotsPerBucket), per, chain, ids, old, need, rows, g.ctrlPlan); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	plan, err := g.readPlan()
+	if err != nil {
+		return err
+	}
+	g.cntZero = true
+	if err := g.prepCounts(opInsert); err != nil {
+		return err
+	}
+	return g.moveTables(ctx, int(plan[gpurt.CtrlCount]), ids, old, need, rows)
+}
+
+// planScratch returns the plan's per-mover arrays (at most nv movers): id,
+// old entry, new buckets, degree (the last two scanned in place into the
+// new buckets' and the entries' offsets).
+func (g *gpuGraph[W]) planScratch() (ids, old cuda.Slice[uint32], need, rows cuda.Slice[uint64], err error) {
+	if ids, err = g.rIDs.Get(g.dev, g.stream, max(1, g.nv)); err != nil {
+		return
+	}
+	if old, err = g.rOld.Get(g.dev, g.stream, max(1, g.nv)*vertexWords); err != nil {
+		return
+	}
+	if need, err = g.rNeed.Get(g.dev, g.stream, g.nv+1); err != nil {
+		return
+	}
+	rows, err = g.rRows.Get(g.dev, g.stream, g.nv+1)
+	return
 }
 
 // rehashLocked is rehash with a threshold: a table moves when its entries
-// (with extra[v] more to come, when extra is not 0) exceed chain1000/1000
-// lists' worth of its head slabs' slots; its new buckets hold them all.
-func (g *gpuGraph[W]) rehashLocked(ctx context.Context, extra cuda.DevicePtr, chain1000 uint32) (err error) {
+// exceed chain1000/1000 lists' worth of its head slabs' slots; its new
+// buckets hold them all.
+func (g *gpuGraph[W]) rehashLocked(ctx context.Context, chain1000 uint32) (err error) {
 	if g.nv == 0 {
 		return nil
 	}
-	// Per mover (at most nv): id, old entry, new buckets, degree (scanned
-	// in place into the new buckets' and the entries' offsets).
-	ids, err := g.rIDs.Get(g.dev, g.stream, g.nv)
+	ids, old, need, rows, err := g.planScratch()
 	if err != nil {
 		return err
 	}
-	old, err := g.rOld.Get(g.dev, g.stream, g.nv*vertexWords)
-	if err != nil {
-		return err
-	}
-	need, err := g.rNeed.Get(g.dev, g.stream, g.nv+1)
-	if err != nil {
-		return err
-	}
-	rows, err := g.rRows.Get(g.dev, g.stream, g.nv+1)
-	if err != nil {
-		return err
-	}
-	if err := g.zeroCtrl(); err != nil {
-		return err
-	}
-	per := uint32(math.Round(g.loadFactor * slotsPerBucket * 1000))
-	if err := g.launch(g.fRehashPlan, int64(g.nv), g.dict, uint64(g.nv), uint32(slotsPerBucket), per, extra, chain1000, ids, old, need, rows, g.ctrl); err != nil {
+	if err := g.ctrlPlan.Zero(g.stream); err != nil {
 		return waitAfter(g.stream, err)
 	}
-	if err := g.readCtrl(); err != nil {
+	per := uint32(math.Round(g.loadFactor * slotsPerBucket * 1000))
+	if err := g.launch(g.fRehashPlan, int64(g.nv), g.dict, uint64(g.nv), uint32(slotsPerBucket), per, chain1000, ids, old, need, rows, g.ctrlPlan); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	plan, err := g.readPlan()
+	if err != nil {
 		return err
 	}
-	movers := int(g.host[gpurt.CtrlCount])
+	return g.moveTables(ctx, int(plan[gpurt.CtrlCount]), ids, old, need, rows)
+}
+
+// moveTables moves the movers a plan listed (ids, old, need, rows) to new
+// buckets: see rehash.
+func (g *gpuGraph[W]) moveTables(ctx context.Context, movers int, ids, old cuda.Slice[uint32], need, rows cuda.Slice[uint64]) (err error) {
 	if movers == 0 {
 		return nil
 	}
@@ -2006,8 +2077,12 @@ func (g *gpuGraph[W]) close() error {
 	g.dict.Free()
 	g.gone.Free()
 	g.ctrl.Free()
+	g.ctrlPlan.Free()
 	if g.ctrlPinned != nil {
 		g.ctrlPinned.Free()
+	}
+	if g.ctrlRead != nil {
+		g.ctrlRead.Free()
 	}
 	gpurt.FreeAll(g)
 	if g.stream != nil {

@@ -862,3 +862,59 @@ func countsAgree[W Weight](t *testing.T, where string, g, c *Weighted[W]) {
 		t.Fatalf("%s: %d triangles, the CPU backend %d (%v)", where, a, b, err)
 	}
 }
+
+// TestCUDAGrowForCounts: an insert batch that grows its tables first
+// (RehashChain) plans from per-source counts that the plan zeroes again, so
+// batches of edges already present move a table once (the first batch's
+// count is an upper bound of what it adds) and never again: a count left
+// over from an earlier batch would move it again and again.
+func TestCUDAGrowForCounts(t *testing.T) { growForCounts(t, gputest.Device(t)) }
+
+func growForCounts(t *testing.T, dev *cuda.Device) {
+	g, err := New(Options{Backend: warpkit.CUDA, Device: dev, Directed: true, VertexCapacity: 64, RehashChain: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	// Vertex 0: 5 entries in one bucket (7 slots at RehashChain 1).
+	if err := g.Build(ctx, []uint32{0, 0, 0, 0, 0}, []uint32{1, 2, 3, 4, 5}); err != nil {
+		t.Fatal(err)
+	}
+	buckets := func() uint64 {
+		t.Helper()
+		st, err := g.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Buckets
+	}
+	b0 := buckets()
+	src, dst := []uint32{0, 0, 0}, []uint32{1, 2, 3}
+	res := make([]slabhash.Result, len(src))
+	if err := g.InsertEdges(ctx, src, dst, res); err != nil {
+		t.Fatal(err)
+	}
+	b1 := buckets()
+	if b1 <= b0 {
+		t.Fatalf("a batch that may fill vertex 0 past a list: buckets %d -> %d, want the table moved", b0, b1)
+	}
+	for i := range 10 {
+		if err := g.InsertEdges(ctx, src, dst, res); err != nil {
+			t.Fatal(err)
+		}
+		for j, r := range res {
+			if r != slabhash.Present {
+				t.Fatalf("batch %d: edge %d: %v, want Present", i, j, r)
+			}
+		}
+		if b := buckets(); b != b1 {
+			t.Fatalf("batch %d of edges present: buckets %d -> %d (a count left from an earlier batch?)", i, b1, b)
+		}
+	}
+	if err := g.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := g.Len(ctx); err != nil || n != 5 {
+		t.Fatalf("Len %d, %v, want 5", n, err)
+	}
+}

@@ -510,34 +510,65 @@ __device__ void reset(char* arena, Vertex* dict, Pool* pool, const uint32_t* ids
   }
 }
 
-// rehash_plan picks the vertices Rehash moves: those whose entries — with
-// extra[v] more to come, when extra is given (an insert batch's, counted
-// per source) — exceed chain1000/1000 lists' worth of their head slabs'
-// slots. It lists them in ids (their number in ctrl[kCtrlCount]; in no
-// order) with their dictionary entries as they are (old) and, per mover i,
-// its new bucket count need[i] (for its entries and the extra ones, at
-// per1000 thousandths of an entry a bucket) and its degree rows[i]; Rehash
-// scans the last two.
+// plan_one lists vertex v (entry e; will entries once the extra ones come)
+// as a mover when will exceeds chain1000/1000 lists' worth of its head
+// slabs' slots: its id, old entry, new bucket count need (at per1000
+// thousandths of an entry a bucket) and degree, at the index taken from
+// ctrl[kCtrlCount].
+__device__ __forceinline__ void plan_one(uint32_t v, const Vertex& e, uint64_t will, uint32_t slots,
+                                         uint32_t per1000, uint32_t chain1000, uint32_t* ids, Vertex* old,
+                                         uint64_t* need, uint64_t* rows, unsigned long long* ctrl) {
+  if (will * 1000 <= (uint64_t)slots * e.nb * chain1000) return;
+  const unsigned long long i = atomicAdd(ctrl + kCtrlCount, 1ull);
+  ids[i] = v;
+  old[i] = e;
+  need[i] = (will * 1000 + per1000 - 1) / per1000;
+  rows[i] = e.degree;
+}
+
+// rehash_plan picks the vertices Rehash moves: those whose entries exceed
+// chain1000/1000 lists' worth of their head slabs' slots (plan_one). It
+// lists them in ids (their number in ctrl[kCtrlCount]; in no order) with
+// their dictionary entries as they are (old) and, per mover i, its new
+// bucket count need[i] (at per1000 thousandths of an entry a bucket) and
+// its degree rows[i]; Rehash scans the last two.
 extern "C" __global__ void gr_rehash_plan(const Vertex* dict, uint64_t nv, uint32_t slots, uint32_t per1000,
-                                          const uint32_t* extra, uint32_t chain1000, uint32_t* ids, Vertex* old,
-                                          uint64_t* need, uint64_t* rows, unsigned long long* ctrl) {
+                                          uint32_t chain1000, uint32_t* ids, Vertex* old, uint64_t* need,
+                                          uint64_t* rows, unsigned long long* ctrl) {
   for (uint64_t v = thread_index(); v < nv; v += thread_count()) {
     const Vertex e = dict[v];
-    const uint64_t will = (uint64_t)e.degree + (extra ? extra[v] : 0);
-    if (will * 1000 <= (uint64_t)slots * e.nb * chain1000) continue;
-    const unsigned long long i = atomicAdd(ctrl + kCtrlCount, 1ull);
-    ids[i] = (uint32_t)v;
-    old[i] = e;
-    need[i] = (will * 1000 + per1000 - 1) / per1000;
-    rows[i] = e.degree;
+    plan_one((uint32_t)v, e, e.degree, slots, per1000, chain1000, ids, old, need, rows, ctrl);
   }
 }
 
-// count_sources counts, per source vertex, the elements of a prepared
-// batch that will run (res kResFailed): the entries an insert may add.
-extern "C" __global__ void gr_count_sources(const uint32_t* src, const uint8_t* res, uint64_t n, uint32_t* cnt) {
-  for (uint64_t i = thread_index(); i < n; i += thread_count())
-    if (res[i] == sh::kResFailed) atomicAdd(&cnt[src[i]], 1u);
+// count_sources counts, per source vertex below nv, the elements of a
+// prepared insert batch that will run (res kResFailed): the entries the
+// batch may add. The first element of each source lists it in list (their
+// number in ctrl[kCtrlDelta]) for plan_sources. cnt is zero outside a
+// batch: plan_sources zeroes what this counted.
+extern "C" __global__ void gr_count_sources(const uint32_t* src, const uint8_t* res, uint64_t n, uint32_t nv,
+                                            uint32_t* cnt, uint32_t* list, unsigned long long* ctrl) {
+  for (uint64_t i = thread_index(); i < n; i += thread_count()) {
+    const uint32_t v = src[i];
+    if (res[i] != sh::kResFailed || v >= nv) continue;
+    if (atomicAdd(&cnt[v], 1u) == 0) list[atomicAdd(ctrl + kCtrlDelta, 1ull)] = v;
+  }
+}
+
+// plan_sources is gr_rehash_plan over the sources count_sources listed,
+// each with its count of entries to come (and zeroes the count): an insert
+// batch's tables that it would fill past chain1000/1000 lists.
+extern "C" __global__ void gr_plan_sources(const Vertex* dict, const uint32_t* list, uint32_t* cnt, uint32_t slots,
+                                           uint32_t per1000, uint32_t chain1000, uint32_t* ids, Vertex* old,
+                                           uint64_t* need, uint64_t* rows, unsigned long long* ctrl) {
+  const uint64_t n = *(volatile unsigned long long*)(ctrl + kCtrlDelta);
+  for (uint64_t i = thread_index(); i < n; i += thread_count()) {
+    const uint32_t v = list[i];
+    const Vertex e = dict[v];
+    const uint32_t extra = cnt[v];
+    cnt[v] = 0;
+    plan_one(v, e, (uint64_t)e.degree + extra, slots, per1000, chain1000, ids, old, need, rows, ctrl);
+  }
 }
 
 // rehash_dict gives each mover i its new buckets: first + base[i], need[i]
