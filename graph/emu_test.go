@@ -48,3 +48,9 @@ func TestEmulatedTablesOnDemand(t *testing.T) {
 func TestEmulatedGrowForCounts(t *testing.T) {
 	growForCounts(t, emu.Device(t, emu.Options{}, sources...))
 }
+
+// TestEmulatedInsertBothExhausted is TestCUDAInsertBothExhausted on the
+// emulation.
+func TestEmulatedInsertBothExhausted(t *testing.T) {
+	insertBothExhausted(t, emu.Device(t, emu.Options{}, sources...))
+}

@@ -142,7 +142,7 @@ type gpuGraph[W any] struct {
 	fPlanSources                                                                   *cuda.Function
 	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC, fOwner                  *cuda.Function
 	fGatherLanes                                                                   *cuda.Function // set slabs only (nil for weighted graphs)
-	fClaimTables, fGiveTables                                                      *cuda.Function
+	fClaimTables, fGiveTables, fKept, fLost                                        *cuda.Function
 }
 
 func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], error) {
@@ -204,7 +204,7 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 		{&g.fDiff, "gr_diff"}, {&g.fCountSources, "gr_count_sources"}, {&g.fPlanSources, "gr_plan_sources"}, {&g.fOwner, "gr_owner"},
 		{&g.fApply, "gr_apply_" + layout}, {&g.fGather, "gr_gather_" + layout}, {&g.fSweep, "gr_sweep_" + layout},
 		{&g.fReset, "gr_reset_" + layout}, {&g.fCensus, "gr_census_" + layout}, {&g.fFlush, "gr_flush_" + layout},
-		{&g.fTC, "gr_tc_" + layout},
+		{&g.fTC, "gr_tc_" + layout}, {&g.fKept, "gr_kept"}, {&g.fLost, "gr_lost"},
 	} {
 		if *f.dst, err = mod.Function(f.name); err != nil {
 			return fail(err)
@@ -714,10 +714,11 @@ func (g *gpuGraph[W]) prepare(src, dst cuda.Slice[uint32], m int, mode uint32, e
 }
 
 // applyPrepared applies a prepared batch (prep's layout: n elements, twice
-// that undirected). An undirected batch runs its canonical directions
-// first, then the reverses of the edges that changed (gr_mirror): the
-// copies of an edge in the batch, and edges already present, add no work.
-// A weighted insert finds, between the two, the weight that won in each
+// that undirected). An undirected insert into an unweighted graph runs
+// both directions in one launch (insertBoth). Other undirected batches run
+// their canonical directions first, then the reverses of the edges that
+// changed (gr_mirror): the copies of an edge in the batch, and edges
+// already present, add no work. A weighted insert finds, between the two, the weight that won in each
 // canonical direction and gives it to the reverse, so that both directions
 // of an edge hold one weight even when the batch holds the edge twice with
 // different weights. When reverses fail (the pool exhausted), their
@@ -730,6 +731,9 @@ func (g *gpuGraph[W]) applyPrepared(ctx context.Context, op uint32, osrc, odst c
 	}
 	if op == opDelete {
 		return g.deletePair(ctx, osrc, odst, ores, n)
+	}
+	if g.wbytes == 0 {
+		return g.insertBoth(ctx, osrc, odst, ores, n, reserve, prepped)
 	}
 	// The recovery's scratch is taken before anything applies.
 	res2, err := g.bRes2.Get(g.dev, g.stream, n)
@@ -786,6 +790,45 @@ func (g *gpuGraph[W]) applyPrepared(ctx context.Context, op uint32, osrc, odst c
 		return errors.Join(err, rerr, waitAfter(g.stream, lerr))
 	}
 	return errors.Join(err, rerr, gpurt.Wait(g.stream))
+}
+
+// insertBoth applies a prepared undirected insert batch of an unweighted
+// graph (both directions: 2n elements) in one apply launch and one wait,
+// where the weighted path runs the reverses after the canonical directions
+// (which a weight that must be one for both directions needs). The
+// directions are independent inserts: the copies of an edge in the batch
+// and an edge already present find what is there (Present). Should part of
+// the batch fail (the pool exhausted at MaxPoolBytes, ctx cancelled between
+// reruns), every pair with a failed element was absent before the batch (a
+// pair present has both directions present, which inserts find without
+// allocating): both of its directions are deleted (deleteBoth), and a find
+// of the canonical directions reported Inserted or Present turns those
+// taken back into Failed (gr_kept, gr_lost), so that the graph stays
+// symmetric and every result says what is in it.
+func (g *gpuGraph[W]) insertBoth(ctx context.Context, osrc, odst cuda.Slice[uint32], ores cuda.Slice[uint8], n, reserve int, prepped bool) error {
+	m := 2 * n
+	// The repair's scratch is taken before anything applies.
+	if _, err := g.bRes2.Get(g.dev, g.stream, m); err != nil {
+		return err
+	}
+	err := g.run(ctx, opInsert, osrc.Sub(0, m), odst.Sub(0, m), 0, ores.Sub(0, m), m, flagRetry, 2*reserve, prepped)
+	if err == nil || errors.Is(err, errRejected) {
+		return err // all applied, or nothing
+	}
+	if rerr := g.deleteBoth(osrc.Sub(0, m), odst.Sub(0, m), ores.Sub(0, m)); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	res2 := g.bRes2.View(n)
+	if lerr := g.launch(g.fKept, int64(n), ores, uint64(n), res2); lerr != nil {
+		return errors.Join(err, waitAfter(g.stream, lerr))
+	}
+	if lerr := g.run(context.WithoutCancel(ctx), opFind, osrc.Sub(0, n), odst.Sub(0, n), 0, res2, n, flagRetry, 0, false); lerr != nil {
+		return errors.Join(err, lerr)
+	}
+	if lerr := g.launch(g.fLost, int64(n), ores, uint64(n), res2); lerr != nil {
+		return errors.Join(err, waitAfter(g.stream, lerr))
+	}
+	return err
 }
 
 // deletePair runs an undirected delete batch (prepared) with one wait: the

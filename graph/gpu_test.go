@@ -918,3 +918,98 @@ func growForCounts(t *testing.T, dev *cuda.Device) {
 		t.Fatalf("Len %d, %v, want 5", n, err)
 	}
 }
+
+// TestCUDAInsertBothExhausted: an undirected insert batch (both directions
+// in one launch) that runs out of pool part way, with every edge listed
+// twice (once reversed), fails with ErrPoolExhausted and leaves a symmetric
+// graph in which exactly the edges reported Inserted or Present are, and
+// none reported Failed; the graph keeps working.
+func TestCUDAInsertBothExhausted(t *testing.T) { insertBothExhausted(t, gputest.Device(t)) }
+
+func insertBothExhausted(t *testing.T, dev *cuda.Device) {
+	// One pool block (1024 slabs of 32 bytes) where the batch needs about
+	// 2 overflow slabs a vertex.
+	g, err := New(Options{Backend: warpkit.CUDA, Device: dev, MaxPoolBytes: 32 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	const nv, deg = 1500, 10
+	if err := g.EnsureVertices(ctx, nv); err != nil {
+		t.Fatal(err)
+	}
+	// A few edges present before the batch: they stay whatever fails.
+	pre := [][2]uint32{{0, 1}, {7, 300}, {1499, 2}}
+	for _, e := range pre {
+		if err := g.InsertEdges(ctx, []uint32{e[0]}, []uint32{e[1]}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var src, dst []uint32
+	for u := uint32(0); u < nv; u++ {
+		for k := uint32(1); k <= deg; k++ {
+			v := (u + 37*k) % nv
+			src, dst = append(src, u, v), append(dst, v, u)
+		}
+	}
+	for _, e := range pre {
+		src, dst = append(src, e[1]), append(dst, e[0])
+	}
+	res := make([]slabhash.Result, len(src))
+	err = g.InsertEdges(ctx, src, dst, res)
+	if !errors.Is(err, warpkit.ErrPoolExhausted) {
+		t.Fatalf("insert past MaxPoolBytes: %v", err)
+	}
+	found := make([]bool, len(src))
+	if err := g.HasEdges(ctx, src, dst, found); err != nil {
+		t.Fatal(err)
+	}
+	in := map[[2]uint32]bool{}
+	failed := 0
+	for i, r := range res {
+		switch r {
+		case slabhash.Inserted, slabhash.Present:
+			if !found[i] {
+				t.Fatalf("edge %d (%d, %d): %v, but not in the graph", i, src[i], dst[i], r)
+			}
+		case slabhash.Failed:
+			failed++
+			if found[i] {
+				t.Fatalf("edge %d (%d, %d): Failed, but in the graph", i, src[i], dst[i])
+			}
+		default:
+			t.Fatalf("edge %d: %v", i, r)
+		}
+		if found[i] {
+			in[[2]uint32{min(src[i], dst[i]), max(src[i], dst[i])}] = true
+		}
+	}
+	for _, e := range pre {
+		if !in[[2]uint32{min(e[0], e[1]), max(e[0], e[1])}] {
+			t.Fatalf("edge %v, present before the batch, is gone", e)
+		}
+	}
+	if n, err := g.Len(ctx); err != nil || n != 2*len(in) || failed == 0 || len(in) <= len(pre) {
+		t.Fatalf("Len %d (%v), %d distinct edges in, %d results Failed", n, err, len(in), failed)
+	}
+	if err := g.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Deleting what went in frees room for more.
+	var ds, dd []uint32
+	for e := range in {
+		ds, dd = append(ds, e[0]), append(dd, e[1])
+	}
+	if err := g.DeleteEdges(ctx, ds, dd, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.InsertEdges(ctx, src[:200], dst[:200], nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

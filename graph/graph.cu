@@ -156,6 +156,23 @@ extern "C" __global__ void gr_undone(uint8_t* res, uint64_t n, const uint8_t* re
     if (res2[i] == sh::kResRemoved) res[i] = sh::kResFailed;
 }
 
+// kept marks, in res2, the canonical elements (i < n) of an undirected
+// insert run in one launch whose edge the batch reported in the graph
+// (Inserted or Present), for a find after its repair deleted both
+// directions of every pair with a failed element; lost then reports as
+// Failed those the find did not find (a copy of a pair another copy's
+// failure took back).
+extern "C" __global__ void gr_kept(const uint8_t* res, uint64_t n, uint8_t* res2) {
+  for (uint64_t i = thread_index(); i < n; i += thread_count())
+    res2[i] = (res[i] == sh::kResInserted || res[i] == sh::kResPresent) ? sh::kResFailed : sh::kResNotFound;
+}
+
+extern "C" __global__ void gr_lost(uint8_t* res, uint64_t n, const uint8_t* res2) {
+  for (uint64_t i = thread_index(); i < n; i += thread_count())
+    if (res2[i] == sh::kResNotFound && (res[i] == sh::kResInserted || res[i] == sh::kResPresent))
+      res[i] = sh::kResFailed;
+}
+
 // failed_pattern marks, in fres, the elements of an as-given build batch
 // that failed (res) — or, with all, every element — for deletes of both
 // directions of their edges: run after a build stopped part way, they keep
