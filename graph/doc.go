@@ -58,11 +58,16 @@
 // its source vertex's table, its Inserted and Removed counted in that
 // vertex's degree). Slabs: unweighted graphs 32-byte sets of 7 neighbours,
 // Weighted[uint32] 64-byte and Weighted[uint64] 128-byte maps of 7 pairs.
-// An undirected batch runs every edge's canonical direction (lower ID →
-// higher) first, then the reverse of each edge it changed; a weighted
-// insert reads the weight that won in the canonical direction and gives it
-// to the reverse, so both directions hold one weight; an undirected delete
-// queues both passes with one wait. Build sizes each table for its entries
+// An undirected insert into an unweighted graph runs both directions of
+// every edge in one apply launch (each an independent insert; should part
+// of the batch fail, both directions of every pair with a failed element
+// are deleted — such a pair was absent before — and the copies taken back
+// report Failed). A weighted undirected insert runs every edge's canonical
+// direction (lower ID → higher) first, then the reverse of each edge it
+// changed, with the weight that won in the canonical direction, so both
+// directions hold one weight; an undirected delete queues both passes with
+// one wait. An insert batch with RehashChain reads prep's counts and its
+// growth plan's (over the batch's sources only) with one wait. Build sizes each table for its entries
 // (Options.LoadFactor of a bucket's 7 slots; one bucket for a table of at
 // most 7 entries at the default load or denser, which one slab holds
 // without overflow; no bucket for a vertex without entries, which costs
@@ -104,7 +109,8 @@
 // test with per-edge result counts, the triangle tests, the device methods
 // against the CPU backend on an RMAT graph, IDs past the capacity refused
 // on the device with nothing applied, pool exhaustion with exact counts and
-// a symmetric graph). `warp graph tc` and `warp bench graph` (thesis Tables
+// a symmetric graph, an undirected batch in one launch that fails part
+// way, tables on demand). `warp graph tc` and `warp bench graph` (thesis Tables
 // 5.2–5.9, Figs 5.2/5.3, queries, the neighbour gather, memory, the
 // load-factor sweep; docs/benchmarks.md), with the sorted-CSR triangle
 // count and the thesis's unoriented triangle work as TriangleCountWith
@@ -116,9 +122,12 @@
 // demand, the triangle loops' lanes dealt by the warp) the suite passes
 // again, road graphs take 2.9x their CSR's bytes (target 3x: met) and
 // counts are 1.2-3.5x faster than before (a lane per bucket, row and
-// probe where a tile idled). Missed targets and what bounds them are in
-// docs/benchmarks.md: memory on social graphs (2.0-2.5x CSR: a short list
-// still fills a 7-slot slab), builds of small graphs against the CSR sort,
+// probe where a tile idled). At 4b8f1e3 (tables on demand, one bucket
+// for a table of at most 7 entries, an undirected insert in one launch)
+// the suite passes, social graphs take 1.88-1.99x their CSR's bytes
+// (target 2x: met) and inserts run 0.94-1.3 / 2.1-2.3 / 3.5-3.7 / 3.9 G
+// edges/s at 2^16-2^22 (1.2-1.4x before). Missed targets and what bounds
+// them are in docs/benchmarks.md: builds of small graphs against the CSR sort,
 // incremental builds with hubs, and dynamic triangle counts on road graphs
 // in the steady state, now on the line (1.77-2.08x the CSR pipeline in
 // the last two runs against 1.8x: the baseline's insert time varies).
@@ -149,9 +158,11 @@
 //   - Degrees are counted by one atomic add per applied element (the
 //     spec's __match_any_sync aggregation is not built).
 //   - Under ErrPoolExhausted the edges that could not be inserted report
-//     Failed; in an undirected batch, an edge whose reverse could not be
-//     inserted is taken back and reported Failed, and a repeated copy of it
-//     may still report Present.
+//     Failed; in an undirected batch, an edge with a direction that could
+//     not be inserted is taken back and reported Failed (an unweighted
+//     graph: every copy of it in the batch; a weighted one: the copy whose
+//     reverse failed, while a repeated copy of it may still report
+//     Present).
 //   - The CPU backend's maps need no flush and no rehash: Flush and Rehash
 //     are no-ops there.
 //   - A skipped self-loop's insert result is NotFound (slabhash's Result has
