@@ -233,17 +233,29 @@ extern "C" __global__ void gr_symmetry(const uint32_t* src, const uint32_t* dst,
 // count_edges counts the entries a build's edges give each vertex (repeated
 // edges counted each time: the tables' sizing): the source's, and with
 // both the destination's too (an undirected build whose edges do not list
-// both directions).
+// both directions). A warp takes 32 consecutive edges, and each run of
+// lanes with one source adds its length with one atomic (edges sorted or
+// grouped by source, as a CSR's or most files' are, come in runs; in random
+// order every lane is a run of its own).
 extern "C" __global__ void gr_count_edges(const uint32_t* src, const uint32_t* dst, uint64_t m, uint32_t mode,
                                           uint32_t both, uint32_t* cnt) {
-  for (uint64_t i = thread_index(); i < m; i += thread_count()) {
-    const uint32_t u = src[i], v = dst[i];
-    if (u == v) {
-      if (mode & kSelfLoops) atomicAdd(&cnt[u], 1u);
-      continue;
+  constexpr uint32_t kNone = 0xFFFFFFFFu;  // a lane that counts nothing at its source
+  const uint32_t lane = threadIdx.x & 31u;
+  for (uint64_t i0 = thread_index() - lane; i0 < m; i0 += thread_count()) {  // whole warps: the shuffles need every lane
+    const uint64_t i = i0 + lane;
+    uint32_t u = kNone;
+    if (i < m) {
+      const uint32_t s = src[i], d = dst[i];
+      if (s != d || (mode & kSelfLoops)) u = s;
+      if (both && s != d) atomicAdd(&cnt[d], 1u);
     }
-    atomicAdd(&cnt[u], 1u);
-    if (both) atomicAdd(&cnt[v], 1u);
+    const uint32_t prev = __shfl_up_sync(0xffffffffu, u, 1);
+    const uint32_t heads = __ballot_sync(0xffffffffu, lane == 0 || u != prev);
+    if (u != kNone && ((heads >> lane) & 1u)) {
+      const uint32_t later = lane == 31 ? 0u : heads & (0xffffffffu << (lane + 1));
+      const uint32_t end = later ? (uint32_t)__ffs(later) - 1 : 32u;
+      atomicAdd(&cnt[u], end - lane);
+    }
   }
 }
 
