@@ -1530,22 +1530,15 @@ func (g *gpuGraph[W]) buildChecked(ctx context.Context, n int, src, dst cuda.Sli
 }
 
 func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slice[uint32], vals cuda.DevicePtr) error {
-	if _, err := g.primEngine(); err != nil { // before the pool: the old graph stays whole on failure
+	if _, err := g.primEngine(); err != nil {
 		return err
 	}
 	// Everything that can fail for want of memory comes first; the old
 	// graph stays whole (its dictionary and arena only grow, contents kept)
-	// until the new one replaces it.
-	pool, err := g.newPool()
-	if err != nil {
-		return err
-	}
-	keep := false
-	defer func() {
-		if !keep {
-			pool.Close()
-		}
-	}()
+	// until the new one replaces it. The pool is the old graph's, emptied
+	// then (Reset: no allocation, unlike a new pool, which cost a build
+	// 0.3-0.4 ms on the H200).
+	var err error
 	if g.dict, err = grow(g.dev, g.stream, g.dict, g.nv*vertexWords, n*vertexWords, 0); err != nil {
 		return err
 	}
@@ -1624,10 +1617,11 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	if err := g.reserveArena(int(slabs)); err != nil {
 		return err
 	}
-	// The old graph goes: the new pool, an empty arena, the new dictionary.
-	keep = true
-	g.pool.Close()
-	g.pool = pool
+	// The old graph goes: its pool emptied (nothing runs on the stream,
+	// read above), an empty arena, the new dictionary.
+	if err := g.pool.Reset(ctx); err != nil {
+		return err
+	}
 	g.nv, g.nslabs, g.selfSkips, g.tableless = n, int(slabs), 0, tableless
 	g.ownerOK = false
 	g.live.Store(0)

@@ -42,6 +42,20 @@ func (c *cpuPool) grow(n int) (int, error) {
 	return n, nil
 }
 
+func (c *cpuPool) reset(keep int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.units, c.bitmap = c.units[:keep], c.bitmap[:keep]
+	for i := range c.units {
+		for j := range c.units[i] {
+			c.units[i][j] = c.opts.Fill
+		}
+		clear(c.bitmap[i])
+	}
+	c.used, c.cursor = 0, 0
+	return nil
+}
+
 func (c *cpuPool) readUsed() (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -63,6 +63,9 @@
 //     its own estimate says the pool may be short. A kernel that still runs out reports it; the caller grows
 //     ([Pool.GrowPast]) and retries what failed, and at MaxSuperBlocks the
 //     operation fails with warpkit.ErrPoolExhausted. Nothing waits for memory.
+//     [Pool.Reset] empties the pool at once and gives back the super blocks
+//     past the initial ones, allocating nothing: a structure rebuilt over
+//     its pool (graph's Build) skips a new pool's setup and frees.
 //   - Statistics: each tile adds its net allocation count to a device counter
 //     once per launch, so [Pool.Stats] is exact after every launch at no cost
 //     per allocation.

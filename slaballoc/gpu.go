@@ -197,6 +197,61 @@ func (g *gpuPool) newSuper(i int) (superBlock, error) {
 	return superBlock{mem: mem, bitmap: bm}, nil
 }
 
+// reset gives back the super blocks past keep, refills the others' units
+// with Fill and zeroes their bitmaps on the pool's stream, waits, and
+// writes the descriptor: keep super blocks, nothing used.
+func (g *gpuPool) reset(keep int) error {
+	var err error
+	for _, b := range g.supers[keep:] {
+		err = errors.Join(err, b.free())
+	}
+	g.supers = g.supers[:keep]
+	next := g.host
+	for i := keep; i < MaxSuperBlocks; i++ {
+		next[descUnitsWord+i], next[descBitmapsWord+i] = 0, 0
+	}
+	next[descCountsWord] = uint64(keep) | uint64(g.opts.BlocksPerSuperBlock)<<32
+	if err != nil {
+		return err
+	}
+	unitBytes, total := g.superBytes()
+	for i, b := range g.supers {
+		units, err := cuda.View[uint8](b.mem, 0, int(unitBytes))
+		if err == nil {
+			err = units.FillBytes(g.opts.Fill, g.stream)
+		}
+		if err != nil {
+			return err
+		}
+		bitmaps, err := cuda.View[uint8](b.mem, int(unitBytes), int(total-unitBytes))
+		if b.bitmap != nil {
+			bitmaps, err = cuda.View[uint8](b.bitmap, 0, int(total-unitBytes))
+		}
+		if err == nil {
+			err = bitmaps.Zero(g.stream)
+		}
+		if err != nil {
+			return err
+		}
+		if uint64(bitmaps.Ptr()) != next[descBitmapsWord+i] {
+			return fmt.Errorf("super block %d: bitmaps at %#x, the descriptor says %#x", i, bitmaps.Ptr(), next[descBitmapsWord+i])
+		}
+	}
+	if err := g.desc.Sub(descUsedWord, descUsedWord+1).Zero(g.stream); err != nil {
+		return err
+	}
+	if err := gpurt.Wait(g.stream); err != nil {
+		return err
+	}
+	if next != g.host {
+		if err := g.desc.Sub(0, len(next)).CopyFromHost(next[:]); err != nil {
+			return err
+		}
+		g.host = next
+	}
+	return nil
+}
+
 func (g *gpuPool) readUsed() (int64, error) {
 	var v [1]uint64
 	if err := g.desc.Sub(descUsedWord, descUsedWord+1).CopyToHost(v[:]); err != nil {

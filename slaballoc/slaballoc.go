@@ -113,6 +113,7 @@ type impl interface {
 	readUnit(addr uint32, dst []byte) error
 	writeUnit(addr uint32, src []byte) error
 	dump() ([]SuperBlock, error)
+	reset(keep int) error // free every unit and keep keep super blocks (caller holds growMu and the use lock)
 	close() error
 }
 
@@ -352,6 +353,39 @@ func (p *Pool) growLocked(need int) error {
 		err = fmt.Errorf("%w: %d of %d super blocks added", warpkit.ErrOutOfMemory, added, want)
 	}
 	return err
+}
+
+// Reset frees every unit at once and gives back the super blocks past
+// Options.InitialSuperBlocks: the pool is as New made it (units filled
+// with Options.Fill, nothing allocated), without allocating anything, so a
+// structure rebuilt over its pool (graph's Build) pays no device
+// allocation, module setup or free for it. The caller must have nothing in
+// flight that uses the pool: no kernel still running on any stream, no
+// reservation (Reserve) not yet ended; addresses handed out before are
+// invalid afterwards. On the CUDA backend it waits for its own work before
+// it returns. A failure (the device's) leaves the pool unusable but
+// closable.
+func (p *Pool) Reset(ctx context.Context) error {
+	if err := p.live("reset"); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("slaballoc: reset: %w", err)
+	}
+	p.growMu.Lock()
+	defer p.growMu.Unlock()
+	p.use.Lock()
+	defer p.use.Unlock()
+	if p.closed.Load() {
+		return fmt.Errorf("slaballoc: reset: %w", warpkit.ErrClosed)
+	}
+	keep := min(p.opts.InitialSuperBlocks, p.SuperBlocks())
+	if err := p.impl.reset(keep); err != nil {
+		return fmt.Errorf("slaballoc: reset: %w", err)
+	}
+	p.supers.Store(int32(keep))
+	p.usedSeen.Store(0)
+	return nil
 }
 
 // Stats returns the pool's statistics; Allocated is exact once the kernels

@@ -321,6 +321,69 @@ func TestUnitContents(t *testing.T) {
 	})
 }
 
+// TestReset: Reset frees every unit, refills the units, gives back the
+// super blocks past the initial ones, and leaves a pool that allocates,
+// grows and counts as a new one; on a closed pool it is ErrClosed.
+func TestReset(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, opts Options) {
+		ctx := context.Background()
+		opts.BlocksPerSuperBlock = 1 // 1024 units a super block
+		opts.UnitBytes = 32
+		opts.MaxSuperBlocks = 3
+		opts.LowWater = 1
+		opts.Fill = 0xff
+		p := newPool(t, opts)
+		for round := range 2 {
+			// Past one super block: the pool grows to three.
+			a := make([]uint32, 2500)
+			if err := p.Reserve(ctx, len(a)); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Allocate(ctx, a); err != nil {
+				t.Fatal(err)
+			}
+			p.Unreserve(len(a))
+			if p.SuperBlocks() != 3 {
+				t.Fatalf("round %d: %d super blocks after 2500 units, want 3", round, p.SuperBlocks())
+			}
+			checkDistinct(t, p, a)
+			if err := p.WriteUnit(ctx, a[7], []byte("dirty")); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Reset(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if p.SuperBlocks() != 1 {
+				t.Fatalf("round %d: %d super blocks after Reset, want the initial 1", round, p.SuperBlocks())
+			}
+			checkCounts(t, p, 0)
+			// Every unit again, each holding the fill byte.
+			b := make([]uint32, 1024)
+			if err := p.Allocate(ctx, b); err != nil {
+				t.Fatalf("round %d: the whole pool after Reset: %v", round, err)
+			}
+			checkDistinct(t, p, b)
+			checkCounts(t, p, 1024)
+			got := make([]byte, 32)
+			for _, u := range b {
+				if err := p.ReadUnit(ctx, u, got); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, bytes.Repeat([]byte{0xff}, 32)) {
+					t.Fatalf("round %d: unit %#x holds %x after Reset, want the fill byte", round, u, got)
+				}
+			}
+			if err := p.Free(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.Close()
+		if err := p.Reset(ctx); !errors.Is(err, warpkit.ErrClosed) {
+			t.Fatalf("Reset after Close: %v", err)
+		}
+	})
+}
+
 // TestDump: Dump copies every super block's units and bitmaps as they are.
 func TestDump(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, opts Options) {
