@@ -126,8 +126,12 @@
 // for a table of at most 7 entries, an undirected insert in one launch)
 // the suite passes, social graphs take 1.88-1.99x their CSR's bytes
 // (target 2x: met) and inserts run 0.94-1.3 / 2.1-2.3 / 3.5-3.7 / 3.9 G
-// edges/s at 2^16-2^22 (1.2-1.4x before). Missed targets and what bounds
-// them are in docs/benchmarks.md: builds of small graphs against the CSR sort,
+// edges/s at 2^16-2^22 (1.2-1.4x before). At 09cf10d (a build counts
+// runs of one source with one atomic and empties its pool, slaballoc's
+// Pool.Reset, instead of making a new one) builds are 1.05-1.45x faster
+// than the CSR sort on the four larger stand-ins (hmean 10.3 G entries/s).
+// Missed targets and what bounds them are in docs/benchmarks.md: builds of
+// the two small graphs against the CSR sort (0.3-0.7x: host waits),
 // incremental builds with hubs, and dynamic triangle counts on road graphs
 // in the steady state, now on the line (1.77-2.08x the CSR pipeline in
 // the last two runs against 1.8x: the baseline's insert time varies).
