@@ -718,10 +718,10 @@ func (g *gpuGraph[W]) prepare(src, dst cuda.Slice[uint32], m int, mode uint32, e
 // both directions in one launch (insertBoth). Other undirected batches run
 // their canonical directions first, then the reverses of the edges that
 // changed (gr_mirror): the copies of an edge in the batch, and edges
-// already present, add no work. A weighted insert finds, between the two, the weight that won in each
-// canonical direction and gives it to the reverse, so that both directions
-// of an edge hold one weight even when the batch holds the edge twice with
-// different weights. When reverses fail (the pool exhausted), their
+// already present, add no work. A weighted insert finds, between the two,
+// the weight that won in each canonical direction and gives it to the
+// reverse, so that both directions of an edge hold one weight even when
+// the batch holds the edge twice with different weights. When reverses fail (the pool exhausted), their
 // canonical inserts are taken back (gr_undo) and reported Failed, so the
 // graph stays symmetric. The reverses and the undo run to their end even
 // when ctx is cancelled meanwhile.
