@@ -54,3 +54,9 @@ func TestEmulatedGrowForCounts(t *testing.T) {
 func TestEmulatedInsertBothExhausted(t *testing.T) {
 	insertBothExhausted(t, emu.Device(t, emu.Options{}, sources...))
 }
+
+// TestEmulatedInsertStoppedBeforeApply is TestCUDAInsertStoppedBeforeApply
+// on the emulation.
+func TestEmulatedInsertStoppedBeforeApply(t *testing.T) {
+	insertStoppedBeforeApply(t, emu.Device(t, emu.Options{}, sources...))
+}

@@ -133,6 +133,9 @@ type gpuGraph[W any] struct {
 	// batch's sources for the plan.
 	cntZero bool
 	rList   gpurt.Buf[uint32]
+	// applies counts the apply launches queued (run): a batch that failed
+	// before its first one applied nothing.
+	applies uint64
 	// The vertices an insert batch gives their first table (giveTables).
 	nIDs gpurt.Buf[uint32]
 
@@ -267,7 +270,11 @@ func (g *gpuGraph[W]) readCtrl() error {
 	if err := gpurt.Wait(g.stream); err != nil {
 		return err
 	}
-	copy(g.host[:], g.ctrlRead.Data())
+	d := g.ctrlRead.Data()
+	if len(d) < gpurt.CtrlWords {
+		return fmt.Errorf("graph: reading the control block: %w", cuda.ErrClosed)
+	}
+	copy(g.host[:], d)
 	return nil
 }
 
@@ -458,6 +465,7 @@ func (g *gpuGraph[W]) run(ctx context.Context, op uint32, src, dst cuda.Slice[ui
 		err = g.launch(g.fApply, int64(n), g.arena, g.seed, g.pool.Descriptor(), g.dict, src, dst, vals, op,
 			res, uint64(n), g.ctrl, flags, uint32(attempt)*0x9e3779b9, g.ctrlOut)
 		if err == nil {
+			g.applies++
 			err = g.readApply()
 		} else {
 			err = waitAfter(g.stream, err)
@@ -811,9 +819,16 @@ func (g *gpuGraph[W]) insertBoth(ctx context.Context, osrc, odst cuda.Slice[uint
 	if _, err := g.bRes2.Get(g.dev, g.stream, m); err != nil {
 		return err
 	}
+	if beforeInsertBoth != nil {
+		beforeInsertBoth()
+	}
+	launched := g.applies
 	err := g.run(ctx, opInsert, osrc.Sub(0, m), odst.Sub(0, m), 0, ores.Sub(0, m), m, flagRetry, 2*reserve, prepped)
-	if err == nil || errors.Is(err, errRejected) {
-		return err // all applied, or nothing
+	if err == nil || errors.Is(err, errRejected) || g.applies == launched {
+		// All applied, or nothing: rejected by prep, or stopped before the
+		// first launch (every element still Failed, edges present before
+		// the batch among them: a repair would delete those).
+		return err
 	}
 	if rerr := g.deleteBoth(osrc.Sub(0, m), odst.Sub(0, m), ores.Sub(0, m)); rerr != nil {
 		return errors.Join(err, rerr)
@@ -830,6 +845,10 @@ func (g *gpuGraph[W]) insertBoth(ctx context.Context, osrc, odst cuda.Slice[uint
 	}
 	return err
 }
+
+// beforeInsertBoth, when set, runs before insertBoth's apply launch
+// (tests: a context cancelled there stops the batch before it applies).
+var beforeInsertBoth func()
 
 // deletePair runs an undirected delete batch (prepared) with one wait: the
 // canonical directions, gr_mirror, then the reverses of the edges removed,
@@ -1618,7 +1637,9 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 		return err
 	}
 	// The old graph goes: its pool emptied (nothing runs on the stream,
-	// read above), an empty arena, the new dictionary.
+	// read above), an empty arena, the new dictionary. Reset fails only
+	// when the device does (it allocates nothing), which leaves no graph
+	// usable.
 	if err := g.pool.Reset(ctx); err != nil {
 		return err
 	}
@@ -1742,46 +1763,63 @@ func (g *gpuGraph[W]) rehash(ctx context.Context) (err error) {
 // sources only (gr_count_sources lists them, gr_plan_sources plans them
 // and leaves the counts zero for the next batch).
 func (g *gpuGraph[W]) growFor(ctx context.Context, src cuda.Slice[uint32], res cuda.Slice[uint8]) error {
-	had := g.rCnt.Cap()
-	cnt, err := g.rCnt.Get(g.dev, g.stream, max(1, g.nv))
+	plan, ids, old, need, rows, err := g.planSources(src, res)
 	if err != nil {
-		return err
-	}
-	if g.rCnt.Cap() != had || !g.cntZero {
-		if err := g.rCnt.View(g.rCnt.Cap()).Zero(g.stream); err != nil {
-			return waitAfter(g.stream, err)
+		// prep's counts still settle the tables it gave (prepCounts).
+		if rerr := g.readCtrl(); rerr == nil {
+			_ = g.prepCounts(opInsert) // err says what went wrong first
 		}
-	}
-	n := src.Len()
-	list, err := g.rList.Get(g.dev, g.stream, n)
-	if err != nil {
 		return err
 	}
-	ids, old, need, rows, err := g.planScratch()
-	if err != nil {
-		return err
-	}
-	if err := g.ctrlPlan.Zero(g.stream); err != nil {
-		return waitAfter(g.stream, err)
-	}
-	g.cntZero = false // until the plan has run
-	if err := g.launch(g.fCountSources, int64(n), src, res, uint64(n), uint32(g.nv), cnt, list, g.ctrlPlan); err != nil {
-		return waitAfter(g.stream, err)
-	}
-	per := uint32(math.Round(g.loadFactor * slotsPerBucket * 1000))
-	chain := uint32(math.Round(g.rehashChain * 1000))
-	if err := g.launch(g.fPlanSources, int64(n), g.dict, list, cnt, uint32(slotsPerBucket), per, chain, ids, old, need, rows, g.ctrlPlan); err != nil {
-		return waitAfter(g.stream, err)
-	}
-	plan, err := g.readPlan()
-	if err != nil {
-		return err
-	}
-	g.cntZero = true
 	if err := g.prepCounts(opInsert); err != nil {
 		return err
 	}
 	return g.moveTables(ctx, int(plan[gpurt.CtrlCount]), ids, old, need, rows)
+}
+
+// planSources queues growFor's count and plan and reads the plan's block
+// (and prep's, into g.host) with one wait.
+func (g *gpuGraph[W]) planSources(src cuda.Slice[uint32], res cuda.Slice[uint8]) (plan [gpurt.CtrlWords]uint64, ids, old cuda.Slice[uint32], need, rows cuda.Slice[uint64], err error) {
+	had := g.rCnt.Cap()
+	cnt, err := g.rCnt.Get(g.dev, g.stream, max(1, g.nv))
+	if err != nil {
+		return
+	}
+	if g.rCnt.Cap() != had || !g.cntZero {
+		if err = g.rCnt.View(g.rCnt.Cap()).Zero(g.stream); err != nil {
+			err = waitAfter(g.stream, err)
+			return
+		}
+	}
+	n := src.Len()
+	// A source is listed once: at most nv of them.
+	list, err := g.rList.Get(g.dev, g.stream, max(1, min(n, g.nv)))
+	if err != nil {
+		return
+	}
+	if ids, old, need, rows, err = g.planScratch(); err != nil {
+		return
+	}
+	if err = g.ctrlPlan.Zero(g.stream); err != nil {
+		err = waitAfter(g.stream, err)
+		return
+	}
+	g.cntZero = false // until the plan has run
+	if err = g.launch(g.fCountSources, int64(n), src, res, uint64(n), uint32(g.nv), cnt, list, g.ctrlPlan); err != nil {
+		err = waitAfter(g.stream, err)
+		return
+	}
+	per := uint32(math.Round(g.loadFactor * slotsPerBucket * 1000))
+	chain := uint32(math.Round(g.rehashChain * 1000))
+	if err = g.launch(g.fPlanSources, int64(n), g.dict, list, cnt, uint32(slotsPerBucket), per, chain, ids, old, need, rows, g.ctrlPlan); err != nil {
+		err = waitAfter(g.stream, err)
+		return
+	}
+	if plan, err = g.readPlan(); err != nil {
+		return
+	}
+	g.cntZero = true
+	return
 }
 
 // planScratch returns the plan's per-mover arrays (at most nv movers): id,

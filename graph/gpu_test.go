@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -1011,5 +1012,75 @@ func insertBothExhausted(t *testing.T, dev *cuda.Device) {
 	}
 	if err := g.Check(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCUDAInsertStoppedBeforeApply: an undirected insert batch whose
+// context is cancelled after prep, before its apply launch, applies
+// nothing and takes nothing away — edges present before it stay, also
+// when the batch holds them — and one with an ID past the capacity (a
+// device batch) is refused without touching the graph.
+func TestCUDAInsertStoppedBeforeApply(t *testing.T) { insertStoppedBeforeApply(t, gputest.Device(t)) }
+
+func insertStoppedBeforeApply(t *testing.T, dev *cuda.Device) {
+	defer func() { beforeInsertBoth = nil }()
+	for _, chain := range []float64{0, 1} {
+		g, err := New(Options{Backend: warpkit.CUDA, Device: dev, VertexCapacity: 16, RehashChain: chain})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		src, dst := []uint32{0, 1, 2}, []uint32{1, 2, 3}
+		if err := g.InsertEdges(ctx, src, dst, nil); err != nil {
+			t.Fatal(err)
+		}
+		intact := func(when string) {
+			t.Helper()
+			found := make([]bool, 3)
+			if err := g.HasEdges(ctx, dst, src, found); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := g.Len(ctx); err != nil || n != 6 || !found[0] || !found[1] || !found[2] {
+				t.Fatalf("chain %v, %s: Len %d (%v), reverses found %v; want the 3 edges as they were", chain, when, n, err, found)
+			}
+			if err := g.Check(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, cancel := context.WithCancel(ctx)
+		beforeInsertBoth = cancel
+		res := make([]slabhash.Result, 4)
+		err = g.InsertEdges(c, []uint32{0, 1, 2, 5}, []uint32{1, 2, 3, 6}, res)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("chain %v: an insert cancelled before its launch: %v", chain, err)
+		}
+		intact("cancelled")
+		ds, err := cuda.Alloc[uint32](dev, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ds.Free()
+		dd, err := cuda.Alloc[uint32](dev, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dd.Free()
+		if err := ds.CopyFromHost([]uint32{0, 1 << 30}); err != nil {
+			t.Fatal(err)
+		}
+		if err := dd.CopyFromHost([]uint32{1, 2}); err != nil {
+			t.Fatal(err)
+		}
+		c, cancel = context.WithCancel(ctx)
+		beforeInsertBoth = cancel
+		if err := g.InsertEdgesDevice(c, ds, dd, cuda.Slice[uint8]{}); err == nil {
+			t.Fatalf("chain %v: a device batch with an ID past the capacity applied", chain)
+		}
+		beforeInsertBoth = nil
+		intact("rejected")
+		if err := g.InsertEdgesDevice(ctx, ds, dd, cuda.Slice[uint8]{}); !errors.Is(err, warpkit.ErrInvalidArgument) {
+			t.Fatalf("chain %v: a device batch with an ID past the capacity: %v", chain, err)
+		}
+		intact("rejected again")
 	}
 }

@@ -42,9 +42,11 @@ func (c *cpuPool) grow(n int) (int, error) {
 	return n, nil
 }
 
-func (c *cpuPool) reset(keep int) error {
+func (c *cpuPool) reset(keep int) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	clear(c.units[keep:]) // the dropped super blocks go to the collector
+	clear(c.bitmap[keep:])
 	c.units, c.bitmap = c.units[:keep], c.bitmap[:keep]
 	for i := range c.units {
 		for j := range c.units[i] {
@@ -53,7 +55,7 @@ func (c *cpuPool) reset(keep int) error {
 		clear(c.bitmap[i])
 	}
 	c.used, c.cursor = 0, 0
-	return nil
+	return keep, nil
 }
 
 func (c *cpuPool) readUsed() (int64, error) {

@@ -113,7 +113,7 @@ type impl interface {
 	readUnit(addr uint32, dst []byte) error
 	writeUnit(addr uint32, src []byte) error
 	dump() ([]SuperBlock, error)
-	reset(keep int) error // free every unit and keep keep super blocks (caller holds growMu and the use lock)
+	reset(keep int) (int, error) // free every unit, keep keep super blocks, return how many it has (caller holds growMu and the use lock)
 	close() error
 }
 
@@ -379,11 +379,11 @@ func (p *Pool) Reset(ctx context.Context) error {
 	if p.closed.Load() {
 		return fmt.Errorf("slaballoc: reset: %w", warpkit.ErrClosed)
 	}
-	keep := min(p.opts.InitialSuperBlocks, p.SuperBlocks())
-	if err := p.impl.reset(keep); err != nil {
+	has, err := p.impl.reset(min(p.opts.InitialSuperBlocks, p.SuperBlocks()))
+	p.supers.Store(int32(has))
+	if err != nil {
 		return fmt.Errorf("slaballoc: reset: %w", err)
 	}
-	p.supers.Store(int32(keep))
 	p.usedSeen.Store(0)
 	return nil
 }
