@@ -868,55 +868,81 @@ func countsAgree[W Weight](t *testing.T, where string, g, c *Weighted[W]) {
 // (RehashChain) plans from per-source counts that the plan zeroes again, so
 // batches of edges already present move a table once (the first batch's
 // count is an upper bound of what it adds) and never again: a count left
-// over from an earlier batch would move it again and again.
+// over from an earlier batch would move it again and again. Directed and
+// undirected, before and after the vertices (and the count array) grow.
 func TestCUDAGrowForCounts(t *testing.T) { growForCounts(t, gputest.Device(t)) }
 
 func growForCounts(t *testing.T, dev *cuda.Device) {
-	g, err := New(Options{Backend: warpkit.CUDA, Device: dev, Directed: true, VertexCapacity: 64, RehashChain: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	// Vertex 0: 5 entries in one bucket (7 slots at RehashChain 1).
-	if err := g.Build(ctx, []uint32{0, 0, 0, 0, 0}, []uint32{1, 2, 3, 4, 5}); err != nil {
-		t.Fatal(err)
-	}
-	buckets := func() uint64 {
-		t.Helper()
-		st, err := g.Stats(ctx)
+	for _, directed := range []bool{true, false} {
+		g, err := New(Options{Backend: warpkit.CUDA, Device: dev, Directed: directed, VertexCapacity: 64, RehashChain: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return st.Buckets
-	}
-	b0 := buckets()
-	src, dst := []uint32{0, 0, 0}, []uint32{1, 2, 3}
-	res := make([]slabhash.Result, len(src))
-	if err := g.InsertEdges(ctx, src, dst, res); err != nil {
-		t.Fatal(err)
-	}
-	b1 := buckets()
-	if b1 <= b0 {
-		t.Fatalf("a batch that may fill vertex 0 past a list: buckets %d -> %d, want the table moved", b0, b1)
-	}
-	for i := range 10 {
-		if err := g.InsertEdges(ctx, src, dst, res); err != nil {
-			t.Fatal(err)
+		defer g.Close()
+		buckets := func() uint64 {
+			t.Helper()
+			st, err := g.Stats(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st.Buckets
 		}
-		for j, r := range res {
-			if r != slabhash.Present {
-				t.Fatalf("batch %d: edge %d: %v, want Present", i, j, r)
+		entries := 0
+		// Vertex v: 5 entries in one bucket (7 slots at RehashChain 1),
+		// then batches of 3 of them: the first moves the table (5 + 3 > 7),
+		// the others find it large enough.
+		repeat := func(v uint32) {
+			t.Helper()
+			b0 := buckets()
+			src, dst := []uint32{v, v, v}, []uint32{1, 2, 3}
+			res := make([]slabhash.Result, len(src))
+			if err := g.InsertEdges(ctx, src, dst, res); err != nil {
+				t.Fatal(err)
+			}
+			b1 := buckets()
+			if b1 <= b0 {
+				t.Fatalf("directed %v: a batch that may fill vertex %d past a list: buckets %d -> %d, want the table moved", directed, v, b0, b1)
+			}
+			for i := range 10 {
+				if err := g.InsertEdges(ctx, src, dst, res); err != nil {
+					t.Fatal(err)
+				}
+				for j, r := range res {
+					if r != slabhash.Present {
+						t.Fatalf("directed %v, vertex %d, batch %d: edge %d: %v, want Present", directed, v, i, j, r)
+					}
+				}
+				if b := buckets(); b != b1 {
+					t.Fatalf("directed %v, vertex %d, batch %d of edges present: buckets %d -> %d (a count left from an earlier batch?)", directed, v, i, b1, b)
+				}
+			}
+			if err := g.Check(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := g.Len(ctx); err != nil || n != entries {
+				t.Fatalf("directed %v: Len %d, %v, want %d", directed, n, err, entries)
 			}
 		}
-		if b := buckets(); b != b1 {
-			t.Fatalf("batch %d of edges present: buckets %d -> %d (a count left from an earlier batch?)", i, b1, b)
+		five := []uint32{1, 2, 3, 4, 5}
+		if err := g.Build(ctx, []uint32{0, 0, 0, 0, 0}, five); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if err := g.Check(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := g.Len(ctx); err != nil || n != 5 {
-		t.Fatalf("Len %d, %v, want 5", n, err)
+		perEdge := 1
+		if !directed {
+			perEdge = 2
+		}
+		entries = 5 * perEdge
+		repeat(0)
+		// More vertices (the count array grows with them), a vertex past
+		// the old capacity filled to 5 by an insert, then the same.
+		if err := g.EnsureVertices(ctx, 5000); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.InsertEdges(ctx, []uint32{4000, 4000, 4000, 4000, 4000}, five, nil); err != nil {
+			t.Fatal(err)
+		}
+		entries += 5 * perEdge
+		repeat(4000)
 	}
 }
 
