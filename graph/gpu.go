@@ -527,6 +527,13 @@ func (g *gpuGraph[W]) run(ctx context.Context, op uint32, src, dst cuda.Slice[ui
 // to run every such insert through giveTables).
 var prepClaims = true
 
+// per1000 is the build's bucket load in thousandths of an entry a bucket
+// (the load factor times a bucket's slots): gr_buckets's and the plans'
+// per1000.
+func (g *gpuGraph[W]) per1000() uint32 {
+	return uint32(math.Round(g.loadFactor * slotsPerBucket * 1000))
+}
+
 // fitOne is gr_buckets's fit for a build at per1000 thousandths of an entry
 // a bucket: a table of at most a slab's entries takes one bucket at the
 // default load factor or denser (one slab holds them without overflow);
@@ -1615,7 +1622,7 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	}
 	var slabs uint64
 	if n > 0 {
-		per := uint32(math.Round(g.loadFactor * slotsPerBucket * 1000))
+		per := g.per1000()
 		if err := g.zeroCtrl(); err != nil {
 			return err
 		}
@@ -1809,7 +1816,7 @@ func (g *gpuGraph[W]) planSources(src cuda.Slice[uint32], res cuda.Slice[uint8])
 		err = waitAfter(g.stream, err)
 		return
 	}
-	per := uint32(math.Round(g.loadFactor * slotsPerBucket * 1000))
+	per := g.per1000()
 	chain := uint32(math.Round(g.rehashChain * 1000))
 	if err = g.launch(g.fPlanSources, int64(n), g.dict, list, cnt, uint32(slotsPerBucket), per, chain, ids, old, need, rows, g.ctrlPlan); err != nil {
 		err = waitAfter(g.stream, err)
@@ -1853,7 +1860,7 @@ func (g *gpuGraph[W]) rehashLocked(ctx context.Context, chain1000 uint32) (err e
 	if err := g.ctrlPlan.Zero(g.stream); err != nil {
 		return waitAfter(g.stream, err)
 	}
-	per := uint32(math.Round(g.loadFactor * slotsPerBucket * 1000))
+	per := g.per1000()
 	if err := g.launch(g.fRehashPlan, int64(g.nv), g.dict, uint64(g.nv), uint32(slotsPerBucket), per, chain1000, ids, old, need, rows, g.ctrlPlan); err != nil {
 		return waitAfter(g.stream, err)
 	}
