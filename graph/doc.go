@@ -49,14 +49,17 @@
 // contiguous), and their overflow slabs in one slaballoc pool: a degree-2
 // road vertex takes 48 bytes (one slab and its dictionary entry), the
 // spec's figure. The kernels that walk the arena bucket by bucket (the
-// whole-graph gather of ToCSR and TriangleCount, the sweep of
-// DeleteVertices) build an owner array (bucket → vertex) from the
-// dictionary on demand and keep it as scratch until a table's buckets
-// change; Check and Stats walk by vertex and need none. Edge batches run on the slab hash
-// engine unchanged but for its locator (internal/devcode/slabhash.cuh:
-// TableLoc for slabhash, graph.cu's VertexLoc here: the element's bucket in
-// its source vertex's table, its Inserted and Removed counted in that
-// vertex's degree). Slabs: unweighted graphs 32-byte sets of 7 neighbours,
+// sweep of DeleteVertices, the whole-graph gather of weighted graphs)
+// build an owner array (bucket → vertex) from the dictionary on demand and
+// keep it as scratch until a table's buckets change; Check and Stats walk
+// by vertex and need none, and so does an unweighted graph's whole-graph
+// gather (ToCSR, TriangleCount): a warp takes 32 consecutive vertices and
+// shares their buckets among its lanes, in vertex order, and a table of
+// more than 31 buckets is split into items of 64 buckets, a warp each.
+// Edge batches run on the slab hash engine unchanged but for its locator
+// (internal/devcode/slabhash.cuh: TableLoc for slabhash, graph.cu's
+// VertexLoc here: the element's bucket in its source vertex's table, its
+// Inserted and Removed counted in that vertex's degree). Slabs: unweighted graphs 32-byte sets of 7 neighbours,
 // Weighted[uint32] 64-byte and Weighted[uint64] 128-byte maps of 7 pairs.
 // An undirected insert into an unweighted graph runs both directions of
 // every edge in one apply launch (each an independent insert; should part

@@ -60,3 +60,8 @@ func TestEmulatedInsertBothExhausted(t *testing.T) {
 func TestEmulatedInsertStoppedBeforeApply(t *testing.T) {
 	insertStoppedBeforeApply(t, emu.Device(t, emu.Options{}, sources...))
 }
+
+// TestEmulatedGatherShapes is TestCUDAGatherShapes on the emulation.
+func TestEmulatedGatherShapes(t *testing.T) {
+	gatherShapes(t, emu.Device(t, emu.Options{}, sources...))
+}

@@ -120,8 +120,9 @@ type gpuGraph[W any] struct {
 	// The CSR that TriangleCount and ToCSR gather the tables into: offsets,
 	// columns, each entry's row, oriented row lengths, per-row cursors (8
 	// bytes an entry and 20 a vertex, kept for the next count: a dynamic
-	// graph is counted again after every few batches).
-	tOff                         gpurt.Buf[uint64]
+	// graph is counted again after every few batches), and the large
+	// tables' items of an unweighted graph's gather (gatherWarpBuckets).
+	tOff, tItems                 gpurt.Buf[uint64]
 	tCols, tRows, tOcnt, tCursor gpurt.Buf[uint32]
 	// Rehash's per-mover arrays.
 	rIDs, rOld, rCur  gpurt.Buf[uint32]
@@ -144,7 +145,7 @@ type gpuGraph[W any] struct {
 	fRehashPlan, fRehashDict, fRelease, fGatherTables, fPick, fDiff, fCountSources *cuda.Function
 	fPlanSources                                                                   *cuda.Function
 	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC, fOwner                  *cuda.Function
-	fGatherLanes                                                                   *cuda.Function // set slabs only (nil for weighted graphs)
+	fGatherVertices, fGatherItems                                                  *cuda.Function // set slabs only (nil for weighted graphs)
 	fClaimTables, fGiveTables, fKept, fLost                                        *cuda.Function
 }
 
@@ -214,7 +215,10 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 		}
 	}
 	if layout == "set" {
-		if g.fGatherLanes, err = mod.Function("gr_gather_set_lanes"); err != nil {
+		if g.fGatherVertices, err = mod.Function("gr_gather_set_vertices"); err != nil {
+			return fail(err)
+		}
+		if g.fGatherItems, err = mod.Function("gr_gather_set_items"); err != nil {
 			return fail(err)
 		}
 	}
@@ -1242,6 +1246,12 @@ func (g *gpuGraph[W]) scan(in, out cuda.Slice[uint64]) (uint64, error) {
 	return total[0], err
 }
 
+// gatherWarpBuckets is the largest table (in buckets) whose buckets an
+// unweighted graph's gather shares among the lanes of a warp with those of
+// 31 other vertices (gr_gather_set_vertices); a larger one takes a warp per
+// 64 buckets (gr_gather_set_items). Below 32: the kernel's bound on items.
+const gatherWarpBuckets = 31
+
 // gatherAll lays every table out as rows of a CSR (in no order within a
 // row): cols, weights (optional), rows (optional: each entry's vertex).
 func (g *gpuGraph[W]) gatherAll(off cuda.Slice[uint64], total uint64, cols cuda.Slice[uint32], vals cuda.DevicePtr, rows cuda.DevicePtr) error {
@@ -1249,24 +1259,35 @@ func (g *gpuGraph[W]) gatherAll(off cuda.Slice[uint64], total uint64, cols cuda.
 	if err != nil {
 		return err
 	}
-	if err := cursor.Zero(g.stream); err != nil {
-		return waitAfter(g.stream, err)
-	}
 	if err := g.zeroCtrl(); err != nil {
 		return err
 	}
-	if g.nslabs > 0 {
+	switch {
+	case g.nslabs == 0:
+	case g.fGatherVertices != nil: // set slabs: in vertex order, large tables a warp per 64 buckets
+		maxItems := g.nslabs/(gatherWarpBuckets+1) + 1
+		items, err := g.tItems.Get(g.dev, g.stream, maxItems)
+		if err != nil {
+			return err
+		}
+		if err := g.launch(g.fGatherVertices, int64(g.nv), g.arena, g.dict, uint64(g.nv), g.pool.Descriptor(), off, cursor, cols, rows,
+			uint32(gatherWarpBuckets), items, uint64(maxItems), g.ctrl); err != nil {
+			return waitAfter(g.stream, err)
+		}
+		if err := g.launch(g.fGatherItems, int64(maxItems)*32, g.arena, g.dict, g.pool.Descriptor(), off, cursor, cols, rows,
+			items, uint64(maxItems), g.ctrl); err != nil {
+			return waitAfter(g.stream, err)
+		}
+	default:
+		if err := cursor.Zero(g.stream); err != nil {
+			return waitAfter(g.stream, err)
+		}
 		owner, err := g.owners()
 		if err != nil {
 			return waitAfter(g.stream, err)
 		}
-		if g.fGatherLanes != nil { // set slabs: a lane per bucket
-			err = g.launch(g.fGatherLanes, int64(g.nslabs), g.arena, uint64(g.nslabs), owner, g.pool.Descriptor(), off, cursor, cols, rows, g.ctrl)
-		} else {
-			err = g.launch(g.fGather, tiles(g.nslabs), g.arena, uint64(0), uint64(g.nslabs), owner, uint32(0),
-				g.pool.Descriptor(), off, cursor, cols, vals, rows, g.ctrl)
-		}
-		if err != nil {
+		if err := g.launch(g.fGather, tiles(g.nslabs), g.arena, uint64(0), uint64(g.nslabs), owner, uint32(0),
+			g.pool.Descriptor(), off, cursor, cols, vals, rows, g.ctrl); err != nil {
 			return waitAfter(g.stream, err)
 		}
 	}

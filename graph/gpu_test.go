@@ -1110,3 +1110,125 @@ func insertStoppedBeforeApply(t *testing.T, dev *cuda.Device) {
 		intact("rejected again")
 	}
 }
+
+// TestCUDAGatherShapes: an unweighted graph's gather (gr_gather_set_vertices
+// and gr_gather_set_items, under ToCSR, Check and TriangleCount) against
+// the CPU backend over every shape of table it treats apart.
+func TestCUDAGatherShapes(t *testing.T) { gatherShapes(t, gputest.Device(t)) }
+
+// gatherShapes builds tables of no bucket, one (its lane alone writes it),
+// three and gatherWarpBuckets (lanes share it), one more (a warp's item)
+// and a hub of several 64-bucket items; then grows one-bucket tables into long overflow lists (RehashChain
+// 0: no table grows), gives tables late (inserts from vertices that had
+// none: buckets at the arena's end) and leaves tombstones (deletes).
+func gatherShapes(t *testing.T, dev *cuda.Device) {
+	const nv, hubDeg = 3000, 2500 // vertices 2600.. have no entries at the build
+	var bs, bd []uint32
+	edge := func(u, v uint32) { bs, bd = append(bs, u), append(bd, v) }
+	for v := uint32(1); v <= hubDeg; v++ {
+		edge(0, v) // 2500 entries: 500 buckets, 8 items
+	}
+	shared := uint32(gatherWarpBuckets * 5) // entries of gatherWarpBuckets buckets at the default load
+	for i := range shared {
+		edge(2501, 1000+i) // the largest table lanes share
+	}
+	for i := range shared + 1 {
+		edge(2502, 1100+i) // the smallest that is an item
+	}
+	for i := range uint32(12) {
+		edge(2503, 1200+i) // three buckets
+	}
+	for v := uint32(1); v < 2000; v += 2 {
+		edge(v, v+1) // tables of 2-3 entries, triangles with the hub
+	}
+	for _, chain := range []float64{0, 1} {
+		t.Run(fmt.Sprintf("chain=%v", chain), func(t *testing.T) {
+			opts := Options{Backend: warpkit.CUDA, Device: dev, VertexCapacity: nv, RehashChain: chain}
+			if dev.Emulated() {
+				opts.MaxPoolBytes = 4 << 20
+			}
+			g, err := New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			opts.Backend, opts.Device = warpkit.CPU, nil
+			c, err := New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			same := func(where string) {
+				t.Helper()
+				a, err := g.ToCSR(ctx, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := c.ToCSR(ctx, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(a.Offsets, b.Offsets) || !slices.Equal(a.Cols, b.Cols) {
+					t.Fatalf("%s: the CUDA graph differs from the CPU graph", where)
+				}
+				if err := g.Check(ctx); err != nil {
+					t.Fatalf("%s: %v", where, err)
+				}
+				for _, m := range []TriangleMethod{TrianglesHash, TrianglesSorted} {
+					gt, err := g.TriangleCountWith(ctx, m)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ct, err := c.TriangleCount(ctx)
+					if err != nil || gt.Triangles != ct || ct == 0 {
+						t.Fatalf("%s, method %d: %d triangles, the CPU graph %d (%v)", where, m, gt.Triangles, ct, err)
+					}
+				}
+			}
+			both := func(f func(x *Graph) error) {
+				t.Helper()
+				for _, x := range []*Graph{g, c} {
+					if err := f(x); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			both(func(x *Graph) error { return x.Build(ctx, bs, bd) })
+			same("build")
+			ids := []uint32{0, 2501, 2502, 2503, 1, 2600}
+			e := g.e.(*gpuGraph[struct{}])
+			dict := make([]uint32, e.nv*vertexWords)
+			if err := e.dict.Sub(0, len(dict)).CopyToHost(dict); err != nil {
+				t.Fatal(err)
+			}
+			var nbs []uint32
+			for _, v := range ids {
+				nbs = append(nbs, dict[v*vertexWords+1])
+			}
+			if want := []uint32{hubDeg / 5, gatherWarpBuckets, gatherWarpBuckets + 1, 3, 1, 0}; !slices.Equal(nbs, want) {
+				t.Fatalf("buckets of %v: %v, want %v", ids, nbs, want)
+			}
+			// Long lists: 300 more entries in each of two tables of 2-3.
+			var is, id []uint32
+			for i := uint32(0); i < 300; i++ {
+				is, id = append(is, 3, 5), append(id, 2100+i, 2200+i)
+			}
+			// Tables given late: vertices 2600..2799 had none.
+			for v := uint32(2600); v < 2800; v++ {
+				is, id = append(is, v), append(id, v%97+1)
+			}
+			both(func(x *Graph) error { return x.InsertEdges(ctx, is, id, nil) })
+			same("inserts")
+			// Tombstones: every third hub entry and a third of the lists.
+			var ds, dd []uint32
+			for v := uint32(1); v <= hubDeg; v += 3 {
+				ds, dd = append(ds, 0), append(dd, v)
+			}
+			for i := 0; i < len(is); i += 3 {
+				ds, dd = append(ds, is[i]), append(dd, id[i])
+			}
+			both(func(x *Graph) error { return x.DeleteEdges(ctx, ds, dd, nil) })
+			same("deletes")
+		})
+	}
+}

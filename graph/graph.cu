@@ -7,7 +7,8 @@
 //
 // The vertex dictionary is an array of Vertex (16 bytes); the arena an array
 // of head slabs, vertex v's buckets at [base, base+nb). The kernels that run
-// per bucket (gather, sweep) take an owner array, owner[b] the vertex of
+// per bucket (sweep, the tile gather of map slabs) take an owner array,
+// owner[b] the vertex of
 // arena bucket b or kOrphan for a bucket no vertex owns (Rehash moved its
 // table): scratch built from the dictionary by gr_owner when such a kernel
 // needs it, not kept beside the arena (4 bytes a bucket).
@@ -38,22 +39,43 @@ constexpr uint32_t kOrphan = 0xFFFFFFFFu;
 // Modes of prep (bits): undirected graphs store both directions; self-loops
 // are skipped unless allowed; device batches have their IDs checked.
 // An insert batch's prep also gives vertices without a table one bucket
-// each (kClaim: see claim_table).
+// each (kClaim: see claim_tables).
 enum PrepMode : uint32_t { kUndirected = 1, kSelfLoops = 2, kCheckIDs = 4, kClaim = 8 };
 
-// claim_table gives vertex x, when it has no table, the bucket first + b,
-// b the count of tables given so far by this launch (ctrl[kCtrlTables]),
-// if b < room: the host made room for that many buckets past its first
-// free one. A claim past the room is taken back (the vertex stays without
-// a table; the apply launch fails its inserts with kStatusNoTable and the
-// host gives it one then); the count then exceeds the tables given, which
-// the host takes as min(count, room). The claim is a CAS of the bucket
-// count from 0, so one thread gives a vertex its table; no apply launch
-// runs meanwhile (stream order).
-__device__ __forceinline__ void claim_table(Vertex* dict, uint32_t x, uint64_t first, uint64_t room,
-                                            unsigned long long* ctrl) {
-  if (dict[x].nb != 0 || atomicCAS(&dict[x].nb, 0u, 1u) != 0u) return;
-  const unsigned long long b = atomicAdd(ctrl + kCtrlTables, 1ull);
+// kAll is a whole warp's lane mask. Kernels whose lanes meet in warp
+// collectives run warp-uniform loops (every lane of a warp takes the same
+// trips: i0 steps over whole warps, i0 + lane the lane's item).
+constexpr uint32_t kAll = 0xFFFFFFFFu;
+
+// warp_sum returns x summed over the warp (every lane calls it).
+__device__ __forceinline__ unsigned long long warp_sum(unsigned long long x) {
+  for (int off = 16; off > 0; off >>= 1) x += __shfl_xor_sync(kAll, x, off);
+  return x;
+}
+
+// claim_tables gives vertex x, when want and it has no table, the bucket
+// first + b, b the count of tables given so far by this launch
+// (ctrl[kCtrlTables]), if b < room: the host made room for that many
+// buckets past its first free one. A claim past the room is taken back (the
+// vertex stays without a table; the apply launch fails its inserts with
+// kStatusNoTable and the host gives it one then); the count then exceeds
+// the tables given, which the host takes as min(count, room). The claim is
+// a CAS of the bucket count from 0, so one thread gives a vertex its table;
+// no apply launch runs meanwhile (stream order). Every lane of the warp
+// calls it: the warp's claims take their numbers with one atomic (one
+// counter for the whole launch: an atomic per claim serialised there, 0.15
+// ms of a 2^22-edge batch into a half-built road graph on the H200).
+__device__ __forceinline__ void claim_tables(Vertex* dict, uint32_t x, bool want, uint64_t first, uint64_t room,
+                                             unsigned long long* ctrl) {
+  const bool mine = want && dict[x].nb == 0 && atomicCAS(&dict[x].nb, 0u, 1u) == 0u;
+  const uint32_t m = __ballot_sync(kAll, mine);
+  if (m == 0) return;
+  const uint32_t lane = slab::lane();
+  const int lead = __ffs(m) - 1;
+  unsigned long long b = 0;
+  if ((int)lane == lead) b = atomicAdd(ctrl + kCtrlTables, (unsigned long long)__popc(m));
+  b = __shfl_sync(kAll, b, lead) + __popc(m & ((1u << lane) - 1u));
+  if (!mine) return;
   if (b < room) {
     dict[x].base = (uint32_t)(first + b);
   } else {
@@ -94,22 +116,28 @@ __device__ __forceinline__ uint64_t thread_count() { return (uint64_t)gridDim.x 
 // ctrl[kCtrlCount]; with kCheckIDs an ID at or past cap (or reserved) in
 // ctrl[kCtrlRejected], which makes every apply launch on the stream apply
 // nothing. With kClaim (inserts) every source vertex without a table gets
-// one (claim_table; IDs at or past cap are not touched, and a batch
+// one (claim_tables; IDs at or past cap are not touched, and a batch
 // rejected for them may still have given tables, which hold nothing).
 extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uint64_t n, uint32_t cap, uint32_t mode,
                                    uint32_t* osrc, uint32_t* odst, uint8_t* res, unsigned long long* ctrl,
                                    Vertex* dict, uint64_t first, uint64_t room) {
   uint32_t bad = 0, self = 0;
-  for (uint64_t i = thread_index(); i < n; i += thread_count()) {
-    uint32_t u = src[i], v = dst[i];
-    if ((mode & kCheckIDs) && (u >= cap || v >= cap)) ++bad;
+  const uint32_t lane = slab::lane();
+  for (uint64_t i0 = thread_index() - lane; i0 < n; i0 += thread_count()) {  // whole warps: claim_tables
+    const uint64_t i = i0 + lane;
+    const bool in = i < n;
+    uint32_t u = in ? src[i] : 0, v = in ? dst[i] : 0;
+    const bool ok = in && u < cap && v < cap;
+    if ((mode & kCheckIDs) && in && !ok) ++bad;
     const bool loop = u == v;
     const bool skip = loop && !(mode & kSelfLoops);
-    self += skip;
-    if ((mode & kClaim) && !skip && u < cap && v < cap) {
-      claim_table(dict, u, first, room, ctrl);
-      if ((mode & kUndirected) && !loop) claim_table(dict, v, first, room, ctrl);
+    self += in && skip;
+    if (mode & kClaim) {
+      const bool want = ok && !skip;
+      claim_tables(dict, ok ? u : 0, want, first, room, ctrl);
+      if (mode & kUndirected) claim_tables(dict, ok ? v : 0, want && !loop, first, room, ctrl);
     }
+    if (!in) continue;
     if ((mode & kUndirected) && u > v) {
       const uint32_t t = u;
       u = v;
@@ -269,12 +297,18 @@ extern "C" __global__ void gr_count_edges(const uint32_t* src, const uint32_t* d
 extern "C" __global__ void gr_buckets(const uint32_t* cnt, uint64_t nv, uint32_t per1000, uint32_t fit, uint64_t* nb,
                                       unsigned long long* ctrl) {
   uint32_t none = 0;
-  for (uint64_t v = thread_index(); v < nv; v += thread_count()) {
+  const uint32_t lane = slab::lane();
+  for (uint64_t v0 = thread_index() - lane; v0 < nv; v0 += thread_count()) {  // whole warps: warp_sum
+    const uint64_t v = v0 + lane;
+    if (v >= nv) continue;
     const uint32_t c = cnt[v];
     none += c == 0;
     nb[v] = c == 0 ? 0 : c <= fit ? 1 : ((uint64_t)c * 1000 + per1000 - 1) / per1000;
   }
-  if (none) atomicAdd(ctrl + kCtrlCount, (unsigned long long)none);
+  // One atomic a warp: an atomic per thread on the one counter cost a build
+  // of half germany_osm (4M vertices without entries) 0.4 ms on the H200.
+  const unsigned long long sum = warp_sum(none);
+  if (lane == 0 && sum) atomicAdd(ctrl + kCtrlCount, sum);
 }
 
 // claim_tables lists the vertices without a table (no buckets) that the
@@ -407,48 +441,192 @@ __device__ void gather(const char* arena, uint64_t lo, uint64_t hi, const uint32
   }
 }
 
-// gather_set_lanes is gather for unweighted graphs over every bucket of the
-// arena, a lane per bucket rather than a tile: a 32-byte set slab is two
-// 16-byte loads, and road and mesh graphs hold one or two entries a bucket,
-// so a tile of 8 lanes per bucket left most of them idle (11.5M buckets of
-// germany_osm: 92M threads). rows (optional) gets each entry's vertex.
-// Runs alone.
-extern "C" __global__ void gr_gather_set_lanes(const char* arena, uint64_t nslabs, const uint32_t* owner,
-                                               const Pool* pool, const uint64_t* offsets, uint32_t* cursor,
-                                               uint32_t* cols, uint32_t* rows, unsigned long long* ctrl) {
+// set_slab reads a 32-byte set slab: its keys, a mask of those live
+// (neither empty nor tombstones) returned, and its next-slab word.
+__device__ __forceinline__ uint32_t set_slab(const char* s, uint32_t key[7], uint32_t& next) {
   constexpr uint32_t kEmpty = sh::empty_key<uint32_t>(), kTomb = sh::tomb_key<uint32_t>();
-  uint32_t* status = (uint32_t*)(ctrl + kCtrlStatus);
-  for (uint64_t b = thread_index(); b < nslabs; b += thread_count()) {
-    const uint32_t u = owner[b];
-    if (u == kOrphan) continue;
-    const uint64_t o0 = offsets[u], o1 = offsets[u + 1];
-    const char* s = arena + b * 32;
-    for (uint32_t hop = 0;; ++hop) {
-      if (hop == sh::kMaxSteps) {
-        report(status, kStatusRetryLimit);
-        break;
+  const uint4 a = *(const uint4*)s, c = *(const uint4*)(s + 16);
+  key[0] = a.x, key[1] = a.y, key[2] = a.z, key[3] = a.w, key[4] = c.x, key[5] = c.y, key[6] = c.z;
+  uint32_t live = 0;
+#pragma unroll
+  for (int q = 0; q < 7; ++q) live |= (uint32_t)(key[q] != kEmpty && key[q] != kTomb) << q;
+  next = c.w;
+  return live;
+}
+
+// put_slab writes the live keys of a slab (set_slab) at cols[at ..) and,
+// with rows, their vertex v; none at or past end (kStatusOverflow).
+__device__ __forceinline__ void put_slab(const uint32_t key[7], uint32_t live, uint64_t at, uint64_t end, uint32_t v,
+                                         uint32_t* cols, uint32_t* rows, uint32_t* status) {
+#pragma unroll
+  for (int q = 0; q < 7; ++q) {
+    if (!((live >> q) & 1u)) continue;
+    if (at < end) {
+      cols[at] = key[q];
+      if (rows) rows[at] = v;
+    } else {
+      report(status, kStatusOverflow);
+    }
+    ++at;
+  }
+}
+
+// Gather by vertex, for unweighted graphs (set slabs: two 16-byte loads a
+// slab). A warp takes 32 consecutive vertices and lays out the tables of
+// those of at most warpBuckets buckets (the host's choice) in vertex order:
+// their buckets laid end to end (a warp scan of their counts), lane l
+// takes buckets l, l + 32, ... and finds the vertex each belongs to by a
+// binary search over the scan (five shuffles). A one-bucket table (road and
+// mesh graphs: nearly all) is written by its lane alone, in a row from
+// offsets[v]; a larger one through an atomic on its cursor. No owner
+// array. (A lane per arena bucket, as before, needed the owner array,
+// rebuilt whenever an insert had given tables, and its writes scattered
+// wherever the tables given late by inserts, which sit at the arena's end
+// in no vertex order, came in bucket order: germany_osm's gather in the
+// dynamic triangle counts went from 0.47 to 0.84 ms on the H200; a lane per
+// vertex walking its buckets in turn cost rgg_n_2_20_s0's 0.29 -> 0.46.)
+// A larger table is listed as items of kChunkBuckets buckets, a warp each
+// (gr_gather_set_items), its cursor zeroed. With warpBuckets < 32, a table
+// of nb > warpBuckets buckets makes at most nb / (warpBuckets + 1) items:
+// the host's room for items, nslabs / (warpBuckets + 1) + 1, holds them
+// all.
+constexpr uint32_t kChunkBuckets = 64;
+
+// gather_chain lays out the list that starts at slab s (bucket of vertex
+// v): its entries at cols[at ..) when alone (the table's only bucket),
+// else where the vertex's cursor says; none at or past end.
+__device__ __forceinline__ void gather_chain(const char* s, const Pool* pool, bool alone, uint64_t at, uint64_t end,
+                                             uint32_t v, uint32_t* cursor, uint32_t* cols, uint32_t* rows,
+                                             uint32_t* status) {
+  for (uint32_t hop = 0;; ++hop) {
+    if (hop == sh::kMaxSteps) {
+      report(status, kStatusRetryLimit);
+      return;
+    }
+    uint32_t key[7], next;
+    const uint32_t live = set_slab(s, key, next);
+    if (live) {
+      const uint32_t n = __popc(live);
+      if (alone) {
+        put_slab(key, live, at, end, v, cols, rows, status);
+        at += n;
+      } else {
+        put_slab(key, live, at + atomicAdd(&cursor[v], n), end, v, cols, rows, status);
       }
-      const uint4 a = *(const uint4*)s, c = *(const uint4*)(s + 16);
-      const uint32_t key[7] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z};
-      uint32_t n = 0;
+    }
+    if (next == kNull) return;
+    s = slab::unit_ptr<32>(pool, next);
+  }
+}
+
+// gather_set_vertices lays out vertices [0, nv): cols gets the entries,
+// rows (optional) each entry's vertex. A vertex's entries past
+// offsets[v+1] are not written (kStatusOverflow), nor items past maxItems.
+// The items are counted in ctrl[kCtrlCount]. Runs alone.
+extern "C" __global__ void gr_gather_set_vertices(const char* arena, const Vertex* dict, uint64_t nv, const Pool* pool,
+                                                  const uint64_t* offsets, uint32_t* cursor, uint32_t* cols,
+                                                  uint32_t* rows, uint32_t warpBuckets, unsigned long long* items,
+                                                  uint64_t maxItems, unsigned long long* ctrl) {
+  uint32_t* status = (uint32_t*)(ctrl + kCtrlStatus);
+  const uint32_t lane = slab::lane();
+  for (uint64_t v0 = thread_index() - lane; v0 < nv; v0 += thread_count()) {  // whole warps: the shuffles
+    const uint64_t v = v0 + lane;
+    uint2 bn = make_uint2(0, 0);
+    if (v < nv) bn = *(const uint2*)&dict[v];
+    const bool big = bn.y > warpBuckets;
+    // Large tables: items, numbered with one atomic a warp.
+    const uint32_t chunks = big ? (bn.y + kChunkBuckets - 1) / kChunkBuckets : 0;
+    uint32_t before = chunks;  // inclusive scan of the warp's chunks
 #pragma unroll
-      for (int q = 0; q < 7; ++q) n += key[q] != kEmpty && key[q] != kTomb;
-      if (n) {
-        uint64_t at = o0 + atomicAdd(&cursor[u], n);
-#pragma unroll
-        for (int q = 0; q < 7; ++q) {
-          if (key[q] == kEmpty || key[q] == kTomb) continue;
-          if (at < o1) {
-            cols[at] = key[q];
-            if (rows) rows[at] = u;
-          } else {
-            report(status, kStatusOverflow);
-          }
-          ++at;
+    for (int off = 1; off < 32; off <<= 1) {
+      const uint32_t x = __shfl_up_sync(kAll, before, off);
+      if (lane >= (uint32_t)off) before += x;
+    }
+    const uint32_t all = __shfl_sync(kAll, before, 31);
+    if (all) {
+      unsigned long long at = 0;
+      if (lane == 31) at = atomicAdd(ctrl + kCtrlCount, (unsigned long long)all);
+      at = __shfl_sync(kAll, at, 31) + before - chunks;
+      for (uint32_t c = 0; c < chunks; ++c) {
+        if (at + c < maxItems) {
+          items[at + c] = (unsigned long long)v << 32 | c;
+        } else {
+          report(status, kStatusOverflow);
         }
       }
-      if (c.w == kNull) break;
-      s = slab::unit_ptr<32>(pool, c.w);
+    }
+    // The others: their buckets end to end.
+    const uint32_t nb = big ? 0 : bn.y;
+    if (big || nb > 1) cursor[v] = 0;
+    uint64_t o0 = 0, o1 = 0;
+    if (nb) o0 = offsets[v], o1 = offsets[v + 1];
+    uint32_t incl = nb;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+      const uint32_t x = __shfl_up_sync(kAll, incl, off);
+      if (lane >= (uint32_t)off) incl += x;
+    }
+    const uint32_t total = __shfl_sync(kAll, incl, 31);
+    __syncwarp();  // the cursors zeroed before any lane adds to them
+    for (uint32_t p0 = 0; p0 < total; p0 += 32) {
+      const uint32_t p = p0 + lane;
+      int o = 0;  // the lanes whose tables end at or before p: the owner's index
+#pragma unroll
+      for (int step = 16; step > 0; step >>= 1)
+        if (__shfl_sync(kAll, incl, o + step - 1) <= p) o += step;
+      const uint32_t onb = __shfl_sync(kAll, nb, o), start = __shfl_sync(kAll, incl - nb, o);
+      const uint32_t obase = __shfl_sync(kAll, bn.x, o);
+      const uint64_t oo0 = __shfl_sync(kAll, (unsigned long long)o0, o), oo1 = __shfl_sync(kAll, (unsigned long long)o1, o);
+      if (p < total) {
+        gather_chain(arena + ((uint64_t)obase + (p - start)) * 32, pool, onb == 1, oo0, oo1, (uint32_t)(v0 + o), cursor,
+                     cols, rows, status);
+      }
+    }
+  }
+}
+
+// gather_set_items lays out the large tables gr_gather_set_vertices listed
+// (ctrl[kCtrlCount] items; at most maxItems): a warp an item, lane l its
+// chunk's buckets l, l + 32; each step of the lanes' lists placed by a warp
+// scan and one atomic on the vertex's cursor.
+extern "C" __global__ void gr_gather_set_items(const char* arena, const Vertex* dict, const Pool* pool,
+                                               const uint64_t* offsets, uint32_t* cursor, uint32_t* cols,
+                                               uint32_t* rows, const unsigned long long* items, uint64_t maxItems,
+                                               unsigned long long* ctrl) {
+  uint32_t* status = (uint32_t*)(ctrl + kCtrlStatus);
+  const uint32_t lane = slab::lane();
+  const uint64_t count = min((uint64_t)sh::ldv64(ctrl + kCtrlCount), maxItems);
+  const uint64_t warps = thread_count() / 32;
+  for (uint64_t w = thread_index() / 32; w < count; w += warps) {
+    const unsigned long long item = items[w];
+    const uint32_t v = (uint32_t)(item >> 32), chunk = (uint32_t)item;
+    const uint2 bn = *(const uint2*)&dict[v];
+    const uint64_t o0 = offsets[v], end = offsets[v + 1];
+    const uint32_t j1 = min(bn.y, (chunk + 1) * kChunkBuckets);
+    for (uint32_t j0 = chunk * kChunkBuckets; j0 < j1; j0 += 32) {
+      const uint32_t j = j0 + lane;
+      const char* s = j < j1 ? arena + ((uint64_t)bn.x + j) * 32 : nullptr;
+      for (uint32_t hop = 0; __any_sync(kAll, s != nullptr); ++hop) {
+        if (hop == sh::kMaxSteps) {
+          if (lane == 0) report(status, kStatusRetryLimit);
+          break;
+        }
+        uint32_t key[7], next = kNull, live = 0;
+        if (s) live = set_slab(s, key, next);
+        const uint32_t n = __popc(live);
+        uint32_t incl = n;
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+          const uint32_t x = __shfl_up_sync(kAll, incl, off);
+          if (lane >= (uint32_t)off) incl += x;
+        }
+        const uint32_t all = __shfl_sync(kAll, incl, 31);
+        uint32_t base = 0;
+        if (lane == 0 && all) base = atomicAdd(&cursor[v], all);  // zeroed by gr_gather_set_vertices
+        base = __shfl_sync(kAll, base, 0);
+        if (live) put_slab(key, live, o0 + base + incl - n, end, v, cols, rows, status);
+        s = (s && next != kNull) ? slab::unit_ptr<32>(pool, next) : nullptr;
+      }
     }
   }
 }
@@ -834,7 +1012,6 @@ template <class Edge>
 __device__ __forceinline__ void count_pairs(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows,
                                             const uint32_t* ocnt, uint64_t total, unsigned long long* count,
                                             Edge&& edge) {
-  constexpr unsigned kAll = 0xffffffffu;
   const uint32_t lane = slab::lane();
   const uint64_t warps = thread_count() / 32;
   unsigned long long found = 0;
@@ -882,7 +1059,7 @@ __device__ __forceinline__ void count_pairs(const uint64_t* offsets, const uint3
       len -= take;
     }
   }
-  for (int off = 16; off > 0; off >>= 1) found += __shfl_xor_sync(kAll, found, off);
+  found = warp_sum(found);
   if (lane == 0 && found) atomicAdd(count, found);
 }
 
