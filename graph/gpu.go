@@ -89,8 +89,13 @@ type gpuGraph[W any] struct {
 	arena cuda.Slice[uint8]  // head slabs (capacity: arena.Len()/slabBytes)
 	dict  cuda.Slice[uint32] // vertexWords per vertex
 	gone  cuda.Slice[uint32] // bitmap of vertices being deleted (all zero between calls)
-	ctrl  cuda.Slice[uint64]
-	host  [gpurt.CtrlWords]uint64
+	// lack is a bitmap of the vertices that may have no table, a hint for
+	// insert prep's claims (graph.cu: try_claim): written by a build,
+	// cleared by the claims and the host's tables (giveTables), zero for
+	// the vertices ensure adds (one bucket each).
+	lack cuda.Slice[uint32]
+	ctrl cuda.Slice[uint64]
+	host [gpurt.CtrlWords]uint64
 	// ctrlPinned is host memory mapped into the device (ctrlOut): an apply
 	// launch's last warp copies the control block there and zeroes it
 	// (slabhash.cuh: sign_off), so a batch needs neither a copy nor, when
@@ -411,6 +416,9 @@ func (g *gpuGraph[W]) ensure(n int) error {
 	if g.gone, err = grow(g.dev, g.stream, g.gone, (g.nv+31)/32, (n+31)/32, 0); err != nil {
 		return err
 	}
+	if g.lack, err = grow(g.dev, g.stream, g.lack, (g.nv+31)/32, (n+31)/32, 0); err != nil {
+		return err
+	}
 	// One bucket each (gr_dict without buckets given).
 	g.ownerOK = false
 	if err := g.launch(g.fDict, int64(add), cuda.DevicePtr(0), cuda.DevicePtr(0), uint64(add), uint32(g.nv), uint64(g.nslabs), g.dict); err != nil {
@@ -575,13 +583,13 @@ func (g *gpuGraph[W]) giveTables(src cuda.Slice[uint32], res cuda.Slice[uint8]) 
 	first := g.nslabs
 	if err := g.reserveArena(first + k); err != nil {
 		// Drop the claims: the vertices stay without tables.
-		if cerr := g.launch(g.fGiveTables, int64(k), ids, uint64(k), ^uint64(0), g.dict); cerr != nil {
+		if cerr := g.launch(g.fGiveTables, int64(k), ids, uint64(k), ^uint64(0), g.dict, g.lack); cerr != nil {
 			return errors.Join(err, waitAfter(g.stream, cerr))
 		}
 		return errors.Join(err, gpurt.Wait(g.stream))
 	}
 	g.ownerOK = false
-	if err := g.launch(g.fGiveTables, int64(k), ids, uint64(k), uint64(first), g.dict); err != nil {
+	if err := g.launch(g.fGiveTables, int64(k), ids, uint64(k), uint64(first), g.dict, g.lack); err != nil {
 		return waitAfter(g.stream, err)
 	}
 	g.nslabs = first + k
@@ -726,7 +734,7 @@ func (g *gpuGraph[W]) prepare(src, dst cuda.Slice[uint32], m int, mode uint32, e
 	if mode&prepClaim != 0 {
 		first, room = uint64(g.claimFirst), uint64(g.claimRoom)
 	}
-	if err = g.launch(g.fPrep, int64(n), src, dst, uint64(n), uint32(g.nv), mode, osrc, odst, ores, g.ctrl, g.dict, first, room); err != nil {
+	if err = g.launch(g.fPrep, int64(n), src, dst, uint64(n), uint32(g.nv), mode, osrc, odst, ores, g.ctrl, g.dict, g.lack, first, room); err != nil {
 		err = waitAfter(g.stream, err)
 	}
 	return
@@ -1592,6 +1600,9 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	if g.gone, err = grow(g.dev, g.stream, g.gone, (g.nv+31)/32, (n+31)/32, 0); err != nil {
 		return err
 	}
+	if g.lack, err = grow(g.dev, g.stream, g.lack, (g.nv+31)/32, (n+31)/32, 0); err != nil {
+		return err
+	}
 	m := src.Len()
 	mode := uint32(0)
 	if !g.directed {
@@ -1647,7 +1658,7 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 		if err := g.zeroCtrl(); err != nil {
 			return err
 		}
-		if err := g.launch(g.fBuckets, int64(n), cnt, uint64(n), per, g.fitOne(per), nb, g.ctrl); err != nil {
+		if err := g.launch(g.fBuckets, int64(n), cnt, uint64(n), per, g.fitOne(per), nb, g.lack, g.ctrl); err != nil {
 			return waitAfter(g.stream, err)
 		}
 		if slabs, err = g.scan(nb.Sub(0, n), base); err != nil {
@@ -2179,6 +2190,7 @@ func (g *gpuGraph[W]) close() error {
 	g.arena.Free()
 	g.dict.Free()
 	g.gone.Free()
+	g.lack.Free()
 	g.ctrl.Free()
 	g.ctrlPlan.Free()
 	if g.ctrlPinned != nil {

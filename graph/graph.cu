@@ -39,7 +39,7 @@ constexpr uint32_t kOrphan = 0xFFFFFFFFu;
 // Modes of prep (bits): undirected graphs store both directions; self-loops
 // are skipped unless allowed; device batches have their IDs checked.
 // An insert batch's prep also gives vertices without a table one bucket
-// each (kClaim: see claim_tables).
+// each (kClaim: see try_claim).
 enum PrepMode : uint32_t { kUndirected = 1, kSelfLoops = 2, kCheckIDs = 4, kClaim = 8 };
 
 // kAll is a whole warp's lane mask. Kernels whose lanes meet in warp
@@ -53,31 +53,36 @@ __device__ __forceinline__ unsigned long long warp_sum(unsigned long long x) {
   return x;
 }
 
-// claim_tables gives vertex x, when want and it has no table, the bucket
-// first + b, b the count of tables given so far by this launch
-// (ctrl[kCtrlTables]), if b < room: the host made room for that many
-// buckets past its first free one. A claim past the room is taken back (the
-// vertex stays without a table; the apply launch fails its inserts with
-// kStatusNoTable and the host gives it one then); the count then exceeds
-// the tables given, which the host takes as min(count, room). The claim is
-// a CAS of the bucket count from 0, so one thread gives a vertex its table;
-// no apply launch runs meanwhile (stream order). Every lane of the warp
-// calls it: the warp's claims take their numbers with one atomic (one
-// counter for the whole launch: an atomic per claim serialised there, 0.15
-// ms of a 2^22-edge batch into a half-built road graph on the H200).
-__device__ __forceinline__ void claim_tables(Vertex* dict, uint32_t x, bool want, uint64_t first, uint64_t room,
-                                             unsigned long long* ctrl) {
-  const bool mine = want && dict[x].nb == 0 && atomicCAS(&dict[x].nb, 0u, 1u) == 0u;
-  const uint32_t m = __ballot_sync(kAll, mine);
-  if (m == 0) return;
-  const uint32_t lane = slab::lane();
-  const int lead = __ffs(m) - 1;
-  unsigned long long b = 0;
-  if ((int)lane == lead) b = atomicAdd(ctrl + kCtrlTables, (unsigned long long)__popc(m));
-  b = __shfl_sync(kAll, b, lead) + __popc(m & ((1u << lane) - 1u));
+// Insert prep gives a table to every source vertex without one (kClaim):
+// try_claim claims vertex x's table, when want and it has none, with a CAS
+// of its bucket count from 0 (one thread gives a vertex its table; no apply
+// launch runs meanwhile: stream order); give_claimed then gives it bucket
+// first + b, b its number among the launch's claims (ctrl[kCtrlTables]),
+// if b < room: the host made room for that many buckets past its first
+// free one. A claim past the room is taken back (the vertex stays without a
+// table; the apply launch fails its inserts with kStatusNoTable and the
+// host gives it one then); the count then exceeds the tables given, which
+// the host takes as min(count, room). The numbers are taken with one atomic
+// a block (gr_prep): that counter is the launch's one hot spot, and an
+// atomic a warp and call there cost a 2^22-edge batch into a half-built
+// road graph 0.15 ms on the H200.
+//
+// lack is a hint, a bitmap of the vertices that may lack a table (written
+// by gr_buckets, bits cleared by give_claimed): only those are looked up in
+// the dictionary, whose 16-byte entries are read at random where the
+// bitmap (a bit a vertex) stays in L2. A vertex whose bit is wrongly clear
+// fails its inserts with kStatusNoTable and gets its table from the host.
+__device__ __forceinline__ bool try_claim(Vertex* dict, const uint32_t* lack, uint32_t x, bool want) {
+  if (!want || !((lack[x >> 5] >> (x & 31)) & 1u)) return false;
+  return dict[x].nb == 0 && atomicCAS(&dict[x].nb, 0u, 1u) == 0u;
+}
+
+__device__ __forceinline__ void give_claimed(Vertex* dict, uint32_t* lack, uint32_t x, bool mine, uint64_t b,
+                                             uint64_t first, uint64_t room) {
   if (!mine) return;
   if (b < room) {
     dict[x].base = (uint32_t)(first + b);
+    atomicAnd(&lack[x >> 5], ~(1u << (x & 31)));
   } else {
     dict[x].nb = 0;
   }
@@ -116,15 +121,17 @@ __device__ __forceinline__ uint64_t thread_count() { return (uint64_t)gridDim.x 
 // ctrl[kCtrlCount]; with kCheckIDs an ID at or past cap (or reserved) in
 // ctrl[kCtrlRejected], which makes every apply launch on the stream apply
 // nothing. With kClaim (inserts) every source vertex without a table gets
-// one (claim_tables; IDs at or past cap are not touched, and a batch
+// one (try_claim; IDs at or past cap are not touched, and a batch
 // rejected for them may still have given tables, which hold nothing).
 extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uint64_t n, uint32_t cap, uint32_t mode,
                                    uint32_t* osrc, uint32_t* odst, uint8_t* res, unsigned long long* ctrl,
-                                   Vertex* dict, uint64_t first, uint64_t room) {
+                                   Vertex* dict, uint32_t* lack, uint64_t first, uint64_t room) {
+  __shared__ uint32_t warpClaims[32];  // a warp's claims, then the claims of the warps before it
+  __shared__ unsigned long long blockFirst;
   uint32_t bad = 0, self = 0;
-  const uint32_t lane = slab::lane();
-  for (uint64_t i0 = thread_index() - lane; i0 < n; i0 += thread_count()) {  // whole warps: claim_tables
-    const uint64_t i = i0 + lane;
+  const uint32_t lane = slab::lane(), warp = threadIdx.x / 32;
+  for (uint64_t i0 = (uint64_t)blockIdx.x * blockDim.x; i0 < n; i0 += thread_count()) {  // whole blocks: the claims
+    const uint64_t i = i0 + threadIdx.x;
     const bool in = i < n;
     uint32_t u = in ? src[i] : 0, v = in ? dst[i] : 0;
     const bool ok = in && u < cap && v < cap;
@@ -132,10 +139,28 @@ extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uin
     const bool loop = u == v;
     const bool skip = loop && !(mode & kSelfLoops);
     self += in && skip;
-    if (mode & kClaim) {
+    if (mode & kClaim) {  // the same in every thread: the barriers are
       const bool want = ok && !skip;
-      claim_tables(dict, ok ? u : 0, want, first, room, ctrl);
-      if (mode & kUndirected) claim_tables(dict, ok ? v : 0, want && !loop, first, room, ctrl);
+      const bool mu = try_claim(dict, lack, u, want);
+      const bool mv = (mode & kUndirected) && try_claim(dict, lack, v, want && !loop);
+      const uint32_t bu = __ballot_sync(kAll, mu), bv = __ballot_sync(kAll, mv);
+      if (lane == 0) warpClaims[warp] = __popc(bu) + __popc(bv);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        uint32_t sum = 0;
+        for (uint32_t w = 0; w < blockDim.x / 32; ++w) {
+          const uint32_t c = warpClaims[w];
+          warpClaims[w] = sum;
+          sum += c;
+        }
+        blockFirst = sum ? atomicAdd(ctrl + kCtrlTables, (unsigned long long)sum) : 0;
+      }
+      __syncthreads();
+      const uint64_t b = blockFirst + warpClaims[warp];
+      const uint32_t below = (1u << lane) - 1u;
+      give_claimed(dict, lack, u, mu, b + __popc(bu & below), first, room);
+      give_claimed(dict, lack, v, mv, b + __popc(bu) + __popc(bv & below), first, room);
+      __syncthreads();  // every thread's numbers read before the next round's
     }
     if (!in) continue;
     if ((mode & kUndirected) && u > v) {
@@ -293,17 +318,19 @@ extern "C" __global__ void gr_count_edges(const uint32_t* src, const uint32_t* d
 // of at most fit entries (the host passes a slab's slots at the default
 // load factor or denser: one slab holds them without overflow, and a find
 // reads one slab either way; 0 at sparser loads, sized as asked).
-// The vertices without entries (tables) are counted in ctrl[kCtrlCount].
+// The vertices without entries (tables) are counted in ctrl[kCtrlCount]
+// and marked in lack (a bit each: try_claim's hint).
 extern "C" __global__ void gr_buckets(const uint32_t* cnt, uint64_t nv, uint32_t per1000, uint32_t fit, uint64_t* nb,
-                                      unsigned long long* ctrl) {
+                                      uint32_t* lack, unsigned long long* ctrl) {
   uint32_t none = 0;
   const uint32_t lane = slab::lane();
-  for (uint64_t v0 = thread_index() - lane; v0 < nv; v0 += thread_count()) {  // whole warps: warp_sum
+  for (uint64_t v0 = thread_index() - lane; v0 < nv; v0 += thread_count()) {  // whole warps: a lack word each
     const uint64_t v = v0 + lane;
-    if (v >= nv) continue;
-    const uint32_t c = cnt[v];
+    const uint32_t c = v < nv ? cnt[v] : 1;
     none += c == 0;
-    nb[v] = c == 0 ? 0 : c <= fit ? 1 : ((uint64_t)c * 1000 + per1000 - 1) / per1000;
+    if (v < nv) nb[v] = c == 0 ? 0 : c <= fit ? 1 : ((uint64_t)c * 1000 + per1000 - 1) / per1000;
+    const uint32_t m = __ballot_sync(kAll, c == 0);
+    if (lane == 0) lack[v0 >> 5] = m;
   }
   // One atomic a warp: an atomic per thread on the one counter cost a build
   // of half germany_osm (4M vertices without entries) 0.4 ms on the H200.
@@ -328,12 +355,15 @@ extern "C" __global__ void gr_claim_tables(const uint32_t* src, const uint8_t* r
 // give_tables gives vertex ids[j] (j < n, a claimed vertex without a
 // table) the bucket first + j, and drops its claim; with first all ones it
 // only drops the claim (the host found no room for the buckets).
-extern "C" __global__ void gr_give_tables(const uint32_t* ids, uint64_t n, uint64_t first, Vertex* dict) {
+extern "C" __global__ void gr_give_tables(const uint32_t* ids, uint64_t n, uint64_t first, Vertex* dict,
+                                          uint32_t* lack) {
   for (uint64_t j = thread_index(); j < n; j += thread_count()) {
-    Vertex& e = dict[ids[j]];
+    const uint32_t x = ids[j];
+    Vertex& e = dict[x];
     if (first != ~0ull) {
       e.base = (uint32_t)(first + j);
       e.nb = 1;
+      atomicAnd(&lack[x >> 5], ~(1u << (x & 31)));
     }
     e.flags = 0;
   }
