@@ -1568,23 +1568,21 @@ func (g *gpuGraph[W]) build(ctx context.Context, n int, src, dst []uint32, ws []
 		}
 		vals = dv.Ptr()
 	}
-	return g.buildDevice(ctx, n, ds, dd, vals)
+	return g.buildDevice(ctx, n, ds, dd, vals, false)
 }
 
-// buildChecked is buildDevice for device batches: the IDs checked first.
+// buildChecked is buildDevice for device batches: the IDs checked first
+// (with the symmetry sums: one read of the edges, one wait).
 func (g *gpuGraph[W]) buildChecked(ctx context.Context, n int, src, dst cuda.Slice[uint32], vals cuda.DevicePtr) error {
 	if n < 0 || n > ReservedTombstone {
 		return fmt.Errorf("%w: %d vertices outside 0..%d", warpkit.ErrInvalidArgument, n, ReservedTombstone)
 	}
-	if src.Len() > 0 {
-		if err := g.checkIDsBelow(src, dst, n); err != nil {
-			return err
-		}
-	}
-	return g.buildDevice(ctx, n, src, dst, vals)
+	return g.buildDevice(ctx, n, src, dst, vals, true)
 }
 
-func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slice[uint32], vals cuda.DevicePtr) error {
+// buildDevice replaces the graph with a device batch; with check its IDs
+// are checked first (nothing changes for a bad one).
+func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slice[uint32], vals cuda.DevicePtr, check bool) error {
 	if _, err := g.primEngine(); err != nil {
 		return err
 	}
@@ -1630,22 +1628,40 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	}
 	symmetric := false
 	if m > 0 {
-		// An undirected build whose edges list both directions counts each
-		// edge at its source only (gr_symmetry).
+		// One read of the edges: a device batch's IDs checked, and whether
+		// an undirected build's edges list both directions, so that it
+		// counts each edge at its source only (gr_symmetry).
 		both := uint32(0)
-		if !g.directed {
+		if check || !g.directed {
 			if err := g.zeroCtrl(); err != nil {
 				return err
 			}
-			if err := g.launch(g.fSymmetry, int64(m), src, dst, uint64(m), g.ctrl); err != nil {
+			var sums cuda.DevicePtr
+			chk := uint32(0)
+			if check {
+				chk = 1
+			}
+			if !g.directed {
+				if err := g.ctrlPlan.Zero(g.stream); err != nil {
+					return waitAfter(g.stream, err)
+				}
+				sums = g.ctrlPlan.Ptr()
+			}
+			if err := g.launch(g.fSymmetry, int64(m), src, dst, uint64(m), chk, uint32(n), sums, g.ctrl); err != nil {
 				return waitAfter(g.stream, err)
 			}
-			if err := g.readCtrl(); err != nil {
+			plan, err := g.readPlan()
+			if err != nil {
 				return err
 			}
-			symmetric = g.host[0] == g.host[1]
-			if !symmetric {
-				both = 1
+			if r := g.host[gpurt.CtrlRejected]; check && r != 0 {
+				return fmt.Errorf("%w: %d vertex IDs at or past the capacity %d (or reserved)", warpkit.ErrInvalidArgument, r, n)
+			}
+			if !g.directed {
+				symmetric = plan[0] == plan[1]
+				if !symmetric {
+					both = 1
+				}
 			}
 		}
 		if err := g.launch(g.fCount, int64(m), src, dst, uint64(m), mode, both, cnt); err != nil {
@@ -1661,12 +1677,19 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 		if err := g.launch(g.fBuckets, int64(n), cnt, uint64(n), per, g.fitOne(per), nb, g.lack, g.ctrl); err != nil {
 			return waitAfter(g.stream, err)
 		}
-		if slabs, err = g.scan(nb.Sub(0, n), base); err != nil {
+		// The buckets' scan, its total read with the vertices without
+		// entries (ctrl[kCtrlCount]): one wait.
+		if err := prim.ExclusiveScan(g.prim, g.stream, nb.Sub(0, n), base.Sub(0, n), base.Sub(n, n+1)); err != nil {
+			return waitAfter(g.stream, err)
+		}
+		if err := cuda.CopyAsync(g.ctrlPlan.Sub(0, 1), base.Sub(n, n+1), g.stream); err != nil {
+			return waitAfter(g.stream, err)
+		}
+		plan, err := g.readPlan()
+		if err != nil {
 			return err
 		}
-		if err := g.readCtrl(); err != nil { // the vertices without entries
-			return err
-		}
+		slabs = plan[0]
 	}
 	tableless := int(g.host[gpurt.CtrlCount])
 	if n == 0 {

@@ -236,6 +236,7 @@ func TestCUDADeviceBatches(t *testing.T) {
 		"degrees":         g.DegreesDevice(ctx, bad, deg.Sub(0, 2)),
 		"delete vertices": g.DeleteVerticesDevice(ctx, bad),
 		"lengths":         g.HasEdgesDevice(ctx, bad, up([]uint32{1}), found.Sub(0, 2)),
+		"build":           g.BuildDevice(ctx, n, two, bad, up([]uint32{1, 1})),
 	} {
 		if !errors.Is(err, warpkit.ErrInvalidArgument) {
 			t.Errorf("%s with an ID past the capacity: %v", name, err)
@@ -245,6 +246,21 @@ func TestCUDADeviceBatches(t *testing.T) {
 		t.Fatalf("refused batches changed the entries: %d → %d", before, after)
 	}
 	same("refused batches")
+	// A directed build checks its IDs too (without the symmetry sums).
+	d, err := New(Options{Backend: warpkit.CUDA, Device: dev, Directed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.BuildDevice(ctx, 4, up([]uint32{0, 1}), up([]uint32{1, 2})); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.BuildDevice(ctx, 4, up([]uint32{0, 4}), up([]uint32{1, 2})); !errors.Is(err, warpkit.ErrInvalidArgument) {
+		t.Errorf("a directed build with an ID past its vertices: %v", err)
+	}
+	if k, err := d.Len(ctx); err != nil || k != 2 {
+		t.Errorf("the refused build changed the graph: %d entries (%v), want 2", k, err)
+	}
+	d.Close()
 	if err := g.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -260,23 +260,31 @@ __device__ void apply(char* arena, uint32_t seed, Pool* pool, Vertex* dict, cons
   sh::sign_off(ctrl, pool, out);
 }
 
-// symmetry sums a hash of every edge (u, v) of a build into sums[0] and of
-// its reverse (v, u) into sums[1] (wrapping): equal sums say that the edges
-// list both directions of every edge (the multisets agree; a list that does
-// not gives equal sums only by a 2^-64 accident), so that an undirected
-// build counts each edge from its source alone (count_edges).
-extern "C" __global__ void gr_symmetry(const uint32_t* src, const uint32_t* dst, uint64_t m,
-                                       unsigned long long* sums) {
+// symmetry reads a build's edges once for what the host must know before
+// it sizes the tables (one launch, one wait). With sums, it sums a hash of
+// every edge (u, v) into sums[0] and of its reverse (v, u) into sums[1]
+// (wrapping): equal sums say that the edges list both directions of every
+// edge (the multisets agree; a list that does not gives equal sums only by
+// a 2^-64 accident), so that an undirected build counts each edge from its
+// source alone (count_edges). With check (device batches), it counts the
+// IDs at or past cap in ctrl[kCtrlRejected], as check_ids does.
+extern "C" __global__ void gr_symmetry(const uint32_t* src, const uint32_t* dst, uint64_t m, uint32_t check,
+                                       uint32_t cap, unsigned long long* sums, unsigned long long* ctrl) {
   unsigned long long a = 0, b = 0;
+  uint32_t bad = 0;
   for (uint64_t i = thread_index(); i < m; i += thread_count()) {
-    const uint64_t u = src[i], v = dst[i];
-    a += mix64(u << 32 | v);
-    b += mix64(v << 32 | u);
+    const uint32_t u = src[i], v = dst[i];
+    bad += (u >= cap) + (v >= cap);
+    a += mix64((uint64_t)u << 32 | v);
+    b += mix64((uint64_t)v << 32 | u);
   }
-  for (int off = 16; off > 0; off >>= 1) {
-    a += __shfl_xor_sync(0xffffffffu, a, off);
-    b += __shfl_xor_sync(0xffffffffu, b, off);
+  if (check && bad) {
+    atomicAdd(ctrl + kCtrlRejected, (unsigned long long)bad);
+    atomicOr((unsigned*)(ctrl + kCtrlStatus), (unsigned)kStatusInvalidArgument);
   }
+  if (!sums) return;
+  a = warp_sum(a);
+  b = warp_sum(b);
   if (slab::lane() == 0) {
     atomicAdd(sums, a);
     atomicAdd(sums + 1, b);
