@@ -90,9 +90,13 @@ type gpuGraph[W any] struct {
 	dict  cuda.Slice[uint32] // vertexWords per vertex
 	gone  cuda.Slice[uint32] // bitmap of vertices being deleted (all zero between calls)
 	// lack is a bitmap of the vertices that may have no table, a hint for
-	// insert prep's claims (graph.cu: try_claim): written by a build,
-	// cleared by the claims and the host's tables (giveTables), zero for
-	// the vertices ensure adds (one bucket each).
+	// insert prep's claims (graph.cu: try_claim): written by a build (by
+	// gr_buckets, before the steps that may still fail it: a failed build
+	// leaves a hint of the graph it did not make), cleared by the claims
+	// and the host's tables (giveTables). Only a hint: a set bit on a
+	// vertex with a table costs a dictionary read (the bits past a smaller
+	// rebuild's vertices may be such when ensure adds them back), a clear
+	// bit on one without sends its inserts to the host's fallback.
 	lack cuda.Slice[uint32]
 	ctrl cuda.Slice[uint64]
 	host [gpurt.CtrlWords]uint64

@@ -120,9 +120,11 @@ __device__ __forceinline__ uint64_t thread_count() { return (uint64_t)gridDim.x 
 // runs only failed elements. Self-loops skipped are counted in
 // ctrl[kCtrlCount]; with kCheckIDs an ID at or past cap (or reserved) in
 // ctrl[kCtrlRejected], which makes every apply launch on the stream apply
-// nothing. With kClaim (inserts) every source vertex without a table gets
-// one (try_claim; IDs at or past cap are not touched, and a batch
-// rejected for them may still have given tables, which hold nothing).
+// nothing. With kClaim (inserts) every source vertex without a table that
+// the lack hint marks gets one (try_claim; the others fail in the apply
+// launch and get theirs from the host; IDs at or past cap are not touched,
+// and a batch rejected for them may still have given tables, which hold
+// nothing).
 extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uint64_t n, uint32_t cap, uint32_t mode,
                                    uint32_t* osrc, uint32_t* odst, uint8_t* res, unsigned long long* ctrl,
                                    Vertex* dict, uint32_t* lack, uint64_t first, uint64_t room) {
@@ -573,7 +575,7 @@ extern "C" __global__ void gr_gather_set_vertices(const char* arena, const Verte
     if (v < nv) bn = *(const uint2*)&dict[v];
     const bool big = bn.y > warpBuckets;
     // Large tables: items, numbered with one atomic a warp.
-    const uint32_t chunks = big ? (bn.y + kChunkBuckets - 1) / kChunkBuckets : 0;
+    const uint32_t chunks = big ? (uint32_t)(((uint64_t)bn.y + kChunkBuckets - 1) / kChunkBuckets) : 0;
     uint32_t before = chunks;  // inclusive scan of the warp's chunks
 #pragma unroll
     for (int off = 1; off < 32; off <<= 1) {
@@ -640,9 +642,9 @@ extern "C" __global__ void gr_gather_set_items(const char* arena, const Vertex* 
     const uint32_t v = (uint32_t)(item >> 32), chunk = (uint32_t)item;
     const uint2 bn = *(const uint2*)&dict[v];
     const uint64_t o0 = offsets[v], end = offsets[v + 1];
-    const uint32_t j1 = min(bn.y, (chunk + 1) * kChunkBuckets);
-    for (uint32_t j0 = chunk * kChunkBuckets; j0 < j1; j0 += 32) {
-      const uint32_t j = j0 + lane;
+    const uint64_t j1 = min((uint64_t)bn.y, ((uint64_t)chunk + 1) * kChunkBuckets);  // 64-bit: nb may near 2^32
+    for (uint64_t j0 = (uint64_t)chunk * kChunkBuckets; j0 < j1; j0 += 32) {
+      const uint64_t j = j0 + lane;
       const char* s = j < j1 ? arena + ((uint64_t)bn.x + j) * 32 : nullptr;
       for (uint32_t hop = 0; __any_sync(kAll, s != nullptr); ++hop) {
         if (hop == sh::kMaxSteps) {
