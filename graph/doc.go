@@ -135,12 +135,15 @@
 // than the CSR sort on the four larger stand-ins (hmean 10.3 G entries/s).
 // At caeefeb (an unweighted graph gathered by vertex, prep's claims
 // numbered once a block, a bitmap of the vertices that may lack a table)
-// the suite passes and the dynamic triangle counts on germany_osm run
-// 1.91-1.96x the CSR pipeline in the steady state (target 1.8x: met; the
-// tables given late had brought it to 1.4-1.6x). Missed targets and what
-// bounds them are in docs/benchmarks.md: builds of the two small graphs
-// against the CSR sort (0.3-0.8x: host waits) and incremental builds with
-// hubs.
+// and 2bca1e9 (a build's edges read once for the ID check and the
+// symmetry sums) the suite passes, builds run hmean 10.8-11.0 G
+// entries/s, and the dynamic triangle counts on germany_osm run 1.65-1.96x
+// the CSR pipeline in the steady state (the tables given late had brought
+// it to 1.3-1.6x). Missed targets and what bounds them are in
+// docs/benchmarks.md: builds of the two small graphs against the CSR sort
+// (0.4-0.9x: launches and host waits), incremental builds with hubs, and
+// the dynamic road counts, on the line against 1.8x (the baseline's
+// merge-insert varies between runs).
 //
 // # Departures from the spec (shared/docs/specs/graph.md)
 //
