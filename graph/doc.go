@@ -197,4 +197,15 @@
 //     limit option yet. BuildDevice takes the vertex count instead.
 //   - The first Build, ToCSR or TriangleCount of a CUDA graph loads prim's
 //     kernels (its scans): seconds of JIT compilation, once per graph.
+//   - The owner array (bucket → vertex) serves the vertex-delete sweep and
+//     the gather of weighted graphs only; an unweighted graph's whole-graph
+//     gather runs in vertex order (a warp's lanes share 32 vertices'
+//     buckets; tables past 31 buckets a warp per 64), needing none.
+//   - Beside the dictionary, a bitmap of the vertices that may lack a table
+//     (a bit a vertex, not in Stats.Bytes, as the deleted-vertex bitmap is
+//     not): a hint for insert prep's table claims, which take their bucket
+//     numbers with one atomic a thread block.
+//   - A device build's ID check is part of its edges' symmetry pass (one
+//     read of the edges, one wait), not the separate scan kernel the spec
+//     names for device batches.
 package graph
