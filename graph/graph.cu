@@ -8,10 +8,10 @@
 // The vertex dictionary is an array of Vertex (16 bytes); the arena an array
 // of head slabs, vertex v's buckets at [base, base+nb). The kernels that run
 // per bucket (sweep, the tile gather of map slabs) take an owner array,
-// owner[b] the vertex of
-// arena bucket b or kOrphan for a bucket no vertex owns (Rehash moved its
-// table): scratch built from the dictionary by gr_owner when such a kernel
-// needs it, not kept beside the arena (4 bytes a bucket).
+// owner[b] the vertex of arena bucket b or kOrphan for a bucket no vertex
+// owns (Rehash moved its table): scratch built from the dictionary by
+// gr_owner when such a kernel needs it, not kept beside the arena (4 bytes
+// a bucket). The gather of set slabs runs by vertex and needs none.
 #include "slabhash.cuh"
 
 namespace wk {
@@ -141,7 +141,7 @@ extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uin
     const bool loop = u == v;
     const bool skip = loop && !(mode & kSelfLoops);
     self += in && skip;
-    if (mode & kClaim) {  // the same in every thread: the barriers are
+    if (mode & kClaim) {  // mode is the launch's: every thread reaches the barriers
       const bool want = ok && !skip;
       const bool mu = try_claim(dict, lack, u, want);
       const bool mv = (mode & kUndirected) && try_claim(dict, lack, v, want && !loop);
