@@ -53,6 +53,30 @@ __device__ __forceinline__ unsigned long long warp_sum(unsigned long long x) {
   return x;
 }
 
+// warp_scan returns the inclusive scan of x over the warp's lanes (every
+// lane calls it).
+__device__ __forceinline__ uint32_t warp_scan(uint32_t x) {
+  const uint32_t lane = slab::lane();
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const uint32_t y = __shfl_up_sync(kAll, x, off);
+    if (lane >= (uint32_t)off) x += y;
+  }
+  return x;
+}
+
+// warp_owner returns the lane whose run holds item p of the lanes' runs
+// laid end to end (incl: warp_scan of their lengths): the number of lanes
+// whose runs end at or before p, by a binary search (five shuffles; every
+// lane calls it).
+__device__ __forceinline__ int warp_owner(uint32_t incl, uint32_t p) {
+  int o = 0;
+#pragma unroll
+  for (int step = 16; step > 0; step >>= 1)
+    if (__shfl_sync(kAll, incl, o + step - 1) <= p) o += step;
+  return o;
+}
+
 // Insert prep gives a table to every source vertex without one (kClaim):
 // try_claim claims vertex x's table, when want and it has none, with a CAS
 // of its bucket count from 0 (one thread gives a vertex its table; no apply
@@ -576,12 +600,7 @@ extern "C" __global__ void gr_gather_set_vertices(const char* arena, const Verte
     const bool big = bn.y > warpBuckets;
     // Large tables: items, numbered with one atomic a warp.
     const uint32_t chunks = big ? (uint32_t)(((uint64_t)bn.y + kChunkBuckets - 1) / kChunkBuckets) : 0;
-    uint32_t before = chunks;  // inclusive scan of the warp's chunks
-#pragma unroll
-    for (int off = 1; off < 32; off <<= 1) {
-      const uint32_t x = __shfl_up_sync(kAll, before, off);
-      if (lane >= (uint32_t)off) before += x;
-    }
+    const uint32_t before = warp_scan(chunks);  // inclusive scan of the warp's chunks
     const uint32_t all = __shfl_sync(kAll, before, 31);
     if (all) {
       unsigned long long at = 0;
@@ -600,20 +619,12 @@ extern "C" __global__ void gr_gather_set_vertices(const char* arena, const Verte
     if (big || nb > 1) cursor[v] = 0;
     uint64_t o0 = 0, o1 = 0;
     if (nb) o0 = offsets[v], o1 = offsets[v + 1];
-    uint32_t incl = nb;
-#pragma unroll
-    for (int off = 1; off < 32; off <<= 1) {
-      const uint32_t x = __shfl_up_sync(kAll, incl, off);
-      if (lane >= (uint32_t)off) incl += x;
-    }
+    const uint32_t incl = warp_scan(nb);
     const uint32_t total = __shfl_sync(kAll, incl, 31);
     __syncwarp();  // the cursors zeroed before any lane adds to them
     for (uint32_t p0 = 0; p0 < total; p0 += 32) {
       const uint32_t p = p0 + lane;
-      int o = 0;  // the lanes whose tables end at or before p: the owner's index
-#pragma unroll
-      for (int step = 16; step > 0; step >>= 1)
-        if (__shfl_sync(kAll, incl, o + step - 1) <= p) o += step;
+      const int o = warp_owner(incl, p);  // the vertex's lane
       const uint32_t onb = __shfl_sync(kAll, nb, o), start = __shfl_sync(kAll, incl - nb, o);
       const uint32_t obase = __shfl_sync(kAll, bn.x, o);
       const uint64_t oo0 = __shfl_sync(kAll, (unsigned long long)o0, o), oo1 = __shfl_sync(kAll, (unsigned long long)o1, o);
@@ -654,12 +665,7 @@ extern "C" __global__ void gr_gather_set_items(const char* arena, const Vertex* 
         uint32_t key[7], next = kNull, live = 0;
         if (s) live = set_slab(s, key, next);
         const uint32_t n = __popc(live);
-        uint32_t incl = n;
-#pragma unroll
-        for (int off = 1; off < 32; off <<= 1) {
-          const uint32_t x = __shfl_up_sync(kAll, incl, off);
-          if (lane >= (uint32_t)off) incl += x;
-        }
+        const uint32_t incl = warp_scan(n);
         const uint32_t all = __shfl_sync(kAll, incl, 31);
         uint32_t base = 0;
         if (lane == 0 && all) base = atomicAdd(&cursor[v], all);  // zeroed by gr_gather_set_vertices
@@ -1074,19 +1080,11 @@ __device__ __forceinline__ void count_pairs(const uint64_t* offsets, const uint3
     uint32_t from = i + 1;  // the first later entry not yet paired
     while (__any_sync(kAll, len > 0)) {
       const uint32_t take = min(len, kPairRound);
-      uint32_t incl = take;  // inclusive scan of this round's lengths
-#pragma unroll
-      for (int off = 1; off < 32; off <<= 1) {
-        const uint32_t x = __shfl_up_sync(kAll, incl, off);
-        if (lane >= (uint32_t)off) incl += x;
-      }
+      const uint32_t incl = warp_scan(take);  // inclusive scan of this round's lengths
       const uint32_t all = __shfl_sync(kAll, incl, 31);
       for (uint32_t p0 = 0; p0 < all; p0 += 32) {
         const uint32_t p = p0 + lane;
-        int o = 0;  // the lanes whose lists end at or before p: the owner's index
-#pragma unroll
-        for (int step = 16; step > 0; step >>= 1)
-          if (__shfl_sync(kAll, incl, o + step - 1) <= p) o += step;
+        const int o = warp_owner(incl, p);  // the list's lane
         const uint32_t ou = __shfl_sync(kAll, u, o), ov = __shfl_sync(kAll, v, o);
         const uint32_t start = __shfl_sync(kAll, incl - take, o), of = __shfl_sync(kAll, from, o);
         const uint64_t oo = __shfl_sync(kAll, (unsigned long long)o0, o);
