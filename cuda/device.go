@@ -132,7 +132,7 @@ type deviceState struct {
 	refs  int  // guarded by registryMu
 
 	modMu   sync.Mutex
-	modules map[string]*Module // by sha256 of the PTX
+	modules map[int][]*Module // by the PTX's length; each holds its PTX
 
 	// closed is set when the last handle closes; pinned memory checks it,
 	// since releasing the context frees that memory too.
@@ -179,7 +179,7 @@ func Open(ordinal int) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &deviceState{drv: drv, props: props, refs: 1, modules: map[string]*Module{}}
+	st := &deviceState{drv: drv, props: props, refs: 1, modules: map[int][]*Module{}}
 	if err := check(drv, "cuDeviceGet", drv.deviceGet(&st.dev, int32(ordinal))); err != nil {
 		return nil, err
 	}
@@ -217,8 +217,10 @@ func (d *Device) Close() error {
 	st.modMu.Unlock()
 	var err error
 	st.stop(func() {
-		for _, m := range mods {
-			st.drv.moduleUnload(m.handle)
+		for _, ms := range mods {
+			for _, m := range ms {
+				st.drv.moduleUnload(m.handle)
+			}
 		}
 		st.drv.ctxSynchronize()
 		err = check(st.drv, "cuDevicePrimaryCtxRelease", st.drv.primaryCtxRelease(st.dev))

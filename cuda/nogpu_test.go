@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -328,9 +329,29 @@ func TestModulesAreCached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m2, _ := d.LoadModule(selftestPTX)
+	m2, _ := d.LoadModule(bytes.Clone(selftestPTX))
 	if m1 != m2 {
 		t.Fatal("same PTX loaded twice")
+	}
+	// The cache compares content, not length or address: PTX of the same
+	// length that differs (here in a comment) is another module, and a
+	// caller's buffer changed after a load does not change what it names.
+	buf := bytes.Clone(selftestPTX)
+	i := bytes.LastIndex(buf, []byte("//"))
+	if i < 0 {
+		t.Fatal("selftest PTX has no comment to change")
+	}
+	buf[i+2] ^= 1
+	m3, err := d.LoadModule(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m3 == m1 {
+		t.Fatal("different PTX of the same length took the cached module")
+	}
+	copy(buf, selftestPTX)
+	if m4, _ := d.LoadModule(buf); m4 != m1 {
+		t.Fatal("the first PTX, in a buffer that held other PTX, is not the first module")
 	}
 	k1, _ := m1.Function("copy_v4")
 	k2, _ := m1.Function("copy_v4")
