@@ -65,3 +65,8 @@ func TestEmulatedInsertStoppedBeforeApply(t *testing.T) {
 func TestEmulatedGatherShapes(t *testing.T) {
 	gatherShapes(t, emu.Device(t, emu.Options{}, sources...))
 }
+
+// TestEmulatedMoveChunks is TestCUDAMoveChunks on the emulation.
+func TestEmulatedMoveChunks(t *testing.T) {
+	moveChunks(t, emu.Device(t, emu.Options{}, sources...))
+}

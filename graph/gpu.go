@@ -138,6 +138,9 @@ type gpuGraph[W any] struct {
 	rNeed, rRows, rNB gpurt.Buf[uint64]
 	rCnt, rSrc, rCols gpurt.Buf[uint32]
 	rVals, rRes       gpurt.Buf[uint8]
+	// The chunks of the large tables a move gathers and releases
+	// (chunkItems), and the gathered tables' cursors.
+	rItems, rCursor gpurt.Buf[uint64]
 	// rCnt is zero between insert batches (gr_plan_sources zeroes what
 	// gr_count_sources counted) while cntZero is true; rList holds a
 	// batch's sources for the plan.
@@ -152,7 +155,7 @@ type gpuGraph[W any] struct {
 	fPrep, fCheckIDs, fCount, fBuckets, fDict, fDegrees, fMark, fOrient            *cuda.Function
 	fMirror, fUndo, fUndone, fTCSorted, fNarrow, fSymmetry, fFailedPattern         *cuda.Function
 	fRehashPlan, fRehashDict, fRelease, fGatherTables, fPick, fDiff, fCountSources *cuda.Function
-	fPlanSources                                                                   *cuda.Function
+	fPlanSources, fGatherChunks, fReleaseChunks                                    *cuda.Function
 	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC, fOwner                  *cuda.Function
 	fGatherVertices, fGatherItems                                                  *cuda.Function // set slabs only (nil for weighted graphs)
 	fClaimTables, fGiveTables, fKept, fLost                                        *cuda.Function
@@ -214,6 +217,7 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 		{&g.fTCSorted, "gr_tc_sorted"}, {&g.fNarrow, "gr_narrow"}, {&g.fSymmetry, "gr_symmetry"},
 		{&g.fFailedPattern, "gr_failed_pattern"}, {&g.fRehashPlan, "gr_rehash_plan"}, {&g.fRehashDict, "gr_rehash_dict"},
 		{&g.fRelease, "gr_release_" + layout}, {&g.fGatherTables, "gr_gather_tables_" + layout}, {&g.fPick, "gr_pick"},
+		{&g.fReleaseChunks, "gr_release_chunks_" + layout}, {&g.fGatherChunks, "gr_gather_chunks_" + layout},
 		{&g.fDiff, "gr_diff"}, {&g.fCountSources, "gr_count_sources"}, {&g.fPlanSources, "gr_plan_sources"}, {&g.fOwner, "gr_owner"},
 		{&g.fApply, "gr_apply_" + layout}, {&g.fGather, "gr_gather_" + layout}, {&g.fSweep, "gr_sweep_" + layout},
 		{&g.fReset, "gr_reset_" + layout}, {&g.fCensus, "gr_census_" + layout}, {&g.fFlush, "gr_flush_" + layout},
@@ -1151,8 +1155,10 @@ func (g *gpuGraph[W]) neighborsDevice(ids cuda.Slice[uint32], offsets cuda.Slice
 	if out.Buffer() != nil {
 		outp = out.Ptr()
 	}
+	// No chunks: ids may repeat, so their buckets have no bound to size
+	// the chunks' list by.
 	if err := g.launch(g.fGatherTables, tiles(n), g.arena, tabs, ids, uint64(n), g.pool.Descriptor(), offsets,
-		cuda.DevicePtr(0), outp, cuda.DevicePtr(0), uint64(out.Len()), g.ctrl); err != nil {
+		cuda.DevicePtr(0), outp, cuda.DevicePtr(0), uint64(out.Len()), cuda.DevicePtr(0), uint32(0), g.ctrl); err != nil {
 		return waitAfter(g.stream, err)
 	}
 	if err := g.readCtrl(); err != nil {
@@ -1930,6 +1936,21 @@ func (g *gpuGraph[W]) rehashLocked(ctx context.Context, chain1000 uint32) (err e
 	return g.moveTables(ctx, int(plan[gpurt.CtrlCount]), ids, old, need, rows)
 }
 
+// chunkBuckets is the size, in buckets, of the chunks that a move gathers
+// and releases a large table in, a tile each (graph.cu: list_chunks): one
+// tile walking a hub's thousands of buckets held up a whole launch (the
+// gathers and releases took 103 of the 140 ms that Table 5.6's grow mode
+// spent on soc-LiveJournal1 in batches of 2^22).
+const chunkBuckets = 32
+
+// chunkItems returns room for the chunks of the tables a move gathers or
+// releases: distinct tables, at most all nslabs buckets, and a table of
+// more than chunkBuckets buckets b has ceil(b/chunkBuckets) < 2b/chunkBuckets
+// chunks.
+func (g *gpuGraph[W]) chunkItems() (cuda.Slice[uint64], error) {
+	return g.rItems.Get(g.dev, g.stream, max(1, 2*g.nslabs/chunkBuckets))
+}
+
 // moveTables moves the movers a plan listed (ids, old, need, rows) to new
 // buckets: see rehash.
 func (g *gpuGraph[W]) moveTables(ctx context.Context, movers int, ids, old cuda.Slice[uint32], need, rows cuda.Slice[uint64]) (err error) {
@@ -1980,10 +2001,24 @@ func (g *gpuGraph[W]) moveTables(ctx context.Context, movers int, ids, old cuda.
 	if err != nil {
 		return err
 	}
+	items, err := g.chunkItems()
+	if err != nil {
+		return err
+	}
+	cursor, err := g.rCursor.Get(g.dev, g.stream, movers)
+	if err != nil {
+		return err
+	}
+	if err := cursor.Zero(g.stream); err != nil {
+		return waitAfter(g.stream, err)
+	}
 	if err := g.zeroCtrl(); err != nil {
 		return err
 	}
-	if err := g.launch(g.fGatherTables, tiles(movers), g.arena, old, ids, uint64(movers), g.pool.Descriptor(), rows, src, cols, vals, uint64(entries), g.ctrl); err != nil {
+	if err := g.launch(g.fGatherTables, tiles(movers), g.arena, old, ids, uint64(movers), g.pool.Descriptor(), rows, src, cols, vals, uint64(entries), items, uint32(chunkBuckets), g.ctrl); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if err := g.launch(g.fGatherChunks, tiles(items.Len()), g.arena, old, ids, g.pool.Descriptor(), rows, src, cols, vals, items, uint32(chunkBuckets), cursor, g.ctrl); err != nil {
 		return waitAfter(g.stream, err)
 	}
 	if err := g.readCtrl(); err != nil {
@@ -2009,12 +2044,19 @@ func (g *gpuGraph[W]) moveTables(ctx context.Context, movers int, ids, old cuda.
 		if err := g.zeroCtrl(); err != nil {
 			return err
 		}
+		items, err := g.chunkItems()
+		if err != nil {
+			return err
+		}
 		rel, err := g.pool.Acquire()
 		if err != nil {
 			return err
 		}
 		defer rel()
-		if err := g.launch(g.fRelease, tiles(movers), g.arena, tabs, uint64(movers), g.pool.Descriptor(), g.ctrl); err != nil {
+		if err := g.launch(g.fRelease, tiles(movers), g.arena, tabs, uint64(movers), g.pool.Descriptor(), items, uint32(chunkBuckets), g.ctrl); err != nil {
+			return waitAfter(g.stream, err)
+		}
+		if err := g.launch(g.fReleaseChunks, tiles(items.Len()), g.arena, tabs, g.pool.Descriptor(), items, uint32(chunkBuckets), g.ctrl); err != nil {
 			return waitAfter(g.stream, err)
 		}
 		if err := g.readCtrl(); err != nil {

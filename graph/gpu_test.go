@@ -886,6 +886,121 @@ func countsAgree[W Weight](t *testing.T, where string, g, c *Weighted[W]) {
 	}
 }
 
+// TestCUDAMoveChunks: a table of more than chunkBuckets buckets that moves
+// (ahead of an insert batch at RehashChain 1, or by Rehash) is gathered
+// and released in chunks, a tile each: a hub's entries, with tombstones
+// among them, all arrive in its new buckets with their weights, and the
+// graph stays as the CPU backend's. Directed and undirected, weighted and
+// not.
+func TestCUDAMoveChunks(t *testing.T) { moveChunks(t, gputest.Device(t)) }
+
+func moveChunks(t *testing.T, dev *cuda.Device) {
+	const nv = 3000
+	// The hub's edges to lo..hi-1 (every step-th), weighted by their
+	// destination.
+	hub := func(lo, hi, step uint32) (s, d []uint32, w []uint64) {
+		for v := lo; v < hi; v += step {
+			s, d, w = append(s, 0), append(d, v), append(w, uint64(v)<<32|7)
+		}
+		return s, d, w
+	}
+	for _, directed := range []bool{true, false} {
+		for _, chain := range []float64{1, 0} {
+			t.Run(fmt.Sprintf("directed=%v/chain=%v", directed, chain), func(t *testing.T) {
+				opts := Options{Backend: warpkit.CUDA, Device: dev, Directed: directed, VertexCapacity: nv, RehashChain: chain}
+				g, err := NewWeighted[uint64](opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer g.Close()
+				u, err := New(opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer u.Close()
+				cpu := Options{Backend: warpkit.CPU, Directed: directed, VertexCapacity: nv}
+				c, _ := NewWeighted[uint64](cpu)
+				defer c.Close()
+				uc, _ := New(cpu)
+				defer uc.Close()
+				same := func(where string) {
+					t.Helper()
+					sameGraphs(t, where, g, c)
+					sameCSR(t, where+", unweighted", u, uc)
+				}
+				insert := func(where string, s, d []uint32, w []uint64) {
+					t.Helper()
+					for _, x := range []*Weighted[uint64]{g, c} {
+						if err := x.InsertEdges(ctx, s, d, w, nil); err != nil {
+							t.Fatalf("%s: %v", where, err)
+						}
+					}
+					for _, x := range []*Graph{u, uc} {
+						if err := x.InsertEdges(ctx, s, d, nil); err != nil {
+							t.Fatalf("%s: %v", where, err)
+						}
+					}
+					same(where)
+				}
+				buckets := func() uint64 {
+					t.Helper()
+					st, err := g.Stats(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return st.Buckets
+				}
+				// 300 entries in 60 buckets at the default load: a build.
+				s, d, w := hub(1, 301, 1)
+				for _, x := range []*Weighted[uint64]{g, c} {
+					if err := x.Build(ctx, s, d, w); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, x := range []*Graph{u, uc} {
+					if err := x.Build(ctx, s, d); err != nil {
+						t.Fatal(err)
+					}
+				}
+				same("build")
+				// Tombstones among them.
+				s, d, _ = hub(1, 301, 3)
+				for _, x := range []interface {
+					DeleteEdges(context.Context, []uint32, []uint32, []slabhash.Result) error
+				}{g, c, u, uc} {
+					if err := x.DeleteEdges(ctx, s, d, nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+				same("deletes")
+				// 2,600 more: at RehashChain 1 the 60 buckets (two chunks)
+				// move before the batch inserts; without, the lists grow
+				// and Rehash moves them after.
+				b0 := buckets()
+				s, d, w = hub(301, nv, 1)
+				insert("a batch past the table", s, d, w)
+				if chain == 0 {
+					for _, x := range []interface{ Rehash(context.Context) error }{g, u} {
+						if err := x.Rehash(ctx); err != nil {
+							t.Fatal(err)
+						}
+					}
+					same("rehash")
+				}
+				if b := buckets(); b < b0+2600/7 {
+					t.Fatalf("buckets %d -> %d: the hub's table did not move", b0, b)
+				}
+				// And once more, from the large table.
+				s, d, w = hub(1, nv, 2)
+				for i := range w {
+					w[i]++
+				}
+				insert("a second batch", s, d, w)
+			})
+		}
+	}
+}
+
 // TestCUDAGrowForCounts: an insert batch that grows its tables first
 // (RehashChain) plans from per-source counts that the plan zeroes again, so
 // batches of edges already present move a table once (the first batch's

@@ -875,18 +875,32 @@ extern "C" __global__ void gr_pick(const Vertex* dict, const uint32_t* ids, uint
   for (uint64_t i = thread_index(); i < n; i += thread_count()) out[i] = dict[ids[i]];
 }
 
+// list_chunks lists table i's nb buckets as chunks of chunk buckets (the
+// host's chunkBuckets) in items (i << 32 | chunk number), at
+// ctrl[kCtrlCount]'s count: gather_chunks and release_chunks take a tile
+// a chunk. For tables of more than chunk buckets, at most 2 * buckets /
+// chunk items (the host's bound).
+__device__ __forceinline__ void list_chunks(uint64_t i, uint32_t nb, uint32_t chunk, uint64_t* items,
+                                            unsigned long long* ctrl) {
+  const uint32_t chunks = (nb + chunk - 1) / chunk;
+  const unsigned long long at = atomicAdd(ctrl + kCtrlCount, (unsigned long long)chunks);
+  for (uint32_t k = 0; k < chunks; ++k) items[at + k] = i << 32 | k;
+}
+
 // gather_tables copies the live entries of the tables tabs[i] (Rehash's
 // movers as they were, or NeighborsDevice's vertices) to cols/vals
 // (optional) at offsets[i] .., their vertex ids[i] to src (optional): a
 // tile per table, walking its buckets. An entry past offsets[i+1] is not
 // written (kStatusOverflow); a window that decreases or passes cap
 // (offsets from the caller's memory) is skipped (kStatusBadRoom), so
-// nothing is written outside cols[0, cap). Runs alone.
+// nothing is written outside cols[0, cap). With items, a table of more
+// than chunk buckets is not walked here but listed in chunks for
+// gather_chunks (list_chunks): one tile walking a hub's thousands of
+// buckets was the whole launch. Runs alone.
 template <class L>
 __device__ void gather_tables(const char* arena, const Vertex* tabs, const uint32_t* ids, uint64_t n, Pool* pool,
                               const uint64_t* offsets, uint32_t* src, uint32_t* cols, typename L::V* vals,
-                              uint64_t cap, unsigned long long* ctrl) {
-  using K = typename L::K;
+                              uint64_t cap, uint64_t* items, uint32_t chunk, unsigned long long* ctrl) {
   Tile<L::W> t;
   Geometry<L::W> g;
   Ctx<L> c{(char*)arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
@@ -896,6 +910,10 @@ __device__ void gather_tables(const char* arena, const Vertex* tabs, const uint3
     uint64_t at = offsets[i];
     if (at > o1 || o1 > cap) {
       if (t.rank == 0) report(c.status, kStatusBadRoom);
+      continue;
+    }
+    if (items && e.nb > chunk) {
+      if (t.rank == 0) list_chunks(i, e.nb, chunk, items, ctrl);
       continue;
     }
     for (uint32_t k = 0; k < e.nb; ++k) {
@@ -918,21 +936,88 @@ __device__ void gather_tables(const char* arena, const Vertex* tabs, const uint3
   }
 }
 
+// gather_chunks is gather_tables for the chunks it listed (items:
+// ctrl[kCtrlCount] of them): a tile a chunk, its entries placed in the
+// table's window through the table's cursor (an atomic a slab; cursor
+// zero before gather_tables). Runs alone, after gather_tables.
+template <class L>
+__device__ void gather_chunks(const char* arena, const Vertex* tabs, const uint32_t* ids, Pool* pool,
+                              const uint64_t* offsets, uint32_t* src, uint32_t* cols, typename L::V* vals,
+                              const uint64_t* items, uint32_t chunk, unsigned long long* cursor,
+                              unsigned long long* ctrl) {
+  Tile<L::W> t;
+  Geometry<L::W> g;
+  Ctx<L> c{(char*)arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
+  const uint64_t n = *(volatile unsigned long long*)(ctrl + kCtrlCount);
+  for (uint64_t j = g.tile; j < n; j += g.tiles) {
+    const uint64_t it = items[j];
+    const uint64_t i = it >> 32;
+    const Vertex e = tabs[i];
+    const uint64_t o0 = offsets[i], o1 = offsets[i + 1];
+    const uint32_t k0 = (uint32_t)it * chunk, k1 = min(e.nb, k0 + chunk);
+    for (uint32_t k = k0; k < k1; ++k) {
+      walk<L>(t, c, (char*)arena + ((size_t)e.base + k) * L::kSlabBytes, [&](const Lane<L>& d, char*) {
+        const bool live = holds<L>(t, d, true);
+        const unsigned m = t.ballot(live);
+        if (!m) return;
+        unsigned long long at = 0;
+        if (t.rank == 0) at = atomicAdd(&cursor[i], (unsigned long long)__popc(m));
+        at = t.shfl((uint64_t)at, 0);
+        if (live) {
+          const uint64_t pos = o0 + at + __popc(m & L::lower(t.rank));
+          if (pos < o1) {
+            cols[pos] = (uint32_t)d.key;
+            if (src) src[pos] = ids[i];
+            if (vals) vals[pos] = d.val;
+          } else {
+            report(c.status, kStatusOverflow);
+          }
+        }
+      });
+    }
+  }
+}
+
 // release empties the tables tabs[i] (i < n: the movers' tables before
 // Rehash moved them, or the new ones Rehash gives back when it fails):
 // overflow slabs reset and freed, heads reset (the buckets are orphans:
-// no dictionary entry names them). Runs alone.
+// no dictionary entry names them). A table of more than chunk buckets is
+// listed in items in chunks for release_chunks (list_chunks). Runs alone.
 template <class L>
-__device__ void release(char* arena, const Vertex* tabs, uint64_t n, Pool* pool, unsigned long long* ctrl) {
+__device__ void release(char* arena, const Vertex* tabs, uint64_t n, Pool* pool, uint64_t* items, uint32_t chunk,
+                        unsigned long long* ctrl) {
   Tile<L::W> t;
   Geometry<L::W> g;
   Ctx<L> c{arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
   long long freed = 0;
   for (uint64_t i = g.tile; i < n; i += g.tiles) {
     const Vertex e = tabs[i];
+    if (e.nb > chunk) {
+      if (t.rank == 0) list_chunks(i, e.nb, chunk, items, ctrl);
+      continue;
+    }
     for (uint32_t k = 0; k < e.nb; ++k) {
       freed += empty_list<L>(t, c, arena + ((size_t)e.base + k) * L::kSlabBytes);
     }
+  }
+  if (t.rank == 0 && freed) atomicAdd(&pool->used, (unsigned long long)(-freed));
+}
+
+// release_chunks is release for the chunks it listed (items:
+// ctrl[kCtrlCount] of them), a tile a chunk. Runs alone, after release.
+template <class L>
+__device__ void release_chunks(char* arena, const Vertex* tabs, Pool* pool, const uint64_t* items, uint32_t chunk,
+                               unsigned long long* ctrl) {
+  Tile<L::W> t;
+  Geometry<L::W> g;
+  Ctx<L> c{arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
+  const uint64_t n = *(volatile unsigned long long*)(ctrl + kCtrlCount);
+  long long freed = 0;
+  for (uint64_t j = g.tile; j < n; j += g.tiles) {
+    const uint64_t it = items[j];
+    const Vertex e = tabs[it >> 32];
+    const uint32_t k0 = (uint32_t)it * chunk, k1 = min(e.nb, k0 + chunk);
+    for (uint32_t k = k0; k < k1; ++k) freed += empty_list<L>(t, c, arena + ((size_t)e.base + k) * L::kSlabBytes);
   }
   if (t.rank == 0 && freed) atomicAdd(&pool->used, (unsigned long long)(-freed));
 }
@@ -1261,14 +1346,28 @@ extern "C" __global__ void gr_narrow(const uint64_t* in, uint64_t n, uint32_t* o
     wk::gr::gather<L_##NAME>(arena, lo, hi, owner, vbase, pool, offsets, cursor, cols, vals, rows, ctrl);            \
   }                                                                                                                   \
   extern "C" __global__ void gr_release_##NAME(char* arena, const wk::gr::Vertex* tabs, uint64_t n,                \
-                                               wk::slab::Pool* pool, unsigned long long* ctrl) {                     \
-    wk::gr::release<L_##NAME>(arena, tabs, n, pool, ctrl);                                                            \
+                                               wk::slab::Pool* pool, uint64_t* items, uint32_t chunk,                \
+                                               unsigned long long* ctrl) {                                           \
+    wk::gr::release<L_##NAME>(arena, tabs, n, pool, items, chunk, ctrl);                                              \
+  }                                                                                                                   \
+  extern "C" __global__ void gr_release_chunks_##NAME(char* arena, const wk::gr::Vertex* tabs, wk::slab::Pool* pool, \
+                                                      const uint64_t* items, uint32_t chunk,                         \
+                                                      unsigned long long* ctrl) {                                    \
+    wk::gr::release_chunks<L_##NAME>(arena, tabs, pool, items, chunk, ctrl);                                          \
   }                                                                                                                   \
   extern "C" __global__ void gr_gather_tables_##NAME(const char* arena, const wk::gr::Vertex* tabs,                 \
                                                      const uint32_t* ids, uint64_t n, wk::slab::Pool* pool,          \
                                                      const uint64_t* offsets, uint32_t* src, uint32_t* cols, V* vals, \
-                                                     uint64_t cap, unsigned long long* ctrl) {                       \
-    wk::gr::gather_tables<L_##NAME>(arena, tabs, ids, n, pool, offsets, src, cols, vals, cap, ctrl);                 \
+                                                     uint64_t cap, uint64_t* items, uint32_t chunk,                  \
+                                                     unsigned long long* ctrl) {                                     \
+    wk::gr::gather_tables<L_##NAME>(arena, tabs, ids, n, pool, offsets, src, cols, vals, cap, items, chunk, ctrl);   \
+  }                                                                                                                   \
+  extern "C" __global__ void gr_gather_chunks_##NAME(const char* arena, const wk::gr::Vertex* tabs,                 \
+                                                     const uint32_t* ids, wk::slab::Pool* pool,                      \
+                                                     const uint64_t* offsets, uint32_t* src, uint32_t* cols, V* vals, \
+                                                     const uint64_t* items, uint32_t chunk,                          \
+                                                     unsigned long long* cursor, unsigned long long* ctrl) {         \
+    wk::gr::gather_chunks<L_##NAME>(arena, tabs, ids, pool, offsets, src, cols, vals, items, chunk, cursor, ctrl);   \
   }                                                                                                                   \
   extern "C" __global__ void gr_sweep_##NAME(char* arena, uint64_t nslabs, const uint32_t* owner,                    \
                                              wk::gr::Vertex* dict, wk::slab::Pool* pool, const uint32_t* gone,       \
