@@ -1846,7 +1846,21 @@ func (g *gpuGraph[W]) growFor(ctx context.Context, src cuda.Slice[uint32], res c
 	if err := g.prepCounts(opInsert); err != nil {
 		return err
 	}
-	return g.moveTables(ctx, int(plan[gpurt.CtrlCount]), ids, old, need, rows)
+	return g.moveTables(ctx, plan, ids, old, need, rows)
+}
+
+// The plan block's words (ctrlPlan) besides the movers (gpurt.CtrlCount)
+// and an insert batch's sources (gpurt.CtrlDelta): the movers' new buckets
+// and their entries, summed by the plan kernels (graph.cu: plan_list) so
+// that a move is sized without a wait for its scans' totals.
+const (
+	planBuckets = 2
+	planEntries = 3
+)
+
+// planTotals is where the plan kernels sum the movers' buckets and entries.
+func (g *gpuGraph[W]) planTotals() cuda.Slice[uint64] {
+	return g.ctrlPlan.Sub(planBuckets, planEntries+1)
 }
 
 // planSources queues growFor's count and plan and reads the plan's block
@@ -1883,7 +1897,7 @@ func (g *gpuGraph[W]) planSources(src cuda.Slice[uint32], res cuda.Slice[uint8])
 	}
 	per := g.per1000()
 	chain := uint32(math.Round(g.rehashChain * 1000))
-	if err = g.launch(g.fPlanSources, int64(n), g.dict, list, cnt, uint32(slotsPerBucket), per, chain, ids, old, need, rows, g.ctrlPlan); err != nil {
+	if err = g.launch(g.fPlanSources, int64(n), g.dict, list, cnt, uint32(slotsPerBucket), per, chain, ids, old, need, rows, g.ctrlPlan, g.planTotals()); err != nil {
 		err = waitAfter(g.stream, err)
 		return
 	}
@@ -1926,14 +1940,14 @@ func (g *gpuGraph[W]) rehashLocked(ctx context.Context, chain1000 uint32) (err e
 		return waitAfter(g.stream, err)
 	}
 	per := g.per1000()
-	if err := g.launch(g.fRehashPlan, int64(g.nv), g.dict, uint64(g.nv), uint32(slotsPerBucket), per, chain1000, ids, old, need, rows, g.ctrlPlan); err != nil {
+	if err := g.launch(g.fRehashPlan, int64(g.nv), g.dict, uint64(g.nv), uint32(slotsPerBucket), per, chain1000, ids, old, need, rows, g.ctrlPlan, g.planTotals()); err != nil {
 		return waitAfter(g.stream, err)
 	}
 	plan, err := g.readPlan()
 	if err != nil {
 		return err
 	}
-	return g.moveTables(ctx, int(plan[gpurt.CtrlCount]), ids, old, need, rows)
+	return g.moveTables(ctx, plan, ids, old, need, rows)
 }
 
 // chunkBuckets is the size, in buckets, of the chunks that a move gathers
@@ -1951,21 +1965,24 @@ func (g *gpuGraph[W]) chunkItems() (cuda.Slice[uint64], error) {
 	return g.rItems.Get(g.dev, g.stream, max(1, 2*g.nslabs/chunkBuckets))
 }
 
-// moveTables moves the movers a plan listed (ids, old, need, rows) to new
-// buckets: see rehash.
-func (g *gpuGraph[W]) moveTables(ctx context.Context, movers int, ids, old cuda.Slice[uint32], need, rows cuda.Slice[uint64]) (err error) {
+// moveTables moves the movers a plan listed (ids, old, need, rows; its
+// block's words in plan) to new buckets: see rehash.
+func (g *gpuGraph[W]) moveTables(ctx context.Context, plan [gpurt.CtrlWords]uint64, ids, old cuda.Slice[uint32], need, rows cuda.Slice[uint64]) (err error) {
+	movers := int(plan[gpurt.CtrlCount])
 	if movers == 0 {
 		return nil
 	}
-	total, err := g.scan(need.Sub(0, movers), need)
+	buckets, entries := int(plan[planBuckets]), int(plan[planEntries])
+	e, err := g.primEngine()
 	if err != nil {
 		return err
 	}
-	buckets := int(total)
-	if total, err = g.scan(rows.Sub(0, movers), rows); err != nil {
-		return err
+	// The scans' totals are the plan's: no wait.
+	for _, a := range []cuda.Slice[uint64]{need, rows} {
+		if err := prim.ExclusiveScan(e, g.stream, a.Sub(0, movers), a.Sub(0, movers), a.Sub(movers, movers+1)); err != nil {
+			return waitAfter(g.stream, err)
+		}
 	}
-	entries := int(total)
 	// need holds the new tables' first buckets now; their sizes come back
 	// from the plan's degrees (rows' differences) — simpler to keep both:
 	nb, err := g.rNB.Get(g.dev, g.stream, movers+1)

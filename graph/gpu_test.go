@@ -996,6 +996,28 @@ func moveChunks(t *testing.T, dev *cuda.Device) {
 					w[i]++
 				}
 				insert("a second batch", s, d, w)
+				// Many tables at once (whole warps of movers): 12 edges
+				// from each of vertices 1..999 to vertices past the hub's
+				// neighbours' first ones.
+				s, d, w = nil, nil, nil
+				for v := uint32(1); v < 1000; v++ {
+					for k := range uint32(12) {
+						s, d, w = append(s, v), append(d, 1000+(v*37+k*101)%(nv-1000)), append(w, uint64(v+k))
+					}
+				}
+				b0 = buckets()
+				insert("many tables", s, d, w)
+				if chain == 0 {
+					for _, x := range []interface{ Rehash(context.Context) error }{g, u} {
+						if err := x.Rehash(ctx); err != nil {
+							t.Fatal(err)
+						}
+					}
+					same("many tables, rehash")
+				}
+				if b := buckets(); b < b0+999 {
+					t.Fatalf("buckets %d -> %d: the tables given 12 more entries did not move", b0, b)
+				}
 			})
 		}
 	}

@@ -773,19 +773,43 @@ __device__ void reset(char* arena, Vertex* dict, Pool* pool, const uint32_t* ids
   }
 }
 
-// plan_one lists vertex v (entry e; will entries once the extra ones come)
-// as a mover when will exceeds chain1000/1000 lists' worth of its head
-// slabs' slots: its id, old entry, new bucket count need (at per1000
-// thousandths of an entry a bucket) and degree, at the index taken from
-// ctrl[kCtrlCount].
-__device__ __forceinline__ void plan_one(uint32_t v, const Vertex& e, uint64_t will, uint32_t slots,
-                                         uint32_t per1000, uint32_t chain1000, uint32_t* ids, Vertex* old,
-                                         uint64_t* need, uint64_t* rows, unsigned long long* ctrl) {
-  if (will * 1000 <= (uint64_t)slots * e.nb * chain1000) return;
-  const unsigned long long i = atomicAdd(ctrl + kCtrlCount, 1ull);
+// plan_one decides whether vertex v (entry e) moves: when will, its
+// entries once the extra ones come, exceed chain1000/1000 lists' worth of
+// its head slabs' slots; then its new bucket count, at per1000
+// thousandths of an entry a bucket, goes to *nb.
+__device__ __forceinline__ bool plan_one(const Vertex& e, uint64_t will, uint32_t slots, uint32_t per1000,
+                                         uint32_t chain1000, uint64_t* nb) {
+  if (will * 1000 <= (uint64_t)slots * e.nb * chain1000) return false;
+  *nb = (will * 1000 + per1000 - 1) / per1000;
+  return true;
+}
+
+// plan_list lists the warp's movers (moves: this lane's vertex v, entry e,
+// nb new buckets) at ctrl[kCtrlCount]'s count: its id, old entry, new
+// bucket count need and degree rows, and adds their new buckets and
+// degrees to totals[0] and totals[1] (the host sizes the move by them
+// without a scan's wait). Three atomics a warp with movers (every lane
+// calls it).
+__device__ __forceinline__ void plan_list(bool moves, uint32_t v, const Vertex& e, uint64_t nb, uint32_t* ids,
+                                          Vertex* old, uint64_t* need, uint64_t* rows, unsigned long long* ctrl,
+                                          unsigned long long* totals) {
+  const uint32_t lane = slab::lane();
+  const uint32_t m = __ballot_sync(kAll, moves);
+  if (!m) return;
+  const unsigned long long buckets = warp_sum(moves ? nb : 0), degrees = warp_sum(moves ? e.degree : 0);
+  const int leader = __ffs(m) - 1;
+  unsigned long long at = 0;
+  if (lane == (uint32_t)leader) {
+    at = atomicAdd(ctrl + kCtrlCount, (unsigned long long)__popc(m));
+    atomicAdd(totals, buckets);
+    atomicAdd(totals + 1, degrees);
+  }
+  at = __shfl_sync(kAll, at, leader);
+  if (!moves) return;
+  const unsigned long long i = at + __popc(m & ((1u << lane) - 1u));
   ids[i] = v;
   old[i] = e;
-  need[i] = (will * 1000 + per1000 - 1) / per1000;
+  need[i] = nb;
   rows[i] = e.degree;
 }
 
@@ -794,13 +818,22 @@ __device__ __forceinline__ void plan_one(uint32_t v, const Vertex& e, uint64_t w
 // lists them in ids (their number in ctrl[kCtrlCount]; in no order) with
 // their dictionary entries as they are (old) and, per mover i, its new
 // bucket count need[i] (at per1000 thousandths of an entry a bucket) and
-// its degree rows[i]; Rehash scans the last two.
+// its degree rows[i], and their sums in totals[0..1] (plan_list); Rehash
+// scans the first two.
 extern "C" __global__ void gr_rehash_plan(const Vertex* dict, uint64_t nv, uint32_t slots, uint32_t per1000,
                                           uint32_t chain1000, uint32_t* ids, Vertex* old, uint64_t* need,
-                                          uint64_t* rows, unsigned long long* ctrl) {
-  for (uint64_t v = thread_index(); v < nv; v += thread_count()) {
-    const Vertex e = dict[v];
-    plan_one((uint32_t)v, e, e.degree, slots, per1000, chain1000, ids, old, need, rows, ctrl);
+                                          uint64_t* rows, unsigned long long* ctrl, unsigned long long* totals) {
+  const uint32_t lane = slab::lane();
+  for (uint64_t v0 = thread_index() - lane; v0 < nv; v0 += thread_count()) {  // whole warps: plan_list
+    const uint64_t v = v0 + lane;
+    Vertex e{};
+    uint64_t nb = 0;
+    bool moves = false;
+    if (v < nv) {
+      e = dict[v];
+      moves = plan_one(e, e.degree, slots, per1000, chain1000, &nb);
+    }
+    plan_list(moves, (uint32_t)v, e, nb, ids, old, need, rows, ctrl, totals);
   }
 }
 
@@ -838,14 +871,24 @@ extern "C" __global__ void gr_count_sources(const uint32_t* src, const uint8_t* 
 // batch's tables that it would fill past chain1000/1000 lists.
 extern "C" __global__ void gr_plan_sources(const Vertex* dict, const uint32_t* list, uint32_t* cnt, uint32_t slots,
                                            uint32_t per1000, uint32_t chain1000, uint32_t* ids, Vertex* old,
-                                           uint64_t* need, uint64_t* rows, unsigned long long* ctrl) {
+                                           uint64_t* need, uint64_t* rows, unsigned long long* ctrl,
+                                           unsigned long long* totals) {
   const uint64_t n = *(volatile unsigned long long*)(ctrl + kCtrlDelta);
-  for (uint64_t i = thread_index(); i < n; i += thread_count()) {
-    const uint32_t v = list[i];
-    const Vertex e = dict[v];
-    const uint32_t extra = cnt[v];
-    cnt[v] = 0;
-    plan_one(v, e, (uint64_t)e.degree + extra, slots, per1000, chain1000, ids, old, need, rows, ctrl);
+  const uint32_t lane = slab::lane();
+  for (uint64_t i0 = thread_index() - lane; i0 < n; i0 += thread_count()) {  // whole warps: plan_list
+    const uint64_t i = i0 + lane;
+    uint32_t v = 0;
+    Vertex e{};
+    uint64_t nb = 0;
+    bool moves = false;
+    if (i < n) {
+      v = list[i];
+      e = dict[v];
+      const uint32_t extra = cnt[v];
+      cnt[v] = 0;
+      moves = plan_one(e, (uint64_t)e.degree + extra, slots, per1000, chain1000, &nb);
+    }
+    plan_list(moves, v, e, nb, ids, old, need, rows, ctrl, totals);
   }
 }
 
