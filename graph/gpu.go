@@ -141,11 +141,11 @@ type gpuGraph[W any] struct {
 	// The chunks of the large tables a move gathers and releases
 	// (chunkItems), and the gathered tables' cursors.
 	rItems, rCursor gpurt.Buf[uint64]
-	// rCnt is zero between insert batches (gr_plan_sources zeroes what
-	// gr_count_sources counted) while cntZero is true; rList holds a
-	// batch's sources for the plan.
-	cntZero bool
-	rList   gpurt.Buf[uint32]
+	// rCnt and rTouched (a bit a vertex) are zero between insert batches
+	// (gr_plan_sources zeroes what gr_count_sources counted and marked)
+	// while cntZero is true.
+	cntZero  bool
+	rTouched gpurt.Buf[uint32]
 	// applies counts the apply launches queued (run): a batch that failed
 	// before its first one applied nothing.
 	applies uint64
@@ -1832,8 +1832,9 @@ func (g *gpuGraph[W]) rehash(ctx context.Context) (err error) {
 // layout) would fill past Options.RehashChain lists to new buckets sized
 // for their entries and the batch's. It reads prep's counts (prepCounts)
 // with the plan's, one wait for both; the plan looks at the batch's
-// sources only (gr_count_sources lists them, gr_plan_sources plans them
-// and leaves the counts zero for the next batch).
+// sources only (gr_count_sources counts and marks them, gr_plan_sources
+// plans the marked ones and leaves counts and marks zero for the next
+// batch).
 func (g *gpuGraph[W]) growFor(ctx context.Context, src cuda.Slice[uint32], res cuda.Slice[uint8]) error {
 	plan, ids, old, need, rows, err := g.planSources(src, res)
 	if err != nil {
@@ -1866,23 +1867,24 @@ func (g *gpuGraph[W]) planTotals() cuda.Slice[uint64] {
 // planSources queues growFor's count and plan and reads the plan's block
 // (and prep's, into g.host) with one wait.
 func (g *gpuGraph[W]) planSources(src cuda.Slice[uint32], res cuda.Slice[uint8]) (plan [gpurt.CtrlWords]uint64, ids, old cuda.Slice[uint32], need, rows cuda.Slice[uint64], err error) {
-	had := g.rCnt.Cap()
+	had, hadT := g.rCnt.Cap(), g.rTouched.Cap()
 	cnt, err := g.rCnt.Get(g.dev, g.stream, max(1, g.nv))
 	if err != nil {
 		return
 	}
-	if g.rCnt.Cap() != had || !g.cntZero {
-		if err = g.rCnt.View(g.rCnt.Cap()).Zero(g.stream); err != nil {
-			err = waitAfter(g.stream, err)
-			return
-		}
-	}
-	n := src.Len()
-	// A source is listed once: at most nv of them.
-	list, err := g.rList.Get(g.dev, g.stream, max(1, min(n, g.nv)))
+	touched, err := g.rTouched.Get(g.dev, g.stream, max(1, (g.nv+31)/32))
 	if err != nil {
 		return
 	}
+	if g.rCnt.Cap() != had || g.rTouched.Cap() != hadT || !g.cntZero {
+		for _, b := range []*gpurt.Buf[uint32]{&g.rCnt, &g.rTouched} {
+			if err = b.View(b.Cap()).Zero(g.stream); err != nil {
+				err = waitAfter(g.stream, err)
+				return
+			}
+		}
+	}
+	n := src.Len()
 	if ids, old, need, rows, err = g.planScratch(); err != nil {
 		return
 	}
@@ -1891,13 +1893,13 @@ func (g *gpuGraph[W]) planSources(src cuda.Slice[uint32], res cuda.Slice[uint8])
 		return
 	}
 	g.cntZero = false // until the plan has run
-	if err = g.launch(g.fCountSources, int64(n), src, res, uint64(n), uint32(g.nv), cnt, list, g.ctrlPlan); err != nil {
+	if err = g.launch(g.fCountSources, int64(n), src, res, uint64(n), uint32(g.nv), cnt, touched); err != nil {
 		err = waitAfter(g.stream, err)
 		return
 	}
 	per := g.per1000()
 	chain := uint32(math.Round(g.rehashChain * 1000))
-	if err = g.launch(g.fPlanSources, int64(n), g.dict, list, cnt, uint32(slotsPerBucket), per, chain, ids, old, need, rows, g.ctrlPlan, g.planTotals()); err != nil {
+	if err = g.launch(g.fPlanSources, int64(g.nv), g.dict, uint64(g.nv), touched, cnt, uint32(slotsPerBucket), per, chain, ids, old, need, rows, g.ctrlPlan, g.planTotals()); err != nil {
 		err = waitAfter(g.stream, err)
 		return
 	}

@@ -839,56 +839,52 @@ extern "C" __global__ void gr_rehash_plan(const Vertex* dict, uint64_t nv, uint3
 
 // count_sources counts, per source vertex below nv, the elements of a
 // prepared insert batch that will run (res kResFailed): the entries the
-// batch may add. The first run of each source lists it in list (their
-// number in ctrl[kCtrlDelta]) for plan_sources. cnt is zero outside a
-// batch: plan_sources zeroes what this counted.
+// batch may add, a run of one source with one atomic, and marks the
+// sources in touched (a bit a vertex) for plan_sources. Neither atomic
+// returns a value, so neither waits (an atomic a new source on a list's
+// counter, which this was, cost a 2^22 batch of rgg_n_2_20_s0 0.25 ms).
+// cnt and touched are zero outside a batch: plan_sources zeroes them.
 extern "C" __global__ void gr_count_sources(const uint32_t* src, const uint8_t* res, uint64_t n, uint32_t nv,
-                                            uint32_t* cnt, uint32_t* list, unsigned long long* ctrl) {
+                                            uint32_t* cnt, uint32_t* touched) {
   const uint32_t lane = slab::lane();
-  for (uint64_t i0 = thread_index() - lane; i0 < n; i0 += thread_count()) {  // whole warps: run_length, ballot
+  for (uint64_t i0 = thread_index() - lane; i0 < n; i0 += thread_count()) {  // whole warps: run_length
     const uint64_t i = i0 + lane;
     uint32_t u = kNoRun;
     if (i < n && res[i] == sh::kResFailed) {
       const uint32_t v = src[i];
       if (v < nv) u = v;
     }
-    const uint32_t len = run_length(u);
-    const bool first = len && atomicAdd(&cnt[u], len) == 0;
-    // The warp's new sources take their places with one atomic: one a
-    // source on the one counter cost a batch of germany_osm 0.3 ms.
-    const uint32_t fresh = __ballot_sync(kAll, first);
-    if (!fresh) continue;
-    const int leader = __ffs(fresh) - 1;
-    unsigned long long at = 0;
-    if (lane == (uint32_t)leader) at = atomicAdd(ctrl + kCtrlDelta, (unsigned long long)__popc(fresh));
-    at = __shfl_sync(kAll, at, leader);
-    if (first) list[at + __popc(fresh & ((1u << lane) - 1u))] = u;
+    if (const uint32_t len = run_length(u)) {
+      atomicAdd(&cnt[u], len);
+      atomicOr(&touched[u >> 5], 1u << (u & 31));
+    }
   }
 }
 
-// plan_sources is gr_rehash_plan over the sources count_sources listed,
-// each with its count of entries to come (and zeroes the count): an insert
-// batch's tables that it would fill past chain1000/1000 lists.
-extern "C" __global__ void gr_plan_sources(const Vertex* dict, const uint32_t* list, uint32_t* cnt, uint32_t slots,
-                                           uint32_t per1000, uint32_t chain1000, uint32_t* ids, Vertex* old,
-                                           uint64_t* need, uint64_t* rows, unsigned long long* ctrl,
+// plan_sources is gr_rehash_plan over the sources count_sources marked,
+// each with its count of entries to come: an insert batch's tables that it
+// would fill past chain1000/1000 lists. It zeroes the counts and the marks
+// for the next batch.
+extern "C" __global__ void gr_plan_sources(const Vertex* dict, uint64_t nv, uint32_t* touched, uint32_t* cnt,
+                                           uint32_t slots, uint32_t per1000, uint32_t chain1000, uint32_t* ids,
+                                           Vertex* old, uint64_t* need, uint64_t* rows, unsigned long long* ctrl,
                                            unsigned long long* totals) {
-  const uint64_t n = *(volatile unsigned long long*)(ctrl + kCtrlDelta);
   const uint32_t lane = slab::lane();
-  for (uint64_t i0 = thread_index() - lane; i0 < n; i0 += thread_count()) {  // whole warps: plan_list
-    const uint64_t i = i0 + lane;
-    uint32_t v = 0;
+  for (uint64_t v0 = thread_index() - lane; v0 < nv; v0 += thread_count()) {  // whole warps: a word each
+    const uint32_t word = __shfl_sync(kAll, lane == 0 ? touched[v0 >> 5] : 0u, 0);
+    if (!word) continue;
+    const uint64_t v = v0 + lane;
     Vertex e{};
     uint64_t nb = 0;
     bool moves = false;
-    if (i < n) {
-      v = list[i];
+    if ((word >> lane) & 1u) {
       e = dict[v];
       const uint32_t extra = cnt[v];
       cnt[v] = 0;
       moves = plan_one(e, (uint64_t)e.degree + extra, slots, per1000, chain1000, &nb);
     }
-    plan_list(moves, v, e, nb, ids, old, need, rows, ctrl, totals);
+    plan_list(moves, (uint32_t)v, e, nb, ids, old, need, rows, ctrl, totals);
+    if (lane == 0) touched[v0 >> 5] = 0;
   }
 }
 
