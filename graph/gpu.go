@@ -134,18 +134,16 @@ type gpuGraph[W any] struct {
 	tOff, tItems                 gpurt.Buf[uint64]
 	tCols, tRows, tOcnt, tCursor gpurt.Buf[uint32]
 	// Rehash's per-mover arrays.
-	rIDs, rOld, rCur  gpurt.Buf[uint32]
-	rNeed, rRows, rNB gpurt.Buf[uint64]
+	rCur              gpurt.Buf[uint32]
+	rPlan, rNB        gpurt.Buf[uint64] // planScratch carves rPlan
 	rCnt, rSrc, rCols gpurt.Buf[uint32]
 	rVals, rRes       gpurt.Buf[uint8]
 	// The chunks of the large tables a move gathers and releases
 	// (chunkItems), and the gathered tables' cursors.
 	rItems, rCursor gpurt.Buf[uint64]
-	// rCnt and rTouched (a bit a vertex) are zero between insert batches
-	// (gr_plan_sources zeroes what gr_count_sources counted and marked)
-	// while cntZero is true.
-	cntZero  bool
-	rTouched gpurt.Buf[uint32]
+	// rCnt is zero between insert batches (gr_plan_sources zeroes what
+	// gr_count_sources counted) while cntZero is true.
+	cntZero bool
 	// applies counts the apply launches queued (run): a batch that failed
 	// before its first one applied nothing.
 	applies uint64
@@ -1832,9 +1830,8 @@ func (g *gpuGraph[W]) rehash(ctx context.Context) (err error) {
 // layout) would fill past Options.RehashChain lists to new buckets sized
 // for their entries and the batch's. It reads prep's counts (prepCounts)
 // with the plan's, one wait for both; the plan looks at the batch's
-// sources only (gr_count_sources counts and marks them, gr_plan_sources
-// plans the marked ones and leaves counts and marks zero for the next
-// batch).
+// sources (gr_count_sources counts them, gr_plan_sources plans those it
+// finds counted and leaves the counts zero for the next batch).
 func (g *gpuGraph[W]) growFor(ctx context.Context, src cuda.Slice[uint32], res cuda.Slice[uint8]) error {
 	plan, ids, old, need, rows, err := g.planSources(src, res)
 	if err != nil {
@@ -1867,21 +1864,15 @@ func (g *gpuGraph[W]) planTotals() cuda.Slice[uint64] {
 // planSources queues growFor's count and plan and reads the plan's block
 // (and prep's, into g.host) with one wait.
 func (g *gpuGraph[W]) planSources(src cuda.Slice[uint32], res cuda.Slice[uint8]) (plan [gpurt.CtrlWords]uint64, ids, old cuda.Slice[uint32], need, rows cuda.Slice[uint64], err error) {
-	had, hadT := g.rCnt.Cap(), g.rTouched.Cap()
+	had := g.rCnt.Cap()
 	cnt, err := g.rCnt.Get(g.dev, g.stream, max(1, g.nv))
 	if err != nil {
 		return
 	}
-	touched, err := g.rTouched.Get(g.dev, g.stream, max(1, (g.nv+31)/32))
-	if err != nil {
-		return
-	}
-	if g.rCnt.Cap() != had || g.rTouched.Cap() != hadT || !g.cntZero {
-		for _, b := range []*gpurt.Buf[uint32]{&g.rCnt, &g.rTouched} {
-			if err = b.View(b.Cap()).Zero(g.stream); err != nil {
-				err = waitAfter(g.stream, err)
-				return
-			}
+	if g.rCnt.Cap() != had || !g.cntZero {
+		if err = g.rCnt.View(g.rCnt.Cap()).Zero(g.stream); err != nil {
+			err = waitAfter(g.stream, err)
+			return
 		}
 	}
 	n := src.Len()
@@ -1893,13 +1884,13 @@ func (g *gpuGraph[W]) planSources(src cuda.Slice[uint32], res cuda.Slice[uint8])
 		return
 	}
 	g.cntZero = false // until the plan has run
-	if err = g.launch(g.fCountSources, int64(n), src, res, uint64(n), uint32(g.nv), cnt, touched); err != nil {
+	if err = g.launch(g.fCountSources, int64(n), src, res, uint64(n), uint32(g.nv), cnt); err != nil {
 		err = waitAfter(g.stream, err)
 		return
 	}
 	per := g.per1000()
 	chain := uint32(math.Round(g.rehashChain * 1000))
-	if err = g.launch(g.fPlanSources, int64(g.nv), g.dict, uint64(g.nv), touched, cnt, uint32(slotsPerBucket), per, chain, ids, old, need, rows, g.ctrlPlan, g.planTotals()); err != nil {
+	if err = g.launch(g.fPlanSources, int64(g.nv), g.dict, uint64(g.nv), cnt, uint32(slotsPerBucket), per, chain, ids, old, need, rows, g.ctrlPlan, g.planTotals()); err != nil {
 		err = waitAfter(g.stream, err)
 		return
 	}
@@ -1912,18 +1903,28 @@ func (g *gpuGraph[W]) planSources(src cuda.Slice[uint32], res cuda.Slice[uint8])
 
 // planScratch returns the plan's per-mover arrays (at most nv movers): id,
 // old entry, new buckets, degree (the last two scanned in place into the
-// new buckets' and the entries' offsets).
+// new buckets' and the entries' offsets), carved from one buffer (a fresh
+// graph's first batch paid 40 µs an allocation for four; every plan
+// writes what it reads of them).
 func (g *gpuGraph[W]) planScratch() (ids, old cuda.Slice[uint32], need, rows cuda.Slice[uint64], err error) {
-	if ids, err = g.rIDs.Get(g.dev, g.stream, max(1, g.nv)); err != nil {
+	nv := max(1, g.nv)
+	half := (nv + 1) / 2 // words of nv uint32s
+	buf, err := g.rPlan.Get(g.dev, g.stream, 2*(nv+1)+nv*vertexWords/2+half)
+	if err != nil {
 		return
 	}
-	if old, err = g.rOld.Get(g.dev, g.stream, max(1, g.nv)*vertexWords); err != nil {
+	need, rows = buf.Sub(0, nv+1), buf.Sub(nv+1, 2*(nv+1))
+	at := 2 * (nv + 1) // in words
+	b := buf.Buffer()
+	u32 := func(words, n int) (cuda.Slice[uint32], error) {
+		s, err := cuda.View[uint32](b, 2*at, n)
+		at += words
+		return s, err
+	}
+	if old, err = u32(nv*vertexWords/2, nv*vertexWords); err != nil {
 		return
 	}
-	if need, err = g.rNeed.Get(g.dev, g.stream, g.nv+1); err != nil {
-		return
-	}
-	rows, err = g.rRows.Get(g.dev, g.stream, g.nv+1)
+	ids, err = u32(half, nv)
 	return
 }
 

@@ -839,13 +839,13 @@ extern "C" __global__ void gr_rehash_plan(const Vertex* dict, uint64_t nv, uint3
 
 // count_sources counts, per source vertex below nv, the elements of a
 // prepared insert batch that will run (res kResFailed): the entries the
-// batch may add, a run of one source with one atomic, and marks the
-// sources in touched (a bit a vertex) for plan_sources. Neither atomic
-// returns a value, so neither waits (an atomic a new source on a list's
-// counter, which this was, cost a 2^22 batch of rgg_n_2_20_s0 0.25 ms).
-// cnt and touched are zero outside a batch: plan_sources zeroes them.
+// batch may add, a run of one source with one atomic that returns nothing
+// (one that returned its old value to list a new source, which this took,
+// waited for it: 0.25 ms a 2^22 batch of rgg_n_2_20_s0; a bitmap of the
+// sources beside the counts, tried next, doubled the atomics). cnt is zero
+// outside a batch: plan_sources zeroes it.
 extern "C" __global__ void gr_count_sources(const uint32_t* src, const uint8_t* res, uint64_t n, uint32_t nv,
-                                            uint32_t* cnt, uint32_t* touched) {
+                                            uint32_t* cnt) {
   const uint32_t lane = slab::lane();
   for (uint64_t i0 = thread_index() - lane; i0 < n; i0 += thread_count()) {  // whole warps: run_length
     const uint64_t i = i0 + lane;
@@ -854,37 +854,32 @@ extern "C" __global__ void gr_count_sources(const uint32_t* src, const uint8_t* 
       const uint32_t v = src[i];
       if (v < nv) u = v;
     }
-    if (const uint32_t len = run_length(u)) {
-      atomicAdd(&cnt[u], len);
-      atomicOr(&touched[u >> 5], 1u << (u & 31));
-    }
+    if (const uint32_t len = run_length(u)) atomicAdd(&cnt[u], len);
   }
 }
 
-// plan_sources is gr_rehash_plan over the sources count_sources marked,
+// plan_sources is gr_rehash_plan over the sources count_sources counted,
 // each with its count of entries to come: an insert batch's tables that it
-// would fill past chain1000/1000 lists. It zeroes the counts and the marks
-// for the next batch.
-extern "C" __global__ void gr_plan_sources(const Vertex* dict, uint64_t nv, uint32_t* touched, uint32_t* cnt,
-                                           uint32_t slots, uint32_t per1000, uint32_t chain1000, uint32_t* ids,
-                                           Vertex* old, uint64_t* need, uint64_t* rows, unsigned long long* ctrl,
+// would fill past chain1000/1000 lists. A warp reads 32 counts at once and
+// zeroes those it found for the next batch.
+extern "C" __global__ void gr_plan_sources(const Vertex* dict, uint64_t nv, uint32_t* cnt, uint32_t slots,
+                                           uint32_t per1000, uint32_t chain1000, uint32_t* ids, Vertex* old,
+                                           uint64_t* need, uint64_t* rows, unsigned long long* ctrl,
                                            unsigned long long* totals) {
   const uint32_t lane = slab::lane();
-  for (uint64_t v0 = thread_index() - lane; v0 < nv; v0 += thread_count()) {  // whole warps: a word each
-    const uint32_t word = __shfl_sync(kAll, lane == 0 ? touched[v0 >> 5] : 0u, 0);
-    if (!word) continue;
+  for (uint64_t v0 = thread_index() - lane; v0 < nv; v0 += thread_count()) {  // whole warps: plan_list
     const uint64_t v = v0 + lane;
+    const uint32_t extra = v < nv ? cnt[v] : 0u;
+    if (!__ballot_sync(kAll, extra != 0)) continue;
     Vertex e{};
     uint64_t nb = 0;
     bool moves = false;
-    if ((word >> lane) & 1u) {
+    if (extra) {
       e = dict[v];
-      const uint32_t extra = cnt[v];
       cnt[v] = 0;
       moves = plan_one(e, (uint64_t)e.degree + extra, slots, per1000, chain1000, &nb);
     }
     plan_list(moves, (uint32_t)v, e, nb, ids, old, need, rows, ctrl, totals);
-    if (lane == 0) touched[v0 >> 5] = 0;
   }
 }
 
