@@ -87,7 +87,12 @@
 // graph). Rehash moves every table holding more entries than its head
 // slabs have slots to a new run of buckets at the arena's end (old heads
 // orphaned: the arena only grows), gathering, re-inserting, and only then
-// freeing the old lists. Device scratch (a build's per-vertex counts,
+// freeing the old lists; a table of more than 32 buckets is gathered and
+// freed in chunks of 32, a tile each, and the plan sums the movers'
+// buckets and entries itself, so the move is sized without waiting for its
+// scans. An insert batch with RehashChain counts its entries per source
+// (an atomic a run of one source, returning nothing) and plans the sources
+// it finds counted. Device scratch (a build's per-vertex counts,
 // bucket counts and their scan, 20 bytes a vertex; the largest batch's
 // staging; the owner array, 4 bytes a bucket; the CSR that TriangleCount
 // and ToCSR gather into, 8 bytes an entry and 20 a vertex) is kept for the
@@ -139,11 +144,17 @@
 // symmetry sums) the suite passes, builds run hmean 10.8-11.0 G
 // entries/s, and the dynamic triangle counts on germany_osm run 1.65-1.96x
 // the CSR pipeline in the steady state (the tables given late had brought
-// it to 1.3-1.6x). Missed targets and what bounds them are in
-// docs/benchmarks.md: builds of the two small graphs against the CSR sort
-// (0.4-0.9x: launches and host waits), incremental builds with hubs, and
-// the dynamic road counts, on the line against 1.8x (the baseline's
-// merge-insert varies between runs).
+// it to 1.3-1.6x). At 374fd4d (moves in chunks, the batch's counts without
+// waiting atomics, the move sized by its plan, prim's PTX compared rather
+// than hashed on every load) the suite passes and incremental builds with
+// tables grown ahead (RehashChain 4) run 2.5-3.0 / 2.2-2.4 / 7.0-7.3 /
+// 2.1-2.4 G entries/s at 2^22 on the four stand-ins (1.3 / 1.4 / 3.9 / 0.7
+// before). Missed targets and what bounds them are in docs/benchmarks.md:
+// builds of the two small graphs against the CSR sort (0.4-0.9x: launches
+// and host waits), incremental builds (mean 3.6-3.9 of the best mode
+// against 4: a move's fixed cost in a batch with few movers, a hub's
+// re-inserts), and the dynamic road counts, on the line against 1.8x (the
+// baseline's merge-insert varies between runs).
 //
 // # Departures from the spec (shared/docs/specs/graph.md)
 //
