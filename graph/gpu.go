@@ -133,6 +133,8 @@ type gpuGraph[W any] struct {
 	// tables' items of an unweighted graph's gather (gatherWarpBuckets).
 	tOff, tItems                 gpurt.Buf[uint64]
 	tCols, tRows, tOcnt, tCursor gpurt.Buf[uint32]
+	// tcEvents time a triangle count's phases (phaseEvents).
+	tcEvents [5]*cuda.Event
 	// Rehash's per-mover arrays.
 	rCur              gpurt.Buf[uint32]
 	rPlan, rNB        gpurt.Buf[uint64] // planScratch carves rPlan
@@ -1156,7 +1158,7 @@ func (g *gpuGraph[W]) neighborsDevice(ids cuda.Slice[uint32], offsets cuda.Slice
 	// No chunks: ids may repeat, so their buckets have no bound to size
 	// the chunks' list by.
 	if err := g.launch(g.fGatherTables, tiles(n), g.arena, tabs, ids, uint64(n), g.pool.Descriptor(), offsets,
-		cuda.DevicePtr(0), outp, cuda.DevicePtr(0), uint64(out.Len()), cuda.DevicePtr(0), uint32(0), g.ctrl); err != nil {
+		cuda.DevicePtr(0), outp, cuda.DevicePtr(0), uint64(out.Len()), cuda.DevicePtr(0), uint64(0), uint32(0), g.ctrl); err != nil {
 		return waitAfter(g.stream, err)
 	}
 	if err := g.readCtrl(); err != nil {
@@ -1453,6 +1455,22 @@ func (g *gpuGraph[W]) neighbors(ctx context.Context, v uint32) (iter.Seq2[uint32
 	}, nil
 }
 
+// phaseEvents returns the events that time a triangle count's phases
+// (made on the first count, kept until Close).
+func (g *gpuGraph[W]) phaseEvents() ([5]*cuda.Event, error) {
+	for i := range g.tcEvents {
+		if g.tcEvents[i] != nil {
+			continue
+		}
+		e, err := g.dev.NewEvent()
+		if err != nil {
+			return g.tcEvents, err
+		}
+		g.tcEvents[i] = e
+	}
+	return g.tcEvents, nil
+}
+
 // triangles counts triangles on the device: the tables laid out as a CSR
 // (rows in no order; gather), each row cut to the neighbours ranked above
 // its vertex by (degree, ID) (gr_orient), then for each oriented edge
@@ -1465,14 +1483,27 @@ func (g *gpuGraph[W]) triangles(ctx context.Context, method TriangleMethod) (Tri
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var st TriangleStats
-	lap := time.Now()
-	phase := func(d *time.Duration) error {
-		if err := gpurt.Wait(g.stream); err != nil {
-			return err
+	// The phases are timed by events on the stream (ev[0] before the
+	// gather, ev[1..4] after it, the sort, the orientation and the count),
+	// not by waits: a dynamic graph is counted after every few batches, and
+	// two waits were a few percent of a road graph's count.
+	ev, err := g.phaseEvents()
+	if err != nil {
+		return st, err
+	}
+	if err := ev[0].Record(g.stream); err != nil {
+		return st, err
+	}
+	next := 1
+	phase := func() error {
+		if err := ev[next].Record(g.stream); err != nil {
+			return waitAfter(g.stream, err)
 		}
-		now := time.Now()
-		*d, lap = now.Sub(lap), now
-		return ctx.Err()
+		next++
+		if err := ctx.Err(); err != nil {
+			return waitAfter(g.stream, err)
+		}
+		return nil
 	}
 	off, total, err := g.offsets()
 	if err != nil {
@@ -1499,7 +1530,7 @@ func (g *gpuGraph[W]) triangles(ctx context.Context, method TriangleMethod) (Tri
 	if err := g.gatherAll(off, total, cols, 0, rows.Ptr()); err != nil {
 		return st, err
 	}
-	if err := phase(&st.Gather); err != nil {
+	if err := phase(); err != nil { // gathered
 		return st, err
 	}
 	if method == TrianglesSorted {
@@ -1513,9 +1544,11 @@ func (g *gpuGraph[W]) triangles(ctx context.Context, method TriangleMethod) (Tri
 		if err := prim.SegmentedSortKeys(e, g.stream, cols, ocnt); err != nil {
 			return st, waitAfter(g.stream, err)
 		}
-		if err := phase(&st.Sort); err != nil {
+		if err := phase(); err != nil { // sorted
 			return st, err
 		}
+	} else {
+		next++ // no sort: its phase stays 0
 	}
 	if err := g.zeroCtrl(); err != nil {
 		return st, err
@@ -1528,7 +1561,7 @@ func (g *gpuGraph[W]) triangles(ctx context.Context, method TriangleMethod) (Tri
 	if err != nil {
 		return st, waitAfter(g.stream, err)
 	}
-	if err := phase(&st.Orient); err != nil {
+	if err := phase(); err != nil { // oriented
 		return st, err
 	}
 	release, err := g.pool.Acquire()
@@ -1542,6 +1575,9 @@ func (g *gpuGraph[W]) triangles(ctx context.Context, method TriangleMethod) (Tri
 		err = g.launch(g.fTC, int64(total), off, cols, rows, ocnt, total, g.arena, g.dict, g.pool.Descriptor(), g.seed, g.ctrl)
 	}
 	if err == nil {
+		err = ev[next].Record(g.stream)
+	}
+	if err == nil {
 		err = g.readCtrl()
 	} else {
 		err = waitAfter(g.stream, err)
@@ -1550,7 +1586,16 @@ func (g *gpuGraph[W]) triangles(ctx context.Context, method TriangleMethod) (Tri
 	if err != nil {
 		return st, err
 	}
-	st.Count = time.Since(lap)
+	from := 0
+	for i, d := range []*time.Duration{&st.Gather, &st.Sort, &st.Orient, &st.Count} {
+		if i == 1 && method != TrianglesSorted {
+			continue // the orientation is timed from the gather's end
+		}
+		if *d, err = cuda.Elapsed(ev[from], ev[i+1]); err != nil {
+			return st, err
+		}
+		from = i + 1
+	}
 	st.Triangles = g.host[0]
 	if method == TrianglesThesis {
 		st.Triangles /= 3
@@ -1847,10 +1892,10 @@ func (g *gpuGraph[W]) growFor(ctx context.Context, src cuda.Slice[uint32], res c
 	return g.moveTables(ctx, plan, ids, old, need, rows)
 }
 
-// The plan block's words (ctrlPlan) besides the movers (gpurt.CtrlCount)
-// and an insert batch's sources (gpurt.CtrlDelta): the movers' new buckets
-// and their entries, summed by the plan kernels (graph.cu: plan_list) so
-// that a move is sized without a wait for its scans' totals.
+// The plan block's words (ctrlPlan) besides the movers (gpurt.CtrlCount):
+// the movers' new buckets and their entries, summed by the plan kernels
+// (graph.cu: plan_list) so that a move is sized without a wait for its
+// scans' totals.
 const (
 	planBuckets = 2
 	planEntries = 3
@@ -1960,12 +2005,12 @@ func (g *gpuGraph[W]) rehashLocked(ctx context.Context, chain1000 uint32) (err e
 // spent on soc-LiveJournal1 in batches of 2^22).
 const chunkBuckets = 32
 
-// chunkItems returns room for the chunks of the tables a move gathers or
-// releases: distinct tables, at most all nslabs buckets, and a table of
-// more than chunkBuckets buckets b has ceil(b/chunkBuckets) < 2b/chunkBuckets
-// chunks.
-func (g *gpuGraph[W]) chunkItems() (cuda.Slice[uint64], error) {
-	return g.rItems.Get(g.dev, g.stream, max(1, 2*g.nslabs/chunkBuckets))
+// chunkItems returns room for the chunks of distinct tables of at most
+// buckets buckets in all, which a move gathers or releases: a table of
+// more than chunkBuckets buckets b has ceil(b/chunkBuckets) <
+// 2b/chunkBuckets chunks.
+func (g *gpuGraph[W]) chunkItems(buckets int) (cuda.Slice[uint64], error) {
+	return g.rItems.Get(g.dev, g.stream, max(1, 2*buckets/chunkBuckets))
 }
 
 // moveTables moves the movers a plan listed (ids, old, need, rows; its
@@ -2021,7 +2066,10 @@ func (g *gpuGraph[W]) moveTables(ctx context.Context, plan [gpurt.CtrlWords]uint
 	if err != nil {
 		return err
 	}
-	items, err := g.chunkItems()
+	// The chunks' room, for the old tables (within the arena's nslabs
+	// buckets) and, should the move fail, the new ones (buckets): taken
+	// here, so that a failed move's release allocates nothing.
+	items, err := g.chunkItems(max(g.nslabs, buckets))
 	if err != nil {
 		return err
 	}
@@ -2035,10 +2083,10 @@ func (g *gpuGraph[W]) moveTables(ctx context.Context, plan [gpurt.CtrlWords]uint
 	if err := g.zeroCtrl(); err != nil {
 		return err
 	}
-	if err := g.launch(g.fGatherTables, tiles(movers), g.arena, old, ids, uint64(movers), g.pool.Descriptor(), rows, src, cols, vals, uint64(entries), items, uint32(chunkBuckets), g.ctrl); err != nil {
+	if err := g.launch(g.fGatherTables, tiles(movers), g.arena, old, ids, uint64(movers), g.pool.Descriptor(), rows, src, cols, vals, uint64(entries), items, uint64(items.Len()), uint32(chunkBuckets), g.ctrl); err != nil {
 		return waitAfter(g.stream, err)
 	}
-	if err := g.launch(g.fGatherChunks, tiles(items.Len()), g.arena, old, ids, g.pool.Descriptor(), rows, src, cols, vals, items, uint32(chunkBuckets), cursor, g.ctrl); err != nil {
+	if err := g.launch(g.fGatherChunks, tiles(items.Len()), g.arena, old, ids, g.pool.Descriptor(), rows, src, cols, vals, items, uint64(items.Len()), uint32(chunkBuckets), cursor, g.ctrl); err != nil {
 		return waitAfter(g.stream, err)
 	}
 	if err := g.readCtrl(); err != nil {
@@ -2064,19 +2112,15 @@ func (g *gpuGraph[W]) moveTables(ctx context.Context, plan [gpurt.CtrlWords]uint
 		if err := g.zeroCtrl(); err != nil {
 			return err
 		}
-		items, err := g.chunkItems()
-		if err != nil {
-			return err
-		}
 		rel, err := g.pool.Acquire()
 		if err != nil {
 			return err
 		}
 		defer rel()
-		if err := g.launch(g.fRelease, tiles(movers), g.arena, tabs, uint64(movers), g.pool.Descriptor(), items, uint32(chunkBuckets), g.ctrl); err != nil {
+		if err := g.launch(g.fRelease, tiles(movers), g.arena, tabs, uint64(movers), g.pool.Descriptor(), items, uint64(items.Len()), uint32(chunkBuckets), g.ctrl); err != nil {
 			return waitAfter(g.stream, err)
 		}
-		if err := g.launch(g.fReleaseChunks, tiles(items.Len()), g.arena, tabs, g.pool.Descriptor(), items, uint32(chunkBuckets), g.ctrl); err != nil {
+		if err := g.launch(g.fReleaseChunks, tiles(items.Len()), g.arena, tabs, g.pool.Descriptor(), items, uint64(items.Len()), uint32(chunkBuckets), g.ctrl); err != nil {
 			return waitAfter(g.stream, err)
 		}
 		if err := g.readCtrl(); err != nil {
@@ -2085,14 +2129,14 @@ func (g *gpuGraph[W]) moveTables(ctx context.Context, plan [gpurt.CtrlWords]uint
 		return gpurt.StatusError("rehash release", uint32(g.host[gpurt.CtrlStatus]))
 	}
 	if err != nil {
-		// Give the new tables back and restore the old ones (whose lists
-		// are untouched).
+		// Restore the old tables (whose lists are untouched), then give
+		// the new ones back: should that fail, they are only orphans.
 		cerr := g.launch(g.fPick, int64(movers), g.dict, ids, uint64(movers), cur)
 		if cerr == nil {
-			cerr = release(cur)
+			cerr = g.launch(g.fRehashDict, int64(movers), ids, uint64(movers), cuda.DevicePtr(0), cuda.DevicePtr(0), uint64(0), old, g.dict)
 		}
 		if cerr == nil {
-			cerr = g.launch(g.fRehashDict, int64(movers), ids, uint64(movers), cuda.DevicePtr(0), cuda.DevicePtr(0), uint64(0), old, g.dict)
+			cerr = release(cur)
 		}
 		if cerr == nil {
 			cerr = gpurt.Wait(g.stream)
@@ -2287,6 +2331,11 @@ func (g *gpuGraph[W]) close() error {
 	}
 	if g.ctrlRead != nil {
 		g.ctrlRead.Free()
+	}
+	for _, e := range g.tcEvents {
+		if e != nil {
+			e.Close()
+		}
 	}
 	gpurt.FreeAll(g)
 	if g.stream != nil {

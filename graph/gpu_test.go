@@ -550,16 +550,23 @@ func TestCUDARehash(t *testing.T) {
 	}
 
 	// A pool that holds the long lists but not them and the new tables'
-	// overflow together: the rehash fails and changes nothing.
-	const nv, deg = 2000, 110
+	// overflow together: the rehash fails and changes nothing. About 180
+	// random neighbours a vertex (a list of 26 slabs; 30,000 overflow
+	// slabs of the pool's 32,768): their new tables are 37 buckets, which
+	// a failed rehash gives back in chunks, and their hashes fill some
+	// buckets past 7, which takes more overflow than the pool has left
+	// (neighbours in arithmetic progression, tried first, hashed so evenly
+	// that the rehash took no overflow slab at all).
+	const nv, deg = 1200, 200
 	p, err := New(Options{Backend: warpkit.CUDA, Device: dev, Directed: true, VertexCapacity: nv, MaxPoolBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
+	prng := rand.New(rand.NewPCG(5, 6))
 	ps, pd := make([]uint32, nv*deg), make([]uint32, nv*deg)
 	for i := range ps {
-		ps[i], pd[i] = uint32(i/deg), uint32((i/deg+1+(i%deg)*7)%nv)
+		ps[i], pd[i] = uint32(i/deg), uint32((i/deg+1+prng.IntN(nv-1))%nv)
 	}
 	if err := p.InsertEdges(ctx, ps, pd, nil); err != nil {
 		t.Fatalf("the long lists do not fit the pool: %v", err)
@@ -567,8 +574,8 @@ func TestCUDARehash(t *testing.T) {
 	want, _ := p.ToCSR(ctx, true)
 	err = p.Rehash(ctx)
 	t.Logf("rehash in a tight pool: %v", err)
-	if err != nil && !errors.Is(err, warpkit.ErrPoolExhausted) {
-		t.Fatal(err)
+	if !errors.Is(err, warpkit.ErrPoolExhausted) {
+		t.Fatalf("rehash in a tight pool: %v, want ErrPoolExhausted", err)
 	}
 	got, _ := p.ToCSR(ctx, true)
 	if !slices.Equal(got.Offsets, want.Offsets) || !slices.Equal(got.Cols, want.Cols) {
@@ -886,23 +893,38 @@ func countsAgree[W Weight](t *testing.T, where string, g, c *Weighted[W]) {
 	}
 }
 
-// TestCUDAMoveChunks: a table of more than chunkBuckets buckets that moves
-// (ahead of an insert batch at RehashChain 1, or by Rehash) is gathered
-// and released in chunks, a tile each: a hub's entries, with tombstones
-// among them, all arrive in its new buckets with their weights, and the
-// graph stays as the CPU backend's. Directed and undirected, weighted and
-// not.
+// TestCUDAMoveChunks: tables of more than chunkBuckets buckets that move
+// (ahead of an insert batch at RehashChain 1, or by Rehash) are gathered
+// and released in chunks, a tile each: two hubs' entries, with tombstones
+// among them, all arrive in their new buckets with their weights, beside
+// a thousand small tables moving in the same batch, and the graph stays
+// as the CPU backend's. Directed and undirected, weighted and not.
 func TestCUDAMoveChunks(t *testing.T) { moveChunks(t, gputest.Device(t)) }
 
 func moveChunks(t *testing.T, dev *cuda.Device) {
 	const nv = 3000
-	// The hub's edges to lo..hi-1 (every step-th), weighted by their
-	// destination.
-	hub := func(lo, hi, step uint32) (s, d []uint32, w []uint64) {
-		for v := lo; v < hi; v += step {
-			s, d, w = append(s, 0), append(d, v), append(w, uint64(v)<<32|7)
+	hubs := []uint32{0, 1700} // in different warps of the plan
+	// Each hub's edges to lo..hi-1 (every step-th, itself and the other
+	// hub left out), weighted by their ends.
+	edges := func(lo, hi, step uint32) (s, d []uint32, w []uint64) {
+		for _, h := range hubs {
+			for v := lo; v < hi; v += step {
+				if v != hubs[0] && v != hubs[1] {
+					s, d, w = append(s, h), append(d, v), append(w, uint64(v)<<32|uint64(h))
+				}
+			}
 		}
 		return s, d, w
+	}
+	// nb is vertex v's buckets in g's dictionary.
+	nb := func(t *testing.T, g *Weighted[uint64], v uint32) uint32 {
+		t.Helper()
+		e := g.e.(*gpuGraph[uint64])
+		var ent [vertexWords]uint32
+		if err := e.dict.Sub(int(v)*vertexWords, int(v+1)*vertexWords).CopyToHost(ent[:]); err != nil {
+			t.Fatal(err)
+		}
+		return ent[1]
 	}
 	for _, directed := range []bool{true, false} {
 		for _, chain := range []float64{1, 0} {
@@ -942,16 +964,20 @@ func moveChunks(t *testing.T, dev *cuda.Device) {
 					}
 					same(where)
 				}
-				buckets := func() uint64 {
+				rehash := func(where string) {
 					t.Helper()
-					st, err := g.Stats(ctx)
-					if err != nil {
-						t.Fatal(err)
+					if chain != 0 {
+						return
 					}
-					return st.Buckets
+					for _, x := range []interface{ Rehash(context.Context) error }{g, u} {
+						if err := x.Rehash(ctx); err != nil {
+							t.Fatal(err)
+						}
+					}
+					same(where + ", rehash")
 				}
-				// 300 entries in 60 buckets at the default load: a build.
-				s, d, w := hub(1, 301, 1)
+				// 300 entries a hub in 60 buckets at the default load: a build.
+				s, d, w := edges(2, 302, 1)
 				for _, x := range []*Weighted[uint64]{g, c} {
 					if err := x.Build(ctx, s, d, w); err != nil {
 						t.Fatal(err)
@@ -963,8 +989,13 @@ func moveChunks(t *testing.T, dev *cuda.Device) {
 					}
 				}
 				same("build")
+				for _, h := range hubs {
+					if b := nb(t, g, h); b <= chunkBuckets {
+						t.Fatalf("hub %d: %d buckets after the build, want more than a chunk (%d)", h, b, chunkBuckets)
+					}
+				}
 				// Tombstones among them.
-				s, d, _ = hub(1, 301, 3)
+				s, d, _ = edges(2, 302, 3)
 				for _, x := range []interface {
 					DeleteEdges(context.Context, []uint32, []uint32, []slabhash.Result) error
 				}{g, c, u, uc} {
@@ -973,51 +1004,31 @@ func moveChunks(t *testing.T, dev *cuda.Device) {
 					}
 				}
 				same("deletes")
-				// 2,600 more: at RehashChain 1 the 60 buckets (two chunks)
-				// move before the batch inserts; without, the lists grow
-				// and Rehash moves them after.
-				b0 := buckets()
-				s, d, w = hub(301, nv, 1)
-				insert("a batch past the table", s, d, w)
-				if chain == 0 {
-					for _, x := range []interface{ Rehash(context.Context) error }{g, u} {
-						if err := x.Rehash(ctx); err != nil {
-							t.Fatal(err)
-						}
+				// 2,600 more a hub, and 12 edges from each of a thousand
+				// other vertices: at RehashChain 1 the hubs' 60 buckets (two
+				// chunks each) move with the small tables before the batch
+				// inserts; without, the lists grow and Rehash moves them.
+				before := []uint32{nb(t, g, hubs[0]), nb(t, g, hubs[1])}
+				s, d, w = edges(302, nv, 1)
+				for v := uint32(2); v < 1002; v++ {
+					for k := range uint32(12) {
+						s, d, w = append(s, v), append(d, 1002+(v*37+k*101)%(nv-1002)), append(w, uint64(v+k))
 					}
-					same("rehash")
 				}
-				if b := buckets(); b < b0+2600/7 {
-					t.Fatalf("buckets %d -> %d: the hub's table did not move", b0, b)
+				insert("a batch past the tables", s, d, w)
+				rehash("a batch past the tables")
+				for i, h := range hubs {
+					if b := nb(t, g, h); b <= before[i] {
+						t.Fatalf("hub %d: buckets %d -> %d: the table did not move", h, before[i], b)
+					}
 				}
-				// And once more, from the large table.
-				s, d, w = hub(1, nv, 2)
+				// And once more, from the large tables.
+				s, d, w = edges(2, nv, 2)
 				for i := range w {
 					w[i]++
 				}
 				insert("a second batch", s, d, w)
-				// Many tables at once (whole warps of movers): 12 edges
-				// from each of vertices 1..999 to vertices past the hub's
-				// neighbours' first ones.
-				s, d, w = nil, nil, nil
-				for v := uint32(1); v < 1000; v++ {
-					for k := range uint32(12) {
-						s, d, w = append(s, v), append(d, 1000+(v*37+k*101)%(nv-1000)), append(w, uint64(v+k))
-					}
-				}
-				b0 = buckets()
-				insert("many tables", s, d, w)
-				if chain == 0 {
-					for _, x := range []interface{ Rehash(context.Context) error }{g, u} {
-						if err := x.Rehash(ctx); err != nil {
-							t.Fatal(err)
-						}
-					}
-					same("many tables, rehash")
-				}
-				if b := buckets(); b < b0+999 {
-					t.Fatalf("buckets %d -> %d: the tables given 12 more entries did not move", b0, b)
-				}
+				rehash("a second batch")
 			})
 		}
 	}

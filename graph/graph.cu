@@ -910,15 +910,17 @@ extern "C" __global__ void gr_pick(const Vertex* dict, const uint32_t* ids, uint
 }
 
 // list_chunks lists table i's nb buckets as chunks of chunk buckets (the
-// host's chunkBuckets) in items (i << 32 | chunk number), at
+// host's chunkBuckets) in items (i << 32 | chunk number; room for cap), at
 // ctrl[kCtrlCount]'s count: gather_chunks and release_chunks take a tile
 // a chunk. For tables of more than chunk buckets, at most 2 * buckets /
-// chunk items (the host's bound).
-__device__ __forceinline__ void list_chunks(uint64_t i, uint32_t nb, uint32_t chunk, uint64_t* items,
+// chunk items (the host's bound); a chunk past cap is not listed
+// (kStatusOverflow), and the readers stop at cap.
+__device__ __forceinline__ void list_chunks(uint64_t i, uint32_t nb, uint32_t chunk, uint64_t* items, uint64_t cap,
                                             unsigned long long* ctrl) {
   const uint32_t chunks = (nb + chunk - 1) / chunk;
   const unsigned long long at = atomicAdd(ctrl + kCtrlCount, (unsigned long long)chunks);
-  for (uint32_t k = 0; k < chunks; ++k) items[at + k] = i << 32 | k;
+  if (at + chunks > cap) report((uint32_t*)(ctrl + kCtrlStatus), kStatusOverflow);
+  for (uint32_t k = 0; k < chunks && at + k < cap; ++k) items[at + k] = i << 32 | k;
 }
 
 // gather_tables copies the live entries of the tables tabs[i] (Rehash's
@@ -934,7 +936,8 @@ __device__ __forceinline__ void list_chunks(uint64_t i, uint32_t nb, uint32_t ch
 template <class L>
 __device__ void gather_tables(const char* arena, const Vertex* tabs, const uint32_t* ids, uint64_t n, Pool* pool,
                               const uint64_t* offsets, uint32_t* src, uint32_t* cols, typename L::V* vals,
-                              uint64_t cap, uint64_t* items, uint32_t chunk, unsigned long long* ctrl) {
+                              uint64_t cap, uint64_t* items, uint64_t icap, uint32_t chunk,
+                              unsigned long long* ctrl) {
   Tile<L::W> t;
   Geometry<L::W> g;
   Ctx<L> c{(char*)arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
@@ -947,7 +950,7 @@ __device__ void gather_tables(const char* arena, const Vertex* tabs, const uint3
       continue;
     }
     if (items && e.nb > chunk) {
-      if (t.rank == 0) list_chunks(i, e.nb, chunk, items, ctrl);
+      if (t.rank == 0) list_chunks(i, e.nb, chunk, items, icap, ctrl);
       continue;
     }
     for (uint32_t k = 0; k < e.nb; ++k) {
@@ -977,12 +980,12 @@ __device__ void gather_tables(const char* arena, const Vertex* tabs, const uint3
 template <class L>
 __device__ void gather_chunks(const char* arena, const Vertex* tabs, const uint32_t* ids, Pool* pool,
                               const uint64_t* offsets, uint32_t* src, uint32_t* cols, typename L::V* vals,
-                              const uint64_t* items, uint32_t chunk, unsigned long long* cursor,
+                              const uint64_t* items, uint64_t icap, uint32_t chunk, unsigned long long* cursor,
                               unsigned long long* ctrl) {
   Tile<L::W> t;
   Geometry<L::W> g;
   Ctx<L> c{(char*)arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
-  const uint64_t n = *(volatile unsigned long long*)(ctrl + kCtrlCount);
+  const uint64_t n = min((uint64_t)*(volatile unsigned long long*)(ctrl + kCtrlCount), icap);
   for (uint64_t j = g.tile; j < n; j += g.tiles) {
     const uint64_t it = items[j];
     const uint64_t i = it >> 32;
@@ -1018,8 +1021,8 @@ __device__ void gather_chunks(const char* arena, const Vertex* tabs, const uint3
 // no dictionary entry names them). A table of more than chunk buckets is
 // listed in items in chunks for release_chunks (list_chunks). Runs alone.
 template <class L>
-__device__ void release(char* arena, const Vertex* tabs, uint64_t n, Pool* pool, uint64_t* items, uint32_t chunk,
-                        unsigned long long* ctrl) {
+__device__ void release(char* arena, const Vertex* tabs, uint64_t n, Pool* pool, uint64_t* items, uint64_t icap,
+                        uint32_t chunk, unsigned long long* ctrl) {
   Tile<L::W> t;
   Geometry<L::W> g;
   Ctx<L> c{arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
@@ -1027,7 +1030,7 @@ __device__ void release(char* arena, const Vertex* tabs, uint64_t n, Pool* pool,
   for (uint64_t i = g.tile; i < n; i += g.tiles) {
     const Vertex e = tabs[i];
     if (e.nb > chunk) {
-      if (t.rank == 0) list_chunks(i, e.nb, chunk, items, ctrl);
+      if (t.rank == 0) list_chunks(i, e.nb, chunk, items, icap, ctrl);
       continue;
     }
     for (uint32_t k = 0; k < e.nb; ++k) {
@@ -1040,12 +1043,12 @@ __device__ void release(char* arena, const Vertex* tabs, uint64_t n, Pool* pool,
 // release_chunks is release for the chunks it listed (items:
 // ctrl[kCtrlCount] of them), a tile a chunk. Runs alone, after release.
 template <class L>
-__device__ void release_chunks(char* arena, const Vertex* tabs, Pool* pool, const uint64_t* items, uint32_t chunk,
-                               unsigned long long* ctrl) {
+__device__ void release_chunks(char* arena, const Vertex* tabs, Pool* pool, const uint64_t* items, uint64_t icap,
+                               uint32_t chunk, unsigned long long* ctrl) {
   Tile<L::W> t;
   Geometry<L::W> g;
   Ctx<L> c{arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
-  const uint64_t n = *(volatile unsigned long long*)(ctrl + kCtrlCount);
+  const uint64_t n = min((uint64_t)*(volatile unsigned long long*)(ctrl + kCtrlCount), icap);
   long long freed = 0;
   for (uint64_t j = g.tile; j < n; j += g.tiles) {
     const uint64_t it = items[j];
@@ -1380,28 +1383,30 @@ extern "C" __global__ void gr_narrow(const uint64_t* in, uint64_t n, uint32_t* o
     wk::gr::gather<L_##NAME>(arena, lo, hi, owner, vbase, pool, offsets, cursor, cols, vals, rows, ctrl);            \
   }                                                                                                                   \
   extern "C" __global__ void gr_release_##NAME(char* arena, const wk::gr::Vertex* tabs, uint64_t n,                \
-                                               wk::slab::Pool* pool, uint64_t* items, uint32_t chunk,                \
+                                               wk::slab::Pool* pool, uint64_t* items, uint64_t icap, uint32_t chunk, \
                                                unsigned long long* ctrl) {                                           \
-    wk::gr::release<L_##NAME>(arena, tabs, n, pool, items, chunk, ctrl);                                              \
+    wk::gr::release<L_##NAME>(arena, tabs, n, pool, items, icap, chunk, ctrl);                                        \
   }                                                                                                                   \
   extern "C" __global__ void gr_release_chunks_##NAME(char* arena, const wk::gr::Vertex* tabs, wk::slab::Pool* pool, \
-                                                      const uint64_t* items, uint32_t chunk,                         \
+                                                      const uint64_t* items, uint64_t icap, uint32_t chunk,          \
                                                       unsigned long long* ctrl) {                                    \
-    wk::gr::release_chunks<L_##NAME>(arena, tabs, pool, items, chunk, ctrl);                                          \
+    wk::gr::release_chunks<L_##NAME>(arena, tabs, pool, items, icap, chunk, ctrl);                                    \
   }                                                                                                                   \
   extern "C" __global__ void gr_gather_tables_##NAME(const char* arena, const wk::gr::Vertex* tabs,                 \
                                                      const uint32_t* ids, uint64_t n, wk::slab::Pool* pool,          \
                                                      const uint64_t* offsets, uint32_t* src, uint32_t* cols, V* vals, \
-                                                     uint64_t cap, uint64_t* items, uint32_t chunk,                  \
+                                                     uint64_t cap, uint64_t* items, uint64_t icap, uint32_t chunk,   \
                                                      unsigned long long* ctrl) {                                     \
-    wk::gr::gather_tables<L_##NAME>(arena, tabs, ids, n, pool, offsets, src, cols, vals, cap, items, chunk, ctrl);   \
+    wk::gr::gather_tables<L_##NAME>(arena, tabs, ids, n, pool, offsets, src, cols, vals, cap, items, icap, chunk,    \
+                                    ctrl);                                                                           \
   }                                                                                                                   \
   extern "C" __global__ void gr_gather_chunks_##NAME(const char* arena, const wk::gr::Vertex* tabs,                 \
                                                      const uint32_t* ids, wk::slab::Pool* pool,                      \
                                                      const uint64_t* offsets, uint32_t* src, uint32_t* cols, V* vals, \
-                                                     const uint64_t* items, uint32_t chunk,                          \
+                                                     const uint64_t* items, uint64_t icap, uint32_t chunk,           \
                                                      unsigned long long* cursor, unsigned long long* ctrl) {         \
-    wk::gr::gather_chunks<L_##NAME>(arena, tabs, ids, pool, offsets, src, cols, vals, items, chunk, cursor, ctrl);   \
+    wk::gr::gather_chunks<L_##NAME>(arena, tabs, ids, pool, offsets, src, cols, vals, items, icap, chunk, cursor,    \
+                                    ctrl);                                                                           \
   }                                                                                                                   \
   extern "C" __global__ void gr_sweep_##NAME(char* arena, uint64_t nslabs, const uint32_t* owner,                    \
                                              wk::gr::Vertex* dict, wk::slab::Pool* pool, const uint32_t* gone,       \

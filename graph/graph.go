@@ -594,7 +594,10 @@ const (
 )
 
 // TriangleStats is a triangle count and where its time went (the CUDA
-// backend's phases; the CPU backend times only Count).
+// backend's phases: stream time between events recorded on its stream as
+// each phase is queued, so a phase includes what the host did while the
+// stream waited for it; Sort is 0 but for TrianglesSorted. The CPU backend
+// times only Count, on the host).
 type TriangleStats struct {
 	Triangles                   uint64
 	Gather, Sort, Orient, Count time.Duration
