@@ -24,6 +24,10 @@ type MemFS struct {
 	mu        sync.Mutex
 	root      *memNode
 	openFiles int // handles from Create and Open not yet closed
+	// chunks keeps the full-size chunks of files that nothing refers to any
+	// more (no directory entry, live or durable, and no open handle) for
+	// new writes (memdata.go).
+	chunks chunkPool
 }
 
 // memNode is a file or a directory.
@@ -35,6 +39,10 @@ type memNode struct {
 	data    memData
 	synced  int // length of the durable prefix of data
 	modTime time.Time
+	// Under MemFS.mu, for files: the directory maps that hold the node
+	// (children and durable entries) and its open handles. At zero both,
+	// nothing can reach its data again, and its chunks go to the pool.
+	links, handles int
 	// Locks, under MemFS.mu: an exclusive holder (Lock) or a count of shared
 	// holders (LockShared), never both.
 	lockedExcl bool
@@ -117,7 +125,10 @@ func (fs *MemFS) Create(name string) (File, error) {
 	if old, ok := dir.children[base]; ok && old.isDir {
 		return nil, isDirError("create", name)
 	}
-	n := &memNode{name: base, modTime: time.Now()}
+	n := &memNode{name: base, modTime: time.Now(), links: 1, handles: 1}
+	if old, ok := dir.children[base]; ok {
+		fs.unlinkLocked(old)
+	}
 	dir.children[base] = n
 	fs.openFiles++
 	return &memFile{fs: fs, n: n, path: name, write: true, read: true}, nil
@@ -131,6 +142,7 @@ func (fs *MemFS) Open(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
+	n.handles++
 	fs.openFiles++
 	return &memFile{fs: fs, n: n, path: name, read: true}, nil
 }
@@ -165,7 +177,28 @@ func (fs *MemFS) Remove(name string) error {
 		return &os.PathError{Op: "remove", Path: name, Err: errors.New("directory not empty")}
 	}
 	delete(dir.children, base)
+	fs.unlinkLocked(n)
 	return nil
+}
+
+// unlinkLocked drops one directory map's hold on n, and gives its chunks
+// to the pool when nothing else holds it.
+func (fs *MemFS) unlinkLocked(n *memNode) {
+	n.links--
+	fs.releaseLocked(n)
+}
+
+// releaseLocked gives a file's chunks to the pool once no directory map
+// and no handle holds it (nothing can read it again).
+func (fs *MemFS) releaseLocked(n *memNode) {
+	if n.isDir || n.links > 0 || n.handles > 0 {
+		return
+	}
+	n.mu.Lock()
+	d := n.data
+	n.data, n.synced = memData{}, 0
+	n.mu.Unlock()
+	fs.chunks.put(&d)
 }
 
 // Rename implements FS.
@@ -184,11 +217,15 @@ func (fs *MemFS) Rename(oldname, newname string) error {
 	if err != nil {
 		return err
 	}
-	if t, ok := ndir.children[nbase]; ok && t.isDir != n.isDir {
+	t, replaced := ndir.children[nbase]
+	if replaced && t.isDir != n.isDir {
 		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: os.ErrExist}
 	}
 	delete(odir.children, obase)
 	ndir.children[nbase] = n
+	if replaced && t != n {
+		fs.unlinkLocked(t)
+	}
 	return nil
 }
 
@@ -202,6 +239,7 @@ func (fs *MemFS) MkdirAll(dir string, perm os.FileMode) error {
 		c, ok := d.children[p]
 		if !ok {
 			c = newDir(p)
+			c.links = 1
 			d.children[p] = c
 		} else if !c.isDir {
 			return &os.PathError{Op: "mkdir", Path: dir, Err: errors.New("not a directory")}
@@ -248,7 +286,7 @@ func (fs *MemFS) Lock(name string) (io.Closer, error) {
 	}
 	n, ok := dir.children[base]
 	if !ok {
-		n = &memNode{name: base, modTime: time.Now()}
+		n = &memNode{name: base, modTime: time.Now(), links: 1}
 		dir.children[base] = n
 	}
 	if n.isDir {
@@ -343,6 +381,7 @@ func cloneDurable(dir *memNode, opts CrashOptions) *memNode {
 		} else {
 			cc = c.crashCopy(name, opts)
 		}
+		cc.links = 2 // both maps of the clone's directory
 		out.children[name] = cc
 		out.durable[name] = cc
 	}
@@ -473,7 +512,7 @@ func (f *memFile) Write(p []byte) (int, error) {
 		return 0, &os.PathError{Op: "write", Path: f.path, Err: os.ErrInvalid}
 	}
 	f.n.mu.Lock()
-	f.n.data.append(p)
+	f.n.data.append(p, f.fs.chunks.get)
 	f.n.modTime = time.Now()
 	f.n.mu.Unlock()
 	return len(p), nil
@@ -487,9 +526,14 @@ func (f *memFile) Sync() error {
 	}
 	if f.n.isDir {
 		f.fs.mu.Lock()
+		old := f.n.durable
 		f.n.durable = make(map[string]*memNode, len(f.n.children))
 		for k, v := range f.n.children {
 			f.n.durable[k] = v
+			v.links++
+		}
+		for _, v := range old {
+			f.fs.unlinkLocked(v)
 		}
 		f.fs.mu.Unlock()
 		return nil
@@ -517,6 +561,8 @@ func (f *memFile) Close() error {
 	if !f.n.isDir {
 		f.fs.mu.Lock()
 		f.fs.openFiles--
+		f.n.handles--
+		f.fs.releaseLocked(f.n)
 		f.fs.mu.Unlock()
 	}
 	return nil
