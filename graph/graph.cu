@@ -923,6 +923,22 @@ __device__ __forceinline__ void list_chunks(uint64_t i, uint32_t nb, uint32_t ch
   for (uint32_t k = 0; k < chunks && at + k < cap; ++k) items[at + k] = i << 32 | k;
 }
 
+// put_entry writes a gathered entry d of table i at pos of the table's
+// window, which ends at o1: key to cols, value to vals and the table's
+// vertex ids[i] to src (each when not null); past o1 it writes nothing and
+// reports kStatusOverflow.
+template <class L>
+__device__ __forceinline__ void put_entry(const Ctx<L>& c, const Lane<L>& d, uint64_t pos, uint64_t o1, uint32_t* cols,
+                                          typename L::V* vals, uint32_t* src, const uint32_t* ids, uint64_t i) {
+  if (pos < o1) {
+    cols[pos] = (uint32_t)d.key;
+    if (src) src[pos] = ids[i];
+    if (vals) vals[pos] = d.val;
+  } else {
+    report(c.status, kStatusOverflow);
+  }
+}
+
 // gather_tables copies the live entries of the tables tabs[i] (Rehash's
 // movers as they were, or NeighborsDevice's vertices) to cols/vals
 // (optional) at offsets[i] .., their vertex ids[i] to src (optional): a
@@ -957,16 +973,7 @@ __device__ void gather_tables(const char* arena, const Vertex* tabs, const uint3
       walk<L>(t, c, (char*)arena + ((size_t)e.base + k) * L::kSlabBytes, [&](const Lane<L>& d, char*) {
         const bool live = holds<L>(t, d, true);
         const unsigned m = t.ballot(live);
-        if (live) {
-          const uint64_t pos = at + __popc(m & L::lower(t.rank));
-          if (pos < o1) {
-            cols[pos] = (uint32_t)d.key;
-            if (src) src[pos] = ids[i];
-            if (vals) vals[pos] = d.val;
-          } else {
-            report(c.status, kStatusOverflow);
-          }
-        }
+        if (live) put_entry<L>(c, d, at + __popc(m & L::lower(t.rank)), o1, cols, vals, src, ids, i);
         at += __popc(m);
       });
     }
@@ -1000,16 +1007,7 @@ __device__ void gather_chunks(const char* arena, const Vertex* tabs, const uint3
         unsigned long long at = 0;
         if (t.rank == 0) at = atomicAdd(&cursor[i], (unsigned long long)__popc(m));
         at = t.shfl((uint64_t)at, 0);
-        if (live) {
-          const uint64_t pos = o0 + at + __popc(m & L::lower(t.rank));
-          if (pos < o1) {
-            cols[pos] = (uint32_t)d.key;
-            if (src) src[pos] = ids[i];
-            if (vals) vals[pos] = d.val;
-          } else {
-            report(c.status, kStatusOverflow);
-          }
-        }
+        if (live) put_entry<L>(c, d, o0 + at + __popc(m & L::lower(t.rank)), o1, cols, vals, src, ids, i);
       });
     }
   }
