@@ -135,17 +135,17 @@ type gpuGraph[W any] struct {
 	tCols, tRows, tOcnt, tCursor gpurt.Buf[uint32]
 	// tcEvents time a triangle count's phases (phaseEvents).
 	tcEvents [5]*cuda.Event
-	// Rehash's per-mover arrays.
-	rCur              gpurt.Buf[uint32]
-	rPlan, rNB        gpurt.Buf[uint64] // planScratch carves rPlan
-	rCnt, rSrc, rCols gpurt.Buf[uint32]
-	rVals, rRes       gpurt.Buf[uint8]
-	// The chunks of the large tables a move gathers and releases
-	// (chunkItems), and the gathered tables' cursors.
-	rItems, rCursor gpurt.Buf[uint64]
-	// rCnt is zero between insert batches (gr_plan_sources zeroes what
-	// gr_count_sources counted) while cntZero is true.
+	// Rehash's per-mover arrays: the plan's (planScratch) and the move's
+	// (moveTables), each carved from one buffer; rCur, the dictionary
+	// entries of neighborsDevice.
+	rPlan, rMove gpurt.Buf[uint64]
+	rCur         gpurt.Buf[uint32]
+	// planScratch's per-source counts (cntLen of them at cntAt) are zero
+	// between insert batches (gr_plan_sources zeroes what gr_count_sources
+	// counted) while cntZero is true.
 	cntZero bool
+	cntAt   cuda.DevicePtr
+	cntLen  int
 	// applies counts the apply launches queued (run): a batch that failed
 	// before its first one applied nothing.
 	applies uint64
@@ -1909,19 +1909,10 @@ func (g *gpuGraph[W]) planTotals() cuda.Slice[uint64] {
 // planSources queues growFor's count and plan and reads the plan's block
 // (and prep's, into g.host) with one wait.
 func (g *gpuGraph[W]) planSources(src cuda.Slice[uint32], res cuda.Slice[uint8]) (plan [gpurt.CtrlWords]uint64, ids, old cuda.Slice[uint32], need, rows cuda.Slice[uint64], err error) {
-	had := g.rCnt.Cap()
-	cnt, err := g.rCnt.Get(g.dev, g.stream, max(1, g.nv))
-	if err != nil {
-		return
-	}
-	if g.rCnt.Cap() != had || !g.cntZero {
-		if err = g.rCnt.View(g.rCnt.Cap()).Zero(g.stream); err != nil {
-			err = waitAfter(g.stream, err)
-			return
-		}
-	}
 	n := src.Len()
-	if ids, old, need, rows, err = g.planScratch(); err != nil {
+	// A mover is a source of the batch: at most min(nv, n) of them.
+	cnt, ids, old, need, rows, err := g.planScratch(min(max(1, g.nv), n))
+	if err != nil {
 		return
 	}
 	if err = g.ctrlPlan.Zero(g.stream); err != nil {
@@ -1946,30 +1937,33 @@ func (g *gpuGraph[W]) planSources(src cuda.Slice[uint32], res cuda.Slice[uint8])
 	return
 }
 
-// planScratch returns the plan's per-mover arrays (at most nv movers): id,
-// old entry, new buckets, degree (the last two scanned in place into the
-// new buckets' and the entries' offsets), carved from one buffer (a fresh
-// graph's first batch paid 40 µs an allocation for four; every plan
-// writes what it reads of them).
-func (g *gpuGraph[W]) planScratch() (ids, old cuda.Slice[uint32], need, rows cuda.Slice[uint64], err error) {
-	nv := max(1, g.nv)
-	half := (nv + 1) / 2 // words of nv uint32s
-	buf, err := g.rPlan.Get(g.dev, g.stream, 2*(nv+1)+nv*vertexWords/2+half)
+// planScratch returns the plans' arrays, carved from one buffer (a fresh
+// graph's first batch paid 25–40 µs an allocation for five): an insert
+// batch's count per source (cnt: nv, zero between batches — the plan zeroes
+// what the count wrote — and zeroed here when the buffer or nv changed or a
+// plan did not run: cntZero), then, for at most movers movers, their ids,
+// old dictionary entries, new buckets and degrees (the last two scanned in
+// place into the new buckets' and the entries' offsets; every plan writes
+// what it reads of them).
+func (g *gpuGraph[W]) planScratch(movers int) (cnt, ids, old cuda.Slice[uint32], need, rows cuda.Slice[uint64], err error) {
+	var l gpurt.Layout
+	pCnt := gpurt.Place[uint32](&l, max(1, g.nv))
+	pNeed := gpurt.Place[uint64](&l, movers+1)
+	pRows := gpurt.Place[uint64](&l, movers+1)
+	pOld := gpurt.Place[uint32](&l, movers*vertexWords)
+	pIDs := gpurt.Place[uint32](&l, movers)
+	mem, err := l.Get(&g.rPlan, g.dev, g.stream)
 	if err != nil {
 		return
 	}
-	need, rows = buf.Sub(0, nv+1), buf.Sub(nv+1, 2*(nv+1))
-	at := 2 * (nv + 1) // in words
-	b := buf.Buffer()
-	u32 := func(words, n int) (cuda.Slice[uint32], error) {
-		s, err := cuda.View[uint32](b, 2*at, n)
-		at += words
-		return s, err
+	cnt, ids, old, need, rows = pCnt.In(mem), pIDs.In(mem), pOld.In(mem), pNeed.In(mem), pRows.In(mem)
+	if !g.cntZero || cnt.Ptr() != g.cntAt || cnt.Len() != g.cntLen {
+		if err = cnt.Zero(g.stream); err != nil {
+			err = waitAfter(g.stream, err)
+			return
+		}
+		g.cntZero, g.cntAt, g.cntLen = true, cnt.Ptr(), cnt.Len()
 	}
-	if old, err = u32(nv*vertexWords/2, nv*vertexWords); err != nil {
-		return
-	}
-	ids, err = u32(half, nv)
 	return
 }
 
@@ -1980,7 +1974,7 @@ func (g *gpuGraph[W]) rehashLocked(ctx context.Context, chain1000 uint32) (err e
 	if g.nv == 0 {
 		return nil
 	}
-	ids, old, need, rows, err := g.planScratch()
+	_, ids, old, need, rows, err := g.planScratch(g.nv)
 	if err != nil {
 		return err
 	}
@@ -2005,13 +1999,11 @@ func (g *gpuGraph[W]) rehashLocked(ctx context.Context, chain1000 uint32) (err e
 // spent on soc-LiveJournal1 in batches of 2^22).
 const chunkBuckets = 32
 
-// chunkItems returns room for the chunks of distinct tables of at most
+// chunkItems is the room for the chunks of distinct tables of at most
 // buckets buckets in all, which a move gathers or releases: a table of
 // more than chunkBuckets buckets b has ceil(b/chunkBuckets) <
 // 2b/chunkBuckets chunks.
-func (g *gpuGraph[W]) chunkItems(buckets int) (cuda.Slice[uint64], error) {
-	return g.rItems.Get(g.dev, g.stream, max(1, 2*buckets/chunkBuckets))
-}
+func chunkItems(buckets int) int { return max(1, 2*buckets/chunkBuckets) }
 
 // moveTables moves the movers a plan listed (ids, old, need, rows; its
 // block's words in plan) to new buckets: see rehash.
@@ -2031,51 +2023,35 @@ func (g *gpuGraph[W]) moveTables(ctx context.Context, plan [gpurt.CtrlWords]uint
 			return waitAfter(g.stream, err)
 		}
 	}
-	// need holds the new tables' first buckets now; their sizes come back
-	// from the plan's degrees (rows' differences) — simpler to keep both:
-	nb, err := g.rNB.Get(g.dev, g.stream, movers+1)
-	if err != nil {
-		return err
-	}
-	if err := g.launch(g.fDiff, int64(movers), need, uint64(movers), nb); err != nil {
-		return waitAfter(g.stream, err)
-	}
-	// Scratch of its own: an insert batch that grows its tables first
-	// (growFor) holds the batch's in the b* buffers.
-	cols, err := g.rCols.Get(g.dev, g.stream, max(1, entries))
-	if err != nil {
-		return err
-	}
-	src, err := g.rSrc.Get(g.dev, g.stream, max(1, entries))
-	if err != nil {
-		return err
-	}
-	var vals cuda.DevicePtr
-	if g.wbytes > 0 {
-		dv, err := g.vals(&g.rVals, entries)
-		if err != nil {
-			return err
-		}
-		vals = dv.Ptr()
-	}
-	res, err := g.rRes.Get(g.dev, g.stream, max(1, entries))
-	if err != nil {
-		return err
-	}
-	cur, err := g.rCur.Get(g.dev, g.stream, movers*vertexWords)
-	if err != nil {
-		return err
-	}
-	// The chunks' room, for the old tables (within the arena's nslabs
+	// The move's scratch, one buffer (a fresh graph's first move took
+	// seven allocations): the new tables' sizes, the gathered entries
+	// (sources, columns, weights, results), the movers' dictionary entries
+	// should the move fail, the chunks' room and the tables' cursors. The
+	// chunks' room is for the old tables (within the arena's nslabs
 	// buckets) and, should the move fail, the new ones (buckets): taken
 	// here, so that a failed move's release allocates nothing.
-	items, err := g.chunkItems(max(g.nslabs, buckets))
+	var l gpurt.Layout
+	pNB := gpurt.Place[uint64](&l, movers+1)
+	pSrc := gpurt.Place[uint32](&l, entries)
+	pCols := gpurt.Place[uint32](&l, entries)
+	pVals := gpurt.Place[uint8](&l, entries*g.wbytes)
+	pRes := gpurt.Place[uint8](&l, entries)
+	pCur := gpurt.Place[uint32](&l, movers*vertexWords)
+	pItems := gpurt.Place[uint64](&l, chunkItems(max(g.nslabs, buckets)))
+	pCursor := gpurt.Place[uint64](&l, movers)
+	mem, err := l.Get(&g.rMove, g.dev, g.stream)
 	if err != nil {
 		return err
 	}
-	cursor, err := g.rCursor.Get(g.dev, g.stream, movers)
-	if err != nil {
-		return err
+	nb, src, cols, res, cur, items, cursor := pNB.In(mem), pSrc.In(mem), pCols.In(mem), pRes.In(mem), pCur.In(mem), pItems.In(mem), pCursor.In(mem)
+	var vals cuda.DevicePtr
+	if g.wbytes > 0 {
+		vals = pVals.In(mem).Ptr()
+	}
+	// need holds the new tables' first buckets now; their sizes come back
+	// from the scan (gr_diff).
+	if err := g.launch(g.fDiff, int64(movers), need, uint64(movers), nb); err != nil {
+		return waitAfter(g.stream, err)
 	}
 	if err := cursor.Zero(g.stream); err != nil {
 		return waitAfter(g.stream, err)
