@@ -164,8 +164,27 @@ func (e *emulator) resolve(addr, n uint64) ([]byte, bool) {
 		return nil, false
 	}
 	r := e.regions[i]
-	if addr+n > r.base+uint64(len(r.mem)) || addr+n < addr {
+	if addr+n < addr {
 		return nil, false
+	}
+	if end := r.base + uint64(len(r.mem)); addr+n > end {
+		// Parts mapped side by side in one reserved range are one span of
+		// its mapping, as a GPU's copies and fills see them.
+		if !r.mapped || addr >= end {
+			return nil, false
+		}
+		for j := i + 1; j < len(e.regions) && end < addr+n; j++ {
+			q := e.regions[j]
+			if !q.mapped || q.base != end {
+				return nil, false
+			}
+			end = q.base + uint64(len(q.mem))
+		}
+		v := e.reservation(addr, n)
+		if end < addr+n || v < 0 {
+			return nil, false
+		}
+		return e.reserves[v].bytesAt(addr, n), true
 	}
 	return r.mem[addr-r.base : addr-r.base+n], true
 }

@@ -21,6 +21,7 @@ type Buffer struct {
 	size  int64
 	freed *atomic.Bool // shared with the cleanup
 	vm    *vmPart      // a part of a VirtualRange (Map): Free unmaps and releases it
+	view  bool         // a VirtualRange's View: Free releases nothing
 }
 
 // Alloc allocates size bytes of device memory (uninitialised). Failure for lack
@@ -73,6 +74,9 @@ func (b *Buffer) Free() error {
 	}
 	if b.vm != nil {
 		return b.vm.unmap(b.st)
+	}
+	if b.view {
+		return nil
 	}
 	p := uint64(b.ptr)
 	return b.st.run(func() result { return b.st.drv.memFree(p) }, "cuMemFree")

@@ -195,6 +195,36 @@ func (r *VirtualRange) Map(offset, size uint64) (*Buffer, error) {
 	return b, nil
 }
 
+// View returns a Buffer viewing size bytes at Base()+offset, all of them in
+// parts mapped now (one part or several that adjoin): a range grown part by
+// part seen as one array, for copies, fills and kernel arguments. The view
+// owns no memory: its Free ends the view and releases nothing, and it
+// dangles once a part under it is unmapped.
+func (r *VirtualRange) View(offset, size uint64) (*Buffer, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.freed.Load() {
+		return nil, ErrClosed
+	}
+	if size == 0 || offset > r.size || size > r.size-offset {
+		return nil, fmt.Errorf("%w: cuda: a view of [%d, %d) of a range of %d bytes", ErrInvalidArgument, offset, offset+size, r.size)
+	}
+	for p := offset; p < offset+size; {
+		next := p
+		for o, n := range r.mapped {
+			if o <= p && p < o+n {
+				next = o + n
+				break
+			}
+		}
+		if next == p {
+			return nil, fmt.Errorf("%w: cuda: a view of [%d, %d): byte %d is not mapped", ErrInvalidArgument, offset, offset+size, p)
+		}
+		p = next
+	}
+	return &Buffer{st: r.st, ptr: r.base + DevicePtr(offset), size: int64(size), freed: new(atomic.Bool), view: true}, nil
+}
+
 // unmap unmaps the part and releases its memory; the first error is
 // returned, and the part leaves the range's map either way.
 func (p *vmPart) unmap(st *deviceState) error {

@@ -109,6 +109,48 @@ func checkVirtualRange(t *testing.T, d *Device) {
 	if err := sb.CopyToHost(gotB); err != nil || !slices.Equal(gotB[:1024], want[:1024]) || gotB[1024] != 0xabcdef01 {
 		t.Fatalf("part 3: %v", err)
 	}
+	// The parts adjoin ([g, 3g) and [3g, 4g)): one view spans them, and
+	// copies and fills cross the seam; a view over unmapped bytes or past
+	// the range is refused, and freeing a view releases nothing.
+	v, err := r.View(g, 3*g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Ptr() != a.Ptr() || v.Size() != int64(3*g) {
+		t.Fatalf("view at %#x of %d bytes", v.Ptr(), v.Size())
+	}
+	seam := int(2 * g / 4) // the first word of part 3
+	sv, err := View[uint32](v, seam-8, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Fill(sv, 0x5ea40007, nil); err != nil {
+		t.Fatal(err)
+	}
+	across := make([]uint32, 16)
+	if err := sv.CopyToHost(across); err != nil {
+		t.Fatal(err)
+	}
+	back := make([]uint32, 8)
+	if err := sb.Sub(0, 8).CopyToHost(back); err != nil {
+		t.Fatal(err)
+	}
+	for i, x := range across {
+		if x != 0x5ea40007 || (i < 8 && back[i] != x) {
+			t.Fatalf("across the seam: word %d = %#x (part 3 holds %#x)", i, x, back)
+		}
+	}
+	for _, c := range []struct{ off, size uint64 }{{0, 2 * g}, {g, 4 * g}, {2 * g, 0}} {
+		if _, err := r.View(c.off, c.size); !errors.Is(err, ErrInvalidArgument) {
+			t.Fatalf("View(%d, %d): %v, want ErrInvalidArgument", c.off/g, c.size/g, err)
+		}
+	}
+	if err := v.Free(); err != nil || r.Mapped() != 3*g {
+		t.Fatalf("freeing the view: %v, %d bytes mapped", err, r.Mapped())
+	}
+	if err := sa.CopyToHost(got); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("part 1 after the view: %v", err)
+	}
 	if err := r.Free(); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("freeing a range with parts mapped: %v", err)
 	}
