@@ -86,9 +86,10 @@ type gpuGraph[W any] struct {
 	live                  atomic.Int64 // entries (read by Len beside batches)
 	selfSkips             uint64
 
-	arena cuda.Slice[uint8]  // head slabs (capacity: arena.Len()/slabBytes)
-	dict  cuda.Slice[uint32] // vertexWords per vertex
-	gone  cuda.Slice[uint32] // bitmap of vertices being deleted (all zero between calls)
+	arena    cuda.Slice[uint8] // head slabs (capacity: arena.Len()/slabBytes): arenaMem's bytes
+	arenaMem gpurt.Region
+	dict     cuda.Slice[uint32] // vertexWords per vertex
+	gone     cuda.Slice[uint32] // bitmap of vertices being deleted (all zero between calls)
 	// lack is a bitmap of the vertices that may have no table, a hint for
 	// insert prep's claims (graph.cu: try_claim): written by a build (by
 	// gr_buckets, before the steps that may still fail it: a failed build
@@ -181,6 +182,7 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 	case 8:
 		layout, g.wbytes, g.slabBytes = "w64", 8, 128
 	}
+	g.arenaMem.Max = int64(maxBuckets) * int64(g.slabBytes)
 	var err error
 	if g.stream, err = dev.NewStream(); err != nil {
 		return fail(err)
@@ -373,15 +375,22 @@ func grow[T cuda.Elem](dev *cuda.Device, s *cuda.Stream, old cuda.Slice[T], used
 	return ns, nil
 }
 
+// maxBuckets bounds the arena: bucket addresses are 32-bit, the top ones
+// reserved.
+const maxBuckets = 0xFFFFFFF0
+
 // reserveArena makes room for slabs arena buckets in the arena (new room
-// all-ones: empty slabs).
+// all-ones: empty slabs). The arena grows in place (gpurt.Region): no copy,
+// no wait, the address kept.
 func (g *gpuGraph[W]) reserveArena(slabs int) error {
-	if slabs > 0xFFFFFFF0 {
+	if slabs > maxBuckets {
 		return fmt.Errorf("%w: %d buckets (the arena addresses 2^32)", warpkit.ErrInvalidArgument, slabs)
 	}
-	var err error
-	g.arena, err = grow(g.dev, g.stream, g.arena, g.nslabs*g.slabBytes, slabs*g.slabBytes, 0xff)
-	return err
+	if err := g.arenaMem.Grow(g.dev, g.stream, int64(g.nslabs*g.slabBytes), int64(slabs*g.slabBytes), 0xff); err != nil {
+		return err
+	}
+	g.arena = g.arenaMem.Bytes()
+	return nil
 }
 
 // owners returns the owner of every arena bucket (the vertex whose table
@@ -2296,7 +2305,7 @@ func (g *gpuGraph[W]) close() error {
 	if g.pool != nil {
 		g.pool.Close()
 	}
-	g.arena.Free()
+	g.arenaMem.Free()
 	g.dict.Free()
 	g.gone.Free()
 	g.lack.Free()
