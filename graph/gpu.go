@@ -153,13 +153,13 @@ type gpuGraph[W any] struct {
 	// The vertices an insert batch gives their first table (giveTables).
 	nIDs gpurt.Buf[uint32]
 
-	fPrep, fCheckIDs, fCount, fBuckets, fDict, fDegrees, fMark, fOrient            *cuda.Function
-	fMirror, fUndo, fUndone, fTCSorted, fNarrow, fSymmetry, fFailedPattern         *cuda.Function
-	fRehashPlan, fRehashDict, fRelease, fGatherTables, fPick, fDiff, fCountSources *cuda.Function
-	fPlanSources, fGatherChunks, fReleaseChunks                                    *cuda.Function
-	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC, fOwner                  *cuda.Function
-	fGatherVertices, fGatherItems                                                  *cuda.Function // set slabs only (nil for weighted graphs)
-	fClaimTables, fGiveTables, fKept, fLost                                        *cuda.Function
+	fPrep, fCheckIDs, fCount, fBuckets, fDict, fDegrees, fMark, fOrient     *cuda.Function
+	fMirror, fUndo, fUndone, fTCSorted, fNarrow, fSymmetry, fFailedPattern  *cuda.Function
+	fRehashPlan, fRehashDict, fRelease, fGatherTables, fPick, fCountSources *cuda.Function
+	fPlanSources, fGatherChunks, fReleaseChunks                             *cuda.Function
+	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC, fOwner           *cuda.Function
+	fGatherVertices, fGatherItems                                           *cuda.Function // set slabs only (nil for weighted graphs)
+	fClaimTables, fGiveTables, fKept, fLost                                 *cuda.Function
 }
 
 func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], error) {
@@ -220,7 +220,7 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 		{&g.fFailedPattern, "gr_failed_pattern"}, {&g.fRehashPlan, "gr_rehash_plan"}, {&g.fRehashDict, "gr_rehash_dict"},
 		{&g.fRelease, "gr_release_" + layout}, {&g.fGatherTables, "gr_gather_tables_" + layout}, {&g.fPick, "gr_pick"},
 		{&g.fReleaseChunks, "gr_release_chunks_" + layout}, {&g.fGatherChunks, "gr_gather_chunks_" + layout},
-		{&g.fDiff, "gr_diff"}, {&g.fCountSources, "gr_count_sources"}, {&g.fPlanSources, "gr_plan_sources"}, {&g.fOwner, "gr_owner"},
+		{&g.fCountSources, "gr_count_sources"}, {&g.fPlanSources, "gr_plan_sources"}, {&g.fOwner, "gr_owner"},
 		{&g.fApply, "gr_apply_" + layout}, {&g.fGather, "gr_gather_" + layout}, {&g.fSweep, "gr_sweep_" + layout},
 		{&g.fReset, "gr_reset_" + layout}, {&g.fCensus, "gr_census_" + layout}, {&g.fFlush, "gr_flush_" + layout},
 		{&g.fTC, "gr_tc_" + layout}, {&g.fKept, "gr_kept"}, {&g.fLost, "gr_lost"},
@@ -1166,7 +1166,7 @@ func (g *gpuGraph[W]) neighborsDevice(ids cuda.Slice[uint32], offsets cuda.Slice
 	}
 	// No chunks: ids may repeat, so their buckets have no bound to size
 	// the chunks' list by.
-	if err := g.launch(g.fGatherTables, tiles(n), g.arena, tabs, ids, uint64(n), g.pool.Descriptor(), offsets,
+	if err := g.launch(g.fGatherTables, tiles(n), g.arena, tabs, ids, uint64(n), g.pool.Descriptor(), offsets, uint32(0),
 		cuda.DevicePtr(0), outp, cuda.DevicePtr(0), uint64(out.Len()), cuda.DevicePtr(0), uint64(0), uint32(0), g.ctrl); err != nil {
 		return waitAfter(g.stream, err)
 	}
@@ -1887,7 +1887,7 @@ func (g *gpuGraph[W]) rehash(ctx context.Context) (err error) {
 // sources (gr_count_sources counts them, gr_plan_sources plans those it
 // finds counted and leaves the counts zero for the next batch).
 func (g *gpuGraph[W]) growFor(ctx context.Context, src cuda.Slice[uint32], res cuda.Slice[uint8]) error {
-	plan, ids, old, need, rows, err := g.planSources(src, res)
+	plan, mp, err := g.planSources(src, res)
 	if err != nil {
 		// prep's counts still settle the tables it gave (prepCounts).
 		if rerr := g.readCtrl(); rerr == nil {
@@ -1898,7 +1898,7 @@ func (g *gpuGraph[W]) growFor(ctx context.Context, src cuda.Slice[uint32], res c
 	if err := g.prepCounts(opInsert); err != nil {
 		return err
 	}
-	return g.moveTables(ctx, plan, ids, old, need, rows)
+	return g.moveTables(ctx, plan, mp)
 }
 
 // The plan block's words (ctrlPlan) besides the movers (gpurt.CtrlCount):
@@ -1917,10 +1917,10 @@ func (g *gpuGraph[W]) planTotals() cuda.Slice[uint64] {
 
 // planSources queues growFor's count and plan and reads the plan's block
 // (and prep's, into g.host) with one wait.
-func (g *gpuGraph[W]) planSources(src cuda.Slice[uint32], res cuda.Slice[uint8]) (plan [gpurt.CtrlWords]uint64, ids, old cuda.Slice[uint32], need, rows cuda.Slice[uint64], err error) {
+func (g *gpuGraph[W]) planSources(src cuda.Slice[uint32], res cuda.Slice[uint8]) (plan [gpurt.CtrlWords]uint64, mp movePlan, err error) {
 	n := src.Len()
 	// A mover is a source of the batch: at most min(nv, n) of them.
-	cnt, ids, old, need, rows, err := g.planScratch(min(max(1, g.nv), n))
+	cnt, mp, err := g.planScratch(min(max(1, g.nv), n))
 	if err != nil {
 		return
 	}
@@ -1935,7 +1935,7 @@ func (g *gpuGraph[W]) planSources(src cuda.Slice[uint32], res cuda.Slice[uint8])
 	}
 	per := g.per1000()
 	chain := uint32(math.Round(g.rehashChain * 1000))
-	if err = g.launch(g.fPlanSources, int64(g.nv), g.dict, uint64(g.nv), cnt, uint32(slotsPerBucket), per, chain, ids, old, need, rows, g.ctrlPlan, g.planTotals()); err != nil {
+	if err = g.launch(g.fPlanSources, int64(g.nv), g.dict, uint64(g.nv), cnt, uint32(slotsPerBucket), per, chain, mp.ids, mp.old, mp.size, mp.base, mp.rows, g.ctrlPlan, g.planTotals()); err != nil {
 		err = waitAfter(g.stream, err)
 		return
 	}
@@ -1946,26 +1946,36 @@ func (g *gpuGraph[W]) planSources(src cuda.Slice[uint32], res cuda.Slice[uint8])
 	return
 }
 
+// movePlan is a plan's list of the tables to move (graph.cu: plan_list):
+// for mover i its vertex ids[i], its dictionary entry old[i]
+// (vertexWords words), its new buckets size[i], their first base[i] (from
+// the move's first bucket) and the first of its entries in the move's
+// arrays rows[i].
+type movePlan struct {
+	ids, old         cuda.Slice[uint32]
+	size, base, rows cuda.Slice[uint64]
+}
+
 // planScratch returns the plans' arrays, carved from one buffer (a fresh
 // graph's first batch paid 25–40 µs an allocation for five): an insert
 // batch's count per source (cnt: nv, zero between batches — the plan zeroes
 // what the count wrote — and zeroed here when the buffer or nv changed or a
-// plan did not run: cntZero), then, for at most movers movers, their ids,
-// old dictionary entries, new buckets and degrees (the last two scanned in
-// place into the new buckets' and the entries' offsets; every plan writes
-// what it reads of them).
-func (g *gpuGraph[W]) planScratch(movers int) (cnt, ids, old cuda.Slice[uint32], need, rows cuda.Slice[uint64], err error) {
+// plan did not run: cntZero), then the movePlan of at most movers movers
+// (every plan writes what a move reads of it).
+func (g *gpuGraph[W]) planScratch(movers int) (cnt cuda.Slice[uint32], mp movePlan, err error) {
 	var l gpurt.Layout
 	pCnt := gpurt.Place[uint32](&l, max(1, g.nv))
-	pNeed := gpurt.Place[uint64](&l, movers+1)
-	pRows := gpurt.Place[uint64](&l, movers+1)
+	pSize := gpurt.Place[uint64](&l, movers)
+	pBase := gpurt.Place[uint64](&l, movers)
+	pRows := gpurt.Place[uint64](&l, movers)
 	pOld := gpurt.Place[uint32](&l, movers*vertexWords)
 	pIDs := gpurt.Place[uint32](&l, movers)
 	mem, err := l.Get(&g.rPlan, g.dev, g.stream)
 	if err != nil {
 		return
 	}
-	cnt, ids, old, need, rows = pCnt.In(mem), pIDs.In(mem), pOld.In(mem), pNeed.In(mem), pRows.In(mem)
+	cnt = pCnt.In(mem)
+	mp = movePlan{ids: pIDs.In(mem), old: pOld.In(mem), size: pSize.In(mem), base: pBase.In(mem), rows: pRows.In(mem)}
 	if !g.cntZero || cnt.Ptr() != g.cntAt || cnt.Len() != g.cntLen {
 		if err = cnt.Zero(g.stream); err != nil {
 			err = waitAfter(g.stream, err)
@@ -1983,7 +1993,7 @@ func (g *gpuGraph[W]) rehashLocked(ctx context.Context, chain1000 uint32) (err e
 	if g.nv == 0 {
 		return nil
 	}
-	_, ids, old, need, rows, err := g.planScratch(g.nv)
+	_, mp, err := g.planScratch(g.nv)
 	if err != nil {
 		return err
 	}
@@ -1991,14 +2001,14 @@ func (g *gpuGraph[W]) rehashLocked(ctx context.Context, chain1000 uint32) (err e
 		return waitAfter(g.stream, err)
 	}
 	per := g.per1000()
-	if err := g.launch(g.fRehashPlan, int64(g.nv), g.dict, uint64(g.nv), uint32(slotsPerBucket), per, chain1000, ids, old, need, rows, g.ctrlPlan, g.planTotals()); err != nil {
+	if err := g.launch(g.fRehashPlan, int64(g.nv), g.dict, uint64(g.nv), uint32(slotsPerBucket), per, chain1000, mp.ids, mp.old, mp.size, mp.base, mp.rows, g.ctrlPlan, g.planTotals()); err != nil {
 		return waitAfter(g.stream, err)
 	}
 	plan, err := g.readPlan()
 	if err != nil {
 		return err
 	}
-	return g.moveTables(ctx, plan, ids, old, need, rows)
+	return g.moveTables(ctx, plan, mp)
 }
 
 // chunkBuckets is the size, in buckets, of the chunks that a move gathers
@@ -2014,33 +2024,22 @@ const chunkBuckets = 32
 // 2b/chunkBuckets chunks.
 func chunkItems(buckets int) int { return max(1, 2*buckets/chunkBuckets) }
 
-// moveTables moves the movers a plan listed (ids, old, need, rows; its
-// block's words in plan) to new buckets: see rehash.
-func (g *gpuGraph[W]) moveTables(ctx context.Context, plan [gpurt.CtrlWords]uint64, ids, old cuda.Slice[uint32], need, rows cuda.Slice[uint64]) (err error) {
+// moveTables moves the movers a plan listed (mp; its block's words in
+// plan) to new buckets: see rehash.
+func (g *gpuGraph[W]) moveTables(ctx context.Context, plan [gpurt.CtrlWords]uint64, mp movePlan) (err error) {
 	movers := int(plan[gpurt.CtrlCount])
 	if movers == 0 {
 		return nil
 	}
 	buckets, entries := int(plan[planBuckets]), int(plan[planEntries])
-	e, err := g.primEngine()
-	if err != nil {
-		return err
-	}
-	// The scans' totals are the plan's: no wait.
-	for _, a := range []cuda.Slice[uint64]{need, rows} {
-		if err := prim.ExclusiveScan(e, g.stream, a.Sub(0, movers), a.Sub(0, movers), a.Sub(movers, movers+1)); err != nil {
-			return waitAfter(g.stream, err)
-		}
-	}
+	ids, old := mp.ids, mp.old
 	// The move's scratch, one buffer (a fresh graph's first move took
-	// seven allocations): the new tables' sizes, the gathered entries
-	// (sources, columns, weights, results), the movers' dictionary entries
-	// should the move fail, the chunks' room and the tables' cursors. The
-	// chunks' room is for the old tables (within the arena's nslabs
+	// seven allocations): the gathered entries (sources, columns, weights,
+	// results), the movers' dictionary entries should the move fail, the
+	// chunks' room and the tables' cursors. The chunks' room is for the old tables (within the arena's nslabs
 	// buckets) and, should the move fail, the new ones (buckets): taken
 	// here, so that a failed move's release allocates nothing.
 	var l gpurt.Layout
-	pNB := gpurt.Place[uint64](&l, movers+1)
 	pSrc := gpurt.Place[uint32](&l, entries)
 	pCols := gpurt.Place[uint32](&l, entries)
 	pVals := gpurt.Place[uint8](&l, entries*g.wbytes)
@@ -2052,15 +2051,10 @@ func (g *gpuGraph[W]) moveTables(ctx context.Context, plan [gpurt.CtrlWords]uint
 	if err != nil {
 		return err
 	}
-	nb, src, cols, res, cur, items, cursor := pNB.In(mem), pSrc.In(mem), pCols.In(mem), pRes.In(mem), pCur.In(mem), pItems.In(mem), pCursor.In(mem)
+	src, cols, res, cur, items, cursor := pSrc.In(mem), pCols.In(mem), pRes.In(mem), pCur.In(mem), pItems.In(mem), pCursor.In(mem)
 	var vals cuda.DevicePtr
 	if g.wbytes > 0 {
 		vals = pVals.In(mem).Ptr()
-	}
-	// need holds the new tables' first buckets now; their sizes come back
-	// from the scan (gr_diff).
-	if err := g.launch(g.fDiff, int64(movers), need, uint64(movers), nb); err != nil {
-		return waitAfter(g.stream, err)
 	}
 	if err := cursor.Zero(g.stream); err != nil {
 		return waitAfter(g.stream, err)
@@ -2068,10 +2062,10 @@ func (g *gpuGraph[W]) moveTables(ctx context.Context, plan [gpurt.CtrlWords]uint
 	if err := g.zeroCtrl(); err != nil {
 		return err
 	}
-	if err := g.launch(g.fGatherTables, tiles(movers), g.arena, old, ids, uint64(movers), g.pool.Descriptor(), rows, src, cols, vals, uint64(entries), items, uint64(items.Len()), uint32(chunkBuckets), g.ctrl); err != nil {
+	if err := g.launch(g.fGatherTables, tiles(movers), g.arena, old, ids, uint64(movers), g.pool.Descriptor(), mp.rows, uint32(1), src, cols, vals, uint64(entries), items, uint64(items.Len()), uint32(chunkBuckets), g.ctrl); err != nil {
 		return waitAfter(g.stream, err)
 	}
-	if err := g.launch(g.fGatherChunks, tiles(items.Len()), g.arena, old, ids, g.pool.Descriptor(), rows, src, cols, vals, items, uint64(items.Len()), uint32(chunkBuckets), cursor, g.ctrl); err != nil {
+	if err := g.launch(g.fGatherChunks, tiles(items.Len()), g.arena, old, ids, g.pool.Descriptor(), mp.rows, uint32(1), src, cols, vals, items, uint64(items.Len()), uint32(chunkBuckets), cursor, g.ctrl); err != nil {
 		return waitAfter(g.stream, err)
 	}
 	if err := g.readCtrl(); err != nil {
@@ -2086,7 +2080,7 @@ func (g *gpuGraph[W]) moveTables(ctx context.Context, plan [gpurt.CtrlWords]uint
 		return err
 	}
 	g.ownerOK = false
-	if err := g.launch(g.fRehashDict, int64(movers), ids, uint64(movers), nb, need, uint64(first), old, g.dict); err != nil {
+	if err := g.launch(g.fRehashDict, int64(movers), ids, uint64(movers), mp.size, mp.base, uint64(first), old, g.dict); err != nil {
 		return waitAfter(g.stream, err)
 	}
 	g.nslabs = first + buckets

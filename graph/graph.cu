@@ -784,45 +784,67 @@ __device__ __forceinline__ bool plan_one(const Vertex& e, uint64_t will, uint32_
   return true;
 }
 
+// warp_excl64 returns the exclusive scan of x over the warp's lanes, and
+// the warp's sum in *total (every lane calls it).
+__device__ __forceinline__ unsigned long long warp_excl64(unsigned long long x, unsigned long long* total) {
+  const uint32_t lane = slab::lane();
+  unsigned long long inc = x;
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const unsigned long long y = __shfl_up_sync(kAll, inc, off);
+    if (lane >= (uint32_t)off) inc += y;
+  }
+  *total = __shfl_sync(kAll, inc, 31);
+  return inc - x;
+}
+
 // plan_list lists the warp's movers (moves: this lane's vertex v, entry e,
-// nb new buckets) at ctrl[kCtrlCount]'s count: its id, old entry, new
-// bucket count need and degree rows, and adds their new buckets and
-// degrees to totals[0] and totals[1] (the host sizes the move by them
-// without a scan's wait). Three atomics a warp with movers (every lane
-// calls it).
+// nb new buckets) at ctrl[kCtrlCount]'s count: its id, old entry and new
+// bucket count size, and places it in the move: its new buckets at base
+// (from the move's first) and its entries at rows (in the move's entry
+// arrays), taken from the running sums in totals[0] (buckets) and
+// totals[1] (degrees). Movers are placed in no order; the host sizes the
+// move by the sums, with neither a scan nor its wait. Three atomics a warp
+// with movers (every lane calls it).
 __device__ __forceinline__ void plan_list(bool moves, uint32_t v, const Vertex& e, uint64_t nb, uint32_t* ids,
-                                          Vertex* old, uint64_t* need, uint64_t* rows, unsigned long long* ctrl,
-                                          unsigned long long* totals) {
+                                          Vertex* old, uint64_t* size, uint64_t* base, uint64_t* rows,
+                                          unsigned long long* ctrl, unsigned long long* totals) {
   const uint32_t lane = slab::lane();
   const uint32_t m = __ballot_sync(kAll, moves);
   if (!m) return;
-  const unsigned long long buckets = warp_sum(moves ? nb : 0), degrees = warp_sum(moves ? e.degree : 0);
+  unsigned long long buckets, degrees;
+  const unsigned long long bx = warp_excl64(moves ? nb : 0, &buckets);
+  const unsigned long long dx = warp_excl64(moves ? e.degree : 0, &degrees);
   const int leader = __ffs(m) - 1;
-  unsigned long long at = 0;
+  unsigned long long at = 0, b0 = 0, d0 = 0;
   if (lane == (uint32_t)leader) {
     at = atomicAdd(ctrl + kCtrlCount, (unsigned long long)__popc(m));
-    atomicAdd(totals, buckets);
-    atomicAdd(totals + 1, degrees);
+    b0 = atomicAdd(totals, buckets);
+    d0 = atomicAdd(totals + 1, degrees);
   }
   at = __shfl_sync(kAll, at, leader);
+  b0 = __shfl_sync(kAll, b0, leader);
+  d0 = __shfl_sync(kAll, d0, leader);
   if (!moves) return;
   const unsigned long long i = at + __popc(m & ((1u << lane) - 1u));
   ids[i] = v;
   old[i] = e;
-  need[i] = nb;
-  rows[i] = e.degree;
+  size[i] = nb;
+  base[i] = b0 + bx;
+  rows[i] = d0 + dx;
 }
 
 // rehash_plan picks the vertices Rehash moves: those whose entries exceed
 // chain1000/1000 lists' worth of their head slabs' slots (plan_one). It
 // lists them in ids (their number in ctrl[kCtrlCount]; in no order) with
 // their dictionary entries as they are (old) and, per mover i, its new
-// bucket count need[i] (at per1000 thousandths of an entry a bucket) and
-// its degree rows[i], and their sums in totals[0..1] (plan_list); Rehash
-// scans the first two.
+// bucket count size[i] (at per1000 thousandths of an entry a bucket), its
+// first new bucket base[i] and the first of its entries rows[i] in the
+// move, and the move's buckets and entries in totals[0..1] (plan_list).
 extern "C" __global__ void gr_rehash_plan(const Vertex* dict, uint64_t nv, uint32_t slots, uint32_t per1000,
-                                          uint32_t chain1000, uint32_t* ids, Vertex* old, uint64_t* need,
-                                          uint64_t* rows, unsigned long long* ctrl, unsigned long long* totals) {
+                                          uint32_t chain1000, uint32_t* ids, Vertex* old, uint64_t* size,
+                                          uint64_t* base, uint64_t* rows, unsigned long long* ctrl,
+                                          unsigned long long* totals) {
   const uint32_t lane = slab::lane();
   for (uint64_t v0 = thread_index() - lane; v0 < nv; v0 += thread_count()) {  // whole warps: plan_list
     const uint64_t v = v0 + lane;
@@ -833,7 +855,7 @@ extern "C" __global__ void gr_rehash_plan(const Vertex* dict, uint64_t nv, uint3
       e = dict[v];
       moves = plan_one(e, e.degree, slots, per1000, chain1000, &nb);
     }
-    plan_list(moves, (uint32_t)v, e, nb, ids, old, need, rows, ctrl, totals);
+    plan_list(moves, (uint32_t)v, e, nb, ids, old, size, base, rows, ctrl, totals);
   }
 }
 
@@ -864,7 +886,7 @@ extern "C" __global__ void gr_count_sources(const uint32_t* src, const uint8_t* 
 // zeroes those it found for the next batch.
 extern "C" __global__ void gr_plan_sources(const Vertex* dict, uint64_t nv, uint32_t* cnt, uint32_t slots,
                                            uint32_t per1000, uint32_t chain1000, uint32_t* ids, Vertex* old,
-                                           uint64_t* need, uint64_t* rows, unsigned long long* ctrl,
+                                           uint64_t* size, uint64_t* base, uint64_t* rows, unsigned long long* ctrl,
                                            unsigned long long* totals) {
   const uint32_t lane = slab::lane();
   for (uint64_t v0 = thread_index() - lane; v0 < nv; v0 += thread_count()) {  // whole warps: plan_list
@@ -879,13 +901,13 @@ extern "C" __global__ void gr_plan_sources(const Vertex* dict, uint64_t nv, uint
       cnt[v] = 0;
       moves = plan_one(e, (uint64_t)e.degree + extra, slots, per1000, chain1000, &nb);
     }
-    plan_list(moves, (uint32_t)v, e, nb, ids, old, need, rows, ctrl, totals);
+    plan_list(moves, (uint32_t)v, e, nb, ids, old, size, base, rows, ctrl, totals);
   }
 }
 
 // rehash_dict gives each mover i its new buckets: first + base[i], need[i]
-// of them, degree 0 (the re-insert counts it); with need null it puts back
-// the entries in old (a rehash that failed).
+// of them (the plan's size), degree 0 (the re-insert counts it); with need
+// null it puts back the entries in old (a rehash that failed).
 extern "C" __global__ void gr_rehash_dict(const uint32_t* ids, uint64_t n, const uint64_t* need, const uint64_t* base,
                                           uint64_t first, const Vertex* old, Vertex* dict) {
   for (uint64_t i = thread_index(); i < n; i += thread_count()) {
@@ -897,11 +919,6 @@ extern "C" __global__ void gr_rehash_dict(const uint32_t* ids, uint64_t n, const
     const uint32_t b = (uint32_t)(first + base[i]), k = (uint32_t)need[i];
     dict[v] = Vertex{b, k, 0, 0};
   }
-}
-
-// diff writes out[i] = in[i+1] - in[i] (an exclusive scan's sizes back).
-extern "C" __global__ void gr_diff(const uint64_t* in, uint64_t n, uint64_t* out) {
-  for (uint64_t i = thread_index(); i < n; i += thread_count()) out[i] = in[i + 1] - in[i];
 }
 
 // pick copies the dictionary entries of ids into out.
@@ -939,27 +956,36 @@ __device__ __forceinline__ void put_entry(const Ctx<L>& c, const Lane<L>& d, uin
   }
 }
 
+// window_end is the end of table i's window of gathered entries, which
+// starts at offsets[i]: offsets[i+1] (NeighborsDevice: the caller's
+// offsets, laid end to end), or with by_degree (a move: its tables placed
+// in no order) the start plus the table's degree.
+__device__ __forceinline__ uint64_t window_end(const uint64_t* offsets, const Vertex& e, uint64_t i,
+                                               uint32_t by_degree) {
+  return by_degree ? offsets[i] + e.degree : offsets[i + 1];
+}
+
 // gather_tables copies the live entries of the tables tabs[i] (Rehash's
 // movers as they were, or NeighborsDevice's vertices) to cols/vals
 // (optional) at offsets[i] .., their vertex ids[i] to src (optional): a
-// tile per table, walking its buckets. An entry past offsets[i+1] is not
-// written (kStatusOverflow); a window that decreases or passes cap
-// (offsets from the caller's memory) is skipped (kStatusBadRoom), so
-// nothing is written outside cols[0, cap). With items, a table of more
+// tile per table, walking its buckets. An entry past its window's end
+// (window_end) is not written (kStatusOverflow); a window that decreases
+// or passes cap (offsets from the caller's memory) is skipped
+// (kStatusBadRoom), so nothing is written outside cols[0, cap). With items, a table of more
 // than chunk buckets is not walked here but listed in chunks for
 // gather_chunks (list_chunks): one tile walking a hub's thousands of
 // buckets was the whole launch. Runs alone.
 template <class L>
 __device__ void gather_tables(const char* arena, const Vertex* tabs, const uint32_t* ids, uint64_t n, Pool* pool,
-                              const uint64_t* offsets, uint32_t* src, uint32_t* cols, typename L::V* vals,
-                              uint64_t cap, uint64_t* items, uint64_t icap, uint32_t chunk,
+                              const uint64_t* offsets, uint32_t by_degree, uint32_t* src, uint32_t* cols,
+                              typename L::V* vals, uint64_t cap, uint64_t* items, uint64_t icap, uint32_t chunk,
                               unsigned long long* ctrl) {
   Tile<L::W> t;
   Geometry<L::W> g;
   Ctx<L> c{(char*)arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
   for (uint64_t i = g.tile; i < n; i += g.tiles) {
     const Vertex e = tabs[i];
-    const uint64_t o1 = offsets[i + 1];
+    const uint64_t o1 = window_end(offsets, e, i, by_degree);
     uint64_t at = offsets[i];
     if (at > o1 || o1 > cap) {
       if (t.rank == 0) report(c.status, kStatusBadRoom);
@@ -986,9 +1012,9 @@ __device__ void gather_tables(const char* arena, const Vertex* tabs, const uint3
 // zero before gather_tables). Runs alone, after gather_tables.
 template <class L>
 __device__ void gather_chunks(const char* arena, const Vertex* tabs, const uint32_t* ids, Pool* pool,
-                              const uint64_t* offsets, uint32_t* src, uint32_t* cols, typename L::V* vals,
-                              const uint64_t* items, uint64_t icap, uint32_t chunk, unsigned long long* cursor,
-                              unsigned long long* ctrl) {
+                              const uint64_t* offsets, uint32_t by_degree, uint32_t* src, uint32_t* cols,
+                              typename L::V* vals, const uint64_t* items, uint64_t icap, uint32_t chunk,
+                              unsigned long long* cursor, unsigned long long* ctrl) {
   Tile<L::W> t;
   Geometry<L::W> g;
   Ctx<L> c{(char*)arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
@@ -997,7 +1023,7 @@ __device__ void gather_chunks(const char* arena, const Vertex* tabs, const uint3
     const uint64_t it = items[j];
     const uint64_t i = it >> 32;
     const Vertex e = tabs[i];
-    const uint64_t o0 = offsets[i], o1 = offsets[i + 1];
+    const uint64_t o0 = offsets[i], o1 = window_end(offsets, e, i, by_degree);
     const uint32_t k0 = (uint32_t)it * chunk, k1 = min(e.nb, k0 + chunk);
     for (uint32_t k = k0; k < k1; ++k) {
       walk<L>(t, c, (char*)arena + ((size_t)e.base + k) * L::kSlabBytes, [&](const Lane<L>& d, char*) {
@@ -1390,21 +1416,19 @@ extern "C" __global__ void gr_narrow(const uint64_t* in, uint64_t n, uint32_t* o
                                                       unsigned long long* ctrl) {                                    \
     wk::gr::release_chunks<L_##NAME>(arena, tabs, pool, items, icap, chunk, ctrl);                                    \
   }                                                                                                                   \
-  extern "C" __global__ void gr_gather_tables_##NAME(const char* arena, const wk::gr::Vertex* tabs,                 \
-                                                     const uint32_t* ids, uint64_t n, wk::slab::Pool* pool,          \
-                                                     const uint64_t* offsets, uint32_t* src, uint32_t* cols, V* vals, \
-                                                     uint64_t cap, uint64_t* items, uint64_t icap, uint32_t chunk,   \
-                                                     unsigned long long* ctrl) {                                     \
-    wk::gr::gather_tables<L_##NAME>(arena, tabs, ids, n, pool, offsets, src, cols, vals, cap, items, icap, chunk,    \
-                                    ctrl);                                                                           \
+  extern "C" __global__ void gr_gather_tables_##NAME(                                                                \
+      const char* arena, const wk::gr::Vertex* tabs, const uint32_t* ids, uint64_t n, wk::slab::Pool* pool,         \
+      const uint64_t* offsets, uint32_t by_degree, uint32_t* src, uint32_t* cols, V* vals, uint64_t cap,             \
+      uint64_t* items, uint64_t icap, uint32_t chunk, unsigned long long* ctrl) {                                     \
+    wk::gr::gather_tables<L_##NAME>(arena, tabs, ids, n, pool, offsets, by_degree, src, cols, vals, cap, items, icap, \
+                                    chunk, ctrl);                                                                    \
   }                                                                                                                   \
-  extern "C" __global__ void gr_gather_chunks_##NAME(const char* arena, const wk::gr::Vertex* tabs,                 \
-                                                     const uint32_t* ids, wk::slab::Pool* pool,                      \
-                                                     const uint64_t* offsets, uint32_t* src, uint32_t* cols, V* vals, \
-                                                     const uint64_t* items, uint64_t icap, uint32_t chunk,           \
-                                                     unsigned long long* cursor, unsigned long long* ctrl) {         \
-    wk::gr::gather_chunks<L_##NAME>(arena, tabs, ids, pool, offsets, src, cols, vals, items, icap, chunk, cursor,    \
-                                    ctrl);                                                                           \
+  extern "C" __global__ void gr_gather_chunks_##NAME(                                                                \
+      const char* arena, const wk::gr::Vertex* tabs, const uint32_t* ids, wk::slab::Pool* pool,                      \
+      const uint64_t* offsets, uint32_t by_degree, uint32_t* src, uint32_t* cols, V* vals, const uint64_t* items,    \
+      uint64_t icap, uint32_t chunk, unsigned long long* cursor, unsigned long long* ctrl) {                          \
+    wk::gr::gather_chunks<L_##NAME>(arena, tabs, ids, pool, offsets, by_degree, src, cols, vals, items, icap, chunk, \
+                                    cursor, ctrl);                                                                   \
   }                                                                                                                   \
   extern "C" __global__ void gr_sweep_##NAME(char* arena, uint64_t nslabs, const uint32_t* owner,                    \
                                              wk::gr::Vertex* dict, wk::slab::Pool* pool, const uint32_t* gone,       \
