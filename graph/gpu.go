@@ -116,11 +116,14 @@ type gpuGraph[W any] struct {
 	ctrlRead *cuda.Pinned[uint64]
 
 	// Scratch of batches (grown on demand; freed by gpurt.FreeAll).
-	bSrc, bDst, bOSrc, bODst, bIDs gpurt.Buf[uint32]
-	bVals, bVals2                  gpurt.Buf[uint8]
-	bRes, bRes2, bOut              gpurt.Buf[uint8]
-	bCount                         gpurt.Buf[uint32] // a build's entries per vertex
-	bBuckets, bBase                gpurt.Buf[uint64] // a build's buckets per vertex and their scan
+	bSrc, bDst, bIDs  gpurt.Buf[uint32]
+	bVals, bVals2     gpurt.Buf[uint8]
+	bRes, bRes2, bOut gpurt.Buf[uint8]
+	// bPrep holds a prepared batch (prepare) and its repair scratch (res2).
+	bPrep           gpurt.Buf[uint64]
+	res2            cuda.Slice[uint8]
+	bCount          gpurt.Buf[uint32] // a build's entries per vertex
+	bBuckets, bBase gpurt.Buf[uint64] // a build's buckets per vertex and their scan
 	// sOwner maps arena buckets to vertices (gr_owner) for the kernels that
 	// run per bucket; ownerOK says it matches the dictionary (every change
 	// of a table's buckets clears it). Built on demand, not kept beside the
@@ -698,7 +701,7 @@ func (g *gpuGraph[W]) edgesReserving(ctx context.Context, op uint32, src, dst cu
 			g.nslabs += room // until prepCounts learns how many were given
 		}
 	}
-	osrc, odst, ores, err := g.prepare(src, dst, m, mode, nil)
+	osrc, odst, ores, err := g.prepare(src, dst, m, mode)
 	if err != nil {
 		return err
 	}
@@ -725,24 +728,21 @@ func (g *gpuGraph[W]) edgesReserving(ctx context.Context, op uint32, src, dst cu
 }
 
 // prepare lays a batch (src, dst) out for the apply launches with gr_prep
-// (mode; m elements: twice the batch undirected) into the b* scratch, after
-// taking extra (when not nil) as large; prep's counts stay in the control
-// block for the first apply launch.
-func (g *gpuGraph[W]) prepare(src, dst cuda.Slice[uint32], m int, mode uint32, extra *gpurt.Buf[uint8]) (osrc, odst cuda.Slice[uint32], ores cuda.Slice[uint8], err error) {
-	if osrc, err = g.bOSrc.Get(g.dev, g.stream, m); err != nil {
+// (mode; m elements: twice the batch undirected) into one scratch buffer
+// (bPrep), beside m bytes for the batch's repair (repairScratch) taken
+// before anything applies; prep's counts stay in the control block for the
+// first apply launch.
+func (g *gpuGraph[W]) prepare(src, dst cuda.Slice[uint32], m int, mode uint32) (osrc, odst cuda.Slice[uint32], ores cuda.Slice[uint8], err error) {
+	var l gpurt.Layout
+	pSrc := gpurt.Place[uint32](&l, m)
+	pDst := gpurt.Place[uint32](&l, m)
+	pRes := gpurt.Place[uint8](&l, m)
+	pRes2 := gpurt.Place[uint8](&l, m)
+	mem, err := l.Get(&g.bPrep, g.dev, g.stream)
+	if err != nil {
 		return
 	}
-	if odst, err = g.bODst.Get(g.dev, g.stream, m); err != nil {
-		return
-	}
-	if ores, err = g.bRes.Get(g.dev, g.stream, m); err != nil {
-		return
-	}
-	if extra != nil {
-		if _, err = extra.Get(g.dev, g.stream, m); err != nil {
-			return
-		}
-	}
+	osrc, odst, ores, g.res2 = pSrc.In(mem), pDst.In(mem), pRes.In(mem), pRes2.In(mem)
 	if err = g.zeroCtrl(); err != nil {
 		return
 	}
@@ -779,12 +779,11 @@ func (g *gpuGraph[W]) applyPrepared(ctx context.Context, op uint32, osrc, odst c
 	if g.wbytes == 0 {
 		return g.insertBoth(ctx, osrc, odst, ores, n, reserve, prepped)
 	}
-	// The recovery's scratch is taken before anything applies.
-	res2, err := g.bRes2.Get(g.dev, g.stream, n)
+	// The recovery's scratch (taken by prepare).
+	res2, err := g.repairScratch(n)
 	if err != nil {
 		return err
 	}
-	res2 = res2.Sub(0, n)
 	var won cuda.Slice[uint8]
 	if g.wbytes > 0 {
 		if won, err = g.vals(&g.bVals2, n); err != nil {
@@ -851,10 +850,6 @@ func (g *gpuGraph[W]) applyPrepared(ctx context.Context, op uint32, osrc, odst c
 // symmetric and every result says what is in it.
 func (g *gpuGraph[W]) insertBoth(ctx context.Context, osrc, odst cuda.Slice[uint32], ores cuda.Slice[uint8], n, reserve int, prepped bool) error {
 	m := 2 * n
-	// The repair's scratch is taken before anything applies.
-	if _, err := g.bRes2.Get(g.dev, g.stream, m); err != nil {
-		return err
-	}
 	if beforeInsertBoth != nil {
 		beforeInsertBoth()
 	}
@@ -869,7 +864,10 @@ func (g *gpuGraph[W]) insertBoth(ctx context.Context, osrc, odst cuda.Slice[uint
 	if rerr := g.deleteBoth(osrc.Sub(0, m), odst.Sub(0, m), ores.Sub(0, m)); rerr != nil {
 		return errors.Join(err, rerr)
 	}
-	res2 := g.bRes2.View(n)
+	res2, lerr := g.repairScratch(n)
+	if lerr != nil {
+		return errors.Join(err, lerr)
+	}
 	if lerr := g.launch(g.fKept, int64(n), ores, uint64(n), res2); lerr != nil {
 		return errors.Join(err, waitAfter(g.stream, lerr))
 	}
@@ -931,6 +929,21 @@ func (g *gpuGraph[W]) deletePair(ctx context.Context, osrc, odst cuda.Slice[uint
 		return fmt.Errorf("%d edges not applied: %w", c[gpurt.CtrlFailed], gpurt.StatusError("device", status))
 	}
 	return nil
+}
+
+// repairScratch returns n bytes for a batch's repair (deleteBoth, the
+// finds of insertBoth, the weighted reverses): the room the last prepare
+// took beside its batch or, past it (a build's chunks that did not run), a
+// buffer of its own.
+func (g *gpuGraph[W]) repairScratch(n int) (cuda.Slice[uint8], error) {
+	if n <= g.res2.Len() {
+		return g.res2.Sub(0, n), nil
+	}
+	s, err := g.bRes2.Get(g.dev, g.stream, n)
+	if err != nil {
+		return s, err
+	}
+	return s.Sub(0, n), nil
 }
 
 // upload copies a Go slice into a scratch buffer.
@@ -1822,8 +1835,7 @@ func (g *gpuGraph[W]) insertAsGiven(ctx context.Context, src, dst cuda.Slice[uin
 	if g.selfLoops {
 		mode |= prepSelfLoops
 	}
-	// deleteBoth's scratch is taken before anything applies.
-	osrc, odst, ores, err := g.prepare(src, dst, n, mode, &g.bRes2)
+	osrc, odst, ores, err := g.prepare(src, dst, n, mode) // with deleteBoth's scratch
 	if err != nil {
 		return err
 	}
@@ -1840,11 +1852,10 @@ func (g *gpuGraph[W]) insertAsGiven(ctx context.Context, src, dst cuda.Slice[uin
 // whatever the context.
 func (g *gpuGraph[W]) deleteBoth(src, dst cuda.Slice[uint32], res cuda.Slice[uint8]) error {
 	n := src.Len()
-	fres, err := g.bRes2.Get(g.dev, g.stream, n)
+	fres, err := g.repairScratch(n)
 	if err != nil {
 		return err
 	}
-	fres = fres.Sub(0, n)
 	all, rp := uint32(1), cuda.DevicePtr(0)
 	if res.Buffer() != nil {
 		all, rp = 0, res.Ptr()
@@ -2153,6 +2164,8 @@ func (g *gpuGraph[W]) flush(ctx context.Context) error {
 	// allocates it again.
 	gpurt.FreeAll(g)
 	g.ownerOK = false
+	g.cntZero = false            // the plan's counts go with rPlan
+	g.res2 = cuda.Slice[uint8]{} // with bPrep
 	return nil
 }
 
