@@ -88,11 +88,13 @@
 // slabs have slots to a new run of buckets at the arena's end (old heads
 // orphaned: the arena only grows), gathering, re-inserting, and only then
 // freeing the old lists; a table of more than 32 buckets is gathered and
-// freed in chunks of 32, a tile each, and the plan sums the movers'
-// buckets and entries itself, so the move is sized without waiting for its
-// scans. An insert batch with RehashChain counts its entries per source
-// (an atomic a run of one source, returning nothing) and plans the sources
-// it finds counted. Device scratch (a build's per-vertex counts,
+// freed in chunks of 32, a tile each. The plan places its movers itself: a
+// warp's new buckets and entries are taken from running sums with one
+// atomic each (their returns and a warp scan give every mover its first
+// bucket and its window of entries), so a move needs neither a scan nor a
+// wait to be sized, and its scratch is one buffer. An insert batch with
+// RehashChain counts its entries per source (an atomic a run of one
+// source, returning nothing) and plans the sources it finds counted. Device scratch (a build's per-vertex counts,
 // bucket counts and their scan, 20 bytes a vertex; the largest batch's
 // staging; the owner array, 4 bytes a bucket; the CSR that TriangleCount
 // and ToCSR gather into, 8 bytes an entry and 20 a vertex) is kept for the
@@ -149,12 +151,14 @@
 // than hashed on every load) the suite passes and incremental builds with
 // tables grown ahead (RehashChain 4) run 2.5-3.0 / 2.2-2.4 / 7.0-7.3 /
 // 2.1-2.4 G entries/s at 2^22 on the four stand-ins (1.3 / 1.4 / 3.9 / 0.7
-// before). Missed targets and what bounds them are in docs/benchmarks.md:
-// builds of the two small graphs against the CSR sort (0.4-0.9x: launches
-// and host waits), incremental builds (mean 3.6-3.9 of the best mode
-// against 4: a move's fixed cost in a batch with few movers, a hub's
-// re-inserts), and the dynamic road counts, on the line against 1.8x (the
-// baseline's merge-insert varies between runs).
+// before). At 70d6acb (a move's and a batch's scratch each one buffer,
+// the arena grown in place, the plan placing its movers without a scan)
+// the suite passes and they run 4.7-5.0 / 3.4 / 7.4-7.5 / 2.5-2.6: a mean
+// of 4.5-4.6 G entries/s (target 4: met). Missed targets and what bounds
+// them are in docs/benchmarks.md: builds of the two small graphs against
+// the CSR sort (0.46x / 0.79x: launches and host waits), and the dynamic
+// road counts, on the line against 1.8x (the baseline's merge-insert
+// varies between runs).
 //
 // # Departures from the spec (shared/docs/specs/graph.md)
 //
@@ -171,9 +175,12 @@
 //     which copy of a repeated edge is Inserted (or Removed), and which
 //     weight a repeated edge keeps, is not fixed (the CPU backend: the
 //     first, and the last weight).
-//   - The arena is one device buffer that grows by copying (EnsureVertices
-//     adds one bucket per new vertex), not segments; nothing points into
-//     it but the dictionary, so nothing else moves.
+//   - The arena is one array of buckets that grows in place
+//     (internal/gpurt.Region: device memory mapped part by part into one
+//     reserved address range, so growing copies nothing and keeps its
+//     address; on a driver without virtual memory management, one buffer
+//     grown by copying), not segments; EnsureVertices adds one bucket per
+//     new vertex.
 //   - Vertex deletes sweep every list for both directed and undirected
 //     graphs (the spec's eager path through the deleted vertices' own lists
 //     for undirected graphs is not built); the deleted IDs stay valid with
