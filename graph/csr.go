@@ -219,7 +219,7 @@ func (c *SortedCSR) TriangleCount(ctx context.Context) (uint64, error) {
 		return 0, waitAfter(c.stream, err)
 	}
 	tiled, items := sortedPairLoop(uint64(c.m), c.nv)
-	if err := c.launch(c.fTCSorted, items, off, cols, rows, ocnt, uint64(c.m), cuda.DevicePtr(0), tiled, c.ctrl); err != nil {
+	if err := c.launch(c.fTCSorted, items, off, cols, rows, ocnt, uint64(c.m), uint64(c.nv), cuda.DevicePtr(0), tiled, c.ctrl); err != nil {
 		return 0, waitAfter(c.stream, err)
 	}
 	if err := gpurt.Wait(c.stream); err != nil {

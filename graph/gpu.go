@@ -1294,10 +1294,22 @@ const gatherWarpBuckets = 31
 
 // gatherAll lays every table out as rows of a CSR (in no order within a
 // row): cols, weights (optional), rows (optional: each entry's vertex).
-func (g *gpuGraph[W]) gatherAll(off cuda.Slice[uint64], total uint64, cols cuda.Slice[uint32], vals cuda.DevicePtr, rows cuda.DevicePtr) error {
-	cursor, err := g.tCursor.Get(g.dev, g.stream, max(1, g.nv))
-	if err != nil {
-		return err
+// With ocnt (an unweighted graph only) it lays out the triangle count's
+// oriented CSR instead: each row's neighbours ranked above its vertex at
+// its front, their number in ocnt, the rest of the row not written
+// (graph.cu: gr_gather_set_vertices).
+func (g *gpuGraph[W]) gatherAll(off cuda.Slice[uint64], total uint64, cols cuda.Slice[uint32], vals cuda.DevicePtr, rows cuda.DevicePtr, ocnt cuda.Slice[uint32]) error {
+	cursor, orient := ocnt, cuda.DevicePtr(0)
+	if ocnt.Len() > 0 {
+		if g.fGatherVertices == nil {
+			return fmt.Errorf("%w: graph: an oriented gather of a weighted graph", warpkit.ErrInvalidArgument)
+		}
+		orient = g.dict.Ptr()
+	} else {
+		var err error
+		if cursor, err = g.tCursor.Get(g.dev, g.stream, max(1, g.nv)); err != nil {
+			return err
+		}
 	}
 	if err := g.zeroCtrl(); err != nil {
 		return err
@@ -1311,11 +1323,11 @@ func (g *gpuGraph[W]) gatherAll(off cuda.Slice[uint64], total uint64, cols cuda.
 			return err
 		}
 		if err := g.launch(g.fGatherVertices, int64(g.nv), g.arena, g.dict, uint64(g.nv), g.pool.Descriptor(), off, cursor, cols, rows,
-			uint32(gatherWarpBuckets), items, uint64(maxItems), g.ctrl); err != nil {
+			uint32(gatherWarpBuckets), items, uint64(maxItems), orient, g.ctrl); err != nil {
 			return waitAfter(g.stream, err)
 		}
 		if err := g.launch(g.fGatherItems, int64(maxItems)*32, g.arena, g.dict, g.pool.Descriptor(), off, cursor, cols, rows,
-			items, uint64(maxItems), g.ctrl); err != nil {
+			items, uint64(maxItems), orient, g.ctrl); err != nil {
 			return waitAfter(g.stream, err)
 		}
 	default:
@@ -1357,7 +1369,7 @@ func (g *gpuGraph[W]) csr(ctx context.Context, sorted bool) (*CSR, []W, error) {
 		defer dv.Free()
 		vals = dv.Ptr()
 	}
-	if err := g.gatherAll(off, total, cols, vals, 0); err != nil {
+	if err := g.gatherAll(off, total, cols, vals, 0, cuda.Slice[uint32]{}); err != nil {
 		return nil, nil, err
 	}
 	out := &CSR{Offsets: make([]uint64, g.nv+1), Cols: make([]uint32, total)}
@@ -1549,7 +1561,14 @@ func (g *gpuGraph[W]) triangles(ctx context.Context, method TriangleMethod) (Tri
 	if err != nil {
 		return st, err
 	}
-	if err := g.gatherAll(off, total, cols, 0, rows.Ptr()); err != nil {
+	// The hash method of an unweighted graph gathers its rows oriented
+	// (one pass: no orientation launch, half the entries written).
+	fused := method == TrianglesHash && g.fGatherVertices != nil
+	gatherOcnt := cuda.Slice[uint32]{}
+	if fused {
+		gatherOcnt = ocnt
+	}
+	if err := g.gatherAll(off, total, cols, 0, rows.Ptr(), gatherOcnt); err != nil {
 		return st, err
 	}
 	if err := phase(); err != nil { // gathered
@@ -1575,9 +1594,11 @@ func (g *gpuGraph[W]) triangles(ctx context.Context, method TriangleMethod) (Tri
 	if err := g.zeroCtrl(); err != nil {
 		return st, err
 	}
-	if method == TrianglesThesis {
+	switch {
+	case fused: // oriented by the gather
+	case method == TrianglesThesis:
 		err = g.launch(g.fDegrees, int64(g.nv), g.dict, cuda.DevicePtr(0), uint64(g.nv), ocnt, cuda.DevicePtr(0))
-	} else {
+	default:
 		err = g.launch(g.fOrient, int64(g.nv), off, cols, g.dict, uint64(g.nv), ocnt)
 	}
 	if err != nil {
@@ -1592,9 +1613,9 @@ func (g *gpuGraph[W]) triangles(ctx context.Context, method TriangleMethod) (Tri
 	}
 	if method == TrianglesSorted {
 		tiled, items := sortedPairLoop(total, g.nv)
-		err = g.launch(g.fTCSorted, items, off, cols, rows, ocnt, total, g.dict, tiled, g.ctrl)
+		err = g.launch(g.fTCSorted, items, off, cols, rows, ocnt, total, uint64(g.nv), g.dict, tiled, g.ctrl)
 	} else {
-		err = g.launch(g.fTC, int64(total), off, cols, rows, ocnt, total, g.arena, g.dict, g.pool.Descriptor(), g.seed, g.ctrl)
+		err = g.launch(g.fTC, int64(total), off, cols, rows, ocnt, total, uint64(g.nv), g.arena, g.dict, g.pool.Descriptor(), g.seed, g.ctrl)
 	}
 	if err == nil {
 		err = ev[next].Record(g.stream)

@@ -1412,15 +1412,19 @@ func gatheredRows[W any](t *testing.T, where string, e *gpuGraph[W]) {
 		t.Fatal(err)
 	}
 	defer rows.Free()
-	if err := e.gatherAll(off, total, cols, 0, rows.Ptr()); err != nil {
+	if err := e.gatherAll(off, total, cols, 0, rows.Ptr(), cuda.Slice[uint32]{}); err != nil {
 		t.Fatal(err)
 	}
 	ho := make([]uint64, e.nv+1)
 	hr := make([]uint32, max(1, total))
+	hc := make([]uint32, max(1, total))
 	if err := off.Sub(0, e.nv+1).CopyToHost(ho); err != nil {
 		t.Fatal(err)
 	}
 	if err := rows.CopyToHost(hr); err != nil {
+		t.Fatal(err)
+	}
+	if err := cols.CopyToHost(hc); err != nil {
 		t.Fatal(err)
 	}
 	for v := range e.nv {
@@ -1429,5 +1433,72 @@ func gatheredRows[W any](t *testing.T, where string, e *gpuGraph[W]) {
 				t.Fatalf("%s: the gather's row of entry %d of vertex %d says %d", where, k-ho[v], v, hr[k])
 			}
 		}
+	}
+	if e.fGatherVertices == nil {
+		return
+	}
+	// The oriented gather of the triangle count: each row's neighbours
+	// ranked above its vertex (by degree, then ID) at its front, their
+	// number in ocnt, rows right there; the rest of the row is left as it
+	// was (here: a pattern no vertex has).
+	deg, err := e.hostDegrees()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []cuda.Slice[uint32]{cols, rows} {
+		if err := cuda.Fill(s, 0xdeadbeef, e.stream); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ocnt, err := cuda.Alloc[uint32](e.dev, e.nv+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ocnt.Free()
+	if err := cuda.Fill(ocnt, 0xdeadbeef, e.stream); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.gatherAll(off, total, cols, 0, rows.Ptr(), ocnt); err != nil {
+		t.Fatal(err)
+	}
+	oc := make([]uint32, e.nv+1)
+	or := make([]uint32, max(1, total))
+	ocl := make([]uint32, max(1, total))
+	for _, c := range []struct {
+		s cuda.Slice[uint32]
+		h []uint32
+	}{{ocnt, oc}, {rows, or}, {cols, ocl}} {
+		if err := c.s.CopyToHost(c.h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	above := func(x, v uint32) bool { return deg[x] > deg[v] || deg[x] == deg[v] && x > v }
+	oriented := 0
+	for v := range e.nv {
+		var want []uint32
+		for _, x := range hc[ho[v]:ho[v+1]] {
+			if above(x, uint32(v)) {
+				want = append(want, x)
+			}
+		}
+		n := uint64(oc[v])
+		if n != uint64(len(want)) || ho[v]+n > ho[v+1] {
+			t.Fatalf("%s: the oriented row of vertex %d (degree %d) has %d entries, want %d", where, v, deg[v], oc[v], len(want))
+		}
+		got := slices.Clone(ocl[ho[v] : ho[v]+n])
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: the oriented row of vertex %d: %v, want %v", where, v, got, want)
+		}
+		for k := ho[v]; k < ho[v]+n; k++ {
+			if or[k] != uint32(v) {
+				t.Fatalf("%s: the oriented gather's row of entry %d of vertex %d says %d", where, k-ho[v], v, or[k])
+			}
+		}
+		oriented += len(want)
+	}
+	if oriented == 0 || uint64(2*oriented) > total {
+		t.Fatalf("%s: %d oriented entries of %d", where, oriented, total)
 	}
 }

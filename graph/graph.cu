@@ -528,6 +528,30 @@ __device__ __forceinline__ uint32_t set_slab(const char* s, uint32_t key[7], uin
   return live;
 }
 
+// degree_of is v's degree: its dictionary entry's, or (dict null) its CSR
+// row's length.
+__device__ __forceinline__ uint32_t degree_of(const Vertex* dict, const uint64_t* offsets, uint32_t v) {
+  return dict ? dict[v].degree : (uint32_t)(offsets[v + 1] - offsets[v]);
+}
+
+// ranks_above reports whether vertex x (degree dx) ranks above vertex v
+// (degree dv) in the degree order: by degree, then by ID.
+__device__ __forceinline__ bool ranks_above(uint32_t dx, uint32_t x, uint32_t dv, uint32_t v) {
+  return dx > dv || (dx == dv && x > v);
+}
+
+// above_mask keeps, of the live keys of vertex v (degree dv) in a slab,
+// those ranked above v (ranks_above, degrees from dict): the gather of an
+// oriented CSR (gr_gather_set_vertices with orient).
+__device__ __forceinline__ uint32_t above_mask(const uint32_t key[7], uint32_t live, const Vertex* dict, uint32_t dv,
+                                               uint32_t v) {
+  uint32_t keep = 0;
+#pragma unroll
+  for (int q = 0; q < 7; ++q)
+    if ((live >> q) & 1u) keep |= (uint32_t)ranks_above(dict[key[q]].degree, key[q], dv, v) << q;
+  return keep;
+}
+
 // put_slab writes the live keys of a slab (set_slab) at cols[at ..) and,
 // with rows, their vertex v; none at or past end (kStatusOverflow).
 __device__ __forceinline__ void put_slab(const uint32_t key[7], uint32_t live, uint64_t at, uint64_t end, uint32_t v,
@@ -571,14 +595,16 @@ constexpr uint32_t kChunkBuckets = 64;
 // else where the vertex's cursor says; none at or past end.
 __device__ __forceinline__ void gather_chain(const char* s, const Pool* pool, bool alone, uint64_t at, uint64_t end,
                                              uint32_t v, uint32_t* cursor, uint32_t* cols, uint32_t* rows,
-                                             uint32_t* status) {
+                                             const Vertex* orient, uint32_t dv, uint32_t* status) {
+  const uint64_t at0 = at;
   for (uint32_t hop = 0;; ++hop) {
     if (hop == sh::kMaxSteps) {
       report(status, kStatusRetryLimit);
       return;
     }
     uint32_t key[7], next;
-    const uint32_t live = set_slab(s, key, next);
+    uint32_t live = set_slab(s, key, next);
+    if (live && orient) live = above_mask(key, live, orient, dv, v);
     if (live) {
       const uint32_t n = __popc(live);
       if (alone) {
@@ -588,25 +614,36 @@ __device__ __forceinline__ void gather_chain(const char* s, const Pool* pool, bo
         put_slab(key, live, at + atomicAdd(&cursor[v], n), end, v, cols, rows, status);
       }
     }
-    if (next == kNull) return;
+    if (next == kNull) break;
     s = slab::unit_ptr<32>(pool, next);
   }
+  if (alone && orient) cursor[v] = (uint32_t)(at - at0);  // the row's oriented length
 }
 
 // gather_set_vertices lays out vertices [0, nv): cols gets the entries,
 // rows (optional) each entry's vertex. A vertex's entries past
 // offsets[v+1] are not written (kStatusOverflow), nor items past maxItems.
-// The items are counted in ctrl[kCtrlCount]. Runs alone.
+// The items are counted in ctrl[kCtrlCount]. With orient (the dictionary)
+// it lays out the oriented CSR of the triangle count in one pass: a
+// vertex's entries ranked above it (above_mask) at the front of its row,
+// their number in cursor[v] (every vertex's, zero without a table: the
+// count's ocnt), the rest of the row not written (so rows there are not
+// the row's vertex: count_pairs checks). Runs alone.
 extern "C" __global__ void gr_gather_set_vertices(const char* arena, const Vertex* dict, uint64_t nv, const Pool* pool,
                                                   const uint64_t* offsets, uint32_t* cursor, uint32_t* cols,
                                                   uint32_t* rows, uint32_t warpBuckets, unsigned long long* items,
-                                                  uint64_t maxItems, unsigned long long* ctrl) {
+                                                  uint64_t maxItems, const Vertex* orient,
+                                                  unsigned long long* ctrl) {
   uint32_t* status = (uint32_t*)(ctrl + kCtrlStatus);
   const uint32_t lane = slab::lane();
   for (uint64_t v0 = thread_index() - lane; v0 < nv; v0 += thread_count()) {  // whole warps: the shuffles
     const uint64_t v = v0 + lane;
     uint2 bn = make_uint2(0, 0);
-    if (v < nv) bn = *(const uint2*)&dict[v];
+    uint32_t dv = 0;
+    if (v < nv) {
+      bn = *(const uint2*)&dict[v];
+      if (orient) dv = dict[v].degree;
+    }
     const bool big = bn.y > warpBuckets;
     // Large tables: items, numbered with one atomic a warp.
     const uint32_t chunks = big ? (uint32_t)(((uint64_t)bn.y + kChunkBuckets - 1) / kChunkBuckets) : 0;
@@ -626,7 +663,7 @@ extern "C" __global__ void gr_gather_set_vertices(const char* arena, const Verte
     }
     // The others: their buckets end to end.
     const uint32_t nb = big ? 0 : bn.y;
-    if (big || nb > 1) cursor[v] = 0;
+    if (v < nv && (big || nb > 1 || (orient && nb == 0))) cursor[v] = 0;
     uint64_t o0 = 0, o1 = 0;
     if (nb) o0 = offsets[v], o1 = offsets[v + 1];
     const uint32_t incl = warp_scan(nb);
@@ -636,11 +673,11 @@ extern "C" __global__ void gr_gather_set_vertices(const char* arena, const Verte
       const uint32_t p = p0 + lane;
       const int o = warp_owner(incl, p);  // the vertex's lane
       const uint32_t onb = __shfl_sync(kAll, nb, o), start = __shfl_sync(kAll, incl - nb, o);
-      const uint32_t obase = __shfl_sync(kAll, bn.x, o);
+      const uint32_t obase = __shfl_sync(kAll, bn.x, o), odv = __shfl_sync(kAll, dv, o);
       const uint64_t oo0 = __shfl_sync(kAll, (unsigned long long)o0, o), oo1 = __shfl_sync(kAll, (unsigned long long)o1, o);
       if (p < total) {
         gather_chain(arena + ((uint64_t)obase + (p - start)) * 32, pool, onb == 1, oo0, oo1, (uint32_t)(v0 + o), cursor,
-                     cols, rows, status);
+                     cols, rows, orient, odv, status);
       }
     }
   }
@@ -649,11 +686,12 @@ extern "C" __global__ void gr_gather_set_vertices(const char* arena, const Verte
 // gather_set_items lays out the large tables gr_gather_set_vertices listed
 // (ctrl[kCtrlCount] items; at most maxItems): a warp an item, lane l its
 // chunk's buckets l, l + 32; each step of the lanes' lists placed by a warp
-// scan and one atomic on the vertex's cursor.
+// scan and one atomic on the vertex's cursor (with orient, the entries
+// ranked above the vertex only).
 extern "C" __global__ void gr_gather_set_items(const char* arena, const Vertex* dict, const Pool* pool,
                                                const uint64_t* offsets, uint32_t* cursor, uint32_t* cols,
                                                uint32_t* rows, const unsigned long long* items, uint64_t maxItems,
-                                               unsigned long long* ctrl) {
+                                               const Vertex* orient, unsigned long long* ctrl) {
   uint32_t* status = (uint32_t*)(ctrl + kCtrlStatus);
   const uint32_t lane = slab::lane();
   const uint64_t count = min((uint64_t)sh::ldv64(ctrl + kCtrlCount), maxItems);
@@ -662,6 +700,7 @@ extern "C" __global__ void gr_gather_set_items(const char* arena, const Vertex* 
     const unsigned long long item = items[w];
     const uint32_t v = (uint32_t)(item >> 32), chunk = (uint32_t)item;
     const uint2 bn = *(const uint2*)&dict[v];
+    const uint32_t dv = orient ? dict[v].degree : 0;
     const uint64_t o0 = offsets[v], end = offsets[v + 1];
     const uint64_t j1 = min((uint64_t)bn.y, ((uint64_t)chunk + 1) * kChunkBuckets);  // 64-bit: nb may near 2^32
     for (uint64_t j0 = (uint64_t)chunk * kChunkBuckets; j0 < j1; j0 += 32) {
@@ -674,6 +713,7 @@ extern "C" __global__ void gr_gather_set_items(const char* arena, const Vertex* 
         }
         uint32_t key[7], next = kNull, live = 0;
         if (s) live = set_slab(s, key, next);
+        if (live && orient) live = above_mask(key, live, orient, dv, v);
         const uint32_t n = __popc(live);
         const uint32_t incl = warp_scan(n);
         const uint32_t all = __shfl_sync(kAll, incl, 31);
@@ -1146,18 +1186,6 @@ __device__ __forceinline__ bool contains(const char* arena, const Pool* pool, ui
   return false;
 }
 
-// degree_of is v's degree: its dictionary entry's, or (dict null) its CSR
-// row's length.
-__device__ __forceinline__ uint32_t degree_of(const Vertex* dict, const uint64_t* offsets, uint32_t v) {
-  return dict ? dict[v].degree : (uint32_t)(offsets[v + 1] - offsets[v]);
-}
-
-// ranks_above reports whether vertex x (degree dx) ranks above vertex v
-// (degree dv) in the degree order: by degree, then by ID.
-__device__ __forceinline__ bool ranks_above(uint32_t dx, uint32_t x, uint32_t dv, uint32_t v) {
-  return dx > dv || (dx == dv && x > v);
-}
-
 // orient keeps, in each vertex's row of a CSR (cols[offsets[v] ..], in
 // place, at the front, in their order), the neighbours ranked above it
 // (ranks_above), and their number in ocnt[v]. A warp takes 32 rows, a
@@ -1227,8 +1255,8 @@ constexpr uint32_t kPairRound = 1u << 26;  // pairs a list contributes to one ro
 
 template <class Edge>
 __device__ __forceinline__ void count_pairs(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows,
-                                            const uint32_t* ocnt, uint64_t total, unsigned long long* count,
-                                            Edge&& edge) {
+                                            const uint32_t* ocnt, uint64_t total, uint64_t nv,
+                                            unsigned long long* count, Edge&& edge) {
   const uint32_t lane = slab::lane();
   const uint64_t warps = thread_count() / 32;
   unsigned long long found = 0;
@@ -1237,13 +1265,19 @@ __device__ __forceinline__ void count_pairs(const uint64_t* offsets, const uint3
     uint32_t u = 0, v = 0, i = 0, len = 0;
     uint64_t o0 = 0;
     if (k < total) {
+      // An oriented gather leaves the rows past a row's oriented entries
+      // unwritten (gr_gather_set_vertices): k counts only when it lies in
+      // the oriented part of row u's window (windows do not overlap, so no
+      // other row's can hold it).
       u = rows[k];
-      o0 = offsets[u];
-      i = (uint32_t)(k - o0);
-      const uint32_t d = ocnt[u];
-      if (i < d) {
-        v = cols[k];
-        if (v != u) len = d - i - 1;
+      if (u < nv) {
+        o0 = offsets[u];
+        const uint32_t d = ocnt[u];
+        if (k >= o0 && k - o0 < d) {
+          i = (uint32_t)(k - o0);
+          v = cols[k];
+          if (v != u) len = d - i - 1;
+        }
       }
     }
     // Rounds of at most 2^26 pairs a list, so that the 32 lists' sum fits
@@ -1277,9 +1311,9 @@ __device__ __forceinline__ void count_pairs(const uint64_t* offsets, const uint3
 // whose edge (v, w) is in v's table (one thread's probe: contains).
 template <class L>
 __device__ void tc(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows, const uint32_t* ocnt,
-                   uint64_t total, const char* arena, const Vertex* dict, const Pool* pool, uint32_t seed,
+                   uint64_t total, uint64_t nv, const char* arena, const Vertex* dict, const Pool* pool, uint32_t seed,
                    unsigned long long* count) {
-  count_pairs(offsets, cols, rows, ocnt, total, count, [&](uint32_t v, uint32_t w) {
+  count_pairs(offsets, cols, rows, ocnt, total, nv, count, [&](uint32_t v, uint32_t w) {
     return contains<L>(arena, pool, *(const uint2*)&dict[v], seed, w);
   });
 }
@@ -1317,8 +1351,8 @@ __device__ __forceinline__ void count_pairs_tiled(const uint64_t* offsets, const
 // v, w ranks lower. The sorted-adjacency baseline (TrianglesSorted); tiled
 // picks count_pairs_tiled (launch 8 threads an entry) over count_pairs (one).
 extern "C" __global__ void gr_tc_sorted(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows,
-                                        const uint32_t* ocnt, uint64_t total, const Vertex* dict, uint32_t tiled,
-                                        unsigned long long* count) {
+                                        const uint32_t* ocnt, uint64_t total, uint64_t nv, const Vertex* dict,
+                                        uint32_t tiled, unsigned long long* count) {
   auto edge = [&](uint32_t v, uint32_t w) {
     uint32_t a = v, b = w;  // look b up in a's oriented row
     const uint32_t dv = degree_of(dict, offsets, v), dw = degree_of(dict, offsets, w);
@@ -1336,7 +1370,7 @@ extern "C" __global__ void gr_tc_sorted(const uint64_t* offsets, const uint32_t*
     return lo < ocnt[a] && row[lo] == b;
   };
   if (tiled) count_pairs_tiled(offsets, cols, rows, ocnt, total, count, edge);
-  else count_pairs(offsets, cols, rows, ocnt, total, count, edge);
+  else count_pairs(offsets, cols, rows, ocnt, total, nv, count, edge);
 }
 
 // The sorted-CSR baseline (SortedCSR): entries as 64-bit keys src<<32|dst,
@@ -1449,10 +1483,10 @@ extern "C" __global__ void gr_narrow(const uint64_t* in, uint64_t n, uint32_t* o
     wk::sh::flush<L_##NAME>(arena, nslabs, pool, ctrl);                                                               \
   }                                                                                                                   \
   extern "C" __global__ void gr_tc_##NAME(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows,       \
-                                          const uint32_t* ocnt, uint64_t total, const char* arena,                   \
+                                          const uint32_t* ocnt, uint64_t total, uint64_t nv, const char* arena,      \
                                           const wk::gr::Vertex* dict, const wk::slab::Pool* pool, uint32_t seed,     \
                                           unsigned long long* count) {                                               \
-    wk::gr::tc<L_##NAME>(offsets, cols, rows, ocnt, total, arena, dict, pool, seed, count);                          \
+    wk::gr::tc<L_##NAME>(offsets, cols, rows, ocnt, total, nv, arena, dict, pool, seed, count);                      \
   }
 
 // Unweighted graphs: 32-byte set slabs of 7 neighbours. Weighted: 64-byte
