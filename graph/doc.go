@@ -36,9 +36,12 @@
 // triangle once, in O(m^1.5). The CPU backend intersects sorted out-lists;
 // the CUDA backend probes v's hash table for each later out-neighbour w of u
 // (a warp takes 32 oriented edges and deals their probes out evenly over
-// its lanes; one thread per probe). Both passes over the rows (orientation
-// and probes) give a lane a short row or list to itself and the warp the
-// long ones, so graphs of low degree keep every lane busy.
+// its lanes; one thread per probe). An unweighted graph's tables are laid
+// out already oriented: the gather keeps each vertex's neighbours ranked
+// above it and counts them, in one pass; weighted graphs and the sorted and
+// thesis methods gather every entry and orient the rows after. Both the
+// orientation and the probes give a lane a short row or list to itself and
+// the warp the long ones, so graphs of low degree keep every lane busy.
 //
 // # Backends
 //
@@ -154,11 +157,17 @@
 // before). At 70d6acb (a move's and a batch's scratch each one buffer,
 // the arena grown in place, the plan placing its movers without a scan)
 // the suite passes and they run 4.7-5.0 / 3.4 / 7.4-7.5 / 2.5-2.6: a mean
-// of 4.5-4.6 G entries/s (target 4: met). Missed targets and what bounds
-// them are in docs/benchmarks.md: builds of the two small graphs against
-// the CSR sort (0.46x / 0.79x: launches and host waits), and the dynamic
-// road counts, on the line against 1.8x (the baseline's merge-insert
-// varies between runs).
+// of 4.5-4.6 G entries/s (target 4: met). At 58d7a7f (the hash count's
+// gather oriented in one pass) the suite passes and triangle counts run
+// 1.08-1.4x faster than before (germany_osm 0.92 ms, 0.72x the CSR count).
+// Missed targets and what bounds them are in docs/benchmarks.md: builds of
+// the two small graphs against the CSR sort (0.46x / 0.79x: launches and
+// host waits); builds at 4x the thesis's rates on every stand-in (the
+// spec's row: 0.9-5.9x, met on germany_osm only: a build inserts each
+// entry through the slab hash engine, and the small graphs are launches
+// and waits); and the dynamic road counts, on the line against 1.8x
+// (1.84-2.12x this session; the baseline's merge-insert varies between
+// runs).
 //
 // # Departures from the spec (shared/docs/specs/graph.md)
 //

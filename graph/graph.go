@@ -596,8 +596,9 @@ const (
 // TriangleStats is a triangle count and where its time went (the CUDA
 // backend's phases: stream time between events recorded on its stream as
 // each phase is queued, so a phase includes what the host did while the
-// stream waited for it; Sort is 0 but for TrianglesSorted. The CPU backend
-// times only Count, on the host).
+// stream waited for it; Sort is 0 but for TrianglesSorted, and Orient next
+// to 0 for TrianglesHash on an unweighted graph, whose gather orients. The
+// CPU backend times only Count, on the host).
 type TriangleStats struct {
 	Triangles                   uint64
 	Gather, Sort, Orient, Count time.Duration
