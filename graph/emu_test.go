@@ -6,6 +6,7 @@ import (
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/internal/emu"
+	"github.com/warpkit/warpkit/internal/gpurt"
 	"github.com/warpkit/warpkit/internal/gputest"
 )
 
@@ -69,4 +70,63 @@ func TestEmulatedGatherShapes(t *testing.T) {
 // TestEmulatedMoveChunks is TestCUDAMoveChunks on the emulation.
 func TestEmulatedMoveChunks(t *testing.T) {
 	moveChunks(t, emu.Device(t, emu.Options{}, sources...))
+}
+
+// TestEmulatedPlanCap: a plan that finds more movers than the host made
+// room for writes none past it and says so (kStatusOverflow), and the
+// graph's next Rehash, with room for them all, moves them.
+func TestEmulatedPlanCap(t *testing.T) {
+	dev := emu.Device(t, emu.Options{}, sources...)
+	const nv, deg = 96, 40
+	g, err := New(Options{Backend: warpkit.CUDA, Device: dev, VertexCapacity: nv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	var s, d []uint32
+	for v := uint32(0); v < nv; v++ {
+		for k := uint32(1); k <= deg; k++ {
+			s, d = append(s, v), append(d, (v+k)%nv)
+		}
+	}
+	if err := g.InsertEdges(t.Context(), s, d, nil); err != nil { // one bucket each: long lists
+		t.Fatal(err)
+	}
+	e := g.e.(*gpuGraph[struct{}])
+	func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		const room = 3
+		_, mp, err := e.planScratch(room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.ctrlPlan.Zero(e.stream); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.launch(e.fRehashPlan, int64(e.nv), e.dict, uint64(e.nv), uint32(slotsPerBucket), e.per1000(), uint32(1000),
+			mp.ids, mp.old, mp.size, mp.base, mp.rows, uint64(room), e.ctrlPlan, e.planTotals()); err != nil {
+			t.Fatal(err)
+		}
+		plan, err := e.readPlan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan[gpurt.CtrlCount] <= room || uint32(plan[gpurt.CtrlStatus])&gpurt.StatusOverflow == 0 {
+			t.Fatalf("%d movers in room for %d: status %#x, want StatusOverflow", plan[gpurt.CtrlCount], room, plan[gpurt.CtrlStatus])
+		}
+	}()
+	if err := g.Rehash(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := g.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.LongestList > 2 || st.Entries != 2*nv*deg {
+		t.Fatalf("after Rehash: longest list %d, %d entries", st.LongestList, st.Entries)
+	}
+	if err := g.Check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -144,11 +144,12 @@ type gpuGraph[W any] struct {
 	// entries of neighborsDevice.
 	rPlan, rMove gpurt.Buf[uint64]
 	rCur         gpurt.Buf[uint32]
-	// planScratch's per-source counts (cntLen of them at cntAt) are zero
-	// between insert batches (gr_plan_sources zeroes what gr_count_sources
-	// counted) while cntZero is true.
+	// planScratch's per-source counts (cntLen of them at the front of
+	// cntBuf, rPlan's buffer) are zero between insert batches
+	// (gr_plan_sources zeroes what gr_count_sources counted) while cntZero
+	// is true.
 	cntZero bool
-	cntAt   cuda.DevicePtr
+	cntBuf  *cuda.Buffer
 	cntLen  int
 	// applies counts the apply launches queued (run): a batch that failed
 	// before its first one applied nothing.
@@ -738,6 +739,7 @@ func (g *gpuGraph[W]) prepare(src, dst cuda.Slice[uint32], m int, mode uint32) (
 	pDst := gpurt.Place[uint32](&l, m)
 	pRes := gpurt.Place[uint8](&l, m)
 	pRes2 := gpurt.Place[uint8](&l, m)
+	g.res2 = cuda.Slice[uint8]{} // a failed growth frees the buffer it was in
 	mem, err := l.Get(&g.bPrep, g.dev, g.stream)
 	if err != nil {
 		return
@@ -1967,14 +1969,15 @@ func (g *gpuGraph[W]) planSources(src cuda.Slice[uint32], res cuda.Slice[uint8])
 	}
 	per := g.per1000()
 	chain := uint32(math.Round(g.rehashChain * 1000))
-	if err = g.launch(g.fPlanSources, int64(g.nv), g.dict, uint64(g.nv), cnt, uint32(slotsPerBucket), per, chain, mp.ids, mp.old, mp.size, mp.base, mp.rows, g.ctrlPlan, g.planTotals()); err != nil {
+	if err = g.launch(g.fPlanSources, int64(g.nv), g.dict, uint64(g.nv), cnt, uint32(slotsPerBucket), per, chain, mp.ids, mp.old, mp.size, mp.base, mp.rows, uint64(mp.ids.Len()), g.ctrlPlan, g.planTotals()); err != nil {
 		err = waitAfter(g.stream, err)
 		return
 	}
 	if plan, err = g.readPlan(); err != nil {
 		return
 	}
-	g.cntZero = true
+	g.cntZero = true // the plan zeroed what it read, whatever its status
+	err = gpurt.StatusError("grow plan", uint32(plan[gpurt.CtrlStatus]))
 	return
 }
 
@@ -2008,12 +2011,14 @@ func (g *gpuGraph[W]) planScratch(movers int) (cnt cuda.Slice[uint32], mp movePl
 	}
 	cnt = pCnt.In(mem)
 	mp = movePlan{ids: pIDs.In(mem), old: pOld.In(mem), size: pSize.In(mem), base: pBase.In(mem), rows: pRows.In(mem)}
-	if !g.cntZero || cnt.Ptr() != g.cntAt || cnt.Len() != g.cntLen {
+	// A buffer grown is a new Buffer (its address may be the old one's:
+	// not a sign that the counts survived).
+	if !g.cntZero || mem != g.cntBuf || cnt.Len() != g.cntLen {
 		if err = cnt.Zero(g.stream); err != nil {
 			err = waitAfter(g.stream, err)
 			return
 		}
-		g.cntZero, g.cntAt, g.cntLen = true, cnt.Ptr(), cnt.Len()
+		g.cntZero, g.cntBuf, g.cntLen = true, mem, cnt.Len()
 	}
 	return
 }
@@ -2033,11 +2038,14 @@ func (g *gpuGraph[W]) rehashLocked(ctx context.Context, chain1000 uint32) (err e
 		return waitAfter(g.stream, err)
 	}
 	per := g.per1000()
-	if err := g.launch(g.fRehashPlan, int64(g.nv), g.dict, uint64(g.nv), uint32(slotsPerBucket), per, chain1000, mp.ids, mp.old, mp.size, mp.base, mp.rows, g.ctrlPlan, g.planTotals()); err != nil {
+	if err := g.launch(g.fRehashPlan, int64(g.nv), g.dict, uint64(g.nv), uint32(slotsPerBucket), per, chain1000, mp.ids, mp.old, mp.size, mp.base, mp.rows, uint64(mp.ids.Len()), g.ctrlPlan, g.planTotals()); err != nil {
 		return waitAfter(g.stream, err)
 	}
 	plan, err := g.readPlan()
 	if err != nil {
+		return err
+	}
+	if err := gpurt.StatusError("rehash plan", uint32(plan[gpurt.CtrlStatus])); err != nil {
 		return err
 	}
 	return g.moveTables(ctx, plan, mp)

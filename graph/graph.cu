@@ -845,9 +845,10 @@ __device__ __forceinline__ unsigned long long warp_excl64(unsigned long long x, 
 // arrays), taken from the running sums in totals[0] (buckets) and
 // totals[1] (degrees). Movers are placed in no order; the host sizes the
 // move by the sums, with neither a scan nor its wait. Three atomics a warp
-// with movers (every lane calls it).
+// with movers (every lane calls it). Movers past cap, the host's room, are
+// not written (kStatusOverflow).
 __device__ __forceinline__ void plan_list(bool moves, uint32_t v, const Vertex& e, uint64_t nb, uint32_t* ids,
-                                          Vertex* old, uint64_t* size, uint64_t* base, uint64_t* rows,
+                                          Vertex* old, uint64_t* size, uint64_t* base, uint64_t* rows, uint64_t cap,
                                           unsigned long long* ctrl, unsigned long long* totals) {
   const uint32_t lane = slab::lane();
   const uint32_t m = __ballot_sync(kAll, moves);
@@ -867,6 +868,10 @@ __device__ __forceinline__ void plan_list(bool moves, uint32_t v, const Vertex& 
   d0 = __shfl_sync(kAll, d0, leader);
   if (!moves) return;
   const unsigned long long i = at + __popc(m & ((1u << lane) - 1u));
+  if (i >= cap) {  // more movers than the host's room (a bug): nothing written past it
+    report((uint32_t*)(ctrl + kCtrlStatus), kStatusOverflow);
+    return;
+  }
   ids[i] = v;
   old[i] = e;
   size[i] = nb;
@@ -883,7 +888,7 @@ __device__ __forceinline__ void plan_list(bool moves, uint32_t v, const Vertex& 
 // move, and the move's buckets and entries in totals[0..1] (plan_list).
 extern "C" __global__ void gr_rehash_plan(const Vertex* dict, uint64_t nv, uint32_t slots, uint32_t per1000,
                                           uint32_t chain1000, uint32_t* ids, Vertex* old, uint64_t* size,
-                                          uint64_t* base, uint64_t* rows, unsigned long long* ctrl,
+                                          uint64_t* base, uint64_t* rows, uint64_t cap, unsigned long long* ctrl,
                                           unsigned long long* totals) {
   const uint32_t lane = slab::lane();
   for (uint64_t v0 = thread_index() - lane; v0 < nv; v0 += thread_count()) {  // whole warps: plan_list
@@ -895,7 +900,7 @@ extern "C" __global__ void gr_rehash_plan(const Vertex* dict, uint64_t nv, uint3
       e = dict[v];
       moves = plan_one(e, e.degree, slots, per1000, chain1000, &nb);
     }
-    plan_list(moves, (uint32_t)v, e, nb, ids, old, size, base, rows, ctrl, totals);
+    plan_list(moves, (uint32_t)v, e, nb, ids, old, size, base, rows, cap, ctrl, totals);
   }
 }
 
@@ -926,8 +931,8 @@ extern "C" __global__ void gr_count_sources(const uint32_t* src, const uint8_t* 
 // zeroes those it found for the next batch.
 extern "C" __global__ void gr_plan_sources(const Vertex* dict, uint64_t nv, uint32_t* cnt, uint32_t slots,
                                            uint32_t per1000, uint32_t chain1000, uint32_t* ids, Vertex* old,
-                                           uint64_t* size, uint64_t* base, uint64_t* rows, unsigned long long* ctrl,
-                                           unsigned long long* totals) {
+                                           uint64_t* size, uint64_t* base, uint64_t* rows, uint64_t cap,
+                                           unsigned long long* ctrl, unsigned long long* totals) {
   const uint32_t lane = slab::lane();
   for (uint64_t v0 = thread_index() - lane; v0 < nv; v0 += thread_count()) {  // whole warps: plan_list
     const uint64_t v = v0 + lane;
@@ -941,7 +946,7 @@ extern "C" __global__ void gr_plan_sources(const Vertex* dict, uint64_t nv, uint
       cnt[v] = 0;
       moves = plan_one(e, (uint64_t)e.degree + extra, slots, per1000, chain1000, &nb);
     }
-    plan_list(moves, (uint32_t)v, e, nb, ids, old, size, base, rows, ctrl, totals);
+    plan_list(moves, (uint32_t)v, e, nb, ids, old, size, base, rows, cap, ctrl, totals);
   }
 }
 
@@ -1325,16 +1330,18 @@ __device__ void tc(const uint64_t* offsets, const uint32_t* cols, const uint32_t
 // while on road, mesh and geometric graphs the warp's deal won 1.4-2x.
 template <class Edge>
 __device__ __forceinline__ void count_pairs_tiled(const uint64_t* offsets, const uint32_t* cols, const uint32_t* rows,
-                                                  const uint32_t* ocnt, uint64_t total, unsigned long long* count,
-                                                  Edge&& edge) {
+                                                  const uint32_t* ocnt, uint64_t total, uint64_t nv,
+                                                  unsigned long long* count, Edge&& edge) {
   Tile<8> t;
   Geometry<8> g;
   unsigned long long found = 0;
   for (uint64_t k = g.tile; k < total; k += g.tiles) {
     const uint32_t u = rows[k];
+    if (u >= nv) continue;  // as count_pairs: a rows word not written
     const uint64_t o0 = offsets[u];
-    const uint32_t i = (uint32_t)(k - o0), d = ocnt[u];
-    if (i >= d) continue;
+    const uint32_t d = ocnt[u];
+    if (k < o0 || k - o0 >= d) continue;
+    const uint32_t i = (uint32_t)(k - o0);
     const uint32_t v = cols[k];
     if (v == u) continue;
     for (uint32_t j = i + 1 + t.rank; j < d; j += 8) {
@@ -1369,7 +1376,7 @@ extern "C" __global__ void gr_tc_sorted(const uint64_t* offsets, const uint32_t*
     }
     return lo < ocnt[a] && row[lo] == b;
   };
-  if (tiled) count_pairs_tiled(offsets, cols, rows, ocnt, total, count, edge);
+  if (tiled) count_pairs_tiled(offsets, cols, rows, ocnt, total, nv, count, edge);
   else count_pairs(offsets, cols, rows, ocnt, total, nv, count, edge);
 }
 

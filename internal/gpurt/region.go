@@ -70,11 +70,11 @@ func (r *Region) Grow(dev *cuda.Device, s *cuda.Stream, used, n int64, fill byte
 	}
 	c := min(limit, max(n, r.Cap()+r.Cap()/2, 1024))
 	if r.vr == nil && r.view == nil && regionVMM && dev.VirtualMemorySupported() {
-		vr, err := dev.ReserveRange(uint64(limit))
-		if err != nil && !errors.Is(err, errors.ErrUnsupported) {
-			return err
+		// Without its address range (the process's address space spent,
+		// say) the region copies instead.
+		if vr, err := dev.ReserveRange(uint64(limit)); err == nil {
+			r.vr = vr
 		}
-		r.vr = vr
 	}
 	if r.vr == nil {
 		return r.growCopying(dev, s, used, c, fill)
