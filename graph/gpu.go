@@ -2076,9 +2076,10 @@ func (g *gpuGraph[W]) moveTables(ctx context.Context, plan [gpurt.CtrlWords]uint
 	// The move's scratch, one buffer (a fresh graph's first move took
 	// seven allocations): the gathered entries (sources, columns, weights,
 	// results), the movers' dictionary entries should the move fail, the
-	// chunks' room and the tables' cursors. The chunks' room is for the old tables (within the arena's nslabs
-	// buckets) and, should the move fail, the new ones (buckets): taken
-	// here, so that a failed move's release allocates nothing.
+	// chunks' room and the tables' cursors. The chunks' room is for the old
+	// tables (within the arena's nslabs buckets) and, should the move fail,
+	// the new ones (buckets): taken here, so that a failed move's release
+	// allocates nothing.
 	var l gpurt.Layout
 	pSrc := gpurt.Place[uint32](&l, entries)
 	pCols := gpurt.Place[uint32](&l, entries)

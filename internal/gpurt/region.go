@@ -13,8 +13,9 @@ import (
 // address, where a buffer grown by copying needs its old and new memory at
 // once (2.5 times the data at the peak) and a wait for its stream before it
 // frees the old (graph's arena of head slabs paid 125 µs a growth on the
-// H200 that way). On a device without virtual memory management it is one
-// buffer grown by copying.
+// H200 that way). Its first Grow reserves address space for Max bytes (no
+// memory behind it). On a device without virtual memory management, or
+// when the range cannot be reserved, it is one buffer grown by copying.
 //
 // The zero Region is empty; Max, when set before the first Grow, bounds
 // what it may grow to (default and at most: the device's memory). Not safe
