@@ -130,3 +130,8 @@ func TestEmulatedPlanCap(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEmulatedArenaInPlace is TestCUDAArenaInPlace on the emulation.
+func TestEmulatedArenaInPlace(t *testing.T) {
+	arenaInPlace(t, emu.Device(t, emu.Options{}, sources...))
+}

@@ -1502,3 +1502,69 @@ func gatheredRows[W any](t *testing.T, where string, e *gpuGraph[W]) {
 		t.Fatalf("%s: %d oriented entries of %d", where, oriented, total)
 	}
 }
+
+// TestCUDAArenaInPlace grows a graph's arena through many mapped parts (2
+// MiB granules on a GPU: moves and new vertices add buckets batch after
+// batch) and checks that it never moved (gpurt.Region maps new memory after
+// the old), that every list survived each growth (the CPU backend's CSR,
+// Check) and that the arena's room past the used buckets was empty when
+// handed out (inserts into tables given there find no stale entries).
+func TestCUDAArenaInPlace(t *testing.T) { arenaInPlace(t, gputest.Device(t)) }
+
+func arenaInPlace(t *testing.T, dev *cuda.Device) {
+	nv, batches, batch := 1<<17, 6, 1<<16
+	if dev.Emulated() {
+		nv, batch = 1<<12, 1<<11 // 64 KiB granules there
+	}
+	opts := Options{Backend: warpkit.CUDA, Device: dev, VertexCapacity: nv, RehashChain: 1}
+	g, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	opts.Backend, opts.Device = warpkit.CPU, nil
+	c, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e := g.e.(*gpuGraph[struct{}])
+	base := e.arena.Ptr()
+	rng := rand.New(rand.NewPCG(7, 11))
+	grew := 0
+	for b := range batches {
+		if b == batches/2 { // new vertices: a bucket each at the arena's end
+			nv *= 2
+			for _, x := range []*Graph{g, c} {
+				if err := x.EnsureVertices(ctx, nv); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		// Edges from a few hundred sources: their tables fill past one
+		// list and move to new buckets at the arena's end.
+		s, d := make([]uint32, batch), make([]uint32, batch)
+		for i := range s {
+			s[i], d[i] = uint32(rng.IntN(512)), uint32(rng.IntN(nv))
+		}
+		before := e.arena.Len()
+		for _, x := range []*Graph{g, c} {
+			if err := x.InsertEdges(ctx, s, d, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if e.arena.Len() > before {
+			grew++
+		}
+		if e.arena.Ptr() != base {
+			t.Fatalf("batch %d: the arena moved from %#x to %#x", b, base, e.arena.Ptr())
+		}
+		if err := g.Check(ctx); err != nil {
+			t.Fatalf("batch %d: %v", b, err)
+		}
+		sameCSR(t, fmt.Sprintf("batch %d", b), g, c)
+	}
+	if grew < 2 {
+		t.Fatalf("the arena grew in %d batches of %d; the test wants several growths", grew, batches)
+	}
+}
