@@ -1,6 +1,7 @@
 // Package gpurt is the host-side runtime every GPU structure shares: grow-only
-// device scratch buffers and the registry that frees them (this file), and
-// pinned staging of Go slices (staging.go).
+// device scratch buffers and the registry that frees them (this file), typed
+// arrays carved from one such buffer (layout.go), device memory that grows in
+// place (region.go), and pinned staging of Go slices (staging.go).
 package gpurt
 
 import (
