@@ -692,17 +692,7 @@ func tablesOnDemand(t *testing.T, dev *cuda.Device) {
 					prepClaims = claim
 					defer func() { prepClaims = true }()
 					opts := Options{Backend: warpkit.CUDA, Device: dev, Directed: directed, VertexCapacity: nv, RehashChain: chain}
-					g, err := NewWeighted[uint64](opts)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer g.Close()
-					opts.Backend, opts.Device = warpkit.CPU, nil
-					c, err := NewWeighted[uint64](opts)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer c.Close()
+					g, c := cudaAndOracle(t, opts, NewWeighted[uint64])
 					ws := make([]uint64, len(bs))
 					for i := range ws {
 						ws[i] = uint64(i + 1)
@@ -1317,17 +1307,7 @@ func gatherShapes(t *testing.T, dev *cuda.Device) {
 			if dev.Emulated() {
 				opts.MaxPoolBytes = 4 << 20
 			}
-			g, err := New(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer g.Close()
-			opts.Backend, opts.Device = warpkit.CPU, nil
-			c, err := New(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			g, c := cudaAndOracle(t, opts, New)
 			same := func(where string) {
 				t.Helper()
 				sameCSR(t, where, g, c)
@@ -1516,18 +1496,7 @@ func arenaInPlace(t *testing.T, dev *cuda.Device) {
 	if dev.Emulated() {
 		nv, batch = 1<<12, 1<<11 // 64 KiB granules there
 	}
-	opts := Options{Backend: warpkit.CUDA, Device: dev, VertexCapacity: nv, RehashChain: 1}
-	g, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	opts.Backend, opts.Device = warpkit.CPU, nil
-	c, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	g, c := cudaAndOracle(t, Options{Backend: warpkit.CUDA, Device: dev, VertexCapacity: nv, RehashChain: 1}, New)
 	e := g.e.(*gpuGraph[struct{}])
 	base := e.arena.Ptr()
 	rng := rand.New(rand.NewPCG(7, 11))
@@ -1567,4 +1536,22 @@ func arenaInPlace(t *testing.T, dev *cuda.Device) {
 	if grew < 2 {
 		t.Fatalf("the arena grew in %d batches of %d; the test wants several growths", grew, batches)
 	}
+}
+
+// cudaAndOracle makes a graph with opts (the CUDA backend) and its oracle:
+// one with the same options on the CPU backend. Both close when the test
+// ends.
+func cudaAndOracle[G interface{ Close() error }](t *testing.T, opts Options, mk func(Options) (G, error)) (g, c G) {
+	t.Helper()
+	g, err := mk(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	opts.Backend, opts.Device = warpkit.CPU, nil
+	if c, err = mk(opts); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return g, c
 }
