@@ -356,23 +356,8 @@ func grow[T cuda.Elem](dev *cuda.Device, s *cuda.Stream, old cuda.Slice[T], used
 	if old.Buffer() != nil {
 		c = max(n, old.Len()+old.Len()/2)
 	}
-	ns, err := cuda.Alloc[T](dev, c)
+	ns, err := gpurt.GrowCopy(dev, s, old, used, c, fill)
 	if err != nil {
-		return old, err
-	}
-	if err := ns.FillBytes(fill, s); err != nil {
-		ns.Free()
-		return old, waitAfter(s, err)
-	}
-	if old.Buffer() != nil && used > 0 {
-		if err := cuda.CopyAsync(ns.Sub(0, used), old.Sub(0, used), s); err != nil {
-			gpurt.Wait(s)
-			ns.Free()
-			return old, err
-		}
-	}
-	if err := gpurt.Wait(s); err != nil {
-		ns.Free()
 		return old, err
 	}
 	old.Free()

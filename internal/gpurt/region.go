@@ -107,33 +107,40 @@ func (r *Region) Grow(dev *cuda.Device, s *cuda.Stream, used, n int64, fill byte
 	return nil
 }
 
-// growCopying is Grow without virtual memory management: a new buffer of c
-// bytes, filled, the used bytes copied in, the old one freed once s is done
-// with it.
+// growCopying is Grow without virtual memory management (GrowCopy).
 func (r *Region) growCopying(dev *cuda.Device, s *cuda.Stream, used, c int64, fill byte) error {
-	nb, err := dev.Alloc(c)
+	nb, err := GrowCopy(dev, s, r.Bytes(), int(used), int(c), fill)
 	if err != nil {
-		return err
-	}
-	ns, err := cuda.View[uint8](nb, 0, int(c))
-	if err == nil {
-		err = ns.FillBytes(fill, s)
-	}
-	if err == nil && used > 0 {
-		err = cuda.CopyAsync(ns.Sub(0, int(used)), r.Bytes().Sub(0, int(used)), s)
-	}
-	if werr := s.Synchronize(); err == nil {
-		err = werr
-	}
-	if err != nil {
-		nb.Free()
 		return err
 	}
 	if r.view != nil {
 		r.view.Free()
 	}
-	r.view = nb
+	r.view = nb.Buffer()
 	return nil
+}
+
+// GrowCopy returns a new slice of c elements holding old's first used
+// elements, the rest of its bytes filled with fill, once s has done the
+// copy (queued after the work on old); the caller frees old. On failure
+// nothing it allocated stays and old is as it was.
+func GrowCopy[T cuda.Elem](dev *cuda.Device, s *cuda.Stream, old cuda.Slice[T], used, c int, fill byte) (cuda.Slice[T], error) {
+	ns, err := cuda.Alloc[T](dev, c)
+	if err != nil {
+		return ns, err
+	}
+	err = ns.FillBytes(fill, s)
+	if err == nil && used > 0 {
+		err = cuda.CopyAsync(ns.Sub(0, used), old.Sub(0, used), s)
+	}
+	if werr := s.Synchronize(); err == nil {
+		err = werr
+	}
+	if err != nil {
+		ns.Free()
+		return cuda.Slice[T]{}, err
+	}
+	return ns, nil
 }
 
 // Free releases the region's memory (and address range); the region is
