@@ -31,9 +31,11 @@ type KernelSpec struct {
 	Name    string
 	PerWarp int
 	Stride  bool // the driver takes its work grid-stride: cap the grid at the resident blocks
+	Block   int  // threads per block, when not LoadKernels's block
 }
 
-// LoadKernels fills each spec's Kernel from mod, with blocks of block threads.
+// LoadKernels fills each spec's Kernel from mod, with blocks of block threads
+// (or of the spec's own Block).
 func LoadKernels(mod *cuda.Module, dev *cuda.Device, block int, specs []KernelSpec) error {
 	sms := dev.Properties().Multiprocessors
 	for _, s := range specs {
@@ -41,11 +43,15 @@ func LoadKernels(mod *cuda.Module, dev *cuda.Device, block int, specs []KernelSp
 		if err != nil {
 			return err
 		}
-		*s.Dst = Kernel{F: f, Block: block, PerWarp: s.PerWarp}
+		b := block
+		if s.Block > 0 {
+			b = s.Block
+		}
+		*s.Dst = Kernel{F: f, Block: b, PerWarp: s.PerWarp}
 		if !s.Stride {
 			continue
 		}
-		per, err := f.MaxActiveBlocksPerSM(block, 0)
+		per, err := f.MaxActiveBlocksPerSM(b, 0)
 		if err != nil {
 			return err
 		}
