@@ -44,6 +44,8 @@ struct Pool {
   static constexpr bool kStrictOrder = false;  // blink.cuh: btree keeps its ordering until a device A/B
   static constexpr bool kReplaceBeforeSplit = false;  // doc.go's known limitation: the fix awaits a device A/B
   __device__ __forceinline__ char* node(uint32_t i) const { return base + (uint64_t)i * Lay<S>::kNodeBytes; }
+  // chunk: lane rank's 16 bytes of node i.
+  __device__ __forceinline__ const char* chunk(uint32_t i, unsigned rank) const { return node(i) + rank * 16; }
   __device__ __forceinline__ uint32_t root() const { return 0; }
   // valid: an address a link or a child may hold (the root is neither).
   __device__ __forceinline__ bool valid(uint32_t i) const { return i != 0 && i < cap; }

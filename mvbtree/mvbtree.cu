@@ -68,6 +68,7 @@ struct ReadPool {
   uint32_t root_;
   uint32_t supers, blocks;  // the descriptor's sizes, read once (no growth during a launch)
   uint32_t end_, per_;      // valid addresses: below end_ (supers << 24), unit index below per_
+  char* lane_;              // base + this lane's chunk offset
   __device__ __forceinline__ ReadPool(slab::Pool* pool, uint32_t root)
       : p(pool),
         base((char*)__ldg(&pool->units[0])),
@@ -75,11 +76,26 @@ struct ReadPool {
         supers(__ldg(&pool->num_super)),
         blocks(__ldg(&pool->blocks_per_super)),
         end_(supers >= 255u ? slab::kNull : supers << 24),
-        per_(blocks * slab::kUnitsPerBlock) {}
+        per_(blocks * slab::kUnitsPerBlock),
+        lane_(opaque(base + (wk::mem::laneid() & (Lay<S>::kTile - 1)) * 16)) {}
+  // opaque hides a pointer's origin from the optimizer, which would otherwise
+  // re-associate lane_ + a * kBytes into (a * kBytes | lane offset) + base:
+  // four instructions a node instead of two.
+  __device__ __forceinline__ static char* opaque(char* p) {
+#ifdef WK_HOST_EMULATION
+    return p;
+#else
+    asm("mov.b64 %0, %0;" : "+l"(p));
+    return p;
+#endif
+  }
   // node decodes with one multiply-add: no super block table load in the
   // descents (their loops are ALU-bound; the table decode cost 8-20 SASS
   // instructions a level).
   __device__ __forceinline__ char* node(uint32_t a) const { return slab::flat_ptr<kBytes>(base, a); }
+  // chunk: lane rank's 16 bytes of node a, from this lane's precomputed base
+  // (rank is the lane's rank in its tile).
+  __device__ __forceinline__ const char* chunk(uint32_t a, unsigned) const { return slab::flat_ptr<kBytes>(lane_, a); }
   __device__ __forceinline__ uint32_t root() const { return root_; }
   // valid: an address a link, a child or a prev may hold (the root is none).
   // Evaluated without branches (every lookup level checks one per round).
@@ -643,9 +659,12 @@ __device__ void poison(slab::Pool* p, const uint32_t* addrs, uint64_t n) {
 
 }  // namespace
 
-// The write kernels are held to 64 registers (4 blocks of 256 per SM, a few
-// bytes spilled): on the H200 that built 17% faster than 80 registers and 3
-// blocks (the kernels wait on memory; more warps hide more of it).
+// The write kernels are held to 64 registers (32 warps an SM, a few bytes
+// spilled): on the H200 that built 17% faster than 80 registers (the kernels
+// wait on memory; more warps hide more of it). They run in blocks of one warp
+// (kernels.go's writeBlock), so the bound is 256 threads only as a ceiling.
+// Moving the allocator's probing and the splice out of line took the spills
+// away but ran 5-10% slower (ncu: more instructions, local-memory traffic).
 #define MVB_KERNELS(SUF, K, V)                                                                                       \
   extern "C" __global__ void __launch_bounds__(256, 4)                                                               \
       mvb_insert_##SUF(slab::Pool* p, uint32_t root, unsigned long long* ctl,                                        \

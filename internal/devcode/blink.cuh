@@ -7,7 +7,9 @@
 //   L  the node layout (Lay<S, Versioned>): slot type S (uint32_t for 128-byte
 //      nodes, uint64_t for 256-byte ones) and whether the node carries a
 //      version (ts, prev) for mvbtree (see Layout below);
-//   P  the node pool: how an address becomes a pointer, which addresses a
+//   P  the node pool: how an address becomes a pointer (node(a), and
+//      chunk(a, rank): lane rank's 16 bytes, which a pool may compute from a
+//      base per lane), which addresses a
 //      link or child may hold, the root's address, allocation (btree: one
 //      dense buffer indexed by node number with a bump counter; mvbtree:
 //      SlabAlloc units, freeable);
@@ -159,7 +161,7 @@ struct Node {
 
   template <class Pool>
   __device__ __forceinline__ void load(const Pool& pool, uint32_t idx, int mode, const Tile<T>& t) {
-    ld_chunk(pool.node(idx) + t.rank * 16, w, mode);
+    ld_chunk(pool.chunk(idx, t.rank), w, mode);
     decode(t);
   }
   __device__ __forceinline__ void decode(const Tile<T>& t) {

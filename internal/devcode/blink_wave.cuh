@@ -69,7 +69,7 @@ struct Wave {
   }
   template <class Pool>
   __device__ __forceinline__ void load(const Pool& pool, int r, uint32_t idx, bool pred) {
-    if (pred) ld_chunk(pool.node(idx) + rank * 16, w[r], kNC);
+    if (pred) ld_chunk(pool.chunk(idx, rank), w[r], kNC);
   }
   __device__ __forceinline__ uint32_t meta(int r) const { return bcast((uint32_t)w[r][0], 0); }
   __device__ __forceinline__ uint32_t link(int r) const {
