@@ -103,19 +103,25 @@
 // snapshot forces; the device methods against the CPU backend. They run on
 // the CPU emulation of the GPU (internal/emu) in every go test, and on a GPU
 // (scripts/gpu-test.sh): all passed on an H200 at every device run (the
-// last at 0ba6426). `warp bench mvbtree` measures the spec's Fig 4.2 and
-// snapshot rows (docs/benchmarks.md, "Flat slab pools for mvbtree"):
-// latest finds at 6.1 G keys/s, 0.92x btree's; snapshot finds 4.3 G/s;
-// snapshots taken and closed in under a microsecond; builds 0.65-0.75x
-// btree's (the issue's 0.9x is missed: ncu shows the write kernel issuing
-// 28% more instructions than btree's with one block fewer per SM). Node
+// last at 45636f5). `warp bench mvbtree` measures the spec's Fig 4.2 and
+// snapshot rows (docs/benchmarks.md, "mvbtree: write blocks of one warp,
+// chunk addresses per lane"): latest finds at 6.7 G keys/s, 1.00x btree's
+// (met; 0.92x at 45M keys, where the 13-pair node makes the tree one level
+// taller); snapshot finds 4.7 G/s; snapshots taken and closed in under a
+// microsecond; builds 0.43 G keys/s (ViB) and 0.24 (VoB), 0.72x and 0.38x
+// btree's (the issue's 0.9x and 0.45x are missed: ncu shows the insert
+// kernel executing 63% more instructions than btree's, spread thinly over
+// the whole operation — more shuffles, compares and spill traffic at its
+// 64-register bound — with no hot spot; the write kernels now run one warp
+// a block, which made both trees' inserts 15-25% faster). Node
 // pools are flat (slaballoc Options.Flat: super blocks mapped into one
 // reserved range at 2^24 units apart), so a node's pointer is base +
-// address x node size, as in btree's dense array: that took the find
-// loop from 176 to 164 SASS instructions a level (btree's: 151) and made
-// builds 4-8% faster. The rest of the find gap is the version-aware
-// checks in an ALU-bound loop, and at 45M keys one more level (13 pairs a
-// 128-byte node against btree's 14).
+// address x node size, as in btree's dense array, and a lane's chunk of a
+// node is its own base + address x node size (blink.cuh's chunk): the
+// lockstep find loop takes 146 SASS instructions a level (btree's: 151).
+// Snapshot lookups of the oldest of k = 8 or 64 snapshots run at 0.22x and
+// 0.08x the latest (the spec's 0.8x is met for k = 1 only): they walk
+// newest-first chains as deep as the snapshots taken after them.
 //
 // # Departures from the spec (shared/docs/specs/mvbtree.md)
 //
