@@ -35,6 +35,7 @@ type fakeGPU struct {
 	defaultWait atomic.Int32  // queries and synchronizations of stream 0
 	gatedSyncs  atomic.Int32  // synchronizations blocked on syncGate now
 	gatedPolls  atomic.Int32  // queries that found a syncGate stream busy
+	lineInfo    atomic.Int32  // module loads that asked the JIT for line info
 }
 
 type fakeLaunch struct {
@@ -272,6 +273,11 @@ func (f *fakeGPU) driver() *driverAPI {
 				}
 			}
 			return resultInvalidPTX
+		}
+		for _, opt := range unsafe.Slice(opts, nOpts) {
+			if opt == jitGenerateLineInfo {
+				f.lineInfo.Add(1)
+			}
 		}
 		*m = newHandle()
 		return 0

@@ -36,6 +36,7 @@ const (
 	jitErrorLogBuffer      = 5
 	jitErrorLogBufferBytes = 6
 	jitLogVerbose          = 12
+	jitGenerateLineInfo    = 13
 )
 
 const jitLogBytes = 16 << 10
@@ -79,6 +80,12 @@ func (d *Device) LoadModule(ptx []byte) (*Module, error) {
 		uintptr(unsafe.Pointer(&errLog[0])), jitLogBytes,
 		1,
 	}
+	if hasLineInfo(ptx) {
+		// PTX built with line info (scripts/profile-build.sh) keeps it
+		// through the JIT, so that a profiler can map SASS to source lines.
+		opts = append(opts, jitGenerateLineInfo)
+		vals = append(vals, 1)
+	}
 	var pin runtime.Pinner
 	pin.Pin(&infoLog[0])
 	pin.Pin(&errLog[0])
@@ -104,6 +111,13 @@ func (d *Device) LoadModule(ptx []byte) (*Module, error) {
 	m.params, m.paramsErr = parsePTXParams(ptx)
 	st.modules[len(ptx)] = append(st.modules[len(ptx)], m)
 	return m, nil
+}
+
+// hasLineInfo reports whether PTX was compiled with line info (nvcc
+// -lineinfo writes .file directives, after the functions). The search runs
+// once per module: loads of the same PTX come from the cache.
+func hasLineInfo(ptx []byte) bool {
+	return bytes.Contains(ptx, []byte("\n\t.file\t"))
 }
 
 // jitLog returns the text the JIT wrote into buf: up to its first NUL, or all

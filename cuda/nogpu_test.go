@@ -323,6 +323,27 @@ func TestMalformedPTXCarriesJITLog(t *testing.T) {
 	}
 }
 
+// TestLineInfoKeptThroughJIT: PTX built with line info (.file directives)
+// is loaded with the JIT's line-info option, so a profiler can map SASS to
+// source lines; the embedded PTX, built without it, is not.
+func TestLineInfoKeptThroughJIT(t *testing.T) {
+	g := newFakeGPU()
+	d := openFake(t, g)
+	if _, err := d.LoadModule(selftestPTX); err != nil {
+		t.Fatal(err)
+	}
+	if n := g.lineInfo.Load(); n != 0 {
+		t.Fatalf("the embedded PTX asked the JIT for line info (%d loads)", n)
+	}
+	withLines := append(bytes.Clone(selftestPTX), "\n\t.file\t1 \"/src/selftest.cu\"\n"...) // where nvcc puts them
+	if _, err := d.LoadModule(withLines); err != nil {
+		t.Fatal(err)
+	}
+	if n := g.lineInfo.Load(); n != 1 {
+		t.Fatalf("PTX with .file directives: %d loads asked for line info, want 1", n)
+	}
+}
+
 func TestModulesAreCached(t *testing.T) {
 	d := openFake(t, newFakeGPU())
 	m1, err := d.LoadModule(selftestPTX)

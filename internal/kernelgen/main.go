@@ -18,6 +18,11 @@
 // generate line that writes it no longer gives the same ones. Other nvcc flags cannot be
 // added: every kernel is built with ptxcheck.Flags.
 //
+// With WARPKIT_KERNELGEN_LINEINFO=1 in the environment kernelgen also passes
+// -lineinfo (and records it among the flags, so that such PTX is stale to
+// the tests and is never committed): scripts/profile-build.sh builds a CLI
+// from it whose kernels Nsight Compute can map to source lines.
+//
 // The target is compute_70 (Volta, the oldest supported architecture); the
 // driver JIT-compiles the PTX for the actual GPU. Headers in internal/devcode
 // are on the include path. nvcc comes from scripts/install-cuda-toolkit.sh.
@@ -91,7 +96,11 @@ func run(c ptxcheck.Command) error {
 	tmp.Close()
 	defer os.Remove(tmpName)
 
-	args := append([]string{}, ptxcheck.Flags...)
+	flags := append([]string{}, ptxcheck.Flags...)
+	if os.Getenv("WARPKIT_KERNELGEN_LINEINFO") == "1" {
+		flags = append(flags, "-lineinfo")
+	}
+	args := append([]string{}, flags...)
 	for _, d := range c.Defines {
 		args = append(args, "-D"+d)
 	}
@@ -109,7 +118,7 @@ func run(c ptxcheck.Command) error {
 	if err != nil {
 		return err
 	}
-	h := ptxcheck.Header{Source: rel, NVCC: version, Flags: strings.Join(ptxcheck.Flags, " "), Defines: c.Defines, Inputs: inputs}
+	h := ptxcheck.Header{Source: rel, NVCC: version, Flags: strings.Join(flags, " "), Defines: c.Defines, Inputs: inputs}
 	var buf bytes.Buffer
 	buf.WriteString(h.Format())
 	buf.Write(ptx)
