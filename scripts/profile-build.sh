@@ -15,6 +15,10 @@
 #   ncu --import rep.ncu-rep --page source --csv --print-source cuda
 #
 # cuda.LoadModule asks the driver's JIT to keep the line info of such PTX.
+# Not yet shown to work end to end: in its one device run (2026-12-02) the
+# CSV source page above printed the source text without metric columns (as it
+# did for PTX without line info); try --print-source sass,cuda, or open the
+# report in the Nsight Compute GUI, and record here what works.
 # Needs nvcc (scripts/install-cuda-toolkit.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
