@@ -664,7 +664,7 @@ __device__ void poison(slab::Pool* p, const uint32_t* addrs, uint64_t n) {
 // wait on memory; more warps hide more of it). They run in blocks of one warp
 // (kernels.go's writeBlock), so the bound is 256 threads only as a ceiling.
 // Moving the allocator's probing and the splice out of line took the spills
-// away but ran 5-10% slower (ncu: more instructions, local-memory traffic).
+// away but built 3-15% slower (ncu: more instructions, local-memory traffic).
 #define MVB_KERNELS(SUF, K, V)                                                                                       \
   extern "C" __global__ void __launch_bounds__(256, 4)                                                               \
       mvb_insert_##SUF(slab::Pool* p, uint32_t root, unsigned long long* ctl,                                        \
