@@ -16,14 +16,14 @@ import (
 
 const (
 	blockSize = 256
-	// writeBlock is the block size of the insert and delete kernels (one
-	// operation per tile): a block ends only when its slowest tile does, and
-	// at 256 threads a third of mvbtree's insert kernel's warp time, on the
-	// same core, was spent waiting at the end of its blocks (ncu, H200). One
-	// warp a block: 4M-key inserts 18-22% faster, though it caps an SM at 32
+	// writeBlock is the block size of the insert kernel (one operation per
+	// tile): a block ends only when its slowest tile does, and at 256
+	// threads a third of mvbtree's insert kernel's warp time, on the same
+	// core, was spent waiting at the end of its blocks (ncu, H200). One warp
+	// a block: 4M-key inserts 18-22% faster, though it caps an SM at 32
 	// warps (64 threads, which keeps the occupancy of 48 registers, gained
-	// 2%). Mixed batches keep 256: at 32 they ran 4% slower
-	// (docs/benchmarks.md).
+	// 2%). Mixed batches keep 256: at 32 they ran 4% slower; deletes keep it
+	// until a same-run A/B (docs/benchmarks.md).
 	writeBlock          = 32
 	defaultInitialNodes = 4096
 	defaultStreams      = 4

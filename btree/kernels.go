@@ -63,7 +63,7 @@ func loadKernels[K, V warpkit.Word](dev *cuda.Device) (kernels, error) {
 		{Dst: &ks.neighbor, Name: "bt_neighbor_" + suf, PerWarp: tiles},
 		{Dst: &ks.rng, Name: "bt_range_" + suf, PerWarp: tiles},
 		{Dst: &ks.insert, Name: "bt_insert_" + suf, PerWarp: tiles, Block: writeBlock},
-		{Dst: &ks.del, Name: "bt_delete_" + suf, PerWarp: tiles, Block: writeBlock},
+		{Dst: &ks.del, Name: "bt_delete_" + suf, PerWarp: tiles},
 		{Dst: &ks.mixed, Name: "bt_mixed_" + suf, PerWarp: tiles},
 		{Dst: &ks.phasedLookup, Name: "bt_phased_lookup_" + suf, PerWarp: phasedRounds * tiles, Stride: true},
 		{Dst: &ks.phasedNeighbor, Name: "bt_phased_neighbor_" + suf, PerWarp: phasedRounds * tiles, Stride: true},

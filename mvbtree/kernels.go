@@ -19,12 +19,14 @@ var mvbtreePTX []byte
 
 const blockSize = 256
 
-// writeBlock is the block size of the write kernels (one operation per tile):
+// writeBlock is the block size of the insert kernel (one operation per tile):
 // a block ends only when its slowest tile does, and at 256 threads (32
 // operations) a third of the insert kernel's warp time was spent waiting at
-// its end (ncu's stall sampling, H200). At the kernels' 64 registers a block
+// its end (ncu's stall sampling, H200). At the kernel's 64 registers a block
 // of one warp keeps the occupancy of 256 (32 warps an SM either way); builds
-// got 15-25% faster from 8M keys up (docs/benchmarks.md).
+// got 15-25% faster from 8M keys up (docs/benchmarks.md). The delete kernel
+// (48 registers: 40 warps an SM in blocks of 256, 32 in blocks of 32) keeps
+// 256 until a same-run A/B.
 const writeBlock = 32
 
 // phasedRounds is kRounds of blink_wave.cuh: the queries a tile of a phased
@@ -79,7 +81,7 @@ func loadKernels[K, V warpkit.Word](dev *cuda.Device, l layout) (kernels, error)
 	tiles := 32 / (l.NodeBytes / 16) // tiles per warp
 	err = gpurt.LoadKernels(mod, dev, blockSize, []gpurt.KernelSpec{
 		{Dst: &ks.insert, Name: "mvb_insert_" + suf, PerWarp: tiles, Block: writeBlock},
-		{Dst: &ks.del, Name: "mvb_delete_" + suf, PerWarp: tiles, Block: writeBlock},
+		{Dst: &ks.del, Name: "mvb_delete_" + suf, PerWarp: tiles},
 		{Dst: &ks.lookup, Name: "mvb_lookup_" + suf, PerWarp: tiles},
 		{Dst: &ks.neighbor, Name: "mvb_neighbor_" + suf, PerWarp: tiles},
 		{Dst: &ks.rng, Name: "mvb_range_" + suf, PerWarp: tiles},

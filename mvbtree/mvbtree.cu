@@ -661,8 +661,8 @@ __device__ void poison(slab::Pool* p, const uint32_t* addrs, uint64_t n) {
 
 // The write kernels are held to 64 registers (32 warps an SM, a few bytes
 // spilled): on the H200 that built 17% faster than 80 registers (the kernels
-// wait on memory; more warps hide more of it). They run in blocks of one warp
-// (kernels.go's writeBlock), so the bound is 256 threads only as a ceiling.
+// wait on memory; more warps hide more of it). The insert kernel runs in
+// blocks of one warp (kernels.go's writeBlock): 256 threads is a ceiling.
 // Moving the allocator's probing and the splice out of line took the spills
 // away but built 3-15% slower (ncu: more instructions, local-memory traffic).
 #define MVB_KERNELS(SUF, K, V)                                                                                       \
