@@ -8,8 +8,8 @@
 //      nodes, uint64_t for 256-byte ones) and whether the node carries a
 //      version (ts, prev) for mvbtree (see Layout below);
 //   P  the node pool: how an address becomes a pointer (node(a), and
-//      chunk(a, rank): lane rank's 16 bytes, which a pool may compute from a
-//      base per lane), which addresses a
+//      chunk(a, rank): the calling lane's 16 bytes, rank being its rank in
+//      its tile, which a pool may compute from a base per lane), which addresses a
 //      link or child may hold, the root's address, allocation (btree: one
 //      dense buffer indexed by node number with a bump counter; mvbtree:
 //      SlabAlloc units, freeable);
