@@ -114,6 +114,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	var stressLevels []int
 	cli.IntListVarFlag(fs, &stressLevels, "cpu-stress", []int{0}, 0, 100, "percent of every core taken by burner processes (one per logical CPU, busy that share of each 10 ms, as stress-ng); a list runs every job at each")
 	sortMode := cli.ChoiceFlag(fs, "sort", "merge", []string{"merge", "radix"}, "how gpu orders a job's entries (gpucompact.Options.Sort): merging the sorted runs, or the paper's LSD radix sort of whole keys (an ablation: the paper's Fig. 16(c))")
+	budgetMiB := cli.IntFlag(fs, "memory-budget", 0, 0, 1<<30, "MiB of memory cpu-par and gpu may use for a job (gpucompact.Options.MemoryBudget): a job past it runs in key-range partitions (the stage table counts them); 0: no limit")
 	moveValues := fs.Bool("move-values", false, "gpu copies every value into a new array after each merge round or radix pass (gpucompact.Options.MoveValues: the ablation of key-value separation, the paper's Table 2)")
 	quick := fs.Bool("quick", false, "values 32,128,1024,4096, no compression, one run each; --cpu-stress 0,40,80 unless given")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -151,8 +152,12 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		}
 	}
 	defer prof.stop()
-	gpuOpts := gpucompact.Options{MoveValues: *moveValues}
+	gpuOpts := gpucompact.Options{MoveValues: *moveValues, MemoryBudget: -1}
 	ablation := ""
+	if *budgetMiB > 0 {
+		gpuOpts.MemoryBudget = int64(*budgetMiB) << 20
+		ablation += fmt.Sprintf(", cpu-par and gpu within %d MiB a job (partitions)", *budgetMiB)
+	}
 	if *sortMode == "radix" {
 		gpuOpts.Sort = gpucompact.SortRadix
 		ablation += ", gpu sorts by radix"
@@ -231,7 +236,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 						ms := func(d time.Duration) float64 { return benchfmt.Millis(d) / max(n, 1) }
 						held := fmt.Sprintf("%.0f/%.0f", float64(st.HeldBytes)/1e6, float64(st.DeviceHeldBytes)/1e6)
 						stageRows = append(stageRows, []any{name, pct, compName, value, ms(st.Load), ms(st.Merge), ms(st.GC), ms(st.Sizes), ms(st.Plan), ms(st.Write),
-							benchfmt.Millis(c.wall), c.cpu.Seconds() / c.wall.Seconds(), held, c.fallback})
+							benchfmt.Millis(c.wall), c.cpu.Seconds() / c.wall.Seconds(), held, float64(st.Partitions) / max(n, 1), c.fallback})
 						if name == "cpu-par" && value <= targetMaxValue && pct == 0 {
 							targetRows = append(targetRows, targetRow{compName, value, mbs(c) / mbs(cells[0])})
 						}
@@ -262,7 +267,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	}
 	if len(stageRows) > 0 {
 		t := rep.Table("gpucompact stages (ms per job, the runs after the first: load = read + check + decompress + decode; sizes = each entry's encoded size; plan = the sequential walk cutting blocks and tables, with the encoders and writers behind it; write = the encoding and writing left after the walk; cores busy = CPU time / wall; held = the memory the engine keeps between jobs, host (pinned for gpu) and device; gpu: load = read + decompress on the host, decode on the device; merge = merge rounds + GC flags; gc = the host's checks + selection; sizes = sizes + download)",
-			"engine", "stress %", "compression", "value B", "load", "merge", "gc+select", "sizes", "plan", "write", "wall", "cores busy", "held MB host/device", "fallbacks")
+			"engine", "stress %", "compression", "value B", "load", "merge", "gc+select", "sizes", "plan", "write", "wall", "cores busy", "held MB host/device", "partitions", "fallbacks")
 		for _, r := range stageRows {
 			t.Add(r...)
 		}
@@ -342,7 +347,7 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOp
 		case "cpu-parts":
 			engines = append(engines, engine{name: name, c: compaction.CPU{}})
 		case "cpu-par", "gpu":
-			opts := gpucompact.Options{Backend: warpkit.CPU, MinInputBytes: -1, MemoryBudget: -1, Fallback: compaction.CPU{Parts: 1}}
+			opts := gpucompact.Options{Backend: warpkit.CPU, MinInputBytes: -1, MemoryBudget: gpuOpts.MemoryBudget, Fallback: compaction.CPU{Parts: 1}}
 			if name == "gpu" {
 				opts.Backend, opts.Sort, opts.MoveValues = warpkit.CUDA, gpuOpts.Sort, gpuOpts.MoveValues
 			}
@@ -420,6 +425,7 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOp
 			cells[i].fallback = st.FallbackJobs // failures, and jobs past the engine's 4 GiB
 			a := afterFirst[i]
 			st.EngineJobs -= a.EngineJobs
+			st.Partitions -= a.Partitions
 			st.Load, st.Merge, st.GC, st.Sizes, st.Plan, st.Write = st.Load-a.Load, st.Merge-a.Merge, st.GC-a.GC, st.Sizes-a.Sizes, st.Plan-a.Plan, st.Write-a.Write
 			cells[i].stages = st
 		}

@@ -30,9 +30,9 @@ type Options struct {
 	// MaxDeviceBytes bounds the device memory the CUDA engine may hold for
 	// a job, as estimated from the input tables' properties (about twice
 	// the inputs' uncompressed size plus 136 bytes per entry); a job over
-	// it goes to Fallback ("budget"), as does one the device runs out of
-	// memory for. Default half the device's free memory at New; negative:
-	// no limit.
+	// it runs in key-range partitions that fit (see MemoryBudget), and one
+	// the device runs out of memory for goes to Fallback ("budget").
+	// Default half the device's free memory at New; negative: no limit.
 	MaxDeviceBytes int64
 	// Fallback runs the jobs the engine does not take and reruns the ones
 	// it fails; default compaction.CPU{}.
@@ -47,10 +47,13 @@ type Options struct {
 	// MemoryBudget bounds the memory the engine may use for one job, as
 	// estimated from the input tables' properties before it starts (about
 	// 5 times the inputs' uncompressed size plus 200 bytes per entry: what
-	// the engine allocates in all, so an upper bound of what it holds); a
-	// job over it goes to Fallback. Default
-	// DefaultMemoryBudget; negative: no limit. Jobs whose contents pass
-	// 4 GiB (the engine's 32-bit offsets) always go to Fallback.
+	// the engine allocates in all, so an upper bound of what it holds). A
+	// job over it — or over MaxDeviceBytes, or past 4 GiB of contents (the
+	// engine's 32-bit offsets) — runs in key-range partitions cut at input
+	// block boundaries, each within half the budgets, one after another,
+	// with the same output as in one piece (Stats.PartitionedJobs); one
+	// that cannot be cut so (a single block too large) goes to Fallback
+	// ("budget"). Default DefaultMemoryBudget; negative: no limit.
 	MemoryBudget int64
 	// Engines is how many jobs the engine runs at once (default 1): each
 	// has arrays of its own (host, pinned and device memory: Stats.
@@ -163,9 +166,9 @@ var ErrClosed = errors.New("gpucompact: compactor closed")
 // Compactor is a compaction.Compactor that runs jobs through the pipeline
 // (its CUDA engine or its Go engine: Options.Backend) when its decision
 // module takes them, and the rest on Options.Fallback. The engine takes a
-// job when it is large enough
-// (MinInputBytes, MinInputTables), fits MemoryBudget, and the engine is
-// on (MaxEngineFailures) and free (WhenBusy). A job the engine fails — for
+// job when it is large enough (MinInputBytes, MinInputTables), fits
+// MemoryBudget and MaxDeviceBytes in one piece or in key-range partitions,
+// and the engine is on (MaxEngineFailures) and free (WhenBusy). A job the engine fails — for
 // any reason but the caller's context or damaged input — is rerun whole on
 // Fallback before anything is installed (kv deletes the tables the failed
 // attempt created), and counted.
@@ -200,10 +203,16 @@ type Stats struct {
 	// Fallback ran (declined, or after an engine failure).
 	EngineJobs, EngineBytesRead     uint64
 	FallbackJobs, FallbackBytesRead uint64
+	// PartitionedJobs counts the engine's jobs that were past its budgets
+	// (MemoryBudget, MaxDeviceBytes, 4 GiB of contents) and ran in
+	// key-range partitions, Partitions the partitions they ran in.
+	PartitionedJobs, Partitions uint64
 	// Declined counts the jobs the decision module sent to Fallback, by
 	// reason: "small" (under MinInputBytes or MinInputTables), "budget"
-	// (over MemoryBudget, MaxDeviceBytes or the engine's 4 GiB, or out of
-	// device memory while it ran), "busy" (the engine was
+	// (over MemoryBudget, MaxDeviceBytes or the engine's 4 GiB and not cut
+	// into partitions that fit: a single block too large, or a partition in
+	// which no output table starts after its first widened past the
+	// budgets; or out of device memory while it ran), "busy" (the engine was
 	// running another job), "disabled" (the engine is off) and
 	// "irregular" (found while the job ran: input entries out of order, or
 	// an input block the CUDA engine cannot decode by restart interval).
@@ -317,7 +326,7 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	if closed {
 		return nil, ErrClosed
 	}
-	declined, sl, err := c.decide(ctx, job)
+	declined, sl, plan, err := c.decide(ctx, job)
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +342,13 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	c.mu.busy++
 	c.mu.Unlock()
 	var times stageTimes
-	res, err := runEngine(ctx, job, sl.ws, sl.dev, &times, c.failAt)
+	var res *compaction.Result
+	parts := 0
+	if plan != nil {
+		res, parts, err = runPartitioned(ctx, job, plan, sl.ws, sl.dev, &times, c.failAt)
+	} else {
+		res, err = runEngine(ctx, job, sl.ws, sl.dev, &times, c.failAt)
+	}
 	c.mu.Lock()
 	c.mu.busy--
 	if err != nil {
@@ -360,6 +375,10 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 		c.mu.failures = 0
 		st.EngineJobs++
 		st.EngineBytesRead += res.Stats.BytesRead
+		if plan != nil {
+			st.PartitionedJobs++
+			st.Partitions += uint64(parts)
+		}
 		st.Load += times.load
 		st.Merge += times.merge
 		st.GC += times.gc
@@ -377,7 +396,7 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 		// Past the engine's 32-bit offsets, or the device's memory (the
 		// arrays are freed above): a decline, not a failure.
 		return c.fallback(ctx, job, "", "budget")
-	case errors.Is(err, errIrregularBlock), errors.Is(err, errInputOrder):
+	case errors.Is(err, errIrregularBlock), errors.Is(err, errInputOrder), errors.Is(err, errPartitionEntries):
 		// Input the engine does not take (laid out otherwise than the
 		// writer lays it out, or out of order): a decline, not a failure.
 		return c.fallback(ctx, job, "", "irregular")
@@ -405,49 +424,75 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 }
 
 // decide is the decision module. It returns why the job goes to Fallback,
-// or "" with an engine slot taken (the caller gives it back).
-func (c *Compactor) decide(ctx context.Context, job *compaction.Job) (string, *slot, error) {
+// or "" with an engine slot taken (the caller gives it back) and, for a
+// job past the engine's budgets, how to cut it into partitions.
+func (c *Compactor) decide(ctx context.Context, job *compaction.Job) (string, *slot, *partitionPlan, error) {
 	tables := 0
 	for _, in := range job.Inputs {
 		tables += len(in.Files)
 	}
 	if tables < c.opts.MinInputTables || c.opts.MinInputBytes >= 0 && job.InputBytes() < uint64(c.opts.MinInputBytes) {
-		return "small", nil, nil
+		return "small", nil, nil, nil
 	}
 	c.mu.Lock()
 	disabled := c.mu.stats.Disabled
 	c.mu.Unlock()
 	if disabled {
-		return "disabled", nil, nil
+		return "disabled", nil, nil, nil
 	}
-	if size, err := memoryEstimate(job); err == nil &&
-		(size.contents > math.MaxUint32 || c.opts.MemoryBudget > 0 && size.est > uint64(c.opts.MemoryBudget) ||
-			c.cuda && c.opts.MaxDeviceBytes > 0 && size.device() > uint64(c.opts.MaxDeviceBytes)) {
-		return "budget", nil, nil
+	var plan *partitionPlan
+	if size, err := memoryEstimate(job); err == nil && !c.fits(job, size) {
+		// Past a budget: in key-range partitions (partition.go), or on
+		// Fallback if the job does not cut so.
+		ratio, err := compaction.CutRatio(job)
+		if err != nil {
+			return "budget", nil, nil, nil
+		}
+		plan, err = splitJob(job, compaction.CutLimit(job.TargetFileSize, ratio), func(s jobSize) bool { return c.fits(job, s) })
+		if err != nil || len(plan.splits) == 0 {
+			return "budget", nil, nil, nil
+		}
 	} // else the engine meets the error, and reports it as compaction.CPU would
 	select {
 	case sl := <-c.engine:
-		return "", sl, nil
+		return "", sl, plan, nil
 	default:
 	}
 	if c.opts.WhenBusy == FallbackWhenBusy {
-		return "busy", nil, nil
+		return "busy", nil, nil, nil
 	}
 	select {
 	case sl := <-c.engine:
-		return "", sl, nil
+		return "", sl, plan, nil
 	case <-c.done: // Close retires the slots: none comes back
-		return "", nil, ErrClosed
+		return "", nil, nil, ErrClosed
 	case <-ctx.Done():
-		return "", nil, ctx.Err()
+		return "", nil, nil, ctx.Err()
 	}
 }
 
-// jobSize is what the decision module learns of a job from its input
-// tables' properties: est bounds the host memory an engine allocates for
-// it (memoryEstimate), contents is the inputs' uncompressed size, entries
-// and keys their entries and encoded keys' bytes.
-type jobSize struct{ est, contents, entries, keys uint64 }
+// fits says a job (or a partition) of size s is within the engine's
+// budgets: MemoryBudget, MaxDeviceBytes on the CUDA engine, and the 32-bit
+// offsets of its contents.
+func (c *Compactor) fits(job *compaction.Job, s jobSize) bool {
+	return s.contents <= math.MaxUint32 &&
+		(c.opts.MemoryBudget <= 0 || s.host(job.TargetFileSize) <= uint64(c.opts.MemoryBudget)) &&
+		(!c.cuda || c.opts.MaxDeviceBytes <= 0 || s.device() <= uint64(c.opts.MaxDeviceBytes))
+}
+
+// jobSize is what the decision module learns of a job (or a partition of
+// one) from its input tables' properties: est bounds the host memory an
+// engine allocates for it (memoryEstimate), stored is the inputs' size,
+// contents their uncompressed size, entries and keys their entries and
+// encoded keys' bytes.
+type jobSize struct{ est, stored, contents, entries, keys uint64 }
+
+// host bounds the host memory an engine allocates for a job of this size
+// (see memoryEstimate) whose outputs are cut at targetFileSize.
+func (j jobSize) host(targetFileSize uint64) uint64 {
+	outputs := j.contents/max(targetFileSize, 4<<10) + 2
+	return j.stored + 4*j.contents + 200*j.entries + 2*j.keys + outputs*(320<<10)
+}
 
 // device bounds the device memory the CUDA engine holds for a job: the
 // input arena and the output blocks (the contents each), the entries and
@@ -465,27 +510,19 @@ func (j jobSize) device() uint64 { return 2*j.contents + 2*j.keys + 136*j.entrie
 // contents alone. A table written before RawDataSize existed counts 4
 // times its size. TestMemoryEstimate checks the bound.
 func memoryEstimate(job *compaction.Job) (jobSize, error) {
-	var stored, entries, keys, contents uint64
+	var j jobSize
 	for _, in := range job.Inputs {
 		for _, f := range in.Files {
 			r, release, err := job.Env.OpenTable(f)
 			if err != nil {
 				return jobSize{}, err
 			}
-			p := r.Properties()
+			j = j.add(tableSize(f.Size, r.Properties()))
 			release()
-			raw := p.RawDataSize
-			if raw == 0 {
-				raw = 4 * f.Size
-			}
-			contents += raw
-			stored += f.Size
-			entries += p.NumEntries
-			keys += p.RawKeySize
 		}
 	}
-	outputs := contents/max(job.TargetFileSize, 4<<10) + 2
-	return jobSize{est: stored + 4*contents + 200*entries + 2*keys + outputs*(320<<10), contents: contents, entries: entries, keys: keys}, nil
+	j.est = j.host(job.TargetFileSize)
+	return j, nil
 }
 
 // fallback runs job on Fallback: failedStage names the engine stage that

@@ -355,9 +355,15 @@ func fileOf(t *testing.T, fs *vfs.MemFS, name string, data []byte) vfs.File {
 // TestStoreOnGoEngine runs a kv store whose every compaction goes through
 // the Go engine — writes, overwrites, deletes, range deletions, snapshots
 // held across compactions — and checks every snapshot and the final state
-// against a model.
+// against a model; then again with a MemoryBudget so small that most jobs
+// run in key-range partitions.
 func TestStoreOnGoEngine(t *testing.T) {
-	c, err := New(Options{MinInputBytes: -1})
+	t.Run("whole", func(t *testing.T) { checkStoreOnGoEngine(t, 0) })
+	t.Run("partitions", func(t *testing.T) { checkStoreOnGoEngine(t, 3<<20) })
+}
+
+func checkStoreOnGoEngine(t *testing.T, budget int64) {
+	c, err := New(Options{MinInputBytes: -1, MemoryBudget: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,9 +448,10 @@ func TestStoreOnGoEngine(t *testing.T) {
 		s.s.Close()
 	}
 	st := c.Stats()
-	if st.EngineJobs == 0 || len(st.Fallbacks) != 0 {
+	if st.EngineJobs == 0 || len(st.Fallbacks) != 0 || budget > 0 && st.PartitionedJobs == 0 {
 		t.Fatalf("stats %+v", st)
 	}
+	t.Logf("stats: %d engine jobs, %d of them in %d partitions, declined %v", st.EngineJobs, st.PartitionedJobs, st.Partitions, st.Declined)
 	if a := db.Metrics().Compaction.Accelerated; a.Count != int64(st.EngineJobs) || a.BytesRead != int64(st.EngineBytesRead) || a.Fallbacks != 0 || a.Time <= 0 {
 		t.Fatalf("kv metrics %+v, compactor stats %+v", a, st)
 	}
@@ -591,7 +598,7 @@ func TestLyingBlockLength(t *testing.T) {
 	env.WriterOptions.Compression = sstable.SnappyCompression
 	job := &compaction.Job{Inputs: []compaction.Input{{Level: 1, Files: []*manifest.FileMetadata{f}}}, OutputLevel: 2, TargetFileSize: 1 << 20, Env: env}
 	ws := &workspace{}
-	_, err := loadJob(context.Background(), job, ws)
+	_, err := loadJob(context.Background(), job, ws, nil)
 	var ce *base.CorruptionError
 	if !errors.As(err, &ce) {
 		t.Fatalf("loadJob: %v, want a corruption error", err)

@@ -51,8 +51,9 @@ var errIrregularBlock = errors.New("gpucompact: an input block's restart points 
 // host were most of the load's CPU time. With dev, the arena goes up to the
 // device as it is filled (arenaUpload). The caller closes the tables (the
 // second result) after the device has decoded the blocks: a block the device
-// finds damaged is decoded again on the host (recheck).
-func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace, dev *devEngine) (_ *deviceInput, _ *loaded, err error) {
+// finds damaged is decoded again on the host (recheck). With part, only the
+// blocks that may hold its keys are read.
+func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace, part *partition, dev *devEngine) (_ *deviceInput, _ *loaded, err error) {
 	// With dev, each piece goes up to the device as soon as its bytes are
 	// in the arena, while the host reads and decompresses the others.
 	var up *arenaUpload
@@ -75,7 +76,7 @@ func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace, dev 
 			return up.piece, nil
 		}
 	}
-	l, err := readJob(ctx, job, ws, false, onArena)
+	l, err := readJob(ctx, job, ws, part, false, onArena)
 	if err != nil {
 		return nil, nil, err
 	}

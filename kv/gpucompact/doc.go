@@ -14,13 +14,14 @@
 //
 // The decision module sends a job to the engine when it is large enough
 // (MinInputBytes, default 1 MiB on the CUDA engine and 8 MiB on the Go
-// engine; MinInputTables), fits MemoryBudget and, on the CUDA engine,
-// MaxDeviceBytes (estimates from the input tables' properties), and the
-// engine is on and free; otherwise Options.Fallback (compaction.CPU) runs it, so with
-// several concurrent compactions the engine and the CPU compact side by
-// side (WhenBusy). Any job the engine fails is rerun on Fallback. Outputs
-// are byte-identical to compaction.CPU{Parts: 1}'s; Stats count jobs,
-// bytes, declines by reason, failures by stage and stage times.
+// engine; MinInputTables) and the engine is on and free; otherwise
+// Options.Fallback (compaction.CPU) runs it, so with several concurrent
+// compactions the engine and the CPU compact side by side (WhenBusy). A job
+// past MemoryBudget or, on the CUDA engine, MaxDeviceBytes (estimates from
+// the input tables' properties) runs in key-range partitions that fit
+// (below). Any job the engine fails is rerun on Fallback. Outputs are
+// byte-identical to compaction.CPU{Parts: 1}'s; Stats count jobs, bytes,
+// partitions, declines by reason, failures by stage and stage times.
 //
 // Options.Backend picks the engine: Auto (the default) runs the CUDA engine
 // where a device is present and the Go engine elsewhere; CPU and CUDA
@@ -117,6 +118,33 @@
 //     checksum) and the writers write them, each table's filter handed to
 //     its Writer (SetFilter).
 //
+// # Key-range partitions
+//
+// A job past the budgets runs as a sequence of partitions, each a range of
+// user keys that goes through the whole pipeline alone (partition.go):
+//
+//   - the split keys come from the input tables' index blocks (each data
+//     block's index key bounds its user keys: sstable.Reader.
+//     DataBlockBounds), where the blocks' running estimate, in key order,
+//     would pass half the budgets less one output table's worth;
+//   - a partition reads only the blocks that may hold its keys, so every
+//     version of each of its keys is there, and garbage collection decides
+//     its entries as in the whole job;
+//   - its walk starts where the whole job's starts an output table, walks
+//     its kept entries once dry to find the last table that starts inside
+//     it, writes the tables before that one, and hands that table's first
+//     key to the next partition as its start: the outputs end where the
+//     whole job's end, byte for byte. A partition in which no table starts
+//     after its first is widened to the next split (within the budgets);
+//   - the Stats add up the partitions' entries in [start, next start), and
+//     their EntriesIn must equal the input tables' NumEntries (an index
+//     that lied about its blocks' keys would lose entries between
+//     partitions): otherwise the job is declined ("irregular").
+//
+// Partitions run one after another, each draining its pipeline before the
+// next loads; entries between a partition's last table start and its end
+// are loaded twice (docs/benchmarks.md measures what that costs).
+//
 // Options.Engines (default 1) lets the engine run several jobs at once,
 // each slot with arrays and a stream of its own; measured on the store, two
 // slots were slower than one (the jobs' host stages compete for the cores:
@@ -138,12 +166,16 @@
 // engine) is in part: the engine above works and is measured
 // (docs/benchmarks.md), with the paper's two ablations (Options.Sort =
 // SortRadix, Options.MoveValues: measured, docs/benchmarks.md) and the
-// Snappy inputs decompressed on the device; key-range partitions for jobs
-// past the device's memory, device compression of the outputs and a ring of
-// fixed chunks on several streams are not built. Tested: byte identity with compaction.CPU over random jobs, the
-// spec's matrix (compactiontest.MatrixJob), multi-MiB jobs, a value past
-// the 64 MiB compression limit and FuzzGoEngine, every round reusing one
-// workspace; each stage against its CPU counterpart; FuzzLoadDamagedBlock
+// Snappy inputs decompressed on the device, and key-range partitions for
+// jobs past the budgets; device compression of the outputs and a ring of
+// fixed chunks on several streams are not built. Tested: byte identity
+// with compaction.CPU over random jobs, the spec's matrix
+// (compactiontest.MatrixJob), multi-MiB jobs, a value past the 64 MiB
+// compression limit and FuzzGoEngine, every round reusing one workspace;
+// the same suites in partitions cut at random keys (block bounds, keys
+// just past and before them, before the first key and past the last), and
+// jobs the decision module partitions for a small MemoryBudget; each stage
+// against its CPU counterpart; FuzzLoadDamagedBlock
 // (damage the checksum cannot see reaches the decoder: same entries or the
 // same corruption error as the table's iterator); a failure at every
 // stage falls back with identical output, no orphan tables and goroutines
@@ -152,7 +184,9 @@
 // the store's compactor. warp bench kvcompact measures it against
 // compaction.CPU (docs/benchmarks.md). The CUDA engine runs the same
 // identity suites on a device (gpu_test.go: random jobs, the matrix, 12 MiB,
-// 192 MiB and 1 GiB jobs, a failure at every stage, out of device memory,
+// 192 MiB and 1 GiB jobs — and, in partitions, the random jobs, the matrix,
+// the 12 MiB job and the 1 GiB job in those a quarter of its estimate
+// plans —, a failure at every stage, out of device memory,
 // unsorted runs, two engine slots), and checkDamaged compares both
 // engines with compaction.CPU on input damaged where the checksum cannot
 // see it.
@@ -170,10 +204,12 @@
 //     is exact; the Go engine ignores Sort and MoveValues, and the device
 //     estimate does not count their arrays. MemoryBudget (default 2 GiB) bounds
 //     the host memory of a job, on either engine; MaxDeviceBytes (default
-//     half the device's free memory) the device's. A job over either, or
-//     one the device runs out of memory for, is declined ("budget") to
-//     Fallback: the spec's key-range partitions of large jobs are not
-//     built.
+//     half the device's free memory) the device's. A job over either runs
+//     in key-range partitions (the spec's, cut at input block bounds, but
+//     each written up to the last output table that starts inside it, the
+//     next partition starting there, and run one after another); one that
+//     cannot be cut to fit, or that the device runs out of memory for, is
+//     declined ("budget") to Fallback.
 //   - The CUDA engine decodes, checksums uncompressed blocks (in and out),
 //     checks and decompresses Snappy inputs and builds the filters on the
 //     device, but the host still decompresses S2 inputs, compresses and
@@ -193,7 +229,8 @@
 //     "gc", "sizes", "plan", "encode", "write", and "device" for the CUDA
 //     engine's own); Declined counts the decision module's refusals by
 //     reason ("small", "budget", "busy", "disabled", "irregular"); Engine,
-//     Disabled, HeldBytes and DeviceHeldBytes are added; stage times are Load,
+//     Disabled, HeldBytes, DeviceHeldBytes, PartitionedJobs and Partitions
+//     are added; stage times are Load,
 //     Merge, GC, Sizes, Plan and Write (the encoding and writing overlap
 //     the plan: Write is what is left of them after it).
 //   - SealBlock returns a SealedBlock (stored bytes, type, masked CRC) that

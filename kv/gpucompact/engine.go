@@ -33,6 +33,17 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 // CUDA engine); its output is the same. A device failure is a *stageError
 // of stage "device".
 func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *devEngine, times *stageTimes, failAt func(stage string) error) (*compaction.Result, error) {
+	res, _, err := runPart(ctx, job, nil, ws, dev, times, failAt)
+	return res, err
+}
+
+// runPart is runEngine over the whole job (part nil) or one partition of it
+// (partition.go): the part's range loaded, and its output tables from its
+// first key to next, where the next partition starts (nil: the job's end),
+// with the Stats of the entries in between (Duration and BytesRead are the
+// caller's). A partition that cannot end a table inside its range returns
+// errNoCut.
+func runPart(ctx context.Context, job *compaction.Job, part *partition, ws *workspace, dev *devEngine, times *stageTimes, failAt func(stage string) error) (_ *compaction.Result, next []byte, _ error) {
 	ws.pinDev = nil
 	if dev != nil {
 		ws.pinDev = dev.dev
@@ -67,11 +78,11 @@ func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *dev
 		}
 	}()
 	if err != nil {
-		return nil, wrap("load", err)
+		return nil, nil, wrap("load", err)
 	}
 	ratio, err := compaction.CutRatio(job)
 	if err != nil {
-		return nil, wrap("load", err)
+		return nil, nil, wrap("load", err)
 	}
 	var (
 		s             *inputSet
@@ -84,9 +95,9 @@ func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *dev
 	if dev != nil {
 		// The host reads and decompresses; the device decodes, merges,
 		// collects garbage and sizes the entries.
-		in, l, err := loadJobBlocks(ctx, job, ws, dev)
+		in, l, err := loadJobBlocks(ctx, job, ws, part, dev)
 		if err != nil {
-			return nil, wrap("load", err)
+			return nil, nil, wrap("load", err)
 		}
 		defer l.close()
 		durations := map[string]*time.Duration{"load": &times.load, "merge": &times.merge, "gc": &times.gc, "sizes": &times.sizes}
@@ -99,43 +110,51 @@ func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *dev
 		if err != nil {
 			var se *stageError
 			if ctx.Err() != nil || errors.As(err, &se) || isCorruption(err) || errors.Is(err, errTooLarge) || errors.Is(err, errIrregularBlock) || errors.Is(err, errInputOrder) {
-				return nil, err
+				return nil, nil, err
 			}
-			return nil, &stageError{"device", err}
+			return nil, nil, &stageError{"device", err}
 		}
 	} else {
-		if s, err = loadJob(ctx, job, ws); err != nil {
-			return nil, wrap("load", err)
+		if s, err = loadJob(ctx, job, ws, part); err != nil {
+			return nil, nil, wrap("load", err)
 		}
 		if err := stage("load", &times.load); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if _, err := s.setK0(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		order := s.merge(ws)
 		if err := stage("merge", &times.merge); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if kept, keptNew, st, err = s.gc(order, job, spans, ws); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := stage("gc", &times.gc); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		pe, contentsBound = s.planEntries(kept, ws)
 		if goEngineJumps != nil {
 			jumps = goEngineJumps(pe, job.Env.WriterOptions.WithDefaults())
 		}
 		if err := stage("sizes", &times.sizes); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	opts := job.Env.WriterOptions.WithDefaults()
+	cutLimit := compaction.CutLimit(job.TargetFileSize, ratio)
+	w := wholeJob(len(kept))
+	if part != nil {
+		if w, next, err = part.walk(s, pe, kept, keptNew, jumps, job, opts, cutLimit, outSpans); err != nil {
+			return nil, nil, err
+		}
+		st = part.stats(s, st, w, next)
+	}
 	// The plan walk, with the encoders and the writers behind it.
 	p := newPipeline(ctx, s, job, ws, dev, opts, kept, contentsBound, outSpans, failAt)
 	p.startEncoders()
-	err = s.plan(pe, kept, keptNew, jumps, job, opts, compaction.CutLimit(job.TargetFileSize, ratio), outSpans, p)
+	err = s.plan(pe, kept, keptNew, jumps, job, opts, cutLimit, outSpans, p, w)
 	p.planEnded(err)
 	if err == nil {
 		err = stage("plan", &times.plan)
@@ -148,15 +167,15 @@ func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *dev
 		_, werr := p.wait()
 		switch {
 		case ctx.Err() != nil:
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case errors.Is(err, errSkipped) && werr != nil:
-			return nil, werr
+			return nil, nil, werr
 		}
-		return nil, wrap("write", err)
+		return nil, nil, wrap("write", err)
 	}
 	tables, err := p.wait()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res := &compaction.Result{}
 	for _, t := range tables {
@@ -164,7 +183,7 @@ func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *dev
 		res.Stats.BytesWritten += t.meta.Size
 	}
 	if err := stage("write", &times.write); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res.Stats.EntriesIn = st.entriesIn
 	res.Stats.EntriesOut = st.entriesOut
@@ -176,7 +195,7 @@ func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *dev
 	if dev != nil {
 		res.Stats.Engine = "cuda"
 	}
-	return res, nil
+	return res, next, nil
 }
 
 // errSkipped marks the output tables not written, and the walk stopped,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"sync/atomic"
 
@@ -26,8 +27,9 @@ type loadTable struct {
 	r       *sstable.Reader
 	file    vfs.File
 	release func()
-	blocks  []sstable.BlockHandle
-	rawLen  uint64 // its blocks' contents, as their headers say
+	blocks  []sstable.BlockHandle // the data blocks read: all, or a partition's
+	all     int                   // the table's data blocks
+	rawLen  uint64                // its blocks' contents, as their headers say
 	err     error
 }
 
@@ -96,9 +98,10 @@ func (l *loaded) close() {
 // goroutines (each piece with its checksums checked), checks the blocks'
 // decoded lengths against the tables' properties and sizes the arena for
 // them. decode says the pieces will be decoded into entries on the host
-// (their arrays are reserved). Every array comes from ws. The caller
-// closes what it returns.
-func readJob(ctx context.Context, job *compaction.Job, ws *workspace, decode bool, onArena func(arena []byte) (pieceDone func(lo, hi uint32), err error)) (_ *loaded, err error) {
+// (their arrays are reserved). With part, only the blocks that may hold
+// keys of its range are read (partition.blocks). Every array comes from
+// ws. The caller closes what it returns.
+func readJob(ctx context.Context, job *compaction.Job, ws *workspace, part *partition, decode bool, onArena func(arena []byte) (pieceDone func(lo, hi uint32), err error)) (_ *loaded, err error) {
 	var tables []*loadTable
 	for _, in := range job.Inputs {
 		for _, f := range in.Files {
@@ -119,7 +122,27 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, decode boo
 			if t.r, t.release, t.err = job.Env.OpenTable(t.f); t.err != nil {
 				continue
 			}
-			if t.blocks, t.err = t.r.DataBlocks(); t.err != nil {
+			switch {
+			case part == nil:
+				t.blocks, t.err = t.r.DataBlocks()
+				t.all = len(t.blocks)
+			case part.excludes(t.f):
+				// No key of the partition's: the table keeps its place in
+				// its run, with no blocks, and is neither indexed nor read.
+				t.all = 0
+				continue
+			default:
+				var upper [][]byte
+				t.blocks, upper, t.err = t.r.DataBlockBounds()
+				t.all = len(t.blocks)
+				if t.err == nil && !slices.IsSortedFunc(upper, bytes.Compare) {
+					t.err = fmt.Errorf("%s: index keys out of order: %w", t.f.FileNum, errPartitionEntries)
+					continue
+				}
+				from, to := part.blocks(upper)
+				t.blocks = t.blocks[from:to]
+			}
+			if t.err != nil {
 				continue
 			}
 			t.file, t.err = job.Env.OpenTableFile(t.f)
@@ -165,7 +188,7 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, decode boo
 		regionAt[i] = [2]int{regionsLen, regionsLen + n}
 		regionsLen += n
 		if decode {
-			p.entsCap, p.keysCap, _ = pieceShare(p.t.r, len(p.blocks), len(p.t.blocks))
+			p.entsCap, p.keysCap, _ = pieceShare(p.t.r, len(p.blocks), p.t.all)
 		}
 		entsLen += p.entsCap
 		keysLen += p.keysCap
@@ -233,7 +256,7 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, decode boo
 	}
 	for _, t := range tables {
 		props := t.r.Properties()
-		if want := props.RawDataSize - min(props.RawDataSize, uint64(len(t.blocks))*sstable.BlockTrailerLen); props.RawDataSize == 0 || t.rawLen <= want {
+		if want := props.RawDataSize - min(props.RawDataSize, uint64(t.all)*sstable.BlockTrailerLen); props.RawDataSize == 0 || t.rawLen <= want {
 			continue
 		}
 		for _, q := range pieces {
@@ -289,9 +312,10 @@ var inflateFrom = func(ws *workspace, regions []byte) bool { return ws.regionsPi
 // loadJob reads every input table of job into one inputSet: each L0 table
 // a run of its own, each deeper level's tables (sorted, disjoint) one run.
 // The pieces readJob read are decoded on goroutines, each into arrays of
-// its own, and gathered in job order.
-func loadJob(ctx context.Context, job *compaction.Job, ws *workspace) (*inputSet, error) {
-	l, err := readJob(ctx, job, ws, true, nil)
+// its own, and gathered in job order. With part, only the blocks that may
+// hold its keys are read.
+func loadJob(ctx context.Context, job *compaction.Job, ws *workspace, part *partition) (*inputSet, error) {
+	l, err := readJob(ctx, job, ws, part, true, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +324,7 @@ func loadJob(ctx context.Context, job *compaction.Job, ws *workspace) (*inputSet
 	err = eachPiece(func(p *loadPiece) error {
 		p.s.arena = arena[p.s.arenaBase : p.s.arenaBase : uint64(p.s.arenaBase)+p.rawLen]
 		name := p.t.f.FileNum.String()
-		if err := p.s.decodeBlocks(p.t.r, name, p.blocks, p.region, len(p.t.blocks)); err != nil {
+		if err := p.s.decodeBlocks(p.t.r, name, p.blocks, p.region, p.t.all); err != nil {
 			return err
 		}
 		if uint64(len(p.s.arena)) != p.rawLen {
@@ -357,9 +381,12 @@ func loadJob(ctx context.Context, job *compaction.Job, ws *workspace) (*inputSet
 // the input stage reads and decodes (tests make it small).
 var loadPieceBytes uint64 = 256 << 10
 
-// gcStats count what the garbage-collection stage saw and dropped.
+// gcStats count what the garbage-collection stage saw and dropped; elided
+// are the elided tombstones' entries (a partition counts those in its
+// range).
 type gcStats struct {
 	entriesIn, entriesOut, tombstonesElided uint64
+	elided                                  []uint32
 }
 
 // errInputOrder says the job's inputs are not in strictly ascending
@@ -452,6 +479,14 @@ func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span
 	for part := range parts {
 		offsets[part+1] += offsets[part]
 		st.tombstonesElided += elidedIn[part]
+	}
+	if st.tombstonesElided > 0 {
+		st.elided = make([]uint32, 0, st.tombstonesElided)
+		for i := range n {
+			if elided[i] && !keep[i] {
+				st.elided = append(st.elided, order[i])
+			}
+		}
 	}
 	kept := take(&ws.kept, offsets[parts])
 	keptNew := take(&ws.keptNew, offsets[parts])

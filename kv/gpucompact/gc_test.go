@@ -32,7 +32,7 @@ func TestKeptEntriesMatchCPU(t *testing.T) {
 		}
 		want, _ := e.ReadAll(t, res.Outputs)
 
-		s, err := loadJob(context.Background(), job, ws)
+		s, err := loadJob(context.Background(), job, ws, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +89,7 @@ func checkHostPositions(t *testing.T, round int, s *inputSet, order []uint32, ws
 		ids, want = append(ids, order[i]), append(want, keep[i])
 	}
 	verdict := make([]uint8, len(ids))
-	if got := s.checkPositions(ids, verdict, job, spans); got != elided {
+	if got := uint64(len(s.checkPositions(ids, verdict, job, spans))); got != elided {
 		t.Fatalf("round %d: the host checks elided %d tombstones, gc %d", round, got, elided)
 	}
 	for c := range ids {

@@ -310,7 +310,8 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 			return
 		}
 		verdict := make([]uint8, m)
-		st.tombstonesElided = s.checkPositions(hostIDs, verdict, job, spans)
+		st.elided = s.checkPositions(hostIDs, verdict, job, spans)
+		st.tombstonesElided = uint64(len(st.elided))
 		v, err2 := b.v.Get(dev, str, m)
 		if err = err2; err != nil {
 			return
@@ -481,8 +482,8 @@ func copyBack[T cuda.Elem](d *devEngine, dst []T, src cuda.Slice[T]) error {
 
 // checkPositions decides the positions the device left to the host, by the
 // Go engine's rules (survives): verdict 1 for the entries that stay; it
-// returns how many were elided. ids are the entries, in merged order.
-func (s *inputSet) checkPositions(ids []uint32, verdict []uint8, job *compaction.Job, spans []rangedel.Span) uint64 {
+// returns the entries elided. ids are the entries, in merged order.
+func (s *inputSet) checkPositions(ids []uint32, verdict []uint8, job *compaction.Job, spans []rangedel.Span) []uint32 {
 	snaps := job.Snapshots
 	var elided atomic.Uint64
 	hostpar.ForCores(len(ids), 1024, func(_, lo, hi int) {
@@ -493,11 +494,22 @@ func (s *inputSet) checkPositions(ids []uint32, verdict []uint8, job *compaction
 			keep, elided := survives(k, compaction.StripeOf(snaps, k.SeqNum()), job, spans)
 			verdict[c] = boolByte(keep)
 			if elided {
+				verdict[c] = 2 // (gathered below, then 0: dropped)
 				n++
 			}
 		}
 	})
-	return elided.Load()
+	var out []uint32
+	if n := elided.Load(); n > 0 {
+		out = make([]uint32, 0, n)
+		for c, v := range verdict {
+			if v == 2 {
+				out = append(out, ids[c])
+				verdict[c] = 0
+			}
+		}
+	}
+	return out
 }
 
 // mergeRound is one launch of merge_round: pairs pairs from the pair

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -94,6 +95,47 @@ func TestCUDAEngineIdenticalLarge(t *testing.T) {
 		checkLarge(t, 192, cudaEngineIn(d)(ws))
 		checkLarge(t, 1024, cudaEngineIn(d)(ws), 1024)
 	}
+}
+
+// TestCUDAEnginePartitioned: TestGoEnginePartitioned's suites through the
+// CUDA engine (random jobs, the matrix, a 12 MiB job, each in partitions
+// cut at random keys), and, without -short, a 1 GiB job in the partitions
+// that a Compactor with a quarter of its estimate as MemoryBudget plans,
+// byte-identical to compaction.CPU.
+func TestCUDAEnginePartitioned(t *testing.T) {
+	d := testDevEngine(t)
+	rounds := 300
+	if testing.Short() {
+		rounds = 60
+	}
+	parts := 0
+	checkIdentical(t, rounds, "cuda", partitionedIn(d, 1, &parts))
+	checkMatrix(t, rounds/3, partitionedIn(d, 2, &parts)(&workspace{}))
+	ws := &workspace{}
+	defer ws.free()
+	checkLarge(t, 12, partitionedIn(d, 3, &parts)(ws))
+	t.Logf("%d partitions", parts)
+	if testing.Short() {
+		return
+	}
+	checkLarge(t, 1024, func(ctx context.Context, job *compaction.Job) (*compaction.Result, error) {
+		size, err := memoryEstimate(job)
+		if err != nil {
+			return nil, err
+		}
+		c := &Compactor{opts: Options{MemoryBudget: int64(size.est / 4)}, cuda: true}
+		ratio, err := compaction.CutRatio(job)
+		if err != nil {
+			return nil, err
+		}
+		plan, err := splitJob(job, compaction.CutLimit(job.TargetFileSize, ratio), func(s jobSize) bool { return c.fits(job, s) })
+		if err != nil || len(plan.splits) == 0 {
+			return nil, fmt.Errorf("no partitions for a quarter of the estimate (%v)", err)
+		}
+		res, n, err := runPartitioned(ctx, job, plan, ws, d, &stageTimes{}, nil)
+		t.Logf("1 GiB job: %d splits, %d partitions", len(plan.splits), n)
+		return res, err
+	}, 1024)
 }
 
 // TestCUDADeviceEstimate: the decision module's device estimate bounds the

@@ -88,17 +88,20 @@ type planSink interface {
 // the walk steps over a whole block wherever nothing can cut inside it — the
 // table below the cut limit with the block and no key in it that is not
 // quiet — and entry by entry elsewhere; the cuts and blocks are the same.
-func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, jumps *blockJumps, job *compaction.Job, opts sstable.WriterOptions, cutLimit uint64, outSpans []rangedel.Span, sink planSink) error {
+//
+// w is the stretch of the kept entries walked: the whole job, or a
+// partition's (walk).
+func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, jumps *blockJumps, job *compaction.Job, opts sstable.WriterOptions, cutLimit uint64, outSpans []rangedel.Span, sink planSink, w walk) error {
 	cut := compaction.NewCutter(job, cutLimit, nil, nil)
 	// ev is the first new-key kept entry at or after the entry it was found
-	// from at which the cut rule is not quiet (len(pe): none); -1 when the
-	// rule's state has moved since.
+	// from at which the cut rule is not quiet (w.to: none before it); -1
+	// when the rule's state has moved since.
 	ev := -1
 	event := func(j int) int {
 		if ev >= j {
 			return ev
 		}
-		lo, hi := j, len(pe)
+		lo, hi := j, w.to
 		for lo < hi {
 			mid := int(uint(lo+hi) >> 1)
 			if !cut.Quiet(s.key(kept[mid])) {
@@ -107,7 +110,7 @@ func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, jumps *bl
 				lo = mid + 1
 			}
 		}
-		for lo < len(pe) && !keptNew[lo] {
+		for lo < w.to && !keptNew[lo] {
 			lo++
 		}
 		ev = lo
@@ -115,6 +118,11 @@ func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, jumps *bl
 	}
 	open := false
 	var lower []byte
+	if !w.first && w.from < w.to {
+		// The table that starts here started at a cut: its range
+		// tombstones are bounded below by its first key.
+		lower = s.key(kept[w.from])
+	}
 	// The open block: where it starts, its size as the builder counts it
 	// (entries, 4 bytes per restart point, 4), entries since the last
 	// restart, entries; rawData: the open table's finished blocks' sizes
@@ -123,7 +131,7 @@ func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, jumps *bl
 	var blockStart, size, since, count int
 	var rawData uint64
 	blockSize, restartInterval := opts.BlockSize, opts.RestartInterval
-	for j := 0; j < len(pe); j++ {
+	for j := w.from; j < w.to; j++ {
 		if keptNew[j] && open {
 			raw := rawData + 4 // an empty block counts 4
 			if count > 0 {
@@ -144,6 +152,9 @@ func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, jumps *bl
 			}
 		}
 		if !open {
+			if j == w.stopAt {
+				return nil // the partition's last table ended here
+			}
 			if err := sink.table(j, lower); err != nil {
 				return err
 			}
@@ -177,20 +188,38 @@ func (s *inputSet) plan(pe []planEntry, kept []uint32, keptNew []bool, jumps *bl
 			count = 0
 		}
 	}
+	if !w.last {
+		return nil // (a dry walk's end: the partition's last table may go on)
+	}
 	if !open && len(rangedel.Truncate(outSpans, lower, nil)) > 0 {
-		if err := sink.table(len(kept), lower); err != nil {
+		if err := sink.table(w.to, lower); err != nil {
 			return err
 		}
 		open, count = true, 0
 	}
 	if open {
 		if count > 0 {
-			sink.block(blockStart, len(kept), size, false)
+			sink.block(blockStart, w.to, size, false)
 		}
-		sink.end(len(kept), nil)
+		sink.end(w.to, nil)
 	}
 	return nil
 }
+
+// walk is the stretch of a job's kept entries that one plan walk covers:
+// kept[from:to], all of them for a job in one piece. A partition's walk
+// (partition.go) starts at an output table's first entry (first: the job's
+// first table, whose range tombstones have no lower bound) and, unless it
+// is the job's last (last), ends at stopAt, before the first entry of a
+// table that its dry walk (stopAt -1) saw start: the walk's state there is
+// a new table's, whatever came before.
+type walk struct {
+	from, to, stopAt int
+	first, last      bool
+}
+
+// wholeJob is the walk over all of a job's n kept entries.
+func wholeJob(n int) walk { return walk{from: 0, to: n, stopAt: -1, first: true, last: true} }
 
 // encodedLCP is the length of the common prefix of two entries' encoded
 // internal keys (user key, then the trailer, 8 bytes little-endian).

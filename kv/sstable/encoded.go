@@ -181,6 +181,45 @@ func (r *Reader) DataBlocks() ([]BlockHandle, error) {
 	return out, it.err
 }
 
+// DataBlockBounds returns the table's data blocks in key order, as
+// DataBlocks does, and with each the user key of its index entry: every key
+// of block i has a user key at most upper[i], and every key of the blocks
+// after it a user key at least upper[i] (a block's index key is at or past
+// its last key and before the next block's first). A compactor that reads part of a table's key range
+// (kv/gpucompact's partitions) selects its blocks by them.
+func (r *Reader) DataBlockBounds() (blocks []BlockHandle, upper [][]byte, err error) {
+	var it blockIter
+	if !it.init(r.index, true, r.name, 0) {
+		return nil, nil, it.err
+	}
+	// The keys are copied into one array (the iterator reuses its key's
+	// memory), and sliced from it at the end.
+	var keys []byte
+	var ends []int
+	for ok := it.first(); ok; ok = it.next() {
+		h, _, ok := decodeHandle(it.val)
+		if !ok {
+			return nil, nil, r.corrupt(0, "bad block handle in index")
+		}
+		if err := r.checkHandle(h); err != nil {
+			return nil, nil, err
+		}
+		blocks = append(blocks, BlockHandle{Offset: h.offset, Length: h.length})
+		keys = append(keys, it.ikey.UserKey...)
+		ends = append(ends, len(keys))
+	}
+	if it.err != nil {
+		return nil, nil, it.err
+	}
+	upper = make([][]byte, len(ends))
+	start := 0
+	for i, end := range ends {
+		upper[i] = keys[start:end:end]
+		start = end
+	}
+	return blocks, upper, nil
+}
+
 // DecodeBlock checks a stored block (its bytes and trailer, as read from
 // the file at h) and returns its uncompressed contents, decoding into dst
 // when it has room. Damage gives a *base.CorruptionError naming the block.

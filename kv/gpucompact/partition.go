@@ -1,0 +1,350 @@
+package gpucompact
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/warpkit/warpkit/internal/hostpar"
+	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/internal/rangedel"
+	"github.com/warpkit/warpkit/kv/manifest"
+	"github.com/warpkit/warpkit/kv/sstable"
+)
+
+// Key-range partitions. A job whose estimate passes the engine's budgets
+// (MemoryBudget, MaxDeviceBytes, the 4 GiB of 32-bit offsets) runs as a
+// sequence of partitions, each a range of user keys that the engine
+// compacts in one pass of its pipeline, in memory for that range alone,
+// and whose outputs, together, are byte for byte the whole job's:
+//
+//   - The split keys come from the input tables' index blocks: every data
+//     block's index key bounds the user keys it may hold (sstable.Reader.
+//     DataBlockBounds), and a sweep over the blocks in key order cuts
+//     wherever the running estimate would pass half the budgets, less room
+//     for one output table (splitJob).
+//   - A partition [lo, hi) reads only the blocks that may hold its keys
+//     (partition.blocks: each table's blocks from the first whose bound is
+//     at least lo to the first whose bound is at least hi), so every version
+//     of every key in the range is there; the boundary blocks bring keys
+//     outside it, which the stages carry along and the walk leaves out.
+//     Garbage collection decides an entry from its own key's versions, the
+//     job's range tombstones and the levels below, so the kept entries of
+//     the range are the whole job's.
+//   - The output tables must end where the whole job's end, and a table's
+//     cut depends on everything since it started. So a partition first
+//     walks its kept entries dry (startRecorder: the plan with nothing
+//     written), from an entry where the whole job's walk starts a table, to
+//     find the last table that starts inside it; then it writes the tables
+//     before that one, and the next partition starts at that table's first
+//     key (next), where the walk's state is again a fresh table's. Entries
+//     between there and hi are loaded and collected twice: at most about
+//     one output table's worth per partition.
+//   - A partition in which no table starts past its first (its range holds
+//     less than one output, after garbage collection) is widened to the
+//     next split (errNoCut), within the whole budgets; one that keeps no
+//     entry at all, before any table has started, ends at hi with no
+//     output.
+//   - The Stats are the sum of the partitions', each counting the entries
+//     of [lo, next) only; their EntriesIn must add up to the input tables'
+//     NumEntries, which checks that the index bounds were true (a table
+//     whose index lied would lose entries between partitions): otherwise
+//     the job is declined ("irregular") and Fallback's result stands.
+
+// partition is one key range of a job: user keys [lo, hi) (nil: open).
+// first says no output table of the job has started below lo (the first
+// table's range tombstones then have no lower bound).
+type partition struct {
+	lo, hi []byte
+	first  bool
+}
+
+// errNoCut says no output table starts inside a partition after its first:
+// it is widened to the next split.
+var errNoCut = errors.New("gpucompact: no output table ends inside the partition")
+
+// errPartitionEntries says a partitioned job's partitions counted other
+// entries than its input tables hold: an index block's keys did not bound
+// its blocks' keys. The job goes to Fallback ("irregular").
+var errPartitionEntries = errors.New("gpucompact: the partitions' entries do not add up to the input tables'")
+
+// blocks returns the blocks [from, to) of a table that may hold user keys in
+// the partition's range, given each block's bound (DataBlockBounds): block
+// i holds user keys in [upper[i-1], upper[i]].
+func (p *partition) blocks(upper [][]byte) (from, to int) {
+	n := len(upper)
+	if p.lo != nil {
+		from, _ = slices.BinarySearchFunc(upper, p.lo, bytes.Compare)
+	}
+	to = n
+	if p.hi != nil {
+		at, _ := slices.BinarySearchFunc(upper, p.hi, bytes.Compare)
+		to = min(n, at+1)
+	}
+	return from, max(from, to)
+}
+
+// excludes says table f holds no key of the partition's range, by its
+// bounds (the check of the entries counted covers bounds that lie).
+func (p *partition) excludes(f *manifest.FileMetadata) bool {
+	return p.lo != nil && bytes.Compare(f.Largest.UserKey, p.lo) < 0 || p.hi != nil && bytes.Compare(f.Smallest.UserKey, p.hi) >= 0
+}
+
+// startRecorder is the sink of a dry walk: it keeps where the last table
+// started.
+type startRecorder struct{ last int }
+
+func (r *startRecorder) table(j int, _ []byte) error { r.last = j; return nil }
+func (r *startRecorder) block(int, int, int, bool)   {}
+func (r *startRecorder) end(int, []byte)             {}
+
+// walk returns the partition's walk over the kept entries (kept ids into s,
+// in merged order, the boundary blocks' entries with them) and next, where
+// the next partition starts: for all but the job's last partition the
+// first key of the last table that starts inside the range (found by a dry
+// walk), or hi when the range keeps nothing and no table has started yet.
+func (p *partition) walk(s *inputSet, pe []planEntry, kept []uint32, keptNew []bool, jumps *blockJumps, job *compaction.Job, opts sstable.WriterOptions, cutLimit uint64, outSpans []rangedel.Span) (walk, []byte, error) {
+	at := func(k []byte) int {
+		j, _ := slices.BinarySearchFunc(kept, k, func(id uint32, k []byte) int { return bytes.Compare(s.key(id), k) })
+		return j
+	}
+	w := walk{to: len(kept), stopAt: -1, first: p.first, last: p.hi == nil}
+	if p.lo != nil {
+		w.from = at(p.lo)
+	}
+	if p.hi != nil {
+		w.to = at(p.hi)
+	}
+	if !p.first && (w.from == w.to || !bytes.Equal(s.key(kept[w.from]), p.lo)) {
+		// The table the last partition left to this one starts at lo.
+		return w, nil, &stageError{"plan", fmt.Errorf("the partition from %q lacks the first entry of its first table", p.lo)}
+	}
+	if w.last {
+		return w, nil, nil
+	}
+	if w.from == w.to {
+		w.stopAt = w.to
+		return w, p.hi, nil
+	}
+	rec := startRecorder{last: -1}
+	if err := s.plan(pe, kept, keptNew, jumps, job, opts, cutLimit, outSpans, &rec, w); err != nil {
+		return w, nil, err
+	}
+	if rec.last <= w.from {
+		return w, nil, errNoCut
+	}
+	w.stopAt = rec.last
+	return w, bytes.Clone(s.key(kept[rec.last])), nil
+}
+
+// stats returns the partition's share of st, the stats of everything its
+// stages saw: the entries with keys in [lo, next), the kept ones its walk
+// writes, the tombstones elided among them.
+func (p *partition) stats(s *inputSet, st gcStats, w walk, next []byte) gcStats {
+	in := func(k []byte) bool {
+		return (p.lo == nil || bytes.Compare(k, p.lo) >= 0) && (next == nil || bytes.Compare(k, next) < 0)
+	}
+	var n atomic.Uint64
+	hostpar.ForCores(len(s.ents), 4096, func(_, lo, hi int) {
+		c := 0
+		for i := lo; i < hi; i++ {
+			if in(s.key(uint32(i))) {
+				c++
+			}
+		}
+		n.Add(uint64(c))
+	})
+	out := gcStats{entriesIn: n.Load(), entriesOut: uint64(w.to - w.from)}
+	if !w.last {
+		out.entriesOut = uint64(w.stopAt - w.from)
+	}
+	for _, id := range st.elided {
+		if in(s.key(id)) {
+			out.tombstonesElided++
+		}
+	}
+	return out
+}
+
+// partitionPlan is how a job too large for the engine in one piece is cut:
+// its split keys, and what it needs to check the widening of a partition
+// and the entries counted.
+type partitionPlan struct {
+	splits  [][]byte
+	blocks  []blockSize // the input data blocks, in groups (splitJob), by bound
+	fits    func(jobSize) bool
+	entries uint64 // the input tables' point entries (their properties)
+}
+
+// blockSize is some consecutive input data blocks' bound (the last one's:
+// DataBlockBounds) and their share of their table's estimate.
+type blockSize struct {
+	upper []byte
+	size  jobSize
+}
+
+// splitJob plans the partitions of job: cuts where the running estimate of
+// the blocks, in key order, would no longer pass half the budget (fits),
+// less room for the output table by which a partition may start early (the
+// cut limit of contents, as entries of the job's mean size): a partition
+// widened to the next split then fits. It returns no splits when the job
+// cannot be cut so (a block alone is too large).
+func splitJob(job *compaction.Job, cutLimit uint64, fits func(jobSize) bool) (*partitionPlan, error) {
+	plan := &partitionPlan{fits: fits}
+	grain := job.InputBytes() / 4096
+	var total jobSize
+	for _, in := range job.Inputs {
+		for _, f := range in.Files {
+			r, release, err := job.Env.OpenTable(f)
+			if err != nil {
+				return nil, err
+			}
+			blocks, upper, err := r.DataBlockBounds()
+			props := r.Properties()
+			release()
+			if err != nil {
+				return nil, err
+			}
+			t := tableSize(f.Size, props)
+			total = total.add(t)
+			plan.entries += props.NumEntries
+			var stored uint64
+			for _, h := range blocks {
+				stored += h.Length
+			}
+			// Blocks in groups of about grain stored bytes: a split falls
+			// at a group's bound (any bound will do), and the sweep sorts
+			// a few thousand groups, not every block.
+			var group uint64
+			for i, h := range blocks {
+				group += h.Length
+				if group >= grain || i == len(blocks)-1 {
+					plan.blocks = append(plan.blocks, blockSize{upper[i], t.share(group, stored)})
+					group = 0
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(plan.blocks, func(a, b blockSize) int { return bytes.Compare(a.upper, b.upper) })
+	// Room for one output table at the job's mean entry size.
+	var room jobSize
+	if total.contents > 0 {
+		c := min(cutLimit, total.contents)
+		room = total.share(c, total.contents)
+	}
+	half := func(s jobSize) bool { return fits(s.add(s).add(room)) }
+	var acc jobSize
+	for _, b := range plan.blocks {
+		if next := acc.add(b.size); half(next) || acc.contents == 0 {
+			acc = next
+			continue
+		}
+		if n := len(plan.splits); n > 0 && bytes.Compare(b.upper, plan.splits[n-1]) <= 0 {
+			acc = acc.add(b.size) // (a bound equal to the last split's)
+			continue
+		}
+		plan.splits = append(plan.splits, b.upper)
+		acc = b.size
+	}
+	if !half(acc) || len(plan.splits) == 0 {
+		plan.splits = nil
+	}
+	return plan, nil
+}
+
+// estimate is the estimate of the blocks a partition [lo, hi) reads.
+func (pl *partitionPlan) estimate(lo, hi []byte) jobSize {
+	var s jobSize
+	for i, b := range pl.blocks {
+		if lo != nil && bytes.Compare(b.upper, lo) < 0 {
+			continue
+		}
+		if hi != nil && i > 0 && bytes.Compare(pl.blocks[i-1].upper, hi) >= 0 {
+			break
+		}
+		s = s.add(b.size)
+	}
+	return s
+}
+
+// split returns the end of the partitions' k-th range (nil: the job's end).
+func (pl *partitionPlan) split(k int) []byte {
+	if k < len(pl.splits) {
+		return pl.splits[k]
+	}
+	return nil
+}
+
+// runPartitioned runs job through the engine partition by partition
+// (plan), and returns the whole job's result and how many partitions
+// ran. Output tables are created in key order; on error the ones created
+// stay for the caller to remove, as with runEngine.
+func runPartitioned(ctx context.Context, job *compaction.Job, plan *partitionPlan, ws *workspace, dev *devEngine, times *stageTimes, failAt func(stage string) error) (*compaction.Result, int, error) {
+	start := time.Now()
+	res := &compaction.Result{}
+	var lo []byte
+	first, parts := true, 0
+	for k := 0; ; {
+		hi := plan.split(k)
+		r, next, err := runPart(ctx, job, &partition{lo: lo, hi: hi, first: first}, ws, dev, times, failAt)
+		if errors.Is(err, errNoCut) {
+			k++ // widened: the same start, the next split's end
+			if plan.fits != nil && !plan.fits(plan.estimate(lo, plan.split(k))) {
+				return nil, parts, errTooLarge
+			}
+			continue
+		}
+		if err != nil {
+			return nil, parts, err
+		}
+		parts++
+		res.Outputs = append(res.Outputs, r.Outputs...)
+		res.Stats.BytesWritten += r.Stats.BytesWritten
+		res.Stats.EntriesIn += r.Stats.EntriesIn
+		res.Stats.EntriesOut += r.Stats.EntriesOut
+		res.Stats.TombstonesElided += r.Stats.TombstonesElided
+		res.Stats.RangeDelsDropped = r.Stats.RangeDelsDropped // (the job's, in each)
+		res.Stats.Engine = r.Stats.Engine
+		if hi == nil {
+			break
+		}
+		lo, first = next, first && len(r.Outputs) == 0
+		k++
+	}
+	if res.Stats.EntriesIn != plan.entries {
+		return nil, parts, fmt.Errorf("%w: %d, the tables' properties say %d", errPartitionEntries, res.Stats.EntriesIn, plan.entries)
+	}
+	res.Stats.BytesRead = job.InputBytes()
+	res.Stats.Duration = time.Since(start)
+	return res, parts, nil
+}
+
+// tableSize is a table's estimate from its properties (a table written
+// before RawDataSize existed counts 4 times its size).
+func tableSize(size uint64, p *sstable.Properties) jobSize {
+	raw := p.RawDataSize
+	if raw == 0 {
+		raw = 4 * size
+	}
+	return jobSize{stored: size, contents: raw, entries: p.NumEntries, keys: p.RawKeySize}
+}
+
+// add returns the sum of two estimates.
+func (j jobSize) add(o jobSize) jobSize {
+	return jobSize{stored: j.stored + o.stored, contents: j.contents + o.contents, entries: j.entries + o.entries, keys: j.keys + o.keys}
+}
+
+// share returns the part of j that n of its total bytes hold.
+func (j jobSize) share(n, total uint64) jobSize {
+	if total == 0 {
+		return jobSize{}
+	}
+	f := float64(n) / float64(total)
+	s := func(v uint64) uint64 { return uint64(math.Ceil(float64(v) * f)) }
+	return jobSize{stored: s(j.stored), contents: s(j.contents), entries: s(j.entries), keys: s(j.keys)}
+}
