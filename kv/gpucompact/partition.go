@@ -26,8 +26,9 @@ import (
 //   - The split keys come from the input tables' index blocks: every data
 //     block's index key bounds the user keys it may hold (sstable.Reader.
 //     DataBlockBounds), and a sweep over the blocks in key order cuts
-//     wherever the running estimate would pass half the budgets, less room
-//     for one output table (splitJob).
+//     wherever the running estimate would pass an eighth of the budgets
+//     (splitJob); each partition ends at the farthest split at which its
+//     estimate, with room for one output table, fits (partitionPlan.end).
 //   - A partition [lo, hi) reads only the blocks that may hold its keys
 //     (partition.blocks: each table's blocks from the first whose bound is
 //     at least lo to the first whose bound is at least hi), so every version
@@ -47,7 +48,7 @@ import (
 //     one output table's worth per partition.
 //   - A partition in which no table starts past its first (its range holds
 //     less than one output, after garbage collection) is widened to the
-//     next split (errNoCut), within the whole budgets; one that keeps no
+//     next split (errNoCut), within the budgets; one that keeps no
 //     entry at all, before any table has started, ends at hi with no
 //     output.
 //   - The Stats are the sum of the partitions', each counting the entries
@@ -172,14 +173,23 @@ func (p *partition) stats(s *inputSet, st gcStats, w walk, next []byte) gcStats 
 }
 
 // partitionPlan is how a job too large for the engine in one piece is cut:
-// its split keys, and what it needs to check the widening of a partition
-// and the entries counted.
+// the keys where partitions may end, about an eighth of the budgets apart
+// (splitsPerBudget), and what it needs to choose each partition's end (the
+// farthest whose estimate fits: partitionPlan.end) and to check the
+// entries counted.
 type partitionPlan struct {
 	splits  [][]byte
 	blocks  []blockSize // the input data blocks, in groups (splitJob), by bound
+	room    jobSize     // an output table's worth, by which a partition may start early
 	fits    func(jobSize) bool
 	entries uint64 // the input tables' point entries (their properties)
 }
+
+// splitsPerBudget is how many pieces between splits a partition of the
+// whole budgets holds: it ends within an eighth of them of the most it
+// could hold, and has that much to widen by when no output table starts
+// inside it (errNoCut).
+const splitsPerBudget = 8
 
 // blockSize is some consecutive input data blocks' bound (the last one's:
 // DataBlockBounds) and their share of their table's estimate.
@@ -188,12 +198,12 @@ type blockSize struct {
 	size  jobSize
 }
 
-// splitJob plans the partitions of job: cuts where the running estimate of
-// the blocks, in key order, would no longer pass half the budget (fits),
-// less room for the output table by which a partition may start early (the
-// cut limit of contents, as entries of the job's mean size): a partition
-// widened to the next split then fits. It returns no splits when the job
-// cannot be cut so (a block alone is too large).
+// splitJob plans the partitions of job: the keys where they may end, cut
+// where the running estimate of the blocks, in key order, would pass an
+// eighth of the budgets (fits) less room for the output table by which a
+// partition may start early (the cut limit of contents, as entries of the
+// job's mean size). It returns no splits when the job cannot be cut so (a
+// block alone is too large).
 func splitJob(job *compaction.Job, cutLimit uint64, fits func(jobSize) bool) (*partitionPlan, error) {
 	plan := &partitionPlan{fits: fits}
 	grain := job.InputBytes() / 4096
@@ -237,10 +247,11 @@ func splitJob(job *compaction.Job, cutLimit uint64, fits func(jobSize) bool) (*p
 		c := min(cutLimit, total.contents)
 		room = total.share(c, total.contents)
 	}
-	half := func(s jobSize) bool { return fits(s.add(s).add(room)) }
+	plan.room = room
+	piece := func(s jobSize) bool { return fits(s.scale(splitsPerBudget).add(room)) }
 	var acc jobSize
 	for _, b := range plan.blocks {
-		if next := acc.add(b.size); half(next) || acc.contents == 0 {
+		if next := acc.add(b.size); piece(next) || acc.contents == 0 {
 			acc = next
 			continue
 		}
@@ -251,10 +262,25 @@ func splitJob(job *compaction.Job, cutLimit uint64, fits func(jobSize) bool) (*p
 		plan.splits = append(plan.splits, b.upper)
 		acc = b.size
 	}
-	if !half(acc) || len(plan.splits) == 0 {
+	if !piece(acc) || len(plan.splits) == 0 {
 		plan.splits = nil
 	}
 	return plan, nil
+}
+
+// end returns the split that ends the partition from lo whose first
+// possible end is split k (len(splits): the job's end): the farthest at
+// which the partition's estimate, with room for the output table by which
+// the next may start early, fits the budgets. Without fits (tests), split k.
+func (pl *partitionPlan) end(lo []byte, k int) int {
+	if pl.fits == nil {
+		return k
+	}
+	j := k
+	for j < len(pl.splits) && pl.fits(pl.estimate(lo, pl.split(j+1)).add(pl.room)) {
+		j++
+	}
+	return j
 }
 
 // estimate is the estimate of the blocks a partition [lo, hi) reads.
@@ -290,14 +316,15 @@ func runPartitioned(ctx context.Context, job *compaction.Job, plan *partitionPla
 	var lo []byte
 	first, parts := true, 0
 	for k := 0; ; {
+		k = plan.end(lo, k)
 		hi := plan.split(k)
 		r, next, err := runPart(ctx, job, &partition{lo: lo, hi: hi, first: first}, ws, dev, times, failAt)
-		if errors.Is(err, errNoCut) {
+		for errors.Is(err, errNoCut) && k < len(plan.splits) {
 			k++ // widened: the same start, the next split's end
-			if plan.fits != nil && !plan.fits(plan.estimate(lo, plan.split(k))) {
+			if hi = plan.split(k); plan.fits != nil && !plan.fits(plan.estimate(lo, hi)) {
 				return nil, parts, errTooLarge
 			}
-			continue
+			r, next, err = runPart(ctx, job, &partition{lo: lo, hi: hi, first: first}, ws, dev, times, failAt)
 		}
 		if err != nil {
 			return nil, parts, err
@@ -314,7 +341,9 @@ func runPartitioned(ctx context.Context, job *compaction.Job, plan *partitionPla
 			break
 		}
 		lo, first = next, first && len(r.Outputs) == 0
-		k++
+		for k < len(plan.splits) && bytes.Compare(plan.splits[k], lo) <= 0 {
+			k++ // (a partition that kept nothing ended at its split)
+		}
 	}
 	if res.Stats.EntriesIn != plan.entries {
 		return nil, parts, fmt.Errorf("%w: %d, the tables' properties say %d", errPartitionEntries, res.Stats.EntriesIn, plan.entries)
@@ -332,6 +361,11 @@ func tableSize(size uint64, p *sstable.Properties) jobSize {
 		raw = 4 * size
 	}
 	return jobSize{stored: size, contents: raw, entries: p.NumEntries, keys: p.RawKeySize}
+}
+
+// scale returns n times j.
+func (j jobSize) scale(n uint64) jobSize {
+	return jobSize{stored: n * j.stored, contents: n * j.contents, entries: n * j.entries, keys: n * j.keys}
 }
 
 // add returns the sum of two estimates.
