@@ -96,6 +96,19 @@ func (p *partition) excludes(f *manifest.FileMetadata) bool {
 	return p.lo != nil && bytes.Compare(f.Largest.UserKey, p.lo) < 0 || p.hi != nil && bytes.Compare(f.Smallest.UserKey, p.hi) >= 0
 }
 
+// blockBounds returns table f's data blocks and their bounds
+// (DataBlockBounds), the last one no greater than the table's largest user
+// key: a table's last index key is a short successor of its last key ("1"
+// after "0999"), which would put the last block of every table past every
+// key of the others.
+func blockBounds(r *sstable.Reader, f *manifest.FileMetadata) ([]sstable.BlockHandle, [][]byte, error) {
+	blocks, upper, err := r.DataBlockBounds()
+	if n := len(upper); err == nil && n > 0 && bytes.Compare(f.Largest.UserKey, upper[n-1]) < 0 {
+		upper[n-1] = f.Largest.UserKey
+	}
+	return blocks, upper, err
+}
+
 // startRecorder is the sink of a dry walk: it keeps where the last table
 // started.
 type startRecorder struct{ last int }
@@ -214,7 +227,7 @@ func splitJob(job *compaction.Job, cutLimit uint64, fits func(jobSize) bool) (*p
 			if err != nil {
 				return nil, err
 			}
-			blocks, upper, err := r.DataBlockBounds()
+			blocks, upper, err := blockBounds(r, f)
 			props := r.Properties()
 			release()
 			if err != nil {
