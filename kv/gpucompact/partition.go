@@ -220,22 +220,36 @@ type blockSize struct {
 func splitJob(job *compaction.Job, cutLimit uint64, fits func(jobSize) bool) (*partitionPlan, error) {
 	plan := &partitionPlan{fits: fits}
 	grain := job.InputBytes() / 4096
-	var total jobSize
+	// Each table's index read and its blocks grouped on goroutines (a
+	// store's job has a hundred tables or more, each with thousands of
+	// blocks), then gathered in job order.
+	var files []*manifest.FileMetadata
 	for _, in := range job.Inputs {
-		for _, f := range in.Files {
+		files = append(files, in.Files...)
+	}
+	type tableGroups struct {
+		size    jobSize
+		entries uint64
+		groups  []blockSize
+		err     error
+	}
+	tables := make([]tableGroups, len(files))
+	hostpar.ForCores(len(files), 1, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			f, tg := files[i], &tables[i]
 			r, release, err := job.Env.OpenTable(f)
 			if err != nil {
-				return nil, err
+				tg.err = err
+				continue
 			}
 			blocks, upper, err := blockBounds(r, f)
 			props := r.Properties()
 			release()
 			if err != nil {
-				return nil, err
+				tg.err = err
+				continue
 			}
-			t := tableSize(f.Size, props)
-			total = total.add(t)
-			plan.entries += props.NumEntries
+			tg.size, tg.entries = tableSize(f.Size, props), props.NumEntries
 			var stored uint64
 			for _, h := range blocks {
 				stored += h.Length
@@ -247,11 +261,20 @@ func splitJob(job *compaction.Job, cutLimit uint64, fits func(jobSize) bool) (*p
 			for i, h := range blocks {
 				group += h.Length
 				if group >= grain || i == len(blocks)-1 {
-					plan.blocks = append(plan.blocks, blockSize{upper[i], t.share(group, stored)})
+					tg.groups = append(tg.groups, blockSize{upper[i], tg.size.share(group, stored)})
 					group = 0
 				}
 			}
 		}
+	})
+	var total jobSize
+	for _, tg := range tables {
+		if tg.err != nil {
+			return nil, tg.err
+		}
+		total = total.add(tg.size)
+		plan.entries += tg.entries
+		plan.blocks = append(plan.blocks, tg.groups...)
 	}
 	slices.SortStableFunc(plan.blocks, func(a, b blockSize) int { return bytes.Compare(a.upper, b.upper) })
 	// Room for one output table at the job's mean entry size.

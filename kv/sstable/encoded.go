@@ -193,9 +193,18 @@ func (r *Reader) DataBlockBounds() (blocks []BlockHandle, upper [][]byte, err er
 		return nil, nil, it.err
 	}
 	// The keys are copied into one array (the iterator reuses its key's
-	// memory), and sliced from it at the end.
-	var keys []byte
-	var ends []int
+	// memory), and sliced from it at the end; a first pass sizes the
+	// arrays (an index of a large table has many thousands of entries).
+	n, size := 0, 0
+	for ok := it.first(); ok; ok = it.next() {
+		n, size = n+1, size+len(it.ikey.UserKey)
+	}
+	if it.err != nil {
+		return nil, nil, it.err
+	}
+	blocks = make([]BlockHandle, 0, n)
+	keys := make([]byte, 0, size)
+	ends := make([]int, 0, n)
 	for ok := it.first(); ok; ok = it.next() {
 		h, _, ok := decodeHandle(it.val)
 		if !ok {
