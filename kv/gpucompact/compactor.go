@@ -113,18 +113,67 @@ func (m SortMode) String() string {
 }
 
 // slot is one job's worth of the engine: its workspace and, for the CUDA
-// engine, its device side (stream, device arrays).
+// engine, its device side (stream, device arrays); and, once a job ran in
+// partitions two at a time, a second such lane (lane2).
 type slot struct {
 	ws            *workspace
 	dev           *devEngine // nil: the Go engine
+	lane2         *lane      // nil until a partitioned job needs it
 	held, devHeld int64      // what it keeps, as of its last job
+}
+
+// lanes returns the slot's lanes for a partitioned job: its own, and a
+// second (made on first use) when n is 2 and it can be had.
+func (s *slot) lanes(n int) []*lane {
+	lanes := []*lane{{ws: s.ws, dev: s.dev}}
+	if n < 2 {
+		return lanes
+	}
+	if s.lane2 == nil {
+		l := &lane{ws: &workspace{}}
+		if s.dev != nil {
+			d, err := newDevEngine(s.dev.dev, false)
+			if err != nil {
+				return lanes // (one lane: partitions sized for two fit it)
+			}
+			d.radix, d.moveValues = s.dev.radix, s.dev.moveValues
+			l.dev = d
+		}
+		s.lane2 = l
+	}
+	return append(lanes, s.lane2)
+}
+
+// heldBytes returns the host and device memory the slot keeps.
+func (s *slot) heldBytes() (host, dev int64) {
+	host = int64(s.ws.bytes())
+	if s.dev != nil {
+		dev = s.dev.heldBytes()
+	}
+	if l := s.lane2; l != nil {
+		host += int64(l.ws.bytes())
+		if l.dev != nil {
+			dev += l.dev.heldBytes()
+		}
+	}
+	return host, dev
 }
 
 // drop frees the slot's memory, the device's first (its stream
 // synchronized, so that no copy into the pinned arrays is in flight), and
 // closes its stream; with keep it stays usable (its arrays come back with
-// the next job), else it is done.
+// the next job), else it is done. The second lane goes either way.
 func (s *slot) drop(keep bool) {
+	if l := s.lane2; l != nil {
+		if l.dev != nil {
+			l.dev.release()
+		}
+		l.ws.free()
+		if l.dev != nil {
+			l.dev.close()
+		}
+		s.lane2 = nil
+	}
 	if s.dev != nil {
 		s.dev.release()
 	}
@@ -345,7 +394,7 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	var res *compaction.Result
 	parts := 0
 	if plan != nil {
-		res, parts, err = runPartitioned(ctx, job, plan, sl.ws, sl.dev, &times, c.failAt)
+		res, parts, err = runPartitioned(ctx, job, plan, sl.lanes(plan.lanes), &times, c.failAt)
 	} else {
 		res, err = runEngine(ctx, job, sl.ws, sl.dev, &times, c.failAt)
 	}
@@ -356,10 +405,7 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 		// input): drop the slot's arrays now.
 		sl.drop(true)
 	} else {
-		sl.held = int64(sl.ws.bytes())
-		if sl.dev != nil {
-			sl.devHeld = sl.dev.heldBytes()
-		}
+		sl.held, sl.devHeld = sl.heldBytes()
 	}
 	if c.mu.closed {
 		c.retireLocked(sl)
@@ -448,10 +494,19 @@ func (c *Compactor) decide(ctx context.Context, job *compaction.Job) (string, *s
 		if err != nil {
 			return "budget", nil, nil, nil
 		}
-		plan, err = splitJob(job, compaction.CutLimit(job.TargetFileSize, ratio), func(s jobSize) bool { return c.fits(job, s) })
+		// Two partitions at a time (one prepared while the last writes),
+		// each within half the budgets; else one at a time.
+		limit := compaction.CutLimit(job.TargetFileSize, ratio)
+		lanes := 2
+		plan, err = splitJob(job, limit, func(s jobSize) bool { return c.fits(job, s.scale(2)) })
+		if err == nil && len(plan.splits) == 0 {
+			lanes = 1
+			plan, err = splitJob(job, limit, func(s jobSize) bool { return c.fits(job, s) })
+		}
 		if err != nil || len(plan.splits) == 0 {
 			return "budget", nil, nil, nil
 		}
+		plan.lanes = lanes
 	} // else the engine meets the error, and reports it as compaction.CPU would
 	select {
 	case sl := <-c.engine:

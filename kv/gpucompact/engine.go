@@ -6,12 +6,23 @@ import (
 	"time"
 
 	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/internal/rangedel"
 	"github.com/warpkit/warpkit/kv/sstable"
 )
 
 // stageTimes are the wall times of one job's stages.
 type stageTimes struct {
 	load, merge, gc, sizes, plan, write time.Duration
+}
+
+// add adds o's times to t's.
+func (t *stageTimes) add(o *stageTimes) {
+	t.load += o.load
+	t.merge += o.merge
+	t.gc += o.gc
+	t.sizes += o.sizes
+	t.plan += o.plan
+	t.write += o.write
 }
 
 // runGo runs a job through the pipeline on goroutines (the Go engine), in
@@ -33,131 +44,227 @@ func runGo(ctx context.Context, job *compaction.Job, ws *workspace, times *stage
 // CUDA engine); its output is the same. A device failure is a *stageError
 // of stage "device".
 func runEngine(ctx context.Context, job *compaction.Job, ws *workspace, dev *devEngine, times *stageTimes, failAt func(stage string) error) (*compaction.Result, error) {
-	res, _, err := runPart(ctx, job, nil, ws, dev, times, failAt)
-	return res, err
+	r, err := prepare(ctx, job, nil, ws, dev, times, failAt)
+	if err != nil {
+		return nil, err
+	}
+	return r.write()
 }
 
-// runPart is runEngine over the whole job (part nil) or one partition of it
-// (partition.go): the part's range loaded, and its output tables from its
-// first key to next, where the next partition starts (nil: the job's end),
-// with the Stats of the entries in between (Duration and BytesRead are the
-// caller's). A partition that cannot end a table inside its range returns
-// errNoCut.
-func runPart(ctx context.Context, job *compaction.Job, part *partition, ws *workspace, dev *devEngine, times *stageTimes, failAt func(stage string) error) (_ *compaction.Result, next []byte, _ error) {
+// partRun is a job, or one partition of it (partition.go), between its two
+// halves: prepare reads, merges, collects and sizes its entries (and plans a
+// partition's walk), write walks the plan with the encoders and writers
+// behind it. Partitions overlap one's write with the next one's prepare,
+// each in a workspace (and device engine) of its own.
+type partRun struct {
+	ctx    context.Context
+	job    *compaction.Job
+	part   *partition // nil: the whole job
+	ws     *workspace
+	dev    *devEngine
+	times  *stageTimes
+	failAt func(stage string) error
+
+	start, t0 time.Time // the job's start, the last stage's end
+	closers   []func()  // the input tables, the range tombstones' readers
+
+	s             *inputSet
+	kept          []uint32
+	keptNew       []bool
+	pe            []planEntry
+	jumps         *blockJumps
+	contentsBound int
+	st            gcStats
+	outSpans      []rangedel.Span
+	dropped       uint64
+	opts          sstable.WriterOptions
+	cutLimit      uint64
+	w             walk
+	// next is where the next partition starts (nil: the job's end).
+	next []byte
+}
+
+// jobSpans is a job's range tombstones (compaction.CollectSpans): the
+// fragments that decide its entries, those its outputs carry, and how many
+// it dropped; release lets go of the tables' readers they came from.
+type jobSpans struct {
+	spans, outSpans []rangedel.Span
+	dropped         uint64
+	releases        []func()
+}
+
+// collectSpans collects a job's range tombstones (on error, having let go
+// of what it read).
+func collectSpans(job *compaction.Job) (*jobSpans, error) {
+	spans, outSpans, dropped, releases, err := compaction.CollectSpans(job)
+	js := &jobSpans{spans: spans, outSpans: outSpans, dropped: dropped, releases: releases}
+	if err != nil {
+		js.release()
+		return nil, err
+	}
+	return js, nil
+}
+
+func (js *jobSpans) release() {
+	for _, rel := range js.releases {
+		rel()
+	}
+	js.releases = nil
+}
+
+// stage ends stage name, adding its time to *d, and checks the context and
+// the test hook.
+func (r *partRun) stage(name string, d *time.Duration) error {
+	now := time.Now()
+	*d += now.Sub(r.t0)
+	r.t0 = now
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	if r.failAt != nil {
+		if err := r.failAt(name); err != nil {
+			return &stageError{name, err}
+		}
+	}
+	return nil
+}
+
+// wrap gives an error of stage name its stage, unless it has one, is the
+// context's, or reports damaged input.
+func (r *partRun) wrap(name string, err error) error {
+	var se *stageError
+	if err == nil || r.ctx.Err() != nil || isCorruption(err) || errors.As(err, &se) {
+		return err
+	}
+	return &stageError{name, err}
+}
+
+// close releases what the run holds open.
+func (r *partRun) close() {
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		r.closers[i]()
+	}
+	r.closers = nil
+}
+
+// prepare runs the first half of a job or partition (part): the part's
+// range loaded, and, for a partition, its walk planned: its output tables
+// from its first key to next, where the next partition starts (nil: the
+// job's end), with the Stats of the entries in between. A partition that
+// cannot end a table inside its range returns errNoCut. On error it has
+// closed what it opened.
+func prepare(ctx context.Context, job *compaction.Job, part *partition, ws *workspace, dev *devEngine, times *stageTimes, failAt func(stage string) error) (_ *partRun, err error) {
 	ws.pinDev = nil
 	if dev != nil {
 		ws.pinDev = dev.dev
 	}
-	start := time.Now()
-	t0 := start
-	stage := func(name string, d *time.Duration) error {
-		now := time.Now()
-		*d += now.Sub(t0)
-		t0 = now
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if failAt != nil {
-			if err := failAt(name); err != nil {
-				return &stageError{name, err}
-			}
-		}
-		return nil
-	}
-	wrap := func(name string, err error) error {
-		var se *stageError
-		if err == nil || ctx.Err() != nil || isCorruption(err) || errors.As(err, &se) {
-			return err
-		}
-		return &stageError{name, err}
-	}
-	spans, outSpans, dropped, releases, err := compaction.CollectSpans(job)
+	r := &partRun{ctx: ctx, job: job, part: part, ws: ws, dev: dev, times: times, failAt: failAt, start: time.Now()}
+	r.t0 = r.start
 	defer func() {
-		for _, rel := range releases {
-			rel()
+		if err != nil {
+			r.close()
 		}
 	}()
-	if err != nil {
-		return nil, nil, wrap("load", err)
+	var js *jobSpans
+	if part != nil {
+		js = part.spans // (the job's, collected once for every partition)
 	}
+	if js == nil {
+		if js, err = collectSpans(job); err != nil {
+			return nil, r.wrap("load", err)
+		}
+		r.closers = append(r.closers, js.release)
+	}
+	spans := js.spans
+	r.outSpans, r.dropped = js.outSpans, js.dropped
 	ratio, err := compaction.CutRatio(job)
 	if err != nil {
-		return nil, nil, wrap("load", err)
+		return nil, r.wrap("load", err)
 	}
-	var (
-		s             *inputSet
-		kept, keptNew = []uint32(nil), []bool(nil)
-		pe            []planEntry
-		jumps         *blockJumps
-		contentsBound int
-		st            gcStats
-	)
 	if dev != nil {
 		// The host reads and decompresses; the device decodes, merges,
 		// collects garbage and sizes the entries.
 		in, l, err := loadJobBlocks(ctx, job, ws, part, dev)
 		if err != nil {
-			return nil, nil, wrap("load", err)
+			return nil, r.wrap("load", err)
 		}
-		defer l.close()
+		r.closers = append(r.closers, l.close)
 		durations := map[string]*time.Duration{"load": &times.load, "merge": &times.merge, "gc": &times.gc, "sizes": &times.sizes}
-		s, kept, keptNew, pe, jumps, contentsBound, st, err = dev.stages(ctx, in, job, spans, ws, func(name string, err error) error {
+		r.s, r.kept, r.keptNew, r.pe, r.jumps, r.contentsBound, r.st, err = dev.stages(ctx, in, job, spans, ws, func(name string, err error) error {
 			if err != nil {
 				return err
 			}
-			return stage(name, durations[name])
+			return r.stage(name, durations[name])
 		})
 		if err != nil {
 			var se *stageError
 			if ctx.Err() != nil || errors.As(err, &se) || isCorruption(err) || errors.Is(err, errTooLarge) || errors.Is(err, errIrregularBlock) || errors.Is(err, errInputOrder) {
-				return nil, nil, err
+				return nil, err
 			}
-			return nil, nil, &stageError{"device", err}
+			return nil, &stageError{"device", err}
 		}
 	} else {
-		if s, err = loadJob(ctx, job, ws, part); err != nil {
-			return nil, nil, wrap("load", err)
+		if r.s, err = loadJob(ctx, job, ws, part); err != nil {
+			return nil, r.wrap("load", err)
 		}
-		if err := stage("load", &times.load); err != nil {
-			return nil, nil, err
+		if err := r.stage("load", &times.load); err != nil {
+			return nil, err
 		}
-		if _, err := s.setK0(); err != nil {
-			return nil, nil, err
+		if _, err := r.s.setK0(); err != nil {
+			return nil, err
 		}
-		order := s.merge(ws)
-		if err := stage("merge", &times.merge); err != nil {
-			return nil, nil, err
+		order := r.s.merge(ws)
+		if err := r.stage("merge", &times.merge); err != nil {
+			return nil, err
 		}
-		if kept, keptNew, st, err = s.gc(order, job, spans, ws); err != nil {
-			return nil, nil, err
+		if r.kept, r.keptNew, r.st, err = r.s.gc(order, job, spans, ws); err != nil {
+			return nil, err
 		}
-		if err := stage("gc", &times.gc); err != nil {
-			return nil, nil, err
+		if err := r.stage("gc", &times.gc); err != nil {
+			return nil, err
 		}
-		pe, contentsBound = s.planEntries(kept, ws)
+		r.pe, r.contentsBound = r.s.planEntries(r.kept, ws)
 		if goEngineJumps != nil {
-			jumps = goEngineJumps(pe, job.Env.WriterOptions.WithDefaults())
+			r.jumps = goEngineJumps(r.pe, job.Env.WriterOptions.WithDefaults())
 		}
-		if err := stage("sizes", &times.sizes); err != nil {
-			return nil, nil, err
+		if err := r.stage("sizes", &times.sizes); err != nil {
+			return nil, err
 		}
 	}
-	opts := job.Env.WriterOptions.WithDefaults()
-	cutLimit := compaction.CutLimit(job.TargetFileSize, ratio)
-	w := wholeJob(len(kept))
+	r.opts = job.Env.WriterOptions.WithDefaults()
+	r.cutLimit = compaction.CutLimit(job.TargetFileSize, ratio)
+	r.w = wholeJob(len(r.kept))
 	if part != nil {
-		if w, next, err = part.walk(s, pe, kept, keptNew, jumps, job, opts, cutLimit, outSpans); err != nil {
-			return nil, nil, err
+		if r.w, r.next, err = part.walk(r.s, r.pe, r.kept, r.keptNew, r.jumps, job, r.opts, r.cutLimit, r.outSpans); err != nil {
+			return nil, err
 		}
-		st = part.stats(s, st, w, next)
+		r.st = part.stats(r.s, r.st, r.w, r.next)
 	}
+	return r, nil
+}
+
+// wrote says whether the run's walk writes an output table (a partition
+// that keeps nothing, before any table of the job has started, does not).
+func (r *partRun) wrote() bool {
+	if r.w.last {
+		return true // (whether it does or not, no partition follows)
+	}
+	return r.w.stopAt > r.w.from
+}
+
+// write runs the second half of a prepared run: the plan walk, with the
+// encoders and the writers behind it, and the result. It closes the run.
+func (r *partRun) write() (*compaction.Result, error) {
+	defer r.close()
+	ctx, times := r.ctx, r.times
+	r.t0 = time.Now() // (a partition's write may wait for the last one's)
 	// The plan walk, with the encoders and the writers behind it.
-	p := newPipeline(ctx, s, job, ws, dev, opts, kept, contentsBound, outSpans, failAt)
+	p := newPipeline(ctx, r.s, r.job, r.ws, r.dev, r.opts, r.kept, r.contentsBound, r.outSpans, r.failAt)
 	p.startEncoders()
-	err = s.plan(pe, kept, keptNew, jumps, job, opts, cutLimit, outSpans, p, w)
+	err := r.s.plan(r.pe, r.kept, r.keptNew, r.jumps, r.job, r.opts, r.cutLimit, r.outSpans, p, r.w)
 	p.planEnded(err)
 	if err == nil {
-		err = stage("plan", &times.plan)
+		err = r.stage("plan", &times.plan)
 	}
 	if err != nil {
 		// The walk stopped (a table's file could not be created, or the
@@ -167,35 +274,35 @@ func runPart(ctx context.Context, job *compaction.Job, part *partition, ws *work
 		_, werr := p.wait()
 		switch {
 		case ctx.Err() != nil:
-			return nil, nil, ctx.Err()
+			return nil, ctx.Err()
 		case errors.Is(err, errSkipped) && werr != nil:
-			return nil, nil, werr
+			return nil, werr
 		}
-		return nil, nil, wrap("write", err)
+		return nil, r.wrap("write", err)
 	}
 	tables, err := p.wait()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	res := &compaction.Result{}
 	for _, t := range tables {
 		res.Outputs = append(res.Outputs, t.meta)
 		res.Stats.BytesWritten += t.meta.Size
 	}
-	if err := stage("write", &times.write); err != nil {
-		return nil, nil, err
+	if err := r.stage("write", &times.write); err != nil {
+		return nil, err
 	}
-	res.Stats.EntriesIn = st.entriesIn
-	res.Stats.EntriesOut = st.entriesOut
-	res.Stats.TombstonesElided = st.tombstonesElided
-	res.Stats.RangeDelsDropped = dropped
-	res.Stats.BytesRead = job.InputBytes()
-	res.Stats.Duration = time.Since(start)
+	res.Stats.EntriesIn = r.st.entriesIn
+	res.Stats.EntriesOut = r.st.entriesOut
+	res.Stats.TombstonesElided = r.st.tombstonesElided
+	res.Stats.RangeDelsDropped = r.dropped
+	res.Stats.BytesRead = r.job.InputBytes()
+	res.Stats.Duration = time.Since(r.start)
 	res.Stats.Engine = "go"
-	if dev != nil {
+	if r.dev != nil {
 		res.Stats.Engine = "cuda"
 	}
-	return res, next, nil
+	return res, nil
 }
 
 // errSkipped marks the output tables not written, and the walk stopped,

@@ -99,21 +99,22 @@ func TestCUDAEngineIdenticalLarge(t *testing.T) {
 
 // TestCUDAEnginePartitioned: TestGoEnginePartitioned's suites through the
 // CUDA engine (random jobs, the matrix, a 12 MiB job, each in partitions
-// cut at random keys), and, without -short, a 1 GiB job in the partitions
-// that a Compactor with a quarter of its estimate as MemoryBudget plans,
-// byte-identical to compaction.CPU.
+// cut at random keys, one or two at a time), and, without -short, a 1 GiB
+// job in the partitions that a Compactor with a quarter of its estimate as
+// MemoryBudget plans, two at a time, byte-identical to compaction.CPU.
 func TestCUDAEnginePartitioned(t *testing.T) {
-	d := testDevEngine(t)
+	d, d2 := testDevEngine(t), testDevEngine(t)
 	rounds := 300
 	if testing.Short() {
 		rounds = 60
 	}
 	parts := 0
-	checkIdentical(t, rounds, "cuda", partitionedIn(d, 1, &parts))
-	checkMatrix(t, rounds/3, partitionedIn(d, 2, &parts)(&workspace{}))
-	ws := &workspace{}
+	checkIdentical(t, rounds, "cuda", partitionedIn(d, d2, 1, &parts))
+	checkMatrix(t, rounds/3, partitionedIn(d, d2, 2, &parts)(&workspace{}))
+	ws, ws2 := &workspace{}, &workspace{}
 	defer ws.free()
-	checkLarge(t, 12, partitionedIn(d, 3, &parts)(ws))
+	defer ws2.free()
+	checkLarge(t, 12, partitionedIn(d, d2, 3, &parts)(ws))
 	t.Logf("%d partitions", parts)
 	if testing.Short() {
 		return
@@ -128,11 +129,11 @@ func TestCUDAEnginePartitioned(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		plan, err := splitJob(job, compaction.CutLimit(job.TargetFileSize, ratio), func(s jobSize) bool { return c.fits(job, s) })
+		plan, err := splitJob(job, compaction.CutLimit(job.TargetFileSize, ratio), func(s jobSize) bool { return c.fits(job, s.scale(2)) })
 		if err != nil || len(plan.splits) == 0 {
 			return nil, fmt.Errorf("no partitions for a quarter of the estimate (%v)", err)
 		}
-		res, n, err := runPartitioned(ctx, job, plan, ws, d, &stageTimes{}, nil)
+		res, n, err := runPartitioned(ctx, job, plan, []*lane{{ws: ws, dev: d}, {ws: ws2, dev: d2}}, &stageTimes{}, nil)
 		t.Logf("1 GiB job: %d splits, %d partitions", len(plan.splits), n)
 		return res, err
 	}, 1024)

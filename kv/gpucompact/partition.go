@@ -63,6 +63,7 @@ import (
 type partition struct {
 	lo, hi []byte
 	first  bool
+	spans  *jobSpans // the job's range tombstones, collected once
 }
 
 // errNoCut says no output table starts inside a partition after its first:
@@ -195,6 +196,7 @@ type partitionPlan struct {
 	blocks  []blockSize // the input data blocks, in groups (splitJob), by bound
 	room    jobSize     // an output table's worth, by which a partition may start early
 	fits    func(jobSize) bool
+	lanes   int    // partitions at a time (fits allows for them)
 	entries uint64 // the input tables' point entries (their properties)
 }
 
@@ -342,29 +344,28 @@ func (pl *partitionPlan) split(k int) []byte {
 	return nil
 }
 
+// lane is a workspace (and, on the CUDA engine, a device engine: its
+// arrays and stream) that partitions run in, with their stage times. With
+// two, runPartitioned prepares each partition in one while the last one
+// writes from the other.
+type lane struct {
+	ws    *workspace
+	dev   *devEngine
+	times stageTimes
+}
+
 // runPartitioned runs job through the engine partition by partition
-// (plan), and returns the whole job's result and how many partitions
-// ran. Output tables are created in key order; on error the ones created
-// stay for the caller to remove, as with runEngine.
-func runPartitioned(ctx context.Context, job *compaction.Job, plan *partitionPlan, ws *workspace, dev *devEngine, times *stageTimes, failAt func(stage string) error) (*compaction.Result, int, error) {
+// (plan), in lanes taken in turn, and returns the whole job's result and
+// how many partitions ran; the lanes' stage times are added to times.
+// With two lanes a partition is prepared (read, merged, collected, sized,
+// its walk planned) while the last one writes; writes run one after
+// another, so output tables are created in key order. On error the tables
+// created stay for the caller to remove, as with runEngine.
+func runPartitioned(ctx context.Context, job *compaction.Job, plan *partitionPlan, lanes []*lane, times *stageTimes, failAt func(stage string) error) (*compaction.Result, int, error) {
 	start := time.Now()
 	res := &compaction.Result{}
-	var lo []byte
-	first, parts := true, 0
-	for k := 0; ; {
-		k = plan.end(lo, k)
-		hi := plan.split(k)
-		r, next, err := runPart(ctx, job, &partition{lo: lo, hi: hi, first: first}, ws, dev, times, failAt)
-		for errors.Is(err, errNoCut) && k < len(plan.splits) {
-			k++ // widened: the same start, the next split's end
-			if hi = plan.split(k); plan.fits != nil && !plan.fits(plan.estimate(lo, hi)) {
-				return nil, parts, errTooLarge
-			}
-			r, next, err = runPart(ctx, job, &partition{lo: lo, hi: hi, first: first}, ws, dev, times, failAt)
-		}
-		if err != nil {
-			return nil, parts, err
-		}
+	parts := 0
+	add := func(r *compaction.Result) {
 		parts++
 		res.Outputs = append(res.Outputs, r.Outputs...)
 		res.Stats.BytesWritten += r.Stats.BytesWritten
@@ -373,10 +374,86 @@ func runPartitioned(ctx context.Context, job *compaction.Job, plan *partitionPla
 		res.Stats.TombstonesElided += r.Stats.TombstonesElided
 		res.Stats.RangeDelsDropped = r.Stats.RangeDelsDropped // (the job's, in each)
 		res.Stats.Engine = r.Stats.Engine
-		if hi == nil {
-			break
+	}
+	defer func() {
+		for _, l := range lanes {
+			times.add(&l.times)
+			l.times = stageTimes{}
 		}
-		lo, first = next, first && len(r.Outputs) == 0
+	}()
+	// The job's range tombstones, for every partition (let go of after
+	// the last write).
+	js, err := collectSpans(job)
+	if err != nil {
+		if isCorruption(err) || ctx.Err() != nil {
+			return nil, 0, err
+		}
+		return nil, 0, &stageError{"load", err}
+	}
+	defer js.release()
+	// writing is the last partition's write, running beside the next
+	// one's prepare; finish waits for it.
+	type written struct {
+		res *compaction.Result
+		err error
+	}
+	var writing chan written
+	finish := func() error {
+		if writing == nil {
+			return nil
+		}
+		w := <-writing
+		writing = nil
+		if w.err != nil {
+			return w.err
+		}
+		add(w.res)
+		return nil
+	}
+	defer finish() // (after an error: no write may outlive the job; before the spans' release)
+	var lo []byte
+	first := true
+	for k, li := 0, 0; ; li = (li + 1) % len(lanes) {
+		k = plan.end(lo, k)
+		hi := plan.split(k)
+		l := lanes[li]
+		r, err := prepare(ctx, job, &partition{lo: lo, hi: hi, first: first, spans: js}, l.ws, l.dev, &l.times, failAt)
+		for errors.Is(err, errNoCut) && k < len(plan.splits) {
+			k++ // widened: the same start, the next split's end
+			if hi = plan.split(k); plan.fits != nil && !plan.fits(plan.estimate(lo, hi)) {
+				err = errTooLarge
+				break
+			}
+			r, err = prepare(ctx, job, &partition{lo: lo, hi: hi, first: first, spans: js}, l.ws, l.dev, &l.times, failAt)
+		}
+		// The last partition's tables come before this one's.
+		if werr := finish(); werr != nil {
+			if err == nil {
+				r.close()
+			}
+			return nil, parts, werr
+		}
+		if err != nil {
+			return nil, parts, err
+		}
+		next, wrote := r.next, r.wrote()
+		if hi == nil || len(lanes) == 1 {
+			w, err := r.write()
+			if err != nil {
+				return nil, parts, err
+			}
+			add(w)
+			if hi == nil {
+				break
+			}
+		} else {
+			writing = make(chan written, 1)
+			go func(r *partRun) {
+				w, err := r.write()
+				writing <- written{w, err}
+			}(r)
+		}
+		lo, first = next, first && !wrote
 		for k < len(plan.splits) && bytes.Compare(plan.splits[k], lo) <= 0 {
 			k++ // (a partition that kept nothing ended at its split)
 		}

@@ -18,10 +18,13 @@ import (
 // at random keys: bounds of the job's input blocks, and keys just past and
 // just before them (so splits fall inside blocks, between a key's
 // versions' blocks, before the first key and past the last), with the
-// engine of dev (nil: the Go engine). parts, when set, counts the
-// partitions run.
-func partitionedIn(dev *devEngine, seed uint64, parts *int) func(*workspace) compactFunc {
+// engine of dev (nil: the Go engine), one partition at a time or, in every
+// other job, two (the second lane's engine dev2). parts, when set, counts
+// the partitions run.
+func partitionedIn(dev, dev2 *devEngine, seed uint64, parts *int) func(*workspace) compactFunc {
 	rng := rand.New(rand.NewPCG(seed, 61))
+	ws2 := &workspace{}
+	jobs := 0
 	return func(ws *workspace) compactFunc {
 		return func(ctx context.Context, job *compaction.Job) (*compaction.Result, error) {
 			ratio, err := compaction.CutRatio(job)
@@ -48,7 +51,11 @@ func partitionedIn(dev *devEngine, seed uint64, parts *int) func(*workspace) com
 			}
 			slices.SortFunc(plan.splits, bytes.Compare)
 			plan.splits = slices.CompactFunc(plan.splits, bytes.Equal)
-			res, n, err := runPartitioned(ctx, job, plan, ws, dev, &stageTimes{}, nil)
+			lanes := []*lane{{ws: ws, dev: dev}}
+			if jobs++; jobs%2 == 0 {
+				lanes = append(lanes, &lane{ws: ws2, dev: dev2})
+			}
+			res, n, err := runPartitioned(ctx, job, plan, lanes, &stageTimes{}, nil)
 			if parts != nil {
 				*parts += n
 			}
@@ -68,9 +75,9 @@ func TestGoEnginePartitioned(t *testing.T) {
 		rounds = 60
 	}
 	parts := 0
-	checkIdentical(t, rounds, "go", partitionedIn(nil, 1, &parts))
-	checkMatrix(t, rounds/3, partitionedIn(nil, 2, &parts)(&workspace{}))
-	checkLarge(t, 3, partitionedIn(nil, 3, &parts)(&workspace{}))
+	checkIdentical(t, rounds, "go", partitionedIn(nil, nil, 1, &parts))
+	checkMatrix(t, rounds/3, partitionedIn(nil, nil, 2, &parts)(&workspace{}))
+	checkLarge(t, 3, partitionedIn(nil, nil, 3, &parts)(&workspace{}))
 	if parts < 2*rounds {
 		t.Fatalf("%d partitions over %d jobs: too few to test cutting", parts, rounds+rounds/3+2)
 	}
@@ -183,7 +190,7 @@ func TestPartitionEntriesChecked(t *testing.T) {
 	}
 	plan.splits = [][]byte{plan.blocks[len(plan.blocks)/2].upper}
 	plan.entries++
-	if _, _, err := runPartitioned(context.Background(), job, plan, &workspace{}, nil, &stageTimes{}, nil); !errors.Is(err, errPartitionEntries) {
+	if _, _, err := runPartitioned(context.Background(), job, plan, []*lane{{ws: &workspace{}}, {ws: &workspace{}}}, &stageTimes{}, nil); !errors.Is(err, errPartitionEntries) {
 		t.Fatalf("entries one short of the properties': %v", err)
 	}
 }
