@@ -50,8 +50,10 @@ type Options struct {
 	// the engine allocates in all, so an upper bound of what it holds). A
 	// job over it — or over MaxDeviceBytes, or past 4 GiB of contents (the
 	// engine's 32-bit offsets) — runs in key-range partitions cut at input
-	// block boundaries, each within half the budgets, one after another,
-	// with the same output as in one piece (Stats.PartitionedJobs); one
+	// block boundaries, two at a time (one prepared while the last one
+	// writes: the engine then holds a second set of arrays, and each
+	// partition fits half the budgets), with the same output as in one
+	// piece (Stats.PartitionedJobs); one
 	// that cannot be cut so (a single block too large) goes to Fallback
 	// ("budget"). Default DefaultMemoryBudget; negative: no limit.
 	MemoryBudget int64

@@ -125,8 +125,9 @@
 //
 //   - the split keys come from the input tables' index blocks (each data
 //     block's index key bounds its user keys: sstable.Reader.
-//     DataBlockBounds), where the blocks' running estimate, in key order,
-//     would pass half the budgets less one output table's worth;
+//     DataBlockBounds), about an eighth of the budgets apart, and each
+//     partition ends at the farthest one at which its estimate, with room
+//     for one output table, fits;
 //   - a partition reads only the blocks that may hold its keys, so every
 //     version of each of its keys is there, and garbage collection decides
 //     its entries as in the whole job;
@@ -141,9 +142,15 @@
 //     that lied about its blocks' keys would lose entries between
 //     partitions): otherwise the job is declined ("irregular").
 //
-// Partitions run one after another, each draining its pipeline before the
-// next loads; entries between a partition's last table start and its end
-// are loaded twice (docs/benchmarks.md measures what that costs).
+// A partition runs in two halves: prepare (read, merge, collect, size, plan
+// its walk) and write (the walk with the encoders and writers behind it).
+// Two lanes — workspaces and, on the CUDA engine, device engines with
+// streams of their own, each partition within half the budgets — let the
+// next partition prepare while the last one writes; writes run one after
+// another, so output tables are created in key order. A job that cannot be
+// cut for two lanes runs one partition at a time in the whole budgets.
+// Entries between a partition's last table start and its end are loaded
+// twice (docs/benchmarks.md measures what partitions cost).
 //
 // Options.Engines (default 1) lets the engine run several jobs at once,
 // each slot with arrays and a stream of its own; measured on the store, two
@@ -207,7 +214,7 @@
 //     half the device's free memory) the device's. A job over either runs
 //     in key-range partitions (the spec's, cut at input block bounds, but
 //     each written up to the last output table that starts inside it, the
-//     next partition starting there, and run one after another); one that
+//     next partition starting there, two at a time); one that
 //     cannot be cut to fit, or that the device runs out of memory for, is
 //     declined ("budget") to Fallback.
 //   - The CUDA engine decodes, checksums uncompressed blocks (in and out),

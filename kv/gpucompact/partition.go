@@ -51,6 +51,9 @@ import (
 //     next split (errNoCut), within the budgets; one that keeps no
 //     entry at all, before any table has started, ends at hi with no
 //     output.
+//   - Two lanes (workspaces, and device engines with streams of their
+//     own) let a partition prepare while the last one writes
+//     (runPartitioned); the plan then fits each within half the budgets.
 //   - The Stats are the sum of the partitions', each counting the entries
 //     of [lo, next) only; their EntriesIn must add up to the input tables'
 //     NumEntries, which checks that the index bounds were true (a table
