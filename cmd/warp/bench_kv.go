@@ -253,6 +253,7 @@ func runKVBench(ctx context.Context, args []string) error {
 					results := map[string]*kvbench.Result{}
 					base := map[string]*kvbench.Result{}
 					metricsAfter := map[string]*kv.Metrics{}
+					gpuAfter := map[string]gpucompact.Stats{}
 					for _, w := range workloads {
 						stepNo++
 						step := fmt.Sprintf("[%d/%d] %s", stepNo, nsteps, w)
@@ -301,6 +302,9 @@ func runKVBench(ctx context.Context, args []string) error {
 						}
 						results[w] = res
 						metricsAfter[w] = store.DB.Metrics()
+						if gc != nil {
+							gpuAfter[w] = gc.Stats()
+						}
 						// The baseline runs the same workload on its own copy of the data.
 						b, err := baseline.RunShown(ctx, prog, step+": B-tree", w)
 						if err != nil {
@@ -308,7 +312,7 @@ func runKVBench(ctx context.Context, args []string) error {
 						}
 						base[w] = b
 					}
-					runs = append(runs, kvRun{cfg: runner.Config(), compactor: comp, stress: pct, res: results, base: base, met: metricsAfter})
+					runs = append(runs, kvRun{cfg: runner.Config(), compactor: comp, stress: pct, res: results, base: base, met: metricsAfter, gpu: gpuAfter})
 				}
 			}
 			return nil
@@ -331,6 +335,7 @@ type kvRun struct {
 	stress    int // percent of every core the burners took
 	res, base map[string]*kvbench.Result
 	met       map[string]*kv.Metrics
+	gpu       map[string]gpucompact.Stats // the gpu compactor's, after each workload
 }
 
 func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report {
@@ -348,7 +353,7 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 	lsmCols := []string{"workload", "write amp", "compaction MB/s", "compactions", "stalls", "stall ms", "L0..L6 tables"}
 	accel := slices.Contains(f.compactors, "gpu")
 	if accel {
-		lsmCols = append(lsmCols, "accelerated jobs", "fallbacks")
+		lsmCols = append(lsmCols, "accelerated jobs", "fallbacks", "declined busy/budget/small", "partitioned jobs")
 	}
 	if sweep {
 		cols = append([]string{"clients"}, cols...)
@@ -395,6 +400,11 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 			row := lead(w, m.WriteAmp(), m.CompactionBandwidth()/1e6, m.Compaction.Count, m.Stalls.Slowdowns+m.Stalls.MemTableStops+m.Stalls.L0Stops, float64(m.Stalls.Time)/1e6, strings.Join(tables, " "))
 			if accel {
 				row = append(row, m.Compaction.Accelerated.Count, m.Compaction.Accelerated.Fallbacks)
+				if st, ok := run.gpu[w]; ok {
+					row = append(row, fmt.Sprintf("%d/%d/%d", st.Declined["busy"], st.Declined["budget"], st.Declined["small"]), st.PartitionedJobs)
+				} else {
+					row = append(row, "-", "-")
+				}
 			}
 			lsm.Add(row...)
 		}
