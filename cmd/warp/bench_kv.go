@@ -53,6 +53,7 @@ type kvBenchFlags struct {
 	memtable, table   int
 	compactions       int
 	gpuEngines        int
+	gpuWhenBusy       *string
 	compactors        []string
 	stress            []int
 	cacheMB           int
@@ -95,6 +96,7 @@ func runKVBench(ctx context.Context, args []string) error {
 	cli.ChoiceVarFlag(fs, &f.compression, "compression", "snappy", []string{"none", "snappy", "s2"}, "block compression")
 	cli.IntVarFlag(fs, &f.compactions, "compactions", 0, 0, 64, "concurrent background compactions (0: the store's default, sized from GOMAXPROCS)")
 	cli.IntVarFlag(fs, &f.gpuEngines, "gpu-engines", 1, 1, 8, "jobs the gpu compactor's engine runs at once (gpucompact.Options.Engines)")
+	f.gpuWhenBusy = cli.ChoiceFlag(fs, "gpu-when-busy", "fallback", []string{"fallback", "wait", "faster"}, "what a job does when the gpu compactor's engine is busy (gpucompact.Options.WhenBusy): run on compaction.CPU, wait, or wait when that is expected to end sooner")
 	cli.ChoiceListVarFlag(fs, &f.compactors, "compactor", []string{"cpu"}, []string{"cpu", "gpu"},
 		"compactors; a list runs every workload with each: cpu is compaction.CPU, gpu is kv/gpucompact (jobs of 1 MiB and more on its CUDA engine where there is a device, else of 8 MiB and more on its Go engine)")
 	cli.IntListVarFlag(fs, &f.stress, "cpu-stress", []int{0}, 0, 100,
@@ -209,7 +211,8 @@ func runKVBench(ctx context.Context, args []string) error {
 		o := *opts
 		if compactor == "gpu" {
 			var err error
-			if gc, err = gpucompact.New(gpucompact.Options{Device: dev, Engines: f.gpuEngines}); err != nil {
+			whenBusy := map[string]gpucompact.BusyPolicy{"fallback": gpucompact.FallbackWhenBusy, "wait": gpucompact.WaitWhenBusy, "faster": gpucompact.WaitWhenFaster}[*f.gpuWhenBusy]
+			if gc, err = gpucompact.New(gpucompact.Options{Device: dev, Engines: f.gpuEngines, WhenBusy: whenBusy}); err != nil {
 				return err
 			}
 			o.Compactor = gc
@@ -412,7 +415,7 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 	rep.Note("settings: memtable %d MiB, target table %d MiB, L0 compaction/stop 4/12 (no slowdown), L1 16 MiB, levels x10, block 4 KiB, bloom 10 bits/key, block cache %d MiB, compression %s",
 		f.memtable, f.table, f.cacheMB, f.compression)
 	if accel {
-		rep.Note("gpu: kv/gpucompact with %d engine slot(s) (--gpu-engines)", f.gpuEngines)
+		rep.Note("gpu: kv/gpucompact with %d engine slot(s) (--gpu-engines), a busy engine's jobs: %s (--gpu-when-busy)", f.gpuEngines, *f.gpuWhenBusy)
 	}
 	rep.Note("baseline: the same workload on an in-memory B-tree (tidwall/btree, no log, no files) in this run; kv/B-tree is the price of persistence")
 	if byStress {

@@ -68,7 +68,10 @@ type Options struct {
 	// WhenBusy says what a job does when the engine is running another:
 	// go to Fallback (FallbackWhenBusy, the default: with several
 	// concurrent compactions the engine and Fallback then run side by
-	// side, the paper's collaboration) or wait for it (WaitWhenBusy).
+	// side, the paper's collaboration), wait for it (WaitWhenBusy), or
+	// wait only when, at the rates measured so far, the jobs ahead and the
+	// job itself would end on the engine before the job alone would on
+	// Fallback (WaitWhenFaster).
 	WhenBusy BusyPolicy
 	// MaxEngineFailures consecutive engine failures (not counting damaged
 	// input or a cancelled context) turn the engine off for the life of the
@@ -196,6 +199,15 @@ const (
 	FallbackWhenBusy BusyPolicy = iota
 	// WaitWhenBusy waits for the engine (or the job's context).
 	WaitWhenBusy
+	// WaitWhenFaster waits for the engine when that is expected to end
+	// the job sooner than Fallback would: the input bytes of the jobs the
+	// engine runs (less what their time so far has done) and of those
+	// waiting, and the job's own, at the engine's rate so far (bytes read
+	// per second of its jobs), against the job's bytes at Fallback's rate
+	// (of its jobs of at least MinInputBytes). Before the engine has
+	// finished a job it does not wait; before Fallback has run one, it
+	// takes Fallback to be 4 times slower than the engine.
+	WaitWhenFaster
 )
 
 // Defaults of Options.
@@ -240,6 +252,13 @@ type Compactor struct {
 		slots    []*slot // every slot not dropped, for the stats
 		failures int     // consecutive engine failures
 		stats    Stats
+		// For WaitWhenFaster: the engine's jobs running (their input bytes
+		// and starts) and the bytes of the jobs waiting for it; the bytes
+		// and time of Fallback's jobs of at least MinInputBytes.
+		running       map[*slot]runningJob
+		waiting       uint64
+		fallbackBytes uint64
+		fallbackTime  time.Duration
 	}
 
 	// failAt, in tests, makes the engine fail at a stage; the encoders call
@@ -276,6 +295,9 @@ type Stats struct {
 	// failures, or a device error that may have left the CUDA context
 	// unusable (a kernel fault is sticky), turned it off.
 	Disabled bool
+	// EngineTime and FallbackTime are the wall time of the engine's jobs
+	// and of Fallback's.
+	EngineTime, FallbackTime time.Duration
 	// HeldBytes is the memory the engine keeps between jobs: its arrays,
 	// sized by the largest job so far (under MemoryBudget), reused by the
 	// next job instead of asking the system for fresh memory. Close drops
@@ -291,7 +313,7 @@ func New(opts Options) (*Compactor, error) {
 	if opts.MinInputTables < 0 {
 		return nil, fmt.Errorf("gpucompact: MinInputTables %d below 0", opts.MinInputTables)
 	}
-	if opts.WhenBusy != FallbackWhenBusy && opts.WhenBusy != WaitWhenBusy {
+	if opts.WhenBusy != FallbackWhenBusy && opts.WhenBusy != WaitWhenBusy && opts.WhenBusy != WaitWhenFaster {
 		return nil, fmt.Errorf("gpucompact: unknown WhenBusy %d", opts.WhenBusy)
 	}
 	if opts.Sort != SortMerge && opts.Sort != SortRadix {
@@ -391,6 +413,11 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 		return nil, ErrClosed
 	}
 	c.mu.busy++
+	started := time.Now()
+	if c.mu.running == nil {
+		c.mu.running = map[*slot]runningJob{}
+	}
+	c.mu.running[sl] = runningJob{bytes: job.InputBytes(), start: started}
 	c.mu.Unlock()
 	var times stageTimes
 	var res *compaction.Result
@@ -402,6 +429,7 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	}
 	c.mu.Lock()
 	c.mu.busy--
+	delete(c.mu.running, sl)
 	if err != nil {
 		// The job failed (it may have sized the arrays from damaged
 		// input): drop the slot's arrays now.
@@ -423,6 +451,7 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 		c.mu.failures = 0
 		st.EngineJobs++
 		st.EngineBytesRead += res.Stats.BytesRead
+		st.EngineTime += time.Since(started)
 		if plan != nil {
 			st.PartitionedJobs++
 			st.Partitions += uint64(parts)
@@ -515,8 +544,25 @@ func (c *Compactor) decide(ctx context.Context, job *compaction.Job) (string, *s
 		return "", sl, plan, nil
 	default:
 	}
-	if c.opts.WhenBusy == FallbackWhenBusy {
+	switch c.opts.WhenBusy {
+	case FallbackWhenBusy:
 		return "busy", nil, nil, nil
+	case WaitWhenFaster:
+		bytes := job.InputBytes()
+		c.mu.Lock()
+		wait := c.waitFasterLocked(bytes)
+		if wait {
+			c.mu.waiting += bytes
+		}
+		c.mu.Unlock()
+		if !wait {
+			return "busy", nil, nil, nil
+		}
+		defer func() {
+			c.mu.Lock()
+			c.mu.waiting -= bytes
+			c.mu.Unlock()
+		}()
 	}
 	select {
 	case sl := <-c.engine:
@@ -526,6 +572,35 @@ func (c *Compactor) decide(ctx context.Context, job *compaction.Job) (string, *s
 	case <-ctx.Done():
 		return "", nil, nil, ctx.Err()
 	}
+}
+
+// runningJob is a job the engine runs: its input bytes and its start.
+type runningJob struct {
+	bytes uint64
+	start time.Time
+}
+
+// waitFasterLocked says whether a job of bytes input bytes should wait for
+// the busy engine (WaitWhenFaster): whether the work ahead of it on the
+// engine and its own, at the engine's rate so far, would take less time
+// than it alone at Fallback's rate.
+func (c *Compactor) waitFasterLocked(bytes uint64) bool {
+	st := &c.mu.stats
+	if st.EngineJobs == 0 || st.EngineTime <= 0 || st.EngineBytesRead == 0 {
+		return false
+	}
+	engineRate := float64(st.EngineBytesRead) / st.EngineTime.Seconds()
+	fallbackRate := engineRate / 4
+	if c.mu.fallbackTime > 0 && c.mu.fallbackBytes > 0 {
+		fallbackRate = float64(c.mu.fallbackBytes) / c.mu.fallbackTime.Seconds()
+	}
+	// The work ahead, shared among the slots.
+	ahead := float64(c.mu.waiting) / engineRate
+	for _, r := range c.mu.running {
+		ahead += max(0, float64(r.bytes)/engineRate-time.Since(r.start).Seconds())
+	}
+	ahead /= float64(c.opts.Engines)
+	return ahead+float64(bytes)/engineRate < float64(bytes)/fallbackRate
 }
 
 // fits says a job (or a partition) of size s is within the engine's
@@ -585,12 +660,21 @@ func memoryEstimate(job *compaction.Job) (jobSize, error) {
 // fallback runs job on Fallback: failedStage names the engine stage that
 // failed, declined the decision module's reason (one of the two is set).
 func (c *Compactor) fallback(ctx context.Context, job *compaction.Job, failedStage, declined string) (*compaction.Result, error) {
+	start := time.Now()
 	res, err := c.opts.Fallback.Compact(ctx, job)
+	took := time.Since(start)
 	if err == nil && failedStage != "" {
 		res.Stats.Fallback = failedStage
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err == nil {
+		c.mu.stats.FallbackTime += took
+		if declined != "small" && res.Stats.BytesRead > 0 && (c.opts.MinInputBytes < 0 || res.Stats.BytesRead >= uint64(c.opts.MinInputBytes)) {
+			c.mu.fallbackBytes += res.Stats.BytesRead
+			c.mu.fallbackTime += took
+		}
+	}
 	if failedStage != "" {
 		c.mu.stats.Fallbacks[failedStage]++
 	}

@@ -876,3 +876,90 @@ func checkEngines(t *testing.T, opts Options) {
 		t.Fatalf("after Close: %+v", st)
 	}
 }
+
+// slowFallback is compaction.CPU{Parts: 1} after a delay.
+type slowFallback struct{ delay time.Duration }
+
+func (f slowFallback) Compact(ctx context.Context, job *compaction.Job) (*compaction.Result, error) {
+	time.Sleep(f.delay)
+	return compaction.CPU{Parts: 1}.Compact(ctx, job)
+}
+
+// TestWaitWhenFaster: with WaitWhenFaster a job that finds the engine busy
+// goes to Fallback until the engine has a rate, then waits for it when
+// Fallback has been slower and goes to Fallback when the engine has been.
+func TestWaitWhenFaster(t *testing.T) {
+	newJob := func() *compaction.Job {
+		_, job := benchJob(t, 1, 100)
+		return job
+	}
+	// busy takes the engine's slot and gives it back after release; the
+	// channel closes then.
+	busy := func(c *Compactor, release time.Duration) chan struct{} {
+		sl := <-c.engine
+		back := make(chan struct{})
+		go func() {
+			time.Sleep(release)
+			c.engine <- sl
+			close(back)
+		}()
+		return back
+	}
+	// Fallback slow, the engine fast: wait once the engine has a rate.
+	c, err := New(Options{Backend: warpkit.CPU, MinInputBytes: -1, WhenBusy: WaitWhenFaster, Fallback: slowFallback{300 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	job := newJob()
+	back := busy(c, 50*time.Millisecond)
+	if _, err := c.Compact(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); st.Declined["busy"] != 1 || st.FallbackJobs != 1 {
+		t.Fatalf("busy before the engine has a rate: stats %+v", st)
+	}
+	<-back
+	for range 2 { // the engine's rate
+		if _, err := c.Compact(context.Background(), newJob()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job = newJob()
+	busy(c, 50*time.Millisecond)
+	if _, err := c.Compact(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); st.Declined["busy"] != 1 || st.EngineJobs != 3 || st.EngineTime <= 0 || st.FallbackTime < 300*time.Millisecond {
+		t.Fatalf("busy, Fallback slower: stats %+v", st)
+	}
+	// The engine slow (a stage that sleeps), Fallback fast: go to Fallback.
+	c2, err := New(Options{Backend: warpkit.CPU, MinInputBytes: -1, WhenBusy: WaitWhenFaster, Fallback: compaction.CPU{Parts: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	c2.failAt = func(stage string) error {
+		if stage == "load" {
+			time.Sleep(300 * time.Millisecond)
+		}
+		return nil
+	}
+	for i := range 3 { // Fallback's rate (busy, the engine without one), the engine's, then busy
+		job := newJob()
+		if i == 1 {
+			if _, err := c2.Compact(context.Background(), job); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		back := busy(c2, 50*time.Millisecond)
+		if _, err := c2.Compact(context.Background(), job); err != nil {
+			t.Fatal(err)
+		}
+		<-back
+	}
+	if st := c2.Stats(); st.Declined["busy"] != 2 || st.EngineJobs != 1 {
+		t.Fatalf("busy, the engine slower: stats %+v", st)
+	}
+}
