@@ -96,7 +96,7 @@ func runKVBench(ctx context.Context, args []string) error {
 	cli.ChoiceVarFlag(fs, &f.compression, "compression", "snappy", []string{"none", "snappy", "s2"}, "block compression")
 	cli.IntVarFlag(fs, &f.compactions, "compactions", 0, 0, 64, "concurrent background compactions (0: the store's default, sized from GOMAXPROCS)")
 	cli.IntVarFlag(fs, &f.gpuEngines, "gpu-engines", 1, 1, 8, "jobs the gpu compactor's engine runs at once (gpucompact.Options.Engines)")
-	f.gpuWhenBusy = cli.ChoiceFlag(fs, "gpu-when-busy", "fallback", []string{"fallback", "wait", "faster"}, "what a job does when the gpu compactor's engine is busy (gpucompact.Options.WhenBusy): run on compaction.CPU, wait, or wait when that is expected to end sooner")
+	f.gpuWhenBusy = cli.ChoiceFlag(fs, "gpu-when-busy", "faster", []string{"faster", "fallback", "wait"}, "what a job does when the gpu compactor's engine is busy (gpucompact.Options.WhenBusy): wait when that is expected to end sooner (the default), run on compaction.CPU, or wait")
 	cli.ChoiceListVarFlag(fs, &f.compactors, "compactor", []string{"cpu"}, []string{"cpu", "gpu"},
 		"compactors; a list runs every workload with each: cpu is compaction.CPU, gpu is kv/gpucompact (jobs of 1 MiB and more on its CUDA engine where there is a device, else of 8 MiB and more on its Go engine)")
 	cli.IntListVarFlag(fs, &f.stress, "cpu-stress", []int{0}, 0, 100,

@@ -14,9 +14,10 @@
 //
 // The decision module sends a job to the engine when it is large enough
 // (MinInputBytes, default 1 MiB on the CUDA engine and 8 MiB on the Go
-// engine; MinInputTables) and the engine is on and free; otherwise
-// Options.Fallback (compaction.CPU) runs it, so with several concurrent
-// compactions the engine and the CPU compact side by side (WhenBusy). A job
+// engine; MinInputTables) and the engine is on; otherwise Options.Fallback
+// (compaction.CPU) runs it. A job that finds the engine busy waits for it
+// when, at the rates measured so far, that ends it sooner than Fallback
+// would, and otherwise runs on Fallback beside it (WhenBusy). A job
 // past MemoryBudget or, on the CUDA engine, MaxDeviceBytes (estimates from
 // the input tables' properties) runs in key-range partitions that fit
 // (below). Any job the engine fails is rerun on Fallback. Outputs are
@@ -236,8 +237,9 @@
 //     "gc", "sizes", "plan", "encode", "write", and "device" for the CUDA
 //     engine's own); Declined counts the decision module's refusals by
 //     reason ("small", "budget", "busy", "disabled", "irregular"); Engine,
-//     Disabled, HeldBytes, DeviceHeldBytes, PartitionedJobs and Partitions
-//     are added; stage times are Load,
+//     Disabled, HeldBytes, DeviceHeldBytes, PartitionedJobs, Partitions,
+//     EngineTime and FallbackTime are added; the busy policy
+//     WaitWhenFaster (the default) is beyond the spec's WhenBusy values; stage times are Load,
 //     Merge, GC, Sizes, Plan and Write (the encoding and writing overlap
 //     the plan: Write is what is left of them after it).
 //   - SealBlock returns a SealedBlock (stored bytes, type, masked CRC) that
