@@ -50,12 +50,15 @@ type Options struct {
 	// the engine allocates in all, so an upper bound of what it holds). A
 	// job over it — or over MaxDeviceBytes, or past 4 GiB of contents (the
 	// engine's 32-bit offsets) — runs in key-range partitions cut at input
-	// block boundaries, two at a time (one prepared while the last one
-	// writes: the engine then holds a second set of arrays, and each
-	// partition fits half the budgets), with the same output as in one
-	// piece (Stats.PartitionedJobs); one
-	// that cannot be cut so (a single block too large) goes to Fallback
-	// ("budget"). Default DefaultMemoryBudget; negative: no limit.
+	// block boundaries, with the same output as in one piece
+	// (Stats.PartitionedJobs): two at a time (one prepared while the last
+	// one writes: the engine then holds a second set of arrays, and each
+	// partition fits half the budgets) or, when the job does not cut so,
+	// one at a time. One that cannot be cut to fit (a block too large, or
+	// budgets too small to hold a few output tables a partition) goes to
+	// Fallback ("budget"), as does one whose partition, holding no whole
+	// output table, would have to widen past them. Default
+	// DefaultMemoryBudget; negative: no limit.
 	MemoryBudget int64
 	// Engines is how many jobs the engine runs at once (default 1): each
 	// has arrays of its own (host, pinned and device memory: Stats.
@@ -164,11 +167,8 @@ func (s *slot) heldBytes() (host, dev int64) {
 	return host, dev
 }
 
-// drop frees the slot's memory, the device's first (its stream
-// synchronized, so that no copy into the pinned arrays is in flight), and
-// closes its stream; with keep it stays usable (its arrays come back with
-// the next job), else it is done. The second lane goes either way.
-func (s *slot) drop(keep bool) {
+// dropLane2 frees the second lane (and closes its stream).
+func (s *slot) dropLane2() {
 	if l := s.lane2; l != nil {
 		if l.dev != nil {
 			l.dev.release()
@@ -179,6 +179,14 @@ func (s *slot) drop(keep bool) {
 		}
 		s.lane2 = nil
 	}
+}
+
+// drop frees the slot's memory, the device's first (its stream
+// synchronized, so that no copy into the pinned arrays is in flight), and
+// closes its stream; with keep it stays usable (its arrays come back with
+// the next job), else it is done. The second lane goes either way.
+func (s *slot) drop(keep bool) {
+	s.dropLane2()
 	if s.dev != nil {
 		s.dev.release()
 	}
@@ -199,8 +207,9 @@ const (
 	// expected to end the job sooner than Fallback would: the input bytes
 	// of the jobs the engine runs (less what their time so far has done)
 	// and of those waiting, and the job's own, at the engine's rate so far
-	// (bytes read per second of its jobs), against the job's bytes at
-	// Fallback's rate (of its jobs of at least MinInputBytes). Before the
+	// (bytes read per second of its jobs; the work ahead shared among the
+	// Engines slots), against the job's bytes at Fallback's rate (of its
+	// jobs of at least MinInputBytes). Before the
 	// engine has finished a job it does not wait; before Fallback has run
 	// one, it takes Fallback to be 4 times slower than the engine. On the
 	// H200 a store's fills ran up to 14% faster under CPU stress than with
@@ -297,8 +306,8 @@ type Stats struct {
 	// failures, or a device error that may have left the CUDA context
 	// unusable (a kernel fault is sticky), turned it off.
 	Disabled bool
-	// EngineTime and FallbackTime are the wall time of the engine's jobs
-	// and of Fallback's.
+	// EngineTime and FallbackTime are the wall time of the jobs the engine
+	// and Fallback finished.
 	EngineTime, FallbackTime time.Duration
 	// HeldBytes is the memory the engine keeps between jobs: its arrays,
 	// sized by the largest job so far (under MemoryBudget), reused by the
@@ -414,6 +423,11 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 		c.mu.Unlock()
 		return nil, ErrClosed
 	}
+	if c.mu.stats.Disabled { // turned off while the job waited for it
+		c.engine <- sl // (room: the slot came from it)
+		c.mu.Unlock()
+		return c.fallback(ctx, job, "", "disabled")
+	}
 	c.mu.busy++
 	started := time.Now()
 	if c.mu.running == nil {
@@ -428,6 +442,11 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 		res, parts, err = runPartitioned(ctx, job, plan, sl.lanes(plan.lanes), &times, c.failAt)
 	} else {
 		res, err = runEngine(ctx, job, sl.ws, sl.dev, &times, c.failAt)
+	}
+	if plan == nil || plan.lanes < 2 {
+		// A job in one lane may grow it to the whole budgets: the second
+		// lane's arrays go, so that the slot keeps no more than them.
+		sl.dropLane2()
 	}
 	c.mu.Lock()
 	c.mu.busy--
@@ -471,9 +490,10 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	case isCorruption(err):
 		// Fallback would meet the same damage.
 		return nil, err
-	case errors.Is(err, errTooLarge), errors.Is(err, cuda.ErrOutOfMemory):
-		// Past the engine's 32-bit offsets, or the device's memory (the
-		// arrays are freed above): a decline, not a failure.
+	case errors.Is(err, errTooLarge), errors.Is(err, errOverBudget), errors.Is(err, cuda.ErrOutOfMemory):
+		// Past the engine's 32-bit offsets, the budgets (a partition that
+		// had to widen past them), or the device's memory (the arrays are
+		// freed above): a decline, not a failure.
 		return c.fallback(ctx, job, "", "budget")
 	case errors.Is(err, errIrregularBlock), errors.Is(err, errInputOrder), errors.Is(err, errPartitionEntries):
 		// Input the engine does not take (laid out otherwise than the
@@ -519,31 +539,24 @@ func (c *Compactor) decide(ctx context.Context, job *compaction.Job) (string, *s
 	if disabled {
 		return "disabled", nil, nil, nil
 	}
-	var plan *partitionPlan
-	if size, err := memoryEstimate(job); err == nil && !c.fits(job, size) {
-		// Past a budget: in key-range partitions (partition.go), or on
-		// Fallback if the job does not cut so.
-		ratio, err := compaction.CutRatio(job)
-		if err != nil {
+	// Past a budget, the job runs in key-range partitions (partition.go),
+	// planned once it has the engine (planJob).
+	size, err := memoryEstimate(job)
+	over := err == nil && !c.fits(job, size) // (else the engine meets the error, and reports it as compaction.CPU would)
+	withPlan := func(sl *slot) (string, *slot, *partitionPlan, error) {
+		if !over {
+			return "", sl, nil, nil
+		}
+		plan := c.planJob(job)
+		if plan == nil {
+			c.engine <- sl // (room: the slot came from it)
 			return "budget", nil, nil, nil
 		}
-		// Two partitions at a time (one prepared while the last writes),
-		// each within half the budgets; else one at a time.
-		limit := compaction.CutLimit(job.TargetFileSize, ratio)
-		lanes := 2
-		plan, err = splitJob(job, limit, func(s jobSize) bool { return c.fits(job, s.scale(2)) })
-		if err == nil && len(plan.splits) == 0 {
-			lanes = 1
-			plan, err = splitJob(job, limit, func(s jobSize) bool { return c.fits(job, s) })
-		}
-		if err != nil || len(plan.splits) == 0 {
-			return "budget", nil, nil, nil
-		}
-		plan.lanes = lanes
-	} // else the engine meets the error, and reports it as compaction.CPU would
+		return "", sl, plan, nil
+	}
 	select {
 	case sl := <-c.engine:
-		return "", sl, plan, nil
+		return withPlan(sl)
 	default:
 	}
 	switch c.opts.WhenBusy {
@@ -568,12 +581,35 @@ func (c *Compactor) decide(ctx context.Context, job *compaction.Job) (string, *s
 	}
 	select {
 	case sl := <-c.engine:
-		return "", sl, plan, nil
+		return withPlan(sl)
 	case <-c.done: // Close retires the slots: none comes back
 		return "", nil, nil, ErrClosed
 	case <-ctx.Done():
 		return "", nil, nil, ctx.Err()
 	}
+}
+
+// planJob plans the partitions of a job past the budgets: two at a time
+// (one prepared while the last writes), each within half the budgets, or
+// else one at a time in the whole budgets; nil when neither cuts (a block
+// too large, or a partition that could not hold a few output tables).
+func (c *Compactor) planJob(job *compaction.Job) *partitionPlan {
+	ratio, err := compaction.CutRatio(job)
+	if err != nil {
+		return nil
+	}
+	limit := compaction.CutLimit(job.TargetFileSize, ratio)
+	for _, lanes := range []uint64{2, 1} {
+		plan, err := splitJob(job, limit, func(s jobSize) bool { return c.fits(job, s.scale(lanes)) })
+		if err != nil {
+			return nil
+		}
+		if len(plan.splits) > 0 {
+			plan.lanes = int(lanes)
+			return plan
+		}
+	}
+	return nil
 }
 
 // runningJob is a job the engine runs: its input bytes and its start.

@@ -355,21 +355,21 @@ func fileOf(t *testing.T, fs *vfs.MemFS, name string, data []byte) vfs.File {
 // TestStoreOnGoEngine runs a kv store whose every compaction goes through
 // the Go engine — writes, overwrites, deletes, range deletions, snapshots
 // held across compactions — and checks every snapshot and the final state
-// against a model; then again with a MemoryBudget so small that most jobs
-// run in key-range partitions.
+// against a model; then again with 8 KiB outputs and a MemoryBudget so
+// small that half the jobs run in key-range partitions.
 func TestStoreOnGoEngine(t *testing.T) {
-	t.Run("whole", func(t *testing.T) { checkStoreOnGoEngine(t, 0) })
-	t.Run("partitions", func(t *testing.T) { checkStoreOnGoEngine(t, 3<<20) })
+	t.Run("whole", func(t *testing.T) { checkStoreOnGoEngine(t, 0, 16<<10) })
+	t.Run("partitions", func(t *testing.T) { checkStoreOnGoEngine(t, 4<<20, 8<<10) })
 }
 
-func checkStoreOnGoEngine(t *testing.T, budget int64) {
+func checkStoreOnGoEngine(t *testing.T, budget, target int64) {
 	c, err := New(Options{MinInputBytes: -1, MemoryBudget: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	db, err := kvstore.Open("/db", &kvstore.Options{
-		FS: vfs.NewMem(), Compactor: c, MemTableSize: 64 << 10, TargetFileSize: 16 << 10,
+		FS: vfs.NewMem(), Compactor: c, MemTableSize: 64 << 10, TargetFileSize: target,
 		LBaseMaxBytes: 64 << 10, L0CompactionThreshold: 2, BlockSize: 512,
 	})
 	if err != nil {

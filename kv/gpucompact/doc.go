@@ -127,8 +127,10 @@
 //   - the split keys come from the input tables' index blocks (each data
 //     block's index key bounds its user keys: sstable.Reader.
 //     DataBlockBounds), about an eighth of the budgets apart, and each
-//     partition ends at the farthest one at which its estimate, with room
-//     for one output table, fits;
+//     partition ends at the farthest one (at least the next) at which its
+//     estimate, with room for one output table, fits; a job whose budgets
+//     would not hold four output tables a partition, or one of whose
+//     blocks alone would not fit, is declined ("budget");
 //   - a partition reads only the blocks that may hold its keys, so every
 //     version of each of its keys is there, and garbage collection decides
 //     its entries as in the whole job;
@@ -137,7 +139,8 @@
 //     it, writes the tables before that one, and hands that table's first
 //     key to the next partition as its start: the outputs end where the
 //     whole job's end, byte for byte. A partition in which no table starts
-//     after its first is widened to the next split (within the budgets);
+//     after its first is widened to the farthest split within the budgets
+//     (the job is declined, "budget", when there is none);
 //   - the Stats add up the partitions' entries in [start, next start), and
 //     their EntriesIn must equal the input tables' NumEntries (an index
 //     that lied about its blocks' keys would lose entries between
@@ -149,7 +152,8 @@
 // streams of their own, each partition within half the budgets — let the
 // next partition prepare while the last one writes; writes run one after
 // another, so output tables are created in key order. A job that cannot be
-// cut for two lanes runs one partition at a time in the whole budgets.
+// cut for two lanes runs one partition at a time in the whole budgets, and
+// the second lane's arrays are freed after any job that ran in one lane.
 // Entries between a partition's last table start and its end are loaded
 // twice (docs/benchmarks.md measures what partitions cost).
 //

@@ -239,6 +239,9 @@ func prepare(ctx context.Context, job *compaction.Job, part *partition, ws *work
 			return nil, err
 		}
 		r.st = part.stats(r.s, r.st, r.w, r.next)
+		now := time.Now() // (the dry walk counts as planning)
+		times.plan += now.Sub(r.t0)
+		r.t0 = now
 	}
 	return r, nil
 }

@@ -73,6 +73,11 @@ type partition struct {
 // it is widened to the next split.
 var errNoCut = errors.New("gpucompact: no output table ends inside the partition")
 
+// errOverBudget says a partition in which no output table starts after its
+// first could not be widened within the budgets: the job goes to Fallback
+// ("budget").
+var errOverBudget = errors.New("gpucompact: a partition holding no whole output table would pass the budgets")
+
 // errPartitionEntries says a partitioned job's partitions counted other
 // entries than its input tables hold: an index block's keys did not bound
 // its blocks' keys. The job goes to Fallback ("irregular").
@@ -139,8 +144,9 @@ func (p *partition) walk(s *inputSet, pe []planEntry, kept []uint32, keptNew []b
 		w.to = at(p.hi)
 	}
 	if !p.first && (w.from == w.to || !bytes.Equal(s.key(kept[w.from]), p.lo)) {
-		// The table the last partition left to this one starts at lo.
-		return w, nil, &stageError{"plan", fmt.Errorf("the partition from %q lacks the first entry of its first table", p.lo)}
+		// The table the last partition left to this one starts at lo: its
+		// first entry gone means an index or the tables' bounds lied.
+		return w, nil, fmt.Errorf("%w: the partition from %q lacks the first entry of its first table", errPartitionEntries, p.lo)
 	}
 	if w.last {
 		return w, nil, nil
@@ -262,12 +268,19 @@ func splitJob(job *compaction.Job, cutLimit uint64, fits func(jobSize) bool) (*p
 			// Blocks in groups of about grain stored bytes: a split falls
 			// at a group's bound (any bound will do), and the sweep sorts
 			// a few thousand groups, not every block.
+			// A group's bytes are its share of the table's by stored
+			// bytes; its entries and keys its share by blocks (a block of
+			// one large value holds one entry, not a byte share of them).
 			var group uint64
+			first := 0
 			for i, h := range blocks {
 				group += h.Length
 				if group >= grain || i == len(blocks)-1 {
-					tg.groups = append(tg.groups, blockSize{upper[i], tg.size.share(group, stored)})
-					group = 0
+					bytes := tg.size.share(group, stored)
+					count := tg.size.share(uint64(i+1-first), uint64(len(blocks)))
+					bytes.entries, bytes.keys = count.entries, count.keys
+					tg.groups = append(tg.groups, blockSize{upper[i], bytes})
+					group, first = 0, i+1
 				}
 			}
 		}
@@ -289,6 +302,16 @@ func splitJob(job *compaction.Job, cutLimit uint64, fits func(jobSize) bool) (*p
 		room = total.share(c, total.contents)
 	}
 	plan.room = room
+	// A partition must hold a few output tables, or most would widen (or
+	// fail to); and every group of blocks must fit one with that room.
+	if !fits(room.scale(4)) {
+		return plan, nil
+	}
+	for _, b := range plan.blocks {
+		if !fits(b.size.add(room)) {
+			return plan, nil
+		}
+	}
 	piece := func(s jobSize) bool { return fits(s.scale(splitsPerBudget).add(room)) }
 	var acc jobSize
 	for _, b := range plan.blocks {
@@ -319,6 +342,23 @@ func (pl *partitionPlan) end(lo []byte, k int) int {
 	}
 	j := k
 	for j < len(pl.splits) && pl.fits(pl.estimate(lo, pl.split(j+1)).add(pl.room)) {
+		j++
+	}
+	return j
+}
+
+// widen returns the split to widen a partition from lo that ended at split
+// k to: the farthest past k whose estimate fits the budgets (k+1 without
+// them), or -1 when even k+1 does not.
+func (pl *partitionPlan) widen(lo []byte, k int) int {
+	if pl.fits == nil {
+		return k + 1
+	}
+	if !pl.fits(pl.estimate(lo, pl.split(k+1))) {
+		return -1
+	}
+	j := k + 1
+	for j < len(pl.splits) && pl.fits(pl.estimate(lo, pl.split(j+1))) {
 		j++
 	}
 	return j
@@ -422,11 +462,14 @@ func runPartitioned(ctx context.Context, job *compaction.Job, plan *partitionPla
 		l := lanes[li]
 		r, err := prepare(ctx, job, &partition{lo: lo, hi: hi, first: first, spans: js}, l.ws, l.dev, &l.times, failAt)
 		for errors.Is(err, errNoCut) && k < len(plan.splits) {
-			k++ // widened: the same start, the next split's end
-			if hi = plan.split(k); plan.fits != nil && !plan.fits(plan.estimate(lo, hi)) {
-				err = errTooLarge
+			// Widened: the same start, the farthest end that fits without
+			// room for an early start (the next split's, without budgets).
+			k = plan.widen(lo, k)
+			if k < 0 {
+				err = errOverBudget
 				break
 			}
+			hi = plan.split(k)
 			r, err = prepare(ctx, job, &partition{lo: lo, hi: hi, first: first, spans: js}, l.ws, l.dev, &l.times, failAt)
 		}
 		// The last partition's tables come before this one's.

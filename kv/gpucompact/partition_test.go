@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -12,6 +13,10 @@ import (
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/kv/compaction"
+	ct "github.com/warpkit/warpkit/kv/compaction/compactiontest"
+	"github.com/warpkit/warpkit/kv/internal/base"
+	"github.com/warpkit/warpkit/kv/manifest"
+	"github.com/warpkit/warpkit/kv/sstable"
 )
 
 // partitionedIn runs each job in key-range partitions (runPartitioned) cut
@@ -248,6 +253,99 @@ func TestPartitionedFallback(t *testing.T) {
 		c.Close()
 		if n := goroutinesBackTo(base); n > base {
 			t.Fatalf("%s: %d goroutines after the fallback, %d before", stage, n, base)
+		}
+	}
+}
+
+// TestPartitionPlanLimits: budgets that leave a partition room for few
+// output tables, and a block that alone takes most of a budget, either run
+// in partitions — with compaction.CPU's output, each prepared about once
+// (a partition that must widen jumps to the farthest split that fits) —
+// or are declined ("budget"): by the plan, before any partition is read,
+// or after a partition would have had to widen past the budgets.
+func TestPartitionPlanLimits(t *testing.T) {
+	type shape struct {
+		name string
+		job  func() (*ct.Env, *compaction.Job)
+	}
+	shapes := []shape{
+		{"16 MiB, 1 MiB outputs", func() (*ct.Env, *compaction.Job) {
+			e, job := benchJob(t, 16, 100)
+			job.TargetFileSize = 1 << 20
+			return e, job
+		}},
+		{"a 2 MiB value mid-job", func() (*ct.Env, *compaction.Job) {
+			e := ct.NewEnv()
+			opts := sstable.WriterOptions{BlockSize: 4096}
+			rng := rand.New(rand.NewPCG(1, 1))
+			var tables []*manifest.FileMetadata
+			seq := base.SeqNum(1)
+			for tt := range 2 {
+				var es []ct.Entry
+				for i := tt; i < 20000; i += 2 {
+					v := make([]byte, 100)
+					if i == 10000 {
+						v = make([]byte, 2<<20)
+					}
+					for j := range v {
+						v[j] = byte(rng.Uint32())
+					}
+					es = append(es, ct.Entry{K: base.MakeInternalKey([]byte(fmt.Sprintf("k%06d", i)), seq, base.KindSet), V: string(v)})
+					seq++
+				}
+				tables = append(tables, e.TableWith(t, es, nil, opts))
+			}
+			env := e.Env()
+			env.WriterOptions = opts
+			return e, &compaction.Job{Inputs: []compaction.Input{{Level: 0, Files: tables}}, OutputLevel: 1, TargetFileSize: 256 << 10, Env: env}
+		}},
+	}
+	for _, sh := range shapes {
+		e0, job0 := sh.job()
+		want, err := compaction.CPU{Parts: 1}.Compact(context.Background(), job0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantFiles := outputsOf(t, e0, want)
+		size, err := memoryEstimate(job0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, div := range []uint64{2, 3, 4, 6} {
+			c, err := New(Options{Backend: warpkit.CPU, Fallback: compaction.CPU{Parts: 1}, MinInputBytes: -1, MemoryBudget: int64(size.est / div)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var loads atomic.Int64
+			c.failAt = func(stage string) error {
+				if stage == "load" {
+					loads.Add(1)
+				}
+				return nil
+			}
+			e, job := sh.job()
+			got, err := c.Compact(context.Background(), job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotFiles := outputsOf(t, e, got)
+			if len(gotFiles) != len(wantFiles) {
+				t.Fatalf("%s, budget 1/%d: %d outputs, compaction.CPU %d", sh.name, div, len(gotFiles), len(wantFiles))
+			}
+			for i := range wantFiles {
+				if !bytes.Equal(gotFiles[i], wantFiles[i]) {
+					t.Fatalf("%s, budget 1/%d: output %d differs", sh.name, div, i)
+				}
+			}
+			st := c.Stats()
+			switch {
+			case st.PartitionedJobs == 1 && int64(st.Partitions) >= 2 && loads.Load() <= 2*int64(st.Partitions)+2:
+			case st.Declined["budget"] == 1 && st.EngineJobs == 0 && loads.Load() <= 4:
+			default:
+				t.Fatalf("%s, budget 1/%d: %d partitions prepared %d times; stats %+v", sh.name, div, st.Partitions, loads.Load(), st)
+			}
+			t.Logf("%s, budget 1/%d: %d partitions, %d prepares, declined %v", sh.name, div, st.Partitions, loads.Load(), st.Declined)
+			c.Close()
 		}
 	}
 }
