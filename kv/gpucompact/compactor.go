@@ -549,7 +549,13 @@ func (c *Compactor) decide(ctx context.Context, job *compaction.Job) (string, *s
 		}
 		plan := c.planJob(job)
 		if plan == nil {
-			c.engine <- sl // (room: the slot came from it)
+			c.mu.Lock()
+			if c.mu.closed { // (Close has retired the idle slots: this one goes too)
+				c.retireLocked(sl)
+			} else {
+				c.engine <- sl // (room: the slot came from it)
+			}
+			c.mu.Unlock()
 			return "budget", nil, nil, nil
 		}
 		return "", sl, plan, nil

@@ -48,9 +48,10 @@ import (
 //     one output table's worth per partition.
 //   - A partition in which no table starts past its first (its range holds
 //     less than one output, after garbage collection) is widened to the
-//     next split (errNoCut), within the budgets; one that keeps no
-//     entry at all, before any table has started, ends at hi with no
-//     output.
+//     farthest split within the budgets (errNoCut; none: errOverBudget, the
+//     job declined); one that keeps no entry at all, before any table has
+//     started, ends at hi with no output. A plan whose partitions could not
+//     hold four output tables is not made.
 //   - Two lanes (workspaces, and device engines with streams of their
 //     own) let a partition prepare while the last one writes
 //     (runPartitioned); the plan then fits each within half the budgets.
@@ -70,7 +71,7 @@ type partition struct {
 }
 
 // errNoCut says no output table starts inside a partition after its first:
-// it is widened to the next split.
+// it is widened (partitionPlan.widen).
 var errNoCut = errors.New("gpucompact: no output table ends inside the partition")
 
 // errOverBudget says a partition in which no output table starts after its
@@ -227,7 +228,8 @@ type blockSize struct {
 // eighth of the budgets (fits) less room for the output table by which a
 // partition may start early (the cut limit of contents, as entries of the
 // job's mean size). It returns no splits when the job cannot be cut so (a
-// block alone is too large).
+// group of blocks too large for a partition, or budgets that would not hold
+// four output tables a partition).
 func splitJob(job *compaction.Job, cutLimit uint64, fits func(jobSize) bool) (*partitionPlan, error) {
 	plan := &partitionPlan{fits: fits}
 	grain := job.InputBytes() / 4096
@@ -267,19 +269,19 @@ func splitJob(job *compaction.Job, cutLimit uint64, fits func(jobSize) bool) (*p
 			}
 			// Blocks in groups of about grain stored bytes: a split falls
 			// at a group's bound (any bound will do), and the sweep sorts
-			// a few thousand groups, not every block.
-			// A group's bytes are its share of the table's by stored
-			// bytes; its entries and keys its share by blocks (a block of
-			// one large value holds one entry, not a byte share of them).
+			// a few thousand groups, not every block. A group's bytes are
+			// its share of the table's by stored bytes; its entries and
+			// keys its share by blocks (a block of one large value holds
+			// one entry, not a byte share of them).
 			var group uint64
 			first := 0
 			for i, h := range blocks {
 				group += h.Length
 				if group >= grain || i == len(blocks)-1 {
-					bytes := tg.size.share(group, stored)
+					sz := tg.size.share(group, stored)
 					count := tg.size.share(uint64(i+1-first), uint64(len(blocks)))
-					bytes.entries, bytes.keys = count.entries, count.keys
-					tg.groups = append(tg.groups, blockSize{upper[i], bytes})
+					sz.entries, sz.keys = count.entries, count.keys
+					tg.groups = append(tg.groups, blockSize{upper[i], sz})
 					group, first = 0, i+1
 				}
 			}
