@@ -191,7 +191,11 @@
 // (damage the checksum cannot see reaches the decoder: same entries or the
 // same corruption error as the table's iterator); a failure at every
 // stage falls back with identical output, no orphan tables and goroutines
-// back to baseline; the decision module (budget, busy, engine turned off);
+// back to baseline; the decision module (budget, busy and WaitWhenFaster's
+// choice, engine turned off), partitions planned for small budgets and
+// the plan's limits (few output tables a partition, a block too large, a
+// partition widened past the budgets), a failure at every stage of a
+// second partition;
 // and kv's model, crash, concurrency and stall tests with the engine as
 // the store's compactor. warp bench kvcompact measures it against
 // compaction.CPU (docs/benchmarks.md). The CUDA engine runs the same
