@@ -36,6 +36,20 @@ func outputsOf(t *testing.T, e *ct.Env, res *compaction.Result) [][]byte {
 	return out
 }
 
+// sameFiles fails the test unless got holds the tables of want, byte for
+// byte, in order (what names the case).
+func sameFiles(t *testing.T, what string, got, want [][]byte) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d outputs, compaction.CPU %d", what, len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("%s: output %d differs from compaction.CPU's (%d bytes, compaction.CPU %d)", what, i, len(got[i]), len(want[i]))
+		}
+	}
+}
+
 // TestFallbackAtEveryStage: an engine failure at any stage reruns the job
 // on Fallback, whose tables are then exactly what it writes on its own, and
 // counts the failure by stage.
@@ -66,15 +80,7 @@ func TestFallbackAtEveryStage(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", stage, err)
 		}
-		wf, gf := outputsOf(t, e0, want), outputsOf(t, e, got)
-		if len(wf) != len(gf) {
-			t.Fatalf("%s: %d outputs after the fallback, %d from compaction.CPU", stage, len(gf), len(wf))
-		}
-		for j := range wf {
-			if !bytes.Equal(wf[j], gf[j]) {
-				t.Fatalf("%s: output %d differs from compaction.CPU's", stage, j)
-			}
-		}
+		sameFiles(t, stage, outputsOf(t, e, got), outputsOf(t, e0, want))
 		st := c.Stats()
 		if st.Fallbacks[stage] != 1 || st.FallbackJobs != 1 || st.EngineJobs != 0 {
 			t.Fatalf("%s: stats %+v", stage, st)
@@ -161,15 +167,7 @@ func TestDecisionModule(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		gotFiles := outputsOf(t, e, got)
-		if len(gotFiles) != len(wantFiles) {
-			t.Fatalf("%s: %d outputs, compaction.CPU %d", name, len(gotFiles), len(wantFiles))
-		}
-		for i := range wantFiles {
-			if !bytes.Equal(gotFiles[i], wantFiles[i]) {
-				t.Fatalf("%s: output %d differs from compaction.CPU's", name, i)
-			}
-		}
+		sameFiles(t, name, outputsOf(t, e, got), wantFiles)
 		if st := c.Stats(); st.Declined[reason] != n {
 			t.Fatalf("%s: stats %+v, want %d declined for %q", name, st, n, reason)
 		}

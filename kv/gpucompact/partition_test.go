@@ -119,15 +119,7 @@ func TestPartitionedCompactor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			gotFiles := outputsOf(t, e, got)
-			if len(gotFiles) != len(wantFiles) {
-				t.Fatalf("%d-byte values, budget 1/%g: %d outputs, compaction.CPU %d", valueLen, div, len(gotFiles), len(wantFiles))
-			}
-			for i := range wantFiles {
-				if !bytes.Equal(gotFiles[i], wantFiles[i]) {
-					t.Fatalf("%d-byte values, budget 1/%g: output %d differs", valueLen, div, i)
-				}
-			}
+			sameFiles(t, fmt.Sprintf("%d-byte values, budget 1/%g", valueLen, div), outputsOf(t, e, got), wantFiles)
 			st := c.Stats()
 			if st.EngineJobs != 1 || st.PartitionedJobs != 1 || float64(st.Partitions) < div || st.Declined["budget"] != 0 {
 				t.Fatalf("%d-byte values, budget 1/%g: stats %+v", valueLen, div, st)
@@ -235,15 +227,7 @@ func TestPartitionedFallback(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", stage, err)
 		}
-		gotFiles := outputsOf(t, e, got)
-		if len(gotFiles) != len(wantFiles) {
-			t.Fatalf("%s: %d outputs after the fallback, compaction.CPU %d", stage, len(gotFiles), len(wantFiles))
-		}
-		for i := range wantFiles {
-			if !bytes.Equal(gotFiles[i], wantFiles[i]) {
-				t.Fatalf("%s: output %d differs from compaction.CPU's", stage, i)
-			}
-		}
+		sameFiles(t, stage, outputsOf(t, e, got), wantFiles)
 		if st := c.Stats(); st.Fallbacks[stage] != 1 || st.FallbackJobs != 1 || st.EngineJobs != 0 || calls.Load() < 2 {
 			t.Fatalf("%s: stats %+v (%d calls)", stage, st, calls.Load())
 		}
@@ -328,15 +312,7 @@ func TestPartitionPlanLimits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			gotFiles := outputsOf(t, e, got)
-			if len(gotFiles) != len(wantFiles) {
-				t.Fatalf("%s, budget 1/%d: %d outputs, compaction.CPU %d", sh.name, div, len(gotFiles), len(wantFiles))
-			}
-			for i := range wantFiles {
-				if !bytes.Equal(gotFiles[i], wantFiles[i]) {
-					t.Fatalf("%s, budget 1/%d: output %d differs", sh.name, div, i)
-				}
-			}
+			sameFiles(t, fmt.Sprintf("%s, budget 1/%d", sh.name, div), outputsOf(t, e, got), wantFiles)
 			st := c.Stats()
 			switch {
 			case st.PartitionedJobs == 1 && int64(st.Partitions) >= 2 && loads.Load() <= 2*int64(st.Partitions)+2:
