@@ -133,7 +133,7 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, part *part
 				continue
 			default:
 				var upper [][]byte
-				t.blocks, upper, t.err = blockBounds(t.r, t.f)
+				t.blocks, upper, t.err = part.tableBounds(t.r, t.f)
 				t.all = len(t.blocks)
 				if t.err == nil && !slices.IsSortedFunc(upper, bytes.Compare) {
 					t.err = fmt.Errorf("%s: index keys out of order: %w", t.f.FileNum, errPartitionEntries)

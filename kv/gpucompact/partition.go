@@ -12,6 +12,7 @@ import (
 
 	"github.com/warpkit/warpkit/internal/hostpar"
 	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/internal/rangedel"
 	"github.com/warpkit/warpkit/kv/manifest"
 	"github.com/warpkit/warpkit/kv/sstable"
@@ -67,7 +68,24 @@ import (
 type partition struct {
 	lo, hi []byte
 	first  bool
-	spans  *jobSpans // the job's range tombstones, collected once
+	spans  *jobSpans                    // the job's range tombstones, collected once
+	bounds map[base.FileNum]tableBounds // the input tables' blocks and bounds, read once (splitJob)
+}
+
+// tableBounds is an input table's data blocks and their bounds
+// (blockBounds).
+type tableBounds struct {
+	blocks []sstable.BlockHandle
+	upper  [][]byte
+}
+
+// tableBounds returns table f's blocks and bounds: those the plan read, or
+// read now (r is its reader). The caller slices but does not change them.
+func (p *partition) tableBounds(r *sstable.Reader, f *manifest.FileMetadata) ([]sstable.BlockHandle, [][]byte, error) {
+	if b, ok := p.bounds[f.FileNum]; ok {
+		return b.blocks, b.upper, nil
+	}
+	return blockBounds(r, f)
 }
 
 // errNoCut says no output table starts inside a partition after its first:
@@ -203,8 +221,9 @@ func (p *partition) stats(s *inputSet, st gcStats, w walk, next []byte) gcStats 
 // entries counted.
 type partitionPlan struct {
 	splits  [][]byte
-	blocks  []blockSize // the input data blocks, in groups (splitJob), by bound
-	room    jobSize     // an output table's worth, by which a partition may start early
+	blocks  []blockSize                  // the input data blocks, in groups (splitJob), by bound
+	bounds  map[base.FileNum]tableBounds // each input table's blocks and bounds, for its partitions
+	room    jobSize                      // an output table's worth, by which a partition may start early
 	fits    func(jobSize) bool
 	lanes   int    // partitions at a time (fits allows for them)
 	entries uint64 // the input tables' point entries (their properties)
@@ -244,6 +263,7 @@ func splitJob(job *compaction.Job, cutLimit uint64, fits func(jobSize) bool) (*p
 		size    jobSize
 		entries uint64
 		groups  []blockSize
+		bounds  tableBounds
 		err     error
 	}
 	tables := make([]tableGroups, len(files))
@@ -263,6 +283,7 @@ func splitJob(job *compaction.Job, cutLimit uint64, fits func(jobSize) bool) (*p
 				continue
 			}
 			tg.size, tg.entries = tableSize(f.Size, props), props.NumEntries
+			tg.bounds = tableBounds{blocks, upper}
 			var stored uint64
 			for _, h := range blocks {
 				stored += h.Length
@@ -288,10 +309,12 @@ func splitJob(job *compaction.Job, cutLimit uint64, fits func(jobSize) bool) (*p
 		}
 	})
 	var total jobSize
-	for _, tg := range tables {
+	plan.bounds = make(map[base.FileNum]tableBounds, len(files))
+	for i, tg := range tables {
 		if tg.err != nil {
 			return nil, tg.err
 		}
+		plan.bounds[files[i].FileNum] = tg.bounds
 		total = total.add(tg.size)
 		plan.entries += tg.entries
 		plan.blocks = append(plan.blocks, tg.groups...)
@@ -462,7 +485,7 @@ func runPartitioned(ctx context.Context, job *compaction.Job, plan *partitionPla
 		k = plan.end(lo, k)
 		hi := plan.split(k)
 		l := lanes[li]
-		r, err := prepare(ctx, job, &partition{lo: lo, hi: hi, first: first, spans: js}, l.ws, l.dev, &l.times, failAt)
+		r, err := prepare(ctx, job, &partition{lo: lo, hi: hi, first: first, spans: js, bounds: plan.bounds}, l.ws, l.dev, &l.times, failAt)
 		for errors.Is(err, errNoCut) && k < len(plan.splits) {
 			// Widened: the same start, the farthest end that fits without
 			// room for an early start (the next split's, without budgets).
@@ -472,7 +495,7 @@ func runPartitioned(ctx context.Context, job *compaction.Job, plan *partitionPla
 				break
 			}
 			hi = plan.split(k)
-			r, err = prepare(ctx, job, &partition{lo: lo, hi: hi, first: first, spans: js}, l.ws, l.dev, &l.times, failAt)
+			r, err = prepare(ctx, job, &partition{lo: lo, hi: hi, first: first, spans: js, bounds: plan.bounds}, l.ws, l.dev, &l.times, failAt)
 		}
 		// The last partition's tables come before this one's.
 		if werr := finish(); werr != nil {
