@@ -58,6 +58,21 @@ func TestEmulatedDifferential(t *testing.T) {
 	t.Run("u32-full-range", func(t *testing.T) { differential(t, 0, gpuTreeOn[uint32, uint64](dev, Options{}), 1, steps) })
 }
 
+// TestEmulatedValidatedReads runs the differential test with every query
+// taking the path of queries beside writers (heads read with the seqlock,
+// each tile walking its own chains), which otherwise only races reach.
+func TestEmulatedValidatedReads(t *testing.T) {
+	dev := emuDevice(t)
+	defer func(v bool) { validateReads = v }(validateReads)
+	validateReads = true
+	steps := 40
+	if testing.Short() {
+		steps = 20
+	}
+	t.Run("u32", func(t *testing.T) { differential(t, 1<<12, gpuTreeOn[uint32, uint32](dev, Options{}), 2, steps) })
+	t.Run("u64", func(t *testing.T) { differential(t, 1<<12, gpuTreeOn[uint64, uint64](dev, Options{}), 1, steps) })
+}
+
 // TestEmulatedSnapshotsBesideWriters: whole batches only, snapshots stable
 // while open, the registry empty at the end — on the CUDA backend.
 func TestEmulatedSnapshotsBesideWriters(t *testing.T) {

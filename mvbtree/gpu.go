@@ -43,6 +43,11 @@ var restampFault func(i int) error
 // checks).
 var poisonFreed bool
 
+// validateReads, set by tests, runs every query as queries beside writers
+// run (heads read with the seqlock, the generic per-tile walk) even when no
+// writer runs.
+var validateReads bool
+
 // generation is one bulk-built tree and everything written into it since: its
 // own node pool, its root. Build and Compact start a new generation; an older
 // one lives while snapshots read it.
@@ -590,7 +595,7 @@ func (g *gpuTree[K, V]) query(ctx context.Context, v *gpuView[K, V],
 		return err
 	}
 	tok := g.ebr.Begin()
-	finish, err := run(l, gen, at, !fast)
+	finish, err := run(l, gen, at, !fast || validateReads)
 	if err == nil {
 		err = cuda.CopyToHostAsync(l.back, 0, l.status, l.stream)
 	}

@@ -27,6 +27,16 @@ func TestGPUDifferential(t *testing.T) {
 	})
 }
 
+// TestGPUValidatedReads: the differential test with every query on the
+// path of queries beside writers.
+func TestGPUValidatedReads(t *testing.T) {
+	dev := gputest.Device(t)
+	defer func(v bool) { validateReads = v }(validateReads)
+	validateReads = true
+	t.Run("u32", func(t *testing.T) { differential(t, 1<<14, gpuTreeOn[uint32, uint32](dev, Options{}), 2, 120) })
+	t.Run("u64", func(t *testing.T) { differential(t, 1<<14, gpuTreeOn[uint64, uint64](dev, Options{}), 2, 120) })
+}
+
 func TestGPUSnapshotsBesideWriters(t *testing.T) {
 	snapshotsBesideWriters(t, gpuTreeOn[uint32, uint32](gputest.Device(t), Options{})(t), 400, 50)
 }
