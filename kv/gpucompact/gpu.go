@@ -1142,7 +1142,7 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 	if err := gpurt.Upload(&b.stage, str, rb, bounds); err != nil {
 		return nil, none, err
 	}
-	if err := d.fn.lcp.Launch(cuda.D1(1), cuda.D1(1), 0, str, d.cur.ents, d.cur.keys, rb, int32(len(s.runs)), lcp); err != nil {
+	if err := d.fn.lcp.Launch(cuda.D1(1), cuda.D1(32), 0, str, d.cur.ents, d.cur.keys, rb, int32(len(s.runs)), lcp); err != nil {
 		return nil, none, err
 	}
 	if err := d.fn.k0.Launch(d.grid(n), cuda.D1(deviceBlock), 0, str, d.cur.ents, int64(n), d.cur.keys, lcp, meta); err != nil {
