@@ -41,6 +41,7 @@ func TestEmulatedCUDAEngine(t *testing.T) {
 		{"DamagedInput", TestCUDADamagedInput, false},
 		{"UnsortedRunDeclined", TestCUDAUnsortedRunDeclined, false},
 		{"Engines", TestCUDAEngines, false},
+		{"SealBlocks", TestCUDASealBlocks, false},
 	} {
 		if c.shortOnly && !testing.Short() {
 			continue // the emulation runs them with -short, the device at full size

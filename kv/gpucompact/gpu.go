@@ -48,11 +48,13 @@ type devEngine struct {
 		iota, merge, gc, apply, sizes, encode, blockEnds  *cuda.Function
 		intervals, scan, decode, lcp, k0, checkCRCs       *cuda.Function
 		filters, radixKey, valueLens, moveValues, inflate *cuda.Function
+		seal                                              *cuda.Function
 	}
 	// radix and moveValues are Options.Sort == SortRadix and
 	// Options.MoveValues (set by New).
 	radix, moveValues bool
 	bufs              devBufs
+	sealAtHost        []uint64 // planSeal's places, kept from batch to batch
 	// The job's arrays on the device, from stages to the last encodeBatch.
 	cur struct {
 		ents                       cuda.Slice[uint64]
@@ -60,6 +62,7 @@ type devEngine struct {
 		kept, plan, shared, hashes cuda.Slice[uint32]
 		restartInterval, bloom     int32
 		crc                        bool // the blocks are stored as they are: the device checksums them
+		seal                       bool // the blocks are Snappy-compressed: the device seals them (seal_blocks)
 	}
 }
 
@@ -78,6 +81,9 @@ type devBufs struct {
 	crcTable, crcs                        gpurt.Buf[uint32] // record's CRC table; check_crcs's blocks
 	filterDescs, filterWords              gpurt.Buf[uint32] // table_filters
 	stored                                gpurt.Buf[uint8]  // inflate_blocks: the stored bytes of Snappy tables
+	sealAt                                gpurt.Buf[uint64] // seal_blocks: each block's place in sealed
+	sealed                                gpurt.Buf[uint8]  // seal_blocks: a batch's sealed blocks
+	sealTables                            gpurt.Buf[uint32] // seal_blocks: a hash table per thread
 	inflate                               gpurt.Buf[uint32] // inflate_blocks: its blocks
 	radixKeys                             gpurt.Buf[uint64] // Options.Sort = SortRadix: one pass's keys
 	valLens, valOffs                      gpurt.Buf[uint32] // Options.MoveValues
@@ -103,7 +109,7 @@ func newDevEngine(dev *cuda.Device, own bool) (*devEngine, error) {
 		{&d.fn.intervals, "block_intervals"}, {&d.fn.scan, "scan_intervals"}, {&d.fn.decode, "decode_intervals"},
 		{&d.fn.lcp, "job_lcp"}, {&d.fn.k0, "set_k0"}, {&d.fn.blockEnds, "block_ends"}, {&d.fn.checkCRCs, "check_crcs"}, {&d.fn.filters, "table_filters"},
 		{&d.fn.radixKey, "radix_key"}, {&d.fn.valueLens, "value_lens"}, {&d.fn.moveValues, "move_values"},
-		{&d.fn.inflate, "inflate_blocks"}} {
+		{&d.fn.inflate, "inflate_blocks"}, {&d.fn.seal, "seal_blocks"}} {
 		if *k.dst, err = mod.Function(k.name); err != nil {
 			return fail(err)
 		}
@@ -423,6 +429,7 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 	c.kept, c.plan, c.shared = dKept, dPlan, dShared
 	c.restartInterval, c.bloom = int32(opts.RestartInterval), boolInt(opts.BloomBitsPerKey > 0)
 	c.crc = opts.Compression == sstable.NoCompression
+	c.seal = opts.Compression == sstable.SnappyCompression
 	if c.raw, err = b.raw.Get(dev, str, int(boundWord[0])); err != nil {
 		return
 	}
@@ -565,8 +572,12 @@ type blockDesc struct {
 // block besides its bytes.
 type blockStats struct {
 	rawKeySize, rawValueSize, minSeq, maxSeq uint64
-	deletions, hashes, status, crc           uint32 // crc: unmasked, when the device checksums (cur.crc)
+	deletions, hashes, status, crc           uint32 // crc: unmasked, when the device checksums the stored block
+	stored, typ                              uint32 // seal_blocks: the stored length and compression (0: not sealed)
 }
+
+// statWords is a blockStats in 8-byte words.
+const statWords = int(unsafe.Sizeof(blockStats{}) / 8)
 
 // radixSort orders the ids in order (the job's entries, in input order) as
 // base.CompareInternal orders their keys with LSD radix passes of prim's
@@ -735,12 +746,35 @@ func (d *devEngine) crcTable() (cuda.Slice[uint32], error) {
 	return t, gpurt.Upload(&b.stage, d.stream, t, table[:])
 }
 
+// sealTarget is where encodeBatch's blocks are sealed (Snappy tables): the
+// host's buffer for sealed blocks, its pinned memory if any, and each
+// block's place in it (-1: none planned, the host seals it).
+type sealTarget struct {
+	buf []byte
+	pin *pinned
+	at  []int
+}
+
+// sealThreads is the most threads seal_blocks runs, each with a hash table
+// of sealTableWords (32 MiB in all): the table s2 uses for blocks under
+// sealMaxBlock bytes (snappy.cuh's variant_for: 12 bits from 4 KiB). Larger
+// blocks (an entry past 16 KiB) are sealed on the host; the device checks
+// the bound too (status 4).
+const (
+	sealThreads    = 2048
+	sealTableWords = 1 << 12
+	sealMaxBlock   = 16 << 10
+)
+
 // encodeBatch encodes planned blocks on the device (encode_blocks, a warp a
 // block) and brings their bytes back into raw (at the same offsets as on
 // the device) and, unless hashes is nil, their bloom hashes into hashes
 // (at their first kept entry), and their stats into stats. The blocks are consecutive: their
-// bytes and their entries are each one range. stages must have run.
-func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byte, rawPin *pinned, hashes []uint32) (err error) {
+// bytes and their entries are each one range. When the job compresses with
+// Snappy and seal is given, the device also seals the blocks it has room
+// for (seal_blocks) into seal.buf, and their stats say so (stored > 0).
+// stages must have run.
+func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byte, rawPin *pinned, hashes []uint32, seal *sealTarget) (err error) {
 	defer d.syncOnError(&err)
 	b, str, dev, c := &d.bufs, d.stream, d.dev, &d.cur
 	nb := len(descs)
@@ -757,7 +791,7 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 	if err != nil {
 		return err
 	}
-	dStats, err := b.stats.Get(dev, str, 6*nb)
+	dStats, err := b.stats.Get(dev, str, statWords*nb)
 	if err != nil {
 		return err
 	}
@@ -765,15 +799,19 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 		return err
 	}
 	descWords := unsafe.Slice((*uint64)(unsafe.Pointer(&descs[0])), 3*nb)
-	statWords := unsafe.Slice((*uint64)(unsafe.Pointer(&stats[0])), 6*nb)
+	statsHost := unsafe.Slice((*uint64)(unsafe.Pointer(&stats[0])), statWords*nb)
+	sp, err := d.planSeal(descs, seal)
+	if err != nil {
+		return err
+	}
 	var crcTable cuda.Slice[uint32] // (none: the host seals the blocks)
-	if c.crc {
+	if c.crc || sp.n > 0 {
 		if crcTable, err = d.crcTable(); err != nil { // (before the staging is reserved: it may upload)
 			return err
 		}
 	}
 	pinnedRaw := rawPin.holds(raw)
-	staged := gpurt.Bytes[uint64](3*nb) + gpurt.Bytes[uint64](6*nb)
+	staged := gpurt.Bytes[uint64](3*nb) + gpurt.Bytes[uint64](statWords*nb) + sp.staged()
 	if hashes != nil {
 		staged += gpurt.Bytes[uint32](hashHi - hashLo)
 	}
@@ -788,11 +826,16 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 	}
 	grid := cuda.D1(max(1, min((nb+deviceBlock/32-1)/(deviceBlock/32), 1<<16)))
 	if err := d.fn.encode.Launch(grid, cuda.D1(deviceBlock), 0, str, dDescs, int32(nb), c.kept, c.plan, c.shared, c.newKept,
-		c.ents, c.keys, c.arena, c.restartInterval, c.bloom, c.raw, dStats, c.hashes, devicePtr(crcTable)); err != nil {
+		c.ents, c.keys, c.arena, c.restartInterval, c.bloom, c.raw, dStats, c.hashes, devicePtr(ifThen(c.crc, crcTable))); err != nil {
 		return err
 	}
-	var pend [3]gpurt.Pending
-	if pend[0], err = gpurt.Download(&b.stage, str, statWords, dStats); err != nil {
+	var pend [4]gpurt.Pending
+	if sp.n > 0 {
+		if pend[3], err = d.sealOnDevice(&sp, descs, dDescs, dStats, crcTable); err != nil {
+			return err
+		}
+	}
+	if pend[0], err = gpurt.Download(&b.stage, str, statsHost, dStats); err != nil {
 		return err
 	}
 	if pinnedRaw {
@@ -815,6 +858,116 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 		p.Finish()
 	}
 	return nil
+}
+
+// sealPlan is the device's share of a batch's sealing: n blocks, placed in
+// the device's sealed buffer at at[i] (~0: the host's), which is the host's
+// seal.buf[lo:hi].
+type sealPlan struct {
+	n      int
+	at     []uint64
+	lo, hi int
+	target *sealTarget
+	pinned bool
+}
+
+// staged is what the plan moves through the staging.
+func (sp *sealPlan) staged() int {
+	if sp.n == 0 {
+		return 0
+	}
+	n := gpurt.Bytes[uint64](len(sp.at))
+	if !sp.pinned {
+		n += gpurt.Bytes[uint8](sp.hi - sp.lo)
+	}
+	return n
+}
+
+// planSeal picks the blocks of a batch the device seals: with Snappy, those
+// the walk planned room for and whose hash table fits seal_blocks'.
+func (d *devEngine) planSeal(descs []blockDesc, seal *sealTarget) (sealPlan, error) {
+	var sp sealPlan
+	if !d.cur.seal || seal == nil {
+		return sp, nil
+	}
+	if len(seal.at) != len(descs) {
+		return sp, fmt.Errorf("gpucompact: %d seal places for %d blocks", len(seal.at), len(descs))
+	}
+	sp.target, sp.lo, sp.hi = seal, -1, -1
+	sp.at = d.sealAtHost[:0]
+	for i, bd := range descs {
+		a := seal.at[i]
+		if a < 0 || bd.size >= sealMaxBlock {
+			sp.at = append(sp.at, ^uint64(0))
+			continue
+		}
+		end := a + sstable.SealBound(sstable.SnappyCompression, int(bd.size))
+		if end > len(seal.buf) {
+			return sealPlan{}, fmt.Errorf("gpucompact: a block's seal place [%d, %d) past the buffer's %d bytes", a, end, len(seal.buf))
+		}
+		if sp.lo < 0 {
+			sp.lo = a
+		}
+		if a < sp.lo {
+			return sealPlan{}, fmt.Errorf("gpucompact: seal places out of order (%d after %d)", a, sp.lo)
+		}
+		sp.hi = max(sp.hi, end)
+		sp.at = append(sp.at, uint64(a))
+		sp.n++
+	}
+	d.sealAtHost = sp.at
+	if sp.n == 0 {
+		return sealPlan{}, nil
+	}
+	for i := range sp.at {
+		if sp.at[i] != ^uint64(0) {
+			sp.at[i] -= uint64(sp.lo)
+		}
+	}
+	sp.pinned = seal.pin.holds(seal.buf)
+	return sp, nil
+}
+
+// sealOnDevice runs seal_blocks over a batch encode_blocks has encoded
+// (stats zeroed, the CRC table loaded) and enqueues the copy of its sealed
+// blocks back into the host's buffer.
+func (d *devEngine) sealOnDevice(sp *sealPlan, descs []blockDesc, dDescs cuda.Slice[uint64], dStats cuda.Slice[uint64], crcTable cuda.Slice[uint32]) (gpurt.Pending, error) {
+	b, str, dev, c := &d.bufs, d.stream, d.dev, &d.cur
+	var none gpurt.Pending
+	dAt, err := b.sealAt.Get(dev, str, len(sp.at))
+	if err != nil {
+		return none, err
+	}
+	dSealed, err := b.sealed.Get(dev, str, sp.hi-sp.lo)
+	if err != nil {
+		return none, err
+	}
+	threads := min(sp.n, sealThreads)
+	grid := (threads + deviceBlock - 1) / deviceBlock
+	tables, err := b.sealTables.Get(dev, str, grid*deviceBlock*sealTableWords)
+	if err != nil {
+		return none, err
+	}
+	if err := gpurt.Upload(&b.stage, str, dAt, sp.at); err != nil {
+		return none, err
+	}
+	if err := d.fn.seal.Launch(cuda.D1(grid), cuda.D1(deviceBlock), 0, str, dDescs, int32(len(descs)), c.raw, dAt, dSealed,
+		tables, uint32(sealTableWords), uint32(sstable.SnappyCompression), dStats, crcTable); err != nil {
+		return none, err
+	}
+	if sp.pinned { // (holds: buf starts the pinned memory)
+		return none, cuda.CopyToHostAsync(sp.target.pin.mem, sp.lo, dSealed, str)
+	}
+	return gpurt.Download(&b.stage, str, sp.target.buf[sp.lo:sp.hi], dSealed)
+}
+
+// ifThen returns v when cond holds, else T's zero value.
+func ifThen[T any](cond bool, v T) T {
+	if cond {
+		return v
+	}
+	var z T
+	return z
 }
 
 // upload enqueues the copy of src, an array of the workspace, into dst on

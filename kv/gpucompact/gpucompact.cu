@@ -17,6 +17,7 @@
 // block encoded to another size than planned sets its status too.
 #include <stdint.h>
 #include "merge_path.cuh"
+#include "snappy.cuh"
 
 namespace {
 
@@ -391,9 +392,10 @@ static_assert(sizeof(BlockDesc) == 24, "BlockDesc must match gpu.go's blockDesc"
 // besides its bytes and keys.
 struct BlockStats {
   uint64_t raw_key_size, raw_value_size, min_seq, max_seq;
-  uint32_t deletions, hashes, status, crc;  // crc: unmasked, when the launch has a table
+  uint32_t deletions, hashes, status, crc;  // crc: unmasked, when the device checksums the stored block
+  uint32_t stored, type;                    // seal_blocks: the stored length and compression (0: not sealed)
 };
-static_assert(sizeof(BlockStats) == 48, "BlockStats must match gpu.go's blockStats");
+static_assert(sizeof(BlockStats) == 56, "BlockStats must match gpu.go's blockStats");
 
 constexpr int kEncodeWarps = kBlock / 32;
 
@@ -497,6 +499,44 @@ extern "C" __global__ void __launch_bounds__(kBlock)
       __syncwarp();
       if (lane == 0) stats[b].crc = block_crc(out, d.size, 0, &crc_tables);
     }
+  }
+}
+
+// seal_blocks seals the encoded blocks of a batch as sstable's SealBlock
+// does with Snappy: each compressed (s2.EncodeSnappy's bytes, snappy.cuh)
+// into sealed[at[b]...] and stored so when that saves at least an eighth,
+// else stored as it is; then its checksum (stored bytes and type byte).
+// A thread per block, each with its own hash table of table_words words at
+// tables[thread * table_words]. Blocks with at[b] = ~0 are the host's (no
+// room planned, or a table larger than the launch's).
+extern "C" __global__ void __launch_bounds__(kBlock)
+    seal_blocks(const BlockDesc* blocks, int nblocks, const uint8_t* raw, const uint64_t* at, uint8_t* sealed,
+                uint32_t* tables, uint32_t table_words, uint32_t snappy_type, BlockStats* stats,
+                const uint32_t* crc_table) {
+  __shared__ CrcTables crc_tables;
+  load_crc_tables(&crc_tables, crc_table);
+  __syncthreads();
+  const int64_t t = global_id();
+  uint32_t* table = tables + t * (int64_t)table_words;
+  for (int64_t b = t; b < nblocks; b += grid_stride()) {
+    const BlockDesc d = blocks[b];
+    if (at[b] == ~0ull) continue;
+    if (wk::snappy::table_words(d.size) > table_words) {
+      atomicOr(&stats[b].status, 4u);  // the host planned it for a larger table
+      continue;
+    }
+    const uint8_t* src = raw + d.raw_at;
+    uint8_t* out = sealed + at[b];
+    uint32_t n = wk::snappy::encode(src, d.size, out, table);
+    uint32_t type = snappy_type;
+    if (n >= d.size - d.size / 8) {  // sstable's compress: not worth it
+      n = d.size;
+      type = 0;
+    }
+    BlockStats& st = stats[b];
+    st.crc = block_crc(type == 0 ? src : out, n, (uint8_t)type, &crc_tables);
+    st.stored = n;
+    st.type = type;
   }
 }
 

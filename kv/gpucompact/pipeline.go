@@ -57,6 +57,7 @@ type outTable struct {
 // in groups (under mu); encoders and writers read a block only after it is
 // published, and an encoded block only after its ready flag.
 type pipeline struct {
+	sealAt   []int // encodeBlocks' scratch: its blocks' sealedAt
 	ctx      context.Context
 	s        *inputSet
 	job      *compaction.Job
@@ -143,7 +144,12 @@ func newPipeline(ctx context.Context, s *inputSet, job *compaction.Job, ws *work
 	if opts.Compression != sstable.NoCompression {
 		// Compressed blocks take a few bytes more than their contents at
 		// worst; a block that finds no room left is sealed into new memory.
-		p.sealed = take(&ws.sealed, contentsBound+contentsBound/16+4096)
+		// (Pinned when the device seals: its copies land there directly.)
+		if dev != nil && opts.Compression == sstable.SnappyCompression {
+			p.sealed = takePinned(ws, &ws.sealedPin, &ws.sealed, contentsBound+contentsBound/16+4096)
+		} else {
+			p.sealed = take(&ws.sealed, contentsBound+contentsBound/16+4096)
+		}
 	}
 	if dev == nil { // (the device builds the filters itself)
 		p.hashes = take(&ws.hashes, len(kept))
@@ -232,12 +238,15 @@ func (p *pipeline) deviceEncode() {
 // to the encoders (false: it failed, and aborted the job).
 func (p *pipeline) encodeBlocks(done, end int, descs []blockDesc, stats []blockStats) bool {
 	descs = descs[:0]
+	p.sealAt = p.sealAt[:0]
 	for i := done; i < end; i++ {
 		b := &p.slot(i).job
 		descs = append(descs, blockDesc{rawAt: uint64(b.rawAt), start: int32(b.start), end: int32(b.end), tableStart: int32(b.tableStart), size: uint32(b.size)})
+		p.sealAt = append(p.sealAt, b.sealedAt)
 	}
 	// (No hashes back: the device builds the filters, buildFilters.)
-	if err := p.dev.encodeBatch(descs, stats[:len(descs)], p.raw, &p.ws.rawPin, nil); err != nil {
+	seal := &sealTarget{buf: p.sealed, pin: &p.ws.sealedPin, at: p.sealAt}
+	if err := p.dev.encodeBatch(descs, stats[:len(descs)], p.raw, &p.ws.rawPin, nil, seal); err != nil {
 		p.devErr = err
 		p.abort()
 		return false

@@ -330,12 +330,27 @@ func (s *inputSet) sealDeviceBlock(sl *blockSlot, kept []uint32, opts sstable.Wr
 		SmallestSeq:  base.SeqNum(st.minSeq),
 		LargestSeq:   base.SeqNum(st.maxSeq),
 	}
-	if opts.Compression == sstable.NoCompression {
+	switch {
+	case opts.Compression == sstable.NoCompression:
 		// Stored as it is, with the checksum the device computed
 		// (encode_blocks).
 		b.Sealed = &sstable.SealedBlock{Stored: b.Raw, Type: sstable.NoCompression, CRC: record.MaskCRC(st.crc)}
-		return b, nil
+	case st.stored > 0:
+		// Sealed on the device (seal_blocks): compressed into its place in
+		// sealed, or stored as it is when that saved too little.
+		typ := sstable.Compression(st.typ)
+		stored := b.Raw
+		if typ != sstable.NoCompression {
+			if typ != opts.Compression || pb.sealedAt < 0 || pb.sealedAt+int(st.stored) > len(sealed) {
+				return sstable.EncodedBlock{}, fmt.Errorf("gpucompact: the device sealed the block at kept entry %d as %d bytes of type %d", pb.start, st.stored, st.typ)
+			}
+			stored = sealed[pb.sealedAt : pb.sealedAt+int(st.stored) : pb.sealedAt+int(st.stored)]
+		} else if int(st.stored) != len(b.Raw) {
+			return sstable.EncodedBlock{}, fmt.Errorf("gpucompact: the device stored the block at kept entry %d as %d of its %d bytes", pb.start, st.stored, len(b.Raw))
+		}
+		b.Sealed = &sstable.SealedBlock{Stored: stored, Type: typ, CRC: record.MaskCRC(st.crc)}
+	default:
+		b.Sealed = seal(pb, opts, b.Raw, sealed)
 	}
-	b.Sealed = seal(pb, opts, b.Raw, sealed)
 	return b, nil
 }

@@ -37,6 +37,7 @@ type workspace struct {
 	// entries and block ends.
 	pinDev                                                *cuda.Device
 	arenaPin, keysPin, entsPin, rawPin, regionsPin        pinned
+	sealedPin                                             pinned
 	keptPin, keptNewPin, planPin, jumpEndPin, jumpSizePin pinned
 	jumpEnd, jumpSize                                     []uint32 // the blocks that would start at each kept entry (blockJumps)
 }
@@ -90,10 +91,10 @@ func asBytes[T any](a []T) []byte {
 // free releases the pinned memory (the arrays in it go with it): before
 // the workspace is dropped, and before its device is closed.
 func (w *workspace) free() {
-	for _, p := range []*pinned{&w.arenaPin, &w.keysPin, &w.entsPin, &w.rawPin, &w.regionsPin, &w.keptPin, &w.keptNewPin, &w.planPin, &w.jumpEndPin, &w.jumpSizePin} {
+	for _, p := range []*pinned{&w.arenaPin, &w.keysPin, &w.entsPin, &w.rawPin, &w.regionsPin, &w.sealedPin, &w.keptPin, &w.keptNewPin, &w.planPin, &w.jumpEndPin, &w.jumpSizePin} {
 		p.free()
 	}
-	w.arena, w.keys, w.ents, w.raw, w.regions = nil, nil, nil, nil, nil
+	w.arena, w.keys, w.ents, w.raw, w.regions, w.sealed = nil, nil, nil, nil, nil, nil
 	w.kept, w.keptNew, w.plan, w.jumpEnd, w.jumpSize = nil, nil, nil, nil, nil
 }
 
