@@ -114,10 +114,17 @@
 //     the device once its blocks are encoded (table_filters: a thread per
 //     kept entry, atomicOr into words whose little-endian bytes are the
 //     Writer's filter, sized by sstable.FilterShape from the blocks' hash
-//     counts). The host's sealers (two fewer than cores) seal the blocks
-//     (with compression: compress, checksum; without: mask the device's
-//     checksum) and the writers write them, each table's filter handed to
-//     its Writer (SetFilter).
+//     counts). With Snappy the device also seals each batch's blocks
+//     right after encoding them (seal_blocks: a thread a block with its own
+//     hash table compresses it with internal/devcode/snappy.cuh, s2's
+//     amd64 Snappy encoder byte for byte, keeps it compressed when that
+//     saves an eighth as sstable's compress does, and checksums what is
+//     stored), into the pipeline's pinned sealed buffer; blocks of 16 KiB
+//     and more, and S2 tables, are compressed by the host. The host's
+//     sealers (two fewer than cores) finish the blocks (mask the device's
+//     checksum, or compress and checksum what the device did not seal) and
+//     the writers write them, each table's filter handed to its Writer
+//     (SetFilter).
 //
 // # Key-range partitions
 //
@@ -178,9 +185,10 @@
 // engine) is in part: the engine above works and is measured
 // (docs/benchmarks.md), with the paper's two ablations (Options.Sort =
 // SortRadix, Options.MoveValues: measured, docs/benchmarks.md) and the
-// Snappy inputs decompressed on the device, and key-range partitions for
-// jobs past the budgets; device compression of the outputs and a ring of
-// fixed chunks on several streams are not built. Tested: byte identity
+// Snappy inputs decompressed on the device, Snappy outputs compressed on
+// the device (blocks under 16 KiB), and key-range partitions for jobs past
+// the budgets; a ring of fixed chunks on several streams is not built.
+// Tested: byte identity
 // with compaction.CPU over random jobs, the spec's matrix
 // (compactiontest.MatrixJob), multi-MiB jobs, a value past the 64 MiB
 // compression limit and FuzzGoEngine, every round reusing one workspace;
@@ -205,7 +213,11 @@
 // plans —, a failure at every stage, out of device memory,
 // unsorted runs, two engine slots), and checkDamaged compares both
 // engines with compaction.CPU on input damaged where the checksum cannot
-// see it.
+// see it. TestCUDASealBlocks compares seal_blocks with sstable.SealBlock
+// block by block (every s2 size class, contents that take every path of
+// the encoder). gpucompact.cu also builds for the CPU emulation of the GPU
+// (internal/emu): TestEmulatedCUDAEngine runs the CUDA engine's suites,
+// kernels and host code together, in every go test.
 //
 // # Departures from the spec (shared/docs/specs/gpucompact.md)
 //
@@ -214,7 +226,8 @@
 //     MaxEngineFailures, a *slog.Logger (the project's logging hook, for
 //     the spec's Logf), Sort and MoveValues (an ablation the spec's bench
 //     flag --ablate names); PinnedBytes, ChunkBytes, HostWorkers and
-//     DeviceCompression are not built. SortRadix sorts whole keys (the
+//     DeviceCompression are not built (device compression of Snappy
+//     outputs is always on). SortRadix sorts whole keys (the
 //     trailer, the length, every 8 bytes past the common prefix: LSD
 //     passes of prim's stable radix sort), not K0 alone, so that its order
 //     is exact; the Go engine ignores Sort and MoveValues, and the device
@@ -227,15 +240,19 @@
 //     cannot be cut to fit, or that the device runs out of memory for, is
 //     declined ("budget") to Fallback.
 //   - The CUDA engine decodes, checksums uncompressed blocks (in and out),
-//     checks and decompresses Snappy inputs and builds the filters on the
-//     device, but the host still decompresses S2 inputs, compresses and
-//     checksums compressed outputs, and plans. The input checksums of uncompressed blocks are checked on the
+//     checks and decompresses Snappy inputs, compresses and checksums
+//     Snappy outputs under 16 KiB and builds the filters on the device, but
+//     the host still decompresses S2 inputs, compresses S2 outputs and
+//     larger Snappy blocks, and plans. Device compression is always on for
+//     Snappy (no Options.DeviceCompression: its output is the host's, byte
+//     for byte). The input checksums of uncompressed blocks are checked on the
 //     device after the copy, not in K1 with the decoding (one launch more);
 //     a mismatch flags the block as damage the decoder finds does. The
 //     pinned arrays are the workspace's (grown as jobs grow), not a ring of
 //     fixed chunks allocated in New; one stream, whose copies overlap the
 //     host's reading only for tables stored uncompressed (arenaUpload); launches per job: about 13 plus one per merge round,
-//     one per encode batch and one per batch of ended tables (filters).
+//     one per encode batch (two with Snappy: seal_blocks) and one per
+//     batch of ended tables (filters).
 //   - A merged order that is not strictly ascending is a decline
 //     ("irregular") rather than the spec's device-bug fallback: it is
 //     damaged input, on either engine; a device-flagged block that the host
