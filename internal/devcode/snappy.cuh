@@ -44,16 +44,23 @@ __host__ __device__ inline uint32_t table_words(uint32_t n) {
   return n < kMinNonLiteral ? 0 : 1u << variant_for(n).table_bits;
 }
 
+// load64 reads 8 little-endian bytes at any address as the one or two
+// aligned words that hold them: it may read up to 7 bytes past p + 8, so
+// the block's buffer must extend kReadPad bytes past its end. (Every read
+// of the encoder is at most 8 bytes from p <= n - 8.)
+constexpr uint32_t kReadPad = 8;
 __device__ __forceinline__ uint64_t load64(const uint8_t* p) {
-  uint64_t v = 0;
-#pragma unroll
-  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-  return v;
+  const uintptr_t a = (uintptr_t)p;
+  const uint64_t* w = (const uint64_t*)(a & ~(uintptr_t)7);
+  const unsigned sh = (unsigned)(a & 7) * 8;
+  const uint64_t lo = w[0];
+  if (sh == 0) return lo;
+  return (lo >> sh) | (w[1] << (64 - sh));
 }
 
-__device__ __forceinline__ uint32_t load32(const uint8_t* p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
+// load32 is load64's low half: the encoder reads 4 bytes only where 8 are
+// inside the block.
+__device__ __forceinline__ uint32_t load32(const uint8_t* p) { return (uint32_t)load64(p); }
 
 // hash is gen.go's hashN: the low `bytes` bytes of v, multiplied by a
 // prime, the top `bits` bits of the product.

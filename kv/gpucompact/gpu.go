@@ -430,7 +430,9 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 	c.restartInterval, c.bloom = int32(opts.RestartInterval), boolInt(opts.BloomBitsPerKey > 0)
 	c.crc = opts.Compression == sstable.NoCompression
 	c.seal = opts.Compression == sstable.SnappyCompression
-	if c.raw, err = b.raw.Get(dev, str, int(boundWord[0])); err != nil {
+	// (8 bytes more: seal_blocks reads a block's last bytes as the aligned
+	// words that hold them, snappy.cuh's kReadPad.)
+	if c.raw, err = b.raw.Get(dev, str, int(boundWord[0])+8); err != nil {
 		return
 	}
 	if c.hashes, err = b.hashes.Get(dev, str, k); err != nil {
@@ -784,7 +786,7 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 	first, last := descs[0], descs[nb-1]
 	rawLo, rawHi := first.rawAt, last.rawAt+uint64(last.size)
 	hashLo, hashHi := int(first.start), int(last.end)
-	if rawHi > uint64(c.raw.Len()) || hashHi > c.hashes.Len() {
+	if rawHi+8 > uint64(c.raw.Len()) || hashHi > c.hashes.Len() {
 		return fmt.Errorf("gpucompact: planned blocks past the device arrays (%d of %d bytes, %d of %d entries)", rawHi, c.raw.Len(), hashHi, c.hashes.Len())
 	}
 	dDescs, err := b.descs.Get(dev, str, 3*nb)

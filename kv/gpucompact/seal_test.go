@@ -76,6 +76,7 @@ func sealOnDeviceForTest(d *devEngine, blocks [][]byte) ([]sstable.SealedBlock, 
 		sealedLen += sstable.SealBound(sstable.SnappyCompression, len(b))
 	}
 	dev := d.dev
+	raw = append(raw, make([]byte, 8)...) // snappy.cuh's kReadPad
 	dRaw, err := cuda.FromHost(dev, raw)
 	if err != nil {
 		return nil, err
