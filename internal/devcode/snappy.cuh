@@ -9,7 +9,8 @@
 // output with s2's (kv/gpucompact's TestDeviceSnappy).
 //
 // One thread compresses one block, sequentially, with a hash table of its
-// own (4 << table_bits bytes, at most 64 KiB) that the caller provides.
+// own (4 << table_bits bytes, at most 64 KiB, 16-byte aligned) that the
+// caller provides.
 #pragma once
 #include <stdint.h>
 
@@ -167,7 +168,8 @@ __device__ __forceinline__ uint32_t emit_copy(uint8_t* dst, uint32_t offset, uin
 // as one literal). table holds 1 << x.table_bits words.
 __device__ inline uint32_t encode_body(const uint8_t* src, uint32_t n, uint8_t* dst, uint32_t* table,
                                        const Variant& x) {
-  for (uint32_t i = 0; i < 1u << x.table_bits; i++) table[i] = 0;
+  // (16 bytes a store: the table is 16-byte aligned, 256 words or more.)
+  for (uint32_t i = 0; i < 1u << x.table_bits; i += 4) *(uint4*)(table + i) = make_uint4(0, 0, 0, 0);
   const uint32_t s_limit = n - kInputMargin;
   const int64_t dst_limit = (int64_t)(n - kOutputMargin) - (int64_t)(n >> 5);
   uint32_t next_emit = 0, s = 1, repeat = 1, candidate = 0, d = 0;
