@@ -115,6 +115,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	cli.IntListVarFlag(fs, &stressLevels, "cpu-stress", []int{0}, 0, 100, "percent of every core taken by burner processes (one per logical CPU, busy that share of each 10 ms, as stress-ng); a list runs every job at each")
 	sortMode := cli.ChoiceFlag(fs, "sort", "merge", []string{"merge", "radix"}, "how gpu orders a job's entries (gpucompact.Options.Sort): merging the sorted runs, or the paper's LSD radix sort of whole keys (an ablation: the paper's Fig. 16(c))")
 	budgetMiB := cli.IntFlag(fs, "memory-budget", 0, 0, 1<<30, "MiB of memory cpu-par and gpu may use for a job (gpucompact.Options.MemoryBudget): a job past it runs in key-range partitions (the stage table counts them); 0: no limit")
+	deviceComp := fs.Bool("device-compression", false, "gpu compresses Snappy output blocks on the device (gpucompact.Options.DeviceCompression) instead of on the host")
 	moveValues := fs.Bool("move-values", false, "gpu copies every value into a new array after each merge round or radix pass (gpucompact.Options.MoveValues: the ablation of key-value separation, the paper's Table 2)")
 	quick := fs.Bool("quick", false, "values 32,128,1024,4096, no compression, one run each; --cpu-stress 0,40,80 unless given")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -152,7 +153,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		}
 	}
 	defer prof.stop()
-	gpuOpts := gpucompact.Options{MoveValues: *moveValues, MemoryBudget: -1}
+	gpuOpts := gpucompact.Options{MoveValues: *moveValues, DeviceCompression: *deviceComp, MemoryBudget: -1}
 	ablation := ""
 	if *budgetMiB > 0 {
 		gpuOpts.MemoryBudget = int64(*budgetMiB) << 20
@@ -164,6 +165,9 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	}
 	if *moveValues {
 		ablation += ", gpu moves values every round"
+	}
+	if *deviceComp {
+		ablation += ", gpu compresses Snappy blocks on the device"
 	}
 	rep := benchfmt.NewReport(fmt.Sprintf("warp bench kvcompact: one L0→L1 job, %d L0 × %d KiB over a %d KiB L1, %d-byte keys, --fs %s%s",
 		*l0Tables, *l0KiB, *l1KiB, *keyLen, *fsKind, ablation),
@@ -349,7 +353,7 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOp
 		case "cpu-par", "gpu":
 			opts := gpucompact.Options{Backend: warpkit.CPU, MinInputBytes: -1, MemoryBudget: gpuOpts.MemoryBudget, Fallback: compaction.CPU{Parts: 1}}
 			if name == "gpu" {
-				opts.Backend, opts.Sort, opts.MoveValues = warpkit.CUDA, gpuOpts.Sort, gpuOpts.MoveValues
+				opts.Backend, opts.Sort, opts.MoveValues, opts.DeviceCompression = warpkit.CUDA, gpuOpts.Sort, gpuOpts.MoveValues, gpuOpts.DeviceCompression
 			}
 			gc, err := gpucompact.New(opts)
 			if err != nil {

@@ -98,6 +98,14 @@ type Options struct {
 	// order, after each merge round (or radix pass), as an engine without
 	// key-value separation moves them. Outputs are unchanged.
 	MoveValues bool
+	// DeviceCompression has the CUDA engine compress Snappy output blocks
+	// (under 16 KiB) on the device, with s2's encoder byte for byte,
+	// instead of on the host's sealers: outputs are unchanged. It takes
+	// most of the host's work off a Snappy job (2.1-2.7 CPU-seconds a GB
+	// against 2.8-5.4 on the H200's host), but a thread compresses a block
+	// and the jobs ran at half their rate on an idle host
+	// (docs/benchmarks.md): it is for hosts whose cores are taken.
+	DeviceCompression bool
 }
 
 // SortMode is how the CUDA engine orders a job's entries (Options.Sort).
@@ -145,7 +153,7 @@ func (s *slot) lanes(n int) []*lane {
 			if err != nil {
 				return lanes // (one lane: partitions sized for two fit it)
 			}
-			d.radix, d.moveValues = s.dev.radix, s.dev.moveValues
+			d.radix, d.moveValues, d.deviceSeal = s.dev.radix, s.dev.moveValues, s.dev.deviceSeal
 			l.dev = d
 		}
 		s.lane2 = l
@@ -375,7 +383,7 @@ func New(opts Options) (*Compactor, error) {
 			if err != nil {
 				return fail(err)
 			}
-			d.radix, d.moveValues = opts.Sort == SortRadix, opts.MoveValues
+			d.radix, d.moveValues, d.deviceSeal = opts.Sort == SortRadix, opts.MoveValues, opts.DeviceCompression
 			s.dev = d
 		}
 		c.mu.slots = append(c.mu.slots, s)

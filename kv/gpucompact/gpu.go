@@ -50,11 +50,11 @@ type devEngine struct {
 		filters, radixKey, valueLens, moveValues, inflate *cuda.Function
 		seal                                              *cuda.Function
 	}
-	// radix and moveValues are Options.Sort == SortRadix and
-	// Options.MoveValues (set by New).
-	radix, moveValues bool
-	bufs              devBufs
-	sealAtHost        []uint64 // planSeal's places, kept from batch to batch
+	// radix, moveValues and deviceSeal are Options.Sort == SortRadix,
+	// Options.MoveValues and Options.DeviceCompression (set by New).
+	radix, moveValues, deviceSeal bool
+	bufs                          devBufs
+	sealAtHost                    []uint64 // planSeal's places, kept from batch to batch
 	// The job's arrays on the device, from stages to the last encodeBatch.
 	cur struct {
 		ents                       cuda.Slice[uint64]
@@ -429,7 +429,7 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 	c.kept, c.plan, c.shared = dKept, dPlan, dShared
 	c.restartInterval, c.bloom = int32(opts.RestartInterval), boolInt(opts.BloomBitsPerKey > 0)
 	c.crc = opts.Compression == sstable.NoCompression
-	c.seal = opts.Compression == sstable.SnappyCompression
+	c.seal = opts.Compression == sstable.SnappyCompression && d.deviceSeal
 	// (8 bytes more: seal_blocks reads a block's last bytes as the aligned
 	// words that hold them, snappy.cuh's kReadPad.)
 	if c.raw, err = b.raw.Get(dev, str, int(boundWord[0])+8); err != nil {

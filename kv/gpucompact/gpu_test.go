@@ -42,13 +42,32 @@ func cudaEngineIn(d *devEngine) func(*workspace) compactFunc {
 // point and range tombstones, levels below, grandparents, every writer
 // option, tables cut into many load pieces) through the CUDA engine, with
 // one device engine and one workspace for every round.
+// Both ways of sealing Snappy blocks: the host's sealers, and the device's
+// (Options.DeviceCompression).
 func TestCUDAEngineIdentical(t *testing.T) {
-	d := testDevEngine(t)
-	rounds := 300
-	if testing.Short() {
-		rounds = 60
+	forSealing(t, func(t *testing.T, d *devEngine) {
+		rounds := 300
+		if testing.Short() {
+			rounds = 60
+		}
+		checkIdentical(t, rounds, "cuda", cudaEngineIn(d))
+	})
+}
+
+// forSealing runs test on a device engine that seals Snappy blocks on the
+// host, then on one that seals them on the device.
+func forSealing(t *testing.T, test func(*testing.T, *devEngine)) {
+	for _, onDevice := range []bool{false, true} {
+		name := "host-sealing"
+		if onDevice {
+			name = "device-sealing"
+		}
+		t.Run(name, func(t *testing.T) {
+			d := testDevEngine(t)
+			d.deviceSeal = onDevice
+			test(t, d)
+		})
 	}
-	checkIdentical(t, rounds, "cuda", cudaEngineIn(d))
 }
 
 // TestCUDAEngineRadixAndMovedValues: the random jobs and the spec's matrix
@@ -79,22 +98,22 @@ func TestCUDAEngineRadixAndMovedValues(t *testing.T) {
 
 // TestCUDAEngineMatrix: the spec's test matrix through the CUDA engine.
 func TestCUDAEngineMatrix(t *testing.T) {
-	d := testDevEngine(t)
-	checkMatrix(t, 120, cudaEngineIn(d)(&workspace{}))
+	forSealing(t, func(t *testing.T, d *devEngine) { checkMatrix(t, 120, cudaEngineIn(d)(&workspace{})) })
 }
 
 // TestCUDAEngineIdenticalLarge: store-shaped jobs of 12 MiB and (without
 // -short) 192 MiB and 1 GiB — several merge tiles per pair, several merge
 // rounds, many encode batches — are byte-identical too.
 func TestCUDAEngineIdenticalLarge(t *testing.T) {
-	d := testDevEngine(t)
-	ws := &workspace{}
-	defer ws.free()
-	checkLarge(t, 12, cudaEngineIn(d)(ws))
-	if !testing.Short() {
-		checkLarge(t, 192, cudaEngineIn(d)(ws))
-		checkLarge(t, 1024, cudaEngineIn(d)(ws), 1024)
-	}
+	forSealing(t, func(t *testing.T, d *devEngine) {
+		ws := &workspace{}
+		defer ws.free()
+		checkLarge(t, 12, cudaEngineIn(d)(ws))
+		if !testing.Short() {
+			checkLarge(t, 192, cudaEngineIn(d)(ws))
+			checkLarge(t, 1024, cudaEngineIn(d)(ws), 1024)
+		}
+	})
 }
 
 // TestCUDAEnginePartitioned: TestGoEnginePartitioned's suites through the
