@@ -114,17 +114,17 @@
 //     the device once its blocks are encoded (table_filters: a thread per
 //     kept entry, atomicOr into words whose little-endian bytes are the
 //     Writer's filter, sized by sstable.FilterShape from the blocks' hash
-//     counts). With Snappy the device also seals each batch's blocks
-//     right after encoding them (seal_blocks: a thread a block with its own
-//     hash table compresses it with internal/devcode/snappy.cuh, s2's
-//     amd64 Snappy encoder byte for byte, keeps it compressed when that
-//     saves an eighth as sstable's compress does, and checksums what is
-//     stored), into the pipeline's pinned sealed buffer; blocks of 16 KiB
-//     and more, and S2 tables, are compressed by the host. The host's
-//     sealers (two fewer than cores) finish the blocks (mask the device's
-//     checksum, or compress and checksum what the device did not seal) and
-//     the writers write them, each table's filter handed to its Writer
-//     (SetFilter).
+//     counts). With Options.DeviceCompression and Snappy the device also
+//     seals each batch's blocks right after encoding them (seal_blocks: a
+//     thread a block with its own hash table compresses it with
+//     internal/devcode/snappy.cuh, s2's amd64 Snappy encoder byte for byte,
+//     keeps it compressed when that saves an eighth as sstable's compress
+//     does, and checksums what is stored), into the pipeline's pinned
+//     sealed buffer; blocks of 16 KiB and more, and S2 tables, are
+//     compressed by the host. The host's sealers (two fewer than cores)
+//     finish the blocks (mask the device's checksum, or compress and
+//     checksum what the device did not seal) and the writers write them,
+//     each table's filter handed to its Writer (SetFilter).
 //
 // # Key-range partitions
 //
@@ -186,8 +186,10 @@
 // (docs/benchmarks.md), with the paper's two ablations (Options.Sort =
 // SortRadix, Options.MoveValues: measured, docs/benchmarks.md) and the
 // Snappy inputs decompressed on the device, Snappy outputs compressed on
-// the device (blocks under 16 KiB), and key-range partitions for jobs past
-// the budgets; a ring of fixed chunks on several streams is not built.
+// the device when asked (Options.DeviceCompression: it halves the host's
+// work per byte but, a thread a block, halved the jobs' rate on the H200:
+// off by default), and key-range partitions for jobs past the budgets; a
+// ring of fixed chunks on several streams is not built.
 // Tested: byte identity
 // with compaction.CPU over random jobs, the spec's matrix
 // (compactiontest.MatrixJob), multi-MiB jobs, a value past the 64 MiB
@@ -225,9 +227,9 @@
 //     MinInputTables, MemoryBudget, MaxDeviceBytes, Engines, WhenBusy,
 //     MaxEngineFailures, a *slog.Logger (the project's logging hook, for
 //     the spec's Logf), Sort and MoveValues (an ablation the spec's bench
-//     flag --ablate names); PinnedBytes, ChunkBytes, HostWorkers and
-//     DeviceCompression are not built (device compression of Snappy
-//     outputs is always on). SortRadix sorts whole keys (the
+//     flag --ablate names) and DeviceCompression (off by default, Snappy
+//     only: see Options); PinnedBytes, ChunkBytes and HostWorkers are not
+//     built. SortRadix sorts whole keys (the
 //     trailer, the length, every 8 bytes past the common prefix: LSD
 //     passes of prim's stable radix sort), not K0 alone, so that its order
 //     is exact; the Go engine ignores Sort and MoveValues, and the device
@@ -240,12 +242,11 @@
 //     cannot be cut to fit, or that the device runs out of memory for, is
 //     declined ("budget") to Fallback.
 //   - The CUDA engine decodes, checksums uncompressed blocks (in and out),
-//     checks and decompresses Snappy inputs, compresses and checksums
-//     Snappy outputs under 16 KiB and builds the filters on the device, but
-//     the host still decompresses S2 inputs, compresses S2 outputs and
-//     larger Snappy blocks, and plans. Device compression is always on for
-//     Snappy (no Options.DeviceCompression: its output is the host's, byte
-//     for byte). The input checksums of uncompressed blocks are checked on the
+//     checks and decompresses Snappy inputs and builds the filters on the
+//     device (and with Options.DeviceCompression compresses and checksums
+//     Snappy outputs under 16 KiB), but the host still decompresses S2
+//     inputs, compresses outputs (S2, larger Snappy blocks, and Snappy
+//     blocks unless asked) and plans. The input checksums of uncompressed blocks are checked on the
 //     device after the copy, not in K1 with the decoding (one launch more);
 //     a mismatch flags the block as damage the decoder finds does. The
 //     pinned arrays are the workspace's (grown as jobs grow), not a ring of
