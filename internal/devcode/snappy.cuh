@@ -9,8 +9,10 @@
 // output with s2's (kv/gpucompact's TestDeviceSnappy).
 //
 // One thread compresses one block, sequentially, with a hash table of its
-// own (4 << table_bits bytes, at most 64 KiB, 16-byte aligned) that the
-// caller provides.
+// own that the caller provides (1 << table_bits entries, 16-byte aligned):
+// of uint32 positions as s2's, or of uint16 for blocks under 64 KiB, whose
+// positions fit (8 KiB for the 12-bit table: small enough for shared
+// memory).
 #pragma once
 #include <stdint.h>
 
@@ -40,7 +42,7 @@ __host__ __device__ inline Variant variant_for(uint32_t n) {
   return Variant{8, 4, 4, 3};                      // encodeSnappyBlockAsm8B
 }
 
-// table_words is the hash table an n-byte block needs, in uint32 words.
+// table_words is the hash table an n-byte block needs, in entries.
 __host__ __device__ inline uint32_t table_words(uint32_t n) {
   return n < kMinNonLiteral ? 0 : 1u << variant_for(n).table_bits;
 }
@@ -165,11 +167,13 @@ __device__ __forceinline__ uint32_t emit_copy(uint8_t* dst, uint32_t offset, uin
 // encode_body is genEncodeBlockAsm's function with snappy set: src's n >=
 // kMinNonLiteral bytes as Snappy elements into dst, or 0 when they would
 // not come out at least n/32 + 9 bytes shorter (the caller then stores src
-// as one literal). table holds 1 << x.table_bits words.
-__device__ inline uint32_t encode_body(const uint8_t* src, uint32_t n, uint8_t* dst, uint32_t* table,
-                                       const Variant& x) {
-  // (16 bytes a store: the table is 16-byte aligned, 256 words or more.)
-  for (uint32_t i = 0; i < 1u << x.table_bits; i += 4) *(uint4*)(table + i) = make_uint4(0, 0, 0, 0);
+// as one literal). table holds 1 << x.table_bits entries (uint16_t ones
+// only for n < 65536).
+template <typename T>
+__device__ inline uint32_t encode_body(const uint8_t* src, uint32_t n, uint8_t* dst, T* table, const Variant& x) {
+  // (16 bytes a store: the table is 16-byte aligned, 512 bytes or more.)
+  const uint32_t words = (1u << x.table_bits) * (uint32_t)sizeof(T) / 16;
+  for (uint32_t i = 0; i < words; i++) ((uint4*)table)[i] = make_uint4(0, 0, 0, 0);
   const uint32_t s_limit = n - kInputMargin;
   const int64_t dst_limit = (int64_t)(n - kOutputMargin) - (int64_t)(n >> 5);
   uint32_t next_emit = 0, s = 1, repeat = 1, candidate = 0, d = 0;
@@ -182,8 +186,8 @@ __device__ inline uint32_t encode_body(const uint8_t* src, uint32_t n, uint8_t* 
     const uint32_t h0 = hash(cv, x), h1 = hash(cv >> 8, x);
     candidate = table[h0];
     const uint32_t candidate2 = table[h1];
-    table[h0] = s;
-    table[h1] = s + 1;
+    table[h0] = (T)s;
+    table[h1] = (T)(s + 1);
     const uint32_t h2 = hash(cv >> 16, x);
     if ((uint32_t)(cv >> 8) == load32(src + (s - repeat) + 1)) {
       uint32_t base = s + 1;
@@ -211,12 +215,12 @@ __device__ inline uint32_t encode_body(const uint8_t* src, uint32_t n, uint8_t* 
       cv >>= 8;
       candidate = table[h2];
       if (load32(src + candidate2) == (uint32_t)cv) {
-        table[h2] = s + 2;
+        table[h2] = (T)(s + 2);
         s++;
         candidate = candidate2;
         found = true;
       } else {
-        table[h2] = s + 2;
+        table[h2] = (T)(s + 2);
         cv >>= 8;
         if (load32(src + candidate) == (uint32_t)cv) {
           s += 2;
@@ -257,8 +261,8 @@ __device__ inline uint32_t encode_body(const uint8_t* src, uint32_t n, uint8_t* 
       if ((int64_t)d >= dst_limit) return 0;
       const uint32_t hm2 = hash(v, x), hs = hash(v >> 16, x);
       candidate = table[hs];
-      table[hm2] = s - 2;
-      table[hs] = s;
+      table[hm2] = (T)(s - 2);
+      table[hs] = (T)s;
       if (load32(src + candidate) != (uint32_t)(v >> 16)) {
         s++;
         break;
@@ -273,9 +277,10 @@ __device__ inline uint32_t encode_body(const uint8_t* src, uint32_t n, uint8_t* 
 
 // encode is s2.EncodeSnappy: the uvarint of n, then src compressed (or as
 // one literal when it is short or does not compress). dst must hold
-// s2.MaxEncodedLen(n) bytes; table_words(n) words of table. It returns the
-// encoded length.
-__device__ inline uint32_t encode(const uint8_t* src, uint32_t n, uint8_t* dst, uint32_t* table) {
+// s2.MaxEncodedLen(n) bytes; table_words(n) entries of table (of uint16_t
+// only for n < 65536). It returns the encoded length.
+template <typename T>
+__device__ inline uint32_t encode(const uint8_t* src, uint32_t n, uint8_t* dst, T* table) {
   uint32_t d = 0;
   for (uint32_t v = n;; v >>= 7) {
     if (v < 0x80) {

@@ -683,19 +683,18 @@ func (j jobSize) host(targetFileSize uint64) uint64 {
 // input arena and the output blocks (the contents each), the entries and
 // keys, about 130 bytes per entry over the stages' arrays, 64 MiB for
 // prim's scratch and the small arrays, and what seal_blocks takes with
-// Snappy (a batch's sealed blocks and its threads' hash tables).
+// Snappy (a batch's sealed blocks).
 // TestCUDADeviceEstimate checks it.
 func (j jobSize) device() uint64 {
 	return 2*j.contents + 2*j.keys + 136*j.entries + 64<<20 + sealDeviceBytes(j.contents)
 }
 
-// sealDeviceBytes bounds seal_blocks' arrays for a job of contents bytes:
+// sealDeviceBytes bounds seal_blocks' array for a job of contents bytes:
 // a batch's sealed blocks (at most deviceBatchMax blocks, each under
-// sealMaxBlock bytes and sealed into at most s2.MaxEncodedLen of it) and
-// the hash tables of sealThreads threads.
+// sealMaxBlock bytes and sealed into at most s2.MaxEncodedLen of it).
 func sealDeviceBytes(contents uint64) uint64 {
 	batch := uint64(deviceBatchMax * sstable.SealBound(sstable.SnappyCompression, sealMaxBlock))
-	return min(contents+contents/4+deviceBatchMax*64, batch) + sealThreads*sealTableWords*4
+	return min(contents+contents/4+deviceBatchMax*64, batch)
 }
 
 // memoryEstimate bounds what the Go engine allocates for a job in all (and

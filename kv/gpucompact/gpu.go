@@ -83,7 +83,6 @@ type devBufs struct {
 	stored                                gpurt.Buf[uint8]  // inflate_blocks: the stored bytes of Snappy tables
 	sealAt                                gpurt.Buf[uint64] // seal_blocks: each block's place in sealed
 	sealed                                gpurt.Buf[uint8]  // seal_blocks: a batch's sealed blocks
-	sealTables                            gpurt.Buf[uint32] // seal_blocks: a hash table per thread
 	inflate                               gpurt.Buf[uint32] // inflate_blocks: its blocks
 	radixKeys                             gpurt.Buf[uint64] // Options.Sort = SortRadix: one pass's keys
 	valLens, valOffs                      gpurt.Buf[uint32] // Options.MoveValues
@@ -113,6 +112,10 @@ func newDevEngine(dev *cuda.Device, own bool) (*devEngine, error) {
 		if *k.dst, err = mod.Function(k.name); err != nil {
 			return fail(err)
 		}
+	}
+	// seal_blocks' hash tables (past the 48 KiB a launch gets unasked).
+	if err = d.fn.seal.SetMaxDynamicShared(sealLanes * sealTableBytes); err != nil {
+		return fail(err)
 	}
 	if d.prim, err = prim.NewEngine(dev); err != nil {
 		return fail(err)
@@ -757,15 +760,18 @@ type sealTarget struct {
 	at  []int
 }
 
-// sealThreads is the most threads seal_blocks runs, each with a hash table
-// of sealTableWords (32 MiB in all): the table s2 uses for blocks under
-// sealMaxBlock bytes (snappy.cuh's variant_for: 12 bits from 4 KiB). Larger
-// blocks (an entry past 16 KiB) are sealed on the host; the device checks
-// the bound too (status 4).
+// seal_blocks runs blocks of one warp whose first sealLanes lanes seal a
+// block at a time, each with a hash table of sealTableBytes in shared
+// memory (gpucompact.cu's kSealTableBytes: 4096 uint16 positions, the
+// table s2 uses for blocks under sealMaxBlock bytes, snappy.cuh's
+// variant_for). Larger blocks (an entry past 16 KiB) are sealed on the
+// host; the device checks the bound too (status 4). sealGrid caps the
+// launch's blocks (a grid-stride loop takes the rest).
 const (
-	sealThreads    = 2048
-	sealTableWords = 1 << 12
+	sealLanes      = 24
+	sealTableBytes = 8192
 	sealMaxBlock   = 16 << 10
+	sealGrid       = 4096
 )
 
 // encodeBatch encodes planned blocks on the device (encode_blocks, a warp a
@@ -944,23 +950,28 @@ func (d *devEngine) sealOnDevice(sp *sealPlan, descs []blockDesc, dDescs cuda.Sl
 	if err != nil {
 		return none, err
 	}
-	threads := min(sp.n, sealThreads)
-	grid := (threads + deviceBlock - 1) / deviceBlock
-	tables, err := b.sealTables.Get(dev, str, grid*deviceBlock*sealTableWords)
-	if err != nil {
-		return none, err
-	}
+	grid := min((len(descs)+sealLanes-1)/sealLanes, sealGrid)
 	if err := gpurt.Upload(&b.stage, str, dAt, sp.at); err != nil {
 		return none, err
 	}
-	if err := d.fn.seal.Launch(cuda.D1(grid), cuda.D1(deviceBlock), 0, str, dDescs, int32(len(descs)), c.raw, dAt, dSealed,
-		tables, uint32(sealTableWords), uint32(sstable.SnappyCompression), dStats, crcTable); err != nil {
+	if err := d.fn.seal.Launch(cuda.D1(grid), cuda.D1(32), sealShared(dev), str, dDescs, int32(len(descs)), c.raw, dAt, dSealed,
+		int32(sealLanes), uint32(sstable.SnappyCompression), dStats, crcTable); err != nil {
 		return none, err
 	}
 	if sp.pinned { // (holds: buf starts the pinned memory)
 		return none, cuda.CopyToHostAsync(sp.target.pin.mem, sp.lo, dSealed, str)
 	}
 	return gpurt.Download(&b.stage, str, sp.target.buf[sp.lo:sp.hi], dSealed)
+}
+
+// sealShared is seal_blocks' dynamic shared memory: its lanes' tables (in
+// the CPU emulation, which has static shared memory only, gpucompact.cu
+// declares them static).
+func sealShared(dev *cuda.Device) int {
+	if dev.Emulated() {
+		return 0
+	}
+	return sealLanes * sealTableBytes
 }
 
 // ifThen returns v when cond holds, else T's zero value.

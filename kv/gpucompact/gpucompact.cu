@@ -506,22 +506,32 @@ extern "C" __global__ void __launch_bounds__(kBlock)
 // does with Snappy: each compressed (s2.EncodeSnappy's bytes, snappy.cuh)
 // into sealed[at[b]...] and stored so when that saves at least an eighth,
 // else stored as it is; then its checksum (stored bytes and type byte).
-// A thread per block, each with its own hash table of table_words words at
-// tables[thread * table_words]. Blocks with at[b] = ~0 are the host's (no
-// room planned, or a table larger than the launch's).
-extern "C" __global__ void __launch_bounds__(kBlock)
+// Blocks of one warp whose first `lanes` lanes each seal one block at a
+// time, with a hash table of uint16 positions in shared memory
+// (kSealTableEntries of them: s2's 12-bit table, for blocks under 16 KiB;
+// the launch gives lanes * kSealTableBytes of dynamic shared memory). In
+// global memory the tables' every access waited on L2, and the jobs ran at
+// half their rate with host sealing. Blocks with at[b] = ~0 are the host's.
+constexpr int kSealTableEntries = 1 << 12, kSealTableBytes = kSealTableEntries * 2, kSealMaxLanes = 32;
+static_assert(kSealTableBytes == 8192, "gpu.go's sealTableBytes");
+extern "C" __global__ void __launch_bounds__(32)
     seal_blocks(const BlockDesc* blocks, int nblocks, const uint8_t* raw, const uint64_t* at, uint8_t* sealed,
-                uint32_t* tables, uint32_t table_words, uint32_t snappy_type, BlockStats* stats,
-                const uint32_t* crc_table) {
+                int lanes, uint32_t snappy_type, BlockStats* stats, const uint32_t* crc_table) {
   __shared__ CrcTables crc_tables;
+#ifdef WK_HOST_EMULATION
+  __shared__ uint4 seal_smem[kSealMaxLanes * kSealTableBytes / 16];
+#else
+  extern __shared__ uint4 seal_smem[];
+#endif
   load_crc_tables(&crc_tables, crc_table);
   __syncthreads();
-  const int64_t t = global_id();
-  uint32_t* table = tables + t * (int64_t)table_words;
-  for (int64_t b = t; b < nblocks; b += grid_stride()) {
+  const int lane = (int)threadIdx.x;
+  if (lane >= lanes || lanes > kSealMaxLanes) return;
+  uint16_t* table = (uint16_t*)seal_smem + lane * kSealTableEntries;
+  for (int64_t b = (int64_t)blockIdx.x * lanes + lane; b < nblocks; b += (int64_t)gridDim.x * lanes) {
     const BlockDesc d = blocks[b];
     if (at[b] == ~0ull) continue;
-    if (wk::snappy::table_words(d.size) > table_words) {
+    if (wk::snappy::table_words(d.size) > (uint32_t)kSealTableEntries) {
       atomicOr(&stats[b].status, 4u);  // the host planned it for a larger table
       continue;
     }
