@@ -100,11 +100,11 @@ type Options struct {
 	MoveValues bool
 	// DeviceCompression has the CUDA engine compress Snappy output blocks
 	// (under 16 KiB) on the device, with s2's encoder byte for byte,
-	// instead of on the host's sealers: outputs are unchanged. It takes
-	// most of the host's work off a Snappy job (2.1-2.7 CPU-seconds a GB
-	// against 2.8-5.4 on the H200's host), but a thread compresses a block
-	// and the jobs ran at half their rate on an idle host
-	// (docs/benchmarks.md): it is for hosts whose cores are taken.
+	// instead of on the host's sealers: outputs are unchanged. It halves
+	// the host's work a Snappy job (1.4-2.2 CPU-seconds a GB against
+	// 2.3-4.9 on the H200's host) and ran jobs up to 1.3x faster when the
+	// host's cores were 80% taken, but 0.53-0.74x as fast on an idle host
+	// (docs/benchmarks.md): it is for hosts whose cores are busy.
 	DeviceCompression bool
 }
 
