@@ -916,10 +916,10 @@ func (d *devEngine) planSeal(descs []blockDesc, seal *sealTarget) (sealPlan, err
 		if sp.lo < 0 {
 			sp.lo = a
 		}
-		if a < sp.lo {
-			return sealPlan{}, fmt.Errorf("gpucompact: seal places out of order (%d after %d)", a, sp.lo)
+		if a < sp.hi { // (the walk places them one after another)
+			return sealPlan{}, fmt.Errorf("gpucompact: seal places overlap (%d before the last one's end %d)", a, sp.hi)
 		}
-		sp.hi = max(sp.hi, end)
+		sp.hi = end
 		sp.at = append(sp.at, uint64(a))
 		sp.n++
 	}

@@ -145,7 +145,7 @@ func newPipeline(ctx context.Context, s *inputSet, job *compaction.Job, ws *work
 		// Compressed blocks take a few bytes more than their contents at
 		// worst; a block that finds no room left is sealed into new memory.
 		// (Pinned when the device seals: its copies land there directly.)
-		if dev != nil && opts.Compression == sstable.SnappyCompression {
+		if dev != nil && dev.deviceSeal && opts.Compression == sstable.SnappyCompression {
 			p.sealed = takePinned(ws, &ws.sealedPin, &ws.sealed, contentsBound+contentsBound/16+4096)
 		} else {
 			p.sealed = take(&ws.sealed, contentsBound+contentsBound/16+4096)
