@@ -6,7 +6,9 @@
 // table size, skip rate and hash width; this is that algorithm, not s2's
 // pure-Go encodeBlockSnappyGo, which finds other matches. Anything that
 // changes which matches are found changes the bytes: the tests compare every
-// output with s2's (kv/gpucompact's TestDeviceSnappy).
+// output with s2's (kv/gpucompact's TestCUDASealBlocks). s2's pure-Go
+// encoder (other architectures, the noasm tag) writes other bytes, which
+// kv/gpucompact checks for (seal.go's canary).
 //
 // One thread compresses one block, sequentially, with a hash table of its
 // own that the caller provides (1 << table_bits entries, 16-byte aligned):

@@ -104,7 +104,10 @@ type Options struct {
 	// the host's work a Snappy job (1.4-2.2 CPU-seconds a GB against
 	// 2.3-4.9 on the H200's host) and ran jobs up to 1.3x faster when the
 	// host's cores were 80% taken, but 0.53-0.74x as fast on an idle host
-	// (docs/benchmarks.md): it is for hosts whose cores are busy.
+	// (docs/benchmarks.md): it is for hosts whose cores are busy. The
+	// device writes the bytes of s2's amd64 assembly encoder; where this
+	// build's s2 uses its pure-Go encoder instead (other architectures, the
+	// noasm tag), whose bytes differ, New fails with errors.ErrUnsupported.
 	DeviceCompression bool
 }
 
@@ -375,6 +378,9 @@ func New(opts Options) (*Compactor, error) {
 			c.ownDev.Close()
 		}
 		return nil, err
+	}
+	if dev != nil && opts.DeviceCompression && !hostSealsAsDevice() {
+		return fail(fmt.Errorf("gpucompact: DeviceCompression: %w: this build's s2 Snappy encoder is not the amd64 assembly one whose bytes the device writes (another architecture, or the noasm tag)", errors.ErrUnsupported))
 	}
 	for range opts.Engines {
 		s := &slot{ws: &workspace{}}

@@ -246,7 +246,8 @@
 //   - The CUDA engine decodes, checksums uncompressed blocks (in and out),
 //     checks and decompresses Snappy inputs and builds the filters on the
 //     device (and with Options.DeviceCompression compresses and checksums
-//     Snappy outputs under 16 KiB), but the host still decompresses S2
+//     Snappy outputs under 16 KiB, where the host's s2 is its amd64
+//     assembly encoder: a canary checks it), but the host still decompresses S2
 //     inputs, compresses outputs (S2, larger Snappy blocks, and Snappy
 //     blocks unless asked) and plans. The input checksums of uncompressed blocks are checked on the
 //     device after the copy, not in K1 with the decoding (one launch more);

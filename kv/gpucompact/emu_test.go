@@ -42,6 +42,7 @@ func TestEmulatedCUDAEngine(t *testing.T) {
 		{"UnsortedRunDeclined", TestCUDAUnsortedRunDeclined, false},
 		{"Engines", TestCUDAEngines, false},
 		{"SealBlocks", TestCUDASealBlocks, false},
+		{"DeviceCompressionRefused", TestCUDADeviceCompressionRefused, false},
 	} {
 		if c.shortOnly && !testing.Short() {
 			continue // the emulation runs them with -short, the device at full size

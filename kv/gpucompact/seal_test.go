@@ -2,12 +2,16 @@ package gpucompact
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"unsafe"
 
+	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/gputest"
 	"github.com/warpkit/warpkit/kv/record"
 	"github.com/warpkit/warpkit/kv/sstable"
 )
@@ -187,4 +191,37 @@ func firstDiff(a, b []byte) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// TestSealCanary: on amd64 (without the noasm tag) the host's s2 encoder is
+// the one snappy.cuh reproduces, so the canary's sum must match; elsewhere
+// it must not (the Go encoder's bytes differ), or DeviceCompression would
+// be allowed where its output differs from the host's.
+func TestSealCanary(t *testing.T) {
+	want := runtime.GOARCH == "amd64" && !noasm
+	if got := hostSealsAsDevice(); got != want {
+		t.Fatalf("hostSealsAsDevice() = %v on %s (noasm %v)", got, runtime.GOARCH, noasm)
+	}
+}
+
+// TestCUDADeviceCompressionRefused: where the host's s2 encoder is not the
+// one the device reproduces, New refuses DeviceCompression (the outputs
+// would differ from compaction.CPU's); where it is, New accepts it.
+func TestCUDADeviceCompressionRefused(t *testing.T) {
+	dev := gputest.Device(t)
+	if c, err := New(Options{Backend: warpkit.CUDA, Device: dev, DeviceCompression: true}); hostSealsAsDevice() && err != nil {
+		t.Fatalf("New with DeviceCompression: %v", err)
+	} else if err == nil {
+		c.Close()
+	}
+	defer func(f func() bool) { hostSealsAsDevice = f }(hostSealsAsDevice)
+	hostSealsAsDevice = func() bool { return false }
+	if _, err := New(Options{Backend: warpkit.CUDA, Device: dev, DeviceCompression: true}); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("New with DeviceCompression and another encoder: %v, want ErrUnsupported", err)
+	}
+	c, err := New(Options{Backend: warpkit.CUDA, Device: dev})
+	if err != nil {
+		t.Fatalf("New without DeviceCompression: %v", err)
+	}
+	c.Close()
 }

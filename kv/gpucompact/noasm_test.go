@@ -1,0 +1,5 @@
+//go:build noasm
+
+package gpucompact
+
+const noasm = true
