@@ -121,7 +121,13 @@
 // lockstep find loop takes 146 SASS instructions a level (btree's: 151).
 // Snapshot lookups of the oldest of k = 8 or 64 snapshots run at 0.22x and
 // 0.08x the latest (the spec's 0.8x is met for k = 1 only): they walk
-// newest-first chains as deep as the snapshots taken after them.
+// newest-first chains as deep as the snapshots taken after them, one
+// dependent load a version (hops that read only a version's stamp and
+// link were slower: the walk is bound by latency, not bytes), so meeting
+// it needs a walk whose length does not grow with k, such as a per-head
+// index of versions. 64-bit finds run at 0.54x the 32-bit ones, as
+// btree's: both read twice the node bytes a level (wider lockstep waves
+// did not help).
 //
 // # Departures from the spec (shared/docs/specs/mvbtree.md)
 //
