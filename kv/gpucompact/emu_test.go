@@ -41,6 +41,7 @@ func TestEmulatedCUDAEngine(t *testing.T) {
 		{"DamagedInput", TestCUDADamagedInput, false},
 		{"UnsortedRunDeclined", TestCUDAUnsortedRunDeclined, false},
 		{"Engines", TestCUDAEngines, false},
+		{"Staged", TestCUDAEngineStaged, false},
 		{"SealBlocks", TestCUDASealBlocks, false},
 		{"DeviceCompressionRefused", TestCUDADeviceCompressionRefused, false},
 	} {

@@ -54,6 +54,18 @@ func TestCUDAEngineIdentical(t *testing.T) {
 	})
 }
 
+// TestCUDAEngineStaged: the random jobs and the matrix with every array in
+// plain memory (as when pinning fails), so that the device's copies, the
+// sealed blocks' among them, go through the staging; both sealings.
+func TestCUDAEngineStaged(t *testing.T) {
+	defer func(p bool) { pinOff = p }(pinOff)
+	pinOff = true
+	forSealing(t, func(t *testing.T, d *devEngine) {
+		checkIdentical(t, 40, "cuda", cudaEngineIn(d))
+		checkMatrix(t, 40, cudaEngineIn(d)(&workspace{}))
+	})
+}
+
 // forSealing runs test on a device engine that seals Snappy blocks on the
 // host, then on one that seals them on the device.
 func forSealing(t *testing.T, test func(*testing.T, *devEngine)) {
