@@ -219,7 +219,8 @@
 // engines with compaction.CPU on input damaged where the checksum cannot
 // see it. TestCUDASealBlocks compares seal_blocks with sstable.SealBlock
 // block by block (every s2 size class, contents that take every path of
-// the encoder). gpucompact.cu also builds for the CPU emulation of the GPU
+// the encoder); the identity suites run with host and device sealing, and
+// with nothing pinned (every copy staged, TestCUDAEngineStaged). gpucompact.cu also builds for the CPU emulation of the GPU
 // (internal/emu): TestEmulatedCUDAEngine runs the CUDA engine's suites,
 // kernels and host code together, in every go test.
 //
