@@ -812,11 +812,16 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 	if err != nil {
 		return err
 	}
-	var crcTable cuda.Slice[uint32] // (none: the host seals the blocks)
+	// The CRC table for encode_blocks (blocks stored as they are) and
+	// seal_blocks; none when the host seals every block.
+	var crcTable, encodeCRC cuda.Slice[uint32]
 	if c.crc || sp.n > 0 {
 		if crcTable, err = d.crcTable(); err != nil { // (before the staging is reserved: it may upload)
 			return err
 		}
+	}
+	if c.crc {
+		encodeCRC = crcTable
 	}
 	pinnedRaw := rawPin.holds(raw)
 	staged := gpurt.Bytes[uint64](3*nb) + gpurt.Bytes[uint64](statWords*nb) + sp.staged()
@@ -834,7 +839,7 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 	}
 	grid := cuda.D1(max(1, min((nb+deviceBlock/32-1)/(deviceBlock/32), 1<<16)))
 	if err := d.fn.encode.Launch(grid, cuda.D1(deviceBlock), 0, str, dDescs, int32(nb), c.kept, c.plan, c.shared, c.newKept,
-		c.ents, c.keys, c.arena, c.restartInterval, c.bloom, c.raw, dStats, c.hashes, devicePtr(ifThen(c.crc, crcTable))); err != nil {
+		c.ents, c.keys, c.arena, c.restartInterval, c.bloom, c.raw, dStats, c.hashes, devicePtr(encodeCRC)); err != nil {
 		return err
 	}
 	var pend [4]gpurt.Pending
@@ -972,15 +977,6 @@ func sealShared(dev *cuda.Device) int {
 		return 0
 	}
 	return sealLanes * sealTableBytes
-}
-
-// ifThen returns v when cond holds, else T's zero value.
-func ifThen[T any](cond bool, v T) T {
-	if cond {
-		return v
-	}
-	var z T
-	return z
 }
 
 // upload enqueues the copy of src, an array of the workspace, into dst on
