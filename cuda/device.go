@@ -137,6 +137,8 @@ type deviceState struct {
 	// closed is set when the last handle closes; pinned memory checks it,
 	// since releasing the context frees that memory too.
 	closed atomic.Bool
+
+	calls callCounts // Device.Calls; drv counts into it
 }
 
 var (
@@ -179,7 +181,8 @@ func Open(ordinal int) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &deviceState{drv: drv, props: props, refs: 1, modules: map[int][]*Module{}}
+	st := &deviceState{props: props, refs: 1, modules: map[int][]*Module{}}
+	st.drv = st.calls.counted(drv)
 	if err := check(drv, "cuDeviceGet", drv.deviceGet(&st.dev, int32(ordinal))); err != nil {
 		return nil, err
 	}
@@ -257,5 +260,6 @@ func (d *Device) Synchronize() error {
 	if d == nil || d.closed.Load() {
 		return ErrClosed
 	}
+	d.st.calls.waits.Add(1)
 	return d.st.run(func() result { return d.st.drv.ctxSynchronize() }, "cuCtxSynchronize")
 }

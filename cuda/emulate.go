@@ -74,7 +74,8 @@ func OpenEmulated(opts EmulatorOptions) (*Device, error) {
 		return nil, err
 	}
 	props.Ordinal = -1 // not in the registry of real devices
-	st := &deviceState{drv: drv, props: props, refs: 1, modules: map[int][]*Module{}}
+	st := &deviceState{props: props, refs: 1, modules: map[int][]*Module{}}
+	st.drv = st.calls.counted(drv)
 	if err := check(drv, "cuDevicePrimaryCtxRetain", drv.primaryCtxRetain(&st.ctx, 0)); err != nil {
 		return nil, err
 	}

@@ -87,6 +87,7 @@ var pollWindow = 50 * time.Microsecond
 // blocks in wait, all on the caller's thread. A poll finding the work done
 // returns at once, so waiting for work that has finished costs one query.
 func (st *deviceState) awaitWork(query func() result, queryOp string, wait func() result, waitOp string) error {
+	st.calls.waits.Add(1)
 	deadline := time.Now().Add(pollWindow)
 	for {
 		var r result

@@ -688,3 +688,91 @@ func TestPinnedDevicePtrFake(t *testing.T) {
 		t.Fatalf("DevicePtr after Free: %v", err)
 	}
 }
+
+// TestCallsCounted: Device.Calls counts each kind of driver work once, on
+// every handle of the device, and a closed device's counts stay readable.
+func TestCallsCounted(t *testing.T) {
+	f := newFakeGPU()
+	d := openFake(t, f)
+	m, err := d.LoadModule(selftestPTX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := m.Function("probe_args")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := d.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	before := d.Calls()
+	out, err := Alloc[uint64](d, 8) // one alloc
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := AllocPinned[uint64](d, 8) // one alloc
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // three launches on a stream: no wait
+		if err := k.Launch(D1(1), D1(32), 0, st, int32(-1), uint32(2), int64(-3), uint64(4), float32(0.5), float64(0.25), false, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := out.Zero(st); err != nil { // one memset
+		t.Fatal(err)
+	}
+	if err := CopyToHostAsync(p, 0, out, st); err != nil { // one async copy
+		t.Fatal(err)
+	}
+	if err := st.Synchronize(); err != nil { // one wait
+		t.Fatal(err)
+	}
+	host := make([]uint64, 8)
+	if err := out.CopyToHost(host); err != nil { // one synchronous copy
+		t.Fatal(err)
+	}
+	if err := p.Free(); err != nil { // one free
+		t.Fatal(err)
+	}
+	if err := out.Free(); err != nil { // one free
+		t.Fatal(err)
+	}
+	want := Calls{Launches: 3, Memsets: 1, Copies: 2, SyncCopies: 1, Waits: 1, Allocs: 2, Frees: 2}
+	if got := d.Calls().Sub(before); got != want {
+		t.Fatalf("calls %+v, want %+v", got, want)
+	}
+	if len(f.launches) < 3 {
+		t.Fatalf("the fake saw %d launches", len(f.launches))
+	}
+	// A second handle sees the same device's counts; a launch on the nil
+	// stream waits for it.
+	d2, err := Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid := d2.Calls()
+	if err := k.Launch(D1(1), D1(32), 0, nil, int32(-1), uint32(2), int64(-3), uint64(4), float32(0.5), float64(0.25), false, out2(t, d2)); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Calls().Sub(mid); got.Launches != 1 || got.Waits != 1 {
+		t.Fatalf("nil-stream launch counted %+v, want one launch and one wait", got)
+	}
+	if err := d2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := d2.Calls(); got.Launches < 4 {
+		t.Fatalf("a closed handle's counts: %+v", got)
+	}
+}
+
+func out2(t *testing.T, d *Device) Slice[uint64] {
+	t.Helper()
+	s, err := Alloc[uint64](d, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
