@@ -42,7 +42,7 @@ func (c *cpuPool) grow(n int) (int, error) {
 	return n, nil
 }
 
-func (c *cpuPool) reset(keep int) (int, error) {
+func (c *cpuPool) reset(keep int, _ *cuda.Stream) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.units[keep:]) // the dropped super blocks go to the collector

@@ -198,10 +198,11 @@ func (g *gpuPool) newSuper(i int) (superBlock, error) {
 }
 
 // reset gives back the super blocks past keep (the descriptor names only
-// the others first), refills the others' units with Fill and zeroes their
-// bitmaps and the used counter on the pool's stream, and waits. It returns
-// how many super blocks the pool has.
-func (g *gpuPool) reset(keep int) (int, error) {
+// the others first), then empties the others with one launch of
+// slaballoc_reset on stream (the units in use refilled with Fill, their
+// bits cleared, the used counter zeroed); with the nil stream it runs on
+// the pool's and waits. It returns how many super blocks the pool has.
+func (g *gpuPool) reset(keep int, stream *cuda.Stream) (int, error) {
 	if keep < len(g.supers) {
 		next := g.host
 		for i := keep; i < MaxSuperBlocks; i++ {
@@ -222,31 +223,24 @@ func (g *gpuPool) reset(keep int) (int, error) {
 			return keep, err
 		}
 	}
-	unitBytes, total := g.superBytes()
-	for _, b := range g.supers {
-		units, err := cuda.View[uint8](b.mem, 0, int(unitBytes))
-		if err == nil {
-			err = units.FillBytes(g.opts.Fill, g.stream)
-		}
-		if err != nil {
-			return keep, err
-		}
-		bm, off := b.mem, int(unitBytes)
-		if b.bitmap != nil {
-			bm, off = b.bitmap, 0
-		}
-		bitmaps, err := cuda.View[uint8](bm, off, int(total-unitBytes))
-		if err == nil {
-			err = bitmaps.Zero(g.stream)
-		}
-		if err != nil {
-			return keep, err
-		}
+	s := stream
+	if s == nil {
+		s = g.stream
 	}
-	if err := g.desc.Sub(descUsedWord, descUsedWord+1).Zero(g.stream); err != nil {
+	f, err := g.mod.Function("slaballoc_reset")
+	if err != nil {
 		return keep, err
 	}
-	return keep, gpurt.Wait(g.stream)
+	words := int64(len(g.supers)) * int64(g.opts.BlocksPerSuperBlock) * 32
+	grid := gpurt.Grid(f, g.dev, max(1, words), 256, 2)
+	fill := uint32(g.opts.Fill) * 0x01010101
+	if err := f.Launch(grid, cuda.D1(256), 0, s, g.desc, fill); err != nil {
+		return keep, errors.Join(err, gpurt.Wait(s))
+	}
+	if stream != nil {
+		return keep, nil
+	}
+	return keep, gpurt.Wait(s)
 }
 
 func (g *gpuPool) readUsed() (int64, error) {

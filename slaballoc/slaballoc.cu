@@ -79,6 +79,42 @@ extern "C" __global__ void slaballoc_free(Pool* pool, const uint32_t* addrs, uin
   if (freed) atomicAdd(&pool->used, (unsigned long long)(-freed));
 }
 
+// reset empties the pool: it refills every allocated unit (bit set) of
+// every super block with fill (the fill byte four times) and clears its
+// bit, and zeroes the used counter. Free units already hold the fill (a
+// kernel restores what it wrote before it frees a unit: slaballoc.cuh), so
+// a reset costs a read of the bitmaps and a write of the units in use, not
+// a fill of every super block. A warp takes 32 bitmap words, a word a lane,
+// and fills the units of each word with bits set together (a unit's words
+// a lane each, coalesced).
+extern "C" __global__ void slaballoc_reset(Pool* pool, uint32_t fill) {
+  const uint32_t lane = slab::lane();
+  const uint64_t wps = (uint64_t)pool->blocks_per_super * kWordsPerBlock;  // bitmap words a super block
+  const uint64_t words = wps * pool->num_super;
+  const uint32_t shift = pool->unit_shift, unitWords = (1u << shift) / 4;
+  const uint64_t first = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) - lane;
+  for (uint64_t w0 = first; w0 < words; w0 += (uint64_t)gridDim.x * blockDim.x) {  // whole warps
+    const uint64_t w = w0 + lane;
+    uint32_t bits = 0;
+    if (w < words) {
+      const uint64_t s = w / wps;
+      uint32_t* word = (uint32_t*)pool->bitmaps[s] + (w - s * wps);
+      bits = *word;
+      if (bits) *word = 0;
+    }
+    for (uint32_t busy = __ballot_sync(0xffffffffu, bits != 0); busy; busy &= busy - 1) {
+      const int l = __ffs(busy) - 1;
+      const uint64_t wl = w0 + l, s = wl / wps;
+      char* units = (char*)pool->units[s] + (((wl - s * wps) * 32) << shift);  // the word's first unit
+      for (uint32_t b = __shfl_sync(0xffffffffu, bits, l); b; b &= b - 1) {
+        uint32_t* u = (uint32_t*)(units + ((size_t)(__ffs(b) - 1) << shift));
+        for (uint32_t o = lane; o < unitWords; o += 32) u[o] = fill;
+      }
+    }
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) pool->used = 0;
+}
+
 // count_bits adds the number of set bits of every bitmap word of super block
 // sb (words words) to *out.
 // read_flat copies the first word of each unit addrs[i] of a flat pool,

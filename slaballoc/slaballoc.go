@@ -113,7 +113,7 @@ type impl interface {
 	readUnit(addr uint32, dst []byte) error
 	writeUnit(addr uint32, src []byte) error
 	dump() ([]SuperBlock, error)
-	reset(keep int) (int, error) // free every unit, keep keep super blocks, return how many it has (caller holds growMu and the use lock)
+	reset(keep int, s *cuda.Stream) (int, error) // free every unit, keep keep super blocks, return how many it has; on s without a wait when given (caller holds growMu and the use lock)
 	close() error
 }
 
@@ -356,16 +356,29 @@ func (p *Pool) growLocked(need int) error {
 }
 
 // Reset frees every unit at once and gives back the super blocks past
-// Options.InitialSuperBlocks: the pool is as New made it (units filled
-// with Options.Fill, nothing allocated), without allocating anything, so a
-// structure rebuilt over its pool (graph's Build) pays no device
-// allocation, module setup or free for it. The caller must have nothing in
-// flight that uses the pool: no kernel still running on any stream, no
-// reservation (Reserve) not yet ended; addresses handed out before are
-// invalid afterwards. On the CUDA backend it waits for its own work before
-// it returns. A failure (the device's) leaves the pool unusable but
-// closable.
-func (p *Pool) Reset(ctx context.Context) error {
+// Options.InitialSuperBlocks: the pool is as New made it (every unit
+// holding Options.Fill, nothing allocated), without allocating anything, so
+// a structure rebuilt over its pool (graph's Build) pays no device
+// allocation, module setup or free for it. The units in use are refilled
+// with Fill; free units are not rewritten, as a kernel that frees a unit
+// restores its contents first (the freeing contract of slaballoc.cuh), so
+// the cost is a read of the bitmaps and a write of the units in use. The
+// caller must have nothing in flight that uses the pool: no kernel still
+// running on any stream, no reservation (Reserve) not yet ended; addresses
+// handed out before are invalid afterwards. On the CUDA backend it waits
+// for its own work before it returns. A failure (the device's) leaves the
+// pool unusable but closable.
+func (p *Pool) Reset(ctx context.Context) error { return p.reset(ctx, nil) }
+
+// ResetOn is Reset queued on stream s without a wait (the CUDA backend;
+// the CPU backend's, and ResetOn with the nil stream, are Reset): work
+// queued on s after it sees the empty pool, and the pool must not be used
+// from another stream, or from the host, until s has run the reset. The
+// caller's other conditions are Reset's. Giving back super blocks, when
+// the pool grew, frees device memory, which waits for the device.
+func (p *Pool) ResetOn(ctx context.Context, s *cuda.Stream) error { return p.reset(ctx, s) }
+
+func (p *Pool) reset(ctx context.Context, s *cuda.Stream) error {
 	if err := p.live("reset"); err != nil {
 		return err
 	}
@@ -379,7 +392,7 @@ func (p *Pool) Reset(ctx context.Context) error {
 	if p.closed.Load() {
 		return fmt.Errorf("slaballoc: reset: %w", warpkit.ErrClosed)
 	}
-	has, err := p.impl.reset(min(p.opts.InitialSuperBlocks, p.SuperBlocks()))
+	has, err := p.impl.reset(min(p.opts.InitialSuperBlocks, p.SuperBlocks()), s)
 	p.supers.Store(int32(has))
 	if err != nil {
 		return fmt.Errorf("slaballoc: reset: %w", err)

@@ -347,11 +347,38 @@ func TestReset(t *testing.T) {
 				t.Fatalf("round %d: %d super blocks after 2500 units, want 3", round, p.SuperBlocks())
 			}
 			checkDistinct(t, p, a)
-			if err := p.WriteUnit(ctx, a[7], []byte("dirty")); err != nil {
-				t.Fatal(err)
+			// Units in use hold what their users wrote, those of the
+			// super block kept among them: Reset refills them.
+			dirty := 0
+			for _, u := range a {
+				if u>>24 == 0 && dirty < 64 {
+					if err := p.WriteUnit(ctx, u, []byte("dirty")); err != nil {
+						t.Fatal(err)
+					}
+					dirty++
+				}
 			}
-			if err := p.Reset(ctx); err != nil {
-				t.Fatal(err)
+			if dirty == 0 {
+				t.Fatal("no unit of the first super block in use")
+			}
+			if round == 0 || opts.Device == nil {
+				if err := p.Reset(ctx); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				// Queued on a stream of the caller's, the work after it
+				// on that stream ordered behind it.
+				s, err := opts.Device.NewStream()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := p.ResetOn(ctx, s); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Synchronize(); err != nil {
+					t.Fatal(err)
+				}
+				s.Close()
 			}
 			if p.SuperBlocks() != 1 {
 				t.Fatalf("round %d: %d super blocks after Reset, want the initial 1", round, p.SuperBlocks())
