@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/emu"
 	"github.com/warpkit/warpkit/internal/gpurt"
 	"github.com/warpkit/warpkit/internal/gputest"
+	"github.com/warpkit/warpkit/prim"
 )
 
 // The CUDA backend's sources, for the CPU emulation of the GPU
@@ -38,6 +40,11 @@ func TestEmulatedDifferential(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestEmulatedDeviceBatches is TestCUDADeviceBatches on the emulation.
+func TestEmulatedDeviceBatches(t *testing.T) {
+	deviceBatches(t, emu.Device(t, emu.Options{}, sources...))
 }
 
 // TestEmulatedTablesOnDemand is TestCUDATablesOnDemand on the emulation.
@@ -134,4 +141,73 @@ func TestEmulatedPlanCap(t *testing.T) {
 // TestEmulatedArenaInPlace is TestCUDAArenaInPlace on the emulation.
 func TestEmulatedArenaInPlace(t *testing.T) {
 	arenaInPlace(t, emu.Device(t, emu.Options{}, sources...))
+}
+
+// TestEmulatedBuildCalls: a build from a device batch waits for the device
+// twice — once for the buckets' total with the IDs' and the symmetry's
+// verdicts, once for the apply launch's status — besides a last look at
+// the idle stream, and a rebuild of a graph of the same size allocates
+// nothing (each wait and allocation is tens of microseconds: most of a
+// small graph's build). prim's scan is counted apart (on the emulation it
+// runs as a host twin, with copies and waits of its own).
+func TestEmulatedBuildCalls(t *testing.T) {
+	dev := emu.Device(t, emu.Options{}, sources...)
+	const nv = 3000
+	var src, dst []uint32
+	for v := uint32(0); v+1 < nv; v++ {
+		src, dst = append(src, v, v+1), append(dst, v+1, v) // both directions listed
+	}
+	for _, directed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("directed=%v", directed), func(t *testing.T) {
+			g, err := New(Options{Backend: warpkit.CUDA, Device: dev, Directed: directed, VertexCapacity: nv, MaxPoolBytes: 4 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			ds, err := cuda.FromHost(dev, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ds.Free()
+			dd, err := cuda.FromHost(dev, dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dd.Free()
+			e := g.e.(*gpuGraph[struct{}])
+			var calls [2]cuda.Calls
+			for i := range calls {
+				before := dev.Calls()
+				if err := g.BuildDevice(t.Context(), nv, ds, dd); err != nil {
+					t.Fatal(err)
+				}
+				calls[i] = dev.Calls().Sub(before)
+			}
+			// The scan's own calls, on slices of the build's size.
+			nb, err := cuda.Alloc[uint64](dev, nv+1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nb.Free()
+			before := dev.Calls()
+			if err := prim.ExclusiveScan(e.prim, e.stream, nb.Sub(0, nv), nb.Sub(0, nv), nb.Sub(nv, nv+1)); err != nil {
+				t.Fatal(err)
+			}
+			scan := dev.Calls().Sub(before)
+			first, again := calls[0].Sub(scan), calls[1].Sub(scan)
+			t.Logf("first build %+v, rebuild %+v (scan %+v)", first, again, scan)
+			if again.Waits > 3 || first.Waits > 3 {
+				t.Errorf("a build waited %d / %d times, want at most 3 (two reads and a look at the idle stream)", first.Waits, again.Waits)
+			}
+			if again.SyncCopies != 0 || again.Allocs != 0 || again.Frees != 0 {
+				t.Errorf("a rebuild made synchronous copies, allocations or frees: %+v", again)
+			}
+			if again.Launches > 7 {
+				t.Errorf("a rebuild launched %d kernels besides the scan, want at most 7", again.Launches)
+			}
+			if n, err := g.Len(t.Context()); err != nil || n != len(src) { // entries: both directions either way
+				t.Fatalf("the build holds %d entries (%v)", n, err)
+			}
+		})
+	}
 }

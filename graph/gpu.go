@@ -1663,6 +1663,10 @@ func (g *gpuGraph[W]) buildChecked(ctx context.Context, n int, src, dst cuda.Sli
 	return g.buildDevice(ctx, n, src, dst, vals, true)
 }
 
+// planTotal is the word of the plan block (ctrlPlan) where a build reads
+// its buckets' total; words 0 and 1 hold gr_symmetry's sums.
+const planTotal = 2
+
 // buildDevice replaces the graph with a device batch; with check its IDs
 // are checked first (nothing changes for a bad one).
 func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slice[uint32], vals cuda.DevicePtr, check bool) error {
@@ -1709,83 +1713,71 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	if err := cnt.Zero(g.stream); err != nil {
 		return waitAfter(g.stream, err)
 	}
-	symmetric := false
+	// One wait before the old graph goes: gr_symmetry's verdicts (a device
+	// batch's IDs checked, and whether an undirected build's edges list
+	// both directions, so that it counts each edge at its source only) are
+	// read on the device by gr_count_edges, and by the host together with
+	// the buckets' total. A rejected ID stops the count and the buckets
+	// kernels on the device (lack stays the old graph's).
+	if err := g.zeroCtrl(); err != nil {
+		return err
+	}
+	var sums cuda.DevicePtr
+	if !g.directed {
+		if err := g.ctrlPlan.Zero(g.stream); err != nil {
+			return waitAfter(g.stream, err)
+		}
+		sums = g.ctrlPlan.Ptr()
+	}
 	if m > 0 {
-		// One read of the edges: a device batch's IDs checked, and whether
-		// an undirected build's edges list both directions, so that it
-		// counts each edge at its source only (gr_symmetry).
-		both := uint32(0)
 		if check || !g.directed {
-			if err := g.zeroCtrl(); err != nil {
-				return err
-			}
-			var sums cuda.DevicePtr
 			chk := uint32(0)
 			if check {
 				chk = 1
 			}
-			if !g.directed {
-				if err := g.ctrlPlan.Zero(g.stream); err != nil {
-					return waitAfter(g.stream, err)
-				}
-				sums = g.ctrlPlan.Ptr()
-			}
 			if err := g.launch(g.fSymmetry, int64(m), src, dst, uint64(m), chk, uint32(n), sums, g.ctrl); err != nil {
 				return waitAfter(g.stream, err)
 			}
-			plan, err := g.readPlan()
-			if err != nil {
-				return err
-			}
-			if r := g.host[gpurt.CtrlRejected]; check && r != 0 {
-				return fmt.Errorf("%w: %d vertex IDs at or past the capacity %d (or reserved)", warpkit.ErrInvalidArgument, r, n)
-			}
-			if !g.directed {
-				symmetric = plan[0] == plan[1]
-				if !symmetric {
-					both = 1
-				}
-			}
 		}
-		if err := g.launch(g.fCount, int64(m), src, dst, uint64(m), mode, both, cnt); err != nil {
+		if err := g.launch(g.fCount, int64(m), src, dst, uint64(m), mode, sums, uint32(n), g.ctrl, cnt); err != nil {
 			return waitAfter(g.stream, err)
 		}
 	}
-	var slabs uint64
+	var plan [gpurt.CtrlWords]uint64
 	if n > 0 {
 		per := g.per1000()
-		if err := g.zeroCtrl(); err != nil {
-			return err
-		}
 		if err := g.launch(g.fBuckets, int64(n), cnt, uint64(n), per, g.fitOne(per), nb, g.lack, g.ctrl); err != nil {
 			return waitAfter(g.stream, err)
 		}
-		// The buckets' scan, its total read with the vertices without
-		// entries (ctrl[kCtrlCount]): one wait.
 		if err := prim.ExclusiveScan(g.prim, g.stream, nb.Sub(0, n), base.Sub(0, n), base.Sub(n, n+1)); err != nil {
 			return waitAfter(g.stream, err)
 		}
-		if err := cuda.CopyAsync(g.ctrlPlan.Sub(0, 1), base.Sub(n, n+1), g.stream); err != nil {
+		if err := cuda.CopyAsync(g.ctrlPlan.Sub(planTotal, planTotal+1), base.Sub(n, n+1), g.stream); err != nil {
 			return waitAfter(g.stream, err)
 		}
-		plan, err := g.readPlan()
-		if err != nil {
+	}
+	tableless := 0
+	if n > 0 || m > 0 {
+		if plan, err = g.readPlan(); err != nil {
 			return err
 		}
-		slabs = plan[0]
+		if r := g.host[gpurt.CtrlRejected]; check && r != 0 {
+			return fmt.Errorf("%w: %d vertex IDs at or past the capacity %d (or reserved)", warpkit.ErrInvalidArgument, r, n)
+		}
+		if n > 0 {
+			tableless = int(g.host[gpurt.CtrlCount])
+		}
 	}
-	tableless := int(g.host[gpurt.CtrlCount])
-	if n == 0 {
-		tableless = 0
-	}
+	symmetric := !g.directed && m > 0 && plan[0] == plan[1]
+	slabs := plan[planTotal]
 	if err := g.reserveArena(int(slabs)); err != nil {
 		return err
 	}
-	// The old graph goes: its pool emptied (nothing runs on the stream,
-	// read above), an empty arena, the new dictionary. Reset fails only
-	// when the device does (it allocates nothing), which leaves no graph
-	// usable.
-	if err := g.pool.Reset(ctx); err != nil {
+	// The old graph goes: its pool emptied on the stream (nothing else
+	// runs there, read above), an empty arena, the new dictionary.
+	// ResetOn fails only when the device does (it allocates nothing),
+	// which leaves no graph usable.
+	if err := g.pool.ResetOn(ctx, g.stream); err != nil {
 		return err
 	}
 	g.nv, g.nslabs, g.selfSkips, g.tableless = n, int(slabs), 0, tableless

@@ -19,8 +19,9 @@ import (
 // Go-slice ones give on the CPU backend (the same RMAT graph built, updated
 // and queried both ways), refuse IDs past the capacity on the device with
 // nothing applied, and answer ErrClosed after Close.
-func TestCUDADeviceBatches(t *testing.T) {
-	dev := gputest.Device(t)
+func TestCUDADeviceBatches(t *testing.T) { deviceBatches(t, gputest.Device(t)) }
+
+func deviceBatches(t *testing.T, dev *cuda.Device) {
 	e, err := graphio.RMAT(12, 8, graphio.RMATOptions{Seed: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -225,8 +226,13 @@ func TestCUDADeviceBatches(t *testing.T) {
 	if err != nil || tg != tc {
 		t.Fatalf("triangles %d, the CPU backend %d (%v)", tg, tc, err)
 	}
-	// IDs past the capacity: refused on the device, nothing applied.
+	// IDs past the capacity: refused on the device, nothing applied (the
+	// hint of vertices without a table, which a build rewrites, included).
 	before, _ := g.Len(ctx)
+	lackBefore, err := g.e.(*gpuGraph[uint32]).lack.ToHost()
+	if err != nil {
+		t.Fatal(err)
+	}
 	bad := up([]uint32{1, uint32(n)})
 	two := up([]uint32{2, 3})
 	for name, err := range map[string]error{
@@ -244,6 +250,9 @@ func TestCUDADeviceBatches(t *testing.T) {
 	}
 	if after, _ := g.Len(ctx); after != before {
 		t.Fatalf("refused batches changed the entries: %d → %d", before, after)
+	}
+	if lack, err := g.e.(*gpuGraph[uint32]).lack.ToHost(); err != nil || !slices.Equal(lack, lackBefore) {
+		t.Fatalf("the refused build rewrote the tables' hint (%v)", err)
 	}
 	same("refused batches")
 	// A directed build checks its IDs too (without the symmetry sums).

@@ -303,8 +303,9 @@ __device__ void apply(char* arena, uint32_t seed, Pool* pool, Vertex* dict, cons
   sh::sign_off(ctrl, pool, out);
 }
 
-// symmetry reads a build's edges once for what the host must know before
-// it sizes the tables (one launch, one wait). With sums, it sums a hash of
+// symmetry reads a build's edges once for what must be known before the
+// tables are sized: count_edges reads its sums on the device, and the host
+// reads both with the buckets' total (one wait for all). With sums, it sums a hash of
 // every edge (u, v) into sums[0] and of its reverse (v, u) into sums[1]
 // (wrapping): equal sums say that the edges list both directions of every
 // edge (the multisets agree; a list that does not gives equal sums only by
@@ -335,22 +336,30 @@ extern "C" __global__ void gr_symmetry(const uint32_t* src, const uint32_t* dst,
 }
 
 // count_edges counts the entries a build's edges give each vertex (repeated
-// edges counted each time: the tables' sizing): the source's, and with
-// both the destination's too (an undirected build whose edges do not list
-// both directions). A warp takes 32 consecutive edges, and each run of
-// lanes with one source adds its length with one atomic (edges sorted or
-// grouped by source, as a CSR's or most files' are, come in runs; in random
-// order every lane is a run of its own).
+// edges counted each time: the tables' sizing): the source's, and the
+// destination's too when gr_symmetry's sums (given for an undirected
+// build, read here on the device: no wait for them) differ, the edges not
+// listing both directions. Edges with an ID at or past cap count nothing,
+// and nothing is counted once gr_symmetry has rejected an ID. A warp takes
+// 32 consecutive edges, and each run of lanes with one source adds its
+// length with one atomic (edges sorted or grouped by source, as a CSR's or
+// most files' are, come in runs; in random order every lane is a run of
+// its own).
 extern "C" __global__ void gr_count_edges(const uint32_t* src, const uint32_t* dst, uint64_t m, uint32_t mode,
-                                          uint32_t both, uint32_t* cnt) {
+                                          const unsigned long long* sums, uint32_t cap,
+                                          const unsigned long long* ctrl, uint32_t* cnt) {
+  if (ctrl[kCtrlRejected]) return;
+  const bool both = sums && sums[0] != sums[1];
   const uint32_t lane = slab::lane();
   for (uint64_t i0 = thread_index() - lane; i0 < m; i0 += thread_count()) {  // whole warps: run_length
     const uint64_t i = i0 + lane;
     uint32_t u = kNoRun;
     if (i < m) {
       const uint32_t s = src[i], d = dst[i];
-      if (s != d || (mode & kSelfLoops)) u = s;
-      if (both && s != d) atomicAdd(&cnt[d], 1u);
+      if (s < cap && d < cap) {
+        if (s != d || (mode & kSelfLoops)) u = s;
+        if (both && s != d) atomicAdd(&cnt[d], 1u);
+      }
     }
     if (const uint32_t len = run_length(u)) atomicAdd(&cnt[u], len);
   }
@@ -363,9 +372,12 @@ extern "C" __global__ void gr_count_edges(const uint32_t* src, const uint32_t* d
 // load factor or denser: one slab holds them without overflow, and a find
 // reads one slab either way; 0 at sparser loads, sized as asked).
 // The vertices without entries (tables) are counted in ctrl[kCtrlCount]
-// and marked in lack (a bit each: try_claim's hint).
+// and marked in lack (a bit each: try_claim's hint). Once gr_symmetry has
+// rejected an ID it does nothing: lack is the old graph's until the host,
+// which reads the rejection, replaces it.
 extern "C" __global__ void gr_buckets(const uint32_t* cnt, uint64_t nv, uint32_t per1000, uint32_t fit, uint64_t* nb,
                                       uint32_t* lack, unsigned long long* ctrl) {
+  if (ctrl[kCtrlRejected]) return;
   uint32_t none = 0;
   const uint32_t lane = slab::lane();
   for (uint64_t v0 = thread_index() - lane; v0 < nv; v0 += thread_count()) {  // whole warps: a lack word each

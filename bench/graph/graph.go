@@ -335,8 +335,8 @@ func mRate(n int, d time.Duration) float64 { return benchfmt.Rate(int64(n), d, 1
 
 // build is Table 5.5: the bulk build of each stand-in, and its memory.
 func (b *bench) build() error {
-	t := b.rep.Table("Table 5.5: bulk build (BuildDevice from a device COO; CSR sort: prim's radix sort of the COO's (src, dst) pairs as 64-bit keys, the least a CSR build does; the CPU backend's Build from Go slices)",
-		"graph", "vertices", "entries", "ms", "G entries/s", "1st ms", "thesis ms", "x thesis", "CSR sort ms", "CSR sort/ours", "cpu ms", "/cpu", "B/entry", "CSR B/entry", "/CSR")
+	t := b.rep.Table("Table 5.5: bulk build (BuildDevice from a device COO; CSR sort: prim's radix sort of the COO's (src, dst) pairs as 64-bit keys, the least a CSR build does; the CPU backend's Build from Go slices; calls: a rebuild's launches / memsets / copies / waits (synchronous copies among them) / allocations, cuda.Device.Calls)",
+		"graph", "vertices", "entries", "ms", "G entries/s", "1st ms", "thesis ms", "x thesis", "CSR sort ms", "CSR sort/ours", "cpu ms", "/cpu", "B/entry", "CSR B/entry", "/CSR", "calls")
 	var big []float64
 	for _, s := range b.graphs {
 		e, err := b.edgesOf(s)
@@ -346,6 +346,7 @@ func (b *bench) build() error {
 		entries := 0 // as built (the stand-ins list both directions of every edge; raw RMAT does not)
 		var ms, first, csrSort time.Duration
 		var bytes int64
+		calls := "-"
 		if b.dev != nil {
 			d, err := b.newDevice(e)
 			if err != nil {
@@ -356,6 +357,13 @@ func (b *bench) build() error {
 				d.close()
 				return err
 			}
+			c0 := b.dev.Calls() // one more rebuild, counted
+			if err := d.build(b.ctx); err != nil {
+				d.close()
+				return err
+			}
+			k := b.dev.Calls().Sub(c0)
+			calls = fmt.Sprintf("%d/%d/%d/%d/%d", k.Launches, k.Memsets, k.Copies, k.Waits+k.SyncCopies, k.Allocs)
 			st, err := d.g.Stats(b.ctx)
 			d.close()
 			if err != nil {
@@ -394,7 +402,7 @@ func (b *bench) build() error {
 		t.Add(e.name, e.NumVertices, entries, b.ours(benchfmt.Millis(ms)), b.ours(rate), b.ours(benchfmt.Millis(first)), thesis,
 			benchfmt.Ratio(thesis, benchfmt.Millis(ms)), b.ours(benchfmt.Millis(csrSort)), benchfmt.Ratio(csrSort.Seconds(), ms.Seconds()),
 			benchfmt.Millis(cpu), benchfmt.Ratio(benchfmt.Millis(cpu), benchfmt.Millis(ms)),
-			float64(bytes)/float64(entries), csrB, benchfmt.Ratio(float64(bytes)/float64(entries), csrB))
+			float64(bytes)/float64(entries), csrB, benchfmt.Ratio(float64(bytes)/float64(entries), csrB), calls)
 	}
 	if b.dev != nil && len(big) > 0 {
 		h := benchfmt.HMean(big)
