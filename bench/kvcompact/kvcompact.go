@@ -75,6 +75,7 @@ type cell struct {
 	stable   bool          // every run printed the same
 	stages   gpucompact.Stats
 	fallback uint64
+	calls    cuda.Calls // gpu: the device's calls during the last run (one job)
 }
 
 // Run runs warp bench kvcompact with args (its flags) and writes the report
@@ -239,8 +240,13 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 						n := float64(st.EngineJobs)
 						ms := func(d time.Duration) float64 { return benchfmt.Millis(d) / max(n, 1) }
 						held := fmt.Sprintf("%.0f/%.0f", float64(st.HeldBytes)/1e6, float64(st.DeviceHeldBytes)/1e6)
+						calls := "-"
+						if name == "gpu" {
+							k := c.calls
+							calls = fmt.Sprintf("%d/%d/%d/%d/%d", k.Launches, k.Memsets, k.Copies, k.Waits+k.SyncCopies, k.Allocs)
+						}
 						stageRows = append(stageRows, []any{name, pct, compName, value, ms(st.Load), ms(st.Merge), ms(st.GC), ms(st.Sizes), ms(st.Plan), ms(st.Write),
-							benchfmt.Millis(c.wall), c.cpu.Seconds() / c.wall.Seconds(), held, float64(st.Partitions) / max(n, 1), c.fallback})
+							benchfmt.Millis(c.wall), c.cpu.Seconds() / c.wall.Seconds(), held, float64(st.Partitions) / max(n, 1), c.fallback, calls})
 						if name == "cpu-par" && value <= targetMaxValue && pct == 0 {
 							targetRows = append(targetRows, targetRow{compName, value, mbs(c) / mbs(cells[0])})
 						}
@@ -270,8 +276,8 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	if len(stageRows) > 0 {
-		t := rep.Table("gpucompact stages (ms per job, the runs after the first: load = read + check + decompress + decode; sizes = each entry's encoded size; plan = the sequential walk cutting blocks and tables, with the encoders and writers behind it; write = the encoding and writing left after the walk; cores busy = CPU time / wall; held = the memory the engine keeps between jobs, host (pinned for gpu) and device; gpu: load = read + decompress on the host, decode on the device; merge = merge rounds + GC flags; gc = the host's checks + selection; sizes = sizes + download)",
-			"engine", "stress %", "compression", "value B", "load", "merge", "gc+select", "sizes", "plan", "write", "wall", "cores busy", "held MB host/device", "partitions", "fallbacks")
+		t := rep.Table("gpucompact stages (ms per job, the runs after the first: load = read + check + decompress + decode; sizes = each entry's encoded size; plan = the sequential walk cutting blocks and tables, with the encoders and writers behind it; write = the encoding and writing left after the walk; cores busy = CPU time / wall; held = the memory the engine keeps between jobs, host (pinned for gpu) and device; gpu: load = read + decompress on the host, decode on the device; merge = merge rounds + GC flags; gc = the host's checks + selection; sizes = sizes + download; device calls = gpu's launches / memsets / copies / waits (synchronous copies among them) / allocations in the last run's job, cuda.Device.Calls)",
+			"engine", "stress %", "compression", "value B", "load", "merge", "gc+select", "sizes", "plan", "write", "wall", "cores busy", "held MB host/device", "partitions", "fallbacks", "device calls")
 		for _, r := range stageRows {
 			t.Add(r...)
 		}
@@ -363,6 +369,14 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOp
 			engines = append(engines, engine{name: name, c: gc, gc: gc})
 		}
 	}
+	// The CUDA engine opens device 0; a handle here reads its counts.
+	var dev *cuda.Device
+	if slices.Contains(names, "gpu") {
+		if d, err := cuda.Open(0); err == nil {
+			dev = d
+			defer dev.Close()
+		}
+	}
 	walls := make([][]time.Duration, len(engines))
 	cpus := make([][]time.Duration, len(engines))
 	syss := make([][]time.Duration, len(engines))
@@ -383,10 +397,14 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOp
 				}
 			}
 			user0, sys0 := processCPU()
+			calls0 := dev.Calls()
 			t0 := time.Now()
 			res, err := e.c.Compact(ctx, job)
 			wall := time.Since(t0)
 			user1, sys1 := processCPU()
+			if e.name == "gpu" {
+				cells[i].calls = dev.Calls().Sub(calls0)
+			}
 			if profiled {
 				if err := prof.stop(); err != nil {
 					return nil, info, err
