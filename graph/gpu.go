@@ -102,7 +102,7 @@ type gpuGraph[W any] struct {
 	ctrl cuda.Slice[uint64]
 	host [gpurt.CtrlWords]uint64
 	// ctrlPinned is host memory mapped into the device (ctrlOut): an apply
-	// launch's last warp copies the control block there and zeroes it
+	// launch's last block copies the control block there and zeroes it
 	// (slabhash.cuh: sign_off), so a batch needs neither a copy nor, when
 	// ctrlClean says the block is zero, a memset.
 	ctrlPinned *cuda.Pinned[uint64]
@@ -315,7 +315,7 @@ func (g *gpuGraph[W]) readPlan() (plan [gpurt.CtrlWords]uint64, err error) {
 }
 
 // readApply waits for an apply launch and reads the control block its last
-// warp handed over through the mapped block (or copies it, should no warp
+// block handed over through the mapped block (or copies it, should no block
 // have signed off).
 func (g *gpuGraph[W]) readApply() error {
 	if err := gpurt.Wait(g.stream); err != nil {

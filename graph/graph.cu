@@ -296,11 +296,13 @@ template <class L>
 __device__ void apply(char* arena, uint32_t seed, Pool* pool, Vertex* dict, const uint32_t* src, const uint32_t* dst,
                       typename L::V* vals, uint32_t op, uint8_t* res, uint64_t n, unsigned long long* ctrl,
                       uint32_t flags, uint32_t salt, unsigned long long* out) {
+  sh::Counts k{};
   if (sh::ldv64(ctrl + kCtrlRejected) == 0) {
     const Ctx<L> c{arena, 0, seed, pool, (uint32_t*)(ctrl + kCtrlStatus)};
-    sh::apply_rounds<L, VertexLoc>(c, dst, vals, nullptr, op, res, nullptr, n, ctrl, flags, salt, VertexLoc{src, dict});
+    k = sh::apply_rounds<L, VertexLoc>(c, dst, vals, nullptr, op, res, nullptr, n, ctrl, flags, salt,
+                                       VertexLoc{src, dict});
   }
-  sh::sign_off(ctrl, pool, out);
+  sh::sign_off(ctrl, pool, out, k);
 }
 
 // symmetry reads a build's edges once for what must be known before the
@@ -327,11 +329,22 @@ extern "C" __global__ void gr_symmetry(const uint32_t* src, const uint32_t* dst,
     atomicOr((unsigned*)(ctrl + kCtrlStatus), (unsigned)kStatusInvalidArgument);
   }
   if (!sums) return;
+  // One atomic a block, not a warp: same-address atomics serialise at the
+  // L2 (about a nanosecond each), and a launch of thousands of warps paid
+  // for each of theirs (sign_off, slabhash.cuh).
+  __shared__ unsigned long long blockSums[2];
+  if (threadIdx.x < 2) blockSums[threadIdx.x] = 0;
+  __syncthreads();
   a = warp_sum(a);
   b = warp_sum(b);
   if (slab::lane() == 0) {
-    atomicAdd(sums, a);
-    atomicAdd(sums + 1, b);
+    atomicAdd(&blockSums[0], a);
+    atomicAdd(&blockSums[1], b);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    atomicAdd(sums, blockSums[0]);
+    atomicAdd(sums + 1, blockSums[1]);
   }
 }
 

@@ -231,10 +231,10 @@ const (
 // caller's staging copies included — is in flight when it returns.
 //
 // With mapped (an apply launch, whose last argument is ln.ctrlOut), the
-// kernel's last warp copies the control block into the lane's pinned block
+// kernel's last block copies the control block into the lane's pinned block
 // and zeroes it, so the launch needs neither the copy nor (when the block
 // is known to be zero) the memset: a small batch costs one launch (two with
-// a scan) and one wait. A launch whose last warp did not sign off (the
+// a scan) and one wait. A launch whose last block did not sign off (the
 // sentinel in the pinned block stays zero) falls back to the copy.
 func (g *gpuTable[K, V]) launch(ln *lane[K, V], prep func() error, f *cuda.Function, grid cuda.Dim3, poolUsed, mapped bool, args ...any) (r launched, err error) {
 	s := ln.stream
@@ -255,7 +255,7 @@ func (g *gpuTable[K, V]) launch(ln *lane[K, V], prep func() error, f *cuda.Funct
 	r.supers = g.pool.SuperBlocks() // growth waits for the use lock
 	host := ln.ctrlHost.Data()
 	if mapped {
-		host[gpurt.CtrlDone] = 0 // the last warp writes the number of warps
+		host[gpurt.CtrlDone] = 0 // the last block writes the number of blocks
 	}
 	err = f.Launch(grid, cuda.D1(blockThreads), 0, s, args...)
 	r.ok = err == nil

@@ -255,6 +255,14 @@ struct Ctx {
   __device__ __forceinline__ uint32_t bucket(typename L::K k) const { return __umulhi(hash_key(k, seed), nbuckets); }
 };
 
+// Counts is what an apply launch's warps add to the control block at its
+// end (their sums, handed to sign_off): net entries added, elements
+// failed, elements inserted.
+struct Counts {
+  long long delta;
+  uint32_t failed, inserted;
+};
+
 // A locator finds an element's bucket list and hears its outcome. TableLoc
 // is one table's: the head of bucket(key), nothing to count. Other
 // structures built of many tables over one pool supply their own (the
@@ -617,7 +625,7 @@ __device__ __forceinline__ uint32_t wshfl(uint32_t v, int src) { return __shfl_s
 // one lane, not the whole warp. The protocol is the one of the warp engine
 // (insert/erase/find above); only the scheduling differs.
 template <class L, class Loc = TableLoc>
-__device__ void apply_rounds(const Ctx<L>& c, const typename L::K* keys, typename L::V* vals, const uint8_t* ops,
+__device__ Counts apply_rounds(const Ctx<L>& c, const typename L::K* keys, typename L::V* vals, const uint8_t* ops,
                              uint32_t uniform_op, uint8_t* results, uint32_t* counts, uint64_t n,
                              unsigned long long* ctrl, uint32_t flags, uint32_t salt, const Loc& loc = Loc{}) {
   using K = typename L::K;
@@ -884,30 +892,42 @@ __device__ void apply_rounds(const Ctx<L>& c, const typename L::K* keys, typenam
     failed += __shfl_xor_sync(0xffffffffu, failed, off);
     inserted += __shfl_xor_sync(0xffffffffu, inserted, off);
   }
-  if (lane == 0) {
-    if (delta) atomicAdd(ctrl + kCtrlDelta, (unsigned long long)delta);
-    if (failed) atomicAdd(ctrl + kCtrlFailed, (unsigned long long)failed);
-    if (inserted) atomicAdd(ctrl + kCtrlInserted, (unsigned long long)inserted);
-  }
+  return Counts{delta, failed, inserted};
 }
 
-// sign_off is called by every lane at the end of an apply launch: each warp
-// counts itself done, and the last one records the pool's allocated units
-// (after every warp's flush) in the control block. With out (host memory
-// mapped into the device, or null), the last warp also copies the control
-// block there, where the host reads it after the launch, and zeroes it for
-// the next launch: the host needs neither a copy nor a memset call. The
-// warp syncs first: no lane may still be about to read the control block
-// (kCtrlRejected, at the top of an apply launch) when the last warp zeroes
+// sign_off is called by every thread of every block at the end of an apply
+// launch, with its warp's counts (every lane's the same, or lane 0's): a
+// block adds its warps' counts to the control block with one atomic a word,
+// and counts itself done; the last block records the pool's allocated
+// units (after every warp's flush) in the control block. A same-address
+// atomic from every warp cost a launch about a nanosecond each, serialised
+// at the L2: 30-40 microseconds of a small build's apply launch on the
+// H200, more than its inserts. With out (host memory mapped into the
+// device, or null), the last block also copies the control block there,
+// where the host reads it after the launch, and zeroes it for the next
+// launch: the host needs neither a copy nor a memset call. The block syncs
+// first: no lane may still be about to read the control block
+// (kCtrlRejected, at the top of an apply launch) when the last block zeroes
 // it — lanes are not in lockstep under independent thread scheduling, and
 // a lane that read the zero would apply a rejected batch (the CPU emulation
 // of the GPU, which runs each lane to its next collective, found this).
-__device__ __forceinline__ void sign_off(unsigned long long* ctrl, const Pool* pool, unsigned long long* out) {
-  __syncwarp();
-  if (slab::lane() != 0) return;
-  __threadfence();  // this warp's flush and counts come before its sign-off
-  const unsigned long long warps = (unsigned long long)gridDim.x * blockDim.x / 32;
-  if (atomicAdd(ctrl + kCtrlDone, 1ull) == warps - 1) {
+__device__ __forceinline__ void sign_off(unsigned long long* ctrl, const Pool* pool, unsigned long long* out,
+                                         Counts k = Counts{}) {
+  __shared__ unsigned long long sums[3];
+  if (threadIdx.x < 3) sums[threadIdx.x] = 0;
+  __syncthreads();
+  if (slab::lane() == 0) {
+    if (k.delta) atomicAdd(&sums[0], (unsigned long long)k.delta);
+    if (k.failed) atomicAdd(&sums[1], (unsigned long long)k.failed);
+    if (k.inserted) atomicAdd(&sums[2], (unsigned long long)k.inserted);
+  }
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  if (sums[0]) atomicAdd(ctrl + kCtrlDelta, sums[0]);
+  if (sums[1]) atomicAdd(ctrl + kCtrlFailed, sums[1]);
+  if (sums[2]) atomicAdd(ctrl + kCtrlInserted, sums[2]);
+  __threadfence();  // this block's flushes and counts come before its sign-off
+  if (atomicAdd(ctrl + kCtrlDone, 1ull) == gridDim.x - 1) {
     __threadfence();
     ctrl[kCtrlUsed] = ldv64(&pool->used);
     if (out != nullptr) {
@@ -926,7 +946,7 @@ __device__ __forceinline__ void sign_off(unsigned long long* ctrl, const Pool* p
 // paper's 32/32 pairs and 32-bit sets); wide pairs need tiles of 8 or 16
 // lanes and run apply_rounds.
 template <class L>
-__device__ void apply_warps(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool, const typename L::K* keys,
+__device__ Counts apply_warps(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool, const typename L::K* keys,
                             typename L::V* vals, const uint8_t* ops, uint32_t uniform_op, uint8_t* results,
                             uint32_t* counts, uint64_t n, unsigned long long* ctrl, uint32_t flags,
                             uint32_t salt) {
@@ -994,11 +1014,7 @@ __device__ void apply_warps(char* heads, uint32_t nbuckets, uint32_t seed, Pool*
     }
   }
   alloc.flush(t, pool);
-  if (t.rank == 0) {
-    if (delta) atomicAdd(ctrl + kCtrlDelta, (unsigned long long)delta);
-    if (failed) atomicAdd(ctrl + kCtrlFailed, (unsigned long long)failed);
-    if (inserted) atomicAdd(ctrl + kCtrlInserted, (unsigned long long)inserted);
-  }
+  return Counts{delta, failed, inserted};  // rank 0's: a tile is the whole warp
 }
 
 // apply runs a batch: element i is op (ops[i], or uniform_op when ops is
@@ -1014,16 +1030,17 @@ __device__ void apply(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool,
   using V = typename L::V;
   // A reserved key found by the scan: apply nothing, but sign off (the
   // host reads the reject from the control block the last warp hands over).
+  Counts k{};
   if (ldv64(ctrl + kCtrlRejected) == 0) {
     if constexpr (L::W < 32) {
       const Ctx<L> rc{heads, nbuckets, seed, pool, (uint32_t*)(ctrl + kCtrlStatus)};
-      apply_rounds<L>(rc, keys, vals, ops, uniform_op, results, counts, n, ctrl, flags, salt);
+      k = apply_rounds<L>(rc, keys, vals, ops, uniform_op, results, counts, n, ctrl, flags, salt);
     } else {
-      apply_warps<L>(heads, nbuckets, seed, pool, keys, vals, ops, uniform_op, results, counts, n, ctrl, flags,
-                     salt);
+      k = apply_warps<L>(heads, nbuckets, seed, pool, keys, vals, ops, uniform_op, results, counts, n, ctrl, flags,
+                         salt);
     }
   }
-  sign_off(ctrl, pool, out);
+  sign_off(ctrl, pool, out, k);
 }
 
 // find_all stores the values of keys[i] at dst[offsets[i] ..] up to

@@ -41,7 +41,7 @@ enum Ctrl : int {
   kCtrlRejected = 3,
   kCtrlCount = 4,
   kCtrlInserted = 5,
-  kCtrlDone = 6,   // warps of an apply launch that finished
+  kCtrlDone = 6,   // blocks of an apply launch that finished
   kCtrlUsed = 7,   // the pool's allocated units, written by the last warp of an apply launch
   kCtrlTables = 8,  // graph: tables an insert batch's prep gave to vertices without one
   kCtrlWords = 9,  // words in the block

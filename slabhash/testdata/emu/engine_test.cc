@@ -132,7 +132,7 @@ struct Table {
     if (counts) counts->resize(n);
     const uint64_t used_before = pool->used;
     // Every other batch gives the kernel a host block to copy the control
-    // block to (the mapped pinned memory of the GPU backend): the last warp
+    // block to (the mapped pinned memory of the GPU backend): the last block
     // copies it there and zeroes the device's for the next launch.
     const bool mapped = (++applies % 2) == 0;
     unsigned long long out[kCtrlWords];
@@ -146,7 +146,7 @@ struct Table {
       for (int i = 0; i < kCtrlWords; ++i) CHECK(ctrl[i] == 0, "control word %d left %llu after a mapped launch", i, ctrl[i]);
       memcpy(ctrl, out, sizeof out);
     }
-    CHECK(ctrl[kCtrlDone] == grid * block / 32, "%llu warps signed off, want %u", ctrl[kCtrlDone], grid * block / 32);
+    CHECK(ctrl[kCtrlDone] == grid, "%llu blocks signed off, want %u", ctrl[kCtrlDone], grid);
     CHECK(ctrl[kCtrlUsed] == pool->used, "control block says %llu units allocated, the pool %llu", ctrl[kCtrlUsed],
           pool->used);
     CHECK(pool->used == count_bits(), "pool counter %llu, bitmaps %llu", pool->used,
