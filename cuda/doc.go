@@ -39,6 +39,14 @@
 // error wrapping [ErrClosed]; it never crashes. Modules are cached per device
 // and live as long as it does.
 //
+// # Counting calls
+//
+// [Device.Calls] counts what a device has been asked for: kernel launches,
+// memsets, copies (the synchronous ones apart), host waits and allocations.
+// Taken before and after an operation ([Calls.Sub]), it says what the
+// operation costs in launches and waits, which on small batches is most
+// of its time; benchmarks print it and tests hold operations to a budget.
+//
 // # Virtual memory
 //
 // [Device.ReserveRange] reserves device address space with no memory behind

@@ -84,7 +84,13 @@
 // missing, after the apply launch failed such an element with a status of
 // its own and the host reran it; finds and deletes there are NotFound), lays the
 // arena out with a device scan (prim) and inserts the edges in batches of
-// 2^26; when the edges list both directions of every edge (a hash sum over
+// 2^26, waiting for the device twice: once, before the old graph goes, for
+// the buckets' total together with the IDs' and the symmetry's verdicts
+// (gr_count_edges reads the symmetry sums on the device; a rejected ID
+// stops the count and sizing kernels there), and once for the apply
+// launch's status (the pool is emptied on the graph's stream,
+// slaballoc.Pool.ResetOn, and an apply launch adds its counts once a
+// block); when the edges list both directions of every edge (a hash sum over
 // the edges equals one over their reverses), it counts entries at their
 // source alone and inserts each as given in one pass (an unweighted
 // graph). Rehash moves every table holding more entries than its head
@@ -162,12 +168,17 @@
 // 1.08-1.4x faster than before (germany_osm 0.92 ms, 0.72x the CSR count);
 // at 931a195 (review fixes: plans bounded on the device) the suite passes
 // and incremental builds run a mean of 4.3 G entries/s at 2^22.
+// At be3e9d8 (a build's one wait before the old graph goes, pools reset
+// by their units in use, apply counts signed off a block at a time) the
+// suite passes and builds of luxembourg_osm / coAuthorsDBLP run 0.72-0.78x
+// / 0.84-1.08x the CSR sort (0.44-0.53x / 0.83-0.84x before).
 // Missed targets and what bounds them are in docs/benchmarks.md: builds of
-// the two small graphs against the CSR sort (0.46x / 0.79x: launches and
-// host waits); builds at 4x the thesis's rates on every stand-in (the
-// spec's row: 0.9-5.9x, met on germany_osm only: a build inserts each
-// entry through the slab hash engine, and the small graphs are launches
-// and waits); and the dynamic road counts, on the line against 1.8x
+// the smallest graph against the CSR sort (0.72-0.78x: eight launches and
+// six fills of a few microseconds each, and the apply launch, 27 of the
+// build's 59 us of kernels); builds at 4x the thesis's rates on every
+// stand-in (the spec's row: 1.3-6.0x, met on germany_osm only: a build
+// inserts each entry through the slab hash engine, and the small graphs
+// are launches); and the dynamic road counts, on the line against 1.8x
 // (1.84-2.12x this session; the baseline's merge-insert varies between
 // runs).
 //

@@ -65,7 +65,11 @@
 //     operation fails with warpkit.ErrPoolExhausted. Nothing waits for memory.
 //     [Pool.Reset] empties the pool at once and gives back the super blocks
 //     past the initial ones, allocating nothing: a structure rebuilt over
-//     its pool (graph's Build) skips a new pool's setup and frees.
+//     its pool (graph's Build) skips a new pool's setup and frees. One
+//     launch (slaballoc_reset) refills the units in use and clears their
+//     bits — free units hold the fill already, by the freeing contract —
+//     rather than filling every super block; [Pool.ResetOn] queues it on
+//     the caller's stream without a wait.
 //   - Statistics: each tile adds its net allocation count to a device counter
 //     once per launch, so [Pool.Stats] is exact after every launch at no cost
 //     per allocation.
