@@ -152,6 +152,21 @@ struct VertexLoc {
 __device__ __forceinline__ uint64_t thread_index() { return blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; }
 __device__ __forceinline__ uint64_t thread_count() { return (uint64_t)gridDim.x * blockDim.x; }
 
+// block_add adds a block's warp sums (lane 0's value of each warp) to *dst
+// with one atomic: every thread of the block calls it. Same-address atomics
+// serialise at the L2 (about a nanosecond each), so one from every warp of
+// a launch of thousands at its end cost it tens of microseconds (ncu, H200).
+// slot picks one of a kernel's block_add sums (each its own shared word).
+template <int kSlot = 0>
+__device__ __forceinline__ void block_add(unsigned long long* dst, unsigned long long warpValue) {
+  __shared__ unsigned long long sum;
+  if (threadIdx.x == 0) sum = 0;
+  __syncthreads();
+  if (slab::lane() == 0 && warpValue) atomicAdd(&sum, warpValue);
+  __syncthreads();
+  if (threadIdx.x == 0 && sum) atomicAdd(dst, sum);
+}
+
 // prep lays an edge batch out for the apply launches: element i (< n) is the
 // edge as given (directed graphs) or from its lower ID to its higher
 // (undirected: the edge's canonical direction, whose result is the edge's),
@@ -329,23 +344,8 @@ extern "C" __global__ void gr_symmetry(const uint32_t* src, const uint32_t* dst,
     atomicOr((unsigned*)(ctrl + kCtrlStatus), (unsigned)kStatusInvalidArgument);
   }
   if (!sums) return;
-  // One atomic a block, not a warp: same-address atomics serialise at the
-  // L2 (about a nanosecond each), and a launch of thousands of warps paid
-  // for each of theirs (sign_off, slabhash.cuh).
-  __shared__ unsigned long long blockSums[2];
-  if (threadIdx.x < 2) blockSums[threadIdx.x] = 0;
-  __syncthreads();
-  a = warp_sum(a);
-  b = warp_sum(b);
-  if (slab::lane() == 0) {
-    atomicAdd(&blockSums[0], a);
-    atomicAdd(&blockSums[1], b);
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    atomicAdd(sums, blockSums[0]);
-    atomicAdd(sums + 1, blockSums[1]);
-  }
+  block_add<0>(sums, warp_sum(a));  // one atomic a block, not a warp
+  block_add<1>(sums + 1, warp_sum(b));
 }
 
 // count_edges counts the entries a build's edges give each vertex (repeated
@@ -401,10 +401,10 @@ extern "C" __global__ void gr_buckets(const uint32_t* cnt, uint64_t nv, uint32_t
     const uint32_t m = __ballot_sync(kAll, c == 0);
     if (lane == 0) lack[v0 >> 5] = m;
   }
-  // One atomic a warp: an atomic per thread on the one counter cost a build
-  // of half germany_osm (4M vertices without entries) 0.4 ms on the H200.
-  const unsigned long long sum = warp_sum(none);
-  if (lane == 0 && sum) atomicAdd(ctrl + kCtrlCount, sum);
+  // One atomic a block: an atomic per thread on the one counter cost a
+  // build of half germany_osm (4M vertices without entries) 0.4 ms on the
+  // H200, and one a warp still serialises thousands at the end.
+  block_add(ctrl + kCtrlCount, warp_sum(none));
 }
 
 // claim_tables lists the vertices without a table (no buckets) that the
@@ -1332,8 +1332,7 @@ __device__ __forceinline__ void count_pairs(const uint64_t* offsets, const uint3
       len -= take;
     }
   }
-  found = warp_sum(found);
-  if (lane == 0 && found) atomicAdd(count, found);
+  block_add(count, warp_sum(found));
 }
 
 // tc counts triangles over an oriented CSR (gr_orient): for every oriented
@@ -1375,7 +1374,7 @@ __device__ __forceinline__ void count_pairs_tiled(const uint64_t* offsets, const
     }
   }
   for (int off = 16; off > 0; off >>= 1) found += __shfl_xor_sync(0xffffffffu, found, off);
-  if (slab::lane() == 0 && found) atomicAdd(count, found);
+  block_add(count, found);
 }
 
 // tc_sorted is tc over sorted rows (gr_orient keeps their order): the edge

@@ -363,6 +363,15 @@ struct TileAllocator {
     if (t.rank == 0 && net != 0) atomicAdd(&p->used, (unsigned long long)net);
     net = 0;
   }
+
+  // take returns this tile's net allocation count and forgets it, for a
+  // caller that adds it to the pool's counter itself (once a block: see
+  // slabhash.cuh sign_off) instead of flush.
+  __device__ __forceinline__ long long take() {
+    const long long n = net;
+    net = 0;
+    return n;
+  }
 };
 
 }  // namespace slab

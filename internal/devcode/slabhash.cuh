@@ -257,10 +257,11 @@ struct Ctx {
 
 // Counts is what an apply launch's warps add to the control block at its
 // end (their sums, handed to sign_off): net entries added, elements
-// failed, elements inserted.
+// failed, elements inserted, and pool units taken.
 struct Counts {
   long long delta;
   uint32_t failed, inserted;
+  long long used;  // units allocated minus units freed (the warp's allocator)
 };
 
 // A locator finds an element's bucket list and hears its outcome. TableLoc
@@ -886,20 +887,20 @@ __device__ Counts apply_rounds(const Ctx<L>& c, const typename L::K* keys, typen
       alloc.note_free(__popc(__ballot_sync(0xffffffffu, lost)));
     }
   }
-  alloc.flush(wt, c.pool);
   for (int off = 16; off > 0; off >>= 1) {
     delta += __shfl_xor_sync(0xffffffffu, delta, off);
     failed += __shfl_xor_sync(0xffffffffu, failed, off);
     inserted += __shfl_xor_sync(0xffffffffu, inserted, off);
   }
-  return Counts{delta, failed, inserted};
+  return Counts{delta, failed, inserted, alloc.take()};  // the allocator's count is the warp's (uniform)
 }
 
 // sign_off is called by every thread of every block at the end of an apply
 // launch, with its warp's counts (every lane's the same, or lane 0's): a
-// block adds its warps' counts to the control block with one atomic a word,
+// block adds its warps' counts to the control block, and their pool units
+// to the pool's counter, with one atomic a word,
 // and counts itself done; the last block records the pool's allocated
-// units (after every warp's flush) in the control block. A same-address
+// units (after every block's) in the control block. A same-address
 // atomic from every warp cost a launch about a nanosecond each, serialised
 // at the L2: 30-40 microseconds of a small build's apply launch on the
 // H200, more than its inserts. With out (host memory mapped into the
@@ -911,22 +912,24 @@ __device__ Counts apply_rounds(const Ctx<L>& c, const typename L::K* keys, typen
 // it — lanes are not in lockstep under independent thread scheduling, and
 // a lane that read the zero would apply a rejected batch (the CPU emulation
 // of the GPU, which runs each lane to its next collective, found this).
-__device__ __forceinline__ void sign_off(unsigned long long* ctrl, const Pool* pool, unsigned long long* out,
+__device__ __forceinline__ void sign_off(unsigned long long* ctrl, Pool* pool, unsigned long long* out,
                                          Counts k = Counts{}) {
-  __shared__ unsigned long long sums[3];
-  if (threadIdx.x < 3) sums[threadIdx.x] = 0;
+  __shared__ unsigned long long sums[4];
+  if (threadIdx.x < 4) sums[threadIdx.x] = 0;
   __syncthreads();
   if (slab::lane() == 0) {
     if (k.delta) atomicAdd(&sums[0], (unsigned long long)k.delta);
     if (k.failed) atomicAdd(&sums[1], (unsigned long long)k.failed);
     if (k.inserted) atomicAdd(&sums[2], (unsigned long long)k.inserted);
+    if (k.used) atomicAdd(&sums[3], (unsigned long long)k.used);
   }
   __syncthreads();
   if (threadIdx.x != 0) return;
   if (sums[0]) atomicAdd(ctrl + kCtrlDelta, sums[0]);
   if (sums[1]) atomicAdd(ctrl + kCtrlFailed, sums[1]);
   if (sums[2]) atomicAdd(ctrl + kCtrlInserted, sums[2]);
-  __threadfence();  // this block's flushes and counts come before its sign-off
+  if (sums[3]) atomicAdd(&pool->used, sums[3]);
+  __threadfence();  // this block's counts come before its sign-off
   if (atomicAdd(ctrl + kCtrlDone, 1ull) == gridDim.x - 1) {
     __threadfence();
     ctrl[kCtrlUsed] = ldv64(&pool->used);
@@ -1013,8 +1016,7 @@ __device__ Counts apply_warps(char* heads, uint32_t nbuckets, uint32_t seed, Poo
       }
     }
   }
-  alloc.flush(t, pool);
-  return Counts{delta, failed, inserted};  // rank 0's: a tile is the whole warp
+  return Counts{delta, failed, inserted, alloc.take()};  // rank 0's: a tile is the whole warp
 }
 
 // apply runs a batch: element i is op (ops[i], or uniform_op when ops is
