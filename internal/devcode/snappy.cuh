@@ -74,6 +74,17 @@ __device__ __forceinline__ uint32_t hash(uint64_t v, const Variant& x) {
   return (uint32_t)(((v << (64 - 8 * x.hash_bytes)) * prime) >> (64 - x.table_bits));
 }
 
+// extend_back is gen.go's extend-back loop: a match of pos against from
+// moves back over the bytes before it that agree, not below next_emit (nor
+// from below 0).
+__device__ __forceinline__ void extend_back(const uint8_t* src, uint32_t next_emit, uint32_t& pos, uint32_t& from) {
+  if (from == 0) return;
+  while (pos > next_emit && src[from - 1] == src[pos - 1]) {
+    pos--;
+    if (--from == 0) break;
+  }
+}
+
 // match_len is gen.go's matchLen: how many of the first max bytes of a and
 // b are equal before the first that differs.
 __device__ __forceinline__ uint32_t match_len(const uint8_t* a, const uint8_t* b, uint32_t max) {
@@ -192,14 +203,8 @@ __device__ inline uint32_t encode_body(const uint8_t* src, uint32_t n, uint8_t* 
     table[h1] = (T)(s + 1);
     const uint32_t h2 = hash(cv >> 16, x);
     if ((uint32_t)(cv >> 8) == load32(src + (s - repeat) + 1)) {
-      uint32_t base = s + 1;
-      uint32_t i = base - repeat;
-      if (i != 0) {
-        while (base > next_emit && src[i - 1] == src[base - 1]) {
-          base--;
-          if (--i == 0) break;
-        }
-      }
+      uint32_t base = s + 1, i = base - repeat;
+      extend_back(src, next_emit, base, i);
       if ((int64_t)d + (base - next_emit) + x.lit_overhead >= dst_limit) return 0;
       if (next_emit != base) d += emit_literal(dst + d, src + next_emit, base - next_emit);
       next_emit = base;
@@ -237,12 +242,7 @@ __device__ inline uint32_t encode_body(const uint8_t* src, uint32_t n, uint8_t* 
     // A match of at least 4 bytes at s from candidate: extend it back,
     // emit the literal before it, then copies for as long as one match
     // follows the last at once.
-    if (candidate != 0) {
-      while (s > next_emit && src[candidate - 1] == src[s - 1]) {
-        s--;
-        if (--candidate == 0) break;
-      }
-    }
+    extend_back(src, next_emit, s, candidate);
     if ((int64_t)d + (s - next_emit) + x.lit_overhead >= dst_limit) return 0;
     if (next_emit != s) d += emit_literal(dst + d, src + next_emit, s - next_emit);
     next_emit = s;
