@@ -492,12 +492,7 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 			st.PartitionedJobs++
 			st.Partitions += uint64(parts)
 		}
-		st.Load += times.load
-		st.Merge += times.merge
-		st.GC += times.gc
-		st.Sizes += times.sizes
-		st.Plan += times.plan
-		st.Write += times.write
+		times.addTo(st)
 		c.mu.Unlock()
 		return res, nil
 	case ctx.Err() != nil:

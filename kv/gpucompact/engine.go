@@ -25,6 +25,16 @@ func (t *stageTimes) add(o *stageTimes) {
 	t.write += o.write
 }
 
+// addTo adds t's times to the stage times of st.
+func (t *stageTimes) addTo(st *Stats) {
+	st.Load += t.load
+	st.Merge += t.merge
+	st.GC += t.gc
+	st.Sizes += t.sizes
+	st.Plan += t.plan
+	st.Write += t.write
+}
+
 // runGo runs a job through the pipeline on goroutines (the Go engine), in
 // the arrays of ws: load, merge, garbage collection and selection, entry
 // sizes, then the plan (the one sequential pass) with block encoding and
