@@ -205,8 +205,54 @@ func TestEmulatedBuildCalls(t *testing.T) {
 			if again.Launches > 7 {
 				t.Errorf("a rebuild launched %d kernels besides the scan, want at most 7", again.Launches)
 			}
+			if again.Memsets > 3 || again.Copies > 2 {
+				t.Errorf("a rebuild made %d memsets and %d copies besides the scan, want at most 3 and 2", again.Memsets, again.Copies)
+			}
 			if n, err := g.Len(t.Context()); err != nil || n != len(src) { // entries: both directions either way
 				t.Fatalf("the build holds %d entries (%v)", n, err)
+			}
+			// A rebuild of other edges over the counts the last build left
+			// (gr_buckets zeroes them for it) sizes its tables as a fresh
+			// graph does.
+			var hs, hd []uint32
+			for v := uint32(1); v < 40; v++ {
+				hs, hd = append(hs, 0, v), append(hd, v, 0) // a hub of 39
+			}
+			fresh, err := New(Options{Backend: warpkit.CUDA, Device: dev, Directed: directed, VertexCapacity: nv, MaxPoolBytes: 4 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fresh.Close()
+			for _, h := range []*Graph{g, fresh} {
+				if err := h.Build(t.Context(), hs, hd); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sg, err := g.Stats(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			sf, err := fresh.Stats(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sg.Buckets != sf.Buckets || sg.Entries != sf.Entries {
+				t.Errorf("a rebuild over another build's counts: %d buckets, %d entries; a fresh graph %d, %d", sg.Buckets, sg.Entries, sf.Buckets, sf.Entries)
+			}
+			// A vertex deleted before a rebuild is a vertex again after it.
+			if err := g.DeleteVertices(t.Context(), []uint32{0}); err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Build(t.Context(), hs, hd); err != nil {
+				t.Fatal(err)
+			}
+			found := make([]bool, 2)
+			if err := g.HasEdges(t.Context(), []uint32{0, 5}, []uint32{5, 0}, found); err != nil || !found[0] || !found[1] {
+				t.Errorf("the hub deleted before a rebuild: edges found %v (%v)", found, err)
+			}
+			deg := make([]uint32, 1)
+			if err := g.Degrees(t.Context(), []uint32{0}, deg); err != nil || deg[0] != 39 {
+				t.Errorf("the hub deleted before a rebuild has degree %d (%v), want 39", deg[0], err)
 			}
 		})
 	}

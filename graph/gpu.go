@@ -113,6 +113,9 @@ type gpuGraph[W any] struct {
 	// ctrlRead is pinned host memory the blocks are read into (ctrl's
 	// words, then ctrlPlan's), so a read is one copy queued and one wait.
 	ctrlPlan cuda.Slice[uint64]
+	// ctrlBoth holds ctrl and then ctrlPlan: one copy reads both, one
+	// memset zeroes both.
+	ctrlBoth cuda.Slice[uint64]
 	ctrlRead *cuda.Pinned[uint64]
 
 	// Scratch of batches (grown on demand; freed by gpurt.FreeAll).
@@ -120,9 +123,15 @@ type gpuGraph[W any] struct {
 	bVals, bVals2     gpurt.Buf[uint8]
 	bRes, bRes2, bOut gpurt.Buf[uint8]
 	// bPrep holds a prepared batch (prepare) and its repair scratch (res2).
-	bPrep           gpurt.Buf[uint64]
-	res2            cuda.Slice[uint8]
-	bCount          gpurt.Buf[uint32] // a build's entries per vertex
+	bPrep  gpurt.Buf[uint64]
+	res2   cuda.Slice[uint8]
+	bCount gpurt.Buf[uint32] // a build's entries per vertex
+	// bCount's first bCountLen counts, at bCountAt, are zero while
+	// bCountZero is true (gr_buckets zeroes what it reads), as the plan's
+	// are while cntZero is.
+	bCountZero      bool
+	bCountAt        cuda.DevicePtr
+	bCountLen       int
 	bBuckets, bBase gpurt.Buf[uint64] // a build's buckets per vertex and their scan
 	// sOwner maps arena buckets to vertices (gr_owner) for the kernels that
 	// run per bucket; ownerOK says it matches the dictionary (every change
@@ -194,16 +203,14 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 	if g.pool, err = g.newPool(); err != nil {
 		return fail(err)
 	}
-	if g.ctrl, err = cuda.Alloc[uint64](dev, gpurt.CtrlWords); err != nil {
+	if g.ctrlBoth, err = cuda.Alloc[uint64](dev, 2*gpurt.CtrlWords); err != nil {
 		return fail(err)
 	}
+	g.ctrl, g.ctrlPlan = g.ctrlBoth.Sub(0, gpurt.CtrlWords), g.ctrlBoth.Sub(gpurt.CtrlWords, 2*gpurt.CtrlWords)
 	if g.ctrlPinned, err = cuda.AllocPinned[uint64](dev, gpurt.CtrlWords); err != nil {
 		return fail(err)
 	}
 	if g.ctrlOut, err = g.ctrlPinned.DevicePtr(); err != nil {
-		return fail(err)
-	}
-	if g.ctrlPlan, err = cuda.Alloc[uint64](dev, gpurt.CtrlWords); err != nil {
 		return fail(err)
 	}
 	if g.ctrlRead, err = cuda.AllocPinned[uint64](dev, 2*gpurt.CtrlWords); err != nil {
@@ -304,13 +311,18 @@ func (g *gpuGraph[W]) readCtrl() error {
 // readPlan is readCtrl that also returns the plan block's words (ctrlPlan),
 // read with the same wait.
 func (g *gpuGraph[W]) readPlan() (plan [gpurt.CtrlWords]uint64, err error) {
-	if err := cuda.CopyToHostAsync(g.ctrlRead, gpurt.CtrlWords, g.ctrlPlan, g.stream); err != nil {
+	if err := cuda.CopyToHostAsync(g.ctrlRead, 0, g.ctrlBoth, g.stream); err != nil {
 		return plan, waitAfter(g.stream, err)
 	}
-	if err := g.readCtrl(); err != nil {
+	if err := gpurt.Wait(g.stream); err != nil {
 		return plan, err
 	}
-	copy(plan[:], g.ctrlRead.Data()[gpurt.CtrlWords:])
+	d := g.ctrlRead.Data()
+	if len(d) < 2*gpurt.CtrlWords {
+		return plan, fmt.Errorf("graph: reading the control blocks: %w", cuda.ErrClosed)
+	}
+	copy(g.host[:], d)
+	copy(plan[:], d[gpurt.CtrlWords:])
 	return plan, nil
 }
 
@@ -427,7 +439,7 @@ func (g *gpuGraph[W]) ensure(n int) error {
 	}
 	// One bucket each (gr_dict without buckets given).
 	g.ownerOK = false
-	if err := g.launch(g.fDict, int64(add), cuda.DevicePtr(0), cuda.DevicePtr(0), uint64(add), uint32(g.nv), uint64(g.nslabs), g.dict); err != nil {
+	if err := g.launch(g.fDict, int64(add), cuda.DevicePtr(0), cuda.DevicePtr(0), uint64(add), uint32(g.nv), uint64(g.nslabs), g.dict, cuda.DevicePtr(0)); err != nil {
 		return err
 	}
 	if err := gpurt.Wait(g.stream); err != nil {
@@ -1710,21 +1722,28 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	if err != nil {
 		return err
 	}
-	if err := cnt.Zero(g.stream); err != nil {
-		return waitAfter(g.stream, err)
+	// gr_buckets leaves the counts it read zero for the next build: the
+	// scratch needs a fill only when it is new or longer than they were.
+	if !g.bCountZero || cnt.Ptr() != g.bCountAt || n > g.bCountLen {
+		if err := cnt.Zero(g.stream); err != nil {
+			return waitAfter(g.stream, err)
+		}
 	}
+	g.bCountZero = false // until gr_buckets has run
 	// One wait before the old graph goes: gr_symmetry's verdicts (a device
 	// batch's IDs checked, and whether an undirected build's edges list
 	// both directions, so that it counts each edge at its source only) are
 	// read on the device by gr_count_edges, and by the host together with
 	// the buckets' total. A rejected ID stops the count and the buckets
 	// kernels on the device (lack stays the old graph's).
-	if err := g.zeroCtrl(); err != nil {
-		return err
-	}
 	var sums cuda.DevicePtr
-	if !g.directed {
-		if err := g.ctrlPlan.Zero(g.stream); err != nil {
+	if g.directed {
+		if err := g.zeroCtrl(); err != nil {
+			return err
+		}
+	} else {
+		g.ctrlClean = false
+		if err := g.ctrlBoth.Zero(g.stream); err != nil { // the control and plan blocks
 			return waitAfter(g.stream, err)
 		}
 		sums = g.ctrlPlan.Ptr()
@@ -1749,6 +1768,7 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 		if err := g.launch(g.fBuckets, int64(n), cnt, uint64(n), per, g.fitOne(per), nb, g.lack, g.ctrl); err != nil {
 			return waitAfter(g.stream, err)
 		}
+		g.bCountZero, g.bCountAt, g.bCountLen = true, cnt.Ptr(), n
 		if err := prim.ExclusiveScan(g.prim, g.stream, nb.Sub(0, n), base.Sub(0, n), base.Sub(n, n+1)); err != nil {
 			return waitAfter(g.stream, err)
 		}
@@ -1783,14 +1803,11 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	g.nv, g.nslabs, g.selfSkips, g.tableless = n, int(slabs), 0, tableless
 	g.ownerOK = false
 	g.live.Store(0)
-	if err := g.gone.Zero(g.stream); err != nil {
-		return waitAfter(g.stream, err)
-	}
 	if err := g.arena.FillBytes(0xff, g.stream); err != nil {
 		return waitAfter(g.stream, err)
 	}
-	if n > 0 {
-		if err := g.launch(g.fDict, int64(n), nb, base, uint64(n), uint32(0), uint64(0), g.dict); err != nil {
+	if n > 0 { // the dictionary, and the deleted-vertex bitmap zeroed
+		if err := g.launch(g.fDict, int64(n), nb, base, uint64(n), uint32(0), uint64(0), g.dict, g.gone); err != nil {
 			return waitAfter(g.stream, err)
 		}
 	}
@@ -2323,8 +2340,7 @@ func (g *gpuGraph[W]) close() error {
 	g.dict.Free()
 	g.gone.Free()
 	g.lack.Free()
-	g.ctrl.Free()
-	g.ctrlPlan.Free()
+	g.ctrlBoth.Free()
 	if g.ctrlPinned != nil {
 		g.ctrlPinned.Free()
 	}

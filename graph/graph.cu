@@ -387,8 +387,9 @@ extern "C" __global__ void gr_count_edges(const uint32_t* src, const uint32_t* d
 // The vertices without entries (tables) are counted in ctrl[kCtrlCount]
 // and marked in lack (a bit each: try_claim's hint). Once gr_symmetry has
 // rejected an ID it does nothing: lack is the old graph's until the host,
-// which reads the rejection, replaces it.
-extern "C" __global__ void gr_buckets(const uint32_t* cnt, uint64_t nv, uint32_t per1000, uint32_t fit, uint64_t* nb,
+// which reads the rejection, replaces it. It leaves cnt zero for the next
+// build.
+extern "C" __global__ void gr_buckets(uint32_t* cnt, uint64_t nv, uint32_t per1000, uint32_t fit, uint64_t* nb,
                                       uint32_t* lack, unsigned long long* ctrl) {
   if (ctrl[kCtrlRejected]) return;
   uint32_t none = 0;
@@ -396,6 +397,7 @@ extern "C" __global__ void gr_buckets(const uint32_t* cnt, uint64_t nv, uint32_t
   for (uint64_t v0 = thread_index() - lane; v0 < nv; v0 += thread_count()) {  // whole warps: a lack word each
     const uint64_t v = v0 + lane;
     const uint32_t c = v < nv ? cnt[v] : 1;
+    if (v < nv && c) cnt[v] = 0;  // zero for the next build (no fill call)
     none += c == 0;
     if (v < nv) nb[v] = c == 0 ? 0 : c <= fit ? 1 : ((uint64_t)c * 1000 + per1000 - 1) / per1000;
     const uint32_t m = __ballot_sync(kAll, c == 0);
@@ -440,12 +442,15 @@ extern "C" __global__ void gr_give_tables(const uint32_t* ids, uint64_t n, uint6
 
 // dict writes the entries of vertices vbase+i (i < nv) from their buckets
 // nb[i] and first bucket first + base[i] (base: nb's exclusive scan; both
-// null: one bucket each). Degrees start at 0.
+// null: one bucket each). Degrees start at 0. With gone (a build: vbase 0),
+// it also zeroes the deleted-vertex bitmap's (nv + 31) / 32 words (zero
+// between calls already; a build does not count on it).
 extern "C" __global__ void gr_dict(const uint64_t* nb, const uint64_t* base, uint64_t nv, uint32_t vbase,
-                                   uint64_t first, Vertex* dict) {
+                                   uint64_t first, Vertex* dict, uint32_t* gone) {
   for (uint64_t i = thread_index(); i < nv; i += thread_count()) {
     const uint32_t b = (uint32_t)(first + (base ? base[i] : i)), k = nb ? (uint32_t)nb[i] : 1u;
     dict[vbase + (uint32_t)i] = Vertex{b, k, 0, 0};
+    if (gone && (i & 31) == 0) gone[i >> 5] = 0;
   }
 }
 
