@@ -1789,7 +1789,10 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 		}
 	}
 	symmetric := !g.directed && m > 0 && plan[0] == plan[1]
-	slabs := plan[planTotal]
+	slabs := uint64(0)
+	if n > 0 {
+		slabs = plan[planTotal]
+	}
 	if err := g.reserveArena(int(slabs)); err != nil {
 		return err
 	}
