@@ -169,13 +169,14 @@
 // at 931a195 (review fixes: plans bounded on the device) the suite passes
 // and incremental builds run a mean of 4.3 G entries/s at 2^22.
 // At be3e9d8 (a build's one wait before the old graph goes, pools reset
-// by their units in use, apply counts signed off a block at a time) the
-// suite passes and builds of luxembourg_osm / coAuthorsDBLP run 0.72-0.78x
-// / 0.84-1.08x the CSR sort (0.44-0.53x / 0.83-0.84x before).
+// by their units in use, apply counts signed off a block at a time) and
+// 7080efa (a rebuild's memsets and copies cut to four and two) the suite
+// passes and builds of luxembourg_osm / coAuthorsDBLP run 0.77-0.79x /
+// 1.07-1.09x the CSR sort (0.44-0.53x / 0.83-0.84x before).
 // Missed targets and what bounds them are in docs/benchmarks.md: builds of
-// the smallest graph against the CSR sort (0.72-0.78x: eight launches and
-// six fills of a few microseconds each, and the apply launch, 27 of the
-// build's 59 us of kernels); builds at 4x the thesis's rates on every
+// the smallest graph against the CSR sort (0.77-0.79x: eight launches and
+// four fills of a few microseconds each, two waits, and the apply launch,
+// 28 of the build's 59 us of kernels); builds at 4x the thesis's rates on every
 // stand-in (the spec's row: 1.3-6.0x, met on germany_osm only: a build
 // inserts each entry through the slab hash engine, and the small graphs
 // are launches); and the dynamic road counts, on the line against 1.8x
