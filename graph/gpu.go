@@ -900,7 +900,7 @@ func (g *gpuGraph[W]) deletePair(ctx context.Context, osrc, odst cuda.Slice[uint
 	g.ctrlPinned.Data()[gpurt.CtrlDone] = 0
 	err = g.launch(g.fApply, int64(n), g.arena, g.seed, g.pool.Descriptor(), g.dict, osrc, odst, cuda.DevicePtr(0), uint32(opDelete),
 		ores, uint64(n), g.ctrl, uint32(flagRetry), uint32(0), cuda.DevicePtr(0))
-	if err == nil { // the second launch counts its own warps
+	if err == nil { // the second launch counts its own blocks
 		err = g.ctrl.Sub(gpurt.CtrlDone, gpurt.CtrlDone+1).Zero(g.stream)
 	}
 	if err == nil {
@@ -2192,6 +2192,7 @@ func (g *gpuGraph[W]) flush(ctx context.Context) error {
 	gpurt.FreeAll(g)
 	g.ownerOK = false
 	g.cntZero = false            // the plan's counts go with rPlan
+	g.bCountZero = false         // and the build's with bCount (new memory may come back at the old address)
 	g.res2 = cuda.Slice[uint8]{} // with bPrep
 	return nil
 }

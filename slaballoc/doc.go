@@ -68,11 +68,14 @@
 //     its pool (graph's Build) skips a new pool's setup and frees. One
 //     launch (slaballoc_reset) refills the units in use and clears their
 //     bits — free units hold the fill already, by the freeing contract —
-//     rather than filling every super block; [Pool.ResetOn] queues it on
-//     the caller's stream without a wait.
+//     rather than filling every super block (which it does after host
+//     frees, [Pool.Free] not restoring units); [Pool.ResetOn] queues it on
+//     the caller's stream without a wait, and the pool's own host calls
+//     wait for that stream first.
 //   - Statistics: each tile adds its net allocation count to a device counter
-//     once per launch, so [Pool.Stats] is exact after every launch at no cost
-//     per allocation.
+//     once per launch (the slab hash's apply launches once a block, from
+//     their tiles' counts: TileAllocator.take), so [Pool.Stats] is exact
+//     after every launch at no cost per allocation.
 //
 // # Host API and the CPU twin
 //

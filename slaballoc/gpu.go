@@ -63,6 +63,31 @@ type gpuPool struct {
 	mu      sync.Mutex // serializes host-API kernels (they share stream and status)
 	seed    atomic.Uint32
 	counter cuda.Slice[uint64]
+	// pending is the caller's stream a reset was queued on (ResetOn) and
+	// not yet waited for: every other host call waits for it first (settle),
+	// as its copies and the pool's own stream are not ordered after it.
+	pendMu  sync.Mutex
+	pending *cuda.Stream
+	// hostFreed: units were freed through the host API (Free, FreeDevice)
+	// since the last reset, without the restoring of their contents that a
+	// kernel does before it frees; the next reset fills every unit.
+	hostFreed atomic.Bool
+}
+
+// settle waits for a reset queued on a caller's stream (ResetOn), once.
+func (g *gpuPool) settle() error {
+	g.pendMu.Lock()
+	defer g.pendMu.Unlock()
+	if g.pending == nil {
+		return nil
+	}
+	// Mostly the caller has waited for its stream since (one query).
+	done, err := g.pending.Done()
+	if err == nil && !done {
+		err = g.pending.Synchronize()
+	}
+	g.pending = nil
+	return err
 }
 
 func newGPU(opts *Options, dev *cuda.Device, ownDev bool) (*gpuPool, error) {
@@ -122,6 +147,9 @@ func (g *gpuPool) superBytes() (units, total int64) {
 // synchronous copy, complete when it returns, so every later launch, on any
 // stream, sees the whole new descriptor.
 func (g *gpuPool) grow(n int) (int, error) {
+	if err := g.settle(); err != nil {
+		return 0, err
+	}
 	unitBytes, total := g.superBytes()
 	next := g.host
 	var bufs []superBlock
@@ -203,6 +231,9 @@ func (g *gpuPool) newSuper(i int) (superBlock, error) {
 // bits cleared, the used counter zeroed); with the nil stream it runs on
 // the pool's and waits. It returns how many super blocks the pool has.
 func (g *gpuPool) reset(keep int, stream *cuda.Stream) (int, error) {
+	if err := g.settle(); err != nil {
+		return len(g.supers), err
+	}
 	if keep < len(g.supers) {
 		next := g.host
 		for i := keep; i < MaxSuperBlocks; i++ {
@@ -227,23 +258,67 @@ func (g *gpuPool) reset(keep int, stream *cuda.Stream) (int, error) {
 	if s == nil {
 		s = g.stream
 	}
-	f, err := g.mod.Function("slaballoc_reset")
-	if err != nil {
-		return keep, err
+	var err error
+	if g.hostFreed.Swap(false) {
+		err = g.fillAll(s)
+	} else {
+		err = g.resetInUse(s)
 	}
-	words := int64(len(g.supers)) * int64(g.opts.BlocksPerSuperBlock) * 32
-	grid := gpurt.Grid(f, g.dev, max(1, words), 256, 2)
-	fill := uint32(g.opts.Fill) * 0x01010101
-	if err := f.Launch(grid, cuda.D1(256), 0, s, g.desc, fill); err != nil {
+	if err != nil {
 		return keep, errors.Join(err, gpurt.Wait(s))
 	}
 	if stream != nil {
+		g.pendMu.Lock()
+		g.pending = stream
+		g.pendMu.Unlock()
 		return keep, nil
 	}
 	return keep, gpurt.Wait(s)
 }
 
+// resetInUse queues slaballoc_reset on s: the units in use refilled, their
+// bits cleared, the counter zeroed (free units hold the fill already).
+func (g *gpuPool) resetInUse(s *cuda.Stream) error {
+	f, err := g.mod.Function("slaballoc_reset")
+	if err != nil {
+		return err
+	}
+	words := int64(len(g.supers)) * int64(g.opts.BlocksPerSuperBlock) * 32
+	grid := gpurt.Grid(f, g.dev, max(1, words), 256, 2)
+	return f.Launch(grid, cuda.D1(256), 0, s, g.desc, uint32(g.opts.Fill)*0x01010101)
+}
+
+// fillAll queues on s a fill of every unit of every super block, zeroed
+// bitmaps and a zeroed counter: the reset after host frees.
+func (g *gpuPool) fillAll(s *cuda.Stream) error {
+	unitBytes, total := g.superBytes()
+	for _, b := range g.supers {
+		units, err := cuda.View[uint8](b.mem, 0, int(unitBytes))
+		if err == nil {
+			err = units.FillBytes(g.opts.Fill, s)
+		}
+		if err != nil {
+			return err
+		}
+		bm, off := b.mem, int(unitBytes)
+		if b.bitmap != nil {
+			bm, off = b.bitmap, 0
+		}
+		bitmaps, err := cuda.View[uint8](bm, off, int(total-unitBytes))
+		if err == nil {
+			err = bitmaps.Zero(s)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return g.desc.Sub(descUsedWord, descUsedWord+1).Zero(s)
+}
+
 func (g *gpuPool) readUsed() (int64, error) {
+	if err := g.settle(); err != nil {
+		return 0, err
+	}
 	var v [1]uint64
 	if err := g.desc.Sub(descUsedWord, descUsedWord+1).CopyToHost(v[:]); err != nil {
 		return 0, err
@@ -255,6 +330,9 @@ func (g *gpuPool) readUsed() (int64, error) {
 // allocated units, which tests compare with the counter. The caller holds the
 // use lock (g.supers changes only under its write side).
 func (g *gpuPool) countBits() (int64, error) {
+	if err := g.settle(); err != nil {
+		return 0, err
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	f, err := g.mod.Function("slaballoc_count_bits")
@@ -283,10 +361,18 @@ func (g *gpuPool) countBits() (int64, error) {
 
 // fillNull sets out to Null on the pool's stream, ahead of the allocation
 // kernels that launch() queues behind it.
-func (g *gpuPool) fillNull(out cuda.Slice[uint32]) error { return cuda.Fill(out, Null, g.stream) }
+func (g *gpuPool) fillNull(out cuda.Slice[uint32]) error {
+	if err := g.settle(); err != nil {
+		return err
+	}
+	return cuda.Fill(out, Null, g.stream)
+}
 
 // allocate fills the Null entries of out.
 func (g *gpuPool) allocate(out []uint32) error {
+	if err := g.settle(); err != nil {
+		return err
+	}
 	d, err := cuda.FromHost(g.dev, out)
 	if err != nil {
 		return err
@@ -307,6 +393,9 @@ func (g *gpuPool) allocateDevice(ctx context.Context, out cuda.Slice[uint32], ke
 }
 
 func (g *gpuPool) free(addrs []uint32) error {
+	if err := g.settle(); err != nil {
+		return err
+	}
 	d, err := cuda.FromHost(g.dev, addrs)
 	if err != nil {
 		return err
@@ -319,6 +408,7 @@ func (g *gpuPool) freeDevice(ctx context.Context, addrs cuda.Slice[uint32]) erro
 	if addrs.Len() == 0 {
 		return nil
 	}
+	g.hostFreed.Store(true)
 	return g.launch("slaballoc_free", "free", func(f *cuda.Function) error {
 		grid := gpurt.Grid(f, g.dev, int64(addrs.Len()), 256, 2)
 		return f.Launch(grid, cuda.D1(256), 0, g.stream, g.desc, addrs, uint64(addrs.Len()), g.status)
@@ -327,6 +417,9 @@ func (g *gpuPool) freeDevice(ctx context.Context, addrs cuda.Slice[uint32]) erro
 
 // launch runs one host-API kernel on the pool's stream and maps its status.
 func (g *gpuPool) launch(kernel, what string, run func(f *cuda.Function) error) error {
+	if err := g.settle(); err != nil {
+		return err
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	f, err := g.mod.Function(kernel)
@@ -355,6 +448,9 @@ func (g *gpuPool) unitView(addr uint32, n int) (cuda.Slice[uint8], error) {
 }
 
 func (g *gpuPool) readUnit(addr uint32, dst []byte) error {
+	if err := g.settle(); err != nil {
+		return err
+	}
 	v, err := g.unitView(addr, len(dst))
 	if err != nil {
 		return err
@@ -363,6 +459,9 @@ func (g *gpuPool) readUnit(addr uint32, dst []byte) error {
 }
 
 func (g *gpuPool) writeUnit(addr uint32, src []byte) error {
+	if err := g.settle(); err != nil {
+		return err
+	}
 	v, err := g.unitView(addr, len(src))
 	if err != nil {
 		return err
@@ -371,6 +470,9 @@ func (g *gpuPool) writeUnit(addr uint32, src []byte) error {
 }
 
 func (g *gpuPool) dump() ([]SuperBlock, error) {
+	if err := g.settle(); err != nil {
+		return nil, err
+	}
 	unitBytes, total := g.superBytes()
 	out := make([]SuperBlock, len(g.supers))
 	for i, b := range g.supers {
@@ -403,6 +505,7 @@ func (g *gpuPool) close() error {
 			first = err
 		}
 	}
+	keep(g.settle())
 	if g.stream != nil {
 		keep(g.stream.Close())
 	}

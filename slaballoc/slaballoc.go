@@ -359,23 +359,29 @@ func (p *Pool) growLocked(need int) error {
 // Options.InitialSuperBlocks: the pool is as New made it (every unit
 // holding Options.Fill, nothing allocated), without allocating anything, so
 // a structure rebuilt over its pool (graph's Build) pays no device
-// allocation, module setup or free for it. The units in use are refilled
-// with Fill; free units are not rewritten, as a kernel that frees a unit
-// restores its contents first (the freeing contract of slaballoc.cuh), so
-// the cost is a read of the bitmaps and a write of the units in use. The
-// caller must have nothing in flight that uses the pool: no kernel still
-// running on any stream, no reservation (Reserve) not yet ended; addresses
-// handed out before are invalid afterwards. On the CUDA backend it waits
-// for its own work before it returns. A failure (the device's) leaves the
-// pool unusable but closable.
+// allocation, module setup or free for it. On the CUDA backend one launch
+// refills the units in use; free units are not rewritten, as a kernel that
+// frees a unit restores its contents first (the freeing contract of
+// slaballoc.cuh), so the cost is a read of the bitmaps and a write of the
+// units in use — unless units were freed through [Pool.Free] or
+// [Pool.FreeDevice] since the last reset (the host frees without
+// restoring), when every unit is filled. A kernel that frees units without
+// restoring them (internal/ebr's poisoning, a debugging aid) voids the
+// promise for those units. The caller must have nothing in flight that
+// uses the pool: no kernel still running on any stream, no reservation
+// (Reserve) not yet ended; addresses handed out before are invalid
+// afterwards. On the CUDA backend it waits for its own work before it
+// returns. A failure (the device's) leaves the pool unusable but closable.
 func (p *Pool) Reset(ctx context.Context) error { return p.reset(ctx, nil) }
 
 // ResetOn is Reset queued on stream s without a wait (the CUDA backend;
 // the CPU backend's, and ResetOn with the nil stream, are Reset): work
-// queued on s after it sees the empty pool, and the pool must not be used
-// from another stream, or from the host, until s has run the reset. The
-// caller's other conditions are Reset's. Giving back super blocks, when
-// the pool grew, frees device memory, which waits for the device.
+// queued on s after it sees the empty pool, and the pool's own host calls
+// (Reserve reading the device's counter, Allocate, Stats, growth, ...)
+// wait for s first, once. Work on other streams must not use the pool
+// until s has run the reset. The caller's other conditions are Reset's.
+// Giving back super blocks, when the pool grew, frees device memory, which
+// waits for the device.
 func (p *Pool) ResetOn(ctx context.Context, s *cuda.Stream) error { return p.reset(ctx, s) }
 
 func (p *Pool) reset(ctx context.Context, s *cuda.Stream) error {

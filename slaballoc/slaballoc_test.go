@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/bits"
 	"slices"
 	"testing"
@@ -326,16 +327,36 @@ func TestUnitContents(t *testing.T) {
 // grows and counts as a new one; on a closed pool it is ErrClosed.
 func TestReset(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, opts Options) {
-		ctx := context.Background()
-		opts.BlocksPerSuperBlock = 1 // 1024 units a super block
-		opts.UnitBytes = 32
-		opts.MaxSuperBlocks = 3
-		opts.LowWater = 1
-		opts.Fill = 0xff
-		p := newPool(t, opts)
-		for round := range 2 {
-			// Past one super block: the pool grows to three.
-			a := make([]uint32, 2500)
+		for _, initial := range []int{1, 2} {
+			t.Run(fmt.Sprintf("initial=%d", initial), func(t *testing.T) { testReset(t, opts, initial) })
+		}
+	})
+}
+
+// testReset: three rounds over one pool of initial super blocks. Round 0
+// resets with units in use written (the refill of units in use); its units
+// are then written and freed through the host API, which does not restore
+// them, so round 1's Reset must fill every unit; round 2 resets with
+// ResetOn on a stream of the caller's (CUDA), units in use written again.
+func testReset(t *testing.T, opts Options, initial int) {
+	ctx := context.Background()
+	opts.BlocksPerSuperBlock = 1 // 1024 units a super block
+	opts.UnitBytes = 32
+	opts.MaxSuperBlocks = 3
+	opts.InitialSuperBlocks = initial
+	opts.LowWater = 1
+	opts.Fill = 0xff
+	p := newPool(t, opts)
+	fill := bytes.Repeat([]byte{0xff}, 32)
+	var inUse []uint32 // the last round's units, when it kept them
+	for round := range 3 {
+		// Past the initial super blocks: the pool grows to three (round
+		// 1 allocates nothing: the units round 0 freed dirty stay free).
+		a := make([]uint32, 3000-len(inUse))
+		if round == 1 {
+			a = nil
+		}
+		if len(a) > 0 {
 			if err := p.Reserve(ctx, len(a)); err != nil {
 				t.Fatal(err)
 			}
@@ -344,71 +365,78 @@ func TestReset(t *testing.T) {
 			}
 			p.Unreserve(len(a))
 			if p.SuperBlocks() != 3 {
-				t.Fatalf("round %d: %d super blocks after 2500 units, want 3", round, p.SuperBlocks())
+				t.Fatalf("round %d: %d super blocks after 3000 units, want 3", round, p.SuperBlocks())
 			}
-			checkDistinct(t, p, a)
-			// Units in use hold what their users wrote, those of the
-			// super block kept among them: Reset refills them.
-			dirty := 0
-			for _, u := range a {
-				if u>>24 == 0 && dirty < 64 {
-					if err := p.WriteUnit(ctx, u, []byte("dirty")); err != nil {
-						t.Fatal(err)
-					}
-					dirty++
-				}
-			}
-			if dirty == 0 {
-				t.Fatal("no unit of the first super block in use")
-			}
-			if round == 0 || opts.Device == nil {
-				if err := p.Reset(ctx); err != nil {
+		}
+		checkDistinct(t, p, append(a, inUse...))
+		// Units in use hold what their users wrote, those of the super
+		// blocks kept among them: Reset refills them.
+		dirty := map[uint32]int{}
+		for _, u := range append(a, inUse...) {
+			if int(u>>24) < initial && dirty[u>>24] < 64 {
+				if err := p.WriteUnit(ctx, u, []byte("dirty")); err != nil {
 					t.Fatal(err)
 				}
-			} else {
-				// Queued on a stream of the caller's, the work after it
-				// on that stream ordered behind it.
-				s, err := opts.Device.NewStream()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := p.ResetOn(ctx, s); err != nil {
-					t.Fatal(err)
-				}
-				if err := s.Synchronize(); err != nil {
-					t.Fatal(err)
-				}
-				s.Close()
+				dirty[u>>24]++
 			}
-			if p.SuperBlocks() != 1 {
-				t.Fatalf("round %d: %d super blocks after Reset, want the initial 1", round, p.SuperBlocks())
+		}
+		if round != 1 && len(dirty) != initial {
+			t.Fatalf("units in use in %d of the %d kept super blocks", len(dirty), initial)
+		}
+		if round < 2 || opts.Device == nil {
+			if err := p.Reset(ctx); err != nil {
+				t.Fatal(err)
 			}
-			checkCounts(t, p, 0)
-			// Every unit again, each holding the fill byte.
-			b := make([]uint32, 1024)
-			if err := p.Allocate(ctx, b); err != nil {
-				t.Fatalf("round %d: the whole pool after Reset: %v", round, err)
+		} else {
+			// Queued on a stream of the caller's, the work after it on
+			// that stream ordered behind it, the pool's host calls too.
+			s, err := opts.Device.NewStream()
+			if err != nil {
+				t.Fatal(err)
 			}
-			checkDistinct(t, p, b)
-			checkCounts(t, p, 1024)
-			got := make([]byte, 32)
-			for _, u := range b {
-				if err := p.ReadUnit(ctx, u, got); err != nil {
+			defer s.Close()
+			if err := p.ResetOn(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if p.SuperBlocks() != initial {
+			t.Fatalf("round %d: %d super blocks after Reset, want the initial %d", round, p.SuperBlocks(), initial)
+		}
+		checkCounts(t, p, 0)
+		// Every unit again, each holding the fill byte.
+		b := make([]uint32, 1024*initial)
+		if err := p.Allocate(ctx, b); err != nil {
+			t.Fatalf("round %d: the whole pool after Reset: %v", round, err)
+		}
+		checkDistinct(t, p, b)
+		checkCounts(t, p, int64(len(b)))
+		got := make([]byte, 32)
+		for _, u := range b {
+			if err := p.ReadUnit(ctx, u, got); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, fill) {
+				t.Fatalf("round %d: unit %#x holds %x after Reset, want the fill byte", round, u, got)
+			}
+		}
+		if round == 0 {
+			// Written, then freed by the host, which restores nothing.
+			for _, u := range b[:100] {
+				if err := p.WriteUnit(ctx, u, []byte("freed dirty")); err != nil {
 					t.Fatal(err)
-				}
-				if !bytes.Equal(got, bytes.Repeat([]byte{0xff}, 32)) {
-					t.Fatalf("round %d: unit %#x holds %x after Reset, want the fill byte", round, u, got)
 				}
 			}
 			if err := p.Free(ctx, b); err != nil {
 				t.Fatal(err)
 			}
+		} else {
+			inUse = b // kept: in use at the next Reset
 		}
-		p.Close()
-		if err := p.Reset(ctx); !errors.Is(err, warpkit.ErrClosed) {
-			t.Fatalf("Reset after Close: %v", err)
-		}
-	})
+	}
+	p.Close()
+	if err := p.Reset(ctx); !errors.Is(err, warpkit.ErrClosed) {
+		t.Fatalf("Reset after Close: %v", err)
+	}
 }
 
 // TestDump: Dump copies every super block's units and bitmaps as they are.
