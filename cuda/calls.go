@@ -22,7 +22,7 @@ type Calls struct {
 	// asynchronous or not.
 	Copies int64
 	// SyncCopies counts the copies among Copies that returned only when
-	// done (cuMemcpyHtoD, DtoH, DtoD): each blocks the host as a wait does.
+	// done (cuMemcpyHtoD, DtoH): each blocks the host as a wait does.
 	SyncCopies int64
 	// Waits counts the host's waits for device work: Stream.Synchronize,
 	// Event.Synchronize, Device.Synchronize, and the waits of operations
@@ -82,7 +82,7 @@ func (c *callCounts) counted(drv *driverAPI) *driverAPI {
 		return drv.memcpyDtoH(dst, src, n)
 	}
 	d.memcpyDtoD = func(dst, src, n uint64) result {
-		sync()
+		c.copies.Add(1) // device to device: the host does not wait for it
 		return drv.memcpyDtoD(dst, src, n)
 	}
 	d.memcpyHtoDAsync = func(dst uint64, src unsafe.Pointer, n uint64, s uintptr) result {

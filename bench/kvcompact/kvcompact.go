@@ -76,6 +76,7 @@ type cell struct {
 	stages   gpucompact.Stats
 	fallback uint64
 	calls    cuda.Calls // gpu: the device's calls during the last run (one job)
+	counted  bool       // calls holds counts (the device opened here)
 }
 
 // Run runs warp bench kvcompact with args (its flags) and writes the report
@@ -241,7 +242,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 						ms := func(d time.Duration) float64 { return benchfmt.Millis(d) / max(n, 1) }
 						held := fmt.Sprintf("%.0f/%.0f", float64(st.HeldBytes)/1e6, float64(st.DeviceHeldBytes)/1e6)
 						calls := "-"
-						if name == "gpu" {
+						if name == "gpu" && c.counted {
 							k := c.calls
 							calls = fmt.Sprintf("%d/%d/%d/%d/%d", k.Launches, k.Memsets, k.Copies, k.Waits+k.SyncCopies, k.Allocs)
 						}
@@ -402,8 +403,8 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOp
 			res, err := e.c.Compact(ctx, job)
 			wall := time.Since(t0)
 			user1, sys1 := processCPU()
-			if e.name == "gpu" {
-				cells[i].calls = dev.Calls().Sub(calls0)
+			if e.name == "gpu" && dev != nil {
+				cells[i].calls, cells[i].counted = dev.Calls().Sub(calls0), true
 			}
 			if profiled {
 				if err := prof.stop(); err != nil {

@@ -34,8 +34,8 @@ enum Res : uint8_t {
 // and the control block's words (enum Ctrl: status, the change in live
 // entries, the failed elements, the reserved keys or bad op codes a scan
 // found, the snapshot counter, the inserted elements — which also count the
-// slots a batch consumed, as deletes leave tombstones —, the warps that
-// finished, and the pool's allocated units as the last warp of an apply
+// slots a batch consumed, as deletes leave tombstones —, the blocks that
+// finished, and the pool's allocated units as the last block of an apply
 // launch saw them, so the host reads both at once) are in the shared
 // registry, status.cuh.
 
@@ -1031,7 +1031,7 @@ __device__ void apply(char* heads, uint32_t nbuckets, uint32_t seed, Pool* pool,
   using K = typename L::K;
   using V = typename L::V;
   // A reserved key found by the scan: apply nothing, but sign off (the
-  // host reads the reject from the control block the last warp hands over).
+  // host reads the reject from the control block the last block hands over).
   Counts k{};
   if (ldv64(ctrl + kCtrlRejected) == 0) {
     if constexpr (L::W < 32) {

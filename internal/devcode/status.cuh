@@ -32,7 +32,7 @@ enum StatusFlag : uint32_t {
 // Ctrl numbers the u64 words of a slab hash launch's control block: status
 // flags, the change in live entries, the failed elements, the reserved keys or
 // bad op codes a scan found, the snapshot counter, the inserted elements, the
-// warps that finished, and the pool's allocated units as the last warp saw
+// blocks that finished, and the pool's allocated units as the last block saw
 // them.
 enum Ctrl : int {
   kCtrlStatus = 0,
@@ -42,7 +42,7 @@ enum Ctrl : int {
   kCtrlCount = 4,
   kCtrlInserted = 5,
   kCtrlDone = 6,   // blocks of an apply launch that finished
-  kCtrlUsed = 7,   // the pool's allocated units, written by the last warp of an apply launch
+  kCtrlUsed = 7,   // the pool's allocated units, written by the last block of an apply launch
   kCtrlTables = 8,  // graph: tables an insert batch's prep gave to vertices without one
   kCtrlWords = 9,  // words in the block
 };

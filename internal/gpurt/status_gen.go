@@ -25,7 +25,7 @@ const (
 	CtrlCount    = 4
 	CtrlInserted = 5
 	CtrlDone     = 6 // blocks of an apply launch that finished
-	CtrlUsed     = 7 // the pool's allocated units, written by the last warp of an apply launch
+	CtrlUsed     = 7 // the pool's allocated units, written by the last block of an apply launch
 	CtrlTables   = 8 // graph: tables an insert batch's prep gave to vertices without one
 	CtrlWords    = 9 // words in the block
 )

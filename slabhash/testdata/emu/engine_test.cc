@@ -10,7 +10,7 @@
 // repeated keys (multimaps too: several kinds of operation on one key in one
 // batch), snapshots and flushes against the model, multimap search-all
 // (values in list order, oldest first), the control block (live-entry delta,
-// inserted count, the pool counter copied by the last warp), pool
+// inserted count, the pool counter copied by the last block), pool
 // exhaustion with Failed elements and the host's rerun of just those after
 // the pool grew, and bad op codes.
 #include "emu.h"
