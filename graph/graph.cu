@@ -386,9 +386,10 @@ extern "C" __global__ void gr_count_edges(const uint32_t* src, const uint32_t* d
 // reads one slab either way; 0 at sparser loads, sized as asked).
 // The vertices without entries (tables) are counted in ctrl[kCtrlCount]
 // and marked in lack (a bit each: try_claim's hint). Once gr_symmetry has
-// rejected an ID it does nothing: lack is the old graph's until the host,
-// which reads the rejection, replaces it. It leaves cnt zero for the next
-// build.
+// rejected an ID it does nothing, so a rejected build leaves lack the old
+// graph's (a build that fails later, its arena not grown, leaves the new
+// hint over the old graph: a hint only, as prep checks the dictionary).
+// It leaves cnt zero for the next build.
 extern "C" __global__ void gr_buckets(uint32_t* cnt, uint64_t nv, uint32_t per1000, uint32_t fit, uint64_t* nb,
                                       uint32_t* lack, unsigned long long* ctrl) {
   if (ctrl[kCtrlRejected]) return;
