@@ -147,14 +147,7 @@ func TestPackArgs(t *testing.T) {
 func TestLaunchPassesArguments(t *testing.T) {
 	f := newFakeGPU()
 	d := openFake(t, f)
-	m, err := d.LoadModule(selftestPTX)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := m.Function("probe_args")
-	if err != nil {
-		t.Fatal(err)
-	}
+	k, m := probeArgs(t, d)
 	out, err := Alloc[uint64](d, 8)
 	if err != nil {
 		t.Fatal(err)
@@ -694,14 +687,7 @@ func TestPinnedDevicePtrFake(t *testing.T) {
 func TestCallsCounted(t *testing.T) {
 	f := newFakeGPU()
 	d := openFake(t, f)
-	m, err := d.LoadModule(selftestPTX)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := m.Function("probe_args")
-	if err != nil {
-		t.Fatal(err)
-	}
+	k, _ := probeArgs(t, d)
 	st, err := d.NewStream()
 	if err != nil {
 		t.Fatal(err)
@@ -717,7 +703,7 @@ func TestCallsCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 { // three launches on a stream: no wait
-		if err := k.Launch(D1(1), D1(32), 0, st, int32(-1), uint32(2), int64(-3), uint64(4), float32(0.5), float64(0.25), false, out); err != nil {
+		if err := k.Launch(D1(1), D1(32), 0, st, probeArgValues(out)...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -754,7 +740,11 @@ func TestCallsCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	mid := d2.Calls()
-	if err := k.Launch(D1(1), D1(32), 0, nil, int32(-1), uint32(2), int64(-3), uint64(4), float32(0.5), float64(0.25), false, out2(t, d2)); err != nil {
+	out2, err := Alloc[uint64](d2, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Launch(D1(1), D1(32), 0, nil, probeArgValues(out2)...); err != nil {
 		t.Fatal(err)
 	}
 	if got := d.Calls().Sub(mid); got.Launches != 1 || got.Waits != 1 {
@@ -768,11 +758,21 @@ func TestCallsCounted(t *testing.T) {
 	}
 }
 
-func out2(t *testing.T, d *Device) Slice[uint64] {
+// probeArgs loads the selftest module and returns its probe_args kernel.
+func probeArgs(t *testing.T, d *Device) (*Function, *Module) {
 	t.Helper()
-	s, err := Alloc[uint64](d, 8)
+	m, err := d.LoadModule(selftestPTX)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	k, err := m.Function("probe_args")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, m
+}
+
+// probeArgValues is an argument list probe_args accepts, writing to out.
+func probeArgValues(out Slice[uint64]) []any {
+	return []any{int32(-1), uint32(2), int64(-3), uint64(4), float32(0.5), float64(0.25), false, out}
 }

@@ -159,7 +159,8 @@ func TestEmulatedBuildCalls(t *testing.T) {
 	}
 	for _, directed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("directed=%v", directed), func(t *testing.T) {
-			g, err := New(Options{Backend: warpkit.CUDA, Device: dev, Directed: directed, VertexCapacity: nv, MaxPoolBytes: 4 << 20})
+			opts := Options{Backend: warpkit.CUDA, Device: dev, Directed: directed, VertexCapacity: nv, MaxPoolBytes: 4 << 20}
+			g, err := New(opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,7 +219,7 @@ func TestEmulatedBuildCalls(t *testing.T) {
 			for v := uint32(1); v < 40; v++ {
 				hs, hd = append(hs, 0, v), append(hd, v, 0) // a hub of 39
 			}
-			fresh, err := New(Options{Backend: warpkit.CUDA, Device: dev, Directed: directed, VertexCapacity: nv, MaxPoolBytes: 4 << 20})
+			fresh, err := New(opts)
 			if err != nil {
 				t.Fatal(err)
 			}
