@@ -294,36 +294,36 @@ func tiles(items int) int64 { return int64(items) * 8 }
 // readCtrl copies the control block to g.host once the stream's work is
 // done (a copy queued on the stream, then one wait).
 func (g *gpuGraph[W]) readCtrl() error {
-	if err := cuda.CopyToHostAsync(g.ctrlRead, 0, g.ctrl, g.stream); err != nil {
-		return waitAfter(g.stream, err)
-	}
-	if err := gpurt.Wait(g.stream); err != nil {
-		return err
-	}
-	d := g.ctrlRead.Data()
-	if len(d) < gpurt.CtrlWords {
-		return fmt.Errorf("graph: reading the control block: %w", cuda.ErrClosed)
-	}
-	copy(g.host[:], d)
-	return nil
+	_, err := g.readBlocks(g.ctrl)
+	return err
 }
 
 // readPlan is readCtrl that also returns the plan block's words (ctrlPlan),
-// read with the same wait.
+// read with the same copy and wait (the blocks are adjacent: ctrlBoth).
 func (g *gpuGraph[W]) readPlan() (plan [gpurt.CtrlWords]uint64, err error) {
-	if err := cuda.CopyToHostAsync(g.ctrlRead, 0, g.ctrlBoth, g.stream); err != nil {
-		return plan, waitAfter(g.stream, err)
+	d, err := g.readBlocks(g.ctrlBoth)
+	if err == nil {
+		copy(plan[:], d[gpurt.CtrlWords:])
+	}
+	return plan, err
+}
+
+// readBlocks copies src (the control block, or both blocks) into ctrlRead
+// once the stream's work is done, and the control block's words to g.host;
+// it returns what it read.
+func (g *gpuGraph[W]) readBlocks(src cuda.Slice[uint64]) ([]uint64, error) {
+	if err := cuda.CopyToHostAsync(g.ctrlRead, 0, src, g.stream); err != nil {
+		return nil, waitAfter(g.stream, err)
 	}
 	if err := gpurt.Wait(g.stream); err != nil {
-		return plan, err
+		return nil, err
 	}
 	d := g.ctrlRead.Data()
-	if len(d) < 2*gpurt.CtrlWords {
-		return plan, fmt.Errorf("graph: reading the control blocks: %w", cuda.ErrClosed)
+	if len(d) < src.Len() {
+		return nil, fmt.Errorf("graph: reading the control block: %w", cuda.ErrClosed)
 	}
 	copy(g.host[:], d)
-	copy(plan[:], d[gpurt.CtrlWords:])
-	return plan, nil
+	return d[:src.Len()], nil
 }
 
 // readApply waits for an apply launch and reads the control block its last
