@@ -159,18 +159,25 @@ struct Node {
   __device__ __forceinline__ uint32_t count() const { return m_count(meta); }
   __device__ __forceinline__ uint32_t level() const { return m_level(meta); }
 
-  template <class Pool>
+  // load reads node idx; with V false a versioned node's ts and prev are not
+  // decoded (the routing reads of writers and of latest-version readers,
+  // which never look at them, save two shuffles a level: ncu showed them
+  // among the instructions mvbtree's insert kernel executes more than
+  // btree's) and must not be read.
+  template <bool V = L::kVersioned, class Pool>
   __device__ __forceinline__ void load(const Pool& pool, uint32_t idx, int mode, const Tile<T>& t) {
     ld_chunk(pool.chunk(idx, t.rank), w, mode);
-    decode(t);
+    decode<V>(t);
   }
+  template <bool V = L::kVersioned>
   __device__ __forceinline__ void decode(const Tile<T>& t) {
+    static_assert(!V || L::kVersioned, "only versioned layouts carry a version");
     if constexpr (sizeof(S) == 4) {
       meta = t.shfl((uint32_t)w[0], 0);
       link = t.shfl((uint32_t)w[1], 0);
       low = t.shfl((uint32_t)w[2], 0);
       high = t.shfl((uint32_t)w[3], 0);
-      if constexpr (L::kVersioned) {
+      if constexpr (V) {
         ts = t.shfl((uint32_t)w[L::kVersionWord], L::kVersionLane);
         prev = t.shfl((uint32_t)w[L::kVersionWord + 1], L::kVersionLane);
       }
@@ -180,7 +187,7 @@ struct Node {
       link = (uint32_t)(a >> 32);
       low = t.shfl((uint64_t)w[1], 0);
       high = t.shfl((uint64_t)w[0], 1);
-      if constexpr (L::kVersioned) {
+      if constexpr (V) {
         uint64_t v = t.shfl((uint64_t)w[L::kVersionWord], L::kVersionLane);
         ts = (uint32_t)v;
         prev = (uint32_t)(v >> 32);
@@ -436,9 +443,10 @@ __device__ __forceinline__ uint32_t child_for(const Pool& pool, const N& n, type
 
 // read_validated reads node idx with the seqlock protocol: meta (acquire),
 // the chunks, a fence, meta again; it retries while latched or changed. It
-// returns false when it gave up.
-template <class Pool, class N, int T>
-__device__ bool read_validated(const Pool& pool, uint32_t idx, N& n, const Tile<T>& t) {
+// returns false when it gave up. read_validated_v<false> leaves a versioned
+// node's version undecoded (N::load's V).
+template <bool V, class Pool, class N, int T>
+__device__ bool read_validated_v(const Pool& pool, uint32_t idx, N& n, const Tile<T>& t) {
   unsigned ns = 32;
   for (int i = 0; i < kSeqlockTries; ++i) {
     if constexpr (Pool::kStrictOrder) {
@@ -455,7 +463,7 @@ __device__ bool read_validated(const Pool& pool, uint32_t idx, N& n, const Tile<
         continue;
       }
       if (t.ballot(m1 != m0 || m2 != m0) != 0) continue;
-      n.decode(t);
+      n.template decode<V>(t);
       return true;
     } else {
       uint32_t m1 = 0;
@@ -465,7 +473,7 @@ __device__ bool read_validated(const Pool& pool, uint32_t idx, N& n, const Tile<
         backoff(ns);
         continue;
       }
-      n.load(pool, idx, kStrong, t);
+      n.template load<V>(pool, idx, kStrong, t);
       fence();
       uint32_t m2 = 0;
       if (t.rank == 0) m2 = ld_relaxed_u32(pool.node(idx));
@@ -475,9 +483,14 @@ __device__ bool read_validated(const Pool& pool, uint32_t idx, N& n, const Tile<
   }
   return false;
 }
+template <class Pool, class N, int T>
+__device__ __forceinline__ bool read_validated(const Pool& pool, uint32_t idx, N& n, const Tile<T>& t) {
+  return read_validated_v<N::L::kVersioned>(pool, idx, n, t);
+}
 
-// descend finds the leaf whose range holds k and leaves it in n. In validated
-// mode the leaf is read with the seqlock. Returns false on retry exhaustion.
+// descend finds the leaf whose range holds k and leaves it in n (the latest
+// version: a versioned node's version is not decoded). In validated mode the
+// leaf is read with the seqlock. Returns false on retry exhaustion.
 template <class Pool, class N, int T>
 __device__ bool descend(const Pool& pool, typename N::S k, bool validated, N& n, uint32_t& cur, uint32_t& steps,
                         const Tile<T>& t) {
@@ -487,10 +500,10 @@ __device__ bool descend(const Pool& pool, typename N::S k, bool validated, N& n,
   while (steps++ < kMaxSteps) {
     bool checked = false;
     if (validated && expect == 0) {
-      if (!read_validated(pool, cur, n, t)) return false;
+      if (!read_validated_v<false>(pool, cur, n, t)) return false;
       checked = true;
     } else {
-      n.load(pool, cur, strong ? kStrong : (validated ? pool.route_load() : kNC), t);
+      n.template load<false>(pool, cur, strong ? kStrong : (validated ? pool.route_load() : kNC), t);
     }
     if (!sane(pool, n) || (expect >= 0 && (int)n.level() != expect) || k < n.low) {
       cur = pool.root();
@@ -523,12 +536,13 @@ __device__ bool descend(const Pool& pool, typename N::S k, bool validated, N& n,
   return false;
 }
 
-// next_leaf reads the right sibling of leaf n into n (validated when asked).
+// next_leaf reads the right sibling of leaf n into n (validated when asked;
+// the latest version, as descend).
 template <class Pool, class N, int T>
 __device__ bool next_leaf(const Pool& pool, bool validated, N& n, const Tile<T>& t) {
   uint32_t nx = n.link;
-  if (validated) return read_validated(pool, nx, n, t);
-  n.load(pool, nx, kNC, t);
+  if (validated) return read_validated_v<false>(pool, nx, n, t);
+  n.template load<false>(pool, nx, kNC, t);
   return true;
 }
 
@@ -770,7 +784,7 @@ __device__ int op_insert(Pool& pool, Vr& ver, typename N::S k, typename N::S v, 
   ps.ns = 32;
   N n;
   for (uint32_t step = 0; step < kMaxSteps; ++step) {
-    n.load(pool, ps.cur, ps.strong ? kStrong : pool.route_load(), t);
+    n.template load<false>(pool, ps.cur, ps.strong ? kStrong : pool.route_load(), t);  // routing: no version
     if (!sane(pool, n) || (ps.expect >= 0 && (int)n.level() != ps.expect) || k < n.low) {
       ps.to_root();
       continue;
@@ -954,7 +968,7 @@ __device__ int op_delete(Pool& pool, Vr& ver, typename N::S k, int& removed, con
   N n;
   removed = 0;
   for (uint32_t step = 0; step < kMaxSteps; ++step) {
-    n.load(pool, ps.cur, ps.strong ? kStrong : pool.route_load(), t);
+    n.template load<false>(pool, ps.cur, ps.strong ? kStrong : pool.route_load(), t);  // routing: no version
     if (!sane(pool, n) || (ps.expect >= 0 && (int)n.level() != ps.expect) || k < n.low) {
       ps.to_root();
       continue;
@@ -1025,15 +1039,49 @@ __device__ __forceinline__ uint64_t tile_count() {
   return gridDim.x * (uint64_t)blockDim.x / T;
 }
 
-// add_keys adds each tile's change of the key count into one atomic per block.
-// Every thread of the block must call it.
+// add_counts adds each tile's changes of two counters, a to *ca and b to *cb
+// (cb may be null), with one atomic a counter a block. Only leaders' changes
+// count (one lane a tile), each within +-2^26. A warp sums its lanes' with
+// shuffles; a block of several warps sums its warps' in shared memory. Every
+// thread of the block must call it, once a launch. (Until 2026-12 each
+// counter took two barriers and a 64-bit shared atomicAdd, which compiles to
+// a compare-and-swap loop: 55 instructions a warp of mvbtree's one-warp
+// insert blocks, which add two counters, and 30 of btree's; ncu, H200.)
+__device__ __forceinline__ void add_counts(unsigned long long* ca, long long a, unsigned long long* cb, long long b,
+                                           bool leader) {
+  int x = leader ? (int)a : 0, y = leader ? (int)b : 0;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    x += __shfl_xor_sync(0xffffffffu, x, off);
+    if (cb) y += __shfl_xor_sync(0xffffffffu, y, off);
+  }
+  long long sa = x, sb = y;
+  if (blockDim.x > 32) {  // block-uniform
+    __shared__ long long part[2][32];
+    const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = (blockDim.x + 31) / 32;
+    if (lane == 0) {
+      part[0][warp] = sa;
+      part[1][warp] = sb;
+    }
+    __syncthreads();
+    if (warp == 0) {
+      sa = lane < warps ? part[0][lane] : 0;
+      sb = lane < warps ? part[1][lane] : 0;
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) {
+        sa += __shfl_xor_sync(0xffffffffu, sa, off);
+        sb += __shfl_xor_sync(0xffffffffu, sb, off);
+      }
+    }
+  }
+  if (threadIdx.x == 0) {
+    if (sa) atomicAdd(ca, (unsigned long long)sa);
+    if (cb && sb) atomicAdd(cb, (unsigned long long)sb);
+  }
+}
+// add_keys is add_counts of one counter.
 __device__ __forceinline__ void add_keys(unsigned long long* ctl, long long delta, bool leader) {
-  __shared__ long long block_delta;
-  if (threadIdx.x == 0) block_delta = 0;
-  __syncthreads();
-  if (leader && delta) atomicAdd((unsigned long long*)&block_delta, (unsigned long long)delta);
-  __syncthreads();
-  if (threadIdx.x == 0 && block_delta) atomicAdd(ctl, (unsigned long long)block_delta);
+  add_counts(ctl, delta, nullptr, 0, leader);
 }
 
 // build_node fills node n (registers) as node j of one level of a bulk-built
