@@ -187,7 +187,7 @@ __device__ void mixed_batch(char* base, uint64_t cap, unsigned long long* ctl, u
   // bt_check_kinds, queued before this kernel on the same stream, flags a batch
   // that holds an unknown kind: then nothing of it is applied. One thread reads
   // the flag for the block, so that the whole block leaves (or stays) together
-  // and add_keys's shuffles and barriers see every thread.
+  // and add_keys's barriers see every thread.
   __shared__ bool rejected;
   if (threadIdx.x == 0) rejected = (*(volatile uint32_t*)status & wk::kStatusInvalidArgument) != 0;
   __syncthreads();

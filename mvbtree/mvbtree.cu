@@ -391,8 +391,8 @@ __device__ void write_batch(slab::Pool* p, uint32_t root, unsigned long long* ct
     if (t.rank == 0) report_result<S>(status, r);
   }
   pool.finish();
-  add_counts(ctl + kCtlKeys, del ? -(long long)d : (long long)d, ctl + kCtlVersions, ver.copies - ver.removed,
-             t.rank == 0);
+  add_keys(ctl + kCtlKeys, del ? -(long long)d : (long long)d, t.rank == 0);
+  add_keys(ctl + kCtlVersions, ver.copies - ver.removed, t.rank == 0);
 }
 
 template <typename K, typename V>

@@ -1039,49 +1039,15 @@ __device__ __forceinline__ uint64_t tile_count() {
   return gridDim.x * (uint64_t)blockDim.x / T;
 }
 
-// add_counts adds each tile's changes of two counters, a to *ca and b to *cb
-// (cb may be null), with one atomic a counter a block. Only leaders' changes
-// count (one lane a tile), each within +-2^26. A warp sums its lanes' with
-// shuffles; a block of several warps sums its warps' in shared memory. Every
-// thread of the block must call it, once a launch. (Until 2026-12 each
-// counter took two barriers and a 64-bit shared atomicAdd, which compiles to
-// a compare-and-swap loop: 55 instructions a warp of mvbtree's one-warp
-// insert blocks, which add two counters, and 30 of btree's; ncu, H200.)
-__device__ __forceinline__ void add_counts(unsigned long long* ca, long long a, unsigned long long* cb, long long b,
-                                           bool leader) {
-  int x = leader ? (int)a : 0, y = leader ? (int)b : 0;
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) {
-    x += __shfl_xor_sync(0xffffffffu, x, off);
-    if (cb) y += __shfl_xor_sync(0xffffffffu, y, off);
-  }
-  long long sa = x, sb = y;
-  if (blockDim.x > 32) {  // block-uniform
-    __shared__ long long part[2][32];
-    const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = (blockDim.x + 31) / 32;
-    if (lane == 0) {
-      part[0][warp] = sa;
-      part[1][warp] = sb;
-    }
-    __syncthreads();
-    if (warp == 0) {
-      sa = lane < warps ? part[0][lane] : 0;
-      sb = lane < warps ? part[1][lane] : 0;
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) {
-        sa += __shfl_xor_sync(0xffffffffu, sa, off);
-        sb += __shfl_xor_sync(0xffffffffu, sb, off);
-      }
-    }
-  }
-  if (threadIdx.x == 0) {
-    if (sa) atomicAdd(ca, (unsigned long long)sa);
-    if (cb && sb) atomicAdd(cb, (unsigned long long)sb);
-  }
-}
-// add_keys is add_counts of one counter.
+// add_keys adds each tile's change of the key count into one atomic per block.
+// Every thread of the block must call it.
 __device__ __forceinline__ void add_keys(unsigned long long* ctl, long long delta, bool leader) {
-  add_counts(ctl, delta, nullptr, 0, leader);
+  __shared__ long long block_delta;
+  if (threadIdx.x == 0) block_delta = 0;
+  __syncthreads();
+  if (leader && delta) atomicAdd((unsigned long long*)&block_delta, (unsigned long long)delta);
+  __syncthreads();
+  if (threadIdx.x == 0 && block_delta) atomicAdd(ctl, (unsigned long long)block_delta);
 }
 
 // build_node fills node n (registers) as node j of one level of a bulk-built
