@@ -290,6 +290,33 @@ struct Node {
       }
     }
   }
+  // pair_of fetches pair s where every lane of the tile asks for the same s:
+  // each lane picks its own words of position s % P before the shuffles, so
+  // the tile shuffles two words, not 2P (pair's). Tile collectives with
+  // their runtime masks are what the writers' descents spend most of their
+  // time on (ncu: each shuffle is followed by the compiler's convergence
+  // check, a MATCH, a REDUX, a VOTE and a branch).
+  __device__ __forceinline__ void pair_of(const Tile<T>& t, int s, S& k, S& v) const {
+    int src = F + s / P, sub = s % P;
+    S kq = w[0], vq = w[1];
+#pragma unroll
+    for (int q = 1; q < P; ++q)
+      if (sub == q) {
+        kq = w[2 * q];
+        vq = w[2 * q + 1];
+      }
+    k = t.shfl(kq, src);
+    v = t.shfl(vq, src);
+  }
+  // value_of is pair_of's value alone (one shuffle).
+  __device__ __forceinline__ S value_of(const Tile<T>& t, int s) const {
+    int src = F + s / P, sub = s % P;
+    S vq = w[1];
+#pragma unroll
+    for (int q = 1; q < P; ++q)
+      if (sub == q) vq = w[2 * q + 1];
+    return t.shfl(vq, src);
+  }
   // insert_at shifts pairs [pos, count) up by one and puts (k, v) at pos; stale slots
   // past the new count repeat the last pair (so a torn reader sees a real entry).
   __device__ __forceinline__ void insert_at(const Tile<T>& t, int pos, S k, S v) {
@@ -434,9 +461,7 @@ template <class Pool, class N, int T>
 __device__ __forceinline__ uint32_t child_for(const Pool& pool, const N& n, typename N::S k, const Tile<T>& t) {
   int i = n.count_le(t, k) - 1;
   if (i < 0) return kNone;
-  typename N::S ck, cv;
-  n.pair(t, i, ck, cv);
-  uint32_t c = (uint32_t)cv;
+  uint32_t c = (uint32_t)n.value_of(t, i);
   if (!pool.valid(c)) return kNone;
   return c;
 }
@@ -580,8 +605,7 @@ __device__ int op_lookup(const Pool& pool, const Rd& rd, typename N::S k, typena
   if (!rd.descend(pool, k, n, cur, steps, t)) return kFailRetry;
   int j = n.find(t, k);
   if (j >= 0) {
-    typename N::S kk;
-    n.pair(t, j, kk, v);
+    v = n.value_of(t, j);
     found = true;
   }
   return kOK;
@@ -598,7 +622,7 @@ __device__ int op_successor(const Pool& pool, const Rd& rd, typename N::S k, typ
   while (steps++ < kMaxSteps + pool.walk_bound()) {
     int j = n.count_le(t, k);  // first slot with key > k
     if (j < (int)n.count()) {
-      n.pair(t, j, rk, rv);
+      n.pair_of(t, j, rk, rv);
       found = true;
       return kOK;
     }
@@ -622,7 +646,7 @@ __device__ int op_predecessor(const Pool& pool, const Rd& rd, typename N::S k, t
     if (!rd.descend(pool, q, n, cur, steps, t)) return kFailRetry;
     int c = n.count_le(t, q);
     if (c > 0) {
-      n.pair(t, c - 1, rk, rv);
+      n.pair_of(t, c - 1, rk, rv);
       found = true;
       return kOK;
     }
@@ -716,7 +740,7 @@ __device__ int split_root(Pool& pool, Vr& ver, N& n, const Tile<T>& t) {
   }
   ver.commit(pool, n, root, slot, t);
   S sk, sv;
-  n.pair(t, kSplit, sk, sv);
+  n.pair_of(t, kSplit, sk, sv);
   uint32_t lvl = n.level();
   N a = n, b = n;
   a.take(t, 0, kSplit);
@@ -858,7 +882,7 @@ __device__ int op_insert(Pool& pool, Vr& ver, typename N::S k, typename N::S v, 
         p.load(pool, ps.parent, kStrong, t);
         int pi = p.count_le(t, k) - 1;
         S pk = 0, pv = 0;
-        if (pi >= 0) p.pair(t, pi, pk, pv);
+        if (pi >= 0) p.pair_of(t, pi, pk, pv);
         bool true_parent = sane(pool, p) && (int)p.level() == (int)n.level() + 1 && k >= p.low &&
                            (p.link == kNone || k < p.high) && pi >= 0 && (uint32_t)pv == ps.cur;
         if (!true_parent) {  // the parent split (or the root grew): restart from it
@@ -896,7 +920,7 @@ __device__ int op_insert(Pool& pool, Vr& ver, typename N::S k, typename N::S v, 
         ver.commit(pool, p, ps.parent, sp, t);
         ver.commit(pool, n, ps.cur, sn, t);
         S sk, sv;
-        n.pair(t, kSplit, sk, sv);
+        n.pair_of(t, kSplit, sk, sv);
         N right = n;
         right.take(t, kSplit, kCap - kSplit);
         right.set_header(t, m_make(kCap - kSplit, n.level(), 0), n.link, sk, n.high);
