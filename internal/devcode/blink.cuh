@@ -308,6 +308,23 @@ struct Node {
     k = t.shfl(kq, src);
     v = t.shfl(vq, src);
   }
+  // value_le returns the value of the last pair whose key is <= k (false:
+  // none). The keys are sorted, so the pairs <= k are a prefix: the last lane
+  // whose first pair is in it holds the last of them, picks its value itself,
+  // and one shuffle brings it to the tile — a ballot and a shuffle where
+  // count_le and value_of take P ballots and a shuffle. (A torn read gives
+  // some pair's value, as count_le's index would: callers check it.)
+  __device__ __forceinline__ bool value_le(const Tile<T>& t, S k, S& v) const {
+    int c = pairs(), s0 = slot(t, 0);
+    unsigned b = t.ballot(s0 >= 0 && s0 < c && w[0] <= k);
+    if (b == 0) return false;
+    S vq = w[1];
+#pragma unroll
+    for (int q = 1; q < P; ++q)
+      if (slot(t, q) < c && w[2 * q] <= k) vq = w[2 * q + 1];
+    v = t.shfl(vq, 31 - __clz(b));
+    return true;
+  }
   // value_of is pair_of's value alone (one shuffle).
   __device__ __forceinline__ S value_of(const Tile<T>& t, int s) const {
     int src = F + s / P, sub = s % P;
@@ -459,9 +476,9 @@ __device__ __forceinline__ bool sane(const Pool& pool, const N& n) {
 // node does not route k (a torn read).
 template <class Pool, class N, int T>
 __device__ __forceinline__ uint32_t child_for(const Pool& pool, const N& n, typename N::S k, const Tile<T>& t) {
-  int i = n.count_le(t, k) - 1;
-  if (i < 0) return kNone;
-  uint32_t c = (uint32_t)n.value_of(t, i);
+  typename N::S v;
+  if (!n.value_le(t, k, v)) return kNone;
+  uint32_t c = (uint32_t)v;
   if (!pool.valid(c)) return kNone;
   return c;
 }
