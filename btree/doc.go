@@ -109,7 +109,11 @@
 // queries, mixed batches) instead give each tile one operation of the batch: a
 // queue per tile had made 2^16-key insert batches about twice as slow for
 // want of parallelism (docs/benchmarks.md), and a mixed batch still
-// has any operation at any position, all in one kernel.
+// has any operation at any position, all in one kernel. There every
+// shuffle and ballot takes the tile's mask, known only at run time, which
+// the JIT follows with a convergence check; these collectives, not memory,
+// are most of a writer's time (ncu, docs/benchmarks.md), so a descent finds
+// a child with one ballot and one shuffle a level (blink.cuh's child_for).
 //
 // Phased query batches (no writer can run, see Batch semantics: the tree is
 // quiescent and every leaf at the same depth) walk in lockstep waves: a warp

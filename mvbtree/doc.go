@@ -103,17 +103,21 @@
 // snapshot forces; the device methods against the CPU backend. They run on
 // the CPU emulation of the GPU (internal/emu) in every go test, and on a GPU
 // (scripts/gpu-test.sh): all passed on an H200 at every device run (the
-// last at 45636f5). `warp bench mvbtree` measures the spec's Fig 4.2 and
-// snapshot rows (docs/benchmarks.md, "mvbtree: write blocks of one warp,
-// chunk addresses per lane"): latest finds at 6.7 G keys/s, 1.00x btree's
-// (met; 0.92x at 45M keys, where the 13-pair node makes the tree one level
-// taller); snapshot finds 4.7 G/s; snapshots taken and closed in under a
-// microsecond; builds 0.43 G keys/s (ViB) and 0.24 (VoB), 0.72x and 0.38x
-// btree's (the issue's 0.9x and 0.45x are missed: ncu shows the insert
-// kernel executing 63% more instructions than btree's, spread thinly over
-// the whole operation — more shuffles, compares and spill traffic at its
-// 64-register bound — with no hot spot; the write kernels now run one warp
-// a block, which made both trees' inserts 15-25% faster). Node
+// last at d4a026d). `warp bench mvbtree` measures the spec's Fig 4.2 and
+// snapshot rows (docs/benchmarks.md, "btree and mvbtree: what the writers
+// spend their time on"): latest finds at 6.7 G keys/s, 0.99x btree's
+// (met); snapshot finds 4.8 G/s; snapshots taken and closed in under a
+// microsecond; builds 0.45 G keys/s (ViB) and 0.25 (VoB), 0.73x and 0.37x
+// btree's (the issue's 0.9x and 0.45x are missed). ncu's per-line profile
+// shows both trees' writers bound by their tile collectives — shuffles and
+// ballots under a tile's run-time mask, each group followed by the JIT's
+// convergence check — rather than by memory or issue; mvbtree's insert
+// kernel executes 29% more instructions (the version's decode, the
+// allocator, the versioner's hooks, spills at its 64-register bound), none
+// of them a hot spot. Descents now take a ballot and a shuffle a level to
+// find a child (was two ballots and four shuffles), and routing reads leave
+// the version undecoded: both trees' writers 10-19% faster, the ratio
+// unchanged. The write kernels run one warp a block. Node
 // pools are flat (slaballoc Options.Flat: super blocks mapped into one
 // reserved range at 2^24 units apart), so a node's pointer is base +
 // address x node size, as in btree's dense array, and a lane's chunk of a

@@ -10,15 +10,17 @@
 # point the recorded path at the repository before running ncu:
 #
 #   ln -sfn "$PWD" /tmp/warpkit-prof
-#   ncu --kernel-name mvb_insert_u32_u32 --section SourceCounters --section WarpStateStats -o rep \
-#       .gpu/warp_lineinfo bench mvbtree --sizes 16M
-#   ncu --import rep.ncu-rep --page source --csv --print-source cuda
+#   ncu --import-source yes --kernel-name mvb_insert_u32_u32 --launch-skip 28 --launch-count 1 \
+#       --section SourceCounters --section WarpStateStats -o rep .gpu/warp_lineinfo bench mvbtree --sizes 16M
+#   ncu -i rep.ncu-rep --page source --csv --print-source cuda,sass > lines.csv
 #
 # cuda.LoadModule asks the driver's JIT to keep the line info of such PTX.
-# Not yet shown to work end to end: in its one device run (2026-12-02) the
-# CSV source page above printed the source text without metric columns (as it
-# did for PTX without line info); try --print-source sass,cuda, or open the
-# report in the Nsight Compute GUI, and record here what works.
+# --print-source cuda,sass gives every source line (a "Line No" row with the
+# line's totals: warp-stall samples, instructions executed, ...) followed by
+# its SASS with the same columns; --print-source sass the SASS alone. (Shown
+# to work on the H200, 2026-12-02; --print-source cuda alone prints the source
+# without metrics.) docs/benchmarks.md, "btree and mvbtree: what the writers
+# spend their time on", reads such a profile.
 # Needs nvcc (scripts/install-cuda-toolkit.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
