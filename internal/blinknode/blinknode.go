@@ -88,30 +88,6 @@ func (l Layout) fields() (low, high, ts, prev int) {
 	return 8, 8 + l.SlotBytes, l.VersionAt, l.VersionAt + 4
 }
 
-// StaleSlot returns the first pair slot past an internal node's count that
-// a key of the node's range [low, high) could select, or -1 when there is
-// none (or the node is empty): every such slot must repeat the node's last
-// pair or hold a key at or above high (the left half of a split keeps the
-// pairs it moved, above its new high). The descents' child search
-// (blink.cuh's value_le) counts on it: it ballots the slots <= k without
-// the count, for k in [low, high).
-func (l Layout) StaleSlot(n *Node) int {
-	c := n.Count()
-	if c < 1 || c > l.Cap {
-		return -1
-	}
-	for j := c; j < l.Cap; j++ {
-		if n.Keys[j] == n.Keys[c-1] && n.Vals[j] == n.Vals[c-1] {
-			continue
-		}
-		if n.Link != None && n.Keys[j] >= n.High {
-			continue
-		}
-		return j
-	}
-	return -1
-}
-
 // Decode reads the node at the start of b.
 func (l Layout) Decode(b []byte) Node {
 	var n Node

@@ -57,38 +57,3 @@ func TestLayouts(t *testing.T) {
 		}
 	}
 }
-
-// TestStaleSlot: the slots past an internal node's count may repeat its last
-// pair or hold keys at or above its high (a split's left half), nothing else.
-func TestStaleSlot(t *testing.T) {
-	l := LayoutFor(4, 4, false)
-	n := Node{Meta: MakeMeta(3, 1), Link: 7, Low: 10, High: 50}
-	fill := func() {
-		for j := range l.Cap {
-			n.Keys[j], n.Vals[j] = 30, 3 // the last pair, repeated
-		}
-		n.Keys[0], n.Vals[0], n.Keys[1], n.Vals[1] = 10, 1, 20, 2
-	}
-	fill()
-	if j := l.StaleSlot(&n); j != -1 {
-		t.Fatalf("repeats of the last pair: slot %d flagged", j)
-	}
-	n.Keys[5], n.Vals[5] = 50, 9 // moved away by a split: at high
-	if j := l.StaleSlot(&n); j != -1 {
-		t.Fatalf("a key at high: slot %d flagged", j)
-	}
-	n.Keys[6], n.Vals[6] = 40, 9 // inside [low, high), not the last pair
-	if j := l.StaleSlot(&n); j != 6 {
-		t.Fatalf("a key inside the range: StaleSlot %d, want 6", j)
-	}
-	fill()
-	n.Vals[4] = 8 // the last key with another child
-	if j := l.StaleSlot(&n); j != 4 {
-		t.Fatalf("the last key with another value: StaleSlot %d, want 4", j)
-	}
-	fill()
-	n.Link, n.Keys[5] = None, 60 // the rightmost node has no high: only repeats
-	if j := l.StaleSlot(&n); j != 5 {
-		t.Fatalf("rightmost node: StaleSlot %d, want 5", j)
-	}
-}

@@ -309,22 +309,19 @@ struct Node {
     v = t.shfl(vq, src);
   }
   // value_le returns the value of the last pair whose key is <= k (false:
-  // none), for an internal node. The keys are sorted and the slots past the
-  // count repeat the last pair (every writer and build_node keep them so), so
-  // the slots <= k are a prefix that needs no count: the last lane whose
-  // first slot is in it holds the last pair <= k (or a repeat of it), picks
-  // its value itself, and one shuffle brings it to the tile — a ballot and a
-  // shuffle where count_le and value_of take P ballots and a shuffle, and the
-  // ballot does not wait for the header's shuffles. (A torn read gives some
-  // slot's value, as count_le's index would: callers check it.)
+  // none). The keys are sorted, so the pairs <= k are a prefix: the last lane
+  // whose first pair is in it holds the last of them, picks its value itself,
+  // and one shuffle brings it to the tile — a ballot and a shuffle where
+  // count_le and value_of take P ballots and a shuffle. (A torn read gives
+  // some pair's value, as count_le's index would: callers check it.)
   __device__ __forceinline__ bool value_le(const Tile<T>& t, S k, S& v) const {
-    int s0 = slot(t, 0);
-    unsigned b = t.ballot(holds(s0) && w[0] <= k);
+    int c = pairs(), s0 = slot(t, 0);
+    unsigned b = t.ballot(s0 >= 0 && s0 < c && w[0] <= k);
     if (b == 0) return false;
     S vq = w[1];
 #pragma unroll
     for (int q = 1; q < P; ++q)
-      if (holds(slot(t, q)) && w[2 * q] <= k) vq = w[2 * q + 1];
+      if (slot(t, q) < c && w[2 * q] <= k) vq = w[2 * q + 1];
     v = t.shfl(vq, 31 - __clz(b));
     return true;
   }
