@@ -117,6 +117,12 @@ struct Lay {
 template <typename K, typename V>
 using SlotOf = typename std::conditional<sizeof(K) == 8 || sizeof(V) == 8, uint64_t, uint32_t>::type;
 
+// Wide<V>::type is the type a shuffle of V takes.
+template <typename V>
+struct Wide {
+  using type = typename std::conditional<sizeof(V) == 8, unsigned long long, unsigned>::type;
+};
+
 // Tile: T consecutive lanes of a warp working on one operation at a time. All
 // collectives use the tile's own mask, so tiles of one warp may diverge.
 template <int T>
@@ -134,6 +140,16 @@ struct Tile {
   __device__ __forceinline__ uint32_t shfl(uint32_t v, int src) const { return __shfl_sync(mask, v, src, T); }
   __device__ __forceinline__ uint64_t shfl(uint64_t v, int src) const {
     return __shfl_sync(mask, (unsigned long long)v, src, T);
+  }
+  // up / down: lane r gets lane r - d's (r + d's) value, the first (last)
+  // lanes their own.
+  template <typename V>
+  __device__ __forceinline__ V up(V v, unsigned d) const {
+    return (V)__shfl_up_sync(mask, (typename Wide<V>::type)v, d, T);
+  }
+  template <typename V>
+  __device__ __forceinline__ V down(V v, unsigned d) const {
+    return (V)__shfl_down_sync(mask, (typename Wide<V>::type)v, d, T);
   }
   __device__ __forceinline__ void sync() const { __syncwarp(mask); }
 };
@@ -336,30 +352,73 @@ struct Node {
   }
   // insert_at shifts pairs [pos, count) up by one and puts (k, v) at pos; stale slots
   // past the new count repeat the last pair (so a torn reader sees a real entry).
+  // With P > 1 pairs a lane a pair moves within its lane or from the lane
+  // before: two shuffles up and the old last pair's two (for the stale
+  // slots), where gathering each position with pair() takes 2P a position.
   __device__ __forceinline__ void insert_at(const Tile<T>& t, int pos, S k, S v) {
     int c = (int)count() + 1;
     S nk[P], nv[P];
+    if constexpr (P > 1) {
+      const S bk = t.up(w[2 * (P - 1)], 1), bv = t.up(w[2 * (P - 1) + 1], 1);  // the lane before's last pair
+      S lk, lv;
+      pair_of(t, c >= 2 ? c - 2 : 0, lk, lv);  // the last pair before the insert
 #pragma unroll
-    for (int p = 0; p < P; ++p) {
-      int s = slot(t, p), e = s < c ? s : c - 1;
-      int src = e < pos ? e : e - 1;
-      S a, b;
-      pair(t, src < 0 ? 0 : src, a, b);
-      nk[p] = e == pos ? k : a;
-      nv[p] = e == pos ? v : b;
+      for (int p = 0; p < P; ++p) {
+        const int s = slot(t, p);
+        if (s >= c) {  // stale: repeats the new last pair
+          nk[p] = c - 1 == pos ? k : lk;
+          nv[p] = c - 1 == pos ? v : lv;
+        } else if (s < pos) {
+          nk[p] = w[2 * p];
+          nv[p] = w[2 * p + 1];
+        } else if (s == pos) {
+          nk[p] = k;
+          nv[p] = v;
+        } else {
+          nk[p] = p > 0 ? w[2 * p - 2] : bk;
+          nv[p] = p > 0 ? w[2 * p - 1] : bv;
+        }
+      }
+    } else {
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        int s = slot(t, p), e = s < c ? s : c - 1;
+        int src = e < pos ? e : e - 1;
+        S a, b;
+        pair(t, src < 0 ? 0 : src, a, b);
+        nk[p] = e == pos ? k : a;
+        nv[p] = e == pos ? v : b;
+      }
     }
     store(t, nk, nv);
   }
   // remove_at drops pair pos, shifting the later pairs down by one.
+  // With P > 1 a pair moves within its lane or from the lane after: two
+  // shuffles down, where pair() takes 2P a position.
   __device__ __forceinline__ void remove_at(const Tile<T>& t, int pos) {
     S nk[P], nv[P];
+    if constexpr (P > 1) {
+      const S ak = t.down(w[0], 1), av = t.down(w[1], 1);  // the lane after's first pair
 #pragma unroll
-    for (int p = 0; p < P; ++p) {
-      int s = slot(t, p);
-      int src = s < pos ? s : s + 1;
-      if (src > kCap - 1) src = kCap - 1;
-      if (src < 0) src = 0;
-      pair(t, src, nk[p], nv[p]);
+      for (int p = 0; p < P; ++p) {
+        const int s = slot(t, p);
+        if (s < pos || s + 1 > kCap - 1) {  // kept, or the last slot (pair()'s clamp: itself)
+          nk[p] = w[2 * p];
+          nv[p] = w[2 * p + 1];
+        } else {
+          nk[p] = p + 1 < P ? w[2 * p + 2] : ak;
+          nv[p] = p + 1 < P ? w[2 * p + 3] : av;
+        }
+      }
+    } else {
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        int s = slot(t, p);
+        int src = s < pos ? s : s + 1;
+        if (src > kCap - 1) src = kCap - 1;
+        if (src < 0) src = 0;
+        pair(t, src, nk[p], nv[p]);
+      }
     }
     store(t, nk, nv);
   }
