@@ -352,13 +352,18 @@ struct Node {
   }
   // insert_at shifts pairs [pos, count) up by one and puts (k, v) at pos; stale slots
   // past the new count repeat the last pair (so a torn reader sees a real entry).
-  // With P > 1 pairs a lane a pair moves within its lane or from the lane
-  // before: two shuffles up and the old last pair's two (for the stale
-  // slots), where gathering each position with pair() takes 2P a position.
+  // kNeighbourShifts: with P > 1 pairs a lane a pair moves within its lane
+  // or from the lane before (after): insert_at takes two shuffles up and the
+  // old last pair's two (for the stale slots), remove_at two down, where
+  // gathering each position with pair() takes 2P a position. It made btree's
+  // mixed batches 15% faster (H200); versioned nodes keep pair(): mvbtree's
+  // insert kernel, at its 64-register bound, spilled more and built 3-6%
+  // slower at 45M keys (docs/benchmarks.md).
+  static constexpr bool kNeighbourShifts = P > 1 && !L::kVersioned;
   __device__ __forceinline__ void insert_at(const Tile<T>& t, int pos, S k, S v) {
     int c = (int)count() + 1;
     S nk[P], nv[P];
-    if constexpr (P > 1) {
+    if constexpr (kNeighbourShifts) {
       const S bk = t.up(w[2 * (P - 1)], 1), bv = t.up(w[2 * (P - 1) + 1], 1);  // the lane before's last pair
       S lk, lv;
       pair_of(t, c >= 2 ? c - 2 : 0, lk, lv);  // the last pair before the insert
@@ -393,11 +398,10 @@ struct Node {
     store(t, nk, nv);
   }
   // remove_at drops pair pos, shifting the later pairs down by one.
-  // With P > 1 a pair moves within its lane or from the lane after: two
-  // shuffles down, where pair() takes 2P a position.
+  // (kNeighbourShifts: see insert_at.)
   __device__ __forceinline__ void remove_at(const Tile<T>& t, int pos) {
     S nk[P], nv[P];
-    if constexpr (P > 1) {
+    if constexpr (kNeighbourShifts) {
       const S ak = t.down(w[0], 1), av = t.down(w[1], 1);  // the lane after's first pair
 #pragma unroll
       for (int p = 0; p < P; ++p) {
