@@ -309,9 +309,9 @@ struct Node {
   // pair_of fetches pair s where every lane of the tile asks for the same s:
   // each lane picks its own words of position s % P before the shuffles, so
   // the tile shuffles two words, not 2P (pair's). Tile collectives with
-  // their runtime masks are what the writers' descents spend most of their
-  // time on (ncu: each shuffle is followed by the compiler's convergence
-  // check, a MATCH, a REDUX, a VOTE and a branch).
+  // their run-time masks are what the writers spend most of their time on
+  // (ncu: the JIT follows each group of shuffles with a convergence check, a
+  // MATCH, a REDUX, a VOTE and a branch; docs/benchmarks.md).
   __device__ __forceinline__ void pair_of(const Tile<T>& t, int s, S& k, S& v) const {
     int src = F + s / P, sub = s % P;
     S kq = w[0], vq = w[1];
