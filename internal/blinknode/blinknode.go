@@ -10,6 +10,12 @@
 // versioned layout adds ts and prev (u32 each): the narrow node's last two
 // slots (13 pairs before them), the wide node's fourth header slot (14 pairs
 // after it) — blink.cuh's kVersionByte.
+//
+// The package's tests also run blink.cuh's node code itself on single nodes
+// of every layout, on the CPU emulation of the GPU (testdata/nodes.cu): the
+// descents' child search and the leaf shifts, whose mistakes the trees'
+// own tests cannot all see (a wrong child costs a walk along the links; a
+// stale slot is read only by a torn reader).
 package blinknode
 
 import "encoding/binary"
