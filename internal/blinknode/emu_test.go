@@ -89,17 +89,7 @@ func childSearch(t *testing.T, dev *cuda.Device, f *cuda.Function, wide bool, ke
 
 func launchChild[S uint32 | uint64](t *testing.T, dev *cuda.Device, f *cuda.Function, keys, vals, qs []S) []S {
 	t.Helper()
-	up := func(s []S) cuda.Slice[S] {
-		d, err := cuda.Alloc[S](dev, len(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := d.CopyFromHost(s); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	dk, dv, dq := up(keys), up(vals), up(qs)
+	dk, dv, dq := upload(t, dev, keys), upload(t, dev, vals), upload(t, dev, qs)
 	out, err := cuda.Alloc[S](dev, len(qs))
 	if err != nil {
 		t.Fatal(err)
@@ -231,18 +221,8 @@ func runShift(t *testing.T, dev *cuda.Device, f *cuda.Function, wide bool, pairs
 
 func launchShift[S uint32 | uint64](t *testing.T, dev *cuda.Device, f *cuda.Function, keys, vals []S, count, pos int, insert uint32, k, v S, slots int) ([]S, []S) {
 	t.Helper()
-	up := func(s []S) cuda.Slice[S] {
-		d, err := cuda.Alloc[S](dev, len(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := d.CopyFromHost(s); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	dk, dv := up(keys), up(vals)
-	ok, ov := up(make([]S, slots)), up(make([]S, slots))
+	dk, dv := upload(t, dev, keys), upload(t, dev, vals)
+	ok, ov := upload(t, dev, make([]S, slots)), upload(t, dev, make([]S, slots))
 	if err := f.Launch(cuda.D1(1), cuda.D1(32), 0, nil, dk, dv, uint32(count), uint32(pos), insert, k, v, ok, ov); err != nil {
 		t.Fatal(err)
 	}
@@ -258,4 +238,17 @@ func launchShift[S uint32 | uint64](t *testing.T, dev *cuda.Device, f *cuda.Func
 		s.Buffer().Free()
 	}
 	return gk, gv
+}
+
+// upload copies s into a new device slice.
+func upload[S uint32 | uint64](t *testing.T, dev *cuda.Device, s []S) cuda.Slice[S] {
+	t.Helper()
+	d, err := cuda.Alloc[S](dev, len(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CopyFromHost(s); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
