@@ -138,3 +138,9 @@ func TestEmulatedGenerationsBesideClose(t *testing.T) {
 func TestEmulatedRestampFailsPartWay(t *testing.T) {
 	restampFailsPartWay(t, gpuTreeOn[uint32, uint32](emuDevice(t), Options{})(t))
 }
+
+func TestEmulatedVersionIndexes(t *testing.T) {
+	dev := emuDevice(t)
+	t.Run("u32", func(t *testing.T) { testVersionIndexes(t, gpuTreeOn[uint32, uint32](dev, Options{})(t)) })
+	t.Run("u64", func(t *testing.T) { testVersionIndexes(t, gpuTreeOn[uint64, uint64](dev, Options{})(t)) })
+}

@@ -1716,7 +1716,7 @@ func (g *gpuTree[K, V]) stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return st, err
 	}
-	st.Nodes, st.Versions, st.PinnedVersions = int(out[0]), int(out[1]), int(out[2])
+	st.Nodes, st.Versions, st.PinnedVersions, st.VersionIndexes = int(out[0]), int(out[1]), int(out[2]), int(out[4])
 	root := make([]byte, g.lay.NodeBytes)
 	if err := gen.pool.ReadUnit(ctx, gen.root, root); err != nil {
 		return st, err
@@ -1799,7 +1799,8 @@ func (g *gpuTree[K, V]) check(ctx context.Context) error {
 	epoch := g.epoch
 	g.epochMu.RUnlock()
 	// Chains: every head's older versions, stamps decreasing, each a
-	// version (latch bit set), reached once.
+	// version (latch bit set), reached once; a version index only first
+	// (and then exact) or emptied (a pass-through).
 	inChain := map[uint32]bool{}
 	for _, h := range heads {
 		n, _ := get(h)
@@ -1810,6 +1811,8 @@ func (g *gpuTree[K, V]) check(ctx context.Context) error {
 			return fmt.Errorf("head %#x has stamp %d past the epoch %d", h, n.TS, epoch)
 		}
 		prevTS := n.TS
+		var index *hostNode
+		var chain []uint32 // the versions, indexes left out
 		for a := n.Prev; a != addrNone; {
 			if inChain[a] {
 				return fmt.Errorf("version %#x linked twice (from head %#x)", a, h)
@@ -1822,11 +1825,26 @@ func (g *gpuTree[K, V]) check(ctx context.Context) error {
 			if !v.Latched() {
 				return fmt.Errorf("version %#x of head %#x is not marked a version", a, h)
 			}
+			if v.TS == stampIndex {
+				if a == n.Prev && v.Count() > 0 {
+					index = &v
+				} else if v.Count() != 0 || v.High != 0 {
+					return fmt.Errorf("version index %#x of head %#x is not its first unit but holds %d entries", a, h, v.Count())
+				}
+				a = v.Prev
+				continue
+			}
 			if v.TS > prevTS {
 				return fmt.Errorf("version %#x of head %#x has stamp %d above its newer version's %d", a, h, v.TS, prevTS)
 			}
 			prevTS = v.TS
+			chain = append(chain, a)
 			a = v.Prev
+		}
+		if index != nil {
+			if err := checkIndex(g.lay, get, *index, chain); err != nil {
+				return fmt.Errorf("head %#x's version index: %w", h, err)
+			}
 		}
 	}
 	if uint64(len(inChain)) != c[ctlVersions] {

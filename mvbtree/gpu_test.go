@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -610,4 +611,110 @@ func restampFailsPartWay(t *testing.T, tr *Tree[uint32, uint32]) {
 	check(t, s.Close())
 	check(t, old.Close())
 	check(t, tr.Close())
+}
+
+// testVersionIndexes holds a snapshot after each of many rounds that
+// rewrite every key (and add a few), so that every leaf's chain grows a
+// version a round: deeper than an index holds densely, so its stride
+// doubles. Every snapshot must read its round's values through the index
+// (the lockstep waves, and each tile's own walk with validateReads), the
+// index must match its chain (Check), Restamp must keep it exact, and
+// closing the snapshots (every other one first) must take the indexes away
+// with the versions.
+func testVersionIndexes[K, V warpkit.Word](t *testing.T, tr *Tree[K, V]) {
+	defer func(p bool) { poisonFreed = p }(poisonFreed)
+	poisonFreed = true
+	const n, rounds = 600, 34
+	type snap struct {
+		s    *Snapshot[K, V]
+		want map[K]V
+	}
+	model := map[K]V{}
+	var snaps []snap
+	verify := func(where string) {
+		t.Helper()
+		for i, o := range snaps {
+			keys := make([]K, 0, len(o.want)+1)
+			for k := range o.want {
+				keys = append(keys, k)
+			}
+			keys = append(keys, K(n+rounds*7)) // never inserted
+			for _, validated := range []bool{false, true} {
+				validateReads = validated
+				vals, found := make([]V, len(keys)), make([]bool, len(keys))
+				err := o.s.Lookup(ctx, keys, vals, found)
+				validateReads = false
+				check(t, err)
+				for j, k := range keys {
+					w, ok := o.want[k]
+					if found[j] != ok || vals[j] != w {
+						t.Fatalf("%s: snapshot %d (validated %v): key %d = (%d, %v), want (%d, %v)", where, i, validated, k, vals[j], found[j], w, ok)
+					}
+				}
+			}
+			expect(t, fmt.Sprintf("%s: snapshot %d", where, i), func(y func(K, V) bool) { seq, err := o.s.All(ctx); check(t, err); seq(y) }, nil, o.want)
+		}
+	}
+	for r := range rounds {
+		var keys []K
+		var vals []V
+		for k := range n + 7*r {
+			keys = append(keys, K(k))
+			vals = append(vals, V(k*rounds+r+1))
+			model[K(k)] = V(k*rounds + r + 1)
+		}
+		check(t, tr.Insert(ctx, keys, vals))
+		s, err := tr.Snapshot(ctx)
+		check(t, err)
+		snaps = append(snaps, snap{s, maps.Clone(model)})
+		if r == indexMin+1 {
+			if st := mustStats(t, tr); st.VersionIndexes == 0 {
+				t.Fatalf("no version index with %d snapshots open: %+v", len(snaps), st)
+			}
+		}
+	}
+	st := mustStats(t, tr)
+	if st.VersionIndexes == 0 || st.VersionIndexes > st.Nodes {
+		t.Fatalf("%d version indexes for %d heads", st.VersionIndexes, st.Nodes)
+	}
+	mustCheck(t, tr)
+	verify("deep chains")
+	check(t, tr.Restamp(ctx))
+	mustCheck(t, tr)
+	verify("after Restamp")
+	// Every other snapshot closed, then a round of writes: the writers
+	// splice the chains and index what is left.
+	var kept []snap
+	for i, o := range snaps {
+		if i%2 == 1 {
+			check(t, o.s.Close())
+		} else {
+			kept = append(kept, o)
+		}
+	}
+	snaps = kept
+	var keys []K
+	var vals []V
+	for k := range n {
+		keys = append(keys, K(k))
+		vals = append(vals, V(k))
+	}
+	check(t, tr.Insert(ctx, keys, vals))
+	mustCheck(t, tr)
+	verify("half closed")
+	for _, o := range snaps {
+		check(t, o.s.Close())
+	}
+	snaps = nil
+	check(t, tr.Vacuum(ctx))
+	mustCheck(t, tr)
+	if st := mustStats(t, tr); st.Versions != 0 || st.VersionIndexes != 0 {
+		t.Fatalf("after every Close and Vacuum: %d versions, %d indexes", st.Versions, st.VersionIndexes)
+	}
+}
+
+func TestGPUVersionIndexes(t *testing.T) {
+	dev := gputest.Device(t)
+	t.Run("u32", func(t *testing.T) { testVersionIndexes(t, gpuTreeOn[uint32, uint32](dev, Options{})(t)) })
+	t.Run("u64", func(t *testing.T) { testVersionIndexes(t, gpuTreeOn[uint64, uint64](dev, Options{})(t)) })
 }

@@ -183,3 +183,45 @@ func checkVersion(l layout, get nodeSource, root, at uint32) (keys, vals []uint6
 	}
 	return keys, vals, heads, nil
 }
+
+// checkIndex verifies a head's version index (mvbtree.cu, "Version
+// indexes") against the versions of its chain, newest first: the least
+// power-of-two stride s at which the capacity holds the chain; entry j the
+// stamp and address of version j*s, one entry a position at that stride;
+// low the last version and high the stamp of the version before it; at
+// least indexMin versions.
+func checkIndex(l layout, get nodeSource, ix hostNode, chain []uint32) error {
+	s, c := int(ix.Link), ix.Count()
+	if s < 1 || s&(s-1) != 0 {
+		return fmt.Errorf("stride %d", s)
+	}
+	if len(chain) < indexMin {
+		return fmt.Errorf("an index over %d versions (fewer than %d)", len(chain), indexMin)
+	}
+	if c > l.Cap || c != (len(chain)+s-1)/s || (s > 1 && (len(chain)+s/2-1)/(s/2) <= l.Cap) {
+		return fmt.Errorf("%d entries at stride %d over %d versions (capacity %d)", c, s, len(chain), l.Cap)
+	}
+	stampOf := func(a uint32) (uint32, error) {
+		v, err := get(a)
+		return v.TS, err
+	}
+	for j := 0; j < c; j++ {
+		a := chain[j*s]
+		ts, err := stampOf(a)
+		if err != nil {
+			return err
+		}
+		if uint32(ix.Vals[j]) != a || uint32(ix.Keys[j]) != ts || ix.Vals[j] > 0xffffffff || ix.Keys[j] > 0xffffffff {
+			return fmt.Errorf("entry %d is (%d, %#x), version %d of the chain is (%d, %#x)", j, ix.Keys[j], ix.Vals[j], j*s, ts, a)
+		}
+	}
+	last := len(chain) - 1
+	upper, err := stampOf(chain[last-1])
+	if err != nil {
+		return err
+	}
+	if ix.Low != uint64(chain[last]) || ix.High != uint64(upper) {
+		return fmt.Errorf("last version (%#x, stamp before it %d), the chain's is (%#x, %d)", ix.Low, ix.High, chain[last], upper)
+	}
+	return nil
+}

@@ -31,6 +31,27 @@
 // version of their stamp; chain nodes never change but for prev, which a
 // splice re-links to another version that is visible to the same readers.
 // Readers of the latest version read heads as btree's queries do.
+//
+// Version indexes. A walk down a newest-first chain costs one dependent load
+// a version, so the oldest of k snapshots would pay k loads at every node
+// changed since it. When a writer leaves a chain of kIndexMin or more
+// versions, it puts an index unit between the head and the chain: a node of
+// the same layout whose stamp is kIndexTs (above every snapshot's, so a
+// walk that does not know indexes passes it by its prev, the chain's first
+// version) and whose pairs are (stamp, address) of the chain's versions at
+// positions 0, s, 2s, ... (s = link, the stride: 1 until the chain has more
+// versions than pairs, then doubled as often as needed), newest first; low
+// is the chain's last version and high the stamp of the version before it.
+// A reader at stamp p reads the index and goes straight to the version it
+// sees (the first entry stamped <= p when s = 1 or it is entry 0; the last
+// version when p < high), or else to the entry before and walks at most s
+// versions from there: three loads a level for any chain a dense index
+// covers. Indexes are immutable: the next writer of the head splices the
+// index out (retired as a version is) and builds a new one; a splice whose
+// retire log is full keeps the unit linked as a pass-through (count and
+// high zeroed: readers walk by its prev). Vacuum retires indexes and builds
+// none (it has no allocator); an index that cannot be allocated is simply
+// not built.
 #include <stdint.h>
 
 #include "blink.cuh"
@@ -51,6 +72,10 @@ using Node = wk::blink::Node<Lay<S>>;
 
 constexpr uint32_t kLatest = 0xffffffffu;  // the stamp of a query of the latest version
 constexpr uint32_t kChainSteps = 4096;     // versions one splice walks at most
+constexpr uint32_t kIndexTs = 0xfffffffeu;  // the stamp of a version index (mirrored in kernels.go)
+constexpr uint32_t kIndexLevel = 0xffu;     // the level of a version index (never a tree level)
+constexpr uint32_t kIndexMin = 3;           // versions a chain holds before its head gets an index
+static_assert(kIndexTs != kLatest, "an index is not the latest version");
 // Copy modes (mirrored in Go as CopyMode).
 constexpr uint32_t kCopyWhenPinned = 0, kCopyAlways = 1, kCopyIfStale = 2;
 static_assert(kCopyWhenPinned == 0, "the zero Options copy when pinned");
@@ -139,6 +164,13 @@ struct WritePool : ReadPool<S> {
   __device__ __forceinline__ void release(const Tile<TT>&, uint32_t x) {
     a.release(st, this->p, x);
   }
+  // alloc_optional allocates a unit the operation can do without (a
+  // version index): running out is not reported.
+  template <int TT>
+  __device__ __forceinline__ bool alloc_optional(const Tile<TT>&, uint32_t& x) {
+    x = a.allocate(st, this->p, nullptr);
+    return x != slab::kNull;
+  }
   __device__ __forceinline__ void finish() { a.flush(st, this->p); }
 };
 
@@ -170,6 +202,16 @@ __device__ __forceinline__ void set_prev(const Pool& pool, uint32_t a, uint32_t 
 struct Snapshots {
   const uint32_t* stamps;
   uint32_t n;
+  // rank is 1 + the number of open stamps below ts: Restamp's new stamp.
+  __device__ __forceinline__ uint32_t rank(uint32_t ts) const {
+    uint32_t a = 0, b = n;
+    while (a < b) {
+      uint32_t m = (a + b) / 2;
+      if (__ldg(stamps + m) < ts) a = m + 1;
+      else b = m;
+    }
+    return a + 1;
+  }
   // any_in reports whether an open snapshot has a stamp in [lo, hi).
   __device__ __forceinline__ bool any_in(uint32_t lo, uint32_t hi) const {
     uint32_t a = 0, b = n;
@@ -203,26 +245,124 @@ struct Retire {
   }
 };
 
+// Indexer builds a version index (see the top of the file) in the tile's
+// registers from the versions of a chain, newest first: each lane holds its
+// chunk of the index node, entry j in pair position j.
+template <typename S>
+struct Indexer {
+  using L = Lay<S>;
+  using N = Node<S>;
+  static constexpr int P = L::kPairs, kCap = L::kCap;
+  S w[L::kWords];
+  uint32_t n = 0, stride = 1, pos = 0, tail = kNone, upper = 0;
+  __device__ __forceinline__ Indexer() {
+#pragma unroll
+    for (int q = 0; q < L::kWords; ++q) w[q] = 0;
+  }
+  // add records version a (stamp ts), the chain's next, whose newer version
+  // is stamped up.
+  template <int T>
+  __device__ __forceinline__ void add(uint32_t a, uint32_t ts, uint32_t up, const Tile<T>& t) {
+    if (pos % stride == 0) {
+      if (n == kCap) thin(t);
+      if (pos % stride == 0) {
+#pragma unroll
+        for (int p = 0; p < P; ++p)
+          if (slot(t, p) == (int)n) {
+            w[2 * p] = (S)ts;
+            w[2 * p + 1] = (S)a;
+          }
+        ++n;
+      }
+    }
+    tail = a;
+    upper = up;
+    ++pos;
+  }
+  template <int T>
+  __device__ __forceinline__ static int slot(const Tile<T>& t, int p) {
+    return ((int)t.rank - L::kFirst) * P + p;
+  }
+  // thin keeps every other entry (entry j takes entry 2j) and doubles the
+  // stride: a lane's position p takes position (2p) % P of lane kFirst +
+  // 2j / P, its own pair lanes only (the narrow node's last position holds
+  // the version).
+  template <int T>
+  __device__ void thin(const Tile<T>& t) {
+    S nw[2 * P];
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      const int j = slot(t, p), q = (2 * p) % P;
+      const int src = min(max(L::kFirst + 2 * j / P, 0), T - 1);
+      nw[2 * p] = t.shfl(w[2 * q], src);
+      nw[2 * p + 1] = t.shfl(w[2 * q + 1], src);
+    }
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+      if (N::holds(slot(t, p))) {
+        w[2 * p] = nw[2 * p];
+        w[2 * p + 1] = nw[2 * p + 1];
+      }
+    n = (n + 1) / 2;
+    stride *= 2;
+  }
+  // store writes the index into unit x, before first (the chain's first
+  // version). The caller fences before a head names it.
+  template <class Pool, int T>
+  __device__ __forceinline__ void store(const Pool& pool, uint32_t x, uint32_t first, const Tile<T>& t) {
+    N ix;
+#pragma unroll
+    for (int q = 0; q < L::kWords; ++q) ix.w[q] = w[q];
+    ix.set_header(t, m_make(n, kIndexLevel, 0) | kLatch, stride, (S)tail, (S)upper);
+    ix.set_version(t, kIndexTs, first);
+    ix.store_all(pool, x, t);
+  }
+};
+
+// NoIndex is the Indexer of a splice that builds none.
+struct NoIndex {
+  template <int T>
+  __device__ __forceinline__ void add(uint32_t, uint32_t, uint32_t, const Tile<T>&) {}
+};
+
+// pass_through empties index a that a splice must keep linked (its retire
+// log is full): count 0 and high 0, so that readers walk on by its prev.
+template <typename S, class Pool, int T>
+__device__ __forceinline__ void pass_through(const Pool& pool, uint32_t a, const Tile<T>& t) {
+  if (t.rank == 0) {
+    char* p = pool.node(a);
+    st_u32(p, m_make(0, kIndexLevel, 0) | kLatch);
+    if constexpr (sizeof(S) == 4) st_u32(p + 12, 0);
+    else st_u64(p + 16, 0);
+  }
+}
+
 // splice walks the chain of older versions from first, whose next newer
 // version is stamped upper, and unlinks every version no open snapshot can
-// see into the retire log. It returns the new first version; removed counts
-// what it unlinked.
-template <typename S, class Pool, int T>
+// see into the retire log, and every version index. It returns the new
+// first version; removed counts what it unlinked; ix is given the versions
+// it keeps, in order.
+template <typename S, class Pool, class Ix, int T>
 __device__ uint32_t splice(const Pool& pool, const Snapshots& snaps, const Retire& ret, uint32_t first,
-                           uint32_t upper, long long& removed, const Tile<T>& t) {
+                           uint32_t upper, long long& removed, Ix& ix, const Tile<T>& t) {
   uint32_t head = kNone, last = kNone, last_prev = kNone, cur = first, up = upper;
   for (uint32_t steps = 0; cur != kNone && steps < kChainSteps; ++steps) {
     if (!pool.valid(cur)) break;  // never happens in a correct tree: keep the rest as it is
     uint32_t ts, prev;
     version_of<S>(pool, cur, ts, prev, t);
-    if (!snaps.any_in(ts, up) && ret.put(cur, t)) {
+    const bool index = ts == kIndexTs;
+    if ((index || !snaps.any_in(ts, up)) && ret.put(cur, t)) {
       ++removed;
     } else {
+      if (index) pass_through<S>(pool, cur, t);
       if (last == kNone) head = cur;
       else if (last_prev != cur) set_prev<S>(pool, last, cur, t);
       last = cur;
       last_prev = prev;
-      up = ts;
+      if (!index) {
+        ix.add(cur, ts, up, t);
+        up = ts;
+      }
     }
     cur = prev;
   }
@@ -231,13 +371,50 @@ __device__ uint32_t splice(const Pool& pool, const Snapshots& snaps, const Retir
   return head;
 }
 
+// Spliced is what splice_indexed returns: the version the head names next
+// (the index, or the chain's first version) and the units it unlinked.
+struct Spliced {
+  uint32_t first;
+  long long removed;
+};
+
+// splice_indexed splices the chain from first (whose newer version is
+// stamped upper) as splice does and builds the chain's index in unit
+// (kNone: none to build) when the chain keeps kIndexMin versions or more.
+// With a copy (stamped copy_ts, already stored with prev = first), the copy
+// is the chain's newest version (its newer one, the head, stamped w) and
+// its prev is re-linked to what the splice keeps. Out of line: every
+// argument by value, none of the caller's state in memory.
+template <typename S, int T>
+__device__ __noinline__ Spliced splice_indexed(const ReadPool<S> pool, const Snapshots snaps, const Retire ret,
+                                               uint32_t first, uint32_t upper, uint32_t copy, uint32_t copy_ts,
+                                               uint32_t w, uint32_t unit, const Tile<T> t) {
+  Indexer<S> ix;
+  Spliced r{kNone, 0};
+  if (copy != kNone) ix.add(copy, copy_ts, w, t);
+  const uint32_t chain = splice<S>(pool, snaps, ret, first, upper, r.removed, ix, t);
+  r.first = chain;
+  if (copy != kNone) {
+    if (chain != first) {
+      t.sync();  // the version lane's store of the copy before rank 0's
+      set_prev<S>(pool, copy, chain, t);
+    }
+    r.first = copy;
+  }
+  if (unit != kNone && ix.pos >= kIndexMin) {
+    ix.store(pool, unit, r.first, t);
+    r.first = unit;
+  }
+  return r;
+}
+
 // MV is the versioner of a write batch (blink.cuh's hooks).
 template <typename S>
 struct MV {
   uint32_t w, mode;
   Snapshots snaps;
   Retire ret;
-  long long copies = 0, removed = 0;
+  long long copies = 0, indexes = 0, removed = 0;  // units linked (versions, indexes) and unlinked
   struct Slot {
     uint32_t copy;
   };
@@ -260,11 +437,31 @@ struct MV {
   }
   template <class Pool, class N, int T>
   __device__ void commit(Pool& pool, N& n, uint32_t, const Slot& s, const Tile<T>& t) {
+    // A chain keeps at most one version per open snapshot (and the copy):
+    // with fewer open than an index needs, the splice builds none and
+    // stays inline; the indexed splice runs out of line, so that its
+    // registers do not weigh on every write (inline, it took the insert
+    // kernel's spills from ~120 to ~500 bytes).
+    if (snaps.n + 1 >= kIndexMin) {
+      uint32_t unit;
+      if (!pool.alloc_optional(t, unit)) unit = kNone;
+      if (s.copy != kNone) n.store_all(pool, s.copy, t);  // see splice_indexed
+      const Spliced r = splice_indexed<S, T>(pool, snaps, ret, n.prev, s.copy != kNone ? n.ts : w, s.copy, n.ts, w,
+                                             unit, t);
+      removed += r.removed;
+      if (s.copy != kNone) ++copies;
+      if (r.first == unit && unit != kNone) ++indexes;
+      else if (unit != kNone) pool.release(t, unit);
+      fence();  // the copy and the index are complete before the head names them
+      n.set_version(t, w, r.first);
+      return;
+    }
+    NoIndex none;
     if (s.copy != kNone) {
       // The copy: the version as it is, stamp and all; its meta keeps the
       // latch bit, which marks a version. Its older versions, spliced.
       N c = n;
-      uint32_t chain = splice<S>(pool, snaps, ret, n.prev, n.ts, removed, t);
+      uint32_t chain = splice<S>(pool, snaps, ret, n.prev, n.ts, removed, none, t);
       c.set_version(t, n.ts, chain);
       c.store_all(pool, s.copy, t);
       fence();  // the copy is complete before the head names it
@@ -272,7 +469,7 @@ struct MV {
       ++copies;
     } else {
       // In place: no open snapshot sees the version being replaced.
-      uint32_t chain = splice<S>(pool, snaps, ret, n.prev, w, removed, t);
+      uint32_t chain = splice<S>(pool, snaps, ret, n.prev, w, removed, none, t);
       n.set_version(t, w, chain);
     }
   }
@@ -298,10 +495,22 @@ struct AtVersion {
     }
     while (n.ts > at) {
       if (steps++ >= kMaxSteps) return kFailRetry;
-      if (n.prev == kNone || !pool.valid(n.prev)) return kFailPool;  // restart
-      n.load(pool, n.prev, validated ? kStrong : kNC, t);
+      const uint32_t nx = n.ts == kIndexTs ? index_next(n, t) : n.prev;
+      if (nx == kNone || !pool.valid(nx)) return kFailPool;  // restart
+      n.load(pool, nx, validated ? kStrong : kNC, t);
     }
     return kOK;
+  }
+  // index_next returns where a walk to `at` goes from version index n (see
+  // the top of the file): the version it sees, or one it walks on from.
+  template <class N, int T>
+  __device__ __forceinline__ uint32_t index_next(const N& n, const Tile<T>& t) const {
+    using S = typename N::S;
+    const int c = n.pairs();
+    const int newer = c - n.count_le(t, (S)at);  // entries stamped above at: a prefix
+    if (newer < c && (newer == 0 || n.link == 1)) return (uint32_t)n.value_of(t, newer);
+    if (newer == c && (S)at < n.high) return (uint32_t)n.low;
+    return newer > 0 ? (uint32_t)n.value_of(t, newer - 1) : n.prev;
   }
   template <class Pool, class N, int T>
   __device__ bool descend(const Pool& pool, typename N::S k, N& n, uint32_t& cur, uint32_t& steps,
@@ -344,17 +553,24 @@ struct AtVersion {
   template <class Pool, class Wv, int R>
   __device__ __forceinline__ void resolve(const Pool& pool, Wv& v, bool (&ok)[R]) const {
     for (uint32_t step = 0;; ++step) {
-      bool need[R], any = false;
+      bool need[R], index[R], any = false, anyIndex = false;
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         uint32_t ts = v.ts(r);  // a warp-wide shuffle: every lane, every round
         need[r] = ok[r] && ts > at;
+        index[r] = need[r] && ts == kIndexTs;
         any |= need[r];
+        anyIndex |= index[r];
       }
       if (!__any_sync(kFull, any)) return;
+      anyIndex = __any_sync(kFull, anyIndex);  // the index step's collectives: all lanes or none
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         uint32_t pv = v.prev(r);
+        if (anyIndex) {
+          const uint32_t nx = wave_index_next(v, r, pv);
+          if (index[r]) pv = nx;
+        }
         if (need[r] && (step >= kChainSteps || !pool.valid(pv))) {
           ok[r] = false;
           need[r] = false;
@@ -362,6 +578,21 @@ struct AtVersion {
         v.load(pool, r, pv, need[r]);
       }
     }
+  }
+  // wave_index_next is index_next for round r of a wave (warp-wide
+  // collectives: every lane calls it).
+  template <class Wv>
+  __device__ __forceinline__ uint32_t wave_index_next(const Wv& v, int r, uint32_t prev) const {
+    using S = typename Wv::S;
+    const int c = v.count(r);
+    const int newer = c - v.count_le(r, (S)at, c);
+    const uint32_t stride = v.link(r);
+    const S low = v.low(r), high = v.high(r);
+    const int s = newer < c && (newer == 0 || stride == 1) ? newer : newer - 1;
+    const uint32_t e = (uint32_t)v.val_at(r, s);  // clamped inside: s may be -1 or c (every collective before the branches)
+    if (newer < c && (newer == 0 || stride == 1)) return e;
+    if (newer == c && (S)at < high) return (uint32_t)low;
+    return newer > 0 ? e : prev;
   }
 };
 
@@ -392,7 +623,7 @@ __device__ void write_batch(slab::Pool* p, uint32_t root, unsigned long long* ct
   }
   pool.finish();
   add_keys(ctl + kCtlKeys, del ? -(long long)d : (long long)d, t.rank == 0);
-  add_keys(ctl + kCtlVersions, ver.copies - ver.removed, t.rank == 0);
+  add_keys(ctl + kCtlVersions, ver.copies + ver.indexes - ver.removed, t.rank == 0);
 }
 
 template <typename K, typename V>
@@ -566,11 +797,12 @@ struct UnitScan {
 };
 
 // vacuum splices the chain of every head (exclusive: no other launch runs)
-// into the retire log; stats counts heads, linked versions and the versions
-// an open snapshot sees into out[0..2]; restamp maps every stamp to its rank
-// among the open snapshots' (ascending) stamps, plus one: 1 + the stamps
-// below it, which keeps every snapshot's view (ts <= p iff the new ts <= the
-// new p) and leaves 0 unused.
+// into the retire log (out[3]: the units it unlinked); stats counts heads,
+// linked versions, the versions an open snapshot sees and version indexes
+// into out[0..2] and out[4]; restamp maps every stamp (an index's entries'
+// and high included) to its rank among the open snapshots' (ascending)
+// stamps, plus one: 1 + the stamps below it, which keeps every snapshot's
+// view (ts <= p iff the new ts <= the new p) and leaves 0 unused.
 constexpr uint32_t kScanVacuum = 0, kScanStats = 1, kScanRestamp = 2;
 static_assert(kScanStats != kScanVacuum && kScanStats != kScanRestamp, "scan operations differ");
 
@@ -584,26 +816,33 @@ __device__ void scan_units(slab::Pool* p, uint32_t root, uint32_t op, const uint
   ReadPool<S> pool{p, root};
   Snapshots reg{snaps, nsnaps};
   Retire ret{retire, retire_cap, retire_n};
-  long long heads = 0, linked = 0, pinned = 0, removed = 0;
+  long long heads = 0, linked = 0, pinned = 0, removed = 0, indexes = 0;
   for (uint64_t u = tile_id<T>(); u < scan.units; u += tile_count<T>()) {
     uint32_t a = scan.address(u);
     if (!scan.allocated(a)) continue;
     Node<S> n;
     n.load(pool, a, kStrong, t);
     if (op == kScanRestamp) {
-      uint32_t lo = 0, hi = nsnaps;
-      while (lo < hi) {
-        uint32_t mid = (lo + hi) / 2;
-        if (__ldg(snaps + mid) < n.ts) lo = mid + 1;
-        else hi = mid;
+      if (n.ts == kIndexTs) {  // an index: its entries' stamps and high, each lane its own
+#pragma unroll
+        for (int p = 0; p < Lay<S>::kPairs; ++p)
+          if (Node<S>::holds(n.slot(t, p)) && n.slot(t, p) < (int)n.pairs()) n.w[2 * p] = (S)reg.rank((uint32_t)n.w[2 * p]);
+        if constexpr (sizeof(S) == 4) {
+          if (t.rank == 0) n.w[3] = reg.rank((uint32_t)n.high);
+        } else {
+          if (t.rank == 1) n.w[0] = reg.rank((uint32_t)n.high);
+        }
+        n.store_all(pool, a, t);
+        continue;
       }
-      if (t.rank == 0) st_u32(pool.node(a) + Lay<S>::kVersionByte, lo + 1);
+      if (t.rank == 0) st_u32(pool.node(a) + Lay<S>::kVersionByte, reg.rank(n.ts));
       continue;
     }
     if (n.meta & kLatch) continue;  // a version: reached from its head (kScanStats)
     ++heads;
     if (op == kScanVacuum) {
-      uint32_t chain = splice<S>(pool, reg, ret, n.prev, n.ts, removed, t);
+      NoIndex none;
+      uint32_t chain = splice<S>(pool, reg, ret, n.prev, n.ts, removed, none, t);
       if (chain != n.prev && t.rank == 0) set_prev<S>(pool, a, chain, t);
       continue;
     }
@@ -611,9 +850,13 @@ __device__ void scan_units(slab::Pool* p, uint32_t root, uint32_t op, const uint
     for (uint32_t steps = 0; cur != kNone && steps < kChainSteps && pool.valid(cur); ++steps) {
       uint32_t ts, prev;
       version_of<S>(pool, cur, ts, prev, t);
-      ++linked;
-      if (reg.any_in(ts, up)) ++pinned;
-      up = ts;
+      if (ts == kIndexTs) {
+        ++indexes;
+      } else {
+        ++linked;
+        if (reg.any_in(ts, up)) ++pinned;
+        up = ts;
+      }
       cur = prev;
     }
   }
@@ -622,6 +865,7 @@ __device__ void scan_units(slab::Pool* p, uint32_t root, uint32_t op, const uint
     if (linked) atomicAdd(out + 1, (unsigned long long)linked);
     if (pinned) atomicAdd(out + 2, (unsigned long long)pinned);
     if (removed) atomicAdd(out + 3, (unsigned long long)removed);
+    if (indexes) atomicAdd(out + 4, (unsigned long long)indexes);
   }
 }
 

@@ -84,6 +84,11 @@ type Stats struct {
 	// CUDA backend's node versions and reclamation; 0 on the CPU backend,
 	// whose copy-on-write map leaves old versions to Go's garbage collector.
 	Nodes, Versions, PinnedVersions, RetiredPending int
+	// VersionIndexes are the units that index a head's chain of older
+	// versions (a chain of three or more, while three or more snapshots
+	// are open: a snapshot's query then reads head, index and its
+	// version, however deep the chain); CUDA backend only.
+	VersionIndexes int
 	Epoch, Restamps                                 uint64
 	PoolBytes                                       int64
 	ReclaimLeaked                                   uint64

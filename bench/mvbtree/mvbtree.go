@@ -350,7 +350,7 @@ func snapshotFind[K, V warpkit.Word](b *bench, t *mvbtree.Tree[K, V], dk cuda.Sl
 func snapshots[K, V warpkit.Word](b *bench) error {
 	ctx := b.ctx
 	tab := b.rep.Table(fmt.Sprintf("Snapshots held during %s inserts (batches of 2^20)", treebench.SizeName(b.snapTotal)),
-		"k", "insert G/s", "nodes", "versions", "pinned MB", "bound MB", "/bound", "oldest G/s", "newest G/s", "latest G/s", "oldest/latest", "take+close us", "vacuum ms")
+		"k", "insert G/s", "nodes", "versions", "indexes", "pinned MB", "bound MB", "/bound", "oldest G/s", "middle G/s", "newest G/s", "latest G/s", "oldest/latest", "middle/latest", "take+close us", "vacuum ms")
 	n := b.snapTotal
 	keys := treebench.Shuffled(treebench.Keys[K](n, 77), 2)
 	vals := valsFor[K, V](keys, 0x9e3779b9)
@@ -414,7 +414,10 @@ func snapshots[K, V warpkit.Word](b *bench) error {
 		// in it (each found), and the same keys in the latest version.
 		first := min(batch, n)
 		snapRate, err := findAll[K, V](ctx, open[0], dk.Sub(0, first), out.Sub(0, first), df.Sub(0, first))
-		var latest, newest float64
+		var latest, middle, newest float64
+		if err == nil {
+			middle, err = findAll[K, V](ctx, open[len(open)/2], dk.Sub(0, first), out.Sub(0, first), df.Sub(0, first))
+		}
 		if err == nil {
 			newest, err = findAll[K, V](ctx, open[len(open)-1], dk.Sub(0, first), out.Sub(0, first), df.Sub(0, first))
 		}
@@ -460,9 +463,9 @@ func snapshots[K, V warpkit.Word](b *bench) error {
 		}
 		pinned := float64(st.PinnedVersions*nodeBytes) / (1 << 20)
 		bound := float64(k*st.Nodes*nodeBytes) / (1 << 20)
-		tab.Add(k, ins, st.Nodes, st.Versions, pinned, bound, benchfmt.Ratio(pinned, bound), snapRate, newest, latest, benchfmt.Ratio(snapRate, latest),
+		tab.Add(k, ins, st.Nodes, st.Versions, st.VersionIndexes, pinned, bound, benchfmt.Ratio(pinned, bound), snapRate, middle, newest, latest, benchfmt.Ratio(snapRate, latest), benchfmt.Ratio(middle, latest),
 			float64(d.Microseconds())/takes, float64(vac.Microseconds())/1e3)
 	}
-	b.rep.Note("bound: k x the latest version's nodes x the node size (every node changed since every snapshot); targets: pinned <= bound, snapshot find >= %.1fx latest, Snapshot()+Close() <= %d us; oldest/newest: the first batch's keys found in the oldest snapshot (through chains as deep as the snapshots after it) and in the newest", targetSnapVsLatest, targetSnapshotMicros)
+	b.rep.Note("bound: k x the latest version's nodes x the node size (every node changed since every snapshot); targets: pinned <= bound, snapshot find >= %.1fx latest, Snapshot()+Close() <= %d us; oldest/middle/newest: the first batch's keys found in the oldest snapshot (its versions behind as many newer ones as snapshots after it), in snapshot k/2 and in the newest; indexes: version indexes (a chain of 3 or more: head, index, version)", targetSnapVsLatest, targetSnapshotMicros)
 	return nil
 }
