@@ -88,10 +88,10 @@ type Stats struct {
 	// versions (a chain of three or more, while three or more snapshots
 	// are open: a snapshot's query then reads head, index and its
 	// version, however deep the chain); CUDA backend only.
-	VersionIndexes int
-	Epoch, Restamps                                 uint64
-	PoolBytes                                       int64
-	ReclaimLeaked                                   uint64
+	VersionIndexes  int
+	Epoch, Restamps uint64
+	PoolBytes       int64
+	ReclaimLeaked   uint64
 }
 
 // reader is a version of the tree that queries run against: the latest
