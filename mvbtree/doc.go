@@ -65,7 +65,17 @@
 //
 // Readers. Queries of a snapshot read each head they reach (with a seqlock
 // when writers may run: heads change in place) and walk its chain to the
-// version of their stamp. Queries of the latest version read heads as
+// version of their stamp. A writer that leaves a chain of three versions or
+// more puts a version index between the head and the chain: one unit of
+// (stamp, address) pairs of the chain's versions — every one while they
+// fit (13 in a 128-byte node, 14 in a 256-byte one), then every second,
+// fourth, ... — and the chain's last version with the stamp above it. A
+// query reads the head, the index and then its version (or the indexed
+// version before it, and walks at most the stride on), so that a
+// snapshot's lookup costs the same however many snapshots came after it.
+// Indexes are rebuilt by the next writer of the head (the old one retired
+// as a version is), left out where no unit is free, and retired by Vacuum,
+// which builds none (Stats.VersionIndexes counts them). Queries of the latest version read heads as
 // btree's do: validated beside writers, in btree's lockstep waves (also the
 // shared core's, blink_wave.cuh) when no writer runs. Range and the
 // iterators of the latest version run on a transient snapshot.

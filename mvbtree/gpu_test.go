@@ -614,7 +614,8 @@ func restampFailsPartWay(t *testing.T, tr *Tree[uint32, uint32]) {
 }
 
 // testVersionIndexes holds a snapshot after each of many rounds that
-// rewrite every key (and add a few), so that every leaf's chain grows a
+// rewrite every key (and add a few; every third round writes half of them
+// twice, the second time in place), so that every leaf's chain grows a
 // version a round: deeper than an index holds densely, so its stride
 // doubles. Every snapshot must read its round's values through the index
 // (the lockstep waves, and each tile's own walk with validateReads), the
@@ -664,6 +665,14 @@ func testVersionIndexes[K, V warpkit.Word](t *testing.T, tr *Tree[K, V]) {
 			model[K(k)] = V(k*rounds + r + 1)
 		}
 		check(t, tr.Insert(ctx, keys, vals))
+		if r%3 == 0 { // a second write before the snapshot: in place, the chains and their indexes unchanged
+			for i := range keys[:n/2] {
+				vals[i] += V(rounds * n * 8)
+				model[keys[i]] = vals[i]
+			}
+			check(t, tr.Insert(ctx, keys[:n/2], vals[:n/2]))
+			mustCheck(t, tr)
+		}
 		s, err := tr.Snapshot(ctx)
 		check(t, err)
 		snaps = append(snaps, snap{s, maps.Clone(model)})

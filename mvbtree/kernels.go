@@ -37,7 +37,7 @@ const phasedRounds = 4
 const (
 	stampLatest = 0xffffffff // the stamp of a query of the latest version
 	stampIndex  = 0xfffffffe // the stamp of a version index (kIndexTs)
-	indexMin    = 3          // versions a chain holds before its head gets an index (kIndexMin)
+	indexMin    = 4          // versions a chain holds before its head gets an index (kIndexMin)
 	ctlKeys     = 0          // control words: live keys,
 	ctlVersions = 1          // units linked behind heads (older versions and version indexes)
 	ctlWords    = 2

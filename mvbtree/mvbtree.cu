@@ -74,7 +74,9 @@ constexpr uint32_t kLatest = 0xffffffffu;  // the stamp of a query of the latest
 constexpr uint32_t kChainSteps = 4096;     // versions one splice walks at most
 constexpr uint32_t kIndexTs = 0xfffffffeu;  // the stamp of a version index (mirrored in kernels.go)
 constexpr uint32_t kIndexLevel = 0xffu;     // the level of a version index (never a tree level)
-constexpr uint32_t kIndexMin = 3;           // versions a chain holds before its head gets an index
+// versions a chain holds before its head gets an index: at 3 a snapshot's
+// query reads as many units through the index as down the chain, on average
+constexpr uint32_t kIndexMin = 4;
 static_assert(kIndexTs != kLatest, "an index is not the latest version");
 // Copy modes (mirrored in Go as CopyMode).
 constexpr uint32_t kCopyWhenPinned = 0, kCopyAlways = 1, kCopyIfStale = 2;
@@ -391,11 +393,37 @@ __device__ __noinline__ Spliced splice_indexed(const ReadPool<S> pool, const Sna
                                                uint32_t w, uint32_t unit, const Tile<T> t) {
   Indexer<S> ix;
   Spliced r{kNone, 0};
+  // The head's index, if it has one, stands when the chain does not
+  // change (a write in place that unlinks nothing): no new unit, nothing
+  // retired. Otherwise it goes as the splice's other indexes do.
+  const uint32_t orig = first;  // the copy's prev as stored
+  uint32_t old = kNone;
+  if (first != kNone && pool.valid(first)) {
+    uint32_t ts, prev;
+    version_of<S>(pool, first, ts, prev, t);
+    if (ts == kIndexTs) {
+      old = first;
+      first = prev;
+    }
+  }
   if (copy != kNone) ix.add(copy, copy_ts, w, t);
-  const uint32_t chain = splice<S>(pool, snaps, ret, first, upper, r.removed, ix, t);
+  uint32_t chain = splice<S>(pool, snaps, ret, first, upper, r.removed, ix, t);
+  if (old != kNone) {
+    if (copy == kNone && r.removed == 0 && chain == first) {
+      r.first = old;
+      return r;
+    }
+    if (ret.put(old, t)) {
+      ++r.removed;
+    } else {  // kept linked in front of the chain, emptied
+      pass_through<S>(pool, old, t);
+      if (chain != first) set_prev<S>(pool, old, chain, t);
+      chain = old;
+    }
+  }
   r.first = chain;
   if (copy != kNone) {
-    if (chain != first) {
+    if (chain != orig) {
       t.sync();  // the version lane's store of the copy before rank 0's
       set_prev<S>(pool, copy, chain, t);
     }

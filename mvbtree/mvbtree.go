@@ -85,9 +85,10 @@ type Stats struct {
 	// whose copy-on-write map leaves old versions to Go's garbage collector.
 	Nodes, Versions, PinnedVersions, RetiredPending int
 	// VersionIndexes are the units that index a head's chain of older
-	// versions (a chain of three or more, while three or more snapshots
-	// are open: a snapshot's query then reads head, index and its
-	// version, however deep the chain); CUDA backend only.
+	// versions (built by a writer that leaves a chain of three or more,
+	// which takes two or more open snapshots: a snapshot's query then
+	// reads the head, the index and its version, however deep the
+	// chain); CUDA backend only.
 	VersionIndexes  int
 	Epoch, Restamps uint64
 	PoolBytes       int64
