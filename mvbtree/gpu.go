@@ -61,10 +61,63 @@ type generation struct {
 }
 
 // retiredLog is what one write batch unlinked: units of gen's pool, freed
-// once the launches that ran beside the batch have ended.
+// once the launches that ran beside the batch have ended. units is the
+// start of buf, a buffer of the tree's logBufs.
 type retiredLog struct {
 	gen   *generation
 	units cuda.Slice[uint32]
+	buf   cuda.Slice[uint32]
+}
+
+// logBufs keeps the device buffers of freed retired logs for the next
+// batches' logs. With snapshots open nearly every write batch retires
+// units (each version index a write replaces), and a buffer allocated and
+// freed a batch cost a cuMemAlloc and a cuMemFree — which waits for the
+// whole device — each time.
+type logBufs struct {
+	mu   sync.Mutex
+	free []cuda.Slice[uint32]
+}
+
+const logBufsKept = 8 // buffers logBufs keeps at most
+
+// get returns a buffer of at least n elements.
+func (p *logBufs) get(dev *cuda.Device, n int) (cuda.Slice[uint32], error) {
+	p.mu.Lock()
+	best := -1
+	for i, b := range p.free {
+		if b.Len() >= n && (best < 0 || b.Len() < p.free[best].Len()) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		b := p.free[best]
+		p.free = slices.Delete(p.free, best, best+1)
+		p.mu.Unlock()
+		return b, nil
+	}
+	p.mu.Unlock()
+	return cuda.Alloc[uint32](dev, max(n, retireLogMin))
+}
+
+// put keeps buffer b for a later get (or frees it when enough are kept).
+func (p *logBufs) put(b cuda.Slice[uint32]) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.free) < logBufsKept {
+		p.free = append(p.free, b)
+		return
+	}
+	b.Free()
+}
+
+func (p *logBufs) freeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, b := range p.free {
+		b.Free()
+	}
+	p.free = nil
 }
 
 // lane is a stream with its status word and staging; concurrent batches use
@@ -112,6 +165,7 @@ type gpuTree[K, V warpkit.Word] struct {
 	epochMu sync.RWMutex
 	phase   gpurt.Phase
 	ebr     ebr.Epochs[retiredLog]
+	logs    logBufs
 	cur     *generation // mu
 	// broken is set (mu held exclusively) when a Restamp failed part way:
 	// some generations' stamps renumbered and others not, no snapshot's
@@ -288,8 +342,9 @@ func (g *gpuTree[K, V]) free() {
 	}
 	g.all = nil
 	for _, it := range g.ebr.Drain() {
-		it.units.Free()
+		it.buf.Free()
 	}
+	g.logs.freeAll()
 	for _, gen := range g.gens {
 		g.dropGeneration(gen)
 	}
@@ -345,7 +400,7 @@ func (g *gpuTree[K, V]) freeRetired(ctx context.Context, it retiredLog) error {
 			g.leaked.Add(int64(n))
 		}
 	}
-	it.units.Free()
+	g.logs.put(it.buf)
 	return err
 }
 
@@ -659,6 +714,9 @@ func (g *gpuTree[K, V]) write(ctx context.Context, n int, stage func(l *lane[K, 
 	if nreg > 0 || g.opts.Copy != CopyWhenPinned {
 		need += 2 * n // a copy per node written
 	}
+	if nreg+1 >= indexMin {
+		need += n // and a version index
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -723,13 +781,14 @@ func (g *gpuTree[K, V]) runWrite(l *lane[K, V], gen *generation, w uint32, reg c
 	var items []retiredLog
 	if err == nil {
 		if n := int(min(l.back.Data()[1], uint32(log.Len()))); n > 0 {
-			var units cuda.Slice[uint32]
-			if units, err = cuda.Alloc[uint32](g.dev, n); err == nil {
+			var buf cuda.Slice[uint32]
+			if buf, err = g.logs.get(g.dev, n); err == nil {
+				units := buf.Sub(0, n)
 				if err = units.CopyFrom(log.Sub(0, n)); err == nil {
-					items = append(items, retiredLog{gen: gen, units: units})
+					items = append(items, retiredLog{gen: gen, units: units, buf: buf})
 					g.retired.Add(int64(n))
 				} else {
-					units.Free()
+					g.logs.put(buf)
 				}
 			}
 			if err != nil {
