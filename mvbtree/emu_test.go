@@ -1,6 +1,7 @@
 package mvbtree
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/warpkit/warpkit"
@@ -141,6 +142,8 @@ func TestEmulatedRestampFailsPartWay(t *testing.T) {
 
 func TestEmulatedVersionIndexes(t *testing.T) {
 	dev := emuDevice(t)
-	t.Run("u32", func(t *testing.T) { testVersionIndexes(t, gpuTreeOn[uint32, uint32](dev, Options{})(t)) })
-	t.Run("u64", func(t *testing.T) { testVersionIndexes(t, gpuTreeOn[uint64, uint64](dev, Options{})(t)) })
+	for _, rounds := range []int{10, 34} {
+		t.Run(fmt.Sprint("u32-", rounds), func(t *testing.T) { testVersionIndexes(t, gpuTreeOn[uint32, uint32](dev, Options{})(t), rounds) })
+		t.Run(fmt.Sprint("u64-", rounds), func(t *testing.T) { testVersionIndexes(t, gpuTreeOn[uint64, uint64](dev, Options{})(t), rounds) })
+	}
 }

@@ -139,6 +139,7 @@ type lane[K, V warpkit.Word] struct {
 	reg     gpurt.Buf[uint32] // the registry of open snapshots as uploaded
 	regVer  uint64            // its version (regUnknown: other stamps)
 	regN    int
+	closes  uint32            // gpuTree.closes when the registry was uploaded
 	retire  gpurt.Buf[uint32] // this lane's retire log
 	retireN cuda.Slice[uint32]
 	scanOut cuda.Slice[uint64]
@@ -184,8 +185,12 @@ type gpuTree[K, V warpkit.Word] struct {
 	epoch    uint32         // the stamp writes take (epochMu)
 	dirty    atomic.Bool    // a batch wrote at epoch since the last snapshot
 	restamps uint64
-	retired  atomic.Int64 // units waiting in ebr
-	leaked   atomic.Int64 // retired units never freed (a log not kept, a free that failed)
+	// closes counts the stamps that left the registry: a version index
+	// records it, and a writer of its head need not walk the chain for
+	// versions to unlink while it has not changed (mvbtree.cu).
+	closes  uint32
+	retired atomic.Int64 // units waiting in ebr
+	leaked  atomic.Int64 // retired units never freed (a log not kept, a free that failed)
 
 	primOnce sync.Once
 	prim     *prim.Engine
@@ -493,7 +498,7 @@ func (g *gpuTree[K, V]) freeUnits(ctx context.Context, gen *generation, units cu
 // uploading them when they changed since the lane's last upload.
 func (g *gpuTree[K, V]) registry(l *lane[K, V]) (cuda.Slice[uint32], int, error) {
 	g.snapMu.Lock()
-	ver := g.regVer
+	ver, closes := g.regVer, g.closes
 	var stamps []uint32
 	if ver != l.regVer {
 		stamps = slices.Sorted(maps.Keys(g.open))
@@ -517,7 +522,7 @@ func (g *gpuTree[K, V]) registry(l *lane[K, V]) (cuda.Slice[uint32], int, error)
 			return cuda.Slice[uint32]{}, 0, err
 		}
 	}
-	l.regVer, l.regN = ver, len(stamps)
+	l.regVer, l.regN, l.closes = ver, len(stamps), closes
 	return l.reg.View(l.regN), l.regN, nil
 }
 
@@ -594,6 +599,7 @@ func (v *gpuView[K, V]) unpin() bool {
 	delete(g.views, v)
 	if g.open[v.stamp]--; g.open[v.stamp] <= 0 {
 		delete(g.open, v.stamp)
+		g.closes++ // versions only it saw may be unlinked now
 	}
 	g.regVer++
 	v.gen.refs--
@@ -823,7 +829,7 @@ func (g *gpuTree[K, V]) insertWith(ctx context.Context, n int, stage func(l *lan
 		keys, vals, err = stage(l)
 		return err
 	}, func(l *lane[K, V], gen *generation, w uint32, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error {
-		return g.k.insert.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w, g.mode(),
+		return g.k.insert.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w, g.mode(), l.closes,
 			reg, uint32(nreg), log, uint32(log.Len()), l.retireN, keys, vals, uint64(n))
 	})
 }
@@ -834,7 +840,7 @@ func (g *gpuTree[K, V]) deleteWith(ctx context.Context, n int, stage func(l *lan
 		keys, err = stage(l)
 		return err
 	}, func(l *lane[K, V], gen *generation, w uint32, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error {
-		return g.k.del.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w, g.mode(),
+		return g.k.del.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w, g.mode(), l.closes,
 			reg, uint32(nreg), log, uint32(log.Len()), l.retireN, keys, uint64(n))
 	})
 }

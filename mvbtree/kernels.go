@@ -35,16 +35,17 @@ const phasedRounds = 4
 
 // Values shared with mvbtree.cu.
 const (
-	stampLatest = 0xffffffff // the stamp of a query of the latest version
-	stampIndex  = 0xfffffffe // the stamp of a version index (kIndexTs)
-	indexMin    = 4          // versions a chain holds before its head gets an index (kIndexMin)
-	ctlKeys     = 0          // control words: live keys,
-	ctlVersions = 1          // units linked behind heads (older versions and version indexes)
-	ctlWords    = 2
-	scanVacuum  = 0 // unit scans
-	scanStats   = 1
-	scanRestamp = 2
-	scanOut     = 5 // words a scan writes: heads, linked versions, pinned versions, unlinked, version indexes
+	stampLatest     = 0xffffffff // the stamp of a query of the latest version
+	stampIndex      = 0xfffffffe // the stamp of a version index (kIndexTs)
+	indexMin        = 4          // versions a chain holds before its head gets an index (kIndexMin)
+	indexStrideMask = 0xff       // an index's link: its stride, then the count of closed stamps (kStrideMask)
+	ctlKeys         = 0          // control words: live keys,
+	ctlVersions     = 1          // units linked behind heads (older versions and version indexes)
+	ctlWords        = 2
+	scanVacuum      = 0 // unit scans
+	scanStats       = 1
+	scanRestamp     = 2
+	scanOut         = 5 // words a scan writes: heads, linked versions, pinned versions, unlinked, version indexes
 )
 
 // statusErr maps a kernel's status word to an error (the flags are the

@@ -185,13 +185,14 @@ func checkVersion(l layout, get nodeSource, root, at uint32) (keys, vals []uint6
 }
 
 // checkIndex verifies a head's version index (mvbtree.cu, "Version
-// indexes") against the versions of its chain, newest first: the least
+// indexes") against the versions of its chain, newest first (the stamps
+// closed when it was built, in its link's high bits, are not checked): the least
 // power-of-two stride s at which the capacity holds the chain; entry j the
 // stamp and address of version j*s, one entry a position at that stride;
 // low the last version and high the stamp of the version before it; at
 // least indexMin versions.
 func checkIndex(l layout, get nodeSource, ix hostNode, chain []uint32) error {
-	s, c := int(ix.Link), ix.Count()
+	s, c := int(ix.Link&indexStrideMask), ix.Count()
 	if s < 1 || s&(s-1) != 0 {
 		return fmt.Errorf("stride %d", s)
 	}

@@ -74,6 +74,9 @@ constexpr uint32_t kLatest = 0xffffffffu;  // the stamp of a query of the latest
 constexpr uint32_t kChainSteps = 4096;     // versions one splice walks at most
 constexpr uint32_t kIndexTs = 0xfffffffeu;  // the stamp of a version index (mirrored in kernels.go)
 constexpr uint32_t kIndexLevel = 0xffu;     // the level of a version index (never a tree level)
+// An index's link: its stride (low 8 bits) and the host's count of closed
+// stamps when it was built (the rest, wrapping).
+constexpr uint32_t kStrideMask = 0xffu, kClosesShift = 8, kClosesMask = 0xffffffu;
 // versions a chain holds before its head gets an index: at 3 a snapshot's
 // query reads as many units through the index as down the chain, on average
 constexpr uint32_t kIndexMin = 4;
@@ -311,11 +314,12 @@ struct Indexer {
   // store writes the index into unit x, before first (the chain's first
   // version). The caller fences before a head names it.
   template <class Pool, int T>
-  __device__ __forceinline__ void store(const Pool& pool, uint32_t x, uint32_t first, const Tile<T>& t) {
+  __device__ __forceinline__ void store(const Pool& pool, uint32_t x, uint32_t first, uint32_t closes,
+                                        const Tile<T>& t) {
     N ix;
 #pragma unroll
     for (int q = 0; q < L::kWords; ++q) ix.w[q] = w[q];
-    ix.set_header(t, m_make(n, kIndexLevel, 0) | kLatch, stride, (S)tail, (S)upper);
+    ix.set_header(t, m_make(n, kIndexLevel, 0) | kLatch, stride | closes << kClosesShift, (S)tail, (S)upper);
     ix.set_version(t, kIndexTs, first);
     ix.store_all(pool, x, t);
   }
@@ -390,8 +394,7 @@ struct Spliced {
 template <typename S, int T>
 __device__ __noinline__ Spliced splice_indexed(const ReadPool<S> pool, const Snapshots snaps, const Retire ret,
                                                uint32_t first, uint32_t upper, uint32_t copy, uint32_t copy_ts,
-                                               uint32_t w, uint32_t unit, const Tile<T> t) {
-  Indexer<S> ix;
+                                               uint32_t w, uint32_t closes, uint32_t unit, const Tile<T> t) {
   Spliced r{kNone, 0};
   // The head's index, if it has one, stands when the chain does not
   // change (a write in place that unlinks nothing): no new unit, nothing
@@ -399,13 +402,42 @@ __device__ __noinline__ Spliced splice_indexed(const ReadPool<S> pool, const Sna
   const uint32_t orig = first;  // the copy's prev as stored
   uint32_t old = kNone;
   if (first != kNone && pool.valid(first)) {
-    uint32_t ts, prev;
-    version_of<S>(pool, first, ts, prev, t);
-    if (ts == kIndexTs) {
+    Node<S> o;
+    o.load(pool, first, kStrong, t);  // the whole unit: an index's entries
+    if (o.ts == kIndexTs) {
       old = first;
-      first = prev;
+      first = o.prev;
+      // No stamp has left the registry since the index was built, so no
+      // version of the chain became invisible: nothing to unlink, no walk.
+      // A write in place keeps the index; a copy becomes a dense,
+      // complete index's entry 0 (the rest shifted up, the last version
+      // and the stamp above it unchanged).
+      const int c = (int)o.count();
+      if (c > 0 && c <= Node<S>::kCap && o.link == (1u | closes << kClosesShift) &&
+          (uint32_t)o.low == (uint32_t)o.value_of(t, c - 1)) {
+        if (copy == kNone) {
+          r.first = old;
+          return r;
+        }
+        if (c < Node<S>::kCap && unit != kNone) {
+          o.insert_at(t, 0, (S)copy_ts, (S)copy);
+          o.set_header(t, m_make(c + 1, kIndexLevel, 0) | kLatch, o.link, o.low, o.high);
+          o.set_version(t, kIndexTs, copy);
+          o.store_all(pool, unit, t);
+          if (ret.put(old, t)) {
+            ++r.removed;
+            t.sync();  // the version lane's store of the copy before rank 0's
+            set_prev<S>(pool, copy, first, t);
+          } else {
+            pass_through<S>(pool, old, t);  // the copy's prev as stored
+          }
+          r.first = unit;
+          return r;
+        }
+      }
     }
   }
+  Indexer<S> ix;
   if (copy != kNone) ix.add(copy, copy_ts, w, t);
   uint32_t chain = splice<S>(pool, snaps, ret, first, upper, r.removed, ix, t);
   if (old != kNone) {
@@ -430,7 +462,7 @@ __device__ __noinline__ Spliced splice_indexed(const ReadPool<S> pool, const Sna
     r.first = copy;
   }
   if (unit != kNone && ix.pos >= kIndexMin) {
-    ix.store(pool, unit, r.first, t);
+    ix.store(pool, unit, r.first, closes, t);
     r.first = unit;
   }
   return r;
@@ -439,7 +471,7 @@ __device__ __noinline__ Spliced splice_indexed(const ReadPool<S> pool, const Sna
 // MV is the versioner of a write batch (blink.cuh's hooks).
 template <typename S>
 struct MV {
-  uint32_t w, mode;
+  uint32_t w, mode, closes;
   Snapshots snaps;
   Retire ret;
   long long copies = 0, indexes = 0, removed = 0;  // units linked (versions, indexes) and unlinked
@@ -475,7 +507,7 @@ struct MV {
       if (!pool.alloc_optional(t, unit)) unit = kNone;
       if (s.copy != kNone) n.store_all(pool, s.copy, t);  // see splice_indexed
       const Spliced r = splice_indexed<S, T>(pool, snaps, ret, n.prev, s.copy != kNone ? n.ts : w, s.copy, n.ts, w,
-                                             unit, t);
+                                             closes, unit, t);
       removed += r.removed;
       if (s.copy != kNone) ++copies;
       if (r.first == unit && unit != kNone) ++indexes;
@@ -536,7 +568,7 @@ struct AtVersion {
     using S = typename N::S;
     const int c = n.pairs();
     const int newer = c - n.count_le(t, (S)at);  // entries stamped above at: a prefix
-    if (newer < c && (newer == 0 || n.link == 1)) return (uint32_t)n.value_of(t, newer);
+    if (newer < c && (newer == 0 || (n.link & kStrideMask) == 1)) return (uint32_t)n.value_of(t, newer);
     if (newer == c && (S)at < n.high) return (uint32_t)n.low;
     return newer > 0 ? (uint32_t)n.value_of(t, newer - 1) : n.prev;
   }
@@ -614,7 +646,7 @@ struct AtVersion {
     using S = typename Wv::S;
     const int c = v.count(r);
     const int newer = c - v.count_le(r, (S)at, c);
-    const uint32_t stride = v.link(r);
+    const uint32_t stride = v.link(r) & kStrideMask;
     const S low = v.low(r), high = v.high(r);
     const int s = newer < c && (newer == 0 || stride == 1) ? newer : newer - 1;
     const uint32_t e = (uint32_t)v.val_at(r, s);  // clamped inside: s may be -1 or c (every collective before the branches)
@@ -634,7 +666,7 @@ __device__ __forceinline__ void report_result(uint32_t* status, int r) {
 
 template <typename K, typename V>
 __device__ void write_batch(slab::Pool* p, uint32_t root, unsigned long long* ctl, uint32_t* status, uint32_t w,
-                            uint32_t mode, const uint32_t* snaps, uint32_t nsnaps, uint32_t* retire,
+                            uint32_t mode, uint32_t closes, const uint32_t* snaps, uint32_t nsnaps, uint32_t* retire,
                             uint32_t retire_cap, uint32_t* retire_n, const K* keys, const V* vals, uint64_t n,
                             bool del) {
   using S = SlotOf<K, V>;
@@ -642,7 +674,7 @@ __device__ void write_batch(slab::Pool* p, uint32_t root, unsigned long long* ct
   uint64_t i = tile_id<T>();
   Tile<T> t;
   WritePool<S, T> pool(p, root, status, (uint32_t)i * 0x9e3779b9u ^ w);
-  MV<S> ver{w, mode, Snapshots{snaps, nsnaps}, Retire{retire, retire_cap, retire_n}};
+  MV<S> ver{w, mode, closes & kClosesMask, Snapshots{snaps, nsnaps}, Retire{retire, retire_cap, retire_n}};
   int d = 0;
   if (i < n) {
     int r = del ? op_delete<Node<S>>(pool, ver, (S)keys[i], d, t)
@@ -939,20 +971,18 @@ __device__ void poison(slab::Pool* p, const uint32_t* addrs, uint64_t n) {
 // away but built 3-15% slower (ncu: more instructions, local-memory traffic).
 #define MVB_KERNELS(SUF, K, V)                                                                                       \
   extern "C" __global__ void __launch_bounds__(256, 4)                                                               \
-      mvb_insert_##SUF(slab::Pool* p, uint32_t root, unsigned long long* ctl,                                        \
-                                               uint32_t* status, uint32_t w, uint32_t mode, const uint32_t* snaps,   \
-                                               uint32_t nsnaps, uint32_t* retire, uint32_t retire_cap,               \
-                                               uint32_t* retire_n, const K* keys, const V* vals, uint64_t n) {       \
-    write_batch<K, V>(p, root, ctl, status, w, mode, snaps, nsnaps, retire, retire_cap, retire_n, keys, vals, n,    \
-                      false);                                                                                        \
+      mvb_insert_##SUF(slab::Pool* p, uint32_t root, unsigned long long* ctl, uint32_t* status, uint32_t w,         \
+                       uint32_t mode, uint32_t closes, const uint32_t* snaps, uint32_t nsnaps, uint32_t* retire,     \
+                       uint32_t retire_cap, uint32_t* retire_n, const K* keys, const V* vals, uint64_t n) {          \
+    write_batch<K, V>(p, root, ctl, status, w, mode, closes, snaps, nsnaps, retire, retire_cap, retire_n, keys,     \
+                      vals, n, false);                                                                               \
   }                                                                                                                  \
   extern "C" __global__ void __launch_bounds__(256, 4)                                                               \
-      mvb_delete_##SUF(slab::Pool* p, uint32_t root, unsigned long long* ctl,                                        \
-                                               uint32_t* status, uint32_t w, uint32_t mode, const uint32_t* snaps,   \
-                                               uint32_t nsnaps, uint32_t* retire, uint32_t retire_cap,               \
-                                               uint32_t* retire_n, const K* keys, uint64_t n) {                      \
-    write_batch<K, V>(p, root, ctl, status, w, mode, snaps, nsnaps, retire, retire_cap, retire_n, keys, nullptr, n, \
-                      true);                                                                                         \
+      mvb_delete_##SUF(slab::Pool* p, uint32_t root, unsigned long long* ctl, uint32_t* status, uint32_t w,         \
+                       uint32_t mode, uint32_t closes, const uint32_t* snaps, uint32_t nsnaps, uint32_t* retire,     \
+                       uint32_t retire_cap, uint32_t* retire_n, const K* keys, uint64_t n) {                         \
+    write_batch<K, V>(p, root, ctl, status, w, mode, closes, snaps, nsnaps, retire, retire_cap, retire_n, keys,     \
+                      nullptr, n, true);                                                                             \
   }                                                                                                                  \
   extern "C" __global__ void mvb_lookup_##SUF(slab::Pool* p, uint32_t root, uint32_t* status, uint32_t at,          \
                                                uint32_t validated, const K* keys, uint64_t n, V* out_vals,           \
