@@ -392,7 +392,7 @@ struct Spliced {
 // its prev is re-linked to what the splice keeps. Out of line: every
 // argument by value, none of the caller's state in memory.
 template <typename S, int T>
-__device__ __forceinline__ Spliced splice_indexed(const ReadPool<S> pool, const Snapshots snaps, const Retire ret,
+__device__ __noinline__ Spliced splice_indexed(const ReadPool<S> pool, const Snapshots snaps, const Retire ret,
                                                uint32_t first, uint32_t upper, uint32_t copy, uint32_t copy_ts,
                                                uint32_t w, uint32_t closes, uint32_t unit, const Tile<T> t) {
   Spliced r{kNone, 0};
@@ -475,7 +475,6 @@ struct MV {
   Snapshots snaps;
   Retire ret;
   long long copies = 0, indexes = 0, removed = 0;  // units linked (versions, indexes) and unlinked
-  uint32_t pending = kNone;                         // the head reindex splices and indexes after the op
   struct Slot {
     uint32_t copy;
   };
@@ -497,25 +496,24 @@ struct MV {
     if (s.copy != kNone) pool.release(t, s.copy);
   }
   template <class Pool, class N, int T>
-  __device__ void commit(Pool& pool, N& n, uint32_t a, const Slot& s, const Tile<T>& t) {
+  __device__ void commit(Pool& pool, N& n, uint32_t, const Slot& s, const Tile<T>& t) {
     // A chain keeps at most one version per open snapshot (and the copy):
-    // with fewer open than an index needs, the splice builds none. With
-    // more, the op's leaf is only stamped here (the copy, if any, linked
-    // in front of the chain as it is) and its chain spliced and indexed by
-    // reindex once the op is over: in the middle of the op the descent's
-    // registers are live, and the index's took the insert kernel's spills
-    // from ~120 to ~500 bytes inline and its local memory traffic up 3x
-    // out of line (ncu, H200).
-    if (snaps.n + 1 >= kIndexMin && n.level() == 0 && pending == kNone) {
-      if (s.copy != kNone) {
-        n.store_all(pool, s.copy, t);  // the version as it is: its stamp, prev and the latch bit that marks a version
-        fence();                       // the copy is complete before the head names it
-        n.set_version(t, w, s.copy);
-        ++copies;
-      } else {
-        n.set_version(t, w, n.prev);
-      }
-      pending = a;
+    // with fewer open than an index needs, the splice builds none and
+    // stays inline; the indexed splice runs out of line, so that its
+    // registers do not weigh on every write (inline, it took the insert
+    // kernel's spills from ~120 to ~500 bytes).
+    if (snaps.n + 1 >= kIndexMin) {
+      uint32_t unit;
+      if (!pool.alloc_optional(t, unit)) unit = kNone;
+      if (s.copy != kNone) n.store_all(pool, s.copy, t);  // see splice_indexed
+      const Spliced r = splice_indexed<S, T>(pool, snaps, ret, n.prev, s.copy != kNone ? n.ts : w, s.copy, n.ts, w,
+                                             closes, unit, t);
+      removed += r.removed;
+      if (s.copy != kNone) ++copies;
+      if (r.first == unit && unit != kNone) ++indexes;
+      else if (unit != kNone) pool.release(t, unit);
+      fence();  // the copy and the index are complete before the head names them
+      n.set_version(t, w, r.first);
       return;
     }
     NoIndex none;
@@ -538,55 +536,6 @@ struct MV {
   template <class N, int T>
   __device__ __forceinline__ void fresh(N& n, const Tile<T>& t) {
     n.set_version(t, w, kNone);
-  }
-  // reindex splices and indexes the chain of the head commit left pending,
-  // under its latch again (bounded: a head it cannot latch keeps its chain
-  // as it is, correct and unspliced, for its next writer or Vacuum).
-  template <class Pool, int T>
-  __device__ void reindex(Pool& pool, const Tile<T>& t) {
-    const uint32_t a = pending;
-    pending = kNone;
-    bool got = false;
-    unsigned ns = 32;
-    for (int i = 0; i < kParentSpin && !got; ++i) {
-      got = try_latch(pool, a, t);
-      if (!got) backoff(ns);
-    }
-    if (!got) return;
-    uint32_t meta, head_ts, head_prev;
-    {
-      Node<S> n;
-      n.load(pool, a, kStrong, t);
-      meta = n.meta;
-      head_ts = n.ts;
-      head_prev = n.prev;
-    }
-    // The chain's first version, when it is one, is taken as splice_indexed's
-    // copy: kept, and made entry 0 (the copy commit linked, as a rule).
-    uint32_t first = head_prev, copy = kNone, copy_ts = 0;
-    if (first != kNone && pool.valid(first)) {
-      uint32_t ts, prev;
-      version_of<S>(pool, first, ts, prev, t);
-      if (ts != kIndexTs) {
-        copy = first;
-        copy_ts = ts;
-        first = prev;
-      }
-    }
-    uint32_t unit;
-    if (!pool.alloc_optional(t, unit)) unit = kNone;
-    const Spliced r = splice_indexed<S, T>(pool, snaps, ret, first, copy != kNone ? copy_ts : head_ts, copy, copy_ts,
-                                           head_ts, closes, unit, t);
-    removed += r.removed;
-    if (r.first == unit && unit != kNone) ++indexes;
-    else if (unit != kNone) pool.release(t, unit);
-    if (r.first != head_prev) {
-      fence();  // the index is complete before the head names it
-      set_prev<S>(pool, a, r.first, t);
-      release(pool, a, m_next(meta, m_count(meta)), t);
-    } else {
-      unlatch(pool, a, meta, t);
-    }
   }
 };
 
@@ -731,7 +680,6 @@ __device__ void write_batch(slab::Pool* p, uint32_t root, unsigned long long* ct
     int r = del ? op_delete<Node<S>>(pool, ver, (S)keys[i], d, t)
                 : op_insert<Node<S>>(pool, ver, (S)keys[i], (S)vals[i], d, t);
     if (t.rank == 0) report_result<S>(status, r);
-    if (ver.pending != kNone) ver.reindex(pool, t);
   }
   pool.finish();
   add_keys(ctl + kCtlKeys, del ? -(long long)d : (long long)d, t.rank == 0);
