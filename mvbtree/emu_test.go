@@ -147,3 +147,7 @@ func TestEmulatedVersionIndexes(t *testing.T) {
 		t.Run(fmt.Sprint("u64-", rounds), func(t *testing.T) { testVersionIndexes(t, gpuTreeOn[uint64, uint64](dev, Options{})(t), rounds) })
 	}
 }
+
+func TestEmulatedNoVersionIndexes(t *testing.T) {
+	testNoVersionIndexes(t, gpuTreeOn[uint32, uint32](emuDevice(t), Options{NoVersionIndexes: true})(t))
+}

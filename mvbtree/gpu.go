@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"math"
 	"math/bits"
 	"slices"
 	"sync"
@@ -720,7 +721,7 @@ func (g *gpuTree[K, V]) write(ctx context.Context, n int, stage func(l *lane[K, 
 	if nreg > 0 || g.opts.Copy != CopyWhenPinned {
 		need += 2 * n // a copy per node written
 	}
-	if nreg+1 >= indexMin {
+	if uint32(nreg) >= g.indexMin() {
 		need += n // and a version index
 	}
 	for {
@@ -822,6 +823,15 @@ func boolArg(b bool) uint32 {
 
 func (g *gpuTree[K, V]) mode() uint32 { return uint32(g.opts.Copy) }
 
+// indexMin is the open snapshots at which writers index version chains
+// (never with Options.NoVersionIndexes).
+func (g *gpuTree[K, V]) indexMin() uint32 {
+	if g.opts.NoVersionIndexes {
+		return math.MaxUint32
+	}
+	return indexMin - 1
+}
+
 func (g *gpuTree[K, V]) insertWith(ctx context.Context, n int, stage func(l *lane[K, V]) (cuda.Slice[K], cuda.Slice[V], error)) error {
 	var keys cuda.Slice[K]
 	var vals cuda.Slice[V]
@@ -829,7 +839,7 @@ func (g *gpuTree[K, V]) insertWith(ctx context.Context, n int, stage func(l *lan
 		keys, vals, err = stage(l)
 		return err
 	}, func(l *lane[K, V], gen *generation, w uint32, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error {
-		return g.k.insert.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w, g.mode(), l.closes,
+		return g.k.insert.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w, g.mode(), g.indexMin(), l.closes,
 			reg, uint32(nreg), log, uint32(log.Len()), l.retireN, keys, vals, uint64(n))
 	})
 }
@@ -840,7 +850,7 @@ func (g *gpuTree[K, V]) deleteWith(ctx context.Context, n int, stage func(l *lan
 		keys, err = stage(l)
 		return err
 	}, func(l *lane[K, V], gen *generation, w uint32, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error {
-		return g.k.del.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w, g.mode(), l.closes,
+		return g.k.del.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w, g.mode(), g.indexMin(), l.closes,
 			reg, uint32(nreg), log, uint32(log.Len()), l.retireN, keys, uint64(n))
 	})
 }

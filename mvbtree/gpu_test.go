@@ -736,3 +736,39 @@ func TestGPUVersionIndexes(t *testing.T) {
 		t.Run(fmt.Sprint("u64-", rounds), func(t *testing.T) { testVersionIndexes(t, gpuTreeOn[uint64, uint64](dev, Options{})(t), rounds) })
 	}
 }
+
+// testNoVersionIndexes: with Options.NoVersionIndexes the same deep chains
+// get no index, and every snapshot still reads its round.
+func testNoVersionIndexes(t *testing.T, tr *Tree[uint32, uint32]) {
+	const n, rounds = 300, 8
+	var snaps []*Snapshot[uint32, uint32]
+	keys := make([]uint32, n)
+	vals := make([]uint32, n)
+	for r := range rounds {
+		for k := range keys {
+			keys[k], vals[k] = uint32(k), uint32(k*rounds+r)
+		}
+		check(t, tr.Insert(ctx, keys, vals))
+		s, err := tr.Snapshot(ctx)
+		check(t, err)
+		snaps = append(snaps, s)
+	}
+	if st := mustStats(t, tr); st.VersionIndexes != 0 || st.Versions < n/20*(rounds-1) {
+		t.Fatalf("NoVersionIndexes: %d indexes over %d versions", st.VersionIndexes, st.Versions)
+	}
+	mustCheck(t, tr)
+	got, found := make([]uint32, n), make([]bool, n)
+	for r, s := range snaps {
+		check(t, s.Lookup(ctx, keys, got, found))
+		for k := range keys {
+			if !found[k] || got[k] != uint32(k*rounds+r) {
+				t.Fatalf("snapshot %d: key %d = (%d, %v), want %d", r, k, got[k], found[k], k*rounds+r)
+			}
+		}
+		check(t, s.Close())
+	}
+}
+
+func TestGPUNoVersionIndexes(t *testing.T) {
+	testNoVersionIndexes(t, gpuTreeOn[uint32, uint32](gputest.Device(t), Options{NoVersionIndexes: true})(t))
+}

@@ -472,6 +472,7 @@ __device__ __noinline__ Spliced splice_indexed(const ReadPool<S> pool, const Sna
 template <typename S>
 struct MV {
   uint32_t w, mode, closes;
+  bool indexing;  // enough snapshots open for chains of kIndexMin (and indexes not turned off)
   Snapshots snaps;
   Retire ret;
   long long copies = 0, indexes = 0, removed = 0;  // units linked (versions, indexes) and unlinked
@@ -498,11 +499,15 @@ struct MV {
   template <class Pool, class N, int T>
   __device__ void commit(Pool& pool, N& n, uint32_t, const Slot& s, const Tile<T>& t) {
     // A chain keeps at most one version per open snapshot (and the copy):
-    // with fewer open than an index needs, the splice builds none and
-    // stays inline; the indexed splice runs out of line, so that its
-    // registers do not weigh on every write (inline, it took the insert
-    // kernel's spills from ~120 to ~500 bytes).
-    if (snaps.n + 1 >= kIndexMin) {
+    // with fewer open than an index needs (index_at, from the host), or
+    // indexes turned off, the splice builds none and stays inline. The
+    // indexed splice runs out of line: inline it took the insert kernel's
+    // spills from ~120 to ~500 bytes. (Out of line it costs its call's
+    // saved registers, ~3x the kernel's local memory traffic with 8
+    // snapshots open; deferring it past the op, where few registers are
+    // live, cost as much in the re-latch and left internal nodes
+    // unindexed: docs/benchmarks.md.)
+    if (indexing) {
       uint32_t unit;
       if (!pool.alloc_optional(t, unit)) unit = kNone;
       if (s.copy != kNone) n.store_all(pool, s.copy, t);  // see splice_indexed
@@ -666,7 +671,8 @@ __device__ __forceinline__ void report_result(uint32_t* status, int r) {
 
 template <typename K, typename V>
 __device__ void write_batch(slab::Pool* p, uint32_t root, unsigned long long* ctl, uint32_t* status, uint32_t w,
-                            uint32_t mode, uint32_t closes, const uint32_t* snaps, uint32_t nsnaps, uint32_t* retire,
+                            uint32_t mode, uint32_t index_at, uint32_t closes, const uint32_t* snaps, uint32_t nsnaps,
+                            uint32_t* retire,
                             uint32_t retire_cap, uint32_t* retire_n, const K* keys, const V* vals, uint64_t n,
                             bool del) {
   using S = SlotOf<K, V>;
@@ -674,7 +680,8 @@ __device__ void write_batch(slab::Pool* p, uint32_t root, unsigned long long* ct
   uint64_t i = tile_id<T>();
   Tile<T> t;
   WritePool<S, T> pool(p, root, status, (uint32_t)i * 0x9e3779b9u ^ w);
-  MV<S> ver{w, mode, closes & kClosesMask, Snapshots{snaps, nsnaps}, Retire{retire, retire_cap, retire_n}};
+  MV<S> ver{w, mode, closes & kClosesMask, nsnaps >= index_at, Snapshots{snaps, nsnaps},
+            Retire{retire, retire_cap, retire_n}};
   int d = 0;
   if (i < n) {
     int r = del ? op_delete<Node<S>>(pool, ver, (S)keys[i], d, t)
@@ -972,17 +979,18 @@ __device__ void poison(slab::Pool* p, const uint32_t* addrs, uint64_t n) {
 #define MVB_KERNELS(SUF, K, V)                                                                                       \
   extern "C" __global__ void __launch_bounds__(256, 4)                                                               \
       mvb_insert_##SUF(slab::Pool* p, uint32_t root, unsigned long long* ctl, uint32_t* status, uint32_t w,         \
-                       uint32_t mode, uint32_t closes, const uint32_t* snaps, uint32_t nsnaps, uint32_t* retire,     \
-                       uint32_t retire_cap, uint32_t* retire_n, const K* keys, const V* vals, uint64_t n) {          \
-    write_batch<K, V>(p, root, ctl, status, w, mode, closes, snaps, nsnaps, retire, retire_cap, retire_n, keys,     \
-                      vals, n, false);                                                                               \
+                       uint32_t mode, uint32_t index_at, uint32_t closes, const uint32_t* snaps, uint32_t nsnaps,   \
+                       uint32_t* retire, uint32_t retire_cap, uint32_t* retire_n, const K* keys, const V* vals,      \
+                       uint64_t n) {                                                                                 \
+    write_batch<K, V>(p, root, ctl, status, w, mode, index_at, closes, snaps, nsnaps, retire, retire_cap, retire_n, \
+                      keys, vals, n, false);                                                                         \
   }                                                                                                                  \
   extern "C" __global__ void __launch_bounds__(256, 4)                                                               \
       mvb_delete_##SUF(slab::Pool* p, uint32_t root, unsigned long long* ctl, uint32_t* status, uint32_t w,         \
-                       uint32_t mode, uint32_t closes, const uint32_t* snaps, uint32_t nsnaps, uint32_t* retire,     \
-                       uint32_t retire_cap, uint32_t* retire_n, const K* keys, uint64_t n) {                         \
-    write_batch<K, V>(p, root, ctl, status, w, mode, closes, snaps, nsnaps, retire, retire_cap, retire_n, keys,     \
-                      nullptr, n, true);                                                                             \
+                       uint32_t mode, uint32_t index_at, uint32_t closes, const uint32_t* snaps, uint32_t nsnaps,   \
+                       uint32_t* retire, uint32_t retire_cap, uint32_t* retire_n, const K* keys, uint64_t n) {       \
+    write_batch<K, V>(p, root, ctl, status, w, mode, index_at, closes, snaps, nsnaps, retire, retire_cap, retire_n, \
+                      keys, nullptr, n, true);                                                                       \
   }                                                                                                                  \
   extern "C" __global__ void mvb_lookup_##SUF(slab::Pool* p, uint32_t root, uint32_t* status, uint32_t at,          \
                                                uint32_t validated, const K* keys, uint64_t n, V* out_vals,           \

@@ -186,7 +186,11 @@ func findAll[K, V warpkit.Word](ctx context.Context, t finder[K, V], dk cuda.Sli
 // blocks: 16M nodes at most) or, big, with a pool of up to 60% of the
 // device's free memory (the snapshot table's versions need more).
 func openMV[K, V warpkit.Word](b *bench, mode mvbtree.CopyMode, big bool) (*mvbtree.Tree[K, V], error) {
-	opts := mvbtree.Options{Backend: warpkit.CUDA, Device: b.dev, Copy: mode}
+	return openMVWith[K, V](b, mvbtree.Options{Copy: mode}, big)
+}
+
+func openMVWith[K, V warpkit.Word](b *bench, opts mvbtree.Options, big bool) (*mvbtree.Tree[K, V], error) {
+	opts.Backend, opts.Device = warpkit.CUDA, b.dev
 	if big {
 		free, _, err := b.dev.MemInfo()
 		if err != nil {
@@ -350,7 +354,7 @@ func snapshotFind[K, V warpkit.Word](b *bench, t *mvbtree.Tree[K, V], dk cuda.Sl
 func snapshots[K, V warpkit.Word](b *bench) error {
 	ctx := b.ctx
 	tab := b.rep.Table(fmt.Sprintf("Snapshots held during %s inserts (batches of 2^20)", treebench.SizeName(b.snapTotal)),
-		"k", "insert G/s", "nodes", "versions", "indexes", "pinned MB", "bound MB", "/bound", "oldest G/s", "middle G/s", "newest G/s", "latest G/s", "oldest/latest", "middle/latest", "take+close us", "vacuum ms")
+		"k", "indexed", "insert G/s", "nodes", "versions", "indexes", "pinned MB", "bound MB", "/bound", "oldest G/s", "middle G/s", "newest G/s", "latest G/s", "oldest/latest", "middle/latest", "take+close us", "vacuum ms")
 	n := b.snapTotal
 	keys := treebench.Shuffled(treebench.Keys[K](n, 77), 2)
 	vals := valsFor[K, V](keys, 0x9e3779b9)
@@ -378,8 +382,20 @@ func snapshots[K, V warpkit.Word](b *bench) error {
 	if any(k0) != any(uint32(0)) || any(v0) != any(uint32(0)) {
 		nodeBytes = 256
 	}
+	type cell struct {
+		k       int
+		indexed bool
+	}
+	var cells []cell
 	for _, k := range b.snaps {
-		t, err := openMV[K, V](b, mvbtree.CopyWhenPinned, true)
+		cells = append(cells, cell{k, true})
+		if k+1 >= 4 { // chains of four or more: writers index them unless told not to
+			cells = append(cells, cell{k, false})
+		}
+	}
+	for _, c := range cells {
+		k := c.k
+		t, err := openMVWith[K, V](b, mvbtree.Options{NoVersionIndexes: !c.indexed}, true)
 		if err != nil {
 			return err
 		}
@@ -463,9 +479,9 @@ func snapshots[K, V warpkit.Word](b *bench) error {
 		}
 		pinned := float64(st.PinnedVersions*nodeBytes) / (1 << 20)
 		bound := float64(k*st.Nodes*nodeBytes) / (1 << 20)
-		tab.Add(k, ins, st.Nodes, st.Versions, st.VersionIndexes, pinned, bound, benchfmt.Ratio(pinned, bound), snapRate, middle, newest, latest, benchfmt.Ratio(snapRate, latest), benchfmt.Ratio(middle, latest),
+		tab.Add(k, c.indexed, ins, st.Nodes, st.Versions, st.VersionIndexes, pinned, bound, benchfmt.Ratio(pinned, bound), snapRate, middle, newest, latest, benchfmt.Ratio(snapRate, latest), benchfmt.Ratio(middle, latest),
 			float64(d.Microseconds())/takes, float64(vac.Microseconds())/1e3)
 	}
-	b.rep.Note("bound: k x the latest version's nodes x the node size (every node changed since every snapshot); targets: pinned <= bound, snapshot find >= %.1fx latest, Snapshot()+Close() <= %d us; oldest/middle/newest: the first batch's keys found in the oldest snapshot (its versions behind as many newer ones as snapshots after it), in snapshot k/2 and in the newest; indexes: version indexes (a chain of 3 or more: head, index, version)", targetSnapVsLatest, targetSnapshotMicros)
+	b.rep.Note("bound: k x the latest version's nodes x the node size (every node changed since every snapshot); targets: pinned <= bound, snapshot find >= %.1fx latest, Snapshot()+Close() <= %d us; oldest/middle/newest: the first batch's keys found in the oldest snapshot (its versions behind as many newer ones as snapshots after it), in snapshot k/2 and in the newest; indexed: Options.NoVersionIndexes unset (indexes: the version indexes writers built for chains of 4 or more: a query reads head, index, version)", targetSnapVsLatest, targetSnapshotMicros)
 	return nil
 }
