@@ -151,3 +151,7 @@ func TestEmulatedVersionIndexes(t *testing.T) {
 func TestEmulatedNoVersionIndexes(t *testing.T) {
 	testNoVersionIndexes(t, gpuTreeOn[uint32, uint32](emuDevice(t), Options{NoVersionIndexes: true})(t))
 }
+
+func TestEmulatedIndexedCopyAlways(t *testing.T) {
+	testIndexedCopyAlways(t, gpuTreeOn[uint32, uint32](emuDevice(t), Options{Copy: CopyAlways})(t))
+}

@@ -772,3 +772,44 @@ func testNoVersionIndexes(t *testing.T, tr *Tree[uint32, uint32]) {
 func TestGPUNoVersionIndexes(t *testing.T) {
 	testNoVersionIndexes(t, gpuTreeOn[uint32, uint32](gputest.Device(t), Options{NoVersionIndexes: true})(t))
 }
+
+// testIndexedCopyAlways: under CopyAlways a write copies versions no
+// snapshot sees (each key is written twice a round here), which only a
+// writer's walk unlinks; with indexed chains the writers must still walk,
+// so that such copies do not pile up behind an index.
+func testIndexedCopyAlways(t *testing.T, tr *Tree[uint32, uint32]) {
+	const n, rounds = 300, 10
+	var snaps []*Snapshot[uint32, uint32]
+	keys := make([]uint32, n)
+	vals := make([]uint32, n)
+	for r := range rounds {
+		for pass := range 2 {
+			for k := range keys {
+				keys[k], vals[k] = uint32(k), uint32(k*rounds*2+r*2+pass)
+			}
+			check(t, tr.Insert(ctx, keys, vals))
+		}
+		s, err := tr.Snapshot(ctx)
+		check(t, err)
+		snaps = append(snaps, s)
+	}
+	mustCheck(t, tr)
+	st := mustStats(t, tr)
+	if st.VersionIndexes == 0 || st.Versions-st.PinnedVersions > st.Nodes {
+		t.Fatalf("CopyAlways: %d of %d versions unpinned over %d heads (%d indexes)", st.Versions-st.PinnedVersions, st.Versions, st.Nodes, st.VersionIndexes)
+	}
+	got, found := make([]uint32, n), make([]bool, n)
+	for r, s := range snaps {
+		check(t, s.Lookup(ctx, keys, got, found))
+		for k := range keys {
+			if want := uint32(k*rounds*2 + r*2 + 1); !found[k] || got[k] != want {
+				t.Fatalf("snapshot %d: key %d = (%d, %v), want %d", r, k, got[k], found[k], want)
+			}
+		}
+		check(t, s.Close())
+	}
+}
+
+func TestGPUIndexedCopyAlways(t *testing.T) {
+	testIndexedCopyAlways(t, gpuTreeOn[uint32, uint32](gputest.Device(t), Options{Copy: CopyAlways})(t))
+}

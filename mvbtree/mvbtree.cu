@@ -394,7 +394,8 @@ struct Spliced {
 template <typename S, int T>
 __device__ __noinline__ Spliced splice_indexed(const ReadPool<S> pool, const Snapshots snaps, const Retire ret,
                                                uint32_t first, uint32_t upper, uint32_t copy, uint32_t copy_ts,
-                                               uint32_t w, uint32_t closes, uint32_t unit, const Tile<T> t) {
+                                               uint32_t w, uint32_t closes, bool pinned, uint32_t unit,
+                                               const Tile<T> t) {
   Spliced r{kNone, 0};
   // The head's index, if it has one, stands when the chain does not
   // change (a write in place that unlinks nothing): no new unit, nothing
@@ -408,32 +409,33 @@ __device__ __noinline__ Spliced splice_indexed(const ReadPool<S> pool, const Sna
       old = first;
       first = o.prev;
       // No stamp has left the registry since the index was built, so no
-      // version of the chain became invisible: nothing to unlink, no walk.
-      // A write in place keeps the index; a copy becomes a dense,
-      // complete index's entry 0 (the rest shifted up, the last version
-      // and the stamp above it unchanged).
+      // version of the chain became invisible (pinned: the copy rule is
+      // CopyWhenPinned, whose copies an open snapshot sees; the other
+      // rules copy versions no snapshot sees, which only the walk
+      // unlinks): nothing to unlink, no walk. A write in place keeps the
+      // index; a copy becomes a dense, complete index's entry 0 (the rest
+      // shifted up, the last version and the stamp above it unchanged).
       const int c = (int)o.count();
-      if (c > 0 && c <= Node<S>::kCap && o.link == (1u | closes << kClosesShift) &&
+      const bool fresh = pinned && c > 0 && o.link >> kClosesShift == closes;
+      if (fresh && copy == kNone) {
+        r.first = old;  // in place: the chain as it was, the index too
+        return r;
+      }
+      if (fresh && (o.link & kStrideMask) == 1 && c < Node<S>::kCap && unit != kNone &&
           (uint32_t)o.low == (uint32_t)o.value_of(t, c - 1)) {
-        if (copy == kNone) {
-          r.first = old;
-          return r;
+        o.insert_at(t, 0, (S)copy_ts, (S)copy);
+        o.set_header(t, m_make(c + 1, kIndexLevel, 0) | kLatch, o.link, o.low, o.high);
+        o.set_version(t, kIndexTs, copy);
+        o.store_all(pool, unit, t);
+        if (ret.put(old, t)) {
+          ++r.removed;
+          t.sync();  // the version lane's store of the copy before rank 0's
+          set_prev<S>(pool, copy, first, t);
+        } else {
+          pass_through<S>(pool, old, t);  // the copy's prev as stored
         }
-        if (c < Node<S>::kCap && unit != kNone) {
-          o.insert_at(t, 0, (S)copy_ts, (S)copy);
-          o.set_header(t, m_make(c + 1, kIndexLevel, 0) | kLatch, o.link, o.low, o.high);
-          o.set_version(t, kIndexTs, copy);
-          o.store_all(pool, unit, t);
-          if (ret.put(old, t)) {
-            ++r.removed;
-            t.sync();  // the version lane's store of the copy before rank 0's
-            set_prev<S>(pool, copy, first, t);
-          } else {
-            pass_through<S>(pool, old, t);  // the copy's prev as stored
-          }
-          r.first = unit;
-          return r;
-        }
+        r.first = unit;
+        return r;
       }
     }
   }
@@ -508,16 +510,25 @@ struct MV {
     // live, cost as much in the re-latch and left internal nodes
     // unindexed: docs/benchmarks.md.)
     if (indexing) {
-      uint32_t unit;
-      if (!pool.alloc_optional(t, unit)) unit = kNone;
-      if (s.copy != kNone) n.store_all(pool, s.copy, t);  // see splice_indexed
+      // A unit for the index only with a copy: a write in place keeps
+      // the head's index while no stamp closed, and otherwise leaves the
+      // chain unindexed until its next copy (an allocation and a release
+      // a write saved, where most writes keep their index).
+      uint32_t unit = kNone;
+      if (s.copy != kNone) {
+        if (!pool.alloc_optional(t, unit)) unit = kNone;
+        n.store_all(pool, s.copy, t);  // see splice_indexed
+      }
       const Spliced r = splice_indexed<S, T>(pool, snaps, ret, n.prev, s.copy != kNone ? n.ts : w, s.copy, n.ts, w,
-                                             closes, unit, t);
+                                             closes, mode == kCopyWhenPinned, unit, t);
       removed += r.removed;
-      if (s.copy != kNone) ++copies;
-      if (r.first == unit && unit != kNone) ++indexes;
+      const bool made = r.first == unit && unit != kNone;
+      if (made) ++indexes;
       else if (unit != kNone) pool.release(t, unit);
-      fence();  // the copy and the index are complete before the head names them
+      if (s.copy != kNone) {
+        ++copies;
+        fence();  // the copy and the index are complete before the head names them
+      }
       n.set_version(t, w, r.first);
       return;
     }
