@@ -39,15 +39,20 @@
 // the same layout whose stamp is kIndexTs (above every snapshot's, so a
 // walk that does not know indexes passes it by its prev, the chain's first
 // version) and whose pairs are (stamp, address) of the chain's versions at
-// positions 0, s, 2s, ... (s = link, the stride: 1 until the chain has more
-// versions than pairs, then doubled as often as needed), newest first; low
-// is the chain's last version and high the stamp of the version before it.
+// positions 0, s, 2s, ... (s, the stride, in link's low 8 bits: 1 until
+// the chain has more versions than pairs, then doubled as often as
+// needed), newest first; low is the chain's last version and high the
+// stamp of the version before it. link's high bits hold the host's count
+// of stamps closed when the index was built: while it is unchanged (and
+// copies are made only when pinned) nothing in the chain can have become
+// invisible, so a write in place keeps the index and a copy extends a
+// dense one (entries shifted up, the copy as entry 0) without the walk.
 // A reader at stamp p reads the index and goes straight to the version it
 // sees (the first entry stamped <= p when s = 1 or it is entry 0; the last
 // version when p < high), or else to the entry before and walks at most s
 // versions from there: three loads a level for any chain a dense index
-// covers. Indexes are immutable: the next writer of the head splices the
-// index out (retired as a version is) and builds a new one; a splice whose
+// covers. Indexes are immutable: a writer that changes the chain splices
+// the index out (retired as a version is) and builds a new one; a splice whose
 // retire log is full keeps the unit linked as a pass-through (count and
 // high zeroed: readers walk by its prev). Vacuum retires indexes and builds
 // none (it has no allocator); an index that cannot be allocated is simply
