@@ -143,8 +143,8 @@ func TestEmulatedRestampFailsPartWay(t *testing.T) {
 func TestEmulatedVersionIndexes(t *testing.T) {
 	dev := emuDevice(t)
 	for _, rounds := range []int{10, 34} {
-		t.Run(fmt.Sprint("u32-", rounds), func(t *testing.T) { testVersionIndexes(t, gpuTreeOn[uint32, uint32](dev, Options{})(t), rounds) })
-		t.Run(fmt.Sprint("u64-", rounds), func(t *testing.T) { testVersionIndexes(t, gpuTreeOn[uint64, uint64](dev, Options{})(t), rounds) })
+		t.Run(fmt.Sprint("u32-", rounds), func(t *testing.T) { testVersionIndexes(t, gpuTreeOn[uint32, uint32](dev, Options{})(t), rounds, true) })
+		t.Run(fmt.Sprint("u64-", rounds), func(t *testing.T) { testVersionIndexes(t, gpuTreeOn[uint64, uint64](dev, Options{})(t), rounds, true) })
 	}
 }
 
@@ -154,4 +154,8 @@ func TestEmulatedNoVersionIndexes(t *testing.T) {
 
 func TestEmulatedIndexedCopyAlways(t *testing.T) {
 	testIndexedCopyAlways(t, gpuTreeOn[uint32, uint32](emuDevice(t), Options{Copy: CopyAlways})(t))
+}
+
+func TestEmulatedIndexesLogFull(t *testing.T) {
+	testIndexesLogFull(t, gpuTreeOn[uint32, uint32](emuDevice(t), Options{})(t))
 }

@@ -49,6 +49,11 @@ var poisonFreed bool
 // writer runs.
 var validateReads bool
 
+// retireLogCap, set by tests, caps every write batch's retire log, so that
+// splices run out of room: versions stay linked, version indexes become
+// pass-throughs.
+var retireLogCap int
+
 // generation is one bulk-built tree and everything written into it since: its
 // own node pool, its root. Build and Compact start a new generation; an older
 // one lives while snapshots read it.
@@ -713,6 +718,9 @@ func (g *gpuTree[K, V]) write(ctx context.Context, n int, stage func(l *lane[K, 
 		return err
 	}
 	logCap := min(max(retireLogMin, 2*n), retireLogMax)
+	if retireLogCap > 0 {
+		logCap = retireLogCap
+	}
 	log, err := l.retire.Get(g.dev, l.stream, logCap)
 	if err != nil {
 		return err

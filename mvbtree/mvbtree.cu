@@ -907,6 +907,7 @@ __device__ void scan_units(slab::Pool* p, uint32_t root, uint32_t op, const uint
     n.load(pool, a, kStrong, t);
     if (op == kScanRestamp) {
       if (n.ts == kIndexTs) {  // an index: its entries' stamps and high, each lane its own
+        if (n.pairs() == 0) continue;  // a pass-through: high stays 0
 #pragma unroll
         for (int p = 0; p < Lay<S>::kPairs; ++p)
           if (Node<S>::holds(n.slot(t, p)) && n.slot(t, p) < (int)n.pairs()) n.w[2 * p] = (S)reg.rank((uint32_t)n.w[2 * p]);
