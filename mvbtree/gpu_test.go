@@ -775,16 +775,7 @@ func testNoVersionIndexes(t *testing.T, tr *Tree[uint32, uint32]) {
 		t.Fatalf("NoVersionIndexes: %d indexes over %d versions", st.VersionIndexes, st.Versions)
 	}
 	mustCheck(t, tr)
-	got, found := make([]uint32, n), make([]bool, n)
-	for r, s := range snaps {
-		check(t, s.Lookup(ctx, keys, got, found))
-		for k := range keys {
-			if !found[k] || got[k] != uint32(k*rounds+r) {
-				t.Fatalf("snapshot %d: key %d = (%d, %v), want %d", r, k, got[k], found[k], k*rounds+r)
-			}
-		}
-		check(t, s.Close())
-	}
+	lookupRoundsAndClose(t, snaps, keys, func(k, r int) uint32 { return uint32(k*rounds + r) })
 }
 
 func TestGPUNoVersionIndexes(t *testing.T) {
@@ -816,12 +807,19 @@ func testIndexedCopyAlways(t *testing.T, tr *Tree[uint32, uint32]) {
 	if st.VersionIndexes == 0 || st.Versions-st.PinnedVersions > st.Nodes {
 		t.Fatalf("CopyAlways: %d of %d versions unpinned over %d heads (%d indexes)", st.Versions-st.PinnedVersions, st.Versions, st.Nodes, st.VersionIndexes)
 	}
-	got, found := make([]uint32, n), make([]bool, n)
+	lookupRoundsAndClose(t, snaps, keys, func(k, r int) uint32 { return uint32(k*rounds*2 + r*2 + 1) })
+}
+
+// lookupRoundsAndClose looks keys up in snapshot r of snaps, each found
+// with value want(k, r) (k: the key's index), and closes the snapshot.
+func lookupRoundsAndClose(t *testing.T, snaps []*Snapshot[uint32, uint32], keys []uint32, want func(k, r int) uint32) {
+	t.Helper()
+	got, found := make([]uint32, len(keys)), make([]bool, len(keys))
 	for r, s := range snaps {
 		check(t, s.Lookup(ctx, keys, got, found))
 		for k := range keys {
-			if want := uint32(k*rounds*2 + r*2 + 1); !found[k] || got[k] != want {
-				t.Fatalf("snapshot %d: key %d = (%d, %v), want %d", r, k, got[k], found[k], want)
+			if w := want(k, r); !found[k] || got[k] != w {
+				t.Fatalf("snapshot %d: key %d = (%d, %v), want %d", r, keys[k], got[k], found[k], w)
 			}
 		}
 		check(t, s.Close())
