@@ -798,6 +798,64 @@ func checkUnsortedRun(t *testing.T, opts Options) {
 	}
 }
 
+// TestKeysOutsideBounds: an input table whose keys lie outside the bounds
+// its FileMetadata gives (metadata the store got wrong, which no checksum
+// sees) compacts to compaction.CPU's tables, which do not read the bounds.
+// The CUDA engine takes the job's common key prefix from the tables' bounds
+// (jobPrefix) and must decline such a job ("irregular"): a key outside the
+// prefix would otherwise be ordered by the bytes after it — here "j1" at
+// sequence 5 after "k1" at 10, their merge keys and lengths equal. The Go
+// engine takes its prefix from the decoded runs and runs the job.
+func TestKeysOutsideBounds(t *testing.T) {
+	checkKeysOutsideBounds(t, Options{Backend: warpkit.CPU}, false)
+}
+
+func checkKeysOutsideBounds(t *testing.T, opts Options, declines bool) {
+	// Each case: the stray key, the bounds its table claims, the other
+	// table's key (the second case's stray key is shorter than the prefix).
+	for _, c := range [][4]string{{"j1", "ka", "kz", "k1"}, {"k", "kaa", "kaz", "kab"}} {
+		checkKeysOutsideBoundsCase(t, opts, declines, c)
+	}
+}
+
+func checkKeysOutsideBoundsCase(t *testing.T, opts Options, declines bool, keys [4]string) {
+	opts.Fallback, opts.MinInputBytes = compaction.CPU{Parts: 1}, -1
+	build := func() (*ct.Env, *compaction.Job) {
+		e := ct.NewEnv()
+		stray := e.Table(t, []ct.Entry{{K: base.MakeInternalKey([]byte(keys[0]), 5, base.KindSet), V: "j"}}, nil)
+		wrong := &manifest.FileMetadata{FileNum: stray.FileNum, Size: stray.Size, SmallestSeq: stray.SmallestSeq, LargestSeq: stray.LargestSeq,
+			// bounds that do not hold its key
+			Smallest: base.MakeInternalKey([]byte(keys[1]), 5, base.KindSet), Largest: base.MakeInternalKey([]byte(keys[2]), 5, base.KindSet)}
+		good := e.Table(t, []ct.Entry{{K: base.MakeInternalKey([]byte(keys[3]), 10, base.KindSet), V: "k"}}, nil)
+		return e, &compaction.Job{
+			Inputs:         []compaction.Input{{Level: 0, Files: []*manifest.FileMetadata{good}}, {Level: 0, Files: []*manifest.FileMetadata{wrong}}},
+			OutputLevel:    1,
+			TargetFileSize: 1 << 20,
+			Env:            e.Env(),
+		}
+	}
+	e0, job0 := build()
+	want, err := compaction.CPU{Parts: 1}.Compact(context.Background(), job0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, job := build()
+	got, err := c.Compact(context.Background(), job)
+	st := c.Stats()
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFiles(t, keys[0]+" outside its table's bounds", outputsOf(t, e, got), outputsOf(t, e0, want))
+	if declines && (st.Declined["irregular"] != 1 || st.EngineJobs != 0) || !declines && st.EngineJobs != 1 || len(st.Fallbacks) != 0 {
+		t.Fatalf("%s outside its table's bounds: stats %+v", keys[0], st)
+	}
+}
+
 // unsortedTable writes entries as they come, in one data block built with
 // sstable.BlockBuilder (which does not check their order).
 func unsortedTable(t *testing.T, e *ct.Env, es []ct.Entry) *manifest.FileMetadata {

@@ -47,7 +47,7 @@ var errIrregularBlock = errors.New("gpucompact: an input block's restart points 
 // checksum) on goroutines, without decoding entries. Blocks stored
 // uncompressed are not checked on the host — tables stored uncompressed are
 // read straight into the arena, other such blocks copied there — and the
-// device checks their checksums (deviceInput.crcs, check_crcs), which on the
+// device checks their checksums (deviceInput.crcs, block_intervals), which on the
 // host were most of the load's CPU time. With dev, the arena goes up to the
 // device as it is filled (arenaUpload). The caller closes the tables (the
 // second result) after the device has decoded the blocks: a block the device

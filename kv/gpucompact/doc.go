@@ -79,16 +79,18 @@
 //   - load: the arena lives in pinned memory and goes up by DMA. The
 //     pieces of a table stored uncompressed are read straight into their
 //     places in it, trailers and all, and the device checks every such
-//     block's checksum (check_crcs, a thread a block, slicing-by-4 tables
-//     derived from record.CRCTable); the stored bytes of tables stored
+//     block's checksum (in block_intervals' launch, a thread a block,
+//     slicing-by-4 tables derived from record.CRCTable); the stored bytes of tables stored
 //     with Snappy (in pinned memory) go up in one copy, and the device
 //     checks and decompresses each block into its place (inflate_blocks, a
 //     thread a block); the host decompresses S2 blocks into the arena
 //     (checking their checksums). The device counts each block's restart
 //     intervals (checking its restart array), walks every interval twice —
-//     counting entries and key bytes, then, after prim's scans of the
-//     counts, decoding them into the entry array and the key arena — and
-//     sets the job's common prefix and the merge keys; the entries and keys
+//     counting entries and key bytes (one word, scanned once by prim),
+//     then decoding them into the entry array and the key arena, with each
+//     entry's merge key (the 8 bytes after the job's common prefix, which
+//     the host takes from the input tables' bounds: a key outside it makes
+//     the job "irregular") and the merge's first order; the entries and keys
 //     come back by DMA for the host's plan and checks. A block the device
 //     flags is decoded again on the host: its corruption error is the
 //     job's (as the Go engine reports it), else the job is declined
@@ -99,7 +101,8 @@
 //   - gc: a thread per position flags new keys, shadowed entries and the
 //     positions only the host can decide (every one under a range
 //     tombstone, point tombstones in stripe 0: elision asks the levels
-//     below), which come back with their ids, are decided by the Go
+//     below: the launch counts them, and only a job with some selects
+//     them), which come back with their ids, are decided by the Go
 //     engine's rules and go up again; prim's select keeps the rest;
 //   - sizes: each kept entry's plan entry, shared prefix and new-key flag;
 //   - plan: the host's walk, as in the Go engine but stepping over whole

@@ -40,6 +40,7 @@ func TestEmulatedCUDAEngine(t *testing.T) {
 		{"Compactor", TestCUDACompactor, false},
 		{"DamagedInput", TestCUDADamagedInput, false},
 		{"UnsortedRunDeclined", TestCUDAUnsortedRunDeclined, false},
+		{"KeysOutsideBounds", TestCUDAKeysOutsideBounds, false},
 		{"Engines", TestCUDAEngines, false},
 		{"Staged", TestCUDAEngineStaged, false},
 		{"SealBlocks", TestCUDASealBlocks, false},

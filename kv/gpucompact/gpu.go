@@ -1,6 +1,7 @@
 package gpucompact
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -45,8 +46,8 @@ type devEngine struct {
 	prim   *prim.Engine
 	stream *cuda.Stream
 	fn     struct {
-		iota, merge, gc, apply, sizes, encode, blockEnds  *cuda.Function
-		intervals, scan, decode, lcp, k0, checkCRCs       *cuda.Function
+		merge, gc, apply, sizes, encode, blockEnds        *cuda.Function
+		intervals, scan, decode                           *cuda.Function
 		filters, radixKey, valueLens, moveValues, inflate *cuda.Function
 		seal                                              *cuda.Function
 	}
@@ -60,6 +61,8 @@ type devEngine struct {
 		ents                       cuda.Slice[uint64]
 		keys, arena, newKept, raw  cuda.Slice[uint8]
 		kept, plan, shared, hashes cuda.Slice[uint32]
+		order                      cuda.Slice[uint32] // the ids in input order (decode_intervals), the merge's first source
+		prefix                     int                // the job's common key prefix's length (jobPrefix)
 		restartInterval, bloom     int32
 		crc                        bool // the blocks are stored as they are: the device checksums them
 		seal                       bool // the blocks are Snappy-compressed: the device seals them (seal_blocks)
@@ -75,10 +78,9 @@ type devBufs struct {
 	snaps, pairs, bound, descs, stats     gpurt.Buf[uint64]
 	src, dst, pos, sel, kept, plan        gpurt.Buf[uint32]
 	count, shared, hashes                 gpurt.Buf[uint32]
-	blocks, meta, nint, ibase, ientries   gpurt.Buf[uint32] // decode
-	entBase, runBounds, lcp               gpurt.Buf[uint32]
+	blocks, meta, nint, ibase, lcp        gpurt.Buf[uint32] // decode
 	jumpEnd, jumpSize                     gpurt.Buf[uint32]
-	crcTable, crcs                        gpurt.Buf[uint32] // record's CRC table; check_crcs's blocks
+	crcTable, crcs                        gpurt.Buf[uint32] // record's CRC table; block_intervals' checksums
 	filterDescs, filterWords              gpurt.Buf[uint32] // table_filters
 	stored                                gpurt.Buf[uint8]  // inflate_blocks: the stored bytes of Snappy tables
 	sealAt                                gpurt.Buf[uint64] // seal_blocks: each block's place in sealed
@@ -87,7 +89,7 @@ type devBufs struct {
 	radixKeys                             gpurt.Buf[uint64] // Options.Sort = SortRadix: one pass's keys
 	valLens, valOffs                      gpurt.Buf[uint32] // Options.MoveValues
 	moved                                 gpurt.Buf[uint8]  // Options.MoveValues: the values in their new order
-	ikeys, keyBase                        gpurt.Buf[uint64]
+	ikeys, keyBase                        gpurt.Buf[uint64] // decode: intervals' counts and their scan
 	keep, newKey, check, keptNew, v, newK gpurt.Buf[uint8]
 }
 
@@ -104,9 +106,9 @@ func newDevEngine(dev *cuda.Device, own bool) (*devEngine, error) {
 	for _, k := range []struct {
 		dst  **cuda.Function
 		name string
-	}{{&d.fn.iota, "iota"}, {&d.fn.merge, "merge_round"}, {&d.fn.gc, "gc_flags"}, {&d.fn.apply, "apply_checks"}, {&d.fn.sizes, "entry_sizes"}, {&d.fn.encode, "encode_blocks"},
+	}{{&d.fn.merge, "merge_round"}, {&d.fn.gc, "gc_flags"}, {&d.fn.apply, "apply_checks"}, {&d.fn.sizes, "entry_sizes"}, {&d.fn.encode, "encode_blocks"},
 		{&d.fn.intervals, "block_intervals"}, {&d.fn.scan, "scan_intervals"}, {&d.fn.decode, "decode_intervals"},
-		{&d.fn.lcp, "job_lcp"}, {&d.fn.k0, "set_k0"}, {&d.fn.blockEnds, "block_ends"}, {&d.fn.checkCRCs, "check_crcs"}, {&d.fn.filters, "table_filters"},
+		{&d.fn.blockEnds, "block_ends"}, {&d.fn.filters, "table_filters"},
 		{&d.fn.radixKey, "radix_key"}, {&d.fn.valueLens, "value_lens"}, {&d.fn.moveValues, "move_values"},
 		{&d.fn.inflate, "inflate_blocks"}, {&d.fn.seal, "seal_blocks"}} {
 		if *k.dst, err = mod.Function(k.name); err != nil {
@@ -219,16 +221,11 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 	if err = gpurt.Upload(&b.stage, str, pairs, pairWords); err != nil {
 		return
 	}
-	// Merge: ids in input order, then a launch per round.
-	src, err := b.src.Get(dev, str, n)
-	if err != nil {
-		return
-	}
+	// Merge: from the ids in input order (decode_intervals wrote them), a
+	// launch per round.
+	src := d.cur.order.Sub(0, n)
 	dst, err := b.dst.Get(dev, str, n)
 	if err != nil {
-		return
-	}
-	if err = d.fn.iota.Launch(d.grid(n), cuda.D1(deviceBlock), 0, str, src, int64(n)); err != nil {
 		return
 	}
 	if d.radix {
@@ -288,22 +285,17 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 		int32(len(job.Snapshots)), boolInt(len(spans) > 0), keep, newKey, check, pos, status); err != nil {
 		return
 	}
-	if err = prim.SelectFlagged(d.prim, str, pos, check, sel, count); err != nil {
+	// gc_flags' status: the order's check, and how many positions only the
+	// host can decide.
+	var gcStatus [3]uint32
+	if err = copyBack(d, gcStatus[:], status.Sub(0, 3)); err != nil {
 		return
 	}
-	m, err := d.readCount(count) // positions to check
-	if err != nil {
-		return
-	}
-	var disorder [1]uint32
-	if err = copyBack(d, disorder[:], status.Sub(0, 1)); err != nil {
-		return
-	}
-	if disorder[0] != 0 {
+	if gcStatus[0] != 0 {
 		err = errInputOrder
 		return
 	}
-	if m > 0 {
+	if m := int(gcStatus[2]); m > 0 {
 		// The positions only the host can decide: their entries' ids
 		// selected with them, brought back, decided, and the verdicts
 		// written into keep.
@@ -591,10 +583,7 @@ const statWords = int(unsafe.Sizeof(blockStats{}) / 8)
 // first (radix_key).
 func (d *devEngine) radixSort(s *inputSet, order cuda.Slice[uint32], lcp cuda.Slice[uint32]) error {
 	b, str, n := &d.bufs, d.stream, order.Len()
-	var prefix [1]uint32
-	if err := copyBack(d, prefix[:], lcp.Sub(0, 1)); err != nil {
-		return err
-	}
+	prefix := [1]uint32{uint32(d.cur.prefix)}
 	maxLen := uint32(0)
 	for i := range s.ents {
 		maxLen = max(maxLen, s.ents[i].keyLen)
@@ -1106,7 +1095,14 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 	if err != nil {
 		return nil, none, err
 	}
-	lcp, err := b.lcp.Get(dev, str, 2) // its length, and the entry whose key starts it
+	// The job's common key prefix, from its tables' bounds, for the merge
+	// keys decode_intervals sets: its length, then its bytes.
+	prefix := jobPrefix(in)
+	lcpWords := make([]uint32, 1+(len(prefix)+3)/4)
+	lcpWords[0] = uint32(len(prefix))
+	copy(asBytes(lcpWords[1:]), prefix)
+	d.cur.prefix = len(prefix)
+	lcp, err := b.lcp.Get(dev, str, len(lcpWords))
 	if err != nil {
 		return nil, none, err
 	}
@@ -1115,13 +1111,13 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 	if err != nil {
 		return nil, none, err
 	}
-	var table cuda.Slice[uint32] // record's CRC table, for check_crcs and inflate_blocks (loaded before the staging is reserved)
+	var table cuda.Slice[uint32] // record's CRC table, for block_intervals and inflate_blocks (loaded before the staging is reserved)
 	if len(in.crcs) > 0 || len(in.inflate) > 0 {
 		if table, err = d.crcTable(); err != nil {
 			return nil, none, err
 		}
 	}
-	staged := gpurt.Bytes[uint32](len(in.blocks)) + gpurt.Bytes[uint32](8) + gpurt.Bytes[uint32](len(in.crcs)) + gpurt.Bytes[uint32](len(in.inflate))
+	staged := gpurt.Bytes[uint32](len(in.blocks)) + gpurt.Bytes[uint32](8) + gpurt.Bytes[uint32](len(in.crcs)) + gpurt.Bytes[uint32](len(in.inflate)) + gpurt.Bytes[uint32](len(lcpWords))
 	if !in.uploaded && !ws.arenaPin.holds(in.arena) {
 		staged += gpurt.Bytes[uint8](len(in.arena))
 	}
@@ -1138,6 +1134,7 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 		sendArena(),
 		gpurt.Upload(&b.stage, str, blocks.Sub(0, len(in.blocks)), in.blocks),
 		gpurt.Upload(&b.stage, str, meta, []uint32{0, math.MaxUint32, 0, 0, 0, 0, 0, 0}),
+		gpurt.Upload(&b.stage, str, lcp, lcpWords),
 	} {
 		if err != nil {
 			return nil, none, err
@@ -1166,17 +1163,15 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 			return nil, none, err
 		}
 	}
-	if nc := len(in.crcs) / 4; nc > 0 {
-		// The checksums of the blocks the host copied unchecked: a
-		// mismatch flags the block, as damage the decoding finds does.
-		crcs, err := b.crcs.Get(dev, str, len(in.crcs))
-		if err != nil {
+	var crcs cuda.Slice[uint32]
+	if nc := len(in.crcs); nc > 0 {
+		// The checksums of the blocks the host copied unchecked, which
+		// block_intervals checks: a mismatch flags the block, as damage
+		// the decoding finds does.
+		if crcs, err = b.crcs.Get(dev, str, nc); err != nil {
 			return nil, none, err
 		}
 		if err := gpurt.Upload(&b.stage, str, crcs, in.crcs); err != nil {
-			return nil, none, err
-		}
-		if err := d.fn.checkCRCs.Launch(d.grid(nc), cuda.D1(deviceBlock), 0, str, crcs, int32(nc), arena, table, meta); err != nil {
 			return nil, none, err
 		}
 	}
@@ -1196,7 +1191,8 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 	}
 	var n, ni int
 	var keyBytes uint64
-	var ibaseHost, entBaseHost []uint32
+	var ibaseHost []uint32
+	var baseHost []uint64
 	if nb > 0 {
 		nint, err := b.nint.Get(dev, str, nb)
 		if err != nil {
@@ -1206,7 +1202,8 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 		if err != nil {
 			return nil, none, err
 		}
-		if err := d.fn.intervals.Launch(d.grid(nb), cuda.D1(deviceBlock), 0, str, blocks, int32(nb), arena, nint, meta); err != nil {
+		if err := d.fn.intervals.Launch(d.grid(max(nb, len(in.crcs)/4)), cuda.D1(deviceBlock), 0, str, blocks, int32(nb), arena, nint,
+			devicePtr(crcs), int32(len(in.crcs)/4), devicePtr(table), meta); err != nil {
 			return nil, none, err
 		}
 		if err := prim.ExclusiveScan(d.prim, str, nint, ibase, meta.Sub(2, 3)); err != nil {
@@ -1217,48 +1214,37 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 		}
 		ni = int(m[2])
 		if ni > 0 {
-			ients, err := b.ientries.Get(dev, str, ni)
+			// Each interval's entries and key bytes as one word (low and
+			// high half), scanned once: its first entry and key byte.
+			counts, err := b.ikeys.Get(dev, str, ni)
 			if err != nil {
 				return nil, none, err
 			}
-			entBase, err := b.entBase.Get(dev, str, ni)
+			base, err := b.keyBase.Get(dev, str, ni+1)
 			if err != nil {
 				return nil, none, err
 			}
-			ikeys, err := b.ikeys.Get(dev, str, ni)
-			if err != nil {
+			if err := d.fn.scan.Launch(d.grid(ni), cuda.D1(deviceBlock), 0, str, blocks, int32(nb), ibase, int64(ni), arena, counts, meta); err != nil {
 				return nil, none, err
 			}
-			keyBase, err := b.keyBase.Get(dev, str, ni+1)
-			if err != nil {
-				return nil, none, err
-			}
-			if err := d.fn.scan.Launch(d.grid(ni), cuda.D1(deviceBlock), 0, str, blocks, int32(nb), ibase, int64(ni), arena, ients, ikeys, meta); err != nil {
-				return nil, none, err
-			}
-			if err := prim.ExclusiveScan(d.prim, str, ients, entBase, meta.Sub(3, 4)); err != nil {
-				return nil, none, err
-			}
-			if err := prim.ExclusiveScan(d.prim, str, ikeys, keyBase.Sub(0, ni), keyBase.Sub(ni, ni+1)); err != nil {
+			if err := prim.ExclusiveScan(d.prim, str, counts, base.Sub(0, ni), base.Sub(ni, ni+1)); err != nil {
 				return nil, none, err
 			}
 			if err := check(); err != nil {
 				return nil, none, err
 			}
-			var kb [1]uint64
-			if err := copyBack(d, kb[:], keyBase.Sub(ni, ni+1)); err != nil {
-				return nil, none, err
-			}
-			n, keyBytes = int(m[3]), kb[0]
-			if n > math.MaxInt32 || keyBytes > math.MaxUint32 {
+			if keyBytes = uint64(m[6]) | uint64(m[7])<<32; keyBytes > math.MaxUint32 {
 				return nil, none, errTooLarge
 			}
-			ibaseHost, entBaseHost = make([]uint32, nb), make([]uint32, ni)
+			ibaseHost, baseHost = make([]uint32, nb), make([]uint64, ni+1)
 			if err := copyBack(d, ibaseHost, ibase); err != nil {
 				return nil, none, err
 			}
-			if err := copyBack(d, entBaseHost, entBase); err != nil {
+			if err := copyBack(d, baseHost, base); err != nil {
 				return nil, none, err
+			}
+			if n = int(uint32(baseHost[ni])); n > math.MaxInt32 {
+				return nil, none, errTooLarge
 			}
 			if d.cur.ents, err = b.ents.Get(dev, str, 4*max(1, n)); err != nil {
 				return nil, none, err
@@ -1266,8 +1252,11 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 			if d.cur.keys, err = b.keys.Get(dev, str, max(1, int(keyBytes))); err != nil {
 				return nil, none, err
 			}
+			if d.cur.order, err = b.src.Get(dev, str, max(1, n)); err != nil {
+				return nil, none, err
+			}
 			if err := d.fn.decode.Launch(d.grid(ni), cuda.D1(deviceBlock), 0, str, blocks, int32(nb), ibase, int64(ni), arena,
-				entBase, keyBase, d.cur.ents, d.cur.keys, meta); err != nil {
+				base, lcp, d.cur.ents, d.cur.keys, d.cur.order, meta); err != nil {
 				return nil, none, err
 			}
 		}
@@ -1278,14 +1267,12 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 		if n == 0 || blk >= nb || int(ibaseHost[blk]) >= ni {
 			return n
 		}
-		return int(entBaseHost[ibaseHost[blk]])
+		return int(uint32(baseHost[ibaseHost[blk]]))
 	}
-	var bounds []uint32
 	start := 0
 	for _, e := range in.runEnds {
 		if end := entryAt(e); end > start {
 			s.runs = append(s.runs, run{start, end})
-			bounds = append(bounds, uint32(start), uint32(end))
 			start = end
 		}
 	}
@@ -1293,22 +1280,6 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 	s.keys = takePinned(ws, &ws.keysPin, &ws.keys, int(keyBytes))
 	if n == 0 {
 		return s, lcp, check()
-	}
-	rb, err := b.runBounds.Get(dev, str, len(bounds))
-	if err != nil {
-		return nil, none, err
-	}
-	if err := d.reserve(gpurt.Bytes[uint32](len(bounds))); err != nil {
-		return nil, none, err
-	}
-	if err := gpurt.Upload(&b.stage, str, rb, bounds); err != nil {
-		return nil, none, err
-	}
-	if err := d.fn.lcp.Launch(cuda.D1(1), cuda.D1(32), 0, str, d.cur.ents, d.cur.keys, rb, int32(len(s.runs)), lcp); err != nil {
-		return nil, none, err
-	}
-	if err := d.fn.k0.Launch(d.grid(n), cuda.D1(deviceBlock), 0, str, d.cur.ents, int64(n), d.cur.keys, lcp, meta); err != nil {
-		return nil, none, err
 	}
 	// The entries and keys come back for the host.
 	words := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(s.ents))), 4*n)
@@ -1319,6 +1290,37 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 		return nil, none, err
 	}
 	return s, lcp, check()
+}
+
+// jobPrefix is the common prefix of the least smallest and the greatest
+// largest user key of the job's input tables: every key of a table lies
+// between its bounds, so every key the job decodes starts with it
+// (decode_intervals flags one that does not). The Go engine's setK0 takes
+// the prefix from the runs' first and last keys, which the device has only
+// after decoding; this one may be shorter, which orders the same.
+func jobPrefix(in *deviceInput) []byte {
+	var lo, hi []byte
+	var last *loadTable
+	first := true
+	for _, r := range in.refs {
+		t := r.p.t
+		if t == last {
+			continue
+		}
+		last = t
+		if a := t.f.Smallest.UserKey; first || bytes.Compare(a, lo) < 0 {
+			lo = a
+		}
+		if z := t.f.Largest.UserKey; first || bytes.Compare(z, hi) > 0 {
+			hi = z
+		}
+		first = false
+	}
+	n := 0
+	for n < len(lo) && n < len(hi) && lo[n] == hi[n] {
+		n++
+	}
+	return lo[:n]
 }
 
 // download enqueues the copy of src into dst, an array of the workspace,

@@ -334,6 +334,12 @@ func TestCUDAUnsortedRunDeclined(t *testing.T) {
 	checkUnsortedRun(t, Options{Backend: warpkit.CUDA, Device: gputest.Device(t)})
 }
 
+// TestCUDAKeysOutsideBounds: checkKeysOutsideBounds on the CUDA engine,
+// which declines the job.
+func TestCUDAKeysOutsideBounds(t *testing.T) {
+	checkKeysOutsideBounds(t, Options{Backend: warpkit.CUDA, Device: gputest.Device(t)}, true)
+}
+
 // TestCUDAEngines: checkEngines on the CUDA engine (a stream and device
 // arrays per slot).
 func TestCUDAEngines(t *testing.T) {

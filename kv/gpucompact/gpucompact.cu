@@ -13,7 +13,8 @@
 // Every loop is bounded by its arguments or by the block it reads, and
 // every read of an input block stays inside the block: damaged input sets
 // a status word (decode), and so does an order that is not strictly
-// ascending or a key outside the job's common prefix (gc_flags, set_k0); a
+// ascending or a key outside the job's common prefix (gc_flags,
+// decode_intervals); a
 // block encoded to another size than planned sets its status too.
 #include <stdint.h>
 #include "merge_path.cuh"
@@ -134,11 +135,6 @@ __device__ __forceinline__ int last_at_or_below(int n, I i, At at) {
 
 }  // namespace
 
-// iota writes out[i] = i: the ids in input order, the merge's first source.
-extern "C" __global__ void __launch_bounds__(kBlock) iota(uint32_t* out, int64_t n) {
-  for (int64_t i = global_id(); i < n; i += grid_stride()) out[i] = (uint32_t)i;
-}
-
 // merge_round merges every pair of one round: block b takes tile b of the
 // launch, in the pair whose tiles hold it.
 extern "C" __global__ void __launch_bounds__(kBlock)
@@ -170,7 +166,7 @@ extern "C" __global__ void __launch_bounds__(kBlock)
     if (which == -2) {
       v = ~x.trailer;
     } else if (which == -1) {
-      v = x.key_len > lcp ? x.key_len - lcp : 0;  // (a key outside the prefix is flagged by set_k0)
+      v = x.key_len > lcp ? x.key_len - lcp : 0;  // (a key outside the prefix is flagged by decode_intervals)
     } else if (which == 0) {
       v = x.k0;
     } else {
@@ -216,10 +212,16 @@ extern "C" __global__ void __launch_bounds__(kBlock)
 // and point tombstones in stripe 0 (elided?). pos gets the positions
 // themselves, for the selections that follow. A merged order that is not
 // strictly ascending (an input run was not sorted, or two entries share an
-// internal key: damaged input) sets status.
+// internal key: damaged input) sets status[0]; status[2] counts the
+// positions flagged check (a block's count added once), so that the host
+// selects them only when there are any.
 extern "C" __global__ void __launch_bounds__(kBlock)
     gc_flags(const uint32_t* order, int64_t n, const Entry* e, const uint8_t* keys, const uint32_t* lcp, const uint64_t* snaps,
              int nsnaps, int spans, uint8_t* keep, uint8_t* newkey, uint8_t* check, uint32_t* pos, uint32_t* status) {
+  __shared__ uint32_t block_checks;
+  if (threadIdx.x == 0) block_checks = 0;
+  __syncthreads();
+  uint32_t checks = 0;
   const EntryLess less{e, keys, *lcp};
   for (int64_t i = global_id(); i < n; i += grid_stride()) {
     const uint32_t id = order[i];
@@ -237,7 +239,11 @@ extern "C" __global__ void __launch_bounds__(kBlock)
     newkey[i] = fresh;
     check[i] = host;
     pos[i] = (uint32_t)i;
+    checks += host;
   }
+  if (checks != 0) atomicAdd(&block_checks, checks);
+  __syncthreads();
+  if (threadIdx.x == 0 && block_checks != 0) atomicAdd(&status[2], block_checks);
 }
 
 // apply_checks writes the host's verdicts on the checked positions.
@@ -673,33 +679,6 @@ __device__ __forceinline__ int last_le(const uint32_t* base, int n, uint64_t i) 
 
 }  // namespace
 
-// block_intervals counts each block's restart intervals (none for a block
-// without entries) and checks its restart array: a valid count, the first
-// point at 0, points ascending inside the entries region.
-extern "C" __global__ void __launch_bounds__(kBlock)
-    block_intervals(const BlockIn* blocks, int nb, const uint8_t* arena, uint32_t* nint, uint32_t* status) {
-  for (int64_t b = global_id(); b < nb; b += grid_stride()) {
-    Layout l;
-    uint32_t count = 0;
-    if (!layout(blocks[b], arena, &l)) {
-      flag_block(status, (int)b);
-    } else if (l.restarts > 0) {
-      count = l.n;
-      uint32_t prev = 0;
-      for (uint32_t i = 0; i < l.n; i++) {
-        const uint32_t r = l.restart(i);
-        if ((i == 0 && r != 0) || (i > 0 && r <= prev) || r >= l.restarts) {
-          flag_block(status, (int)b);
-          count = 0;
-          break;
-        }
-        prev = r;
-      }
-    }
-    nint[b] = count;
-  }
-}
-
 // CrcIn is an input block whose checksum the device checks: block b's
 // contents, arena[off, off+len), stored uncompressed (type byte 0), and want
 // its trailer's checksum unmasked.
@@ -708,18 +687,46 @@ struct CrcIn {
 };
 static_assert(sizeof(CrcIn) == 16, "CrcIn must match devload.go's crc quadruples");
 
-// check_crcs checks the checksums of the blocks stored uncompressed, which
-// the host put in the arena unchecked (read there, or copied), a thread a
-// block: a mismatch flags the block, which the host then reads again and
-// reports as the Reader does.
+// block_intervals counts each block's restart intervals (none for a block
+// without entries) and checks its restart array: a valid count, the first
+// point at 0, points ascending inside the entries region. In the same launch
+// (thread i takes block i and checksum i) it checks the checksums of the
+// blocks stored uncompressed, which the host put in the arena unchecked
+// (read there, or copied; crc_table nullptr when there are none): a mismatch
+// flags the block, which the host then reads again and reports as the Reader
+// does. The two are independent: a damaged block's intervals are counted
+// from bytes that stay inside it, and the flag decides.
 extern "C" __global__ void __launch_bounds__(kBlock)
-    check_crcs(const CrcIn* in, int n, const uint8_t* arena, const uint32_t* crc_table, uint32_t* status) {
+    block_intervals(const BlockIn* blocks, int nb, const uint8_t* arena, uint32_t* nint, const CrcIn* crcs, int ncrcs,
+                    const uint32_t* crc_table, uint32_t* status) {
   __shared__ CrcTables tables;
-  load_crc_tables(&tables, crc_table);
+  if (crc_table != nullptr) load_crc_tables(&tables, crc_table);
   __syncthreads();
-  for (int64_t i = global_id(); i < n; i += grid_stride()) {
-    const CrcIn c = in[i];
-    if (block_crc(arena + c.off, c.len, 0, &tables) != c.want) flag_block(status, (int)c.b);
+  for (int64_t i = global_id(); i < max(nb, ncrcs); i += grid_stride()) {
+    if (i < ncrcs) {
+      const CrcIn c = crcs[i];
+      if (block_crc(arena + c.off, c.len, 0, &tables) != c.want) flag_block(status, (int)c.b);
+    }
+    if (i >= nb) continue;
+    const int64_t b = i;
+    Layout l;
+    uint32_t count = 0;
+    if (!layout(blocks[b], arena, &l)) {
+      flag_block(status, (int)b);
+    } else if (l.restarts > 0) {
+      count = l.n;
+      uint32_t prev = 0;
+      for (uint32_t r = 0; r < l.n; r++) {
+        const uint32_t at = l.restart(r);
+        if ((r == 0 && at != 0) || (r > 0 && at <= prev) || at >= l.restarts) {
+          flag_block(status, (int)b);
+          count = 0;
+          break;
+        }
+        prev = at;
+      }
+    }
+    nint[b] = count;
   }
 }
 
@@ -824,14 +831,25 @@ extern "C" __global__ void __launch_bounds__(kBlock)
 // counting its entries and their user keys' bytes, and checks the entry
 // chain: headers and lengths as the iterator checks them, no shared prefix
 // at a restart point or longer than the previous key, keys of 8 bytes or
-// more, and the last entry ending exactly at the next restart point.
+// more, and the last entry ending exactly at the next restart point. It
+// writes both counts as one word, key bytes << 32 | entries, for one scan
+// (an entry takes 3 bytes or more of an arena of at most 4 GiB: the
+// entries' sum never carries into the key bytes), and adds the key bytes,
+// unclamped, to the 64-bit total at status[6..7]: the host refuses a job
+// whose keys pass 32-bit offsets, so the packed sums are read only when
+// they are exact.
 extern "C" __global__ void __launch_bounds__(kBlock)
     scan_intervals(const BlockIn* blocks, int nb, const uint32_t* ibase, int64_t nint, const uint8_t* arena,
-                   uint32_t* ents_out, uint64_t* keys_out, uint32_t* status) {
+                   uint64_t* counts, uint32_t* status) {
+  __shared__ unsigned long long block_keys;
+  if (threadIdx.x == 0) block_keys = 0;
+  __syncthreads();
+  unsigned long long sum = 0;
   for (int64_t i = global_id(); i < nint; i += grid_stride()) {
     const int b = last_le(ibase, nb, i);
     Layout l;
-    uint32_t ents = 0, keyb = 0;
+    uint32_t ents = 0;
+    uint64_t keyb = 0;
     if (layout(blocks[b], arena, &l)) {
       const uint32_t r = (uint32_t)(i - ibase[b]);
       uint32_t p = l.restart(r);
@@ -852,21 +870,36 @@ extern "C" __global__ void __launch_bounds__(kBlock)
       }
       if (!ok || p != end) {
         flag_block(status, b);
-        ents = keyb = 0;
+        ents = 0;
+        keyb = 0;
       }
     }
-    ents_out[i] = ents;
-    keys_out[i] = keyb;
+    sum += keyb;
+    counts[i] = min(keyb, (uint64_t)0xffffffffu) << 32 | ents;
   }
+  if (sum != 0) atomicAdd(&block_keys, sum);
+  __syncthreads();
+  if (threadIdx.x == 0 && block_keys != 0) atomicAdd((unsigned long long*)(status + 6), block_keys);
 }
 
 // decode_intervals decodes every restart interval's entries (a thread each,
-// after scan_intervals and the scans of its counts): each entry's user key
-// into keys, its entry (trailer, key and value places) into e. A kind other
-// than a point entry's is corruption.
+// after scan_intervals and the scan of its counts: base[i] = the interval's
+// first key byte << 32 | its first entry): each entry's user key into keys,
+// its entry (trailer, key and value places, merge key) into e, and its id
+// into order (the ids in input order: the merge's first source). A kind
+// other than a point entry's is corruption. The merge key k0 is the 8 bytes
+// of the user key after the job's common prefix (lcp[0] bytes, which
+// follow it from lcp + 1: the host takes it from the input tables' bounds);
+// a key that does not start with the prefix sets status[5] (the tables'
+// bounds did not hold their keys: the job is irregular, and K0 would not
+// order such a key).
 extern "C" __global__ void __launch_bounds__(kBlock)
     decode_intervals(const BlockIn* blocks, int nb, const uint32_t* ibase, int64_t nint, const uint8_t* arena,
-                     const uint32_t* ent_base, const uint64_t* key_base, Entry* e, uint8_t* keys, uint32_t* status) {
+                     const uint64_t* base, const uint32_t* lcp, Entry* e, uint8_t* keys, uint32_t* order,
+                     uint32_t* status) {
+  const uint32_t plen = lcp[0];
+  const uint8_t* prefix = (const uint8_t*)(lcp + 1);
+  bool stray = false;
   for (int64_t i = global_id(); i < nint; i += grid_stride()) {
     const int b = last_le(ibase, nb, i);
     Layout l;
@@ -874,7 +907,8 @@ extern "C" __global__ void __launch_bounds__(kBlock)
     const uint32_t r = (uint32_t)(i - ibase[b]);
     uint32_t p = l.restart(r);
     const uint32_t end = r + 1 < l.n ? l.restart(r + 1) : l.restarts;
-    uint32_t id = ent_base[i], ko = (uint32_t)key_base[i];  // (the host checked the keys fit 32-bit offsets)
+    const uint64_t at = base[i];
+    uint32_t id = (uint32_t)at, ko = (uint32_t)(at >> 32);  // (the host checked the keys fit 32-bit offsets)
     uint32_t prev_off = 0, prev_len = 0;  // the previous entry's user key in keys
     uint64_t prev_tr = 0;
     while (p < end) {
@@ -884,11 +918,17 @@ extern "C" __global__ void __launch_bounds__(kBlock)
       const uint32_t ulen = klen - 8;
       const uint8_t* src = l.data + h.body;
       // Byte q of the encoded key: from the previous key below shared.
-      uint64_t tr = 0;
+      uint64_t tr = 0, k0 = 0;
+      stray |= ulen < plen;
       for (uint32_t q = 0; q < klen; q++) {
         const uint8_t c = q < h.shared ? (uint8_t)encoded_byte(keys + prev_off, prev_len, prev_tr, q) : src[q - h.shared];
         if (q < ulen) {
           keys[ko + q] = c;
+          if (q < plen) {
+            stray |= c != prefix[q];
+          } else if (q - plen < 8) {
+            k0 |= (uint64_t)c << (8 * (7 - (q - plen)));
+          }
         } else {
           tr |= (uint64_t)c << (8 * (q - ulen));
         }
@@ -897,12 +937,13 @@ extern "C" __global__ void __launch_bounds__(kBlock)
       if (kind != 0 && kind != 1) flag_block(status, b);  // base.KindDelete, base.KindSet
       Entry x;
       x.trailer = tr;
-      x.k0 = 0;
+      x.k0 = k0;
       x.key_off = ko;
       x.key_len = ulen;
       x.val_off = blocks[b].off + h.body + h.unshared;
       x.val_len = h.vlen;
       e[id] = x;
+      order[id] = id;
       prev_off = ko;
       prev_len = ulen;
       prev_tr = tr;
@@ -911,50 +952,7 @@ extern "C" __global__ void __launch_bounds__(kBlock)
       p = h.body + h.unshared + h.vlen;
     }
   }
-}
-
-// job_lcp computes the job's common key prefix (one thread): the common
-// prefix of the smallest first key and the largest last key of the runs
-// (bounds: start and end of each, in entry ids), as setK0 does: lcp[0] its
-// length, lcp[1] the entry whose key starts it.
-extern "C" __global__ void job_lcp(const Entry* e, const uint8_t* keys, const uint32_t* bounds, int nruns,
-                                   uint32_t* lcp) {
-  if (global_id() != 0) return;
-  uint32_t lo = 0, hi = 0;
-  for (int i = 0; i < nruns; i++) {
-    const uint32_t f = bounds[2 * i], t = bounds[2 * i + 1] - 1;
-    if (i == 0 || compare_from(keys + e[f].key_off, e[f].key_len, keys + e[lo].key_off, e[lo].key_len, 0) < 0) lo = f;
-    if (i == 0 || compare_from(keys + e[t].key_off, e[t].key_len, keys + e[hi].key_off, e[hi].key_len, 0) > 0) hi = t;
-  }
-  uint32_t n = 0;
-  if (nruns > 0) {
-    const uint8_t* a = keys + e[lo].key_off;
-    const uint8_t* c = keys + e[hi].key_off;
-    const uint32_t m = min(e[lo].key_len, e[hi].key_len);
-    while (n < m && a[n] == c[n]) n++;
-  }
-  lcp[0] = n;
-  lcp[1] = lo;
-}
-
-// set_k0 gives every entry its merge key (setK0), and sets status[5] when
-// a key does not start with the job's common prefix: the runs were not
-// sorted (their first and last keys bound every key only when they are),
-// and K0 would not order such a key.
-extern "C" __global__ void __launch_bounds__(kBlock)
-    set_k0(Entry* e, int64_t n, const uint8_t* keys, const uint32_t* lcp_ptr, uint32_t* status) {
-  const uint32_t lcp = lcp_ptr[0];
-  const uint8_t* prefix = keys + e[lcp_ptr[1]].key_off;
-  for (int64_t i = global_id(); i < n; i += grid_stride()) {
-    const uint8_t* k = keys + e[i].key_off;
-    const uint32_t len = e[i].key_len;
-    bool stray = len < lcp;
-    for (uint32_t q = 0; q < lcp && !stray; q++) stray = k[q] != prefix[q];
-    if (stray) atomicOr(&status[5], 1u);
-    uint64_t v = 0;
-    for (uint32_t q = 0; q < 8; q++) v = v << 8 | (lcp + q < len ? k[lcp + q] : 0);
-    e[i].k0 = v;
-  }
+  if (stray) atomicOr(&status[5], 1u);
 }
 
 // block_ends gives every kept entry j the block that would start there

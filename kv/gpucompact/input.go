@@ -199,7 +199,7 @@ func (s *inputSet) placeBlock(r *sstable.Reader, name string, h sstable.BlockHan
 
 // placeRaw copies the contents of a block stored uncompressed into the
 // arena's next bytes, unchecked (the CUDA engine checks its checksum on the
-// device: check_crcs), and returns where they start in the arena.
+// device: block_intervals), and returns where they start in the arena.
 func (s *inputSet) placeRaw(name string, h sstable.BlockHandle, raw []byte) (int, error) {
 	at, err := s.reserve(name, h, len(raw))
 	if err == nil {

@@ -5,9 +5,9 @@ import _ "embed"
 //go:generate go run github.com/warpkit/warpkit/internal/kernelgen -o ptx/gpucompact.ptx gpucompact.cu
 
 // gpucompactPTX holds the CUDA engine's kernels (gpucompact.cu): decode
-// (block_intervals, scan_intervals, decode_intervals, job_lcp, set_k0),
-// merge (iota, merge_round), gc (gc_flags, apply_checks), entry_sizes,
-// block_ends and encode_blocks.
+// (inflate_blocks, block_intervals, scan_intervals, decode_intervals),
+// merge (merge_round), gc (gc_flags, apply_checks), entry_sizes,
+// block_ends, encode_blocks, table_filters and seal_blocks.
 //
 //go:embed ptx/gpucompact.ptx
 var gpucompactPTX []byte
