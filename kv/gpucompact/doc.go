@@ -114,10 +114,12 @@
 //     its size checked against the plan and, when the job stores blocks
 //     uncompressed, its checksum) and brings the blocks back by DMA into
 //     the pinned output arena; each output table's bloom filter is built on
-//     the device once its blocks are encoded (table_filters: a thread per
+//     the device in the launch of the batch after the walk ends the table
+//     (blocks of encode_blocks' launch past its encoding grid: a thread per
 //     kept entry, atomicOr into words whose little-endian bytes are the
-//     Writer's filter, sized by sstable.FilterShape from the blocks' hash
-//     counts). With Options.DeviceCompression and Snappy the device also
+//     Writer's filter, sized by sstable.FilterShape from the count of its
+//     kept entries that start a new user key, which come back with the
+//     sizes). With Options.DeviceCompression and Snappy the device also
 //     seals each batch's blocks right after encoding them (seal_blocks: a
 //     lane a block, 24 lanes a warp, each with its own hash table of 16-bit
 //     positions in shared memory, compresses it with
@@ -258,9 +260,11 @@
 //     a mismatch flags the block as damage the decoder finds does. The
 //     pinned arrays are the workspace's (grown as jobs grow), not a ring of
 //     fixed chunks allocated in New; one stream, whose copies overlap the
-//     host's reading only for tables stored uncompressed (arenaUpload); launches per job: about 13 plus one per merge round,
-//     one per encode batch (two with Snappy: seal_blocks) and one per
-//     batch of ended tables (filters).
+//     host's reading only for tables stored uncompressed (arenaUpload).
+//     Launches per job: 11 (with Snappy inputs on the device, 12: inflate)
+//     plus one per merge round and one per encode batch (two with device
+//     sealing: seal_blocks), and 4 more when some positions need the
+//     host's verdict (range tombstones, point tombstones at the bottom).
 //   - A merged order that is not strictly ascending is a decline
 //     ("irregular") rather than the spec's device-bug fallback: it is
 //     damaged input, on either engine; a device-flagged block that the host

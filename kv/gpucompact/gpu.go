@@ -46,10 +46,10 @@ type devEngine struct {
 	prim   *prim.Engine
 	stream *cuda.Stream
 	fn     struct {
-		merge, gc, apply, sizes, encode, blockEnds        *cuda.Function
-		intervals, scan, decode                           *cuda.Function
-		filters, radixKey, valueLens, moveValues, inflate *cuda.Function
-		seal                                              *cuda.Function
+		merge, gc, apply, sizes, encode, blockEnds *cuda.Function
+		intervals, scan, decode                    *cuda.Function
+		radixKey, valueLens, moveValues, inflate   *cuda.Function
+		seal                                       *cuda.Function
 	}
 	// radix, moveValues and deviceSeal are Options.Sort == SortRadix,
 	// Options.MoveValues and Options.DeviceCompression (set by New).
@@ -62,6 +62,7 @@ type devEngine struct {
 		keys, arena, newKept, raw  cuda.Slice[uint8]
 		kept, plan, shared, hashes cuda.Slice[uint32]
 		order                      cuda.Slice[uint32] // the ids in input order (decode_intervals), the merge's first source
+		fresh                      []bool             // newKept on the host (pinned: the workspace's keptFresh)
 		prefix                     int                // the job's common key prefix's length (jobPrefix)
 		restartInterval, bloom     int32
 		crc                        bool // the blocks are stored as they are: the device checksums them
@@ -81,7 +82,7 @@ type devBufs struct {
 	blocks, meta, nint, ibase, lcp        gpurt.Buf[uint32] // decode
 	jumpEnd, jumpSize                     gpurt.Buf[uint32]
 	crcTable, crcs                        gpurt.Buf[uint32] // record's CRC table; block_intervals' checksums
-	filterDescs, filterWords              gpurt.Buf[uint32] // table_filters
+	filterDescs, filterWords              gpurt.Buf[uint32] // encode_blocks' filters
 	stored                                gpurt.Buf[uint8]  // inflate_blocks: the stored bytes of Snappy tables
 	sealAt                                gpurt.Buf[uint64] // seal_blocks: each block's place in sealed
 	sealed                                gpurt.Buf[uint8]  // seal_blocks: a batch's sealed blocks
@@ -108,7 +109,7 @@ func newDevEngine(dev *cuda.Device, own bool) (*devEngine, error) {
 		name string
 	}{{&d.fn.merge, "merge_round"}, {&d.fn.gc, "gc_flags"}, {&d.fn.apply, "apply_checks"}, {&d.fn.sizes, "entry_sizes"}, {&d.fn.encode, "encode_blocks"},
 		{&d.fn.intervals, "block_intervals"}, {&d.fn.scan, "scan_intervals"}, {&d.fn.decode, "decode_intervals"},
-		{&d.fn.blockEnds, "block_ends"}, {&d.fn.filters, "table_filters"},
+		{&d.fn.blockEnds, "block_ends"},
 		{&d.fn.radixKey, "radix_key"}, {&d.fn.valueLens, "value_lens"}, {&d.fn.moveValues, "move_values"},
 		{&d.fn.inflate, "inflate_blocks"}, {&d.fn.seal, "seal_blocks"}} {
 		if *k.dst, err = mod.Function(k.name); err != nil {
@@ -390,11 +391,16 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 	if err = d.fn.blockEnds.Launch(d.grid(k), cuda.D1(deviceBlock), 0, str, dPlan, int64(k), uint32(opts.BlockSize), int32(opts.RestartInterval), dEnd, dSize); err != nil {
 		return
 	}
+	// Which kept entries' user keys differ from the previous kept entry's
+	// (those encode_blocks hashes, and each table's first): the host
+	// sizes each table's filter from them (filterHashes).
+	fresh := takePinned(ws, &ws.keptFreshPin, &ws.keptFresh, k)
 	staged := gpurt.Bytes[uint64](1)
 	for _, a := range []struct {
 		pin *pinned
 		b   []byte
-	}{{&ws.keptPin, asBytes(kept)}, {&ws.keptNewPin, asBytes(keptNew)}, {&ws.planPin, asBytes(pe)}, {&ws.jumpEndPin, asBytes(jumps.end)}, {&ws.jumpSizePin, asBytes(jumps.size)}} {
+	}{{&ws.keptPin, asBytes(kept)}, {&ws.keptNewPin, asBytes(keptNew)}, {&ws.planPin, asBytes(pe)}, {&ws.jumpEndPin, asBytes(jumps.end)}, {&ws.jumpSizePin, asBytes(jumps.size)},
+		{&ws.keptFreshPin, asBytes(fresh)}} {
 		if !a.pin.holds(a.b) {
 			staged += gpurt.Bytes[uint8](len(a.b))
 		}
@@ -409,6 +415,7 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 		download(d, &ws.planPin, unsafe.Slice((*uint32)(unsafe.Pointer(&pe[0])), 2*k), dPlan),
 		download(d, &ws.jumpEndPin, jumps.end, dEnd),
 		download(d, &ws.jumpSizePin, jumps.size, dSize),
+		download(d, &ws.keptFreshPin, asBytes(fresh), dNewKept),
 		copyBack(d, boundWord[:], dBound), // (synchronizes the stream)
 	} {
 		if err = e; err != nil {
@@ -420,7 +427,7 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 		return
 	}
 	c := &d.cur
-	c.newKept = dNewKept
+	c.newKept, c.fresh = dNewKept, fresh
 	c.kept, c.plan, c.shared = dKept, dPlan, dShared
 	c.restartInterval, c.bloom = int32(opts.RestartInterval), boolInt(opts.BloomBitsPerKey > 0)
 	c.crc = opts.Compression == sstable.NoCompression
@@ -653,72 +660,48 @@ type filterDesc struct {
 	start, end, base, wordOff, nbits, probes uint32
 }
 
-// tableFilters builds the bloom filters of output tables on the device
-// (table_filters, a thread per kept entry, atomicOr into zeroed words) and
-// returns each one as sstable's Writer lays it out — its bits, then the
-// probes byte — or nil for a table without keys. stages must have run.
-func (d *devEngine) tableFilters(descs []filterDesc) (_ [][]byte, err error) {
-	defer d.syncOnError(&err)
-	b, str, c := &d.bufs, d.stream, &d.cur
-	var words, total uint32
-	var listed []filterDesc
+// filterPlan is a batch's share of the bloom filters: the tables listed
+// (those with keys), their words and threads in all.
+type filterPlan struct {
+	descs        []filterDesc
+	listed       []filterDesc
+	words, total uint32
+}
+
+// planFilters lays out the filters of descs for one launch.
+func planFilters(descs []filterDesc) filterPlan {
+	fp := filterPlan{descs: descs}
 	for _, f := range descs {
 		if f.nbits == 0 || f.end <= f.start {
 			continue
 		}
-		f.base, f.wordOff = total, words
-		total += f.end - f.start
-		words += (f.nbits + 31) / 32
-		listed = append(listed, f)
+		f.base, f.wordOff = fp.total, fp.words
+		fp.total += f.end - f.start
+		fp.words += (f.nbits + 31) / 32
+		fp.listed = append(fp.listed, f)
 	}
-	out := make([][]byte, len(descs))
-	if len(listed) == 0 {
-		return out, nil
-	}
-	host := make([]uint32, words)
-	if err := d.reserve(gpurt.Bytes[uint32](6*len(listed)) + gpurt.Bytes[uint32](int(words))); err != nil {
-		return nil, err
-	}
-	dDescs, err := b.filterDescs.Get(d.dev, str, 6*len(listed))
-	if err != nil {
-		return nil, err
-	}
-	dWords, err := b.filterWords.Get(d.dev, str, int(words))
-	if err != nil {
-		return nil, err
-	}
-	if err := dWords.Zero(str); err != nil {
-		return nil, err
-	}
-	if err := gpurt.Upload(&b.stage, str, dDescs, unsafe.Slice((*uint32)(unsafe.Pointer(&listed[0])), 6*len(listed))); err != nil {
-		return nil, err
-	}
-	if err := d.fn.filters.Launch(d.grid(int(total)), cuda.D1(deviceBlock), 0, str, dDescs, int32(len(listed)), int64(total),
-		c.kept, c.newKept, c.ents, c.keys, dWords); err != nil {
-		return nil, err
-	}
-	pend, err := gpurt.Download(&b.stage, str, host, dWords)
-	if err != nil {
-		return nil, err
-	}
-	if err := str.Synchronize(); err != nil {
-		return nil, err
-	}
-	pend.Finish()
+	return fp
+}
+
+// filters returns each table's filter as sstable's Writer lays it out —
+// its bits, then the probes byte — or nil for a table without keys, from
+// the launch's words.
+func (fp *filterPlan) filters(host []uint32) [][]byte {
+	out := make([][]byte, len(fp.descs))
 	bits := asBytes(host)
 	k := 0
-	for i, f := range descs {
+	for i, f := range fp.descs {
 		if f.nbits == 0 || f.end <= f.start {
 			continue
 		}
-		at := 4 * int(listed[k].wordOff)
+		at := 4 * int(fp.listed[k].wordOff)
 		filter := make([]byte, f.nbits/8+1)
 		copy(filter, bits[at:at+int(f.nbits/8)])
 		filter[len(filter)-1] = byte(f.probes)
 		out[i] = filter
 		k++
 	}
-	return out, nil
+	return out
 }
 
 // crcTable returns record's CRC table on the device (uploaded once, and
@@ -770,50 +753,79 @@ const (
 // bytes and their entries are each one range. When the job compresses with
 // Snappy and seal is given, the device also seals the blocks it has room
 // for (seal_blocks) into seal.buf, and their stats say so (stored > 0).
+// In the same launch it builds the bloom filters of the tables in filters
+// (a thread per kept entry, atomicOr into zeroed words whose little-endian
+// bytes are the Writer's filter) and returns them in their order, each
+// nil for a table without keys; there may be no blocks, or no filters.
 // stages must have run.
-func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byte, rawPin *pinned, hashes []uint32, seal *sealTarget) (err error) {
+func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byte, rawPin *pinned, hashes []uint32, seal *sealTarget, filters []filterDesc) (_ [][]byte, err error) {
 	defer d.syncOnError(&err)
 	b, str, dev, c := &d.bufs, d.stream, d.dev, &d.cur
 	nb := len(descs)
-	if nb == 0 {
-		return nil
+	fp := planFilters(filters)
+	if nb == 0 && len(fp.listed) == 0 {
+		return fp.filters(nil), nil
 	}
-	first, last := descs[0], descs[nb-1]
-	rawLo, rawHi := first.rawAt, last.rawAt+uint64(last.size)
-	hashLo, hashHi := int(first.start), int(last.end)
+	var rawLo, rawHi uint64
+	var hashLo, hashHi int
+	if nb > 0 {
+		first, last := descs[0], descs[nb-1]
+		rawLo, rawHi = first.rawAt, last.rawAt+uint64(last.size)
+		hashLo, hashHi = int(first.start), int(last.end)
+	}
 	if rawHi+8 > uint64(c.raw.Len()) || hashHi > c.hashes.Len() {
-		return fmt.Errorf("gpucompact: planned blocks past the device arrays (%d of %d bytes, %d of %d entries)", rawHi, c.raw.Len(), hashHi, c.hashes.Len())
+		return nil, fmt.Errorf("gpucompact: planned blocks past the device arrays (%d of %d bytes, %d of %d entries)", rawHi, c.raw.Len(), hashHi, c.hashes.Len())
 	}
-	dDescs, err := b.descs.Get(dev, str, 3*nb)
+	dDescs, err := b.descs.Get(dev, str, max(1, 3*nb))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	dStats, err := b.stats.Get(dev, str, statWords*nb)
+	dStats, err := b.stats.Get(dev, str, statWords*max(1, nb))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := dStats.Zero(str); err != nil {
-		return err
+	if nb > 0 {
+		if err := dStats.Zero(str); err != nil {
+			return nil, err
+		}
 	}
-	descWords := unsafe.Slice((*uint64)(unsafe.Pointer(&descs[0])), 3*nb)
-	statsHost := unsafe.Slice((*uint64)(unsafe.Pointer(&stats[0])), statWords*nb)
+	var fDescs, fWords cuda.Slice[uint32]
+	var fHost []uint32
+	if len(fp.listed) > 0 {
+		if fDescs, err = b.filterDescs.Get(dev, str, 6*len(fp.listed)); err != nil {
+			return nil, err
+		}
+		if fWords, err = b.filterWords.Get(dev, str, int(fp.words)); err != nil {
+			return nil, err
+		}
+		if err := fWords.Zero(str); err != nil {
+			return nil, err
+		}
+		fHost = make([]uint32, fp.words)
+	}
+	var descWords, statsHost []uint64
+	if nb > 0 {
+		descWords = unsafe.Slice((*uint64)(unsafe.Pointer(&descs[0])), 3*nb)
+		statsHost = unsafe.Slice((*uint64)(unsafe.Pointer(&stats[0])), statWords*nb)
+	}
 	sp, err := d.planSeal(descs, seal)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The CRC table for encode_blocks (blocks stored as they are) and
 	// seal_blocks; none when the host seals every block.
 	var crcTable, encodeCRC cuda.Slice[uint32]
-	if c.crc || sp.n > 0 {
+	if nb > 0 && (c.crc || sp.n > 0) {
 		if crcTable, err = d.crcTable(); err != nil { // (before the staging is reserved: it may upload)
-			return err
+			return nil, err
 		}
 	}
-	if c.crc {
+	if nb > 0 && c.crc {
 		encodeCRC = crcTable
 	}
 	pinnedRaw := rawPin.holds(raw)
-	staged := gpurt.Bytes[uint64](3*nb) + gpurt.Bytes[uint64](statWords*nb) + sp.staged()
+	staged := gpurt.Bytes[uint64](3*nb) + gpurt.Bytes[uint64](statWords*nb) + sp.staged() +
+		gpurt.Bytes[uint32](6*len(fp.listed)) + gpurt.Bytes[uint32](int(fp.words))
 	if hashes != nil {
 		staged += gpurt.Bytes[uint32](hashHi - hashLo)
 	}
@@ -821,45 +833,69 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 		staged += gpurt.Bytes[uint8](int(rawHi - rawLo))
 	}
 	if err := d.reserve(staged); err != nil {
-		return err
+		return nil, err
 	}
-	if err := gpurt.Upload(&b.stage, str, dDescs, descWords); err != nil {
-		return err
-	}
-	grid := cuda.D1(max(1, min((nb+deviceBlock/32-1)/(deviceBlock/32), 1<<16)))
-	if err := d.fn.encode.Launch(grid, cuda.D1(deviceBlock), 0, str, dDescs, int32(nb), c.kept, c.plan, c.shared, c.newKept,
-		c.ents, c.keys, c.arena, c.restartInterval, c.bloom, c.raw, dStats, c.hashes, devicePtr(encodeCRC)); err != nil {
-		return err
-	}
-	var pend [4]gpurt.Pending
-	if sp.n > 0 {
-		if pend[3], err = d.sealOnDevice(&sp, descs, dDescs, dStats, crcTable); err != nil {
-			return err
+	if nb > 0 {
+		if err := gpurt.Upload(&b.stage, str, dDescs, descWords); err != nil {
+			return nil, err
 		}
 	}
-	if pend[0], err = gpurt.Download(&b.stage, str, statsHost, dStats); err != nil {
-		return err
+	if len(fp.listed) > 0 {
+		if err := gpurt.Upload(&b.stage, str, fDescs, unsafe.Slice((*uint32)(unsafe.Pointer(&fp.listed[0])), 6*len(fp.listed))); err != nil {
+			return nil, err
+		}
 	}
-	if pinnedRaw {
-		err = cuda.CopyToHostAsync(rawPin.mem, int(rawLo), c.raw.Sub(int(rawLo), int(rawHi)), str)
-	} else {
-		pend[1], err = gpurt.Download(&b.stage, str, raw[rawLo:rawHi], c.raw.Sub(int(rawLo), int(rawHi)))
+	// The launch's blocks: a warp a block to encode, then a thread a kept
+	// entry of the filters.
+	encodeGrid := 0
+	if nb > 0 {
+		encodeGrid = max(1, min((nb+deviceBlock/32-1)/(deviceBlock/32), 1<<16))
 	}
-	if err != nil {
-		return err
+	filterGrid := 0
+	if fp.total > 0 {
+		filterGrid = max(1, min((int(fp.total)+deviceBlock-1)/deviceBlock, 1<<16))
 	}
-	if c.bloom != 0 && hashes != nil {
-		if pend[2], err = gpurt.Download(&b.stage, str, hashes[hashLo:hashHi], c.hashes.Sub(hashLo, hashHi)); err != nil {
-			return err
+	if err := d.fn.encode.Launch(cuda.D1(encodeGrid+filterGrid), cuda.D1(deviceBlock), 0, str, devicePtr(dDescs.Sub(0, 3*nb)), int32(nb), c.kept, c.plan, c.shared, c.newKept,
+		c.ents, c.keys, c.arena, c.restartInterval, c.bloom, c.raw, dStats, c.hashes, devicePtr(encodeCRC),
+		int32(encodeGrid), devicePtr(fDescs), int32(len(fp.listed)), int64(fp.total), devicePtr(fWords)); err != nil {
+		return nil, err
+	}
+	var pend [5]gpurt.Pending
+	if sp.n > 0 {
+		if pend[3], err = d.sealOnDevice(&sp, descs, dDescs, dStats, crcTable); err != nil {
+			return nil, err
+		}
+	}
+	if nb > 0 {
+		if pend[0], err = gpurt.Download(&b.stage, str, statsHost, dStats); err != nil {
+			return nil, err
+		}
+		if pinnedRaw {
+			err = cuda.CopyToHostAsync(rawPin.mem, int(rawLo), c.raw.Sub(int(rawLo), int(rawHi)), str)
+		} else {
+			pend[1], err = gpurt.Download(&b.stage, str, raw[rawLo:rawHi], c.raw.Sub(int(rawLo), int(rawHi)))
+		}
+		if err != nil {
+			return nil, err
+		}
+		if c.bloom != 0 && hashes != nil {
+			if pend[2], err = gpurt.Download(&b.stage, str, hashes[hashLo:hashHi], c.hashes.Sub(hashLo, hashHi)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(fp.listed) > 0 {
+		if pend[4], err = gpurt.Download(&b.stage, str, fHost, fWords); err != nil {
+			return nil, err
 		}
 	}
 	if err := str.Synchronize(); err != nil {
-		return err
+		return nil, err
 	}
 	for _, p := range pend {
 		p.Finish()
 	}
-	return nil
+	return fp.filters(fHost), nil
 }
 
 // sealPlan is the device's share of a batch's sealing: n blocks, placed in

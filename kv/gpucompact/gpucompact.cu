@@ -405,6 +405,39 @@ static_assert(sizeof(BlockStats) == 56, "BlockStats must match gpu.go's blockSta
 
 constexpr int kEncodeWarps = kBlock / 32;
 
+// FilterDesc is one output table's bloom filter: its kept entries [start,
+// end) (flattened at base for the launch), its bits words[word_off ...]
+// (nbits of them, zeroed by the host), probes a key.
+struct FilterDesc {
+  uint32_t start, end, base, word_off, nbits, probes;
+};
+static_assert(sizeof(FilterDesc) == 24, "FilterDesc must match gpu.go's filterDesc");
+
+// table_filters sets the bits of every listed table's filter, a thread per
+// kept entry (item i of total, from thread `first` of `threads`): the
+// entries encode_blocks hashes (the table's first, and each whose user key
+// differs from the previous kept entry's) set probes bits each as sstable's
+// buildBloom does — bit p of the filter is bit p % 32 of little-endian
+// word p / 32.
+__device__ __forceinline__ void table_filters(const FilterDesc* f, int nf, int64_t total, const uint32_t* kept,
+                                              const uint8_t* new_kept, const Entry* e, const uint8_t* keys,
+                                              uint32_t* words, int64_t first, int64_t threads) {
+  for (int64_t i = first; i < total; i += threads) {
+    const FilterDesc d = f[last_at_or_below(nf, i, [&](int b) { return f[b].base; })];
+    const uint32_t j = d.start + (uint32_t)(i - d.base);
+    if (j >= d.end || (j != d.start && !new_kept[j])) continue;
+    const Entry x = e[kept[j]];
+    uint32_t h = bloom_hash(keys + x.key_off, x.key_len);
+    const uint32_t delta = h >> 17 | h << 15;
+    for (uint32_t p = 0; p < d.probes; p++) {
+      const uint32_t pos = h % d.nbits;
+      atomicOr(&words[d.word_off + pos / 32], 1u << (pos % 32));
+      h += delta;
+    }
+  }
+}
+
+
 }  // namespace
 
 // encode_blocks builds every planned block of a batch, a warp per block,
@@ -415,17 +448,28 @@ constexpr int kEncodeWarps = kBlock / 32;
 // key differs from the previous kept entry's (or that start their table) go
 // to hashes[start...], in order. A block whose encoded size differs from the
 // plan's sets status (a device or plan bug: the host falls back).
+//
+// The launch's blocks from encode_grid on build the filters of the tables
+// listed in f instead (table_filters: the tables the host's walk has ended
+// since the last batch). One launch a batch, not two.
 extern "C" __global__ void __launch_bounds__(kBlock)
     encode_blocks(const BlockDesc* blocks, int nblocks, const uint32_t* kept, const uint32_t* plan,
                   const uint32_t* shared, const uint8_t* new_kept, const Entry* e, const uint8_t* keys,
                   const uint8_t* arena, int restart_interval, int bloom, uint8_t* raw, BlockStats* stats,
-                  uint32_t* hashes, const uint32_t* crc_table) {
+                  uint32_t* hashes, const uint32_t* crc_table, int encode_grid, const FilterDesc* f, int nf,
+                  int64_t ftotal, uint32_t* words) {
+  if ((int)blockIdx.x >= encode_grid) {
+    table_filters(f, nf, ftotal, kept, new_kept, e, keys, words,
+                  (int64_t)(blockIdx.x - encode_grid) * blockDim.x + threadIdx.x,
+                  (int64_t)(gridDim.x - encode_grid) * blockDim.x);
+    return;
+  }
   __shared__ CrcTables crc_tables;
   if (crc_table != nullptr) load_crc_tables(&crc_tables, crc_table);
   __syncthreads();
   const int lane = threadIdx.x % 32;
   const int64_t warp = (int64_t)blockIdx.x * kEncodeWarps + threadIdx.x / 32;
-  const int64_t warps = (int64_t)gridDim.x * kEncodeWarps;
+  const int64_t warps = (int64_t)encode_grid * kEncodeWarps;
   for (int64_t b = warp; b < nblocks; b += warps) {
     const BlockDesc d = blocks[b];
     uint8_t* out = raw + d.raw_at;
@@ -553,37 +597,6 @@ extern "C" __global__ void __launch_bounds__(32)
     st.crc = block_crc(type == 0 ? src : out, n, (uint8_t)type, &crc_tables);
     st.stored = n;
     st.type = type;
-  }
-}
-
-// FilterDesc is one output table's bloom filter: its kept entries [start,
-// end) (flattened at base for the launch), its bits words[word_off ...]
-// (nbits of them, zeroed by the host), probes a key.
-struct FilterDesc {
-  uint32_t start, end, base, word_off, nbits, probes;
-};
-static_assert(sizeof(FilterDesc) == 24, "FilterDesc must match pipeline.go's filterDesc");
-
-// table_filters sets the bits of every listed table's filter, a thread per
-// kept entry: the entries encode_blocks hashes (the table's first, and each
-// whose user key differs from the previous kept entry's) set probes bits
-// each as sstable's buildBloom does — bit p of the filter is bit p % 32 of
-// little-endian word p / 32.
-extern "C" __global__ void __launch_bounds__(kBlock)
-    table_filters(const FilterDesc* f, int nf, int64_t total, const uint32_t* kept, const uint8_t* new_kept,
-                  const Entry* e, const uint8_t* keys, uint32_t* words) {
-  for (int64_t i = global_id(); i < total; i += grid_stride()) {
-    const FilterDesc d = f[last_at_or_below(nf, i, [&](int b) { return f[b].base; })];
-    const uint32_t j = d.start + (uint32_t)(i - d.base);
-    if (j >= d.end || (j != d.start && !new_kept[j])) continue;
-    const Entry x = e[kept[j]];
-    uint32_t h = bloom_hash(keys + x.key_off, x.key_len);
-    const uint32_t delta = h >> 17 | h << 15;
-    for (uint32_t p = 0; p < d.probes; p++) {
-      const uint32_t pos = h % d.nbits;
-      atomicOr(&words[d.word_off + pos / 32], 1u << (pos % 32));
-      h += delta;
-    }
   }
 }
 

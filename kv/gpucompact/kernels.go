@@ -7,7 +7,7 @@ import _ "embed"
 // gpucompactPTX holds the CUDA engine's kernels (gpucompact.cu): decode
 // (inflate_blocks, block_intervals, scan_intervals, decode_intervals),
 // merge (merge_round), gc (gc_flags, apply_checks), entry_sizes,
-// block_ends, encode_blocks, table_filters and seal_blocks.
+// block_ends, encode_blocks (with the tables' filters) and seal_blocks.
 //
 //go:embed ptx/gpucompact.ptx
 var gpucompactPTX []byte

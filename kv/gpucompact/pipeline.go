@@ -2,9 +2,11 @@ package gpucompact
 
 import (
 	"context"
+	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/internal/base"
@@ -211,32 +213,21 @@ func (p *pipeline) deviceEncode() {
 			p.abort()
 			return
 		}
-		if end > done {
-			if !p.encodeBlocks(done, end, descs, stats) {
-				return
-			}
-			done = end
+		// The filters of the tables ended go in the batch's launch: they
+		// need the tables' kept entries, not their blocks (their sizes
+		// come from the entries' fresh flags).
+		if !p.encodeBlocks(done, end, descs, stats, ended) {
+			return
 		}
-		// The filters of the tables ended whose blocks are all encoded
-		// (their hash counts are the blocks' stats).
-		n := 0
-		for n < len(ended) && ended[n].endBlock.Load() <= int64(done) {
-			n++
-		}
-		if n > 0 {
-			if err := p.buildFilters(ended[:n]); err != nil {
-				p.devErr = err
-				p.abort()
-				return
-			}
-			filtered += n
-		}
+		done = end
+		filtered += len(ended)
 	}
 }
 
 // encodeBlocks encodes blocks [done, end) on the device and publishes them
-// to the encoders (false: it failed, and aborted the job).
-func (p *pipeline) encodeBlocks(done, end int, descs []blockDesc, stats []blockStats) bool {
+// to the encoders, and builds the filters of tables in the same launch and
+// hands each to its table's writer (false: it failed, and aborted the job).
+func (p *pipeline) encodeBlocks(done, end int, descs []blockDesc, stats []blockStats, tables []*outTable) bool {
 	descs = descs[:0]
 	p.sealAt = p.sealAt[:0]
 	for i := done; i < end; i++ {
@@ -244,9 +235,24 @@ func (p *pipeline) encodeBlocks(done, end int, descs []blockDesc, stats []blockS
 		descs = append(descs, blockDesc{rawAt: uint64(b.rawAt), start: int32(b.start), end: int32(b.end), tableStart: int32(b.tableStart), size: uint32(b.size)})
 		p.sealAt = append(p.sealAt, b.sealedAt)
 	}
-	// (No hashes back: the device builds the filters, buildFilters.)
+	fds := make([]filterDesc, 0, len(tables))
+	for _, t := range tables {
+		// The keys the Writer would hash: the table's first, and each
+		// whose user key differs from the previous kept entry's.
+		nh := 0
+		if t.endEntry > t.start {
+			nh = 1 + countTrue(p.dev.cur.fresh[t.start+1:t.endEntry])
+		}
+		nbytes, probes := sstable.FilterShape(nh, p.opts.BloomBitsPerKey)
+		if nh == 0 {
+			nbytes = 0 // no filter
+		}
+		fds = append(fds, filterDesc{start: uint32(t.start), end: uint32(t.endEntry), nbits: uint32(8 * nbytes), probes: uint32(probes)})
+	}
+	// (No hashes back: the device builds the filters.)
 	seal := &sealTarget{buf: p.sealed, pin: &p.ws.sealedPin, at: p.sealAt}
-	if err := p.dev.encodeBatch(descs, stats[:len(descs)], p.raw, &p.ws.rawPin, nil, seal); err != nil {
+	filters, err := p.dev.encodeBatch(descs, stats[:len(descs)], p.raw, &p.ws.rawPin, nil, seal, fds)
+	if err != nil {
 		p.devErr = err
 		p.abort()
 		return false
@@ -254,39 +260,37 @@ func (p *pipeline) encodeBlocks(done, end int, descs []blockDesc, stats []blockS
 	for i := done; i < end; i++ {
 		p.slot(i).dstats = stats[i-done]
 	}
-	p.mu.Lock()
-	p.published = end
-	p.pub.Store(int64(end))
-	p.mu.Unlock()
-	p.cond.Broadcast()
-	return true
-}
-
-// buildFilters builds the bloom filters of some ended tables on the device
-// (table_filters) and hands each to its table's writer.
-func (p *pipeline) buildFilters(tables []*outTable) error {
-	descs := make([]filterDesc, 0, len(tables))
-	for _, t := range tables {
-		nh := 0 // the keys the Writer would have hashed: its blocks' hashes
-		for k := t.firstBlock; k < int(t.endBlock.Load()); k++ {
-			nh += int(p.slot(k).dstats.hashes)
-		}
-		nbytes, probes := sstable.FilterShape(nh, p.opts.BloomBitsPerKey)
-		if nh == 0 {
-			nbytes = 0 // no filter
-		}
-		descs = append(descs, filterDesc{start: uint32(t.start), end: uint32(t.endEntry), nbits: uint32(8 * nbytes), probes: uint32(probes)})
-	}
-	filters, err := p.dev.tableFilters(descs)
-	if err != nil {
-		return err
-	}
 	for i, t := range tables {
 		t.filter = filters[i]
 		t.filterDone.Store(true)
 		wake(t.notify)
 	}
-	return nil
+	if end > done {
+		p.mu.Lock()
+		p.published = end
+		p.pub.Store(int64(end))
+		p.mu.Unlock()
+		p.cond.Broadcast()
+	}
+	return true
+}
+
+// countTrue counts the true elements of b (bools are bytes of 0 or 1: a
+// word's set bits are its true bytes).
+func countTrue(b []bool) int {
+	n := 0
+	words := len(b) / 8
+	if words > 0 {
+		for _, w := range unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), words) {
+			n += bits.OnesCount64(w)
+		}
+	}
+	for _, v := range b[8*words:] {
+		if v {
+			n++
+		}
+	}
+	return n
 }
 
 // finalLocked says no more blocks will be published (under mu).
@@ -435,7 +439,7 @@ func (p *pipeline) end(j int, upper []byte) {
 	t.endBlock.Store(int64(p.nb))
 	p.publish()
 	// deviceEncode learns the table ended after its blocks are handed over
-	// (it builds the filter once they are encoded).
+	// (it builds the filter in its next launch).
 	p.mu.Lock()
 	p.ended++
 	p.mu.Unlock()

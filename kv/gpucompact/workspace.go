@@ -40,6 +40,8 @@ type workspace struct {
 	sealedPin                                             pinned
 	keptPin, keptNewPin, planPin, jumpEndPin, jumpSizePin pinned
 	jumpEnd, jumpSize                                     []uint32 // the blocks that would start at each kept entry (blockJumps)
+	keptFreshPin                                          pinned
+	keptFresh                                             []bool // per kept entry: its user key differs from the previous kept entry's
 }
 
 // pinned is page-locked host memory holding one of the workspace's arrays.
@@ -95,11 +97,11 @@ func asBytes[T any](a []T) []byte {
 // free releases the pinned memory (the arrays in it go with it): before
 // the workspace is dropped, and before its device is closed.
 func (w *workspace) free() {
-	for _, p := range []*pinned{&w.arenaPin, &w.keysPin, &w.entsPin, &w.rawPin, &w.regionsPin, &w.sealedPin, &w.keptPin, &w.keptNewPin, &w.planPin, &w.jumpEndPin, &w.jumpSizePin} {
+	for _, p := range []*pinned{&w.arenaPin, &w.keysPin, &w.entsPin, &w.rawPin, &w.regionsPin, &w.sealedPin, &w.keptPin, &w.keptNewPin, &w.planPin, &w.jumpEndPin, &w.jumpSizePin, &w.keptFreshPin} {
 		p.free()
 	}
 	w.arena, w.keys, w.ents, w.raw, w.regions, w.sealed = nil, nil, nil, nil, nil, nil
-	w.kept, w.keptNew, w.plan, w.jumpEnd, w.jumpSize = nil, nil, nil, nil, nil
+	w.kept, w.keptNew, w.plan, w.jumpEnd, w.jumpSize, w.keptFresh = nil, nil, nil, nil, nil, nil
 }
 
 // take returns (*buf)[:n], replacing the array by a larger one (its
@@ -116,6 +118,6 @@ func (w *workspace) bytes() int {
 	const entrySize, planSize = 32, 8
 	return cap(w.regions) + cap(w.arena) + cap(w.pieceKeys) + cap(w.keys) +
 		entrySize*(cap(w.pieceEnts)+cap(w.ents)) + 4*(cap(w.src)+cap(w.dst)+cap(w.kept)+cap(w.hashes)+cap(w.jumpEnd)+cap(w.jumpSize)) +
-		cap(w.flags) + cap(w.keptNew) + planSize*cap(w.plan) + cap(w.raw) + cap(w.sealed) +
+		cap(w.flags) + cap(w.keptNew) + cap(w.keptFresh) + planSize*cap(w.plan) + cap(w.raw) + cap(w.sealed) +
 		len(w.chunks)*int(unsafe.Sizeof(blockChunk{}))
 }
