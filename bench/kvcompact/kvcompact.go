@@ -116,6 +116,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	var stressLevels []int
 	cli.IntListVarFlag(fs, &stressLevels, "cpu-stress", []int{0}, 0, 100, "percent of every core taken by burner processes (one per logical CPU, busy that share of each 10 ms, as stress-ng); a list runs every job at each")
 	sortMode := cli.ChoiceFlag(fs, "sort", "merge", []string{"merge", "radix"}, "how gpu orders a job's entries (gpucompact.Options.Sort): merging the sorted runs, or the paper's LSD radix sort of whole keys (an ablation: the paper's Fig. 16(c))")
+	pinnedMiB := cli.IntFlag(fs, "pinned-mib", 0, -1, 1<<20, "MiB of page-locked host memory gpu may keep for a job (gpucompact.Options.PinnedBytes): arrays past it travel through a ring of two 16 MiB slots; 0: the default, -1: no limit")
 	budgetMiB := cli.IntFlag(fs, "memory-budget", 0, 0, 1<<30, "MiB of memory cpu-par and gpu may use for a job (gpucompact.Options.MemoryBudget): a job past it runs in key-range partitions (the stage table counts them); 0: no limit")
 	deviceComp := fs.Bool("device-compression", false, "gpu compresses Snappy output blocks on the device (gpucompact.Options.DeviceCompression) instead of on the host")
 	moveValues := fs.Bool("move-values", false, "gpu copies every value into a new array after each merge round or radix pass (gpucompact.Options.MoveValues: the ablation of key-value separation, the paper's Table 2)")
@@ -160,6 +161,14 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	if *budgetMiB > 0 {
 		gpuOpts.MemoryBudget = int64(*budgetMiB) << 20
 		ablation += fmt.Sprintf(", cpu-par and gpu within %d MiB a job (partitions)", *budgetMiB)
+	}
+	switch {
+	case *pinnedMiB < 0:
+		gpuOpts.PinnedBytes = -1
+		ablation += ", gpu pins without a limit"
+	case *pinnedMiB > 0:
+		gpuOpts.PinnedBytes = int64(*pinnedMiB) << 20
+		ablation += fmt.Sprintf(", gpu pins at most %d MiB", *pinnedMiB)
 	}
 	if *sortMode == "radix" {
 		gpuOpts.Sort = gpucompact.SortRadix
@@ -240,7 +249,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 						st := c.stages
 						n := float64(st.EngineJobs)
 						ms := func(d time.Duration) float64 { return benchfmt.Millis(d) / max(n, 1) }
-						held := fmt.Sprintf("%.0f/%.0f", float64(st.HeldBytes)/1e6, float64(st.DeviceHeldBytes)/1e6)
+						held := fmt.Sprintf("%.0f/%.0f/%.0f", float64(st.HeldBytes)/1e6, float64(st.PinnedBytes)/1e6, float64(st.DeviceHeldBytes)/1e6)
 						calls := "-"
 						if name == "gpu" && c.counted {
 							k := c.calls
@@ -277,8 +286,8 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	if len(stageRows) > 0 {
-		t := rep.Table("gpucompact stages (ms per job, the runs after the first: load = read + check + decompress + decode; sizes = each entry's encoded size; plan = the sequential walk cutting blocks and tables, with the encoders and writers behind it; write = the encoding and writing left after the walk; cores busy = CPU time / wall; held = the memory the engine keeps between jobs, host (pinned for gpu) and device; gpu: load = read + decompress on the host, decode on the device; merge = merge rounds + GC flags; gc = the host's checks + selection; sizes = sizes + download; device calls = gpu's launches / memsets / copies / waits (synchronous copies among them) / allocations in the last run's job, cuda.Device.Calls)",
-			"engine", "stress %", "compression", "value B", "load", "merge", "gc+select", "sizes", "plan", "write", "wall", "cores busy", "held MB host/device", "partitions", "fallbacks", "device calls")
+		t := rep.Table("gpucompact stages (ms per job, the runs after the first: load = read + check + decompress + decode; sizes = each entry's encoded size; plan = the sequential walk cutting blocks and tables, with the encoders and writers behind it; write = the encoding and writing left after the walk; cores busy = CPU time / wall; held = the memory the engine keeps between jobs: host, the pinned part of it (gpu: its arrays, ring and staging) and device; gpu: load = read + decompress on the host, decode on the device; merge = merge rounds + GC flags; gc = the host's checks + selection; sizes = sizes + download; device calls = gpu's launches / memsets / copies / waits (synchronous copies among them) / allocations in the last run's job, cuda.Device.Calls)",
+			"engine", "stress %", "compression", "value B", "load", "merge", "gc+select", "sizes", "plan", "write", "wall", "cores busy", "held MB host/pinned/device", "partitions", "fallbacks", "device calls")
 		for _, r := range stageRows {
 			t.Add(r...)
 		}

@@ -41,6 +41,14 @@ func (s *Staging) Reserve(dev *cuda.Device, total int) error {
 	return nil
 }
 
+// Bytes is the pinned memory the staging holds.
+func (s *Staging) Bytes() int {
+	if s.mem == nil {
+		return 0
+	}
+	return s.mem.Len()
+}
+
 // Free releases the pinned memory.
 func (s *Staging) Free() {
 	if s.mem != nil {

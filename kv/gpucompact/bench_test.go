@@ -126,7 +126,7 @@ func BenchmarkJob(b *testing.B) {
 			b.Run(name+"/"+engine+"-stages", func(b *testing.B) {
 				var dev *devEngine
 				if engine == "cuda-engine" {
-					d, err := newDevEngine(gputest.Device(b), false)
+					d, err := newDevEngine(gputest.Device(b), false, Options{})
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -43,6 +43,7 @@ func TestEmulatedCUDAEngine(t *testing.T) {
 		{"KeysOutsideBounds", TestCUDAKeysOutsideBounds, false},
 		{"Engines", TestCUDAEngines, false},
 		{"Staged", TestCUDAEngineStaged, false},
+		{"PinnedBytes", TestCUDAPinnedBytes, false},
 		{"SealBlocks", TestCUDASealBlocks, false},
 		{"DeviceCompressionRefused", TestCUDADeviceCompressionRefused, false},
 	} {

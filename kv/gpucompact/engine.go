@@ -164,9 +164,9 @@ func (r *partRun) close() {
 // cannot end a table inside its range returns errNoCut. On error it has
 // closed what it opened.
 func prepare(ctx context.Context, job *compaction.Job, part *partition, ws *workspace, dev *devEngine, times *stageTimes, failAt func(stage string) error) (_ *partRun, err error) {
-	ws.pinDev = nil
+	ws.pinDev, ws.pinLimit = nil, -1
 	if dev != nil {
-		ws.pinDev = dev.dev
+		ws.pinDev, ws.pinLimit = dev.dev, dev.pinLimit
 	}
 	r := &partRun{ctx: ctx, job: job, part: part, ws: ws, dev: dev, times: times, failAt: failAt, start: time.Now()}
 	r.t0 = r.start

@@ -47,8 +47,8 @@ type loadPiece struct {
 	// is that place), and its blocks are neither copied nor checked on the
 	// host (loadJobBlocks).
 	direct bool
-	// devSnappy (the CUDA engine, a table stored with Snappy, the regions
-	// pinned): the device checks and decompresses the piece's blocks
+	// devSnappy (the CUDA engine, a table stored with Snappy): the device
+	// checks and decompresses the piece's blocks
 	// (inflate_blocks); region is at regionOff in the job's regions.
 	devSnappy bool
 	regionOff int
@@ -305,9 +305,9 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, part *part
 }
 
 // inflateFrom says whether the device can inflate Snappy blocks from
-// regions: only from pinned memory (one copy up). A variable: tests of the
-// loader without a device set it.
-var inflateFrom = func(ws *workspace, regions []byte) bool { return ws.regionsPin.holds(regions) }
+// regions: with a device (they go up by DMA when pinned, else through the
+// engine's ring). A variable: tests of the loader without a device set it.
+var inflateFrom = func(ws *workspace, regions []byte) bool { return ws.pinDev != nil }
 
 // loadJob reads every input table of job into one inputSet: each L0 table
 // a run of its own, each deeper level's tables (sorted, disjoint) one run.

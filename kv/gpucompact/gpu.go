@@ -52,8 +52,12 @@ type devEngine struct {
 		seal                                       *cuda.Function
 	}
 	// radix, moveValues and deviceSeal are Options.Sort == SortRadix,
-	// Options.MoveValues and Options.DeviceCompression (set by New).
+	// Options.MoveValues and Options.DeviceCompression; pinLimit bounds
+	// the workspace's pinned arrays (Options.PinnedBytes less the ring and
+	// the staging's share; negative: no limit). configure sets them.
+	opts                          Options
 	radix, moveValues, deviceSeal bool
+	pinLimit                      int64
 	bufs                          devBufs
 	sealAtHost                    []uint64 // planSeal's places, kept from batch to batch
 	// The job's arrays on the device, from stages to the last encodeBatch.
@@ -74,6 +78,7 @@ type devEngine struct {
 // (gpurt.FreeAll).
 type devBufs struct {
 	stage                                 gpurt.Staging
+	ring                                  gpurt.Ring        // the copies of the workspace's arrays in plain memory (Options.PinnedBytes)
 	ents                                  gpurt.Buf[uint64] // 4 words per entry (input.go's entry)
 	keys, arena, raw                      gpurt.Buf[uint8]
 	snaps, pairs, bound, descs, stats     gpurt.Buf[uint64]
@@ -94,8 +99,9 @@ type devBufs struct {
 	keep, newKey, check, keptNew, v, newK gpurt.Buf[uint8]
 }
 
-func newDevEngine(dev *cuda.Device, own bool) (*devEngine, error) {
+func newDevEngine(dev *cuda.Device, own bool, opts Options) (*devEngine, error) {
 	d := &devEngine{dev: dev, own: own}
+	d.configure(opts)
 	fail := func(err error) (*devEngine, error) {
 		d.close()
 		return nil, fmt.Errorf("gpucompact: CUDA engine: %w", err)
@@ -127,6 +133,33 @@ func newDevEngine(dev *cuda.Device, own bool) (*devEngine, error) {
 		return fail(err)
 	}
 	return d, nil
+}
+
+// stagingShare is what Options.PinnedBytes leaves the staging (the small
+// transfers: descriptors, stats, counts), besides the ring.
+const stagingShare = 8 << 20
+
+// configure takes the options that shape the engine (newDevEngine's, for
+// each engine slot and second lane; zero sizes are the defaults).
+func (d *devEngine) configure(opts Options) {
+	if opts.PinnedBytes == 0 {
+		opts.PinnedBytes = DefaultPinnedBytes
+	}
+	if opts.ChunkBytes == 0 {
+		opts.ChunkBytes = DefaultChunkBytes
+	}
+	d.opts = opts
+	d.radix, d.moveValues, d.deviceSeal = opts.Sort == SortRadix, opts.MoveValues, opts.DeviceCompression
+	d.bufs.ring.Init(d.dev, 2, int(opts.ChunkBytes))
+	d.pinLimit = -1
+	if opts.PinnedBytes >= 0 {
+		d.pinLimit = max(1, opts.PinnedBytes-2*opts.ChunkBytes-stagingShare)
+	}
+}
+
+// pinnedBytes is the pinned memory of the engine's ring and staging.
+func (d *devEngine) pinnedBytes() int64 {
+	return int64(d.bufs.ring.Bytes()) + int64(d.bufs.stage.Bytes())
 }
 
 // release frees the device arrays and the staging (after a failure, or to
@@ -318,10 +351,7 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 		if err = err2; err != nil {
 			return
 		}
-		if err = d.reserve(gpurt.Bytes[uint8](m)); err != nil {
-			return
-		}
-		if err = gpurt.Upload(&b.stage, str, v, verdict); err != nil {
+		if err = gpurt.RingUpload(&b.ring, str, v, verdict); err != nil {
 			return
 		}
 		if err = d.fn.apply.Launch(d.grid(m), cuda.D1(deviceBlock), 0, str, sel.Sub(0, m), v, int64(m), keep); err != nil {
@@ -395,19 +425,6 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 	// (those encode_blocks hashes, and each table's first): the host
 	// sizes each table's filter from them (filterHashes).
 	fresh := takePinned(ws, &ws.keptFreshPin, &ws.keptFresh, k)
-	staged := gpurt.Bytes[uint64](1)
-	for _, a := range []struct {
-		pin *pinned
-		b   []byte
-	}{{&ws.keptPin, asBytes(kept)}, {&ws.keptNewPin, asBytes(keptNew)}, {&ws.planPin, asBytes(pe)}, {&ws.jumpEndPin, asBytes(jumps.end)}, {&ws.jumpSizePin, asBytes(jumps.size)},
-		{&ws.keptFreshPin, asBytes(fresh)}} {
-		if !a.pin.holds(a.b) {
-			staged += gpurt.Bytes[uint8](len(a.b))
-		}
-	}
-	if err = d.reserve(staged); err != nil {
-		return
-	}
 	var boundWord [1]uint64
 	for _, e := range []error{
 		download(d, &ws.keptPin, kept, dKept),
@@ -475,8 +492,17 @@ func (d *devEngine) reserve(total int) error {
 	return d.bufs.stage.Reserve(d.dev, total)
 }
 
-// copyBack copies src into dst through the staging, synchronously.
+// smallCopy is the most a copy of a job's own arrays takes of the staging:
+// larger ones go through the ring, so that the staging's pinned memory stays
+// small however large the job (Options.PinnedBytes).
+const smallCopy = 64 << 10
+
+// copyBack copies src into dst through the staging (or, past smallCopy,
+// the ring), synchronously.
 func copyBack[T cuda.Elem](d *devEngine, dst []T, src cuda.Slice[T]) error {
+	if gpurt.Bytes[T](len(dst)) > smallCopy { // (the staging stays small)
+		return gpurt.RingDownload(&d.bufs.ring, d.stream, dst, src)
+	}
 	if err := d.reserve(gpurt.Bytes[T](len(dst))); err != nil {
 		return err
 	}
@@ -829,9 +855,6 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 	if hashes != nil {
 		staged += gpurt.Bytes[uint32](hashHi - hashLo)
 	}
-	if !pinnedRaw {
-		staged += gpurt.Bytes[uint8](int(rawHi - rawLo))
-	}
 	if err := d.reserve(staged); err != nil {
 		return nil, err
 	}
@@ -873,7 +896,7 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 		if pinnedRaw {
 			err = cuda.CopyToHostAsync(rawPin.mem, int(rawLo), c.raw.Sub(int(rawLo), int(rawHi)), str)
 		} else {
-			pend[1], err = gpurt.Download(&b.stage, str, raw[rawLo:rawHi], c.raw.Sub(int(rawLo), int(rawHi)))
+			err = gpurt.RingDownload(&b.ring, str, raw[rawLo:rawHi], c.raw.Sub(int(rawLo), int(rawHi)))
 		}
 		if err != nil {
 			return nil, err
@@ -914,11 +937,7 @@ func (sp *sealPlan) staged() int {
 	if sp.n == 0 {
 		return 0
 	}
-	n := gpurt.Bytes[uint64](len(sp.at))
-	if !sp.pinned {
-		n += gpurt.Bytes[uint8](sp.hi - sp.lo)
-	}
-	return n
+	return gpurt.Bytes[uint64](len(sp.at))
 }
 
 // planSeal picks the blocks of a batch the device seals: with Snappy, those
@@ -991,7 +1010,7 @@ func (d *devEngine) sealOnDevice(sp *sealPlan, descs []blockDesc, dDescs cuda.Sl
 	if sp.pinned { // (holds: buf starts the pinned memory)
 		return none, cuda.CopyToHostAsync(sp.target.pin.mem, sp.lo, dSealed, str)
 	}
-	return gpurt.Download(&b.stage, str, sp.target.buf[sp.lo:sp.hi], dSealed)
+	return none, gpurt.RingDownload(&b.ring, str, sp.target.buf[sp.lo:sp.hi], dSealed)
 }
 
 // sealShared is seal_blocks' dynamic shared memory: its lanes' tables (in
@@ -1006,13 +1025,13 @@ func sealShared(dev *cuda.Device) int {
 
 // upload enqueues the copy of src, an array of the workspace, into dst on
 // the engine's stream: straight from pin's memory when src lives there,
-// else through the staging (reserved by the caller).
+// else through the ring (src may be reused when it returns).
 func upload[T cuda.Elem](d *devEngine, pin *pinned, dst cuda.Slice[T], src []T) error {
 	if len(src) == 0 {
 		return nil
 	}
 	if !pin.holds(asBytes(src)) {
-		return gpurt.Upload(&d.bufs.stage, d.stream, dst, src)
+		return gpurt.RingUpload(&d.bufs.ring, d.stream, dst, src)
 	}
 	db, err := cuda.View[uint8](dst.Buffer(), int(dst.Ptr()-dst.Buffer().Ptr()), int(dst.Bytes()))
 	if err != nil {
@@ -1153,10 +1172,7 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 			return nil, none, err
 		}
 	}
-	staged := gpurt.Bytes[uint32](len(in.blocks)) + gpurt.Bytes[uint32](8) + gpurt.Bytes[uint32](len(in.crcs)) + gpurt.Bytes[uint32](len(in.inflate)) + gpurt.Bytes[uint32](len(lcpWords))
-	if !in.uploaded && !ws.arenaPin.holds(in.arena) {
-		staged += gpurt.Bytes[uint8](len(in.arena))
-	}
+	staged := gpurt.Bytes[uint32](8) + gpurt.Bytes[uint32](len(lcpWords))
 	if err := d.reserve(staged); err != nil {
 		return nil, none, err
 	}
@@ -1168,7 +1184,7 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 	}
 	for _, err := range []error{
 		sendArena(),
-		gpurt.Upload(&b.stage, str, blocks.Sub(0, len(in.blocks)), in.blocks),
+		gpurt.RingUpload(&b.ring, str, blocks.Sub(0, len(in.blocks)), in.blocks), // (the places, and below the checksums' and inflations' lists: the job's size, through the ring)
 		gpurt.Upload(&b.stage, str, meta, []uint32{0, math.MaxUint32, 0, 0, 0, 0, 0, 0}),
 		gpurt.Upload(&b.stage, str, lcp, lcpWords),
 	} {
@@ -1192,7 +1208,7 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 		if err != nil {
 			return nil, none, err
 		}
-		if err := gpurt.Upload(&b.stage, str, infl, in.inflate); err != nil {
+		if err := gpurt.RingUpload(&b.ring, str, infl, in.inflate); err != nil {
 			return nil, none, err
 		}
 		if err := d.fn.inflate.Launch(d.grid(ni), cuda.D1(deviceBlock), 0, str, infl, int32(ni), stored, arena, table, meta); err != nil {
@@ -1207,7 +1223,7 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 		if crcs, err = b.crcs.Get(dev, str, nc); err != nil {
 			return nil, none, err
 		}
-		if err := gpurt.Upload(&b.stage, str, crcs, in.crcs); err != nil {
+		if err := gpurt.RingUpload(&b.ring, str, crcs, in.crcs); err != nil {
 			return nil, none, err
 		}
 	}
@@ -1361,14 +1377,14 @@ func jobPrefix(in *deviceInput) []byte {
 
 // download enqueues the copy of src into dst, an array of the workspace,
 // on the engine's stream: straight into pin's memory when dst lives there
-// (read it after the stream is synchronized), else through the staging,
+// (read it after the stream is synchronized), else through the ring,
 // synchronously.
 func download[T cuda.Elem](d *devEngine, pin *pinned, dst []T, src cuda.Slice[T]) error {
 	if len(dst) == 0 {
 		return nil
 	}
 	if !pin.holds(asBytes(dst)) {
-		return copyBack(d, dst, src)
+		return gpurt.RingDownload(&d.bufs.ring, d.stream, dst, src)
 	}
 	sb, err := cuda.View[uint8](src.Buffer(), int(src.Ptr()-src.Buffer().Ptr()), int(src.Bytes()))
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/warpkit/warpkit/internal/gputest"
 	"github.com/warpkit/warpkit/kv/compaction"
 	ct "github.com/warpkit/warpkit/kv/compaction/compactiontest"
+	"github.com/warpkit/warpkit/kv/sstable"
 )
 
 // The CUDA engine's tests run the Go engine's identity suites with the
@@ -22,7 +23,7 @@ import (
 
 func testDevEngine(t *testing.T) *devEngine {
 	t.Helper()
-	d, err := newDevEngine(gputest.Device(t), false)
+	d, err := newDevEngine(gputest.Device(t), false, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,14 +57,66 @@ func TestCUDAEngineIdentical(t *testing.T) {
 
 // TestCUDAEngineStaged: the random jobs and the matrix with every array in
 // plain memory (as when pinning fails), so that the device's copies, the
-// sealed blocks' among them, go through the staging; both sealings.
+// sealed blocks' among them, go through the ring (of 64 KiB slots: most
+// arrays take several); both sealings.
 func TestCUDAEngineStaged(t *testing.T) {
 	defer func(p bool) { pinOff = p }(pinOff)
 	pinOff = true
 	forSealing(t, func(t *testing.T, d *devEngine) {
+		d.configure(Options{DeviceCompression: d.deviceSeal, ChunkBytes: 64 << 10})
 		checkIdentical(t, 40, "cuda", cudaEngineIn(d))
 		checkMatrix(t, 40, cudaEngineIn(d)(&workspace{}))
 	})
+}
+
+// TestCUDAPinnedBytes: jobs of a few MiB (100- and 1024-byte values, Snappy
+// and not) through Compactors whose PinnedBytes leaves room for some of a
+// job's arrays (the rest travel through a ring of 64 KiB slots) or for none:
+// outputs identical to compaction.CPU's, and Stats.PinnedBytes within the
+// bound; without a bound the same jobs pin more than the larger one.
+func TestCUDAPinnedBytes(t *testing.T) {
+	dev := gputest.Device(t)
+	const chunk = 64 << 10
+	some := int64(2*chunk + stagingShare + 1<<20)
+	var unbounded int64
+	for _, limit := range []int64{-1, some, 2*chunk + stagingShare} {
+		c, err := New(Options{Backend: warpkit.CUDA, Device: dev, Fallback: compaction.CPU{Parts: 1}, MinInputBytes: -1, PinnedBytes: limit, ChunkBytes: chunk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs := 0
+		for _, valueLen := range []int{100, 1024} {
+			for _, comp := range []sstable.Compression{sstable.NoCompression, sstable.SnappyCompression} {
+				e, job := benchJob(t, 3, valueLen)
+				job.TargetFileSize = 256 << 10
+				job.Env.WriterOptions.Compression = comp
+				want, err := compaction.CPU{Parts: 1}.Compact(context.Background(), job)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := c.Compact(context.Background(), job)
+				if err != nil {
+					t.Fatal(err)
+				}
+				jobs++
+				sameFiles(t, fmt.Sprintf("PinnedBytes %d, %d-byte values, %v", limit, valueLen, comp), outputsOf(t, e, got), outputsOf(t, e, want))
+			}
+		}
+		st := c.Stats()
+		c.Close()
+		if st.EngineJobs != uint64(jobs) || len(st.Fallbacks) != 0 {
+			t.Fatalf("PinnedBytes %d: stats %+v", limit, st)
+		}
+		if limit < 0 {
+			unbounded = st.PinnedBytes
+		} else if st.PinnedBytes > limit || st.PinnedBytes == 0 {
+			t.Fatalf("PinnedBytes %d: the engine pins %d bytes", limit, st.PinnedBytes)
+		}
+		t.Logf("PinnedBytes %d: %d bytes pinned", limit, st.PinnedBytes)
+	}
+	if unbounded <= some {
+		t.Fatalf("without a bound the jobs pin %d bytes, no more than the bound %d: the test does not bound them", unbounded, some)
+	}
 }
 
 // forSealing runs test on a device engine that seals Snappy blocks on the
@@ -176,7 +229,7 @@ func TestCUDAEnginePartitioned(t *testing.T) {
 func TestCUDADeviceEstimate(t *testing.T) {
 	dev := gputest.Device(t)
 	for _, valueLen := range []int{0, 16, 100, 1024, 8192} {
-		d, err := newDevEngine(dev, false)
+		d, err := newDevEngine(dev, false, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,6 +36,7 @@ type workspace struct {
 	// the output blocks' contents, and the kept entries with their plan
 	// entries and block ends.
 	pinDev                                                *cuda.Device
+	pinLimit                                              int64 // the most the arrays below may pin (devEngine.pinLimit); negative: no limit
 	arenaPin, keysPin, entsPin, rawPin, regionsPin        pinned
 	sealedPin                                             pinned
 	keptPin, keptNewPin, planPin, jumpEndPin, jumpSizePin pinned
@@ -60,11 +61,13 @@ func (p *pinned) holds(b []byte) bool {
 }
 
 // pinOff, set by tests, keeps every array in plain memory, as when pinning
-// fails: the device's copies then go through the staging.
+// fails: the device's copies then go through the ring.
 var pinOff bool
 
 // takePinned is take, in pinned memory of ws.pinDev when it is set (plain
-// memory without it, or when pinning fails: the device path then stages).
+// memory without it, when pinning it would take the workspace's pinned
+// arrays past ws.pinLimit, or when pinning fails: the device engine's
+// copies of it then go through its ring).
 func takePinned[T any](ws *workspace, pin *pinned, buf *[]T, n int) []T {
 	if ws.pinDev == nil || pinOff {
 		if pin.mem != nil { // the last job pinned it
@@ -76,12 +79,17 @@ func takePinned[T any](ws *workspace, pin *pinned, buf *[]T, n int) []T {
 	if cap(*buf) >= n && pin.mem != nil {
 		return (*buf)[:n]
 	}
-	pin.free()
-	c := n + n/8
-	size := int(unsafe.Sizeof(*new(T)))
-	m, err := cuda.AllocPinned[uint8](ws.pinDev, max(c*size, 1))
-	if err != nil {
+	if pin.mem != nil { // too short: its memory goes
+		pin.free()
 		*buf = nil
+	}
+	c := n + n/8
+	size := int64(unsafe.Sizeof(*new(T)))
+	if ws.pinLimit >= 0 && ws.pinnedBytes()+max(int64(c)*size, 1) > ws.pinLimit {
+		return take(buf, n) // (plain memory kept from an earlier job, if long enough)
+	}
+	m, err := cuda.AllocPinned[uint8](ws.pinDev, int(max(int64(c)*size, 1)))
+	if err != nil {
 		return take(buf, n)
 	}
 	pin.mem = m
@@ -94,10 +102,26 @@ func asBytes[T any](a []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a)*int(unsafe.Sizeof(*new(T))))
 }
 
+// pins lists the workspace's pinned arrays.
+func (w *workspace) pins() []*pinned {
+	return []*pinned{&w.arenaPin, &w.keysPin, &w.entsPin, &w.rawPin, &w.regionsPin, &w.sealedPin, &w.keptPin, &w.keptNewPin, &w.planPin, &w.jumpEndPin, &w.jumpSizePin, &w.keptFreshPin}
+}
+
+// pinnedBytes is the pinned memory the workspace's arrays hold.
+func (w *workspace) pinnedBytes() int64 {
+	var n int64
+	for _, p := range w.pins() {
+		if p.mem != nil {
+			n += int64(p.mem.Len())
+		}
+	}
+	return n
+}
+
 // free releases the pinned memory (the arrays in it go with it): before
 // the workspace is dropped, and before its device is closed.
 func (w *workspace) free() {
-	for _, p := range []*pinned{&w.arenaPin, &w.keysPin, &w.entsPin, &w.rawPin, &w.regionsPin, &w.sealedPin, &w.keptPin, &w.keptNewPin, &w.planPin, &w.jumpEndPin, &w.jumpSizePin, &w.keptFreshPin} {
+	for _, p := range w.pins() {
 		p.free()
 	}
 	w.arena, w.keys, w.ents, w.raw, w.regions, w.sealed = nil, nil, nil, nil, nil, nil
