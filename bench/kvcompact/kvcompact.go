@@ -370,6 +370,7 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOp
 			opts := gpucompact.Options{Backend: warpkit.CPU, MinInputBytes: -1, MemoryBudget: gpuOpts.MemoryBudget, Fallback: compaction.CPU{Parts: 1}}
 			if name == "gpu" {
 				opts.Backend, opts.Sort, opts.MoveValues, opts.DeviceCompression = warpkit.CUDA, gpuOpts.Sort, gpuOpts.MoveValues, gpuOpts.DeviceCompression
+				opts.PinnedBytes = gpuOpts.PinnedBytes
 			}
 			gc, err := gpucompact.New(opts)
 			if err != nil {

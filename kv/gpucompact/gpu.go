@@ -1040,33 +1040,38 @@ func upload[T cuda.Elem](d *devEngine, pin *pinned, dst cuda.Slice[T], src []T) 
 	return cuda.CopyToDeviceAsync(db, pin.mem, 0, d.stream)
 }
 
-// arenaUpload sends a job's arena (pinned) up to the device range by range
-// as the host fills it, on a goroutine of its own, so that the copies
-// overlap the reading of the rest; adjacent ranges that are ready together
-// go in one copy. decode then finds the arena there.
+// arenaUpload sends a job's arena up to the device range by range as the
+// host fills it, on a goroutine of its own, so that the copies overlap the
+// reading of the rest; adjacent ranges that are ready together go in one
+// copy: by DMA from the arena when it is pinned, else through the engine's
+// ring (which nothing else uses until decode). decode then finds the arena
+// there.
 type arenaUpload struct {
-	d    *devEngine
-	pin  *pinned
-	dst  cuda.Slice[uint8]
-	mu   sync.Mutex
-	todo [][2]uint32 // guarded by mu: ranges ready to go
-	shut bool        // guarded by mu: no more ranges
-	wake chan struct{}
-	exit chan struct{}
-	err  error // the first failed copy (read after exit)
+	d     *devEngine
+	pin   *pinned // nil: the arena is in plain memory
+	arena []byte
+	dst   cuda.Slice[uint8]
+	mu    sync.Mutex
+	todo  [][2]uint32 // guarded by mu: ranges ready to go
+	shut  bool        // guarded by mu: no more ranges
+	wake  chan struct{}
+	exit  chan struct{}
+	err   error // the first failed copy (read after exit)
 }
 
-// startArenaUpload starts sending arena up, or returns nil when it does not
-// live in the workspace's pinned memory (decode then sends it whole).
+// startArenaUpload starts sending arena up (nil for an empty one).
 func (d *devEngine) startArenaUpload(ws *workspace, arena []byte) (*arenaUpload, error) {
-	if len(arena) == 0 || !ws.arenaPin.holds(arena) {
+	if len(arena) == 0 {
 		return nil, nil
 	}
 	dst, err := d.bufs.arena.Get(d.dev, d.stream, len(arena))
 	if err != nil {
 		return nil, err
 	}
-	u := &arenaUpload{d: d, pin: &ws.arenaPin, dst: dst, wake: make(chan struct{}, 1), exit: make(chan struct{})}
+	u := &arenaUpload{d: d, arena: arena, dst: dst, wake: make(chan struct{}, 1), exit: make(chan struct{})}
+	if ws.arenaPin.holds(arena) {
+		u.pin = &ws.arenaPin
+	}
 	go u.run()
 	return u, nil
 }
@@ -1096,7 +1101,11 @@ func (u *arenaUpload) run() {
 			for i++; i < len(batch) && batch[i][0] == hi; i++ {
 				hi = batch[i][1]
 			}
-			u.err = cuda.CopyToDeviceAsync(u.dst.Sub(int(lo), int(hi)), u.pin.mem, int(lo), u.d.stream)
+			if u.pin != nil {
+				u.err = cuda.CopyToDeviceAsync(u.dst.Sub(int(lo), int(hi)), u.pin.mem, int(lo), u.d.stream)
+			} else {
+				u.err = gpurt.RingUpload(&u.d.bufs.ring, u.d.stream, u.dst.Sub(int(lo), int(hi)), u.arena[lo:hi])
+			}
 		}
 		if shut && len(batch) == 0 {
 			return
