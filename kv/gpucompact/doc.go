@@ -183,7 +183,21 @@
 // error that may have left the CUDA context unusable (anything but out of
 // memory: a fault is sticky) turns the engine off at once. Device arrays
 // and pinned host arrays are kept between jobs (Stats.DeviceHeldBytes,
-// HeldBytes) and freed after a failure and by Close.
+// HeldBytes, PinnedBytes) and freed after a failure and by Close.
+//
+// Pinned memory: the arrays the device copies whole (the arena, the Snappy
+// tables' stored bytes, the entries and keys, the kept entries and their
+// plan, the output blocks) are page-locked while they fit
+// Options.PinnedBytes (default 1 GiB a job, less the ring's two slots and
+// 8 MiB for the staging of small transfers), so that they travel by DMA
+// straight from and to where the host reads and writes them. Those past it
+// stay in ordinary memory and travel through the engine's ring
+// (gpurt.Ring: two slots of ChunkBytes, default 16 MiB, allocated at its
+// first use and kept; the host fills or empties one while the device
+// copies the other), as do the job-sized lists (block places, checksums,
+// the positions the host decides): a copy on the host of each byte, paid
+// by jobs past the bound only. A plain arena goes up piece by piece
+// through the ring as the host reads it, as a pinned one does by DMA.
 //
 // # Status
 //
@@ -195,8 +209,9 @@
 // the device when asked (Options.DeviceCompression: it halves the host's
 // work per byte and ran jobs up to 1.3x faster on a busy host, 0.53-0.74x
 // as fast on an idle one: off by default), and key-range partitions for
-// jobs past the budgets; a ring of fixed chunks on several streams is not
-// built.
+// jobs past the budgets, and a bound on its pinned memory
+// (Options.PinnedBytes: arrays past it travel through a ring of two
+// pinned slots).
 // Tested: byte identity
 // with compaction.CPU over random jobs, the spec's matrix
 // (compactiontest.MatrixJob), multi-MiB jobs, a value past the 64 MiB
@@ -236,8 +251,10 @@
 //     MaxEngineFailures, a *slog.Logger (the project's logging hook, for
 //     the spec's Logf), Sort and MoveValues (an ablation the spec's bench
 //     flag --ablate names) and DeviceCompression (off by default, Snappy
-//     only: see Options); PinnedBytes, ChunkBytes and HostWorkers are not
-//     built. SortRadix sorts whole keys (the
+//     only: see Options), PinnedBytes and ChunkBytes (the ring's slots,
+//     two, shared by both directions, and allocated at first use rather
+//     than in New: a job that fits the bound never needs one); HostWorkers
+//     is not built. SortRadix sorts whole keys (the
 //     trailer, the length, every 8 bytes past the common prefix: LSD
 //     passes of prim's stable radix sort), not K0 alone, so that its order
 //     is exact; the Go engine ignores Sort and MoveValues, and the device
@@ -258,9 +275,11 @@
 //     blocks unless asked) and plans. The input checksums of uncompressed blocks are checked on the
 //     device after the copy, not in K1 with the decoding (one launch more);
 //     a mismatch flags the block as damage the decoder finds does. The
-//     pinned arrays are the workspace's (grown as jobs grow), not a ring of
-//     fixed chunks allocated in New; one stream, whose copies overlap the
-//     host's reading only for tables stored uncompressed (arenaUpload).
+//     pinned arrays are the workspace's (grown as jobs grow, within
+//     PinnedBytes) and the ring carries only what does not fit, rather than
+//     every copy going through a ring of chunks: a job that fits copies its
+//     arrays once, by DMA. One stream, whose copies overlap the host's
+//     reading only for tables stored uncompressed (arenaUpload).
 //     Launches per job: 11 (with Snappy inputs on the device, 12: inflate)
 //     plus one per merge round and one per encode batch (two with device
 //     sealing: seal_blocks), and 4 more when some positions need the
@@ -274,7 +293,7 @@
 //     "gc", "sizes", "plan", "encode", "write", and "device" for the CUDA
 //     engine's own); Declined counts the decision module's refusals by
 //     reason ("small", "budget", "busy", "disabled", "irregular"); Engine,
-//     Disabled, HeldBytes, DeviceHeldBytes, PartitionedJobs, Partitions,
+//     Disabled, HeldBytes, DeviceHeldBytes, PinnedBytes, PartitionedJobs, Partitions,
 //     EngineTime and FallbackTime are added; the busy policy
 //     WaitWhenFaster (the default) is beyond the spec's WhenBusy values; stage times are Load,
 //     Merge, GC, Sizes, Plan and Write (the encoding and writing overlap
