@@ -212,24 +212,21 @@ __device__ __forceinline__ void set_prev(const Pool& pool, uint32_t a, uint32_t 
 struct Snapshots {
   const uint32_t* stamps;
   uint32_t n;
-  // rank is 1 + the number of open stamps below ts: Restamp's new stamp.
-  __device__ __forceinline__ uint32_t rank(uint32_t ts) const {
+  // below is the number of open stamps below ts (a lower bound's search).
+  __device__ __forceinline__ uint32_t below(uint32_t ts) const {
     uint32_t a = 0, b = n;
     while (a < b) {
       uint32_t m = (a + b) / 2;
       if (__ldg(stamps + m) < ts) a = m + 1;
       else b = m;
     }
-    return a + 1;
+    return a;
   }
+  // rank is 1 + the number of open stamps below ts: Restamp's new stamp.
+  __device__ __forceinline__ uint32_t rank(uint32_t ts) const { return below(ts) + 1; }
   // any_in reports whether an open snapshot has a stamp in [lo, hi).
   __device__ __forceinline__ bool any_in(uint32_t lo, uint32_t hi) const {
-    uint32_t a = 0, b = n;
-    while (a < b) {
-      uint32_t m = (a + b) / 2;
-      if (__ldg(stamps + m) < lo) a = m + 1;
-      else b = m;
-    }
+    const uint32_t a = below(lo);
     return a < n && __ldg(stamps + a) < hi;
   }
 };
