@@ -12,6 +12,12 @@ import (
 	"github.com/warpkit/warpkit/internal/front"
 )
 
+// VersionIndexMin is the length of a version chain at which the CUDA
+// backend's writers put an index at its head (unless
+// Options.NoVersionIndexes): a chain that long exists only while at least
+// VersionIndexMin-1 snapshots are open.
+const VersionIndexMin = indexMin
+
 // CopyMode is when a writer copies a node rather than changing it in place
 // (the CUDA backend; the CPU backend's copy-on-write map copies a node on
 // the first write after a snapshot either way).
@@ -51,7 +57,9 @@ type Options struct {
 	// Copy is the copy rule of the CUDA backend's writers.
 	Copy CopyMode
 	// NoVersionIndexes keeps the CUDA backend's writers from indexing
-	// version chains (the package doc's Readers): with 8 or 64 snapshots
+	// version chains (the package doc's Readers; a chain gets an index once
+	// it holds VersionIndexMin versions, so only while VersionIndexMin-1 or
+	// more snapshots are open): with 8 or 64 snapshots
 	// open, 45M inserts ran 1.4x / 1.26x as fast without them and lookups
 	// in the oldest snapshot 1.65x / 3.35x as slow (H200).
 	NoVersionIndexes bool

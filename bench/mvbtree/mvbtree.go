@@ -389,7 +389,7 @@ func snapshots[K, V warpkit.Word](b *bench) error {
 	var cells []cell
 	for _, k := range b.snaps {
 		cells = append(cells, cell{k, true})
-		if k+1 >= 4 { // chains of four or more: writers index them unless told not to
+		if k+1 >= mvbtree.VersionIndexMin { // chains this long: writers index them unless told not to
 			cells = append(cells, cell{k, false})
 		}
 	}
