@@ -850,8 +850,13 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 		encodeCRC = crcTable
 	}
 	pinnedRaw := rawPin.holds(raw)
+	// (Filters larger than a small copy come back through the ring.)
+	ringWords := gpurt.Bytes[uint32](int(fp.words)) > smallCopy
 	staged := gpurt.Bytes[uint64](3*nb) + gpurt.Bytes[uint64](statWords*nb) + sp.staged() +
-		gpurt.Bytes[uint32](6*len(fp.listed)) + gpurt.Bytes[uint32](int(fp.words))
+		gpurt.Bytes[uint32](6*len(fp.listed))
+	if !ringWords {
+		staged += gpurt.Bytes[uint32](int(fp.words))
+	}
 	if hashes != nil {
 		staged += gpurt.Bytes[uint32](hashHi - hashLo)
 	}
@@ -908,7 +913,12 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 		}
 	}
 	if len(fp.listed) > 0 {
-		if pend[4], err = gpurt.Download(&b.stage, str, fHost, fWords); err != nil {
+		if ringWords {
+			err = gpurt.RingDownload(&b.ring, str, fHost, fWords)
+		} else {
+			pend[4], err = gpurt.Download(&b.stage, str, fHost, fWords)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
