@@ -275,7 +275,7 @@ struct Indexer {
       if (pos % stride == 0) {
 #pragma unroll
         for (int p = 0; p < P; ++p)
-          if (slot(t, p) == (int)n) {
+          if (N::slot(t, p) == (int)n) {
             w[2 * p] = (S)ts;
             w[2 * p + 1] = (S)a;
           }
@@ -286,10 +286,6 @@ struct Indexer {
     upper = up;
     ++pos;
   }
-  template <int T>
-  __device__ __forceinline__ static int slot(const Tile<T>& t, int p) {
-    return ((int)t.rank - L::kFirst) * P + p;
-  }
   // thin keeps every other entry (entry j takes entry 2j) and doubles the
   // stride: a lane's position p takes position (2p) % P of lane kFirst +
   // 2j / P, its own pair lanes only (the narrow node's last position holds
@@ -299,14 +295,14 @@ struct Indexer {
     S nw[2 * P];
 #pragma unroll
     for (int p = 0; p < P; ++p) {
-      const int j = slot(t, p), q = (2 * p) % P;
+      const int j = N::slot(t, p), q = (2 * p) % P;
       const int src = min(max(L::kFirst + 2 * j / P, 0), T - 1);
       nw[2 * p] = t.shfl(w[2 * q], src);
       nw[2 * p + 1] = t.shfl(w[2 * q + 1], src);
     }
 #pragma unroll
     for (int p = 0; p < P; ++p)
-      if (N::holds(slot(t, p))) {
+      if (N::holds(N::slot(t, p))) {
         w[2 * p] = nw[2 * p];
         w[2 * p + 1] = nw[2 * p + 1];
       }

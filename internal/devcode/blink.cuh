@@ -249,7 +249,7 @@ struct Node {
   }
   // slot is the pair index of this lane's p-th pair position (negative for
   // header slots; kCap for the narrow versioned node's version).
-  __device__ __forceinline__ int slot(const Tile<T>& t, int p) const { return ((int)t.rank - F) * P + p; }
+  __device__ __forceinline__ static int slot(const Tile<T>& t, int p) { return ((int)t.rank - F) * P + p; }
   // holds reports whether pair position s holds a pair (writers store only those).
   __device__ __forceinline__ static bool holds(int s) { return s >= 0 && s < kCap; }
   __device__ __forceinline__ S key(int p) const { return w[2 * p]; }
