@@ -52,9 +52,6 @@ func (r *Ring) Bytes() int {
 	return r.mem.Len()
 }
 
-// SlotBytes is the size of a slot.
-func (r *Ring) SlotBytes() int { return r.slot }
-
 func (r *Ring) alloc() error {
 	if r.mem != nil {
 		return nil
