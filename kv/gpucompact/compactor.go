@@ -390,7 +390,7 @@ func New(opts Options) (*Compactor, error) {
 		opts.ChunkBytes = DefaultChunkBytes
 	}
 	if opts.ChunkBytes < 64<<10 || opts.ChunkBytes > 1<<30 {
-		return nil, fmt.Errorf("gpucompact: ChunkBytes %d outside [64 KiB, 1 GiB]", opts.ChunkBytes)
+		return nil, fmt.Errorf("gpucompact: %w: ChunkBytes %d outside [64 KiB, 1 GiB]", warpkit.ErrInvalidArgument, opts.ChunkBytes)
 	}
 	c := &Compactor{opts: opts, engine: make(chan *slot, opts.Engines), done: make(chan struct{})}
 	c.mu.stats.Engine = "go"

@@ -133,6 +133,11 @@ func TestDecisionAndClose(t *testing.T) {
 	if _, err := New(Options{MinInputTables: -1}); err == nil {
 		t.Fatal("New took MinInputTables -1")
 	}
+	for _, chunk := range []int64{-1, 1, 64<<10 - 1, 1<<30 + 1} {
+		if _, err := New(Options{ChunkBytes: chunk}); !errors.Is(err, warpkit.ErrInvalidArgument) {
+			t.Fatalf("New with ChunkBytes %d: %v", chunk, err)
+		}
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
