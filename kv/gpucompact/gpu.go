@@ -1165,7 +1165,7 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 	if err != nil {
 		return nil, none, err
 	}
-	meta, err := b.meta.Get(dev, str, 8) // status, least flagged block, intervals, entries
+	meta, err := b.meta.Get(dev, str, 8) // status, least flagged block, intervals, -, -, a stray key, the key bytes (64 bits)
 	if err != nil {
 		return nil, none, err
 	}
@@ -1213,7 +1213,8 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 	}
 	if ni := len(in.inflate) / 7; ni > 0 {
 		// The blocks of tables stored with Snappy: their stored bytes go
-		// up (pinned), and the device checks and decompresses them into
+		// up (by DMA when pinned, else through the ring), and the device
+		// checks and decompresses them into
 		// their places in the arena; a mismatch or a block that does not
 		// decode flags it, as damage the decoding finds does.
 		stored, err := b.stored.Get(dev, str, len(in.regions))
