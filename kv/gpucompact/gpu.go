@@ -62,15 +62,15 @@ type devEngine struct {
 	sealAtHost                    []uint64 // planSeal's places, kept from batch to batch
 	// The job's arrays on the device, from stages to the last encodeBatch.
 	cur struct {
-		ents                       cuda.Slice[uint64]
-		keys, arena, newKept, raw  cuda.Slice[uint8]
-		kept, plan, shared, hashes cuda.Slice[uint32]
-		order                      cuda.Slice[uint32] // the ids in input order (decode_intervals), the merge's first source
-		fresh                      []bool             // newKept on the host (pinned: the workspace's keptFresh)
-		prefix                     int                // the job's common key prefix's length (jobPrefix)
-		restartInterval, bloom     int32
-		crc                        bool // the blocks are stored as they are: the device checksums them
-		seal                       bool // the blocks are Snappy-compressed: the device seals them (seal_blocks)
+		ents                      cuda.Slice[uint64]
+		keys, arena, newKept, raw cuda.Slice[uint8]
+		kept, plan, shared        cuda.Slice[uint32]
+		order                     cuda.Slice[uint32] // the ids in input order (decode_intervals), the merge's first source
+		fresh                     []bool             // newKept on the host (pinned: the workspace's keptFresh)
+		prefix                    int                // the job's common key prefix's length (jobPrefix)
+		restartInterval           int32
+		crc                       bool // the blocks are stored as they are: the device checksums them
+		seal                      bool // the blocks are Snappy-compressed: the device seals them (seal_blocks)
 	}
 }
 
@@ -83,7 +83,7 @@ type devBufs struct {
 	keys, arena, raw                      gpurt.Buf[uint8]
 	snaps, pairs, bound, descs, stats     gpurt.Buf[uint64]
 	src, dst, pos, sel, kept, plan        gpurt.Buf[uint32]
-	count, shared, hashes                 gpurt.Buf[uint32]
+	count, shared                         gpurt.Buf[uint32]
 	blocks, meta, nint, ibase, lcp        gpurt.Buf[uint32] // decode
 	jumpEnd, jumpSize                     gpurt.Buf[uint32]
 	crcTable, crcs                        gpurt.Buf[uint32] // record's CRC table; block_intervals' checksums
@@ -422,8 +422,8 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 		return
 	}
 	// Which kept entries' user keys differ from the previous kept entry's
-	// (those encode_blocks hashes, and each table's first): the host
-	// sizes each table's filter from them (filterHashes).
+	// (those a table's filter holds, with its first): the host sizes each
+	// table's filter from them (pipeline.encodeBlocks).
 	fresh := takePinned(ws, &ws.keptFreshPin, &ws.keptFresh, k)
 	var boundWord [1]uint64
 	for _, e := range []error{
@@ -446,15 +446,12 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 	c := &d.cur
 	c.newKept, c.fresh = dNewKept, fresh
 	c.kept, c.plan, c.shared = dKept, dPlan, dShared
-	c.restartInterval, c.bloom = int32(opts.RestartInterval), boolInt(opts.BloomBitsPerKey > 0)
+	c.restartInterval = int32(opts.RestartInterval)
 	c.crc = opts.Compression == sstable.NoCompression
 	c.seal = opts.Compression == sstable.SnappyCompression && d.deviceSeal
 	// (8 bytes more: seal_blocks reads a block's last bytes as the aligned
 	// words that hold them, snappy.cuh's kReadPad.)
 	if c.raw, err = b.raw.Get(dev, str, int(boundWord[0])+8); err != nil {
-		return
-	}
-	if c.hashes, err = b.hashes.Get(dev, str, k); err != nil {
 		return
 	}
 	return s, kept, keptNew, pe, jumps, int(boundWord[0]), st, stage("sizes", nil)
@@ -774,9 +771,8 @@ const (
 
 // encodeBatch encodes planned blocks on the device (encode_blocks, a warp a
 // block) and brings their bytes back into raw (at the same offsets as on
-// the device) and, unless hashes is nil, their bloom hashes into hashes
-// (at their first kept entry), and their stats into stats. The blocks are consecutive: their
-// bytes and their entries are each one range. When the job compresses with
+// the device), and their stats into stats. The blocks are consecutive:
+// their bytes and their entries are each one range. When the job compresses with
 // Snappy and seal is given, the device also seals the blocks it has room
 // for (seal_blocks) into seal.buf, and their stats say so (stored > 0).
 // In the same launch it builds the bloom filters of the tables in filters
@@ -784,7 +780,7 @@ const (
 // bytes are the Writer's filter) and returns them in their order, each
 // nil for a table without keys; there may be no blocks, or no filters.
 // stages must have run.
-func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byte, rawPin *pinned, hashes []uint32, seal *sealTarget, filters []filterDesc) (_ [][]byte, err error) {
+func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byte, rawPin *pinned, seal *sealTarget, filters []filterDesc) (_ [][]byte, err error) {
 	defer d.syncOnError(&err)
 	b, str, dev, c := &d.bufs, d.stream, d.dev, &d.cur
 	nb := len(descs)
@@ -793,14 +789,12 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 		return fp.filters(nil), nil
 	}
 	var rawLo, rawHi uint64
-	var hashLo, hashHi int
 	if nb > 0 {
 		first, last := descs[0], descs[nb-1]
 		rawLo, rawHi = first.rawAt, last.rawAt+uint64(last.size)
-		hashLo, hashHi = int(first.start), int(last.end)
 	}
-	if rawHi+8 > uint64(c.raw.Len()) || hashHi > c.hashes.Len() {
-		return nil, fmt.Errorf("gpucompact: planned blocks past the device arrays (%d of %d bytes, %d of %d entries)", rawHi, c.raw.Len(), hashHi, c.hashes.Len())
+	if rawHi+8 > uint64(c.raw.Len()) {
+		return nil, fmt.Errorf("gpucompact: planned blocks past the device array (%d of %d bytes)", rawHi, c.raw.Len())
 	}
 	dDescs, err := b.descs.Get(dev, str, max(1, 3*nb))
 	if err != nil {
@@ -857,9 +851,6 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 	if !ringWords {
 		staged += gpurt.Bytes[uint32](int(fp.words))
 	}
-	if hashes != nil {
-		staged += gpurt.Bytes[uint32](hashHi - hashLo)
-	}
 	if err := d.reserve(staged); err != nil {
 		return nil, err
 	}
@@ -884,13 +875,15 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 		filterGrid = max(1, min((int(fp.total)+deviceBlock-1)/deviceBlock, 1<<16))
 	}
 	if err := d.fn.encode.Launch(cuda.D1(encodeGrid+filterGrid), cuda.D1(deviceBlock), 0, str, devicePtr(dDescs.Sub(0, 3*nb)), int32(nb), c.kept, c.plan, c.shared, c.newKept,
-		c.ents, c.keys, c.arena, c.restartInterval, c.bloom, c.raw, dStats, c.hashes, devicePtr(encodeCRC),
+		// (bloom 0, no hashes: the filters come from table_filters, sized
+		// from the fresh flags, so the blocks' own hashes are not needed.)
+		c.ents, c.keys, c.arena, c.restartInterval, int32(0), c.raw, dStats, nil, devicePtr(encodeCRC),
 		int32(encodeGrid), devicePtr(fDescs), int32(len(fp.listed)), int64(fp.total), devicePtr(fWords)); err != nil {
 		return nil, err
 	}
-	var pend [5]gpurt.Pending
+	var pend [3]gpurt.Pending
 	if sp.n > 0 {
-		if pend[3], err = d.sealOnDevice(&sp, descs, dDescs, dStats, crcTable); err != nil {
+		if pend[1], err = d.sealOnDevice(&sp, descs, dDescs, dStats, crcTable); err != nil {
 			return nil, err
 		}
 	}
@@ -906,17 +899,12 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 		if err != nil {
 			return nil, err
 		}
-		if c.bloom != 0 && hashes != nil {
-			if pend[2], err = gpurt.Download(&b.stage, str, hashes[hashLo:hashHi], c.hashes.Sub(hashLo, hashHi)); err != nil {
-				return nil, err
-			}
-		}
 	}
 	if len(fp.listed) > 0 {
 		if ringWords {
 			err = gpurt.RingDownload(&b.ring, str, fHost, fWords)
 		} else {
-			pend[4], err = gpurt.Download(&b.stage, str, fHost, fWords)
+			pend[2], err = gpurt.Download(&b.stage, str, fHost, fWords)
 		}
 		if err != nil {
 			return nil, err

@@ -249,9 +249,8 @@ func (p *pipeline) encodeBlocks(done, end int, descs []blockDesc, stats []blockS
 		}
 		fds = append(fds, filterDesc{start: uint32(t.start), end: uint32(t.endEntry), nbits: uint32(8 * nbytes), probes: uint32(probes)})
 	}
-	// (No hashes back: the device builds the filters.)
 	seal := &sealTarget{buf: p.sealed, pin: &p.ws.sealedPin, at: p.sealAt}
-	filters, err := p.dev.encodeBatch(descs, stats[:len(descs)], p.raw, &p.ws.rawPin, nil, seal, fds)
+	filters, err := p.dev.encodeBatch(descs, stats[:len(descs)], p.raw, &p.ws.rawPin, seal, fds)
 	if err != nil {
 		p.devErr = err
 		p.abort()
