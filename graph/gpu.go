@@ -42,6 +42,7 @@ const (
 	prepSelfLoops  = 2
 	prepCheckIDs   = 4
 	prepClaim      = 8
+	prepPlace      = 16
 )
 
 // vertexWords is the size of a dictionary entry (wk::gr::Vertex) in 32-bit
@@ -82,9 +83,17 @@ type gpuGraph[W any] struct {
 	// (counted as used until prep's count is read: see prepCounts).
 	tableless             int
 	claimFirst, claimRoom int
-	lateTables            int          // tables giveTables gave (tests)
-	live                  atomic.Int64 // entries (read by Len beside batches)
-	selfSkips             uint64
+	lateTables            int // tables giveTables gave (tests)
+	// placeNext asks the next prepare to place its batch in the head
+	// slabs (prepPlace: a build's first batch into the empty tables of an
+	// unweighted graph, settleBase its first buckets, nv+1 of them);
+	// settling says that prepare did, so that run settles the slabs
+	// (gr_settle) before its first apply launch.
+	placeNext, settling bool
+	settleBase          cuda.Slice[uint64]
+	placed              int          // batches placed (tests)
+	live                atomic.Int64 // entries (read by Len beside batches)
+	selfSkips           uint64
 
 	arena    cuda.Slice[uint8] // head slabs (capacity: arena.Len()/slabBytes): arenaMem's bytes
 	arenaMem gpurt.Region
@@ -172,7 +181,7 @@ type gpuGraph[W any] struct {
 	fPlanSources, fGatherChunks, fReleaseChunks                             *cuda.Function
 	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC, fOwner           *cuda.Function
 	fGatherVertices, fGatherItems                                           *cuda.Function // set slabs only (nil for weighted graphs)
-	fClaimTables, fGiveTables, fKept, fLost                                 *cuda.Function
+	fClaimTables, fGiveTables, fKept, fLost, fSettle                        *cuda.Function
 }
 
 func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], error) {
@@ -234,7 +243,7 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 		{&g.fCountSources, "gr_count_sources"}, {&g.fPlanSources, "gr_plan_sources"}, {&g.fOwner, "gr_owner"},
 		{&g.fApply, "gr_apply_" + layout}, {&g.fGather, "gr_gather_" + layout}, {&g.fSweep, "gr_sweep_" + layout},
 		{&g.fReset, "gr_reset_" + layout}, {&g.fCensus, "gr_census_" + layout}, {&g.fFlush, "gr_flush_" + layout},
-		{&g.fTC, "gr_tc_" + layout}, {&g.fKept, "gr_kept"}, {&g.fLost, "gr_lost"},
+		{&g.fTC, "gr_tc_" + layout}, {&g.fKept, "gr_kept"}, {&g.fLost, "gr_lost"}, {&g.fSettle, "gr_settle"},
 	} {
 		if *f.dst, err = mod.Function(f.name); err != nil {
 			return fail(err)
@@ -471,19 +480,33 @@ func (g *gpuGraph[W]) run(ctx context.Context, op uint32, src, dst cuda.Slice[ui
 		return nil
 	}
 	if op == opInsert && reserve > 0 {
-		if err := g.pool.Reserve(ctx, reserve); err != nil {
+		// A reservation only grows the pool ahead (the launch's report
+		// of exhaustion is the backstop): a placed batch runs without one
+		// rather than leave its slabs unsettled.
+		if err := g.pool.Reserve(ctx, reserve); err == nil {
+			defer g.pool.Unreserve(reserve)
+		} else if !g.settling {
 			return err
 		}
-		defer g.pool.Unreserve(reserve)
 	}
 	gave := false // giveTables ran
 	for attempt := 0; ; attempt++ {
-		if err := ctx.Err(); err != nil {
+		// A placed batch (prepare) has entries in the graph already: its
+		// first launch runs whatever ctx says, so that they are settled
+		// and counted.
+		if err := ctx.Err(); err != nil && !g.settling {
 			return err
 		}
 		if attempt > 0 || !prepped {
 			if err := g.zeroCtrl(); err != nil {
 				return err
+			}
+		}
+		if g.settling {
+			g.settling = false
+			nv := g.settleBase.Len() - 1
+			if err := g.launch(g.fSettle, int64(g.nslabs), g.arena, uint64(g.nslabs), g.settleBase, uint64(nv), g.dict, g.ctrl); err != nil {
+				return waitAfter(g.stream, err)
 			}
 		}
 		release, err := g.pool.Acquire()
@@ -688,7 +711,7 @@ func (g *gpuGraph[W]) edgesReserving(ctx context.Context, op uint32, src, dst cu
 	if check {
 		mode |= prepCheckIDs
 	}
-	if op == opInsert && g.tableless > 0 && prepClaims {
+	if op == opInsert && g.tableless > 0 && prepClaims && !g.placeNext {
 		// Room for a bucket for every vertex without a table that the
 		// batch may start from; without it such inserts fail in the apply
 		// launch and giveTables serves them.
@@ -750,8 +773,18 @@ func (g *gpuGraph[W]) prepare(src, dst cuda.Slice[uint32], m int, mode uint32) (
 	if mode&prepClaim != 0 {
 		first, room = uint64(g.claimFirst), uint64(g.claimRoom)
 	}
-	if err = g.launch(g.fPrep, int64(n), src, dst, uint64(n), uint32(g.nv), mode, osrc, odst, ores, g.ctrl, g.dict, g.lack, first, room); err != nil {
+	placing := g.placeNext && g.wbytes == 0 && mode&(prepCheckIDs|prepClaim) == 0
+	g.placeNext = false
+	if placing {
+		mode |= prepPlace
+	}
+	if err = g.launch(g.fPrep, int64(n), src, dst, uint64(n), uint32(g.nv), mode, osrc, odst, ores, g.ctrl, g.dict, g.lack, first, room, g.arena, g.seed); err != nil {
 		err = waitAfter(g.stream, err)
+		return
+	}
+	g.settling = placing
+	if placing {
+		g.placed++
 	}
 	return
 }
@@ -1816,9 +1849,15 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	}
 	// The edges go in as insert batches of at most buildChunk (bounding
 	// the scratch: 18 bytes an undirected edge); the overflow of a build
-	// at the default load factor is a few percent of its slabs.
+	// at the default load factor is a few percent of its slabs. The first
+	// batch of an unweighted graph's build is placed in the empty head
+	// slabs by prep (prepare, gr_settle), its overflow and any later batch
+	// inserted by the apply launches.
+	g.settleBase = base.Sub(0, n+1)
+	defer func() { g.placeNext, g.settleBase = false, cuda.Slice[uint64]{} }()
 	for lo := 0; lo < m; lo += buildChunk {
 		hi := min(m, lo+buildChunk)
+		g.placeNext = lo == 0 && placeBuilds && g.wbytes == 0 && g.rehashChain == 0
 		if symmetric && g.wbytes == 0 {
 			if err := g.insertAsGiven(ctx, src.Sub(lo, hi), dst.Sub(lo, hi), (hi-lo)/28+256); err != nil {
 				// The chunks not run may hold the reverses of edges of
@@ -1895,6 +1934,10 @@ func (g *gpuGraph[W]) deleteBoth(src, dst cuda.Slice[uint32], res cuda.Slice[uin
 // buildChunk is the most edges a build inserts in one batch (a variable
 // for tests, which shrink it to build in many chunks).
 var buildChunk = 1 << 26
+
+// placeBuilds lets a build's first batch be placed by prep (tests turn it
+// off to build through the apply launches alone).
+var placeBuilds = true
 
 // rehash moves every table holding more entries than its head slabs have
 // slots into a new run of buckets at the end of the arena, sized at the
@@ -2200,7 +2243,7 @@ func (g *gpuGraph[W]) flush(ctx context.Context) error {
 // census walks every list (gr_census): per-vertex live entries (when
 // live is given), overflow slabs, the longest list, the self-loops.
 type censusOut struct {
-	overflow, longest, loops uint64
+	overflow, longest, loops, holes uint64
 }
 
 func (g *gpuGraph[W]) census(live cuda.DevicePtr) (censusOut, error) {
@@ -2221,7 +2264,7 @@ func (g *gpuGraph[W]) census(live cuda.DevicePtr) (censusOut, error) {
 		return censusOut{}, err
 	}
 	c := g.host
-	return censusOut{overflow: c[gpurt.CtrlCount], longest: c[gpurt.CtrlFailed], loops: c[gpurt.CtrlInserted]},
+	return censusOut{overflow: c[gpurt.CtrlCount], longest: c[gpurt.CtrlFailed], loops: c[gpurt.CtrlInserted], holes: c[gpurt.CtrlDelta]},
 		gpurt.StatusError("census", uint32(c[gpurt.CtrlStatus]))
 }
 
@@ -2293,6 +2336,9 @@ func (g *gpuGraph[W]) check(ctx context.Context) error {
 		deg, err := g.hostDegrees()
 		if err != nil {
 			return err
+		}
+		if cs.holes != 0 {
+			return fmt.Errorf("%d slabs hold an empty slot before an entry or a next slab (the frontier rule)", cs.holes)
 		}
 		var sum int64
 		for v, d := range deg {

@@ -1564,3 +1564,117 @@ func cudaAndOracle[G interface{ Close() error }](t *testing.T, opts Options, mk 
 	t.Cleanup(func() { c.Close() })
 	return g, c
 }
+
+// TestCUDAPlacedBuild: a build's first batch into an unweighted graph is
+// placed in the head slabs by prep and settled (gr_settle) before the
+// apply launch inserts what did not fit. Edges repeated inside one head
+// slab, hubs whose buckets overflow, self-loops, tables of one bucket and
+// of many, directed and undirected, edges listing both directions or not,
+// one batch or several: each graph equals the CPU backend's and the one
+// built through the apply launches alone, with exact degrees and counts,
+// and passes Check (whose census holds every slab to the frontier rule).
+func TestCUDAPlacedBuild(t *testing.T) { placedBuild(t, gputest.Device(t)) }
+
+func placedBuild(t *testing.T, dev *cuda.Device) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	const nv = 600
+	var src, dst []uint32
+	add := func(u, v uint32) { src, dst = append(src, u), append(dst, v) }
+	for v := uint32(1); v < 200; v++ { // hub 0: ~40 buckets, some overflowing
+		add(0, v)
+		if v%7 == 0 {
+			add(0, v) // a repeat, likely in the same head slab
+		}
+	}
+	for v := uint32(0); v < 150; v++ { // hub 1: each neighbour three times
+		for range 3 {
+			add(1, 300+v)
+		}
+	}
+	for range 2500 { // small tables, repeats and self-loops among them
+		u, v := uint32(2+rng.IntN(nv-2)), uint32(2+rng.IntN(nv-2))
+		if rng.IntN(40) == 0 {
+			v = u
+		}
+		add(u, v)
+		if rng.IntN(10) == 0 {
+			add(u, v)
+		}
+	}
+	// The same edges listing both directions (an undirected build inserts
+	// them as given).
+	bsrc := append(slices.Clone(src), dst...)
+	bdst := append(slices.Clone(dst), src...)
+	defer func(c int) { buildChunk = c }(buildChunk)
+	for _, chunk := range []int{1 << 26, 1024} {
+		for _, directed := range []bool{false, true} {
+			for _, loops := range []bool{false, true} {
+				for _, both := range []bool{false, true} {
+					name := fmt.Sprintf("chunk=%d/directed=%v/loops=%v/both=%v", chunk, directed, loops, both)
+					s, d := src, dst
+					if both {
+						s, d = bsrc, bdst
+					}
+					buildChunk = chunk
+					opts := Options{Device: dev, Directed: directed, AllowSelfLoops: loops, VertexCapacity: nv}
+					var csr [3]*CSR
+					var stats [3]Stats
+					for k, b := range []string{"cpu", "placed", "applied"} {
+						o := opts
+						o.Backend = warpkit.CUDA
+						if b == "cpu" {
+							o.Backend, o.Device = warpkit.CPU, nil
+						}
+						placeBuilds = b != "applied"
+						g, err := New(o)
+						if err != nil {
+							t.Fatal(err)
+						}
+						err = g.Build(ctx, s, d)
+						placeBuilds = true
+						if err != nil {
+							t.Fatalf("%s %s: %v", name, b, err)
+						}
+						if e, ok := g.e.(*gpuGraph[struct{}]); ok && (e.placed > 0) != (b == "placed") {
+							t.Fatalf("%s %s: %d batches placed", name, b, e.placed)
+						}
+						if err := g.Check(ctx); err != nil {
+							t.Fatalf("%s %s: %v", name, b, err)
+						}
+						if csr[k], err = g.ToCSR(ctx, true); err != nil {
+							t.Fatal(err)
+						}
+						if stats[k], err = g.Stats(ctx); err != nil {
+							t.Fatal(err)
+						}
+						deg := make([]uint32, nv)
+						ids := make([]uint32, nv)
+						for i := range ids {
+							ids[i] = uint32(i)
+						}
+						if err := g.Degrees(ctx, ids, deg); err != nil {
+							t.Fatal(err)
+						}
+						for v := range nv {
+							if want := csr[k].Offsets[v+1] - csr[k].Offsets[v]; uint64(deg[v]) != want {
+								t.Fatalf("%s %s: vertex %d has degree %d, %d entries", name, b, v, deg[v], want)
+							}
+						}
+						g.Close()
+					}
+					for k := 1; k < 3; k++ {
+						if !slices.Equal(csr[k].Offsets, csr[0].Offsets) || !slices.Equal(csr[k].Cols, csr[0].Cols) {
+							t.Fatalf("%s: graph %d differs from the CPU backend's", name, k)
+						}
+						if stats[k].Entries != stats[0].Entries || stats[k].SelfLoopsSkipped != stats[0].SelfLoopsSkipped {
+							t.Fatalf("%s: stats %+v, the CPU backend %+v", name, stats[k], stats[0])
+						}
+					}
+					if stats[1].OverflowSlabs == 0 {
+						t.Fatalf("%s: no table overflowed its head slab", name)
+					}
+				}
+			}
+		}
+	}
+}

@@ -39,8 +39,15 @@ constexpr uint32_t kOrphan = 0xFFFFFFFFu;
 // Modes of prep (bits): undirected graphs store both directions; self-loops
 // are skipped unless allowed; device batches have their IDs checked.
 // An insert batch's prep also gives vertices without a table one bucket
-// each (kClaim: see try_claim).
-enum PrepMode : uint32_t { kUndirected = 1, kSelfLoops = 2, kCheckIDs = 4, kClaim = 8 };
+// each (kClaim: see try_claim). A build's first batch into an unweighted
+// graph's empty head slabs is placed by prep itself (kPlace: see place).
+enum PrepMode : uint32_t { kUndirected = 1, kSelfLoops = 2, kCheckIDs = 4, kClaim = 8, kPlace = 16 };
+
+// SetSlab is the slab of unweighted graphs (GR_LAYOUT(set) below): seven
+// 32-bit keys and the next pointer in 32 bytes, the layout prep's placement
+// and settle write.
+using SetSlab = sh::Layout<uint32_t, uint32_t, sh::kSet, 8, false>;
+static_assert(SetSlab::kSlabBytes == 32 && SetSlab::kSlots == 7 && SetSlab::kNextOffset == 28, "a set slab");
 
 // kAll is a whole warp's lane mask. Kernels whose lanes meet in warp
 // collectives run warp-uniform loops (every lane of a warp takes the same
@@ -134,6 +141,12 @@ __device__ __forceinline__ void give_claimed(Vertex* dict, uint32_t* lack, uint3
 // has no table (a build gives none to a vertex without entries): its head
 // is null (slabhash.cuh: a find or delete is NotFound, an insert fails with
 // kStatusNoTable and the host gives the vertex a bucket, gr_claim_tables).
+// bucket_of is the arena bucket of key k in the table bn = (base, nb) of
+// its vertex (nb > 0): every path that finds or places a key uses it.
+__device__ __forceinline__ size_t bucket_of(uint2 bn, uint32_t k, uint32_t seed) {
+  return (size_t)bn.x + __umulhi(hash_key(k, seed), bn.y);
+}
+
 struct VertexLoc {
   static constexpr bool kMayLack = true;
   const uint32_t* src;
@@ -142,7 +155,7 @@ struct VertexLoc {
   __device__ __forceinline__ char* head(const Ctx<L>& c, uint64_t i, typename L::K k) const {
     const uint2 bn = *(const uint2*)&dict[src[i]];  // base, nb
     if (bn.y == 0) return nullptr;
-    return c.heads + ((size_t)bn.x + __umulhi(hash_key(k, c.seed), bn.y)) * L::kSlabBytes;
+    return c.heads + bucket_of(bn, k, c.seed) * L::kSlabBytes;
   }
   __device__ __forceinline__ void counted(uint64_t i, long long d) const {
     atomicAdd(&dict[src[i]].degree, (uint32_t)(int)d);
@@ -167,6 +180,27 @@ __device__ __forceinline__ void block_add(unsigned long long* dst, unsigned long
   if (threadIdx.x == 0 && sum) atomicAdd(dst, sum);
 }
 
+// place puts key y into the table of vertex x when that table's head slab
+// has a slot left, for prep's kPlace (one thread; the batch is a build's
+// first, its head slabs empty and nothing else running): the slab's next
+// word, all ones (kNull) in an empty slab, counts the keys placed there (a
+// slab's first placement reads kNull and takes slot 0), and the key goes
+// into the slot the count gives. A key past the slab's seven slots, or of
+// a vertex without a table, is not placed: it stays for the apply launch,
+// after gr_settle has put the next word back and dropped repeated keys.
+// The slot order is the placements' (the frontier rule of slabhash.cuh
+// holds: the placed keys fill the slab from slot 0). One atomic a key
+// where the engine's insert reads the slab and claims a slot by CAS.
+__device__ __forceinline__ bool place(char* arena, const Vertex* dict, uint32_t seed, uint32_t x, uint32_t y) {
+  const uint2 bn = *(const uint2*)&dict[x];  // base, nb
+  if (bn.y == 0) return false;
+  char* s = arena + bucket_of(bn, y, seed) * SetSlab::kSlabBytes;
+  const uint32_t at = atomicAdd((unsigned*)(s + SetSlab::kNextOffset), 1u) + 1u;
+  if (at >= (uint32_t)SetSlab::kSlots) return false;
+  *(uint32_t*)(s + at * SetSlab::kSlotBytes) = y;
+  return true;
+}
+
 // prep lays an edge batch out for the apply launches: element i (< n) is the
 // edge as given (directed graphs) or from its lower ID to its higher
 // (undirected: the edge's canonical direction, whose result is the edge's),
@@ -180,14 +214,21 @@ __device__ __forceinline__ void block_add(unsigned long long* dst, unsigned long
 // the lack hint marks gets one (try_claim; the others fail in the apply
 // launch and get theirs from the host; IDs at or past cap are not touched,
 // and a batch rejected for them may still have given tables, which hold
-// nothing).
+// nothing). With kPlace (a build's first batch into an unweighted graph,
+// neither kCheckIDs nor kClaim: its IDs were checked and every source has
+// its table) each element is placed in its head slab (place) and reported
+// Inserted, counted in its source's degree and in the batch's counts
+// (ctrl[kCtrlDelta], ctrl[kCtrlInserted], which the first apply launch
+// adds to); gr_settle must run before anything else reads the arena.
 extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uint64_t n, uint32_t cap, uint32_t mode,
                                    uint32_t* osrc, uint32_t* odst, uint8_t* res, unsigned long long* ctrl,
-                                   Vertex* dict, uint32_t* lack, uint64_t first, uint64_t room) {
+                                   Vertex* dict, uint32_t* lack, uint64_t first, uint64_t room, char* arena,
+                                   uint32_t seed) {
   __shared__ uint32_t warpClaims[32];  // a warp's claims, then the claims of the warps before it
   __shared__ unsigned long long blockFirst;
-  uint32_t bad = 0, self = 0;
+  uint32_t bad = 0, self = 0, placed = 0;
   const uint32_t lane = slab::lane(), warp = threadIdx.x / 32;
+  const bool placing = (mode & kPlace) && !(mode & (kCheckIDs | kClaim));
   for (uint64_t i0 = (uint64_t)blockIdx.x * blockDim.x; i0 < n; i0 += thread_count()) {  // whole blocks: the claims
     const uint64_t i = i0 + threadIdx.x;
     const bool in = i < n;
@@ -220,26 +261,103 @@ extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uin
       give_claimed(dict, lack, v, mv, b + __popc(bu) + __popc(bv & below), first, room);
       __syncthreads();  // every thread's numbers read before the next round's
     }
-    if (!in) continue;
     if ((mode & kUndirected) && u > v) {
       const uint32_t t = u;
       u = v;
       v = t;
     }
+    bool p0 = false, p1 = false;  // elements i and n+i placed
+    if (placing) {                // the launch's mode: every lane reaches run_length
+      p0 = ok && !skip && place(arena, dict, seed, u, v);
+      p1 = ok && !loop && (mode & kUndirected) && place(arena, dict, seed, v, u);
+      placed += p0 + p1;
+      // Degrees: one atomic a run of lanes with one source (sorted edges).
+      if (const uint32_t len = run_length(p0 ? u : kNoRun)) atomicAdd(&dict[u].degree, len);
+      if (const uint32_t len = run_length(p1 ? v : kNoRun)) atomicAdd(&dict[v].degree, len);
+    }
+    if (!in) continue;
     osrc[i] = u;
     odst[i] = v;
-    res[i] = skip ? sh::kResNotFound : sh::kResFailed;
+    res[i] = skip ? sh::kResNotFound : p0 ? sh::kResInserted : sh::kResFailed;
     if (mode & kUndirected) {
       osrc[n + i] = v;
       odst[n + i] = u;
-      res[n + i] = loop ? sh::kResNotFound : sh::kResFailed;
+      res[n + i] = loop ? sh::kResNotFound : p1 ? sh::kResInserted : sh::kResFailed;
     }
+  }
+  if (placing) {  // one atomic a block a word
+    const unsigned long long sum = warp_sum(placed);
+    block_add<0>(ctrl + kCtrlDelta, sum);
+    block_add<1>(ctrl + kCtrlInserted, sum);
   }
   if (bad) {
     atomicAdd(ctrl + kCtrlRejected, (unsigned long long)bad);
     atomicOr((unsigned*)(ctrl + kCtrlStatus), (unsigned)kStatusInvalidArgument);
   }
   if (self) atomicAdd(ctrl + kCtrlCount, (unsigned long long)self);
+}
+
+// settle finishes a placed batch (prep's kPlace) before anything else
+// reads the arena: every head slab b < nslabs whose next word prep used as
+// its count gets kNull back, and a slab whose keys repeat keeps each key
+// once (the first), packed from slot 0, the freed slots empty. The repeats
+// come off the degree of the slab's vertex (found by a binary search of
+// base: the build's first buckets, nv + 1 of them) and off the batch's
+// counts (ctrl[kCtrlDelta], ctrl[kCtrlInserted]). A thread a slab: one
+// sector read, one written where prep placed anything.
+extern "C" __global__ void gr_settle(char* arena, uint64_t nslabs, const uint64_t* base, uint64_t nv, Vertex* dict,
+                                     unsigned long long* ctrl) {
+  uint32_t repeats = 0;
+  for (uint64_t b = thread_index(); b < nslabs; b += thread_count()) {
+    uint32_t* s = (uint32_t*)(arena + b * SetSlab::kSlabBytes);
+    const uint4 lo = *(const uint4*)s, hi = *(const uint4*)(s + 4);
+    if (hi.w == kNull) continue;  // nothing placed
+    const uint32_t k[SetSlab::kSlots] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z};
+    // Slots past the count are empty (never written); keys are IDs below
+    // the reserved ones, so an empty slot never equals a key.
+    uint32_t rep = 0;  // bit j: slot j repeats a slot before it
+#pragma unroll
+    for (int j = 1; j < SetSlab::kSlots; ++j) {
+      bool r = false;
+#pragma unroll
+      for (int q = 0; q < j; ++q) r |= k[q] == k[j];
+      rep |= (uint32_t)(r && k[j] != sh::empty_key<uint32_t>()) << j;
+    }
+    if (rep == 0) {
+      s[7] = kNull;
+      continue;
+    }
+    uint32_t out[SetSlab::kSlots + 1];
+    int w = 0;
+#pragma unroll
+    for (int j = 0; j < SetSlab::kSlots; ++j) {
+      out[j] = sh::empty_key<uint32_t>();
+    }
+    out[SetSlab::kSlots] = kNull;
+#pragma unroll
+    for (int j = 0; j < SetSlab::kSlots; ++j) {
+#pragma unroll
+      for (int q = 0; q < SetSlab::kSlots; ++q)
+        if (q == w && !((rep >> j) & 1)) out[q] = k[j];
+      w += !((rep >> j) & 1);
+    }
+    *(uint4*)s = make_uint4(out[0], out[1], out[2], out[3]);
+    *(uint4*)(s + 4) = make_uint4(out[4], out[5], out[6], out[7]);
+    const uint32_t d = __popc(rep);
+    repeats += d;
+    // The slab's vertex: the last v with base[v] <= b (a vertex without
+    // buckets shares its base with the next, which owns b).
+    uint64_t l = 0, h = nv;  // base[l] <= b < base[h]
+    while (h - l > 1) {
+      const uint64_t m = (l + h) / 2;
+      if (base[m] <= b) l = m;
+      else h = m;
+    }
+    atomicAdd(&dict[l].degree, 0u - d);
+  }
+  const unsigned long long sum = 0ull - (unsigned long long)warp_sum(repeats);
+  block_add<0>(ctrl + kCtrlDelta, sum);
+  block_add<1>(ctrl + kCtrlInserted, sum);
 }
 
 // mirror decides which reverse elements (n+i) of an undirected batch run
@@ -1167,15 +1285,18 @@ extern "C" __global__ void gr_mark(const uint32_t* ids, uint64_t n, uint32_t* go
 // census walks every vertex's bucket lists (a tile per vertex, so a hub's
 // buckets are one tile's work: Check and Stats are not timed paths): live
 // entries per vertex (live, optional), overflow slabs (ctrl[kCtrlCount]),
-// the longest list in slabs (ctrl[kCtrlFailed], a maximum) and the
-// self-loops (ctrl[kCtrlInserted]). Runs alone.
+// the longest list in slabs (ctrl[kCtrlFailed], a maximum), the
+// self-loops (ctrl[kCtrlInserted]) and the slabs that break the frontier
+// rule of slabhash.cuh (ctrl[kCtrlDelta]: an empty slot before a key or a
+// tombstone, or in a slab that has a next one). Runs alone.
 template <class L>
 __device__ void census(const char* arena, const Vertex* dict, uint64_t nv, Pool* pool, uint32_t* live,
                        unsigned long long* ctrl) {
+  using K = typename L::K;
   Tile<L::W> t;
   Geometry<L::W> g;
   Ctx<L> c{(char*)arena, 0, 0, pool, (uint32_t*)(ctrl + kCtrlStatus)};
-  unsigned long long over = 0, longest = 0, loops = 0;
+  unsigned long long over = 0, longest = 0, loops = 0, holes = 0;
   for (uint64_t u = g.tile; u < nv; u += g.tiles) {
     const Vertex e = dict[u];
     uint32_t here = 0;
@@ -1184,6 +1305,10 @@ __device__ void census(const char* arena, const Vertex* dict, uint64_t nv, Pool*
       walk<L>(t, c, (char*)arena + ((size_t)e.base + k) * L::kSlabBytes, [&](const Lane<L>& d, char*) {
         here += __popc(t.ballot(holds<L>(t, d, false)));
         loops += __popc(t.ballot(L::slot_lane(t.rank) && d.key == (uint32_t)u));
+        const unsigned em = t.ballot(L::slot_lane(t.rank) && d.key == sh::empty_key<K>());
+        const unsigned fm = t.ballot(L::slot_lane(t.rank) && d.key != sh::empty_key<K>());
+        const uint32_t nx = t.shfl(d.tail, L::kTailLane);
+        holes += em && ((fm >> (__ffs(em) - 1)) || nx != kNull);
         ++len;
       });
       over += len - 1;
@@ -1195,6 +1320,7 @@ __device__ void census(const char* arena, const Vertex* dict, uint64_t nv, Pool*
     if (over) atomicAdd(ctrl + kCtrlCount, over);
     if (longest) atomicMax(ctrl + kCtrlFailed, longest);
     if (loops) atomicAdd(ctrl + kCtrlInserted, loops);
+    if (holes) atomicAdd(ctrl + kCtrlDelta, holes);
   }
 }
 
@@ -1203,7 +1329,7 @@ __device__ void census(const char* arena, const Vertex* dict, uint64_t nv, Pool*
 template <class L>
 __device__ __forceinline__ bool contains(const char* arena, const Pool* pool, uint2 bn, uint32_t seed, uint32_t key) {
   if (bn.y == 0) return false;  // no table
-  const char* s = arena + ((size_t)bn.x + __umulhi(hash_key(key, seed), bn.y)) * L::kSlabBytes;
+  const char* s = arena + bucket_of(bn, key, seed) * L::kSlabBytes;
   for (uint32_t hop = 0; hop < sh::kMaxSteps; ++hop) {
     uint32_t next;
     if constexpr (L::kIsSet && L::kSlabBytes == 32) {
