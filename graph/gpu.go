@@ -1932,8 +1932,12 @@ func (g *gpuGraph[W]) deleteBoth(src, dst cuda.Slice[uint32], res cuda.Slice[uin
 }
 
 // buildChunk is the most edges a build inserts in one batch (a variable
-// for tests, which shrink it to build in many chunks).
-var buildChunk = 1 << 26
+// for tests, which shrink it to build in many chunks): 2^27 edges take
+// about 1.3 GB of scratch (10 bytes an element; an undirected batch that
+// does not list both directions has two elements an edge), and hold the
+// whole of soc-LiveJournal1's 97M entries in the batch that is placed
+// (only a build's first: the later ones meet slabs already filled).
+var buildChunk = 1 << 27
 
 // placeBuilds lets a build's first batch be placed by prep (tests turn it
 // off to build through the apply launches alone).
