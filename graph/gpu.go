@@ -84,16 +84,17 @@ type gpuGraph[W any] struct {
 	tableless             int
 	claimFirst, claimRoom int
 	lateTables            int // tables giveTables gave (tests)
-	// placeNext asks the next prepare to place its batch in the head
-	// slabs (prepPlace: a build's first batch into the empty tables of an
-	// unweighted graph, settleBase its first buckets, nv+1 of them);
-	// settling says that prepare did, so that run settles the slabs
-	// (gr_settle) before its first apply launch.
-	placeNext, settling bool
-	settleBase          cuda.Slice[uint64]
-	placed              int          // batches placed (tests)
-	live                atomic.Int64 // entries (read by Len beside batches)
-	selfSkips           uint64
+	// A placed batch (insertPlaced): settling says that prepare placed
+	// it, so that run settles the slabs (gr_settle, with the build's first
+	// buckets settleBase, nv+1 of them) before its first apply launch, and
+	// applyLimit points at the count of its elements not placed, which
+	// bounds run's apply launches.
+	settling   bool
+	settleBase cuda.Slice[uint64]
+	applyLimit cuda.DevicePtr
+	placed     int          // batches placed (tests)
+	live       atomic.Int64 // entries (read by Len beside batches)
+	selfSkips  uint64
 
 	arena    cuda.Slice[uint8] // head slabs (capacity: arena.Len()/slabBytes): arenaMem's bytes
 	arenaMem gpurt.Region
@@ -516,7 +517,7 @@ func (g *gpuGraph[W]) run(ctx context.Context, op uint32, src, dst cuda.Slice[ui
 		supers := g.pool.SuperBlocks()
 		g.ctrlPinned.Data()[gpurt.CtrlDone] = 0
 		err = g.launch(g.fApply, int64(n), g.arena, g.seed, g.pool.Descriptor(), g.dict, src, dst, vals, op,
-			res, uint64(n), g.ctrl, flags, uint32(attempt)*0x9e3779b9, g.ctrlOut)
+			res, uint64(n), g.ctrl, flags, uint32(attempt)*0x9e3779b9, g.ctrlOut, g.applyLimit)
 		if err == nil {
 			g.applies++
 			err = g.readApply()
@@ -711,7 +712,7 @@ func (g *gpuGraph[W]) edgesReserving(ctx context.Context, op uint32, src, dst cu
 	if check {
 		mode |= prepCheckIDs
 	}
-	if op == opInsert && g.tableless > 0 && prepClaims && !g.placeNext {
+	if op == opInsert && g.tableless > 0 && prepClaims {
 		// Room for a bucket for every vertex without a table that the
 		// batch may start from; without it such inserts fail in the apply
 		// launch and giveTables serves them.
@@ -773,12 +774,8 @@ func (g *gpuGraph[W]) prepare(src, dst cuda.Slice[uint32], m int, mode uint32) (
 	if mode&prepClaim != 0 {
 		first, room = uint64(g.claimFirst), uint64(g.claimRoom)
 	}
-	placing := g.placeNext && g.wbytes == 0 && mode&(prepCheckIDs|prepClaim) == 0
-	g.placeNext = false
-	if placing {
-		mode |= prepPlace
-	}
-	if err = g.launch(g.fPrep, int64(n), src, dst, uint64(n), uint32(g.nv), mode, osrc, odst, ores, g.ctrl, g.dict, g.lack, first, room, g.arena, g.seed); err != nil {
+	placing := mode&prepPlace != 0
+	if err = g.launch(g.fPrep, int64(n), src, dst, uint64(n), uint32(g.nv), mode, osrc, odst, ores, g.ctrl, g.dict, g.lack, first, room, g.arena, g.seed, g.placedCount()); err != nil {
 		err = waitAfter(g.stream, err)
 		return
 	}
@@ -932,7 +929,7 @@ func (g *gpuGraph[W]) deletePair(ctx context.Context, osrc, odst cuda.Slice[uint
 	}
 	g.ctrlPinned.Data()[gpurt.CtrlDone] = 0
 	err = g.launch(g.fApply, int64(n), g.arena, g.seed, g.pool.Descriptor(), g.dict, osrc, odst, cuda.DevicePtr(0), uint32(opDelete),
-		ores, uint64(n), g.ctrl, uint32(flagRetry), uint32(0), cuda.DevicePtr(0))
+		ores, uint64(n), g.ctrl, uint32(flagRetry), uint32(0), cuda.DevicePtr(0), cuda.DevicePtr(0))
 	if err == nil { // the second launch counts its own blocks
 		err = g.ctrl.Sub(gpurt.CtrlDone, gpurt.CtrlDone+1).Zero(g.stream)
 	}
@@ -941,7 +938,7 @@ func (g *gpuGraph[W]) deletePair(ctx context.Context, osrc, odst cuda.Slice[uint
 	}
 	if err == nil {
 		err = g.launch(g.fApply, int64(n), g.arena, g.seed, g.pool.Descriptor(), g.dict, osrc.Sub(n, 2*n), odst.Sub(n, 2*n), cuda.DevicePtr(0),
-			uint32(opDelete), ores.Sub(n, 2*n), uint64(n), g.ctrl, uint32(flagRetry), uint32(1), g.ctrlOut)
+			uint32(opDelete), ores.Sub(n, 2*n), uint64(n), g.ctrl, uint32(flagRetry), uint32(1), g.ctrlOut, cuda.DevicePtr(0))
 	}
 	if err == nil {
 		err = g.readApply()
@@ -1712,6 +1709,16 @@ func (g *gpuGraph[W]) buildChecked(ctx context.Context, n int, src, dst cuda.Sli
 // its buckets' total; words 0 and 1 hold gr_symmetry's sums.
 const planTotal = 2
 
+// planPlaced is the plan block's word where a placed batch's prep counts
+// its elements not placed (insertPlaced); zeroed by the build with the
+// rest of the block.
+const planPlaced = 3
+
+// placedCount is the device address of the plan block's planPlaced word.
+func (g *gpuGraph[W]) placedCount() cuda.DevicePtr {
+	return g.ctrlPlan.Sub(planPlaced, planPlaced+1).Ptr()
+}
+
 // buildDevice replaces the graph with a device batch; with check its IDs
 // are checked first (nothing changes for a bad one).
 func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slice[uint32], vals cuda.DevicePtr, check bool) error {
@@ -1770,15 +1777,11 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	// the buckets' total. A rejected ID stops the count and the buckets
 	// kernels on the device (lack stays the old graph's).
 	var sums cuda.DevicePtr
-	if g.directed {
-		if err := g.zeroCtrl(); err != nil {
-			return err
-		}
-	} else {
-		g.ctrlClean = false
-		if err := g.ctrlBoth.Zero(g.stream); err != nil { // the control and plan blocks
-			return waitAfter(g.stream, err)
-		}
+	g.ctrlClean = false
+	if err := g.ctrlBoth.Zero(g.stream); err != nil { // the control and plan blocks
+		return waitAfter(g.stream, err)
+	}
+	if !g.directed {
 		sums = g.ctrlPlan.Ptr()
 	}
 	if m > 0 {
@@ -1853,11 +1856,24 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	// batch of an unweighted graph's build is placed in the empty head
 	// slabs by prep (prepare, gr_settle), its overflow and any later batch
 	// inserted by the apply launches.
-	g.settleBase = base.Sub(0, n+1)
-	defer func() { g.placeNext, g.settleBase = false, cuda.Slice[uint64]{} }()
 	for lo := 0; lo < m; lo += buildChunk {
 		hi := min(m, lo+buildChunk)
-		g.placeNext = lo == 0 && placeBuilds && g.wbytes == 0 && g.rehashChain == 0
+		if lo == 0 && placeBuilds && g.wbytes == 0 {
+			if err := g.insertPlaced(ctx, src.Sub(lo, hi), dst.Sub(lo, hi), symmetric, base.Sub(0, n+1), (hi-lo)/28+256); err != nil {
+				if symmetric {
+					// The chunks not run may hold the reverses of edges
+					// of the one that ran.
+					for rlo := hi; rlo < m; rlo += buildChunk {
+						rhi := min(m, rlo+buildChunk)
+						if derr := g.deleteBoth(src.Sub(rlo, rhi), dst.Sub(rlo, rhi), cuda.Slice[uint8]{}); derr != nil {
+							return errors.Join(err, derr)
+						}
+					}
+				}
+				return err
+			}
+			continue
+		}
 		if symmetric && g.wbytes == 0 {
 			if err := g.insertAsGiven(ctx, src.Sub(lo, hi), dst.Sub(lo, hi), (hi-lo)/28+256); err != nil {
 				// The chunks not run may hold the reverses of edges of
@@ -1881,6 +1897,46 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 		}
 	}
 	return gpurt.Wait(g.stream)
+}
+
+// insertPlaced runs a build's first batch into an unweighted graph placed
+// (graph.cu: place, gr_settle): the arena's buckets all empty (the build
+// filled them), prep puts each entry in its table's head slab with one
+// atomic, and lays out only the entries that did not fit, each in its own
+// direction, for run's apply launches, which their count on the device
+// bounds (applyLimit). Undirected edges are inserted in both directions
+// unless the edges list both (symmetric: each as given). Should the apply
+// launches stop part way (the pool exhausted, ctx cancelled, a device
+// error), both directions of every entry that failed are deleted
+// (undirected graphs), so the graph stays symmetric.
+func (g *gpuGraph[W]) insertPlaced(ctx context.Context, src, dst cuda.Slice[uint32], symmetric bool, base cuda.Slice[uint64], reserve int) error {
+	n := src.Len()
+	m, mode := n, uint32(prepPlace)
+	if !g.directed && !symmetric {
+		m, mode = 2*n, mode|prepUndirected
+	}
+	if g.selfLoops {
+		mode |= prepSelfLoops
+	}
+	osrc, odst, ores, err := g.prepare(src, dst, m, mode)
+	if err != nil {
+		return err
+	}
+	g.settleBase, g.applyLimit = base, g.placedCount()
+	err = g.run(ctx, opInsert, osrc.Sub(0, m), odst.Sub(0, m), 0, ores.Sub(0, m), m, flagRetry, reserve, true)
+	g.settling, g.settleBase, g.applyLimit = false, cuda.Slice[uint64]{}, 0
+	if err == nil || g.directed {
+		return err
+	}
+	plan, perr := g.readPlan()
+	if perr != nil {
+		return errors.Join(err, perr)
+	}
+	k := int(min(plan[planPlaced], uint64(m)))
+	if k == 0 {
+		return err
+	}
+	return errors.Join(err, g.deleteBoth(osrc.Sub(0, k), odst.Sub(0, k), ores.Sub(0, k)))
 }
 
 // insertAsGiven inserts a build's unweighted edges that list both

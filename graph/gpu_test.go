@@ -11,6 +11,7 @@ import (
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/graph/graphio"
+	"github.com/warpkit/warpkit/internal/gpurt"
 	"github.com/warpkit/warpkit/internal/gputest"
 	"github.com/warpkit/warpkit/slabhash"
 )
@@ -1676,5 +1677,81 @@ func placedBuild(t *testing.T, dev *cuda.Device) {
 				}
 			}
 		}
+	}
+	// A placed batch whose overflow the pool (one block of 1024 slabs)
+	// cannot hold: ErrPoolExhausted, and an undirected graph stays
+	// symmetric (both directions of every entry that failed deleted) with
+	// exact counts.
+	buildChunk = 1 << 26
+	e, err := graphio.RMAT(14, 8, graphio.RMATOptions{Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, both := range []bool{false, true} {
+		s, d := e.Src, e.Dst
+		if both {
+			s, d = append(slices.Clone(e.Src), e.Dst...), append(slices.Clone(e.Dst), e.Src...)
+		}
+		g, err := New(Options{Backend: warpkit.CUDA, Device: dev, MaxPoolBytes: 32 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Build(ctx, s, d); !errors.Is(err, warpkit.ErrPoolExhausted) {
+			t.Fatalf("both=%v: a placed build past MaxPoolBytes: %v", both, err)
+		}
+		if pe := g.e.(*gpuGraph[struct{}]).placed; pe != 1 {
+			t.Fatalf("both=%v: %d batches placed", both, pe)
+		}
+		if err := g.Check(ctx); err != nil {
+			t.Fatalf("both=%v: %v", both, err)
+		}
+		if n, _ := g.Len(ctx); n == 0 {
+			t.Fatalf("both=%v: nothing built", both)
+		}
+		g.Close()
+	}
+	// The apply launch of a placed batch runs only the elements prep laid
+	// out, however many it is sized for: here none (a cycle, nothing
+	// overflows), over scratch whose every element reads as a failed
+	// insert of the edge 1-50 (a batch before may leave such elements).
+	g, err := New(Options{Backend: warpkit.CUDA, Device: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	var cs, cd []uint32
+	for v := range uint32(100) {
+		w := (v + 1) % 100
+		cs, cd = append(cs, v, w), append(cd, w, v)
+	}
+	gg := g.e.(*gpuGraph[struct{}])
+	m := len(cs)
+	var l gpurt.Layout
+	pSrc, pDst, pRes := gpurt.Place[uint32](&l, m), gpurt.Place[uint32](&l, m), gpurt.Place[uint8](&l, m)
+	gpurt.Place[uint8](&l, m)
+	mem, err := l.Get(&gg.bPrep, dev, gg.stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pSrc.In(mem).CopyFromHost(slices.Repeat([]uint32{1}, m)); err != nil {
+		t.Fatal(err)
+	}
+	if err := pDst.In(mem).CopyFromHost(slices.Repeat([]uint32{50}, m)); err != nil {
+		t.Fatal(err)
+	}
+	if err := pRes.In(mem).CopyFromHost(slices.Repeat([]uint8{resFailed}, m)); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Build(ctx, cs, cd); err != nil {
+		t.Fatal(err)
+	}
+	if gg.placed != 1 {
+		t.Fatalf("the cycle's build placed %d batches", gg.placed)
+	}
+	if n, err := g.Len(ctx); err != nil || n != m {
+		t.Fatalf("the cycle's build holds %d entries, want %d (%v)", n, m, err)
+	}
+	if err := g.Check(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

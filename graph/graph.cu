@@ -201,6 +201,32 @@ __device__ __forceinline__ bool place(char* arena, const Vertex* dict, uint32_t 
   return true;
 }
 
+// block_first numbers a block's items with one atomic on *counter: every
+// thread of the block calls it with its warp's count of items (lane 0's is
+// read), and it returns the number of the warp's first item (the items of
+// the warps before it first). Same-address atomics serialise at the L2, so
+// one a block, not one a warp.
+__device__ __forceinline__ uint64_t block_first(uint32_t warpCount, unsigned long long* counter) {
+  __shared__ uint32_t before[32];  // a warp's count, then the counts of the warps before it
+  __shared__ unsigned long long first;
+  const uint32_t warp = threadIdx.x / 32;
+  if (slab::lane() == 0) before[warp] = warpCount;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    uint32_t sum = 0;
+    for (uint32_t w = 0; w < blockDim.x / 32; ++w) {
+      const uint32_t c = before[w];
+      before[w] = sum;
+      sum += c;
+    }
+    first = sum ? atomicAdd(counter, (unsigned long long)sum) : 0;
+  }
+  __syncthreads();
+  const uint64_t at = first + before[warp];
+  __syncthreads();  // every thread's number read before the next call's
+  return at;
+}
+
 // prep lays an edge batch out for the apply launches: element i (< n) is the
 // edge as given (directed graphs) or from its lower ID to its higher
 // (undirected: the edge's canonical direction, whose result is the edge's),
@@ -216,18 +242,19 @@ __device__ __forceinline__ bool place(char* arena, const Vertex* dict, uint32_t 
 // and a batch rejected for them may still have given tables, which hold
 // nothing). With kPlace (a build's first batch into an unweighted graph,
 // neither kCheckIDs nor kClaim: its IDs were checked and every source has
-// its table) each element is placed in its head slab (place) and reported
-// Inserted, counted in its source's degree and in the batch's counts
-// (ctrl[kCtrlDelta], ctrl[kCtrlInserted], which the first apply launch
-// adds to); gr_settle must run before anything else reads the arena.
+// its table) each element is placed in its head slab (place), counted in
+// its source's degree and in the batch's counts (ctrl[kCtrlDelta],
+// ctrl[kCtrlInserted], which the first apply launch adds to), and only the
+// elements not placed are laid out, each in its own direction, at the front
+// of osrc/odst/res, their number in *tail (zero before; the apply launches'
+// limit): one atomic a block, which numbers them. gr_settle must run
+// before anything else reads the arena.
 extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uint64_t n, uint32_t cap, uint32_t mode,
                                    uint32_t* osrc, uint32_t* odst, uint8_t* res, unsigned long long* ctrl,
                                    Vertex* dict, uint32_t* lack, uint64_t first, uint64_t room, char* arena,
-                                   uint32_t seed) {
-  __shared__ uint32_t warpClaims[32];  // a warp's claims, then the claims of the warps before it
-  __shared__ unsigned long long blockFirst;
+                                   uint32_t seed, unsigned long long* tail) {
   uint32_t bad = 0, self = 0, placed = 0;
-  const uint32_t lane = slab::lane(), warp = threadIdx.x / 32;
+  const uint32_t lane = slab::lane();
   const bool placing = (mode & kPlace) && !(mode & (kCheckIDs | kClaim));
   for (uint64_t i0 = (uint64_t)blockIdx.x * blockDim.x; i0 < n; i0 += thread_count()) {  // whole blocks: the claims
     const uint64_t i = i0 + threadIdx.x;
@@ -243,46 +270,51 @@ extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uin
       const bool mu = try_claim(dict, lack, u, want);
       const bool mv = (mode & kUndirected) && try_claim(dict, lack, v, want && !loop);
       const uint32_t bu = __ballot_sync(kAll, mu), bv = __ballot_sync(kAll, mv);
-      if (lane == 0) warpClaims[warp] = __popc(bu) + __popc(bv);
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        uint32_t sum = 0;
-        for (uint32_t w = 0; w < blockDim.x / 32; ++w) {
-          const uint32_t c = warpClaims[w];
-          warpClaims[w] = sum;
-          sum += c;
-        }
-        blockFirst = sum ? atomicAdd(ctrl + kCtrlTables, (unsigned long long)sum) : 0;
-      }
-      __syncthreads();
-      const uint64_t b = blockFirst + warpClaims[warp];
+      const uint64_t b = block_first(__popc(bu) + __popc(bv), ctrl + kCtrlTables);
       const uint32_t below = (1u << lane) - 1u;
       give_claimed(dict, lack, u, mu, b + __popc(bu & below), first, room);
       give_claimed(dict, lack, v, mv, b + __popc(bu) + __popc(bv & below), first, room);
-      __syncthreads();  // every thread's numbers read before the next round's
     }
     if ((mode & kUndirected) && u > v) {
       const uint32_t t = u;
       u = v;
       v = t;
     }
-    bool p0 = false, p1 = false;  // elements i and n+i placed
-    if (placing) {                // the launch's mode: every lane reaches run_length
-      p0 = ok && !skip && place(arena, dict, seed, u, v);
-      p1 = ok && !loop && (mode & kUndirected) && place(arena, dict, seed, v, u);
+    if (placing) {  // the launch's mode: every thread reaches the barriers
+      // Elements i and n+i placed.
+      const bool p0 = ok && !skip && place(arena, dict, seed, u, v);
+      const bool p1 = ok && !loop && (mode & kUndirected) && place(arena, dict, seed, v, u);
       placed += p0 + p1;
       // Degrees: one atomic a run of lanes with one source (sorted edges).
       if (const uint32_t len = run_length(p0 ? u : kNoRun)) atomicAdd(&dict[u].degree, len);
       if (const uint32_t len = run_length(p1 ? v : kNoRun)) atomicAdd(&dict[v].degree, len);
+      // The elements not placed, numbered a block at a time.
+      const bool f0 = ok && !skip && !p0, f1 = ok && !loop && (mode & kUndirected) && !p1;
+      const uint32_t b0 = __ballot_sync(kAll, f0), b1 = __ballot_sync(kAll, f1);
+      const uint64_t at = block_first(__popc(b0) + __popc(b1), tail);
+      const uint32_t below = (1u << lane) - 1u;
+      if (f0) {
+        const uint64_t p = at + __popc(b0 & below);
+        osrc[p] = u;
+        odst[p] = v;
+        res[p] = sh::kResFailed;
+      }
+      if (f1) {
+        const uint64_t p = at + __popc(b0) + __popc(b1 & below);
+        osrc[p] = v;
+        odst[p] = u;
+        res[p] = sh::kResFailed;
+      }
+      continue;
     }
     if (!in) continue;
     osrc[i] = u;
     odst[i] = v;
-    res[i] = skip ? sh::kResNotFound : p0 ? sh::kResInserted : sh::kResFailed;
+    res[i] = skip ? sh::kResNotFound : sh::kResFailed;
     if (mode & kUndirected) {
       osrc[n + i] = v;
       odst[n + i] = u;
-      res[n + i] = loop ? sh::kResNotFound : p1 ? sh::kResInserted : sh::kResFailed;
+      res[n + i] = loop ? sh::kResNotFound : sh::kResFailed;
     }
   }
   if (placing) {  // one atomic a block a word
@@ -424,11 +456,13 @@ extern "C" __global__ void gr_check_ids(const uint32_t* a, const uint32_t* b, ui
 }
 
 // apply runs an edge batch on the slab hash engine: element i is op on key
-// dst[i] in the table of src[i].
+// dst[i] in the table of src[i]; with limit, only the first *limit of the n
+// (a placed batch's elements not placed, counted by prep on the device).
 template <class L>
 __device__ void apply(char* arena, uint32_t seed, Pool* pool, Vertex* dict, const uint32_t* src, const uint32_t* dst,
                       typename L::V* vals, uint32_t op, uint8_t* res, uint64_t n, unsigned long long* ctrl,
-                      uint32_t flags, uint32_t salt, unsigned long long* out) {
+                      uint32_t flags, uint32_t salt, unsigned long long* out, const unsigned long long* limit) {
+  if (limit && *limit < n) n = *limit;
   sh::Counts k{};
   if (sh::ldv64(ctrl + kCtrlRejected) == 0) {
     const Ctx<L> c{arena, 0, seed, pool, (uint32_t*)(ctrl + kCtrlStatus)};
@@ -1594,8 +1628,8 @@ extern "C" __global__ void gr_narrow(const uint64_t* in, uint64_t n, uint32_t* o
   extern "C" __global__ void __launch_bounds__(256, 4)                                                                \
       gr_apply_##NAME(char* arena, uint32_t seed, wk::slab::Pool* pool, wk::gr::Vertex* dict, const uint32_t* src,   \
                       const uint32_t* dst, V* vals, uint32_t op, uint8_t* res, uint64_t n, unsigned long long* ctrl, \
-                      uint32_t flags, uint32_t salt, unsigned long long* out) {                                      \
-    wk::gr::apply<L_##NAME>(arena, seed, pool, dict, src, dst, vals, op, res, n, ctrl, flags, salt, out);             \
+                      uint32_t flags, uint32_t salt, unsigned long long* out, const unsigned long long* limit) {      \
+    wk::gr::apply<L_##NAME>(arena, seed, pool, dict, src, dst, vals, op, res, n, ctrl, flags, salt, out, limit);      \
   }                                                                                                                   \
   extern "C" __global__ void gr_gather_##NAME(const char* arena, uint64_t lo, uint64_t hi, const uint32_t* owner,    \
                                               uint32_t vbase, wk::slab::Pool* pool, const uint64_t* offsets,         \
