@@ -83,7 +83,10 @@ type gpuGraph[W any] struct {
 	// (counted as used until prep's count is read: see prepCounts).
 	tableless             int
 	claimFirst, claimRoom int
-	lateTables            int // tables giveTables gave (tests)
+	lateTables            int          // tables giveTables gave (tests)
+	live                  atomic.Int64 // entries (read by Len beside batches)
+	selfSkips             uint64
+
 	// A placed batch (insertPlaced): settling says that prepare placed
 	// it, so that run settles the slabs (gr_settle, with the build's first
 	// buckets settleBase, nv+1 of them) before its first apply launch, and
@@ -92,9 +95,7 @@ type gpuGraph[W any] struct {
 	settling   bool
 	settleBase cuda.Slice[uint64]
 	applyLimit cuda.DevicePtr
-	placed     int          // batches placed (tests)
-	live       atomic.Int64 // entries (read by Len beside batches)
-	selfSkips  uint64
+	placed     int // batches placed (tests)
 
 	arena    cuda.Slice[uint8] // head slabs (capacity: arena.Len()/slabBytes): arenaMem's bytes
 	arenaMem gpurt.Region
