@@ -45,6 +45,10 @@ const (
 	prepPlace      = 16
 )
 
+// placeRound is the elements a thread of a placing prep takes at a time
+// (graph.cu: kPlaceRound), for its grid's size.
+const placeRound = 4
+
 // vertexWords is the size of a dictionary entry (wk::gr::Vertex) in 32-bit
 // words: base, buckets, degree, flags.
 const vertexWords = 4
@@ -517,7 +521,15 @@ func (g *gpuGraph[W]) run(ctx context.Context, op uint32, src, dst cuda.Slice[ui
 		}
 		supers := g.pool.SuperBlocks()
 		g.ctrlPinned.Data()[gpurt.CtrlDone] = 0
-		err = g.launch(g.fApply, int64(n), g.arena, g.seed, g.pool.Descriptor(), g.dict, src, dst, vals, op,
+		items := int64(n)
+		if g.applyLimit != 0 {
+			// A placed batch's few elements not placed: a grid for
+			// an eighth of the batch (a launch's warps take any number
+			// of elements; its blocks' sign-offs and scheduling cost
+			// luxembourg_osm's build 13 us at a thread an element).
+			items = max(1, items/8)
+		}
+		err = g.launch(g.fApply, items, g.arena, g.seed, g.pool.Descriptor(), g.dict, src, dst, vals, op,
 			res, uint64(n), g.ctrl, flags, uint32(attempt)*0x9e3779b9, g.ctrlOut, g.applyLimit)
 		if err == nil {
 			g.applies++
@@ -776,7 +788,11 @@ func (g *gpuGraph[W]) prepare(src, dst cuda.Slice[uint32], m int, mode uint32) (
 		first, room = uint64(g.claimFirst), uint64(g.claimRoom)
 	}
 	placing := mode&prepPlace != 0
-	if err = g.launch(g.fPrep, int64(n), src, dst, uint64(n), uint32(g.nv), mode, osrc, odst, ores, g.ctrl, g.dict, g.lack, first, room, g.arena, g.seed, g.placedCount()); err != nil {
+	items := int64(n)
+	if placing {
+		items = (items + placeRound - 1) / placeRound
+	}
+	if err = g.launch(g.fPrep, items, src, dst, uint64(n), uint32(g.nv), mode, osrc, odst, ores, g.ctrl, g.dict, g.lack, first, room, g.arena, g.seed, g.placedCount()); err != nil {
 		err = waitAfter(g.stream, err)
 		return
 	}

@@ -227,6 +227,73 @@ __device__ __forceinline__ uint64_t block_first(uint32_t warpCount, unsigned lon
   return at;
 }
 
+// prep_placed is prep's kPlace: each block takes kPlaceRound elements a
+// thread at a time (consecutive threads, consecutive elements), so that its
+// elements not placed are numbered with one atomic for the lot.
+constexpr int kPlaceRound = 4;
+
+__device__ __forceinline__ void prep_placed(const uint32_t* src, const uint32_t* dst, uint64_t n, uint32_t cap,
+                                            uint32_t mode, uint32_t* osrc, uint32_t* odst, uint8_t* res,
+                                            unsigned long long* ctrl, Vertex* dict, char* arena, uint32_t seed,
+                                            unsigned long long* tail) {
+  uint32_t self = 0, placed = 0;
+  const uint32_t lane = slab::lane(), below = (1u << lane) - 1u;
+  const uint64_t round = (uint64_t)blockDim.x * kPlaceRound;
+  for (uint64_t i0 = blockIdx.x * round; i0 < n; i0 += gridDim.x * round) {  // whole blocks: block_first
+    uint32_t us[kPlaceRound], vs[kPlaceRound], b0[kPlaceRound], b1[kPlaceRound];
+    uint32_t count = 0;
+#pragma unroll
+    for (int j = 0; j < kPlaceRound; ++j) {
+      const uint64_t i = i0 + (uint64_t)j * blockDim.x + threadIdx.x;
+      const bool in = i < n;
+      uint32_t u = in ? src[i] : 0, v = in ? dst[i] : 0;
+      const bool ok = in && u < cap && v < cap;
+      const bool loop = u == v;
+      const bool skip = loop && !(mode & kSelfLoops);
+      self += in && skip;
+      if ((mode & kUndirected) && u > v) {
+        const uint32_t t = u;
+        u = v;
+        v = t;
+      }
+      // Elements i and n+i (the reverse, undirected) placed.
+      const bool p0 = ok && !skip && place(arena, dict, seed, u, v);
+      const bool p1 = ok && !loop && (mode & kUndirected) && place(arena, dict, seed, v, u);
+      placed += p0 + p1;
+      // Degrees: one atomic a run of lanes with one source (sorted edges).
+      if (const uint32_t len = run_length(p0 ? u : kNoRun)) atomicAdd(&dict[u].degree, len);
+      if (const uint32_t len = run_length(p1 ? v : kNoRun)) atomicAdd(&dict[v].degree, len);
+      us[j] = u;
+      vs[j] = v;
+      b0[j] = __ballot_sync(kAll, ok && !skip && !p0);
+      b1[j] = __ballot_sync(kAll, ok && !loop && (mode & kUndirected) && !p1);
+      count += __popc(b0[j]) + __popc(b1[j]);
+    }
+    uint64_t at = block_first(count, tail);
+#pragma unroll
+    for (int j = 0; j < kPlaceRound; ++j) {
+      if ((b0[j] >> lane) & 1u) {
+        const uint64_t p = at + __popc(b0[j] & below);
+        osrc[p] = us[j];
+        odst[p] = vs[j];
+        res[p] = sh::kResFailed;
+      }
+      at += __popc(b0[j]);
+      if ((b1[j] >> lane) & 1u) {
+        const uint64_t p = at + __popc(b1[j] & below);
+        osrc[p] = vs[j];
+        odst[p] = us[j];
+        res[p] = sh::kResFailed;
+      }
+      at += __popc(b1[j]);
+    }
+  }
+  const unsigned long long sum = warp_sum(placed);  // one atomic a block a word
+  block_add<0>(ctrl + kCtrlDelta, sum);
+  block_add<1>(ctrl + kCtrlInserted, sum);
+  if (self) atomicAdd(ctrl + kCtrlCount, (unsigned long long)self);
+}
+
 // prep lays an edge batch out for the apply launches: element i (< n) is the
 // edge as given (directed graphs) or from its lower ID to its higher
 // (undirected: the edge's canonical direction, whose result is the edge's),
@@ -253,9 +320,12 @@ extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uin
                                    uint32_t* osrc, uint32_t* odst, uint8_t* res, unsigned long long* ctrl,
                                    Vertex* dict, uint32_t* lack, uint64_t first, uint64_t room, char* arena,
                                    uint32_t seed, unsigned long long* tail) {
-  uint32_t bad = 0, self = 0, placed = 0;
+  if ((mode & kPlace) && !(mode & (kCheckIDs | kClaim))) {
+    prep_placed(src, dst, n, cap, mode, osrc, odst, res, ctrl, dict, arena, seed, tail);
+    return;
+  }
+  uint32_t bad = 0, self = 0;
   const uint32_t lane = slab::lane();
-  const bool placing = (mode & kPlace) && !(mode & (kCheckIDs | kClaim));
   for (uint64_t i0 = (uint64_t)blockIdx.x * blockDim.x; i0 < n; i0 += thread_count()) {  // whole blocks: the claims
     const uint64_t i = i0 + threadIdx.x;
     const bool in = i < n;
@@ -280,33 +350,6 @@ extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uin
       u = v;
       v = t;
     }
-    if (placing) {  // the launch's mode: every thread reaches the barriers
-      // Elements i and n+i placed.
-      const bool p0 = ok && !skip && place(arena, dict, seed, u, v);
-      const bool p1 = ok && !loop && (mode & kUndirected) && place(arena, dict, seed, v, u);
-      placed += p0 + p1;
-      // Degrees: one atomic a run of lanes with one source (sorted edges).
-      if (const uint32_t len = run_length(p0 ? u : kNoRun)) atomicAdd(&dict[u].degree, len);
-      if (const uint32_t len = run_length(p1 ? v : kNoRun)) atomicAdd(&dict[v].degree, len);
-      // The elements not placed, numbered a block at a time.
-      const bool f0 = ok && !skip && !p0, f1 = ok && !loop && (mode & kUndirected) && !p1;
-      const uint32_t b0 = __ballot_sync(kAll, f0), b1 = __ballot_sync(kAll, f1);
-      const uint64_t at = block_first(__popc(b0) + __popc(b1), tail);
-      const uint32_t below = (1u << lane) - 1u;
-      if (f0) {
-        const uint64_t p = at + __popc(b0 & below);
-        osrc[p] = u;
-        odst[p] = v;
-        res[p] = sh::kResFailed;
-      }
-      if (f1) {
-        const uint64_t p = at + __popc(b0) + __popc(b1 & below);
-        osrc[p] = v;
-        odst[p] = u;
-        res[p] = sh::kResFailed;
-      }
-      continue;
-    }
     if (!in) continue;
     osrc[i] = u;
     odst[i] = v;
@@ -316,11 +359,6 @@ extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uin
       odst[n + i] = u;
       res[n + i] = loop ? sh::kResNotFound : sh::kResFailed;
     }
-  }
-  if (placing) {  // one atomic a block a word
-    const unsigned long long sum = warp_sum(placed);
-    block_add<0>(ctrl + kCtrlDelta, sum);
-    block_add<1>(ctrl + kCtrlInserted, sum);
   }
   if (bad) {
     atomicAdd(ctrl + kCtrlRejected, (unsigned long long)bad);
