@@ -84,7 +84,13 @@
 // missing, after the apply launch failed such an element with a status of
 // its own and the host reran it; finds and deletes there are NotFound), lays the
 // arena out with a device scan (prim) and inserts the edges in batches of
-// 2^26, waiting for the device twice: once, before the old graph goes, for
+// 2^27 (the first of an unweighted graph placed: prep puts each entry
+// straight into its table's head slab, the slot given by one atomic add on
+// the slab's next word, kNull counting as -1; gr_settle puts the next
+// words back and drops keys repeated in a slab, from their vertex's degree
+// too; only the entries that found their head slab full, laid out apart by
+// prep and counted on the device, go through the slab hash engine's apply
+// launch), waiting for the device twice: once, before the old graph goes, for
 // the buckets' total together with the IDs' and the symmetry's verdicts
 // (gr_count_edges reads the symmetry sums on the device; a rejected ID
 // stops the count and sizing kernels there), and once for the apply
@@ -172,16 +178,17 @@
 // by their units in use, apply counts signed off a block at a time) and
 // 7080efa (a rebuild's memsets and copies cut to four and two) the suite
 // passes and builds of luxembourg_osm / coAuthorsDBLP run 0.77-0.79x /
-// 1.07-1.09x the CSR sort (0.44-0.53x / 0.83-0.84x before).
-// Missed targets and what bounds them are in docs/benchmarks.md: builds of
-// the smallest graph against the CSR sort (0.77-0.79x: eight launches and
-// four fills of a few microseconds each, two waits, and the apply launch,
-// 28 of the build's 59 us of kernels); builds at 4x the thesis's rates on every
-// stand-in (the spec's row: 1.3-6.0x, met on germany_osm only: a build
-// inserts each entry through the slab hash engine, and the small graphs
-// are launches); and the dynamic road counts, on the line against 1.8x
-// (1.84-2.12x this session; the baseline's merge-insert varies between
-// runs).
+// 1.07-1.09x the CSR sort (0.44-0.53x / 0.83-0.84x before). At c808da4
+// (a build's first batch placed in its head slabs) the suite passes and
+// builds run hmean 19.7-19.9 G entries/s over the stand-ins of 10M entries
+// or more (11.0 before), 4.2-8.5x the thesis's rates on five of the six
+// stand-ins (coAuthorsDBLP 4.2-4.8x, soc-LiveJournal1 5.8-6.0x).
+// Missed targets and what bounds them are in docs/benchmarks.md: the
+// smallest graph's build against the CSR sort (luxembourg_osm, 0.1 ms for
+// 0.24M entries: 0.78-0.96x, nine launches, four fills and three waits
+// around 47 us of kernels) and at 4x the thesis's rate (1.6-1.9x); and the
+// dynamic road counts, on the line against 1.8x (1.84-2.12x at 58d7a7f;
+// the baseline's merge-insert varies between runs).
 //
 // # Departures from the spec (shared/docs/specs/graph.md)
 //
@@ -249,4 +256,10 @@
 //   - A device build's ID check is part of its edges' symmetry pass (one
 //     read of the edges, one wait), not the separate scan kernel the spec
 //     names for device batches.
+//   - A build does not insert its edges as one batch through the slab hash
+//     engine (the spec's "dictionary init, insert"): the first batch of an
+//     unweighted graph is placed by prep and settled (gr_settle), and only
+//     its entries that overflow their head slab, and later batches of
+//     2^27 edges, run the engine. Weighted graphs' builds run the engine
+//     (a repeated edge's weight must agree in both directions).
 package graph
