@@ -270,6 +270,17 @@ func deviceBatches(t *testing.T, dev *cuda.Device) {
 	if k, err := d.Len(ctx); err != nil || k != 2 {
 		t.Errorf("the refused build changed the graph: %d entries (%v), want 2", k, err)
 	}
+	// A refused build has counted its good edges (3→1 here): the next
+	// build must not size its tables over those counts.
+	if err := d.BuildDevice(ctx, 4, up([]uint32{3, 0}), up([]uint32{1, 4})); !errors.Is(err, warpkit.ErrInvalidArgument) {
+		t.Errorf("a directed build with an ID past its vertices: %v", err)
+	}
+	if err := d.BuildDevice(ctx, 4, up([]uint32{0, 1}), up([]uint32{1, 2})); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := d.Stats(ctx); err != nil || st.Buckets != 2 {
+		t.Errorf("a build after a refused one: %d buckets (%v), want 2 (vertex 3 has no entries)", st.Buckets, err)
+	}
 	d.Close()
 	if err := g.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -360,7 +371,7 @@ func poolExhausted(t *testing.T, dev *cuda.Device, directed bool) {
 }
 
 // TestCUDABuildSymmetric: a build whose edges list both directions of
-// every edge (found by gr_symmetry: inserted as given, in one pass) gives
+// every edge (found by gr_tally's sums: inserted as given, in one pass) gives
 // the CPU backend's graph, with repeated edges and self-loops; one that
 // runs out of pool part way fails with ErrPoolExhausted and leaves a
 // symmetric graph with exact counts.
@@ -1753,5 +1764,41 @@ func placedBuild(t *testing.T, dev *cuda.Device) {
 	}
 	if err := g.Check(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCUDABuildSizing: a build sizes each table for the entries the edges
+// give it (the load factor's 5 a bucket; a table of at most 7 one bucket),
+// counting an undirected edge at both ends unless the edges list both
+// directions (gr_tally's counts and sums, read by gr_buckets): a star of
+// 100 edges into vertex 0 takes 20 buckets for it and one for each leaf,
+// given one way or both, and no table is given late.
+func TestCUDABuildSizing(t *testing.T) { buildSizing(t, gputest.Device(t)) }
+
+func buildSizing(t *testing.T, dev *cuda.Device) {
+	var src, dst []uint32
+	for v := uint32(1); v <= 100; v++ {
+		src, dst = append(src, 0), append(dst, v)
+	}
+	for _, both := range []bool{false, true} {
+		s, d := src, dst
+		if both {
+			s, d = append(slices.Clone(src), dst...), append(slices.Clone(dst), src...)
+		}
+		g, err := New(Options{Backend: warpkit.CUDA, Device: dev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Build(ctx, s, d); err != nil {
+			t.Fatal(err)
+		}
+		st, err := g.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if late := g.e.(*gpuGraph[struct{}]).lateTables; st.Buckets != 120 || late != 0 || st.Entries != 200 {
+			t.Errorf("both=%v: %d buckets (want 120), %d tables given late, %d entries", both, st.Buckets, late, st.Entries)
+		}
+		g.Close()
 	}
 }
