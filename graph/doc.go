@@ -92,9 +92,8 @@
 // prep and counted on the device, go through the slab hash engine's apply
 // launch), waiting for the device twice: once, before the old graph goes, for
 // the buckets' total together with the IDs' and the symmetry's verdicts
-// (one pass over the edges, gr_tally, counts each vertex's entries at the
-// sources and at the destinations and sums the symmetry hashes; gr_buckets
-// reads the sums on the device; a rejected ID stops the sizing there), and once for the apply
+// (gr_count_edges reads the symmetry sums on the device; a rejected ID
+// stops the count and sizing kernels there), and once for the apply
 // launch's status (the pool is emptied on the graph's stream,
 // slaballoc.Pool.ResetOn, and an apply launch adds its counts once a
 // block); when the edges list both directions of every edge (a hash sum over
@@ -254,10 +253,9 @@
 //     (a bit a vertex, not in Stats.Bytes, as the deleted-vertex bitmap is
 //     not): a hint for insert prep's table claims, which take their bucket
 //     numbers with one atomic a thread block.
-//   - A device build's ID check is part of its edges' one pass (gr_tally:
-//     the IDs, the symmetry sums and the counts in one read of the edges,
-//     one wait), not the separate scan kernel the spec names for device
-//     batches.
+//   - A device build's ID check is part of its edges' symmetry pass (one
+//     read of the edges, one wait), not the separate scan kernel the spec
+//     names for device batches.
 //   - A build does not insert its edges as one batch through the slab hash
 //     engine (the spec's "dictionary init, insert"): the first batch of an
 //     unweighted graph is placed by prep and settled (gr_settle), and only

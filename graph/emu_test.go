@@ -203,11 +203,11 @@ func TestEmulatedBuildCalls(t *testing.T) {
 			if again.SyncCopies != 0 || again.Allocs != 0 || again.Frees != 0 {
 				t.Errorf("a rebuild made synchronous copies, allocations or frees: %+v", again)
 			}
-			if again.Launches > 7 {
-				t.Errorf("a rebuild launched %d kernels besides the scan, want at most 7", again.Launches)
+			if again.Launches > 8 { // gr_settle after the placing prep
+				t.Errorf("a rebuild launched %d kernels besides the scan, want at most 8", again.Launches)
 			}
-			if again.Memsets > 2 || again.Copies > 2 {
-				t.Errorf("a rebuild made %d memsets and %d copies besides the scan, want at most 2 and 2", again.Memsets, again.Copies)
+			if again.Memsets > 3 || again.Copies > 2 {
+				t.Errorf("a rebuild made %d memsets and %d copies besides the scan, want at most 3 and 2", again.Memsets, again.Copies)
 			}
 			if n, err := g.Len(t.Context()); err != nil || n != len(src) { // entries: both directions either way
 				t.Fatalf("the build holds %d entries (%v)", n, err)

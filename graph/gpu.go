@@ -181,8 +181,8 @@ type gpuGraph[W any] struct {
 	// The vertices an insert batch gives their first table (giveTables).
 	nIDs gpurt.Buf[uint32]
 
-	fPrep, fCheckIDs, fTally, fBuckets, fDict, fDegrees, fMark, fOrient     *cuda.Function
-	fMirror, fUndo, fUndone, fTCSorted, fNarrow, fFailedPattern             *cuda.Function
+	fPrep, fCheckIDs, fCount, fBuckets, fDict, fDegrees, fMark, fOrient     *cuda.Function
+	fMirror, fUndo, fUndone, fTCSorted, fNarrow, fSymmetry, fFailedPattern  *cuda.Function
 	fRehashPlan, fRehashDict, fRelease, fGatherTables, fPick, fCountSources *cuda.Function
 	fPlanSources, fGatherChunks, fReleaseChunks                             *cuda.Function
 	fApply, fGather, fSweep, fReset, fCensus, fFlush, fTC, fOwner           *cuda.Function
@@ -239,10 +239,10 @@ func newGPU[W any](opts Options, dev *cuda.Device, own bool) (*gpuGraph[W], erro
 		dst  **cuda.Function
 		name string
 	}{
-		{&g.fPrep, "gr_prep"}, {&g.fCheckIDs, "gr_check_ids"}, {&g.fTally, "gr_tally"},
+		{&g.fPrep, "gr_prep"}, {&g.fCheckIDs, "gr_check_ids"}, {&g.fCount, "gr_count_edges"},
 		{&g.fBuckets, "gr_buckets"}, {&g.fClaimTables, "gr_claim_tables"}, {&g.fGiveTables, "gr_give_tables"}, {&g.fDict, "gr_dict"}, {&g.fDegrees, "gr_degrees"}, {&g.fMark, "gr_mark"},
 		{&g.fOrient, "gr_orient"}, {&g.fMirror, "gr_mirror"}, {&g.fUndo, "gr_undo"}, {&g.fUndone, "gr_undone"},
-		{&g.fTCSorted, "gr_tc_sorted"}, {&g.fNarrow, "gr_narrow"},
+		{&g.fTCSorted, "gr_tc_sorted"}, {&g.fNarrow, "gr_narrow"}, {&g.fSymmetry, "gr_symmetry"},
 		{&g.fFailedPattern, "gr_failed_pattern"}, {&g.fRehashPlan, "gr_rehash_plan"}, {&g.fRehashDict, "gr_rehash_dict"},
 		{&g.fRelease, "gr_release_" + layout}, {&g.fGatherTables, "gr_gather_tables_" + layout}, {&g.fPick, "gr_pick"},
 		{&g.fReleaseChunks, "gr_release_chunks_" + layout}, {&g.fGatherChunks, "gr_gather_chunks_" + layout},
@@ -1722,15 +1722,14 @@ func (g *gpuGraph[W]) buildChecked(ctx context.Context, n int, src, dst cuda.Sli
 	return g.buildDevice(ctx, n, src, dst, vals, true)
 }
 
-// The plan block's words (ctrlPlan; graph.cu: PlanWord), zeroed by a
-// build: words 0 and 1 hold gr_tally's symmetry sums, planTotal the
-// buckets' total, planPlaced the count of a placed batch's elements not
-// placed (insertPlaced), planTableless the vertices without a table.
-const (
-	planTotal     = 2
-	planPlaced    = 3
-	planTableless = 4
-)
+// planTotal is the word of the plan block (ctrlPlan) where a build reads
+// its buckets' total; words 0 and 1 hold gr_symmetry's sums.
+const planTotal = 2
+
+// planPlaced is the plan block's word where a placed batch's prep counts
+// its elements not placed (insertPlaced); zeroed by the build with the
+// rest of the block.
+const planPlaced = 3
 
 // placedCount is the device address of the plan block's planPlaced word.
 func (g *gpuGraph[W]) placedCount() cuda.DevicePtr {
@@ -1768,12 +1767,7 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	}
 	// Scratch kept for the next build (a rebuild of a graph of the same
 	// size allocates nothing here).
-	// The counts at the sources, and at the destinations (undirected).
-	counts := n
-	if !g.directed {
-		counts = 2 * n
-	}
-	cnt, err := g.bCount.Get(g.dev, g.stream, max(1, counts))
+	cnt, err := g.bCount.Get(g.dev, g.stream, max(1, n))
 	if err != nil {
 		return err
 	}
@@ -1787,43 +1781,47 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	}
 	// gr_buckets leaves the counts it read zero for the next build: the
 	// scratch needs a fill only when it is new or longer than they were.
-	if !g.bCountZero || cnt.Ptr() != g.bCountAt || counts > g.bCountLen {
+	if !g.bCountZero || cnt.Ptr() != g.bCountAt || n > g.bCountLen {
 		if err := cnt.Zero(g.stream); err != nil {
 			return waitAfter(g.stream, err)
 		}
 	}
 	g.bCountZero = false // until gr_buckets has run
-	// One wait before the old graph goes: gr_tally's verdicts (a device
+	// One wait before the old graph goes: gr_symmetry's verdicts (a device
 	// batch's IDs checked, and whether an undirected build's edges list
-	// both directions, so that each edge counts at its source only) are
-	// read on the device by gr_buckets, and by the host together with the
-	// buckets' total. A rejected ID stops the buckets kernel on the device
-	// (lack stays the old graph's).
+	// both directions, so that it counts each edge at its source only) are
+	// read on the device by gr_count_edges, and by the host together with
+	// the buckets' total. A rejected ID stops the count and the buckets
+	// kernels on the device (lack stays the old graph's).
 	var sums cuda.DevicePtr
 	g.ctrlClean = false
 	if err := g.ctrlBoth.Zero(g.stream); err != nil { // the control and plan blocks
 		return waitAfter(g.stream, err)
 	}
-	undirected := uint32(0)
 	if !g.directed {
-		sums, undirected = g.ctrlPlan.Ptr(), 1
+		sums = g.ctrlPlan.Ptr()
 	}
 	if m > 0 {
-		chk := uint32(0)
-		if check {
-			chk = 1
+		if check || !g.directed {
+			chk := uint32(0)
+			if check {
+				chk = 1
+			}
+			if err := g.launch(g.fSymmetry, int64(m), src, dst, uint64(m), chk, uint32(n), sums, g.ctrl); err != nil {
+				return waitAfter(g.stream, err)
+			}
 		}
-		if err := g.launch(g.fTally, int64(m), src, dst, uint64(m), mode, chk, uint32(n), sums, g.ctrl, cnt, uint64(n)); err != nil {
+		if err := g.launch(g.fCount, int64(m), src, dst, uint64(m), mode, sums, uint32(n), g.ctrl, cnt); err != nil {
 			return waitAfter(g.stream, err)
 		}
 	}
 	var plan [gpurt.CtrlWords]uint64
 	if n > 0 {
 		per := g.per1000()
-		if err := g.launch(g.fBuckets, int64(n), cnt, uint64(n), per, g.fitOne(per), nb, g.lack, g.ctrl, g.ctrlPlan, undirected); err != nil {
+		if err := g.launch(g.fBuckets, int64(n), cnt, uint64(n), per, g.fitOne(per), nb, g.lack, g.ctrl); err != nil {
 			return waitAfter(g.stream, err)
 		}
-		g.bCountZero, g.bCountAt, g.bCountLen = true, cnt.Ptr(), counts
+		g.bCountZero, g.bCountAt, g.bCountLen = true, cnt.Ptr(), n
 		if err := prim.ExclusiveScan(g.prim, g.stream, nb.Sub(0, n), base.Sub(0, n), base.Sub(n, n+1)); err != nil {
 			return waitAfter(g.stream, err)
 		}
@@ -1837,13 +1835,10 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 			return err
 		}
 		if r := g.host[gpurt.CtrlRejected]; check && r != 0 {
-			g.bCountZero = false // gr_tally counted, gr_buckets did not run
 			return fmt.Errorf("%w: %d vertex IDs at or past the capacity %d (or reserved)", warpkit.ErrInvalidArgument, r, n)
 		}
-		// Nothing else wrote the control block since it was zeroed.
-		g.ctrlClean = true
 		if n > 0 {
-			tableless = int(plan[planTableless])
+			tableless = int(g.host[gpurt.CtrlCount])
 		}
 	}
 	symmetric := !g.directed && m > 0 && plan[0] == plan[1]
@@ -1962,7 +1957,7 @@ func (g *gpuGraph[W]) insertPlaced(ctx context.Context, src, dst cuda.Slice[uint
 }
 
 // insertAsGiven inserts a build's unweighted edges that list both
-// directions of every edge (gr_tally's sums said so) each as given, in one
+// directions of every edge (gr_symmetry said so) each as given, in one
 // launch: no canonical pass, no reverses. Should it stop part way (the pool
 // exhausted, ctx cancelled, a device error), both directions of every edge
 // that failed are deleted (deleteBoth), so the graph stays symmetric.

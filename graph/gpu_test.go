@@ -270,8 +270,8 @@ func deviceBatches(t *testing.T, dev *cuda.Device) {
 	if k, err := d.Len(ctx); err != nil || k != 2 {
 		t.Errorf("the refused build changed the graph: %d entries (%v), want 2", k, err)
 	}
-	// A refused build has counted its good edges (3→1 here): the next
-	// build must not size its tables over those counts.
+	// A refused build counts nothing (3→1 here): the next build must not
+	// size its tables over its counts.
 	if err := d.BuildDevice(ctx, 4, up([]uint32{3, 0}), up([]uint32{1, 4})); !errors.Is(err, warpkit.ErrInvalidArgument) {
 		t.Errorf("a directed build with an ID past its vertices: %v", err)
 	}
@@ -371,7 +371,7 @@ func poolExhausted(t *testing.T, dev *cuda.Device, directed bool) {
 }
 
 // TestCUDABuildSymmetric: a build whose edges list both directions of
-// every edge (found by gr_tally's sums: inserted as given, in one pass) gives
+// every edge (found by gr_symmetry: inserted as given, in one pass) gives
 // the CPU backend's graph, with repeated edges and self-loops; one that
 // runs out of pool part way fails with ErrPoolExhausted and leaves a
 // symmetric graph with exact counts.
@@ -1770,9 +1770,9 @@ func placedBuild(t *testing.T, dev *cuda.Device) {
 // TestCUDABuildSizing: a build sizes each table for the entries the edges
 // give it (the load factor's 5 a bucket; a table of at most 7 one bucket),
 // counting an undirected edge at both ends unless the edges list both
-// directions (gr_tally's counts and sums, read by gr_buckets): a star of
-// 100 edges into vertex 0 takes 20 buckets for it and one for each leaf,
-// given one way or both, and no table is given late.
+// directions (gr_symmetry's sums, read by gr_count_edges): a star of 100
+// edges into vertex 0 takes 20 buckets for it and one for each leaf, given
+// one way or both, and no table is given late.
 func TestCUDABuildSizing(t *testing.T) { buildSizing(t, gputest.Device(t)) }
 
 func buildSizing(t *testing.T, dev *cuda.Device) {

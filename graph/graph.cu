@@ -33,13 +33,6 @@ struct Vertex {
 };
 static_assert(sizeof(Vertex) == 16, "Vertex is mirrored in Go");
 
-// The plan block's words (a build's, read by the host with the control
-// block): gr_tally's symmetry sums (0, 1), the buckets' total (2, copied
-// from the scan), the entries a placed batch did not place (3: gr_prep),
-// and the vertices without a table (4: gr_buckets). Go mirrors them
-// (gpu.go: planTotal, planPlaced, planTableless).
-enum PlanWord : uint32_t { kPlanTotal = 2, kPlanPlaced = 3, kPlanTableless = 4 };
-
 // kOrphan is the owner of a bucket left behind by Rehash: empty, skipped.
 constexpr uint32_t kOrphan = 0xFFFFFFFFu;
 
@@ -517,46 +510,24 @@ __device__ void apply(char* arena, uint32_t seed, Pool* pool, Vertex* dict, cons
   sh::sign_off(ctrl, pool, out, k);
 }
 
-// tally reads a build's edges once for what must be known before the
-// tables are sized, and the host reads it with the buckets' total (one
-// wait for all). It counts the entries the edges give each vertex (repeated
-// edges counted each time: the tables' sizing), at the source in cnt[v] —
-// a warp takes 32 consecutive edges, and each run of lanes with one source
-// adds its length with one atomic (edges sorted or grouped by source, as a
-// CSR's or most files' are, come in runs) — and, with sums (undirected
-// builds), at the destination in cnt[nv + v] (self-loops once, at the
-// source). With sums it also sums a hash of every edge (u, v) into sums[0]
-// and of its reverse (v, u) into sums[1] (wrapping): equal sums say that
-// the edges list both directions of every edge (the multisets agree; a list
-// that does not gives equal sums only by a 2^-64 accident), so that each
-// edge counts at its source alone (gr_buckets reads the sums on the device
-// and adds the destinations' counts only when they differ). Edges with an
-// ID at or past cap count nothing; with check (device batches) such IDs are
-// counted in ctrl[kCtrlRejected], as check_ids does, which stops gr_buckets
-// (the counts are then left dirty: the host fills them before the next
-// build).
-extern "C" __global__ void gr_tally(const uint32_t* src, const uint32_t* dst, uint64_t m, uint32_t mode,
-                                    uint32_t check, uint32_t cap, unsigned long long* sums,
-                                    unsigned long long* ctrl, uint32_t* cnt, uint64_t nv) {
+// symmetry reads a build's edges once for what must be known before the
+// tables are sized: count_edges reads its sums on the device, and the host
+// reads both with the buckets' total (one wait for all). With sums, it sums a hash of
+// every edge (u, v) into sums[0] and of its reverse (v, u) into sums[1]
+// (wrapping): equal sums say that the edges list both directions of every
+// edge (the multisets agree; a list that does not gives equal sums only by
+// a 2^-64 accident), so that an undirected build counts each edge from its
+// source alone (count_edges). With check (device batches), it counts the
+// IDs at or past cap in ctrl[kCtrlRejected], as check_ids does.
+extern "C" __global__ void gr_symmetry(const uint32_t* src, const uint32_t* dst, uint64_t m, uint32_t check,
+                                       uint32_t cap, unsigned long long* sums, unsigned long long* ctrl) {
   unsigned long long a = 0, b = 0;
   uint32_t bad = 0;
-  const uint32_t lane = slab::lane();
-  for (uint64_t i0 = thread_index() - lane; i0 < m; i0 += thread_count()) {  // whole warps: run_length
-    const uint64_t i = i0 + lane;
-    uint32_t u = kNoRun;
-    if (i < m) {
-      const uint32_t s = src[i], d = dst[i];
-      bad += (s >= cap) + (d >= cap);
-      if (sums) {
-        a += mix64((uint64_t)s << 32 | d);
-        b += mix64((uint64_t)d << 32 | s);
-      }
-      if (s < cap && d < cap) {
-        if (s != d || (mode & kSelfLoops)) u = s;
-        if (sums && s != d) atomicAdd(&cnt[nv + d], 1u);
-      }
-    }
-    if (const uint32_t len = run_length(u)) atomicAdd(&cnt[u], len);
+  for (uint64_t i = thread_index(); i < m; i += thread_count()) {
+    const uint32_t u = src[i], v = dst[i];
+    bad += (u >= cap) + (v >= cap);
+    a += mix64((uint64_t)u << 32 | v);
+    b += mix64((uint64_t)v << 32 | u);
   }
   if (check && bad) {
     atomicAdd(ctrl + kCtrlRejected, (unsigned long long)bad);
@@ -567,36 +538,57 @@ extern "C" __global__ void gr_tally(const uint32_t* src, const uint32_t* dst, ui
   block_add<1>(sums + 1, warp_sum(b));
 }
 
+// count_edges counts the entries a build's edges give each vertex (repeated
+// edges counted each time: the tables' sizing): the source's, and the
+// destination's too when gr_symmetry's sums (given for an undirected
+// build, read here on the device: no wait for them) differ, the edges not
+// listing both directions. Edges with an ID at or past cap count nothing,
+// and nothing is counted once gr_symmetry has rejected an ID. A warp takes
+// 32 consecutive edges, and each run of lanes with one source adds its
+// length with one atomic (edges sorted or grouped by source, as a CSR's or
+// most files' are, come in runs; in random order every lane is a run of
+// its own).
+extern "C" __global__ void gr_count_edges(const uint32_t* src, const uint32_t* dst, uint64_t m, uint32_t mode,
+                                          const unsigned long long* sums, uint32_t cap,
+                                          const unsigned long long* ctrl, uint32_t* cnt) {
+  if (ctrl[kCtrlRejected]) return;
+  const bool both = sums && sums[0] != sums[1];
+  const uint32_t lane = slab::lane();
+  for (uint64_t i0 = thread_index() - lane; i0 < m; i0 += thread_count()) {  // whole warps: run_length
+    const uint64_t i = i0 + lane;
+    uint32_t u = kNoRun;
+    if (i < m) {
+      const uint32_t s = src[i], d = dst[i];
+      if (s < cap && d < cap) {
+        if (s != d || (mode & kSelfLoops)) u = s;
+        if (both && s != d) atomicAdd(&cnt[d], 1u);
+      }
+    }
+    if (const uint32_t len = run_length(u)) atomicAdd(&cnt[u], len);
+  }
+}
+
 // buckets sizes each vertex's table: ceil(cnt / per) buckets, per in
 // thousandths of an entry (the load factor times the slots); none for a
 // vertex without entries (its first insert gives it one); one for a table
 // of at most fit entries (the host passes a slab's slots at the default
 // load factor or denser: one slab holds them without overflow, and a find
 // reads one slab either way; 0 at sparser loads, sized as asked).
-// A vertex's count is gr_tally's at the source, plus the one at the
-// destination (undirected builds) when the tally's sums (plan[0], plan[1])
-// differ. The vertices without entries (tables) are counted in
-// plan[kPlanTableless] and marked in lack (a bit each: try_claim's hint).
-// Once gr_tally has rejected an ID it does nothing, so a rejected build
-// leaves lack the old graph's (a build that fails later, its arena not
-// grown, leaves the new hint over the old graph: a hint only, as prep
-// checks the dictionary). It leaves cnt zero for the next build.
+// The vertices without entries (tables) are counted in ctrl[kCtrlCount]
+// and marked in lack (a bit each: try_claim's hint). Once gr_symmetry has
+// rejected an ID it does nothing, so a rejected build leaves lack the old
+// graph's (a build that fails later, its arena not grown, leaves the new
+// hint over the old graph: a hint only, as prep checks the dictionary).
+// It leaves cnt zero for the next build.
 extern "C" __global__ void gr_buckets(uint32_t* cnt, uint64_t nv, uint32_t per1000, uint32_t fit, uint64_t* nb,
-                                      uint32_t* lack, const unsigned long long* ctrl, unsigned long long* plan,
-                                      uint32_t undirected) {
+                                      uint32_t* lack, unsigned long long* ctrl) {
   if (ctrl[kCtrlRejected]) return;
-  const bool both = undirected && plan[0] != plan[1];
   uint32_t none = 0;
   const uint32_t lane = slab::lane();
   for (uint64_t v0 = thread_index() - lane; v0 < nv; v0 += thread_count()) {  // whole warps: a lack word each
     const uint64_t v = v0 + lane;
-    uint32_t c = v < nv ? cnt[v] : 1;
+    const uint32_t c = v < nv ? cnt[v] : 1;
     if (v < nv && c) cnt[v] = 0;  // zero for the next build (no fill call)
-    if (v < nv && undirected) {
-      const uint32_t r = cnt[nv + v];
-      if (r) cnt[nv + v] = 0;
-      if (both) c += r;
-    }
     none += c == 0;
     if (v < nv) nb[v] = c == 0 ? 0 : c <= fit ? 1 : ((uint64_t)c * 1000 + per1000 - 1) / per1000;
     const uint32_t m = __ballot_sync(kAll, c == 0);
@@ -605,7 +597,7 @@ extern "C" __global__ void gr_buckets(uint32_t* cnt, uint64_t nv, uint32_t per10
   // One atomic a block: an atomic per thread on the one counter cost a
   // build of half germany_osm (4M vertices without entries) 0.4 ms on the
   // H200, and one a warp still serialises thousands at the end.
-  block_add(plan + kPlanTableless, warp_sum(none));
+  block_add(ctrl + kCtrlCount, warp_sum(none));
 }
 
 // claim_tables lists the vertices without a table (no buckets) that the
