@@ -91,13 +91,8 @@ type gpuGraph[W any] struct {
 	live                  atomic.Int64 // entries (read by Len beside batches)
 	selfSkips             uint64
 
-	// A placed batch (insertPlaced): settling says that prepare placed
-	// it, so that run settles the slabs (gr_settle, with the build's first
-	// buckets settleBase, nv+1 of them) before its first apply launch, and
-	// applyLimit points at the count of its elements not placed, which
-	// bounds run's apply launches.
-	settling   bool
-	settleBase cuda.Slice[uint64]
+	// A placed batch (insertPlaced): applyLimit points at the count of
+	// its elements not placed, which bounds run's apply launches.
 	applyLimit cuda.DevicePtr
 	placed     int // batches placed (tests)
 
@@ -486,33 +481,19 @@ func (g *gpuGraph[W]) run(ctx context.Context, op uint32, src, dst cuda.Slice[ui
 		return nil
 	}
 	if op == opInsert && reserve > 0 {
-		// A reservation only grows the pool ahead (the launch's report
-		// of exhaustion is the backstop): a placed batch runs without one
-		// rather than leave its slabs unsettled.
-		if err := g.pool.Reserve(ctx, reserve); err == nil {
-			defer g.pool.Unreserve(reserve)
-		} else if !g.settling {
+		if err := g.pool.Reserve(ctx, reserve); err != nil {
 			return err
 		}
+		defer g.pool.Unreserve(reserve)
 	}
 	gave := false // giveTables ran
 	for attempt := 0; ; attempt++ {
-		// A placed batch (prepare) has entries in the graph already: its
-		// first launch runs whatever ctx says, so that they are settled
-		// and counted.
-		if err := ctx.Err(); err != nil && !g.settling {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if attempt > 0 || !prepped {
 			if err := g.zeroCtrl(); err != nil {
 				return err
-			}
-		}
-		if g.settling {
-			g.settling = false
-			nv := g.settleBase.Len() - 1
-			if err := g.launch(g.fSettle, int64(g.nslabs), g.arena, uint64(g.nslabs), g.settleBase, uint64(nv), g.dict, g.ctrl); err != nil {
-				return waitAfter(g.stream, err)
 			}
 		}
 		release, err := g.pool.Acquire()
@@ -552,6 +533,11 @@ func (g *gpuGraph[W]) run(ctx context.Context, op uint32, src, dst cuda.Slice[ui
 		status := uint32(c[gpurt.CtrlStatus])
 		if status == 0 {
 			return nil
+		}
+		if status&gpurt.StatusNoTable != 0 && g.applyLimit != 0 {
+			// A placed batch's sources all have tables (the build sized
+			// them), and its layout past the limit is another batch's.
+			return fmt.Errorf("%d edges not applied: a placed batch met a vertex without a table: %w", c[gpurt.CtrlFailed], gpurt.StatusError("device", status))
 		}
 		if status&gpurt.StatusNoTable != 0 {
 			// Inserts into vertices without a table (a build gives none to
@@ -788,6 +774,10 @@ func (g *gpuGraph[W]) prepare(src, dst cuda.Slice[uint32], m int, mode uint32) (
 		first, room = uint64(g.claimFirst), uint64(g.claimRoom)
 	}
 	placing := mode&prepPlace != 0
+	if placing && mode&(prepCheckIDs|prepClaim) != 0 {
+		err = fmt.Errorf("graph: a placed batch with its IDs to check or tables to claim (mode %#x)", mode)
+		return
+	}
 	items := int64(n)
 	if placing {
 		items = (items + placeRound - 1) / placeRound
@@ -796,7 +786,6 @@ func (g *gpuGraph[W]) prepare(src, dst cuda.Slice[uint32], m int, mode uint32) (
 		err = waitAfter(g.stream, err)
 		return
 	}
-	g.settling = placing
 	if placing {
 		g.placed++
 	}
@@ -1728,8 +1717,9 @@ const planTotal = 2
 
 // planPlaced is the plan block's word where a placed batch's prep counts
 // its elements not placed (insertPlaced); zeroed by the build with the
-// rest of the block.
-const planPlaced = 3
+// rest of the block. (Words 2 and 3 are also the move plans' totals,
+// planBuckets and planEntries, which a placed batch never runs.)
+const planPlaced = 5
 
 // placedCount is the device address of the plan block's planPlaced word.
 func (g *gpuGraph[W]) placedCount() cuda.DevicePtr {
@@ -1868,11 +1858,11 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 		}
 	}
 	// The edges go in as insert batches of at most buildChunk (bounding
-	// the scratch: 18 bytes an undirected edge); the overflow of a build
-	// at the default load factor is a few percent of its slabs. The first
-	// batch of an unweighted graph's build is placed in the empty head
-	// slabs by prep (prepare, gr_settle), its overflow and any later batch
-	// inserted by the apply launches.
+	// the scratch: 10 bytes an element, 20 an undirected edge); the
+	// overflow of a build at the default load factor is a few percent of
+	// its slabs. The first batch of an unweighted graph's build is placed
+	// in the empty head slabs (insertPlaced), its overflow and any later
+	// batch inserted by the apply launches.
 	for lo := 0; lo < m; lo += buildChunk {
 		hi := min(m, lo+buildChunk)
 		if lo == 0 && placeBuilds && g.wbytes == 0 {
@@ -1919,18 +1909,21 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 // insertPlaced runs a build's first batch into an unweighted graph placed
 // (graph.cu: place, gr_settle): the arena's buckets all empty (the build
 // filled them), prep puts each entry in its table's head slab with one
-// atomic, and lays out only the entries that did not fit, each in its own
-// direction, for run's apply launches, which their count on the device
-// bounds (applyLimit). Undirected edges are inserted in both directions
-// unless the edges list both (symmetric: each as given). Should the apply
-// launches stop part way (the pool exhausted, ctx cancelled, a device
-// error), both directions of every entry that failed are deleted
+// atomic and lays out only the entries that did not fit, each in its own
+// direction; gr_settle then puts the slabs in order, and run's apply
+// launches insert the entries laid out, bounded by their count on the
+// device (applyLimit). Undirected edges are inserted in both directions
+// unless the edges list both (symmetric: each as given). base is the
+// build's first buckets (nv+1: gr_settle finds a slab's vertex there).
+// Should the apply launches stop part way or not start (the pool
+// exhausted, ctx cancelled, a device error), the placed entries stay
+// counted, and both directions of every entry that failed are deleted
 // (undirected graphs), so the graph stays symmetric.
 func (g *gpuGraph[W]) insertPlaced(ctx context.Context, src, dst cuda.Slice[uint32], symmetric bool, base cuda.Slice[uint64], reserve int) error {
 	n := src.Len()
 	m, mode := n, uint32(prepPlace)
 	if !g.directed && !symmetric {
-		m, mode = 2*n, mode|prepUndirected
+		m, mode, reserve = 2*n, mode|prepUndirected, 2*reserve
 	}
 	if g.selfLoops {
 		mode |= prepSelfLoops
@@ -1939,10 +1932,31 @@ func (g *gpuGraph[W]) insertPlaced(ctx context.Context, src, dst cuda.Slice[uint
 	if err != nil {
 		return err
 	}
-	g.settleBase, g.applyLimit = base, g.placedCount()
+	if err := g.launch(g.fSettle, int64(g.nslabs), g.arena, uint64(g.nslabs), base, uint64(base.Len()-1), g.dict, g.ctrl); err != nil {
+		return waitAfter(g.stream, err)
+	}
+	if beforePlacedApply != nil {
+		beforePlacedApply()
+	}
+	launched := g.applies
+	g.applyLimit = g.placedCount()
 	err = g.run(ctx, opInsert, osrc.Sub(0, m), odst.Sub(0, m), 0, ores.Sub(0, m), m, flagRetry, reserve, true)
-	g.settling, g.settleBase, g.applyLimit = false, cuda.Slice[uint64]{}, 0
-	if err == nil || g.directed {
+	g.applyLimit = 0
+	if err == nil {
+		return nil
+	}
+	if g.applies == launched {
+		// No apply launch took the counts prep and gr_settle left in
+		// the control block (the placed entries, the self-loops skipped).
+		if cerr := g.readCtrl(); cerr != nil {
+			return errors.Join(err, cerr)
+		}
+		g.live.Add(int64(g.host[gpurt.CtrlDelta]))
+		if perr := g.prepCounts(opInsert); perr != nil {
+			return errors.Join(err, perr)
+		}
+	}
+	if g.directed {
 		return err
 	}
 	plan, perr := g.readPlan()
@@ -1955,6 +1969,11 @@ func (g *gpuGraph[W]) insertPlaced(ctx context.Context, src, dst cuda.Slice[uint
 	}
 	return errors.Join(err, g.deleteBoth(osrc.Sub(0, k), odst.Sub(0, k), ores.Sub(0, k)))
 }
+
+// beforePlacedApply, when set, runs between a placed batch's settle and
+// its apply launches (tests: a context cancelled there stops the batch
+// with its placed entries in the graph).
+var beforePlacedApply func()
 
 // insertAsGiven inserts a build's unweighted edges that list both
 // directions of every edge (gr_symmetry said so) each as given, in one
@@ -2006,8 +2025,9 @@ func (g *gpuGraph[W]) deleteBoth(src, dst cuda.Slice[uint32], res cuda.Slice[uin
 
 // buildChunk is the most edges a build inserts in one batch (a variable
 // for tests, which shrink it to build in many chunks): 2^27 edges take
-// about 1.3 GB of scratch (10 bytes an element; an undirected batch that
-// does not list both directions has two elements an edge), and hold the
+// about 1.3 GB of scratch, kept for the next build (10 bytes an element;
+// 2.7 GB for an undirected batch that does not list both directions: two
+// elements an edge), and hold the
 // whole of soc-LiveJournal1's 97M entries in the batch that is placed
 // (only a build's first: the later ones meet slabs already filled).
 var buildChunk = 1 << 27

@@ -1721,6 +1721,35 @@ func placedBuild(t *testing.T, dev *cuda.Device) {
 		}
 		g.Close()
 	}
+	// A placed batch stopped before its apply launch (ctx cancelled):
+	// the entries placed stay, counted; an undirected graph keeps only
+	// edges with both directions.
+	for _, directed := range []bool{false, true} {
+		for _, both := range []bool{false, true} {
+			s, d := e.Src, e.Dst
+			if both {
+				s, d = append(slices.Clone(e.Src), e.Dst...), append(slices.Clone(e.Dst), e.Src...)
+			}
+			g, err := New(Options{Backend: warpkit.CUDA, Device: dev, Directed: directed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cctx, cancel := context.WithCancel(ctx)
+			beforePlacedApply = cancel
+			err = g.Build(cctx, s, d)
+			beforePlacedApply = nil
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("directed=%v both=%v: a build cancelled before its apply launch: %v", directed, both, err)
+			}
+			if err := g.Check(ctx); err != nil {
+				t.Fatalf("directed=%v both=%v: %v", directed, both, err)
+			}
+			if n, _ := g.Len(ctx); n == 0 {
+				t.Fatalf("directed=%v both=%v: nothing placed", directed, both)
+			}
+			g.Close()
+		}
+	}
 	// The apply launch of a placed batch runs only the elements prep laid
 	// out, however many it is sized for: here none (a cycle, nothing
 	// overflows), over scratch whose every element reads as a failed

@@ -185,9 +185,11 @@ __device__ __forceinline__ void block_add(unsigned long long* dst, unsigned long
 // first, its head slabs empty and nothing else running): the slab's next
 // word, all ones (kNull) in an empty slab, counts the keys placed there (a
 // slab's first placement reads kNull and takes slot 0), and the key goes
-// into the slot the count gives. A key past the slab's seven slots, or of
-// a vertex without a table, is not placed: it stays for the apply launch,
-// after gr_settle has put the next word back and dropped repeated keys.
+// into the slot the count gives. A key past the slab's seven slots is not
+// placed: it stays for the apply launch, after gr_settle has put the next
+// word back and dropped repeated keys. (A build gives every source a
+// table; a vertex without one would be laid out too, and its insert's
+// kStatusNoTable fails the batch on the host.)
 // The slot order is the placements' (the frontier rule of slabhash.cuh
 // holds: the placed keys fill the slab from slot 0). One atomic a key
 // where the engine's insert reads the slab and claims a slot by CAS.
@@ -288,9 +290,7 @@ __device__ __forceinline__ void prep_placed(const uint32_t* src, const uint32_t*
       at += __popc(b1[j]);
     }
   }
-  const unsigned long long sum = warp_sum(placed);  // one atomic a block a word
-  block_add<0>(ctrl + kCtrlDelta, sum);
-  block_add<1>(ctrl + kCtrlInserted, sum);
+  block_add(ctrl + kCtrlDelta, warp_sum(placed));  // one atomic a block
   if (self) atomicAdd(ctrl + kCtrlCount, (unsigned long long)self);
 }
 
@@ -310,8 +310,8 @@ __device__ __forceinline__ void prep_placed(const uint32_t* src, const uint32_t*
 // nothing). With kPlace (a build's first batch into an unweighted graph,
 // neither kCheckIDs nor kClaim: its IDs were checked and every source has
 // its table) each element is placed in its head slab (place), counted in
-// its source's degree and in the batch's counts (ctrl[kCtrlDelta],
-// ctrl[kCtrlInserted], which the first apply launch adds to), and only the
+// its source's degree and in the batch's change of entries
+// (ctrl[kCtrlDelta], which the first apply launch adds to), and only the
 // elements not placed are laid out, each in its own direction, at the front
 // of osrc/odst/res, their number in *tail (zero before; the apply launches'
 // limit): one atomic a block, which numbers them. gr_settle must run
@@ -373,7 +373,7 @@ extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uin
 // once (the first), packed from slot 0, the freed slots empty. The repeats
 // come off the degree of the slab's vertex (found by a binary search of
 // base: the build's first buckets, nv + 1 of them) and off the batch's
-// counts (ctrl[kCtrlDelta], ctrl[kCtrlInserted]). A thread a slab: one
+// change of entries (ctrl[kCtrlDelta]). A thread a slab: one
 // sector read, one written where prep placed anything.
 extern "C" __global__ void gr_settle(char* arena, uint64_t nslabs, const uint64_t* base, uint64_t nv, Vertex* dict,
                                      unsigned long long* ctrl) {
@@ -425,9 +425,7 @@ extern "C" __global__ void gr_settle(char* arena, uint64_t nslabs, const uint64_
     }
     atomicAdd(&dict[l].degree, 0u - d);
   }
-  const unsigned long long sum = 0ull - (unsigned long long)warp_sum(repeats);
-  block_add<0>(ctrl + kCtrlDelta, sum);
-  block_add<1>(ctrl + kCtrlInserted, sum);
+  block_add(ctrl + kCtrlDelta, 0ull - (unsigned long long)warp_sum(repeats));
 }
 
 // mirror decides which reverse elements (n+i) of an undirected batch run
