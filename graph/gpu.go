@@ -2027,9 +2027,9 @@ func (g *gpuGraph[W]) deleteBoth(src, dst cuda.Slice[uint32], res cuda.Slice[uin
 // for tests, which shrink it to build in many chunks): 2^27 edges take
 // about 1.3 GB of scratch, kept for the next build (10 bytes an element;
 // 2.7 GB for an undirected batch that does not list both directions: two
-// elements an edge), and hold the
-// whole of soc-LiveJournal1's 97M entries in the batch that is placed
-// (only a build's first: the later ones meet slabs already filled).
+// elements an edge), and hold the whole of soc-LiveJournal1's 97M entries
+// in the batch that is placed (only a build's first: the later ones meet
+// slabs already filled).
 var buildChunk = 1 << 27
 
 // placeBuilds lets a build's first batch be placed by prep (tests turn it
