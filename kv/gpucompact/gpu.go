@@ -599,8 +599,9 @@ type blockDesc struct {
 // block besides its bytes.
 type blockStats struct {
 	rawKeySize, rawValueSize, minSeq, maxSeq uint64
-	deletions, hashes, status, crc           uint32 // crc: unmasked, when the device checksums the stored block
+	deletions, status, crc                   uint32 // crc: unmasked, when the device checksums the stored block
 	stored, typ                              uint32 // seal_blocks: the stored length and compression (0: not sealed)
+	_                                        uint32
 }
 
 // statWords is a blockStats in 8-byte words.
@@ -875,9 +876,7 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 		filterGrid = max(1, min((int(fp.total)+deviceBlock-1)/deviceBlock, 1<<16))
 	}
 	if err := d.fn.encode.Launch(cuda.D1(encodeGrid+filterGrid), cuda.D1(deviceBlock), 0, str, devicePtr(dDescs.Sub(0, 3*nb)), int32(nb), c.kept, c.plan, c.shared, c.newKept,
-		// (bloom 0, no hashes: the filters come from table_filters, sized
-		// from the fresh flags, so the blocks' own hashes are not needed.)
-		c.ents, c.keys, c.arena, c.restartInterval, int32(0), c.raw, dStats, nil, devicePtr(encodeCRC),
+		c.ents, c.keys, c.arena, c.restartInterval, c.raw, dStats, devicePtr(encodeCRC),
 		int32(encodeGrid), devicePtr(fDescs), int32(len(fp.listed)), int64(fp.total), devicePtr(fWords)); err != nil {
 		return nil, err
 	}

@@ -386,7 +386,8 @@ __device__ __forceinline__ void put_u32(uint8_t* p, uint32_t v) {
 }
 
 // BlockDesc is one planned block: kept entries [start, end) of a table whose
-// first kept entry is table_start, size bytes of contents at raw[raw_at].
+// first kept entry is table_start (the host encoder's: the device's filters
+// take new_kept), size bytes of contents at raw[raw_at].
 struct BlockDesc {
   uint64_t raw_at;
   int32_t start, end, table_start;
@@ -398,8 +399,9 @@ static_assert(sizeof(BlockDesc) == 24, "BlockDesc must match gpu.go's blockDesc"
 // besides its bytes and keys.
 struct BlockStats {
   uint64_t raw_key_size, raw_value_size, min_seq, max_seq;
-  uint32_t deletions, hashes, status, crc;  // crc: unmasked, when the device checksums the stored block
-  uint32_t stored, type;                    // seal_blocks: the stored length and compression (0: not sealed)
+  uint32_t deletions, status, crc;  // crc: unmasked, when the device checksums the stored block
+  uint32_t stored, type;            // seal_blocks: the stored length and compression (0: not sealed)
+  uint32_t pad;
 };
 static_assert(sizeof(BlockStats) == 56, "BlockStats must match gpu.go's blockStats");
 
@@ -415,8 +417,8 @@ static_assert(sizeof(FilterDesc) == 24, "FilterDesc must match gpu.go's filterDe
 
 // table_filters sets the bits of every listed table's filter, a thread per
 // kept entry (item i of total, from thread `first` of `threads`): the
-// entries encode_blocks hashes (the table's first, and each whose user key
-// differs from the previous kept entry's) set probes bits each as sstable's
+// table's first kept entry and each whose user key differs from the
+// previous kept entry's (new_kept) set probes bits each as sstable's
 // buildBloom does — bit p of the filter is bit p % 32 of little-endian
 // word p / 32.
 __device__ __forceinline__ void table_filters(const FilterDesc* f, int nf, int64_t total, const uint32_t* kept,
@@ -444,9 +446,7 @@ __device__ __forceinline__ void table_filters(const FilterDesc* f, int nf, int64
 // exactly as sstable's block builder would: each lane encodes one entry of
 // 32 at a time (header uvarints, the key's suffix past the shared prefix,
 // the value from the input arena) at its offset (the lanes' sizes scanned),
-// then the restart array and count. Bloom hashes of the entries whose user
-// key differs from the previous kept entry's (or that start their table) go
-// to hashes[start...], in order. A block whose encoded size differs from the
+// then the restart array and count. A block whose encoded size differs from the
 // plan's sets status (a device or plan bug: the host falls back).
 //
 // The launch's blocks from encode_grid on build the filters of the tables
@@ -455,8 +455,8 @@ __device__ __forceinline__ void table_filters(const FilterDesc* f, int nf, int64
 extern "C" __global__ void __launch_bounds__(kBlock)
     encode_blocks(const BlockDesc* blocks, int nblocks, const uint32_t* kept, const uint32_t* plan,
                   const uint32_t* shared, const uint8_t* new_kept, const Entry* e, const uint8_t* keys,
-                  const uint8_t* arena, int restart_interval, int bloom, uint8_t* raw, BlockStats* stats,
-                  uint32_t* hashes, const uint32_t* crc_table, int encode_grid, const FilterDesc* f, int nf,
+                  const uint8_t* arena, int restart_interval, uint8_t* raw, BlockStats* stats,
+                  const uint32_t* crc_table, int encode_grid, const FilterDesc* f, int nf,
                   int64_t ftotal, uint32_t* words) {
   if ((int)blockIdx.x >= encode_grid) {
     table_filters(f, nf, ftotal, kept, new_kept, e, keys, words,
@@ -478,7 +478,7 @@ extern "C" __global__ void __launch_bounds__(kBlock)
     uint8_t* restarts = out + d.size - 4 * nr - 4;
     uint64_t base = 0;
     unsigned long long key_size = 0, value_size = 0, min_seq = ~0ull, max_seq = 0;
-    uint32_t deletions = 0, nh = 0;
+    uint32_t deletions = 0;
     for (int c = d.start; c < d.end; c += 32) {
       const int j = c + lane;
       const bool active = j < d.end;
@@ -492,8 +492,6 @@ extern "C" __global__ void __launch_bounds__(kBlock)
         if (lane >= o) incl += v;
       }
       const uint32_t total = __shfl_sync(0xffffffffu, incl, 31);
-      bool hashed = false;
-      uint32_t hash = 0;
       if (active) {
         const uint64_t at = base + incl - sz;
         if (restart) put_u32(restarts + 4 * (idx / restart_interval), (uint32_t)at);
@@ -514,13 +512,7 @@ extern "C" __global__ void __launch_bounds__(kBlock)
         min_seq = min(min_seq, (unsigned long long)(x.trailer >> 8));
         max_seq = max(max_seq, (unsigned long long)(x.trailer >> 8));
         deletions += (uint32_t)(x.trailer & 0xff) == kKindDelete;
-        hashed = bloom && (j == d.table_start || new_kept[j]);
-        if (hashed) hash = bloom_hash(k, x.key_len);
       }
-      // Every lane votes (the loops above may leave lanes apart).
-      const unsigned voted = __ballot_sync(0xffffffffu, hashed);
-      if (hashed) hashes[d.start + nh + __popc(voted & ((1u << lane) - 1u))] = hash;
-      nh += __popc(voted);
       base += total;
     }
     // Reduce the lanes' sums.
@@ -540,7 +532,6 @@ extern "C" __global__ void __launch_bounds__(kBlock)
       st.min_seq = min_seq;
       st.max_seq = max_seq;
       st.deletions = deletions;
-      st.hashes = nh;
       if (base + 4 * nr + 4 != d.size) atomicOr(&st.status, 2u);
     }
     if (crc_table != nullptr) {
