@@ -1863,35 +1863,29 @@ func (g *gpuGraph[W]) buildDevice(ctx context.Context, n int, src, dst cuda.Slic
 	// its slabs. The first batch of an unweighted graph's build is placed
 	// in the empty head slabs (insertPlaced), its overflow and any later
 	// batch inserted by the apply launches.
+	// A symmetric build that stops part way deletes both directions of
+	// the edges of the chunks not run: they may hold the reverses of edges
+	// of those that ran.
+	unrun := func(err error, hi int) error {
+		for rlo := hi; symmetric && rlo < m; rlo += buildChunk {
+			rhi := min(m, rlo+buildChunk)
+			if derr := g.deleteBoth(src.Sub(rlo, rhi), dst.Sub(rlo, rhi), cuda.Slice[uint8]{}); derr != nil {
+				return errors.Join(err, derr)
+			}
+		}
+		return err
+	}
 	for lo := 0; lo < m; lo += buildChunk {
 		hi := min(m, lo+buildChunk)
 		if lo == 0 && placeBuilds && g.wbytes == 0 {
 			if err := g.insertPlaced(ctx, src.Sub(lo, hi), dst.Sub(lo, hi), symmetric, base.Sub(0, n+1), (hi-lo)/28+256); err != nil {
-				if symmetric {
-					// The chunks not run may hold the reverses of edges
-					// of the one that ran.
-					for rlo := hi; rlo < m; rlo += buildChunk {
-						rhi := min(m, rlo+buildChunk)
-						if derr := g.deleteBoth(src.Sub(rlo, rhi), dst.Sub(rlo, rhi), cuda.Slice[uint8]{}); derr != nil {
-							return errors.Join(err, derr)
-						}
-					}
-				}
-				return err
+				return unrun(err, hi)
 			}
 			continue
 		}
 		if symmetric && g.wbytes == 0 {
 			if err := g.insertAsGiven(ctx, src.Sub(lo, hi), dst.Sub(lo, hi), (hi-lo)/28+256); err != nil {
-				// The chunks not run may hold the reverses of edges of
-				// those that ran: delete both directions of their edges.
-				for rlo := hi; rlo < m; rlo += buildChunk {
-					rhi := min(m, rlo+buildChunk)
-					if derr := g.deleteBoth(src.Sub(rlo, rhi), dst.Sub(rlo, rhi), cuda.Slice[uint8]{}); derr != nil {
-						return errors.Join(err, derr)
-					}
-				}
-				return err
+				return unrun(err, hi)
 			}
 			continue
 		}
