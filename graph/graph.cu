@@ -272,22 +272,20 @@ __device__ __forceinline__ void prep_placed(const uint32_t* src, const uint32_t*
       count += __popc(b0[j]) + __popc(b1[j]);
     }
     uint64_t at = block_first(count, tail);
+    // The warp's elements of one ballot, x → y: each at its rank.
+    auto lay = [&](uint32_t ballot, uint32_t x, uint32_t y) {
+      if ((ballot >> lane) & 1u) {
+        const uint64_t p = at + __popc(ballot & below);
+        osrc[p] = x;
+        odst[p] = y;
+        res[p] = sh::kResFailed;
+      }
+      at += __popc(ballot);
+    };
 #pragma unroll
     for (int j = 0; j < kPlaceRound; ++j) {
-      if ((b0[j] >> lane) & 1u) {
-        const uint64_t p = at + __popc(b0[j] & below);
-        osrc[p] = us[j];
-        odst[p] = vs[j];
-        res[p] = sh::kResFailed;
-      }
-      at += __popc(b0[j]);
-      if ((b1[j] >> lane) & 1u) {
-        const uint64_t p = at + __popc(b1[j] & below);
-        osrc[p] = vs[j];
-        odst[p] = us[j];
-        res[p] = sh::kResFailed;
-      }
-      at += __popc(b1[j]);
+      lay(b0[j], us[j], vs[j]);
+      lay(b1[j], vs[j], us[j]);
     }
   }
   block_add(ctrl + kCtrlDelta, warp_sum(placed));  // one atomic a block
