@@ -186,15 +186,6 @@ func Open(ordinal int) (*Device, error) {
 	if err := check(drv, "cuDeviceGet", drv.deviceGet(&st.dev, int32(ordinal))); err != nil {
 		return nil, err
 	}
-	// Waits poll for pollWindow on the caller's thread and then block in the
-	// driver; under the default scheduling (CU_CTX_SCHED_AUTO, which spins
-	// while the process has fewer contexts than logical processors) the
-	// driver's "block" would spin too, a processor busy for every long
-	// wait. The flags apply to the primary context whenever it is made
-	// active; a driver that refuses them (another library holding the
-	// context with flags of its own) leaves its scheduling as it is, which
-	// changes how much processor a wait burns, not what it returns.
-	drv.primaryCtxSetFlags(st.dev, ctxSchedBlockingSync)
 	if err := check(drv, "cuDevicePrimaryCtxRetain", drv.primaryCtxRetain(&st.ctx, st.dev)); err != nil {
 		return nil, err
 	}

@@ -20,10 +20,6 @@ const (
 	resultNotReady          result = 600
 )
 
-// ctxSchedBlockingSync is CU_CTX_SCHED_BLOCKING_SYNC: a thread waiting in
-// the driver for the device sleeps on a synchronization primitive.
-const ctxSchedBlockingSync = 0x04
-
 // driverAPI is the table of driver entry points warpkit uses. The real table
 // calls libcuda through purego (libcuda.go); tests install a fake one. Pointer
 // arguments point to memory that stays alive for the call; host pointers given
@@ -40,12 +36,10 @@ type driverAPI struct {
 	deviceTotalMem     func(bytes *uint64, dev int32) result
 	deviceGetAttribute func(v *int32, attr int32, dev int32) result
 
-	primaryCtxRetain   func(ctx *uintptr, dev int32) result
-	primaryCtxRelease  func(dev int32) result
-	primaryCtxSetFlags func(dev int32, flags uint32) result
-	primaryCtxGetState func(dev int32, flags *uint32, active *int32) result
-	ctxSetCurrent      func(ctx uintptr) result
-	ctxSynchronize     func() result
+	primaryCtxRetain  func(ctx *uintptr, dev int32) result
+	primaryCtxRelease func(dev int32) result
+	ctxSetCurrent     func(ctx uintptr) result
+	ctxSynchronize    func() result
 
 	memGetInfo       func(free, total *uint64) result
 	memAlloc         func(p *uint64, size uint64) result

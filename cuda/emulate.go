@@ -485,11 +485,6 @@ func (e *emulator) driver() *driverAPI {
 		e.unload()
 		return resultSuccess
 	}
-	d.primaryCtxSetFlags = func(int32, uint32) result { return resultSuccess }
-	d.primaryCtxGetState = func(_ int32, flags *uint32, active *int32) result {
-		*flags, *active = ctxSchedBlockingSync, 1
-		return resultSuccess
-	}
 	d.ctxSetCurrent = func(uintptr) result { return resultSuccess }
 	d.ctxSynchronize = ok
 	d.memGetInfo = func(free, total *uint64) result {

@@ -36,8 +36,6 @@ type fakeGPU struct {
 	gatedSyncs  atomic.Int32  // synchronizations blocked on syncGate now
 	gatedPolls  atomic.Int32  // queries that found a syncGate stream busy
 	lineInfo    atomic.Int32  // module loads that asked the JIT for line info
-	ctxFlags    []uint32      // flags given to cuDevicePrimaryCtxSetFlags while no context was retained
-	flagsResult result        // what cuDevicePrimaryCtxSetFlags returns
 }
 
 type fakeLaunch struct {
@@ -105,14 +103,6 @@ func (f *fakeGPU) driver() *driverAPI {
 		f.contexts++
 		*ctx = uintptr(100 + dev)
 		return 0
-	}
-	d.primaryCtxSetFlags = func(dev int32, flags uint32) result {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.contexts == 0 {
-			f.ctxFlags = append(f.ctxFlags, flags)
-		}
-		return f.flagsResult
 	}
 	d.primaryCtxRelease = func(dev int32) result {
 		f.mu.Lock()

@@ -15,7 +15,7 @@ var libcudaNames = []string{"libcuda.so.1", "libcuda.so"}
 var libcudaSymbols = []string{
 	"cuInit", "cuDriverGetVersion", "cuGetErrorName", "cuGetErrorString",
 	"cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceTotalMem_v2", "cuDeviceGetAttribute",
-	"cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxSetFlags_v2", "cuDevicePrimaryCtxGetState", "cuCtxSetCurrent", "cuCtxSynchronize",
+	"cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuCtxSetCurrent", "cuCtxSynchronize",
 	"cuMemGetInfo_v2", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocHost_v2", "cuMemFreeHost", "cuMemHostGetDevicePointer_v2",
 	"cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuMemcpyDtoD_v2",
 	"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoDAsync_v2", "cuMemsetD8Async", "cuMemsetD16Async", "cuMemsetD32Async",
@@ -73,15 +73,6 @@ func loadLibcuda() (*driverAPI, error) {
 		return b.callKeep("cuDevicePrimaryCtxRetain", unsafe.Pointer(ctx), uintptr(unsafe.Pointer(ctx)), uintptr(dev))
 	}
 	d.primaryCtxRelease = func(dev int32) result { return b.call("cuDevicePrimaryCtxRelease_v2", uintptr(dev)) }
-	d.primaryCtxSetFlags = func(dev int32, flags uint32) result {
-		return b.call("cuDevicePrimaryCtxSetFlags_v2", uintptr(dev), uintptr(flags))
-	}
-	d.primaryCtxGetState = func(dev int32, flags *uint32, active *int32) result {
-		r := b.call("cuDevicePrimaryCtxGetState", uintptr(dev), uintptr(unsafe.Pointer(flags)), uintptr(unsafe.Pointer(active)))
-		runtime.KeepAlive(flags)
-		runtime.KeepAlive(active)
-		return r
-	}
 	d.ctxSetCurrent = func(ctx uintptr) result { return b.call("cuCtxSetCurrent", ctx) }
 	d.ctxSynchronize = func() result { return b.call("cuCtxSynchronize") }
 	d.memGetInfo = func(free, total *uint64) result {

@@ -68,29 +68,6 @@ func TestOpenBadOrdinal(t *testing.T) {
 	}
 }
 
-// TestOpenBlockingSync: Open asks for blocking waits before it retains
-// the primary context (the driver's default scheduling spins through every
-// wait past the poll window), and a driver that refuses the flags still
-// opens.
-func TestOpenBlockingSync(t *testing.T) {
-	for _, refuse := range []bool{false, true} {
-		f := newFakeGPU()
-		if refuse {
-			f.flagsResult = 708 // CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE
-		}
-		d := openFake(t, f)
-		f.mu.Lock()
-		flags := slices.Clone(f.ctxFlags)
-		f.mu.Unlock()
-		if !slices.Equal(flags, []uint32{ctxSchedBlockingSync}) {
-			t.Errorf("refuse %v: flags set before the context was retained: %#x, want [%#x]", refuse, flags, ctxSchedBlockingSync)
-		}
-		if err := d.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func TestErrorMapping(t *testing.T) {
 	f := newFakeGPU()
 	drv := f.driver()
