@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -125,6 +126,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	var prof profiles
 	fs.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the first gpucompact engine's (cpu-par, else gpu) second run (its first with arrays kept from a job before; the first with --runs 1) of the first job to this `file`")
 	fs.StringVar(&prof.trace, "trace", "", "write an execution trace of the run --cpuprofile profiles to this `file` (go tool trace)")
+	fs.BoolVar(&prof.all, "profile-all", false, "with --cpuprofile, profile every engine's runs after the first of the first job, each labelled engine=NAME (go tool pprof -tagfocus engine=gpu): enough samples of a short job")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -401,7 +403,7 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOp
 				return nil, info, err
 			}
 			runtime.GC()
-			profiled := e.gc != nil && r == min(1, runs-1)
+			profiled := e.gc != nil && r == min(1, runs-1) || prof.all && r >= min(1, runs-1)
 			if profiled {
 				if err := prof.start(); err != nil {
 					return nil, info, err
@@ -410,13 +412,15 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOp
 			user0, sys0 := processCPU()
 			calls0 := dev.Calls()
 			t0 := time.Now()
-			res, err := e.c.Compact(ctx, job)
+			var res *compaction.Result
+			var err error
+			pprof.Do(ctx, pprof.Labels("engine", e.name), func(ctx context.Context) { res, err = e.c.Compact(ctx, job) })
 			wall := time.Since(t0)
 			user1, sys1 := processCPU()
 			if e.name == "gpu" && dev != nil {
 				cells[i].calls, cells[i].counted = dev.Calls().Sub(calls0), true
 			}
-			if profiled {
+			if profiled && !prof.all {
 				if err := prof.stop(); err != nil {
 					return nil, info, err
 				}

@@ -14,6 +14,7 @@ import (
 // work and not the baselines' or the job building.
 type profiles struct {
 	cpu, trace         string
+	all                bool // every run after the first, of every engine (labelled)
 	cpuFile, traceFile *os.File
 	done               bool
 }
@@ -21,7 +22,7 @@ type profiles struct {
 // start starts them before a cpu-par run, if they are wanted and not taken
 // yet.
 func (p *profiles) start() error {
-	if p.done || p.cpu == "" && p.trace == "" {
+	if p.done || p.cpu == "" && p.trace == "" || p.cpuFile != nil || p.traceFile != nil {
 		return nil
 	}
 	var err error
