@@ -117,6 +117,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	var stressLevels []int
 	cli.IntListVarFlag(fs, &stressLevels, "cpu-stress", []int{0}, 0, 100, "percent of every core taken by burner processes (one per logical CPU, busy that share of each 10 ms, as stress-ng); a list runs every job at each")
 	sortMode := cli.ChoiceFlag(fs, "sort", "merge", []string{"merge", "radix"}, "how gpu orders a job's entries (gpucompact.Options.Sort): merging the sorted runs, or the paper's LSD radix sort of whole keys (an ablation: the paper's Fig. 16(c))")
+	hostWorkers := cli.IntFlag(fs, "host-workers", 0, 0, 1024, "goroutines each host stage of cpu-par and gpu splits over (gpucompact.Options.HostWorkers); 0: GOMAXPROCS")
 	pinnedMiB := cli.IntFlag(fs, "pinned-mib", 0, -1, 1<<20, "MiB of page-locked host memory gpu may keep for a job (gpucompact.Options.PinnedBytes): arrays past it travel through a ring of two 16 MiB slots; 0: the default, -1: no limit")
 	budgetMiB := cli.IntFlag(fs, "memory-budget", 0, 0, 1<<30, "MiB of memory cpu-par and gpu may use for a job (gpucompact.Options.MemoryBudget): a job past it runs in key-range partitions (the stage table counts them); 0: no limit")
 	deviceComp := fs.Bool("device-compression", false, "gpu compresses Snappy output blocks on the device (gpucompact.Options.DeviceCompression) instead of on the host")
@@ -171,6 +172,10 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	case *pinnedMiB > 0:
 		gpuOpts.PinnedBytes = int64(*pinnedMiB) << 20
 		ablation += fmt.Sprintf(", gpu pins at most %d MiB", *pinnedMiB)
+	}
+	if *hostWorkers > 0 {
+		gpuOpts.HostWorkers = *hostWorkers
+		ablation += fmt.Sprintf(", cpu-par and gpu on %d host workers a stage", *hostWorkers)
 	}
 	if *sortMode == "radix" {
 		gpuOpts.Sort = gpucompact.SortRadix
@@ -369,7 +374,7 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOp
 		case "cpu-parts":
 			engines = append(engines, engine{name: name, c: compaction.CPU{}})
 		case "cpu-par", "gpu":
-			opts := gpucompact.Options{Backend: warpkit.CPU, MinInputBytes: -1, MemoryBudget: gpuOpts.MemoryBudget, Fallback: compaction.CPU{Parts: 1}}
+			opts := gpucompact.Options{Backend: warpkit.CPU, MinInputBytes: -1, MemoryBudget: gpuOpts.MemoryBudget, HostWorkers: gpuOpts.HostWorkers, Fallback: compaction.CPU{Parts: 1}}
 			if name == "gpu" {
 				opts.Backend, opts.Sort, opts.MoveValues, opts.DeviceCompression = warpkit.CUDA, gpuOpts.Sort, gpuOpts.MoveValues, gpuOpts.DeviceCompression
 				opts.PinnedBytes = gpuOpts.PinnedBytes

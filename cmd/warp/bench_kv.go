@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,6 +54,7 @@ type kvBenchFlags struct {
 	memtable, table   int
 	compactions       int
 	gpuEngines        int
+	gpuHostWorkers    int
 	gpuWhenBusy       *string
 	compactors        []string
 	stress            []int
@@ -96,6 +98,7 @@ func runKVBench(ctx context.Context, args []string) error {
 	cli.ChoiceVarFlag(fs, &f.compression, "compression", "snappy", []string{"none", "snappy", "s2"}, "block compression")
 	cli.IntVarFlag(fs, &f.compactions, "compactions", 0, 0, 64, "concurrent background compactions (0: the store's default, sized from GOMAXPROCS)")
 	cli.IntVarFlag(fs, &f.gpuEngines, "gpu-engines", 1, 1, 8, "jobs the gpu compactor's engine runs at once (gpucompact.Options.Engines)")
+	cli.IntVarFlag(fs, &f.gpuHostWorkers, "gpu-host-workers", 0, 0, 1024, "goroutines each host stage of a gpu compactor's job splits over (gpucompact.Options.HostWorkers); 0: GOMAXPROCS")
 	f.gpuWhenBusy = cli.ChoiceFlag(fs, "gpu-when-busy", "faster", []string{"faster", "fallback", "wait"}, "what a job does when the gpu compactor's engine is busy (gpucompact.Options.WhenBusy): wait when that is expected to end sooner (the default), run on compaction.CPU, or wait")
 	cli.ChoiceListVarFlag(fs, &f.compactors, "compactor", []string{"cpu"}, []string{"cpu", "gpu"},
 		"compactors; a list runs every workload with each: cpu is compaction.CPU, gpu is kv/gpucompact (jobs of 1 MiB and more on its CUDA engine where there is a device, else of 8 MiB and more on its Go engine)")
@@ -212,7 +215,7 @@ func runKVBench(ctx context.Context, args []string) error {
 		if compactor == "gpu" {
 			var err error
 			whenBusy := map[string]gpucompact.BusyPolicy{"fallback": gpucompact.FallbackWhenBusy, "wait": gpucompact.WaitWhenBusy, "faster": gpucompact.WaitWhenFaster}[*f.gpuWhenBusy]
-			if gc, err = gpucompact.New(gpucompact.Options{Device: dev, Engines: f.gpuEngines, WhenBusy: whenBusy}); err != nil {
+			if gc, err = gpucompact.New(gpucompact.Options{Device: dev, Engines: f.gpuEngines, HostWorkers: f.gpuHostWorkers, WhenBusy: whenBusy}); err != nil {
 				return err
 			}
 			o.Compactor = gc
@@ -415,7 +418,7 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 	rep.Note("settings: memtable %d MiB, target table %d MiB, L0 compaction/stop 4/12 (no slowdown), L1 16 MiB, levels x10, block 4 KiB, bloom 10 bits/key, block cache %d MiB, compression %s",
 		f.memtable, f.table, f.cacheMB, f.compression)
 	if accel {
-		rep.Note("gpu: kv/gpucompact with %d engine slot(s) (--gpu-engines), a busy engine's jobs: %s (--gpu-when-busy)", f.gpuEngines, *f.gpuWhenBusy)
+		rep.Note("gpu: kv/gpucompact with %d engine slot(s) (--gpu-engines), a busy engine's jobs: %s (--gpu-when-busy), host workers a stage: %s (--gpu-host-workers)", f.gpuEngines, *f.gpuWhenBusy, workersNote(f.gpuHostWorkers))
 	}
 	rep.Note("baseline: the same workload on an in-memory B-tree (tidwall/btree, no log, no files) in this run; kv/B-tree is the price of persistence")
 	if byStress {
@@ -437,4 +440,12 @@ func cpuModel() string {
 		}
 	}
 	return fmt.Sprintf("%s/%s x%d", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+}
+
+// workersNote names a HostWorkers value for a report.
+func workersNote(w int) string {
+	if w == 0 {
+		return "GOMAXPROCS"
+	}
+	return strconv.Itoa(w)
 }

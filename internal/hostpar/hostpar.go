@@ -31,7 +31,22 @@ func For(n, grain int, f func(part, lo, hi int)) {
 // to GOMAXPROCS parts (For stops at MaxParts, where copies run out of
 // memory bandwidth).
 func ForCores(n, grain int, f func(part, lo, hi int)) {
-	run(n, max(1, min(n/max(grain, 1), runtime.GOMAXPROCS(0))), f)
+	ForWorkers(n, grain, 0, f)
+}
+
+// ForWorkers is ForCores in at most workers parts (0 or less: GOMAXPROCS),
+// for a caller that bounds its goroutines (gpucompact's HostWorkers).
+func ForWorkers(n, grain, workers int, f func(part, lo, hi int)) {
+	run(n, max(1, min(n/max(grain, 1), Workers(workers))), f)
+}
+
+// Workers resolves a bound on goroutines: workers itself when positive,
+// else GOMAXPROCS.
+func Workers(workers int) int {
+	if workers > 0 {
+		return workers
+	}
+	return runtime.GOMAXPROCS(0)
 }
 
 // run calls f over [0, n) in p consecutive parts, concurrently.

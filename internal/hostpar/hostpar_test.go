@@ -18,6 +18,20 @@ func TestForCores(t *testing.T) {
 	checkFor(t, ForCores, func(n int) int { return max(1, min(n/Grain, 2*MaxParts)) })
 }
 
+// TestForWorkers: ForWorkers stops at its bound, which may pass
+// GOMAXPROCS, and takes GOMAXPROCS when given none.
+func TestForWorkers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	for _, w := range []int{-1, 0, 1, 3, 9} {
+		bound := w
+		if w <= 0 {
+			bound = 4
+		}
+		checkFor(t, func(n, grain int, f func(int, int, int)) { ForWorkers(n, grain, w, f) },
+			func(n int) int { return max(1, min(n/Grain, bound)) })
+	}
+}
+
 func checkFor(t *testing.T, forFn func(int, int, func(int, int, int)), parts func(n int) int) {
 	t.Helper()
 	for _, n := range []int{0, 1, Grain - 1, Grain, 3*Grain + 7, 20 * Grain} {

@@ -83,6 +83,18 @@ type Options struct {
 	// otherwise go to Fallback while it is busy, at the price of that
 	// memory; the host's stages of concurrent jobs share the cores.
 	Engines int
+	// HostWorkers bounds the goroutines each of a job's host stages splits
+	// its work over: reading and decompressing the inputs (and, on the Go
+	// engine, decoding, merging and collecting them), the checks the host
+	// decides, the sealers of the output blocks, and the output tables
+	// written at once (twice HostWorkers, at least 2). The stages still
+	// overlap one another (the walk, the device's encoding and the writers
+	// run beside the sealers), so a job may keep a few more goroutines busy
+	// than HostWorkers. Fewer leave cores to the store's other work (or
+	// other processes) and make a job slower where the host's stages bound
+	// it (docs/benchmarks.md). Default GOMAXPROCS (0); negative is an
+	// error. Fallback's jobs are its own (compaction.CPU.Parts).
+	HostWorkers int
 	// WhenBusy says what a job does when the engine is running another:
 	// wait for it when, at the rates measured so far, the jobs ahead and
 	// the job itself would end on the engine before the job alone would on
@@ -383,6 +395,9 @@ func New(opts Options) (*Compactor, error) {
 	if opts.Engines == 0 {
 		opts.Engines = 1
 	}
+	if opts.HostWorkers < 0 {
+		return nil, fmt.Errorf("gpucompact: %w: HostWorkers %d below 0", warpkit.ErrInvalidArgument, opts.HostWorkers)
+	}
 	if opts.PinnedBytes == 0 {
 		opts.PinnedBytes = DefaultPinnedBytes
 	}
@@ -487,8 +502,13 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	var res *compaction.Result
 	parts := 0
 	if plan != nil {
-		res, parts, err = runPartitioned(ctx, job, plan, sl.lanes(plan.lanes), &times, c.failAt)
+		lanes := sl.lanes(plan.lanes)
+		for _, l := range lanes {
+			l.ws.workers = c.opts.HostWorkers
+		}
+		res, parts, err = runPartitioned(ctx, job, plan, lanes, &times, c.failAt)
 	} else {
+		sl.ws.workers = c.opts.HostWorkers
 		res, err = runEngine(ctx, job, sl.ws, sl.dev, &times, c.failAt)
 	}
 	if plan == nil || plan.lanes < 2 {
@@ -649,7 +669,7 @@ func (c *Compactor) planJob(job *compaction.Job) *partitionPlan {
 	}
 	limit := compaction.CutLimit(job.TargetFileSize, ratio)
 	for _, lanes := range []uint64{2, 1} {
-		plan, err := splitJob(job, limit, func(s jobSize) bool { return c.fits(job, s.scale(lanes)) })
+		plan, err := splitJob(job, limit, c.opts.HostWorkers, func(s jobSize) bool { return c.fits(job, s.scale(lanes)) })
 		if err != nil {
 			return nil
 		}

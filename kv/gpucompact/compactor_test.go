@@ -497,7 +497,7 @@ func TestCancelMidJob(t *testing.T) {
 // at most maxOpenTables of them open at once.
 func TestOpenOutputsBounded(t *testing.T) {
 	e, job := benchJob(t, 2, 16)
-	job.TargetFileSize = uint64(2<<20) / uint64(12*maxOpenTables()) // about 6 outputs per slot (Snappy halves the contents)
+	job.TargetFileSize = uint64(2<<20) / uint64(12*maxOpenTables(0)) // about 6 outputs per slot (Snappy halves the contents)
 	var mu sync.Mutex
 	open, peak := 0, 0
 	create := job.Env.CreateTable
@@ -516,11 +516,11 @@ func TestOpenOutputsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Outputs) < 4*maxOpenTables() {
+	if len(res.Outputs) < 4*maxOpenTables(0) {
 		t.Fatalf("%d outputs: too few for this test", len(res.Outputs))
 	}
-	if peak > maxOpenTables() || open != 0 {
-		t.Fatalf("%d outputs: %d open at once (at most %d), %d left open", len(res.Outputs), peak, maxOpenTables(), open)
+	if peak > maxOpenTables(0) || open != 0 {
+		t.Fatalf("%d outputs: %d open at once (at most %d), %d left open", len(res.Outputs), peak, maxOpenTables(0), open)
 	}
 	_ = e
 }
@@ -1023,4 +1023,111 @@ func TestWaitWhenFaster(t *testing.T) {
 	if st := c2.Stats(); st.Declined["busy"] != 2 || st.EngineJobs != 1 {
 		t.Fatalf("busy, the engine slower: stats %+v", st)
 	}
+}
+
+// TestHostWorkers: Options.HostWorkers bounds the goroutines that read a
+// job's inputs and the output tables open at once, and the outputs stay
+// compaction.CPU's.
+func TestHostWorkers(t *testing.T) {
+	checkHostWorkers(t, Options{Backend: warpkit.CPU})
+}
+
+// checkHostWorkers runs one job of 2 MiB (Snappy, many outputs) under
+// HostWorkers 1 and 3 with GOMAXPROCS 4: the input files' reads (each
+// slowed so that concurrent ones overlap) never run more than HostWorkers
+// at once and reach it with 3, at most 2×HostWorkers outputs are open at
+// once, and the output files are byte for byte compaction.CPU's. A
+// negative HostWorkers is refused.
+func checkHostWorkers(t *testing.T, opts Options) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	if _, err := New(Options{Backend: opts.Backend, Device: opts.Device, HostWorkers: -1}); !errors.Is(err, warpkit.ErrInvalidArgument) {
+		t.Fatalf("HostWorkers -1: %v, want ErrInvalidArgument", err)
+	}
+	defer func(p uint64) { loadPieceBytes = p }(loadPieceBytes)
+	loadPieceBytes = 64 << 10 // many pieces to read
+	e, job := benchJob(t, 2, 16)
+	job.TargetFileSize = 64 << 10
+	outputs := func(res *compaction.Result) [][]byte {
+		var files [][]byte
+		for _, o := range res.Outputs {
+			files = append(files, readFile(t, e, o))
+		}
+		return files
+	}
+	res, err := compaction.CPU{Parts: 1}.Compact(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := outputs(res)
+	var mu sync.Mutex
+	reading, readPeak, open, openPeak := 0, 0, 0, 0
+	openFile, create := job.Env.OpenTableFile, job.Env.CreateTable
+	job.Env.OpenTableFile = func(m *manifest.FileMetadata) (vfs.File, error) {
+		f, err := openFile(m)
+		if err != nil {
+			return nil, err
+		}
+		return &slowReader{File: f, read: func() func() {
+			mu.Lock()
+			reading++
+			readPeak = max(readPeak, reading)
+			mu.Unlock()
+			time.Sleep(200 * time.Microsecond)
+			return func() { mu.Lock(); reading--; mu.Unlock() }
+		}}, nil
+	}
+	job.Env.CreateTable = func() (base.FileNum, vfs.File, error) {
+		n, f, err := create()
+		if err == nil {
+			mu.Lock()
+			open++
+			openPeak = max(openPeak, open)
+			mu.Unlock()
+			f = &closeCounter{File: f, closed: func() { mu.Lock(); open--; mu.Unlock() }}
+		}
+		return n, f, err
+	}
+	for _, w := range []int{1, 3} {
+		o := opts
+		o.HostWorkers, o.MinInputBytes, o.Fallback, o.MaxEngineFailures = w, -1, compaction.CPU{Parts: 1}, -1
+		c, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readPeak, openPeak = 0, 0
+		res, err := c.Compact(context.Background(), job)
+		st := c.Stats()
+		c.Close()
+		if err != nil || st.EngineJobs != 1 {
+			t.Fatalf("HostWorkers %d: %v, stats %+v", w, err, st)
+		}
+		got := outputs(res)
+		if len(got) != len(want) || len(want) < 8 {
+			t.Fatalf("HostWorkers %d: %d outputs, compaction.CPU %d (want at least 8)", w, len(got), len(want))
+		}
+		for i := range want {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("HostWorkers %d: output %d differs from compaction.CPU's", w, i)
+			}
+		}
+		if readPeak > w || w > 1 && readPeak < 2 {
+			t.Errorf("HostWorkers %d: %d input reads at once", w, readPeak)
+		}
+		if openPeak > 2*w {
+			t.Errorf("HostWorkers %d: %d outputs open at once, want at most %d", w, openPeak, 2*w)
+		}
+		t.Logf("HostWorkers %d: %d reads at once, %d outputs open at once, %d outputs", w, readPeak, openPeak, len(got))
+	}
+}
+
+// slowReader calls read around each ReadAt (read returns what to call
+// after it).
+type slowReader struct {
+	vfs.File
+	read func() func()
+}
+
+func (r *slowReader) ReadAt(p []byte, off int64) (int, error) {
+	defer r.read()()
+	return r.File.ReadAt(p, off)
 }

@@ -58,13 +58,16 @@
 //     output) into block and table boundaries with exact block sizes;
 //   - encode and write, behind the plan (pipeline): each block, as soon as
 //     it is planned, built with sstable.BlockBuilder (the Writer's own
-//     block code) by one of the encoders on every core, into its planned
+//     block code) by one of the encoders (one a core, or Options.
+//     HostWorkers), into its planned
 //     place, and sealed (checksum, compression) while hot; each output
 //     table, as soon as it is planned, written by a goroutine of its own
 //     that takes its blocks in order as they are encoded
 //     (Writer.AddEncodedBlock, then compaction.FinishOutput). The walk,
-//     the encoding and the writing overlap; at most 2×GOMAXPROCS output
-//     files are open at once.
+//     the encoding and the writing overlap; at most 2×HostWorkers output
+//     files (2×GOMAXPROCS by default, at least 2) are open at once. Every
+//     loop the host splits over goroutines (reads, decoding, merges,
+//     checks) splits over at most HostWorkers.
 //
 // The engine keeps its arrays between jobs (a workspace: Stats.HeldBytes;
 // Close drops it): fresh memory costs the kernel a page fault and a
@@ -254,7 +257,9 @@
 //     only: see Options), PinnedBytes and ChunkBytes (the ring's slots,
 //     two, shared by both directions, and allocated at first use rather
 //     than in New: a job that fits the bound never needs one); HostWorkers
-//     is not built. SortRadix sorts whole keys (the
+//     bounds each host stage's goroutines, not the job's in all (the walk,
+//     the device's encoding and the writers overlap the sealers).
+//     SortRadix sorts whole keys (the
 //     trailer, the length, every 8 bytes past the common prefix: LSD
 //     passes of prim's stable radix sort), not K0 alone, so that its order
 //     is exact; the Go engine ignores Sort and MoveValues, and the device

@@ -42,6 +42,7 @@ func TestEmulatedCUDAEngine(t *testing.T) {
 		{"UnsortedRunDeclined", TestCUDAUnsortedRunDeclined, false},
 		{"KeysOutsideBounds", TestCUDAKeysOutsideBounds, false},
 		{"Engines", TestCUDAEngines, false},
+		{"HostWorkers", TestCUDAHostWorkers, false},
 		{"Staged", TestCUDAEngineStaged, false},
 		{"PinnedBytes", TestCUDAPinnedBytes, false},
 		{"SealBlocks", TestCUDASealBlocks, false},

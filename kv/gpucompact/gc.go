@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"sort"
 	"sync/atomic"
@@ -94,10 +93,10 @@ func (l *loaded) close() {
 
 // readJob opens every input table of job (through job.Env: OpenTable for
 // the index, OpenTableFile for the data), cuts its data blocks into
-// pieces of loadPieceBytes of stored data, reads them on up to GOMAXPROCS
-// goroutines (each piece with its checksums checked), checks the blocks'
-// decoded lengths against the tables' properties and sizes the arena for
-// them. decode says the pieces will be decoded into entries on the host
+// pieces of loadPieceBytes of stored data, reads them on up to ws.workers
+// goroutines (Options.HostWorkers; each piece with its checksums
+// checked), checks the blocks' decoded lengths against the tables'
+// properties and sizes the arena for them. decode says the pieces will be decoded into entries on the host
 // (their arrays are reserved). With part, only the blocks that may hold
 // keys of its range are read (partition.blocks). Every array comes from
 // ws. The caller closes what it returns.
@@ -114,7 +113,7 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, part *part
 			l.close()
 		}
 	}()
-	hostpar.ForCores(len(tables), 1, func(_, lo, hi int) {
+	hostpar.ForWorkers(len(tables), 1, ws.workers, func(_, lo, hi int) {
 		for _, t := range tables[lo:hi] {
 			if t.err = ctx.Err(); t.err != nil {
 				return
@@ -212,7 +211,7 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, part *part
 	var next atomic.Int64
 	eachPiece := func(f func(p *loadPiece) error) error {
 		next.Store(0)
-		hostpar.ForCores(len(pieces), 1, func(_, _, _ int) {
+		hostpar.ForWorkers(len(pieces), 1, ws.workers, func(_, _, _ int) {
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(pieces) {
@@ -345,7 +344,7 @@ func loadJob(ctx context.Context, job *compaction.Job, ws *workspace, part *part
 	if keys > math.MaxUint32 {
 		return nil, errTooLarge
 	}
-	s := &inputSet{arena: arena, keys: takePinned(ws, &ws.keysPin, &ws.keys, int(keys)), ents: takePinned(ws, &ws.entsPin, &ws.ents, int(ents))}
+	s := &inputSet{workers: ws.workers, arena: arena, keys: takePinned(ws, &ws.keysPin, &ws.keys, int(keys)), ents: takePinned(ws, &ws.entsPin, &ws.ents, int(ents))}
 	type place struct{ k, n int }
 	places := make([]place, len(pieces))
 	var k, n int
@@ -358,7 +357,7 @@ func loadJob(ctx context.Context, job *compaction.Job, ws *workspace, part *part
 			s.runs = append(s.runs, run{start: s.runEnd(), end: n})
 		}
 	}
-	hostpar.ForCores(len(pieces), 1, func(_, lo, hi int) {
+	hostpar.ForWorkers(len(pieces), 1, s.workers, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			p, at := pieces[i], places[i]
 			copy(s.keys[at.k:], p.s.keys)
@@ -425,7 +424,7 @@ func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span
 	keep, newKey, elided := flags[:n], flags[n:2*n], flags[2*n:]
 	snaps := job.Snapshots
 	var disorder atomic.Bool
-	hostpar.ForCores(n, 4096, func(_, lo, hi int) {
+	hostpar.ForWorkers(n, 4096, s.workers, func(_, lo, hi int) {
 		// The predecessor's stripe: computed for the part's first entry,
 		// carried along after.
 		prevStripe := -1
@@ -460,11 +459,11 @@ func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span
 	// part of the positions counts its kept entries, then writes them from
 	// its offset.
 	st := gcStats{entriesIn: uint64(n)}
-	parts := max(1, min(n>>14, runtime.GOMAXPROCS(0)))
+	parts := max(1, min(n>>14, hostpar.Workers(s.workers)))
 	bounds := func(part int) (int, int) { return part * n / parts, (part + 1) * n / parts }
 	offsets := make([]int, parts+1)
 	elidedIn := make([]uint64, parts)
-	hostpar.ForCores(parts, 1, func(_, plo, phi int) {
+	hostpar.ForWorkers(parts, 1, s.workers, func(_, plo, phi int) {
 		for part := plo; part < phi; part++ {
 			lo, hi := bounds(part)
 			for i := lo; i < hi; i++ {
@@ -490,7 +489,7 @@ func (s *inputSet) gc(order []uint32, job *compaction.Job, spans []rangedel.Span
 	}
 	kept := take(&ws.kept, offsets[parts])
 	keptNew := take(&ws.keptNew, offsets[parts])
-	hostpar.ForCores(parts, 1, func(_, plo, phi int) {
+	hostpar.ForWorkers(parts, 1, s.workers, func(_, plo, phi int) {
 		for part := plo; part < phi; part++ {
 			lo, hi := bounds(part)
 			j := offsets[part]

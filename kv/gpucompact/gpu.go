@@ -520,7 +520,7 @@ func copyBack[T cuda.Elem](d *devEngine, dst []T, src cuda.Slice[T]) error {
 func (s *inputSet) checkPositions(ids []uint32, verdict []uint8, job *compaction.Job, spans []rangedel.Span) []uint32 {
 	snaps := job.Snapshots
 	var elided atomic.Uint64
-	hostpar.ForCores(len(ids), 1024, func(_, lo, hi int) {
+	hostpar.ForWorkers(len(ids), 1024, s.workers, func(_, lo, hi int) {
 		var n uint64
 		defer func() { elided.Add(n) }()
 		for c := lo; c < hi; c++ {
@@ -1147,7 +1147,7 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 	defer d.syncOnError(&err)
 	var none cuda.Slice[uint32]
 	nb := len(in.blocks) / 2
-	s := &inputSet{arena: in.arena}
+	s := &inputSet{workers: ws.workers, arena: in.arena}
 	arena, err := b.arena.Get(dev, str, max(1, len(in.arena)))
 	if err != nil {
 		return nil, none, err

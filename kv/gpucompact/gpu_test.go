@@ -213,7 +213,7 @@ func TestCUDAEnginePartitioned(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		plan, err := splitJob(job, compaction.CutLimit(job.TargetFileSize, ratio), func(s jobSize) bool { return c.fits(job, s.scale(2)) })
+		plan, err := splitJob(job, compaction.CutLimit(job.TargetFileSize, ratio), 0, func(s jobSize) bool { return c.fits(job, s.scale(2)) })
 		if err != nil || len(plan.splits) == 0 {
 			return nil, fmt.Errorf("no partitions for a quarter of the estimate (%v)", err)
 		}
@@ -395,6 +395,11 @@ func TestCUDAKeysOutsideBounds(t *testing.T) {
 
 // TestCUDAEngines: checkEngines on the CUDA engine (a stream and device
 // arrays per slot).
+// TestCUDAHostWorkers: checkHostWorkers on the CUDA engine.
+func TestCUDAHostWorkers(t *testing.T) {
+	checkHostWorkers(t, Options{Backend: warpkit.CUDA, Device: gputest.Device(t)})
+}
+
 func TestCUDAEngines(t *testing.T) {
 	checkEngines(t, Options{Backend: warpkit.CUDA, Device: gputest.Device(t)})
 }

@@ -39,6 +39,8 @@ type inputSet struct {
 	// (fixedArena).
 	arenaBase  uint32
 	fixedArena bool
+
+	workers int // bounds the goroutines of its host loops (workspace.workers)
 }
 
 // run is a sorted run of entries: ents[start:end].

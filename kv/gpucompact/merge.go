@@ -36,7 +36,7 @@ func (s *inputSet) setK0() (int, error) {
 	}
 	prefix := lo[:lcp]
 	var stray atomic.Bool
-	hostpar.ForCores(len(s.ents), 1<<14, func(_, lo, hi int) {
+	hostpar.ForWorkers(len(s.ents), 1<<14, s.workers, func(_, lo, hi int) {
 		var buf [8]byte
 		for i := lo; i < hi; i++ {
 			k := s.key(uint32(i))
@@ -79,7 +79,7 @@ func (s *inputSet) less(a, b uint32) bool {
 func (s *inputSet) merge(ws *workspace) []uint32 {
 	n := len(s.ents)
 	src := take(&ws.src, n)
-	hostpar.ForCores(n, 1<<16, func(_, lo, hi int) {
+	hostpar.ForWorkers(n, 1<<16, s.workers, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			src[i] = uint32(i)
 		}
@@ -115,7 +115,7 @@ func (s *inputSet) merge(ws *workspace) []uint32 {
 				prevD, prevI = d, i
 			}
 		}
-		hostpar.ForCores(len(pieces), 1, func(_, lo, hi int) {
+		hostpar.ForWorkers(len(pieces), 1, s.workers, func(_, lo, hi int) {
 			for _, p := range pieces[lo:hi] {
 				s.mergePair(p.out, p.a, p.b)
 			}

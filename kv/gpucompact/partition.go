@@ -193,7 +193,7 @@ func (p *partition) stats(s *inputSet, st gcStats, w walk, next []byte) gcStats 
 		return (p.lo == nil || bytes.Compare(k, p.lo) >= 0) && (next == nil || bytes.Compare(k, next) < 0)
 	}
 	var n atomic.Uint64
-	hostpar.ForCores(len(s.ents), 4096, func(_, lo, hi int) {
+	hostpar.ForWorkers(len(s.ents), 4096, s.workers, func(_, lo, hi int) {
 		c := 0
 		for i := lo; i < hi; i++ {
 			if in(s.key(uint32(i))) {
@@ -248,8 +248,9 @@ type blockSize struct {
 // partition may start early (the cut limit of contents, as entries of the
 // job's mean size). It returns no splits when the job cannot be cut so (a
 // group of blocks too large for a partition, or budgets that would not hold
-// four output tables a partition).
-func splitJob(job *compaction.Job, cutLimit uint64, fits func(jobSize) bool) (*partitionPlan, error) {
+// four output tables a partition). It reads the tables' indexes on up to
+// workers goroutines (0: GOMAXPROCS).
+func splitJob(job *compaction.Job, cutLimit uint64, workers int, fits func(jobSize) bool) (*partitionPlan, error) {
 	plan := &partitionPlan{fits: fits}
 	grain := job.InputBytes() / 4096
 	// Each table's index read and its blocks grouped on goroutines (a
@@ -267,7 +268,7 @@ func splitJob(job *compaction.Job, cutLimit uint64, fits func(jobSize) bool) (*p
 		err     error
 	}
 	tables := make([]tableGroups, len(files))
-	hostpar.ForCores(len(files), 1, func(_, lo, hi int) {
+	hostpar.ForWorkers(len(files), 1, workers, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			f, tg := files[i], &tables[i]
 			r, release, err := job.Env.OpenTable(f)

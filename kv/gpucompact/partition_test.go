@@ -36,7 +36,7 @@ func partitionedIn(dev, dev2 *devEngine, seed uint64, parts *int) func(*workspac
 			if err != nil {
 				return nil, err
 			}
-			plan, err := splitJob(job, compaction.CutLimit(job.TargetFileSize, ratio), func(jobSize) bool { return true })
+			plan, err := splitJob(job, compaction.CutLimit(job.TargetFileSize, ratio), 0, func(jobSize) bool { return true })
 			if err != nil {
 				return nil, err
 			}
@@ -181,7 +181,7 @@ func TestPartitionBlocks(t *testing.T) {
 // the Compactor declines to Fallback ("irregular").
 func TestPartitionEntriesChecked(t *testing.T) {
 	_, job := benchJob(t, 1, 100)
-	plan, err := splitJob(job, job.TargetFileSize, func(jobSize) bool { return true })
+	plan, err := splitJob(job, job.TargetFileSize, 0, func(jobSize) bool { return true })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,11 @@ package gpucompact
 import (
 	"context"
 	"math/bits"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/warpkit/warpkit/internal/hostpar"
 	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/internal/rangedel"
@@ -137,7 +137,7 @@ func (p *pipeline) slot(i int) *blockSlot { return &p.chunks[i/chunkLen][i%chunk
 
 func newPipeline(ctx context.Context, s *inputSet, job *compaction.Job, ws *workspace, dev *devEngine, opts sstable.WriterOptions, kept []uint32, contentsBound int, outSpans []rangedel.Span, failAt func(string) error) *pipeline {
 	p := &pipeline{ctx: ctx, s: s, job: job, opts: opts, kept: kept, outSpans: outSpans, failAt: failAt, dev: dev,
-		stopped: make(chan struct{}), open: make(chan struct{}, maxOpenTables())}
+		stopped: make(chan struct{}), open: make(chan struct{}, maxOpenTables(ws.workers))}
 	p.cond = sync.NewCond(&p.mu)
 	p.devCond = sync.NewCond(&p.mu)
 	p.ws = ws
@@ -163,7 +163,7 @@ func newPipeline(ctx context.Context, s *inputSet, job *compaction.Job, ws *work
 // and two encoders fewer: they only seal, and the walk and deviceEncode,
 // the job's critical path, must not wait for a core).
 func (p *pipeline) startEncoders() {
-	n := runtime.GOMAXPROCS(0)
+	n := hostpar.Workers(p.ws.workers)
 	if p.dev != nil {
 		p.encoders.Add(1)
 		go p.deviceEncode()
@@ -349,8 +349,9 @@ func wake(c chan struct{}) {
 }
 
 // maxOpenTables is how many output tables a job may have open at once:
-// enough that the writers never wait for the walk.
-func maxOpenTables() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
+// enough that the writers never wait for the walk, within the job's bound
+// on its goroutines (Options.HostWorkers).
+func maxOpenTables(workers int) int { return max(2, 2*hostpar.Workers(workers)) }
 
 // abort stops the encoders, the writers and the walk.
 func (p *pipeline) abort() {

@@ -31,7 +31,7 @@ type planEntry struct {
 func (s *inputSet) planEntries(kept []uint32, ws *workspace) ([]planEntry, int) {
 	pe := take(&ws.plan, len(kept))
 	var bound atomic.Int64
-	hostpar.ForCores(len(kept), 1024, func(_, lo, hi int) {
+	hostpar.ForWorkers(len(kept), 1024, s.workers, func(_, lo, hi int) {
 		sum := 0
 		defer func() { bound.Add(int64(sum)) }()
 		for j := lo; j < hi; j++ {

@@ -17,6 +17,10 @@ import (
 // writes each element it later reads. A Compactor keeps one workspace (its
 // engine runs one job at a time) until Close.
 type workspace struct {
+	// workers bounds the goroutines of each host stage (Options.
+	// HostWorkers, set by the Compactor before each job; 0: GOMAXPROCS).
+	workers int
+
 	regions         []byte  // input blocks as stored, each piece's in turn
 	arena           []byte  // input blocks' contents
 	pieceKeys, keys []byte  // user keys: per load piece, then gathered
