@@ -207,15 +207,11 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, part *part
 		keysLen += p.keysCap
 	}
 	// Read every piece, learning the length of its blocks' contents; then
-	// give each its place in one arena and decode into it. The reads are
-	// copies (the file system's, into the regions or the pinned arena),
-	// which loadReaders goroutines do for less processor time than every
-	// core does, and no slower; the passes that decode or decompress
-	// (eachPiece) take every worker.
+	// give each its place in one arena and decode into it.
 	var next atomic.Int64
-	forPieces := func(workers int, f func(p *loadPiece) error) error {
+	eachPiece := func(f func(p *loadPiece) error) error {
 		next.Store(0)
-		hostpar.ForWorkers(len(pieces), 1, workers, func(_, _, _ int) {
+		hostpar.ForWorkers(len(pieces), 1, ws.workers, func(_, _, _ int) {
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(pieces) {
@@ -238,9 +234,7 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, part *part
 		}
 		return nil
 	}
-	eachPiece := func(f func(p *loadPiece) error) error { return forPieces(ws.workers, f) }
-	readers := min(hostpar.Workers(ws.workers), loadReaders)
-	err = forPieces(readers, func(p *loadPiece) (err error) {
+	err = eachPiece(func(p *loadPiece) (err error) {
 		if p.direct {
 			return nil
 		}
@@ -292,7 +286,7 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, part *part
 			return nil, err
 		}
 	}
-	err = forPieces(readers, func(p *loadPiece) error {
+	err = eachPiece(func(p *loadPiece) error {
 		if !p.direct {
 			return nil
 		}
@@ -308,12 +302,6 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, part *part
 	}
 	return l, nil
 }
-
-// loadReaders is the most goroutines that read a job's input pieces (at
-// most Options.HostWorkers): on the H200's 16-core host, four read the
-// default job's inputs as fast as sixteen for a third less processor time,
-// its CPU-seconds a GB 0.79 against 1.18-1.26 (docs/benchmarks.md).
-const loadReaders = 4
 
 // inflateFrom says whether the device can inflate Snappy blocks from
 // regions: with a device (they go up by DMA when pinned, else through the
