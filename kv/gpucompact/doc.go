@@ -214,7 +214,8 @@
 // as fast on an idle one: off by default), and key-range partitions for
 // jobs past the budgets, and a bound on its pinned memory
 // (Options.PinnedBytes: arrays past it travel through a ring of two
-// pinned slots).
+// pinned slots), and one on the goroutines of its host stages
+// (Options.HostWorkers).
 // Tested: byte identity
 // with compaction.CPU over random jobs, the spec's matrix
 // (compactiontest.MatrixJob), multi-MiB jobs, a value past the 64 MiB
