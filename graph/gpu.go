@@ -36,18 +36,8 @@ const (
 	flagRetry = 1 // wk::sh::kFlagRetry
 )
 
-// prep modes (wk::gr::PrepMode).
-const (
-	prepUndirected = 1
-	prepSelfLoops  = 2
-	prepCheckIDs   = 4
-	prepClaim      = 8
-	prepPlace      = 16
-)
-
-// placeRound is the elements a thread of a placing prep takes at a time
-// (graph.cu: kPlaceRound), for its grid's size.
-const placeRound = 4
+// The prep modes (prepUndirected ...) and placeRound are shared.cuh's
+// (shared_gen.go).
 
 // vertexWords is the size of a dictionary entry (wk::gr::Vertex) in 32-bit
 // words: base, buckets, degree, flags.

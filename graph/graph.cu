@@ -12,6 +12,7 @@
 // owns (Rehash moved its table): scratch built from the dictionary by
 // gr_owner when such a kernel needs it, not kept beside the arena (4 bytes
 // a bucket). The gather of set slabs runs by vertex and needs none.
+#include "shared.cuh"
 #include "slabhash.cuh"
 
 namespace wk {
@@ -36,12 +37,12 @@ static_assert(sizeof(Vertex) == 16, "Vertex is mirrored in Go");
 // kOrphan is the owner of a bucket left behind by Rehash: empty, skipped.
 constexpr uint32_t kOrphan = 0xFFFFFFFFu;
 
-// Modes of prep (bits): undirected graphs store both directions; self-loops
-// are skipped unless allowed; device batches have their IDs checked.
-// An insert batch's prep also gives vertices without a table one bucket
-// each (kClaim: see try_claim). A build's first batch into an unweighted
-// graph's empty head slabs is placed by prep itself (kPlace: see place).
-enum PrepMode : uint32_t { kUndirected = 1, kSelfLoops = 2, kCheckIDs = 4, kClaim = 8, kPlace = 16 };
+// Modes of prep (PrepMode's bits, in shared.cuh with the Go side):
+// undirected graphs store both directions; self-loops are skipped unless
+// allowed; device batches have their IDs checked. An insert batch's prep
+// also gives vertices without a table one bucket each (kPrepClaim: see
+// try_claim). A build's first batch into an unweighted graph's empty head
+// slabs is placed by prep itself (kPrepPlace: see place).
 
 // SetSlab is the slab of unweighted graphs (GR_LAYOUT(set) below): seven
 // 32-bit keys and the next pointer in 32 bytes, the layout prep's placement
@@ -101,7 +102,7 @@ __device__ __forceinline__ uint32_t run_length(uint32_t u) {
   return end - lane;
 }
 
-// Insert prep gives a table to every source vertex without one (kClaim):
+// Insert prep gives a table to every source vertex without one (kPrepClaim):
 // try_claim claims vertex x's table, when want and it has none, with a CAS
 // of its bucket count from 0 (one thread gives a vertex its table; no apply
 // launch runs meanwhile: stream order); give_claimed then gives it bucket
@@ -181,7 +182,7 @@ __device__ __forceinline__ void block_add(unsigned long long* dst, unsigned long
 }
 
 // place puts key y into the table of vertex x when that table's head slab
-// has a slot left, for prep's kPlace (one thread; the batch is a build's
+// has a slot left, for prep's kPrepPlace (one thread; the batch is a build's
 // first, its head slabs empty and nothing else running): the slab's next
 // word, all ones (kNull) in an empty slab, counts the keys placed there (a
 // slab's first placement reads kNull and takes slot 0), and the key goes
@@ -229,11 +230,10 @@ __device__ __forceinline__ uint64_t block_first(uint32_t warpCount, unsigned lon
   return at;
 }
 
-// prep_placed is prep's kPlace: each block takes kPlaceRound elements a
-// thread at a time (consecutive threads, consecutive elements), so that its
-// elements not placed are numbered with one atomic for the lot.
-constexpr int kPlaceRound = 4;
-
+// prep_placed is prep's kPrepPlace: each block takes kPlaceRound
+// (shared.cuh) elements a thread at a time (consecutive threads,
+// consecutive elements), so that its elements not placed are numbered with
+// one atomic for the lot.
 __device__ __forceinline__ void prep_placed(const uint32_t* src, const uint32_t* dst, uint64_t n, uint32_t cap,
                                             uint32_t mode, uint32_t* osrc, uint32_t* odst, uint8_t* res,
                                             unsigned long long* ctrl, Vertex* dict, char* arena, uint32_t seed,
@@ -251,16 +251,16 @@ __device__ __forceinline__ void prep_placed(const uint32_t* src, const uint32_t*
       uint32_t u = in ? src[i] : 0, v = in ? dst[i] : 0;
       const bool ok = in && u < cap && v < cap;
       const bool loop = u == v;
-      const bool skip = loop && !(mode & kSelfLoops);
+      const bool skip = loop && !(mode & kPrepSelfLoops);
       self += in && skip;
-      if ((mode & kUndirected) && u > v) {
+      if ((mode & kPrepUndirected) && u > v) {
         const uint32_t t = u;
         u = v;
         v = t;
       }
       // Elements i and n+i (the reverse, undirected) placed.
       const bool p0 = ok && !skip && place(arena, dict, seed, u, v);
-      const bool p1 = ok && !loop && (mode & kUndirected) && place(arena, dict, seed, v, u);
+      const bool p1 = ok && !loop && (mode & kPrepUndirected) && place(arena, dict, seed, v, u);
       placed += p0 + p1;
       // Degrees: one atomic a run of lanes with one source (sorted edges).
       if (const uint32_t len = run_length(p0 ? u : kNoRun)) atomicAdd(&dict[u].degree, len);
@@ -268,7 +268,7 @@ __device__ __forceinline__ void prep_placed(const uint32_t* src, const uint32_t*
       us[j] = u;
       vs[j] = v;
       b0[j] = __ballot_sync(kAll, ok && !skip && !p0);
-      b1[j] = __ballot_sync(kAll, ok && !loop && (mode & kUndirected) && !p1);
+      b1[j] = __ballot_sync(kAll, ok && !loop && (mode & kPrepUndirected) && !p1);
       count += __popc(b0[j]) + __popc(b1[j]);
     }
     uint64_t at = block_first(count, tail);
@@ -299,14 +299,14 @@ __device__ __forceinline__ void prep_placed(const uint32_t* src, const uint32_t*
 // elements to run and kResNotFound for skipped ones (a self-loop not allowed;
 // the reverse of a self-loop); the apply launches run with kFlagRetry, which
 // runs only failed elements. Self-loops skipped are counted in
-// ctrl[kCtrlCount]; with kCheckIDs an ID at or past cap (or reserved) in
+// ctrl[kCtrlCount]; with kPrepCheckIDs an ID at or past cap (or reserved) in
 // ctrl[kCtrlRejected], which makes every apply launch on the stream apply
-// nothing. With kClaim (inserts) every source vertex without a table that
+// nothing. With kPrepClaim (inserts) every source vertex without a table that
 // the lack hint marks gets one (try_claim; the others fail in the apply
 // launch and get theirs from the host; IDs at or past cap are not touched,
 // and a batch rejected for them may still have given tables, which hold
-// nothing). With kPlace (a build's first batch into an unweighted graph,
-// neither kCheckIDs nor kClaim: its IDs were checked and every source has
+// nothing). With kPrepPlace (a build's first batch into an unweighted graph,
+// neither kPrepCheckIDs nor kPrepClaim: its IDs were checked and every source has
 // its table) each element is placed in its head slab (place), counted in
 // its source's degree and in the batch's change of entries
 // (ctrl[kCtrlDelta], which the first apply launch adds to), and only the
@@ -318,7 +318,7 @@ extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uin
                                    uint32_t* osrc, uint32_t* odst, uint8_t* res, unsigned long long* ctrl,
                                    Vertex* dict, uint32_t* lack, uint64_t first, uint64_t room, char* arena,
                                    uint32_t seed, unsigned long long* tail) {
-  if ((mode & kPlace) && !(mode & (kCheckIDs | kClaim))) {
+  if ((mode & kPrepPlace) && !(mode & (kPrepCheckIDs | kPrepClaim))) {
     prep_placed(src, dst, n, cap, mode, osrc, odst, res, ctrl, dict, arena, seed, tail);
     return;
   }
@@ -329,21 +329,21 @@ extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uin
     const bool in = i < n;
     uint32_t u = in ? src[i] : 0, v = in ? dst[i] : 0;
     const bool ok = in && u < cap && v < cap;
-    if ((mode & kCheckIDs) && in && !ok) ++bad;
+    if ((mode & kPrepCheckIDs) && in && !ok) ++bad;
     const bool loop = u == v;
-    const bool skip = loop && !(mode & kSelfLoops);
+    const bool skip = loop && !(mode & kPrepSelfLoops);
     self += in && skip;
-    if (mode & kClaim) {  // mode is the launch's: every thread reaches the barriers
+    if (mode & kPrepClaim) {  // mode is the launch's: every thread reaches the barriers
       const bool want = ok && !skip;
       const bool mu = try_claim(dict, lack, u, want);
-      const bool mv = (mode & kUndirected) && try_claim(dict, lack, v, want && !loop);
+      const bool mv = (mode & kPrepUndirected) && try_claim(dict, lack, v, want && !loop);
       const uint32_t bu = __ballot_sync(kAll, mu), bv = __ballot_sync(kAll, mv);
       const uint64_t b = block_first(__popc(bu) + __popc(bv), ctrl + kCtrlTables);
       const uint32_t below = (1u << lane) - 1u;
       give_claimed(dict, lack, u, mu, b + __popc(bu & below), first, room);
       give_claimed(dict, lack, v, mv, b + __popc(bu) + __popc(bv & below), first, room);
     }
-    if ((mode & kUndirected) && u > v) {
+    if ((mode & kPrepUndirected) && u > v) {
       const uint32_t t = u;
       u = v;
       v = t;
@@ -352,7 +352,7 @@ extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uin
     osrc[i] = u;
     odst[i] = v;
     res[i] = skip ? sh::kResNotFound : sh::kResFailed;
-    if (mode & kUndirected) {
+    if (mode & kPrepUndirected) {
       osrc[n + i] = v;
       odst[n + i] = u;
       res[n + i] = loop ? sh::kResNotFound : sh::kResFailed;
@@ -365,7 +365,7 @@ extern "C" __global__ void gr_prep(const uint32_t* src, const uint32_t* dst, uin
   if (self) atomicAdd(ctrl + kCtrlCount, (unsigned long long)self);
 }
 
-// settle finishes a placed batch (prep's kPlace) before anything else
+// settle finishes a placed batch (prep's kPrepPlace) before anything else
 // reads the arena: every head slab b < nslabs whose next word prep used as
 // its count gets kNull back, and a slab whose keys repeat keeps each key
 // once (the first), packed from slot 0, the freed slots empty. The repeats
@@ -556,7 +556,7 @@ extern "C" __global__ void gr_count_edges(const uint32_t* src, const uint32_t* d
     if (i < m) {
       const uint32_t s = src[i], d = dst[i];
       if (s < cap && d < cap) {
-        if (s != d || (mode & kSelfLoops)) u = s;
+        if (s != d || (mode & kPrepSelfLoops)) u = s;
         if (both && s != d) atomicAdd(&cnt[d], 1u);
       }
     }
