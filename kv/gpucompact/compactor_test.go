@@ -498,20 +498,7 @@ func TestCancelMidJob(t *testing.T) {
 func TestOpenOutputsBounded(t *testing.T) {
 	e, job := benchJob(t, 2, 16)
 	job.TargetFileSize = uint64(2<<20) / uint64(12*maxOpenTables(0)) // about 6 outputs per slot (Snappy halves the contents)
-	var mu sync.Mutex
-	open, peak := 0, 0
-	create := job.Env.CreateTable
-	job.Env.CreateTable = func() (base.FileNum, vfs.File, error) {
-		n, f, err := create()
-		if err == nil {
-			mu.Lock()
-			open++
-			peak = max(peak, open)
-			mu.Unlock()
-			f = &closeCounter{File: f, closed: func() { mu.Lock(); open--; mu.Unlock() }}
-		}
-		return n, f, err
-	}
+	outputs := countOpen(job)
 	res, err := runGo(context.Background(), job, &workspace{}, &stageTimes{}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -519,10 +506,51 @@ func TestOpenOutputsBounded(t *testing.T) {
 	if len(res.Outputs) < 4*maxOpenTables(0) {
 		t.Fatalf("%d outputs: too few for this test", len(res.Outputs))
 	}
-	if peak > maxOpenTables(0) || open != 0 {
+	if open, peak := outputs.now(); peak > maxOpenTables(0) || open != 0 {
 		t.Fatalf("%d outputs: %d open at once (at most %d), %d left open", len(res.Outputs), peak, maxOpenTables(0), open)
 	}
 	_ = e
+}
+
+// openCount counts a job's output tables open now and at most at once
+// (countOpen).
+type openCount struct {
+	mu         sync.Mutex
+	open, peak int
+}
+
+// countOpen wraps job's CreateTable to count the outputs it opens until
+// they are closed.
+func countOpen(job *compaction.Job) *openCount {
+	c := &openCount{}
+	create := job.Env.CreateTable
+	job.Env.CreateTable = func() (base.FileNum, vfs.File, error) {
+		n, f, err := create()
+		if err == nil {
+			c.mu.Lock()
+			c.open++
+			c.peak = max(c.peak, c.open)
+			c.mu.Unlock()
+			f = &closeCounter{File: f, closed: func() { c.mu.Lock(); c.open--; c.mu.Unlock() }}
+		}
+		return n, f, err
+	}
+	return c
+}
+
+// now returns the outputs open now and at most at once since the last
+// reset.
+func (c *openCount) now() (open, peak int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.open, c.peak
+}
+
+// reset starts the peak again from the outputs open now.
+func (c *openCount) reset() {
+	c.mu.Lock()
+	c.peak = c.open
+	c.mu.Unlock()
 }
 
 // closeCounter calls closed once when the file is closed.
@@ -1060,8 +1088,8 @@ func checkHostWorkers(t *testing.T, opts Options) {
 	}
 	want := outputs(res)
 	var mu sync.Mutex
-	reading, readPeak, open, openPeak := 0, 0, 0, 0
-	openFile, create := job.Env.OpenTableFile, job.Env.CreateTable
+	reading, readPeak := 0, 0
+	openFile := job.Env.OpenTableFile
 	job.Env.OpenTableFile = func(m *manifest.FileMetadata) (vfs.File, error) {
 		f, err := openFile(m)
 		if err != nil {
@@ -1076,17 +1104,7 @@ func checkHostWorkers(t *testing.T, opts Options) {
 			return func() { mu.Lock(); reading--; mu.Unlock() }
 		}}, nil
 	}
-	job.Env.CreateTable = func() (base.FileNum, vfs.File, error) {
-		n, f, err := create()
-		if err == nil {
-			mu.Lock()
-			open++
-			openPeak = max(openPeak, open)
-			mu.Unlock()
-			f = &closeCounter{File: f, closed: func() { mu.Lock(); open--; mu.Unlock() }}
-		}
-		return n, f, err
-	}
+	opened := countOpen(job)
 	for _, w := range []int{1, 3} {
 		o := opts
 		o.HostWorkers, o.MinInputBytes, o.Fallback, o.MaxEngineFailures = w, -1, compaction.CPU{Parts: 1}, -1
@@ -1094,7 +1112,8 @@ func checkHostWorkers(t *testing.T, opts Options) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		readPeak, openPeak = 0, 0
+		readPeak = 0
+		opened.reset()
 		res, err := c.Compact(context.Background(), job)
 		st := c.Stats()
 		c.Close()
@@ -1113,9 +1132,10 @@ func checkHostWorkers(t *testing.T, opts Options) {
 		if readPeak > w || w > 1 && readPeak < 2 {
 			t.Errorf("HostWorkers %d: %d input reads at once", w, readPeak)
 		}
-		if openPeak > 2*w {
+		if _, openPeak := opened.now(); openPeak > 2*w {
 			t.Errorf("HostWorkers %d: %d outputs open at once, want at most %d", w, openPeak, 2*w)
 		}
+		_, openPeak := opened.now()
 		t.Logf("HostWorkers %d: %d reads at once, %d outputs open at once, %d outputs", w, readPeak, openPeak, len(got))
 	}
 }
