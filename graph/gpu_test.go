@@ -382,8 +382,7 @@ func TestCUDABuildSymmetric(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Both directions of every edge, repeats and self-loops kept.
-	src := append(slices.Clone(e.Src), e.Dst...)
-	dst := append(slices.Clone(e.Dst), e.Src...)
+	src, dst := bothWays(e.Src, e.Dst)
 	for _, loops := range []bool{false, true} {
 		g, err := New(Options{Backend: warpkit.CUDA, Device: dev, AllowSelfLoops: loops})
 		if err != nil {
@@ -1615,8 +1614,7 @@ func placedBuild(t *testing.T, dev *cuda.Device) {
 	}
 	// The same edges listing both directions (an undirected build inserts
 	// them as given).
-	bsrc := append(slices.Clone(src), dst...)
-	bdst := append(slices.Clone(dst), src...)
+	bsrc, bdst := bothWays(src, dst)
 	defer func(c int) { buildChunk = c }(buildChunk)
 	for _, chunk := range []int{1 << 26, 1024} {
 		for _, directed := range []bool{false, true} {
@@ -1701,7 +1699,7 @@ func placedBuild(t *testing.T, dev *cuda.Device) {
 	for _, both := range []bool{false, true} {
 		s, d := e.Src, e.Dst
 		if both {
-			s, d = append(slices.Clone(e.Src), e.Dst...), append(slices.Clone(e.Dst), e.Src...)
+			s, d = bothWays(e.Src, e.Dst)
 		}
 		g, err := New(Options{Backend: warpkit.CUDA, Device: dev, MaxPoolBytes: 32 << 10})
 		if err != nil {
@@ -1728,7 +1726,7 @@ func placedBuild(t *testing.T, dev *cuda.Device) {
 		for _, both := range []bool{false, true} {
 			s, d := e.Src, e.Dst
 			if both {
-				s, d = append(slices.Clone(e.Src), e.Dst...), append(slices.Clone(e.Dst), e.Src...)
+				s, d = bothWays(e.Src, e.Dst)
 			}
 			g, err := New(Options{Backend: warpkit.CUDA, Device: dev, Directed: directed})
 			if err != nil {
@@ -1812,7 +1810,7 @@ func buildSizing(t *testing.T, dev *cuda.Device) {
 	for _, both := range []bool{false, true} {
 		s, d := src, dst
 		if both {
-			s, d = append(slices.Clone(src), dst...), append(slices.Clone(dst), src...)
+			s, d = bothWays(src, dst)
 		}
 		g, err := New(Options{Backend: warpkit.CUDA, Device: dev})
 		if err != nil {
@@ -1830,4 +1828,10 @@ func buildSizing(t *testing.T, dev *cuda.Device) {
 		}
 		g.Close()
 	}
+}
+
+// bothWays returns the edges src→dst followed by their reverses: a list
+// that gives every edge in both directions.
+func bothWays(src, dst []uint32) (s, d []uint32) {
+	return append(slices.Clone(src), dst...), append(slices.Clone(dst), src...)
 }
