@@ -159,3 +159,8 @@ func TestEmulatedIndexedCopyAlways(t *testing.T) {
 func TestEmulatedIndexesLogFull(t *testing.T) {
 	testIndexesLogFull(t, gpuTreeOn[uint32, uint32](emuDevice(t), Options{})(t))
 }
+
+func TestEmulatedPlainWrites(t *testing.T) {
+	dev := emuDevice(t)
+	testPlainWrites(t, func(o Options) func(testing.TB) *Tree[uint32, uint32] { return gpuTreeOn[uint32, uint32](dev, o) })
+}

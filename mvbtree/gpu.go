@@ -54,6 +54,15 @@ var validateReads bool
 // pass-throughs.
 var retireLogCap int
 
+// noPlainWrites, set by tests, has every write batch run the versioning
+// kernel (what a batch did before plain batches existed).
+var noPlainWrites bool
+
+// forcePlainWrites, set by tests, has every write batch run the plain kernel
+// whatever is open or linked: what a plain batch does beside chains it did
+// not expect (another lane's, linked while it ran) must keep them intact.
+var forcePlainWrites bool
+
 // generation is one bulk-built tree and everything written into it since: its
 // own node pool, its root. Build and Compact start a new generation; an older
 // one lives while snapshots read it.
@@ -64,6 +73,13 @@ type generation struct {
 	refs   int                // open snapshots reading it (gpuTree.snapMu)
 	latest bool               // the tree's current generation (snapMu)
 	dead   bool               // freed (set under gpuTree.mu held exclusively)
+	// chains: a write batch that may link versions (or version indexes)
+	// behind its heads ran on it; cleared by a Vacuum that leaves none.
+	// While it is clear, no head has a chain to splice.
+	chains atomic.Bool
+	// snapped: a snapshot was taken of it (gpuTree.epochMu), so that under
+	// CopyIfStale its nodes may carry stamps older than the batch's.
+	snapped bool
 }
 
 // retiredLog is what one write batch unlinked: units of gen's pool, freed
@@ -195,6 +211,7 @@ type gpuTree[K, V warpkit.Word] struct {
 	// records it, and a writer of its head need not walk the chain for
 	// versions to unlink while it has not changed (mvbtree.cu).
 	closes  uint32
+	plains  atomic.Int64 // write batches that ran the plain kernels (tests)
 	retired atomic.Int64 // units waiting in ebr
 	leaked  atomic.Int64 // retired units never freed (a log not kept, a free that failed)
 
@@ -565,6 +582,7 @@ func (g *gpuTree[K, V]) snapshot(ctx context.Context) (view[K, V], error) {
 			g.epoch++
 			g.dirty.Store(false)
 		}
+		g.cur.snapped = true
 		v := &gpuView[K, V]{g: g, gen: g.cur, stamp: stamp}
 		g.open[stamp]++
 		g.regVer++
@@ -684,8 +702,7 @@ func (g *gpuTree[K, V]) query(ctx context.Context, v *gpuView[K, V],
 // A batch that runs out of nodes is re-run after its pool grew (inserts and
 // deletes are idempotent, and a re-run at the same stamp changes in place
 // what the first run copied).
-func (g *gpuTree[K, V]) write(ctx context.Context, n int, stage func(l *lane[K, V]) error,
-	launch func(l *lane[K, V], gen *generation, w uint32, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error) error {
+func (g *gpuTree[K, V]) write(ctx context.Context, n int, stage func(l *lane[K, V]) error, launch launchWrite[K, V]) error {
 	if n == 0 {
 		return ctx.Err()
 	}
@@ -713,21 +730,28 @@ func (g *gpuTree[K, V]) write(ctx context.Context, n int, stage func(l *lane[K, 
 	if err := stage(l); err != nil {
 		return err
 	}
-	reg, nreg, err := g.registry(l)
-	if err != nil {
-		return err
-	}
-	logCap := min(max(retireLogMin, 2*n), retireLogMax)
-	if retireLogCap > 0 {
-		logCap = retireLogCap
-	}
-	log, err := l.retire.Get(g.dev, l.stream, logCap)
-	if err != nil {
-		return err
+	plain := g.plainWrite(gen)
+	var reg, log cuda.Slice[uint32]
+	nreg := 0
+	if !plain {
+		var err error
+		if reg, nreg, err = g.registry(l); err != nil {
+			return err
+		}
+		logCap := min(max(retireLogMin, 2*n), retireLogMax)
+		if retireLogCap > 0 {
+			logCap = retireLogCap
+		}
+		if log, err = l.retire.Get(g.dev, l.stream, logCap); err != nil {
+			return err
+		}
+		gen.chains.Store(true) // before the launch: see plainWrite
+	} else {
+		g.plains.Add(1)
 	}
 	need := n/4 + 64
-	if nreg > 0 || g.opts.Copy != CopyWhenPinned {
-		need += 2 * n // a copy per node written
+	if !plain && (nreg > 0 || g.opts.Copy != CopyWhenPinned) {
+		need += 2 * n // a copy per node written (a plain batch copies none)
 	}
 	if uint32(nreg) >= g.indexMin() {
 		need += n // and a version index
@@ -747,7 +771,7 @@ func (g *gpuTree[K, V]) write(ctx context.Context, n int, stage func(l *lane[K, 
 			reserved = 0 // a failed Reserve leaves nothing to end
 		}
 		supers := gen.pool.SuperBlocks()
-		st, err := g.runWrite(l, gen, w, reg, nreg, log, launch)
+		st, err := g.runWrite(l, gen, w, plain, reg, nreg, log, launch)
 		gen.pool.Unreserve(reserved)
 		if err != nil {
 			return err
@@ -761,10 +785,39 @@ func (g *gpuTree[K, V]) write(ctx context.Context, n int, stage func(l *lane[K, 
 	}
 }
 
+// plainWrite says whether a write batch on gen, under epochMu read-locked
+// (no snapshot can be taken until it ends), can run the plain kernels
+// (mvbtree.cu's Plain versioner), which copy and unlink nothing: no snapshot
+// is open, so no version needs a copy (under CopyIfStale, none was taken of
+// gen either: every node carries the batch's stamp, or the empty root's 0),
+// and no batch that may link versions has run on gen since the last Vacuum
+// that left none, so that no head has a chain for a writer to splice — the
+// plain kernels would leave it for Vacuum. A batch that may link versions
+// sets gen.chains before its launch; a plain batch that decided before that
+// and runs beside it keeps the chains it meets (it stamps the head in place
+// and leaves prev).
+func (g *gpuTree[K, V]) plainWrite(gen *generation) bool {
+	if forcePlainWrites {
+		return true
+	}
+	if noPlainWrites || g.opts.Copy == CopyAlways || gen.chains.Load() ||
+		(g.opts.Copy == CopyIfStale && gen.snapped) {
+		return false
+	}
+	g.snapMu.Lock()
+	defer g.snapMu.Unlock()
+	return len(g.open) == 0
+}
+
+// launchWrite launches a write batch on l: the plain kernel (plainWrite), or
+// the versioning one with the open snapshots' registry (nreg stamps) and a
+// retire log.
+type launchWrite[K, V warpkit.Word] func(l *lane[K, V], gen *generation, w uint32, plain bool, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error
+
 // runWrite is one launch of a write batch and what follows it: the status,
 // the control words and the retire log, handed to the reclamation.
-func (g *gpuTree[K, V]) runWrite(l *lane[K, V], gen *generation, w uint32, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32],
-	launch func(l *lane[K, V], gen *generation, w uint32, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error) (uint32, error) {
+func (g *gpuTree[K, V]) runWrite(l *lane[K, V], gen *generation, w uint32, plain bool, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32],
+	launch launchWrite[K, V]) (uint32, error) {
 	release, err := gen.pool.Acquire()
 	if err != nil {
 		return 0, err
@@ -773,15 +826,17 @@ func (g *gpuTree[K, V]) runWrite(l *lane[K, V], gen *generation, w uint32, reg c
 	if err := l.status.Zero(l.stream); err != nil {
 		return 0, err
 	}
-	if err := l.retireN.Zero(l.stream); err != nil {
-		return 0, err
+	if !plain {
+		if err := l.retireN.Zero(l.stream); err != nil {
+			return 0, err
+		}
 	}
 	tok := g.ebr.Begin()
-	err = launch(l, gen, w, reg, nreg, log)
+	err = launch(l, gen, w, plain, reg, nreg, log)
 	if err == nil {
 		err = cuda.CopyToHostAsync(l.back, 0, l.status, l.stream)
 	}
-	if err == nil {
+	if err == nil && !plain {
 		err = cuda.CopyToHostAsync(l.back, 1, l.retireN, l.stream)
 	}
 	if err == nil { // the pool's allocated count, for its estimate of what is free
@@ -794,7 +849,7 @@ func (g *gpuTree[K, V]) runWrite(l *lane[K, V], gen *generation, w uint32, reg c
 		gen.pool.Observe(int64(l.backCtl.Data()[0]))
 	}
 	var items []retiredLog
-	if err == nil {
+	if err == nil && !plain {
 		if n := int(min(l.back.Data()[1], uint32(log.Len()))); n > 0 {
 			var buf cuda.Slice[uint32]
 			if buf, err = g.logs.get(g.dev, n); err == nil {
@@ -846,7 +901,10 @@ func (g *gpuTree[K, V]) insertWith(ctx context.Context, n int, stage func(l *lan
 	return g.write(ctx, n, func(l *lane[K, V]) (err error) {
 		keys, vals, err = stage(l)
 		return err
-	}, func(l *lane[K, V], gen *generation, w uint32, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error {
+	}, func(l *lane[K, V], gen *generation, w uint32, plain bool, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error {
+		if plain {
+			return g.k.insertPlain.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w, keys, vals, uint64(n))
+		}
 		return g.k.insert.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w, g.mode(), g.indexMin(), l.closes,
 			reg, uint32(nreg), log, uint32(log.Len()), l.retireN, keys, vals, uint64(n))
 	})
@@ -857,7 +915,10 @@ func (g *gpuTree[K, V]) deleteWith(ctx context.Context, n int, stage func(l *lan
 	return g.write(ctx, n, func(l *lane[K, V]) (err error) {
 		keys, err = stage(l)
 		return err
-	}, func(l *lane[K, V], gen *generation, w uint32, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error {
+	}, func(l *lane[K, V], gen *generation, w uint32, plain bool, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error {
+		if plain {
+			return g.k.delPlain.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w, keys, uint64(n))
+		}
 		return g.k.del.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w, g.mode(), g.indexMin(), l.closes,
 			reg, uint32(nreg), log, uint32(log.Len()), l.retireN, keys, uint64(n))
 	})
@@ -1704,6 +1765,9 @@ func (g *gpuTree[K, V]) vacuum(ctx context.Context) error {
 			if uint64(n) <= uint64(capacity) { // every version it found unlinked fit the log
 				break
 			}
+		}
+		if c[ctlVersions] == 0 { // no chains left: plain batches may run again (plainWrite)
+			gen.chains.Store(false)
 		}
 	}
 	return nil

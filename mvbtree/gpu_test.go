@@ -844,3 +844,120 @@ func testIndexesLogFull[K, V warpkit.Word](t *testing.T, tr *Tree[K, V]) {
 func TestGPUIndexesLogFull(t *testing.T) {
 	testIndexesLogFull(t, gpuTreeOn[uint32, uint32](gputest.Device(t), Options{})(t))
 }
+
+// testPlainWrites: write batches run the plain kernels (no copies, no
+// splices) exactly when nothing can need them — no snapshot open, no chain
+// linked since the last Vacuum that left none, and under CopyIfStale no
+// snapshot ever taken of the generation — and a plain batch that meets
+// chains it did not expect (forcePlainWrites: what a batch that decided
+// before another lane linked them does) keeps them whole.
+func testPlainWrites(t *testing.T, dev func(Options) func(testing.TB) *Tree[uint32, uint32]) {
+	const n = 2000
+	keys, vals := make([]uint32, n), make([]uint32, n)
+	fill := func(salt uint32) {
+		for i := range keys {
+			keys[i], vals[i] = uint32(i*5), uint32(i)^salt
+		}
+	}
+	// plain runs a write and reports whether it ran the plain kernel.
+	plain := func(tr *Tree[uint32, uint32], write func() error) bool {
+		t.Helper()
+		before := tr.gpu.plains.Load()
+		check(t, write())
+		return tr.gpu.plains.Load() > before
+	}
+	insert := func(tr *Tree[uint32, uint32], salt uint32) func() error {
+		return func() error { fill(salt); return tr.Insert(ctx, keys, vals) }
+	}
+	want := func(tr *Tree[uint32, uint32], where string, salt uint32) {
+		t.Helper()
+		fill(salt)
+		w := map[uint32]uint32{}
+		for i, k := range keys {
+			w[k] = vals[i]
+		}
+		expect(t, where, func(y func(uint32, uint32) bool) { s, err := tr.All(ctx); check(t, err); s(y) }, nil, w)
+		mustCheck(t, tr)
+	}
+	for _, mode := range []CopyMode{CopyWhenPinned, CopyIfStale, CopyAlways} {
+		t.Run(mode.String(), func(t *testing.T) {
+			tr := dev(Options{Copy: mode})(t)
+			if got, wantPlain := plain(tr, insert(tr, 1)), mode != CopyAlways; got != wantPlain {
+				t.Fatalf("a fresh tree's first batch: plain %v, want %v", got, wantPlain)
+			}
+			if st := mustStats(t, tr); mode != CopyAlways && st.Versions != 0 {
+				t.Fatalf("plain batches linked %d versions", st.Versions)
+			}
+			s, err := tr.Snapshot(ctx)
+			check(t, err)
+			if plain(tr, insert(tr, 2)) {
+				t.Fatal("a batch beside an open snapshot ran plain")
+			}
+			if st := mustStats(t, tr); st.Versions == 0 {
+				t.Fatalf("a batch beside an open snapshot copied nothing: %+v", st)
+			}
+			check(t, s.Close())
+			// The closed snapshot's versions are still linked: the next
+			// writers must splice them.
+			if plain(tr, insert(tr, 3)) {
+				t.Fatal("a batch over unspliced chains ran plain")
+			}
+			want(tr, "after the splicing batch", 3)
+			check(t, tr.Vacuum(ctx))
+			if st := mustStats(t, tr); st.Versions != 0 {
+				t.Fatalf("after Vacuum with no snapshot open: %+v", st)
+			}
+			// Under CopyIfStale the snapshot taken makes every older stamp
+			// stale for good; the other rules are plain again.
+			if got, wantPlain := plain(tr, insert(tr, 4)), mode == CopyWhenPinned; got != wantPlain {
+				t.Fatalf("after Vacuum: plain %v, want %v", got, wantPlain)
+			}
+			want(tr, "after Vacuum", 4)
+			// A new generation starts over.
+			fill(5)
+			check(t, tr.Build(ctx, keys, vals))
+			if got, wantPlain := plain(tr, insert(tr, 6)), mode != CopyAlways; got != wantPlain {
+				t.Fatalf("after Build: plain %v, want %v", got, wantPlain)
+			}
+			want(tr, "after Build", 6)
+		})
+	}
+	t.Run("chains kept", func(t *testing.T) {
+		tr := dev(Options{})(t)
+		check(t, insert(tr, 1)())
+		s, err := tr.Snapshot(ctx)
+		check(t, err)
+		check(t, insert(tr, 2)())
+		s2, err := tr.Snapshot(ctx)
+		check(t, err)
+		check(t, insert(tr, 3)())
+		check(t, s.Close())
+		check(t, s2.Close())
+		linked := mustStats(t, tr).Versions
+		if linked == 0 {
+			t.Fatal("no chains to keep")
+		}
+		defer func(f bool) { forcePlainWrites = f }(forcePlainWrites)
+		forcePlainWrites = true
+		if !plain(tr, insert(tr, 4)) {
+			t.Fatal("forcePlainWrites: not plain")
+		}
+		check(t, tr.Delete(ctx, keys[:n/2]))
+		check(t, tr.Insert(ctx, keys[:n/2], vals[:n/2]))
+		if st := mustStats(t, tr); st.Versions != linked {
+			t.Fatalf("plain batches over chains: %d versions linked, want the %d there were", st.Versions, linked)
+		}
+		want(tr, "plain batches over chains", 4) // Check: every chain whole, every unit accounted for
+		forcePlainWrites = false
+		check(t, tr.Vacuum(ctx))
+		if st := mustStats(t, tr); st.Versions != 0 || st.RetiredPending != 0 {
+			t.Fatalf("after Vacuum: %+v", st)
+		}
+		want(tr, "after Vacuum", 4)
+	})
+}
+
+func TestGPUPlainWrites(t *testing.T) {
+	dev := gputest.Device(t)
+	testPlainWrites(t, func(o Options) func(testing.TB) *Tree[uint32, uint32] { return gpuTreeOn[uint32, uint32](dev, o) })
+}

@@ -471,6 +471,7 @@ __device__ __noinline__ Spliced splice_indexed(const ReadPool<S> pool, const Sna
 // MV is the versioner of a write batch (blink.cuh's hooks).
 template <typename S>
 struct MV {
+  static constexpr bool kReadsVersion = true;
   uint32_t w, mode, closes;
   bool indexing;  // enough snapshots open for chains of kIndexMin (and indexes not turned off)
   Snapshots snaps;
@@ -546,6 +547,33 @@ struct MV {
       uint32_t chain = splice<S>(pool, snaps, ret, n.prev, w, removed, none, t);
       n.set_version(t, w, chain);
     }
+  }
+  template <class N, int T>
+  __device__ __forceinline__ void fresh(N& n, const Tile<T>& t) {
+    n.set_version(t, w, kNone);
+  }
+};
+
+// Plain is the versioner of a write batch that can copy nothing: no snapshot
+// is open and, under CopyIfStale, every node carries the batch's stamp (the
+// host decides: gpu.go, plainWrite). It writes in place and stamps; it leaves
+// prev as the node holds it, so that a chain a writer on another lane links
+// meanwhile stays linked (its splice waits for the next versioning writer or
+// Vacuum). Without the snapshot registry, the retire log, the splice and the
+// version's decode, the insert kernel keeps its registers (no spills).
+struct Plain {
+  static constexpr bool kReadsVersion = false;
+  uint32_t w;
+  struct Slot {};
+  template <class Pool, class N, int T>
+  __device__ __forceinline__ bool prepare(Pool&, const N&, const Tile<T>&, Slot&) {
+    return true;
+  }
+  template <class Pool, int T>
+  __device__ __forceinline__ void unprepare(Pool&, const Slot&, const Tile<T>&) {}
+  template <class Pool, class N, int T>
+  __device__ __forceinline__ void commit(Pool&, N& n, uint32_t, const Slot&, const Tile<T>& t) {
+    n.set_stamp(t, w);
   }
   template <class N, int T>
   __device__ __forceinline__ void fresh(N& n, const Tile<T>& t) {
@@ -700,6 +728,27 @@ __device__ void write_batch(slab::Pool* p, uint32_t root, unsigned long long* ct
   pool.finish();
   add_keys(ctl + kCtlKeys, del ? -(long long)d : (long long)d, t.rank == 0);
   add_keys(ctl + kCtlVersions, ver.copies + ver.indexes - ver.removed, t.rank == 0);
+}
+
+// plain_batch is write_batch with the Plain versioner (no copies, no
+// splices: the host launches it only when none can be needed).
+template <typename K, typename V>
+__device__ void plain_batch(slab::Pool* p, uint32_t root, unsigned long long* ctl, uint32_t* status, uint32_t w,
+                            const K* keys, const V* vals, uint64_t n, bool del) {
+  using S = SlotOf<K, V>;
+  constexpr int T = Lay<S>::kTile;
+  uint64_t i = tile_id<T>();
+  Tile<T> t;
+  WritePool<S, T> pool(p, root, status, (uint32_t)i * 0x9e3779b9u ^ w);
+  Plain ver{w};
+  int d = 0;
+  if (i < n) {
+    int r = del ? op_delete<Node<S>>(pool, ver, (S)keys[i], d, t)
+                : op_insert<Node<S>>(pool, ver, (S)keys[i], (S)vals[i], d, t);
+    if (t.rank == 0) report_result<S>(status, r);
+  }
+  pool.finish();
+  add_keys(ctl + kCtlKeys, del ? -(long long)d : (long long)d, t.rank == 0);
 }
 
 template <typename K, typename V>
@@ -1001,6 +1050,16 @@ __device__ void poison(slab::Pool* p, const uint32_t* addrs, uint64_t n) {
                        uint32_t* retire, uint32_t retire_cap, uint32_t* retire_n, const K* keys, uint64_t n) {       \
     write_batch<K, V>(p, root, ctl, status, w, mode, index_at, closes, snaps, nsnaps, retire, retire_cap, retire_n, \
                       keys, nullptr, n, true);                                                                       \
+  }                                                                                                                  \
+  extern "C" __global__ void __launch_bounds__(256, 4)                                                               \
+      mvb_insert_plain_##SUF(slab::Pool* p, uint32_t root, unsigned long long* ctl, uint32_t* status, uint32_t w,   \
+                             const K* keys, const V* vals, uint64_t n) {                                             \
+    plain_batch<K, V>(p, root, ctl, status, w, keys, vals, n, false);                                               \
+  }                                                                                                                  \
+  extern "C" __global__ void __launch_bounds__(256, 4)                                                               \
+      mvb_delete_plain_##SUF(slab::Pool* p, uint32_t root, unsigned long long* ctl, uint32_t* status, uint32_t w,   \
+                             const K* keys, uint64_t n) {                                                            \
+    plain_batch<K, V>(p, root, ctl, status, w, keys, nullptr, n, true);                                             \
   }                                                                                                                  \
   extern "C" __global__ void mvb_lookup_##SUF(slab::Pool* p, uint32_t root, uint32_t* status, uint32_t at,          \
                                                uint32_t validated, const K* keys, uint64_t n, V* out_vals,           \

@@ -247,6 +247,19 @@ struct Node {
       }
     }
   }
+  // set_stamp writes ts alone (prev, which may not have been decoded, stays
+  // as the version lane's chunk holds it).
+  __device__ __forceinline__ void set_stamp(const Tile<T>& t, uint32_t stamp) {
+    static_assert(L::kVersioned, "only versioned layouts carry a version");
+    ts = stamp;
+    if (t.rank == L::kVersionLane) {
+      if constexpr (sizeof(S) == 4) {
+        w[L::kVersionWord] = stamp;
+      } else {
+        w[L::kVersionWord] = (w[L::kVersionWord] & 0xffffffff00000000ull) | (uint64_t)stamp;
+      }
+    }
+  }
   // slot is the pair index of this lane's p-th pair position (negative for
   // header slots; kCap for the narrow versioned node's version).
   __device__ __forceinline__ static int slot(const Tile<T>& t, int p) { return ((int)t.rank - F) * P + p; }
@@ -783,8 +796,11 @@ __device__ int op_range(const Pool& pool, const Rd& rd, typename N::S lo, typena
 //       produces (stamp, older versions) and keep what snapshots still see;
 //       it cannot fail.
 //   fresh(n, t)  n is a node this write creates.
+// and kReadsVersion: whether the hooks read the version (ts, prev) of the
+// nodes they are given; without it the latched loads leave it undecoded.
 
 struct NoVersion {
+  static constexpr bool kReadsVersion = false;
   struct Slot {};
   template <class Pool, class N, int T>
   __device__ __forceinline__ bool prepare(Pool&, const N&, const Tile<T>&, Slot&) {
@@ -905,7 +921,7 @@ __device__ int op_insert(Pool& pool, Vr& ver, typename N::S k, typename N::S v, 
         ps.to_parent();
         continue;
       }
-      n.load(pool, ps.cur, kStrong, t);
+      n.template load<N::L::kVersioned && Vr::kReadsVersion>(pool, ps.cur, kStrong, t);
       if (!sane(pool, n) || (ps.expect >= 0 && (int)n.level() != ps.expect) || k < n.low) {
         unlatch(pool, ps.cur, n.meta, t);
         ps.to_root();
@@ -959,7 +975,7 @@ __device__ int op_insert(Pool& pool, Vr& ver, typename N::S k, typename N::S v, 
           continue;
         }
         N p;
-        p.load(pool, ps.parent, kStrong, t);
+        p.template load<N::L::kVersioned && Vr::kReadsVersion>(pool, ps.parent, kStrong, t);
         int pi = p.count_le(t, k) - 1;
         S pk = 0, pv = 0;
         if (pi >= 0) p.pair_of(t, pi, pk, pv);
@@ -1100,7 +1116,7 @@ __device__ int op_delete(Pool& pool, Vr& ver, typename N::S k, int& removed, con
       ps.to_parent();
       continue;
     }
-    n.load(pool, ps.cur, kStrong, t);
+    n.template load<N::L::kVersioned && Vr::kReadsVersion>(pool, ps.cur, kStrong, t);
     if (!sane(pool, n) || n.level() != 0 || k < n.low) {
       unlatch(pool, ps.cur, n.meta, t);
       ps.to_root();
