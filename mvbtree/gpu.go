@@ -771,7 +771,7 @@ func (g *gpuTree[K, V]) write(ctx context.Context, n int, stage func(l *lane[K, 
 			reserved = 0 // a failed Reserve leaves nothing to end
 		}
 		supers := gen.pool.SuperBlocks()
-		st, err := g.runWrite(l, gen, w, plain, reg, nreg, log, launch)
+		st, err := g.runWrite(l, gen, w, plain, reg, nreg, log, need, launch)
 		gen.pool.Unreserve(reserved)
 		if err != nil {
 			return err
@@ -815,9 +815,12 @@ func (g *gpuTree[K, V]) plainWrite(gen *generation) bool {
 type launchWrite[K, V warpkit.Word] func(l *lane[K, V], gen *generation, w uint32, plain bool, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error
 
 // runWrite is one launch of a write batch and what follows it: the status,
-// the control words and the retire log, handed to the reclamation.
+// the control words and the retire log, handed to the reclamation. While
+// the batch runs, the pool prepares the super blocks a next batch that
+// reserves ahead units would need (slaballoc's Prepare: the growth that
+// follows then only publishes them).
 func (g *gpuTree[K, V]) runWrite(l *lane[K, V], gen *generation, w uint32, plain bool, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32],
-	launch launchWrite[K, V]) (uint32, error) {
+	ahead int, launch launchWrite[K, V]) (uint32, error) {
 	release, err := gen.pool.Acquire()
 	if err != nil {
 		return 0, err
@@ -841,6 +844,11 @@ func (g *gpuTree[K, V]) runWrite(l *lane[K, V], gen *generation, w uint32, plain
 	}
 	if err == nil { // the pool's allocated count, for its estimate of what is free
 		err = cuda.CopyToHostAsync(l.backCtl, 0, gen.pool.UsedCounter(), l.stream)
+	}
+	if err == nil {
+		// Best-effort: a failure to prepare is met again, and reported, by
+		// the growth itself.
+		_ = gen.pool.Prepare(context.Background(), ahead)
 	}
 	if serr := l.stream.Synchronize(); err == nil {
 		err = serr

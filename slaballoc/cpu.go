@@ -26,6 +26,11 @@ func newCPU(opts *Options) *cpuPool { return &cpuPool{opts: opts} }
 
 func (c *cpuPool) wordsPerSuper() int { return c.opts.BlocksPerSuperBlock * 32 }
 
+// prepare has nothing to do ahead: a super block is a Go allocation.
+func (c *cpuPool) prepare(int) (int, error) { return 0, nil }
+
+func (c *cpuPool) preparedCount() int { return 0 }
+
 func (c *cpuPool) grow(n int) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -32,6 +32,14 @@ type superBlock struct {
 	bitmap *cuda.Buffer // flat pools only
 }
 
+// prepared is a super block made ahead of its growth (Pool.Prepare): mapped
+// (or allocated) at its index, its fills queued on the pool's stream, and the
+// descriptor words that will name it.
+type prepared struct {
+	sb             superBlock
+	units, bitmaps uint64
+}
+
 func (b superBlock) free() error {
 	err := b.mem.Free()
 	if b.bitmap != nil {
@@ -54,6 +62,10 @@ type gpuPool struct {
 	desc   cuda.Slice[uint64]
 	host   [descShiftWord + 1]uint64 // the immutable part of the descriptor
 	supers []superBlock
+	// ahead are super blocks prepared past the published ones (Prepare):
+	// ahead[k] is super block len(supers)+k. Guarded by Pool.growMu.
+	ahead  []prepared
+	nAhead atomic.Int32 // len(ahead), for Stats without growMu
 	// A flat pool's super blocks are mapped into vr at stride bytes apart
 	// (Options.Flat): unit a at vr.Base() + a×UnitBytes.
 	vr      *cuda.VirtualRange
@@ -138,8 +150,9 @@ func (g *gpuPool) superBytes() (units, total int64) {
 	return units, units + blocks*UnitsPerBlock/8
 }
 
-// grow adds up to n super blocks in one step: it allocates and fills them,
-// synchronizes once, and publishes them with one descriptor write. When the
+// grow adds up to n super blocks in one step: it takes the prepared ones
+// first and allocates and fills the rest, synchronizes once, and publishes
+// them with one descriptor write. When the
 // device runs out part way it publishes the ones it got. The caller holds the
 // pool's use lock for writing, so no kernel that reads the descriptor is in
 // flight (holders of Acquire wait for their kernels before releasing it) and
@@ -150,39 +163,22 @@ func (g *gpuPool) grow(n int) (int, error) {
 	if err := g.settle(); err != nil {
 		return 0, err
 	}
-	unitBytes, total := g.superBytes()
 	next := g.host
 	var bufs []superBlock
 	var err error
 	for len(bufs) < n && len(g.supers)+len(bufs) < MaxSuperBlocks {
 		i := len(g.supers) + len(bufs)
-		var b superBlock
-		if b, err = g.newSuper(i); err != nil {
+		var b prepared
+		if len(g.ahead) > 0 {
+			b = g.ahead[0]
+			g.ahead = g.ahead[1:]
+			g.nAhead.Store(int32(len(g.ahead)))
+		} else if b, err = g.fresh(i, nil); err != nil {
 			break
 		}
-		units, verr := cuda.View[uint8](b.mem, 0, int(unitBytes))
-		if verr == nil {
-			verr = units.FillBytes(g.opts.Fill, nil)
-		}
-		bm, bmOff := b.mem, int(unitBytes)
-		if b.bitmap != nil {
-			bm, bmOff = b.bitmap, 0
-		}
-		var bitmaps cuda.Slice[uint8]
-		if verr == nil {
-			bitmaps, verr = cuda.View[uint8](bm, bmOff, int(total-unitBytes))
-		}
-		if verr == nil {
-			verr = bitmaps.Zero(nil)
-		}
-		if verr != nil {
-			b.free()
-			err = verr
-			break
-		}
-		next[descUnitsWord+i] = uint64(b.mem.Ptr())
-		next[descBitmapsWord+i] = uint64(bitmaps.Ptr())
-		bufs = append(bufs, b)
+		next[descUnitsWord+i] = b.units
+		next[descBitmapsWord+i] = b.bitmaps
+		bufs = append(bufs, b.sb)
 	}
 	if len(bufs) == 0 {
 		return 0, err
@@ -197,12 +193,78 @@ func (g *gpuPool) grow(n int) (int, error) {
 		for _, b := range bufs {
 			b.free()
 		}
+		g.freeAhead() // they were made for indexes past the ones just freed
 		return 0, serr
 	}
 	g.host = next
 	g.supers = append(g.supers, bufs...)
 	return len(bufs), err
 }
+
+// fresh makes super block i: its memory (newSuper), its units filled and
+// its bitmaps zeroed on stream s (nil: the legacy default stream).
+func (g *gpuPool) fresh(i int, s *cuda.Stream) (prepared, error) {
+	unitBytes, total := g.superBytes()
+	b, err := g.newSuper(i)
+	if err != nil {
+		return prepared{}, err
+	}
+	units, err := cuda.View[uint8](b.mem, 0, int(unitBytes))
+	if err == nil {
+		err = units.FillBytes(g.opts.Fill, s)
+	}
+	bm, bmOff := b.mem, int(unitBytes)
+	if b.bitmap != nil {
+		bm, bmOff = b.bitmap, 0
+	}
+	var bitmaps cuda.Slice[uint8]
+	if err == nil {
+		bitmaps, err = cuda.View[uint8](bm, bmOff, int(total-unitBytes))
+	}
+	if err == nil {
+		err = bitmaps.Zero(s)
+	}
+	if err != nil {
+		b.free()
+		return prepared{}, err
+	}
+	return prepared{sb: b, units: uint64(b.mem.Ptr()), bitmaps: uint64(bitmaps.Ptr())}, nil
+}
+
+// prepare makes super blocks past the published and the prepared ones until
+// n are prepared, their fills on the pool's stream (the growth that
+// publishes them synchronizes the device first). Kernels may be running:
+// nothing they read changes. The caller holds Pool.growMu, not the use lock.
+func (g *gpuPool) prepare(n int) (int, error) {
+	g.mu.Lock() // the pool's stream
+	defer g.mu.Unlock()
+	for len(g.ahead) < n && len(g.supers)+len(g.ahead) < MaxSuperBlocks {
+		b, err := g.fresh(len(g.supers)+len(g.ahead), g.stream)
+		if err != nil {
+			return len(g.ahead), err
+		}
+		g.ahead = append(g.ahead, b)
+		g.nAhead.Store(int32(len(g.ahead)))
+	}
+	return len(g.ahead), nil
+}
+
+// freeAhead frees the prepared super blocks.
+func (g *gpuPool) freeAhead() error {
+	var err error
+	if len(g.ahead) > 0 {
+		// Their fills may still run on the pool's stream.
+		err = g.stream.Synchronize()
+	}
+	for _, b := range g.ahead {
+		err = errors.Join(err, b.sb.free())
+	}
+	g.ahead = nil
+	g.nAhead.Store(0)
+	return err
+}
+
+func (g *gpuPool) preparedCount() int { return int(g.nAhead.Load()) }
 
 // newSuper allocates super block i: one allocation of units and bitmaps,
 // or, in a flat pool, the units mapped at i×stride in the pool's range and
@@ -232,6 +294,9 @@ func (g *gpuPool) newSuper(i int) (superBlock, error) {
 // the pool's and waits. It returns how many super blocks the pool has.
 func (g *gpuPool) reset(keep int, stream *cuda.Stream) (int, error) {
 	if err := g.settle(); err != nil {
+		return len(g.supers), err
+	}
+	if err := g.freeAhead(); err != nil { // made for indexes past the ones given back
 		return len(g.supers), err
 	}
 	if keep < len(g.supers) {
@@ -507,6 +572,7 @@ func (g *gpuPool) close() error {
 	}
 	keep(g.settle())
 	if g.stream != nil {
+		keep(g.freeAhead())
 		keep(g.stream.Close())
 	}
 	for _, b := range g.supers {

@@ -684,3 +684,86 @@ func TestFlatAddresses(t *testing.T) {
 		}
 	})
 }
+
+// TestPrepare: Prepare makes ahead the super blocks a growth would add
+// (none on the CPU backend), in no Capacity until the growth publishes
+// them; their units hold the fill byte, take their addresses' places
+// (flat pools map them at their index) and allocate; Prepare stops at the
+// maximum, returns at once while a growth holds the pool, and Reset and
+// Close free what it made.
+func TestPrepare(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, opts Options) {
+		ctx := context.Background()
+		opts.BlocksPerSuperBlock = 1 // 1024 units per super block
+		opts.MaxSuperBlocks = 4
+		opts.LowWater = 1
+		opts.UnitBytes = 64
+		opts.Fill = 0xab
+		p := newPool(t, opts)
+		ahead := opts.Backend == warpkit.CUDA
+		want := func(where string, supers, prepared int) {
+			t.Helper()
+			st, err := p.Stats(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ahead {
+				prepared = 0
+			}
+			if st.SuperBlocks != supers || st.Prepared != prepared || st.Capacity != int64(supers)*1024 {
+				t.Fatalf("%s: %d super blocks (capacity %d), %d prepared; want %d, %d", where, st.SuperBlocks, st.Capacity, st.Prepared, supers, prepared)
+			}
+		}
+		check := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		check(p.Prepare(ctx, 500))
+		want("room for 500", 1, 0)
+		check(p.Reserve(ctx, 1000))
+		check(p.Prepare(ctx, 1000)) // a second batch of 1000 beside the first
+		want("a batch in flight and a next one", 1, 1)
+		check(p.Prepare(ctx, 1000))
+		want("prepared again", 1, 1)
+		p.Unreserve(1000)
+		check(p.Reserve(ctx, 2000))
+		p.Unreserve(2000)
+		want("the growth", 2, 0)
+		a := make([]uint32, 2000)
+		check(p.Allocate(ctx, a))
+		checkDistinct(t, p, a)
+		checkCounts(t, p, 2000)
+		got := make([]byte, 64)
+		for _, x := range a {
+			if x>>24 != 1 {
+				continue
+			}
+			check(p.ReadUnit(ctx, x, got))
+			if !bytes.Equal(got, bytes.Repeat([]byte{0xab}, 64)) {
+				t.Fatalf("unit %#x of a prepared super block holds %x, want the fill byte", x, got)
+			}
+			check(p.WriteUnit(ctx, x, []byte("ahead")))
+			check(p.ReadUnit(ctx, x, got[:5]))
+			if string(got[:5]) != "ahead" {
+				t.Fatalf("unit %#x read back %q", x, got[:5])
+			}
+		}
+		// At most the maximum: two more.
+		check(p.Prepare(ctx, 100000))
+		want("prepared to the maximum", 2, 2)
+		// A growth (or anything) holding the pool: Prepare does not wait.
+		p.growMu.Lock()
+		check(p.Prepare(ctx, 100000))
+		p.growMu.Unlock()
+		check(p.Reset(ctx))
+		want("after Reset", 1, 0)
+		check(p.Prepare(ctx, 3000))
+		want("prepared after Reset", 1, 2) // two missing
+		check(p.Close())
+		if err := p.Prepare(ctx, 1); !errors.Is(err, warpkit.ErrClosed) {
+			t.Fatalf("Prepare on a closed pool: %v", err)
+		}
+	})
+}
