@@ -63,6 +63,20 @@
 // version per (open snapshot x node changed since it); Vacuum reaches the
 // chains no writer touches after their snapshots closed.
 //
+// Plain batches. A write batch that can copy nothing and has nothing to
+// splice runs plain kernels (mvb_insert_plain, mvb_delete_plain): the
+// shared writers with a versioner that stamps in place and keeps prev as it
+// is, without the snapshot registry, the retire log, the splice or the
+// version's decode (the insert kernel: 2,969 SASS instructions and no
+// spills, against 9,359 and 396 bytes spilled). The host decides per batch:
+// no snapshot open; no batch that may link versions ran on the generation
+// since a Vacuum that left none; and under CopyIfStale no snapshot ever
+// taken of the generation (CopyAlways never runs plain). A plain batch that
+// meets a chain anyway — one another lane linked while it ran — keeps it for
+// the next versioning writer or Vacuum. Between a batch's launch and its
+// wait the pool prepares the super blocks a next batch would grow it by
+// (slaballoc's Prepare), so that growing costs the batches little.
+//
 // Readers. Queries of a snapshot read each head they reach (with a seqlock
 // when writers may run: heads change in place) and walk its chain to the
 // version of their stamp. A writer that leaves a chain of four versions or
@@ -126,7 +140,15 @@
 // spend their time on"): latest finds at 6.7 G keys/s, 0.99x btree's
 // (met); snapshot finds 4.8 G/s; snapshots taken and closed in under a
 // microsecond; builds 0.45 G keys/s (ViB) and 0.25 (VoB), 0.73x and 0.37x
-// btree's (the issue's 0.9x and 0.45x are missed). ncu's per-line profile
+// btree's at d4a026d. With plain batches and prepared growth (aa1b40f) ViB
+// builds run at 0.54-0.57 G keys/s, 0.88-0.90x btree's (0.70x in the same
+// runs before them): the issue's 0.9x is on the line, its 0.6 G/s missed
+// (btree's own builds average 0.60 there, its 1M-key build 0.26-0.31), VoB
+// stays at 0.25, 0.39x (missed); 64-bit ViB builds 0.45 G/s, 0.89x btree's
+// (docs/benchmarks.md, "plain write batches"). What is left of a plain
+// build against btree's is in its kernel: 16% more instructions executed
+// (the SlabAlloc allocator, 13 pairs a node against 14, the pool's checks)
+// — before plain batches, ncu's per-line profile
 // shows both trees' writers bound by their tile collectives — shuffles and
 // ballots under a tile's run-time mask, each group followed by the JIT's
 // convergence check — rather than by memory or issue; mvbtree's insert

@@ -1892,6 +1892,9 @@ func (g *gpuTree[K, V]) stats(ctx context.Context) (Stats, error) {
 			return st, err
 		}
 		st.PoolBytes += ps.Capacity * int64(ps.UnitBytes)
+		if ps.SuperBlocks > 0 { // prepared ahead of a growth (slaballoc's Prepare)
+			st.PoolBytes += int64(ps.Prepared) * ps.Capacity / int64(ps.SuperBlocks) * int64(ps.UnitBytes)
+		}
 	}
 	g.snapMu.Unlock()
 	return st, nil

@@ -91,7 +91,8 @@ type Stats struct {
 	// sees), RetiredPending (unlinked versions waiting for the launches that
 	// may still read them), Epoch (the stamp writes take now), Restamps,
 	// PoolBytes (the node pools of the latest version and of older
-	// generations that snapshots still read) and ReclaimLeaked (retired
+	// generations that snapshots still read, with the super blocks made
+	// ahead of the next growth) and ReclaimLeaked (retired
 	// units that could not be recorded or freed: leaked, never reused
 	// unsafely) describe the
 	// CUDA backend's node versions and reclamation; 0 on the CPU backend,

@@ -287,9 +287,11 @@ func (p *Pool) Reserve(ctx context.Context, units int) error {
 // looks to have room, and when a growth, a Reset, a Close or another
 // Prepare holds the pool (it never waits for them, nor for kernels, so a
 // caller holding Acquire may call it); it estimates from what the host last
-// saw of the allocated count, without reading the device's. Prepared super
-// blocks count in no Capacity until a growth publishes them (Stats.Prepared
-// counts them); Reset and Close free them. The CPU backend has nothing to
+// saw of the allocated count, without reading the device's. It holds at
+// most one growth step's super blocks (see growth: what is missing, or half
+// the pool), device memory a caller that stops growing keeps until Reset or
+// Close frees it; they count in no Capacity until a growth publishes them
+// (Stats.Prepared counts them). The CPU backend has nothing to
 // prepare.
 func (p *Pool) Prepare(ctx context.Context, units int) error {
 	if err := p.live("prepare"); err != nil {
