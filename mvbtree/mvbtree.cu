@@ -561,16 +561,9 @@ struct MV {
 // meanwhile stays linked (its splice waits for the next versioning writer or
 // Vacuum). Without the snapshot registry, the retire log, the splice and the
 // version's decode, the insert kernel keeps its registers (no spills).
-struct Plain {
-  static constexpr bool kReadsVersion = false;
+struct Plain : NoVersion {  // takes nothing for a write (prepare), reads no version
   uint32_t w;
-  struct Slot {};
-  template <class Pool, class N, int T>
-  __device__ __forceinline__ bool prepare(Pool&, const N&, const Tile<T>&, Slot&) {
-    return true;
-  }
-  template <class Pool, int T>
-  __device__ __forceinline__ void unprepare(Pool&, const Slot&, const Tile<T>&) {}
+  __device__ __forceinline__ explicit Plain(uint32_t stamp) : w(stamp) {}
   template <class Pool, class N, int T>
   __device__ __forceinline__ void commit(Pool&, N& n, uint32_t, const Slot&, const Tile<T>& t) {
     n.set_stamp(t, w);
@@ -706,6 +699,26 @@ __device__ __forceinline__ void report_result(uint32_t* status, int r) {
 
 // ---- batch drivers: one operation per tile ----------------------------------
 
+// apply_batch applies keys[i] (with vals[i], or deleted) in tile i with the
+// versioner ver and adds the change of the key count.
+template <typename K, typename V, class Vr>
+__device__ void apply_batch(slab::Pool* p, uint32_t root, unsigned long long* ctl, uint32_t* status, uint32_t w,
+                            Vr& ver, const K* keys, const V* vals, uint64_t n, bool del) {
+  using S = SlotOf<K, V>;
+  constexpr int T = Lay<S>::kTile;
+  uint64_t i = tile_id<T>();
+  Tile<T> t;
+  WritePool<S, T> pool(p, root, status, (uint32_t)i * 0x9e3779b9u ^ w);
+  int d = 0;
+  if (i < n) {
+    int r = del ? op_delete<Node<S>>(pool, ver, (S)keys[i], d, t)
+                : op_insert<Node<S>>(pool, ver, (S)keys[i], (S)vals[i], d, t);
+    if (t.rank == 0) report_result<S>(status, r);
+  }
+  pool.finish();
+  add_keys(ctl + kCtlKeys, del ? -(long long)d : (long long)d, t.rank == 0);
+}
+
 template <typename K, typename V>
 __device__ void write_batch(slab::Pool* p, uint32_t root, unsigned long long* ctl, uint32_t* status, uint32_t w,
                             uint32_t mode, uint32_t index_at, uint32_t closes, const uint32_t* snaps, uint32_t nsnaps,
@@ -713,21 +726,10 @@ __device__ void write_batch(slab::Pool* p, uint32_t root, unsigned long long* ct
                             uint32_t retire_cap, uint32_t* retire_n, const K* keys, const V* vals, uint64_t n,
                             bool del) {
   using S = SlotOf<K, V>;
-  constexpr int T = Lay<S>::kTile;
-  uint64_t i = tile_id<T>();
-  Tile<T> t;
-  WritePool<S, T> pool(p, root, status, (uint32_t)i * 0x9e3779b9u ^ w);
   MV<S> ver{w, mode, closes & kClosesMask, nsnaps >= index_at, Snapshots{snaps, nsnaps},
             Retire{retire, retire_cap, retire_n}};
-  int d = 0;
-  if (i < n) {
-    int r = del ? op_delete<Node<S>>(pool, ver, (S)keys[i], d, t)
-                : op_insert<Node<S>>(pool, ver, (S)keys[i], (S)vals[i], d, t);
-    if (t.rank == 0) report_result<S>(status, r);
-  }
-  pool.finish();
-  add_keys(ctl + kCtlKeys, del ? -(long long)d : (long long)d, t.rank == 0);
-  add_keys(ctl + kCtlVersions, ver.copies + ver.indexes - ver.removed, t.rank == 0);
+  apply_batch<K, V>(p, root, ctl, status, w, ver, keys, vals, n, del);
+  add_keys(ctl + kCtlVersions, ver.copies + ver.indexes - ver.removed, Tile<Lay<S>::kTile>().rank == 0);
 }
 
 // plain_batch is write_batch with the Plain versioner (no copies, no
@@ -735,20 +737,8 @@ __device__ void write_batch(slab::Pool* p, uint32_t root, unsigned long long* ct
 template <typename K, typename V>
 __device__ void plain_batch(slab::Pool* p, uint32_t root, unsigned long long* ctl, uint32_t* status, uint32_t w,
                             const K* keys, const V* vals, uint64_t n, bool del) {
-  using S = SlotOf<K, V>;
-  constexpr int T = Lay<S>::kTile;
-  uint64_t i = tile_id<T>();
-  Tile<T> t;
-  WritePool<S, T> pool(p, root, status, (uint32_t)i * 0x9e3779b9u ^ w);
-  Plain ver{w};
-  int d = 0;
-  if (i < n) {
-    int r = del ? op_delete<Node<S>>(pool, ver, (S)keys[i], d, t)
-                : op_insert<Node<S>>(pool, ver, (S)keys[i], (S)vals[i], d, t);
-    if (t.rank == 0) report_result<S>(status, r);
-  }
-  pool.finish();
-  add_keys(ctl + kCtlKeys, del ? -(long long)d : (long long)d, t.rank == 0);
+  Plain ver(w);
+  apply_batch<K, V>(p, root, ctl, status, w, ver, keys, vals, n, del);
 }
 
 template <typename K, typename V>
