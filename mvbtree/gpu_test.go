@@ -26,6 +26,11 @@ func TestGPUDifferential(t *testing.T) {
 	t.Run("copy-always", func(t *testing.T) {
 		differential(t, 1<<14, gpuTreeOn[uint32, uint32](dev, Options{Copy: CopyAlways}), 1, 120)
 	})
+	t.Run("u32-no-plain", func(t *testing.T) { // the versioning kernels where plain batches would run
+		defer func(v bool) { noPlainWrites = v }(noPlainWrites)
+		noPlainWrites = true
+		differential(t, 1<<14, gpuTreeOn[uint32, uint32](dev, Options{}), 2, 120)
+	})
 }
 
 // TestGPUValidatedReads: the differential test with every query on the
