@@ -141,8 +141,8 @@
 // (met); snapshot finds 4.8 G/s; snapshots taken and closed in under a
 // microsecond; builds 0.45 G keys/s (ViB) and 0.25 (VoB), 0.73x and 0.37x
 // btree's at d4a026d. With plain batches and prepared growth (aa1b40f) ViB
-// builds run at 0.54-0.57 G keys/s, 0.88-0.90x btree's (0.70x in the same
-// runs before them): the 0.9x is on the line, its 0.6 G/s missed
+// builds run at 0.54-0.57 G keys/s, 0.88-0.95x btree's over four runs
+// (0.70x in the same runs before them): the 0.9x is on the line, its 0.6 G/s missed
 // (btree's own builds average 0.60 there, its 1M-key build 0.26-0.31), VoB
 // stays at 0.25, 0.39x (missed); 64-bit ViB builds 0.45 G/s, 0.89x btree's
 // (docs/benchmarks.md, "plain write batches"). What is left of a plain
