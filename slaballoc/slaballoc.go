@@ -188,6 +188,11 @@ func (p *Pool) SuperBlocks() int { return int(p.supers.Load()) }
 
 func (p *Pool) unitsPerSuper() int64 { return int64(p.opts.BlocksPerSuperBlock) * UnitsPerBlock }
 
+// superBlocksFor is how many super blocks hold units more units.
+func (p *Pool) superBlocksFor(units int64) int {
+	return int((units + p.unitsPerSuper() - 1) / p.unitsPerSuper())
+}
+
 // Capacity returns the number of units in the current super blocks.
 func (p *Pool) Capacity() int64 { return int64(p.supers.Load()) * p.unitsPerSuper() }
 
@@ -264,7 +269,7 @@ func (p *Pool) Reserve(ctx context.Context, units int) error {
 			return fmt.Errorf("slaballoc: reserve: %w", err)
 		}
 		short := want - (p.Capacity() - used)
-		need := int((short + p.unitsPerSuper() - 1) / p.unitsPerSuper())
+		need := p.superBlocksFor(short)
 		if err := p.growLocked(need); err != nil {
 			if p.Capacity()-used >= int64(units) {
 				break
@@ -312,7 +317,7 @@ func (p *Pool) Prepare(ctx context.Context, units int) error {
 	if p.SuperBlocks() >= p.opts.MaxSuperBlocks {
 		return nil
 	}
-	need := int((want - free + p.unitsPerSuper() - 1) / p.unitsPerSuper())
+	need := p.superBlocksFor(want - free)
 	if _, err := p.impl.prepare(p.growth(need)); err != nil {
 		return fmt.Errorf("slaballoc: prepare: %w", err)
 	}
