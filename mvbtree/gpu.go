@@ -211,7 +211,8 @@ type gpuTree[K, V warpkit.Word] struct {
 	// records it, and a writer of its head need not walk the chain for
 	// versions to unlink while it has not changed (mvbtree.cu).
 	closes  uint32
-	plains  atomic.Int64 // write batches that ran the plain kernels (tests)
+	plains  atomic.Int64 // write batches that ran the plain kernels, Plain or PlainCopy (tests)
+	copies  atomic.Int64 // of them, those that ran PlainCopy (tests)
 	retired atomic.Int64 // units waiting in ebr
 	leaked  atomic.Int64 // retired units never freed (a log not kept, a free that failed)
 
@@ -730,28 +731,37 @@ func (g *gpuTree[K, V]) write(ctx context.Context, n int, stage func(l *lane[K, 
 	if err := stage(l); err != nil {
 		return err
 	}
-	plain := g.plainWrite(gen)
+	kind := g.writeKind(gen)
 	var reg, log cuda.Slice[uint32]
 	nreg := 0
-	if !plain {
+	if kind == writeVersioning {
 		var err error
 		if reg, nreg, err = g.registry(l); err != nil {
 			return err
 		}
+		gen.chains.Store(true) // before the launch: see writeKind
+	} else {
+		g.plains.Add(1)
+		if kind == writeCopy {
+			g.copies.Add(1)
+		}
+	}
+	if kind != writePlain {
 		logCap := min(max(retireLogMin, 2*n), retireLogMax)
 		if retireLogCap > 0 {
 			logCap = retireLogCap
 		}
+		var err error
 		if log, err = l.retire.Get(g.dev, l.stream, logCap); err != nil {
 			return err
 		}
-		gen.chains.Store(true) // before the launch: see plainWrite
-	} else {
-		g.plains.Add(1)
 	}
 	need := n/4 + 64
-	if !plain && (nreg > 0 || g.opts.Copy != CopyWhenPinned) {
-		need += 2 * n // a copy per node written (a plain batch copies none)
+	switch {
+	case kind == writeVersioning && (nreg > 0 || g.opts.Copy != CopyWhenPinned):
+		need += 2 * n // a copy per node written, linked until a later write splices it
+	case kind == writeCopy:
+		need += n // a copy per node written, retired by the batch (Plain copies none)
 	}
 	if uint32(nreg) >= g.indexMin() {
 		need += n // and a version index
@@ -771,7 +781,7 @@ func (g *gpuTree[K, V]) write(ctx context.Context, n int, stage func(l *lane[K, 
 			reserved = 0 // a failed Reserve leaves nothing to end
 		}
 		supers := gen.pool.SuperBlocks()
-		st, err := g.runWrite(l, gen, w, plain, reg, nreg, log, need, launch)
+		st, err := g.runWrite(l, gen, w, kind, reg, nreg, log, need, launch)
 		gen.pool.Unreserve(reserved)
 		if err != nil {
 			return err
@@ -785,41 +795,65 @@ func (g *gpuTree[K, V]) write(ctx context.Context, n int, stage func(l *lane[K, 
 	}
 }
 
-// plainWrite says whether a write batch on gen, under epochMu read-locked
-// (no snapshot can be taken until it ends), can run the plain kernels
-// (mvbtree.cu's Plain versioner), which copy and unlink nothing: no snapshot
-// is open, so no version needs a copy (under CopyIfStale, none was taken of
-// gen either: every node carries the batch's stamp, or the empty root's 0),
-// and no batch that may link versions has run on gen since the last Vacuum
-// that left none, so that no head has a chain for a writer to splice — the
-// plain kernels would leave it for Vacuum. A batch that may link versions
-// sets gen.chains before its launch; a plain batch that decided before that
-// and runs beside it keeps the chains it meets (it stamps the head in place
-// and leaves prev).
-func (g *gpuTree[K, V]) plainWrite(gen *generation) bool {
-	if forcePlainWrites {
-		return true
+// writeKind is the kernel a write batch runs (gpuTree.writeKind decides).
+type writeKind uint8
+
+const (
+	// writeVersioning: the versioning kernels (mvbtree.cu's MV versioner):
+	// the open snapshots' registry, the copy rule, splices, a retire log.
+	writeVersioning writeKind = iota
+	// writePlain: the plain kernels (Plain), which copy and unlink nothing.
+	writePlain
+	// writeCopy: the plain kernels under CopyAlways (PlainCopy): a copy of
+	// every node written, retired unlinked into a retire log.
+	writeCopy
+)
+
+// writeKind says which kernels a write batch on gen runs, under epochMu
+// read-locked (no snapshot can be taken until it ends). The plain ones
+// (Plain, PlainCopy), which link and unlink nothing, when no snapshot is
+// open, so that no version needs a copy a reader could reach (under
+// CopyIfStale, none was taken of gen either: every node carries the batch's
+// stamp, or the empty root's 0), and no batch that may link versions has
+// run on gen since the last Vacuum that left none, so that no head has a
+// chain for a writer to splice — the plain kernels would leave it for
+// Vacuum. A batch that may link versions sets gen.chains before its launch;
+// a plain batch that decided before that and runs beside it keeps the
+// chains it meets (it stamps the head in place and leaves prev). Under
+// CopyAlways the plain batch still copies every node it writes, as the
+// thesis's VoB does, and retires the copies.
+func (g *gpuTree[K, V]) writeKind(gen *generation) writeKind {
+	var plain bool
+	switch {
+	case forcePlainWrites:
+		plain = true
+	case noPlainWrites || gen.chains.Load() || (g.opts.Copy == CopyIfStale && gen.snapped):
+		plain = false
+	default:
+		g.snapMu.Lock()
+		plain = len(g.open) == 0
+		g.snapMu.Unlock()
 	}
-	if noPlainWrites || g.opts.Copy == CopyAlways || gen.chains.Load() ||
-		(g.opts.Copy == CopyIfStale && gen.snapped) {
-		return false
+	switch {
+	case !plain:
+		return writeVersioning
+	case g.opts.Copy == CopyAlways:
+		return writeCopy
 	}
-	g.snapMu.Lock()
-	defer g.snapMu.Unlock()
-	return len(g.open) == 0
+	return writePlain
 }
 
-// launchWrite launches a write batch on l: the plain kernel (plainWrite), or
-// the versioning one with the open snapshots' registry (nreg stamps) and a
-// retire log.
-type launchWrite[K, V warpkit.Word] func(l *lane[K, V], gen *generation, w uint32, plain bool, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error
+// launchWrite launches a write batch of kind on l: the plain kernels (with
+// a retire log for writeCopy), or the versioning ones with the open
+// snapshots' registry (nreg stamps) and a retire log.
+type launchWrite[K, V warpkit.Word] func(l *lane[K, V], gen *generation, w uint32, kind writeKind, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error
 
 // runWrite is one launch of a write batch and what follows it: the status,
 // the control words and the retire log, handed to the reclamation. While
 // the batch runs, the pool prepares the super blocks a next batch that
 // reserves ahead units would need (slaballoc's Prepare: the growth that
 // follows then only publishes them).
-func (g *gpuTree[K, V]) runWrite(l *lane[K, V], gen *generation, w uint32, plain bool, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32],
+func (g *gpuTree[K, V]) runWrite(l *lane[K, V], gen *generation, w uint32, kind writeKind, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32],
 	ahead int, launch launchWrite[K, V]) (uint32, error) {
 	release, err := gen.pool.Acquire()
 	if err != nil {
@@ -829,17 +863,17 @@ func (g *gpuTree[K, V]) runWrite(l *lane[K, V], gen *generation, w uint32, plain
 	if err := l.status.Zero(l.stream); err != nil {
 		return 0, err
 	}
-	if !plain {
+	if kind != writePlain {
 		if err := l.retireN.Zero(l.stream); err != nil {
 			return 0, err
 		}
 	}
 	tok := g.ebr.Begin()
-	err = launch(l, gen, w, plain, reg, nreg, log)
+	err = launch(l, gen, w, kind, reg, nreg, log)
 	if err == nil {
 		err = cuda.CopyToHostAsync(l.back, 0, l.status, l.stream)
 	}
-	if err == nil && !plain {
+	if err == nil && kind != writePlain {
 		err = cuda.CopyToHostAsync(l.back, 1, l.retireN, l.stream)
 	}
 	if err == nil { // the pool's allocated count, for its estimate of what is free
@@ -857,7 +891,7 @@ func (g *gpuTree[K, V]) runWrite(l *lane[K, V], gen *generation, w uint32, plain
 		gen.pool.Observe(int64(l.backCtl.Data()[0]))
 	}
 	var items []retiredLog
-	if err == nil && !plain {
+	if err == nil && kind != writePlain {
 		if n := int(min(l.back.Data()[1], uint32(log.Len()))); n > 0 {
 			var buf cuda.Slice[uint32]
 			if buf, err = g.logs.get(g.dev, n); err == nil {
@@ -909,9 +943,13 @@ func (g *gpuTree[K, V]) insertWith(ctx context.Context, n int, stage func(l *lan
 	return g.write(ctx, n, func(l *lane[K, V]) (err error) {
 		keys, vals, err = stage(l)
 		return err
-	}, func(l *lane[K, V], gen *generation, w uint32, plain bool, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error {
-		if plain {
+	}, func(l *lane[K, V], gen *generation, w uint32, kind writeKind, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error {
+		switch kind {
+		case writePlain:
 			return g.k.insertPlain.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w, keys, vals, uint64(n))
+		case writeCopy:
+			return g.k.insertCopy.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w,
+				log, uint32(log.Len()), l.retireN, keys, vals, uint64(n))
 		}
 		return g.k.insert.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w, g.mode(), g.indexMin(), l.closes,
 			reg, uint32(nreg), log, uint32(log.Len()), l.retireN, keys, vals, uint64(n))
@@ -923,9 +961,13 @@ func (g *gpuTree[K, V]) deleteWith(ctx context.Context, n int, stage func(l *lan
 	return g.write(ctx, n, func(l *lane[K, V]) (err error) {
 		keys, err = stage(l)
 		return err
-	}, func(l *lane[K, V], gen *generation, w uint32, plain bool, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error {
-		if plain {
+	}, func(l *lane[K, V], gen *generation, w uint32, kind writeKind, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error {
+		switch kind {
+		case writePlain:
 			return g.k.delPlain.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w, keys, uint64(n))
+		case writeCopy:
+			return g.k.delCopy.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w,
+				log, uint32(log.Len()), l.retireN, keys, uint64(n))
 		}
 		return g.k.del.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w, g.mode(), g.indexMin(), l.closes,
 			reg, uint32(nreg), log, uint32(log.Len()), l.retireN, keys, uint64(n))
@@ -1774,7 +1816,7 @@ func (g *gpuTree[K, V]) vacuum(ctx context.Context) error {
 				break
 			}
 		}
-		if c[ctlVersions] == 0 { // no chains left: plain batches may run again (plainWrite)
+		if c[ctlVersions] == 0 { // no chains left: plain batches may run again (writeKind)
 			gen.chains.Store(false)
 		}
 	}

@@ -864,12 +864,17 @@ func testPlainWrites(t *testing.T, dev func(Options) func(testing.TB) *Tree[uint
 			keys[i], vals[i] = uint32(i*5), uint32(i)^salt
 		}
 	}
-	// plain runs a write and reports whether it ran the plain kernel.
+	// plain runs a write and reports whether it ran the plain kernels,
+	// and that it ran PlainCopy exactly when the copy rule is CopyAlways.
 	plain := func(tr *Tree[uint32, uint32], write func() error) bool {
 		t.Helper()
-		before := tr.gpu.plains.Load()
+		before, copies := tr.gpu.plains.Load(), tr.gpu.copies.Load()
 		check(t, write())
-		return tr.gpu.plains.Load() > before
+		ran := tr.gpu.plains.Load() > before
+		if copied := tr.gpu.copies.Load() > copies; copied != (ran && tr.gpu.opts.Copy == CopyAlways) {
+			t.Fatalf("%v: plain %v, PlainCopy %v", tr.gpu.opts.Copy, ran, copied)
+		}
+		return ran
 	}
 	insert := func(tr *Tree[uint32, uint32], salt uint32) func() error {
 		return func() error { fill(salt); return tr.Insert(ctx, keys, vals) }
@@ -887,12 +892,19 @@ func testPlainWrites(t *testing.T, dev func(Options) func(testing.TB) *Tree[uint
 	for _, mode := range []CopyMode{CopyWhenPinned, CopyIfStale, CopyAlways} {
 		t.Run(mode.String(), func(t *testing.T) {
 			tr := dev(Options{Copy: mode})(t)
-			if got, wantPlain := plain(tr, insert(tr, 1)), mode != CopyAlways; got != wantPlain {
-				t.Fatalf("a fresh tree's first batch: plain %v, want %v", got, wantPlain)
+			if !plain(tr, insert(tr, 1)) {
+				t.Fatal("a fresh tree's first batch did not run plain")
 			}
-			if st := mustStats(t, tr); mode != CopyAlways && st.Versions != 0 {
+			st := mustStats(t, tr)
+			if st.Versions != 0 {
 				t.Fatalf("plain batches linked %d versions", st.Versions)
 			}
+			// Under CopyAlways every node written was copied out and the
+			// copy retired (each insert writes a leaf at least).
+			if retired := st.RetiredPending; (mode == CopyAlways) != (retired >= n) || (mode != CopyAlways && retired != 0) {
+				t.Fatalf("%v: a plain batch of %d inserts retired %d units", mode, n, retired)
+			}
+			want(tr, "after the first batch", 1)
 			s, err := tr.Snapshot(ctx)
 			check(t, err)
 			if plain(tr, insert(tr, 2)) {
@@ -914,19 +926,40 @@ func testPlainWrites(t *testing.T, dev func(Options) func(testing.TB) *Tree[uint
 			}
 			// Under CopyIfStale the snapshot taken makes every older stamp
 			// stale for good; the other rules are plain again.
-			if got, wantPlain := plain(tr, insert(tr, 4)), mode == CopyWhenPinned; got != wantPlain {
+			if got, wantPlain := plain(tr, insert(tr, 4)), mode != CopyIfStale; got != wantPlain {
 				t.Fatalf("after Vacuum: plain %v, want %v", got, wantPlain)
 			}
 			want(tr, "after Vacuum", 4)
 			// A new generation starts over.
 			fill(5)
 			check(t, tr.Build(ctx, keys, vals))
-			if got, wantPlain := plain(tr, insert(tr, 6)), mode != CopyAlways; got != wantPlain {
-				t.Fatalf("after Build: plain %v, want %v", got, wantPlain)
+			if !plain(tr, insert(tr, 6)) {
+				t.Fatal("after Build: not plain")
 			}
 			want(tr, "after Build", 6)
 		})
 	}
+	// PlainCopy's copies past a full retire log are freed by the kernel:
+	// none may stay allocated unaccounted for (Check's pool accounting).
+	t.Run("copies past a full log", func(t *testing.T) {
+		defer func(c int) { retireLogCap = c }(retireLogCap)
+		retireLogCap = 16
+		tr := dev(Options{Copy: CopyAlways})(t)
+		if !plain(tr, insert(tr, 1)) {
+			t.Fatal("not plain")
+		}
+		if st := mustStats(t, tr); st.RetiredPending != retireLogCap {
+			t.Fatalf("retired %d units into a log of %d", st.RetiredPending, retireLogCap)
+		}
+		want(tr, "inserts past a full log", 1)
+		check(t, tr.Delete(ctx, keys[:n/2]))
+		check(t, tr.Insert(ctx, keys[:n/2], vals[:n/2]))
+		want(tr, "deletes and inserts past a full log", 1)
+		check(t, tr.Vacuum(ctx))
+		if st := mustStats(t, tr); st.RetiredPending != 0 || st.Versions != 0 {
+			t.Fatalf("after Vacuum: %+v", st)
+		}
+	})
 	t.Run("chains kept", func(t *testing.T) {
 		tr := dev(Options{})(t)
 		check(t, insert(tr, 1)())

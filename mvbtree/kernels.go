@@ -60,8 +60,9 @@ func statusErr(st uint32) error {
 // kernels are one width pair's functions.
 type kernels struct {
 	insert, del, lookup, neighbor, rng gpurt.Kernel // one operation per tile
-	// The write kernels that copy and unlink nothing (gpu.go, plainWrite).
-	insertPlain, delPlain gpurt.Kernel
+	// The write kernels that link and unlink nothing (gpu.go, writeKind):
+	// Plain, and PlainCopy under CopyAlways.
+	insertPlain, delPlain, insertCopy, delCopy gpurt.Kernel
 	// Phased queries of the latest version: lockstep waves of phasedRounds
 	// queries per tile, on a persistent grid.
 	phasedLookup, phasedNeighbor, phasedRange gpurt.Kernel
@@ -89,6 +90,8 @@ func loadKernels[K, V warpkit.Word](dev *cuda.Device, l layout) (kernels, error)
 		{Dst: &ks.del, Name: "mvb_delete_" + suf, PerWarp: tiles},
 		{Dst: &ks.insertPlain, Name: "mvb_insert_plain_" + suf, PerWarp: tiles, Block: writeBlock},
 		{Dst: &ks.delPlain, Name: "mvb_delete_plain_" + suf, PerWarp: tiles},
+		{Dst: &ks.insertCopy, Name: "mvb_insert_copy_" + suf, PerWarp: tiles, Block: writeBlock},
+		{Dst: &ks.delCopy, Name: "mvb_delete_copy_" + suf, PerWarp: tiles},
 		{Dst: &ks.lookup, Name: "mvb_lookup_" + suf, PerWarp: tiles},
 		{Dst: &ks.neighbor, Name: "mvb_neighbor_" + suf, PerWarp: tiles},
 		{Dst: &ks.rng, Name: "mvb_range_" + suf, PerWarp: tiles},

@@ -556,7 +556,7 @@ struct MV {
 
 // Plain is the versioner of a write batch that can copy nothing: no snapshot
 // is open and, under CopyIfStale, every node carries the batch's stamp (the
-// host decides: gpu.go, plainWrite). It writes in place and stamps; it leaves
+// host decides: gpu.go, writeKind). It writes in place and stamps; it leaves
 // prev as the node holds it, so that a chain a writer on another lane links
 // meanwhile stays linked (its splice waits for the next versioning writer or
 // Vacuum). Without the snapshot registry, the retire log, the splice and the
@@ -571,6 +571,41 @@ struct Plain : NoVersion {  // takes nothing for a write (prepare), reads no ver
   template <class N, int T>
   __device__ __forceinline__ void fresh(N& n, const Tile<T>& t) {
     n.set_version(t, w, kNone);
+  }
+};
+
+// PlainCopy is Plain under CopyAlways (the thesis's VoB, Listing 4.2: every
+// write allocates a unit, copies the version out and retires the copy): the
+// host launches it where it launches Plain (no snapshot open, no chains), so
+// no reader can ever reach the copy and it goes straight to the batch's
+// retire log, unlinked (freed once the launches beside it end, as every
+// retired unit is). What the versioning kernel does besides under
+// CopyAlways — the copy linked as the head's prev, the next write's splice
+// walking to it and retiring it — no snapshot needs while none is open. A
+// full log frees the copy at once (after a fence: its stores land before
+// another tile can allocate the unit).
+struct PlainCopy : Plain {
+  Retire ret;
+  struct Slot {
+    uint32_t copy;
+  };
+  __device__ __forceinline__ PlainCopy(uint32_t stamp, Retire r) : Plain(stamp), ret(r) {}
+  template <class Pool, class N, int T>
+  __device__ __forceinline__ bool prepare(Pool& pool, const N&, const Tile<T>& t, Slot& s) {
+    return pool.alloc1(t, s.copy);
+  }
+  template <class Pool, int T>
+  __device__ __forceinline__ void unprepare(Pool& pool, const Slot& s, const Tile<T>& t) {
+    pool.release(t, s.copy);
+  }
+  template <class Pool, class N, int T>
+  __device__ __forceinline__ void commit(Pool& pool, N& n, uint32_t, const Slot& s, const Tile<T>& t) {
+    n.store_all(pool, s.copy, t);  // the version as it is (its version words undecoded, stored as read)
+    if (!ret.put(s.copy, t)) {
+      fence();
+      pool.release(t, s.copy);
+    }
+    n.set_stamp(t, w);
   }
 };
 
@@ -738,6 +773,16 @@ template <typename K, typename V>
 __device__ void plain_batch(slab::Pool* p, uint32_t root, unsigned long long* ctl, uint32_t* status, uint32_t w,
                             const K* keys, const V* vals, uint64_t n, bool del) {
   Plain ver(w);
+  apply_batch<K, V>(p, root, ctl, status, w, ver, keys, vals, n, del);
+}
+
+// copy_batch is plain_batch under CopyAlways: a copy per node written, each
+// retired unlinked (PlainCopy).
+template <typename K, typename V>
+__device__ void copy_batch(slab::Pool* p, uint32_t root, unsigned long long* ctl, uint32_t* status, uint32_t w,
+                           uint32_t* retire, uint32_t retire_cap, uint32_t* retire_n, const K* keys, const V* vals,
+                           uint64_t n, bool del) {
+  PlainCopy ver(w, Retire{retire, retire_cap, retire_n});
   apply_batch<K, V>(p, root, ctl, status, w, ver, keys, vals, n, del);
 }
 
@@ -1050,6 +1095,17 @@ __device__ void poison(slab::Pool* p, const uint32_t* addrs, uint64_t n) {
       mvb_delete_plain_##SUF(slab::Pool* p, uint32_t root, unsigned long long* ctl, uint32_t* status, uint32_t w,   \
                              const K* keys, uint64_t n) {                                                            \
     plain_batch<K, V>(p, root, ctl, status, w, keys, nullptr, n, true);                                             \
+  }                                                                                                                  \
+  extern "C" __global__ void __launch_bounds__(256, 4)                                                               \
+      mvb_insert_copy_##SUF(slab::Pool* p, uint32_t root, unsigned long long* ctl, uint32_t* status, uint32_t w,    \
+                            uint32_t* retire, uint32_t retire_cap, uint32_t* retire_n, const K* keys, const V* vals, \
+                            uint64_t n) {                                                                            \
+    copy_batch<K, V>(p, root, ctl, status, w, retire, retire_cap, retire_n, keys, vals, n, false);                  \
+  }                                                                                                                  \
+  extern "C" __global__ void __launch_bounds__(256, 4)                                                               \
+      mvb_delete_copy_##SUF(slab::Pool* p, uint32_t root, unsigned long long* ctl, uint32_t* status, uint32_t w,    \
+                            uint32_t* retire, uint32_t retire_cap, uint32_t* retire_n, const K* keys, uint64_t n) {  \
+    copy_batch<K, V>(p, root, ctl, status, w, retire, retire_cap, retire_n, keys, nullptr, n, true);                \
   }                                                                                                                  \
   extern "C" __global__ void mvb_lookup_##SUF(slab::Pool* p, uint32_t root, uint32_t* status, uint32_t at,          \
                                                uint32_t validated, const K* keys, uint64_t n, V* out_vals,           \
