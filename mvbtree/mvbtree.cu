@@ -181,7 +181,9 @@ struct WritePool : ReadPool<S> {
     x = a.allocate(st, this->p, nullptr);
     return x != slab::kNull;
   }
-  __device__ __forceinline__ void finish() { a.flush(st, this->p); }
+  // take returns the tile's net count of units allocated, for the caller
+  // to add to the pool's count (apply_batch: once a block).
+  __device__ __forceinline__ long long take() { return a.take(); }
 };
 
 // version_of reads the stamp and the older version of unit a (a version
@@ -552,6 +554,8 @@ struct MV {
   __device__ __forceinline__ void fresh(N& n, const Tile<T>& t) {
     n.set_version(t, w, kNone);
   }
+  template <class Pool, int T>
+  __device__ __forceinline__ void end(Pool&, const Tile<T>&) {}
 };
 
 // Plain is the versioner of a write batch that can copy nothing: no snapshot
@@ -572,20 +576,28 @@ struct Plain : NoVersion {  // takes nothing for a write (prepare), reads no ver
   __device__ __forceinline__ void fresh(N& n, const Tile<T>& t) {
     n.set_version(t, w, kNone);
   }
+  // end runs once the tile's operation is done, with the whole block
+  // (apply_batch): nothing is left for Plain to do.
+  template <class Pool, int T>
+  __device__ __forceinline__ void end(Pool&, const Tile<T>&) {}
 };
 
 // PlainCopy is Plain under CopyAlways (the thesis's VoB, Listing 4.2: every
 // write allocates a unit, copies the version out and retires the copy): the
 // host launches it where it launches Plain (no snapshot open, no chains), so
-// no reader can ever reach the copy and it goes straight to the batch's
-// retire log, unlinked (freed once the launches beside it end, as every
-// retired unit is). What the versioning kernel does besides under
-// CopyAlways — the copy linked as the head's prev, the next write's splice
-// walking to it and retiring it — no snapshot needs while none is open. A
-// full log frees the copy at once (after a fence: its stores land before
+// no reader can ever reach the copy and it goes to the batch's retire log
+// unlinked (freed once the launches beside it end, as every retired unit
+// is). What the versioning kernel does besides under CopyAlways — the copy
+// linked as the head's prev, the next write's splice walking to it and
+// retiring it — no snapshot needs while none is open. A tile holds its
+// first two copies until its operation is done and end appends them a
+// block at a time (one atomic on the log's count a block, not one a copy:
+// ncu counted them); a copy past those is appended at once. A copy the
+// full log cannot take is freed (after a fence: its stores land before
 // another tile can allocate the unit).
 struct PlainCopy : Plain {
   Retire ret;
+  uint32_t held0 = kNone, held1 = kNone, nheld = 0;
   struct Slot {
     uint32_t copy;
   };
@@ -601,11 +613,45 @@ struct PlainCopy : Plain {
   template <class Pool, class N, int T>
   __device__ __forceinline__ void commit(Pool& pool, N& n, uint32_t, const Slot& s, const Tile<T>& t) {
     n.store_all(pool, s.copy, t);  // the version as it is (its version words undecoded, stored as read)
-    if (!ret.put(s.copy, t)) {
-      fence();
-      pool.release(t, s.copy);
+    if (nheld == 0) {
+      held0 = s.copy;
+      nheld = 1;
+    } else if (nheld == 1) {
+      held1 = s.copy;
+      nheld = 2;
+    } else {
+      retire(pool, s.copy, t);
     }
     n.set_stamp(t, w);
+  }
+  template <class Pool, int T>
+  __device__ __forceinline__ void retire(Pool& pool, uint32_t a, const Tile<T>& t) {
+    if (!ret.put(a, t)) {
+      fence();
+      pool.release(t, a);
+    }
+  }
+  template <class Pool, int T>
+  __device__ void end(Pool& pool, const Tile<T>& t) {
+    __shared__ uint32_t block_n, block_base;
+    if (threadIdx.x == 0) block_n = 0;
+    __syncthreads();
+    uint32_t off = 0;
+    if (t.rank == 0 && nheld != 0) off = atomicAdd(&block_n, nheld);
+    __syncthreads();
+    if (threadIdx.x == 0 && block_n != 0) block_base = ret.log ? atomicAdd(ret.count, block_n) : ret.cap;
+    __syncthreads();
+    if (nheld == 0) return;
+    off = t.shfl(off, 0) + block_base;
+    for (uint32_t k = 0; k < nheld; ++k) {
+      const uint32_t a = k == 0 ? held0 : held1;
+      if (off + k < ret.cap) {
+        if (t.rank == 0) ret.log[off + k] = a;
+      } else {
+        fence();
+        pool.release(t, a);
+      }
+    }
   }
 };
 
@@ -750,7 +796,10 @@ __device__ void apply_batch(slab::Pool* p, uint32_t root, unsigned long long* ct
                 : op_insert<Node<S>>(pool, ver, (S)keys[i], (S)vals[i], d, t);
     if (t.rank == 0) report_result<S>(status, r);
   }
-  pool.finish();
+  ver.end(pool, t);
+  // The pool's count of units in use and the key count: one atomic a block
+  // each (the write kernels run blocks of one warp), not one a tile.
+  add_keys(&p->used, pool.take(), t.rank == 0);
   add_keys(ctl + kCtlKeys, del ? -(long long)d : (long long)d, t.rank == 0);
 }
 
