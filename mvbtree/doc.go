@@ -71,7 +71,14 @@
 // spills, against 9,359 and 396 bytes spilled). The host decides per batch:
 // no snapshot open; no batch that may link versions ran on the generation
 // since a Vacuum that left none; and under CopyIfStale no snapshot ever
-// taken of the generation (CopyAlways never runs plain). A plain batch that
+// taken of the generation. Under CopyAlways a plain batch (mvb_insert_copy,
+// mvb_delete_copy) still copies every node it writes, as the thesis's VoB
+// does (allocate, copy the version out, retire the copy), but retires the
+// copy into the batch's retire log unlinked: with no snapshot open no reader
+// can reach it, where the versioning kernel links it as the head's prev for
+// the next write of the head to splice out and retire. A tile holds its
+// copies until its operation is done and appends them with one atomic a
+// block. A plain batch that
 // meets a chain anyway — one another lane linked while it ran — keeps it for
 // the next versioning writer or Vacuum. Between a batch's launch and its
 // wait the pool prepares the super blocks a next batch would grow it by

@@ -181,6 +181,9 @@ struct WritePool : ReadPool<S> {
     x = a.allocate(st, this->p, nullptr);
     return x != slab::kNull;
   }
+  // adopt counts n units allocated for the tile elsewhere (PlainCopy's
+  // warp-wide allocation) in its net count.
+  __device__ __forceinline__ void adopt(long long n) { a.note_free(-n); }
   // take returns the tile's net count of units allocated, for the caller
   // to add to the pool's count (apply_batch: once a block).
   __device__ __forceinline__ long long take() { return a.take(); }
@@ -555,6 +558,8 @@ struct MV {
     n.set_version(t, w, kNone);
   }
   template <class Pool, int T>
+  __device__ __forceinline__ void begin(Pool&, bool, const Tile<T>&) {}
+  template <class Pool, int T>
   __device__ __forceinline__ void end(Pool&, const Tile<T>&) {}
 };
 
@@ -576,8 +581,11 @@ struct Plain : NoVersion {  // takes nothing for a write (prepare), reads no ver
   __device__ __forceinline__ void fresh(N& n, const Tile<T>& t) {
     n.set_version(t, w, kNone);
   }
-  // end runs once the tile's operation is done, with the whole block
-  // (apply_batch): nothing is left for Plain to do.
+  // begin runs before the tile's operation (want: it has one) and end once
+  // it is done, each with the whole block converged (apply_batch): Plain has
+  // nothing to do in them.
+  template <class Pool, int T>
+  __device__ __forceinline__ void begin(Pool&, bool, const Tile<T>&) {}
   template <class Pool, int T>
   __device__ __forceinline__ void end(Pool&, const Tile<T>&) {}
 };
@@ -598,17 +606,37 @@ struct Plain : NoVersion {  // takes nothing for a write (prepare), reads no ver
 struct PlainCopy : Plain {
   Retire ret;
   uint32_t held0 = kNone, held1 = kNone, nheld = 0;
+  uint32_t spare = kNone;  // the unit begin allocated for the first copy
   struct Slot {
     uint32_t copy;
   };
   __device__ __forceinline__ PlainCopy(uint32_t stamp, Retire r) : Plain(stamp), ret(r) {}
+  // begin allocates the first copy's unit of every tile of the warp that
+  // has an operation, all with one allocation of a warp-wide allocator
+  // (one bitmap load a lane, one atomic for the warp's tiles), before the
+  // operation latches anything. A tile it cannot serve allocates in prepare.
+  template <class Pool, int T>
+  __device__ void begin(Pool& pool, bool want, const Tile<T>& t) {
+    slab::Tile<32> wt;
+    slab::TileAllocator<32, true> wa;
+    wa.init((uint32_t)((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * 0x9e3779b9u ^ w);  // uniform in the warp
+    const uint32_t u = wa.allocate_many(wt, pool.p, nullptr, want && t.rank == 0);
+    spare = t.shfl(u, 0);
+    if (spare != kNone) pool.adopt(1);  // the unit counts in this tile's net
+  }
   template <class Pool, class N, int T>
   __device__ __forceinline__ bool prepare(Pool& pool, const N&, const Tile<T>& t, Slot& s) {
+    if (spare != kNone) {
+      s.copy = spare;
+      spare = kNone;
+      return true;
+    }
     return pool.alloc1(t, s.copy);
   }
   template <class Pool, int T>
   __device__ __forceinline__ void unprepare(Pool& pool, const Slot& s, const Tile<T>& t) {
-    pool.release(t, s.copy);
+    if (spare == kNone) spare = s.copy;
+    else pool.release(t, s.copy);
   }
   template <class Pool, class N, int T>
   __device__ __forceinline__ void commit(Pool& pool, N& n, uint32_t, const Slot& s, const Tile<T>& t) {
@@ -633,6 +661,10 @@ struct PlainCopy : Plain {
   }
   template <class Pool, int T>
   __device__ void end(Pool& pool, const Tile<T>& t) {
+    if (spare != kNone) {  // an operation that wrote no node
+      pool.release(t, spare);
+      spare = kNone;
+    }
     __shared__ uint32_t block_n, block_base;
     if (threadIdx.x == 0) block_n = 0;
     __syncthreads();
@@ -791,6 +823,7 @@ __device__ void apply_batch(slab::Pool* p, uint32_t root, unsigned long long* ct
   Tile<T> t;
   WritePool<S, T> pool(p, root, status, (uint32_t)i * 0x9e3779b9u ^ w);
   int d = 0;
+  ver.begin(pool, i < n, t);
   if (i < n) {
     int r = del ? op_delete<Node<S>>(pool, ver, (S)keys[i], d, t)
                 : op_insert<Node<S>>(pool, ver, (S)keys[i], (S)vals[i], d, t);

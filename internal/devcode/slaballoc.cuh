@@ -156,8 +156,15 @@ __device__ __forceinline__ bool free_unit(const Pool* p, uint32_t addr) {
   return (old & bit) != 0;
 }
 
-// TileAllocator is one tile's allocation state, in registers.
-template <int W>
+// TileAllocator is one tile's allocation state, in registers. With Spread,
+// a tile takes the free bits of its resident block from a place its salt
+// picks (its first lane with free bits at or after one, the free bits of
+// that lane's word at or after another) instead of the lowest: tiles that
+// allocate once or twice a launch (mvbtree's writers) and so land in the
+// same random blocks then rarely race for one bit (an atomicOr that finds
+// the bit taken and goes again). Without it the lowest, which packs a
+// long-lived tile's units (slab hashes).
+template <int W, bool Spread = false>
 struct TileAllocator {
   static constexpr int R = 32 / W;  // bitmap words per lane: word j*W + rank
   uint32_t words[R];                // cached bitmap words of the resident block
@@ -181,6 +188,27 @@ struct TileAllocator {
     net = 0;
 #pragma unroll
     for (int j = 0; j < R; ++j) words[j] = 0xffffffffu;
+  }
+
+  // first_lane is the lane whose words the next allocation takes from, of
+  // the W-bit mask m of lanes with free bits (nonzero).
+  __device__ __forceinline__ int first_lane(unsigned m) const {
+    if constexpr (Spread) {
+      const unsigned h = m & (0xffffffffu << ((salt >> 8) & (W - 1)));
+      return __ffs(h ? h : m) - 1;
+    } else {
+      return __ffs(m) - 1;
+    }
+  }
+  // first_bits is the part of free (nonzero) the next allocation takes its
+  // bits from, lowest first.
+  __device__ __forceinline__ uint32_t first_bits(uint32_t free) const {
+    if constexpr (Spread) {
+      const uint32_t h = free & (0xffffffffu << ((salt >> 16) & 31));
+      return h ? h : free;
+    } else {
+      return free;
+    }
   }
 
   // load_block makes global block g resident.
@@ -230,7 +258,7 @@ struct TileAllocator {
         block = kNull;
         continue;
       }
-      int src = __ffs(m) - 1;
+      const int src = first_lane(m);
       uint32_t got = 0, addr = kNull;
       if (t.rank == src) {
         int j = 0;
@@ -241,7 +269,7 @@ struct TileAllocator {
             j = jj;
             w = words[jj];
           }
-        uint32_t bit = __ffs(~w) - 1;
+        uint32_t bit = __ffs(first_bits(~w)) - 1;
         uint32_t widx = (uint32_t)(j * W + t.rank);
         uint32_t old = atomicOr(bitmap + widx, 1u << bit);
 #pragma unroll
@@ -290,7 +318,7 @@ struct TileAllocator {
         block = kNull;
         continue;
       }
-      const int src = __ffs(m) - 1;
+      const int src = first_lane(m);
       const int need = __popc(pending);
       uint32_t got = 0, base = 0;
       if (t.rank == src) {
@@ -302,7 +330,8 @@ struct TileAllocator {
             j = jj;
             w = words[jj];
           }
-        uint32_t take = 0, free = ~w;
+        uint32_t take = 0, free = first_bits(~w);
+        if (__popc(free) < need) free = ~w;
         for (int c = 0; c < need && free; ++c) {
           uint32_t low = free & (0u - free);
           take |= low;
