@@ -76,7 +76,9 @@
 // does (allocate, copy the version out, retire the copy), but retires the
 // copy into the batch's retire log unlinked: with no snapshot open no reader
 // can reach it, where the versioning kernel links it as the head's prev for
-// the next write of the head to splice out and retire. A tile holds its
+// the next write of the head to splice out and retire. The warp takes its
+// tiles' first copy units with one allocation before any latch (from salted
+// bits of a block: slaballoc's TileAllocator Spread), and a tile holds its
 // copies until its operation is done and appends them with one atomic a
 // block. A plain batch that
 // meets a chain anyway — one another lane linked while it ran — keeps it for
@@ -142,7 +144,7 @@
 // under CopyAlways the writers still walk). They run on
 // the CPU emulation of the GPU (internal/emu) in every go test, and on a GPU
 // (scripts/gpu-test.sh): all passed on an H200 at every device run (the
-// last at efb701f). `warp bench mvbtree` measures the spec's Fig 4.2 and
+// last at 634c259). `warp bench mvbtree` measures the spec's Fig 4.2 and
 // snapshot rows (docs/benchmarks.md, "btree and mvbtree: what the writers
 // spend their time on"): latest finds at 6.7 G keys/s, 0.99x btree's
 // (met); snapshot finds 4.8 G/s; snapshots taken and closed in under a
@@ -150,9 +152,12 @@
 // btree's at d4a026d. With plain batches and prepared growth (aa1b40f) ViB
 // builds run at 0.54-0.57 G keys/s, 0.88-0.95x btree's over four runs
 // (0.70x in the same runs before them): the issue's 0.9x is on the line, its 0.6 G/s missed
-// (btree's own builds average 0.60 there, its 1M-key build 0.26-0.31), VoB
-// stays at 0.25, 0.39x (missed); 64-bit ViB builds 0.45 G/s, 0.89x btree's
-// (docs/benchmarks.md, "plain write batches"). What is left of a plain
+// (btree's own builds average 0.60 there, its 1M-key build 0.26-0.31);
+// 64-bit ViB builds 0.45 G/s, 0.89x btree's (docs/benchmarks.md, "plain
+// write batches"). VoB builds through the plain kernels with a copy per
+// write (634c259) run at 0.35-0.37 G keys/s, 0.54-0.55x btree's (met; 0.25,
+// 0.38x in the same runs before), 64-bit 0.31, 0.59x (docs/benchmarks.md,
+// "VoB builds through the plain kernels"). What is left of a plain
 // build against btree's is in its kernel: 16% more instructions executed
 // (the SlabAlloc allocator, 13 pairs a node against 14, the pool's checks)
 // — before plain batches, ncu's per-line profile

@@ -57,6 +57,8 @@ func TestEmulatedDifferential(t *testing.T) {
 	t.Run("u32", func(t *testing.T) { differential(t, 1<<12, gpuTreeOn[uint32, uint32](dev, Options{}), 2, steps) })
 	t.Run("u64", func(t *testing.T) { differential(t, 1<<12, gpuTreeOn[uint64, uint64](dev, Options{}), 1, steps) })
 	t.Run("u32-full-range", func(t *testing.T) { differential(t, 0, gpuTreeOn[uint32, uint64](dev, Options{}), 1, steps) })
+	// CopyAlways: its plain batches (PlainCopy) between the snapshots.
+	t.Run("copy-always", func(t *testing.T) { differentialCopyAlways(t, dev, 1<<12, steps) })
 	// The versioning kernels where no snapshot is open, as every batch ran
 	// before plain batches (which now take those).
 	t.Run("u32-no-plain", func(t *testing.T) {

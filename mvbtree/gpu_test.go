@@ -18,14 +18,23 @@ import (
 // The CUDA backend's tests on a GPU (and, with WARPKIT_EMULATE=1, on the
 // emulation); emu_test.go runs them on the emulation in every go test.
 
+// differentialCopyAlways runs the differential test under CopyAlways and
+// fails unless some of its batches ran PlainCopy (no snapshot open).
+func differentialCopyAlways(t *testing.T, dev *cuda.Device, keyRange uint64, steps int) {
+	var tr *Tree[uint32, uint32]
+	open := gpuTreeOn[uint32, uint32](dev, Options{Copy: CopyAlways})
+	differential(t, keyRange, func(tb testing.TB) *Tree[uint32, uint32] { tr = open(tb); return tr }, 1, steps)
+	if tr == nil || tr.gpu.copies.Load() == 0 {
+		t.Fatal("no batch of the differential test ran PlainCopy")
+	}
+}
+
 func TestGPUDifferential(t *testing.T) {
 	dev := gputest.Device(t)
 	t.Run("u32", func(t *testing.T) { differential(t, 1<<14, gpuTreeOn[uint32, uint32](dev, Options{}), 4, 120) })
 	t.Run("u64", func(t *testing.T) { differential(t, 1<<14, gpuTreeOn[uint64, uint64](dev, Options{}), 2, 120) })
 	t.Run("u32-full-range", func(t *testing.T) { differential(t, 0, gpuTreeOn[uint32, uint64](dev, Options{}), 2, 120) })
-	t.Run("copy-always", func(t *testing.T) {
-		differential(t, 1<<14, gpuTreeOn[uint32, uint32](dev, Options{Copy: CopyAlways}), 1, 120)
-	})
+	t.Run("copy-always", func(t *testing.T) { differentialCopyAlways(t, dev, 1<<14, 120) })
 	t.Run("u32-no-plain", func(t *testing.T) { // the versioning kernels where plain batches would run
 		defer func(v bool) { noPlainWrites = v }(noPlainWrites)
 		noPlainWrites = true
