@@ -160,7 +160,7 @@ __device__ __forceinline__ bool free_unit(const Pool* p, uint32_t addr) {
 // a tile takes the free bits of its resident block from a place its salt
 // picks (its first lane with free bits at or after one, the free bits of
 // that lane's word at or after another) instead of the lowest: tiles that
-// allocate once or twice a launch (mvbtree's writers) and so land in the
+// allocate once a launch (mvbtree's PlainCopy warps) and so land in the
 // same random blocks then rarely race for one bit (an atomicOr that finds
 // the bit taken and goes again). Without it the lowest, which packs a
 // long-lived tile's units (slab hashes).
