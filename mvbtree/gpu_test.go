@@ -873,9 +873,9 @@ func testPlainWrites(t *testing.T, dev func(Options) func(testing.TB) *Tree[uint
 			keys[i], vals[i] = uint32(i*5), uint32(i)^salt
 		}
 	}
-	// plain runs a write and reports whether it ran the plain kernels,
+	// plain runs a write (in test t) and reports whether it ran the plain kernels,
 	// and that it ran PlainCopy exactly when the copy rule is CopyAlways.
-	plain := func(tr *Tree[uint32, uint32], write func() error) bool {
+	plain := func(t *testing.T, tr *Tree[uint32, uint32], write func() error) bool {
 		t.Helper()
 		before, copies := tr.gpu.plains.Load(), tr.gpu.copies.Load()
 		check(t, write())
@@ -888,7 +888,7 @@ func testPlainWrites(t *testing.T, dev func(Options) func(testing.TB) *Tree[uint
 	insert := func(tr *Tree[uint32, uint32], salt uint32) func() error {
 		return func() error { fill(salt); return tr.Insert(ctx, keys, vals) }
 	}
-	want := func(tr *Tree[uint32, uint32], where string, salt uint32) {
+	want := func(t *testing.T, tr *Tree[uint32, uint32], where string, salt uint32) {
 		t.Helper()
 		fill(salt)
 		w := map[uint32]uint32{}
@@ -901,7 +901,7 @@ func testPlainWrites(t *testing.T, dev func(Options) func(testing.TB) *Tree[uint
 	for _, mode := range []CopyMode{CopyWhenPinned, CopyIfStale, CopyAlways} {
 		t.Run(mode.String(), func(t *testing.T) {
 			tr := dev(Options{Copy: mode})(t)
-			if !plain(tr, insert(tr, 1)) {
+			if !plain(t, tr, insert(tr, 1)) {
 				t.Fatal("a fresh tree's first batch did not run plain")
 			}
 			st := mustStats(t, tr)
@@ -921,13 +921,13 @@ func testPlainWrites(t *testing.T, dev func(Options) func(testing.TB) *Tree[uint
 			for i := range missing {
 				missing[i] = uint32(i*5 + 1)
 			}
-			if !plain(tr, func() error { return tr.Delete(ctx, missing) }) {
+			if !plain(t, tr, func() error { return tr.Delete(ctx, missing) }) {
 				t.Fatal("deletes of missing keys did not run plain")
 			}
-			want(tr, "after the first batch and deletes of missing keys", 1)
+			want(t, tr, "after the first batch and deletes of missing keys", 1)
 			s, err := tr.Snapshot(ctx)
 			check(t, err)
-			if plain(tr, insert(tr, 2)) {
+			if plain(t, tr, insert(tr, 2)) {
 				t.Fatal("a batch beside an open snapshot ran plain")
 			}
 			if st := mustStats(t, tr); st.Versions == 0 {
@@ -936,27 +936,27 @@ func testPlainWrites(t *testing.T, dev func(Options) func(testing.TB) *Tree[uint
 			check(t, s.Close())
 			// The closed snapshot's versions are still linked: the next
 			// writers must splice them.
-			if plain(tr, insert(tr, 3)) {
+			if plain(t, tr, insert(tr, 3)) {
 				t.Fatal("a batch over unspliced chains ran plain")
 			}
-			want(tr, "after the splicing batch", 3)
+			want(t, tr, "after the splicing batch", 3)
 			check(t, tr.Vacuum(ctx))
 			if st := mustStats(t, tr); st.Versions != 0 {
 				t.Fatalf("after Vacuum with no snapshot open: %+v", st)
 			}
 			// Under CopyIfStale the snapshot taken makes every older stamp
 			// stale for good; the other rules are plain again.
-			if got, wantPlain := plain(tr, insert(tr, 4)), mode != CopyIfStale; got != wantPlain {
+			if got, wantPlain := plain(t, tr, insert(tr, 4)), mode != CopyIfStale; got != wantPlain {
 				t.Fatalf("after Vacuum: plain %v, want %v", got, wantPlain)
 			}
-			want(tr, "after Vacuum", 4)
+			want(t, tr, "after Vacuum", 4)
 			// A new generation starts over.
 			fill(5)
 			check(t, tr.Build(ctx, keys, vals))
-			if !plain(tr, insert(tr, 6)) {
+			if !plain(t, tr, insert(tr, 6)) {
 				t.Fatal("after Build: not plain")
 			}
-			want(tr, "after Build", 6)
+			want(t, tr, "after Build", 6)
 		})
 	}
 	// PlainCopy's copies past a full retire log are freed by the kernel:
@@ -965,16 +965,16 @@ func testPlainWrites(t *testing.T, dev func(Options) func(testing.TB) *Tree[uint
 		defer func(c int) { retireLogCap = c }(retireLogCap)
 		retireLogCap = 16
 		tr := dev(Options{Copy: CopyAlways})(t)
-		if !plain(tr, insert(tr, 1)) {
+		if !plain(t, tr, insert(tr, 1)) {
 			t.Fatal("not plain")
 		}
 		if st := mustStats(t, tr); st.RetiredPending != retireLogCap {
 			t.Fatalf("retired %d units into a log of %d", st.RetiredPending, retireLogCap)
 		}
-		want(tr, "inserts past a full log", 1)
+		want(t, tr, "inserts past a full log", 1)
 		check(t, tr.Delete(ctx, keys[:n/2]))
 		check(t, tr.Insert(ctx, keys[:n/2], vals[:n/2]))
-		want(tr, "deletes and inserts past a full log", 1)
+		want(t, tr, "deletes and inserts past a full log", 1)
 		check(t, tr.Vacuum(ctx))
 		if st := mustStats(t, tr); st.RetiredPending != 0 || st.Versions != 0 {
 			t.Fatalf("after Vacuum: %+v", st)
@@ -997,7 +997,7 @@ func testPlainWrites(t *testing.T, dev func(Options) func(testing.TB) *Tree[uint
 		}
 		defer func(f bool) { forcePlainWrites = f }(forcePlainWrites)
 		forcePlainWrites = true
-		if !plain(tr, insert(tr, 4)) {
+		if !plain(t, tr, insert(tr, 4)) {
 			t.Fatal("forcePlainWrites: not plain")
 		}
 		check(t, tr.Delete(ctx, keys[:n/2]))
@@ -1005,13 +1005,13 @@ func testPlainWrites(t *testing.T, dev func(Options) func(testing.TB) *Tree[uint
 		if st := mustStats(t, tr); st.Versions != linked {
 			t.Fatalf("plain batches over chains: %d versions linked, want the %d there were", st.Versions, linked)
 		}
-		want(tr, "plain batches over chains", 4) // Check: every chain whole, every unit accounted for
+		want(t, tr, "plain batches over chains", 4) // Check: every chain whole, every unit accounted for
 		forcePlainWrites = false
 		check(t, tr.Vacuum(ctx))
 		if st := mustStats(t, tr); st.Versions != 0 || st.RetiredPending != 0 {
 			t.Fatalf("after Vacuum: %+v", st)
 		}
-		want(tr, "after Vacuum", 4)
+		want(t, tr, "after Vacuum", 4)
 	})
 }
 
