@@ -126,7 +126,12 @@ func TestEmulatedRestampAndPoison(t *testing.T) {
 // fails with ErrPoolExhausted, the tree stays valid and the snapshot keeps
 // its view.
 func TestEmulatedPoolExhausted(t *testing.T) {
-	testPoolExhausted(t, gpuTreeOn[uint32, uint32](emuDevice(t), Options{MaxPoolBytes: 2 * 1024 * 128})(t))
+	dev := emuDevice(t)
+	for _, mode := range []CopyMode{CopyWhenPinned, CopyAlways} { // CopyAlways: PlainCopy's batches run out
+		t.Run(mode.String(), func(t *testing.T) {
+			testPoolExhausted(t, gpuTreeOn[uint32, uint32](dev, Options{MaxPoolBytes: 2 * 1024 * 128, Copy: mode})(t))
+		})
+	}
 }
 
 func TestEmulatedDeviceMethods(t *testing.T) {
