@@ -155,8 +155,9 @@
 // (btree's own builds average 0.60 there, its 1M-key build 0.26-0.31);
 // 64-bit ViB builds 0.45 G/s, 0.89x btree's (docs/benchmarks.md, "plain
 // write batches"). VoB builds through the plain kernels with a copy per
-// write (634c259) run at 0.35-0.37 G keys/s, 0.54-0.55x btree's (met; 0.25,
-// 0.38x in the same runs before), 64-bit 0.31, 0.59x (docs/benchmarks.md,
+// write (634c259) run at 0.34-0.37 G keys/s over five runs (0.35: on the
+// line), 0.53-0.55x btree's (met; 0.25, 0.38x in the same runs before),
+// 64-bit 0.31, 0.59x (docs/benchmarks.md,
 // "VoB builds through the plain kernels"). What is left of a plain
 // build against btree's is in its kernel: 16% more instructions executed
 // (the SlabAlloc allocator, 13 pairs a node against 14, the pool's checks)
