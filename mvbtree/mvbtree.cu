@@ -473,9 +473,20 @@ __device__ __noinline__ Spliced splice_indexed(const ReadPool<S> pool, const Sna
   return r;
 }
 
+// NoBatchHooks is a versioner's begin and end with nothing to do in them.
+// apply_batch calls begin before the tile's operation (want: it has one)
+// and end once it is done, each with the whole block converged; PlainCopy
+// allocates in begin and retires in end.
+struct NoBatchHooks {
+  template <class Pool, int T>
+  __device__ __forceinline__ void begin(Pool&, bool, const Tile<T>&) {}
+  template <class Pool, int T>
+  __device__ __forceinline__ void end(Pool&, const Tile<T>&) {}
+};
+
 // MV is the versioner of a write batch (blink.cuh's hooks).
 template <typename S>
-struct MV {
+struct MV : NoBatchHooks {
   static constexpr bool kReadsVersion = true;
   uint32_t w, mode, closes;
   bool indexing;  // enough snapshots open for chains of kIndexMin (and indexes not turned off)
@@ -557,10 +568,6 @@ struct MV {
   __device__ __forceinline__ void fresh(N& n, const Tile<T>& t) {
     n.set_version(t, w, kNone);
   }
-  template <class Pool, int T>
-  __device__ __forceinline__ void begin(Pool&, bool, const Tile<T>&) {}
-  template <class Pool, int T>
-  __device__ __forceinline__ void end(Pool&, const Tile<T>&) {}
 };
 
 // Plain is the versioner of a write batch that can copy nothing: no snapshot
@@ -570,7 +577,7 @@ struct MV {
 // meanwhile stays linked (its splice waits for the next versioning writer or
 // Vacuum). Without the snapshot registry, the retire log, the splice and the
 // version's decode, the insert kernel keeps its registers (no spills).
-struct Plain : NoVersion {  // takes nothing for a write (prepare), reads no version
+struct Plain : NoVersion, NoBatchHooks {  // takes nothing for a write (prepare), reads no version
   uint32_t w;
   __device__ __forceinline__ explicit Plain(uint32_t stamp) : w(stamp) {}
   template <class Pool, class N, int T>
@@ -581,13 +588,6 @@ struct Plain : NoVersion {  // takes nothing for a write (prepare), reads no ver
   __device__ __forceinline__ void fresh(N& n, const Tile<T>& t) {
     n.set_version(t, w, kNone);
   }
-  // begin runs before the tile's operation (want: it has one) and end once
-  // it is done, each with the whole block converged (apply_batch): Plain has
-  // nothing to do in them.
-  template <class Pool, int T>
-  __device__ __forceinline__ void begin(Pool&, bool, const Tile<T>&) {}
-  template <class Pool, int T>
-  __device__ __forceinline__ void end(Pool&, const Tile<T>&) {}
 };
 
 // PlainCopy is Plain under CopyAlways (the thesis's VoB, Listing 4.2: every
@@ -843,7 +843,7 @@ __device__ void write_batch(slab::Pool* p, uint32_t root, unsigned long long* ct
                             uint32_t retire_cap, uint32_t* retire_n, const K* keys, const V* vals, uint64_t n,
                             bool del) {
   using S = SlotOf<K, V>;
-  MV<S> ver{w, mode, closes & kClosesMask, nsnaps >= index_at, Snapshots{snaps, nsnaps},
+  MV<S> ver{{}, w, mode, closes & kClosesMask, nsnaps >= index_at, Snapshots{snaps, nsnaps},
             Retire{retire, retire_cap, retire_n}};
   apply_batch<K, V>(p, root, ctl, status, w, ver, keys, vals, n, del);
   add_keys(ctl + kCtlVersions, ver.copies + ver.indexes - ver.removed, Tile<Lay<S>::kTile>().rank == 0);
