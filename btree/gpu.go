@@ -10,6 +10,7 @@ import (
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/blinknode"
 	"github.com/warpkit/warpkit/internal/gpurt"
 	"github.com/warpkit/warpkit/prim"
 )
@@ -55,6 +56,7 @@ type gpuTree[K, V warpkit.Word] struct {
 	maxNodes int                // the pool's cap: Options.MaxNodes, or maxPoolNodes
 	ctl      cuda.Slice[uint64] // [0] next free node, [1] keys stored
 	usedHint atomic.Int64       // nodes in use after the last writing batch (a lower bound)
+	rounds   atomic.Int64       // insert launches past their batch's first (blinknode.Rounds; tests)
 
 	phase   gpurt.Phase
 	sortMin int // phased query batches of at least this many queries are sorted first (0: never)
@@ -356,7 +358,18 @@ func (g *gpuTree[K, V]) insertDevice(ctx context.Context, keys cuda.Slice[K], va
 		return ctx.Err()
 	}
 	return g.mutate(ctx, insertReserve(n), func(l *lane) error {
-		return g.k.insert.Launch(l.stream, n, g.pool, uint64(g.capNodes), g.ctl, l.status, keys, vals, uint64(n))
+		// A batch large against the tree runs in rounds: the nodes in use,
+		// as last read back, estimate the tree.
+		lo, ends := 0, blinknode.Rounds(n, int(g.usedHint.Load()))
+		g.rounds.Add(int64(len(ends) - 1))
+		for _, hi := range ends {
+			m := hi - lo
+			if err := g.k.insert.Launch(l.stream, m, g.pool, uint64(g.capNodes), g.ctl, l.status, keys.Sub(lo, hi), vals.Sub(lo, hi), uint64(m)); err != nil {
+				return err
+			}
+			lo = hi
+		}
+		return nil
 	})
 }
 

@@ -628,3 +628,54 @@ func TestGPUBuildDeviceRacesClose(t *testing.T) {
 		}
 	}
 }
+
+// testInsertRounds: an insert batch large against the tree runs in rounds
+// (blinknode.Rounds) and lands whole, every key with its value; a batch
+// small against the tree runs in one launch.
+func testInsertRounds(t *testing.T, tr *Tree[uint32, uint32]) {
+	ctx := context.Background()
+	const n = 3000
+	rng := rand.New(rand.NewPCG(5, 9))
+	seen := map[uint32]bool{}
+	keys, vals := make([]uint32, 0, n+n/2), make([]uint32, 0, n+n/2)
+	for len(keys) < cap(keys) {
+		if k := rng.Uint32(); !seen[k] {
+			seen[k] = true
+			keys, vals = append(keys, k), append(vals, k*2654435761+7)
+		}
+	}
+	insert := func(lo, hi int) (rounds int64) {
+		before := tr.gpu.rounds.Load()
+		if err := tr.Insert(ctx, keys[lo:hi], vals[lo:hi]); err != nil {
+			t.Fatal(err)
+		}
+		return tr.gpu.rounds.Load() - before
+	}
+	holds := func(what string, m int) {
+		t.Helper()
+		got, found := make([]uint32, len(keys)), make([]bool, len(keys))
+		if err := tr.Lookup(ctx, keys, got, found); err != nil {
+			t.Fatal(err)
+		}
+		for i := range keys {
+			if found[i] != (i < m) || found[i] && got[i] != vals[i] {
+				t.Fatalf("%s: key %d of %d: found %v value %#x, want found %v value %#x", what, i, len(keys), found[i], got[i], i < m, vals[i])
+			}
+		}
+	}
+	if r := insert(0, n); r == 0 {
+		t.Fatalf("%d keys into an empty tree ran in one launch", n)
+	}
+	holds("after a batch in rounds", n)
+	if r := insert(n, len(keys)); r != 0 {
+		t.Fatalf("%d keys into a tree of %d ran in %d launches", len(keys)-n, n, r+1)
+	}
+	holds("after a batch in one launch", len(keys))
+	if err := tr.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGPUInsertRounds(t *testing.T) {
+	testInsertRounds(t, newGPUTree[uint32, uint32](t, gputest.Device(t), Options{}))
+}

@@ -178,3 +178,8 @@ func TestEmulatedPlainWrites(t *testing.T) {
 	dev := emuDevice(t)
 	testPlainWrites(t, func(o Options) func(testing.TB) *Tree[uint32, uint32] { return gpuTreeOn[uint32, uint32](dev, o) })
 }
+
+func TestEmulatedInsertRounds(t *testing.T) {
+	dev := emuDevice(t)
+	testInsertRounds(t, func(o Options) func(testing.TB) *Tree[uint32, uint32] { return gpuTreeOn[uint32, uint32](dev, o) })
+}

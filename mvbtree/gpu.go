@@ -15,6 +15,7 @@ import (
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/blinknode"
 	"github.com/warpkit/warpkit/internal/ebr"
 	"github.com/warpkit/warpkit/internal/gpurt"
 	"github.com/warpkit/warpkit/prim"
@@ -213,6 +214,7 @@ type gpuTree[K, V warpkit.Word] struct {
 	closes  uint32
 	plains  atomic.Int64 // write batches that ran the plain kernels, Plain or PlainCopy (tests)
 	copies  atomic.Int64 // of them, those that ran PlainCopy (tests)
+	rounds  atomic.Int64 // insert launches past their batch's first (blinknode.Rounds; tests)
 	retired atomic.Int64 // units waiting in ebr
 	leaked  atomic.Int64 // retired units never freed (a log not kept, a free that failed)
 
@@ -702,8 +704,10 @@ func (g *gpuTree[K, V]) query(ctx context.Context, v *gpuView[K, V],
 // runs the kernel with the batch's stamp, the registry and the retire log.
 // A batch that runs out of nodes is re-run after its pool grew (inserts and
 // deletes are idempotent, and a re-run at the same stamp changes in place
-// what the first run copied).
-func (g *gpuTree[K, V]) write(ctx context.Context, n int, stage func(l *lane[K, V]) error, launch launchWrite[K, V]) error {
+// what the first run copied). An insert batch (grows) that is large against
+// the tree runs in rounds (blinknode.Rounds: the pool's units in use, as
+// last read back, estimate the tree's nodes).
+func (g *gpuTree[K, V]) write(ctx context.Context, n int, grows bool, stage func(l *lane[K, V]) error, launch launchWrite[K, V]) error {
 	if n == 0 {
 		return ctx.Err()
 	}
@@ -781,7 +785,11 @@ func (g *gpuTree[K, V]) write(ctx context.Context, n int, stage func(l *lane[K, 
 			reserved = 0 // a failed Reserve leaves nothing to end
 		}
 		supers := gen.pool.SuperBlocks()
-		st, err := g.runWrite(l, gen, w, kind, reg, nreg, log, need, launch)
+		ends := []int{n}
+		if grows {
+			ends = blinknode.Rounds(n, int(gen.pool.Observed()))
+		}
+		st, err := g.runWrite(l, gen, w, kind, reg, nreg, log, need, ends, launch)
 		gen.pool.Unreserve(reserved)
 		if err != nil {
 			return err
@@ -845,16 +853,19 @@ func (g *gpuTree[K, V]) writeKind(gen *generation) writeKind {
 
 // launchWrite launches a write batch of kind on l: the plain kernels (with
 // a retire log for writeCopy), or the versioning ones with the open
-// snapshots' registry (nreg stamps) and a retire log.
-type launchWrite[K, V warpkit.Word] func(l *lane[K, V], gen *generation, w uint32, kind writeKind, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error
+// snapshots' registry (nreg stamps) and a retire log, for the batch's
+// elements [lo, hi): an insert batch that is large against the tree runs in
+// rounds (blinknode.Rounds), a launch each, with one stamp, status word and
+// retire log.
+type launchWrite[K, V warpkit.Word] func(l *lane[K, V], gen *generation, w uint32, kind writeKind, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32], lo, hi int) error
 
-// runWrite is one launch of a write batch and what follows it: the status,
-// the control words and the retire log, handed to the reclamation. While
-// the batch runs, the pool prepares the super blocks a next batch that
-// reserves ahead units would need (slaballoc's Prepare: the growth that
-// follows then only publishes them).
+// runWrite is the launches of a write batch (its rounds: ends) and what
+// follows them: the status, the control words and the retire log, handed
+// to the reclamation. While the batch runs, the pool prepares the super
+// blocks a next batch that reserves ahead units would need (slaballoc's
+// Prepare: the growth that follows then only publishes them).
 func (g *gpuTree[K, V]) runWrite(l *lane[K, V], gen *generation, w uint32, kind writeKind, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32],
-	ahead int, launch launchWrite[K, V]) (uint32, error) {
+	ahead int, ends []int, launch launchWrite[K, V]) (uint32, error) {
 	release, err := gen.pool.Acquire()
 	if err != nil {
 		return 0, err
@@ -869,7 +880,10 @@ func (g *gpuTree[K, V]) runWrite(l *lane[K, V], gen *generation, w uint32, kind 
 		}
 	}
 	tok := g.ebr.Begin()
-	err = launch(l, gen, w, kind, reg, nreg, log)
+	for i, lo := 0, 0; i < len(ends) && err == nil; i++ {
+		err, lo = launch(l, gen, w, kind, reg, nreg, log, lo, ends[i]), ends[i]
+	}
+	g.rounds.Add(int64(len(ends) - 1))
 	if err == nil {
 		err = cuda.CopyToHostAsync(l.back, 0, l.status, l.stream)
 	}
@@ -940,10 +954,11 @@ func (g *gpuTree[K, V]) indexMin() uint32 {
 func (g *gpuTree[K, V]) insertWith(ctx context.Context, n int, stage func(l *lane[K, V]) (cuda.Slice[K], cuda.Slice[V], error)) error {
 	var keys cuda.Slice[K]
 	var vals cuda.Slice[V]
-	return g.write(ctx, n, func(l *lane[K, V]) (err error) {
+	return g.write(ctx, n, true, func(l *lane[K, V]) (err error) {
 		keys, vals, err = stage(l)
 		return err
-	}, func(l *lane[K, V], gen *generation, w uint32, kind writeKind, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error {
+	}, func(l *lane[K, V], gen *generation, w uint32, kind writeKind, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32], lo, hi int) error {
+		keys, vals, n := keys.Sub(lo, hi), vals.Sub(lo, hi), hi-lo
 		switch kind {
 		case writePlain:
 			return g.k.insertPlain.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w, keys, vals, uint64(n))
@@ -958,10 +973,10 @@ func (g *gpuTree[K, V]) insertWith(ctx context.Context, n int, stage func(l *lan
 
 func (g *gpuTree[K, V]) deleteWith(ctx context.Context, n int, stage func(l *lane[K, V]) (cuda.Slice[K], error)) error {
 	var keys cuda.Slice[K]
-	return g.write(ctx, n, func(l *lane[K, V]) (err error) {
+	return g.write(ctx, n, false, func(l *lane[K, V]) (err error) {
 		keys, err = stage(l)
 		return err
-	}, func(l *lane[K, V], gen *generation, w uint32, kind writeKind, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32]) error {
+	}, func(l *lane[K, V], gen *generation, w uint32, kind writeKind, reg cuda.Slice[uint32], nreg int, log cuda.Slice[uint32], _, _ int) error {
 		switch kind {
 		case writePlain:
 			return g.k.delPlain.Launch(l.stream, n, gen.pool.Descriptor(), gen.root, gen.ctl, l.status, w, keys, uint64(n))

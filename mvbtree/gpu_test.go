@@ -1035,3 +1035,77 @@ func TestGPUPlainWrites(t *testing.T) {
 	dev := gputest.Device(t)
 	testPlainWrites(t, func(o Options) func(testing.TB) *Tree[uint32, uint32] { return gpuTreeOn[uint32, uint32](dev, o) })
 }
+
+// testInsertRounds: insert batches large against the tree run in rounds
+// (blinknode.Rounds), under each copy rule, through the plain kernels (no
+// snapshot open) and the versioning ones (a snapshot of a small tree open),
+// and land whole: every key with its value, the snapshot's view unchanged,
+// Check. A batch small against the tree runs in one launch.
+func testInsertRounds(t *testing.T, open func(Options) func(testing.TB) *Tree[uint32, uint32]) {
+	const n = 3000
+	rng := rand.New(rand.NewPCG(7, 11))
+	seen := map[uint32]bool{}
+	keys, vals := make([]uint32, 0, n+n/2), make([]uint32, 0, n+n/2)
+	for len(keys) < cap(keys) {
+		if k := rng.Uint32(); !seen[k] {
+			seen[k] = true
+			keys, vals = append(keys, k), append(vals, k*2654435761+7)
+		}
+	}
+	// holds checks that a version holds keys[:m] with their values and
+	// none of the other keys.
+	holds := func(t *testing.T, what string, m int, lookup func([]uint32, []uint32, []bool) error) {
+		t.Helper()
+		got, found := make([]uint32, len(keys)), make([]bool, len(keys))
+		check(t, lookup(keys, got, found))
+		for i := range keys {
+			if found[i] != (i < m) || found[i] && got[i] != vals[i] {
+				t.Fatalf("%s: key %d of %d: found %v value %#x, want found %v value %#x", what, i, len(keys), found[i], got[i], i < m, vals[i])
+			}
+		}
+	}
+	for _, mode := range []CopyMode{CopyWhenPinned, CopyIfStale, CopyAlways} {
+		t.Run(mode.String(), func(t *testing.T) {
+			insert := func(tr *Tree[uint32, uint32], lo, hi int) (rounds int64) {
+				before := tr.gpu.rounds.Load()
+				check(t, tr.Insert(ctx, keys[lo:hi], vals[lo:hi]))
+				return tr.gpu.rounds.Load() - before
+			}
+			// A fresh tree: the plain kernels, in rounds.
+			tr := open(Options{Copy: mode})(t)
+			if r := insert(tr, 0, n); r == 0 {
+				t.Fatalf("%d keys into an empty tree ran in one launch", n)
+			}
+			holds(t, "after a batch in rounds", n, func(k, v []uint32, f []bool) error { return tr.Lookup(ctx, k, v, f) })
+			if r := insert(tr, n, len(keys)); r != 0 {
+				t.Fatalf("%d keys into a tree of %d ran in %d launches", len(keys)-n, n, r+1)
+			}
+			holds(t, "after a batch in one launch", len(keys), func(k, v []uint32, f []bool) error { return tr.Lookup(ctx, k, v, f) })
+			check(t, tr.Check(ctx))
+
+			// A snapshot of a tree of 10 keys open: the versioning kernels,
+			// in rounds, beside it.
+			tr = open(Options{Copy: mode})(t)
+			insert(tr, 0, 10)
+			s, err := tr.Snapshot(ctx)
+			check(t, err)
+			before := tr.gpu.plains.Load()
+			if r := insert(tr, 10, 10+n); r == 0 {
+				t.Fatalf("%d keys into a tree of 10 ran in one launch", n)
+			}
+			if tr.gpu.plains.Load() != before {
+				t.Fatal("a batch beside an open snapshot ran the plain kernels")
+			}
+			holds(t, "latest, after a versioning batch in rounds", 10+n, func(k, v []uint32, f []bool) error { return tr.Lookup(ctx, k, v, f) })
+			holds(t, "the snapshot taken before it", 10, func(k, v []uint32, f []bool) error { return s.Lookup(ctx, k, v, f) })
+			check(t, tr.Check(ctx))
+			check(t, s.Close())
+			check(t, tr.Check(ctx))
+		})
+	}
+}
+
+func TestGPUInsertRounds(t *testing.T) {
+	dev := gputest.Device(t)
+	testInsertRounds(t, func(o Options) func(testing.TB) *Tree[uint32, uint32] { return gpuTreeOn[uint32, uint32](dev, o) })
+}

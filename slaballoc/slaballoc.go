@@ -231,6 +231,11 @@ func (p *Pool) Acquire() (release func(), err error) {
 // It leaves the reservations alone: each ends with its own Unreserve.
 func (p *Pool) Observe(allocated int64) { p.usedSeen.Store(allocated) }
 
+// Observed is the allocated count last recorded by Observe (or read by
+// Reserve): the units in use as of that read-back, an estimate that callers
+// may size their work by.
+func (p *Pool) Observed() int64 { return p.usedSeen.Load() }
+
 // Unreserve ends a reservation of units made by Reserve, once the launches
 // it covered have finished (or failed). A caller that reads the counter back
 // calls Observe first, so the estimate counts its allocations throughout.
