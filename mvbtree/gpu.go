@@ -215,6 +215,7 @@ type gpuTree[K, V warpkit.Word] struct {
 	plains  atomic.Int64 // write batches that ran the plain kernels, Plain or PlainCopy (tests)
 	copies  atomic.Int64 // of them, those that ran PlainCopy (tests)
 	rounds  atomic.Int64 // insert launches past their batch's first (blinknode.Rounds; tests)
+	reruns  atomic.Int64 // write batches re-run after their pool ran out (tests)
 	retired atomic.Int64 // units waiting in ebr
 	leaked  atomic.Int64 // retired units never freed (a log not kept, a free that failed)
 
@@ -765,7 +766,12 @@ func (g *gpuTree[K, V]) write(ctx context.Context, n int, grows bool, stage func
 	case kind == writeVersioning && (nreg > 0 || g.opts.Copy != CopyWhenPinned):
 		need += 2 * n // a copy per node written, linked until a later write splices it
 	case kind == writeCopy:
-		need += n // a copy per node written, retired by the batch (Plain copies none)
+		// A copy per node written, retired by the batch (Plain copies
+		// none): the leaf of every operation, and the node and parent of
+		// every split (up to n/4 of them, as above). With n alone, a 2^20
+		// batch into a tree of 8K nodes, which splits ~120K times, ran its
+		// pool out and failed slowly (76 ms) before its re-run (1 ms).
+		need += n + n/2
 	}
 	if uint32(nreg) >= g.indexMin() {
 		need += n // and a version index
@@ -797,6 +803,7 @@ func (g *gpuTree[K, V]) write(ctx context.Context, n int, grows bool, stage func
 		if st&gpurt.StatusPoolExhausted == 0 {
 			return statusErr(st)
 		}
+		g.reruns.Add(1)
 		if err := gen.pool.GrowPast(ctx, supers); err != nil {
 			return err
 		}

@@ -1109,3 +1109,26 @@ func TestGPUInsertRounds(t *testing.T) {
 	dev := gputest.Device(t)
 	testInsertRounds(t, func(o Options) func(testing.TB) *Tree[uint32, uint32] { return gpuTreeOn[uint32, uint32](dev, o) })
 }
+
+// TestGPUCopyReserve: a CopyAlways batch of 2^20 keys into a tree of 64K
+// (which splits ~120K nodes, each split copying the node and its parent)
+// reserves the units its copies take: its pool does not run out (a batch
+// that does fails slowly, then runs again).
+func TestGPUCopyReserve(t *testing.T) {
+	dev := gputest.Device(t)
+	tr := gpuTreeOn[uint32, uint32](dev, Options{Copy: CopyAlways, MaxPoolBytes: 1 << 30})(t)
+	const n = 1<<20 + 1<<16
+	keys := make([]uint32, n)
+	for i := range keys {
+		keys[i] = uint32(i) * 2654435761 // distinct: an odd multiplier is a bijection
+	}
+	check(t, tr.Insert(ctx, keys[:1<<16], keys[:1<<16]))
+	before := tr.gpu.reruns.Load()
+	check(t, tr.Insert(ctx, keys[1<<16:], keys[1<<16:]))
+	if r := tr.gpu.reruns.Load() - before; r != 0 {
+		t.Fatalf("a CopyAlways batch of 2^20 keys into a tree of 2^16 ran its pool out %d times", r)
+	}
+	if got, err := tr.Len(ctx); err != nil || got != n {
+		t.Fatalf("Len = %d, %v; want %d", got, err, n)
+	}
+}
