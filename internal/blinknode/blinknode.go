@@ -2,7 +2,8 @@
 // internal/devcode/blink.cuh (Lay<S, Versioned>), shared by btree and
 // mvbtree: the byte layout of a node of either slot width, versioned or
 // not, and its encoding, for bulk-build tests and for the checkers that
-// read a tree's nodes back from the device.
+// read a tree's nodes back from the device; and the rounds both trees run
+// an insert batch that is large against the tree in (Rounds, rounds.go).
 //
 // A node is 32 slots of 4 bytes (keys and values both 32-bit) or of 8 bytes
 // (either 64-bit): a header of meta (count | level << 8 | latch), link, low
