@@ -20,7 +20,7 @@ const (
 	RoundGrowth = 8
 	// RoundFirst is the most keys a round may take from a tree of fewer
 	// than RoundFirst / RoundGrowth keys (the first round of an empty tree).
-	RoundFirst = 1024
+	RoundFirst = 256
 	// KeysPerNode estimates a tree's keys from its nodes: leaves are
 	// between half and fully filled (7 to 14 pairs) and internal nodes
 	// few.
@@ -30,14 +30,15 @@ const (
 // Rounds returns the ends of the rounds an insert batch of n keys runs in,
 // in a tree of about nodes nodes: ends[i-1] (0 for i = 0) to ends[i] is
 // round i, and the last end is n. A batch that is not large against the
-// tree runs in one round ([]int{n}).
+// tree runs in one round ([]int{n}). The last round may take up to a
+// quarter more than the bound rather than leave a round of a few keys.
 func Rounds(n, nodes int) []int {
 	have := max(nodes, 1) * KeysPerNode
 	var ends []int
 	done := 0
 	for done < n {
 		limit := max(RoundFirst, RoundGrowth*(have+done)) - have
-		if limit >= n {
+		if limit+limit/4 >= n {
 			break
 		}
 		ends = append(ends, limit) // limit > done: RoundGrowth > 1

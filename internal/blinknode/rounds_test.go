@@ -13,15 +13,18 @@ func TestRounds(t *testing.T) {
 		{0, 1, []int{0}},
 		{1, 1, []int{1}},
 		{RoundFirst - KeysPerNode, 1, []int{RoundFirst - KeysPerNode}},
-		{RoundFirst - KeysPerNode + 1, 1, []int{RoundFirst - KeysPerNode, RoundFirst - KeysPerNode + 1}},
-		// An empty tree (its root) and 2^20 keys: x8 from 1024 keys.
-		{1 << 20, 1, []int{1016, 8184, 65528, 524280, 1 << 20}},
-		{1 << 20, 0, []int{1016, 8184, 65528, 524280, 1 << 20}},
+		{(RoundFirst - KeysPerNode) * 5 / 4, 1, []int{(RoundFirst - KeysPerNode) * 5 / 4}},
+		{(RoundFirst-KeysPerNode)*5/4 + 1, 1, []int{RoundFirst - KeysPerNode, (RoundFirst-KeysPerNode)*5/4 + 1}},
+		// An empty tree (its root) and 2^20 keys: x8 from 256 keys, the
+		// last round 917,512 keys into 131,072 (not 8 into 2^20).
+		{1 << 20, 1, []int{248, 2040, 16376, 131064, 1 << 20}},
+		{1 << 20, 0, []int{248, 2040, 16376, 131064, 1 << 20}},
 		// A tree of about 2^20 keys takes 2^20 more in one round, and up
-		// to seven times its keys.
+		// to seven times its keys (a quarter more in a last round).
 		{1 << 20, 1 << 17, []int{1 << 20}},
 		{7 << 20, 1 << 17, []int{7 << 20}},
-		{8 << 20, 1 << 17, []int{7 << 20, 8 << 20}},
+		{8 << 20, 1 << 17, []int{8 << 20}},
+		{9 << 20, 1 << 17, []int{7 << 20, 9 << 20}},
 	} {
 		if got := Rounds(c.n, c.nodes); !slices.Equal(got, c.want) {
 			t.Errorf("Rounds(%d, %d) = %v, want %v", c.n, c.nodes, got, c.want)
@@ -40,7 +43,7 @@ func TestRounds(t *testing.T) {
 				if e <= prev {
 					t.Fatalf("Rounds(%d, %d) = %v: not rising", n, nodes, ends)
 				}
-				if have+e > max(RoundFirst, RoundGrowth*(have+prev)) {
+				if limit := max(RoundFirst, RoundGrowth*(have+prev)) - have; e > limit+limit/4 {
 					t.Fatalf("Rounds(%d, %d) = %v: round to %d grows the tree past the bound", n, nodes, ends, e)
 				}
 				prev = e
