@@ -144,7 +144,7 @@
 // under CopyAlways the writers still walk). They run on
 // the CPU emulation of the GPU (internal/emu) in every go test, and on a GPU
 // (scripts/gpu-test.sh): all passed on an H200 at every device run (the
-// last with 32f4f15's code). `warp bench mvbtree` measures the spec's Fig 4.2 and
+// last at 2c2f1bf). `warp bench mvbtree` measures the spec's Fig 4.2 and
 // snapshot rows (docs/benchmarks.md, "btree and mvbtree: what the writers
 // spend their time on"): latest finds at 6.7 G keys/s, 0.99x btree's
 // (met); snapshot finds 4.8 G/s; snapshots taken and closed in under a
@@ -162,12 +162,12 @@
 // the tree run in rounds (f5ff39c, as btree's: blinknode.Rounds, the tree
 // estimated from its pool's units in use; a first 2^20 batch into an empty
 // tree took 3.8-4.2 ms in one launch, 2.1-2.2 in rounds), and PlainCopy
-// batches reserve the copies their splits take (32f4f15): ViB builds 0.80 G
-// keys/s (the 0.6 met), 0.86-0.88x btree's, whose builds take the same
-// rounds (the 0.9 missed narrowly; 0.83-0.84x at 32M-45M keys, the steady
-// batches); VoB 0.46, 0.50x (met); 64-bit ViB 0.56 G/s, 0.70x the 32-bit
-// rate, VoB 0.73x (met for builds) (docs/benchmarks.md, "insert batches in
-// rounds"). What is left of a plain
+// batches reserve the copies their splits take (32f4f15): over thirteen runs
+// ViB builds 0.75-0.80 G keys/s (the 0.6 met), 0.86-0.92x btree's, whose
+// builds take the same rounds (the 0.9 on the line, met in eight; 0.82-0.89x
+// at 16M-45M keys, the steady batches); VoB 0.42-0.47, 0.49-0.52x (met);
+// 64-bit ViB 0.56 G/s, 0.70x the 32-bit rate, VoB 0.73x (met for builds)
+// (docs/benchmarks.md, "insert batches in rounds"). What is left of a plain
 // build against btree's is in its kernel: 16% more instructions executed
 // (the SlabAlloc allocator, 13 pairs a node against 14, the pool's checks)
 // — before plain batches, ncu's per-line profile
