@@ -632,8 +632,9 @@ func TestGPUBuildDeviceRacesClose(t *testing.T) {
 // testInsertRounds: an insert batch large against the tree runs in rounds
 // (blinknode.Rounds) and lands whole, every key with its value; a batch
 // small against the tree runs in one launch.
-func testInsertRounds(t *testing.T, tr *Tree[uint32, uint32]) {
+func testInsertRounds(t *testing.T, open func() *Tree[uint32, uint32]) {
 	ctx := context.Background()
+	tr := open()
 	const n = 3000
 	rng := rand.New(rand.NewPCG(5, 9))
 	seen := map[uint32]bool{}
@@ -674,8 +675,18 @@ func testInsertRounds(t *testing.T, tr *Tree[uint32, uint32]) {
 	if err := tr.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// A fresh tree built: its nodes count.
+	tr = open()
+	if err := tr.Build(ctx, keys[:n], vals[:n]); err != nil {
+		t.Fatal(err)
+	}
+	if r := insert(n, len(keys)); r != 0 {
+		t.Fatalf("%d keys into a built tree of %d ran in %d launches", len(keys)-n, n, r+1)
+	}
+	holds("after Build and a batch", len(keys))
 }
 
 func TestGPUInsertRounds(t *testing.T) {
-	testInsertRounds(t, newGPUTree[uint32, uint32](t, gputest.Device(t), Options{}))
+	dev := gputest.Device(t)
+	testInsertRounds(t, func() *Tree[uint32, uint32] { return newGPUTree[uint32, uint32](t, dev, Options{}) })
 }

@@ -1083,6 +1083,14 @@ func testInsertRounds(t *testing.T, open func(Options) func(testing.TB) *Tree[ui
 			holds(t, "after a batch in one launch", len(keys), func(k, v []uint32, f []bool) error { return tr.Lookup(ctx, k, v, f) })
 			check(t, tr.Check(ctx))
 
+			// A built tree: its nodes count (the pool's bulk allocation).
+			tr = open(Options{Copy: mode})(t)
+			check(t, tr.Build(ctx, keys[:n], vals[:n]))
+			if r := insert(tr, n, len(keys)); r != 0 {
+				t.Fatalf("%d keys into a built tree of %d ran in %d launches", len(keys)-n, n, r+1)
+			}
+			holds(t, "after Build and a batch", len(keys), func(k, v []uint32, f []bool) error { return tr.Lookup(ctx, k, v, f) })
+
 			// A snapshot of a tree of 10 keys open: the versioning kernels,
 			// in rounds, beside it.
 			tr = open(Options{Copy: mode})(t)
