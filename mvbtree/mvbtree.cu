@@ -146,12 +146,14 @@ struct ReadPool {
   __device__ __forceinline__ int route_load() const { return kStrong; }
 };
 
-// WritePool adds the tile's allocator.
+// WritePool adds the tile's allocator, which fails fast once another tile
+// of the launch found the pool exhausted (the host re-runs the batch in a
+// grown pool, or reports ErrPoolExhausted at the maximum).
 template <typename S, int T>
 struct WritePool : ReadPool<S> {
   uint32_t* status;
   slab::Tile<T> st;
-  slab::TileAllocator<T> a;
+  slab::TileAllocator<T, false, true> a;
   __device__ __forceinline__ WritePool(slab::Pool* pool, uint32_t root, uint32_t* s, uint32_t salt)
       : ReadPool<S>(pool, root), status(s) {
     a.init(salt);
