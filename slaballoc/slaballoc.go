@@ -232,8 +232,9 @@ func (p *Pool) Acquire() (release func(), err error) {
 func (p *Pool) Observe(allocated int64) { p.usedSeen.Store(allocated) }
 
 // Observed is the allocated count last recorded by Observe (or read by
-// Reserve): the units in use as of that read-back, an estimate that callers
-// may size their work by.
+// Reserve), plus the units the host's device allocations took since: the
+// units in use as of that read-back, an estimate callers may size their
+// work by.
 func (p *Pool) Observed() int64 { return p.usedSeen.Load() }
 
 // Unreserve ends a reservation of units made by Reserve, once the launches

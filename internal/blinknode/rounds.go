@@ -13,7 +13,8 @@ package blinknode
 // launch already run in any order, and a later round's operations follow
 // the earlier ones, as in the CPU backend's order).
 
-// Schedule constants (measured: docs/benchmarks.md, "insert rounds").
+// Schedule constants (measured: docs/benchmarks.md, "insert batches in
+// rounds").
 const (
 	// RoundGrowth bounds the keys of a tree after a round by this many
 	// times those before it.
