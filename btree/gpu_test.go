@@ -636,14 +636,9 @@ func testInsertRounds(t *testing.T, open func() *Tree[uint32, uint32]) {
 	ctx := context.Background()
 	tr := open()
 	const n = 3000
-	rng := rand.New(rand.NewPCG(5, 9))
-	seen := map[uint32]bool{}
-	keys, vals := make([]uint32, 0, n+n/2), make([]uint32, 0, n+n/2)
-	for len(keys) < cap(keys) {
-		if k := rng.Uint32(); !seen[k] {
-			seen[k] = true
-			keys, vals = append(keys, k), append(vals, k*2654435761+7)
-		}
+	keys, vals := make([]uint32, n+n/2), make([]uint32, n+n/2)
+	for i := range keys { // distinct (an odd multiplier is a bijection), in no key order
+		keys[i], vals[i] = uint32(i)*2654435761+99, uint32(i)^0x5bd1e995
 	}
 	insert := func(lo, hi int) (rounds int64) {
 		before := tr.gpu.rounds.Load()

@@ -1043,14 +1043,9 @@ func TestGPUPlainWrites(t *testing.T) {
 // Check. A batch small against the tree runs in one launch.
 func testInsertRounds(t *testing.T, open func(Options) func(testing.TB) *Tree[uint32, uint32]) {
 	const n = 3000
-	rng := rand.New(rand.NewPCG(7, 11))
-	seen := map[uint32]bool{}
-	keys, vals := make([]uint32, 0, n+n/2), make([]uint32, 0, n+n/2)
-	for len(keys) < cap(keys) {
-		if k := rng.Uint32(); !seen[k] {
-			seen[k] = true
-			keys, vals = append(keys, k), append(vals, k*2654435761+7)
-		}
+	keys, vals := make([]uint32, n+n/2), make([]uint32, n+n/2)
+	for i := range keys { // distinct (an odd multiplier is a bijection), in no key order
+		keys[i], vals[i] = uint32(i)*2654435761+12345, uint32(i)^0x5bd1e995
 	}
 	// holds checks that a version holds keys[:m] with their values and
 	// none of the other keys.
