@@ -767,11 +767,15 @@ func (g *gpuTree[K, V]) write(ctx context.Context, n int, grows bool, stage func
 		need += 2 * n // a copy per node written, linked until a later write splices it
 	case kind == writeCopy:
 		// A copy per node written, retired by the batch (Plain copies
-		// none): the leaf of every operation, and the node and parent of
-		// every split (up to n/4 of them, as above). With n alone, a 2^20
-		// batch into a tree of 8K nodes, which splits ~120K times, ran its
-		// pool out and failed slowly (76 ms) before its re-run (1 ms).
-		need += n + n/2
+		// none): the leaf of every operation, and for inserts the node and
+		// parent of every split (up to n/4 of them, as above). With n
+		// alone, a 2^20 batch into a tree of 8K nodes, which splits ~120K
+		// times, ran its pool out and failed slowly (76 ms) before its
+		// re-run (1 ms). Deletes split nothing.
+		need += n
+		if grows {
+			need += n / 2
+		}
 	}
 	if uint32(nreg) >= g.indexMin() {
 		need += n // and a version index
