@@ -656,10 +656,14 @@ struct PlainCopy : Plain {
   }
   template <class Pool, int T>
   __device__ __forceinline__ void retire(Pool& pool, uint32_t a, const Tile<T>& t) {
-    if (!ret.put(a, t)) {
-      fence();
-      pool.release(t, a);
-    }
+    if (!ret.put(a, t)) free_copy(pool, a, t);
+  }
+  // free_copy frees a copy the full log cannot take: no reader can reach
+  // it, and the fence lands its stores before another tile allocates it.
+  template <class Pool, int T>
+  __device__ __forceinline__ void free_copy(Pool& pool, uint32_t a, const Tile<T>& t) {
+    fence();
+    pool.release(t, a);
   }
   template <class Pool, int T>
   __device__ void end(Pool& pool, const Tile<T>& t) {
@@ -682,8 +686,7 @@ struct PlainCopy : Plain {
       if (off + k < ret.cap) {
         if (t.rank == 0) ret.log[off + k] = a;
       } else {
-        fence();
-        pool.release(t, a);
+        free_copy(pool, a, t);
       }
     }
   }
