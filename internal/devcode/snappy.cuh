@@ -10,11 +10,19 @@
 // encoder (other architectures, the noasm tag) writes other bytes, which
 // kv/gpucompact checks for (seal.go's canary).
 //
-// One thread compresses one block, sequentially, with a hash table of its
-// own that the caller provides (1 << table_bits entries, 16-byte aligned):
-// of uint32 positions as s2's, or of uint16 for blocks under 64 KiB, whose
-// positions fit (8 KiB for the 12-bit table: small enough for shared
-// memory).
+// A warp compresses one block with a hash table of its own that the caller
+// provides (1 << table_bits entries, 16-byte aligned): of uint32 positions
+// as s2's, or of uint16 for blocks under 64 KiB, whose positions fit (8 KiB
+// for the 12-bit table: small enough for shared memory). The encoder's
+// decisions are sequential — which match it takes depends on every table
+// store before it — so every lane of the warp runs them alike, on the same
+// values (its table stores are the same value to the same place, its loads
+// broadcasts), and the warp splits the work that decides nothing: clearing
+// the table, the bytes of a literal, and the comparison that measures a
+// match (256 bytes a step). A warp, not a lane, a block: the lanes of one
+// warp sealing blocks of their own diverged at every branch of the search
+// and ran one after another (ncu: one warp an SM issuing every 11.5
+// cycles), where warps of their own run side by side.
 #pragma once
 #include <stdint.h>
 
@@ -54,6 +62,7 @@ __host__ __device__ inline uint32_t table_words(uint32_t n) {
 // the block's buffer must extend kReadPad bytes past its end. (Every read
 // of the encoder is at most 8 bytes from p <= n - 8.)
 constexpr uint32_t kReadPad = 8;
+constexpr uint32_t kNoStop = 0xffffffffu;
 __device__ __forceinline__ uint64_t load64(const uint8_t* p) {
   const uintptr_t a = (uintptr_t)p;
   const uint64_t* w = (const uint64_t*)(a & ~(uintptr_t)7);
@@ -74,6 +83,8 @@ __device__ __forceinline__ uint32_t hash(uint64_t v, const Variant& x) {
   return (uint32_t)(((v << (64 - 8 * x.hash_bytes)) * prime) >> (64 - x.table_bits));
 }
 
+constexpr unsigned kFull = 0xffffffffu;
+
 // extend_back is gen.go's extend-back loop: a match of pos against from
 // moves back over the bytes before it that agree, not below next_emit (nor
 // from below 0).
@@ -86,20 +97,29 @@ __device__ __forceinline__ void extend_back(const uint8_t* src, uint32_t next_em
 }
 
 // match_len is gen.go's matchLen: how many of the first max bytes of a and
-// b are equal before the first that differs.
+// b are equal before the first that differs. Each lane compares its 8
+// bytes of the warp's next 256 (the bytes past max one at a time); the
+// lowest lane that found a difference or reached max has the answer, every
+// lane below it having compared 8 equal bytes.
 __device__ __forceinline__ uint32_t match_len(const uint8_t* a, const uint8_t* b, uint32_t max) {
-  uint32_t n = 0;
-  while (n + 8 <= max) {
-    const uint64_t d = load64(a + n) ^ load64(b + n);
-    if (d != 0) return n + (uint32_t)(__ffsll((long long)d) - 1) / 8;
-    n += 8;
+  const uint32_t lane = threadIdx.x & 31u;
+  for (uint32_t n = 0;; n += 256) {
+    const uint32_t at = n + 8 * lane;
+    uint32_t stop = kNoStop;
+    if (at + 8 <= max) {
+      const uint64_t d = load64(a + at) ^ load64(b + at);
+      if (d != 0) stop = at + (uint32_t)(__ffsll((long long)d) - 1) / 8;
+    } else {
+      stop = at < max ? at : max;
+      while (stop < max && a[stop] == b[stop]) stop++;
+    }
+    const unsigned found = __ballot_sync(kFull, stop != kNoStop);
+    if (found != 0) return __shfl_sync(kFull, stop, __ffs(found) - 1);
   }
-  while (n < max && a[n] == b[n]) n++;
-  return n;
 }
 
-// emit_literal writes a literal of n >= 1 bytes (its tag, then the bytes)
-// and returns the bytes written.
+// emit_literal writes a literal of n >= 1 bytes (its tag, then the bytes,
+// a lane every 32nd) and returns the bytes written.
 __device__ __forceinline__ uint32_t emit_literal(uint8_t* dst, const uint8_t* lit, uint32_t n) {
   const uint32_t m = n - 1;
   uint32_t h;
@@ -129,7 +149,7 @@ __device__ __forceinline__ uint32_t emit_literal(uint8_t* dst, const uint8_t* li
     dst[4] = (uint8_t)(m >> 24);
     h = 5;
   }
-  for (uint32_t i = 0; i < n; i++) dst[h + i] = lit[i];
+  for (uint32_t i = threadIdx.x & 31u; i < n; i += 32) dst[h + i] = lit[i];
   return h + n;
 }
 
@@ -181,27 +201,41 @@ __device__ __forceinline__ uint32_t emit_copy(uint8_t* dst, uint32_t offset, uin
 // kMinNonLiteral bytes as Snappy elements into dst, or 0 when they would
 // not come out at least n/32 + 9 bytes shorter (the caller then stores src
 // as one literal). table holds 1 << x.table_bits entries (uint16_t ones
-// only for n < 65536).
+// only for n < 65536). Every lane of the warp calls it, with the same
+// arguments.
 template <typename T>
 __device__ inline uint32_t encode_body(const uint8_t* src, uint32_t n, uint8_t* dst, T* table, const Variant& x) {
   // (16 bytes a store: the table is 16-byte aligned, 512 bytes or more.)
   const uint32_t words = (1u << x.table_bits) * (uint32_t)sizeof(T) / 16;
-  for (uint32_t i = 0; i < words; i++) ((uint4*)table)[i] = make_uint4(0, 0, 0, 0);
+  for (uint32_t i = threadIdx.x & 31u; i < words; i += 32) ((uint4*)table)[i] = make_uint4(0, 0, 0, 0);
+  __syncwarp();  // (every lane reads entries another cleared)
   const uint32_t s_limit = n - kInputMargin;
   const int64_t dst_limit = (int64_t)(n - kOutputMargin) - (int64_t)(n >> 5);
+  // Lane 0 alone reads and writes the table (its stores then precede its
+  // loads in its own order, with no other lane's store between), and
+  // broadcasts what it read.
+  const bool owner = (threadIdx.x & 31u) == 0;
   uint32_t next_emit = 0, s = 1, repeat = 1, candidate = 0, d = 0;
   for (;;) {
     // The search: s, s+1 and s+2 against the table, and s+1 against the
-    // last copy's offset.
+    // last copy's offset. (s+2's entry is read after s's and s+1's are
+    // stored, as s2 reads it, but before it is known to be needed; its
+    // store is made only where s2 makes it.)
     const uint32_t next_s = s + ((s - next_emit) >> x.skip_log) + 4;
     if (next_s >= s_limit) break;
     uint64_t cv = load64(src + s);
-    const uint32_t h0 = hash(cv, x), h1 = hash(cv >> 8, x);
-    candidate = table[h0];
-    const uint32_t candidate2 = table[h1];
-    table[h0] = (T)s;
-    table[h1] = (T)(s + 1);
-    const uint32_t h2 = hash(cv >> 16, x);
+    const uint32_t h0 = hash(cv, x), h1 = hash(cv >> 8, x), h2 = hash(cv >> 16, x);
+    uint32_t candidate2 = 0, candidate3 = 0;
+    if (owner) {
+      candidate = table[h0];
+      candidate2 = table[h1];
+      table[h0] = (T)s;
+      table[h1] = (T)(s + 1);
+      candidate3 = table[h2];
+    }
+    candidate = __shfl_sync(kFull, candidate, 0);
+    candidate2 = __shfl_sync(kFull, candidate2, 0);
+    candidate3 = __shfl_sync(kFull, candidate3, 0);
     if ((uint32_t)(cv >> 8) == load32(src + (s - repeat) + 1)) {
       uint32_t base = s + 1, i = base - repeat;
       extend_back(src, next_emit, base, i);
@@ -220,14 +254,13 @@ __device__ inline uint32_t encode_body(const uint8_t* src, uint32_t n, uint8_t* 
       found = true;
     } else {
       cv >>= 8;
-      candidate = table[h2];
+      candidate = candidate3;
+      if (owner) table[h2] = (T)(s + 2);
       if (load32(src + candidate2) == (uint32_t)cv) {
-        table[h2] = (T)(s + 2);
         s++;
         candidate = candidate2;
         found = true;
       } else {
-        table[h2] = (T)(s + 2);
         cv >>= 8;
         if (load32(src + candidate) == (uint32_t)cv) {
           s += 2;
@@ -262,9 +295,12 @@ __device__ inline uint32_t encode_body(const uint8_t* src, uint32_t n, uint8_t* 
       const uint64_t v = load64(src + s - 2);
       if ((int64_t)d >= dst_limit) return 0;
       const uint32_t hm2 = hash(v, x), hs = hash(v >> 16, x);
-      candidate = table[hs];
-      table[hm2] = (T)(s - 2);
-      table[hs] = (T)s;
+      if (owner) {
+        candidate = table[hs];
+        table[hm2] = (T)(s - 2);
+        table[hs] = (T)s;
+      }
+      candidate = __shfl_sync(kFull, candidate, 0);
       if (load32(src + candidate) != (uint32_t)(v >> 16)) {
         s++;
         break;
@@ -280,7 +316,9 @@ __device__ inline uint32_t encode_body(const uint8_t* src, uint32_t n, uint8_t* 
 // encode is s2.EncodeSnappy: the uvarint of n, then src compressed (or as
 // one literal when it is short or does not compress). dst must hold
 // s2.MaxEncodedLen(n) bytes; table_words(n) entries of table (of uint16_t
-// only for n < 65536). It returns the encoded length.
+// only for n < 65536). Every lane of a whole warp calls it with the same
+// arguments; it returns the encoded length once the warp's bytes are
+// written (a __syncwarp: any lane may then read dst).
 template <typename T>
 __device__ inline uint32_t encode(const uint8_t* src, uint32_t n, uint8_t* dst, T* table) {
   uint32_t d = 0;
@@ -291,12 +329,17 @@ __device__ inline uint32_t encode(const uint8_t* src, uint32_t n, uint8_t* dst, 
     }
     dst[d++] = (uint8_t)(v | 0x80);
   }
-  if (n == 0) return d;
-  if (n >= kMinNonLiteral) {
-    const uint32_t body = encode_body(src, n, dst + d, table, variant_for(n));
-    if (body > 0) return d + body;
+  if (n > 0) {
+    uint32_t body = 0;
+    if (n >= kMinNonLiteral) body = encode_body(src, n, dst + d, table, variant_for(n));
+    if (body == 0) {
+      __syncwarp();  // (the literal may overwrite bytes other lanes wrote for the body)
+      body = emit_literal(dst + d, src, n);
+    }
+    d += body;
   }
-  return d + emit_literal(dst + d, src, n);
+  __syncwarp();
+  return d;
 }
 
 }  // namespace snappy

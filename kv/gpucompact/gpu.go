@@ -123,7 +123,7 @@ func newDevEngine(dev *cuda.Device, own bool, opts Options) (*devEngine, error) 
 		}
 	}
 	// seal_blocks' hash tables (past the 48 KiB a launch gets unasked).
-	if err = d.fn.seal.SetMaxDynamicShared(sealLanes * sealTableBytes); err != nil {
+	if err = d.fn.seal.SetMaxDynamicShared(sealWarps * sealTableBytes); err != nil {
 		return fail(err)
 	}
 	if d.prim, err = prim.NewEngine(dev); err != nil {
@@ -756,15 +756,15 @@ type sealTarget struct {
 	at  []int
 }
 
-// seal_blocks runs blocks of one warp whose first sealLanes lanes seal a
-// block at a time, each with a hash table of sealTableBytes in shared
-// memory (gpucompact.cu's kSealTableBytes: 4096 uint16 positions, the
-// table s2 uses for blocks under sealMaxBlock bytes, snappy.cuh's
-// variant_for). Larger blocks (an entry past 16 KiB) are sealed on the
-// host; the device checks the bound too (status 4). sealGrid caps the
-// launch's blocks (a grid-stride loop takes the rest).
+// seal_blocks runs blocks of sealWarps warps, each of which seals a block
+// at a time with a hash table of sealTableBytes in shared memory
+// (gpucompact.cu's kSealTableBytes: 4096 uint16 positions, the table s2
+// uses for blocks under sealMaxBlock bytes, snappy.cuh's variant_for).
+// Larger blocks (an entry past 16 KiB) are sealed on the host; the device
+// checks the bound too (status 4). sealGrid caps the launch's blocks (a
+// grid-stride loop takes the rest).
 const (
-	sealLanes      = 24
+	sealWarps      = 8
 	sealTableBytes = 8192
 	sealMaxBlock   = 16 << 10
 	sealGrid       = 4096
@@ -996,12 +996,11 @@ func (d *devEngine) sealOnDevice(sp *sealPlan, descs []blockDesc, dDescs cuda.Sl
 	if err != nil {
 		return none, err
 	}
-	grid := min((len(descs)+sealLanes-1)/sealLanes, sealGrid)
 	if err := gpurt.Upload(&b.stage, str, dAt, sp.at); err != nil {
 		return none, err
 	}
-	if err := d.fn.seal.Launch(cuda.D1(grid), cuda.D1(32), sealShared(dev), str, dDescs, int32(len(descs)), c.raw, dAt, dSealed,
-		int32(sealLanes), uint32(sstable.SnappyCompression), dStats, crcTable); err != nil {
+	grid := min((len(descs)+sealWarps-1)/sealWarps, sealGrid)
+	if err := d.launchSeal(grid, sealWarps, str, dDescs, len(descs), c.raw, dAt, dSealed, dStats, crcTable); err != nil {
 		return none, err
 	}
 	if sp.pinned { // (holds: buf starts the pinned memory)
@@ -1010,14 +1009,21 @@ func (d *devEngine) sealOnDevice(sp *sealPlan, descs []blockDesc, dDescs cuda.Sl
 	return none, gpurt.RingDownload(&b.ring, str, sp.target.buf[sp.lo:sp.hi], dSealed)
 }
 
-// sealShared is seal_blocks' dynamic shared memory: its lanes' tables (in
-// the CPU emulation, which has static shared memory only, gpucompact.cu
-// declares them static).
-func sealShared(dev *cuda.Device) int {
-	if dev.Emulated() {
-		return 0
+// launchSeal launches seal_blocks on str over nblocks blocks in grid
+// blocks of warps warps (at most sealWarps), with their tables in dynamic
+// shared memory (in the CPU emulation, which has static shared memory only,
+// gpucompact.cu declares them static).
+func (d *devEngine) launchSeal(grid, warps int, str *cuda.Stream, descs cuda.Slice[uint64], nblocks int, raw cuda.Slice[uint8],
+	at cuda.Slice[uint64], sealed cuda.Slice[uint8], stats cuda.Slice[uint64], crcTable cuda.Slice[uint32]) error {
+	if warps < 1 || warps > sealWarps {
+		return fmt.Errorf("gpucompact: seal_blocks with %d warps a block (1 to %d)", warps, sealWarps)
 	}
-	return sealLanes * sealTableBytes
+	shared := warps * sealTableBytes
+	if d.dev.Emulated() {
+		shared = 0
+	}
+	return d.fn.seal.Launch(cuda.D1(grid), cuda.D1(32*warps), shared, str, descs, int32(nblocks), raw, at, sealed,
+		uint32(sstable.SnappyCompression), stats, crcTable)
 }
 
 // upload enqueues the copy of src, an array of the workspace, into dst on

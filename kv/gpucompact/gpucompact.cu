@@ -547,33 +547,33 @@ extern "C" __global__ void __launch_bounds__(kBlock)
 // does with Snappy: each compressed (s2.EncodeSnappy's bytes, snappy.cuh)
 // into sealed[at[b]...] and stored so when that saves at least an eighth,
 // else stored as it is; then its checksum (stored bytes and type byte).
-// Blocks of one warp whose first `lanes` lanes each seal one block at a
-// time, with a hash table of uint16 positions in shared memory
-// (kSealTableEntries of them: s2's 12-bit table, for blocks under 16 KiB;
-// the launch gives lanes * kSealTableBytes of dynamic shared memory). In
-// global memory the tables' every access waited on L2, and the jobs ran at
-// half their rate with host sealing. Blocks with at[b] = ~0 are the host's.
-constexpr int kSealTableEntries = 1 << 12, kSealTableBytes = kSealTableEntries * 2, kSealMaxLanes = 32;
+// Each warp of a launch's blocks seals one block at a time, all its lanes
+// together (snappy.cuh), with a hash table of uint16 positions in shared
+// memory (kSealTableEntries of them: s2's 12-bit table, for blocks under 16
+// KiB; the launch gives a block of W warps W * kSealTableBytes of dynamic
+// shared memory). Blocks with at[b] = ~0 are the host's.
+constexpr int kSealTableEntries = 1 << 12, kSealTableBytes = kSealTableEntries * 2, kSealMaxWarps = 8;
 static_assert(kSealTableBytes == 8192, "gpu.go's sealTableBytes");
-extern "C" __global__ void __launch_bounds__(32)
+static_assert(kSealMaxWarps == 8, "gpu.go's sealWarps");
+extern "C" __global__ void __launch_bounds__(kSealMaxWarps * 32)
     seal_blocks(const BlockDesc* blocks, int nblocks, const uint8_t* raw, const uint64_t* at, uint8_t* sealed,
-                int lanes, uint32_t snappy_type, BlockStats* stats, const uint32_t* crc_table) {
+                uint32_t snappy_type, BlockStats* stats, const uint32_t* crc_table) {
   __shared__ CrcTables crc_tables;
 #ifdef WK_HOST_EMULATION
-  __shared__ uint4 seal_smem[kSealMaxLanes * kSealTableBytes / 16];
+  __shared__ uint4 seal_smem[kSealMaxWarps * kSealTableBytes / 16];
 #else
   extern __shared__ uint4 seal_smem[];
 #endif
   load_crc_tables(&crc_tables, crc_table);
   __syncthreads();
-  const int lane = (int)threadIdx.x;
-  if (lane >= lanes || lanes > kSealMaxLanes) return;
-  uint16_t* table = (uint16_t*)seal_smem + lane * kSealTableEntries;
-  for (int64_t b = (int64_t)blockIdx.x * lanes + lane; b < nblocks; b += (int64_t)gridDim.x * lanes) {
+  const int warps = (int)(blockDim.x / 32), warp = (int)(threadIdx.x / 32), lane = (int)(threadIdx.x & 31);
+  if (warps > kSealMaxWarps || blockDim.x % 32 != 0) return;
+  uint16_t* table = (uint16_t*)seal_smem + warp * kSealTableEntries;
+  for (int64_t b = (int64_t)blockIdx.x * warps + warp; b < nblocks; b += (int64_t)gridDim.x * warps) {
     const BlockDesc d = blocks[b];
     if (at[b] == ~0ull) continue;
     if (wk::snappy::table_words(d.size) > (uint32_t)kSealTableEntries) {
-      atomicOr(&stats[b].status, 4u);  // the host planned it for a larger table
+      if (lane == 0) atomicOr(&stats[b].status, 4u);  // the host planned it for a larger table
       continue;
     }
     const uint8_t* src = raw + d.raw_at;
@@ -584,10 +584,12 @@ extern "C" __global__ void __launch_bounds__(32)
       n = d.size;
       type = 0;
     }
-    BlockStats& st = stats[b];
-    st.crc = block_crc(type == 0 ? src : out, n, (uint8_t)type, &crc_tables);
-    st.stored = n;
-    st.type = type;
+    if (lane == 0) {
+      BlockStats& st = stats[b];
+      st.crc = block_crc(type == 0 ? src : out, n, (uint8_t)type, &crc_tables);
+      st.stored = n;
+      st.type = type;
+    }
   }
 }
 

@@ -116,9 +116,8 @@ func sealOnDeviceForTest(d *devEngine, blocks [][]byte) ([]sstable.SealedBlock, 
 	if err := d.stream.Synchronize(); err != nil {
 		return nil, err
 	}
-	grid := 3 // (fewer than the blocks: the grid-stride loop takes several each)
-	if err := d.fn.seal.Launch(cuda.D1(grid), cuda.D1(32), sealShared(dev), nil, dDescs, int32(len(descs)), dRaw, dAt, dSealed,
-		int32(sealLanes), uint32(sstable.SnappyCompression), dStats, crcTable); err != nil {
+	// Fewer warps than blocks: the grid-stride loop takes several each.
+	if err := d.launchSeal(3, 2, nil, dDescs, len(descs), dRaw, dAt, dSealed, dStats, crcTable); err != nil {
 		return nil, err
 	}
 	sealed, err := dSealed.ToHost()
