@@ -308,19 +308,55 @@ namespace {
 // tables of slicing by 4. crc32c_update is hash/crc32's Update: the CRC
 // inverted in and out, so that crc32c_update(crc32c_update(0, a), b) is the
 // CRC of a then b.
+// CrcTables are CRC-32C's tables for four bytes a step (t), and the powers
+// of x a warp's checksum shifts its lanes' parts by (warp_block_crc): q[j] =
+// x^(8 * kCrcChunk * j) mod P, group = x^(8 * 32 * kCrcChunk) mod P.
+constexpr uint32_t kCrcPoly = 0x82f63b78u;  // CRC-32C (Castagnoli), reflected
+constexpr uint32_t kCrcChunk = 128;          // bytes a lane checksums of each 32 * kCrcChunk
 struct CrcTables {
   uint32_t t[4][256];
+  uint32_t q[32];
+  uint32_t group;
 };
 
-// load_crc_tables fills tables from table (every thread of the block takes
-// part; the caller synchronizes).
-__device__ __forceinline__ void load_crc_tables(CrcTables* tables, const uint32_t* table) {
+// crc_mul is a * b mod P, CRC-32C's polynomial, in the CRC's reflected form
+// (the top bit is x^0): zlib's multmodp.
+__device__ __forceinline__ uint32_t crc_mul(uint32_t a, uint32_t b) {
+  uint32_t p = 0;
+#pragma unroll
+  for (int i = 0; i < 32; i++) {
+    p ^= (0u - (a >> 31)) & b;
+    a <<= 1;
+    b = (b >> 1) ^ ((0u - (b & 1u)) & kCrcPoly);
+  }
+  return p;
+}
+
+// load_crc_tables fills tables from table, and with shifts the powers
+// warp_block_crc takes (every thread of the block takes part; the caller
+// synchronizes).
+__device__ __forceinline__ void load_crc_tables(CrcTables* tables, const uint32_t* table, bool shifts = false) {
   for (int i = threadIdx.x; i < 256; i += blockDim.x) {
     uint32_t c = table[i];
     tables->t[0][i] = c;
     for (int k = 1; k < 4; k++) {
       c = (c >> 8) ^ table[c & 0xffu];
       tables->t[k][i] = c;
+    }
+  }
+  for (uint32_t i = threadIdx.x; shifts && i <= 32; i += blockDim.x) {
+    // x^(8 * kCrcChunk) by squaring x^8, then its i-th power (i = 32: the
+    // group's).
+    uint32_t base = 0x80000000u >> 8;  // x^8
+    for (uint32_t m = 1; m < kCrcChunk; m <<= 1) base = crc_mul(base, base);
+    uint32_t pw = 0x80000000u;  // x^0
+    for (uint32_t j = i, sq = base; j != 0; j >>= 1, sq = crc_mul(sq, sq)) {
+      if (j & 1u) pw = crc_mul(pw, sq);
+    }
+    if (i < 32) {
+      tables->q[i] = pw;
+    } else {
+      tables->group = pw;
     }
   }
 }
@@ -341,6 +377,37 @@ __device__ __forceinline__ uint32_t crc32c_update(uint32_t crc, const uint8_t* p
 // type byte (sstable's blockCRC before record.MaskCRC).
 __device__ __forceinline__ uint32_t block_crc(const uint8_t* p, uint32_t n, uint8_t type, const CrcTables* tb) {
   const uint32_t c = ~crc32c_update(0, p, n, tb);
+  return ~(tb->t[0][(c ^ type) & 0xffu] ^ (c >> 8));
+}
+
+// warp_block_crc is block_crc by a whole warp (every lane calls it with the
+// same arguments and gets the checksum). A CRC's state is linear: the state
+// after a message is the XOR of each part's state, started from zero, times
+// x^(8 * the bytes after the part) — and the initial ~0 is the state the
+// first part starts from. So the lanes take the message in parts of
+// kCrcChunk counted from its end (lane j the j-th from the end of each 32,
+// the first part short), each checksums its parts from a zero state (the
+// first from ~0), folds them over the groups of 32 (Horner, times
+// tb->group), shifts by its q[j] and the warp XORs the lanes: 32 times
+// fewer dependent steps than one lane's walk over the block.
+__device__ __forceinline__ uint32_t warp_block_crc(const uint8_t* p, uint32_t n, uint8_t type, const CrcTables* tb) {
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint32_t parts = (n + kCrcChunk - 1) / kCrcChunk, groups = (parts + 31) / 32;
+  uint32_t acc = 0;
+  for (uint32_t g = groups; g-- > 0;) {  // from the message's front
+    const uint32_t j = 32 * g + lane;    // the part's place from the end
+    uint32_t state = 0;
+    if (j < parts) {
+      const uint32_t end = n - kCrcChunk * j;
+      state = end <= kCrcChunk ? ~crc32c_update(0, p, end, tb)  // the first part: from ~0
+                               : ~crc32c_update(~0u, p + end - kCrcChunk, kCrcChunk, tb);
+    }
+    acc = g + 1 == groups ? state : crc_mul(acc, tb->group) ^ state;
+  }
+  uint32_t c = crc_mul(acc, tb->q[lane]);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) c ^= __shfl_xor_sync(0xffffffffu, c, o);
+  if (n == 0) c = ~0u;  // (the initial state)
   return ~(tb->t[0][(c ^ type) & 0xffu] ^ (c >> 8));
 }
 
@@ -465,7 +532,7 @@ extern "C" __global__ void __launch_bounds__(kBlock)
     return;
   }
   __shared__ CrcTables crc_tables;
-  if (crc_table != nullptr) load_crc_tables(&crc_tables, crc_table);
+  if (crc_table != nullptr) load_crc_tables(&crc_tables, crc_table, true);
   __syncthreads();
   const int lane = threadIdx.x % 32;
   const int64_t warp = (int64_t)blockIdx.x * kEncodeWarps + threadIdx.x / 32;
@@ -536,9 +603,10 @@ extern "C" __global__ void __launch_bounds__(kBlock)
     }
     if (crc_table != nullptr) {
       // The block stored as it is (the job does not compress): its
-      // checksum, by one lane once every lane's bytes are written.
+      // checksum, by the warp once every lane's bytes are written.
       __syncwarp();
-      if (lane == 0) stats[b].crc = block_crc(out, d.size, 0, &crc_tables);
+      const uint32_t crc = warp_block_crc(out, d.size, 0, &crc_tables);
+      if (lane == 0) stats[b].crc = crc;
     }
   }
 }
@@ -564,7 +632,7 @@ extern "C" __global__ void __launch_bounds__(kSealMaxWarps * 32)
 #else
   extern __shared__ uint4 seal_smem[];
 #endif
-  load_crc_tables(&crc_tables, crc_table);
+  load_crc_tables(&crc_tables, crc_table, true);
   __syncthreads();
   const int warps = (int)(blockDim.x / 32), warp = (int)(threadIdx.x / 32), lane = (int)(threadIdx.x & 31);
   if (warps > kSealMaxWarps || blockDim.x % 32 != 0) return;
@@ -584,9 +652,10 @@ extern "C" __global__ void __launch_bounds__(kSealMaxWarps * 32)
       n = d.size;
       type = 0;
     }
+    const uint32_t crc = warp_block_crc(type == 0 ? src : out, n, (uint8_t)type, &crc_tables);
     if (lane == 0) {
       BlockStats& st = stats[b];
-      st.crc = block_crc(type == 0 ? src : out, n, (uint8_t)type, &crc_tables);
+      st.crc = crc;
       st.stored = n;
       st.type = type;
     }
