@@ -262,8 +262,13 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 							k := c.calls
 							calls = fmt.Sprintf("%d/%d/%d/%d/%d", k.Launches, k.Memsets, k.Copies, k.Waits+k.SyncCopies, k.Allocs)
 						}
+						batches, tail := "-", "-"
+						if st.EncodeBatches > 0 {
+							batches = fmt.Sprintf("%.1f in %.2f", float64(st.EncodeBatches)/max(n, 1), ms(st.Encode))
+							tail = fmt.Sprintf("%.2f", ms(st.WriteTail))
+						}
 						stageRows = append(stageRows, []any{name, pct, compName, value, ms(st.Load), ms(st.Merge), ms(st.GC), ms(st.Sizes), ms(st.Plan), ms(st.Write),
-							benchfmt.Millis(c.wall), c.cpu.Seconds() / c.wall.Seconds(), held, float64(st.Partitions) / max(n, 1), c.fallback, calls})
+							batches, tail, benchfmt.Millis(c.wall), c.cpu.Seconds() / c.wall.Seconds(), held, float64(st.Partitions) / max(n, 1), c.fallback, calls})
 						if name == "cpu-par" && value <= targetMaxValue && pct == 0 {
 							targetRows = append(targetRows, targetRow{compName, value, mbs(c) / mbs(cells[0])})
 						}
@@ -293,8 +298,8 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	if len(stageRows) > 0 {
-		t := rep.Table("gpucompact stages (ms per job, the runs after the first: load = read + check + decompress + decode; sizes = each entry's encoded size; plan = the sequential walk cutting blocks and tables, with the encoders and writers behind it; write = the encoding and writing left after the walk; cores busy = CPU time / wall; held = the memory the engine keeps between jobs: host, the pinned part of it (gpu: its arrays, ring and staging) and device; gpu: load = read + decompress on the host, decode on the device; merge = merge rounds + GC flags; gc = the host's checks + selection; sizes = sizes + download; device calls = gpu's launches / memsets / copies / waits (synchronous copies among them) / allocations in the last run's job, cuda.Device.Calls)",
-			"engine", "stress %", "compression", "value B", "load", "merge", "gc+select", "sizes", "plan", "write", "wall", "cores busy", "held MB host/pinned/device", "partitions", "fallbacks", "device calls")
+		t := rep.Table("gpucompact stages (ms per job, the runs after the first: load = read + check + decompress + decode; sizes = each entry's encoded size; plan = the sequential walk cutting blocks and tables, with the encoders and writers behind it; write = the encoding and writing left after the walk; batches = the device batches a job (gpu): how many, in how many ms (the blocks' encoding, sealing and filters, the copies back, the waits: beside plan and write); tail = the write stage's time after the last batch; cores busy = CPU time / wall; held = the memory the engine keeps between jobs: host, the pinned part of it (gpu: its arrays, ring and staging) and device; gpu: load = read + decompress on the host, decode on the device; merge = merge rounds + GC flags; gc = the host's checks + selection; sizes = sizes + download; device calls = gpu's launches / memsets / copies / waits (synchronous copies among them) / allocations in the last run's job, cuda.Device.Calls)",
+			"engine", "stress %", "compression", "value B", "load", "merge", "gc+select", "sizes", "plan", "write", "batches", "tail", "wall", "cores busy", "held MB host/pinned/device", "partitions", "fallbacks", "device calls")
 		for _, r := range stageRows {
 			t.Add(r...)
 		}
@@ -469,6 +474,7 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOp
 			st.EngineJobs -= a.EngineJobs
 			st.Partitions -= a.Partitions
 			st.Load, st.Merge, st.GC, st.Sizes, st.Plan, st.Write = st.Load-a.Load, st.Merge-a.Merge, st.GC-a.GC, st.Sizes-a.Sizes, st.Plan-a.Plan, st.Write-a.Write
+			st.Encode, st.WriteTail, st.EncodeBatches = st.Encode-a.Encode, st.WriteTail-a.WriteTail, st.EncodeBatches-a.EncodeBatches
 			cells[i].stages = st
 		}
 	}

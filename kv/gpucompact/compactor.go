@@ -366,6 +366,14 @@ type Stats struct {
 	HeldBytes, DeviceHeldBytes, PinnedBytes int64
 	// Stage times of the engine's jobs.
 	Load, Merge, GC, Sizes, Plan, Write time.Duration
+	// The CUDA engine's device batches, which run beside the plan and the
+	// write stage: Encode is the time its device goroutine spent in them
+	// (the blocks' encoding, sealing and filters, the copies back and the
+	// waits), EncodeBatches how many there were, and WriteTail the time
+	// from the end of each job's last batch to the end of the job (the host
+	// writing what that batch brought back).
+	Encode, WriteTail time.Duration
+	EncodeBatches     uint64
 }
 
 // New returns a Compactor.

@@ -10,9 +10,12 @@ import (
 	"github.com/warpkit/warpkit/kv/sstable"
 )
 
-// stageTimes are the wall times of one job's stages.
+// stageTimes are the wall times of one job's stages, and (the CUDA
+// engine) of its device batches (Stats.Encode).
 type stageTimes struct {
 	load, merge, gc, sizes, plan, write time.Duration
+	encode, writeTail                   time.Duration
+	batches                             uint64
 }
 
 // add adds o's times to t's.
@@ -23,6 +26,9 @@ func (t *stageTimes) add(o *stageTimes) {
 	t.sizes += o.sizes
 	t.plan += o.plan
 	t.write += o.write
+	t.encode += o.encode
+	t.writeTail += o.writeTail
+	t.batches += o.batches
 }
 
 // addTo adds t's times to the stage times of st.
@@ -33,6 +39,9 @@ func (t *stageTimes) addTo(st *Stats) {
 	st.Sizes += t.sizes
 	st.Plan += t.plan
 	st.Write += t.write
+	st.Encode += t.encode
+	st.WriteTail += t.writeTail
+	st.EncodeBatches += t.batches
 }
 
 // runGo runs a job through the pipeline on goroutines (the Go engine), in
@@ -296,6 +305,13 @@ func (r *partRun) write() (*compaction.Result, error) {
 	tables, err := p.wait()
 	if err != nil {
 		return nil, err
+	}
+	if r.dev != nil {
+		times.encode += p.encTime
+		times.batches += uint64(p.encBatches)
+		if !p.encEnd.IsZero() {
+			times.writeTail += time.Since(p.encEnd)
+		}
 	}
 	res := &compaction.Result{}
 	for _, t := range tables {

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/warpkit/warpkit/internal/hostpar"
@@ -99,6 +100,11 @@ type pipeline struct {
 	devEnded bool       // guarded by mu
 	devCond  *sync.Cond // walked moved, the plan ended, or the job stops
 	devErr   error
+	// deviceEncode's own account (read after the encoders are done): the
+	// time in its batches, how many, and when the last ended.
+	encTime    time.Duration
+	encBatches int
+	encEnd     time.Time
 
 	next     atomic.Int64  // the next block to encode
 	stop     atomic.Bool   // a failure or the context: encode and write no more
@@ -250,7 +256,11 @@ func (p *pipeline) encodeBlocks(done, end int, descs []blockDesc, stats []blockS
 		fds = append(fds, filterDesc{start: uint32(t.start), end: uint32(t.endEntry), nbits: uint32(8 * nbytes), probes: uint32(probes)})
 	}
 	seal := &sealTarget{buf: p.sealed, pin: &p.ws.sealedPin, at: p.sealAt}
+	t0 := time.Now()
 	filters, err := p.dev.encodeBatch(descs, stats[:len(descs)], p.raw, &p.ws.rawPin, seal, fds)
+	p.encEnd = time.Now()
+	p.encTime += p.encEnd.Sub(t0)
+	p.encBatches++
 	if err != nil {
 		p.devErr = err
 		p.abort()
