@@ -775,19 +775,22 @@ const (
 // the device), and their stats into stats. The blocks are consecutive:
 // their bytes and their entries are each one range. When the job compresses with
 // Snappy and seal is given, the device also seals the blocks it has room
-// for (seal_blocks) into seal.buf, and their stats say so (stored > 0).
+// for (seal_blocks) into seal.buf — every block's stored bytes, compressed
+// or not — and their stats say so (stored > 0); when it seals every block
+// of the batch, their contents are not brought back (rawBack false: the
+// host writes the sealed bytes only).
 // In the same launch it builds the bloom filters of the tables in filters
 // (a thread per kept entry, atomicOr into zeroed words whose little-endian
 // bytes are the Writer's filter) and returns them in their order, each
 // nil for a table without keys; there may be no blocks, or no filters.
 // stages must have run.
-func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byte, rawPin *pinned, seal *sealTarget, filters []filterDesc) (_ [][]byte, err error) {
+func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byte, rawPin *pinned, seal *sealTarget, filters []filterDesc) (_ [][]byte, rawBack bool, err error) {
 	defer d.syncOnError(&err)
 	b, str, dev, c := &d.bufs, d.stream, d.dev, &d.cur
 	nb := len(descs)
 	fp := planFilters(filters)
 	if nb == 0 && len(fp.listed) == 0 {
-		return fp.filters(nil), nil
+		return fp.filters(nil), false, nil
 	}
 	var rawLo, rawHi uint64
 	if nb > 0 {
@@ -795,32 +798,32 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 		rawLo, rawHi = first.rawAt, last.rawAt+uint64(last.size)
 	}
 	if rawHi+8 > uint64(c.raw.Len()) {
-		return nil, fmt.Errorf("gpucompact: planned blocks past the device array (%d of %d bytes)", rawHi, c.raw.Len())
+		return nil, false, fmt.Errorf("gpucompact: planned blocks past the device array (%d of %d bytes)", rawHi, c.raw.Len())
 	}
 	dDescs, err := b.descs.Get(dev, str, max(1, 3*nb))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	dStats, err := b.stats.Get(dev, str, statWords*max(1, nb))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if nb > 0 {
 		if err := dStats.Zero(str); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	var fDescs, fWords cuda.Slice[uint32]
 	var fHost []uint32
 	if len(fp.listed) > 0 {
 		if fDescs, err = b.filterDescs.Get(dev, str, 6*len(fp.listed)); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if fWords, err = b.filterWords.Get(dev, str, int(fp.words)); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if err := fWords.Zero(str); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		fHost = make([]uint32, fp.words)
 	}
@@ -831,14 +834,14 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 	}
 	sp, err := d.planSeal(descs, seal)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// The CRC table for encode_blocks (blocks stored as they are) and
 	// seal_blocks; none when the host seals every block.
 	var crcTable, encodeCRC cuda.Slice[uint32]
 	if nb > 0 && (c.crc || sp.n > 0) {
 		if crcTable, err = d.crcTable(); err != nil { // (before the staging is reserved: it may upload)
-			return nil, err
+			return nil, false, err
 		}
 	}
 	if nb > 0 && c.crc {
@@ -853,16 +856,16 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 		staged += gpurt.Bytes[uint32](int(fp.words))
 	}
 	if err := d.reserve(staged); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if nb > 0 {
 		if err := gpurt.Upload(&b.stage, str, dDescs, descWords); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	if len(fp.listed) > 0 {
 		if err := gpurt.Upload(&b.stage, str, fDescs, unsafe.Slice((*uint32)(unsafe.Pointer(&fp.listed[0])), 6*len(fp.listed))); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	// The launch's blocks: a warp a block to encode, then a thread a kept
@@ -878,25 +881,28 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 	if err := d.fn.encode.Launch(cuda.D1(encodeGrid+filterGrid), cuda.D1(deviceBlock), 0, str, devicePtr(dDescs.Sub(0, 3*nb)), int32(nb), c.kept, c.plan, c.shared, c.newKept,
 		c.ents, c.keys, c.arena, c.restartInterval, c.raw, dStats, devicePtr(encodeCRC),
 		int32(encodeGrid), devicePtr(fDescs), int32(len(fp.listed)), int64(fp.total), devicePtr(fWords)); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var pend [3]gpurt.Pending
 	if sp.n > 0 {
 		if pend[1], err = d.sealOnDevice(&sp, descs, dDescs, dStats, crcTable); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
+	rawBack = nb > 0 && sp.n < nb
 	if nb > 0 {
 		if pend[0], err = gpurt.Download(&b.stage, str, statsHost, dStats); err != nil {
-			return nil, err
+			return nil, false, err
 		}
+	}
+	if rawBack {
 		if pinnedRaw {
 			err = cuda.CopyToHostAsync(rawPin.mem, int(rawLo), c.raw.Sub(int(rawLo), int(rawHi)), str)
 		} else {
 			err = gpurt.RingDownload(&b.ring, str, raw[rawLo:rawHi], c.raw.Sub(int(rawLo), int(rawHi)))
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	if len(fp.listed) > 0 {
@@ -906,16 +912,16 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 			pend[2], err = gpurt.Download(&b.stage, str, fHost, fWords)
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	if err := str.Synchronize(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for _, p := range pend {
 		p.Finish()
 	}
-	return fp.filters(fHost), nil
+	return fp.filters(fHost), rawBack, nil
 }
 
 // sealPlan is the device's share of a batch's sealing: n blocks, placed in

@@ -614,7 +614,8 @@ extern "C" __global__ void __launch_bounds__(kBlock)
 // seal_blocks seals the encoded blocks of a batch as sstable's SealBlock
 // does with Snappy: each compressed (s2.EncodeSnappy's bytes, snappy.cuh)
 // into sealed[at[b]...] and stored so when that saves at least an eighth,
-// else stored as it is; then its checksum (stored bytes and type byte).
+// else stored as it is (its contents copied there); then its checksum
+// (stored bytes and type byte).
 // Each warp of a launch's blocks seals one block at a time, all its lanes
 // together (snappy.cuh), with a hash table of uint16 positions in shared
 // memory (kSealTableEntries of them: s2's 12-bit table, for blocks under 16
@@ -649,10 +650,14 @@ extern "C" __global__ void __launch_bounds__(kSealMaxWarps * 32)
     uint32_t n = wk::snappy::encode(src, d.size, out, table);
     uint32_t type = snappy_type;
     if (n >= d.size - d.size / 8) {  // sstable's compress: not worth it
+      // Stored as it is, in its place in sealed too: the host writes
+      // the sealed bytes and need not bring the contents back.
       n = d.size;
       type = 0;
+      for (uint32_t i = lane; i < n; i += 32) out[i] = src[i];
+      __syncwarp();
     }
-    const uint32_t crc = warp_block_crc(type == 0 ? src : out, n, (uint8_t)type, &crc_tables);
+    const uint32_t crc = warp_block_crc(out, n, (uint8_t)type, &crc_tables);
     if (lane == 0) {
       BlockStats& st = stats[b];
       st.crc = crc;

@@ -124,13 +124,15 @@ type pipeline struct {
 const publishEvery = 16
 
 // blockSlot is one planned block, its encoding, and whether that is ready.
-// With the CUDA engine, dstats is what the device reported of it.
+// With the CUDA engine, dstats is what the device reported of it, and
+// noRaw says its contents were not brought back (the device sealed it).
 type blockSlot struct {
 	job    blockJob
 	enc    sstable.EncodedBlock
 	err    error
 	ready  atomic.Bool
 	dstats blockStats
+	noRaw  bool
 }
 
 // blockChunk holds chunkLen consecutive blocks of a job.
@@ -257,7 +259,7 @@ func (p *pipeline) encodeBlocks(done, end int, descs []blockDesc, stats []blockS
 	}
 	seal := &sealTarget{buf: p.sealed, pin: &p.ws.sealedPin, at: p.sealAt}
 	t0 := time.Now()
-	filters, err := p.dev.encodeBatch(descs, stats[:len(descs)], p.raw, &p.ws.rawPin, seal, fds)
+	filters, rawBack, err := p.dev.encodeBatch(descs, stats[:len(descs)], p.raw, &p.ws.rawPin, seal, fds)
 	p.encEnd = time.Now()
 	p.encTime += p.encEnd.Sub(t0)
 	p.encBatches++
@@ -267,7 +269,8 @@ func (p *pipeline) encodeBlocks(done, end int, descs []blockDesc, stats []blockS
 		return false
 	}
 	for i := done; i < end; i++ {
-		p.slot(i).dstats = stats[i-done]
+		sl := p.slot(i)
+		sl.dstats, sl.noRaw = stats[i-done], !rawBack
 	}
 	for i, t := range tables {
 		t.filter = filters[i]

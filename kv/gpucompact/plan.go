@@ -336,19 +336,22 @@ func (s *inputSet) sealDeviceBlock(sl *blockSlot, kept []uint32, opts sstable.Wr
 		// (encode_blocks).
 		b.Sealed = &sstable.SealedBlock{Stored: b.Raw, Type: sstable.NoCompression, CRC: record.MaskCRC(st.crc)}
 	case st.stored > 0:
-		// Sealed on the device (seal_blocks): compressed into its place in
-		// sealed, or stored as it is when that saved too little.
+		// Sealed on the device (seal_blocks) into its place in sealed:
+		// compressed, or stored as it is when that saved too little. Its
+		// contents may not have come back (noRaw): the Writer takes the
+		// sealed bytes and the contents' size.
 		typ := sstable.Compression(st.typ)
-		stored := b.Raw
-		if typ != sstable.NoCompression {
-			if typ != opts.Compression || pb.sealedAt < 0 || pb.sealedAt+int(st.stored) > len(sealed) {
-				return sstable.EncodedBlock{}, fmt.Errorf("gpucompact: the device sealed the block at kept entry %d as %d bytes of type %d", pb.start, st.stored, st.typ)
-			}
-			stored = sealed[pb.sealedAt : pb.sealedAt+int(st.stored) : pb.sealedAt+int(st.stored)]
-		} else if int(st.stored) != len(b.Raw) {
-			return sstable.EncodedBlock{}, fmt.Errorf("gpucompact: the device stored the block at kept entry %d as %d of its %d bytes", pb.start, st.stored, len(b.Raw))
+		if typ != sstable.NoCompression && typ != opts.Compression || pb.sealedAt < 0 || pb.sealedAt+int(st.stored) > len(sealed) ||
+			typ == sstable.NoCompression && int(st.stored) != pb.size {
+			return sstable.EncodedBlock{}, fmt.Errorf("gpucompact: the device sealed the block at kept entry %d (%d bytes) as %d bytes of type %d", pb.start, pb.size, st.stored, st.typ)
 		}
+		stored := sealed[pb.sealedAt : pb.sealedAt+int(st.stored) : pb.sealedAt+int(st.stored)]
 		b.Sealed = &sstable.SealedBlock{Stored: stored, Type: typ, CRC: record.MaskCRC(st.crc)}
+		if sl.noRaw {
+			b.Raw, b.RawSize = nil, pb.size
+		}
+	case sl.noRaw:
+		return sstable.EncodedBlock{}, fmt.Errorf("gpucompact: the device did not seal the block at kept entry %d, whose contents stayed on it", pb.start)
 	default:
 		b.Sealed = seal(pb, opts, b.Raw, sealed)
 	}

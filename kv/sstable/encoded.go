@@ -27,8 +27,12 @@ import (
 type EncodedBlock struct {
 	// Raw is the block's uncompressed contents: entries, restart offsets
 	// and restart count, as Add's block builder lays them out. The Writer
-	// compresses it as its options say, unless Sealed is set.
+	// compresses it as its options say, unless Sealed is set. With Sealed
+	// set, Raw may be nil and RawSize its length: a block sealed where its
+	// contents were made (a device), which the caller never holds.
 	Raw []byte
+	// RawSize is the contents' length when Raw is nil (ignored otherwise).
+	RawSize int
 	// Sealed, if not nil, is Raw sealed by SealBlock with the Writer's
 	// compression (sealing in parallel is what it is for): the Writer
 	// writes it as is.
@@ -101,7 +105,9 @@ func (w *Writer) AddEncodedBlock(b EncodedBlock) error {
 	switch {
 	case w.data.count > 0:
 		return w.fail(errors.New("sstable: AddEncodedBlock with entries of Add still in the open block"))
-	case b.Entries == 0 || len(b.Raw) < 4:
+	case b.Raw == nil && b.Sealed == nil:
+		return w.fail(errors.New("sstable: AddEncodedBlock without the block's contents or its sealed bytes"))
+	case b.Entries == 0 || b.rawSize() < 4:
 		return w.fail(errors.New("sstable: AddEncodedBlock of an empty block"))
 	case b.Deletions > b.Entries:
 		return w.fail(fmt.Errorf("sstable: encoded block of %d entries with %d deletions", b.Entries, b.Deletions))
@@ -110,8 +116,10 @@ func (w *Writer) AddEncodedBlock(b EncodedBlock) error {
 	case b.Sealed != nil && b.Sealed.Type != NoCompression && b.Sealed.Type != w.opts.Compression:
 		return w.fail(fmt.Errorf("sstable: block sealed with %v for a %v table", b.Sealed.Type, w.opts.Compression))
 	}
-	if n := binary.LittleEndian.Uint32(b.Raw[len(b.Raw)-4:]); n == 0 || uint64(n) > uint64(len(b.Raw)-4)/4 {
-		return w.fail(fmt.Errorf("sstable: encoded block with %d restart points in %d bytes", n, len(b.Raw)))
+	if b.Raw != nil {
+		if n := binary.LittleEndian.Uint32(b.Raw[len(b.Raw)-4:]); n == 0 || uint64(n) > uint64(len(b.Raw)-4)/4 {
+			return w.fail(fmt.Errorf("sstable: encoded block with %d restart points in %d bytes", n, len(b.Raw)))
+		}
 	}
 	if err := w.next(b.First); err != nil {
 		return err
@@ -127,8 +135,16 @@ func (w *Writer) AddEncodedBlock(b EncodedBlock) error {
 	w.props.NumDeletions += b.Deletions
 	w.props.RawKeySize += b.RawKeySize
 	w.props.RawValueSize += b.RawValueSize
-	w.writeData(b.Raw, b.Sealed)
+	w.writeData(b.Raw, b.rawSize(), b.Sealed)
 	return w.err
+}
+
+// rawSize is the length of the block's contents.
+func (b *EncodedBlock) rawSize() int {
+	if b.Raw == nil {
+		return b.RawSize
+	}
+	return len(b.Raw)
 }
 
 // SetFilter makes Finish write filter as the table's bloom filter instead

@@ -63,7 +63,8 @@ func encodedBlocksOf(t *testing.T, data []byte) []EncodedBlock {
 }
 
 // TestEncodedBlocksIdentical: a table written from encoded blocks (raw,
-// sealed in advance, with the filter set from outside) is byte-identical to
+// sealed in advance, sealed without their contents (RawSize), with the
+// filter set from outside) is byte-identical to
 // the same table written entry by entry, for every compression, block size,
 // restart interval and number of compression workers.
 func TestEncodedBlocksIdentical(t *testing.T) {
@@ -88,7 +89,7 @@ func TestEncodedBlocksIdentical(t *testing.T) {
 			for _, b := range blocks {
 				hashes = append(hashes, b.Hashes...)
 			}
-			for _, mode := range []string{"raw", "sealed", "sealed after raw", "filter"} {
+			for _, mode := range []string{"raw", "sealed", "sealed after raw", "sealed without raw", "filter"} {
 				var buf bytes.Buffer
 				w := NewWriter(&buf, opts)
 				if mode == "filter" && opts.BloomBitsPerKey > 0 {
@@ -97,9 +98,12 @@ func TestEncodedBlocksIdentical(t *testing.T) {
 					}
 				}
 				for i, b := range blocks {
-					if mode == "sealed" || (mode == "sealed after raw" && i%2 == 1) {
+					if mode == "sealed" || mode == "sealed without raw" || (mode == "sealed after raw" && i%2 == 1) {
 						s := SealBlock(opts.Compression, nil, b.Raw)
 						b.Sealed = &s
+					}
+					if mode == "sealed without raw" {
+						b.Raw, b.RawSize = nil, len(b.Raw)
 					}
 					if err := w.AddEncodedBlock(b); err != nil {
 						t.Fatalf("round %d %s: block %d: %v", round, mode, i, err)
@@ -147,6 +151,17 @@ func TestEncodedBlockRefused(t *testing.T) {
 			return w.AddEncodedBlock(blocks[1])
 		}},
 		{"empty", func(w *Writer) error { return w.AddEncodedBlock(EncodedBlock{}) }},
+		{"no contents, not sealed", func(w *Writer) error {
+			b := blocks[0]
+			b.Raw, b.RawSize = nil, len(b.Raw)
+			return w.AddEncodedBlock(b)
+		}},
+		{"sealed without contents or their size", func(w *Writer) error {
+			b := blocks[0]
+			s := SealBlock(SnappyCompression, nil, b.Raw)
+			b.Sealed, b.Raw = &s, nil
+			return w.AddEncodedBlock(b)
+		}},
 		{"first after last", func(w *Writer) error {
 			b := blocks[0]
 			b.First, b.Last = b.Last, b.First

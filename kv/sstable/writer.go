@@ -258,16 +258,18 @@ func (w *Writer) flushData() {
 	if w.data.count == 0 {
 		return
 	}
-	w.writeData(w.data.finish(), nil)
+	raw := w.data.finish()
+	w.writeData(raw, len(raw), nil)
 	w.data.reset()
 }
 
-// writeData writes a finished data block (raw: its contents; sealed, if
-// not nil: its stored form, sealed elsewhere) in file order: compressed on
+// writeData writes a finished data block (raw: its contents, of size
+// bytes, nil when sealed is given without them; sealed, if not nil: its
+// stored form, sealed elsewhere) in file order: compressed on
 // a goroutine when CompressionWorkers allow, behind the blocks still in
 // flight, else at once. The block's index entry waits for the next key.
-func (w *Writer) writeData(raw []byte, sealed *SealedBlock) {
-	w.props.RawDataSize += uint64(len(raw) + blockTrailerLen)
+func (w *Writer) writeData(raw []byte, size int, sealed *SealedBlock) {
+	w.props.RawDataSize += uint64(size + blockTrailerLen)
 	w.props.NumDataBlocks++
 	switch {
 	case sealed == nil && w.opts.CompressionWorkers > 1 && w.opts.Compression != NoCompression:
