@@ -120,7 +120,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	hostWorkers := cli.IntFlag(fs, "host-workers", 0, 0, 1024, "goroutines each host stage of cpu-par and gpu splits over (gpucompact.Options.HostWorkers); 0: GOMAXPROCS")
 	pinnedMiB := cli.IntFlag(fs, "pinned-mib", 0, -1, 1<<20, "MiB of page-locked host memory gpu may keep for a job (gpucompact.Options.PinnedBytes): arrays past it travel through a ring of two 16 MiB slots; 0: the default, -1: no limit")
 	budgetMiB := cli.IntFlag(fs, "memory-budget", 0, 0, 1<<30, "MiB of memory cpu-par and gpu may use for a job (gpucompact.Options.MemoryBudget): a job past it runs in key-range partitions (the stage table counts them); 0: no limit")
-	deviceComp := fs.Bool("device-compression", false, "gpu compresses Snappy output blocks on the device (gpucompact.Options.DeviceCompression) instead of on the host")
+	sealing := cli.ChoiceFlag(fs, "sealing", "auto", []string{"auto", "host", "device"}, "where gpu compresses and checksums Snappy output blocks (gpucompact.Options.Sealing): auto (the device where its bytes are the host's s2's), host or device")
 	moveValues := fs.Bool("move-values", false, "gpu copies every value into a new array after each merge round or radix pass (gpucompact.Options.MoveValues: the ablation of key-value separation, the paper's Table 2)")
 	quick := fs.Bool("quick", false, "values 32,128,1024,4096, no compression, one run each; --cpu-stress 0,40,80 unless given")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -159,7 +159,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		}
 	}
 	defer prof.stop()
-	gpuOpts := gpucompact.Options{MoveValues: *moveValues, DeviceCompression: *deviceComp, MemoryBudget: -1}
+	gpuOpts := gpucompact.Options{MoveValues: *moveValues, Sealing: map[string]gpucompact.Sealing{"auto": gpucompact.SealAuto, "host": gpucompact.SealOnHost, "device": gpucompact.SealOnDevice}[*sealing], MemoryBudget: -1}
 	ablation := ""
 	if *budgetMiB > 0 {
 		gpuOpts.MemoryBudget = int64(*budgetMiB) << 20
@@ -184,8 +184,8 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	if *moveValues {
 		ablation += ", gpu moves values every round"
 	}
-	if *deviceComp {
-		ablation += ", gpu compresses Snappy blocks on the device"
+	if *sealing != "auto" {
+		ablation += ", gpu seals Snappy blocks on the " + *sealing
 	}
 	rep := benchfmt.NewReport(fmt.Sprintf("warp bench kvcompact: one L0→L1 job, %d L0 × %d KiB over a %d KiB L1, %d-byte keys, --fs %s%s",
 		*l0Tables, *l0KiB, *l1KiB, *keyLen, *fsKind, ablation),
@@ -381,7 +381,7 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOp
 		case "cpu-par", "gpu":
 			opts := gpucompact.Options{Backend: warpkit.CPU, MinInputBytes: -1, MemoryBudget: gpuOpts.MemoryBudget, HostWorkers: gpuOpts.HostWorkers, Fallback: compaction.CPU{Parts: 1}}
 			if name == "gpu" {
-				opts.Backend, opts.Sort, opts.MoveValues, opts.DeviceCompression = warpkit.CUDA, gpuOpts.Sort, gpuOpts.MoveValues, gpuOpts.DeviceCompression
+				opts.Backend, opts.Sort, opts.MoveValues, opts.Sealing = warpkit.CUDA, gpuOpts.Sort, gpuOpts.MoveValues, gpuOpts.Sealing
 				opts.PinnedBytes = gpuOpts.PinnedBytes
 			}
 			gc, err := gpucompact.New(opts)

@@ -124,18 +124,30 @@ type Options struct {
 	// order, after each merge round (or radix pass), as an engine without
 	// key-value separation moves them. Outputs are unchanged.
 	MoveValues bool
-	// DeviceCompression has the CUDA engine compress Snappy output blocks
-	// (under 16 KiB) on the device, with s2's encoder byte for byte,
-	// instead of on the host's sealers: outputs are unchanged. It halves
-	// the host's work a Snappy job (1.4-2.2 CPU-seconds a GB against
-	// 2.3-4.9 on the H200's host) and ran jobs up to 1.3x faster when the
-	// host's cores were 80% taken, but 0.53-0.74x as fast on an idle host
-	// (docs/benchmarks.md): it is for hosts whose cores are busy. The
-	// device writes the bytes of s2's amd64 assembly encoder; where this
-	// build's s2 uses its pure-Go encoder instead (other architectures, the
-	// noasm tag), whose bytes differ, New fails with errors.ErrUnsupported.
-	DeviceCompression bool
+	// Sealing is where the CUDA engine compresses and checksums Snappy
+	// output blocks (under 16 KiB; larger ones always on the host): on the
+	// device by default, with s2's encoder byte for byte (outputs are
+	// unchanged). On the device a Snappy job takes less than half the
+	// host's CPU a GB and runs faster, more so the busier the host's cores
+	// (docs/benchmarks.md).
+	Sealing Sealing
 }
+
+// Sealing is where the CUDA engine seals (compresses and checksums) Snappy
+// output blocks (Options.Sealing).
+type Sealing int
+
+const (
+	// SealAuto, the default: on the device where this build's s2 Snappy
+	// encoder writes the bytes the device does (its amd64 assembly
+	// encoder), else on the host (other architectures, the noasm tag).
+	SealAuto Sealing = iota
+	// SealOnHost seals on the host's sealers, as the Go engine does.
+	SealOnHost
+	// SealOnDevice seals on the device; New fails with
+	// errors.ErrUnsupported where the host's encoder writes other bytes.
+	SealOnDevice
+)
 
 // SortMode is how the CUDA engine orders a job's entries (Options.Sort).
 type SortMode int
@@ -387,6 +399,9 @@ func New(opts Options) (*Compactor, error) {
 	if opts.Sort != SortMerge && opts.Sort != SortRadix {
 		return nil, fmt.Errorf("gpucompact: unknown Sort %d", opts.Sort)
 	}
+	if opts.Sealing != SealAuto && opts.Sealing != SealOnHost && opts.Sealing != SealOnDevice {
+		return nil, fmt.Errorf("gpucompact: unknown Sealing %d", opts.Sealing)
+	}
 	if opts.Fallback == nil {
 		opts.Fallback = compaction.CPU{}
 	}
@@ -436,8 +451,8 @@ func New(opts Options) (*Compactor, error) {
 		}
 		return nil, err
 	}
-	if dev != nil && opts.DeviceCompression && !hostSealsAsDevice() {
-		return fail(fmt.Errorf("gpucompact: DeviceCompression: %w: this build's s2 Snappy encoder is not the amd64 assembly one whose bytes the device writes (another architecture, or the noasm tag)", errors.ErrUnsupported))
+	if dev != nil && opts.Sealing == SealOnDevice && !hostSealsAsDevice() {
+		return fail(fmt.Errorf("gpucompact: SealOnDevice: %w: this build's s2 Snappy encoder is not the amd64 assembly one whose bytes the device writes (another architecture, or the noasm tag)", errors.ErrUnsupported))
 	}
 	for range opts.Engines {
 		s := &slot{ws: &workspace{}}

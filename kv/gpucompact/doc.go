@@ -122,15 +122,16 @@
 //     kept entry, atomicOr into words whose little-endian bytes are the
 //     Writer's filter, sized by sstable.FilterShape from the count of its
 //     kept entries that start a new user key, which come back with the
-//     sizes). With Options.DeviceCompression and Snappy the device also
-//     seals each batch's blocks right after encoding them (seal_blocks: a
-//     lane a block, 24 lanes a warp, each with its own hash table of 16-bit
-//     positions in shared memory, compresses it with
+//     sizes). With Snappy the device also seals each batch's blocks right
+//     after encoding them (Options.Sealing; seal_blocks: a warp a block,
+//     eight warps a block of threads, each warp with its own hash table
+//     of 16-bit positions in shared memory, compresses it with
 //     internal/devcode/snappy.cuh, s2's amd64 Snappy encoder byte for byte,
 //     keeps it compressed when that saves an eighth as sstable's compress
-//     does, and checksums what is stored), into the pipeline's pinned
-//     sealed buffer; blocks of 16 KiB and more, and S2 tables, are
-//     compressed by the host. The host's sealers (two fewer than cores)
+//     does, and checksums what is stored, the warp's lanes each a 128-byte
+//     part), into the pipeline's pinned sealed buffer, and a batch whose
+//     every block it sealed brings back the sealed bytes only; blocks of
+//     16 KiB and more, and S2 tables, are compressed by the host. The host's sealers (two fewer than cores)
 //     finish the blocks (mask the device's checksum, or compress and
 //     checksum what the device did not seal) and the writers write them,
 //     each table's filter handed to its Writer (SetFilter).
@@ -209,9 +210,10 @@
 // (docs/benchmarks.md), with the paper's two ablations (Options.Sort =
 // SortRadix, Options.MoveValues: measured, docs/benchmarks.md) and the
 // Snappy inputs decompressed on the device, Snappy outputs compressed on
-// the device when asked (Options.DeviceCompression: it halves the host's
-// work per byte and ran jobs up to 1.3x faster on a busy host, 0.53-0.74x
-// as fast on an idle one: off by default), and key-range partitions for
+// the device (Options.Sealing, by default where the host's s2 is the
+// encoder the device reproduces: as fast as the host's sealers on an idle
+// host, 1.4-1.8x as fast at 80% CPU stress, with 0.4-0.6x the host's CPU a
+// GB), and key-range partitions for
 // jobs past the budgets, and a bound on its pinned memory
 // (Options.PinnedBytes: arrays past it travel through a ring of two
 // pinned slots), and one on the goroutines of its host stages
@@ -254,8 +256,9 @@
 //     MinInputTables, MemoryBudget, MaxDeviceBytes, Engines, WhenBusy,
 //     MaxEngineFailures, a *slog.Logger (the project's logging hook, for
 //     the spec's Logf), Sort and MoveValues (an ablation the spec's bench
-//     flag --ablate names) and DeviceCompression (off by default, Snappy
-//     only: see Options), PinnedBytes and ChunkBytes (the ring's slots,
+//     flag --ablate names) and Sealing (the spec's DeviceCompression, a
+//     bool off by default: where Snappy blocks are sealed, on the device by
+//     default, see Options), PinnedBytes and ChunkBytes (the ring's slots,
 //     two, shared by both directions, and allocated at first use rather
 //     than in New: a job that fits the bound never needs one); HostWorkers
 //     bounds each host stage's goroutines, not the job's in all (the walk,
@@ -274,11 +277,11 @@
 //     declined ("budget") to Fallback.
 //   - The CUDA engine decodes, checksums uncompressed blocks (in and out),
 //     checks and decompresses Snappy inputs and builds the filters on the
-//     device (and with Options.DeviceCompression compresses and checksums
-//     Snappy outputs under 16 KiB, where the host's s2 is its amd64
-//     assembly encoder: a canary checks it), but the host still decompresses S2
-//     inputs, compresses outputs (S2, larger Snappy blocks, and Snappy
-//     blocks unless asked) and plans. The input checksums of uncompressed blocks are checked on the
+//     device (and compresses and checksums Snappy outputs under 16 KiB,
+//     where the host's s2 is its amd64 assembly encoder: a canary checks
+//     it; Options.Sealing), but the host still decompresses S2 inputs,
+//     compresses outputs (S2, larger Snappy blocks, and Snappy blocks with
+//     SealOnHost or another encoder) and plans. The input checksums of uncompressed blocks are checked on the
 //     device after the copy, not in K1 with the decoding (one launch more);
 //     a mismatch flags the block as damage the decoder finds does. The
 //     pinned arrays are the workspace's (grown as jobs grow, within

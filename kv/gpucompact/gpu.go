@@ -52,7 +52,7 @@ type devEngine struct {
 		seal                                       *cuda.Function
 	}
 	// radix, moveValues and deviceSeal are Options.Sort == SortRadix,
-	// Options.MoveValues and Options.DeviceCompression; pinLimit bounds
+	// Options.MoveValues and Options.Sealing (on the device); pinLimit bounds
 	// the workspace's pinned arrays (Options.PinnedBytes less the ring and
 	// the staging's share; negative: no limit). configure sets them.
 	opts                          Options
@@ -149,7 +149,8 @@ func (d *devEngine) configure(opts Options) {
 		opts.ChunkBytes = DefaultChunkBytes
 	}
 	d.opts = opts
-	d.radix, d.moveValues, d.deviceSeal = opts.Sort == SortRadix, opts.MoveValues, opts.DeviceCompression
+	d.radix, d.moveValues = opts.Sort == SortRadix, opts.MoveValues
+	d.deviceSeal = opts.Sealing == SealOnDevice || opts.Sealing == SealAuto && hostSealsAsDevice()
 	d.bufs.ring.Init(d.dev, 2, int(opts.ChunkBytes))
 	d.pinLimit = -1
 	if opts.PinnedBytes >= 0 {

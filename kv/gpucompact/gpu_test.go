@@ -44,7 +44,7 @@ func cudaEngineIn(d *devEngine) func(*workspace) compactFunc {
 // option, tables cut into many load pieces) through the CUDA engine, with
 // one device engine and one workspace for every round.
 // Both ways of sealing Snappy blocks: the host's sealers, and the device's
-// (Options.DeviceCompression).
+// (Options.Sealing).
 func TestCUDAEngineIdentical(t *testing.T) {
 	forSealing(t, func(t *testing.T, d *devEngine) {
 		rounds := 300
@@ -63,7 +63,11 @@ func TestCUDAEngineStaged(t *testing.T) {
 	defer func(p bool) { pinOff = p }(pinOff)
 	pinOff = true
 	forSealing(t, func(t *testing.T, d *devEngine) {
-		d.configure(Options{DeviceCompression: d.deviceSeal, ChunkBytes: 64 << 10})
+		sealing := SealOnHost
+		if d.deviceSeal {
+			sealing = SealOnDevice
+		}
+		d.configure(Options{Sealing: sealing, ChunkBytes: 64 << 10})
 		checkIdentical(t, 40, "cuda", cudaEngineIn(d))
 		checkMatrix(t, 40, cudaEngineIn(d)(&workspace{}))
 	})

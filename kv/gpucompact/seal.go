@@ -14,7 +14,8 @@ import (
 // encoder writes (internal/devcode/snappy.cuh). s2's pure-Go encoder, used
 // on other architectures and with the noasm build tag, finds other matches
 // (its output for the canary is 2,411 bytes, not 2,447): device sealing
-// would then differ from the host's, and New refuses DeviceCompression.
+// would then differ from the host's: SealAuto seals on the host, and New
+// refuses SealOnDevice.
 const sealCanarySum = "e11e927d581a94f51e2051d346545523b6ae0e977edddbbd165f1c1262df7b6c"
 
 // sealCanary is 6,000 bytes of text-like records (s2's 12-bit table, where

@@ -194,8 +194,8 @@ func firstDiff(a, b []byte) int {
 
 // TestSealCanary: on amd64 (without the noasm tag) the host's s2 encoder is
 // the one snappy.cuh reproduces, so the canary's sum must match; elsewhere
-// it must not (the Go encoder's bytes differ), or DeviceCompression would
-// be allowed where its output differs from the host's.
+// it must not (the Go encoder's bytes differ), or the device would seal
+// where its output differs from the host's.
 func TestSealCanary(t *testing.T) {
 	want := runtime.GOARCH == "amd64" && !noasm
 	if got := hostSealsAsDevice(); got != want {
@@ -204,23 +204,42 @@ func TestSealCanary(t *testing.T) {
 }
 
 // TestCUDADeviceCompressionRefused: where the host's s2 encoder is not the
-// one the device reproduces, New refuses DeviceCompression (the outputs
-// would differ from compaction.CPU's); where it is, New accepts it.
+// one the device reproduces, New refuses SealOnDevice (the outputs would
+// differ from compaction.CPU's) and SealAuto seals on the host; where it
+// is, New accepts SealOnDevice and SealAuto seals on the device.
 func TestCUDADeviceCompressionRefused(t *testing.T) {
 	dev := gputest.Device(t)
-	if c, err := New(Options{Backend: warpkit.CUDA, Device: dev, DeviceCompression: true}); hostSealsAsDevice() && err != nil {
-		t.Fatalf("New with DeviceCompression: %v", err)
-	} else if err == nil {
-		c.Close()
+	onDevice := func(s Sealing) (bool, error) {
+		c, err := New(Options{Backend: warpkit.CUDA, Device: dev, Sealing: s})
+		if err != nil {
+			return false, err
+		}
+		defer c.Close()
+		return c.mu.slots[0].dev.deviceSeal, nil
 	}
-	defer func(f func() bool) { hostSealsAsDevice = f }(hostSealsAsDevice)
-	hostSealsAsDevice = func() bool { return false }
-	if _, err := New(Options{Backend: warpkit.CUDA, Device: dev, DeviceCompression: true}); !errors.Is(err, errors.ErrUnsupported) {
-		t.Fatalf("New with DeviceCompression and another encoder: %v, want ErrUnsupported", err)
+	for _, same := range []bool{true, false} {
+		if same != hostSealsAsDevice() {
+			defer func(f func() bool) { hostSealsAsDevice = f }(hostSealsAsDevice)
+			hostSealsAsDevice = func() bool { return same }
+		}
+		for _, c := range []struct {
+			s    Sealing
+			want bool
+		}{{SealAuto, same}, {SealOnHost, false}, {SealOnDevice, true}} {
+			got, err := onDevice(c.s)
+			switch {
+			case c.s == SealOnDevice && !same:
+				if !errors.Is(err, errors.ErrUnsupported) {
+					t.Fatalf("SealOnDevice with another encoder: %v, want ErrUnsupported", err)
+				}
+			case err != nil:
+				t.Fatalf("Sealing %d (same encoder %v): %v", c.s, same, err)
+			case got != c.want:
+				t.Fatalf("Sealing %d (same encoder %v): seals on the device %v, want %v", c.s, same, got, c.want)
+			}
+		}
 	}
-	c, err := New(Options{Backend: warpkit.CUDA, Device: dev})
-	if err != nil {
-		t.Fatalf("New without DeviceCompression: %v", err)
+	if _, err := New(Options{Backend: warpkit.CUDA, Device: dev, Sealing: 7}); err == nil {
+		t.Fatal("New with an unknown Sealing succeeded")
 	}
-	c.Close()
 }
