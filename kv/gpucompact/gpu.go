@@ -59,9 +59,7 @@ type devEngine struct {
 	radix, moveValues, deviceSeal bool
 	pinLimit                      int64
 	bufs                          devBufs
-	sealAtHost                    []uint64      // planSeal's places, kept from batch to batch
-	events                        []*cuda.Event // after each chunk of a batch's copies back (chunkEnds)
-	chunkEndsBuf                  []int
+	sealAtHost                    []uint64 // planSeal's places, kept from batch to batch
 	// The job's arrays on the device, from stages to the last encodeBatch.
 	cur struct {
 		ents                      cuda.Slice[uint64]
@@ -179,10 +177,6 @@ func (d *devEngine) release() {
 func (d *devEngine) heldBytes() int64 { return gpurt.DeviceBytes(&d.bufs) }
 
 func (d *devEngine) close() {
-	for _, ev := range d.events {
-		ev.Close()
-	}
-	d.events = nil
 	if d.stream != nil {
 		gpurt.Release(d.stream, &d.bufs)
 		d.stream = nil
@@ -791,7 +785,7 @@ const (
 // bytes are the Writer's filter) and returns them in their order, each
 // nil for a table without keys; there may be no blocks, or no filters.
 // stages must have run.
-func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byte, rawPin *pinned, seal *sealTarget, filters []filterDesc, ready func(n int, rawBack bool)) (_ [][]byte, rawBack bool, err error) {
+func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byte, rawPin *pinned, seal *sealTarget, filters []filterDesc) (_ [][]byte, rawBack bool, err error) {
 	defer d.syncOnError(&err)
 	b, str, dev, c := &d.bufs, d.stream, d.dev, &d.cur
 	nb := len(descs)
@@ -799,10 +793,10 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 	if nb == 0 && len(fp.listed) == 0 {
 		return fp.filters(nil), false, nil
 	}
-	var rawHi uint64
+	var rawLo, rawHi uint64
 	if nb > 0 {
-		last := descs[nb-1]
-		rawHi = last.rawAt + uint64(last.size)
+		first, last := descs[0], descs[nb-1]
+		rawLo, rawHi = first.rawAt, last.rawAt+uint64(last.size)
 	}
 	if rawHi+8 > uint64(c.raw.Len()) {
 		return nil, false, fmt.Errorf("gpucompact: planned blocks past the device array (%d of %d bytes)", rawHi, c.raw.Len())
@@ -890,64 +884,33 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 		int32(encodeGrid), devicePtr(fDescs), int32(len(fp.listed)), int64(fp.total), devicePtr(fWords)); err != nil {
 		return nil, false, err
 	}
-	var dSealed cuda.Slice[uint8]
+	var pend [3]gpurt.Pending
 	if sp.n > 0 {
-		if dSealed, err = d.sealOnDevice(&sp, descs, dDescs, dStats, crcTable); err != nil {
+		if pend[1], err = d.sealOnDevice(&sp, descs, dDescs, dStats, crcTable); err != nil {
 			return nil, false, err
 		}
 	}
-	var statsBack, filtersBack gpurt.Pending
-	if nb > 0 {
-		if statsBack, err = gpurt.Download(&b.stage, str, statsHost, dStats); err != nil {
-			return nil, false, err
-		}
-	}
-	// The blocks' bytes (their sealed bytes, and their contents unless the
-	// device sealed every block). From pinned memory to pinned memory they
-	// come back in chunks, an event after each, and the host is handed
-	// each chunk's blocks as it lands (ready), so that its writers start
-	// on the first while the rest are on their way: the host's writing of
-	// a job's last batch is the job's tail.
 	rawBack = nb > 0 && sp.n < nb
-	chunked := nb > 0 && (sp.n == 0 || sp.pinned) && (!rawBack || pinnedRaw)
-	ends := []int{nb}
-	if chunked {
-		if e := d.chunkEnds(nb); e != nil {
-			ends = e
-		} else {
-			chunked = false
-		}
-	}
-	for k, hi := range ends {
-		lo := 0
-		if k > 0 {
-			lo = ends[k-1]
-		}
-		if err := d.downloadBlocks(descs, &sp, dSealed, rawBack, raw, rawPin, lo, hi); err != nil {
+	if nb > 0 {
+		if pend[0], err = gpurt.Download(&b.stage, str, statsHost, dStats); err != nil {
 			return nil, false, err
 		}
-		if chunked {
-			if err := d.events[k].Record(str); err != nil {
-				return nil, false, err
-			}
-		}
 	}
-	if chunked {
-		for k, hi := range ends {
-			if err := d.events[k].Synchronize(); err != nil {
-				return nil, false, err
-			}
-			if k == 0 {
-				statsBack.Finish()
-			}
-			ready(hi, rawBack)
+	if rawBack {
+		if pinnedRaw {
+			err = cuda.CopyToHostAsync(rawPin.mem, int(rawLo), c.raw.Sub(int(rawLo), int(rawHi)), str)
+		} else {
+			err = gpurt.RingDownload(&b.ring, str, raw[rawLo:rawHi], c.raw.Sub(int(rawLo), int(rawHi)))
+		}
+		if err != nil {
+			return nil, false, err
 		}
 	}
 	if len(fp.listed) > 0 {
 		if ringWords {
 			err = gpurt.RingDownload(&b.ring, str, fHost, fWords)
 		} else {
-			filtersBack, err = gpurt.Download(&b.stage, str, fHost, fWords)
+			pend[2], err = gpurt.Download(&b.stage, str, fHost, fWords)
 		}
 		if err != nil {
 			return nil, false, err
@@ -956,83 +919,10 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 	if err := str.Synchronize(); err != nil {
 		return nil, false, err
 	}
-	filtersBack.Finish()
-	if !chunked {
-		statsBack.Finish()
-		if nb > 0 {
-			ready(nb, rawBack)
-		}
+	for _, p := range pend {
+		p.Finish()
 	}
 	return fp.filters(fHost), rawBack, nil
-}
-
-// batchChunks is the most chunks a batch's bytes come back in, and
-// chunkBlocks the fewest blocks a chunk holds (a variable for tests).
-const batchChunks = 8
-
-var chunkBlocks = 256
-
-// chunkEnds cuts a batch of nb blocks into chunks (their ends), making the
-// events that follow them (nil: no event could be made).
-func (d *devEngine) chunkEnds(nb int) []int {
-	n := max(1, min(batchChunks, nb/chunkBlocks))
-	for len(d.events) < n {
-		ev, err := d.dev.NewEvent()
-		if err != nil {
-			n = max(1, len(d.events))
-			break
-		}
-		d.events = append(d.events, ev)
-	}
-	if len(d.events) == 0 {
-		return nil
-	}
-	ends := d.chunkEndsBuf[:0]
-	for k := 1; k <= n; k++ {
-		ends = append(ends, k*nb/n)
-	}
-	d.chunkEndsBuf = ends
-	return ends
-}
-
-// downloadBlocks enqueues the copies of blocks [lo, hi) of a batch back
-// into the host's buffers: the sealed bytes of those the device sealed,
-// and with rawBack their contents.
-func (d *devEngine) downloadBlocks(descs []blockDesc, sp *sealPlan, dSealed cuda.Slice[uint8], rawBack bool, raw []byte, rawPin *pinned, lo, hi int) error {
-	b, str, c := &d.bufs, d.stream, &d.cur
-	if lo == hi {
-		return nil
-	}
-	if sp.n > 0 {
-		a, z := -1, -1
-		for i := lo; i < hi; i++ {
-			if at := sp.at[i]; at != ^uint64(0) {
-				if a < 0 {
-					a = int(at)
-				}
-				z = int(at) + sstable.SealBound(sstable.SnappyCompression, int(descs[i].size))
-			}
-		}
-		if a >= 0 {
-			var err error
-			if sp.pinned { // (holds: buf starts the pinned memory)
-				err = cuda.CopyToHostAsync(sp.target.pin.mem, sp.lo+a, dSealed.Sub(a, z), str)
-			} else {
-				err = gpurt.RingDownload(&b.ring, str, sp.target.buf[sp.lo+a:sp.lo+z], dSealed.Sub(a, z))
-			}
-			if err != nil {
-				return err
-			}
-		}
-	}
-	if !rawBack {
-		return nil
-	}
-	rawLo, rawHi := int(descs[lo].rawAt), int(descs[hi-1].rawAt)+int(descs[hi-1].size)
-	if rawPin.holds(raw) {
-		return cuda.CopyToHostAsync(rawPin.mem, rawLo, c.raw.Sub(rawLo, rawHi), str)
-	}
-	return gpurt.RingDownload(&b.ring, str, raw[rawLo:rawHi], c.raw.Sub(rawLo, rawHi))
 }
 
 // sealPlan is the device's share of a batch's sealing: n blocks, placed in
@@ -1100,23 +990,30 @@ func (d *devEngine) planSeal(descs []blockDesc, seal *sealTarget) (sealPlan, err
 }
 
 // sealOnDevice runs seal_blocks over a batch encode_blocks has encoded
-// (stats zeroed, the CRC table loaded), into the device's sealed array it
-// returns (the host's seal.buf[sp.lo:sp.hi]).
-func (d *devEngine) sealOnDevice(sp *sealPlan, descs []blockDesc, dDescs cuda.Slice[uint64], dStats cuda.Slice[uint64], crcTable cuda.Slice[uint32]) (cuda.Slice[uint8], error) {
+// (stats zeroed, the CRC table loaded) and enqueues the copy of its sealed
+// blocks back into the host's buffer.
+func (d *devEngine) sealOnDevice(sp *sealPlan, descs []blockDesc, dDescs cuda.Slice[uint64], dStats cuda.Slice[uint64], crcTable cuda.Slice[uint32]) (gpurt.Pending, error) {
 	b, str, dev, c := &d.bufs, d.stream, d.dev, &d.cur
+	var none gpurt.Pending
 	dAt, err := b.sealAt.Get(dev, str, len(sp.at))
 	if err != nil {
-		return cuda.Slice[uint8]{}, err
+		return none, err
 	}
 	dSealed, err := b.sealed.Get(dev, str, sp.hi-sp.lo)
 	if err != nil {
-		return dSealed, err
+		return none, err
 	}
 	if err := gpurt.Upload(&b.stage, str, dAt, sp.at); err != nil {
-		return dSealed, err
+		return none, err
 	}
 	grid := min((len(descs)+sealWarps-1)/sealWarps, sealGrid)
-	return dSealed, d.launchSeal(grid, sealWarps, str, dDescs, len(descs), c.raw, dAt, dSealed, dStats, crcTable)
+	if err := d.launchSeal(grid, sealWarps, str, dDescs, len(descs), c.raw, dAt, dSealed, dStats, crcTable); err != nil {
+		return none, err
+	}
+	if sp.pinned { // (holds: buf starts the pinned memory)
+		return none, cuda.CopyToHostAsync(sp.target.pin.mem, sp.lo, dSealed, str)
+	}
+	return none, gpurt.RingDownload(&b.ring, str, sp.target.buf[sp.lo:sp.hi], dSealed)
 }
 
 // launchSeal launches seal_blocks on str over nblocks blocks in grid

@@ -44,14 +44,9 @@ func cudaEngineIn(d *devEngine) func(*workspace) compactFunc {
 // option, tables cut into many load pieces) through the CUDA engine, with
 // one device engine and one workspace for every round.
 // Both ways of sealing Snappy blocks: the host's sealers, and the device's
-// (Options.Sealing), whose batches come back in chunks of three blocks (of
-// 256 or more outside tests: these jobs' batches are smaller).
+// (Options.Sealing).
 func TestCUDAEngineIdentical(t *testing.T) {
-	defer func(n int) { chunkBlocks = n }(chunkBlocks)
 	forSealing(t, func(t *testing.T, d *devEngine) {
-		if d.deviceSeal {
-			chunkBlocks = 3
-		}
 		rounds := 300
 		if testing.Short() {
 			rounds = 60

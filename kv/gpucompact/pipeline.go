@@ -258,23 +258,8 @@ func (p *pipeline) encodeBlocks(done, end int, descs []blockDesc, stats []blockS
 		fds = append(fds, filterDesc{start: uint32(t.start), end: uint32(t.endEntry), nbits: uint32(8 * nbytes), probes: uint32(probes)})
 	}
 	seal := &sealTarget{buf: p.sealed, pin: &p.ws.sealedPin, at: p.sealAt}
-	// The batch's blocks go to the encoders as their bytes land, a chunk
-	// at a time (their stats come back first).
-	landed := done
-	ready := func(n int, rawBack bool) {
-		for i := landed; i < done+n; i++ {
-			sl := p.slot(i)
-			sl.dstats, sl.noRaw = stats[i-done], !rawBack
-		}
-		landed = done + n
-		p.mu.Lock()
-		p.published = landed
-		p.pub.Store(int64(landed))
-		p.mu.Unlock()
-		p.cond.Broadcast()
-	}
 	t0 := time.Now()
-	filters, _, err := p.dev.encodeBatch(descs, stats[:len(descs)], p.raw, &p.ws.rawPin, seal, fds, ready)
+	filters, rawBack, err := p.dev.encodeBatch(descs, stats[:len(descs)], p.raw, &p.ws.rawPin, seal, fds)
 	p.encEnd = time.Now()
 	p.encTime += p.encEnd.Sub(t0)
 	p.encBatches++
@@ -283,10 +268,21 @@ func (p *pipeline) encodeBlocks(done, end int, descs []blockDesc, stats []blockS
 		p.abort()
 		return false
 	}
+	for i := done; i < end; i++ {
+		sl := p.slot(i)
+		sl.dstats, sl.noRaw = stats[i-done], !rawBack
+	}
 	for i, t := range tables {
 		t.filter = filters[i]
 		t.filterDone.Store(true)
 		wake(t.notify)
+	}
+	if end > done {
+		p.mu.Lock()
+		p.published = end
+		p.pub.Store(int64(end))
+		p.mu.Unlock()
+		p.cond.Broadcast()
 	}
 	return true
 }
