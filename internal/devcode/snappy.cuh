@@ -342,5 +342,81 @@ __device__ inline uint32_t encode(const uint8_t* src, uint32_t n, uint8_t* dst, 
   return d;
 }
 
+// decode decodes a Snappy block (the format golang/snappy and s2's Snappy
+// mode write: a uvarint length, then literals and copies with 1-, 2- and
+// 4-byte offsets) of n bytes into exactly dlen bytes at dst; false for
+// anything else — a bad header, a tag past the input, an offset of 0 or
+// before the output's start, output past dlen or short of it. Every lane
+// of a whole warp calls it with the same arguments: each reads the tags
+// alike, and the warp writes an element's bytes a lane every 32nd (a copy
+// whose offset is shorter than its length repeats its last offset bytes,
+// so byte k of it is byte k mod offset of them). It returns once the warp's
+// bytes are written.
+__device__ inline bool decode(const uint8_t* src, uint32_t n, uint8_t* dst, uint32_t dlen) {
+  const uint32_t lane = threadIdx.x & 31u;
+  uint32_t p = 0;
+  uint64_t v = 0;
+  for (uint32_t shift = 0;; shift += 7) {
+    if (p >= n || shift > 28) return false;
+    const uint8_t c = src[p++];
+    v |= (uint64_t)(c & 0x7f) << shift;
+    if (c < 0x80) break;
+  }
+  if (v != dlen) return false;
+  uint32_t o = 0;
+  while (p < n) {
+    const uint8_t tag = src[p++];
+    uint64_t len;
+    uint32_t off;
+    switch (tag & 3) {
+      case 0: {  // a literal
+        len = tag >> 2;
+        if (len >= 60) {
+          const uint32_t nb = (uint32_t)len - 59;
+          if (nb > n - p) return false;
+          len = 0;
+          for (uint32_t k = 0; k < nb; k++) len |= (uint64_t)src[p + k] << (8 * k);
+          p += nb;
+        }
+        len += 1;
+        if (len > n - p || len > dlen - o) return false;
+        for (uint32_t k = lane; k < (uint32_t)len; k += 32) dst[o + k] = src[p + k];
+        p += (uint32_t)len;
+        o += (uint32_t)len;
+        __syncwarp();  // (a later copy reads bytes other lanes wrote)
+        continue;
+      }
+      case 1:
+        if (p >= n) return false;
+        len = 4 + ((tag >> 2) & 7);
+        off = (uint32_t)(tag & 0xe0) << 3 | src[p];
+        p += 1;
+        break;
+      case 2:
+        if (2 > n - p) return false;
+        len = 1 + (tag >> 2);
+        off = (uint32_t)src[p] | (uint32_t)src[p + 1] << 8;
+        p += 2;
+        break;
+      default:
+        if (4 > n - p) return false;
+        len = 1 + (tag >> 2);
+        off = (uint32_t)src[p] | (uint32_t)src[p + 1] << 8 | (uint32_t)src[p + 2] << 16 | (uint32_t)src[p + 3] << 24;
+        p += 4;
+        break;
+    }
+    if (off == 0 || off > o || len > dlen - o) return false;
+    const uint8_t* from = dst + o - off;
+    if (off >= len) {
+      for (uint32_t k = lane; k < (uint32_t)len; k += 32) dst[o + k] = from[k];
+    } else {
+      for (uint32_t k = lane; k < (uint32_t)len; k += 32) dst[o + k] = from[k % off];
+    }
+    o += (uint32_t)len;
+    __syncwarp();
+  }
+  return o == dlen;
+}
+
 }  // namespace snappy
 }  // namespace wk

@@ -203,6 +203,13 @@ func (d *devEngine) grid(n int) cuda.Dim3 {
 	return cuda.D1(max(1, min((n+deviceBlock-1)/deviceBlock, 1<<16)))
 }
 
+// warpGrid is the number of blocks of a grid-stride kernel that gives each
+// of n items a warp.
+func warpGrid(n int) int {
+	const warps = deviceBlock / 32
+	return max(1, min((n+warps-1)/warps, 1<<16))
+}
+
 // devicePtr is s for a kernel argument, nil when s is empty (a zero Slice
 // is no buffer).
 func devicePtr[T cuda.Elem](s cuda.Slice[T]) any {
@@ -873,7 +880,7 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 	// entry of the filters.
 	encodeGrid := 0
 	if nb > 0 {
-		encodeGrid = max(1, min((nb+deviceBlock/32-1)/(deviceBlock/32), 1<<16))
+		encodeGrid = warpGrid(nb)
 	}
 	filterGrid := 0
 	if fp.total > 0 {
@@ -1231,7 +1238,7 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 		if err := gpurt.RingUpload(&b.ring, str, infl, in.inflate); err != nil {
 			return nil, none, err
 		}
-		if err := d.fn.inflate.Launch(d.grid(ni), cuda.D1(deviceBlock), 0, str, infl, int32(ni), stored, arena, table, meta); err != nil {
+		if err := d.fn.inflate.Launch(cuda.D1(warpGrid(ni)), cuda.D1(deviceBlock), 0, str, infl, int32(ni), stored, arena, table, meta); err != nil {
 			return nil, none, err
 		}
 	}
