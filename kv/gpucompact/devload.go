@@ -18,8 +18,9 @@ type deviceInput struct {
 	blocks []uint32 // per block: its contents' offset in the arena, and length (gpucompact.cu's BlockIn)
 	crcs   []uint32 // per block stored uncompressed: block, offset, length, checksum (gpucompact.cu's CrcIn)
 	// uploaded says the arena went up piece by piece while it was loaded
-	// (arenaUpload): decode does not send it.
-	uploaded bool
+	// (arenaUpload), regionsUploaded the stored bytes of the pieces the
+	// device inflates: decode does not send them.
+	uploaded, regionsUploaded bool
 	// inflate lists the blocks the device checks and decompresses from
 	// regions (the stored bytes, pinned): block, offset in regions, stored
 	// length, type, place in the arena, decoded length, checksum
@@ -55,17 +56,21 @@ var errIrregularBlock = errors.New("gpucompact: an input block's restart points 
 // blocks that may hold its keys are read.
 func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace, part *partition, dev *devEngine) (_ *deviceInput, _ *loaded, err error) {
 	// With dev, each piece goes up to the device as soon as its bytes are
-	// in the arena, while the host reads and decompresses the others.
-	var up *arenaUpload
+	// in the arena, while the host reads and decompresses the others; and
+	// each piece the device inflates, as soon as its stored bytes are read
+	// (when they are pinned: the ring is the arena's).
+	var up, rup *arenaUpload
 	defer func() {
-		if up == nil {
-			return
-		}
-		if uerr := up.finish(err != nil); err == nil && uerr != nil {
-			err = &stageError{"device", uerr}
+		for _, u := range []*arenaUpload{up, rup} {
+			if u == nil {
+				continue
+			}
+			if uerr := u.finish(err != nil); err == nil && uerr != nil {
+				err = &stageError{"device", uerr}
+			}
 		}
 	}()
-	var onArena func([]byte) (func(lo, hi uint32), error)
+	var onArena, onRegions func([]byte) (func(lo, hi uint32), error)
 	if dev != nil {
 		onArena = func(arena []byte) (func(lo, hi uint32), error) {
 			var err error
@@ -75,8 +80,19 @@ func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace, part
 			}
 			return up.piece, nil
 		}
+		onRegions = func(regions []byte) (func(lo, hi uint32), error) {
+			if !ws.regionsPin.holds(regions) {
+				return nil, nil // (decode sends them)
+			}
+			var err error
+			rup, err = dev.startUpload(&dev.bufs.stored, regions, &ws.regionsPin)
+			if err != nil || rup == nil {
+				return nil, err
+			}
+			return rup.piece, nil
+		}
 	}
-	l, err := readJob(ctx, job, ws, part, false, onArena)
+	l, err := readJob(ctx, job, ws, part, false, onArena, onRegions)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -153,7 +169,7 @@ func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace, part
 			l.done(p)
 		}
 	}
-	in := &deviceInput{arena: l.arena, uploaded: up != nil, regions: l.regions}
+	in := &deviceInput{arena: l.arena, uploaded: up != nil, regionsUploaded: rup != nil, regions: l.regions}
 	for i, p := range l.pieces {
 		first := uint32(len(in.refs)) // the piece's first block, in the job
 		for c := 0; c < len(p.crcs); c += 4 {

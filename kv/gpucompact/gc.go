@@ -100,7 +100,7 @@ func (l *loaded) close() {
 // (their arrays are reserved). With part, only the blocks that may hold
 // keys of its range are read (partition.blocks). Every array comes from
 // ws. The caller closes what it returns.
-func readJob(ctx context.Context, job *compaction.Job, ws *workspace, part *partition, decode bool, onArena func(arena []byte) (pieceDone func(lo, hi uint32), err error)) (_ *loaded, err error) {
+func readJob(ctx context.Context, job *compaction.Job, ws *workspace, part *partition, decode bool, onArena, onRegions func(b []byte) (pieceDone func(lo, hi uint32), err error)) (_ *loaded, err error) {
 	var tables []*loadTable
 	for _, in := range job.Inputs {
 		for _, f := range in.Files {
@@ -196,15 +196,25 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, part *part
 	l.regions = regions
 	pieceEnts, pieceKeys := take(&ws.pieceEnts, entsLen), take(&ws.pieceKeys, keysLen)
 	entsLen, keysLen = 0, 0
+	inflated := false // some piece's blocks the device inflates
 	for i, p := range pieces {
 		if !p.direct {
 			p.region, p.regionOff = regions[regionAt[i][0]:regionAt[i][1]], regionAt[i][0]
 			p.devSnappy = p.devSnappy && inflateFrom(ws, regions)
+			inflated = inflated || p.devSnappy && len(p.region) > 0
 		}
 		p.s.ents = pieceEnts[entsLen : entsLen : entsLen+p.entsCap]
 		p.s.keys = pieceKeys[keysLen : keysLen : keysLen+p.keysCap]
 		entsLen += p.entsCap
 		keysLen += p.keysCap
+	}
+	// With onRegions (the CUDA engine), the stored bytes of the pieces the
+	// device inflates go up as each piece is read.
+	var regionDone func(lo, hi uint32)
+	if onRegions != nil && inflated {
+		if regionDone, err = onRegions(regions); err != nil {
+			return nil, err
+		}
 	}
 	// Read every piece, learning the length of its blocks' contents; then
 	// give each its place in one arena and decode into it.
@@ -239,6 +249,9 @@ func readJob(ctx context.Context, job *compaction.Job, ws *workspace, part *part
 			return nil
 		}
 		p.rawLen, err = readBlocks(p.t.r, p.t.file, p.t.f.FileNum.String(), p.blocks, p.region)
+		if err == nil && regionDone != nil && p.devSnappy && len(p.region) > 0 {
+			regionDone(uint32(p.regionOff), uint32(p.regionOff+len(p.region)))
+		}
 		return err
 	})
 	if err != nil {
@@ -314,7 +327,7 @@ var inflateFrom = func(ws *workspace, regions []byte) bool { return ws.pinDev !=
 // its own, and gathered in job order. With part, only the blocks that may
 // hold its keys are read.
 func loadJob(ctx context.Context, job *compaction.Job, ws *workspace, part *partition) (*inputSet, error) {
-	l, err := readJob(ctx, job, ws, part, true, nil)
+	l, err := readJob(ctx, job, ws, part, true, nil, nil)
 	if err != nil {
 		return nil, err
 	}

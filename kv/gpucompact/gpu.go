@@ -1078,17 +1078,25 @@ type arenaUpload struct {
 
 // startArenaUpload starts sending arena up (nil for an empty one).
 func (d *devEngine) startArenaUpload(ws *workspace, arena []byte) (*arenaUpload, error) {
-	if len(arena) == 0 {
+	var pin *pinned
+	if ws.arenaPin.holds(arena) {
+		pin = &ws.arenaPin
+	}
+	return d.startUpload(&d.bufs.arena, arena, pin)
+}
+
+// startUpload starts sending src up into buf's first len(src) elements, by
+// DMA from pin's memory (which holds src) or else through the ring (nil
+// for an empty src).
+func (d *devEngine) startUpload(buf *gpurt.Buf[uint8], src []byte, pin *pinned) (*arenaUpload, error) {
+	if len(src) == 0 {
 		return nil, nil
 	}
-	dst, err := d.bufs.arena.Get(d.dev, d.stream, len(arena))
+	dst, err := buf.Get(d.dev, d.stream, len(src))
 	if err != nil {
 		return nil, err
 	}
-	u := &arenaUpload{d: d, arena: arena, dst: dst, wake: make(chan struct{}, 1), exit: make(chan struct{})}
-	if ws.arenaPin.holds(arena) {
-		u.pin = &ws.arenaPin
-	}
+	u := &arenaUpload{d: d, arena: src, dst: dst, pin: pin, wake: make(chan struct{}, 1), exit: make(chan struct{})}
 	go u.run()
 	return u, nil
 }
@@ -1118,7 +1126,7 @@ func (u *arenaUpload) run() {
 			for i++; i < len(batch) && batch[i][0] == hi; i++ {
 				hi = batch[i][1]
 			}
-			if u.pin != nil {
+			if u.pin != nil { // (holds: arena starts the pinned memory)
 				u.err = cuda.CopyToDeviceAsync(u.dst.Sub(int(lo), int(hi)), u.pin.mem, int(lo), u.d.stream)
 			} else {
 				u.err = gpurt.RingUpload(&u.d.bufs.ring, u.d.stream, u.dst.Sub(int(lo), int(hi)), u.arena[lo:hi])
@@ -1228,8 +1236,10 @@ func (d *devEngine) decode(in *deviceInput, ws *workspace) (_ *inputSet, _ cuda.
 		if err != nil {
 			return nil, none, err
 		}
-		if err := upload(d, &ws.regionsPin, stored, in.regions); err != nil {
-			return nil, none, err
+		if !in.regionsUploaded { // (else they went up as they were read)
+			if err := upload(d, &ws.regionsPin, stored, in.regions); err != nil {
+				return nil, none, err
+			}
 		}
 		infl, err := b.inflate.Get(dev, str, len(in.inflate))
 		if err != nil {
