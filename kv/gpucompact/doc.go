@@ -288,7 +288,8 @@
 //     PinnedBytes) and the ring carries only what does not fit, rather than
 //     every copy going through a ring of chunks: a job that fits copies its
 //     arrays once, by DMA. One stream, whose copies overlap the host's
-//     reading only for tables stored uncompressed (arenaUpload).
+//     reading for tables stored uncompressed (their arena) and with Snappy
+//     (their stored bytes), when pinned (startUpload).
 //     Launches per job: 11 (with Snappy inputs on the device, 12: inflate)
 //     plus one per merge round and one per encode batch (two with device
 //     sealing: seal_blocks), and 4 more when some positions need the
