@@ -160,7 +160,7 @@
 // 64-bit 0.31, 0.59x (docs/benchmarks.md,
 // "VoB builds through the plain kernels"). Insert batches large against
 // the tree run in rounds (f5ff39c, as btree's: blinknode.Rounds, the tree
-// estimated from its pool's units in use; a first 2^20 batch into an empty
+// estimated from its pool's units in use less its retired ones; a first 2^20 batch into an empty
 // tree took 3.8-4.2 ms in one launch, 2.1-2.2 in rounds), and PlainCopy
 // batches reserve the copies their splits take (32f4f15): over thirteen runs
 // ViB builds 0.75-0.80 G keys/s (the 0.6 met), 0.86-0.92x btree's, whose

@@ -81,6 +81,19 @@ type generation struct {
 	// snapped: a snapshot was taken of it (gpuTree.epochMu), so that under
 	// CopyIfStale its nodes may carry stamps older than the batch's.
 	snapped bool
+	// retired counts units of the pool that are no nodes of the tree:
+	// retired units waiting for their free, or never freed (leaked).
+	retired atomic.Int64
+}
+
+// nodes estimates the tree's nodes in gen, which insert rounds are cut by
+// (blinknode.Rounds): the pool's units in use (slaballoc's Observed: as
+// last read back, less the units freed since), less the retired ones.
+// Counting those, a tree written by CopyAlways batches, a copy retired for
+// every node written, looked many times its size, and a large batch into
+// it ran in too few rounds.
+func (gen *generation) nodes() int {
+	return int(max(gen.pool.Observed()-gen.retired.Load(), 0))
 }
 
 // retiredLog is what one write batch unlinked: units of gen's pool, freed
@@ -429,7 +442,9 @@ func (g *gpuTree[K, V]) freeRetired(ctx context.Context, it retiredLog) error {
 	var err error
 	if !it.gen.dead {
 		if err = g.freeUnits(ctx, it.gen, it.units); err != nil {
-			g.leaked.Add(int64(n))
+			g.leaked.Add(int64(n)) // (and stay it.gen.retired: allocated, no nodes)
+		} else {
+			it.gen.retired.Add(-int64(n))
 		}
 	}
 	g.logs.put(it.buf)
@@ -797,7 +812,7 @@ func (g *gpuTree[K, V]) write(ctx context.Context, n int, grows bool, stage func
 		supers := gen.pool.SuperBlocks()
 		ends := []int{n}
 		if grows {
-			ends = blinknode.Rounds(n, int(gen.pool.Observed()))
+			ends = blinknode.Rounds(n, gen.nodes())
 		}
 		st, err := g.runWrite(l, gen, w, kind, reg, nreg, log, need, ends, launch)
 		gen.pool.Unreserve(reserved)
@@ -924,6 +939,7 @@ func (g *gpuTree[K, V]) runWrite(l *lane[K, V], gen *generation, w uint32, kind 
 				if err = units.CopyFrom(log.Sub(0, n)); err == nil {
 					items = append(items, retiredLog{gen: gen, units: units, buf: buf})
 					g.retired.Add(int64(n))
+					gen.retired.Add(int64(n))
 				} else {
 					g.logs.put(buf)
 				}
@@ -932,6 +948,7 @@ func (g *gpuTree[K, V]) runWrite(l *lane[K, V], gen *generation, w uint32, kind 
 				// A log that could not be kept leaks its units (never
 				// reused unsafely), counted in Stats.ReclaimLeaked.
 				g.leaked.Add(int64(n))
+				gen.retired.Add(int64(n))
 			}
 		}
 	}

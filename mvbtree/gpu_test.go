@@ -1078,6 +1078,18 @@ func testInsertRounds(t *testing.T, open func(Options) func(testing.TB) *Tree[ui
 			holds(t, "after a batch in one launch", len(keys), func(k, v []uint32, f []bool) error { return tr.Lookup(ctx, k, v, f) })
 			check(t, tr.Check(ctx))
 
+			// A tree of 50 keys: a batch of n runs in rounds, under
+			// CopyAlways too, whose copies (a unit for every node the first
+			// batch wrote, retired, then freed by the next batch) are no
+			// nodes of the tree.
+			tr = open(Options{Copy: mode})(t)
+			insert(tr, 0, 50)
+			if r := insert(tr, 50, 50+n); r == 0 {
+				t.Fatalf("%d keys into a tree of 50 ran in one launch", n)
+			}
+			holds(t, "after a small batch and one in rounds", 50+n, func(k, v []uint32, f []bool) error { return tr.Lookup(ctx, k, v, f) })
+			check(t, tr.Check(ctx))
+
 			// A built tree: its nodes count (the pool's bulk allocation).
 			tr = open(Options{Copy: mode})(t)
 			check(t, tr.Build(ctx, keys[:n], vals[:n]))

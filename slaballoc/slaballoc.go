@@ -133,6 +133,7 @@ type Pool struct {
 	closed  atomic.Bool
 
 	usedSeen atomic.Int64 // allocated units at the last reading, plus what host calls allocated since
+	freed    atomic.Int64 // units host calls freed since the last reading (Observed only)
 	pending  atomic.Int64 // units of the reservations not yet ended (Unreserve)
 }
 
@@ -229,13 +230,18 @@ func (p *Pool) Acquire() (release func(), err error) {
 // Observe records the allocated count a caller read back after its kernel
 // (the descriptor's counter), refreshing Reserve's estimate of what is free.
 // It leaves the reservations alone: each ends with its own Unreserve.
-func (p *Pool) Observe(allocated int64) { p.usedSeen.Store(allocated) }
+func (p *Pool) Observe(allocated int64) {
+	p.usedSeen.Store(allocated)
+	p.freed.Store(0)
+}
 
 // Observed is the allocated count last recorded by Observe (or read by
-// Reserve), plus the units the host's device allocations took since: the
-// units in use as of that read-back, an estimate callers may size their
-// work by.
-func (p *Pool) Observed() int64 { return p.usedSeen.Load() }
+// Reserve or Stats), plus the units the host's allocations took since,
+// less the units its Free and FreeDevice calls gave back since: the units
+// in use, an estimate callers may size their work by. (Reserve's own
+// estimate keeps the freed units until the next reading: it errs on the
+// side of growing.)
+func (p *Pool) Observed() int64 { return max(p.usedSeen.Load()-p.freed.Load(), 0) }
 
 // Unreserve ends a reservation of units made by Reserve, once the launches
 // it covered have finished (or failed). A caller that reads the counter back
@@ -460,7 +466,7 @@ func (p *Pool) reset(ctx context.Context, s *cuda.Stream) error {
 	if err != nil {
 		return fmt.Errorf("slaballoc: reset: %w", err)
 	}
-	p.usedSeen.Store(0)
+	p.Observe(0)
 	return nil
 }
 
@@ -556,6 +562,7 @@ func (p *Pool) Free(ctx context.Context, addrs []uint32) error {
 	if err := p.impl.free(addrs); err != nil {
 		return fmt.Errorf("slaballoc: free: %w", err)
 	}
+	p.freed.Add(int64(len(addrs)))
 	return nil
 }
 
@@ -638,7 +645,11 @@ func (p *Pool) FreeDevice(ctx context.Context, addrs cuda.Slice[uint32]) error {
 		return err
 	}
 	defer release()
-	return p.impl.freeDevice(ctx, addrs)
+	if err := p.impl.freeDevice(ctx, addrs); err != nil {
+		return err
+	}
+	p.freed.Add(int64(addrs.Len()))
+	return nil
 }
 
 // ReadUnit copies the first len(dst) bytes of a unit (at most UnitBytes).

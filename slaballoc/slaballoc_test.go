@@ -143,6 +143,56 @@ func TestAllocateFreeReuse(t *testing.T) {
 	})
 }
 
+// TestObserved: the estimate of the units in use follows the host's
+// allocations and frees between readings of the counter (mvbtree cuts its
+// insert rounds by it), and a reading makes it exact.
+func TestObserved(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, opts Options) {
+		ctx := context.Background()
+		opts.BlocksPerSuperBlock = 4 // 4096 units
+		p := newPool(t, opts)
+		want := func(what string, n int64) {
+			t.Helper()
+			if got := p.Observed(); got != n {
+				t.Fatalf("%s: Observed %d, want %d", what, got, n)
+			}
+		}
+		a := make([]uint32, 3000)
+		if err := p.Allocate(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		want("after allocating 3000", 3000)
+		if err := p.Free(ctx, a[:1000]); err != nil {
+			t.Fatal(err)
+		}
+		want("after freeing 1000", 2000)
+		checkCounts(t, p, 2000) // Stats reads the counter
+		want("after a reading", 2000)
+		if opts.Backend == warpkit.CUDA {
+			d, err := cuda.Alloc[uint32](opts.Device, 500)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Free()
+			if err := d.CopyFromHost(a[1000:1500]); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.FreeDevice(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+			want("after freeing 500 device addresses", 1500)
+		} else if err := p.Free(ctx, a[1000:1500]); err != nil {
+			t.Fatal(err)
+		}
+		checkCounts(t, p, 1500)
+		// A failed free counts nothing.
+		if err := p.Free(ctx, a[:1]); err == nil {
+			t.Fatal("a unit freed twice: no error")
+		}
+		want("after a failed free", 1500)
+	})
+}
+
 func TestGrowthAndMaximum(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, opts Options) {
 		ctx := context.Background()
