@@ -128,8 +128,8 @@ type Options struct {
 	// output blocks (under 16 KiB; larger ones always on the host): on the
 	// device by default, with s2's encoder byte for byte (outputs are
 	// unchanged). On the device a Snappy job takes less than half the
-	// host's CPU a GB and runs faster, more so the busier the host's cores
-	// (docs/benchmarks.md).
+	// host's CPU a GB and runs as fast on an idle host, faster the busier
+	// the host's cores (1.15-1.8x at 80% CPU stress: docs/benchmarks.md).
 	Sealing Sealing
 }
 

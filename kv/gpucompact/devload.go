@@ -54,20 +54,34 @@ var errIrregularBlock = errors.New("gpucompact: an input block's restart points 
 // second result) after the device has decoded the blocks: a block the device
 // finds damaged is decoded again on the host (recheck). With part, only the
 // blocks that may hold its keys are read.
-func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace, part *partition, dev *devEngine) (_ *deviceInput, _ *loaded, err error) {
+func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace, part *partition, dev *devEngine, failAt func(stage string) error) (in *deviceInput, l *loaded, err error) {
 	// With dev, each piece goes up to the device as soon as its bytes are
 	// in the arena, while the host reads and decompresses the others; and
 	// each piece the device inflates, as soon as its stored bytes are read
 	// (when they are pinned: the ring is the arena's).
 	var up, rup *arenaUpload
 	defer func() {
+		loadErr := err
 		for _, u := range []*arenaUpload{up, rup} {
 			if u == nil {
 				continue
 			}
-			if uerr := u.finish(err != nil); err == nil && uerr != nil {
+			if uerr := u.finish(loadErr != nil); err == nil && uerr != nil {
 				err = &stageError{"device", uerr}
 			}
+		}
+		if err == nil && failAt != nil && (up != nil || rup != nil) {
+			if ferr := failAt("upload"); ferr != nil { // (tests: a copy that failed)
+				err = &stageError{"device", ferr}
+			}
+		}
+		if loadErr == nil && err != nil {
+			// The load succeeded and an upload failed: the other's copies
+			// may still run (finished without waiting), and the tables
+			// the load opened are this function's to close.
+			_ = dev.stream.Synchronize() // (its error is the next call's too)
+			l.close()
+			in, l = nil, nil
 		}
 	}()
 	var onArena, onRegions func([]byte) (func(lo, hi uint32), error)
@@ -92,7 +106,7 @@ func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace, part
 			return rup.piece, nil
 		}
 	}
-	l, err := readJob(ctx, job, ws, part, false, onArena, onRegions)
+	l, err = readJob(ctx, job, ws, part, false, onArena, onRegions)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -169,7 +183,7 @@ func loadJobBlocks(ctx context.Context, job *compaction.Job, ws *workspace, part
 			l.done(p)
 		}
 	}
-	in := &deviceInput{arena: l.arena, uploaded: up != nil, regionsUploaded: rup != nil, regions: l.regions}
+	in = &deviceInput{arena: l.arena, uploaded: up != nil, regionsUploaded: rup != nil, regions: l.regions}
 	for i, p := range l.pieces {
 		first := uint32(len(in.refs)) // the piece's first block, in the job
 		for c := 0; c < len(p.crcs); c += 4 {

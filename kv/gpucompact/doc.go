@@ -84,9 +84,9 @@
 //     places in it, trailers and all, and the device checks every such
 //     block's checksum (in block_intervals' launch, a thread a block,
 //     slicing-by-4 tables derived from record.CRCTable); the stored bytes of tables stored
-//     with Snappy (in pinned memory) go up in one copy, and the device
-//     checks and decompresses each block into its place (inflate_blocks, a
-//     thread a block); the host decompresses S2 blocks into the arena
+//     with Snappy (in pinned memory) go up piece by piece as the host
+//     reads them, and the device checks and decompresses each block into
+//     its place (inflate_blocks, a warp a block); the host decompresses S2 blocks into the arena
 //     (checking their checksums). The device counts each block's restart
 //     intervals (checking its restart array), walks every interval twice —
 //     counting entries and key bytes (one word, scanned once by prim),
@@ -212,7 +212,7 @@
 // Snappy inputs decompressed on the device, Snappy outputs compressed on
 // the device (Options.Sealing, by default where the host's s2 is the
 // encoder the device reproduces: as fast as the host's sealers on an idle
-// host, 1.4-1.8x as fast at 80% CPU stress, with 0.4-0.6x the host's CPU a
+// host, 1.15-1.8x as fast at 80% CPU stress, with 0.4-0.6x the host's CPU a
 // GB), and key-range partitions for
 // jobs past the budgets, and a bound on its pinned memory
 // (Options.PinnedBytes: arrays past it travel through a ring of two
@@ -307,7 +307,9 @@
 //     EngineTime and FallbackTime are added; the busy policy
 //     WaitWhenFaster (the default) is beyond the spec's WhenBusy values; stage times are Load,
 //     Merge, GC, Sizes, Plan and Write (the encoding and writing overlap
-//     the plan: Write is what is left of them after it).
+//     the plan: Write is what is left of them after it), and for the CUDA
+//     engine's device batches Encode (their time), EncodeBatches (how
+//     many) and WriteTail (the write stage after a job's last batch).
 //   - SealBlock returns a SealedBlock (stored bytes, type, masked CRC) that
 //     EncodedBlock carries as Sealed, where the spec lists Stored, Type and
 //     CRC fields of EncodedBlock. Added hooks: Reader.DecodeBlock,

@@ -203,7 +203,7 @@ func prepare(ctx context.Context, job *compaction.Job, part *partition, ws *work
 	if dev != nil {
 		// The host reads and decompresses; the device decodes, merges,
 		// collects garbage and sizes the entries.
-		in, l, err := loadJobBlocks(ctx, job, ws, part, dev)
+		in, l, err := loadJobBlocks(ctx, job, ws, part, dev, r.failAt)
 		if err != nil {
 			return nil, r.wrap("load", err)
 		}

@@ -320,7 +320,9 @@ func TestCUDAOutOfDeviceMemory(t *testing.T) {
 // with compaction.CPU's output, and frees its device memory on Close.
 func TestCUDACompactor(t *testing.T) {
 	dev := gputest.Device(t)
-	for i, stage := range []string{"", "load", "merge", "gc", "sizes", "plan", "encode", "write"} {
+	// "upload": a copy of the inputs sent up during the load fails after
+	// the load itself succeeded (counted as stage "device").
+	for i, stage := range []string{"", "load", "merge", "gc", "sizes", "plan", "encode", "write", "upload"} {
 		c, err := New(Options{Backend: warpkit.CUDA, Device: dev, Fallback: compaction.CPU{Parts: 1}, MinInputBytes: -1})
 		if err != nil {
 			t.Fatal(err)
@@ -352,12 +354,19 @@ func TestCUDACompactor(t *testing.T) {
 			t.Fatalf("%q: outputs differ from compaction.CPU's", stage)
 		}
 		st := c.Stats()
+		counted := stage
+		if stage == "upload" {
+			counted = "device"
+		}
 		if stage == "" {
 			if st.EngineJobs != 1 || got.Stats.Engine != "cuda" || st.DeviceHeldBytes == 0 {
 				t.Fatalf("stats %+v, result engine %q", st, got.Stats.Engine)
 			}
-		} else if st.Fallbacks[stage] != 1 || got.Stats.Fallback != stage || st.DeviceHeldBytes != 0 {
+		} else if st.Fallbacks[counted] != 1 || got.Stats.Fallback != counted || st.DeviceHeldBytes != 0 {
 			t.Fatalf("%q: stats %+v, result fallback %q", stage, st, got.Stats.Fallback)
+		}
+		if e.Held() != 0 {
+			t.Fatalf("%q: %d readers held after the job", stage, e.Held())
 		}
 		if err := c.Close(); err != nil {
 			t.Fatal(err)

@@ -342,6 +342,7 @@ func (s *inputSet) sealDeviceBlock(sl *blockSlot, kept []uint32, opts sstable.Wr
 		// sealed bytes and the contents' size.
 		typ := sstable.Compression(st.typ)
 		if typ != sstable.NoCompression && typ != opts.Compression || pb.sealedAt < 0 || pb.sealedAt+int(st.stored) > len(sealed) ||
+			int(st.stored) > sstable.SealBound(opts.Compression, pb.size) || // (past its place: into the next block's)
 			typ == sstable.NoCompression && int(st.stored) != pb.size {
 			return sstable.EncodedBlock{}, fmt.Errorf("gpucompact: the device sealed the block at kept entry %d (%d bytes) as %d bytes of type %d", pb.start, pb.size, st.stored, st.typ)
 		}

@@ -134,13 +134,12 @@ func sealOnDeviceForTest(d *devEngine, blocks [][]byte) ([]sstable.SealedBlock, 
 		if st.status != 0 || st.stored == 0 {
 			return nil, fmt.Errorf("block %d: status %d, stored %d", i, st.status, st.stored)
 		}
-		sb := sstable.SealedBlock{Type: sstable.Compression(st.typ), CRC: record.MaskCRC(st.crc)}
-		if sb.Type == sstable.NoCompression {
-			sb.Stored = blocks[i][:st.stored]
-		} else {
-			sb.Stored = sealed[at[i] : at[i]+uint64(st.stored)]
+		if bound := sstable.SealBound(sstable.SnappyCompression, len(blocks[i])); int(st.stored) > bound {
+			return nil, fmt.Errorf("block %d: stored %d bytes, past its place's %d", i, st.stored, bound)
 		}
-		out[i] = sb
+		// Every block's stored bytes from its sealed place, those stored
+		// as they are too: the engine writes them from there.
+		out[i] = sstable.SealedBlock{Type: sstable.Compression(st.typ), CRC: record.MaskCRC(st.crc), Stored: sealed[at[i] : at[i]+uint64(st.stored)]}
 	}
 	return out, nil
 }

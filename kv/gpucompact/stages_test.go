@@ -392,7 +392,7 @@ func TestLoadJobBlocks(t *testing.T) {
 	for _, c := range []sstable.Compression{sstable.NoCompression, sstable.SnappyCompression} {
 		e, job := benchJobWith(t, 2, 100, c)
 		ws := &workspace{}
-		in, l, err := loadJobBlocks(context.Background(), job, ws, nil, nil)
+		in, l, err := loadJobBlocks(context.Background(), job, ws, nil, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -439,7 +439,7 @@ func TestLoadJobBlocks(t *testing.T) {
 	data[h.Offset+3] ^= 0x10
 	fileOf(t, e.FS(), name, data)
 	ws := &workspace{}
-	in, l, err := loadJobBlocks(context.Background(), job, ws, nil, nil)
+	in, l, err := loadJobBlocks(context.Background(), job, ws, nil, nil, nil)
 	if err != nil {
 		t.Fatalf("damage the device is to find: %v", err)
 	}
@@ -458,7 +458,7 @@ func TestLoadJobBlocks(t *testing.T) {
 	data[h.Offset+h.Length] = byte(sstable.SnappyCompression)
 	fixChecksum(data, h)
 	fileOf(t, e.FS(), name, data)
-	_, _, err = loadJobBlocks(context.Background(), job, ws, nil, nil)
+	_, _, err = loadJobBlocks(context.Background(), job, ws, nil, nil, nil)
 	var ce *base.CorruptionError
 	if !errors.Is(err, errIrregularBlock) && !errors.As(err, &ce) {
 		t.Fatalf("a compressed block in an uncompressed table: %v", err)
@@ -479,7 +479,7 @@ func TestLoadJobBlocksInflate(t *testing.T) {
 	for _, valueLen := range []int{16, 700} {
 		e, job := benchJobWith(t, 2, valueLen, sstable.SnappyCompression)
 		ws := &workspace{}
-		in, l, err := loadJobBlocks(context.Background(), job, ws, nil, nil)
+		in, l, err := loadJobBlocks(context.Background(), job, ws, nil, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -120,6 +120,10 @@ func (w *Writer) AddEncodedBlock(b EncodedBlock) error {
 		if n := binary.LittleEndian.Uint32(b.Raw[len(b.Raw)-4:]); n == 0 || uint64(n) > uint64(len(b.Raw)-4)/4 {
 			return w.fail(fmt.Errorf("sstable: encoded block with %d restart points in %d bytes", n, len(b.Raw)))
 		}
+	} else if n, err := decodedLen(b.Sealed.Type, b.Sealed.Stored); err != nil || n != b.RawSize {
+		// Sealed bytes alone: their length (or header) must say RawSize,
+		// which the table's properties count.
+		return w.fail(fmt.Errorf("sstable: sealed block of %d stored bytes decodes to %d bytes (%v), RawSize says %d", len(b.Sealed.Stored), n, err, b.RawSize))
 	}
 	if err := w.next(b.First); err != nil {
 		return err

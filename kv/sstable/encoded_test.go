@@ -162,6 +162,18 @@ func TestEncodedBlockRefused(t *testing.T) {
 			b.Sealed, b.Raw = &s, nil
 			return w.AddEncodedBlock(b)
 		}},
+		{"sealed without contents, of another size", func(w *Writer) error {
+			b := blocks[0]
+			s := SealBlock(SnappyCompression, nil, b.Raw)
+			b.Sealed, b.Raw, b.RawSize = &s, nil, len(b.Raw)+8
+			return w.AddEncodedBlock(b)
+		}},
+		{"stored as it is without contents, of another size", func(w *Writer) error {
+			b := blocks[0]
+			s := SealedBlock{Stored: b.Raw, Type: NoCompression, CRC: blockCRC(b.Raw, NoCompression)}
+			b.Sealed, b.Raw, b.RawSize = &s, nil, len(b.Raw)-1
+			return w.AddEncodedBlock(b)
+		}},
 		{"first after last", func(w *Writer) error {
 			b := blocks[0]
 			b.First, b.Last = b.Last, b.First
