@@ -7,6 +7,7 @@ require (
 	github.com/klauspost/compress v1.18.0
 	github.com/tidwall/btree v1.8.2
 	github.com/vbauerster/mpb/v8 v8.9.3
+	golang.org/x/sys v0.30.0
 	gonum.org/v1/plot v0.17.0
 )
 
@@ -22,6 +23,5 @@ require (
 	github.com/mattn/go-runewidth v0.0.16 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/sys v0.30.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 )

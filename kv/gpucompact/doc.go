@@ -62,8 +62,10 @@
 //     HostWorkers), into its planned
 //     place, and sealed (checksum, compression) while hot; each output
 //     table, as soon as it is planned, written by a goroutine of its own
-//     that takes its blocks in order as they are encoded
-//     (Writer.AddEncodedBlock, then compaction.FinishOutput). The walk,
+//     that takes its blocks in order as they are encoded, the ready run
+//     of them at once (Writer.AddEncodedBlocks: up to 256 blocks, their
+//     sealed bytes written as vectors where the file can; then
+//     compaction.FinishOutput). The walk,
 //     the encoding and the writing overlap; at most 2×HostWorkers output
 //     files (2×GOMAXPROCS by default, at least 2) are open at once. Every
 //     loop the host splits over goroutines (reads, decoding, merges,

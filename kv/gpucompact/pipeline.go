@@ -511,6 +511,7 @@ func (p *pipeline) write(t *outTable) {
 	bitsPerKey := p.job.Env.WriterOptions.BloomBitsPerKey
 	devFilter := bitsPerKey > 0 && p.dev != nil // the device builds the filter (buildFilters)
 	nh := 0
+	var batch []sstable.EncodedBlock
 	// encDone is read before the block's state is read again: the
 	// encoders may have finished block k between a look at it and the look
 	// at encDone, and only a look after encDone is final.
@@ -558,21 +559,36 @@ func (p *pipeline) write(t *outTable) {
 			}
 			<-t.notify
 		}
-		enc := p.slot(k).enc
-		if bitsPerKey > 0 {
-			if !devFilter {
-				nh += copy(p.hashes[t.start+nh:], enc.Hashes)
+		// Block k and the table's ready blocks after it go in one call:
+		// where the file writes vectors, the sealed bytes go to it from
+		// where they lie, without the Writer's copy into its buffer.
+		batch = batch[:0]
+		for j := k; len(batch) < writeBatch; j++ {
+			if j > k && (int64(j) >= p.pub.Load() || !p.slot(j).ready.Load() || p.slot(j).job.t != t) {
+				break
 			}
-			enc.Hashes = nil
+			enc := p.slot(j).enc
+			if bitsPerKey > 0 {
+				if !devFilter {
+					nh += copy(p.hashes[t.start+nh:], enc.Hashes)
+				}
+				enc.Hashes = nil
+			}
+			batch = append(batch, enc)
 		}
-		if err := w.AddEncodedBlock(enc); err != nil {
+		if err := w.AddEncodedBlocks(batch); err != nil {
 			t.f.Close()
 			t.err = &stageError{"write", err}
 			p.abort()
 			return
 		}
+		k += len(batch) - 1
 	}
 }
+
+// writeBatch is the most blocks a table's writer hands its Writer at once
+// (two buffers each: 512 of writev's 1024).
+const writeBatch = 256
 
 // wait waits for the encoders and the writers, and returns the tables in
 // key order, or the job's error: the first failure (an encoding error

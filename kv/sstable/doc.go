@@ -93,6 +93,10 @@
 // Writer to compress, and may give it the bloom filter with SetFilter; the
 // table is byte-identical to the one Add would write for the same entries
 // as long as the blocks are cut and laid out as Add's builder does
-// (encoded.go says how). Reader.DataBlocks and Reader.DecodeBlock give such
+// (encoded.go says how). AddEncodedBlocks takes a run of them: where the
+// file writes vectors (vfs.VectorWriter: writev(2), MemFS) and the run
+// holds 64 KiB of sealed bytes or more, those go to the file from the
+// caller's memory in one call, without the copy into the Writer's buffer.
+// Reader.DataBlocks and Reader.DecodeBlock give such
 // a compactor the input tables' blocks without iterating them.
 package sstable

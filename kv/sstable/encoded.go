@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/klauspost/compress/s2"
 
@@ -93,6 +94,75 @@ func BloomHash(userKey []byte) uint32 { return bloomHash(userKey) }
 // hashes (for checking a filter built elsewhere).
 func BuildFilter(hashes []uint32, bitsPerKey int) []byte {
 	return buildBloom(nil, hashes, bitsPerKey)
+}
+
+// vectorWriter is vfs.VectorWriter (not imported: vfs is below sstable's
+// callers, not sstable).
+type vectorWriter interface {
+	WriteVectors(bufs [][]byte) (int64, error)
+}
+
+// AddEncodedBlocks appends finished data blocks, as AddEncodedBlock on each
+// in order would, with the same file bytes. Where the file writes vectors
+// (vfs.VectorWriter: writev(2), MemFS) the sealed blocks among them, with
+// their trailers, go to it in one call from the caller's memory, rather
+// than each copied into the Writer's buffer first; their memory is the
+// caller's again when it returns. Calls with less than 64 KiB of sealed
+// bytes take the buffered path: a write call each would cost more than the
+// copies (the buffer writes 256 KiB a call).
+func (w *Writer) AddEncodedBlocks(bs []EncodedBlock) error {
+	vw, ok := w.dst.(vectorWriter)
+	if ok {
+		sealed := 0
+		for _, b := range bs {
+			if b.Sealed != nil {
+				sealed += len(b.Sealed.Stored)
+			}
+		}
+		ok = sealed >= w.minVectorBytes
+	}
+	if !ok {
+		for _, b := range bs {
+			if err := w.AddEncodedBlock(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	w.trailers = slices.Grow(w.trailers[:0], blockTrailerLen*len(bs))
+	for _, b := range bs {
+		// A block to compress here, or written behind blocks still being
+		// compressed, takes the buffered path, after the vectors so far.
+		w.vectors = b.Sealed != nil && len(w.inflight) == 0
+		if !w.vectors {
+			w.writeVectors(vw)
+		}
+		err := w.AddEncodedBlock(b)
+		w.vectors = false
+		if err != nil {
+			w.vec = w.vec[:0]
+			return err
+		}
+	}
+	w.writeVectors(vw)
+	return w.err
+}
+
+// writeVectors writes the blocks AddEncodedBlocks gathered, after what the
+// buffer holds.
+func (w *Writer) writeVectors(vw vectorWriter) {
+	if len(w.vec) == 0 {
+		return
+	}
+	if w.err == nil {
+		if err := w.out.Flush(); err != nil {
+			w.fail(err)
+		} else if _, err := vw.WriteVectors(w.vec); err != nil {
+			w.fail(err)
+		}
+	}
+	clear(w.vec)
+	w.vec = w.vec[:0]
 }
 
 // AddEncodedBlock appends a finished data block. The Writer's own open block

@@ -70,6 +70,7 @@ type Metadata struct {
 // call Finish. Finish does not sync or close the file.
 type Writer struct {
 	out    *bufio.Writer
+	dst    io.Writer // what out writes to
 	opts   WriterOptions
 	offset uint64
 	err    error
@@ -97,6 +98,14 @@ type Writer struct {
 	inflight  []*pendingBlock
 	unindexed *pendingBlock
 
+	// vec holds the sealed blocks and trailers of an AddEncodedBlocks call
+	// while it runs (vectors: writeSealed appends to them rather than to
+	// out), written in one WriteVectors at its end; trailers backs theirs.
+	vectors        bool
+	vec            [][]byte
+	trailers       []byte
+	minVectorBytes int // AddEncodedBlocks' least sealed bytes for vectors (64 KiB; tests: less)
+
 	// omitRawDataSize writes no RawDataSize property, as tables written
 	// before it existed (tests only).
 	omitRawDataSize bool
@@ -105,7 +114,7 @@ type Writer struct {
 // NewWriter returns a Writer appending to w.
 func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 	opts = opts.withDefaults()
-	wr := &Writer{out: bufio.NewWriterSize(w, 256<<10), opts: opts}
+	wr := &Writer{out: bufio.NewWriterSize(w, 256<<10), dst: w, opts: opts, minVectorBytes: 64 << 10}
 	wr.data.restartInterval = opts.RestartInterval
 	wr.index.restartInterval = 1
 	wr.meta.SmallestSeq = base.SeqNumMax
@@ -389,6 +398,13 @@ func (w *Writer) writeSealed(stored []byte, typ Compression, crc uint32) (handle
 	trailer[0] = byte(typ)
 	binary.LittleEndian.PutUint32(trailer[1:], crc)
 	h := handle{offset: w.offset, length: uint64(len(stored))}
+	if w.vectors {
+		w.trailers = append(w.trailers, trailer[:]...) // (room for every block: no move)
+		w.vec = append(w.vec, stored, w.trailers[len(w.trailers)-blockTrailerLen:])
+		n := uint64(len(stored) + blockTrailerLen)
+		w.offset += n
+		return h, n
+	}
 	if _, err := w.out.Write(stored); err != nil {
 		w.fail(err)
 		return h, 0

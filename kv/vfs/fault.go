@@ -281,6 +281,26 @@ func (f *faultFile) Write(p []byte) (int, error) {
 	return f.File.Write(p)
 }
 
+// WriteVectors is one write (OpWrite), through the file's own
+// WriteVectors where it has one.
+func (f *faultFile) WriteVectors(bufs [][]byte) (int64, error) {
+	if err := f.fs.check(OpWrite, f.name); err != nil {
+		return 0, err
+	}
+	if vw, ok := f.File.(VectorWriter); ok {
+		return vw.WriteVectors(bufs)
+	}
+	var n int64
+	for _, b := range bufs {
+		m, err := f.File.Write(b)
+		n += int64(m)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
 func (f *faultFile) Sync() error {
 	if err := f.fs.check(OpSync, f.name); err != nil {
 		return err

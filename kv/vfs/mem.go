@@ -525,6 +525,26 @@ func (f *memFile) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// WriteVectors appends every buffer, in order, under one hold of the file
+// (VectorWriter).
+func (f *memFile) WriteVectors(bufs [][]byte) (int64, error) {
+	if f.closed {
+		return 0, os.ErrClosed
+	}
+	if !f.write {
+		return 0, &os.PathError{Op: "write", Path: f.path, Err: os.ErrInvalid}
+	}
+	var n int64
+	f.n.mu.Lock()
+	for _, b := range bufs {
+		f.n.data.append(b, f.fs.chunks.get)
+		n += int64(len(b))
+	}
+	f.n.modTime = time.Now()
+	f.n.mu.Unlock()
+	return n, nil
+}
+
 // Sync makes the data durable; on a directory, it makes the current entries
 // durable.
 func (f *memFile) Sync() error {

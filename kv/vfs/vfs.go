@@ -38,6 +38,16 @@ type File interface {
 	Size() (int64, error)
 }
 
+// VectorWriter is implemented by files that write several buffers in one
+// call, as one Write of their concatenation would, without joining them
+// first: writev(2) on Linux, and MemFS appends each. sstable.Writer writes
+// runs of blocks sealed elsewhere through it (Writer.AddEncodedBlocks),
+// saving the copy into its buffer. A partial write returns the bytes
+// written and the error.
+type VectorWriter interface {
+	WriteVectors(bufs [][]byte) (int64, error)
+}
+
 // FS is a file system.
 type FS interface {
 	// Create creates (or truncates) a file for writing.

@@ -206,3 +206,73 @@ func TestFaultFS(t *testing.T) {
 		t.Fatal((OpRead | OpSync).String())
 	}
 }
+
+// TestWriteVectors: a file's WriteVectors writes what one Write of the
+// buffers' concatenation would (more buffers than one writev takes, empty
+// ones among them) and leaves the caller's buffers as they were; through
+// FaultFS it is one write, faults included.
+func TestWriteVectors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	bufs := make([][]byte, 2500)
+	var want []byte
+	for i := range bufs {
+		b := make([]byte, rng.IntN(300)*(i%7/6^1)) // every 7th empty
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		bufs[i] = b
+		want = append(want, b...)
+	}
+	lens := make([]int, len(bufs))
+	for i, b := range bufs {
+		lens[i] = len(b)
+	}
+	fault := NewFault(NewMem(), nil)
+	for _, c := range []struct {
+		name string
+		fs   FS
+		dir  string
+	}{{"os", Default, t.TempDir()}, {"mem", NewMem(), "/"}, {"fault", fault, "/"}} {
+		t.Run(c.name, func(t *testing.T) {
+			name := c.fs.PathJoin(c.dir, "v")
+			f, err := c.fs.Create(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vw, ok := f.(VectorWriter)
+			if !ok {
+				if c.name == "os" && !vectorOS {
+					t.Skip("no writev here")
+				}
+				t.Fatalf("%T writes no vectors", f)
+			}
+			if _, err := f.Write([]byte("head")); err != nil {
+				t.Fatal(err)
+			}
+			n, err := vw.WriteVectors(bufs)
+			if err != nil || n != int64(len(want)) {
+				t.Fatalf("WriteVectors = %d, %v; want %d", n, err, len(want))
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadFile(c.fs, name)
+			if err != nil || !bytes.Equal(got, append([]byte("head"), want...)) {
+				t.Fatalf("contents: %d bytes (%v), want %d", len(got), err, 4+len(want))
+			}
+			for i, b := range bufs {
+				if len(b) != lens[i] {
+					t.Fatalf("buffer %d changed length: %d, was %d", i, len(b), lens[i])
+				}
+			}
+		})
+	}
+	fault.SetInjector(NewCountdown(OpWrite, 1, false))
+	f, err := fault.Create("/w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.(VectorWriter).WriteVectors(bufs[:3]); !errors.Is(err, ErrInjected) {
+		t.Fatalf("faulted WriteVectors: %v", err)
+	}
+}
