@@ -96,7 +96,8 @@
 // (encoded.go says how). AddEncodedBlocks takes a run of them: where the
 // file writes vectors (vfs.VectorWriter: writev(2), MemFS) and the run
 // holds 64 KiB of sealed bytes or more, those go to the file from the
-// caller's memory in one call, without the copy into the Writer's buffer.
+// caller's memory, a run of them in one call where nothing is compressed
+// between them, without the copy into the Writer's buffer.
 // Reader.DataBlocks and Reader.DecodeBlock give such
 // a compactor the input tables' blocks without iterating them.
 package sstable

@@ -105,11 +105,13 @@ type vectorWriter interface {
 // AddEncodedBlocks appends finished data blocks, as AddEncodedBlock on each
 // in order would, with the same file bytes. Where the file writes vectors
 // (vfs.VectorWriter: writev(2), MemFS) the sealed blocks among them, with
-// their trailers, go to it in one call from the caller's memory, rather
-// than each copied into the Writer's buffer first; their memory is the
-// caller's again when it returns. Calls with less than 64 KiB of sealed
-// bytes take the buffered path: a write call each would cost more than the
-// copies (the buffer writes 256 KiB a call).
+// their trailers, go to it from the caller's memory, each run of them
+// between blocks the Writer compresses in one call (writev's 1024 buffers
+// a system call), rather than each copied into the Writer's buffer first;
+// their memory is the caller's again when it returns. Calls with less than
+// 64 KiB of sealed bytes take the buffered path: a write call each would
+// cost more than the copies (the buffer writes 256 KiB a call); so do
+// sealed blocks behind blocks still being compressed (CompressionWorkers).
 func (w *Writer) AddEncodedBlocks(bs []EncodedBlock) error {
 	vw, ok := w.dst.(vectorWriter)
 	if ok {
@@ -140,6 +142,7 @@ func (w *Writer) AddEncodedBlocks(bs []EncodedBlock) error {
 		err := w.AddEncodedBlock(b)
 		w.vectors = false
 		if err != nil {
+			clear(w.vec)
 			w.vec = w.vec[:0]
 			return err
 		}

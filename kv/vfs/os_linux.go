@@ -38,7 +38,13 @@ func (f osFile) WriteVectors(bufs [][]byte) (int64, error) {
 		return 0, err
 	}
 	var total int64
-	for len(bufs) > 0 {
+	for {
+		for len(bufs) > 0 && len(bufs[0]) == 0 {
+			bufs = bufs[1:]
+		}
+		if len(bufs) == 0 {
+			return total, nil
+		}
 		part := bufs[:min(len(bufs), iovMax)]
 		var n int
 		var werr error
@@ -46,7 +52,7 @@ func (f osFile) WriteVectors(bufs [][]byte) (int64, error) {
 			for {
 				n, werr = unix.Writev(int(fd), part)
 				if werr != unix.EINTR {
-					return true
+					return werr != unix.EAGAIN // (not ready: the poller waits)
 				}
 			}
 		}); err != nil {
@@ -69,9 +75,5 @@ func (f osFile) WriteVectors(bufs [][]byte) (int64, error) {
 				n = 0
 			}
 		}
-		for len(bufs) > 0 && len(bufs[0]) == 0 {
-			bufs = bufs[1:]
-		}
 	}
-	return total, nil
 }

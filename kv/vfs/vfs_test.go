@@ -253,6 +253,9 @@ func TestWriteVectors(t *testing.T) {
 			if err != nil || n != int64(len(want)) {
 				t.Fatalf("WriteVectors = %d, %v; want %d", n, err, len(want))
 			}
+			if n, err := vw.WriteVectors([][]byte{{}, {}}); n != 0 || err != nil {
+				t.Fatalf("WriteVectors of empty buffers = %d, %v", n, err)
+			}
 			if err := f.Close(); err != nil {
 				t.Fatal(err)
 			}
