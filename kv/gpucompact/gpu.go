@@ -198,17 +198,17 @@ func (d *devEngine) syncOnError(err *error) {
 	}
 }
 
+// blocksFor is the number of blocks of a grid-stride kernel whose blocks
+// take per of n items each, at least one and at most most (the stride
+// loop takes the rest).
+func blocksFor(n, per, most int) int { return max(1, min((n+per-1)/per, most)) }
+
 // grid is the launch grid of a grid-stride kernel over n items.
-func (d *devEngine) grid(n int) cuda.Dim3 {
-	return cuda.D1(max(1, min((n+deviceBlock-1)/deviceBlock, 1<<16)))
-}
+func (d *devEngine) grid(n int) cuda.Dim3 { return cuda.D1(blocksFor(n, deviceBlock, 1<<16)) }
 
 // warpGrid is the number of blocks of a grid-stride kernel that gives each
 // of n items a warp.
-func warpGrid(n int) int {
-	const warps = deviceBlock / 32
-	return max(1, min((n+warps-1)/warps, 1<<16))
-}
+func warpGrid(n int) int { return blocksFor(n, deviceBlock/32, 1<<16) }
 
 // devicePtr is s for a kernel argument, nil when s is empty (a zero Slice
 // is no buffer).
@@ -1013,8 +1013,7 @@ func (d *devEngine) sealOnDevice(sp *sealPlan, descs []blockDesc, dDescs cuda.Sl
 	if err := gpurt.Upload(&b.stage, str, dAt, sp.at); err != nil {
 		return none, err
 	}
-	grid := min((len(descs)+sealWarps-1)/sealWarps, sealGrid)
-	if err := d.launchSeal(grid, sealWarps, str, dDescs, len(descs), c.raw, dAt, dSealed, dStats, crcTable); err != nil {
+	if err := d.launchSeal(blocksFor(len(descs), sealWarps, sealGrid), sealWarps, str, dDescs, len(descs), c.raw, dAt, dSealed, dStats, crcTable); err != nil {
 		return none, err
 	}
 	if sp.pinned { // (holds: buf starts the pinned memory)

@@ -401,17 +401,15 @@ func (w *Writer) writeSealed(stored []byte, typ Compression, crc uint32) (handle
 	if w.vectors {
 		w.trailers = append(w.trailers, trailer[:]...) // (room for every block: no move)
 		w.vec = append(w.vec, stored, w.trailers[len(w.trailers)-blockTrailerLen:])
-		n := uint64(len(stored) + blockTrailerLen)
-		w.offset += n
-		return h, n
-	}
-	if _, err := w.out.Write(stored); err != nil {
-		w.fail(err)
-		return h, 0
-	}
-	if _, err := w.out.Write(trailer[:]); err != nil {
-		w.fail(err)
-		return h, 0
+	} else {
+		if _, err := w.out.Write(stored); err != nil {
+			w.fail(err)
+			return h, 0
+		}
+		if _, err := w.out.Write(trailer[:]); err != nil {
+			w.fail(err)
+			return h, 0
+		}
 	}
 	n := uint64(len(stored) + blockTrailerLen)
 	w.offset += n
