@@ -356,7 +356,7 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 		clients = "clients as listed"
 	}
 	cols := []string{"workload", "ops", "ops/s", "MB/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs", "in-memory B-tree ops/s", "kv/B-tree"}
-	lsmCols := []string{"workload", "write amp", "compaction MB/s", "compactions", "stalls", "stall ms", "L0..L6 tables"}
+	lsmCols := []string{"workload", "write amp", "compaction MB/s", "compactions", "stalls", "waits mem/L0", "stall ms", "flush ms", "L0..L6 tables"}
 	accel := slices.Contains(f.compactors, "gpu")
 	if accel {
 		lsmCols = append(lsmCols, "accelerated jobs", "fallbacks", "declined busy/budget/small", "partitioned jobs")
@@ -403,7 +403,9 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 			for _, l := range m.Levels {
 				tables = append(tables, fmt.Sprint(l.Tables))
 			}
-			row := lead(w, m.WriteAmp(), m.CompactionBandwidth()/1e6, m.Compaction.Count, m.Stalls.Slowdowns+m.Stalls.MemTableStops+m.Stalls.L0Stops, float64(m.Stalls.Time)/1e6, strings.Join(tables, " "))
+			row := lead(w, m.WriteAmp(), m.CompactionBandwidth()/1e6, m.Compaction.Count, m.Stalls.Slowdowns+m.Stalls.MemTableStops+m.Stalls.L0Stops,
+				fmt.Sprintf("%d/%d", m.Stalls.MemTableStops, m.Stalls.L0Stops), float64(m.Stalls.Time)/1e6,
+				float64(m.MemTable.FlushTime)/1e6/float64(max(m.MemTable.Flushes, 1)), strings.Join(tables, " "))
 			if accel {
 				row = append(row, m.Compaction.Accelerated.Count, m.Compaction.Accelerated.Fallbacks)
 				if st, ok := run.gpu[w]; ok {
@@ -415,6 +417,7 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 			lsm.Add(row...)
 		}
 	}
+	rep.Note("stalls: periods in which writes stopped or slowed; waits mem/L0: the waits in them for a memtable flush / for L0 to drop below its stop (kv.Metrics.Stalls.MemTableStops / L0Stops); flush ms: a flush's mean time, memtable to L0 table installed (its writing, syncs and manifest edit)")
 	rep.Note("settings: memtable %d MiB, target table %d MiB, L0 compaction/stop 4/12 (no slowdown), L1 16 MiB, levels x10, block 4 KiB, bloom 10 bits/key, block cache %d MiB, compression %s",
 		f.memtable, f.table, f.cacheMB, f.compression)
 	if accel {
