@@ -52,6 +52,42 @@ func (e *Error) Unwrap() error {
 	return nil
 }
 
+// Sticky reports whether the context is unusable after this error, so that
+// every later call on it fails too: a kernel fault (an illegal address or
+// instruction, a misaligned access, a hardware stack error, a launch that
+// failed or timed out, an uncorrectable ECC error: sticky in CUDA), a
+// context or driver that is gone, or an error the driver cannot name. Other
+// codes (out of memory, out of resources for a launch, an invalid value)
+// leave the context as it was, and a caller may go on using it.
+func (e *Error) Sticky() bool {
+	switch e.Code {
+	case 3, // CUDA_ERROR_NOT_INITIALIZED
+		4,   // CUDA_ERROR_DEINITIALIZED
+		46,  // CUDA_ERROR_DEVICE_UNAVAILABLE
+		201, // CUDA_ERROR_INVALID_CONTEXT
+		214, // CUDA_ERROR_ECC_UNCORRECTABLE
+		700, // CUDA_ERROR_ILLEGAL_ADDRESS
+		702, // CUDA_ERROR_LAUNCH_TIMEOUT
+		709, // CUDA_ERROR_CONTEXT_IS_DESTROYED
+		714, // CUDA_ERROR_HARDWARE_STACK_ERROR
+		715, // CUDA_ERROR_ILLEGAL_INSTRUCTION
+		716, // CUDA_ERROR_MISALIGNED_ADDRESS
+		717, // CUDA_ERROR_INVALID_ADDRESS_SPACE
+		718, // CUDA_ERROR_INVALID_PC
+		719, // CUDA_ERROR_LAUNCH_FAILED
+		999: // CUDA_ERROR_UNKNOWN
+		return true
+	}
+	return false
+}
+
+// IsSticky reports whether err is a driver error after which the context is
+// unusable ([Error.Sticky]).
+func IsSticky(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Sticky()
+}
+
 // IsCode reports whether err is a driver error with the given CUresult code.
 func IsCode(err error, code int) bool {
 	var e *Error

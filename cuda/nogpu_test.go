@@ -776,3 +776,21 @@ func probeArgs(t *testing.T, d *Device) (*Function, *Module) {
 func probeArgValues(out Slice[uint64]) []any {
 	return []any{int32(-1), uint32(2), int64(-3), uint64(4), float32(0.5), float64(0.25), false, out}
 }
+
+// TestErrorSticky: the kernel faults and lost contexts are sticky, out of
+// memory and a launch's resources or arguments are not, and IsSticky sees
+// through wrapping.
+func TestErrorSticky(t *testing.T) {
+	for code, want := range map[int]bool{700: true, 719: true, 716: true, 999: true, 201: true, 2: false, 701: false, 1: false, 400: false} {
+		e := &Error{Op: "cuLaunchKernel", Code: code}
+		if e.Sticky() != want {
+			t.Errorf("code %d: Sticky %v, want %v", code, e.Sticky(), want)
+		}
+		if got := IsSticky(fmt.Errorf("job: %w", e)); got != want {
+			t.Errorf("code %d wrapped: IsSticky %v, want %v", code, got, want)
+		}
+	}
+	if IsSticky(errors.New("not a driver error")) {
+		t.Error("IsSticky of a plain error")
+	}
+}

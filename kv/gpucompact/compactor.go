@@ -362,8 +362,8 @@ type Stats struct {
 	// Engine is the engine's name: "cuda" or "go".
 	Engine string
 	// Disabled says the engine is off: MaxEngineFailures consecutive
-	// failures, or a device error that may have left the CUDA context
-	// unusable (a kernel fault is sticky), turned it off.
+	// failures, or a device error that left the CUDA context unusable
+	// (cuda.Error.Sticky: a kernel fault, a lost context), turned it off.
 	Disabled bool
 	// EngineTime and FallbackTime are the wall time of the jobs the engine
 	// and Fallback finished.

@@ -186,8 +186,12 @@
 // keeps each run's order, so it is exactly when every input run is
 // sorted): damaged input out of order is declined ("irregular") to
 // Fallback, whose result stands. A device error falls back for the job; an
-// error that may have left the CUDA context unusable (anything but out of
-// memory: a fault is sticky) turns the engine off at once. Device arrays
+// error that left the CUDA context unusable (cuda.Error.Sticky: a kernel
+// fault, a lost context) turns the engine off at once, and other driver
+// errors (out of memory, a launch out of resources) count toward
+// MaxEngineFailures. The engine is off for its Compactor; a sticky error
+// is the context's, so every Compactor on that device meets it at its next
+// job and turns off as well (the "for the process"). Device arrays
 // and pinned host arrays are kept between jobs (Stats.DeviceHeldBytes,
 // HeldBytes, PinnedBytes) and freed after a failure and by Close.
 //

@@ -47,6 +47,7 @@ func TestEmulatedCUDAEngine(t *testing.T) {
 		{"PinnedBytes", TestCUDAPinnedBytes, false},
 		{"SealBlocks", TestCUDASealBlocks, false},
 		{"DeviceCompressionRefused", TestCUDADeviceCompressionRefused, false},
+		{"CancelMidJob", TestCUDACancelMidJob, false},
 	} {
 		if c.shortOnly && !testing.Short() {
 			continue // the emulation runs them with -short, the device at full size

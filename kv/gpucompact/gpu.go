@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -587,12 +586,13 @@ func mergePlan(runs []run) ([]uint64, []mergeRound) {
 	return words, rounds
 }
 
-// deviceFatal says a device error may have left the context unusable (a
-// fault is sticky in CUDA): the engine turns itself off. Out-of-memory is
-// not fatal (the next job may fit).
+// deviceFatal says a device error left the context unusable (a kernel
+// fault is sticky in CUDA: cuda.Error.Sticky): the engine turns itself off.
+// Other driver errors (out of memory, a launch out of resources, an invalid
+// value) fail the job alone, which falls back, and count toward
+// MaxEngineFailures.
 func deviceFatal(err error) bool {
-	var ce *cuda.Error
-	return errors.As(err, &ce) && !errors.Is(err, cuda.ErrOutOfMemory)
+	return cuda.IsSticky(err)
 }
 
 // blockDesc is gpucompact.cu's BlockDesc: one planned block for

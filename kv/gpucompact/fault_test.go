@@ -1,0 +1,345 @@
+package gpucompact
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
+	"github.com/warpkit/warpkit/internal/emu"
+	"github.com/warpkit/warpkit/internal/gputest"
+	"github.com/warpkit/warpkit/kv/compaction"
+	ct "github.com/warpkit/warpkit/kv/compaction/compactiontest"
+)
+
+// The CUDA engine's device errors (issue 16): a job whose device call fails
+// falls back to compaction.CPU, counts the failure, frees what the engine
+// held; a sticky error turns the engine off for the Compactor's life.
+
+// devMem is what a device has outstanding: device memory in use (MemInfo)
+// and allocations not freed (device and pinned host memory: Calls).
+type devMem struct {
+	used   uint64
+	allocs int64
+}
+
+func deviceMem(t *testing.T, dev *cuda.Device) devMem {
+	t.Helper()
+	free, total, err := dev.MemInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dev.Calls()
+	return devMem{used: total - free, allocs: c.Allocs - c.Frees}
+}
+
+// missingKernel loads on the emulated device dev a kernel with the
+// parameters of gpucompact.cu's kernel name that no emulator library
+// holds: its launch fails in the driver (cuLaunchKernel) with
+// CUDA_ERROR_LAUNCH_FAILED, the error of a kernel that faulted on a GPU,
+// which is sticky there.
+func missingKernel(t *testing.T, dev *cuda.Device, name string) *cuda.Function {
+	t.Helper()
+	ptx := string(gpucompactPTX)
+	decl := ".visible .entry " + name + "("
+	i := strings.Index(ptx, decl)
+	if i < 0 {
+		t.Fatalf("no kernel %s in gpucompact.ptx", name)
+	}
+	j := strings.IndexByte(ptx[i:], ')')
+	fake := "wk_missing_" + name
+	src := ".version 7.8\n.target sm_70\n.address_size 64\n\n.visible .entry " + fake + "(" + ptx[i+len(decl):i+j+1] + "\n{\n\tret;\n}\n"
+	mod, err := dev.LoadModule([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := mod.Function(fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// slotDev returns the device engine of c's (only, idle) engine slot.
+func slotDev(c *Compactor) *devEngine {
+	sl := <-c.engine
+	c.engine <- sl
+	return sl.dev
+}
+
+// syncBuffer is a bytes.Buffer for a Logger.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// illegalAddress is the error a stream synchronize returns after a kernel
+// faulted (sticky: every later call on the context returns it).
+var illegalAddress = &cuda.Error{Op: "cuStreamSynchronize", Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS", Msg: "an illegal memory access was encountered"}
+
+// outOfResources is a launch error that leaves the context usable.
+var outOfResources = &cuda.Error{Op: "cuLaunchKernel", Code: 701, Name: "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", Msg: "too many resources requested for launch"}
+
+// TestEmulatedDeviceFault: on an emulated device (a fresh one per case, so
+// that its counts are the Compactor's alone), after a job on the engine
+// that leaves arrays held, a job whose device call fails — a launch the
+// driver fails (CUDA_ERROR_LAUNCH_FAILED) in the device stages or in the
+// pipeline's encode batches, CUDA_ERROR_ILLEGAL_ADDRESS at a stage's
+// synchronize or from an upload, or a launch refused before the driver —
+// returns compaction.CPU's outputs byte for byte, counts the failure by
+// stage, leaves no reader or goroutine behind, and frees
+// every device and pinned array the engine held. A sticky error
+// (cuda.Error.Sticky) turns the engine off after that one failure
+// (MaxEngineFailures is 3): the next job runs on the CPU without a device
+// call, with compaction.CPU's outputs. A driver error that leaves the
+// context usable (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES) and a launch refused
+// before the driver leave it on, and the next job runs on the engine.
+func TestEmulatedDeviceFault(t *testing.T) {
+	for ci, tc := range []struct {
+		name    string
+		inject  func(t *testing.T, c *Compactor, dev *cuda.Device) (restore func())
+		counted string
+		sticky  bool
+		logged  string // in the fallback's log line: the error the job met
+	}{
+		{"gc launch fails", func(t *testing.T, c *Compactor, dev *cuda.Device) func() {
+			d := slotDev(c)
+			d.fn.gc = missingKernel(t, dev, "gc_flags")
+			return nil
+		}, "device", true, "cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED"},
+		{"encode launch fails", func(t *testing.T, c *Compactor, dev *cuda.Device) func() {
+			d := slotDev(c)
+			d.fn.encode = missingKernel(t, dev, "encode_blocks")
+			return nil
+		}, "device", true, "cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED"},
+		{"illegal address at merge", func(t *testing.T, c *Compactor, dev *cuda.Device) func() {
+			c.failAt = func(s string) error {
+				if s == "merge" {
+					return illegalAddress
+				}
+				return nil
+			}
+			return func() { c.failAt = nil }
+		}, "merge", true, "CUDA_ERROR_ILLEGAL_ADDRESS"},
+		{"illegal address in upload", func(t *testing.T, c *Compactor, dev *cuda.Device) func() {
+			c.failAt = func(s string) error {
+				if s == "upload" {
+					return illegalAddress
+				}
+				return nil
+			}
+			return func() { c.failAt = nil }
+		}, "device", true, "CUDA_ERROR_ILLEGAL_ADDRESS"},
+		{"launch out of resources at merge", func(t *testing.T, c *Compactor, dev *cuda.Device) func() {
+			c.failAt = func(s string) error {
+				if s == "merge" {
+					return outOfResources
+				}
+				return nil
+			}
+			return func() { c.failAt = nil }
+		}, "merge", false, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"},
+		{"gc launch refused", func(t *testing.T, c *Compactor, dev *cuda.Device) func() {
+			d := slotDev(c)
+			gc := d.fn.gc
+			d.fn.gc = d.fn.apply // other parameters: Launch refuses it (ErrInvalidArgument)
+			return func() { d.fn.gc = gc }
+		}, "device", false, "invalid argument"},
+	} {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			base := runtime.NumGoroutine()
+			dev := emu.Device(t, emu.Options{TotalMemory: 1 << 30}, "gpucompact.cu")
+			var log syncBuffer
+			c, err := New(Options{Backend: warpkit.CUDA, Device: dev, Fallback: compaction.CPU{Parts: 1}, MinInputBytes: -1,
+				Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			idle := deviceMem(t, dev)
+			seed := uint64(ci) * 3
+			// job compares one job with compaction.CPU's run of the same
+			// job in an Env of its own.
+			job := func(what string, seed uint64) *compaction.Result {
+				t.Helper()
+				rng := func() *rand.Rand { return rand.New(rand.NewPCG(seed, 48)) }
+				e0 := ct.NewEnv()
+				job0, _, _ := ct.RandomJob(t, rng(), e0)
+				want, err := compaction.CPU{Parts: 1}.Compact(context.Background(), job0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				e := ct.NewEnv()
+				job, _, _ := ct.RandomJob(t, rng(), e)
+				got, err := c.Compact(context.Background(), job)
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				sameFiles(t, what, outputsOf(t, e, got), outputsOf(t, e0, want))
+				if e.Held() != 0 {
+					t.Fatalf("%s: %d readers held after the job", what, e.Held())
+				}
+				return got
+			}
+			// A job on the engine first: the slot keeps its arrays.
+			if got := job("first job", seed); got.Stats.Engine != "cuda" {
+				t.Fatalf("first job: engine %q", got.Stats.Engine)
+			}
+			if st := c.Stats(); st.DeviceHeldBytes == 0 || st.PinnedBytes == 0 || deviceMem(t, dev) == idle {
+				t.Fatalf("the first job holds nothing: %+v", st)
+			}
+			restore := tc.inject(t, c, dev)
+			got := job("failing job", seed+1)
+			st := c.Stats()
+			if got.Stats.Fallback != tc.counted || st.Fallbacks[tc.counted] != 1 || len(st.Fallbacks) != 1 || st.FallbackJobs != 1 || st.EngineJobs != 1 {
+				t.Fatalf("failing job: result fallback %q, stats %+v", got.Stats.Fallback, st)
+			}
+			if st.Disabled != tc.sticky {
+				t.Fatalf("failing job: Disabled %v, want %v", st.Disabled, tc.sticky)
+			}
+			if l := log.String(); !strings.Contains(l, tc.logged) || strings.Contains(l, "engine off") != tc.sticky {
+				t.Fatalf("failing job: logged %q, want the error %q", l, tc.logged)
+			}
+			// Every array freed: the Stats, the slot's own accounting and
+			// the device's.
+			if st.DeviceHeldBytes != 0 || st.PinnedBytes != 0 || st.HeldBytes != 0 {
+				t.Fatalf("failing job: held %d device, %d pinned, %d host bytes", st.DeviceHeldBytes, st.PinnedBytes, st.HeldBytes)
+			}
+			if d := slotDev(c); d.heldBytes() != 0 || d.pinnedBytes() != 0 {
+				t.Fatalf("failing job: the slot keeps %d device, %d pinned bytes", d.heldBytes(), d.pinnedBytes())
+			}
+			if m := deviceMem(t, dev); m != idle {
+				t.Fatalf("failing job: the device has %d bytes, %d allocations outstanding; %d, %d before the first job", m.used, m.allocs, idle.used, idle.allocs)
+			}
+			if restore != nil {
+				restore()
+			}
+			before := dev.Calls()
+			got = job("next job", seed+2)
+			calls := dev.Calls().Sub(before)
+			st = c.Stats()
+			if tc.sticky {
+				// Off: the job runs on the CPU, the device untouched.
+				if got.Stats.Engine != "" || st.Declined["disabled"] != 1 || st.EngineJobs != 1 || st.FallbackJobs != 2 || calls != (cuda.Calls{}) {
+					t.Fatalf("next job: result engine %q, stats %+v, device calls %+v", got.Stats.Engine, st, calls)
+				}
+			} else if got.Stats.Engine != "cuda" || st.EngineJobs != 2 || st.Disabled || len(st.Declined) != 0 {
+				t.Fatalf("next job: result engine %q, stats %+v", got.Stats.Engine, st)
+			}
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if n := goroutinesBackTo(base); n > base {
+				t.Fatalf("%d goroutines after Close, %d before", n, base)
+			}
+		})
+	}
+}
+
+// TestCUDACancelMidJob: TestCancelMidJob on the CUDA engine, after a job
+// that leaves arrays held: the job returns the context's error and counts
+// no failure, the device's stream is synchronized after the cancellation
+// (the emulation runs every call synchronously, so the order of that wait
+// and the frees cannot be seen there), every device and pinned array is
+// freed, no goroutine or reader is left, and the engine stays
+// on: the next job runs on it, with compaction.CPU's outputs.
+func TestCUDACancelMidJob(t *testing.T) {
+	dev := gputest.Device(t)
+	base := runtime.NumGoroutine()
+	c, err := New(Options{Backend: warpkit.CUDA, Device: dev, Fallback: compaction.CPU{Parts: 1}, MinInputBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c0 := dev.Calls()
+	idle := c0.Allocs - c0.Frees
+	_, job1 := benchJob(t, 1, 16)
+	if _, err := c.Compact(context.Background(), job1); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); st.EngineJobs != 1 || st.DeviceHeldBytes == 0 {
+		t.Fatalf("the first job: %+v", st)
+	}
+	e, job := benchJob(t, 1, 16)
+	job.TargetFileSize = 16 << 10 // dozens of outputs
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var atCancel cuda.Calls
+	creates := 0
+	e.CreateHook = func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if creates++; creates == 3 {
+			atCancel = dev.Calls()
+			cancel()
+		}
+		return nil
+	}
+	_, err = c.Compact(ctx, job)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Compact: %v, want context.Canceled", err)
+	}
+	after := dev.Calls()
+	mu.Lock()
+	since := after.Sub(atCancel)
+	mu.Unlock()
+	st := c.Stats()
+	if len(st.Fallbacks) != 0 || st.FallbackJobs != 0 || st.EngineJobs != 1 || st.Disabled {
+		t.Fatalf("stats %+v", st)
+	}
+	if since.Waits == 0 {
+		t.Fatalf("no wait for the device after the cancellation (calls since: %+v)", since)
+	}
+	if st.DeviceHeldBytes != 0 || st.PinnedBytes != 0 || st.HeldBytes != 0 {
+		t.Fatalf("after the cancelled job: held %d device, %d pinned, %d host bytes", st.DeviceHeldBytes, st.PinnedBytes, st.HeldBytes)
+	}
+	if d := slotDev(c); d.heldBytes() != 0 || d.pinnedBytes() != 0 {
+		t.Fatalf("after the cancelled job: the slot keeps %d device, %d pinned bytes", d.heldBytes(), d.pinnedBytes())
+	}
+	if n := after.Allocs - after.Frees; n != idle {
+		t.Fatalf("after the cancelled job: %d allocations outstanding, %d before the first job", n, idle)
+	}
+	if e.Held() != 0 {
+		t.Fatalf("%d readers held after the cancelled job", e.Held())
+	}
+	if n := goroutinesBackTo(base); n > base {
+		t.Fatalf("%d goroutines after the cancelled job, %d before", n, base)
+	}
+	// The engine is on: the next job runs on it.
+	e2, job2 := benchJob(t, 1, 16)
+	job2.TargetFileSize = 16 << 10
+	e0, job0 := benchJob(t, 1, 16)
+	job0.TargetFileSize = 16 << 10
+	want, err := compaction.CPU{Parts: 1}.Compact(context.Background(), job0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Compact(context.Background(), job2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFiles(t, "the job after the cancelled one", outputsOf(t, e2, got), outputsOf(t, e0, want))
+	if st := c.Stats(); st.EngineJobs != 2 || got.Stats.Engine != "cuda" {
+		t.Fatalf("the job after the cancelled one: %+v", st)
+	}
+}
