@@ -183,3 +183,26 @@ func TestEmulatedInsertRounds(t *testing.T) {
 	dev := emuDevice(t)
 	testInsertRounds(t, func(o Options) func(testing.TB) *Tree[uint32, uint32] { return gpuTreeOn[uint32, uint32](dev, o) })
 }
+
+// TestEmulatedVacuumPins: after Vacuum every linked version is one an open
+// snapshot sees, under each copy rule (chains long enough for indexes).
+func TestEmulatedVacuumPins(t *testing.T) {
+	dev := emuDevice(t)
+	for _, mode := range []CopyMode{CopyWhenPinned, CopyAlways, CopyIfStale} {
+		t.Run(mode.String(), func(t *testing.T) { testVacuumPins(t, gpuTreeOn[uint32, uint32](dev, Options{Copy: mode})(t)) })
+	}
+}
+
+// TestEmulatedRangeBesideWriters: the latest version's Range and
+// iterators beside writers, each answer one state of the tree; iterators
+// fetch 64 pairs at a time, so that one walks many chunks of its transient
+// snapshot.
+func TestEmulatedRangeBesideWriters(t *testing.T) {
+	defer func(c int) { ascendChunk = c }(ascendChunk)
+	ascendChunk = 64
+	gens := 24
+	if testing.Short() {
+		gens = 12
+	}
+	rangeBesideWriters(t, gpuTreeOn[uint32, uint32](emuDevice(t), Options{})(t), 128, gens, 60, 6)
+}

@@ -27,9 +27,13 @@ const (
 	defaultPoolBlock = 256     // memory blocks of 1024 nodes per super block without MaxPoolBytes
 	retireLogMin     = 1 << 12 // entries of a write batch's retire log, at least
 	retireLogMax     = 1 << 22 // and at most (a batch that would unlink more keeps the rest linked)
-	ascendChunk      = 4096    // pairs an iterator of the CUDA backend fetches at a time
 	regUnknown       = ^uint64(0)
 )
+
+// ascendChunk is the pairs an iterator of the CUDA backend fetches at a
+// time (tests lower it, so that an iteration spans many chunks of one
+// transient snapshot).
+var ascendChunk = 4096
 
 // restampLimit is the stamp at which Snapshot renumbers the stamps first
 // (tests lower it); stamps are 32-bit, and the limit leaves room for the

@@ -1147,3 +1147,17 @@ func TestGPUCopyReserve(t *testing.T) {
 		t.Fatalf("Len = %d, %v; want %d", got, err, n)
 	}
 }
+
+func TestGPUVacuumPins(t *testing.T) {
+	dev := gputest.Device(t)
+	for _, mode := range []CopyMode{CopyWhenPinned, CopyAlways, CopyIfStale} {
+		t.Run(mode.String(), func(t *testing.T) { testVacuumPins(t, gpuTreeOn[uint32, uint32](dev, Options{Copy: mode})(t)) })
+	}
+}
+
+// TestGPURangeBesideWriters: the writers go on past 200 generations (to
+// 2000 at most: 1.5M keys) until 20 reads ran beside them; iterators span
+// many chunks of 4096 pairs.
+func TestGPURangeBesideWriters(t *testing.T) {
+	rangeBesideWriters(t, gpuTreeOn[uint32, uint32](gputest.Device(t), Options{MaxPoolBytes: 1 << 30})(t), 1024, 200, 2000, 20)
+}

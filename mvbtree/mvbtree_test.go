@@ -164,7 +164,9 @@ func differential[K, V warpkit.Word](t *testing.T, span uint64, newTree func(tes
 			}
 			return p
 		}
+		closes := 0
 		for step := range steps {
+			closed := false
 			switch op := rng.IntN(12); {
 			case op < 4:
 				// Distinct keys: the CUDA backend keeps one of a key's values
@@ -219,6 +221,7 @@ func differential[K, V warpkit.Word](t *testing.T, span uint64, newTree func(tes
 					t.Fatalf("Len of a closed snapshot: %v", err)
 				}
 				snaps = slices.Delete(snaps, i, i+1)
+				closed, closes = true, closes+1
 			case op == 10:
 				n := rng.IntN(500)
 				ks, vs := make([]K, n), make([]V, n)
@@ -236,6 +239,12 @@ func differential[K, V warpkit.Word](t *testing.T, span uint64, newTree func(tes
 				}
 			}
 			where := fmt.Sprintf("seed %d step %d", seed, step)
+			// Vacuum every other Close (what it leaves then is what the
+			// closed snapshot no longer pins) and every sixth step, with no
+			// draw from rng: the sequences stay as they were.
+			if closed && closes%2 == 1 || step%6 == 5 {
+				vacuumed(t, where, tr)
+			}
 			same[K, V](t, where+" latest", tr, func() ([]K, []V) { return collect(tr.All(ctx)) }, latest, probes())
 			for _, o := range snaps {
 				s := o.s
