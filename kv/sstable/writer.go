@@ -97,6 +97,7 @@ type Writer struct {
 	// its index entry waits for the next key's separator.
 	inflight  []*pendingBlock
 	unindexed *pendingBlock
+	spare     [][]byte // buffers of written in-flight blocks, for the next ones
 
 	// vec holds the sealed blocks and trailers of an AddEncodedBlocks call
 	// while it runs (vectors: writeSealed appends to them rather than to
@@ -287,7 +288,8 @@ func (w *Writer) writeData(raw []byte, size int, sealed *SealedBlock) {
 	case sealed != nil && len(w.inflight) > 0:
 		done := make(chan struct{})
 		close(done)
-		w.inflight = append(w.inflight, &pendingBlock{stored: bytes.Clone(sealed.Stored), typ: sealed.Type, done: done})
+		buf := append(w.takeBuf(len(sealed.Stored)), sealed.Stored...)
+		w.inflight = append(w.inflight, &pendingBlock{stored: buf, typ: sealed.Type, crc: sealed.CRC, raw: buf, done: done})
 		w.pending = true
 		for len(w.inflight) > w.opts.CompressionWorkers {
 			w.writeOldest()
@@ -309,7 +311,9 @@ func (w *Writer) writeData(raw []byte, size int, sealed *SealedBlock) {
 // pendingBlock is a data block being compressed beside the writer.
 type pendingBlock struct {
 	raw, stored []byte
+	dst         []byte // the buffer stored was compressed into (reused once written)
 	typ         Compression
+	crc         uint32 // the stored block's checksum, computed beside the writer too
 	done        chan struct{}
 	h           handle
 	written     bool
@@ -322,12 +326,14 @@ type pendingBlock struct {
 // it is written) and its separator (known at the next Add, or at Finish)
 // are.
 func (w *Writer) flushDataAsync(block []byte) {
-	b := &pendingBlock{raw: append([]byte(nil), block...), done: make(chan struct{})}
+	b := &pendingBlock{raw: append(w.takeBuf(len(block)), block...), done: make(chan struct{})}
+	b.dst = w.takeBuf(SealBound(w.opts.Compression, len(block)))
 	w.data.reset()
 	c := w.opts.Compression
 	go func() {
 		defer close(b.done)
-		b.stored, b.typ = compress(c, nil, b.raw)
+		b.stored, b.typ = compress(c, b.dst, b.raw)
+		b.crc = blockCRC(b.stored, b.typ)
 	}()
 	w.inflight = append(w.inflight, b)
 	w.pending = true
@@ -342,15 +348,34 @@ func (w *Writer) writeOldest() {
 	b := w.inflight[0]
 	w.inflight = w.inflight[1:]
 	<-b.done
-	h, n := w.writeStored(b.stored, b.typ)
+	h, n := w.writeSealed(b.stored, b.typ, b.crc)
 	w.props.DataSize += n
 	b.h, b.written = h, true
-	b.raw, b.stored = nil, nil
+	// writeSealed copied the block into the buffer (no vectors are
+	// gathered while blocks are in flight): its memory serves the next.
+	w.spare = append(w.spare, b.raw[:0])
+	if b.dst != nil {
+		w.spare = append(w.spare, b.dst[:0])
+	}
+	b.raw, b.stored, b.dst = nil, nil, nil
 	if b.index != nil {
 		w.addIndex(b.index, h)
 	} else {
 		w.unindexed = b // the newest block: its separator comes with the next key
 	}
+}
+
+// takeBuf returns an empty buffer of at least n bytes' capacity: one a
+// written block left (spare), or new memory.
+func (w *Writer) takeBuf(n int) []byte {
+	if k := len(w.spare); k > 0 {
+		b := w.spare[k-1]
+		w.spare = w.spare[:k-1]
+		if cap(b) >= n {
+			return b
+		}
+	}
+	return make([]byte, 0, n)
 }
 
 // drain writes every block still in flight.
