@@ -169,6 +169,12 @@ func (d *devEngine) release() {
 		d.stream.Synchronize()
 	}
 	gpurt.FreeAll(&d.bufs)
+	// prim keeps its scratch (select's and sort's temporary storage) per
+	// stream between calls; a failed or cancelled job leaves nothing held,
+	// so it goes too (after the work on its stream, as FreeAll's arrays).
+	if d.prim != nil {
+		d.prim.ReleaseScratch()
+	}
 }
 
 // heldBytes is the device memory the engine keeps between jobs (every
