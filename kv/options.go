@@ -273,15 +273,16 @@ func (o *Options) writerOptions() sstable.WriterOptions {
 		RestartInterval: o.BlockRestartInterval,
 		BloomBitsPerKey: bits,
 		Compression:     o.Compression,
-		// Flushes write one table on one goroutine: compress its blocks
-		// beside it (byte-identical output) where there are cores to spare.
-		CompressionWorkers: compressionWorkers(),
+		// Flushes and compactions compress their tables' blocks on their
+		// own goroutine (no CompressionWorkers). Blocks of 4 KiB compress in
+		// microseconds, less than handing each to another goroutine costs:
+		// on the device host's 16 cores, with 4 workers, a 4 MiB table took
+		// 5.9-6.3 ms against 3.6-5.1 sequentially (BenchmarkFlushTable), and
+		// the stores' flushes 18-33 ms against 13-23, so sequential
+		// flushes ran fillrandom 1.2-1.4x faster and halved the stall time
+		// (docs/benchmarks.md, "flushes on one goroutine").
 	}
 }
-
-// compressionWorkers is how many goroutines compress one table's blocks:
-// GOMAXPROCS/4 in 1..4 (one, that is sequential, on small machines).
-func compressionWorkers() int { return min(max(runtime.GOMAXPROCS(0)/4, 1), 4) }
 
 // logger returns the Logger, or one that discards everything.
 func (o *Options) logger() *slog.Logger {
