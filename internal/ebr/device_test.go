@@ -51,58 +51,14 @@ func testChurn(t *testing.T, dev *cuda.Device, blocks, rounds int) {
 	if allocs := blocks * 8 * rounds; allocs < 2*capacity {
 		t.Fatalf("the churn allocates %d units, not much past the pool's %d", allocs, capacity)
 	}
-	slots := make([]uint32, nslots)
-	for i := range slots {
-		slots[i] = slaballoc.Null
-	}
-	if err := pool.Allocate(ctx, slots); err != nil {
-		t.Fatal(err)
-	}
-	for s, a := range slots {
-		b := make([]byte, 12)
-		binary.LittleEndian.PutUint32(b, magic)
-		binary.LittleEndian.PutUint32(b[4:], uint32(s))
-		if err := pool.WriteUnit(ctx, a, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ds, err := cuda.FromHost(dev, slots)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ds := churnSlots(t, dev, pool, nslots)
 	defer ds.Free()
 	st, err := NewDeviceState(dev, blocks, 256, blocks*3*64+blocks*256, unit)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Free()
-	mod, err := dev.LoadModule(ebrPTX)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := mod.Function("ebr_churn")
-	if err != nil {
-		t.Fatal(err)
-	}
-	status, _ := cuda.Alloc[uint32](dev, 1)
-	defer status.Free()
-	status.Zero(nil)
-	out, _ := cuda.Alloc[uint64](dev, 2)
-	defer out.Free()
-	out.Zero(nil)
-	release, err := pool.Acquire()
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = f.Launch(cuda.D1(blocks), cuda.D1(256), 0, nil, pool.Descriptor(), ds, uint32(nslots), st.Ptr(), uint32(rounds), status, out)
-	release()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var o [2]uint64
-	if err := out.CopyToHost(o[:]); err != nil {
-		t.Fatal(err)
-	}
+	o := launchChurn(t, dev, pool, ds, nslots, st, blocks, rounds)
 	freed, leaked, advances, err := st.Counters()
 	if err != nil {
 		t.Fatal(err)
@@ -166,25 +122,7 @@ func testOverflowLeaks(t *testing.T, dev *cuda.Device, blocks, rounds int) {
 	if free := capacity - nslots; free < blocks*(3*bag+overflowCap)+blocks*16 || blocks*8*rounds < free {
 		t.Fatalf("pool of %d units, %d blocks x %d rounds: the launch cannot overflow every block's bags", capacity, blocks, rounds)
 	}
-	slots := make([]uint32, nslots)
-	for i := range slots {
-		slots[i] = slaballoc.Null
-	}
-	if err := pool.Allocate(ctx, slots); err != nil {
-		t.Fatal(err)
-	}
-	for s, a := range slots {
-		b := make([]byte, 12)
-		binary.LittleEndian.PutUint32(b, magic)
-		binary.LittleEndian.PutUint32(b[4:], uint32(s))
-		if err := pool.WriteUnit(ctx, a, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ds, err := cuda.FromHost(dev, slots)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ds := churnSlots(t, dev, pool, nslots)
 	defer ds.Free()
 	// The log holds whatever the blocks can hand over at the end (three
 	// bags and the overflow bag each): every leak counted is an overflow's.
@@ -199,33 +137,7 @@ func testOverflowLeaks(t *testing.T, dev *cuda.Device, blocks, rounds int) {
 	if err := st.announce.Sub(blocks, blocks+1).CopyFromHost([]uint32{0 << 1}); err != nil {
 		t.Fatal(err)
 	}
-	mod, err := dev.LoadModule(ebrPTX)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := mod.Function("ebr_churn")
-	if err != nil {
-		t.Fatal(err)
-	}
-	status, _ := cuda.Alloc[uint32](dev, 1)
-	defer status.Free()
-	status.Zero(nil)
-	out, _ := cuda.Alloc[uint64](dev, 2)
-	defer out.Free()
-	out.Zero(nil)
-	release, err := pool.Acquire()
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = f.Launch(cuda.D1(blocks), cuda.D1(256), 0, nil, pool.Descriptor(), ds, uint32(nslots), st.Ptr(), uint32(rounds), status, out)
-	release()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var o [2]uint64
-	if err := out.CopyToHost(o[:]); err != nil {
-		t.Fatal(err)
-	}
+	o := launchChurn(t, dev, pool, ds, nslots, st, blocks, rounds)
 	freed, leaked, advances, err := st.Counters()
 	if err != nil {
 		t.Fatal(err)
@@ -329,4 +241,66 @@ func testOverflowLeaks(t *testing.T, dev *cuda.Device, blocks, rounds int) {
 	if ps, _ = pool.Stats(ctx); ps.Allocated != int64(nslots)+int64(leaked) {
 		t.Fatalf("after the log: %d units, want %d", ps.Allocated, nslots+int(leaked))
 	}
+}
+
+// churnSlots allocates nslots units of pool, each tagged with magic and its
+// slot, and returns them, also on the device.
+func churnSlots(t *testing.T, dev *cuda.Device, pool *slaballoc.Pool, nslots int) ([]uint32, cuda.Slice[uint32]) {
+	t.Helper()
+	ctx := context.Background()
+	slots := make([]uint32, nslots)
+	for i := range slots {
+		slots[i] = slaballoc.Null
+	}
+	if err := pool.Allocate(ctx, slots); err != nil {
+		t.Fatal(err)
+	}
+	for s, a := range slots {
+		b := make([]byte, 12)
+		binary.LittleEndian.PutUint32(b, magic)
+		binary.LittleEndian.PutUint32(b[4:], uint32(s))
+		if err := pool.WriteUnit(ctx, a, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ds, err := cuda.FromHost(dev, slots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slots, ds
+}
+
+// launchChurn runs ebr_churn over the slots ds in blocks blocks of 256
+// threads for rounds rounds with st's reclamation, and returns its output
+// words (o[1]: the allocations that found the pool empty).
+func launchChurn(t *testing.T, dev *cuda.Device, pool *slaballoc.Pool, ds cuda.Slice[uint32], nslots int, st *DeviceState, blocks, rounds int) [2]uint64 {
+	t.Helper()
+	mod, err := dev.LoadModule(ebrPTX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := mod.Function("ebr_churn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, _ := cuda.Alloc[uint32](dev, 1)
+	defer status.Free()
+	status.Zero(nil)
+	out, _ := cuda.Alloc[uint64](dev, 2)
+	defer out.Free()
+	out.Zero(nil)
+	release, err := pool.Acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.Launch(cuda.D1(blocks), cuda.D1(256), 0, nil, pool.Descriptor(), ds, uint32(nslots), st.Ptr(), uint32(rounds), status, out)
+	release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o [2]uint64
+	if err := out.CopyToHost(o[:]); err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
