@@ -181,15 +181,7 @@ func TestEmulatedDeviceFault(t *testing.T) {
 			// job in an Env of its own.
 			job := func(what string, seed uint64) *compaction.Result {
 				t.Helper()
-				rng := func() *rand.Rand { return rand.New(rand.NewPCG(seed, 48)) }
-				e0 := ct.NewEnv()
-				job0, _, _ := ct.RandomJob(t, rng(), e0)
-				want, err := compaction.CPU{Parts: 1}.Compact(context.Background(), job0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				e := ct.NewEnv()
-				job, _, _ := ct.RandomJob(t, rng(), e)
+				e0, want, e, job := oracleJob(t, seed, 48)
 				got, err := c.Compact(context.Background(), job)
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
@@ -342,4 +334,21 @@ func TestCUDACancelMidJob(t *testing.T) {
 	if st := c.Stats(); st.EngineJobs != 2 || got.Stats.Engine != "cuda" {
 		t.Fatalf("the job after the cancelled one: %+v", st)
 	}
+}
+
+// oracleJob builds ct.RandomJob's job of the PCG seed and stream twice: in
+// e0, compacted by compaction.CPU (want: the oracle), and in e, returned
+// for the engine under test.
+func oracleJob(t *testing.T, seed, stream uint64) (e0 *ct.Env, want *compaction.Result, e *ct.Env, job *compaction.Job) {
+	t.Helper()
+	rng := func() *rand.Rand { return rand.New(rand.NewPCG(seed, stream)) }
+	e0 = ct.NewEnv()
+	job0, _, _ := ct.RandomJob(t, rng(), e0)
+	want, err := compaction.CPU{Parts: 1}.Compact(context.Background(), job0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e = ct.NewEnv()
+	job, _, _ = ct.RandomJob(t, rng(), e)
+	return e0, want, e, job
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/gputest"
 	"github.com/warpkit/warpkit/kv/compaction"
-	ct "github.com/warpkit/warpkit/kv/compaction/compactiontest"
 	"github.com/warpkit/warpkit/kv/sstable"
 )
 
@@ -336,15 +334,7 @@ func TestCUDACompactor(t *testing.T) {
 			}
 			return nil
 		}
-		rng := func() *rand.Rand { return rand.New(rand.NewPCG(uint64(i), 47)) }
-		e0 := ct.NewEnv()
-		job0, _, _ := ct.RandomJob(t, rng(), e0)
-		want, err := compaction.CPU{Parts: 1}.Compact(context.Background(), job0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e := ct.NewEnv()
-		job, _, _ := ct.RandomJob(t, rng(), e)
+		e0, want, e, job := oracleJob(t, uint64(i), 47)
 		got, err := c.Compact(context.Background(), job)
 		if err != nil {
 			t.Fatalf("%q: %v", stage, err)
