@@ -40,7 +40,6 @@ func TestGPUChurn(t *testing.T) { testChurn(t, gputest.Device(t), 132, 2000) }
 const magic = 0x5eed5eed
 
 func testChurn(t *testing.T, dev *cuda.Device, blocks, rounds int) {
-	ctx := context.Background()
 	const nslots, unit = 512, 32
 	pool, err := slaballoc.New(slaballoc.Options{Backend: warpkit.CUDA, Device: dev, UnitBytes: unit, BlocksPerSuperBlock: 1, MaxSuperBlocks: 1})
 	if err != nil {
@@ -78,19 +77,7 @@ func testChurn(t *testing.T, dev *cuda.Device, blocks, rounds int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, err := pool.Stats(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := int64(nslots+log.Len()) + int64(leaked); ps.Allocated != want {
-		t.Fatalf("the pool holds %d units; %d slots + %d in the launch log + %d leaked = %d", ps.Allocated, nslots, log.Len(), leaked, want)
-	}
-	if err := pool.FreeDevice(ctx, log); err != nil {
-		t.Fatalf("freeing the launch log (a unit freed twice?): %v", err)
-	}
-	if ps, _ = pool.Stats(ctx); ps.Allocated != int64(nslots)+int64(leaked) {
-		t.Fatalf("after the log: %d units, want %d", ps.Allocated, nslots+int(leaked))
-	}
+	checkPoolAccounting(t, pool, log, nslots, leaked)
 }
 
 // TestOverflowLeaksEmulated and TestGPUOverflowLeaks drive the in-kernel
@@ -109,7 +96,6 @@ func TestOverflowLeaksEmulated(t *testing.T) {
 func TestGPUOverflowLeaks(t *testing.T) { testOverflowLeaks(t, gputest.Device(t), 4, 200) }
 
 func testOverflowLeaks(t *testing.T, dev *cuda.Device, blocks, rounds int) {
-	ctx := context.Background()
 	const nslots, unit, overflowCap, bag = 64, 32, 8, 64 // bag: ebr_churn's BlockEbr<64>
 	pool, err := slaballoc.New(slaballoc.Options{Backend: warpkit.CUDA, Device: dev, UnitBytes: unit, BlocksPerSuperBlock: 1, MaxSuperBlocks: 1})
 	if err != nil {
@@ -228,19 +214,7 @@ func testOverflowLeaks(t *testing.T, dev *cuda.Device, blocks, rounds int) {
 			t.Fatalf("overflow entry %d (unit %#x) is not in the launch log", i, a)
 		}
 	}
-	ps, err := pool.Stats(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := int64(nslots+log.Len()) + int64(leaked); ps.Allocated != want {
-		t.Fatalf("the pool holds %d units; %d slots + %d in the launch log + %d leaked = %d", ps.Allocated, nslots, log.Len(), leaked, want)
-	}
-	if err := pool.FreeDevice(ctx, log); err != nil {
-		t.Fatalf("freeing the launch log (a unit freed twice?): %v", err)
-	}
-	if ps, _ = pool.Stats(ctx); ps.Allocated != int64(nslots)+int64(leaked) {
-		t.Fatalf("after the log: %d units, want %d", ps.Allocated, nslots+int(leaked))
-	}
+	checkPoolAccounting(t, pool, log, nslots, leaked)
 }
 
 // churnSlots allocates nslots units of pool, each tagged with magic and its
@@ -303,4 +277,25 @@ func launchChurn(t *testing.T, dev *cuda.Device, pool *slaballoc.Pool, ds cuda.S
 		t.Fatal(err)
 	}
 	return o
+}
+
+// checkPoolAccounting: every allocated unit of pool is one of the nslots
+// slots', in the launch log, or leaked (counted); freeing the log frees
+// each of its units once.
+func checkPoolAccounting(t *testing.T, pool *slaballoc.Pool, log cuda.Slice[uint32], nslots int, leaked uint64) {
+	t.Helper()
+	ctx := context.Background()
+	ps, err := pool.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(nslots+log.Len()) + int64(leaked); ps.Allocated != want {
+		t.Fatalf("the pool holds %d units; %d slots + %d in the launch log + %d leaked = %d", ps.Allocated, nslots, log.Len(), leaked, want)
+	}
+	if err := pool.FreeDevice(ctx, log); err != nil {
+		t.Fatalf("freeing the launch log (a unit freed twice?): %v", err)
+	}
+	if ps, _ = pool.Stats(ctx); ps.Allocated != int64(nslots)+int64(leaked) {
+		t.Fatalf("after the log: %d units, want %d", ps.Allocated, nslots+int(leaked))
+	}
 }

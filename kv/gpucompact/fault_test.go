@@ -96,6 +96,20 @@ func (b *syncBuffer) String() string {
 // faulted (sticky: every later call on the context returns it).
 var illegalAddress = &cuda.Error{Op: "cuStreamSynchronize", Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS", Msg: "an illegal memory access was encountered"}
 
+// failStage injects err into a job's stage (Compactor.failAt) until the
+// returned function is called.
+func failStage(stage string, err error) func(*testing.T, *Compactor, *cuda.Device) func() {
+	return func(_ *testing.T, c *Compactor, _ *cuda.Device) func() {
+		c.failAt = func(s string) error {
+			if s == stage {
+				return err
+			}
+			return nil
+		}
+		return func() { c.failAt = nil }
+	}
+}
+
 // outOfResources is a launch error that leaves the context usable.
 var outOfResources = &cuda.Error{Op: "cuLaunchKernel", Code: 701, Name: "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", Msg: "too many resources requested for launch"}
 
@@ -131,33 +145,9 @@ func TestEmulatedDeviceFault(t *testing.T) {
 			d.fn.encode = missingKernel(t, dev, "encode_blocks")
 			return nil
 		}, "device", true, "cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED"},
-		{"illegal address at merge", func(t *testing.T, c *Compactor, dev *cuda.Device) func() {
-			c.failAt = func(s string) error {
-				if s == "merge" {
-					return illegalAddress
-				}
-				return nil
-			}
-			return func() { c.failAt = nil }
-		}, "merge", true, "CUDA_ERROR_ILLEGAL_ADDRESS"},
-		{"illegal address in upload", func(t *testing.T, c *Compactor, dev *cuda.Device) func() {
-			c.failAt = func(s string) error {
-				if s == "upload" {
-					return illegalAddress
-				}
-				return nil
-			}
-			return func() { c.failAt = nil }
-		}, "device", true, "CUDA_ERROR_ILLEGAL_ADDRESS"},
-		{"launch out of resources at merge", func(t *testing.T, c *Compactor, dev *cuda.Device) func() {
-			c.failAt = func(s string) error {
-				if s == "merge" {
-					return outOfResources
-				}
-				return nil
-			}
-			return func() { c.failAt = nil }
-		}, "merge", false, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"},
+		{"illegal address at merge", failStage("merge", illegalAddress), "merge", true, "CUDA_ERROR_ILLEGAL_ADDRESS"},
+		{"illegal address in upload", failStage("upload", illegalAddress), "device", true, "CUDA_ERROR_ILLEGAL_ADDRESS"},
+		{"launch out of resources at merge", failStage("merge", outOfResources), "merge", false, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"},
 		{"gc launch refused", func(t *testing.T, c *Compactor, dev *cuda.Device) func() {
 			d := slotDev(c)
 			gc := d.fn.gc
