@@ -247,7 +247,12 @@
 // 192 MiB and 1 GiB jobs — and, in partitions, the random jobs, the matrix,
 // the 12 MiB job and the 1 GiB job in those a quarter of its estimate
 // plans —, a failure at every stage, out of device memory,
-// unsorted runs, two engine slots), and checkDamaged compares both
+// unsorted runs, two engine slots, a job cancelled mid-way, a kernel's
+// status word: TestCUDAEncodeStatusWord plans a block a byte longer than
+// encode_blocks writes, and the job falls back with the CPU's outputs, the
+// engine's arrays freed and the engine still on; TestEmulatedDeviceFault
+// adds launch failures, illegal addresses and refused launches, sticky and
+// not, on the emulation), and checkDamaged compares both
 // engines with compaction.CPU on input damaged where the checksum cannot
 // see it. TestCUDASealBlocks compares seal_blocks with sstable.SealBlock
 // block by block (every s2 size class, contents that take every path of

@@ -48,6 +48,7 @@ func TestEmulatedCUDAEngine(t *testing.T) {
 		{"SealBlocks", TestCUDASealBlocks, false},
 		{"DeviceCompressionRefused", TestCUDADeviceCompressionRefused, false},
 		{"CancelMidJob", TestCUDACancelMidJob, false},
+		{"EncodeStatusWord", TestCUDAEncodeStatusWord, false},
 	} {
 		if c.shortOnly && !testing.Short() {
 			continue // the emulation runs them with -short, the device at full size

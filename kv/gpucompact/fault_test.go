@@ -125,8 +125,11 @@ var outOfResources = &cuda.Error{Op: "cuLaunchKernel", Code: 701, Name: "CUDA_ER
 // (cuda.Error.Sticky) turns the engine off after that one failure
 // (MaxEngineFailures is 3): the next job runs on the CPU without a device
 // call, with compaction.CPU's outputs. A driver error that leaves the
-// context usable (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES) and a launch refused
-// before the driver leave it on, and the next job runs on the engine.
+// context usable (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES), a launch refused
+// before the driver and a kernel's status word (encode_blocks finding a
+// block's planned size wrong: a plan bug, which the emulated kernel
+// reports as the device's does) leave it on, and the next job runs on the
+// engine.
 func TestEmulatedDeviceFault(t *testing.T) {
 	for ci, tc := range []struct {
 		name    string
@@ -148,6 +151,13 @@ func TestEmulatedDeviceFault(t *testing.T) {
 		{"illegal address at merge", failStage("merge", illegalAddress), "merge", true, "CUDA_ERROR_ILLEGAL_ADDRESS"},
 		{"illegal address in upload", failStage("upload", illegalAddress), "device", true, "CUDA_ERROR_ILLEGAL_ADDRESS"},
 		{"launch out of resources at merge", failStage("merge", outOfResources), "merge", false, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"},
+		{"encode status word", func(t *testing.T, c *Compactor, dev *cuda.Device) func() {
+			// A block planned a byte longer than the entries encode_blocks
+			// writes into it: the kernel's check sets the block's status.
+			d := slotDev(c)
+			d.editPlan = func(descs []blockDesc) { descs[len(descs)/2].size++ }
+			return func() { d.editPlan = nil }
+		}, "encode", false, "device encode and plan disagree"},
 		{"gc launch refused", func(t *testing.T, c *Compactor, dev *cuda.Device) func() {
 			d := slotDev(c)
 			gc := d.fn.gc
@@ -323,6 +333,56 @@ func TestCUDACancelMidJob(t *testing.T) {
 	sameFiles(t, "the job after the cancelled one", outputsOf(t, e2, got), outputsOf(t, e0, want))
 	if st := c.Stats(); st.EngineJobs != 2 || got.Stats.Engine != "cuda" {
 		t.Fatalf("the job after the cancelled one: %+v", st)
+	}
+}
+
+// TestCUDAEncodeStatusWord: a kernel's status word on the device itself
+// (TestEmulatedDeviceFault's "encode status word" on a GPU): a block
+// planned a byte longer than encode_blocks writes makes the job fall back
+// to compaction.CPU with its outputs, counted under "encode", with every
+// array the engine held freed and the engine still on.
+func TestCUDAEncodeStatusWord(t *testing.T) {
+	dev := gputest.Device(t)
+	c, err := New(Options{Backend: warpkit.CUDA, Device: dev, Fallback: compaction.CPU{Parts: 1}, MinInputBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c0 := dev.Calls()
+	idle := c0.Allocs - c0.Frees
+	job := func(what string, seed uint64) *compaction.Result {
+		t.Helper()
+		e0, want, e, job := oracleJob(t, seed, 48)
+		got, err := c.Compact(context.Background(), job)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		sameFiles(t, what, outputsOf(t, e, got), outputsOf(t, e0, want))
+		return got
+	}
+	if got := job("first job", 11); got.Stats.Engine != "cuda" {
+		t.Fatalf("first job: engine %q", got.Stats.Engine)
+	}
+	d := slotDev(c)
+	edits := 0
+	d.editPlan = func(descs []blockDesc) {
+		edits++
+		descs[len(descs)/2].size++
+	}
+	got := job("failing job", 12)
+	d.editPlan = nil
+	st := c.Stats()
+	if edits == 0 || got.Stats.Fallback != "encode" || st.Fallbacks["encode"] != 1 || st.FallbackJobs != 1 || st.Disabled {
+		t.Fatalf("failing job (%d batches edited): result fallback %q, stats %+v", edits, got.Stats.Fallback, st)
+	}
+	if st.DeviceHeldBytes != 0 || st.PinnedBytes != 0 {
+		t.Fatalf("failing job: held %d device, %d pinned bytes", st.DeviceHeldBytes, st.PinnedBytes)
+	}
+	if c := dev.Calls(); c.Allocs-c.Frees != idle {
+		t.Fatalf("failing job: %d allocations outstanding, %d before the first job", c.Allocs-c.Frees, idle)
+	}
+	if got := job("next job", 13); got.Stats.Engine != "cuda" || c.Stats().EngineJobs != 2 {
+		t.Fatalf("next job: engine %q, stats %+v", got.Stats.Engine, c.Stats())
 	}
 }
 

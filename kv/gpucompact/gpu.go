@@ -59,6 +59,9 @@ type devEngine struct {
 	pinLimit                      int64
 	bufs                          devBufs
 	sealAtHost                    []uint64 // planSeal's places, kept from batch to batch
+	// editPlan, in tests, alters a batch's planned blocks before they go
+	// up: a plan encode_blocks does not agree with sets its status word.
+	editPlan func([]blockDesc)
 	// The job's arrays on the device, from stages to the last encodeBatch.
 	cur struct {
 		ents                      cuda.Slice[uint64]
@@ -873,6 +876,9 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 		return nil, false, err
 	}
 	if nb > 0 {
+		if d.editPlan != nil {
+			d.editPlan(descs)
+		}
 		if err := gpurt.Upload(&b.stage, str, dDescs, descWords); err != nil {
 			return nil, false, err
 		}
