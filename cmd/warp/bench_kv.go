@@ -17,6 +17,7 @@ import (
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
 	"github.com/warpkit/warpkit/internal/cli"
+	"github.com/warpkit/warpkit/internal/procmem"
 	"github.com/warpkit/warpkit/internal/progress"
 	"github.com/warpkit/warpkit/internal/stress"
 	"github.com/warpkit/warpkit/kv"
@@ -260,6 +261,7 @@ func runKVBench(ctx context.Context, args []string) error {
 					base := map[string]*kvbench.Result{}
 					metricsAfter := map[string]*kv.Metrics{}
 					gpuAfter := map[string]gpucompact.Stats{}
+					peakRSS := map[string]uint64{}
 					for _, w := range workloads {
 						stepNo++
 						step := fmt.Sprintf("[%d/%d] %s", stepNo, nsteps, w)
@@ -293,6 +295,7 @@ func runKVBench(ctx context.Context, args []string) error {
 							return err
 						}
 						runtime.GC()
+						rssOK := procmem.ResetPeak() == nil // the kv run's peak resident set (Table 9's memory)
 						if prof != nil {
 							if err := pprof.StartCPUProfile(prof); err != nil {
 								return err
@@ -307,6 +310,9 @@ func runKVBench(ctx context.Context, args []string) error {
 							return err
 						}
 						results[w] = res
+						if peak, _, err := procmem.Peak(); rssOK && err == nil {
+							peakRSS[w] = peak
+						}
 						metricsAfter[w] = store.DB.Metrics()
 						if gc != nil {
 							gpuAfter[w] = gc.Stats()
@@ -318,7 +324,7 @@ func runKVBench(ctx context.Context, args []string) error {
 						}
 						base[w] = b
 					}
-					runs = append(runs, kvRun{cfg: runner.Config(), compactor: comp, stress: pct, res: results, base: base, met: metricsAfter, gpu: gpuAfter})
+					runs = append(runs, kvRun{cfg: runner.Config(), compactor: comp, stress: pct, res: results, base: base, met: metricsAfter, gpu: gpuAfter, rss: peakRSS})
 				}
 			}
 			return nil
@@ -342,6 +348,15 @@ type kvRun struct {
 	res, base map[string]*kvbench.Result
 	met       map[string]*kv.Metrics
 	gpu       map[string]gpucompact.Stats // the gpu compactor's, after each workload
+	rss       map[string]uint64           // the process's peak resident set during each kv run (procmem), where known
+}
+
+// rssMB is a peak resident set in MB, "-" where it was not measured.
+func rssMB(b uint64) any {
+	if b == 0 {
+		return "-"
+	}
+	return float64(b) / 1e6
 }
 
 func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report {
@@ -356,7 +371,7 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 		clients = "clients as listed"
 	}
 	cols := []string{"workload", "ops", "ops/s", "MB/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs", "in-memory B-tree ops/s", "kv/B-tree"}
-	lsmCols := []string{"workload", "write amp", "compaction MB/s", "compactions", "stalls", "waits mem/L0", "stall ms", "flush ms", "L0..L6 tables"}
+	lsmCols := []string{"workload", "write amp", "compaction MB/s", "compactions", "stalls", "waits mem/L0", "stall ms", "flush ms", "peak RSS MB", "L0..L6 tables"}
 	accel := slices.Contains(f.compactors, "gpu")
 	if accel {
 		lsmCols = append(lsmCols, "accelerated jobs", "fallbacks", "declined busy/budget/small", "partitioned jobs")
@@ -405,7 +420,7 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 			}
 			row := lead(w, m.WriteAmp(), m.CompactionBandwidth()/1e6, m.Compaction.Count, m.Stalls.Slowdowns+m.Stalls.MemTableStops+m.Stalls.L0Stops,
 				fmt.Sprintf("%d/%d", m.Stalls.MemTableStops, m.Stalls.L0Stops), float64(m.Stalls.Time)/1e6,
-				float64(m.MemTable.FlushTime)/1e6/float64(max(m.MemTable.Flushes, 1)), strings.Join(tables, " "))
+				float64(m.MemTable.FlushTime)/1e6/float64(max(m.MemTable.Flushes, 1)), rssMB(run.rss[w]), strings.Join(tables, " "))
 			if accel {
 				row = append(row, m.Compaction.Accelerated.Count, m.Compaction.Accelerated.Fallbacks)
 				if st, ok := run.gpu[w]; ok {
@@ -417,7 +432,7 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 			lsm.Add(row...)
 		}
 	}
-	rep.Note("stalls: periods in which writes stopped or slowed; waits mem/L0: the waits in them for a memtable flush / for L0 to drop below its stop (kv.Metrics.Stalls.MemTableStops / L0Stops); flush ms: a flush's mean time, memtable to L0 table installed (its writing, syncs and manifest edit)")
+	rep.Note("stalls: periods in which writes stopped or slowed; waits mem/L0: the waits in them for a memtable flush / for L0 to drop below its stop (kv.Metrics.Stalls.MemTableStops / L0Stops); flush ms: a flush's mean time, memtable to L0 table installed (its writing, syncs and manifest edit); peak RSS MB: the process's largest resident set during the store's run of the workload (Linux VmHWM, reset before it; the store's memtables, block cache and heap, the gpu compactor's pinned arrays; with --fs mem its files too)")
 	rep.Note("settings: memtable %d MiB, target table %d MiB, L0 compaction/stop 4/12 (no slowdown), L1 16 MiB, levels x10, block 4 KiB, bloom 10 bits/key, block cache %d MiB, compression %s",
 		f.memtable, f.table, f.cacheMB, f.compression)
 	if accel {
