@@ -73,15 +73,7 @@ func TestCompressionWorkersIdentical(t *testing.T) {
 // a bloom filter, with the workers a 16-core store gives its flushes (4)
 // and sequentially; MB/s of entries and the allocations a table.
 func BenchmarkFlushTable(b *testing.B) {
-	rng := rand.New(rand.NewPCG(7, 9))
-	var es []kv
-	for i := range 4 << 10 {
-		v := make([]byte, 1024)
-		for j := range 512 {
-			v[j] = byte(rng.Uint32())
-		}
-		es = append(es, kv{k: base.MakeInternalKey([]byte(fmt.Sprintf("%016d", i)), base.SeqNum(i+1), base.KindSet), v: v})
-	}
+	es := flushTableEntries()
 	for _, workers := range []int{0, 4} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			b.SetBytes(int64(len(es)) * (16 + 8 + 1024))
@@ -101,4 +93,19 @@ func BenchmarkFlushTable(b *testing.B) {
 			}
 		})
 	}
+}
+
+// flushTableEntries are a flush's 4 MiB of entries: 16-byte keys, 1 KiB
+// values, half of each value random.
+func flushTableEntries() []kv {
+	rng := rand.New(rand.NewPCG(7, 9))
+	var es []kv
+	for i := range 4 << 10 {
+		v := make([]byte, 1024)
+		for j := range 512 {
+			v[j] = byte(rng.Uint32())
+		}
+		es = append(es, kv{k: base.MakeInternalKey([]byte(fmt.Sprintf("%016d", i)), base.SeqNum(i+1), base.KindSet), v: v})
+	}
+	return es
 }
