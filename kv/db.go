@@ -19,6 +19,7 @@ import (
 	"github.com/warpkit/warpkit/kv/internal/rangedel"
 	"github.com/warpkit/warpkit/kv/manifest"
 	"github.com/warpkit/warpkit/kv/record"
+	"github.com/warpkit/warpkit/kv/sstable"
 	"github.com/warpkit/warpkit/kv/vfs"
 )
 
@@ -62,6 +63,16 @@ type DB struct {
 	// the read, since the last L0 compaction began; past l0MissBudget a
 	// deferred L0 compaction is due (see scoreLocked).
 	l0Misses, l0MissBudget atomic.Int64
+
+	// flushBuf is writeL0's memory, kept from flush to flush: the entries
+	// of the memtable it encodes in runs, and an encoder a run. writeL0
+	// runs on one goroutine at a time (the flush loop; Open's recovery and
+	// Repair before it starts); the mutex says so rather than trusts it.
+	flushBuf struct {
+		sync.Mutex
+		entries []sstable.Entry
+		encs    []*sstable.BlockEncoder
+	}
 
 	// spare receives the next log, created and recorded in the manifest
 	// ahead of time (by Open, then in the background after each memtable

@@ -126,9 +126,15 @@ func (d *DB) writeL0(mem *memtable.MemTable) (*manifest.FileMetadata, error) {
 	}
 	num := d.vs.NewFileNum()
 	meta, err := d.writeTable(num, func(w *sstable.Writer) error {
-		for ok := it.First(); ok; ok = it.Next() {
-			if err := w.Add(it.Key(), it.Value()); err != nil {
+		if runs := min(d.opts.FlushWorkers, mem.Size()/flushRunBytes); runs > 1 {
+			if err := d.addRuns(w, it, runs); err != nil {
 				return err
+			}
+		} else {
+			for ok := it.First(); ok; ok = it.Next() {
+				if err := w.Add(it.Key(), it.Value()); err != nil {
+					return err
+				}
 			}
 		}
 		for _, sp := range mem.RangeDels().Spans() {
@@ -146,6 +152,88 @@ func (d *DB) writeL0(mem *memtable.MemTable) (*manifest.FileMetadata, error) {
 		return nil, fmt.Errorf("kv: sync directory: %w", err)
 	}
 	return meta, nil
+}
+
+// flushRunBytes is the least memtable a run of writeL0's takes: a flush
+// encodes its memtable in min(FlushWorkers, memtable size / flushRunBytes)
+// runs. (A variable: tests lower it.)
+var flushRunBytes = 256 << 10
+
+// addRuns adds a memtable's point entries to w as k runs of about equal
+// bytes, each encoded and compressed on a goroutine of
+// its own (sstable.BlockEncoder; the first on this one), the runs' blocks
+// added in order as they are done. A flush of 4 MiB of 1 KiB values spends
+// most of its encoding in Snappy; handing each 4 KiB block to a goroutine
+// cost more than it saved (the Writer's CompressionWorkers), a run a
+// goroutine does not.
+func (d *DB) addRuns(w *sstable.Writer, it base.InternalIterator, k int) error {
+	fb := &d.flushBuf
+	fb.Lock()
+	defer fb.Unlock()
+	es := fb.entries[:0]
+	total := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		k, v := it.Key(), it.Value()
+		es = append(es, sstable.Entry{Key: k, Value: v})
+		total += len(k.UserKey) + len(v)
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	fb.entries = es
+	defer clear(es) // (they reference the memtable's arena)
+	k = min(k, max(len(es), 1))
+	for len(fb.encs) < k {
+		fb.encs = append(fb.encs, sstable.NewBlockEncoder(d.opts.writerOptions()))
+	}
+	// Run r is es[bounds[r]:bounds[r+1]], cut where the bytes so far pass
+	// r/k of the total.
+	bounds := make([]int, 1, k+1)
+	sum := 0
+	for i, e := range es {
+		if len(bounds) < k && sum*k >= total*len(bounds) && i > bounds[len(bounds)-1] {
+			bounds = append(bounds, i)
+		}
+		sum += len(e.Key.UserKey) + len(e.Value)
+	}
+	bounds = append(bounds, len(es))
+	runs := len(bounds) - 1
+	type result struct {
+		blocks []sstable.EncodedBlock
+		err    error
+	}
+	results := make([]result, runs)
+	done := make([]chan struct{}, runs)
+	encode := func(r int) {
+		lo, hi := bounds[r], bounds[r+1]
+		var prev *sstable.InternalKey
+		if lo > 0 {
+			prev = &es[lo-1].Key
+		}
+		results[r].blocks, results[r].err = fb.encs[r].Encode(es[lo:hi], prev)
+	}
+	for r := 1; r < runs; r++ {
+		done[r] = make(chan struct{})
+		go func() {
+			defer close(done[r])
+			encode(r)
+		}()
+	}
+	encode(0)
+	var err error
+	for r := range runs {
+		if r > 0 {
+			<-done[r] // every run's goroutine is waited for, also after an error
+		}
+		if err == nil {
+			err = results[r].err
+		}
+		if err == nil {
+			err = w.AddEncodedBlocks(results[r].blocks)
+		}
+		fb.encs[r].Reset()
+	}
+	return err
 }
 
 // writeTable creates table num, fills it, syncs and closes it; on error the

@@ -465,9 +465,14 @@ func TestModel(t *testing.T) {
 	if *modelSeeds > 0 {
 		seeds = *modelSeeds
 	}
+	// Flushes of these 64 KiB memtables in runs of 8 KiB or more, on 1 to
+	// 4 goroutines.
+	defer func(b int) { flushRunBytes = b }(flushRunBytes)
+	flushRunBytes = 8 << 10
 	for seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			opts := smallOptions()
+			opts.FlushWorkers = 1 + seed%4
 			opts.StaticLevelSizes = seed%2 == 1
 			switch seed % 3 {
 			case 1:

@@ -112,6 +112,13 @@ type Options struct {
 	// their own goroutine besides, and each compaction may split into
 	// parallel parts (see Compactor).
 	MaxConcurrentCompactions int
+	// FlushWorkers is how many goroutines a flush encodes and compresses
+	// its table's data blocks on: the memtable's entries are cut into that
+	// many runs of about equal size, each encoded on its own goroutine
+	// (sstable.BlockEncoder), and the blocks written in order. Default
+	// DefaultFlushWorkers(); 1 writes the table entry by entry on the flush
+	// goroutine, as do memtables under 512 KiB (a run takes 256 KiB or more).
+	FlushWorkers int
 	// Compactor merges tables; default compaction.CPU{}, which splits a job
 	// with enough input into key-range parts merged in parallel
 	// (subcompactions: up to min(GOMAXPROCS, 8) parts of at least twice
@@ -211,6 +218,7 @@ func (o *Options) withDefaults() (*Options, error) {
 	def64(&c.TargetFileSize, 4<<20)
 	def64(&c.MaxGrandparentOverlap, 10*c.TargetFileSize)
 	def(&c.MaxConcurrentCompactions, DefaultCompactions())
+	def(&c.FlushWorkers, DefaultFlushWorkers())
 	def(&c.BlockSize, 4096)
 	def(&c.BlockRestartInterval, 16)
 	def(&c.BloomBitsPerKey, 10)
@@ -244,6 +252,8 @@ func (o *Options) withDefaults() (*Options, error) {
 		return nil, fmt.Errorf("%w: LBaseMaxBytes %d below 16 KiB", ErrInvalidArgument, c.LBaseMaxBytes)
 	case c.MaxConcurrentCompactions < 1:
 		return nil, fmt.Errorf("%w: MaxConcurrentCompactions %d", ErrInvalidArgument, c.MaxConcurrentCompactions)
+	case c.FlushWorkers < 1 || c.FlushWorkers > maxFlushWorkers:
+		return nil, fmt.Errorf("%w: FlushWorkers %d out of [1, %d]", ErrInvalidArgument, c.FlushWorkers, maxFlushWorkers)
 	case c.BlockSize < 256 || c.BlockSize > 16<<20:
 		return nil, fmt.Errorf("%w: BlockSize %d out of [256, 16 MiB]", ErrInvalidArgument, c.BlockSize)
 	case c.BlockRestartInterval < 1:
@@ -293,6 +303,13 @@ func (o *Options) logger() *slog.Logger {
 }
 
 var discardLogger = slog.New(slog.DiscardHandler)
+
+// DefaultFlushWorkers is the default of Options.FlushWorkers: GOMAXPROCS/4,
+// at least 1 and at most 4 (four on 16 cores).
+func DefaultFlushWorkers() int { return min(max(runtime.GOMAXPROCS(0)/4, 1), 4) }
+
+// maxFlushWorkers bounds Options.FlushWorkers.
+const maxFlushWorkers = 64
 
 // DefaultCompactions is the default of Options.MaxConcurrentCompactions:
 // GOMAXPROCS/8, clamped to 1..4.

@@ -54,6 +54,7 @@ type kvBenchFlags struct {
 	progress          string
 	memtable, table   int
 	compactions       int
+	flushWorkers      int
 	gpuEngines        int
 	gpuHostWorkers    int
 	gpuWhenBusy       *string
@@ -98,6 +99,7 @@ func runKVBench(ctx context.Context, args []string) error {
 	cli.IntVarFlag(fs, &f.cacheMB, "cache", 32, 1, kvMaxCache, "block cache in MiB")
 	cli.ChoiceVarFlag(fs, &f.compression, "compression", "snappy", []string{"none", "snappy", "s2"}, "block compression")
 	cli.IntVarFlag(fs, &f.compactions, "compactions", 0, 0, 64, "concurrent background compactions (0: the store's default, sized from GOMAXPROCS)")
+	cli.IntVarFlag(fs, &f.flushWorkers, "flush-workers", 0, 0, 64, "goroutines a flush encodes its table on (kv.Options.FlushWorkers; 0: the store's default, sized from GOMAXPROCS)")
 	cli.IntVarFlag(fs, &f.gpuEngines, "gpu-engines", 1, 1, 8, "jobs the gpu compactor's engine runs at once (gpucompact.Options.Engines)")
 	cli.IntVarFlag(fs, &f.gpuHostWorkers, "gpu-host-workers", 0, 0, 1024, "goroutines each host stage of a gpu compactor's job splits over (gpucompact.Options.HostWorkers); 0: GOMAXPROCS")
 	f.gpuWhenBusy = cli.ChoiceFlag(fs, "gpu-when-busy", "faster", []string{"faster", "fallback", "wait"}, "what a job does when the gpu compactor's engine is busy (gpucompact.Options.WhenBusy): wait when that is expected to end sooner (the default), run on compaction.CPU, or wait")
@@ -168,6 +170,7 @@ func runKVBench(ctx context.Context, args []string) error {
 		Compression:    comp,
 		// 0 keeps kv's default.
 		MaxConcurrentCompactions: f.compactions,
+		FlushWorkers:             f.flushWorkers,
 	}
 	if comp == sstable.NoCompression {
 		opts.DisableCompression = true
@@ -433,8 +436,12 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 		}
 	}
 	rep.Note("stalls: periods in which writes stopped or slowed; waits mem/L0: the waits in them for a memtable flush / for L0 to drop below its stop (kv.Metrics.Stalls.MemTableStops / L0Stops); flush ms: a flush's mean time, memtable to L0 table installed (its writing, syncs and manifest edit); peak RSS MB: the process's largest resident set during the store's run of the workload (Linux VmHWM, reset before it; the store's memtables, block cache and heap, the gpu compactor's pinned arrays; with --fs mem its files too)")
-	rep.Note("settings: memtable %d MiB, target table %d MiB, L0 compaction/stop 4/12 (no slowdown), L1 16 MiB, levels x10, block 4 KiB, bloom 10 bits/key, block cache %d MiB, compression %s",
-		f.memtable, f.table, f.cacheMB, f.compression)
+	flushWorkers := f.flushWorkers
+	if flushWorkers == 0 {
+		flushWorkers = kv.DefaultFlushWorkers()
+	}
+	rep.Note("settings: memtable %d MiB, target table %d MiB, L0 compaction/stop 4/12 (no slowdown), L1 16 MiB, levels x10, block 4 KiB, bloom 10 bits/key, block cache %d MiB, compression %s, flushes on %d goroutine(s) (--flush-workers)",
+		f.memtable, f.table, f.cacheMB, f.compression, flushWorkers)
 	if accel {
 		rep.Note("gpu: kv/gpucompact with %d engine slot(s) (--gpu-engines), a busy engine's jobs: %s (--gpu-when-busy), host workers a stage: %s (--gpu-host-workers)", f.gpuEngines, *f.gpuWhenBusy, workersNote(f.gpuHostWorkers))
 	}

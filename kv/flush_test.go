@@ -1,0 +1,141 @@
+package kv
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/warpkit/warpkit/kv/sstable"
+	"github.com/warpkit/warpkit/kv/vfs"
+)
+
+// TestFlushInRuns: a memtable flushed in runs (FlushWorkers 4: its entries
+// encoded on four goroutines) holds what the same memtable flushed entry by
+// entry holds — every key, value, deletion and range deletion, read back
+// through the store and through the table — with the same properties but
+// the data blocks that the runs' first blocks add.
+func TestFlushInRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	type op struct {
+		kind     int // 0 set, 1 delete, 2 delete range
+		key, end []byte
+		value    []byte
+	}
+	var ops []op
+	for range 6000 {
+		k := fmt.Appendf(nil, "key%08d", rng.IntN(20000))
+		switch r := rng.IntN(40); {
+		case r == 0:
+			ops = append(ops, op{kind: 2, key: k, end: append(bytes.Clone(k), "5"...)})
+		case r < 4:
+			ops = append(ops, op{kind: 1, key: k})
+		default:
+			v := make([]byte, 50+rng.IntN(400))
+			for i := range v[:len(v)/2] {
+				v[i] = byte(rng.Uint32())
+			}
+			ops = append(ops, op{kind: 0, key: k, value: v})
+		}
+	}
+	type flushed struct {
+		db    *DB
+		fs    *vfs.MemFS
+		props sstable.Properties
+	}
+	run := func(workers int) flushed {
+		fs := vfs.NewMem()
+		db, err := Open("db", &Options{FS: fs, MemTableSize: 4 << 20, FlushWorkers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		for _, o := range ops {
+			switch o.kind {
+			case 0:
+				err = db.Set(o.key, o.value, nil)
+			case 1:
+				err = db.Delete(o.key, nil)
+			case 2:
+				err = db.DeleteRange(o.key, o.end, nil)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if m := db.Metrics(); m.Levels[0].Tables != 1 || m.MemTable.Flushes != 1 {
+			t.Fatalf("%d workers: %d L0 tables after %d flushes", workers, m.Levels[0].Tables, m.MemTable.Flushes)
+		}
+		if err := db.CheckIntegrity(); err != nil {
+			t.Fatal(err)
+		}
+		names, err := fs.List("db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if !strings.HasSuffix(n, ".sst") {
+				continue
+			}
+			f, err := fs.Open(fs.PathJoin("db", n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := sstable.NewReader(f, sstable.ReaderOptions{FileName: n})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := *r.Properties()
+			r.Close()
+			return flushed{db, fs, p}
+		}
+		t.Fatalf("%d workers: no table in %v", workers, names)
+		return flushed{}
+	}
+	seq, par := run(1), run(4)
+	if par.props.NumDataBlocks <= seq.props.NumDataBlocks {
+		t.Fatalf("in runs: %d data blocks, entry by entry %d: the runs did not begin blocks of their own", par.props.NumDataBlocks, seq.props.NumDataBlocks)
+	}
+	want, got := seq.props, par.props
+	got.NumDataBlocks, got.DataSize, got.IndexSize, got.RawDataSize = want.NumDataBlocks, want.DataSize, want.IndexSize, want.RawDataSize
+	if got != want {
+		t.Fatalf("properties in runs\n%+v\nentry by entry\n%+v", got, want)
+	}
+	scan := func(db *DB) []string {
+		it, err := db.NewIter(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		var out []string
+		for ok := it.First(); ok; ok = it.Next() {
+			out = append(out, fmt.Sprintf("%s=%x", it.Key(), it.Value()))
+		}
+		return out
+	}
+	a, b := scan(seq.db), scan(par.db)
+	if len(a) == 0 || strings.Join(a, "\n") != strings.Join(b, "\n") {
+		t.Fatalf("the stores differ: %d keys entry by entry, %d in runs", len(a), len(b))
+	}
+	for i := 0; i < 20000; i += 7 {
+		k := fmt.Appendf(nil, "key%08d", i)
+		v1, err1 := seq.db.Get(k)
+		v2, err2 := par.db.Get(k)
+		if !bytes.Equal(v1, v2) || (err1 == nil) != (err2 == nil) {
+			t.Fatalf("Get(%s): %x, %v in runs; %x, %v entry by entry", k, v2, err2, v1, err1)
+		}
+	}
+}
+
+// TestFlushWorkersOption: FlushWorkers out of range is refused.
+func TestFlushWorkersOption(t *testing.T) {
+	for _, n := range []int{-1, maxFlushWorkers + 1} {
+		if _, err := Open("db", &Options{FS: vfs.NewMem(), FlushWorkers: n}); err == nil || !strings.Contains(err.Error(), "FlushWorkers") {
+			t.Fatalf("FlushWorkers %d: %v", n, err)
+		}
+	}
+}
