@@ -183,7 +183,12 @@
 //     after 131072 descents); a successor or range walk along the leaves after
 //     131072 plus the pool's node count (a range may cross every leaf); a
 //     validated leaf read after 16384 tries; the parent-latch spin after 256. Past a bound the batch
-//     fails with ErrRetryLimit. No kernel waits without bound.
+//     fails with ErrRetryLimit. No kernel waits without bound:
+//     TestEmulatedRetryLimit and TestGPURetryLimit corrupt nodes on the
+//     device (leaves linked to themselves or to each other, a child entry
+//     pointing at the root) and every operation that meets them, phased or
+//     validated, read or write, returns ErrRetryLimit; Check names the
+//     damage, and the tree works again once the bytes are restored.
 //   - Departure: routing does not trust a node read without a latch. Each node
 //     carries an immutable low fence and level; a traversal that lands on a
 //     node of the wrong level or whose low is above its key (a torn or stale

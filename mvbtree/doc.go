@@ -119,7 +119,10 @@
 // Failures: a pool that runs out (at MaxPoolBytes, or the device's memory)
 // fails the batch with ErrPoolExhausted after applying whole operations only
 // (a copy that cannot be allocated leaves its node as it was); every loop in
-// the kernels is bounded (ErrRetryLimit, never a hang).
+// the kernels is bounded (ErrRetryLimit, never a hang: retry_test.go traps
+// walks in corrupted leaves, child entries and version chains, and every
+// latest-version, snapshot, plain and versioning operation that meets them
+// returns ErrRetryLimit, on the emulation and on a GPU).
 //
 // The CPU backend (internal/ordmap, shared with btree's) keeps a
 // tidwall/btree map whose snapshots are copy-on-write copies: O(1) to take,
