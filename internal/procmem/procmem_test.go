@@ -21,8 +21,12 @@ func TestParseStatus(t *testing.T) {
 }
 
 // TestPeakWindow: a 64 MiB buffer touched inside the window raises the
-// peak above the resident set the window started from; once it is freed
-// and a new window opened, the peak falls back.
+// peak above the resident set the window started from; a new window opened
+// after the buffer is dropped starts from the resident set of that moment,
+// not from the old peak. (Whether the runtime and the kernel give the
+// buffer's pages back at once is theirs to decide: CI's machines have kept
+// half of it resident, so the test compares the new peak with the resident
+// set read beside it, not with the buffer's size.)
 func TestPeakWindow(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux only")
@@ -52,7 +56,15 @@ func TestPeakWindow(t *testing.T) {
 	if err := ResetPeak(); err != nil {
 		t.Fatal(err)
 	}
-	if low, _, err := Peak(); err != nil || low >= peak-size/2 {
-		t.Fatalf("peak after the buffer was freed and the window reset: %d (was %d), %v", low, peak, err)
+	low, cur, err := Peak()
+	if err != nil {
+		t.Fatal(err)
 	}
+	// The reset sets the mark to the resident set; reading the status
+	// file allocates a little, so allow a few MiB above it.
+	const slack = 8 << 20
+	if low > cur+slack || low > peak {
+		t.Fatalf("after the reset: peak %d, resident %d (the window's old peak was %d)", low, cur, peak)
+	}
+	t.Logf("start %d, peak %d, after the reset: peak %d, resident %d", start, peak, low, cur)
 }
