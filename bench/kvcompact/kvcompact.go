@@ -83,11 +83,12 @@ type cell struct {
 // Run runs warp bench kvcompact with args (its flags) and writes the report
 // to w.
 func Run(ctx context.Context, args []string, w io.Writer) error {
-	fs := cli.NewFlags("bench kvcompact", "[--values 32,128,...] [--compression none,snappy] [--fs mem|os] [--json] [flags]\n\n"+
-		"Builds one L0→L1 job per value size and compression (L0 tables over an overlapping L1 run, 16-byte keys, no\n"+
-		"snapshots) and runs it on each engine: cpu (compaction.CPU, one goroutine: the oracle), cpu-parts (its\n"+
-		"subcompactions; outputs cut elsewhere, so not compared), cpu-par (kv/gpucompact's Go engine, every core) and,\n"+
-		"where there is a device, gpu (its CUDA engine).\n"+
+	fs := cli.NewFlags("bench kvcompact", "[--values 32,128,...] [--compression none,snappy] [--key 16,8..64] [--fs mem|os] [--json] [flags]\n\n"+
+		"Builds one L0→L1 job per key length, value size and compression (L0 tables over an overlapping L1 run, 16-byte\n"+
+		"keys or those --key lists: lengths N or ranges MIN..MAX, each key's length drawn in them; no snapshots) and\n"+
+		"runs it on each engine: cpu (compaction.CPU, one goroutine: the oracle), cpu-parts (its subcompactions;\n"+
+		"outputs cut elsewhere, so not compared), cpu-par (kv/gpucompact's Go engine, every core) and, where there\n"+
+		"is a device, gpu (its CUDA engine).\n"+
 		"Only gpu needs a GPU: the other engines run on the CPU.\n"+
 		"MB/s are of input table bytes per wall second (median of --runs); CPU-s/GB is process CPU time per input GB,\n"+
 		"sys its kernel share (page faults on fresh memory, file writes).\n"+
@@ -110,7 +111,8 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	l0KiB := cli.IntFlag(fs, "l0-kib", 4096, 16, 1<<20, "KiB of entries per L0 table")
 	l1KiB := cli.IntFlag(fs, "l1-kib", 40960, 16, 16<<20, "KiB of entries in L1")
 	tableKiB := cli.IntFlag(fs, "table-kib", 4096, 16, 1<<20, "KiB of entries per L1 table, and the job's target output size")
-	keyLen := cli.IntFlag(fs, "key", 16, 8, 1024, "key length in bytes")
+	keys := keyLens{{16, 16}}
+	fs.Var(&keys, "key", fmt.Sprintf("key lengths in bytes: N, or MIN..MAX for keys of varying length, each key's drawn in [MIN, MAX] (the gLSM paper's are 6..64 B; the tables are sized by the mean); a comma-separated list runs every job at each, in a key B column (`LIST`: each %d..%d)", minKeyLen, maxKeyLen))
 	runs := cli.IntFlag(fs, "runs", 3, 1, 100, "runs per engine and job (the median is printed)")
 	fsKind := cli.ChoiceFlag(fs, "fs", "mem", []string{"mem", "os"}, "where the tables live: in memory, or in --dir on disk")
 	dir := fs.String("dir", "", "directory for --fs os (default: a new temporary directory, removed afterwards)")
@@ -187,13 +189,32 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	if *sealing != "auto" {
 		ablation += ", gpu seals Snappy blocks on the " + *sealing
 	}
-	rep := benchfmt.NewReport(fmt.Sprintf("warp bench kvcompact: one L0→L1 job, %d L0 × %d KiB over a %d KiB L1, %d-byte keys, --fs %s%s",
-		*l0Tables, *l0KiB, *l1KiB, *keyLen, *fsKind, ablation),
+	keyNames := make([]string, len(keys))
+	for i, k := range keys {
+		keyNames[i] = k.String()
+	}
+	rep := benchfmt.NewReport(fmt.Sprintf("warp bench kvcompact: one L0→L1 job, %d L0 × %d KiB over a %d KiB L1, %s-byte keys, --fs %s%s",
+		*l0Tables, *l0KiB, *l1KiB, strings.Join(keyNames, "/"), *fsKind, ablation),
 		fmt.Sprintf("host: %d logical CPUs, GOMAXPROCS %d", runtime.NumCPU(), runtime.GOMAXPROCS(0)))
 	if !*asJSON {
 		rep.Stream(w)
 	}
-	cols := []string{"stress %", "compression", "value B", "entries", "input MB", "cpu MB/s"}
+	// Several --key items: a key B column before value B in every table
+	// (one item: the title says it, as before).
+	sweepKeys := len(keys) > 1
+	keyCol := func(cols []string, i int) []string {
+		if sweepKeys {
+			return slices.Insert(cols, i, "key B")
+		}
+		return cols
+	}
+	keyCell := func(cells []any, i int, k keyLen) []any {
+		if sweepKeys {
+			return slices.Insert(cells, i, k.cell())
+		}
+		return cells
+	}
+	cols := keyCol([]string{"stress %", "compression", "value B", "entries", "input MB", "cpu MB/s"}, 2)
 	for _, e := range engines[1:] {
 		cols = append(cols, e+" MB/s", e+"/cpu")
 		if gpucompactEngine(e) {
@@ -205,6 +226,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	var stageRows [][]any
 	type targetRow struct {
 		comp  string
+		key   keyLen
 		value int
 		ratio float64
 	}
@@ -212,14 +234,27 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	// Issue 16's rows: gpu against its targets (cpu-par's rate when it ran).
 	type gpuRow struct {
 		comp             string
+		key              keyLen
 		value            int
 		mbs, vsCPU, cpus float64
 		vsPar            float64 // 0: cpu-par not run
 	}
 	var gpuRows []gpuRow
+	// The jobs: each key length, compression and value size.
+	type keyComp struct {
+		key  keyLen
+		comp string
+	}
+	var keyComps []keyComp
+	for _, k := range keys {
+		for _, c := range comps {
+			keyComps = append(keyComps, keyComp{k, c})
+		}
+	}
 	// Each stress level runs every job, with burners on every core.
 	err := forEachStress(stressLevels, func(pct int) error {
-		for _, compName := range comps {
+		for _, kc := range keyComps {
+			key, compName := kc.key, kc.comp
 			comp, err := sstable.ParseCompression(compName)
 			if err != nil {
 				return fmt.Errorf("%w: %v", cli.ErrUsage, err)
@@ -228,17 +263,19 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				cells, job, err := runJob(ctx, vfsys, root, engines, gpuOpts, *runs, &prof, kvbench.CompactJob{
+				shape := kvbench.CompactJob{
 					L0Tables: *l0Tables, L0Bytes: *l0KiB << 10, L1Bytes: *l1KiB << 10, TableSize: *tableKiB << 10,
-					KeyLen: *keyLen, ValueLen: value, Compression: comp, Seed: 1,
-				})
+					ValueLen: value, Compression: comp, Seed: 1,
+				}
+				key.set(&shape)
+				cells, job, err := runJob(ctx, vfsys, root, engines, gpuOpts, *runs, &prof, shape)
 				if err != nil {
 					return err
 				}
 				in := float64(job.bytes)
 				mbs := func(c cell) float64 { return in / 1e6 / c.wall.Seconds() }
 				cpuSPerGB := func(c cell) string { return fmt.Sprintf("%.2f", c.cpu.Seconds()/(in/1e9)) }
-				row := []any{pct, compName, value, job.entries, in / 1e6, mbs(cells[0])}
+				row := keyCell([]any{pct, compName, value, job.entries, in / 1e6, mbs(cells[0])}, 2, key)
 				sysShare := func(c cell) string { return fmt.Sprintf("%.0f%%", 100*c.sys.Seconds()/max(c.cpu.Seconds(), 1e-9)) }
 				cpuCells := []string{cpuSPerGB(cells[0])}
 				sysCells := []string{sysShare(cells[0])}
@@ -267,13 +304,13 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 							batches = fmt.Sprintf("%.1f in %.2f", float64(st.EncodeBatches)/max(n, 1), ms(st.Encode))
 							tail = fmt.Sprintf("%.2f", ms(st.WriteTail))
 						}
-						stageRows = append(stageRows, []any{name, pct, compName, value, ms(st.Load), ms(st.Merge), ms(st.GC), ms(st.Sizes), ms(st.Plan), ms(st.Write),
-							batches, tail, benchfmt.Millis(c.wall), c.cpu.Seconds() / c.wall.Seconds(), held, float64(st.Partitions) / max(n, 1), c.fallback, calls})
+						stageRows = append(stageRows, keyCell([]any{name, pct, compName, value, ms(st.Load), ms(st.Merge), ms(st.GC), ms(st.Sizes), ms(st.Plan), ms(st.Write),
+							batches, tail, benchfmt.Millis(c.wall), c.cpu.Seconds() / c.wall.Seconds(), held, float64(st.Partitions) / max(n, 1), c.fallback, calls}, 3, key))
 						if name == "cpu-par" && value <= targetMaxValue && pct == 0 {
-							targetRows = append(targetRows, targetRow{compName, value, mbs(c) / mbs(cells[0])})
+							targetRows = append(targetRows, targetRow{compName, key, value, mbs(c) / mbs(cells[0])})
 						}
 						if name == "gpu" && pct == 0 {
-							r := gpuRow{comp: compName, value: value, mbs: mbs(c), vsCPU: mbs(c) / mbs(cells[0]), cpus: c.cpu.Seconds() / (in / 1e9)}
+							r := gpuRow{comp: compName, key: key, value: value, mbs: mbs(c), vsCPU: mbs(c) / mbs(cells[0]), cpus: c.cpu.Seconds() / (in / 1e9)}
 							if p := slices.Index(engines, "cpu-par"); p > 0 {
 								r.vsPar = mbs(c) / mbs(cells[p])
 							}
@@ -288,7 +325,11 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 				row = append(row, strings.Join(cpuCells, "/"), strings.Join(sysCells, "/"), ident)
 				rates.Add(row...)
 				if strings.Contains(ident, "NO") {
-					rep.Note("%s, %d-byte values: a gpucompact engine's outputs differ from cpu's (or it fell back, or runs disagreed): ident %s", compName, value, ident)
+					keys := ""
+					if sweepKeys {
+						keys = ", " + key.String() + "-byte keys"
+					}
+					rep.Note("%s%s, %d-byte values: a gpucompact engine's outputs differ from cpu's (or it fell back, or runs disagreed): ident %s", compName, keys, value, ident)
 				}
 			}
 		}
@@ -299,7 +340,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	}
 	if len(stageRows) > 0 {
 		t := rep.Table("gpucompact stages (ms per job, the runs after the first: load = read + check + decompress + decode; sizes = each entry's encoded size; plan = the sequential walk cutting blocks and tables, with the encoders and writers behind it; write = the encoding and writing left after the walk; batches = the device batches a job (gpu): how many, in how many ms (the blocks' encoding, sealing and filters, the copies back, the waits: beside plan and write); tail = the write stage's time after the last batch; cores busy = CPU time / wall; held = the memory the engine keeps between jobs: host, the pinned part of it (gpu: its arrays, ring and staging) and device; gpu: load = read + decompress on the host, decode on the device; merge = merge rounds + GC flags; gc = the host's checks + selection; sizes = sizes + download; device calls = gpu's launches / memsets / copies / waits (synchronous copies among them) / allocations in the last run's job, cuda.Device.Calls)",
-			"engine", "stress %", "compression", "value B", "load", "merge", "gc+select", "sizes", "plan", "write", "batches", "tail", "wall", "cores busy", "held MB host/pinned/device", "partitions", "fallbacks", "device calls")
+			keyCol([]string{"engine", "stress %", "compression", "value B", "load", "merge", "gc+select", "sizes", "plan", "write", "batches", "tail", "wall", "cores busy", "held MB host/pinned/device", "partitions", "fallbacks", "device calls"}, 3)...)
 		for _, r := range stageRows {
 			t.Add(r...)
 		}
@@ -314,9 +355,9 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		}
 		if want > 0 {
 			t := rep.Table(fmt.Sprintf("target: cpu-par ≥ %.1f× cpu at values ≤ %d B on %s, no stress (issue 15)", want, targetMaxValue, where),
-				"compression", "value B", "cpu-par/cpu", "target", "met")
+				keyCol([]string{"compression", "value B", "cpu-par/cpu", "target", "met"}, 1)...)
 			for _, r := range targetRows {
-				t.Add(r.comp, r.value, fmt.Sprintf("%.2fx", r.ratio), fmt.Sprintf("%.1fx", want), benchfmt.YesNo(r.ratio >= want))
+				t.Add(keyCell([]any{r.comp, r.value, fmt.Sprintf("%.2fx", r.ratio), fmt.Sprintf("%.1fx", want), benchfmt.YesNo(r.ratio >= want)}, 1, r.key)...)
 			}
 		} else {
 			rep.Note("targets: issue 15 sets them for 16 cores (%.1f×) and 2 cores (%.1f×); this run has GOMAXPROCS %d", target16, target2, runtime.GOMAXPROCS(0))
@@ -325,7 +366,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	if len(gpuRows) > 0 {
 		t := rep.Table(fmt.Sprintf("targets of gpu, no stress (issue 16): at 32–%d B ≥ %.1f GB/s, ≥ %.0f× cpu, ≥ %.1f× cpu-par, ≤ %.1f CPU-s/GB; at ≥ 1 KiB ≥ %.1f GB/s",
 			targetMaxValue, gpuSmallMBs/1e3, gpuSmallVsCPU, gpuSmallVsPar, gpuSmallCPUSPGB, gpuLargeMBs/1e3),
-			"compression", "value B", "gpu MB/s", "gpu/cpu", "gpu/cpu-par", "CPU-s/GB", "met")
+			keyCol([]string{"compression", "value B", "gpu MB/s", "gpu/cpu", "gpu/cpu-par", "CPU-s/GB", "met"}, 1)...)
 		for _, r := range gpuRows {
 			vsPar, met := "-", ""
 			switch {
@@ -338,7 +379,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 			if r.vsPar > 0 {
 				vsPar = fmt.Sprintf("%.2fx", r.vsPar)
 			}
-			t.Add(r.comp, r.value, r.mbs, fmt.Sprintf("%.2fx", r.vsCPU), vsPar, fmt.Sprintf("%.2f", r.cpus), met)
+			t.Add(keyCell([]any{r.comp, r.value, r.mbs, fmt.Sprintf("%.2fx", r.vsCPU), vsPar, fmt.Sprintf("%.2f", r.cpus), met}, 1, r.key)...)
 		}
 	}
 	rep.Note("cpu: compaction.CPU{Parts: 1}; cpu-parts: compaction.CPU{} (min(GOMAXPROCS, 8) subcompactions); cpu-par: gpucompact.New with Backend CPU and MinInputBytes -1 (every job on the Go engine), fallback compaction.CPU{Parts: 1}; gpu: the same with Backend CUDA (the CUDA engine)")

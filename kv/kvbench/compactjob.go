@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 
 	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/internal/base"
@@ -72,12 +73,70 @@ func (e *CompactEnv) Fingerprint(res *compaction.Result) (string, error) {
 // values (half random, half repeated: Snappy halves them, as db_bench's),
 // no snapshots; every L1 key is a multiple of 4, L0 keys fall anywhere in
 // four times L1's range.
+//
+// KeyLenMax above KeyLen makes the keys' lengths vary, as the gLSM paper's
+// (6..64 bytes): each key is then KeyLen to KeyLenMax bytes long (uniformly,
+// the mean sizing the tables), its number zero-padded to KeyLen digits and
+// followed by filler letters ('a'..'z'); the length and the filler are a
+// hash of the number and Seed, so a key has the same bytes in every table
+// (an L0 key equal to an L1 key overwrites it) and the keys still sort as
+// their numbers. KeyLenMax 0 or KeyLen is the fixed length, whose keys and
+// values are those of a job without the field. Build fails rather than
+// number the job's keys with more digits than KeyLen.
 type CompactJob struct {
 	L0Tables                    int
 	L0Bytes, L1Bytes, TableSize int
 	KeyLen, ValueLen            int
+	KeyLenMax                   int
 	Compression                 sstable.Compression
 	Seed                        uint64
+}
+
+// keyLens returns the job's shortest and longest key lengths.
+func (sh CompactJob) keyLens() (lo, hi int) {
+	if sh.KeyLenMax == 0 {
+		return sh.KeyLen, sh.KeyLen
+	}
+	return sh.KeyLen, sh.KeyLenMax
+}
+
+// keyFunc returns the job's key of each number in [0, keySpace), or an error
+// if KeyLen digits cannot number them all (longer numbers would sort out of
+// order) or the lengths are wrong.
+func (sh CompactJob) keyFunc(keySpace int) (func(k int) []byte, error) {
+	lo, hi := sh.keyLens()
+	switch {
+	case lo < 1:
+		return nil, fmt.Errorf("kvbench: key length %d, want at least 1", lo)
+	case hi < lo:
+		return nil, fmt.Errorf("kvbench: KeyLenMax %d below KeyLen %d", hi, lo)
+	}
+	if digits := len(strconv.Itoa(max(0, keySpace-1))); digits > lo {
+		return nil, fmt.Errorf("kvbench: the job numbers %d keys, %d digits, more than its %d-byte (shortest) keys hold: raise KeyLen or shrink L1Bytes", keySpace, digits, lo)
+	}
+	if lo == hi {
+		return func(k int) []byte { return fmt.Appendf(nil, "%0*d", lo, k) }, nil
+	}
+	span := uint64(hi - lo + 1)
+	return func(k int) []byte {
+		x := splitmix64(sh.Seed ^ splitmix64(uint64(k)))
+		n := lo + int(x%span)
+		b := fmt.Appendf(make([]byte, 0, n), "%0*d", lo, k)
+		for len(b) < n {
+			x = splitmix64(x)
+			b = append(b, 'a'+byte(x%26))
+		}
+		return b
+	}, nil
+}
+
+// splitmix64 is SplitMix64's finalizer of x plus its increment: a
+// bijective mix of 64 bits.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // Build writes the job's input tables into e and returns the job, whose
@@ -86,11 +145,15 @@ func (e *CompactEnv) Build(sh CompactJob) (*compaction.Job, error) {
 	opts := sstable.WriterOptions{BlockSize: 4096, BloomBitsPerKey: 10, Compression: sh.Compression}
 	env := e.DirEnv.Env(opts)
 	rng := rand.New(rand.NewPCG(sh.Seed, uint64(sh.ValueLen)))
-	perEntry := sh.KeyLen + 8 + sh.ValueLen
+	lo, hi := sh.keyLens()
+	perEntry := max(1, (lo+hi)/2+8+sh.ValueLen) // the mean key length
 	n1 := max(1, sh.L1Bytes/perEntry)
 	n0 := max(1, sh.L0Bytes/perEntry)
 	keySpace := 4 * n1 // L1 holds every fourth key; L0 keys fall anywhere
-	key := func(k int) []byte { return fmt.Appendf(nil, "%0*d", sh.KeyLen, k) }
+	key, err := sh.keyFunc(keySpace)
+	if err != nil {
+		return nil, err
+	}
 	value := make([]byte, sh.ValueLen)
 	fill := func() []byte {
 		for i := range value[:sh.ValueLen/2] {
@@ -147,7 +210,7 @@ func (e *CompactEnv) Build(sh CompactJob) (*compaction.Job, error) {
 				keys = append(keys, k)
 			}
 		}
-		slices.Sort(keys) // zero-padded: the keys sort as their numbers
+		slices.Sort(keys) // zero-padded to a fixed width: the keys sort as their numbers
 		first := seq
 		m, err := write(keys, func(i int) base.SeqNum { return first + base.SeqNum(i) })
 		if err != nil {
