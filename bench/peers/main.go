@@ -91,7 +91,7 @@ func main() {
 		cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 		metrics   = flag.Bool("metrics", false, "print warpkit's and Pebble's own metrics report (levels, compactions) on stderr after fillrandom settles")
 		waitprof  = flag.String("waitprofile", "", "write profiles of where goroutines wait (blocking: FILE.block, mutex contention: FILE.mutex) over the whole run")
-		traceF    = flag.String("trace-compactions", "", "write one line per finished compaction of warpkit and Pebble (store, seconds since its open, input levels with their tables and MB, output level and MB) to this file")
+		traceF    = flag.String("trace-compactions", "", "write one line per finished compaction and flush, and per write stall begun and ended, of warpkit and Pebble (store, seconds since its open; a compaction's input levels with their tables and MB, its output level and MB; a flush's memtable MB and duration; a stall's reason) to this file")
 		compacts  = flag.Int("compactions", 0, "warpkit's concurrent background compactions, 0..64 (0: its default, sized from GOMAXPROCS)")
 		compactor = flag.String("compactor", "cpu", "warpkit's compactors, a list: cpu (compaction.CPU) and gpu (kv/gpucompact: jobs of 1 MiB and more on its CUDA engine where there is a device, else of 8 MiB and more on its Go engine); gpu runs the store warpkit-gpu beside warpkit")
 		parts     = flag.Int("subcompactions", 0, "warpkit's key-range parts per compaction job, 0..64 (0: its default, sized from GOMAXPROCS; 1: none)")

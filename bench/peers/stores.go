@@ -117,9 +117,14 @@ func openWarpkitWithCompactor(dir string, s settings, static bool, c compaction.
 		case c != nil:
 			name = "warpkit-gpu"
 		}
-		add := s.trace.start(name)
+		tr := s.trace.start(name)
 		size := func(t kv.TableInfo) uint64 { return t.Size }
-		o.EventListener = &kv.EventListener{CompactionEnd: func(ci kv.CompactionInfo) {
+		o.EventListener = &kv.EventListener{
+			FlushEnd:        func(fi kv.FlushInfo) { tr.flush(fi.InputBytes, fi.Duration, fi.Err) },
+			WriteStallBegin: func(si kv.WriteStallBeginInfo) { tr.stall(si.Reason) },
+			WriteStallEnd:   func() { tr.stall("") },
+		}
+		o.EventListener.CompactionEnd = func(ci kv.CompactionInfo) {
 			var in []traceLevel
 			for _, l := range ci.Input {
 				in = append(in, levelOf(l.Level, l.Tables, size))
@@ -132,8 +137,8 @@ func openWarpkitWithCompactor(dir string, s settings, static bool, c compaction.
 			case ci.Move:
 				note = "move"
 			}
-			add(in, ci.OutputLevel, out, note)
-		}}
+			tr.compaction(in, ci.OutputLevel, out, note)
+		}
 	}
 	db, err := kv.Open(dir, o)
 	if err != nil {
@@ -191,7 +196,7 @@ func openPebble(dir string, s settings) (kvbench.Store, error) {
 		},
 	}
 	if s.trace != nil {
-		add := s.trace.start("pebble")
+		tr := s.trace.start("pebble")
 		size := func(t pebble.TableInfo) uint64 { return t.Size }
 		o.EventListener.CompactionEnd = func(ci pebble.CompactionInfo) {
 			var in []traceLevel
@@ -203,7 +208,17 @@ func openPebble(dir string, s settings) (kvbench.Store, error) {
 			if ci.Err != nil {
 				note += " failed"
 			}
-			add(in, ci.Output.Level, out, note)
+			tr.compaction(in, ci.Output.Level, out, note)
+		}
+		o.EventListener.FlushEnd = func(fi pebble.FlushInfo) { tr.flush(fi.InputBytes, fi.Duration, fi.Err) }
+		begin, end := o.EventListener.WriteStallBegin, o.EventListener.WriteStallEnd
+		o.EventListener.WriteStallBegin = func(si pebble.WriteStallBeginInfo) {
+			begin(si)
+			tr.stall(si.Reason)
+		}
+		o.EventListener.WriteStallEnd = func() {
+			end()
+			tr.stall("")
 		}
 	}
 	db, err := pebble.Open(dir, o)
