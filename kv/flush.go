@@ -244,6 +244,7 @@ func (d *DB) writeTable(num base.FileNum, fill func(*sstable.Writer) error) (*ma
 	if err != nil {
 		return nil, fmt.Errorf("kv: create table %s: %w", name, err)
 	}
+	f = vfs.NewSyncingFile(f, d.opts.BytesPerSync)
 	fail := func(err error) (*manifest.FileMetadata, error) {
 		f.Close()
 		d.removeFile(name)

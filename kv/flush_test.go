@@ -2,11 +2,14 @@ package kv
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/sstable"
 	"github.com/warpkit/warpkit/kv/vfs"
 )
@@ -136,6 +139,126 @@ func TestFlushWorkersOption(t *testing.T) {
 	for _, n := range []int{-1, maxFlushWorkers + 1} {
 		if _, err := Open("db", &Options{FS: vfs.NewMem(), FlushWorkers: n}); err == nil || !strings.Contains(err.Error(), "FlushWorkers") {
 			t.Fatalf("FlushWorkers %d: %v", n, err)
+		}
+	}
+}
+
+// writebackFS hands out MemFS files that are vfs.WritebackStarters, and
+// counts each file's writebacks by name.
+type writebackFS struct {
+	vfs.FS
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+type writebackFile struct {
+	vfs.File
+	fs   *writebackFS
+	name string
+}
+
+func (f writebackFile) StartWriteback(upTo int64) error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	f.fs.calls[f.fs.PathBase(f.name)]++
+	return nil
+}
+
+func (f writebackFile) WriteVectors(bufs [][]byte) (int64, error) {
+	return f.File.(vfs.VectorWriter).WriteVectors(bufs)
+}
+
+func (fs *writebackFS) Create(name string) (vfs.File, error) {
+	f, err := fs.FS.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return writebackFile{f, fs, name}, nil
+}
+
+// TestBytesPerSync: the tables of flushes and of compactions start their
+// writeback every BytesPerSync bytes (and logs and the manifest do not);
+// -1 starts none; and the store reads back what it wrote either way.
+func TestBytesPerSync(t *testing.T) {
+	for _, every := range []int64{64 << 10, -1} {
+		fs := &writebackFS{FS: vfs.NewMem(), calls: map[string]int{}}
+		var mu sync.Mutex
+		var flushed, compacted []TableInfo
+		events := &EventListener{
+			FlushEnd: func(fi FlushInfo) {
+				mu.Lock()
+				defer mu.Unlock()
+				if fi.Output != nil {
+					flushed = append(flushed, *fi.Output)
+				}
+			},
+			CompactionEnd: func(ci CompactionInfo) {
+				mu.Lock()
+				defer mu.Unlock()
+				if !ci.Move {
+					compacted = append(compacted, ci.Output...)
+				}
+			},
+		}
+		db, err := Open("db", &Options{FS: fs, MemTableSize: 256 << 10, BytesPerSync: every, DisableCompression: true, EventListener: events})
+		if err != nil {
+			t.Fatal(err)
+		}
+		value := bytes.Repeat([]byte("v"), 1000)
+		for i := range 4000 {
+			if err := db.Set(fmt.Appendf(nil, "key%06d", i*7919%4000), value, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Compact(context.Background(), nil, []byte("z")); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 4000 {
+			if v, err := db.Get(fmt.Appendf(nil, "key%06d", i)); err != nil || !bytes.Equal(v, value) {
+				t.Fatalf("BytesPerSync %d: key %d: %v", every, i, err)
+			}
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		fs.mu.Lock()
+		defer fs.mu.Unlock()
+		for name, n := range fs.calls {
+			if every < 0 || !strings.HasSuffix(name, ".sst") {
+				t.Errorf("BytesPerSync %d: %d writebacks of %s", every, n, name)
+			}
+		}
+		if every < 0 {
+			continue
+		}
+		// A table written past 64 KiB (in writes of up to 256 KiB, the
+		// Writer's buffer) has started at least one writeback.
+		for _, tables := range []struct {
+			what string
+			list []TableInfo
+		}{{"flush", flushed}, {"compaction", compacted}} {
+			checked := 0
+			for _, ti := range tables.list {
+				if ti.Size < 64<<10 {
+					continue
+				}
+				checked++
+				if name := base.MakeFilename(base.FileTypeTable, ti.FileNum); fs.calls[name] == 0 {
+					t.Errorf("the %s's table %s of %d bytes started no writeback", tables.what, name, ti.Size)
+				}
+			}
+			if checked == 0 {
+				t.Errorf("no %s wrote a table past 64 KiB: %v", tables.what, tables.list)
+			}
+		}
+	}
+}
+
+// TestBytesPerSyncOption: BytesPerSync out of range is refused.
+func TestBytesPerSyncOption(t *testing.T) {
+	for _, n := range []int64{-2, 4<<10 - 1, 1<<30 + 1} {
+		if _, err := Open("db", &Options{FS: vfs.NewMem(), BytesPerSync: n}); err == nil || !strings.Contains(err.Error(), "BytesPerSync") {
+			t.Fatalf("BytesPerSync %d: %v", n, err)
 		}
 	}
 }

@@ -119,6 +119,16 @@ type Options struct {
 	// DefaultFlushWorkers(); 1 writes the table entry by entry on the flush
 	// goroutine, as do memtables under 512 KiB (a run takes 256 KiB or more).
 	FlushWorkers int
+	// BytesPerSync starts the writeback of a table being written (a
+	// flush's or a compaction's) every this many bytes
+	// (vfs.NewSyncingFile: sync_file_range on Linux; nothing on other
+	// systems or file systems), so that its final Sync has little left to
+	// write and a compaction's dirty pages do not pile up ahead of a
+	// flush's sync, which stopped writes may be waiting for: RocksDB's and
+	// Pebble's bytes_per_sync. Default 512 KiB (theirs); -1: none (the data
+	// reaches the device at the table's Sync, or when the kernel chooses).
+	// Logs are not range-synced.
+	BytesPerSync int64
 	// Compactor merges tables; default compaction.CPU{}, which splits a job
 	// with enough input into key-range parts merged in parallel
 	// (subcompactions: up to min(GOMAXPROCS, 8) parts of at least twice
@@ -219,6 +229,7 @@ func (o *Options) withDefaults() (*Options, error) {
 	def64(&c.MaxGrandparentOverlap, 10*c.TargetFileSize)
 	def(&c.MaxConcurrentCompactions, DefaultCompactions())
 	def(&c.FlushWorkers, DefaultFlushWorkers())
+	def64(&c.BytesPerSync, 512<<10)
 	def(&c.BlockSize, 4096)
 	def(&c.BlockRestartInterval, 16)
 	def(&c.BloomBitsPerKey, 10)
@@ -254,6 +265,8 @@ func (o *Options) withDefaults() (*Options, error) {
 		return nil, fmt.Errorf("%w: MaxConcurrentCompactions %d", ErrInvalidArgument, c.MaxConcurrentCompactions)
 	case c.FlushWorkers < 1 || c.FlushWorkers > maxFlushWorkers:
 		return nil, fmt.Errorf("%w: FlushWorkers %d out of [1, %d]", ErrInvalidArgument, c.FlushWorkers, maxFlushWorkers)
+	case c.BytesPerSync != -1 && (c.BytesPerSync < 4<<10 || c.BytesPerSync > 1<<30):
+		return nil, fmt.Errorf("%w: BytesPerSync %d: want -1 (none) or 4 KiB to 1 GiB", ErrInvalidArgument, c.BytesPerSync)
 	case c.BlockSize < 256 || c.BlockSize > 16<<20:
 		return nil, fmt.Errorf("%w: BlockSize %d out of [256, 16 MiB]", ErrInvalidArgument, c.BlockSize)
 	case c.BlockRestartInterval < 1:
