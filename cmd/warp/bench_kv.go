@@ -55,6 +55,7 @@ type kvBenchFlags struct {
 	memtable, table   int
 	compactions       int
 	flushWorkers      int
+	bytesPerSyncKiB   int
 	gpuEngines        int
 	gpuHostWorkers    int
 	gpuWhenBusy       *string
@@ -100,6 +101,7 @@ func runKVBench(ctx context.Context, args []string) error {
 	cli.ChoiceVarFlag(fs, &f.compression, "compression", "snappy", []string{"none", "snappy", "s2"}, "block compression")
 	cli.IntVarFlag(fs, &f.compactions, "compactions", 0, 0, 64, "concurrent background compactions (0: the store's default, sized from GOMAXPROCS)")
 	cli.IntVarFlag(fs, &f.flushWorkers, "flush-workers", 0, 0, 64, "goroutines a flush encodes its table on (kv.Options.FlushWorkers; 0: the store's default, sized from GOMAXPROCS)")
+	cli.IntVarFlag(fs, &f.bytesPerSyncKiB, "bytes-per-sync", 512, 0, 1<<20, "KiB of a table written between the starts of its writeback (kv.Options.BytesPerSync: sync_file_range on Linux with --fs os); 0: none")
 	cli.IntVarFlag(fs, &f.gpuEngines, "gpu-engines", 1, 1, 8, "jobs the gpu compactor's engine runs at once (gpucompact.Options.Engines)")
 	cli.IntVarFlag(fs, &f.gpuHostWorkers, "gpu-host-workers", 0, 0, 1024, "goroutines each host stage of a gpu compactor's job splits over (gpucompact.Options.HostWorkers); 0: GOMAXPROCS")
 	f.gpuWhenBusy = cli.ChoiceFlag(fs, "gpu-when-busy", "faster", []string{"faster", "fallback", "wait"}, "what a job does when the gpu compactor's engine is busy (gpucompact.Options.WhenBusy): wait when that is expected to end sooner (the default), run on compaction.CPU, or wait")
@@ -171,6 +173,10 @@ func runKVBench(ctx context.Context, args []string) error {
 		// 0 keeps kv's default.
 		MaxConcurrentCompactions: f.compactions,
 		FlushWorkers:             f.flushWorkers,
+		BytesPerSync:             int64(f.bytesPerSyncKiB) << 10,
+	}
+	if f.bytesPerSyncKiB == 0 {
+		opts.BytesPerSync = -1
 	}
 	if comp == sstable.NoCompression {
 		opts.DisableCompression = true
@@ -440,8 +446,8 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 	if flushWorkers == 0 {
 		flushWorkers = kv.DefaultFlushWorkers()
 	}
-	rep.Note("settings: memtable %d MiB, target table %d MiB, L0 compaction/stop 4/12 (no slowdown), L1 16 MiB, levels x10, block 4 KiB, bloom 10 bits/key, block cache %d MiB, compression %s, flushes on %d goroutine(s) (--flush-workers)",
-		f.memtable, f.table, f.cacheMB, f.compression, flushWorkers)
+	rep.Note("settings: memtable %d MiB, target table %d MiB, L0 compaction/stop 4/12 (no slowdown), L1 16 MiB, levels x10, block 4 KiB, bloom 10 bits/key, block cache %d MiB, compression %s, flushes on %d goroutine(s) (--flush-workers), %s",
+		f.memtable, f.table, f.cacheMB, f.compression, flushWorkers, bytesPerSyncNote(f.bytesPerSyncKiB))
 	if accel {
 		rep.Note("gpu: kv/gpucompact with %d engine slot(s) (--gpu-engines), a busy engine's jobs: %s (--gpu-when-busy), host workers a stage: %s (--gpu-host-workers)", f.gpuEngines, *f.gpuWhenBusy, workersNote(f.gpuHostWorkers))
 	}
@@ -473,4 +479,13 @@ func workersNote(w int) string {
 		return "GOMAXPROCS"
 	}
 	return strconv.Itoa(w)
+}
+
+// bytesPerSyncNote says how often a table's writeback starts, for the
+// settings note.
+func bytesPerSyncNote(kib int) string {
+	if kib == 0 {
+		return "tables written back at their sync (--bytes-per-sync 0)"
+	}
+	return fmt.Sprintf("tables' writeback started every %d KiB (--bytes-per-sync)", kib)
 }
