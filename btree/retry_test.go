@@ -115,20 +115,6 @@ func corruptNode[K, V warpkit.Word](t *testing.T, g *gpuTree[K, V], i int, chang
 	}
 }
 
-// within runs f and returns its error; a call that has not returned after
-// retryDeadline is a hang, and the test binary panics (with every
-// goroutine's stack): the call holds the tree, so the test could not end.
-func within(what string, f func() error) error {
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(retryDeadline):
-		panic(fmt.Sprintf("%s did not return within %v: a kernel loop without bound", what, retryDeadline))
-	}
-}
-
 // A retryOp runs one operation kind on the keys a cycle traps: key, whose
 // descent meets it, and last, the key whose walk to the right does.
 type retryOp struct {
@@ -194,7 +180,7 @@ func expectRetryLimit(t *testing.T, tr *Tree[uint32, uint32], keys, lasts []uint
 	for _, op := range ops {
 		for i, k := range keys {
 			start := time.Now()
-			err := within(op.name, func() error { return op.run(ctx, tr, k, lasts[i]) })
+			err := gputest.Within(op.name, retryDeadline, func() error { return op.run(ctx, tr, k, lasts[i]) })
 			t.Logf("%s (key %d, last %d): %v in %v", op.name, k, lasts[i], err, time.Since(start).Round(time.Millisecond))
 			if !errors.Is(err, warpkit.ErrRetryLimit) {
 				t.Errorf("%s of key %d on a cyclic tree: %v, want ErrRetryLimit", op.name, k, err)
@@ -207,7 +193,7 @@ func expectRetryLimit(t *testing.T, tr *Tree[uint32, uint32], keys, lasts []uint
 func expectLookup(t *testing.T, tr *Tree[uint32, uint32], keys []uint32, want bool) {
 	t.Helper()
 	vals, found := make([]uint32, len(keys)), make([]bool, len(keys))
-	if err := within("lookup", func() error { return tr.Lookup(context.Background(), keys, vals, found) }); err != nil {
+	if err := gputest.Within("lookup", retryDeadline, func() error { return tr.Lookup(context.Background(), keys, vals, found) }); err != nil {
 		t.Fatalf("lookup of %v: %v", keys, err)
 	}
 	for i, k := range keys {
@@ -219,7 +205,7 @@ func expectLookup(t *testing.T, tr *Tree[uint32, uint32], keys []uint32, want bo
 
 func expectCheckFails(t *testing.T, tr *Tree[uint32, uint32]) {
 	t.Helper()
-	err := within("check", func() error { return tr.Check(context.Background()) })
+	err := gputest.Within("check", retryDeadline, func() error { return tr.Check(context.Background()) })
 	t.Logf("check of the corrupted tree: %v", err)
 	if err == nil {
 		t.Error("check accepted the corrupted tree")
@@ -232,35 +218,35 @@ func expectCheckFails(t *testing.T, tr *Tree[uint32, uint32]) {
 func expectRecovered(t *testing.T, tr *Tree[uint32, uint32]) {
 	t.Helper()
 	ctx := context.Background()
-	if err := within("check", func() error { return tr.Check(ctx) }); err != nil {
+	if err := gputest.Within("check", retryDeadline, func() error { return tr.Check(ctx) }); err != nil {
 		t.Fatalf("check after the repair: %v", err)
 	}
 	expectLookup(t, tr, []uint32{100, 390, 400, 490, 600, 650, 990}, true)
 	expectLookup(t, tr, []uint32{395, 495, 655}, false)
 	for _, k := range []uint32{395, 495, 655} {
-		if err := within("insert", func() error { return tr.Insert(ctx, []uint32{k}, []uint32{k + 1}) }); err != nil {
+		if err := gputest.Within("insert", retryDeadline, func() error { return tr.Insert(ctx, []uint32{k}, []uint32{k + 1}) }); err != nil {
 			t.Fatalf("insert %d after the repair: %v", k, err)
 		}
 	}
 	expectLookup(t, tr, []uint32{395, 495, 655}, true)
 	ok, ov, f := make([]uint32, 2), make([]uint32, 2), make([]bool, 2)
-	if err := within("successor", func() error { return tr.Successor(ctx, []uint32{390, 490}, ok, ov, f) }); err != nil {
+	if err := gputest.Within("successor", retryDeadline, func() error { return tr.Successor(ctx, []uint32{390, 490}, ok, ov, f) }); err != nil {
 		t.Fatal(err)
 	}
 	if ok[0] != 395 || ok[1] != 495 || !f[0] || !f[1] {
 		t.Errorf("successors of 390, 490 after the repair: %v %v", ok, f)
 	}
 	var r *warpkit.Ranges[uint32, uint32]
-	if err := within("range", func() (err error) { r, err = tr.Range(ctx, []uint32{380}, []uint32{510}); return err }); err != nil {
+	if err := gputest.Within("range", retryDeadline, func() (err error) { r, err = tr.Range(ctx, []uint32{380}, []uint32{510}); return err }); err != nil {
 		t.Fatal(err)
 	}
 	if want := []uint32{380, 390, 395, 400, 410, 420, 430, 440, 450, 460, 470, 480, 490, 495, 500}; fmt.Sprint(r.Keys) != fmt.Sprint(want) {
 		t.Errorf("range [380, 510) after the repair: %v, want %v", r.Keys, want)
 	}
-	if err := within("delete", func() error { return tr.Delete(ctx, []uint32{395, 495, 655}) }); err != nil {
+	if err := gputest.Within("delete", retryDeadline, func() error { return tr.Delete(ctx, []uint32{395, 495, 655}) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := within("check", func() error { return tr.Check(ctx) }); err != nil {
+	if err := gputest.Within("check", retryDeadline, func() error { return tr.Check(ctx) }); err != nil {
 		t.Fatalf("check after the repair and writes: %v", err)
 	}
 }

@@ -56,7 +56,7 @@ func testRetryLimit(t *testing.T, dev *cuda.Device) {
 			{"insert", func() error { return tr.Insert(ctx, []uint32{395}, []uint32{396}) }},
 			{"delete", func() error { return tr.Delete(ctx, []uint32{395}) }},
 		} {
-			err := within(w.name, w.run)
+			err := gputest.Within(w.name, retryDeadline, w.run)
 			t.Logf("%s: %v", w.name, err)
 			if !errors.Is(err, warpkit.ErrRetryLimit) {
 				t.Errorf("%s of key 395 on a cyclic tree: %v, want ErrRetryLimit", w.name, err)
@@ -70,7 +70,7 @@ func testRetryLimit(t *testing.T, dev *cuda.Device) {
 			expectRetryLimit(t, "snapshot", s, 395, 390, validated, "lookup")
 		}
 		// With a snapshot open, the versioning kernel takes the insert.
-		err = within("insert beside a snapshot", func() error { return tr.Insert(ctx, []uint32{395}, []uint32{396}) })
+		err = gputest.Within("insert beside a snapshot", retryDeadline, func() error { return tr.Insert(ctx, []uint32{395}, []uint32{396}) })
 		t.Logf("insert beside a snapshot: %v", err)
 		if !errors.Is(err, warpkit.ErrRetryLimit) {
 			t.Errorf("insert of key 395 beside a snapshot on a cyclic tree: %v, want ErrRetryLimit", err)
@@ -94,7 +94,7 @@ func testRetryLimit(t *testing.T, dev *cuda.Device) {
 		for _, validated := range []bool{false, true} {
 			expectRetryLimit(t, "latest", tr, 650, 650, validated, "lookup")
 		}
-		err := within("insert", func() error { return tr.Insert(ctx, []uint32{655}, []uint32{656}) })
+		err := gputest.Within("insert", retryDeadline, func() error { return tr.Insert(ctx, []uint32{655}, []uint32{656}) })
 		t.Logf("insert: %v", err)
 		if !errors.Is(err, warpkit.ErrRetryLimit) {
 			t.Errorf("insert of key 655 on a cyclic tree: %v, want ErrRetryLimit", err)
@@ -134,7 +134,7 @@ func testRetryLimit(t *testing.T, dev *cuda.Device) {
 		restore()
 		// The snapshot's view is back: 550 without 555.
 		vals, found := make([]uint32, 2), make([]bool, 2)
-		if err := within("snapshot lookup", func() error { return s.Lookup(ctx, []uint32{550, 555}, vals, found) }); err != nil {
+		if err := gputest.Within("snapshot lookup", retryDeadline, func() error { return s.Lookup(ctx, []uint32{550, 555}, vals, found) }); err != nil {
 			t.Fatal(err)
 		}
 		if !found[0] || vals[0] != 551 || found[1] {
@@ -210,20 +210,6 @@ func corruptUnit[K, V warpkit.Word](t *testing.T, g *gpuTree[K, V], a uint32, ch
 	}
 }
 
-// within runs f and returns its error; a call that has not returned after
-// retryDeadline is a hang, and the test binary panics (with every
-// goroutine's stack): the call holds the tree, so the test could not end.
-func within(what string, f func() error) error {
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(retryDeadline):
-		panic(fmt.Sprintf("%s did not return within %v: a kernel loop without bound", what, retryDeadline))
-	}
-}
-
 // retryQueries are the queries of a Tree (the latest version) and of a
 // Snapshot.
 type retryQueries interface {
@@ -261,7 +247,7 @@ func expectRetryLimit(t *testing.T, where string, q retryQueries, key, last uint
 		}
 		name := fmt.Sprintf("%s %s (validated %v)", where, op.name, validated)
 		start := time.Now()
-		err := within(name, op.run)
+		err := gputest.Within(name, retryDeadline, op.run)
 		t.Logf("%s: %v in %v", name, err, time.Since(start).Round(time.Millisecond))
 		if !errors.Is(err, warpkit.ErrRetryLimit) {
 			t.Errorf("%s of key %d (last %d) on a corrupted tree: %v, want ErrRetryLimit", name, key, last, err)
@@ -274,7 +260,7 @@ func expectRetryLimit(t *testing.T, where string, q retryQueries, key, last uint
 func expectLookup(t *testing.T, tr *Tree[uint32, uint32], keys []uint32, want bool) {
 	t.Helper()
 	vals, found := make([]uint32, len(keys)), make([]bool, len(keys))
-	if err := within("lookup", func() error { return tr.Lookup(ctx, keys, vals, found) }); err != nil {
+	if err := gputest.Within("lookup", retryDeadline, func() error { return tr.Lookup(ctx, keys, vals, found) }); err != nil {
 		t.Fatalf("lookup of %v: %v", keys, err)
 	}
 	for i, k := range keys {
@@ -286,7 +272,7 @@ func expectLookup(t *testing.T, tr *Tree[uint32, uint32], keys []uint32, want bo
 
 func expectCheckFails(t *testing.T, tr *Tree[uint32, uint32]) {
 	t.Helper()
-	err := within("check", func() error { return tr.Check(ctx) })
+	err := gputest.Within("check", retryDeadline, func() error { return tr.Check(ctx) })
 	t.Logf("check of the corrupted tree: %v", err)
 	if err == nil {
 		t.Error("check accepted the corrupted tree")
@@ -298,35 +284,35 @@ func expectCheckFails(t *testing.T, tr *Tree[uint32, uint32]) {
 // again after a Vacuum.
 func expectRecovered(t *testing.T, tr *Tree[uint32, uint32]) {
 	t.Helper()
-	if err := within("check", func() error { return tr.Check(ctx) }); err != nil {
+	if err := gputest.Within("check", retryDeadline, func() error { return tr.Check(ctx) }); err != nil {
 		t.Fatalf("check after the repair: %v", err)
 	}
 	expectLookup(t, tr, []uint32{100, 390, 400, 550, 590, 650, 990}, true)
-	if err := within("insert", func() error { return tr.Insert(ctx, []uint32{395, 595}, []uint32{396, 596}) }); err != nil {
+	if err := gputest.Within("insert", retryDeadline, func() error { return tr.Insert(ctx, []uint32{395, 595}, []uint32{396, 596}) }); err != nil {
 		t.Fatalf("insert after the repair: %v", err)
 	}
 	expectLookup(t, tr, []uint32{395, 595}, true)
 	ok, ov, f := make([]uint32, 2), make([]uint32, 2), make([]bool, 2)
-	if err := within("successor", func() error { return tr.Successor(ctx, []uint32{390, 590}, ok, ov, f) }); err != nil {
+	if err := gputest.Within("successor", retryDeadline, func() error { return tr.Successor(ctx, []uint32{390, 590}, ok, ov, f) }); err != nil {
 		t.Fatal(err)
 	}
 	if ok[0] != 395 || ok[1] != 595 || !f[0] || !f[1] {
 		t.Errorf("successors of 390, 590 after the repair: %v %v", ok, f)
 	}
 	var r *warpkit.Ranges[uint32, uint32]
-	if err := within("range", func() (err error) { r, err = tr.Range(ctx, []uint32{380}, []uint32{410}); return err }); err != nil {
+	if err := gputest.Within("range", retryDeadline, func() (err error) { r, err = tr.Range(ctx, []uint32{380}, []uint32{410}); return err }); err != nil {
 		t.Fatal(err)
 	}
 	if want := []uint32{380, 390, 395, 400}; !slices.Equal(r.Keys, want) {
 		t.Errorf("range [380, 410) after the repair: %v, want %v", r.Keys, want)
 	}
-	if err := within("delete", func() error { return tr.Delete(ctx, []uint32{395, 595}) }); err != nil {
+	if err := gputest.Within("delete", retryDeadline, func() error { return tr.Delete(ctx, []uint32{395, 595}) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := within("vacuum", func() error { return tr.Vacuum(ctx) }); err != nil {
+	if err := gputest.Within("vacuum", retryDeadline, func() error { return tr.Vacuum(ctx) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := within("check", func() error { return tr.Check(ctx) }); err != nil {
+	if err := gputest.Within("check", retryDeadline, func() error { return tr.Check(ctx) }); err != nil {
 		t.Fatalf("check after the repair and writes: %v", err)
 	}
 }

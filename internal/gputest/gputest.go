@@ -4,8 +4,10 @@ package gputest
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/emu"
@@ -39,4 +41,20 @@ func Device(t testing.TB) *cuda.Device {
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
+}
+
+// Within runs f and returns its error; if f has not returned after
+// deadline, it panics, and the test binary dies with every goroutine's
+// stack: a call caught in a kernel loop without bound holds the structure
+// (and the device) the test would clean up, so the test could not end
+// otherwise. For the tests that force ErrRetryLimit.
+func Within(what string, deadline time.Duration, f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(deadline):
+		panic(fmt.Sprintf("%s did not return within %v: a kernel loop without bound", what, deadline))
+	}
 }
