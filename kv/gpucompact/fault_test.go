@@ -177,21 +177,7 @@ func TestEmulatedDeviceFault(t *testing.T) {
 			defer c.Close()
 			idle := deviceMem(t, dev)
 			seed := uint64(ci) * 3
-			// job compares one job with compaction.CPU's run of the same
-			// job in an Env of its own.
-			job := func(what string, seed uint64) *compaction.Result {
-				t.Helper()
-				e0, want, e, job := oracleJob(t, seed, 48)
-				got, err := c.Compact(context.Background(), job)
-				if err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
-				sameFiles(t, what, outputsOf(t, e, got), outputsOf(t, e0, want))
-				if e.Held() != 0 {
-					t.Fatalf("%s: %d readers held after the job", what, e.Held())
-				}
-				return got
-			}
+			job := func(what string, seed uint64) *compaction.Result { return compactLikeOracle(t, c, what, seed) }
 			// A job on the engine first: the slot keeps its arrays.
 			if got := job("first job", seed); got.Stats.Engine != "cuda" {
 				t.Fatalf("first job: engine %q", got.Stats.Engine)
@@ -350,16 +336,7 @@ func TestCUDAEncodeStatusWord(t *testing.T) {
 	defer c.Close()
 	c0 := dev.Calls()
 	idle := c0.Allocs - c0.Frees
-	job := func(what string, seed uint64) *compaction.Result {
-		t.Helper()
-		e0, want, e, job := oracleJob(t, seed, 48)
-		got, err := c.Compact(context.Background(), job)
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		sameFiles(t, what, outputsOf(t, e, got), outputsOf(t, e0, want))
-		return got
-	}
+	job := func(what string, seed uint64) *compaction.Result { return compactLikeOracle(t, c, what, seed) }
 	if got := job("first job", 11); got.Stats.Engine != "cuda" {
 		t.Fatalf("first job: engine %q", got.Stats.Engine)
 	}
@@ -384,6 +361,23 @@ func TestCUDAEncodeStatusWord(t *testing.T) {
 	if got := job("next job", 13); got.Stats.Engine != "cuda" || c.Stats().EngineJobs != 2 {
 		t.Fatalf("next job: engine %q, stats %+v", got.Stats.Engine, c.Stats())
 	}
+}
+
+// compactLikeOracle runs oracleJob's job of seed (48 entries a table) on
+// c and checks that its outputs are compaction.CPU's and that it released
+// every reader of its inputs.
+func compactLikeOracle(t *testing.T, c *Compactor, what string, seed uint64) *compaction.Result {
+	t.Helper()
+	e0, want, e, job := oracleJob(t, seed, 48)
+	got, err := c.Compact(context.Background(), job)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	sameFiles(t, what, outputsOf(t, e, got), outputsOf(t, e0, want))
+	if e.Held() != 0 {
+		t.Fatalf("%s: %d readers held after the job", what, e.Held())
+	}
+	return got
 }
 
 // oracleJob builds ct.RandomJob's job of the PCG seed and stream twice: in
