@@ -43,8 +43,8 @@ func testRetryLimit(t *testing.T, dev *cuda.Device) {
 		restore := corruptNode(t, g, 4, func(n *hostNode) { n.Link, n.High = 4, 391 })
 		expectRetryLimit(t, tr, []uint32{395}, []uint32{390}, allRetryOps)
 		// A key the cycle does not reach is still answered.
-		expectLookup(t, tr, []uint32{100, 300, 390, 990}, true)
-		expectCheckFails(t, tr)
+		gputest.ExpectLookup(t, tr, []uint32{100, 300, 390, 990}, true, retryDeadline)
+		gputest.ExpectCheckFails(t, tr, retryDeadline)
 		restore()
 		expectRecovered(t, tr)
 	})
@@ -55,7 +55,7 @@ func testRetryLimit(t *testing.T, dev *cuda.Device) {
 		tr, g := retryTree(t, dev)
 		restore := corruptNode(t, g, 5, func(n *hostNode) { n.Link, n.High = 4, 491 })
 		expectRetryLimit(t, tr, []uint32{495}, []uint32{490}, []retryOp{opLookup, opValidatedLookup, opSuccessor})
-		expectCheckFails(t, tr)
+		gputest.ExpectCheckFails(t, tr, retryDeadline)
 		restore()
 		expectRecovered(t, tr)
 	})
@@ -66,7 +66,7 @@ func testRetryLimit(t *testing.T, dev *cuda.Device) {
 		tr, g := retryTree(t, dev)
 		restore := corruptNode(t, g, 0, func(n *hostNode) { n.Vals[6] = 0 })
 		expectRetryLimit(t, tr, []uint32{650}, []uint32{650}, []retryOp{opLookup, opValidatedLookup, opInsert})
-		expectCheckFails(t, tr)
+		gputest.ExpectCheckFails(t, tr, retryDeadline)
 		restore()
 		expectRecovered(t, tr)
 	})
@@ -189,29 +189,6 @@ func expectRetryLimit(t *testing.T, tr *Tree[uint32, uint32], keys, lasts []uint
 	}
 }
 
-// expectLookup looks keys up and wants each found (or not) with value k+1.
-func expectLookup(t *testing.T, tr *Tree[uint32, uint32], keys []uint32, want bool) {
-	t.Helper()
-	vals, found := make([]uint32, len(keys)), make([]bool, len(keys))
-	if err := gputest.Within("lookup", retryDeadline, func() error { return tr.Lookup(context.Background(), keys, vals, found) }); err != nil {
-		t.Fatalf("lookup of %v: %v", keys, err)
-	}
-	for i, k := range keys {
-		if found[i] != want || (want && vals[i] != k+1) {
-			t.Errorf("lookup %d: (%d, %v), want found %v with value %d", k, vals[i], found[i], want, k+1)
-		}
-	}
-}
-
-func expectCheckFails(t *testing.T, tr *Tree[uint32, uint32]) {
-	t.Helper()
-	err := gputest.Within("check", retryDeadline, func() error { return tr.Check(context.Background()) })
-	t.Logf("check of the corrupted tree: %v", err)
-	if err == nil {
-		t.Error("check accepted the corrupted tree")
-	}
-}
-
 // expectRecovered runs every operation kind on the repaired tree (whose
 // keys the failed writes may have changed only at 5, 7 and the trapped
 // keys, none of them a multiple of 100) and checks it.
@@ -221,14 +198,14 @@ func expectRecovered(t *testing.T, tr *Tree[uint32, uint32]) {
 	if err := gputest.Within("check", retryDeadline, func() error { return tr.Check(ctx) }); err != nil {
 		t.Fatalf("check after the repair: %v", err)
 	}
-	expectLookup(t, tr, []uint32{100, 390, 400, 490, 600, 650, 990}, true)
-	expectLookup(t, tr, []uint32{395, 495, 655}, false)
+	gputest.ExpectLookup(t, tr, []uint32{100, 390, 400, 490, 600, 650, 990}, true, retryDeadline)
+	gputest.ExpectLookup(t, tr, []uint32{395, 495, 655}, false, retryDeadline)
 	for _, k := range []uint32{395, 495, 655} {
 		if err := gputest.Within("insert", retryDeadline, func() error { return tr.Insert(ctx, []uint32{k}, []uint32{k + 1}) }); err != nil {
 			t.Fatalf("insert %d after the repair: %v", k, err)
 		}
 	}
-	expectLookup(t, tr, []uint32{395, 495, 655}, true)
+	gputest.ExpectLookup(t, tr, []uint32{395, 495, 655}, true, retryDeadline)
 	ok, ov, f := make([]uint32, 2), make([]uint32, 2), make([]bool, 2)
 	if err := gputest.Within("successor", retryDeadline, func() error { return tr.Successor(ctx, []uint32{390, 490}, ok, ov, f) }); err != nil {
 		t.Fatal(err)

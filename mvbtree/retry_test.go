@@ -76,11 +76,11 @@ func testRetryLimit(t *testing.T, dev *cuda.Device) {
 			t.Errorf("insert of key 395 beside a snapshot on a cyclic tree: %v, want ErrRetryLimit", err)
 		}
 		// A key the cycle does not reach is still answered.
-		expectLookup(t, tr, []uint32{100, 300, 390, 990}, true)
+		gputest.ExpectLookup(t, tr, []uint32{100, 300, 390, 990}, true, retryDeadline)
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		expectCheckFails(t, tr)
+		gputest.ExpectCheckFails(t, tr, retryDeadline)
 		restore()
 		expectRecovered(t, tr)
 	})
@@ -99,7 +99,7 @@ func testRetryLimit(t *testing.T, dev *cuda.Device) {
 		if !errors.Is(err, warpkit.ErrRetryLimit) {
 			t.Errorf("insert of key 655 on a cyclic tree: %v, want ErrRetryLimit", err)
 		}
-		expectCheckFails(t, tr)
+		gputest.ExpectCheckFails(t, tr, retryDeadline)
 		restore()
 		expectRecovered(t, tr)
 	})
@@ -129,8 +129,8 @@ func testRetryLimit(t *testing.T, dev *cuda.Device) {
 		for _, validated := range []bool{false, true} {
 			expectRetryLimit(t, "snapshot", s, 550, 590, validated, "lookup", "successor")
 		}
-		expectLookup(t, tr, []uint32{550, 555, 590}, true)
-		expectCheckFails(t, tr)
+		gputest.ExpectLookup(t, tr, []uint32{550, 555, 590}, true, retryDeadline)
+		gputest.ExpectCheckFails(t, tr, retryDeadline)
 		restore()
 		// The snapshot's view is back: 550 without 555.
 		vals, found := make([]uint32, 2), make([]bool, 2)
@@ -255,30 +255,6 @@ func expectRetryLimit(t *testing.T, where string, q retryQueries, key, last uint
 	}
 }
 
-// expectLookup looks keys up in the latest version and wants each found
-// (or not) with value k+1.
-func expectLookup(t *testing.T, tr *Tree[uint32, uint32], keys []uint32, want bool) {
-	t.Helper()
-	vals, found := make([]uint32, len(keys)), make([]bool, len(keys))
-	if err := gputest.Within("lookup", retryDeadline, func() error { return tr.Lookup(ctx, keys, vals, found) }); err != nil {
-		t.Fatalf("lookup of %v: %v", keys, err)
-	}
-	for i, k := range keys {
-		if found[i] != want || (want && vals[i] != k+1) {
-			t.Errorf("lookup %d: (%d, %v), want found %v with value %d", k, vals[i], found[i], want, k+1)
-		}
-	}
-}
-
-func expectCheckFails(t *testing.T, tr *Tree[uint32, uint32]) {
-	t.Helper()
-	err := gputest.Within("check", retryDeadline, func() error { return tr.Check(ctx) })
-	t.Logf("check of the corrupted tree: %v", err)
-	if err == nil {
-		t.Error("check accepted the corrupted tree")
-	}
-}
-
 // expectRecovered checks the repaired tree, writes into and reads around
 // the nodes the tests corrupt (leaves 3 and 5, the root), and checks it
 // again after a Vacuum.
@@ -287,11 +263,11 @@ func expectRecovered(t *testing.T, tr *Tree[uint32, uint32]) {
 	if err := gputest.Within("check", retryDeadline, func() error { return tr.Check(ctx) }); err != nil {
 		t.Fatalf("check after the repair: %v", err)
 	}
-	expectLookup(t, tr, []uint32{100, 390, 400, 550, 590, 650, 990}, true)
+	gputest.ExpectLookup(t, tr, []uint32{100, 390, 400, 550, 590, 650, 990}, true, retryDeadline)
 	if err := gputest.Within("insert", retryDeadline, func() error { return tr.Insert(ctx, []uint32{395, 595}, []uint32{396, 596}) }); err != nil {
 		t.Fatalf("insert after the repair: %v", err)
 	}
-	expectLookup(t, tr, []uint32{395, 595}, true)
+	gputest.ExpectLookup(t, tr, []uint32{395, 595}, true, retryDeadline)
 	ok, ov, f := make([]uint32, 2), make([]uint32, 2), make([]bool, 2)
 	if err := gputest.Within("successor", retryDeadline, func() error { return tr.Successor(ctx, []uint32{390, 590}, ok, ov, f) }); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@
 package gputest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -56,5 +57,38 @@ func Within(what string, deadline time.Duration, f func() error) error {
 		return err
 	case <-time.After(deadline):
 		panic(fmt.Sprintf("%s did not return within %v: a kernel loop without bound", what, deadline))
+	}
+}
+
+// Tree32 is what ExpectLookup and ExpectCheckFails need of a tree with
+// uint32 keys and values (btree's and mvbtree's latest version).
+type Tree32 interface {
+	Lookup(ctx context.Context, keys, vals []uint32, found []bool) error
+	Check(ctx context.Context) error
+}
+
+// ExpectLookup looks keys up (bounded by deadline, as Within) and wants
+// each found, or not, with value k+1.
+func ExpectLookup(t testing.TB, tr Tree32, keys []uint32, want bool, deadline time.Duration) {
+	t.Helper()
+	vals, found := make([]uint32, len(keys)), make([]bool, len(keys))
+	if err := Within("lookup", deadline, func() error { return tr.Lookup(context.Background(), keys, vals, found) }); err != nil {
+		t.Fatalf("lookup of %v: %v", keys, err)
+	}
+	for i, k := range keys {
+		if found[i] != want || (want && vals[i] != k+1) {
+			t.Errorf("lookup %d: (%d, %v), want found %v with value %d", k, vals[i], found[i], want, k+1)
+		}
+	}
+}
+
+// ExpectCheckFails wants the tree's Check (bounded by deadline) to report
+// the damage a test made.
+func ExpectCheckFails(t testing.TB, tr Tree32, deadline time.Duration) {
+	t.Helper()
+	err := Within("check", deadline, func() error { return tr.Check(context.Background()) })
+	t.Logf("check of the corrupted tree: %v", err)
+	if err == nil {
+		t.Error("check accepted the corrupted tree")
 	}
 }
