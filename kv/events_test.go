@@ -1,7 +1,6 @@
 package kv
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warpkit/warpkit/kv/compaction/compactiontest"
 	"github.com/warpkit/warpkit/kv/vfs"
 )
 
@@ -359,28 +359,10 @@ func TestEventsStallMemTable(t *testing.T) {
 	l.checkPaired(t)
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestLogger: flushes and compactions are summarized at Debug, and the
 // error that stops writes is logged at Error.
 func TestLogger(t *testing.T) {
-	var buf syncBuffer
+	var buf compactiontest.LogBuffer
 	inj := &failOn{ops: vfs.OpCreate, substr: ".sst"}
 	opts := smallOptions()
 	opts.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -1,7 +1,6 @@
 package gpucompact
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -72,24 +71,6 @@ func slotDev(c *Compactor) *devEngine {
 	sl := <-c.engine
 	c.engine <- sl
 	return sl.dev
-}
-
-// syncBuffer is a bytes.Buffer for a Logger.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // illegalAddress is the error a stream synchronize returns after a kernel
@@ -168,7 +149,7 @@ func TestEmulatedDeviceFault(t *testing.T) {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			base := runtime.NumGoroutine()
 			dev := emu.Device(t, emu.Options{TotalMemory: 1 << 30}, "gpucompact.cu")
-			var log syncBuffer
+			var log ct.LogBuffer
 			c, err := New(Options{Backend: warpkit.CUDA, Device: dev, Fallback: compaction.CPU{Parts: 1}, MinInputBytes: -1,
 				Logger: slog.New(slog.NewTextHandler(&log, nil))})
 			if err != nil {
