@@ -23,6 +23,7 @@ import (
 
 	"github.com/warpkit/warpkit/internal/benchfmt"
 	"github.com/warpkit/warpkit/internal/cli"
+	"github.com/warpkit/warpkit/internal/procmem"
 	"github.com/warpkit/warpkit/internal/stress"
 	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/gpucompact"
@@ -76,6 +77,7 @@ type cell struct {
 	stable   bool          // every run printed the same
 	stages   gpucompact.Stats
 	fallback uint64
+	rssAdded uint64     // the most a run raised the process's resident set over its start (0: unknown)
 	calls    cuda.Calls // gpu: the device's calls during the last run (one job)
 	counted  bool       // calls holds counts (the device opened here)
 }
@@ -91,7 +93,10 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		"is a device, gpu (its CUDA engine).\n"+
 		"Only gpu needs a GPU: the other engines run on the CPU.\n"+
 		"MB/s are of input table bytes per wall second (median of --runs); CPU-s/GB is process CPU time per input GB,\n"+
-		"sys its kernel share (page faults on fresh memory, file writes).\n"+
+		"sys its kernel share (page faults on fresh memory, file writes). RSS+ MB is how far one more run of the job,\n"+
+		"untimed, after the Go heap returned its free pages, raised the process's resident set (Linux VmHWM): the\n"+
+		"memory a job takes besides what the engine keeps between jobs (the stage table's held), with --fs mem its\n"+
+		"output tables among it; 0 where the system has no such count.\n"+
 		"cpu-par's outputs must equal cpu's byte for byte (ident). cpu-par keeps its arrays from one job to the next, as\n"+
 		"in a store; its 1st column is the first run of a job, on a new Compactor (the first job of a run is the one\n"+
 		"whose memory is all fresh: later ones reuse pages the Go heap got back from earlier runs). The medians\n"+
@@ -221,7 +226,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 			cols = append(cols, e+" 1st MB/s")
 		}
 	}
-	cols = append(cols, "CPU-s/GB "+strings.Join(engines, "/"), "sys "+strings.Join(engines, "/"), "ident")
+	cols = append(cols, "CPU-s/GB "+strings.Join(engines, "/"), "sys "+strings.Join(engines, "/"), "RSS+ MB "+strings.Join(engines, "/"), "ident")
 	rates := rep.Table("rates (median of the runs)", cols...)
 	var stageRows [][]any
 	type targetRow struct {
@@ -277,8 +282,10 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 				cpuSPerGB := func(c cell) string { return fmt.Sprintf("%.2f", c.cpu.Seconds()/(in/1e9)) }
 				row := keyCell([]any{pct, compName, value, job.entries, in / 1e6, mbs(cells[0])}, 2, key)
 				sysShare := func(c cell) string { return fmt.Sprintf("%.0f%%", 100*c.sys.Seconds()/max(c.cpu.Seconds(), 1e-9)) }
+				rssAdded := func(c cell) string { return fmt.Sprintf("%.0f", float64(c.rssAdded)/1e6) }
 				cpuCells := []string{cpuSPerGB(cells[0])}
 				sysCells := []string{sysShare(cells[0])}
+				rssCells := []string{rssAdded(cells[0])}
 				var idents []string
 				for i, name := range engines[1:] {
 					c := cells[i+1]
@@ -288,6 +295,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 					}
 					cpuCells = append(cpuCells, cpuSPerGB(c))
 					sysCells = append(sysCells, sysShare(c))
+					rssCells = append(rssCells, rssAdded(c))
 					if gpucompactEngine(name) {
 						idents = append(idents, benchfmt.YesNo(c.print == cells[0].print && c.stable && cells[0].stable && c.fallback == 0))
 						st := c.stages
@@ -322,7 +330,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 				if len(idents) > 0 {
 					ident = strings.Join(idents, "/")
 				}
-				row = append(row, strings.Join(cpuCells, "/"), strings.Join(sysCells, "/"), ident)
+				row = append(row, strings.Join(cpuCells, "/"), strings.Join(sysCells, "/"), strings.Join(rssCells, "/"), ident)
 				rates.Add(row...)
 				if strings.Contains(ident, "NO") {
 					keys := ""
@@ -468,6 +476,7 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOp
 			pprof.Do(ctx, pprof.Labels("engine", e.name), func(ctx context.Context) { res, err = e.c.Compact(ctx, job) })
 			wall := time.Since(t0)
 			user1, sys1 := processCPU()
+
 			if e.name == "gpu" && dev != nil {
 				cells[i].calls, cells[i].counted = dev.Calls().Sub(calls0), true
 			}
@@ -503,6 +512,21 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOp
 			}
 		}
 	}
+	// One more run of each engine, untimed, for the resident memory a job
+	// adds: the heap's free pages returned first (the timed runs keep them,
+	// as a store's jobs would), so that the job's own show.
+	for i, e := range engines {
+		added, err := residentAdded(func() error {
+			if _, err := e.c.Compact(ctx, job); err != nil {
+				return err
+			}
+			return env.Drop()
+		})
+		if err != nil {
+			return nil, info, fmt.Errorf("%s: %w", e.name, err)
+		}
+		cells[i].rssAdded = added
+	}
 	for i, e := range engines {
 		cells[i].wall = median(walls[i])
 		cells[i].first = walls[i][0]
@@ -520,6 +544,28 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOp
 		}
 	}
 	return cells, info, nil
+}
+
+// residentAdded runs f in a window of procmem (the heap's free pages
+// returned first) and returns how far f raised the resident set above the
+// window's start: 0 where the system cannot tell.
+func residentAdded(f func() error) (uint64, error) {
+	runtime.GC()
+	if procmem.ResetPeak() != nil {
+		return 0, f()
+	}
+	_, start, err := procmem.Peak()
+	if err != nil {
+		return 0, f()
+	}
+	if err := f(); err != nil {
+		return 0, err
+	}
+	peak, _, err := procmem.Peak()
+	if err != nil || peak < start {
+		return 0, nil
+	}
+	return peak - start, nil
 }
 
 func median(ds []time.Duration) time.Duration {

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/warpkit/warpkit"
-	"github.com/warpkit/warpkit/cuda"
+	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/warpkit/warpkit"
+	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
 	"github.com/warpkit/warpkit/internal/cli"
 	"github.com/warpkit/warpkit/internal/stress"
@@ -44,9 +47,22 @@ func TestRun(t *testing.T) {
 		if len(rates.Rows) != 9 {
 			t.Fatalf("--fs %s: %d rows, want 9", fsKind, len(rates.Rows))
 		}
+		rssCol := slices.IndexFunc(rates.Columns, func(c string) bool { return strings.HasPrefix(c, "RSS+ MB ") })
+		if rssCol < 0 {
+			t.Fatalf("--fs %s: no RSS+ column: %v", fsKind, rates.Columns)
+		}
+		engines := strings.Split(strings.TrimPrefix(rates.Columns[rssCol], "RSS+ MB "), "/")
 		for _, row := range rates.Rows {
 			if ident := row[len(row)-1]; !allYes(ident) {
 				t.Errorf("--fs %s: row %v: ident %v", fsKind, row, ident)
+			}
+			// A resident-memory figure per engine, in MB.
+			rss := strings.Split(fmt.Sprint(row[rssCol]), "/")
+			for _, mb := range rss {
+				if _, err := strconv.ParseUint(mb, 10, 64); err != nil || len(rss) != len(engines) {
+					t.Errorf("--fs %s: row %v: RSS+ %q for engines %v", fsKind, row, row[rssCol], engines)
+					break
+				}
 			}
 		}
 		// A stage row per gpucompact engine run (cpu-par; gpu too where a
