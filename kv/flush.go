@@ -173,9 +173,9 @@ func (d *DB) addRuns(w *sstable.Writer, it base.InternalIterator, k int) error {
 	es := fb.entries[:0]
 	total := 0
 	for ok := it.First(); ok; ok = it.Next() {
-		k, v := it.Key(), it.Value()
-		es = append(es, sstable.Entry{Key: k, Value: v})
-		total += len(k.UserKey) + len(v)
+		key, v := it.Key(), it.Value()
+		es = append(es, sstable.Entry{Key: key, Value: v})
+		total += len(key.UserKey) + len(v)
 	}
 	if err := it.Error(); err != nil {
 		return err

@@ -298,12 +298,13 @@ func (o *Options) writerOptions() sstable.WriterOptions {
 		Compression:     o.Compression,
 		// The Writer compresses each block on its own goroutine (no
 		// CompressionWorkers); flushes spread their encoding over
-		// goroutines a run of entries each (FlushWorkers, writeL0) instead. Blocks of 4 KiB compress in
-		// microseconds, less than handing each to another goroutine costs:
-		// on the device host's 16 cores, with 4 workers, a 4 MiB table took
-		// 5.9-6.3 ms against 3.6-5.1 sequentially (BenchmarkFlushTable), and
-		// the stores' flushes 18-33 ms against 13-23, so sequential
-		// flushes ran fillrandom 1.2-1.4x faster and halved the stall time
+		// goroutines a run of entries each (FlushWorkers, writeL0)
+		// instead. Blocks of 4 KiB compress in microseconds, less than
+		// handing each to another goroutine costs: on the device host's 16
+		// cores, with 4 workers, a 4 MiB table took 5.9-6.3 ms against
+		// 3.6-5.1 sequentially (BenchmarkFlushTable), and the stores'
+		// flushes 18-33 ms against 13-23, so sequential flushes ran
+		// fillrandom 1.2-1.4x faster and halved the stall time
 		// (docs/benchmarks.md, "flushes on one goroutine").
 	}
 }
