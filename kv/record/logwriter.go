@@ -2,6 +2,7 @@ package record
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 )
@@ -22,7 +23,8 @@ type SyncWriter interface {
 // from different goroutines. After a write or sync error every later call
 // returns that error.
 type LogWriter struct {
-	f SyncWriter
+	f     SyncWriter
+	prior func() error // NewLogWriterAfter's: nothing is written before it returns
 
 	mu      sync.Mutex
 	work    sync.Cond // the flusher waits here for bytes or requests
@@ -56,8 +58,19 @@ type waiter struct {
 }
 
 // NewLogWriter starts a LogWriter on an empty file.
-func NewLogWriter(f SyncWriter) *LogWriter {
-	w := &LogWriter{f: f, cur: &logBlock{}, done: make(chan struct{})}
+func NewLogWriter(f SyncWriter) *LogWriter { return NewLogWriterAfter(f, nil) }
+
+// NewLogWriterAfter starts a LogWriter on an empty file that writes nothing
+// to it until prior has returned: records are taken at once (and kept in
+// its blocks), while Flush and Sync wait for prior and then for the file.
+// The store passes the sync of the log before this one, so that writes go
+// on at a switch of logs while the old log is synced, and the new file
+// still holds no byte before the old one is durable (which recovery relies
+// on: a log's torn end ends the log sequence). If prior returns an error,
+// the writer writes nothing and fails every call with it. A nil prior is
+// NewLogWriter.
+func NewLogWriterAfter(f SyncWriter, prior func() error) *LogWriter {
+	w := &LogWriter{f: f, prior: prior, cur: &logBlock{}, done: make(chan struct{})}
 	w.work.L = &w.mu
 	go w.flushLoop()
 	return w
@@ -175,9 +188,16 @@ type segment struct {
 
 func (w *LogWriter) flushLoop() {
 	defer close(w.done)
+	var perr error
+	if w.prior != nil {
+		perr = w.prior()
+	}
 	var segs []segment
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if perr != nil && w.err == nil {
+		w.err = fmt.Errorf("record: the log before this one failed: %w", perr)
+	}
 	for {
 		for w.err == nil && !w.closing && w.written == w.size && !w.needSync() {
 			w.work.Wait()

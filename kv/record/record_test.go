@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/warpkit/warpkit/kv/internal/base"
 )
@@ -385,4 +386,65 @@ func FuzzReader(f *testing.F) {
 		recs := bytes.Split(data, []byte{0xff})
 		readsBack(t, writeAll(t, recs), recs)
 	})
+}
+
+// TestLogWriterAfter: a LogWriter started after a prior step takes records
+// at once but writes none of them, and returns from no Flush or Sync,
+// until the step is done; then it writes them all, as a LogWriter would.
+// A failed step fails the writer, with nothing written.
+func TestLogWriterAfter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	recs := randomRecords(rng, 200)
+	var sb syncBuffer
+	release := make(chan struct{})
+	lw := NewLogWriterAfter(&sb, func() error { <-release; return nil })
+	var off int64
+	for _, r := range recs {
+		var err error
+		if off, err = lw.WriteRecord(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	synced := make(chan error, 1)
+	go func() { synced <- lw.Sync(off) }()
+	select {
+	case err := <-synced:
+		t.Fatalf("Sync returned before the prior step (%v)", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	sb.mu.Lock()
+	n := sb.buf.Len()
+	sb.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d bytes written before the prior step was done", n)
+	}
+	close(release)
+	if err := <-synced; err != nil {
+		t.Fatal(err)
+	}
+	if err := lw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if want := writeAll(t, recs); !bytes.Equal(sb.buf.Bytes(), want) || sb.syncs == 0 {
+		t.Fatalf("output %d bytes (%d syncs), want the %d a Writer writes", sb.buf.Len(), sb.syncs, len(want))
+	}
+
+	failed := errors.New("the old log's sync failed")
+	var sb2 syncBuffer
+	lw = NewLogWriterAfter(&sb2, func() error { return failed })
+	if _, err := lw.WriteRecord(recs[0]); err != nil && !errors.Is(err, failed) {
+		t.Fatalf("WriteRecord: %v", err)
+	}
+	if err := lw.Sync(lw.Size()); !errors.Is(err, failed) {
+		t.Fatalf("Sync after the prior step failed: %v", err)
+	}
+	if _, err := lw.WriteRecord(recs[1]); !errors.Is(err, failed) {
+		t.Fatalf("WriteRecord after the prior step failed: %v", err)
+	}
+	if err := lw.Close(); !errors.Is(err, failed) {
+		t.Fatalf("Close: %v", err)
+	}
+	if sb2.buf.Len() != 0 || sb2.syncs != 0 {
+		t.Fatalf("%d bytes, %d syncs after the prior step failed", sb2.buf.Len(), sb2.syncs)
+	}
 }
