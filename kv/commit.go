@@ -660,29 +660,49 @@ func (d *DB) rotateMemTableLocked(force bool) error {
 		go d.prepareSpare(sp.sealed)
 		return sp.err
 	}
-	wal := &walFile{num: sp.num, file: sp.file, w: record.NewLogWriter(sp.file)}
 	old := d.mu.wal
-	// The old log must be durable before any write in the new one can be
-	// acknowledged as synced.
-	oldErr := old.w.Close()
-	d.m.walBytesClosed.Add(old.w.Size())
-	if cerr := old.file.Close(); oldErr == nil {
-		oldErr = cerr
-	}
-	var sealed *manifest.SealedWAL
-	if oldErr == nil {
-		// Sealing records where the old log ends (it is complete): the next
-		// Open treats damage anywhere in it as corruption. The seal goes
-		// with the next spare's record, in the background.
-		sealed = &manifest.SealedWAL{Num: old.num, Size: old.w.Size()}
-	}
-	go d.prepareSpare(sealed)
+	// No record goes to the old log any more (the leader switching logs
+	// is the only writer): its length is final.
+	oldSize := old.w.Size()
+	d.m.walBytesClosed.Add(oldSize)
+	// The old log is synced and closed in the background while writes go
+	// on into the new one, whose writer writes nothing to its file until
+	// that is done: a sync in the new log waits for the old log's, and a
+	// log's torn end still ends the log sequence at recovery (the new file
+	// holds no byte before the old one is durable). Switching used to wait
+	// for the old log's sync, with every writer stopped behind it.
+	closed := make(chan struct{})
+	var oldErr error
+	wal := &walFile{num: sp.num, file: sp.file, w: record.NewLogWriterAfter(sp.file, func() error {
+		<-closed
+		return oldErr
+	})}
+	d.mu.Lock()
+	d.mu.closingLogs[old.num] = closed
+	d.mu.Unlock()
+	go func() {
+		oldErr = old.w.Close()
+		if cerr := old.file.Close(); oldErr == nil {
+			oldErr = cerr
+		}
+		var sealed *manifest.SealedWAL
+		if oldErr == nil {
+			// Sealing records where the old log ends (it is complete): the
+			// next Open treats damage anywhere in it as corruption. The
+			// seal goes with the next spare's record.
+			sealed = &manifest.SealedWAL{Num: old.num, Size: oldSize}
+		}
+		d.mu.Lock()
+		delete(d.mu.closingLogs, old.num)
+		if oldErr != nil {
+			d.setBackgroundErrorLocked(fmt.Errorf("kv: close log %s: %w", old.num, oldErr))
+		}
+		close(closed)
+		d.unlockReport()
+		d.prepareSpare(sealed)
+	}()
 	d.mu.Lock()
 	d.mu.wal = wal
-	if oldErr != nil {
-		d.setBackgroundErrorLocked(fmt.Errorf("kv: close log %s: %w", old.num, oldErr))
-		return d.writeStoppedErrLocked()
-	}
 	d.mu.mem.Seal()
 	d.mu.imm = append(d.mu.imm, d.mu.mem)
 	d.mu.mem = memtable.New(d.opts.MemTableSize, wal.num)

@@ -92,12 +92,16 @@ type DB struct {
 		// what writers (and Flush, WaitForCompactions, Close) wait for.
 		cond sync.Cond
 
-		mem       *memtable.MemTable
-		imm       []*memtable.MemTable // oldest first; waiting to be flushed
-		wal       *walFile
-		lastSeq   base.SeqNum // last sequence number handed to a batch
-		snapshots snapshotList
-		bgErr     error // sticky: stops writes
+		mem *memtable.MemTable
+		imm []*memtable.MemTable // oldest first; waiting to be flushed
+		wal *walFile
+		// closingLogs are the logs switched away from whose sync and close
+		// are still running (rotateMemTableLocked), each with the channel
+		// closed when they are done.
+		closingLogs map[base.FileNum]chan struct{}
+		lastSeq     base.SeqNum // last sequence number handed to a batch
+		snapshots   snapshotList
+		bgErr       error // sticky: stops writes
 		// bgErrUnreported is bgErr until reportBackgroundError has told the
 		// listener and the log (without d.mu held).
 		bgErrUnreported error
@@ -201,6 +205,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		tableTombs: map[base.FileNum]*rangedel.Set{},
 	}
 	d.mu.cond.L = &d.mu.Mutex
+	d.mu.closingLogs = map[base.FileNum]chan struct{}{}
 	d.commitSpins, d.maxSpinners, d.leaderApplies = commitModeFor(runtime.GOMAXPROCS(0))
 	d.openTableIterFn = d.openTableIter
 	d.mu.snapshots.init()

@@ -156,8 +156,11 @@
 // Logs: the manifest records every log before anything is written to it
 // (the store keeps one spare log recorded ahead of time, so that switching
 // logs waits for no manifest write), and seals it with its final size: a log
-// the store switched away from is sealed in the background right after the
-// switch, and the last log at a clean Close. A sealed log must be exactly
+// the store switched away from is synced, closed and sealed in the
+// background right after the switch (writes go on meanwhile into the next
+// log, whose file receives nothing until the old one is synced, and a
+// synced write in it waits for that sync too: a log's torn end still ends
+// the sequence), and the last log at a clean Close. A sealed log must be exactly
 // that long and undamaged; anything else is corruption: WALStrict (the
 // default) fails naming the log and offset, WALSalvage skips the damaged
 // records, keeps every intact one and reports each skipped region in

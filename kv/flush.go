@@ -93,6 +93,15 @@ func (d *DB) flushOne() bool {
 			"table", table, "table bytes", size, "duration", elapsed)
 	}
 
+	// The memtable's log may still be syncing (a switch of logs does not
+	// wait for it): it is obsolete, and removed, only once closed.
+	d.mu.Lock()
+	closing := d.mu.closingLogs[mem.LogNum()]
+	d.mu.Unlock()
+	if closing != nil {
+		<-closing
+	}
+
 	d.mu.Lock()
 	defer d.unlockReport()
 	d.mu.flushing = false
