@@ -678,7 +678,7 @@ func (d *DB) rotateMemTableLocked(force bool) error {
 		return oldErr
 	})}
 	d.mu.Lock()
-	d.mu.closingLogs[old.num] = closed
+	d.mu.closingLogs[old.num] = false
 	d.mu.Unlock()
 	go func() {
 		oldErr = old.w.Close()
@@ -693,6 +693,9 @@ func (d *DB) rotateMemTableLocked(force bool) error {
 			sealed = &manifest.SealedWAL{Num: old.num, Size: oldSize}
 		}
 		d.mu.Lock()
+		if d.mu.closingLogs[old.num] { // its memtable is flushed meanwhile
+			d.addObsoleteFile(base.MakeFilename(base.FileTypeLog, old.num))
+		}
 		delete(d.mu.closingLogs, old.num)
 		if oldErr != nil {
 			d.setBackgroundErrorLocked(fmt.Errorf("kv: close log %s: %w", old.num, oldErr))

@@ -96,9 +96,9 @@ type DB struct {
 		imm []*memtable.MemTable // oldest first; waiting to be flushed
 		wal *walFile
 		// closingLogs are the logs switched away from whose sync and close
-		// are still running (rotateMemTableLocked), each with the channel
-		// closed when they are done.
-		closingLogs map[base.FileNum]chan struct{}
+		// are still running (rotateMemTableLocked), each true once its
+		// memtable is flushed (the closer then removes it).
+		closingLogs map[base.FileNum]bool
 		lastSeq     base.SeqNum // last sequence number handed to a batch
 		snapshots   snapshotList
 		bgErr       error // sticky: stops writes
@@ -205,7 +205,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		tableTombs: map[base.FileNum]*rangedel.Set{},
 	}
 	d.mu.cond.L = &d.mu.Mutex
-	d.mu.closingLogs = map[base.FileNum]chan struct{}{}
+	d.mu.closingLogs = map[base.FileNum]bool{}
 	d.commitSpins, d.maxSpinners, d.leaderApplies = commitModeFor(runtime.GOMAXPROCS(0))
 	d.openTableIterFn = d.openTableIter
 	d.mu.snapshots.init()

@@ -93,15 +93,6 @@ func (d *DB) flushOne() bool {
 			"table", table, "table bytes", size, "duration", elapsed)
 	}
 
-	// The memtable's log may still be syncing (a switch of logs does not
-	// wait for it): it is obsolete, and removed, only once closed.
-	d.mu.Lock()
-	closing := d.mu.closingLogs[mem.LogNum()]
-	d.mu.Unlock()
-	if closing != nil {
-		<-closing
-	}
-
 	d.mu.Lock()
 	defer d.unlockReport()
 	d.mu.flushing = false
@@ -117,8 +108,14 @@ func (d *DB) flushOne() bool {
 		d.m.flushBytes.Add(int64(meta.Size))
 		d.m.levels[0].bytesIn.Add(int64(meta.Size))
 	}
-	// The memtable's log holds nothing unflushed any more.
-	d.addObsoleteFile(base.MakeFilename(base.FileTypeLog, mem.LogNum()))
+	// The memtable's log holds nothing unflushed any more. If it is still
+	// being synced and closed (a switch of logs does not wait for that),
+	// its closer removes it when done.
+	if _, closing := d.mu.closingLogs[mem.LogNum()]; closing {
+		d.mu.closingLogs[mem.LogNum()] = true
+	} else {
+		d.addObsoleteFile(base.MakeFilename(base.FileTypeLog, mem.LogNum()))
+	}
 	d.mu.cond.Broadcast()
 	d.maybeScheduleCompaction()
 	return len(d.mu.imm) > 0

@@ -2,8 +2,10 @@ package kv
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -54,6 +56,22 @@ func (fs *holdSyncFS) hold() (release func()) {
 		fs.mu.Unlock()
 		close(ch)
 	})
+}
+
+// oldestLog returns the lowest-numbered log in dir.
+func oldestLog(t *testing.T, fs vfs.FS, dir string) string {
+	t.Helper()
+	names, err := fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldest := ""
+	for _, n := range names {
+		if strings.HasSuffix(n, ".log") && (oldest == "" || n < oldest) {
+			oldest = n
+		}
+	}
+	return oldest
 }
 
 // newestLogSize returns the size of the highest-numbered log in dir.
@@ -125,6 +143,10 @@ func TestLogSwitchDoesNotWaitForSync(t *testing.T) {
 	// The log writer hands records to its file in the background: watch
 	// the new log for a while.
 	name, _ := newestLogSize(t, fs, "db")
+	oldLog := oldestLog(t, fs, "db")
+	if oldLog >= name {
+		t.Fatalf("logs %s and %s", oldLog, name)
+	}
 	for range 20 {
 		if _, size := newestLogSize(t, fs, "db"); size != 0 {
 			t.Fatalf("the new log %s holds %d bytes while the old log's sync is held", name, size)
@@ -152,6 +174,17 @@ func TestLogSwitchDoesNotWaitForSync(t *testing.T) {
 	if err := cdb.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The old memtable's flush does not wait for its log's sync either;
+	// the log, obsolete then, stays until it is closed.
+	for deadline := time.Now().Add(10 * time.Second); db.Metrics().MemTable.Flushes == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the old memtable was not flushed while its log's sync was held")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := fs.Stat(fs.PathJoin("db", oldLog)); err != nil {
+		t.Fatalf("the old log %s while its sync is held: %v", oldLog, err)
+	}
 	// A synced write waits for the old log's sync.
 	synced := make(chan error, 1)
 	go func() { synced <- db.Set(key(n), value, Sync) }()
@@ -171,6 +204,9 @@ func TestLogSwitchDoesNotWaitForSync(t *testing.T) {
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := fs.Stat(fs.PathJoin("db", oldLog)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the flushed old log %s after its close: %v", oldLog, err)
 	}
 	db, err = Open("db", &Options{FS: fs.MemFS, MemTableSize: 64 << 10})
 	if err != nil {
