@@ -160,7 +160,10 @@
 // background right after the switch (writes go on meanwhile into the next
 // log, whose file receives nothing until the old one is synced, and a
 // synced write in it waits for that sync too: a log's torn end still ends
-// the sequence), and the last log at a clean Close. A sealed log must be exactly
+// the sequence; should that sync fail, writes stop within the next
+// memtable, and those made into the new log meanwhile, acknowledged but
+// not synced, are not kept: a reopen holds a prefix of the writes, every
+// synced one among it), and the last log at a clean Close. A sealed log must be exactly
 // that long and undamaged; anything else is corruption: WALStrict (the
 // default) fails naming the log and offset, WALSalvage skips the damaged
 // records, keeps every intact one and reports each skipped region in

@@ -413,3 +413,67 @@ func TestCheckIntegrity(t *testing.T) {
 		t.Fatalf("CheckIntegrity on a damaged table: %v", err)
 	}
 }
+
+// TestFaultLogSyncAtSwitch: the old log's sync fails after a switch of logs
+// (which no longer waits for it): writes stop with ErrWritesStopped within
+// the next memtable, nothing hangs, Close returns, and a reopen holds every
+// write up to the last synced one and, past it, a prefix of the others.
+func TestFaultLogSyncAtSwitch(t *testing.T) {
+	inj := &failOn{ops: vfs.OpSync, substr: ".log"}
+	opts := smallOptions()
+	db, mem, _ := openFault(t, inj, opts)
+	value := bytes.Repeat([]byte("v"), 500)
+	key := func(i int) string { return fmt.Sprintf("k%06d", i) }
+	const synced = 50
+	for i := range synced {
+		wo := NoSync
+		if i == synced-1 {
+			wo = Sync
+		}
+		if err := db.Set([]byte(key(i)), value, wo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inj.armed.Store(true)
+	n := synced
+	var err error
+	for ; n < synced+1000 && err == nil; n++ {
+		err = db.Set([]byte(key(n)), value, nil)
+	}
+	if !errors.Is(err, ErrWritesStopped) && !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("%d writes past the failed log sync, then %v", n-synced, err)
+	}
+	if err := db.Set([]byte("after"), value, nil); !errors.Is(err, ErrWritesStopped) {
+		t.Fatalf("write after the log failure: %v", err)
+	}
+	if !errors.Is(db.Metrics().BackgroundError, vfs.ErrInjected) {
+		t.Fatalf("metrics: %v", db.Metrics().BackgroundError)
+	}
+	db.Close()
+	inj.armed.Store(false)
+	db = reopenClean(t, mem, opts)
+	defer db.Close()
+	gap := -1
+	for i := range n {
+		v, err := db.Get([]byte(key(i)))
+		switch {
+		case err == nil && !bytes.Equal(v, value):
+			t.Fatalf("%s: wrong value", key(i))
+		case err == nil && gap >= 0:
+			t.Fatalf("%s is there but %s is not", key(i), key(gap))
+		case errors.Is(err, ErrNotFound) && i < synced:
+			t.Fatalf("%s, written before the last synced write, is lost", key(i))
+		case errors.Is(err, ErrNotFound):
+			if gap < 0 {
+				gap = i
+			}
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
+	kept := n
+	if gap >= 0 {
+		kept = gap
+	}
+	t.Logf("%d writes after the last synced one, the first %d of them kept", n-synced, kept-synced)
+}
