@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -58,35 +59,34 @@ func (fs *holdSyncFS) hold() (release func()) {
 	})
 }
 
-// oldestLog returns the lowest-numbered log in dir.
-func oldestLog(t *testing.T, fs vfs.FS, dir string) string {
+// logs returns the names of the logs in dir, lowest-numbered first.
+func logs(t *testing.T, fs vfs.FS, dir string) []string {
 	t.Helper()
 	names, err := fs.List(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldest := ""
+	var out []string
 	for _, n := range names {
-		if strings.HasSuffix(n, ".log") && (oldest == "" || n < oldest) {
-			oldest = n
+		if strings.HasSuffix(n, ".log") {
+			out = append(out, n)
 		}
 	}
-	return oldest
+	slices.Sort(out)
+	if len(out) == 0 {
+		t.Fatalf("no log in %s", dir)
+	}
+	return out
 }
 
-// newestLogSize returns the size of the highest-numbered log in dir.
+// oldestLog returns the lowest-numbered log in dir.
+func oldestLog(t *testing.T, fs vfs.FS, dir string) string { return logs(t, fs, dir)[0] }
+
+// newestLogSize returns the highest-numbered log in dir and its size.
 func newestLogSize(t *testing.T, fs vfs.FS, dir string) (string, int64) {
 	t.Helper()
-	names, err := fs.List(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newest := ""
-	for _, n := range names {
-		if strings.HasSuffix(n, ".log") && n > newest {
-			newest = n
-		}
-	}
+	l := logs(t, fs, dir)
+	newest := l[len(l)-1]
 	fi, err := fs.Stat(fs.PathJoin(dir, newest))
 	if err != nil {
 		t.Fatal(err)
