@@ -5,6 +5,7 @@
 #   scripts/gpu-test.sh                  # here: every package
 #   scripts/gpu-test.sh -o .gpu-hash ./slabhash ./slaballoc   # here: some packages, another folder
 #   scripts/gpu-test.sh -z ./mvbtree     # here: also gzip the folder into .gpu-pack/gpu.tgz
+#   scripts/gpu-test.sh -p ./kv          # here: also build bench/peers (its own module) as .gpu/peers
 #   tar xzf .gpu-pack/gpu.tgz            # there, when only the archive was sent (a copy with
 #                                        # a size limit: the binaries shrink to about a third)
 #   .gpu/run.sh                          # there: every test binary, verbosely
@@ -20,10 +21,12 @@ cd "$(dirname "$0")/.."
 
 out=.gpu
 pack=false
+peers=false
 while [ $# -gt 0 ]; do
 	case "$1" in
 		-o) out=${2:?-o needs a folder}; shift 2 ;;
 		-z) pack=true; shift ;;
+		-p) peers=true; shift ;;
 		*) break ;;
 	esac
 done
@@ -61,6 +64,11 @@ if [ "$*" = "./..." ]; then
 	go build -ldflags="$ldflags" -o "$out/warp" ./cmd/warp
 elif ! go build -ldflags="$ldflags" -o "$out/warp" ./cmd/warp 2>/dev/null; then
 	echo "gpu-test.sh: note: cmd/warp does not build right now; $out/warp left out" >&2
+fi
+# bench/peers is a module of its own, for which Go records no VCS stamp:
+# the link-time stamp names the commit in its reports.
+if $peers; then
+	(cd bench/peers && go build -ldflags="$ldflags" -o "$root/$out/peers" .)
 fi
 
 cat > "$out/run.sh" <<'RUN'
