@@ -124,6 +124,9 @@ func runKVBench(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%w: --value: %v", cli.ErrUsage, err)
 	}
+	if f.bytesPerSyncKiB > 0 && f.bytesPerSyncKiB < 4 {
+		return fmt.Errorf("%w: --bytes-per-sync %d: want 0 (none) or 4 KiB and more (kv.Options.BytesPerSync's least)", cli.ErrUsage, f.bytesPerSyncKiB)
+	}
 	comp, err := sstable.ParseCompression(f.compression)
 	if err != nil {
 		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
