@@ -54,11 +54,16 @@ func (v *keyLens) String() string {
 	if v == nil {
 		return ""
 	}
-	parts := make([]string, len(*v))
-	for i, k := range *v {
+	return v.join(",")
+}
+
+// join is the items as --key spells them, separated by sep.
+func (v keyLens) join(sep string) string {
+	parts := make([]string, len(v))
+	for i, k := range v {
 		parts[i] = k.String()
 	}
-	return strings.Join(parts, ",")
+	return strings.Join(parts, sep)
 }
 
 func (v *keyLens) Set(s string) error {

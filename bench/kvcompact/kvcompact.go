@@ -194,12 +194,8 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	if *sealing != "auto" {
 		ablation += ", gpu seals Snappy blocks on the " + *sealing
 	}
-	keyNames := make([]string, len(keys))
-	for i, k := range keys {
-		keyNames[i] = k.String()
-	}
 	rep := benchfmt.NewReport(fmt.Sprintf("warp bench kvcompact: one L0→L1 job, %d L0 × %d KiB over a %d KiB L1, %s-byte keys, --fs %s%s",
-		*l0Tables, *l0KiB, *l1KiB, strings.Join(keyNames, "/"), *fsKind, ablation),
+		*l0Tables, *l0KiB, *l1KiB, keys.join("/"), *fsKind, ablation),
 		fmt.Sprintf("host: %d logical CPUs, GOMAXPROCS %d", runtime.NumCPU(), runtime.GOMAXPROCS(0)))
 	if !*asJSON {
 		rep.Stream(w)
@@ -514,7 +510,8 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOp
 	}
 	// One more run of each engine, untimed, for the resident memory a job
 	// adds: the heap's free pages returned first (the timed runs keep them,
-	// as a store's jobs would), so that the job's own show.
+	// as a store's jobs would), so that the job's own show. None where
+	// the system has no resettable peak.
 	for i, e := range engines {
 		added, err := residentAdded(func() error {
 			if _, err := e.c.Compact(ctx, job); err != nil {
@@ -548,15 +545,16 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOp
 
 // residentAdded runs f in a window of procmem (the heap's free pages
 // returned first) and returns how far f raised the resident set above the
-// window's start: 0 where the system cannot tell.
+// window's start; where the system cannot tell, it returns 0 without
+// running f (whose run is only for the measure).
 func residentAdded(f func() error) (uint64, error) {
 	runtime.GC()
 	if procmem.ResetPeak() != nil {
-		return 0, f()
+		return 0, nil
 	}
 	_, start, err := procmem.Peak()
 	if err != nil {
-		return 0, f()
+		return 0, nil
 	}
 	if err := f(); err != nil {
 		return 0, err
