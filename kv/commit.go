@@ -669,8 +669,8 @@ func (d *DB) rotateMemTableLocked(force bool) error {
 	// on into the new one, whose writer writes nothing to its file until
 	// that is done: a sync in the new log waits for the old log's, and a
 	// log's torn end still ends the log sequence at recovery (the new file
-	// holds no byte before the old one is durable). Switching used to wait
-	// for the old log's sync, with every writer stopped behind it.
+	// holds no byte before the old one is durable). Writers do not stop
+	// for the old log's sync.
 	closed := make(chan struct{})
 	var oldErr error
 	wal := &walFile{num: sp.num, file: sp.file, w: record.NewLogWriterAfter(sp.file, func() error {
@@ -678,8 +678,9 @@ func (d *DB) rotateMemTableLocked(force bool) error {
 		return oldErr
 	})}
 	d.mu.Lock()
+	// Listed before its closer starts (which takes d.mu once the
+	// switch is done): a flush of its memtable leaves its removal to it.
 	d.mu.closingLogs[old.num] = false
-	d.mu.Unlock()
 	go func() {
 		oldErr = old.w.Close()
 		if cerr := old.file.Close(); oldErr == nil {
@@ -704,7 +705,6 @@ func (d *DB) rotateMemTableLocked(force bool) error {
 		d.unlockReport()
 		d.prepareSpare(sealed)
 	}()
-	d.mu.Lock()
 	d.mu.wal = wal
 	d.mu.mem.Seal()
 	d.mu.imm = append(d.mu.imm, d.mu.mem)
