@@ -453,27 +453,6 @@ func TestFaultLogSyncAtSwitch(t *testing.T) {
 	inj.armed.Store(false)
 	db = reopenClean(t, mem, opts)
 	defer db.Close()
-	gap := -1
-	for i := range n {
-		v, err := db.Get([]byte(key(i)))
-		switch {
-		case err == nil && !bytes.Equal(v, value):
-			t.Fatalf("%s: wrong value", key(i))
-		case err == nil && gap >= 0:
-			t.Fatalf("%s is there but %s is not", key(i), key(gap))
-		case errors.Is(err, ErrNotFound) && i < synced:
-			t.Fatalf("%s, written before the last synced write, is lost", key(i))
-		case errors.Is(err, ErrNotFound):
-			if gap < 0 {
-				gap = i
-			}
-		case err != nil:
-			t.Fatal(err)
-		}
-	}
-	kept := n
-	if gap >= 0 {
-		kept = gap
-	}
+	kept := wantPrefix(t, db, n, synced, func(i int) []byte { return []byte(key(i)) }, value)
 	t.Logf("%d writes after the last synced one, the first %d of them kept", n-synced, kept-synced)
 }

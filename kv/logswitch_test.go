@@ -15,48 +15,67 @@ import (
 	"github.com/warpkit/warpkit/kv/vfs"
 )
 
-// holdSyncFS is a MemFS whose logs' syncs wait while held.
-type holdSyncFS struct {
-	*vfs.MemFS
+// holdSyncs is an Injector (vfs.NewFault) that makes the syncs of logs
+// wait while held.
+type holdSyncs struct {
 	mu   sync.Mutex
 	held chan struct{} // non-nil: log syncs wait for it to close
 }
 
-type holdSyncFile struct {
-	vfs.File
-	fs *holdSyncFS
-}
-
-func (f holdSyncFile) Sync() error {
-	f.fs.mu.Lock()
-	held := f.fs.held
-	f.fs.mu.Unlock()
+func (h *holdSyncs) MaybeError(op vfs.Op, path string) error {
+	if op&vfs.OpSync == 0 || !strings.HasSuffix(path, ".log") {
+		return nil
+	}
+	h.mu.Lock()
+	held := h.held
+	h.mu.Unlock()
 	if held != nil {
 		<-held
 	}
-	return f.File.Sync()
-}
-
-func (fs *holdSyncFS) Create(name string) (vfs.File, error) {
-	f, err := fs.MemFS.Create(name)
-	if err != nil || !strings.HasSuffix(name, ".log") {
-		return f, err
-	}
-	return holdSyncFile{f, fs}, nil
+	return nil
 }
 
 // hold makes log syncs wait until the returned function is called.
-func (fs *holdSyncFS) hold() (release func()) {
+func (h *holdSyncs) hold() (release func()) {
 	ch := make(chan struct{})
-	fs.mu.Lock()
-	fs.held = ch
-	fs.mu.Unlock()
+	h.mu.Lock()
+	h.held = ch
+	h.mu.Unlock()
 	return sync.OnceFunc(func() {
-		fs.mu.Lock()
-		fs.held = nil
-		fs.mu.Unlock()
+		h.mu.Lock()
+		h.held = nil
+		h.mu.Unlock()
 		close(ch)
 	})
+}
+
+// wantPrefix checks that db holds, of the writes of value under key(0) to
+// key(n-1), the first synced and, past them, a prefix: no key after a
+// missing one. It returns how many it holds.
+func wantPrefix(t *testing.T, db *DB, n, synced int, key func(int) []byte, value []byte) int {
+	t.Helper()
+	kept := -1
+	for i := range n {
+		v, err := db.Get(key(i))
+		switch {
+		case err == nil && !bytes.Equal(v, value):
+			t.Fatalf("%s: wrong value", key(i))
+		case err == nil && kept >= 0:
+			t.Fatalf("%s is there but %s is not", key(i), key(kept))
+		case errors.Is(err, ErrNotFound) && i < synced:
+			t.Fatalf("%s, written before the last synced write, is lost", key(i))
+		case errors.Is(err, ErrNotFound):
+			if kept < 0 {
+				kept = i
+			}
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
+	if kept < 0 {
+		kept = n
+	}
+	return kept
 }
 
 // logs returns the names of the logs in dir, lowest-numbered first.
@@ -101,7 +120,8 @@ func newestLogSize(t *testing.T, fs vfs.FS, dir string) (string, int64) {
 // accepts); a synced write waits for the old log too; and every write
 // survives a reopen.
 func TestLogSwitchDoesNotWaitForSync(t *testing.T) {
-	fs := &holdSyncFS{MemFS: vfs.NewMem()}
+	mem, holds := vfs.NewMem(), &holdSyncs{}
+	fs := vfs.NewFault(mem, holds)
 	db, err := Open("db", &Options{FS: fs, MemTableSize: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +136,7 @@ func TestLogSwitchDoesNotWaitForSync(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	release := fs.hold()
+	release := holds.hold()
 	defer release()
 	wrote := make(chan error, 1)
 	go func() {
@@ -156,21 +176,12 @@ func TestLogSwitchDoesNotWaitForSync(t *testing.T) {
 	// A crash now: the old log torn anywhere after its last sync, the new
 	// one empty; the store opens and holds a prefix of the writes.
 	rng := rand.New(rand.NewPCG(7, 8))
-	crashed := fs.MemFS.CrashClone(vfs.CrashOptions{Rand: rng, ZeroTail: true})
+	crashed := mem.CrashClone(vfs.CrashOptions{Rand: rng, ZeroTail: true})
 	cdb, err := Open("db", &Options{FS: crashed, MemTableSize: 64 << 10})
 	if err != nil {
 		t.Fatalf("open after a crash during the old log's sync: %v", err)
 	}
-	gap := false
-	for i := range n {
-		_, err := cdb.Get(key(i))
-		switch {
-		case err == nil && gap:
-			t.Fatalf("after the crash key %d is there but an earlier one is not", i)
-		case err != nil:
-			gap = true
-		}
-	}
+	wantPrefix(t, cdb, n, 0, key, value)
 	if err := cdb.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +219,7 @@ func TestLogSwitchDoesNotWaitForSync(t *testing.T) {
 	if _, err := fs.Stat(fs.PathJoin("db", oldLog)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the flushed old log %s after its close: %v", oldLog, err)
 	}
-	db, err = Open("db", &Options{FS: fs.MemFS, MemTableSize: 64 << 10})
+	db, err = Open("db", &Options{FS: mem, MemTableSize: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
