@@ -41,8 +41,6 @@ struct Pool {
   uint64_t cap;                 // nodes
   unsigned long long* ctl;      // ctl[0] next free node, ctl[1] number of keys
   uint32_t* status;
-  static constexpr bool kStrictOrder = false;  // blink.cuh: btree keeps its ordering until a device A/B
-  static constexpr bool kReplaceBeforeSplit = false;  // doc.go's known limitation: the fix awaits a device A/B
   __device__ __forceinline__ char* node(uint32_t i) const { return base + (uint64_t)i * Lay<S>::kNodeBytes; }
   // chunk: lane rank's 16 bytes of node i.
   __device__ __forceinline__ const char* chunk(uint32_t i, unsigned rank) const { return node(i) + rank * 16; }
@@ -51,7 +49,6 @@ struct Pool {
   __device__ __forceinline__ bool valid(uint32_t i) const { return i != 0 && i < cap; }
   // walk_bound: the extra steps a walk along the leaves may take.
   __device__ __forceinline__ uint32_t walk_bound() const { return (uint32_t)cap; }
-  __device__ __forceinline__ int route_load() const { return kStrictOrder ? kStrong : kPlain; }
   // alloc returns the first of n fresh nodes, or kNone when the pool is exhausted.
   __device__ uint32_t alloc(uint32_t n) const {
     unsigned long long old = atomicAdd(&ctl[0], (unsigned long long)n);

@@ -165,13 +165,21 @@
 //   - One write latch per node (a bit of meta, set by atomicOr), taken only to
 //     modify the node; readers take no latch. A writer fences after latching,
 //     re-reads the node, writes, fences and releases by storing a new meta
-//     whose version is one higher.
+//     whose version is one higher. The tile's other lanes are ordered against
+//     the lane that latches and releases as the PTX memory model defines it:
+//     the latching lane's atomic and fence precede a tile barrier that every
+//     lane's later access follows, and the releasing lane fences after the
+//     barrier that every lane's writes precede (a shuffle alone does not
+//     synchronize at GPU scope).
 //   - Side links and high keys (B-link): every traversal moves right when its
 //     key is at or past a node's high key.
 //   - Proactive splitting: an insert splits every full node it meets on the way
 //     down, latching the node and then its parent; the new right node is
 //     written completely and fenced before the parent and the split node point
 //     to it. A full root is split in place (its pairs move to two new nodes).
+//     A full leaf that already holds the key is not split: the insert
+//     replaces the value in place, so a batch of pure updates needs no room
+//     (TestGPUReplaceInFullLeaves: updates succeed in a pool at MaxNodes).
 //   - Restarts instead of spinning: a failed latch on a leaf or full node
 //     restarts from the last-known parent; a parent that is no longer the true
 //     parent restarts from it; a full parent or an unknown parent restarts from
@@ -193,11 +201,13 @@
 //     carries an immutable low fence and level; a traversal that lands on a
 //     node of the wrong level or whose low is above its key (a torn or stale
 //     read of a parent) restarts from the root, and child pointers outside the
-//     pool are rejected. This lets writers read internal nodes through the L1
-//     cache, as the paper's deletes do.
+//     pool are rejected. Writers and validated queries route with strong
+//     loads (other writers change the nodes they read: weak loads there
+//     would be a data race in the memory model); phased queries, which run
+//     with no writer, read through the read-only cache.
 //   - Departure: queries that may run beside writers read leaves with a
 //     seqlock (acquire meta, read, fence, re-read meta; retry if latched or
-//     changed), so a pre-existing key that no operation of the batch updates is
+//     changed; every lane of the tile validates its own chunk), so a pre-existing key that no operation of the batch updates is
 //     always found, even while its leaf is being modified. The paper's queries
 //     read leaves without validation.
 //
@@ -285,31 +295,6 @@
 //
 // # Known limitations
 //
-// These are kernel-level findings of a review. The node core now lives in
-// internal/devcode/blink.cuh, shared with mvbtree, where the first two are
-// fixed behind pool flags that mvbtree sets; btree keeps its code (and its
-// PTX's loads, stores and shuffles) until a same-run A/B on a device shows
-// the fixes cost it nothing:
-//
-//   - Replacing the value of a key in a full leaf splits the leaf first: the
-//     proactive split of an insert happens before it looks for the key. A
-//     batch of pure updates can therefore allocate nodes, fail with
-//     ErrPoolExhausted at MaxNodes although it needs no room, and leave
-//     update-heavy workloads with more, emptier leaves than necessary. The
-//     fix (kReplaceBeforeSplit) looks the key up in the latched full leaf
-//     and replaces in place when it is there, before splitting.
-//   - The memory ordering is not formally established. The latch, release and
-//     seqlock steps fence in every lane, but the meta word is latched, stored
-//     and re-read by the tile's rank 0 only, and the other lanes' chunk loads
-//     and stores are ordered against those accesses by __syncwarp and
-//     shuffles, which the PTX memory model does not define as synchronizing at
-//     GPU scope; the meta stores are relaxed rather than release stores; and
-//     writers and validated queries route through internal nodes with weak
-//     loads while other writers change them (a data race in the model, whose
-//     torn or stale results the routing checks reject: level, fences, links
-//     inside the pool). The fix (kStrictOrder, and strong routing loads)
-//     fences the latching rank before a tile barrier and the releasing rank
-//     after one, and has every lane validate its own chunk of a seqlock read.
 //   - The rule "load a node, check it (sane, expected level, low fence), move
 //     right past its high key" is written out five times in the core (descend,
 //     op_insert before and after latching, op_delete before and after

@@ -22,6 +22,9 @@ func TestEmulatedCUDA(t *testing.T) {
 	t.Run("semantics/u64u64", func(t *testing.T) { testSemantics(t, newGPUTree[uint64, uint64](t, dev, Options{})) })
 	t.Run("diff/u32u32", func(t *testing.T) { runDiff(t, newGPUTree[uint32, uint32](t, dev, Options{}), 11, 8) })
 	t.Run("diff/u64u32", func(t *testing.T) { runDiff(t, newGPUTree[uint64, uint32](t, dev, Options{}), 14, 8) })
+	t.Run("replace-in-full-leaves", func(t *testing.T) {
+		testReplaceInFullLeaves(t, newGPUTree[uint32, uint32](t, dev, Options{InitialNodes: 3, MaxNodes: 3}))
+	})
 	t.Run("rounds/u32u32", func(t *testing.T) {
 		testInsertRounds(t, func() *Tree[uint32, uint32] { return newGPUTree[uint32, uint32](t, dev, Options{}) })
 	})

@@ -685,3 +685,78 @@ func TestGPUInsertRounds(t *testing.T) {
 	dev := gputest.Device(t)
 	testInsertRounds(t, func() *Tree[uint32, uint32] { return newGPUTree[uint32, uint32](t, dev, Options{}) })
 }
+
+// TestGPUReplaceInFullLeaves: replacing values in full leaves needs no room
+// (the leaf is not split first), so a batch of pure updates succeeds in a pool
+// at its cap, while a new key still fails with ErrPoolExhausted.
+func TestGPUReplaceInFullLeaves(t *testing.T) {
+	testReplaceInFullLeaves(t, newGPUTree[uint32, uint32](t, gputest.Device(t), Options{InitialNodes: 3, MaxNodes: 3}))
+}
+
+// testReplaceInFullLeaves fills a pool of three nodes (a root over two full
+// leaves), then replaces every value, in one batch and through Apply.
+func testReplaceInFullLeaves(t *testing.T, tr *Tree[uint32, uint32]) {
+	t.Helper()
+	ctx := context.Background()
+	// 10..140 fill the root leaf; 150, alone, splits it: left 10..70, right
+	// 80..150 (one batch of all 15 would split whichever 14 came first).
+	// Then 11..17 and 81..86 fill both leaves to 14 pairs.
+	var ks []uint32
+	for k := uint32(10); k <= 140; k += 10 {
+		ks = append(ks, k)
+	}
+	if err := tr.Insert(ctx, ks, ks); err != nil {
+		t.Fatalf("setup, 10..140: %v", err)
+	}
+	if err := tr.Insert(ctx, []uint32{150}, []uint32{150}); err != nil {
+		t.Fatalf("setup, 150: %v", err)
+	}
+	ks = append(ks, 150)
+	var more []uint32
+	for k := uint32(11); k <= 17; k++ {
+		more = append(more, k)
+	}
+	for k := uint32(81); k <= 86; k++ {
+		more = append(more, k)
+	}
+	if err := tr.Insert(ctx, more, more); err != nil {
+		t.Fatalf("setup, filling the leaves: %v", err)
+	}
+	ks = append(ks, more...)
+	st, err := tr.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Nodes != 3 || st.Height != 2 {
+		t.Fatalf("setup: %d nodes, height %d; want a root over two full leaves", st.Nodes, st.Height)
+	}
+	if err := tr.Insert(ctx, []uint32{1000}, []uint32{1}); !errors.Is(err, warpkit.ErrPoolExhausted) {
+		t.Fatalf("a new key in a full pool: %v", err)
+	}
+	vs := make([]uint32, len(ks))
+	for i, k := range ks {
+		vs[i] = k * 3
+	}
+	if err := tr.Insert(ctx, ks, vs); err != nil {
+		t.Fatalf("replacing values in full leaves: %v", err)
+	}
+	ops := Ops[uint32, uint32]{Kinds: make([]OpKind, len(ks)), Keys: ks, Vals: make([]uint32, len(ks))}
+	for i, k := range ks {
+		ops.Kinds[i], ops.Vals[i] = OpInsert, k*5
+	}
+	if err := tr.Apply(ctx, ops, Results[uint32, uint32]{}); err != nil {
+		t.Fatalf("replacing values in full leaves through Apply: %v", err)
+	}
+	got, found := make([]uint32, len(ks)), make([]bool, len(ks))
+	if err := tr.Lookup(ctx, ks, got, found); err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range ks {
+		if !found[i] || got[i] != k*5 {
+			t.Fatalf("key %d: (%d, %v), want %d", k, got[i], found[i], k*5)
+		}
+	}
+	if st, err := tr.Stats(ctx); err != nil || st.Nodes != 3 || st.Keys != len(ks) {
+		t.Fatalf("after the updates: %+v %v", st, err)
+	}
+}

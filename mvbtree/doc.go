@@ -240,8 +240,8 @@
 //     ErrBroken (Close still frees it). Generations no snapshot reads any
 //     more are freed by the next exclusive operation (or at once when no
 //     batch runs), not inside Snapshot.Close.
-//   - The latch and seqlock follow the PTX memory model (blink.cuh's
-//     kStrictOrder); routing reads of writers are strong loads.
+//   - The latch and seqlock follow the PTX memory model (blink.cuh's latch
+//     protocol, shared with btree); routing reads of writers are strong loads.
 //   - Options.Streams is the CUDA backend's lanes (concurrent batches), as
 //     btree's.
 //   - The 128-byte node keeps its version after its 13 pairs (slots 30-31),

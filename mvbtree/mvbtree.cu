@@ -96,8 +96,6 @@ constexpr int kCtlKeys = 0, kCtlVersions = 1;
 template <typename S>
 struct ReadPool {
   static constexpr int kBytes = Lay<S>::kNodeBytes;
-  static constexpr bool kStrictOrder = true;  // the latch and seqlock ordered as the PTX memory model defines it
-  static constexpr bool kReplaceBeforeSplit = true;  // a full leaf is not split to replace a value
   slab::Pool* p;
   char* base;  // the pool is flat (slaballoc Options.Flat): node a at base + a * kBytes
   uint32_t root_;
@@ -141,9 +139,6 @@ struct ReadPool {
     uint64_t units = (uint64_t)supers * blocks * slab::kUnitsPerBlock;
     return units > 0x7fffffffu ? 0x7fffffffu : (uint32_t)units;
   }
-  // Writers route with strong loads: other writers change the nodes they
-  // read (btree's weak-load routing is a data race the model does not define).
-  __device__ __forceinline__ int route_load() const { return kStrong; }
 };
 
 // WritePool adds the tile's allocator, which fails fast once another tile

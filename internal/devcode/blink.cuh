@@ -42,6 +42,9 @@
 //  * Writers latch a node with atomicOr on meta, fence, re-read it with strong
 //    loads, write with strong stores, fence, and release by storing a new meta
 //    (version + 1, latch clear).
+//  * Writers and validated queries route with strong loads (other writers
+//    change the nodes they read); phased queries, which run with no writer,
+//    through the read-only cache.
 //  * Readers take no latch. Routing tolerates torn or stale internal nodes: every
 //    step checks the node's level and low fence, moves right through side links,
 //    and restarts from the root on a misroute. Queries that may run beside writers
@@ -62,7 +65,6 @@ namespace blink {
 
 using mem::fence;
 using mem::kNC;
-using mem::kPlain;
 using mem::kStrong;
 using mem::ld_acquire_u32;
 using mem::ld_chunk;
@@ -497,13 +499,11 @@ struct Node {
   }
 };
 
-// The latch protocol. A pool with kStrictOrder (mvbtree's) orders the tile's
-// lanes against the rank that latches and releases as the PTX memory model
-// defines it: the latching rank's atomic and fence come before a tile
-// barrier that every lane's later access follows, and the releasing rank
-// fences after the barrier that every lane's writes precede. Without it
-// (btree's, until a device A/B of the change) the other lanes are ordered by
-// the shuffle alone, as btree's doc.go says under Known limitations.
+// The latch protocol, ordered as the PTX memory model defines it: the
+// latching rank's atomic and fence come before a tile barrier that every
+// lane's later access follows, and the releasing rank fences after the
+// barrier that every lane's writes precede (a shuffle alone does not
+// synchronize at GPU scope in the model).
 
 template <class Pool, int T>
 __device__ __forceinline__ bool try_latch(const Pool& pool, uint32_t idx, const Tile<T>& t) {
@@ -512,26 +512,19 @@ __device__ __forceinline__ bool try_latch(const Pool& pool, uint32_t idx, const 
   old = t.shfl(old, 0);
   if (old & kLatch) return false;
   fence();  // §4.1: the latch is ordered before the re-read and the writes
-  if constexpr (Pool::kStrictOrder) t.sync();
+  t.sync();
   return true;
 }
 // release publishes meta m (latch clear) after the fence that orders this tile's
 // writes before it (§4.1).
 template <class Pool, int T>
 __device__ __forceinline__ void release(const Pool& pool, uint32_t idx, uint32_t m, const Tile<T>& t) {
-  if constexpr (Pool::kStrictOrder) {
-    t.sync();
-    if (t.rank == 0) {
-      fence();
-      st_u32(pool.node(idx), m & ~kLatch);
-    }
-    t.sync();
-  } else {
+  t.sync();
+  if (t.rank == 0) {
     fence();
-    t.sync();
-    if (t.rank == 0) st_u32(pool.node(idx), m & ~kLatch);
-    t.sync();
+    st_u32(pool.node(idx), m & ~kLatch);
   }
+  t.sync();
 }
 // unlatch releases a node that was not modified.
 template <class Pool, int T>
@@ -567,37 +560,21 @@ template <bool V, class Pool, class N, int T>
 __device__ bool read_validated_v(const Pool& pool, uint32_t idx, N& n, const Tile<T>& t) {
   unsigned ns = 32;
   for (int i = 0; i < kSeqlockTries; ++i) {
-    if constexpr (Pool::kStrictOrder) {
-      // Every lane validates its own chunk: its acquire of meta, its load,
-      // a fence, its re-read; the tile agrees when all lanes saw one meta.
-      const char* p = pool.node(idx);
-      uint32_t m1 = ld_acquire_u32(p);
-      ld_chunk(p + t.rank * 16, n.w, kStrong);
-      fence();
-      uint32_t m2 = ld_relaxed_u32(p);
-      uint32_t m0 = t.shfl(m1, 0);
-      if (m0 & kLatch) {
-        backoff(ns);
-        continue;
-      }
-      if (t.ballot(m1 != m0 || m2 != m0) != 0) continue;
-      n.template decode<V>(t);
-      return true;
-    } else {
-      uint32_t m1 = 0;
-      if (t.rank == 0) m1 = ld_acquire_u32(pool.node(idx));
-      m1 = t.shfl(m1, 0);
-      if (m1 & kLatch) {
-        backoff(ns);
-        continue;
-      }
-      n.template load<V>(pool, idx, kStrong, t);
-      fence();
-      uint32_t m2 = 0;
-      if (t.rank == 0) m2 = ld_relaxed_u32(pool.node(idx));
-      m2 = t.shfl(m2, 0);
-      if (m1 == m2 && n.meta == m1) return true;
+    // Every lane validates its own chunk: its acquire of meta, its load,
+    // a fence, its re-read; the tile agrees when all lanes saw one meta.
+    const char* p = pool.node(idx);
+    uint32_t m1 = ld_acquire_u32(p);
+    ld_chunk(p + t.rank * 16, n.w, kStrong);
+    fence();
+    uint32_t m2 = ld_relaxed_u32(p);
+    uint32_t m0 = t.shfl(m1, 0);
+    if (m0 & kLatch) {
+      backoff(ns);
+      continue;
     }
+    if (t.ballot(m1 != m0 || m2 != m0) != 0) continue;
+    n.template decode<V>(t);
+    return true;
   }
   return false;
 }
@@ -621,7 +598,7 @@ __device__ bool descend(const Pool& pool, typename N::S k, bool validated, N& n,
       if (!read_validated_v<false>(pool, cur, n, t)) return false;
       checked = true;
     } else {
-      n.template load<false>(pool, cur, strong ? kStrong : (validated ? pool.route_load() : kNC), t);
+      n.template load<false>(pool, cur, strong || validated ? kStrong : kNC, t);
     }
     if (!sane(pool, n) || (expect >= 0 && (int)n.level() != expect) || k < n.low) {
       cur = pool.root();
@@ -868,14 +845,12 @@ __device__ int split_root(Pool& pool, Vr& ver, N& n, const Tile<T>& t) {
 struct Path {
   uint32_t cur, parent, root;
   int expect, parent_level;
-  bool strong;
   unsigned ns;
   __device__ __forceinline__ void to_root() {
     cur = root;
     parent = kNone;
     expect = -1;
     parent_level = -1;
-    strong = true;
   }
   // to_parent restarts from the last-known parent (or the root if unknown).
   __device__ __forceinline__ void to_parent() {
@@ -887,7 +862,6 @@ struct Path {
     expect = parent_level;
     parent = kNone;
     parent_level = -1;
-    strong = true;
   }
 };
 
@@ -900,11 +874,10 @@ __device__ int op_insert(Pool& pool, Vr& ver, typename N::S k, typename N::S v, 
   Path ps;
   ps.root = pool.root();
   ps.to_root();
-  ps.strong = false;
   ps.ns = 32;
   N n;
   for (uint32_t step = 0; step < kMaxSteps; ++step) {
-    n.template load<false>(pool, ps.cur, ps.strong ? kStrong : pool.route_load(), t);  // routing: no version
+    n.template load<false>(pool, ps.cur, kStrong, t);  // routing: no version
     if (!sane(pool, n) || (ps.expect >= 0 && (int)n.level() != ps.expect) || k < n.low) {
       ps.to_root();
       continue;
@@ -935,7 +908,7 @@ __device__ int op_insert(Pool& pool, Vr& ver, typename N::S k, typename N::S v, 
       }
       leaf = n.level() == 0;
       full = n.count() == kCap;
-      if (full && Pool::kReplaceBeforeSplit && leaf) {
+      if (full && leaf) {
         int j = n.find(t, k);
         if (j >= 0) {  // replace the value in place: a full leaf need not split for it
           typename Vr::Slot slot;
@@ -1083,12 +1056,11 @@ __device__ int op_delete(Pool& pool, Vr& ver, typename N::S k, int& removed, con
   Path ps;
   ps.root = pool.root();
   ps.to_root();
-  ps.strong = false;
   ps.ns = 32;
   N n;
   removed = 0;
   for (uint32_t step = 0; step < kMaxSteps; ++step) {
-    n.template load<false>(pool, ps.cur, ps.strong ? kStrong : pool.route_load(), t);  // routing: no version
+    n.template load<false>(pool, ps.cur, kStrong, t);  // routing: no version
     if (!sane(pool, n) || (ps.expect >= 0 && (int)n.level() != ps.expect) || k < n.low) {
       ps.to_root();
       continue;
