@@ -759,14 +759,14 @@ func (j jobSize) host(targetFileSize uint64) uint64 {
 // device bounds the device memory the CUDA engine holds for a job: the
 // input arena and the output blocks (the contents each), the entries and
 // keys, about 130 bytes per entry over the stages' arrays, 64 MiB for
-// prim's scratch and the small arrays, and what seal_blocks takes with
+// prim's scratch and the small arrays, and what the device's sealing takes with
 // Snappy (a batch's sealed blocks).
 // TestCUDADeviceEstimate checks it.
 func (j jobSize) device() uint64 {
 	return 2*j.contents + 2*j.keys + 136*j.entries + 64<<20 + sealDeviceBytes(j.contents)
 }
 
-// sealDeviceBytes bounds seal_blocks' array for a job of contents bytes:
+// sealDeviceBytes bounds the device sealing's array for a job of contents bytes:
 // a batch's sealed blocks (at most deviceBatchMax blocks, each under
 // sealMaxBlock bytes and sealed into at most s2.MaxEncodedLen of it).
 func sealDeviceBytes(contents uint64) uint64 {

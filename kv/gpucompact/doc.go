@@ -125,7 +125,8 @@
 //     Writer's filter, sized by sstable.FilterShape from the count of its
 //     kept entries that start a new user key, which come back with the
 //     sizes). With Snappy the device also seals each batch's blocks right
-//     after encoding them (Options.Sealing; seal_blocks: a warp a block,
+//     after encoding them, in the same launch (Options.Sealing;
+//     encode_seal_blocks: the warp that built a block seals it,
 //     eight warps a block of threads, each warp with its own hash table
 //     of 16-bit positions in shared memory, compresses it with
 //     internal/devcode/snappy.cuh, s2's amd64 Snappy encoder byte for byte,
@@ -254,7 +255,8 @@
 // adds launch failures, illegal addresses and refused launches, sticky and
 // not, on the emulation), and checkDamaged compares both
 // engines with compaction.CPU on input damaged where the checksum cannot
-// see it. TestCUDASealBlocks compares seal_blocks with sstable.SealBlock
+// see it. TestCUDASealBlocks compares the device's sealing (seal_blocks,
+// which runs encode_seal_blocks' seal_block alone) with sstable.SealBlock
 // block by block (every s2 size class, contents that take every path of
 // the encoder); the identity suites run with host and device sealing, and
 // with nothing pinned (every copy staged, TestCUDAEngineStaged). gpucompact.cu also builds for the CPU emulation of the GPU
@@ -302,8 +304,9 @@
 //     reading for tables stored uncompressed (their arena) and with Snappy
 //     (their stored bytes), when pinned (startUpload).
 //     Launches per job: 11 (with Snappy inputs on the device, 12: inflate)
-//     plus one per merge round and one per encode batch (two with device
-//     sealing: seal_blocks), and 4 more when some positions need the
+//     plus one per merge round and one per encode batch (device sealing
+//     included: encode_seal_blocks seals in the encoding launch), and 4
+//     more when some positions need the
 //     host's verdict (range tombstones, point tombstones at the bottom).
 //   - A merged order that is not strictly ascending is a decline
 //     ("irregular") rather than the spec's device-bug fallback: it is

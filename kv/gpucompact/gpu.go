@@ -48,7 +48,7 @@ type devEngine struct {
 		merge, gc, apply, sizes, encode, blockEnds *cuda.Function
 		intervals, scan, decode                    *cuda.Function
 		radixKey, valueLens, moveValues, inflate   *cuda.Function
-		seal                                       *cuda.Function
+		encodeSeal                                 *cuda.Function
 	}
 	// radix, moveValues and deviceSeal are Options.Sort == SortRadix,
 	// Options.MoveValues and Options.Sealing (on the device); pinLimit bounds
@@ -72,7 +72,7 @@ type devEngine struct {
 		prefix                    int                // the job's common key prefix's length (jobPrefix)
 		restartInterval           int32
 		crc                       bool // the blocks are stored as they are: the device checksums them
-		seal                      bool // the blocks are Snappy-compressed: the device seals them (seal_blocks)
+		seal                      bool // the blocks are Snappy-compressed: the device seals them (encode_seal_blocks)
 	}
 }
 
@@ -91,8 +91,8 @@ type devBufs struct {
 	crcTable, crcs                        gpurt.Buf[uint32] // record's CRC table; block_intervals' checksums
 	filterDescs, filterWords              gpurt.Buf[uint32] // encode_blocks' filters
 	stored                                gpurt.Buf[uint8]  // inflate_blocks: the stored bytes of Snappy tables
-	sealAt                                gpurt.Buf[uint64] // seal_blocks: each block's place in sealed
-	sealed                                gpurt.Buf[uint8]  // seal_blocks: a batch's sealed blocks
+	sealAt                                gpurt.Buf[uint64] // encode_seal_blocks: each block's place in sealed
+	sealed                                gpurt.Buf[uint8]  // encode_seal_blocks: a batch's sealed blocks
 	inflate                               gpurt.Buf[uint32] // inflate_blocks: its blocks
 	radixKeys                             gpurt.Buf[uint64] // Options.Sort = SortRadix: one pass's keys
 	valLens, valOffs                      gpurt.Buf[uint32] // Options.MoveValues
@@ -119,13 +119,13 @@ func newDevEngine(dev *cuda.Device, own bool, opts Options) (*devEngine, error) 
 		{&d.fn.intervals, "block_intervals"}, {&d.fn.scan, "scan_intervals"}, {&d.fn.decode, "decode_intervals"},
 		{&d.fn.blockEnds, "block_ends"},
 		{&d.fn.radixKey, "radix_key"}, {&d.fn.valueLens, "value_lens"}, {&d.fn.moveValues, "move_values"},
-		{&d.fn.inflate, "inflate_blocks"}, {&d.fn.seal, "seal_blocks"}} {
+		{&d.fn.inflate, "inflate_blocks"}, {&d.fn.encodeSeal, "encode_seal_blocks"}} {
 		if *k.dst, err = mod.Function(k.name); err != nil {
 			return fail(err)
 		}
 	}
-	// seal_blocks' hash tables (past the 48 KiB a launch gets unasked).
-	if err = d.fn.seal.SetMaxDynamicShared(sealWarps * sealTableBytes); err != nil {
+	// encode_seal_blocks' hash tables (past the 48 KiB a launch gets unasked).
+	if err = d.fn.encodeSeal.SetMaxDynamicShared(sealWarps * sealTableBytes); err != nil {
 		return fail(err)
 	}
 	if d.prim, err = prim.NewEngine(dev); err != nil {
@@ -465,7 +465,7 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 	c.restartInterval = int32(opts.RestartInterval)
 	c.crc = opts.Compression == sstable.NoCompression
 	c.seal = opts.Compression == sstable.SnappyCompression && d.deviceSeal
-	// (8 bytes more: seal_blocks reads a block's last bytes as the aligned
+	// (8 bytes more: the sealing reads a block's last bytes as the aligned
 	// words that hold them, snappy.cuh's kReadPad.)
 	if c.raw, err = b.raw.Get(dev, str, int(boundWord[0])+8); err != nil {
 		return
@@ -617,7 +617,7 @@ type blockDesc struct {
 type blockStats struct {
 	rawKeySize, rawValueSize, minSeq, maxSeq uint64
 	deletions, status, crc                   uint32 // crc: unmasked, when the device checksums the stored block
-	stored, typ                              uint32 // seal_blocks: the stored length and compression (0: not sealed)
+	stored, typ                              uint32 // sealing: the stored length and compression (0: not sealed)
 	_                                        uint32
 }
 
@@ -773,18 +773,16 @@ type sealTarget struct {
 	at  []int
 }
 
-// seal_blocks runs blocks of sealWarps warps, each of which seals a block
-// at a time with a hash table of sealTableBytes in shared memory
-// (gpucompact.cu's kSealTableBytes: 4096 uint16 positions, the table s2
-// uses for blocks under sealMaxBlock bytes, snappy.cuh's variant_for).
-// Larger blocks (an entry past 16 KiB) are sealed on the host; the device
-// checks the bound too (status 4). sealGrid caps the launch's blocks (a
-// grid-stride loop takes the rest).
+// encode_seal_blocks runs blocks of sealWarps warps (deviceBlock threads),
+// each of which seals the block it has just encoded with a hash table of
+// sealTableBytes in shared memory (gpucompact.cu's kSealTableBytes: 4096
+// uint16 positions, the table s2 uses for blocks under sealMaxBlock bytes,
+// snappy.cuh's variant_for). Larger blocks (an entry past 16 KiB) are
+// sealed on the host; the device checks the bound too (status 4).
 const (
-	sealWarps      = 8
+	sealWarps      = deviceBlock / 32
 	sealTableBytes = 8192
 	sealMaxBlock   = 16 << 10
-	sealGrid       = 4096
 )
 
 // encodeBatch encodes planned blocks on the device (encode_blocks, a warp a
@@ -792,7 +790,8 @@ const (
 // the device), and their stats into stats. The blocks are consecutive:
 // their bytes and their entries are each one range. When the job compresses with
 // Snappy and seal is given, the device also seals the blocks it has room
-// for (seal_blocks) into seal.buf — every block's stored bytes, compressed
+// for (encode_seal_blocks: each warp seals the block it has just built, in
+// the same launch) into seal.buf — every block's stored bytes, compressed
 // or not — and their stats say so (stored > 0); when it seals every block
 // of the batch, their contents are not brought back (rawBack false: the
 // host writes the sealed bytes only).
@@ -854,7 +853,7 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 		return nil, false, err
 	}
 	// The CRC table for encode_blocks (blocks stored as they are) and
-	// seal_blocks; none when the host seals every block.
+	// encode_seal_blocks; none when the host seals every block.
 	var crcTable, encodeCRC cuda.Slice[uint32]
 	if nb > 0 && (c.crc || sp.n > 0) {
 		if crcTable, err = d.crcTable(); err != nil { // (before the staging is reserved: it may upload)
@@ -898,16 +897,22 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 	if fp.total > 0 {
 		filterGrid = max(1, min((int(fp.total)+deviceBlock-1)/deviceBlock, 1<<16))
 	}
-	if err := d.fn.encode.Launch(cuda.D1(encodeGrid+filterGrid), cuda.D1(deviceBlock), 0, str, devicePtr(dDescs.Sub(0, 3*nb)), int32(nb), c.kept, c.plan, c.shared, c.newKept,
-		c.ents, c.keys, c.arena, c.restartInterval, c.raw, dStats, devicePtr(encodeCRC),
-		int32(encodeGrid), devicePtr(fDescs), int32(len(fp.listed)), int64(fp.total), devicePtr(fWords)); err != nil {
-		return nil, false, err
-	}
-	var pend [3]gpurt.Pending
+	// The CRC table: to checksum blocks stored as they are, or to seal.
+	crcArg := devicePtr(encodeCRC)
 	if sp.n > 0 {
-		if pend[1], err = d.sealOnDevice(&sp, descs, dDescs, dStats, crcTable); err != nil {
-			return nil, false, err
-		}
+		crcArg = crcTable
+	}
+	args := []any{devicePtr(dDescs.Sub(0, 3*nb)), int32(nb), c.kept, c.plan, c.shared, c.newKept,
+		c.ents, c.keys, c.arena, c.restartInterval, c.raw, dStats, crcArg,
+		int32(encodeGrid), devicePtr(fDescs), int32(len(fp.listed)), int64(fp.total), devicePtr(fWords)}
+	var pend [3]gpurt.Pending
+	if sp.n == 0 {
+		err = d.fn.encode.Launch(cuda.D1(encodeGrid+filterGrid), cuda.D1(deviceBlock), 0, str, args...)
+	} else {
+		pend[1], err = d.encodeSealed(&sp, encodeGrid+filterGrid, args)
+	}
+	if err != nil {
+		return nil, false, err
 	}
 	rawBack = nb > 0 && sp.n < nb
 	if nb > 0 {
@@ -964,7 +969,7 @@ func (sp *sealPlan) staged() int {
 }
 
 // planSeal picks the blocks of a batch the device seals: with Snappy, those
-// the walk planned room for and whose hash table fits seal_blocks'.
+// the walk planned room for and whose hash table fits the device's.
 func (d *devEngine) planSeal(descs []blockDesc, seal *sealTarget) (sealPlan, error) {
 	var sp sealPlan
 	if !d.cur.seal || seal == nil {
@@ -1008,11 +1013,11 @@ func (d *devEngine) planSeal(descs []blockDesc, seal *sealTarget) (sealPlan, err
 	return sp, nil
 }
 
-// sealOnDevice runs seal_blocks over a batch encode_blocks has encoded
-// (stats zeroed, the CRC table loaded) and enqueues the copy of its sealed
-// blocks back into the host's buffer.
-func (d *devEngine) sealOnDevice(sp *sealPlan, descs []blockDesc, dDescs cuda.Slice[uint64], dStats cuda.Slice[uint64], crcTable cuda.Slice[uint32]) (gpurt.Pending, error) {
-	b, str, dev, c := &d.bufs, d.stream, d.dev, &d.cur
+// encodeSealed launches encode_seal_blocks over a batch (args: encode_blocks'
+// arguments, the CRC table given) and enqueues the copy of its sealed blocks
+// back into the host's buffer.
+func (d *devEngine) encodeSealed(sp *sealPlan, grid int, args []any) (gpurt.Pending, error) {
+	b, str, dev := &d.bufs, d.stream, d.dev
 	var none gpurt.Pending
 	dAt, err := b.sealAt.Get(dev, str, len(sp.at))
 	if err != nil {
@@ -1025,30 +1030,18 @@ func (d *devEngine) sealOnDevice(sp *sealPlan, descs []blockDesc, dDescs cuda.Sl
 	if err := gpurt.Upload(&b.stage, str, dAt, sp.at); err != nil {
 		return none, err
 	}
-	if err := d.launchSeal(blocksFor(len(descs), sealWarps, sealGrid), sealWarps, str, dDescs, len(descs), c.raw, dAt, dSealed, dStats, crcTable); err != nil {
+	args = append(args, dAt, dSealed, uint32(sstable.SnappyCompression))
+	shared := sealWarps * sealTableBytes
+	if d.dev.Emulated() {
+		shared = 0 // (the CPU emulation has static shared memory only: gpucompact.cu declares the tables so)
+	}
+	if err := d.fn.encodeSeal.Launch(cuda.D1(grid), cuda.D1(deviceBlock), shared, str, args...); err != nil {
 		return none, err
 	}
 	if sp.pinned { // (holds: buf starts the pinned memory)
 		return none, cuda.CopyToHostAsync(sp.target.pin.mem, sp.lo, dSealed, str)
 	}
 	return none, gpurt.RingDownload(&b.ring, str, sp.target.buf[sp.lo:sp.hi], dSealed)
-}
-
-// launchSeal launches seal_blocks on str over nblocks blocks in grid
-// blocks of warps warps (at most sealWarps), with their tables in dynamic
-// shared memory (in the CPU emulation, which has static shared memory only,
-// gpucompact.cu declares them static).
-func (d *devEngine) launchSeal(grid, warps int, str *cuda.Stream, descs cuda.Slice[uint64], nblocks int, raw cuda.Slice[uint8],
-	at cuda.Slice[uint64], sealed cuda.Slice[uint8], stats cuda.Slice[uint64], crcTable cuda.Slice[uint32]) error {
-	if warps < 1 || warps > sealWarps {
-		return fmt.Errorf("gpucompact: seal_blocks with %d warps a block (1 to %d)", warps, sealWarps)
-	}
-	shared := warps * sealTableBytes
-	if d.dev.Emulated() {
-		shared = 0
-	}
-	return d.fn.seal.Launch(cuda.D1(grid), cuda.D1(32*warps), shared, str, descs, int32(nblocks), raw, at, sealed,
-		uint32(sstable.SnappyCompression), stats, crcTable)
 }
 
 // upload enqueues the copy of src, an array of the workspace, into dst on

@@ -467,7 +467,7 @@ static_assert(sizeof(BlockDesc) == 24, "BlockDesc must match gpu.go's blockDesc"
 struct BlockStats {
   uint64_t raw_key_size, raw_value_size, min_seq, max_seq;
   uint32_t deletions, status, crc;  // crc: unmasked, when the device checksums the stored block
-  uint32_t stored, type;            // seal_blocks: the stored length and compression (0: not sealed)
+  uint32_t stored, type;            // sealing: the stored length and compression (0: not sealed)
   uint32_t pad;
 };
 static_assert(sizeof(BlockStats) == 56, "BlockStats must match gpu.go's blockStats");
@@ -509,31 +509,67 @@ __device__ __forceinline__ void table_filters(const FilterDesc* f, int nf, int64
 
 }  // namespace
 
-// encode_blocks builds every planned block of a batch, a warp per block,
+// Sealing: the blocks of a batch compressed as sstable's SealBlock does with
+// Snappy: each compressed (s2.EncodeSnappy's bytes, snappy.cuh) into
+// sealed[at[b]...] and stored so when that saves at least an eighth, else
+// stored as it is (its contents copied there); then its checksum (stored
+// bytes and type byte). A warp seals one block at a time, all its lanes
+// together (snappy.cuh), with a hash table of uint16 positions in shared
+// memory (kSealTableEntries of them: s2's 12-bit table, for blocks under 16
+// KiB; a launch gives a block of W warps W * kSealTableBytes of dynamic
+// shared memory). Blocks with at[b] = ~0 are the host's.
+constexpr int kSealTableEntries = 1 << 12, kSealTableBytes = kSealTableEntries * 2, kSealMaxWarps = 8;
+static_assert(kSealTableBytes == 8192, "gpu.go's sealTableBytes");
+static_assert(kSealMaxWarps == 8, "gpu.go's sealWarps");
+static_assert(kEncodeWarps <= kSealMaxWarps, "encode_seal_blocks' warps each take a seal table");
+
+// seal_block seals block b (d: its descriptor, its encoded bytes at
+// raw[d.raw_at]) into sealed[at...] and sets its stats' crc, stored and type;
+// every lane of the warp calls it.
+__device__ __forceinline__ void seal_block(const BlockDesc& d, int64_t b, const uint8_t* raw, uint64_t at,
+                                           uint8_t* sealed, uint32_t snappy_type, BlockStats* stats,
+                                           const CrcTables* crc, uint16_t* table, int lane) {
+  if (wk::snappy::table_words(d.size) > (uint32_t)kSealTableEntries) {
+    if (lane == 0) atomicOr(&stats[b].status, 4u);  // the host planned it for a larger table
+    return;
+  }
+  const uint8_t* src = raw + d.raw_at;
+  uint8_t* out = sealed + at;
+  uint32_t n = wk::snappy::encode(src, d.size, out, table);
+  uint32_t type = snappy_type;
+  if (n >= d.size - d.size / 8) {  // sstable's compress: not worth it
+    // Stored as it is, in its place in sealed too: the host writes
+    // the sealed bytes and need not bring the contents back.
+    n = d.size;
+    type = 0;
+    for (uint32_t i = lane; i < n; i += 32) out[i] = src[i];
+    __syncwarp();
+  }
+  const uint32_t c = warp_block_crc(out, n, (uint8_t)type, crc);
+  if (lane == 0) {
+    BlockStats& st = stats[b];
+    st.crc = c;
+    st.stored = n;
+    st.type = type;
+  }
+}
+
+// encode_warps builds the planned blocks of a batch, a warp per block,
 // exactly as sstable's block builder would: each lane encodes one entry of
 // 32 at a time (header uvarints, the key's suffix past the shared prefix,
 // the value from the input arena) at its offset (the lanes' sizes scanned),
-// then the restart array and count. A block whose encoded size differs from the
-// plan's sets status (a device or plan bug: the host falls back).
-//
-// The launch's blocks from encode_grid on build the filters of the tables
-// listed in f instead (table_filters: the tables the host's walk has ended
-// since the last batch). One launch a batch, not two.
-extern "C" __global__ void __launch_bounds__(kBlock)
-    encode_blocks(const BlockDesc* blocks, int nblocks, const uint32_t* kept, const uint32_t* plan,
-                  const uint32_t* shared, const uint8_t* new_kept, const Entry* e, const uint8_t* keys,
-                  const uint8_t* arena, int restart_interval, uint8_t* raw, BlockStats* stats,
-                  const uint32_t* crc_table, int encode_grid, const FilterDesc* f, int nf,
-                  int64_t ftotal, uint32_t* words) {
-  if ((int)blockIdx.x >= encode_grid) {
-    table_filters(f, nf, ftotal, kept, new_kept, e, keys, words,
-                  (int64_t)(blockIdx.x - encode_grid) * blockDim.x + threadIdx.x,
-                  (int64_t)(gridDim.x - encode_grid) * blockDim.x);
-    return;
-  }
-  __shared__ CrcTables crc_tables;
-  if (crc_table != nullptr) load_crc_tables(&crc_tables, crc_table, true);
-  __syncthreads();
+// then the restart array and count. A block whose encoded size differs from
+// the plan's sets status (a device or plan bug: the host falls back). Then,
+// with Seal, the warp seals the block it built (seal_block, with table, its
+// own hash table); without, when crc is given (the job does not compress),
+// it checksums the block as it is.
+template <bool Seal>
+__device__ __forceinline__ void encode_warps(const BlockDesc* blocks, int nblocks, const uint32_t* kept,
+                                             const uint32_t* plan, const uint32_t* shared, const Entry* e,
+                                             const uint8_t* keys, const uint8_t* arena, int restart_interval,
+                                             uint8_t* raw, BlockStats* stats, const CrcTables* crc, int encode_grid,
+                                             const uint64_t* at, uint8_t* sealed, uint32_t snappy_type,
+                                             uint16_t* table) {
   const int lane = threadIdx.x % 32;
   const int64_t warp = (int64_t)blockIdx.x * kEncodeWarps + threadIdx.x / 32;
   const int64_t warps = (int64_t)encode_grid * kEncodeWarps;
@@ -601,29 +637,84 @@ extern "C" __global__ void __launch_bounds__(kBlock)
       st.deletions = deletions;
       if (base + 4 * nr + 4 != d.size) atomicOr(&st.status, 2u);
     }
-    if (crc_table != nullptr) {
+    if constexpr (Seal) {
+      // The block sealed by the warp that encoded it, once every lane's
+      // bytes are written (at[b] = ~0: the host seals it).
+      if (at[b] != ~0ull) {
+        __syncwarp();
+        seal_block(d, b, raw, at[b], sealed, snappy_type, stats, crc, table, lane);
+      }
+    } else if (crc != nullptr) {
       // The block stored as it is (the job does not compress): its
       // checksum, by the warp once every lane's bytes are written.
       __syncwarp();
-      const uint32_t crc = warp_block_crc(out, d.size, 0, &crc_tables);
-      if (lane == 0) stats[b].crc = crc;
+      const uint32_t c = warp_block_crc(out, d.size, 0, crc);
+      if (lane == 0) stats[b].crc = c;
     }
   }
 }
 
-// seal_blocks seals the encoded blocks of a batch as sstable's SealBlock
-// does with Snappy: each compressed (s2.EncodeSnappy's bytes, snappy.cuh)
-// into sealed[at[b]...] and stored so when that saves at least an eighth,
-// else stored as it is (its contents copied there); then its checksum
-// (stored bytes and type byte).
-// Each warp of a launch's blocks seals one block at a time, all its lanes
-// together (snappy.cuh), with a hash table of uint16 positions in shared
-// memory (kSealTableEntries of them: s2's 12-bit table, for blocks under 16
-// KiB; the launch gives a block of W warps W * kSealTableBytes of dynamic
-// shared memory). Blocks with at[b] = ~0 are the host's.
-constexpr int kSealTableEntries = 1 << 12, kSealTableBytes = kSealTableEntries * 2, kSealMaxWarps = 8;
-static_assert(kSealTableBytes == 8192, "gpu.go's sealTableBytes");
-static_assert(kSealMaxWarps == 8, "gpu.go's sealWarps");
+
+// encode_blocks encodes a batch's blocks (encode_warps) and checksums them
+// as they are when crc_table is given. The launch's blocks from encode_grid
+// on build the filters of the tables listed in f instead (table_filters:
+// the tables the host's walk has ended since the last batch). One launch a
+// batch, not two.
+extern "C" __global__ void __launch_bounds__(kBlock)
+    encode_blocks(const BlockDesc* blocks, int nblocks, const uint32_t* kept, const uint32_t* plan,
+                  const uint32_t* shared, const uint8_t* new_kept, const Entry* e, const uint8_t* keys,
+                  const uint8_t* arena, int restart_interval, uint8_t* raw, BlockStats* stats,
+                  const uint32_t* crc_table, int encode_grid, const FilterDesc* f, int nf,
+                  int64_t ftotal, uint32_t* words) {
+  if ((int)blockIdx.x >= encode_grid) {
+    table_filters(f, nf, ftotal, kept, new_kept, e, keys, words,
+                  (int64_t)(blockIdx.x - encode_grid) * blockDim.x + threadIdx.x,
+                  (int64_t)(gridDim.x - encode_grid) * blockDim.x);
+    return;
+  }
+  __shared__ CrcTables crc_tables;
+  if (crc_table != nullptr) load_crc_tables(&crc_tables, crc_table, true);
+  __syncthreads();
+  encode_warps<false>(blocks, nblocks, kept, plan, shared, e, keys, arena, restart_interval, raw, stats,
+                      crc_table != nullptr ? &crc_tables : nullptr, encode_grid, nullptr, nullptr, 0, nullptr);
+}
+
+// encode_seal_blocks is encode_blocks sealing each block on the device as
+// soon as its warp has built it (at, sealed, snappy_type: seal_block's;
+// crc_table is required). Its launch gives each block kEncodeWarps seal
+// tables of dynamic shared memory. One launch a batch where encode_blocks
+// and a sealing launch took two.
+extern "C" __global__ void __launch_bounds__(kBlock)
+    encode_seal_blocks(const BlockDesc* blocks, int nblocks, const uint32_t* kept, const uint32_t* plan,
+                       const uint32_t* shared, const uint8_t* new_kept, const Entry* e, const uint8_t* keys,
+                       const uint8_t* arena, int restart_interval, uint8_t* raw, BlockStats* stats,
+                       const uint32_t* crc_table, int encode_grid, const FilterDesc* f, int nf,
+                       int64_t ftotal, uint32_t* words, const uint64_t* at, uint8_t* sealed,
+                       uint32_t snappy_type) {
+  if ((int)blockIdx.x >= encode_grid) {
+    table_filters(f, nf, ftotal, kept, new_kept, e, keys, words,
+                  (int64_t)(blockIdx.x - encode_grid) * blockDim.x + threadIdx.x,
+                  (int64_t)(gridDim.x - encode_grid) * blockDim.x);
+    return;
+  }
+  __shared__ CrcTables crc_tables;
+#ifdef WK_HOST_EMULATION
+  __shared__ uint4 seal_smem[kEncodeWarps * kSealTableBytes / 16];
+#else
+  extern __shared__ uint4 seal_smem[];
+#endif
+  load_crc_tables(&crc_tables, crc_table, true);
+  __syncthreads();
+  uint16_t* table = (uint16_t*)seal_smem + (threadIdx.x / 32) * kSealTableEntries;
+  encode_warps<true>(blocks, nblocks, kept, plan, shared, e, keys, arena, restart_interval, raw, stats,
+                     &crc_tables, encode_grid, at, sealed, snappy_type, table);
+}
+
+// seal_blocks seals a batch's blocks already encoded in raw, each warp of
+// the launch's blocks one block at a time (seal_block). The engine seals
+// as it encodes (encode_seal_blocks); TestCUDASealBlocks drives this one to
+// hold the device's Snappy encoder against the host's byte for byte on
+// contents of every kind, not only sstable blocks.
 extern "C" __global__ void __launch_bounds__(kSealMaxWarps * 32)
     seal_blocks(const BlockDesc* blocks, int nblocks, const uint8_t* raw, const uint64_t* at, uint8_t* sealed,
                 uint32_t snappy_type, BlockStats* stats, const uint32_t* crc_table) {
@@ -639,31 +730,8 @@ extern "C" __global__ void __launch_bounds__(kSealMaxWarps * 32)
   if (warps > kSealMaxWarps || blockDim.x % 32 != 0) return;
   uint16_t* table = (uint16_t*)seal_smem + warp * kSealTableEntries;
   for (int64_t b = (int64_t)blockIdx.x * warps + warp; b < nblocks; b += (int64_t)gridDim.x * warps) {
-    const BlockDesc d = blocks[b];
     if (at[b] == ~0ull) continue;
-    if (wk::snappy::table_words(d.size) > (uint32_t)kSealTableEntries) {
-      if (lane == 0) atomicOr(&stats[b].status, 4u);  // the host planned it for a larger table
-      continue;
-    }
-    const uint8_t* src = raw + d.raw_at;
-    uint8_t* out = sealed + at[b];
-    uint32_t n = wk::snappy::encode(src, d.size, out, table);
-    uint32_t type = snappy_type;
-    if (n >= d.size - d.size / 8) {  // sstable's compress: not worth it
-      // Stored as it is, in its place in sealed too: the host writes
-      // the sealed bytes and need not bring the contents back.
-      n = d.size;
-      type = 0;
-      for (uint32_t i = lane; i < n; i += 32) out[i] = src[i];
-      __syncwarp();
-    }
-    const uint32_t crc = warp_block_crc(out, n, (uint8_t)type, &crc_tables);
-    if (lane == 0) {
-      BlockStats& st = stats[b];
-      st.crc = crc;
-      st.stored = n;
-      st.type = type;
-    }
+    seal_block(blocks[b], b, raw, at[b], sealed, snappy_type, stats, &crc_tables, table, lane);
   }
 }
 

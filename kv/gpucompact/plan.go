@@ -336,7 +336,7 @@ func (s *inputSet) sealDeviceBlock(sl *blockSlot, kept []uint32, opts sstable.Wr
 		// (encode_blocks).
 		b.Sealed = &sstable.SealedBlock{Stored: b.Raw, Type: sstable.NoCompression, CRC: record.MaskCRC(st.crc)}
 	case st.stored > 0:
-		// Sealed on the device (seal_blocks) into its place in sealed:
+		// Sealed on the device (encode_seal_blocks) into its place in sealed:
 		// compressed, or stored as it is when that saved too little. Its
 		// contents may not have come back (noRaw): the Writer takes the
 		// sealed bytes and the contents' size.

@@ -16,7 +16,9 @@ import (
 	"github.com/warpkit/warpkit/kv/sstable"
 )
 
-// TestCUDASealBlocks: seal_blocks against sstable.SealBlock (s2's Snappy
+// TestCUDASealBlocks: the device's sealing (seal_block, which the engine's
+// encode_seal_blocks runs on each block it builds, driven here through
+// seal_blocks over blocks of arbitrary contents) against sstable.SealBlock (s2's Snappy
 // encoder on the host) block by block — stored bytes, type and checksum —
 // for blocks of every size class of s2's encoders (the literal-only blocks
 // under 32 bytes, the 8-, 10- and 12-bit tables) and contents that take
@@ -67,7 +69,8 @@ func TestCUDASealBlocks(t *testing.T) {
 	}
 }
 
-// sealOnDeviceForTest seals blocks with seal_blocks as encodeBatch would.
+// sealOnDeviceForTest seals blocks with seal_blocks, as encode_seal_blocks
+// seals the blocks it builds.
 func sealOnDeviceForTest(d *devEngine, blocks [][]byte) ([]sstable.SealedBlock, error) {
 	var raw []byte
 	descs := make([]blockDesc, len(blocks))
@@ -116,8 +119,23 @@ func sealOnDeviceForTest(d *devEngine, blocks [][]byte) ([]sstable.SealedBlock, 
 	if err := d.stream.Synchronize(); err != nil {
 		return nil, err
 	}
-	// Fewer warps than blocks: the grid-stride loop takes several each.
-	if err := d.launchSeal(3, 2, nil, dDescs, len(descs), dRaw, dAt, dSealed, dStats, crcTable); err != nil {
+	mod, err := dev.LoadModule(gpucompactPTX)
+	if err != nil {
+		return nil, err
+	}
+	seal, err := mod.Function("seal_blocks")
+	if err != nil {
+		return nil, err
+	}
+	// Fewer warps than blocks (3 blocks of 2 warps): the grid-stride loop
+	// takes several each. (The CPU emulation's tables are static.)
+	const warps = 2
+	shared := warps * sealTableBytes
+	if dev.Emulated() {
+		shared = 0
+	}
+	if err := seal.Launch(cuda.D1(3), cuda.D1(32*warps), shared, nil, dDescs, int32(len(descs)), dRaw, dAt, dSealed,
+		uint32(sstable.SnappyCompression), dStats, crcTable); err != nil {
 		return nil, err
 	}
 	sealed, err := dSealed.ToHost()
