@@ -59,9 +59,6 @@ type DB struct {
 	spinners      atomic.Int32
 	_             cacheLinePad
 
-	// fgate gives flushes the disk before compactions' outputs.
-	fgate flushGate
-
 	// l0Misses counts the L0 tables reads looked in without settling
 	// the read, since the last L0 compaction began; past l0MissBudget a
 	// deferred L0 compaction is due (see scoreLocked).

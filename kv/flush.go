@@ -51,13 +51,7 @@ func (d *DB) flushOne() bool {
 	}
 	d.mu.flushing = true
 	lastSeq := base.SeqNum(d.visibleSeq.Load())
-	// With L0 below its compaction threshold no compaction is urgent: the
-	// flush takes the disk first (flushGate).
-	gate := len(d.rs.version.Levels[0]) < d.opts.L0CompactionThreshold
 	d.mu.Unlock()
-	if gate {
-		d.fgate.enter()
-	}
 
 	ev := d.events()
 	info := FlushInfo{JobID: d.nextJobID(), InputBytes: uint64(mem.Size())}
@@ -74,9 +68,6 @@ func (d *DB) flushOne() bool {
 		// On failure the edit may still be durable: keep the table (if the
 		// next Open finds no version listing it, it moves it to lost/).
 		err = d.vs.LogAndApply(edit)
-	}
-	if gate {
-		d.fgate.exit()
 	}
 	elapsed := time.Since(start)
 	if err != nil {

@@ -46,7 +46,7 @@ func (o *outputTables) create() (base.FileNum, vfs.File, error) {
 	if err != nil {
 		return 0, nil, fmt.Errorf("kv: create table %s: %w", name, err)
 	}
-	f = d.fgate.gated(vfs.NewSyncingFile(f, d.opts.BytesPerSync))
+	f = vfs.NewSyncingFile(f, d.opts.BytesPerSync)
 	o.mu.Lock()
 	late := o.finished
 	o.mu.Unlock()
