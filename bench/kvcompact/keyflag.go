@@ -80,22 +80,9 @@ func (v *keyLens) Set(s string) error {
 }
 
 func parseKeyLen(s string) (keyLen, error) {
-	bad := fmt.Errorf("%q: want key lengths N or ranges MIN..MAX, each in %d..%d (MIN ≤ MAX), separated by commas", s, minKeyLen, maxKeyLen)
-	num := func(s string) (int, bool) {
-		n, err := strconv.ParseInt(s, 10, strconv.IntSize)
-		return int(n), err == nil && n >= minKeyLen && n <= maxKeyLen
+	lo, hi, ok := kvbench.ParseRange(s)
+	if !ok || lo < minKeyLen || hi > maxKeyLen {
+		return keyLen{}, fmt.Errorf("%q: want key lengths N or ranges MIN..MAX, each in %d..%d (MIN ≤ MAX), separated by commas", s, minKeyLen, maxKeyLen)
 	}
-	lo, hi, isRange := strings.Cut(s, "..")
-	a, ok := num(strings.TrimSpace(lo))
-	if !ok {
-		return keyLen{}, bad
-	}
-	if !isRange {
-		return keyLen{a, a}, nil
-	}
-	b, ok := num(strings.TrimSpace(hi))
-	if !ok || b < a {
-		return keyLen{}, bad
-	}
-	return keyLen{a, b}, nil
+	return keyLen{lo, hi}, nil
 }

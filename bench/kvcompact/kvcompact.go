@@ -52,6 +52,7 @@ const (
 	gpuSmallVsPar   = 1.5
 	gpuSmallCPUSPGB = 0.5
 	gpuLargeMBs     = 2500
+	gpuMaxLaunches  = 20 // kernel launches a job (the issue's "≤ ~20")
 )
 
 var engineNames = []string{"cpu", "cpu-parts", "cpu-par", "gpu"}
@@ -239,6 +240,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		value            int
 		mbs, vsCPU, cpus float64
 		vsPar            float64 // 0: cpu-par not run
+		launches         int64   // the last run's job; -1: not counted
 	}
 	var gpuRows []gpuRow
 	// The jobs: each key length, compression and value size.
@@ -314,7 +316,10 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 							targetRows = append(targetRows, targetRow{compName, key, value, mbs(c) / mbs(cells[0])})
 						}
 						if name == "gpu" && pct == 0 {
-							r := gpuRow{comp: compName, key: key, value: value, mbs: mbs(c), vsCPU: mbs(c) / mbs(cells[0]), cpus: c.cpu.Seconds() / (in / 1e9)}
+							r := gpuRow{comp: compName, key: key, value: value, mbs: mbs(c), vsCPU: mbs(c) / mbs(cells[0]), cpus: c.cpu.Seconds() / (in / 1e9), launches: -1}
+							if c.counted {
+								r.launches = c.calls.Launches
+							}
 							if p := slices.Index(engines, "cpu-par"); p > 0 {
 								r.vsPar = mbs(c) / mbs(cells[p])
 							}
@@ -368,9 +373,9 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		}
 	}
 	if len(gpuRows) > 0 {
-		t := rep.Table(fmt.Sprintf("targets of gpu, no stress (issue 16): at 32–%d B ≥ %.1f GB/s, ≥ %.0f× cpu, ≥ %.1f× cpu-par, ≤ %.1f CPU-s/GB; at ≥ 1 KiB ≥ %.1f GB/s",
-			targetMaxValue, gpuSmallMBs/1e3, gpuSmallVsCPU, gpuSmallVsPar, gpuSmallCPUSPGB, gpuLargeMBs/1e3),
-			keyCol([]string{"compression", "value B", "gpu MB/s", "gpu/cpu", "gpu/cpu-par", "CPU-s/GB", "met"}, 1)...)
+		t := rep.Table(fmt.Sprintf("targets of gpu, no stress (issue 16): at 32–%d B ≥ %.1f GB/s, ≥ %.0f× cpu, ≥ %.1f× cpu-par, ≤ %.1f CPU-s/GB; at ≥ 1 KiB ≥ %.1f GB/s; ≤ %d launches a job",
+			targetMaxValue, gpuSmallMBs/1e3, gpuSmallVsCPU, gpuSmallVsPar, gpuSmallCPUSPGB, gpuLargeMBs/1e3, gpuMaxLaunches),
+			keyCol([]string{"compression", "value B", "gpu MB/s", "gpu/cpu", "gpu/cpu-par", "CPU-s/GB", "met", "launches", "met"}, 1)...)
 		for _, r := range gpuRows {
 			vsPar, met := "-", ""
 			switch {
@@ -383,7 +388,11 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 			if r.vsPar > 0 {
 				vsPar = fmt.Sprintf("%.2fx", r.vsPar)
 			}
-			t.Add(keyCell([]any{r.comp, r.value, r.mbs, fmt.Sprintf("%.2fx", r.vsCPU), vsPar, fmt.Sprintf("%.2f", r.cpus), met}, 1, r.key)...)
+			launches, launchesMet := "-", "-"
+			if r.launches >= 0 {
+				launches, launchesMet = fmt.Sprint(r.launches), benchfmt.YesNo(r.launches <= gpuMaxLaunches)
+			}
+			t.Add(keyCell([]any{r.comp, r.value, r.mbs, fmt.Sprintf("%.2fx", r.vsCPU), vsPar, fmt.Sprintf("%.2f", r.cpus), met, launches, launchesMet}, 1, r.key)...)
 		}
 	}
 	rep.Note("cpu: compaction.CPU{Parts: 1}; cpu-parts: compaction.CPU{} (min(GOMAXPROCS, 8) subcompactions); cpu-par: gpucompact.New with Backend CPU and MinInputBytes -1 (every job on the Go engine), fallback compaction.CPU{Parts: 1}; gpu: the same with Backend CUDA (the CUDA engine)")

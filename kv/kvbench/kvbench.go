@@ -26,6 +26,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 
@@ -655,17 +656,32 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 	return h.max
 }
 
+// ParseRange parses "N" (lo = hi = N) or "MIN..MAX" (MIN ≤ MAX), decimal
+// integers ≥ 0 with spaces around them allowed and nothing else: the size
+// flags of the benches (value sizes, key lengths) share it.
+func ParseRange(s string) (lo, hi int, ok bool) {
+	num := func(s string) (int, bool) {
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, strconv.IntSize)
+		return int(n), err == nil && n >= 0
+	}
+	a, b, isRange := strings.Cut(s, "..")
+	if lo, ok = num(a); !ok {
+		return 0, 0, false
+	}
+	if !isRange {
+		return lo, lo, true
+	}
+	if hi, ok = num(b); !ok || hi < lo {
+		return 0, 0, false
+	}
+	return lo, hi, true
+}
+
 // ParseValueSize parses "100" or "32..4096" (bytes, at most MaxValueSize).
 func ParseValueSize(s string) (lo, hi int, err error) {
-	a, b, isRange := strings.Cut(s, "..")
-	if _, err := fmt.Sscan(a, &lo); err != nil || lo <= 0 {
-		return 0, 0, fmt.Errorf("kvbench: bad value size %q", s)
-	}
-	hi = lo
-	if isRange {
-		if _, err := fmt.Sscan(b, &hi); err != nil || hi < lo {
-			return 0, 0, fmt.Errorf("kvbench: bad value size range %q", s)
-		}
+	lo, hi, ok := ParseRange(s)
+	if !ok || lo <= 0 {
+		return 0, 0, fmt.Errorf("kvbench: bad value size %q: want N or MIN..MAX bytes, MIN ≤ MAX", s)
 	}
 	if hi > MaxValueSize {
 		return 0, 0, fmt.Errorf("kvbench: value size %q above the largest supported, %d bytes (64 MiB)", s, MaxValueSize)

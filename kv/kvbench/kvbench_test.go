@@ -64,7 +64,8 @@ func TestParseValueSize(t *testing.T) {
 		ok     bool
 	}{{"100", 100, 100, true}, {"32..4096", 32, 4096, true}, {"0", 0, 0, false}, {"5..1", 0, 0, false}, {"x", 0, 0, false},
 		{"2097152", 2 << 20, 2 << 20, true}, {"67108864", MaxValueSize, MaxValueSize, true},
-		{"67108865", 0, 0, false}, {"1..67108865", 0, 0, false}} {
+		{"67108865", 0, 0, false}, {"1..67108865", 0, 0, false},
+		{"100x", 0, 0, false}, {"32..4096b", 0, 0, false}, {"1 2", 0, 0, false}, {" 64 .. 128 ", 64, 128, true}, {"..8", 0, 0, false}, {"-1..8", 0, 0, false}} {
 		lo, hi, err := ParseValueSize(tc.in)
 		if (err == nil) != tc.ok || (tc.ok && (lo != tc.lo || hi != tc.hi)) {
 			t.Errorf("%q: %d %d %v", tc.in, lo, hi, err)
