@@ -57,6 +57,11 @@ const (
 
 var engineNames = []string{"cpu", "cpu-parts", "cpu-par", "gpu"}
 
+// testDevice, when a test sets it, is the device the gpu engine runs on
+// instead of device 0 (the CPU emulation of the GPU, so that the gpu rows
+// are tested where there is no GPU).
+var testDevice *cuda.Device
+
 // gpucompactEngine says an engine is a gpucompact.Compactor (cpu-par: its
 // Go engine; gpu: its CUDA engine), whose outputs are compared with cpu's.
 func gpucompactEngine(name string) bool { return name == "cpu-par" || name == "gpu" }
@@ -436,7 +441,7 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOp
 			opts := gpucompact.Options{Backend: warpkit.CPU, MinInputBytes: -1, MemoryBudget: gpuOpts.MemoryBudget, HostWorkers: gpuOpts.HostWorkers, Fallback: compaction.CPU{Parts: 1}}
 			if name == "gpu" {
 				opts.Backend, opts.Sort, opts.MoveValues, opts.Sealing = warpkit.CUDA, gpuOpts.Sort, gpuOpts.MoveValues, gpuOpts.Sealing
-				opts.PinnedBytes = gpuOpts.PinnedBytes
+				opts.PinnedBytes, opts.Device = gpuOpts.PinnedBytes, testDevice
 			}
 			gc, err := gpucompact.New(opts)
 			if err != nil {
@@ -447,8 +452,8 @@ func runJob(ctx context.Context, fsys vfs.FS, root string, names []string, gpuOp
 		}
 	}
 	// The CUDA engine opens device 0; a handle here reads its counts.
-	var dev *cuda.Device
-	if slices.Contains(names, "gpu") {
+	dev := testDevice
+	if slices.Contains(names, "gpu") && dev == nil {
 		if d, err := cuda.Open(0); err == nil {
 			dev = d
 			defer dev.Close()

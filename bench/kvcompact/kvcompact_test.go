@@ -16,6 +16,7 @@ import (
 	"github.com/warpkit/warpkit/cuda"
 	"github.com/warpkit/warpkit/internal/benchfmt"
 	"github.com/warpkit/warpkit/internal/cli"
+	"github.com/warpkit/warpkit/internal/emu"
 	"github.com/warpkit/warpkit/internal/stress"
 )
 
@@ -161,4 +162,63 @@ func allYes(cell any) bool {
 		}
 	}
 	return true
+}
+
+// TestRunGPUEmulated runs the gpu engine on the CPU emulation of the GPU
+// (internal/emu; where it cannot build, the test skips): its outputs equal
+// cpu's, and the stage table and the gpu targets table carry its rows, with
+// the device calls counted (launches a job within the issue's ≤ 20).
+func TestRunGPUEmulated(t *testing.T) {
+	testDevice = emu.Device(t, emu.Options{TotalMemory: 4 << 30}, "../../kv/gpucompact/gpucompact.cu")
+	t.Cleanup(func() { testDevice = nil })
+	args := []string{"--values", "64,1024", "--compression", "none,snappy", "--engines", "cpu,gpu", "--json",
+		"--l0-kib", "64", "--l1-kib", "256", "--table-kib", "64", "--runs", "1"}
+	var out bytes.Buffer
+	if err := Run(t.Context(), args, &out); err != nil {
+		t.Fatal(err)
+	}
+	var rep benchfmt.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, tab := range rep.Tables {
+		col := func(name string) int {
+			i := slices.Index(tab.Columns, name)
+			if i < 0 {
+				t.Fatalf("table %q has no column %q: %v", tab.Name, name, tab.Columns)
+			}
+			return i
+		}
+		switch {
+		case strings.HasPrefix(tab.Name, "rates"):
+			found["rates"] = true
+			for _, row := range tab.Rows {
+				if !allYes(row[col("ident")]) {
+					t.Errorf("rates row %v: the gpu engine's outputs differ from cpu's", row)
+				}
+			}
+		case strings.HasPrefix(tab.Name, "gpucompact stages"):
+			for _, row := range tab.Rows {
+				if row[col("engine")] == "gpu" && row[col("device calls")] != "-" {
+					found["stages"] = true
+				}
+			}
+		case strings.HasPrefix(tab.Name, "targets of gpu"):
+			found["targets"] = len(tab.Rows) == 4
+			i := slices.Index(tab.Columns, "launches")
+			if i < 0 {
+				t.Fatalf("the gpu targets table has no launches column: %v", tab.Columns)
+			}
+			for _, row := range tab.Rows {
+				n, err := strconv.Atoi(fmt.Sprint(row[i]))
+				if err != nil || n < 1 || n > 20 || row[i+1] != "yes" {
+					t.Errorf("gpu targets row %v: launches %v (%v), met %v; want a count of 1..20, met", row, row[i], err, row[i+1])
+				}
+			}
+		}
+	}
+	if !found["rates"] || !found["stages"] || !found["targets"] {
+		t.Fatalf("tables found: %v; want the rates, the gpu's stage rows with device calls, and 4 gpu target rows", found)
+	}
 }
