@@ -16,6 +16,7 @@ import (
 	"github.com/warpkit/warpkit/internal/gputest"
 	"github.com/warpkit/warpkit/kv/compaction"
 	ct "github.com/warpkit/warpkit/kv/compaction/compactiontest"
+	"github.com/warpkit/warpkit/kv/sstable"
 )
 
 // The CUDA engine's device errors (issue 16): a job whose device call fails
@@ -118,33 +119,39 @@ func TestEmulatedDeviceFault(t *testing.T) {
 		counted string
 		sticky  bool
 		logged  string // in the fallback's log line: the error the job met
+		snappy  bool   // the failing job's outputs are Snappy-compressed (sealed on the device)
 	}{
 		{"gc launch fails", func(t *testing.T, c *Compactor, dev *cuda.Device) func() {
 			d := slotDev(c)
 			d.fn.gc = missingKernel(t, dev, "gc_flags")
 			return nil
-		}, "device", true, "cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED"},
+		}, "device", true, "cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED", false},
 		{"encode launch fails", func(t *testing.T, c *Compactor, dev *cuda.Device) func() {
 			d := slotDev(c)
 			d.fn.encode = missingKernel(t, dev, "encode_blocks")
 			return nil
-		}, "device", true, "cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED"},
-		{"illegal address at merge", failStage("merge", illegalAddress), "merge", true, "CUDA_ERROR_ILLEGAL_ADDRESS"},
-		{"illegal address in upload", failStage("upload", illegalAddress), "device", true, "CUDA_ERROR_ILLEGAL_ADDRESS"},
-		{"launch out of resources at merge", failStage("merge", outOfResources), "merge", false, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"},
+		}, "device", true, "cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED", false},
+		{"encode_seal_blocks launch fails", func(t *testing.T, c *Compactor, dev *cuda.Device) func() {
+			d := slotDev(c)
+			d.fn.encodeSeal = missingKernel(t, dev, "encode_seal_blocks")
+			return nil
+		}, "device", true, "cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED", true},
+		{"illegal address at merge", failStage("merge", illegalAddress), "merge", true, "CUDA_ERROR_ILLEGAL_ADDRESS", false},
+		{"illegal address in upload", failStage("upload", illegalAddress), "device", true, "CUDA_ERROR_ILLEGAL_ADDRESS", false},
+		{"launch out of resources at merge", failStage("merge", outOfResources), "merge", false, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", false},
 		{"encode status word", func(t *testing.T, c *Compactor, dev *cuda.Device) func() {
 			// A block planned a byte longer than the entries encode_blocks
 			// writes into it: the kernel's check sets the block's status.
 			d := slotDev(c)
 			d.editPlan = func(descs []blockDesc) { descs[len(descs)/2].size++ }
 			return func() { d.editPlan = nil }
-		}, "encode", false, "device encode and plan disagree"},
+		}, "encode", false, "device encode and plan disagree", false},
 		{"gc launch refused", func(t *testing.T, c *Compactor, dev *cuda.Device) func() {
 			d := slotDev(c)
 			gc := d.fn.gc
 			d.fn.gc = d.fn.apply // other parameters: Launch refuses it (ErrInvalidArgument)
 			return func() { d.fn.gc = gc }
-		}, "device", false, "invalid argument"},
+		}, "device", false, "invalid argument", false},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			base := runtime.NumGoroutine()
@@ -158,7 +165,7 @@ func TestEmulatedDeviceFault(t *testing.T) {
 			defer c.Close()
 			idle := deviceMem(t, dev)
 			seed := uint64(ci) * 3
-			job := func(what string, seed uint64) *compaction.Result { return compactLikeOracle(t, c, what, seed) }
+			job := func(what string, seed uint64) *compaction.Result { return compactLikeOracle(t, c, what, seed, nil) }
 			// A job on the engine first: the slot keeps its arrays.
 			if got := job("first job", seed); got.Stats.Engine != "cuda" {
 				t.Fatalf("first job: engine %q", got.Stats.Engine)
@@ -167,7 +174,14 @@ func TestEmulatedDeviceFault(t *testing.T) {
 				t.Fatalf("the first job holds nothing: %+v", st)
 			}
 			restore := tc.inject(t, c, dev)
-			got := job("failing job", seed+1)
+			var snappy func(*compaction.Job)
+			if tc.snappy {
+				if !hostSealsAsDevice() {
+					t.Skip("the device does not seal here: the host's s2 is not its amd64 assembly encoder")
+				}
+				snappy = func(j *compaction.Job) { j.Env.WriterOptions.Compression = sstable.SnappyCompression }
+			}
+			got := compactLikeOracle(t, c, "failing job", seed+1, snappy)
 			st := c.Stats()
 			if got.Stats.Fallback != tc.counted || st.Fallbacks[tc.counted] != 1 || len(st.Fallbacks) != 1 || st.FallbackJobs != 1 || st.EngineJobs != 1 {
 				t.Fatalf("failing job: result fallback %q, stats %+v", got.Stats.Fallback, st)
@@ -317,7 +331,7 @@ func TestCUDAEncodeStatusWord(t *testing.T) {
 	defer c.Close()
 	c0 := dev.Calls()
 	idle := c0.Allocs - c0.Frees
-	job := func(what string, seed uint64) *compaction.Result { return compactLikeOracle(t, c, what, seed) }
+	job := func(what string, seed uint64) *compaction.Result { return compactLikeOracle(t, c, what, seed, nil) }
 	if got := job("first job", 11); got.Stats.Engine != "cuda" {
 		t.Fatalf("first job: engine %q", got.Stats.Engine)
 	}
@@ -347,9 +361,9 @@ func TestCUDAEncodeStatusWord(t *testing.T) {
 // compactLikeOracle runs oracleJob's job of seed (48 entries a table) on
 // c and checks that its outputs are compaction.CPU's and that it released
 // every reader of its inputs.
-func compactLikeOracle(t *testing.T, c *Compactor, what string, seed uint64) *compaction.Result {
+func compactLikeOracle(t *testing.T, c *Compactor, what string, seed uint64, prep func(*compaction.Job)) *compaction.Result {
 	t.Helper()
-	e0, want, e, job := oracleJob(t, seed, 48)
+	e0, want, e, job := oracleJob(t, seed, 48, prep)
 	got, err := c.Compact(context.Background(), job)
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
@@ -364,16 +378,22 @@ func compactLikeOracle(t *testing.T, c *Compactor, what string, seed uint64) *co
 // oracleJob builds ct.RandomJob's job of the PCG seed and stream twice: in
 // e0, compacted by compaction.CPU (want: the oracle), and in e, returned
 // for the engine under test.
-func oracleJob(t *testing.T, seed, stream uint64) (e0 *ct.Env, want *compaction.Result, e *ct.Env, job *compaction.Job) {
+func oracleJob(t *testing.T, seed, stream uint64, prep func(*compaction.Job)) (e0 *ct.Env, want *compaction.Result, e *ct.Env, job *compaction.Job) {
 	t.Helper()
 	rng := func() *rand.Rand { return rand.New(rand.NewPCG(seed, stream)) }
 	e0 = ct.NewEnv()
 	job0, _, _ := ct.RandomJob(t, rng(), e0)
+	if prep != nil {
+		prep(job0)
+	}
 	want, err := compaction.CPU{Parts: 1}.Compact(context.Background(), job0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e = ct.NewEnv()
 	job, _, _ = ct.RandomJob(t, rng(), e)
+	if prep != nil {
+		prep(job)
+	}
 	return e0, want, e, job
 }

@@ -334,7 +334,7 @@ func TestCUDACompactor(t *testing.T) {
 			}
 			return nil
 		}
-		e0, want, e, job := oracleJob(t, uint64(i), 47)
+		e0, want, e, job := oracleJob(t, uint64(i), 47, nil)
 		got, err := c.Compact(context.Background(), job)
 		if err != nil {
 			t.Fatalf("%q: %v", stage, err)
