@@ -655,23 +655,29 @@ __device__ __forceinline__ void encode_warps(const BlockDesc* blocks, int nblock
 }
 
 
+// filter_blocks: a launch's blocks from encode_grid on build the filters of
+// the tables listed in f (table_filters: the tables the host's walk has ended
+// since the last batch) and say so; the others return false and encode.
+__device__ __forceinline__ bool filter_blocks(int encode_grid, const FilterDesc* f, int nf, int64_t ftotal,
+                                              const uint32_t* kept, const uint8_t* new_kept, const Entry* e,
+                                              const uint8_t* keys, uint32_t* words) {
+  if ((int)blockIdx.x < encode_grid) return false;
+  table_filters(f, nf, ftotal, kept, new_kept, e, keys, words,
+                (int64_t)(blockIdx.x - encode_grid) * blockDim.x + threadIdx.x,
+                (int64_t)(gridDim.x - encode_grid) * blockDim.x);
+  return true;
+}
+
 // encode_blocks encodes a batch's blocks (encode_warps) and checksums them
-// as they are when crc_table is given. The launch's blocks from encode_grid
-// on build the filters of the tables listed in f instead (table_filters:
-// the tables the host's walk has ended since the last batch). One launch a
-// batch, not two.
+// as they are when crc_table is given; the launch's blocks from encode_grid
+// on build filters (filter_blocks). One launch a batch, not two.
 extern "C" __global__ void __launch_bounds__(kBlock)
     encode_blocks(const BlockDesc* blocks, int nblocks, const uint32_t* kept, const uint32_t* plan,
                   const uint32_t* shared, const uint8_t* new_kept, const Entry* e, const uint8_t* keys,
                   const uint8_t* arena, int restart_interval, uint8_t* raw, BlockStats* stats,
                   const uint32_t* crc_table, int encode_grid, const FilterDesc* f, int nf,
                   int64_t ftotal, uint32_t* words) {
-  if ((int)blockIdx.x >= encode_grid) {
-    table_filters(f, nf, ftotal, kept, new_kept, e, keys, words,
-                  (int64_t)(blockIdx.x - encode_grid) * blockDim.x + threadIdx.x,
-                  (int64_t)(gridDim.x - encode_grid) * blockDim.x);
-    return;
-  }
+  if (filter_blocks(encode_grid, f, nf, ftotal, kept, new_kept, e, keys, words)) return;
   __shared__ CrcTables crc_tables;
   if (crc_table != nullptr) load_crc_tables(&crc_tables, crc_table, true);
   __syncthreads();
@@ -691,12 +697,7 @@ extern "C" __global__ void __launch_bounds__(kBlock)
                        const uint32_t* crc_table, int encode_grid, const FilterDesc* f, int nf,
                        int64_t ftotal, uint32_t* words, const uint64_t* at, uint8_t* sealed,
                        uint32_t snappy_type) {
-  if ((int)blockIdx.x >= encode_grid) {
-    table_filters(f, nf, ftotal, kept, new_kept, e, keys, words,
-                  (int64_t)(blockIdx.x - encode_grid) * blockDim.x + threadIdx.x,
-                  (int64_t)(gridDim.x - encode_grid) * blockDim.x);
-    return;
-  }
+  if (filter_blocks(encode_grid, f, nf, ftotal, kept, new_kept, e, keys, words)) return;
   __shared__ CrcTables crc_tables;
 #ifdef WK_HOST_EMULATION
   __shared__ uint4 seal_smem[kEncodeWarps * kSealTableBytes / 16];
