@@ -523,6 +523,18 @@ static_assert(kSealTableBytes == 8192, "gpu.go's sealTableBytes");
 static_assert(kSealMaxWarps == 8, "gpu.go's sealWarps");
 static_assert(kEncodeWarps <= kSealMaxWarps, "encode_seal_blocks' warps each take a seal table");
 
+// seal_table is warp's hash table: its kSealTableBytes of the launch's
+// dynamic shared memory (in the CPU emulation, which has static shared
+// memory only, a static array of kSealMaxWarps tables).
+__device__ __forceinline__ uint16_t* seal_table(int warp) {
+#ifdef WK_HOST_EMULATION
+  __shared__ uint4 seal_smem[kSealMaxWarps * kSealTableBytes / 16];
+#else
+  extern __shared__ uint4 seal_smem[];
+#endif
+  return (uint16_t*)seal_smem + warp * kSealTableEntries;
+}
+
 // seal_block seals block b (d: its descriptor, its encoded bytes at
 // raw[d.raw_at]) into sealed[at...] and sets its stats' crc, stored and type;
 // every lane of the warp calls it.
@@ -699,14 +711,9 @@ extern "C" __global__ void __launch_bounds__(kBlock)
                        uint32_t snappy_type) {
   if (filter_blocks(encode_grid, f, nf, ftotal, kept, new_kept, e, keys, words)) return;
   __shared__ CrcTables crc_tables;
-#ifdef WK_HOST_EMULATION
-  __shared__ uint4 seal_smem[kEncodeWarps * kSealTableBytes / 16];
-#else
-  extern __shared__ uint4 seal_smem[];
-#endif
   load_crc_tables(&crc_tables, crc_table, true);
   __syncthreads();
-  uint16_t* table = (uint16_t*)seal_smem + (threadIdx.x / 32) * kSealTableEntries;
+  uint16_t* table = seal_table((int)(threadIdx.x / 32));
   encode_warps<true>(blocks, nblocks, kept, plan, shared, e, keys, arena, restart_interval, raw, stats,
                      &crc_tables, encode_grid, at, sealed, snappy_type, table);
 }
@@ -720,16 +727,11 @@ extern "C" __global__ void __launch_bounds__(kSealMaxWarps * 32)
     seal_blocks(const BlockDesc* blocks, int nblocks, const uint8_t* raw, const uint64_t* at, uint8_t* sealed,
                 uint32_t snappy_type, BlockStats* stats, const uint32_t* crc_table) {
   __shared__ CrcTables crc_tables;
-#ifdef WK_HOST_EMULATION
-  __shared__ uint4 seal_smem[kSealMaxWarps * kSealTableBytes / 16];
-#else
-  extern __shared__ uint4 seal_smem[];
-#endif
   load_crc_tables(&crc_tables, crc_table, true);
   __syncthreads();
   const int warps = (int)(blockDim.x / 32), warp = (int)(threadIdx.x / 32), lane = (int)(threadIdx.x & 31);
   if (warps > kSealMaxWarps || blockDim.x % 32 != 0) return;
-  uint16_t* table = (uint16_t*)seal_smem + warp * kSealTableEntries;
+  uint16_t* table = seal_table(warp);
   for (int64_t b = (int64_t)blockIdx.x * warps + warp; b < nblocks; b += (int64_t)gridDim.x * warps) {
     if (at[b] == ~0ull) continue;
     seal_block(blocks[b], b, raw, at[b], sealed, snappy_type, stats, &crc_tables, table, lane);
