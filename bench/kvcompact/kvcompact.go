@@ -380,7 +380,7 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	if len(gpuRows) > 0 {
 		t := rep.Table(fmt.Sprintf("targets of gpu, no stress (issue 16): at 32–%d B ≥ %.1f GB/s, ≥ %.0f× cpu, ≥ %.1f× cpu-par, ≤ %.1f CPU-s/GB; at ≥ 1 KiB ≥ %.1f GB/s; ≤ %d launches a job",
 			targetMaxValue, gpuSmallMBs/1e3, gpuSmallVsCPU, gpuSmallVsPar, gpuSmallCPUSPGB, gpuLargeMBs/1e3, gpuMaxLaunches),
-			keyCol([]string{"compression", "value B", "gpu MB/s", "gpu/cpu", "gpu/cpu-par", "CPU-s/GB", "met", "launches", "met"}, 1)...)
+			keyCol([]string{"compression", "value B", "gpu MB/s", "gpu/cpu", "gpu/cpu-par", "CPU-s/GB", "met", "launches", "launches met"}, 1)...)
 		for _, r := range gpuRows {
 			vsPar, met := "-", ""
 			switch {
