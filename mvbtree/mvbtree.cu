@@ -728,12 +728,12 @@ struct AtVersion {
     while (steps++ < kMaxSteps) {
       int r = load(pool, cur, n, steps, t);
       if (r == kFailRetry) return false;
-      if (r != kOK || !sane(pool, n) || (expect >= 0 && (int)n.level() != expect) || k < n.low) {
+      if (r != kOK || misread(pool, n, k, expect)) {
         cur = pool.root();
         expect = -1;
         continue;
       }
-      if (n.link != kNone && k >= n.high) {
+      if (past_high(n, k)) {
         cur = n.link;
         expect = (int)n.level();
         continue;

@@ -541,6 +541,25 @@ __device__ __forceinline__ bool sane(const Pool& pool, const N& n) {
   return n.count() <= N::kCap && (n.link == kNone || pool.valid(n.link));
 }
 
+// misread tells whether node n, read on the way to k, cannot route it: a torn
+// or stale read (not sane), a level other than the one expected (expect < 0:
+// any, at the root), or k below n's low fence (a node never lowers its
+// fence, so k belongs left of it). The caller restarts from the root (or
+// its last-known parent). Every routing step of the core and mvbtree's
+// snapshot descent checks its node with misread and then past_high.
+template <class Pool, class N>
+__device__ __forceinline__ bool misread(const Pool& pool, const N& n, typename N::S k, int expect) {
+  return !sane(pool, n) || (expect >= 0 && (int)n.level() != expect) || k < n.low;
+}
+
+// past_high tells whether k lies right of node n (n split since its parent
+// was read, or the parent is stale): the caller moves right through n.link,
+// expecting n's level.
+template <class N>
+__device__ __forceinline__ bool past_high(const N& n, typename N::S k) {
+  return n.link != kNone && k >= n.high;
+}
+
 // child_for returns the child pointer for k in internal node n, or kNone when the
 // node does not route k (a torn read).
 template <class Pool, class N, int T>
@@ -600,13 +619,13 @@ __device__ bool descend(const Pool& pool, typename N::S k, bool validated, N& n,
     } else {
       n.template load<false>(pool, cur, strong || validated ? kStrong : kNC, t);
     }
-    if (!sane(pool, n) || (expect >= 0 && (int)n.level() != expect) || k < n.low) {
+    if (misread(pool, n, k, expect)) {
       cur = pool.root();
       expect = -1;
       strong = true;
       continue;
     }
-    if (n.link != kNone && k >= n.high) {
+    if (past_high(n, k)) {
       cur = n.link;
       expect = (int)n.level();
       continue;
@@ -878,11 +897,11 @@ __device__ int op_insert(Pool& pool, Vr& ver, typename N::S k, typename N::S v, 
   N n;
   for (uint32_t step = 0; step < kMaxSteps; ++step) {
     n.template load<false>(pool, ps.cur, kStrong, t);  // routing: no version
-    if (!sane(pool, n) || (ps.expect >= 0 && (int)n.level() != ps.expect) || k < n.low) {
+    if (misread(pool, n, k, ps.expect)) {
       ps.to_root();
       continue;
     }
-    if (n.link != kNone && k >= n.high) {
+    if (past_high(n, k)) {
       ps.cur = n.link;
       ps.expect = (int)n.level();
       continue;
@@ -895,12 +914,12 @@ __device__ int op_insert(Pool& pool, Vr& ver, typename N::S k, typename N::S v, 
         continue;
       }
       n.template load<N::L::kVersioned && Vr::kReadsVersion>(pool, ps.cur, kStrong, t);
-      if (!sane(pool, n) || (ps.expect >= 0 && (int)n.level() != ps.expect) || k < n.low) {
+      if (misread(pool, n, k, ps.expect)) {
         unlatch(pool, ps.cur, n.meta, t);
         ps.to_root();
         continue;
       }
-      if (n.link != kNone && k >= n.high) {  // split since we read it: move right
+      if (past_high(n, k)) {  // split since we read it: move right
         unlatch(pool, ps.cur, n.meta, t);
         ps.cur = n.link;
         ps.expect = (int)n.level();
@@ -1061,11 +1080,11 @@ __device__ int op_delete(Pool& pool, Vr& ver, typename N::S k, int& removed, con
   removed = 0;
   for (uint32_t step = 0; step < kMaxSteps; ++step) {
     n.template load<false>(pool, ps.cur, kStrong, t);  // routing: no version
-    if (!sane(pool, n) || (ps.expect >= 0 && (int)n.level() != ps.expect) || k < n.low) {
+    if (misread(pool, n, k, ps.expect)) {
       ps.to_root();
       continue;
     }
-    if (n.link != kNone && k >= n.high) {
+    if (past_high(n, k)) {
       ps.cur = n.link;
       ps.expect = (int)n.level();
       continue;
@@ -1089,12 +1108,12 @@ __device__ int op_delete(Pool& pool, Vr& ver, typename N::S k, int& removed, con
       continue;
     }
     n.template load<N::L::kVersioned && Vr::kReadsVersion>(pool, ps.cur, kStrong, t);
-    if (!sane(pool, n) || n.level() != 0 || k < n.low) {
+    if (misread(pool, n, k, 0)) {
       unlatch(pool, ps.cur, n.meta, t);
       ps.to_root();
       continue;
     }
-    if (n.link != kNone && k >= n.high) {
+    if (past_high(n, k)) {
       unlatch(pool, ps.cur, n.meta, t);
       ps.cur = n.link;
       ps.expect = 0;
