@@ -71,7 +71,9 @@ var pinOff bool
 // takePinned is take, in pinned memory of ws.pinDev when it is set (plain
 // memory without it, when pinning it would take the workspace's pinned
 // arrays past ws.pinLimit, or when pinning fails: the device engine's
-// copies of it then go through its ring).
+// copies of it then go through its ring). Pinned memory grows as take's
+// does, and where the grown capacity would pass the limit or cannot be
+// pinned, to the job's n + n/8 alone.
 func takePinned[T any](ws *workspace, pin *pinned, buf *[]T, n int) []T {
 	if ws.pinDev == nil || pinOff {
 		if pin.mem != nil { // the last job pinned it
@@ -83,16 +85,28 @@ func takePinned[T any](ws *workspace, pin *pinned, buf *[]T, n int) []T {
 	if cap(*buf) >= n && pin.mem != nil {
 		return (*buf)[:n]
 	}
+	old := 0
 	if pin.mem != nil { // too short: its memory goes
+		old = cap(*buf)
 		pin.free()
 		*buf = nil
 	}
-	c := n + n/8
 	size := int64(unsafe.Sizeof(*new(T)))
-	if ws.pinLimit >= 0 && ws.pinnedBytes()+max(int64(c)*size, 1) > ws.pinLimit {
-		return take(buf, n) // (plain memory kept from an earlier job, if long enough)
+	bytes := func(c int) int { return int(max(int64(c)*size, 1)) }
+	fits := func(c int) bool { return ws.pinLimit < 0 || ws.pinnedBytes()+int64(bytes(c)) <= ws.pinLimit }
+	least := n + n/8
+	c := grownCap(n, old)
+	if !fits(c) {
+		c = least
+		if !fits(c) {
+			return take(buf, n) // (plain memory kept from an earlier job, if long enough)
+		}
 	}
-	m, err := cuda.AllocPinned[uint8](ws.pinDev, int(max(int64(c)*size, 1)))
+	m, err := cuda.AllocPinned[uint8](ws.pinDev, bytes(c))
+	if err != nil && c > least {
+		c = least
+		m, err = cuda.AllocPinned[uint8](ws.pinDev, bytes(c))
+	}
 	if err != nil {
 		return take(buf, n)
 	}
@@ -136,10 +150,18 @@ func (w *workspace) free() {
 // contents not kept) when it is too short.
 func take[T any](buf *[]T, n int) []T {
 	if cap(*buf) < n {
-		*buf = make([]T, n, n+n/8) // room for a slightly larger next job
+		*buf = make([]T, n, grownCap(n, cap(*buf)))
 	}
 	return (*buf)[:n]
 }
+
+// grownCap is the capacity an array of capacity old grows to when a job
+// needs n > old elements: room for a slightly larger next job (n + n/8),
+// and at least half as much again as before, so that a store whose jobs
+// grow a little at a time allocates (and, pinned, page-locks) each array
+// O(log) times rather than at every job past the last (as the device's
+// scratch grows: gpurt.Buf).
+func grownCap(n, old int) int { return max(n+n/8, old+old/2) }
 
 // bytes is the memory the workspace holds.
 func (w *workspace) bytes() int {
