@@ -63,11 +63,15 @@ type Options struct {
 	// open, 45M inserts ran 1.4x / 1.26x as fast without them and lookups
 	// in the oldest snapshot 1.65x / 3.35x as slow (H200).
 	NoVersionIndexes bool
-	// MaxPoolBytes caps the CUDA backend's node pool (0: no cap but the
-	// device's memory); exhaustion fails the batch with ErrPoolExhausted
-	// and leaves the tree unchanged for the operations that failed. The cap
-	// is per generation: Build and Compact start a new pool, and an older
-	// one stays (with its own cap) while snapshots taken before read it.
+	// MaxPoolBytes caps the CUDA backend's node pool. 0: 16M nodes (64
+	// super blocks of 256K nodes: 2 GiB of 128-byte nodes, 4 GiB of
+	// 256-byte ones, in super blocks of 32 or 64 MiB); a tree that needs more
+	// sets it, up to 2^30 nodes (its super blocks are then a 64th of it).
+	// Exhaustion fails the batch with ErrPoolExhausted, and a pool the
+	// device's memory cannot grow with ErrOutOfMemory; either way the
+	// operations that failed leave the tree unchanged. The cap is per
+	// generation: Build and Compact start a new pool, and an older one
+	// stays (with its own cap) while snapshots taken before read it.
 	MaxPoolBytes int64
 	// Streams is how many batches the CUDA backend runs at once (default 4).
 	Streams int
