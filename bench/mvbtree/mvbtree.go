@@ -9,6 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/warpkit/warpkit"
@@ -35,6 +38,7 @@ const (
 	targetSnapFind       = 4.0
 	targetSnapVsLatest   = 0.8
 	targetSnapshotMicros = 200
+	targetWideVsNarrow   = 0.7 // 64-bit keys and values against 32-bit, each rate
 )
 
 // The thesis's Fig 4.2 (V100, CUDA 11.5; spec §2), M keys/s: build from empty
@@ -49,10 +53,11 @@ const batch = 1 << 20 // keys per insert batch (the spec's snapshot row; Fig 4.2
 
 // Run runs warp bench mvbtree with args (its flags) and writes the report to w.
 func Run(ctx context.Context, args []string, w io.Writer) error {
-	fs := cli.NewFlags("bench mvbtree", "[--json] [--keys 32|64] [--quick] [--sizes 1M,4M,...] [--snapshots 1,8,64] [--plot DIR]\n\n"+
+	fs := cli.NewFlags("bench mvbtree", "[--json] [--keys 32|64|32,64] [--quick] [--sizes 1M,4M,...] [--snapshots 1,8,64] [--plot DIR]\n\n"+
 		"Needs a GPU (the CPU backend's copy-on-write map has no node versions to measure).")
 	asJSON := fs.Bool("json", false, "print JSON")
-	keyBits := fs.Int("keys", 32, "key and value width in bits: 32 or 64")
+	var keyBits []int
+	cli.IntListVarFlag(fs, &keyBits, "keys", []int{32}, 32, 64, "key and value widths in bits, 32 or 64: each runs every table; 32,64 also prints the 64-bit rates against the 32-bit ones")
 	quick := fs.Bool("quick", false, "small sizes (seconds)")
 	sizesFlag := fs.String("sizes", "", "tree sizes of Fig 4.2 (default 1M,2M,4M,8M,16M,32M,45M)")
 	snapsFlag := fs.String("snapshots", "1,8,64", "open snapshots of the snapshot table (comma-separated)")
@@ -86,8 +91,12 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 		}
 		b.snapTotal = s[0]
 	}
-	if *keyBits != 32 && *keyBits != 64 {
-		return fmt.Errorf("%w: --keys must be 32 or 64", cli.ErrUsage)
+	widths := map[int]bool{}
+	for _, k := range keyBits {
+		if k != 32 && k != 64 || widths[k] {
+			return fmt.Errorf("%w: --keys takes 32 and 64, each once", cli.ErrUsage)
+		}
+		widths[k] = true
 	}
 	dev, err := openDevice()
 	if errors.Is(err, cuda.ErrNoDevice) {
@@ -99,20 +108,58 @@ func Run(ctx context.Context, args []string, w io.Writer) error {
 	defer dev.Close()
 	b.dev = dev
 	p := dev.Properties()
-	b.rep = benchfmt.NewReport(fmt.Sprintf("warp bench mvbtree: %d-bit keys and values", *keyBits),
+	names := make([]string, len(keyBits))
+	for i, k := range keyBits {
+		names[i] = strconv.Itoa(k)
+	}
+	b.rep = benchfmt.NewReport(fmt.Sprintf("warp bench mvbtree: %s-bit keys and values", strings.Join(names, "- and ")),
 		fmt.Sprintf("%s (cc %s, %d SMs)", p.Name, p.ComputeCapability(), p.Multiprocessors))
 	if !*asJSON {
 		b.rep.Stream(w)
 	}
-	if *keyBits == 32 {
-		err = run[uint32, uint32](b)
-	} else {
-		err = run[uint64, uint64](b)
+	rates := map[int]widthRates{}
+	for _, k := range keyBits {
+		if len(keyBits) > 1 {
+			b.width = fmt.Sprintf(" (%d-bit)", k)
+		}
+		var r widthRates
+		if k == 32 {
+			r, err = run[uint32, uint32](b)
+		} else {
+			r, err = run[uint64, uint64](b)
+		}
+		if err != nil {
+			return err
+		}
+		rates[k] = r
 	}
-	if err != nil {
-		return err
+	if len(rates) == 2 {
+		wideVsNarrow(b, rates[64], rates[32])
 	}
 	return benchplot.Finish(b.rep, w, *asJSON, *plotDir)
+}
+
+// widthRates are one key width's Fig 4.2 rates, harmonic means over the
+// sizes run (G keys/s).
+type widthRates struct{ vib, vob, find, snapFind float64 }
+
+// wideVsNarrow prints the 64-bit rates against the 32-bit ones of the same
+// run (the "64-bit keys ≥ 0.7× the 32-bit rates").
+func wideVsNarrow(b *bench, wide, narrow widthRates) {
+	tab := b.rep.Table("64-bit keys and values against 32-bit (Fig 4.2, harmonic means over the sizes run)",
+		"measure", "32-bit G/s", "64-bit G/s", "64 / 32", "target", "met")
+	for _, r := range []struct {
+		name       string
+		wide, narr float64
+	}{
+		{"ViB build", wide.vib, narrow.vib},
+		{"VoB build", wide.vob, narrow.vob},
+		{"latest find", wide.find, narrow.find},
+		{"snapshot find (depth 1)", wide.snapFind, narrow.snapFind},
+	} {
+		ratio := r.wide / r.narr
+		tab.Add(r.name, r.narr, r.wide, benchfmt.Ratio(r.wide, r.narr), targetWideVsNarrow, benchfmt.YesNo(ratio >= targetWideVsNarrow))
+	}
 }
 
 // openDevice opens the GPU (tests give the benchmark an emulated one).
@@ -126,13 +173,15 @@ type bench struct {
 	snaps     []int
 	snapTotal int
 	rep       *benchfmt.Report
+	width     string // " (64-bit)" in the tables' titles when the run has both widths
 }
 
-func run[K, V warpkit.Word](b *bench) error {
-	if err := fig42[K, V](b); err != nil {
-		return err
+func run[K, V warpkit.Word](b *bench) (widthRates, error) {
+	r, err := fig42[K, V](b)
+	if err != nil {
+		return r, err
 	}
-	return snapshots[K, V](b)
+	return r, snapshots[K, V](b)
 }
 
 func valsFor[K, V warpkit.Word](keys []K, salt uint64) []V {
@@ -208,41 +257,48 @@ func openMVWith[K, V warpkit.Word](b *bench, opts mvbtree.Options, big bool) (*m
 // copies every node it writes. Snapshot find: a snapshot taken after the
 // build, every key then updated (each node one version deep), every key
 // found in the snapshot.
-func fig42[K, V warpkit.Word](b *bench) error {
+func fig42[K, V warpkit.Word](b *bench) (widthRates, error) {
 	ctx := b.ctx
-	tab := b.rep.Table("Fig 4.2: build from empty, then find all (G keys/s)",
+	var all [4][]float64 // every size's ViB, VoB, find, snapshot find
+	rates := func() widthRates {
+		return widthRates{benchfmt.HMean(all[0]), benchfmt.HMean(all[1]), benchfmt.HMean(all[2]), benchfmt.HMean(all[3])}
+	}
+	tab := b.rep.Table("Fig 4.2"+b.width+": build from empty, then find all (G keys/s)",
 		"keys", "height", "btree-ins", "ViB-ins", "/btree", "VoB-ins", "/btree", "pinned-ins", "btree-find", "mv-find", "/btree", "snap-find", "/latest")
 	var vib, vob, vibR, vobR, find, findR, snapF []float64
 	for _, n := range b.sizes {
 		if err := ctx.Err(); err != nil {
-			return err
+			return rates(), err
 		}
 		keys := treebench.Shuffled(treebench.Keys[K](n, uint64(n)), 1)
 		vals := valsFor[K, V](keys, 0x5bd1e995)
 		var bufs treebench.Bufs
 		dk, err := treebench.Up(&bufs, b.dev, keys)
 		if err != nil {
-			return err
+			return rates(), err
 		}
 		dv, err := treebench.Up(&bufs, b.dev, vals)
 		if err != nil {
 			bufs.Free()
-			return err
+			return rates(), err
 		}
 		out, err := treebench.Alloc[V](&bufs, b.dev, n)
 		if err != nil {
 			bufs.Free()
-			return err
+			return rates(), err
 		}
 		df, err := treebench.Alloc[uint8](&bufs, b.dev, n)
 		if err != nil {
 			bufs.Free()
-			return err
+			return rates(), err
 		}
 		row, err := fig42Row[K, V](b, n, dk, dv, out, df)
 		bufs.Free()
 		if err != nil {
-			return fmt.Errorf("%d keys: %w", n, err)
+			return rates(), fmt.Errorf("%d keys: %w", n, err)
+		}
+		for i, v := range []float64{row.vib, row.vob, row.find, row.snapFind} {
+			all[i] = append(all[i], v)
 		}
 		tab.Add(treebench.SizeName(n), row.height, row.btIns, row.vib, benchfmt.Ratio(row.vib, row.btIns), row.vob, benchfmt.Ratio(row.vob, row.btIns),
 			row.pinned, row.btFind, row.find, benchfmt.Ratio(row.find, row.btFind), row.snapFind, benchfmt.Ratio(row.snapFind, row.find))
@@ -255,24 +311,29 @@ func fig42[K, V warpkit.Word](b *bench) error {
 		thesis.build[0], thesis.build[1], thesis.build[2], thesis.find[0], thesis.find[1], thesis.find[2])
 	b.rep.Note("ViB = Copy: CopyIfStale (copy when the node's stamp is not the batch's), VoB = CopyAlways, pinned = CopyWhenPinned (the default: copy only what an open snapshot sees; with none open, in place); inserts in batches of 2^20 device-resident keys; finds of every key in one batch")
 	if len(vib) == 0 {
-		return nil
+		return rates(), nil
 	}
-	sum := b.rep.Table("Targets (harmonic mean over the sizes from 1M keys)", "measure", "value", "target", "vs target")
+	sum := b.rep.Table("Targets"+b.width+" (harmonic mean over the sizes from 1M keys; thesis: V100, 32-bit)", "measure", "value", "target", "vs target", "met", "thesis")
+	const thesisG = 1e-3 // M keys/s to G keys/s
 	for _, r := range []struct {
-		name   string
-		v, tgt float64
+		name           string
+		v, tgt, thesis float64
 	}{
-		{"ViB build G keys/s", benchfmt.HMean(vib), targetInPlaceBuild},
-		{"ViB build / btree", benchfmt.HMean(vibR), targetInPlaceVsBTree},
-		{"VoB build G keys/s", benchfmt.HMean(vob), targetCopyBuild},
-		{"VoB build / btree", benchfmt.HMean(vobR), targetCopyVsBTree},
-		{"latest find G/s", benchfmt.HMean(find), targetFind},
-		{"latest find / btree", benchfmt.HMean(findR), targetFindVsBTree},
-		{"snapshot find G/s (depth 1)", benchfmt.HMean(snapF), targetSnapFind},
+		{"ViB build G keys/s", benchfmt.HMean(vib), targetInPlaceBuild, thesis.build[1] * thesisG},
+		{"ViB build / btree", benchfmt.HMean(vibR), targetInPlaceVsBTree, thesis.build[1] / thesis.build[0]},
+		{"VoB build G keys/s", benchfmt.HMean(vob), targetCopyBuild, thesis.build[2] * thesisG},
+		{"VoB build / btree", benchfmt.HMean(vobR), targetCopyVsBTree, thesis.build[2] / thesis.build[0]},
+		{"latest find G/s", benchfmt.HMean(find), targetFind, thesis.find[1] * thesisG},
+		{"latest find / btree", benchfmt.HMean(findR), targetFindVsBTree, thesis.find[1] / thesis.find[0]},
+		{"snapshot find G/s (depth 1)", benchfmt.HMean(snapF), targetSnapFind, math.NaN()},
 	} {
-		sum.Add(r.name, r.v, r.tgt, benchfmt.Ratio(r.v, r.tgt))
+		th := "-"
+		if !math.IsNaN(r.thesis) {
+			th = strconv.FormatFloat(r.thesis, 'f', 3, 64)
+		}
+		sum.Add(r.name, r.v, r.tgt, benchfmt.Ratio(r.v, r.tgt), benchfmt.YesNo(r.v >= r.tgt), th)
 	}
-	return nil
+	return rates(), nil
 }
 
 type fig42Result struct {
@@ -353,7 +414,7 @@ func snapshotFind[K, V warpkit.Word](b *bench, t *mvbtree.Tree[K, V], dk cuda.Sl
 // host latency of Snapshot()+Close() on an idle tree.
 func snapshots[K, V warpkit.Word](b *bench) error {
 	ctx := b.ctx
-	tab := b.rep.Table(fmt.Sprintf("Snapshots held during %s inserts (batches of 2^20)", treebench.SizeName(b.snapTotal)),
+	tab := b.rep.Table(fmt.Sprintf("Snapshots held%s during %s inserts (batches of 2^20)", b.width, treebench.SizeName(b.snapTotal)),
 		"k", "indexed", "insert G/s", "nodes", "versions", "indexes", "pinned MB", "bound MB", "/bound", "oldest G/s", "middle G/s", "newest G/s", "latest G/s", "oldest/latest", "middle/latest", "take+close us", "vacuum ms")
 	n := b.snapTotal
 	keys := treebench.Shuffled(treebench.Keys[K](n, 77), 2)
@@ -393,6 +454,7 @@ func snapshots[K, V warpkit.Word](b *bench) error {
 			cells = append(cells, cell{k, false})
 		}
 	}
+	var verdicts [][]any
 	for _, c := range cells {
 		k := c.k
 		t, err := openMVWith[K, V](b, mvbtree.Options{NoVersionIndexes: !c.indexed}, true)
@@ -479,9 +541,17 @@ func snapshots[K, V warpkit.Word](b *bench) error {
 		}
 		pinned := float64(st.PinnedVersions*nodeBytes) / (1 << 20)
 		bound := float64(k*st.Nodes*nodeBytes) / (1 << 20)
+		take := float64(d.Microseconds()) / takes
 		tab.Add(k, c.indexed, ins, st.Nodes, st.Versions, st.VersionIndexes, pinned, bound, benchfmt.Ratio(pinned, bound), snapRate, middle, newest, latest, benchfmt.Ratio(snapRate, latest), benchfmt.Ratio(middle, latest),
-			float64(d.Microseconds())/takes, float64(vac.Microseconds())/1e3)
+			take, float64(vac.Microseconds())/1e3)
+		verdicts = append(verdicts, []any{k, c.indexed, benchfmt.YesNo(pinned <= bound), benchfmt.YesNo(snapRate >= targetSnapVsLatest*latest),
+			benchfmt.YesNo(middle >= targetSnapVsLatest*latest), benchfmt.YesNo(take <= targetSnapshotMicros)})
 	}
 	b.rep.Note("bound: k x the latest version's nodes x the node size (every node changed since every snapshot); targets: pinned <= bound, snapshot find >= %.1fx latest, Snapshot()+Close() <= %d us; oldest/middle/newest: the first batch's keys found in the oldest snapshot (its versions behind as many newer ones as snapshots after it), in snapshot k/2 and in the newest; indexed: Options.NoVersionIndexes unset (indexes: the version indexes writers built for chains of 4 or more: a query reads head, index, version)", targetSnapVsLatest, targetSnapshotMicros)
+	met := b.rep.Table("Snapshot targets"+b.width, "k", "indexed", "pinned <= bound", fmt.Sprintf("oldest >= %.1fx latest", targetSnapVsLatest),
+		fmt.Sprintf("middle >= %.1fx latest", targetSnapVsLatest), fmt.Sprintf("take+close <= %d us", targetSnapshotMicros))
+	for _, v := range verdicts {
+		met.Add(v...)
+	}
 	return nil
 }
