@@ -49,6 +49,10 @@ var thesis = struct{ build, find [3]float64 }{
 	find:  [3]float64{1513, 1454, 1550},
 }
 
+// targetsFrom is the least tree size the Targets table's means take (the
+// issue's 1M-45M; tests lower it to see the table on the emulation).
+var targetsFrom = 1 << 20
+
 const batch = 1 << 20 // keys per insert batch (the spec's snapshot row; Fig 4.2 uses it too)
 
 // Run runs warp bench mvbtree with args (its flags) and writes the report to w.
@@ -302,7 +306,7 @@ func fig42[K, V warpkit.Word](b *bench) (widthRates, error) {
 		}
 		tab.Add(treebench.SizeName(n), row.height, row.btIns, row.vib, benchfmt.Ratio(row.vib, row.btIns), row.vob, benchfmt.Ratio(row.vob, row.btIns),
 			row.pinned, row.btFind, row.find, benchfmt.Ratio(row.find, row.btFind), row.snapFind, benchfmt.Ratio(row.snapFind, row.find))
-		if n >= 1<<20 {
+		if n >= targetsFrom {
 			vib, vob, find, snapF = append(vib, row.vib), append(vob, row.vob), append(find, row.find), append(snapF, row.snapFind)
 			vibR, vobR, findR = append(vibR, row.vib/row.btIns), append(vobR, row.vob/row.btIns), append(findR, row.find/row.btFind)
 		}
@@ -313,25 +317,39 @@ func fig42[K, V warpkit.Word](b *bench) (widthRates, error) {
 	if len(vib) == 0 {
 		return rates(), nil
 	}
-	sum := b.rep.Table("Targets"+b.width+" (harmonic mean over the sizes from 1M keys; thesis: V100, 32-bit)", "measure", "value", "target", "vs target", "met", "thesis")
+	// The rates' targets are the 32-bit tree's; 64-bit keys and values are
+	// held to the 32-bit rates (wideVsNarrow), their ratios to btree to the
+	// same targets.
+	var k0 K
+	var v0 V
+	wide := any(k0) != any(uint32(0)) || any(v0) != any(uint32(0))
+	sum := b.rep.Table("Targets"+b.width+" (harmonic mean over the sizes from "+treebench.SizeName(targetsFrom)+" keys; thesis: V100, 32-bit)", "measure", "value", "target", "vs target", "met", "thesis")
 	const thesisG = 1e-3 // M keys/s to G keys/s
 	for _, r := range []struct {
 		name           string
 		v, tgt, thesis float64
+		rate           bool
 	}{
-		{"ViB build G keys/s", benchfmt.HMean(vib), targetInPlaceBuild, thesis.build[1] * thesisG},
-		{"ViB build / btree", benchfmt.HMean(vibR), targetInPlaceVsBTree, thesis.build[1] / thesis.build[0]},
-		{"VoB build G keys/s", benchfmt.HMean(vob), targetCopyBuild, thesis.build[2] * thesisG},
-		{"VoB build / btree", benchfmt.HMean(vobR), targetCopyVsBTree, thesis.build[2] / thesis.build[0]},
-		{"latest find G/s", benchfmt.HMean(find), targetFind, thesis.find[1] * thesisG},
-		{"latest find / btree", benchfmt.HMean(findR), targetFindVsBTree, thesis.find[1] / thesis.find[0]},
-		{"snapshot find G/s (depth 1)", benchfmt.HMean(snapF), targetSnapFind, math.NaN()},
+		{"ViB build G keys/s", benchfmt.HMean(vib), targetInPlaceBuild, thesis.build[1] * thesisG, true},
+		{"ViB build / btree", benchfmt.HMean(vibR), targetInPlaceVsBTree, thesis.build[1] / thesis.build[0], false},
+		{"VoB build G keys/s", benchfmt.HMean(vob), targetCopyBuild, thesis.build[2] * thesisG, true},
+		{"VoB build / btree", benchfmt.HMean(vobR), targetCopyVsBTree, thesis.build[2] / thesis.build[0], false},
+		{"latest find G/s", benchfmt.HMean(find), targetFind, thesis.find[1] * thesisG, true},
+		{"latest find / btree", benchfmt.HMean(findR), targetFindVsBTree, thesis.find[1] / thesis.find[0], false},
+		{"snapshot find G/s (depth 1)", benchfmt.HMean(snapF), targetSnapFind, math.NaN(), true},
 	} {
 		th := "-"
 		if !math.IsNaN(r.thesis) {
 			th = strconv.FormatFloat(r.thesis, 'f', 3, 64)
 		}
+		if wide && r.rate {
+			sum.Add(r.name, r.v, "-", "-", "-", th)
+			continue
+		}
 		sum.Add(r.name, r.v, r.tgt, benchfmt.Ratio(r.v, r.tgt), benchfmt.YesNo(r.v >= r.tgt), th)
+	}
+	if wide {
+		b.rep.Note("64-bit rates: their target is 0.7x the 32-bit rates of the same run (--keys 32,64 prints them)")
 	}
 	return rates(), nil
 }

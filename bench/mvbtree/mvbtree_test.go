@@ -26,7 +26,8 @@ func TestOnEmulation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a minute on the emulation")
 	}
-	defer func(f func() (*cuda.Device, error)) { openDevice = f }(openDevice)
+	defer func(f func() (*cuda.Device, error), from int) { openDevice, targetsFrom = f, from }(openDevice, targetsFrom)
+	targetsFrom = 1 << 10
 	openDevice = func() (*cuda.Device, error) { // Run closes the device it opens
 		return emu.Device(t, emu.Options{}, "../../mvbtree/mvbtree.cu", "../../btree/btree.cu", "../../slaballoc/slaballoc.cu"), nil
 	}
@@ -34,7 +35,7 @@ func TestOnEmulation(t *testing.T) {
 	if err := Run(t.Context(), []string{"--keys", "32,64", "--sizes", "3K", "--snapshots", "1,3", "--snap-keys", "4K"}, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	for _, want := range []string{"Fig 4.2 (32-bit)", "Fig 4.2 (64-bit)", "Snapshots held (64-bit)", "Snapshot targets (32-bit)",
+	for _, want := range []string{"Fig 4.2 (32-bit)", "Fig 4.2 (64-bit)", "Targets (32-bit)", "Targets (64-bit)", "Snapshots held (64-bit)", "Snapshot targets (32-bit)",
 		"64-bit keys and values against 32-bit", "32- and 64-bit keys"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q table in:\n%s", want, out.String())
