@@ -72,6 +72,7 @@ type DB struct {
 		sync.Mutex
 		entries []sstable.Entry
 		encs    []*sstable.BlockEncoder
+		blocks  []sstable.EncodedBlock // every run's blocks, for a compaction.BlockSealer
 	}
 
 	// spare receives the next log, created and recorded in the manifest

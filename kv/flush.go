@@ -1,9 +1,12 @@
 package kv
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/internal/memtable"
 	"github.com/warpkit/warpkit/kv/manifest"
@@ -132,8 +135,10 @@ func (d *DB) writeL0(mem *memtable.MemTable) (*manifest.FileMetadata, error) {
 	}
 	num := d.vs.NewFileNum()
 	meta, err := d.writeTable(num, func(w *sstable.Writer) error {
-		if runs := min(d.opts.FlushWorkers, mem.Size()/flushRunBytes); runs > 1 {
-			if err := d.addRuns(w, it, runs); err != nil {
+		_, sealer := d.opts.Compactor.(compaction.BlockSealer)
+		sealer = sealer && d.opts.Compression != sstable.NoCompression
+		if runs := min(d.opts.FlushWorkers, mem.Size()/flushRunBytes); runs > 1 || sealer {
+			if err := d.addRuns(w, it, max(runs, 1)); err != nil {
 				return err
 			}
 		} else {
@@ -171,7 +176,10 @@ var flushRunBytes = 256 << 10
 // added in order as they are done. A flush of 4 MiB of 1 KiB values spends
 // most of its encoding in Snappy; handing each 4 KiB block to a goroutine
 // cost more than it saved (the Writer's CompressionWorkers), a run a
-// goroutine does not.
+// goroutine does not. When the Compactor is a compaction.BlockSealer (and
+// the tables are compressed), the runs are encoded without sealing and
+// their blocks sealed by it in one batch, once every run is done (on the
+// host here if it declines or fails: the same bytes either way).
 func (d *DB) addRuns(w *sstable.Writer, it base.InternalIterator, k int) error {
 	fb := &d.flushBuf
 	fb.Lock()
@@ -204,19 +212,23 @@ func (d *DB) addRuns(w *sstable.Writer, it base.InternalIterator, k int) error {
 	}
 	bounds = append(bounds, len(es))
 	runs := len(bounds) - 1
-	type result struct {
-		blocks []sstable.EncodedBlock
-		err    error
-	}
-	results := make([]result, runs)
+	results := make([]runResult, runs)
 	done := make([]chan struct{}, runs)
+	sealer, _ := d.opts.Compactor.(compaction.BlockSealer)
+	if d.opts.Compression == sstable.NoCompression {
+		sealer = nil
+	}
 	encode := func(r int) {
 		lo, hi := bounds[r], bounds[r+1]
 		var prev *sstable.InternalKey
 		if lo > 0 {
 			prev = &es[lo-1].Key
 		}
-		results[r].blocks, results[r].err = fb.encs[r].Encode(es[lo:hi], prev)
+		if sealer != nil {
+			results[r].blocks, results[r].err = fb.encs[r].EncodeRaw(es[lo:hi], prev)
+		} else {
+			results[r].blocks, results[r].err = fb.encs[r].Encode(es[lo:hi], prev)
+		}
 	}
 	for r := 1; r < runs; r++ {
 		done[r] = make(chan struct{})
@@ -226,6 +238,9 @@ func (d *DB) addRuns(w *sstable.Writer, it base.InternalIterator, k int) error {
 		}()
 	}
 	encode(0)
+	if sealer != nil {
+		return d.sealRuns(w, sealer, results, done)
+	}
 	var err error
 	for r := range runs {
 		if r > 0 {
@@ -239,6 +254,54 @@ func (d *DB) addRuns(w *sstable.Writer, it base.InternalIterator, k int) error {
 		}
 		fb.encs[r].Reset()
 	}
+	return err
+}
+
+// runResult is one of addRuns' runs: its blocks, or why it failed.
+type runResult struct {
+	blocks []sstable.EncodedBlock
+	err    error
+}
+
+// sealRuns waits for every run addRuns encoded without sealing, has the
+// sealer seal all their blocks in one batch (or seals them here when it
+// declines or fails), and adds them to w in order.
+func (d *DB) sealRuns(w *sstable.Writer, sealer compaction.BlockSealer, results []runResult, done []chan struct{}) error {
+	fb := &d.flushBuf
+	var err error
+	all := fb.blocks[:0]
+	for r := range results {
+		if r > 0 {
+			<-done[r] // every run's goroutine is waited for, also after an error
+		}
+		if err == nil {
+			err = results[r].err
+		}
+		all = append(all, results[r].blocks...)
+	}
+	fb.blocks = all
+	defer func() {
+		clear(fb.blocks) // (they reference the encoders' memory and the memtable's keys)
+		for r := range results {
+			fb.encs[r].Reset()
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	release, serr := sealer.SealBlocks(context.Background(), d.opts.Compression, all)
+	if serr != nil {
+		if !errors.Is(serr, compaction.ErrNotSealed) {
+			d.opts.logger().Warn("kv: flush: the compactor did not seal the blocks; sealing them on the host", "err", serr)
+		}
+		for i := range all {
+			sb := sstable.SealBlock(d.opts.Compression, nil, all[i].Raw)
+			all[i].Sealed = &sb
+		}
+		release = func() {}
+	}
+	err = w.AddEncodedBlocks(all)
+	release()
 	return err
 }
 

@@ -3,12 +3,14 @@ package kv
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/warpkit/warpkit/kv/compaction"
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/sstable"
 	"github.com/warpkit/warpkit/kv/vfs"
@@ -260,5 +262,137 @@ func TestBytesPerSyncOption(t *testing.T) {
 		if _, err := Open("db", &Options{FS: vfs.NewMem(), BytesPerSync: n}); err == nil || !strings.Contains(err.Error(), "BytesPerSync") {
 			t.Fatalf("BytesPerSync %d: %v", n, err)
 		}
+	}
+}
+
+// sealingCPU is compaction.CPU with a host BlockSealer: it seals into
+// memory of its own, which it overwrites when released (a store that read
+// sealed bytes after release would write the overwritten ones), and fails
+// or declines on request.
+type sealingCPU struct {
+	compaction.CPU
+	mu                      sync.Mutex
+	calls, blocks, released int
+	fail                    error
+}
+
+func (s *sealingCPU) SealBlocks(ctx context.Context, c sstable.Compression, blocks []sstable.EncodedBlock) (func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if s.fail != nil {
+		return nil, s.fail
+	}
+	var mem [][]byte
+	for i := range blocks {
+		b := &blocks[i]
+		if b.Sealed != nil || len(b.Raw) != b.RawSize {
+			return nil, fmt.Errorf("block %d: Sealed %v, %d raw bytes of %d", i, b.Sealed != nil, len(b.Raw), b.RawSize)
+		}
+		sb := sstable.SealBlock(c, make([]byte, sstable.SealBound(c, b.RawSize)), b.Raw)
+		sb.Stored = bytes.Clone(sb.Stored) // (stored as it is, it aliases Raw)
+		mem = append(mem, sb.Stored)
+		b.Sealed = &sb
+	}
+	s.blocks += len(blocks)
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.released++
+		for _, m := range mem {
+			for j := range m {
+				m[j] = 0xa5
+			}
+		}
+	}, nil
+}
+
+// TestFlushSealer: with a Compactor that is a compaction.BlockSealer, a
+// flush's blocks are encoded raw and sealed by it in one batch: the table
+// is byte-identical to the one sealed on the flush's goroutines (in runs,
+// FlushWorkers 4) or by the Writer (FlushWorkers 1: one run, as entry by
+// entry), and so is the table of a sealer that declines or fails (the
+// flush seals on the host then); the sealed bytes are not read after
+// release; uncompressed tables do not ask the sealer.
+func TestFlushSealer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 2))
+	type kvp struct{ k, v []byte }
+	var pairs []kvp
+	for range 5000 {
+		v := make([]byte, 20+rng.IntN(600))
+		for i := range v[:len(v)/3] {
+			v[i] = byte(rng.Uint32())
+		}
+		pairs = append(pairs, kvp{fmt.Appendf(nil, "key%08d", rng.IntN(50000)), v})
+	}
+	table := func(workers int, comp sstable.Compression, c compaction.Compactor) []byte {
+		t.Helper()
+		fs := vfs.NewMem()
+		opts := &Options{FS: fs, MemTableSize: 8 << 20, FlushWorkers: workers, Compression: comp, DisableCompression: comp == sstable.NoCompression}
+		if c != nil {
+			opts.Compactor = c
+		}
+		db, err := Open("db", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for i, p := range pairs {
+			if i%97 == 0 {
+				err = db.Delete(p.k, nil)
+			} else {
+				err = db.Set(p.k, p.v, nil)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.CheckIntegrity(); err != nil {
+			t.Fatal(err)
+		}
+		names, err := fs.List("db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if strings.HasSuffix(n, ".sst") {
+				f, err := fs.Open(fs.PathJoin("db", n))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				size, err := f.Size()
+				if err != nil {
+					t.Fatal(err)
+				}
+				b := make([]byte, size)
+				if _, err := f.ReadAt(b, 0); err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+		}
+		t.Fatal("no table")
+		return nil
+	}
+	for _, workers := range []int{4, 1} {
+		want := table(workers, sstable.SnappyCompression, nil)
+		for _, fail := range []error{nil, compaction.ErrNotSealed, errors.New("device lost")} {
+			s := &sealingCPU{fail: fail}
+			got := table(workers, sstable.SnappyCompression, s)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("FlushWorkers %d, sealer failing with %v: the table differs from the one sealed on the host (%d bytes, want %d)", workers, fail, len(got), len(want))
+			}
+			if s.calls != 1 || fail == nil && (s.blocks == 0 || s.released != 1) {
+				t.Fatalf("FlushWorkers %d, sealer failing with %v: %d calls sealed %d blocks, %d released", workers, fail, s.calls, s.blocks, s.released)
+			}
+		}
+	}
+	s := &sealingCPU{}
+	if got, want := table(4, sstable.NoCompression, s), table(4, sstable.NoCompression, nil); !bytes.Equal(got, want) || s.calls != 0 {
+		t.Fatalf("uncompressed: %d sealer calls, tables equal %v", s.calls, bytes.Equal(got, want))
 	}
 }

@@ -53,6 +53,7 @@ package compaction
 import (
 	"bytes"
 	"context"
+	"errors"
 	"sort"
 	"time"
 
@@ -66,6 +67,26 @@ import (
 type Compactor interface {
 	Compact(ctx context.Context, job *Job) (*Result, error)
 }
+
+// BlockSealer is what a Compactor may also offer the store's memtable
+// flushes: sealing (compressing and checksumming) the data blocks a flush
+// has encoded (sstable.BlockEncoder.EncodeRaw), where that costs the host
+// less than sealing them itself — kv/gpucompact seals them on its GPU. The
+// store uses it when its Compactor implements it.
+//
+// SealBlocks sets every block's Sealed to what sstable.SealBlock(c, nil,
+// block.Raw) returns, byte for byte, and returns release, which the
+// caller calls once it no longer reads the sealed bytes (they may live in
+// the sealer's memory until then). An error means that no block was taken
+// as sealed (their Sealed are left nil) and that the caller seals them
+// itself: a sealer declines what it cannot seal (a compression it does
+// not do, a closed or disabled engine) with ErrNotSealed.
+type BlockSealer interface {
+	SealBlocks(ctx context.Context, c sstable.Compression, blocks []sstable.EncodedBlock) (release func(), err error)
+}
+
+// ErrNotSealed is a BlockSealer's decline: the caller seals the blocks.
+var ErrNotSealed = errors.New("compaction: blocks not sealed")
 
 // Input is one level's share of a compaction.
 type Input struct {

@@ -55,6 +55,18 @@ func NewBlockEncoder(opts WriterOptions) *BlockEncoder {
 // is new to the table, and so takes a bloom hash. The blocks' Sealed bytes
 // are set and their Raw is nil (RawSize gives its length).
 func (e *BlockEncoder) Encode(entries []Entry, prev *InternalKey) ([]EncodedBlock, error) {
+	return e.encode(entries, prev, true)
+}
+
+// EncodeRaw is Encode without the sealing: the blocks' Raw holds their
+// contents (in the encoder's memory, valid as Encode's blocks are) and
+// Sealed is nil, for a caller that seals them elsewhere (a
+// compaction.BlockSealer) or with SealBlock.
+func (e *BlockEncoder) EncodeRaw(entries []Entry, prev *InternalKey) ([]EncodedBlock, error) {
+	return e.encode(entries, prev, false)
+}
+
+func (e *BlockEncoder) encode(entries []Entry, prev *InternalKey, seal bool) ([]EncodedBlock, error) {
 	e.Reset()
 	if len(entries) == 0 {
 		return nil, nil
@@ -70,6 +82,16 @@ func (e *BlockEncoder) Encode(entries []Entry, prev *InternalKey) ([]EncodedBloc
 	hashStart := 0
 	finish := func() {
 		fin := e.bb.Finish()
+		if !seal {
+			raw := append(e.alloc(len(fin)), fin...)
+			e.cur = e.cur[len(raw):]
+			b.Raw, b.RawSize = raw, len(fin)
+			e.blocks = append(e.blocks, b)
+			e.spans = append(e.spans, [2]int{hashStart, len(e.hashes)})
+			e.bb.Reset()
+			open = false
+			return
+		}
 		stored := e.alloc(SealBound(e.opts.Compression, len(fin)))
 		sb := SealBlock(e.opts.Compression, stored, fin)
 		if sb.Type == NoCompression { // stored as it is: fin is the builder's, copy it out
@@ -124,7 +146,9 @@ func (e *BlockEncoder) Encode(entries []Entry, prev *InternalKey) ([]EncodedBloc
 		finish()
 	}
 	for i := range e.blocks {
-		e.blocks[i].Sealed = &e.sealed[i]
+		if seal {
+			e.blocks[i].Sealed = &e.sealed[i]
+		}
 		if filter {
 			s := e.spans[i]
 			e.blocks[i].Hashes = e.hashes[s[0]:s[1]:s[1]]

@@ -11,10 +11,17 @@ import (
 	"github.com/warpkit/warpkit/kv/internal/rangedel"
 )
 
+// Ways encodeRuns has its blocks sealed.
+const (
+	sealEncode = iota // Encode seals them
+	sealCaller        // EncodeRaw, then SealBlock (as a compaction.BlockSealer would)
+	sealWriter        // EncodeRaw, and the Writer seals them
+)
+
 // encodeRuns writes es as a table whose blocks a BlockEncoder built, the
 // entries cut into runs at cuts (each run encoded by an encoder of its
-// own, as a flush's goroutines do).
-func encodeRuns(t *testing.T, es []kv, cuts []int, spans []rangedel.Span, opts WriterOptions) ([]byte, Metadata) {
+// own, as a flush's goroutines do), sealed as seal says.
+func encodeRuns(t *testing.T, es []kv, cuts []int, spans []rangedel.Span, opts WriterOptions, seal ...int) ([]byte, Metadata) {
 	t.Helper()
 	entries := make([]Entry, len(es))
 	for i, e := range es {
@@ -29,13 +36,27 @@ func encodeRuns(t *testing.T, es []kv, cuts []int, spans []rangedel.Span, opts W
 		if lo > 0 {
 			prev = &entries[lo-1].Key
 		}
-		bs, err := NewBlockEncoder(opts).Encode(entries[lo:hi], prev)
+		mode := sealEncode
+		if len(seal) > 0 {
+			mode = seal[0]
+		}
+		enc := NewBlockEncoder(opts)
+		encode := enc.Encode
+		if mode != sealEncode {
+			encode = enc.EncodeRaw
+		}
+		bs, err := encode(entries[lo:hi], prev)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, b := range bs {
-			if b.Raw != nil || b.Sealed == nil || b.RawSize < 5 {
-				t.Fatalf("run %d: block with Raw %v, Sealed %v, RawSize %d", r, b.Raw != nil, b.Sealed != nil, b.RawSize)
+		for i, b := range bs {
+			if mode == sealEncode && (b.Raw != nil || b.Sealed == nil || b.RawSize < 5) ||
+				mode != sealEncode && (b.Raw == nil || b.Sealed != nil || len(b.Raw) != b.RawSize || b.RawSize < 5) {
+				t.Fatalf("run %d, seal mode %d: block with Raw %v, Sealed %v, RawSize %d", r, mode, b.Raw != nil, b.Sealed != nil, b.RawSize)
+			}
+			if mode == sealCaller {
+				sb := SealBlock(opts.Compression, nil, b.Raw)
+				bs[i].Sealed = &sb
 			}
 		}
 		if err := w.AddEncodedBlocks(bs); err != nil {
@@ -76,17 +97,22 @@ func TestBlockEncoderIdentical(t *testing.T) {
 			spans = []rangedel.Span{{Start: []byte("user00000100"), End: []byte("user00000200"), Seqs: []SeqNum{5}}}
 		}
 		want, wantMeta := build(t, es, spans, opts)
-		got, meta := encodeRuns(t, es, nil, spans, opts)
-		if !bytes.Equal(got, want) || fmt.Sprint(meta) != fmt.Sprint(wantMeta) {
-			t.Fatalf("round %d (%v, block %d, restart %d, bloom %d): one run: %d bytes, want the %d written entry by entry (metadata %+v, want %+v)",
-				round, opts.Compression, opts.BlockSize, opts.RestartInterval, opts.BloomBitsPerKey, len(got), len(want), meta, wantMeta)
+		for _, mode := range []int{sealEncode, sealCaller, sealWriter} {
+			got, meta := encodeRuns(t, es, nil, spans, opts, mode)
+			if !bytes.Equal(got, want) || fmt.Sprint(meta) != fmt.Sprint(wantMeta) {
+				t.Fatalf("round %d (%v, block %d, restart %d, bloom %d), seal mode %d: one run: %d bytes, want the %d written entry by entry (metadata %+v, want %+v)",
+					round, opts.Compression, opts.BlockSize, opts.RestartInterval, opts.BloomBitsPerKey, mode, len(got), len(want), meta, wantMeta)
+			}
 		}
 		// Runs cut anywhere: between the versions of one user key too.
 		var cuts []int
 		for c := 1 + rng.IntN(max(1, len(es)/3)); c < len(es); c += 1 + rng.IntN(max(1, len(es)/3)) {
 			cuts = append(cuts, c)
 		}
-		got, meta = encodeRuns(t, es, cuts, spans, opts)
+		got, meta := encodeRuns(t, es, cuts, spans, opts)
+		if raw, _ := encodeRuns(t, es, cuts, spans, opts, sealCaller); !bytes.Equal(raw, got) {
+			t.Fatalf("round %d: runs encoded raw and sealed by SealBlock: %d bytes, sealed by Encode %d", round, len(raw), len(got))
+		}
 		r := open(t, got, nil)
 		checkIter(t, r.NewIter(), es, rng)
 		checkGet(t, r, es, rng)
