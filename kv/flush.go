@@ -135,10 +135,9 @@ func (d *DB) writeL0(mem *memtable.MemTable) (*manifest.FileMetadata, error) {
 	}
 	num := d.vs.NewFileNum()
 	meta, err := d.writeTable(num, func(w *sstable.Writer) error {
-		_, sealer := d.opts.Compactor.(compaction.BlockSealer)
-		sealer = sealer && d.opts.Compression != sstable.NoCompression
-		if runs := min(d.opts.FlushWorkers, mem.Size()/flushRunBytes); runs > 1 || sealer {
-			if err := d.addRuns(w, it, max(runs, 1)); err != nil {
+		sealer := d.flushSealer()
+		if runs := min(d.opts.FlushWorkers, mem.Size()/flushRunBytes); runs > 1 || sealer != nil {
+			if err := d.addRuns(w, it, max(runs, 1), sealer); err != nil {
 				return err
 			}
 		} else {
@@ -180,7 +179,7 @@ var flushRunBytes = 256 << 10
 // the tables are compressed), the runs are encoded without sealing and
 // their blocks sealed by it in one batch, once every run is done (on the
 // host here if it declines or fails: the same bytes either way).
-func (d *DB) addRuns(w *sstable.Writer, it base.InternalIterator, k int) error {
+func (d *DB) addRuns(w *sstable.Writer, it base.InternalIterator, k int, sealer compaction.BlockSealer) error {
 	fb := &d.flushBuf
 	fb.Lock()
 	defer fb.Unlock()
@@ -214,10 +213,6 @@ func (d *DB) addRuns(w *sstable.Writer, it base.InternalIterator, k int) error {
 	runs := len(bounds) - 1
 	results := make([]runResult, runs)
 	done := make([]chan struct{}, runs)
-	sealer, _ := d.opts.Compactor.(compaction.BlockSealer)
-	if d.opts.Compression == sstable.NoCompression {
-		sealer = nil
-	}
 	encode := func(r int) {
 		lo, hi := bounds[r], bounds[r+1]
 		var prev *sstable.InternalKey
@@ -255,6 +250,17 @@ func (d *DB) addRuns(w *sstable.Writer, it base.InternalIterator, k int) error {
 		fb.encs[r].Reset()
 	}
 	return err
+}
+
+// flushSealer returns the Compactor as the flush's sealer when it is a
+// compaction.BlockSealer that would seal the tables' blocks now (nil
+// otherwise).
+func (d *DB) flushSealer() compaction.BlockSealer {
+	s, ok := d.opts.Compactor.(compaction.BlockSealer)
+	if !ok || d.opts.Compression == sstable.NoCompression || !s.SealsBlocks(d.opts.Compression) {
+		return nil
+	}
+	return s
 }
 
 // runResult is one of addRuns' runs: its blocks, or why it failed.

@@ -274,7 +274,10 @@ type sealingCPU struct {
 	mu                      sync.Mutex
 	calls, blocks, released int
 	fail                    error
+	refuse                  bool // SealsBlocks says no
 }
+
+func (s *sealingCPU) SealsBlocks(c sstable.Compression) bool { return !s.refuse }
 
 func (s *sealingCPU) SealBlocks(ctx context.Context, c sstable.Compression, blocks []sstable.EncodedBlock) (func(), error) {
 	s.mu.Lock()
@@ -313,7 +316,8 @@ func (s *sealingCPU) SealBlocks(ctx context.Context, c sstable.Compression, bloc
 // FlushWorkers 4) or by the Writer (FlushWorkers 1: one run, as entry by
 // entry), and so is the table of a sealer that declines or fails (the
 // flush seals on the host then); the sealed bytes are not read after
-// release; uncompressed tables do not ask the sealer.
+// release; uncompressed tables do not ask the sealer, nor does a flush
+// whose sealer says it would not seal.
 func TestFlushSealer(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 2))
 	type kvp struct{ k, v []byte }
@@ -394,5 +398,9 @@ func TestFlushSealer(t *testing.T) {
 	s := &sealingCPU{}
 	if got, want := table(4, sstable.NoCompression, s), table(4, sstable.NoCompression, nil); !bytes.Equal(got, want) || s.calls != 0 {
 		t.Fatalf("uncompressed: %d sealer calls, tables equal %v", s.calls, bytes.Equal(got, want))
+	}
+	s = &sealingCPU{refuse: true}
+	if got, want := table(4, sstable.SnappyCompression, s), table(4, sstable.SnappyCompression, nil); !bytes.Equal(got, want) || s.calls != 0 {
+		t.Fatalf("a sealer that says it does not seal: %d calls, tables equal %v", s.calls, bytes.Equal(got, want))
 	}
 }

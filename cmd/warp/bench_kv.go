@@ -58,6 +58,7 @@ type kvBenchFlags struct {
 	bytesPerSyncKiB   int
 	gpuEngines        int
 	gpuHostWorkers    int
+	gpuSealFlushes    *string
 	gpuWhenBusy       *string
 	compactors        []string
 	stress            []int
@@ -104,6 +105,7 @@ func runKVBench(ctx context.Context, args []string) error {
 	cli.IntVarFlag(fs, &f.bytesPerSyncKiB, "bytes-per-sync", 512, 0, 1<<20, "KiB of a table written between the starts of its writeback (kv.Options.BytesPerSync: sync_file_range on Linux with --fs os); 0: none")
 	cli.IntVarFlag(fs, &f.gpuEngines, "gpu-engines", 1, 1, 8, "jobs the gpu compactor's engine runs at once (gpucompact.Options.Engines)")
 	cli.IntVarFlag(fs, &f.gpuHostWorkers, "gpu-host-workers", 0, 0, 1024, "goroutines each host stage of a gpu compactor's job splits over (gpucompact.Options.HostWorkers); 0: GOMAXPROCS")
+	f.gpuSealFlushes = cli.ChoiceFlag(fs, "gpu-seal-flushes", "off", []string{"on", "off"}, "whether the gpu compactor also seals the store's memtable flushes' Snappy blocks on its device (gpucompact.Options.SealFlushes)")
 	f.gpuWhenBusy = cli.ChoiceFlag(fs, "gpu-when-busy", "faster", []string{"faster", "fallback", "wait"}, "what a job does when the gpu compactor's engine is busy (gpucompact.Options.WhenBusy): wait when that is expected to end sooner (the default), run on compaction.CPU, or wait")
 	cli.ChoiceListVarFlag(fs, &f.compactors, "compactor", []string{"cpu"}, []string{"cpu", "gpu"},
 		"compactors; a list runs every workload with each: cpu is compaction.CPU, gpu is kv/gpucompact (jobs of 1 MiB and more on its CUDA engine where there is a device, else of 8 MiB and more on its Go engine)")
@@ -228,7 +230,7 @@ func runKVBench(ctx context.Context, args []string) error {
 		if compactor == "gpu" {
 			var err error
 			whenBusy := map[string]gpucompact.BusyPolicy{"fallback": gpucompact.FallbackWhenBusy, "wait": gpucompact.WaitWhenBusy, "faster": gpucompact.WaitWhenFaster}[*f.gpuWhenBusy]
-			if gc, err = gpucompact.New(gpucompact.Options{Device: dev, Engines: f.gpuEngines, HostWorkers: f.gpuHostWorkers, WhenBusy: whenBusy}); err != nil {
+			if gc, err = gpucompact.New(gpucompact.Options{Device: dev, Engines: f.gpuEngines, HostWorkers: f.gpuHostWorkers, WhenBusy: whenBusy, SealFlushes: *f.gpuSealFlushes == "on"}); err != nil {
 				return err
 			}
 			o.Compactor = gc
@@ -386,7 +388,7 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 	lsmCols := []string{"workload", "write amp", "compaction MB/s", "compactions", "stalls", "waits mem/L0", "stall ms", "flush ms", "peak RSS MB", "L0..L6 tables"}
 	accel := slices.Contains(f.compactors, "gpu")
 	if accel {
-		lsmCols = append(lsmCols, "accelerated jobs", "fallbacks", "declined busy/budget/small", "partitioned jobs")
+		lsmCols = append(lsmCols, "accelerated jobs", "fallbacks", "declined busy/budget/small", "partitioned jobs", "device-sealed flushes")
 	}
 	if sweep {
 		cols = append([]string{"clients"}, cols...)
@@ -436,9 +438,9 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 			if accel {
 				row = append(row, m.Compaction.Accelerated.Count, m.Compaction.Accelerated.Fallbacks)
 				if st, ok := run.gpu[w]; ok {
-					row = append(row, fmt.Sprintf("%d/%d/%d", st.Declined["busy"], st.Declined["budget"], st.Declined["small"]), st.PartitionedJobs)
+					row = append(row, fmt.Sprintf("%d/%d/%d", st.Declined["busy"], st.Declined["budget"], st.Declined["small"]), st.PartitionedJobs, st.FlushSeals)
 				} else {
-					row = append(row, "-", "-")
+					row = append(row, "-", "-", "-")
 				}
 			}
 			lsm.Add(row...)
@@ -452,7 +454,7 @@ func kvReport(f kvBenchFlags, workloads []string, runs []kvRun) *benchfmt.Report
 	rep.Note("settings: memtable %d MiB, target table %d MiB, L0 compaction/stop 4/12 (no slowdown), L1 16 MiB, levels x10, block 4 KiB, bloom 10 bits/key, block cache %d MiB, compression %s, flushes on %d goroutine(s) (--flush-workers), %s",
 		f.memtable, f.table, f.cacheMB, f.compression, flushWorkers, bytesPerSyncNote(f.bytesPerSyncKiB))
 	if accel {
-		rep.Note("gpu: kv/gpucompact with %d engine slot(s) (--gpu-engines), a busy engine's jobs: %s (--gpu-when-busy), host workers a stage: %s (--gpu-host-workers)", f.gpuEngines, *f.gpuWhenBusy, workersNote(f.gpuHostWorkers))
+		rep.Note("gpu: kv/gpucompact with %d engine slot(s) (--gpu-engines), a busy engine's jobs: %s (--gpu-when-busy), host workers a stage: %s (--gpu-host-workers), flushes' blocks sealed on the device: %s (--gpu-seal-flushes)", f.gpuEngines, *f.gpuWhenBusy, workersNote(f.gpuHostWorkers), *f.gpuSealFlushes)
 	}
 	rep.Note("baseline: the same workload on an in-memory B-tree (tidwall/btree, no log, no files) in this run; kv/B-tree is the price of persistence")
 	if byStress {

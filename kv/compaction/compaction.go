@@ -82,6 +82,10 @@ type Compactor interface {
 // itself: a sealer declines what it cannot seal (a compression it does
 // not do, a closed or disabled engine) with ErrNotSealed.
 type BlockSealer interface {
+	// SealsBlocks reports whether SealBlocks would seal blocks compressed
+	// with c now: a flush asks before it encodes (and seals its blocks on
+	// its own goroutines when not).
+	SealsBlocks(c sstable.Compression) bool
 	SealBlocks(ctx context.Context, c sstable.Compression, blocks []sstable.EncodedBlock) (release func(), err error)
 }
 

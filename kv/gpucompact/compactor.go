@@ -124,6 +124,14 @@ type Options struct {
 	// order, after each merge round (or radix pass), as an engine without
 	// key-value separation moves them. Outputs are unchanged.
 	MoveValues bool
+	// SealFlushes makes the Compactor a store's flush sealer as well
+	// (compaction.BlockSealer, SealBlocks): a kv store whose Compactor it
+	// is hands it the data blocks of its memtable flushes, and the CUDA
+	// engine's device compresses and checksums them when the tables are
+	// Snappy and Sealing would seal a job's blocks there (the same bytes as
+	// the host's). Under CPU stress that leaves the host's processors to
+	// the store's writers. Off by default.
+	SealFlushes bool
 	// Sealing is where the CUDA engine compresses and checksums Snappy
 	// output blocks (under 16 KiB; larger ones always on the host): on the
 	// device by default, with s2's encoder byte for byte (outputs are
@@ -313,6 +321,7 @@ type Compactor struct {
 	engine chan *slot
 	done   chan struct{} // closed by Close: jobs waiting for a slot give up
 	cuda   bool          // the CUDA engine (else the Go engine)
+	dev    *cuda.Device  // the CUDA engine's device
 	ownDev *cuda.Device  // the device New opened: closed with the last slot after Close
 
 	mu struct {
@@ -329,6 +338,9 @@ type Compactor struct {
 		waiting       uint64
 		fallbackBytes uint64
 		fallbackTime  time.Duration
+		// sealer seals flushes' blocks (SealBlocks); made on first use,
+		// freed by Close.
+		sealer *flushSealer
 	}
 
 	// failAt, in tests, makes the engine fail at a stage; the encoders call
@@ -386,6 +398,10 @@ type Stats struct {
 	// writing what that batch brought back).
 	Encode, WriteTail time.Duration
 	EncodeBatches     uint64
+	// FlushSeals counts the batches of flushed blocks the device sealed
+	// (Options.SealFlushes), FlushSealedBlocks their blocks; a failed one
+	// counts in Fallbacks as stage "flush seal".
+	FlushSeals, FlushSealedBlocks uint64
 }
 
 // New returns a Compactor.
@@ -467,7 +483,7 @@ func New(opts Options) (*Compactor, error) {
 		c.engine <- s
 	}
 	if dev != nil {
-		c.cuda = true
+		c.cuda, c.dev = true, dev
 		c.mu.stats.Engine = "cuda"
 		if c.opts.MaxDeviceBytes == 0 {
 			free, _, err := dev.MemInfo()
@@ -844,12 +860,22 @@ func (c *Compactor) Stats() Stats {
 // the store that uses it.
 func (c *Compactor) Close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.mu.closed {
+		c.mu.Unlock()
 		return ErrClosed
 	}
 	c.mu.closed = true
 	close(c.done)
+	s := c.mu.sealer
+	c.mu.sealer = nil
+	c.mu.Unlock()
+	if s != nil { // after a flush's release, before the device closes
+		s.mu.Lock()
+		s.free()
+		s.mu.Unlock()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for { // the idle slots; a running job retires its own
 		select {
 		case sl := <-c.engine:

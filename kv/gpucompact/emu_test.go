@@ -46,6 +46,7 @@ func TestEmulatedCUDAEngine(t *testing.T) {
 		{"Staged", TestCUDAEngineStaged, false},
 		{"PinnedBytes", TestCUDAPinnedBytes, false},
 		{"SealBlocks", TestCUDASealBlocks, false},
+		{"FlushSeal", TestCUDAFlushSeal, false},
 		{"DeviceCompressionRefused", TestCUDADeviceCompressionRefused, false},
 		{"CancelMidJob", TestCUDACancelMidJob, false},
 		{"EncodeStatusWord", TestCUDAEncodeStatusWord, false},
