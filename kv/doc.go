@@ -100,7 +100,10 @@
 // overwritten and deleted entries that no live snapshot can see and apply
 // range tombstones. The Compactor interface (package compaction) takes the
 // input tables and the live snapshots' sequence numbers and produces output
-// tables; compaction.CPU is the merge used by default. Up to
+// tables; compaction.CPU is the merge used by default. A Compactor that is
+// also a compaction.BlockSealer (kv/gpucompact with SealFlushes) seals the
+// data blocks of memtable flushes as well: a flush then encodes its runs
+// raw and has them sealed in one batch (the table's bytes are the same). Up to
 // MaxConcurrentCompactions jobs run at once on disjoint levels and key ranges
 // (by default GOMAXPROCS/8, 1 to 4), and compaction.CPU splits a job with
 // enough input into key-range parts merged in parallel (subcompactions: cut
