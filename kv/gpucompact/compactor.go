@@ -339,8 +339,10 @@ type Compactor struct {
 		fallbackBytes uint64
 		fallbackTime  time.Duration
 		// sealer seals flushes' blocks (SealBlocks); made on first use,
-		// freed by Close.
-		sealer *flushSealer
+		// freed by Close. sealerPinned and sealerDevice are the memory it
+		// kept after its last batch.
+		sealer                     *flushSealer
+		sealerPinned, sealerDevice int64
 	}
 
 	// failAt, in tests, makes the engine fail at a stage; the encoders call
@@ -386,7 +388,9 @@ type Stats struct {
 	// them. DeviceHeldBytes is the CUDA engine's device memory kept the
 	// same way, PinnedBytes its page-locked host memory (the arrays among
 	// HeldBytes that live there, its rings and staging: Options.PinnedBytes
-	// bounds each job's).
+	// bounds each job's). All three count the flush sealer's memory too
+	// (Options.SealFlushes: a flush's blocks and their sealed bytes,
+	// pinned, and its device arrays), which PinnedBytes does not bound.
 	HeldBytes, DeviceHeldBytes, PinnedBytes int64
 	// Stage times of the engine's jobs.
 	Load, Merge, GC, Sizes, Plan, Write time.Duration
@@ -867,7 +871,7 @@ func (c *Compactor) Close() error {
 	c.mu.closed = true
 	close(c.done)
 	s := c.mu.sealer
-	c.mu.sealer = nil
+	c.mu.sealer, c.mu.sealerPinned, c.mu.sealerDevice = nil, 0, 0
 	c.mu.Unlock()
 	if s != nil { // after a flush's release, before the device closes
 		s.mu.Lock()
@@ -900,9 +904,10 @@ func (c *Compactor) retireLocked(sl *slot) {
 	}
 }
 
-// sumHeldLocked sets the stats' held memory from the slots'.
+// sumHeldLocked sets the stats' held memory from the slots' and the flush
+// sealer's.
 func (c *Compactor) sumHeldLocked() {
-	c.mu.stats.HeldBytes, c.mu.stats.DeviceHeldBytes, c.mu.stats.PinnedBytes = 0, 0, 0
+	c.mu.stats.HeldBytes, c.mu.stats.DeviceHeldBytes, c.mu.stats.PinnedBytes = c.mu.sealerPinned, c.mu.sealerDevice, c.mu.sealerPinned
 	for _, sl := range c.mu.slots {
 		c.mu.stats.HeldBytes += sl.held
 		c.mu.stats.DeviceHeldBytes += sl.devHeld

@@ -95,9 +95,13 @@ func (c *Compactor) SealBlocks(ctx context.Context, comp sstable.Compression, bl
 		c.flushSealFailed(err)
 		return nil, err
 	}
+	pinned, devHeld := s.pinnedBytes(), s.d.heldBytes()
 	c.mu.Lock()
+	c.mu.failures = 0
 	c.mu.stats.FlushSeals++
 	c.mu.stats.FlushSealedBlocks += uint64(n)
+	c.mu.sealerPinned, c.mu.sealerDevice = pinned, devHeld
+	c.sumHeldLocked()
 	c.mu.Unlock()
 	var once sync.Once
 	return func() { once.Do(s.mu.Unlock) }, nil

@@ -81,8 +81,9 @@ func TestCUDAFlushSeal(t *testing.T) {
 		release()
 		release() // (a second call does nothing)
 	}
-	if st := c.Stats(); st.FlushSeals != 3 || st.FlushSealedBlocks != uint64(wantDevice) || len(st.Fallbacks) != 0 {
-		t.Fatalf("stats: %d seals of %d blocks (want 3 of %d), fallbacks %v", st.FlushSeals, st.FlushSealedBlocks, wantDevice, st.Fallbacks)
+	if st := c.Stats(); st.FlushSeals != 3 || st.FlushSealedBlocks != uint64(wantDevice) || len(st.Fallbacks) != 0 || st.PinnedBytes < 4<<20 || st.DeviceHeldBytes < 4<<20 {
+		t.Fatalf("stats: %d seals of %d blocks (want 3 of %d), fallbacks %v, %d bytes pinned, %d on the device (the sealer's: 4 MiB or more each)",
+			st.FlushSeals, st.FlushSealedBlocks, wantDevice, st.Fallbacks, st.PinnedBytes, st.DeviceHeldBytes)
 	}
 	small := flushBlocks(t, rng, 20, 100)
 	if _, err := c.SealBlocks(ctx, sstable.SnappyCompression, small); !errors.Is(err, compaction.ErrNotSealed) || small[0].Sealed != nil {
@@ -155,6 +156,9 @@ func TestCUDAFlushSeal(t *testing.T) {
 
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if st := c.Stats(); st.PinnedBytes != 0 || st.DeviceHeldBytes != 0 {
+		t.Fatalf("after Close: %d bytes pinned, %d on the device", st.PinnedBytes, st.DeviceHeldBytes)
 	}
 	if c.SealsBlocks(sstable.SnappyCompression) {
 		t.Fatal("SealsBlocks after Close")
