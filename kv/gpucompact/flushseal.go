@@ -45,12 +45,19 @@ type flushSealer struct {
 // Compactor has one and Options.SealFlushes is set, the compression is
 // Snappy, this build's s2 writes the device's bytes (Options.Sealing) and
 // the blocks come to at least 64 KiB; it declines with
-// compaction.ErrNotSealed otherwise, after Close, and once the engine is
-// off. Blocks of 16 KiB or more are sealed on the host here. A device
-// error fails the call (the store seals on the host) and counts as an
-// engine failure of stage "flush seal"; one that leaves the device
-// unusable turns the engine off.
+// compaction.ErrNotSealed otherwise and once the engine is off (after
+// Close with an error that is both ErrNotSealed and ErrClosed). Blocks of
+// 16 KiB or more are sealed on the host here. A device error fails the
+// call (the store seals on the host) and counts as an engine failure of
+// stage "flush seal"; one that leaves the device unusable turns the
+// engine off.
 func (c *Compactor) SealBlocks(ctx context.Context, comp sstable.Compression, blocks []sstable.EncodedBlock) (func(), error) {
+	c.mu.Lock()
+	closed := c.mu.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, errSealClosed
+	}
 	if !c.sealsFlushes(comp) {
 		return nil, compaction.ErrNotSealed
 	}
@@ -69,22 +76,25 @@ func (c *Compactor) SealBlocks(ctx context.Context, comp sstable.Compression, bl
 		return nil, err
 	}
 	c.mu.Lock()
-	off := c.mu.closed || c.mu.stats.Disabled
-	if !off && c.mu.sealer == nil {
+	closed, off := c.mu.closed, c.mu.stats.Disabled
+	if !closed && !off && c.mu.sealer == nil {
 		c.mu.sealer = &flushSealer{}
 	}
 	s := c.mu.sealer
 	c.mu.Unlock()
-	if off {
+	switch {
+	case closed:
+		return nil, errSealClosed
+	case off:
 		return nil, compaction.ErrNotSealed
 	}
 	s.mu.Lock()
 	c.mu.Lock()
-	closed := c.mu.closed // (Close frees the sealer under s.mu)
+	closed = c.mu.closed // (Close frees the sealer under s.mu)
 	c.mu.Unlock()
 	if closed {
 		s.mu.Unlock()
-		return nil, compaction.ErrNotSealed
+		return nil, errSealClosed
 	}
 	n, err := s.sealLocked(c, blocks)
 	if err != nil {
@@ -108,6 +118,10 @@ func (c *Compactor) SealBlocks(ctx context.Context, comp sstable.Compression, bl
 }
 
 var _ compaction.BlockSealer = (*Compactor)(nil)
+
+// errSealClosed is SealBlocks' error after Close: a decline
+// (compaction.ErrNotSealed) that is also ErrClosed.
+var errSealClosed = fmt.Errorf("%w: %w", compaction.ErrNotSealed, ErrClosed)
 
 // SealsBlocks reports whether SealBlocks would seal blocks of compression
 // comp now (compaction.BlockSealer): see SealBlocks.

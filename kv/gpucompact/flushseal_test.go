@@ -163,8 +163,8 @@ func TestCUDAFlushSeal(t *testing.T) {
 	if c.SealsBlocks(sstable.SnappyCompression) {
 		t.Fatal("SealsBlocks after Close")
 	}
-	if _, err := c.SealBlocks(ctx, sstable.SnappyCompression, flushBlocks(t, rng, 2000, 300)); !errors.Is(err, compaction.ErrNotSealed) {
-		t.Fatalf("after Close: %v", err)
+	if _, err := c.SealBlocks(ctx, sstable.SnappyCompression, flushBlocks(t, rng, 2000, 300)); !errors.Is(err, compaction.ErrNotSealed) || !errors.Is(err, ErrClosed) {
+		t.Fatalf("after Close: %v, want ErrNotSealed and ErrClosed", err)
 	}
 	off, err := New(Options{Backend: warpkit.CUDA, Device: dev, Fallback: compaction.CPU{Parts: 1}})
 	if err != nil {
