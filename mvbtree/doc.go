@@ -291,10 +291,6 @@
 //   - Names: AscendRange, AscendGreaterOrEqual and All (google/btree's and
 //     btree's vocabulary) for the spec's Ascend; Range returns
 //     *warpkit.Ranges, which btree's Range returns too.
-//   - `warp bench mvbtree` generates its random distinct keys on the host
-//     (bench/internal/treebench, as btree's bench) and uploads them before
-//     the timed part, where the issue asks for keys generated on the
-//     device; the timed batches are device-resident either way.
 //   - The 128-byte node keeps its version after its 13 pairs (slots 30-31),
 //     not in its header: every layout's pairs then start at a lane boundary,
 //     which took the lockstep find loop from 207 to 176 instructions per

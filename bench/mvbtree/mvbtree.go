@@ -188,14 +188,6 @@ func run[K, V warpkit.Word](b *bench) (widthRates, error) {
 	return r, snapshots[K, V](b)
 }
 
-func valsFor[K, V warpkit.Word](keys []K, salt uint64) []V {
-	v := make([]V, len(keys))
-	for i, k := range keys {
-		v[i] = V(uint64(k) ^ salt)
-	}
-	return v
-}
-
 // inserter is what both trees' device batches offer.
 type inserter[K, V warpkit.Word] interface {
 	InsertDevice(ctx context.Context, keys cuda.Slice[K], vals cuda.Slice[V]) error
@@ -255,7 +247,8 @@ func openMVWith[K, V warpkit.Word](b *bench, opts mvbtree.Options, big bool) (*m
 }
 
 // fig42 reproduces Fig 4.2: each tree built from empty by inserting n random
-// distinct keys (batches of 2^20, device-resident), then every key found;
+// distinct keys generated on the device (treebench.DeviceKeys; batches of
+// 2^20, device-resident), then every key found;
 // btree, and mvbtree under each copy rule, with no snapshot open (the
 // thesis's experiment): the in-place rule then writes in place, always-copy
 // copies every node it writes. Snapshot find: a snapshot taken after the
@@ -274,14 +267,8 @@ func fig42[K, V warpkit.Word](b *bench) (widthRates, error) {
 		if err := ctx.Err(); err != nil {
 			return rates(), err
 		}
-		keys := treebench.Shuffled(treebench.Keys[K](n, uint64(n)), 1)
-		vals := valsFor[K, V](keys, 0x5bd1e995)
 		var bufs treebench.Bufs
-		dk, err := treebench.Up(&bufs, b.dev, keys)
-		if err != nil {
-			return rates(), err
-		}
-		dv, err := treebench.Up(&bufs, b.dev, vals)
+		dk, dv, err := treebench.DeviceKeys[K, V](&bufs, b.dev, n, uint64(n), 0x5bd1e995)
 		if err != nil {
 			bufs.Free()
 			return rates(), err
@@ -435,15 +422,9 @@ func snapshots[K, V warpkit.Word](b *bench) error {
 	tab := b.rep.Table(fmt.Sprintf("Snapshots held%s during %s inserts (batches of 2^20)", b.width, treebench.SizeName(b.snapTotal)),
 		"k", "indexed", "insert G/s", "nodes", "versions", "indexes", "pinned MB", "bound MB", "/bound", "oldest G/s", "middle G/s", "newest G/s", "latest G/s", "oldest/latest", "middle/latest", "take+close us", "vacuum ms")
 	n := b.snapTotal
-	keys := treebench.Shuffled(treebench.Keys[K](n, 77), 2)
-	vals := valsFor[K, V](keys, 0x9e3779b9)
 	var bufs treebench.Bufs
 	defer bufs.Free()
-	dk, err := treebench.Up(&bufs, b.dev, keys)
-	if err != nil {
-		return err
-	}
-	dv, err := treebench.Up(&bufs, b.dev, vals)
+	dk, dv, err := treebench.DeviceKeys[K, V](&bufs, b.dev, n, 77, 0x9e3779b9)
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func TestOnEmulation(t *testing.T) {
 	defer func(f func() (*cuda.Device, error), from int) { openDevice, targetsFrom = f, from }(openDevice, targetsFrom)
 	targetsFrom = 1 << 10
 	openDevice = func() (*cuda.Device, error) { // Run closes the device it opens
-		return emu.Device(t, emu.Options{}, "../../mvbtree/mvbtree.cu", "../../btree/btree.cu", "../../slaballoc/slaballoc.cu"), nil
+		return emu.Device(t, emu.Options{}, "../../mvbtree/mvbtree.cu", "../../btree/btree.cu", "../../slaballoc/slaballoc.cu", "../internal/treebench/keys.cu"), nil
 	}
 	var out bytes.Buffer
 	if err := Run(t.Context(), []string{"--keys", "32,64", "--sizes", "3K", "--snapshots", "1,3", "--snap-keys", "4K"}, &out); err != nil {
