@@ -3,7 +3,6 @@ package treebench
 import (
 	_ "embed"
 	"fmt"
-	"sync"
 	"unsafe"
 
 	"github.com/warpkit/warpkit"
@@ -15,28 +14,20 @@ import (
 //go:embed ptx/treebench.ptx
 var treebenchPTX []byte
 
-// keyFns are keys.cu's kernels, loaded once per device.
-type keyFns struct{ u32, u64 *cuda.Function }
-
-var keyModules sync.Map // *cuda.Device → *keyFns
-
-func keyKernels(dev *cuda.Device) (*keyFns, error) {
-	if f, ok := keyModules.Load(dev); ok {
-		return f.(*keyFns), nil
-	}
+// keyKernels loads keys.cu's kernels on dev (the device keeps the module:
+// a second load is a compare of the PTX).
+func keyKernels(dev *cuda.Device) (u32, u64 *cuda.Function, err error) {
 	mod, err := dev.LoadModule(treebenchPTX)
+	if err == nil {
+		u32, err = mod.Function("tb_keys_u32")
+	}
+	if err == nil {
+		u64, err = mod.Function("tb_keys_u64")
+	}
 	if err != nil {
-		return nil, fmt.Errorf("treebench: %w", err)
+		return nil, nil, fmt.Errorf("treebench: %w", err)
 	}
-	f := &keyFns{}
-	if f.u32, err = mod.Function("tb_keys_u32"); err == nil {
-		f.u64, err = mod.Function("tb_keys_u64")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("treebench: %w", err)
-	}
-	got, _ := keyModules.LoadOrStore(dev, f)
-	return got.(*keyFns), nil
+	return u32, u64, nil
 }
 
 // DeviceKeys generates n random distinct keys on the device, key i being
@@ -53,7 +44,7 @@ func DeviceKeys[K, V warpkit.Word](d *Bufs, dev *cuda.Device, n int, seed, salt 
 	if unsafe.Sizeof(v0) != unsafe.Sizeof(k0) || n < 1 || !wide && uint64(n) > 1<<32 {
 		return keys, vals, fmt.Errorf("%w: treebench: %d keys of %d bytes with values of %d", warpkit.ErrInvalidArgument, n, unsafe.Sizeof(k0), unsafe.Sizeof(v0))
 	}
-	f, err := keyKernels(dev)
+	u32, u64, err := keyKernels(dev)
 	if err != nil {
 		return keys, vals, err
 	}
@@ -66,9 +57,9 @@ func DeviceKeys[K, V warpkit.Word](d *Bufs, dev *cuda.Device, n int, seed, salt 
 	const block = 256
 	grid := min((n+block-1)/block, 4096)
 	if wide {
-		err = f.u64.Launch(cuda.D1(grid), cuda.D1(block), 0, nil, keys, vals, uint64(n), seed, salt)
+		err = u64.Launch(cuda.D1(grid), cuda.D1(block), 0, nil, keys, vals, uint64(n), seed, salt)
 	} else {
-		err = f.u32.Launch(cuda.D1(grid), cuda.D1(block), 0, nil, keys, vals, uint64(n), uint32(seed), uint32(salt))
+		err = u32.Launch(cuda.D1(grid), cuda.D1(block), 0, nil, keys, vals, uint64(n), uint32(seed), uint32(salt))
 	}
 	if err == nil {
 		err = dev.Synchronize()
