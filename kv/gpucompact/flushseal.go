@@ -26,7 +26,7 @@ import (
 
 // minSealFlushBytes is the least a batch of blocks goes to the device
 // with: below it the host seals them as fast.
-var minSealFlushBytes = 64 << 10
+const minSealFlushBytes = 64 << 10
 
 // flushSealer is the Compactor's device side for flushes. Its mutex is
 // held from SealBlocks to the release it returns: the sealed bytes live in
