@@ -204,7 +204,7 @@
 // 0.33x (1.65x and 3.35x as fast as without, in the same run). The spec's
 // 0.8x stays missed for k = 8 and 64: a snapshot's query reads three units
 // a level where the latest reads one; and it is on the line for k = 1
-// (0.71-0.80x over 45M inserts, 0.89x over 1M), where a query reads two
+// (0.68-0.80x over 4M-45M inserts, 0.89x over 1M), where a query reads two
 // (head and version). Meeting it would take a snapshot's own path to its
 // versions (each head knowing where every open snapshot's version is, or
 // the snapshot its own copies of the inner nodes), which head-addressed
