@@ -82,24 +82,19 @@ func (e *BlockEncoder) encode(entries []Entry, prev *InternalKey, seal bool) ([]
 	hashStart := 0
 	finish := func() {
 		fin := e.bb.Finish()
-		if !seal {
-			raw := append(e.alloc(len(fin)), fin...)
-			e.cur = e.cur[len(raw):]
-			b.Raw, b.RawSize = raw, len(fin)
-			e.blocks = append(e.blocks, b)
-			e.spans = append(e.spans, [2]int{hashStart, len(e.hashes)})
-			e.bb.Reset()
-			open = false
-			return
+		if seal {
+			stored := e.alloc(SealBound(e.opts.Compression, len(fin)))
+			sb := SealBlock(e.opts.Compression, stored, fin)
+			if sb.Type == NoCompression { // stored as it is: fin is the builder's, copy it out
+				sb.Stored = append(e.alloc(len(fin)), fin...)
+			}
+			e.cur = e.cur[len(sb.Stored):] // (sb.Stored is at e.cur's start)
+			e.sealed = append(e.sealed, sb)
+		} else {
+			b.Raw = append(e.alloc(len(fin)), fin...) // (fin is the builder's)
+			e.cur = e.cur[len(b.Raw):]
 		}
-		stored := e.alloc(SealBound(e.opts.Compression, len(fin)))
-		sb := SealBlock(e.opts.Compression, stored, fin)
-		if sb.Type == NoCompression { // stored as it is: fin is the builder's, copy it out
-			sb.Stored = append(e.alloc(len(fin)), fin...)
-		}
-		e.cur = e.cur[len(sb.Stored):] // (sb.Stored is at e.cur's start)
 		b.RawSize = len(fin)
-		e.sealed = append(e.sealed, sb)
 		e.blocks = append(e.blocks, b)
 		e.spans = append(e.spans, [2]int{hashStart, len(e.hashes)})
 		e.bb.Reset()
