@@ -126,17 +126,8 @@ func TestCUDAFlushSeal(t *testing.T) {
 		}
 		for _, n := range names {
 			if strings.HasSuffix(n, ".sst") {
-				f, err := fs.Open(fs.PathJoin("db", n))
+				b, err := vfs.ReadFile(fs, fs.PathJoin("db", n))
 				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
-				size, err := f.Size()
-				if err != nil {
-					t.Fatal(err)
-				}
-				b := make([]byte, size)
-				if _, err := f.ReadAt(b, 0); err != nil {
 					t.Fatal(err)
 				}
 				return b
