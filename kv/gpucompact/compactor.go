@@ -611,6 +611,14 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	if errors.As(err, &se) {
 		stage = se.stage
 	}
+	c.engineFailed(err, "gpucompact: engine failed, job falls back", "stage", stage)
+	return c.fallback(ctx, job, stage, "")
+}
+
+// engineFailed counts a failure of the engine (a job's, or a flush seal's),
+// turns the engine off after MaxEngineFailures in a row or a device error
+// that leaves the device unusable, and logs msg with args and err.
+func (c *Compactor) engineFailed(err error, msg string, args ...any) {
 	c.mu.Lock()
 	c.mu.failures++
 	failures := c.mu.failures
@@ -620,12 +628,11 @@ func (c *Compactor) Compact(ctx context.Context, job *compaction.Job) (*compacti
 	}
 	c.mu.Unlock()
 	if l := c.opts.Logger; l != nil {
-		l.Warn("gpucompact: engine failed, job falls back", "stage", stage, "err", err)
+		l.Warn(msg, append(args, "err", err)...)
 		if disable {
 			l.Error("gpucompact: engine off (consecutive failures, or a device error); every later job runs on the fallback", "failures", failures)
 		}
 	}
-	return c.fallback(ctx, job, stage, "")
 }
 
 // decide is the decision module. It returns why the job goes to Fallback,

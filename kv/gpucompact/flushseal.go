@@ -143,19 +143,8 @@ func (c *Compactor) sealsFlushes(comp sstable.Compression) bool {
 func (c *Compactor) flushSealFailed(err error) {
 	c.mu.Lock()
 	c.mu.stats.Fallbacks["flush seal"]++
-	c.mu.failures++
-	failures := c.mu.failures
-	disable := !c.mu.stats.Disabled && (c.opts.MaxEngineFailures > 0 && failures >= c.opts.MaxEngineFailures || deviceFatal(err))
-	if disable {
-		c.mu.stats.Disabled = true
-	}
 	c.mu.Unlock()
-	if l := c.opts.Logger; l != nil {
-		l.Warn("gpucompact: flush sealing failed; the store seals on the host", "err", err)
-		if disable {
-			l.Error("gpucompact: engine off (consecutive failures, or a device error); every later job runs on the fallback", "failures", failures)
-		}
-	}
+	c.engineFailed(err, "gpucompact: flush sealing failed; the store seals on the host")
 }
 
 // sealLocked seals blocks on the device (s.mu held) and returns how many
