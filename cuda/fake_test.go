@@ -27,15 +27,16 @@ type fakeGPU struct {
 	launches    []fakeLaunch
 	kernelArity map[string]int
 	functions   map[uintptr]string
-	contexts    int           // retained primary contexts
-	threadCtx   sync.Map      // OS thread id -> the context current on it (Linux)
-	wrongCtx    atomic.Int32  // calls made on a thread without a retained context current
-	syncGate    chan struct{} // if non-nil, created streams (not stream 0) are busy until it closes
-	gcInCopy    bool          // run the garbage collector (and its cleanups) inside device-to-host copies
-	defaultWait atomic.Int32  // queries and synchronizations of stream 0
-	gatedSyncs  atomic.Int32  // synchronizations blocked on syncGate now
-	gatedPolls  atomic.Int32  // queries that found a syncGate stream busy
-	lineInfo    atomic.Int32  // module loads that asked the JIT for line info
+	contexts    int                // retained primary contexts
+	threadCtx   sync.Map           // OS thread id -> the context current on it (Linux)
+	wrongCtx    atomic.Int32       // calls made on a thread without a retained context current
+	syncGate    chan struct{}      // if non-nil, created streams (not stream 0) are busy until it closes
+	gcInCopy    bool               // run the garbage collector (and its cleanups) inside device-to-host copies
+	defaultWait atomic.Int32       // queries and synchronizations of stream 0
+	gatedSyncs  atomic.Int32       // synchronizations blocked on syncGate now
+	gatedPolls  atomic.Int32       // queries that found a syncGate stream busy
+	lineInfo    atomic.Int32       // module loads that asked the JIT for line info
+	eventFlags  map[uintptr]uint32 // cuEventCreate's flags, by event
 }
 
 type fakeLaunch struct {
@@ -257,7 +258,16 @@ func (f *fakeGPU) driver() *driverAPI {
 		return 0
 	}
 	d.eventQuery = func(uintptr) result { return 0 }
-	d.eventCreate = func(e *uintptr, _ uint32) result { *e = newHandle(); return 0 }
+	d.eventCreate = func(e *uintptr, flags uint32) result {
+		*e = newHandle()
+		f.mu.Lock()
+		if f.eventFlags == nil {
+			f.eventFlags = map[uintptr]uint32{}
+		}
+		f.eventFlags[*e] = flags
+		f.mu.Unlock()
+		return 0
+	}
 	d.eventRecord = func(e, s uintptr) result { return 0 }
 	d.eventSynchronize = func(uintptr) result { return 0 }
 	d.eventElapsedTime = func(ms *float32, a, b uintptr) result { *ms = 1.5; return 0 }

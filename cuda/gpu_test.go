@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -185,6 +186,82 @@ func TestGPUAsyncCopiesAndEvents(t *testing.T) {
 		t.Fatalf("Done after sync: %v %v", done, err)
 	}
 	t.Logf("H2D + kernel + D2H of %d MiB: %v", n*4>>20, el)
+}
+
+// TestGPUBlockingEvent: a wait on a blocking event gives its processor
+// up (the process's CPU time over the wait is a fraction of the wait),
+// and the work before the event is done when it returns. The same wait
+// through Stream.Synchronize is logged beside it (it spins).
+func TestGPUBlockingEvent(t *testing.T) {
+	d := gpu(t)
+	const n = 1 << 22
+	buf, err := Alloc[uint32](d, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Free()
+	if err := buf.Zero(nil); err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ev, err := d.NewBlockingEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	add := kernel(t, d, "add_u32")
+	const launches = 2000 // tens of milliseconds of device work
+	work := func() {
+		t.Helper()
+		for range launches {
+			if err := add.Launch(GridFor(n, 256), D1(256), 0, s, buf, uint32(1), uint64(n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	wait := func(sync func() error) (wall, used time.Duration) {
+		t.Helper()
+		work()
+		c0, w0 := cpu(), time.Now()
+		if err := sync(); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(w0), cpu() - c0
+	}
+	wall, used := wait(func() error {
+		if err := ev.Record(s); err != nil {
+			return err
+		}
+		return ev.Synchronize()
+	})
+	spinWall, spinUsed := wait(s.Synchronize)
+	got := make([]uint32, n)
+	if err := buf.CopyToHost(got); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got {
+		if v != 2*launches {
+			t.Fatalf("element %d = %d after the waits, want %d", i, v, 2*launches)
+		}
+	}
+	t.Logf("blocking event: %v of CPU over a %v wait; Stream.Synchronize: %v over %v", used, wall, spinUsed, spinWall)
+	if wall < 5*time.Millisecond {
+		t.Skipf("the device work took %v: too short to tell a sleeping wait from a spinning one", wall)
+	}
+	if used > wall/2 {
+		t.Errorf("the blocking event's wait used %v of CPU over %v: it spun", used, wall)
+	}
 }
 
 func TestGPUOutOfMemory(t *testing.T) {

@@ -406,6 +406,52 @@ func TestPinnedAsyncFake(t *testing.T) {
 	}
 }
 
+// TestBlockingEventFake: a blocking event asks the driver for blocking
+// synchronization without timing, waits like any event, refuses Elapsed,
+// and a plain event keeps its timing.
+func TestBlockingEventFake(t *testing.T) {
+	f := newFakeGPU()
+	d := openFake(t, f)
+	st, _ := d.NewStream()
+	defer st.Close()
+	ev, err := d.NewBlockingEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	timed, err := d.NewEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	got, gotTimed := f.eventFlags[ev.h], f.eventFlags[timed.h]
+	f.mu.Unlock()
+	if got != 0x3 || gotTimed != 0 {
+		t.Errorf("cuEventCreate flags: blocking %#x (want 0x3: CU_EVENT_BLOCKING_SYNC|CU_EVENT_DISABLE_TIMING), timed %#x (want 0)", got, gotTimed)
+	}
+	for _, e := range []*Event{ev, timed} {
+		if err := e.Record(st); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Elapsed(timed, ev); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("Elapsed to a blocking event: %v, want ErrInvalidArgument", err)
+	}
+	if _, err := Elapsed(ev, timed); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("Elapsed from a blocking event: %v, want ErrInvalidArgument", err)
+	}
+	if _, err := Elapsed(timed, timed); err != nil {
+		t.Errorf("Elapsed of timed events: %v", err)
+	}
+	ev.Close()
+	if err := ev.Synchronize(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Synchronize after Close: %v", err)
+	}
+	timed.Close()
+}
+
 func TestConcurrentCallsFake(t *testing.T) {
 	d := openFake(t, newFakeGPU())
 	var wg sync.WaitGroup

@@ -91,10 +91,18 @@ func (s *Stream) Close() error {
 
 // Event marks a point in a stream, for ordering and timing (CUevent).
 type Event struct {
-	st     *deviceState
-	h      uintptr
-	closed atomic.Bool
+	st       *deviceState
+	h        uintptr
+	blocking bool // NewBlockingEvent's: no timing
+	closed   atomic.Bool
 }
+
+// CUevent_flags.
+const (
+	eventBlockingSync  = 0x1
+	eventDisableTiming = 0x2
+	blockingEventFlags = eventBlockingSync | eventDisableTiming
+)
 
 // NewEvent creates an event with timing enabled.
 func (d *Device) NewEvent() (*Event, error) {
@@ -103,6 +111,23 @@ func (d *Device) NewEvent() (*Event, error) {
 		return nil, err
 	}
 	return &Event{st: d.st, h: h}, nil
+}
+
+// NewBlockingEvent creates an event for waiting on, without timing
+// (CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING). Its Synchronize,
+// once the poll window has passed, puts the calling thread to sleep in the
+// driver until the device reaches the event, where a Stream's Synchronize
+// and a timing event's spin a processor for the whole wait (the primary
+// context's default scheduling). Waits of milliseconds on a host whose
+// processors are wanted elsewhere (a store's writers, CPU stress) should
+// use one: Record it on the stream, then Synchronize it. Elapsed refuses
+// it.
+func (d *Device) NewBlockingEvent() (*Event, error) {
+	var h uintptr
+	if err := d.run(func() result { return d.st.drv.eventCreate(&h, blockingEventFlags) }, "cuEventCreate"); err != nil {
+		return nil, err
+	}
+	return &Event{st: d.st, h: h, blocking: true}, nil
 }
 
 // Record records the event at the current end of stream (nil: default stream).
@@ -133,6 +158,9 @@ func (e *Event) Synchronize() error {
 func Elapsed(start, end *Event) (time.Duration, error) {
 	if start == nil || end == nil || start.closed.Load() || end.closed.Load() {
 		return 0, ErrClosed
+	}
+	if start.blocking || end.blocking {
+		return 0, fmt.Errorf("%w: cuda: Elapsed of an event without timing (NewBlockingEvent)", ErrInvalidArgument)
 	}
 	var ms float32
 	err := start.st.run(func() result { return start.st.drv.eventElapsedTime(&ms, start.h, end.h) }, "cuEventElapsedTime")
