@@ -144,9 +144,9 @@
 // memtable flush's runs without sealing them and hands every block to
 // SealBlocks, which runs seal_blocks (the sealing of encode_seal_blocks,
 // alone) on a stream, staging and device arrays of its own, from pinned
-// memory it copies the blocks into, and waits asleep (a blocking event,
-// as the engine's jobs wait: the stream's wait spins a processor). Blocks
-// of 16 KiB and more it seals on the host; batches under 64 KiB, tables other than
+// memory it copies the blocks into, and waits asleep (polling the stream
+// every 50 µs: the driver's wait spins a processor). Blocks of 16 KiB and
+// more it seals on the host; batches under 64 KiB, tables other than
 // Snappy and a Compactor without SealFlushes, closed or with its engine
 // off decline (the store seals on its own goroutines); a device failure
 // counts as the engine's (Fallbacks["flush seal"]) and the store seals on

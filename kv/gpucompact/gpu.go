@@ -44,7 +44,6 @@ type devEngine struct {
 	own    bool // dev was opened by New: Close closes it
 	prim   *prim.Engine
 	stream *cuda.Stream
-	idle   *cuda.Event // a blocking event: await's
 	fn     struct {
 		merge, gc, apply, sizes, encode, blockEnds *cuda.Function
 		intervals, scan, decode                    *cuda.Function
@@ -135,24 +134,7 @@ func newDevEngine(dev *cuda.Device, own bool, opts Options) (*devEngine, error) 
 	if d.stream, err = dev.NewStream(); err != nil {
 		return fail(err)
 	}
-	if d.idle, err = dev.NewBlockingEvent(); err != nil {
-		return fail(err)
-	}
 	return d, nil
-}
-
-// await waits for the work on the engine's stream with its thread asleep
-// (d.idle, a blocking event), where the stream's Synchronize spins a
-// processor for the whole wait. A job's waits for its merge and for each
-// encoding batch, and a flush's sealing, take milliseconds; profiles of
-// the gpu store's fill under CPU stress put a third of the flushes' CPU
-// (60% stress) and 0.43 s of the store's 12.5 s (80%, the jobs' waits) in
-// spinning waits, processors the store's writers wanted.
-func (d *devEngine) await() error {
-	if err := d.idle.Record(d.stream); err != nil {
-		return err
-	}
-	return d.idle.Synchronize()
 }
 
 // stagingShare is what Options.PinnedBytes leaves the staging (the small
@@ -206,10 +188,6 @@ func (d *devEngine) close() {
 	if d.stream != nil {
 		gpurt.Release(d.stream, &d.bufs)
 		d.stream = nil
-	}
-	if d.idle != nil {
-		d.idle.Close()
-		d.idle = nil
 	}
 	if d.prim != nil {
 		d.prim.Close()
@@ -317,7 +295,7 @@ func (d *devEngine) stages(ctx context.Context, in *deviceInput, job *compaction
 		}
 	}
 	order := src
-	if err = stage("merge", d.await()); err != nil {
+	if err = stage("merge", str.Synchronize()); err != nil {
 		return
 	}
 	// Garbage collection: flags per position, the host's checks, then the
@@ -521,7 +499,7 @@ func (d *devEngine) readCount(count cuda.Slice[uint32]) (int, error) {
 // reserve synchronizes the stream, so that no staged copy is pending, and
 // reserves total bytes of the staging (which may replace its memory).
 func (d *devEngine) reserve(total int) error {
-	if err := d.await(); err != nil {
+	if err := d.stream.Synchronize(); err != nil {
 		return err
 	}
 	return d.bufs.stage.Reserve(d.dev, total)
@@ -545,7 +523,7 @@ func copyBack[T cuda.Elem](d *devEngine, dst []T, src cuda.Slice[T]) error {
 	if err != nil {
 		return err
 	}
-	if err := d.await(); err != nil {
+	if err := d.stream.Synchronize(); err != nil {
 		return err
 	}
 	p.Finish()
@@ -962,7 +940,7 @@ func (d *devEngine) encodeBatch(descs []blockDesc, stats []blockStats, raw []byt
 			return nil, false, err
 		}
 	}
-	if err := d.await(); err != nil {
+	if err := str.Synchronize(); err != nil {
 		return nil, false, err
 	}
 	for _, p := range pend {
@@ -1181,7 +1159,7 @@ func (u *arenaUpload) finish(sync bool) error {
 	}
 	<-u.exit
 	if sync {
-		if err := u.d.await(); err != nil && u.err == nil {
+		if err := u.d.stream.Synchronize(); err != nil && u.err == nil {
 			u.err = err
 		}
 	}
