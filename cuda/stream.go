@@ -118,10 +118,11 @@ func (d *Device) NewEvent() (*Event, error) {
 // once the poll window has passed, puts the calling thread to sleep in the
 // driver until the device reaches the event, where a Stream's Synchronize
 // and a timing event's spin a processor for the whole wait (the primary
-// context's default scheduling). Waits of milliseconds on a host whose
-// processors are wanted elsewhere (a store's writers, CPU stress) should
-// use one: Record it on the stream, then Synchronize it. Elapsed refuses
-// it.
+// context's default scheduling). Record it on the stream, then
+// Synchronize it. It suits long waits whose processor is wanted elsewhere;
+// waking takes a free processor, so on a busy host the wait can end later
+// than a spinning one would (docs/driver.md "Waiting" has the
+// measurements). Elapsed refuses it.
 func (d *Device) NewBlockingEvent() (*Event, error) {
 	var h uintptr
 	if err := d.run(func() result { return d.st.drv.eventCreate(&h, blockingEventFlags) }, "cuEventCreate"); err != nil {
