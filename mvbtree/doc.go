@@ -180,7 +180,11 @@
 // builds take the same rounds (the 0.9 on the line, met in eight; 0.82-0.89x
 // at 16M-45M keys, the steady batches); VoB 0.42-0.47, 0.49-0.52x (met);
 // 64-bit ViB 0.56 G/s, 0.70x the 32-bit rate, VoB 0.73x (met for builds)
-// (docs/benchmarks.md, "insert batches in rounds"). What is left of a plain
+// (docs/benchmarks.md, "insert batches in rounds"). Those runs drew the
+// keys on the host; with the bench's device-generated keys, all distinct,
+// btree builds ~4% faster and ViB does not, so ViB is 0.87-0.89x btree's
+// (an A/B of the two key sources, docs/benchmarks.md "device keys against
+// host keys"). What is left of a plain
 // build against btree's is in its kernel: 16% more instructions executed
 // (the SlabAlloc allocator, 13 pairs a node against 14, the pool's checks)
 // — before plain batches, ncu's per-line profile
