@@ -68,7 +68,11 @@ type driverAPI struct {
 	memUnmap                    func(p, size uint64) result
 	memSetAccess                func(p, size uint64, desc *memAccessDesc, count uint64) result
 
-	streamCreate      func(s *uintptr, flags uint32) result
+	streamCreate func(s *uintptr, flags uint32) result
+	// streamCreatePrio is cuStreamCreateWithPriority; streamPrioRange
+	// cuCtxGetStreamPriorityRange (least, greatest).
+	streamCreatePrio  func(s *uintptr, flags uint32, priority int32) result
+	streamPrioRange   func(least, greatest *int32) result
 	streamDestroy     func(s uintptr) result
 	streamSynchronize func(s uintptr) result
 	streamQuery       func(s uintptr) result

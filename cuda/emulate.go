@@ -122,6 +122,11 @@ type emuReserve struct {
 // mappings (a GPU's is 2 MiB).
 const emuGranularity = 64 << 10
 
+// emulatedGreatestPriority is the emulation's most urgent stream priority
+// (an H100's and an H200's; the emulation runs every call in order and
+// ignores it).
+const emulatedGreatestPriority = -5
+
 type emulator struct {
 	total    uint64
 	parallel int
@@ -568,6 +573,11 @@ func (e *emulator) driver() *driverAPI {
 	// idle and an event is reached when it is recorded.
 	var nextStream atomic.Uintptr
 	d.streamCreate = func(s *uintptr, _ uint32) result { *s = nextStream.Add(1); return resultSuccess }
+	d.streamCreatePrio = func(s *uintptr, _ uint32, _ int32) result { *s = nextStream.Add(1); return resultSuccess }
+	d.streamPrioRange = func(least, greatest *int32) result {
+		*least, *greatest = 0, emulatedGreatestPriority
+		return resultSuccess
+	}
 	d.streamDestroy = func(uintptr) result { return resultSuccess }
 	d.streamSynchronize = func(uintptr) result { return resultSuccess }
 	d.streamQuery = func(uintptr) result { return resultSuccess }

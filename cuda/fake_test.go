@@ -27,16 +27,17 @@ type fakeGPU struct {
 	launches    []fakeLaunch
 	kernelArity map[string]int
 	functions   map[uintptr]string
-	contexts    int                // retained primary contexts
-	threadCtx   sync.Map           // OS thread id -> the context current on it (Linux)
-	wrongCtx    atomic.Int32       // calls made on a thread without a retained context current
-	syncGate    chan struct{}      // if non-nil, created streams (not stream 0) are busy until it closes
-	gcInCopy    bool               // run the garbage collector (and its cleanups) inside device-to-host copies
-	defaultWait atomic.Int32       // queries and synchronizations of stream 0
-	gatedSyncs  atomic.Int32       // synchronizations blocked on syncGate now
-	gatedPolls  atomic.Int32       // queries that found a syncGate stream busy
-	lineInfo    atomic.Int32       // module loads that asked the JIT for line info
-	eventFlags  map[uintptr]uint32 // cuEventCreate's flags, by event
+	contexts    int                  // retained primary contexts
+	threadCtx   sync.Map             // OS thread id -> the context current on it (Linux)
+	wrongCtx    atomic.Int32         // calls made on a thread without a retained context current
+	syncGate    chan struct{}        // if non-nil, created streams (not stream 0) are busy until it closes
+	gcInCopy    bool                 // run the garbage collector (and its cleanups) inside device-to-host copies
+	defaultWait atomic.Int32         // queries and synchronizations of stream 0
+	gatedSyncs  atomic.Int32         // synchronizations blocked on syncGate now
+	gatedPolls  atomic.Int32         // queries that found a syncGate stream busy
+	lineInfo    atomic.Int32         // module loads that asked the JIT for line info
+	eventFlags  map[uintptr]uint32   // cuEventCreate's flags, by event
+	streamPrio  map[uintptr][2]int32 // cuStreamCreateWithPriority's flags and priority, by stream
 }
 
 type fakeLaunch struct {
@@ -231,6 +232,17 @@ func (f *fakeGPU) driver() *driverAPI {
 	handles := uintptr(1)
 	newHandle := func() uintptr { f.mu.Lock(); defer f.mu.Unlock(); handles++; return handles }
 	d.streamCreate = func(s *uintptr, _ uint32) result { *s = newHandle(); return 0 }
+	d.streamCreatePrio = func(s *uintptr, flags uint32, priority int32) result {
+		*s = newHandle()
+		f.mu.Lock()
+		if f.streamPrio == nil {
+			f.streamPrio = map[uintptr][2]int32{}
+		}
+		f.streamPrio[*s] = [2]int32{int32(flags), priority}
+		f.mu.Unlock()
+		return 0
+	}
+	d.streamPrioRange = func(least, greatest *int32) result { *least, *greatest = 0, -5; return 0 }
 	d.streamDestroy = func(uintptr) result { return 0 }
 	d.streamSynchronize = func(h uintptr) result {
 		if h == 0 {

@@ -188,6 +188,46 @@ func TestGPUAsyncCopiesAndEvents(t *testing.T) {
 	t.Logf("H2D + kernel + D2H of %d MiB: %v", n*4>>20, el)
 }
 
+// TestGPUPriorityStream: the device has a range of priorities, and a
+// kernel on its most urgent stream runs as on any other.
+func TestGPUPriorityStream(t *testing.T) {
+	d := gpu(t)
+	least, greatest, err := d.StreamPriorities()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stream priorities: least %d, greatest %d", least, greatest)
+	if greatest > least {
+		t.Fatalf("greatest priority %d above least %d (lower numbers are more urgent)", greatest, least)
+	}
+	s, err := d.NewPriorityStream(greatest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 1 << 16
+	buf, err := FromHost(d, make([]uint32, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Free()
+	if err := kernel(t, d, "add_u32").Launch(GridFor(n, 256), D1(256), 0, s, buf, uint32(7), uint64(n)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]uint32, n)
+	if err := buf.CopyToHost(got); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got {
+		if v != 7 {
+			t.Fatalf("element %d = %d, want 7", i, v)
+		}
+	}
+}
+
 // TestGPUBlockingEvent: a wait on a blocking event gives its processor
 // up (the process's CPU time over the wait is a fraction of the wait),
 // and the work before the event is done when it returns. The same wait

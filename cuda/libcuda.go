@@ -21,7 +21,7 @@ var libcudaSymbols = []string{
 	"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoDAsync_v2", "cuMemsetD8Async", "cuMemsetD16Async", "cuMemsetD32Async",
 	"cuMemGetAllocationGranularity", "cuMemAddressReserve", "cuMemAddressFree", "cuMemCreate", "cuMemRelease",
 	"cuMemMap", "cuMemUnmap", "cuMemSetAccess",
-	"cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize", "cuStreamQuery",
+	"cuStreamCreate", "cuStreamCreateWithPriority", "cuCtxGetStreamPriorityRange", "cuStreamDestroy_v2", "cuStreamSynchronize", "cuStreamQuery",
 	"cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventQuery", "cuEventElapsedTime", "cuEventDestroy_v2",
 	"cuModuleLoadDataEx", "cuModuleUnload", "cuModuleGetFunction", "cuFuncGetAttribute", "cuFuncSetAttribute",
 	"cuOccupancyMaxActiveBlocksPerMultiprocessor", "cuLaunchKernel",
@@ -146,6 +146,15 @@ func loadLibcuda() (*driverAPI, error) {
 	}
 	d.streamCreate = func(s *uintptr, flags uint32) result {
 		return b.callKeep("cuStreamCreate", unsafe.Pointer(s), uintptr(unsafe.Pointer(s)), uintptr(flags))
+	}
+	d.streamCreatePrio = func(s *uintptr, flags uint32, priority int32) result {
+		return b.callKeep("cuStreamCreateWithPriority", unsafe.Pointer(s), uintptr(unsafe.Pointer(s)), uintptr(flags), uintptr(priority))
+	}
+	d.streamPrioRange = func(least, greatest *int32) result {
+		r := b.call("cuCtxGetStreamPriorityRange", uintptr(unsafe.Pointer(least)), uintptr(unsafe.Pointer(greatest)))
+		runtime.KeepAlive(least)
+		runtime.KeepAlive(greatest)
+		return r
 	}
 	d.streamDestroy = func(s uintptr) result { return b.call("cuStreamDestroy_v2", s) }
 	d.streamSynchronize = func(s uintptr) result { return b.call("cuStreamSynchronize", s) }

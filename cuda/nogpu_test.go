@@ -406,6 +406,49 @@ func TestPinnedAsyncFake(t *testing.T) {
 	}
 }
 
+// TestPriorityStreamFake: the range comes from the driver, a priority
+// stream is created non-blocking with the priority asked for, and it works
+// as any stream.
+func TestPriorityStreamFake(t *testing.T) {
+	f := newFakeGPU()
+	d := openFake(t, f)
+	least, greatest, err := d.StreamPriorities()
+	if err != nil || least != 0 || greatest != -5 {
+		t.Fatalf("StreamPriorities = %d, %d, %v; want 0, -5", least, greatest, err)
+	}
+	st, err := d.NewPriorityStream(greatest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	got := f.streamPrio[st.h]
+	f.mu.Unlock()
+	if got != [2]int32{streamNonBlocking, -5} {
+		t.Errorf("cuStreamCreateWithPriority got flags, priority %v; want [%d -5]", got, streamNonBlocking)
+	}
+	buf, _ := Alloc[uint32](d, 4)
+	defer buf.Free()
+	if err := buf.Zero(st); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.NewPriorityStream(1 << 40); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("a priority past int32: %v, want ErrInvalidArgument", err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if _, err := d.NewPriorityStream(0); !errors.Is(err, ErrClosed) {
+		t.Errorf("NewPriorityStream after Close: %v", err)
+	}
+	if _, _, err := d.StreamPriorities(); !errors.Is(err, ErrClosed) {
+		t.Errorf("StreamPriorities after Close: %v", err)
+	}
+}
+
 // TestBlockingEventFake: a blocking event asks the driver for blocking
 // synchronization without timing, waits like any event, refuses Elapsed,
 // and a plain event keeps its timing.

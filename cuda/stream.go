@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 )
@@ -23,6 +24,37 @@ const streamNonBlocking = 1
 func (d *Device) NewStream() (*Stream, error) {
 	var h uintptr
 	if err := d.run(func() result { return d.st.drv.streamCreate(&h, streamNonBlocking) }, "cuStreamCreate"); err != nil {
+		return nil, err
+	}
+	return &Stream{st: d.st, h: h}, nil
+}
+
+// StreamPriorities returns the stream priorities the device takes, least
+// and greatest urgency: lower numbers are more urgent (CUDA's convention),
+// so greatest <= least, and NewStream's streams have the least (0). Where
+// the device has no priorities both are 0.
+func (d *Device) StreamPriorities() (least, greatest int, err error) {
+	var l, g int32
+	if err := d.run(func() result { return d.st.drv.streamPrioRange(&l, &g) }, "cuCtxGetStreamPriorityRange"); err != nil {
+		return 0, 0, err
+	}
+	return int(l), int(g), nil
+}
+
+// NewPriorityStream is NewStream with a priority from StreamPriorities'
+// range (one outside it is clamped to it by the driver). The device's block
+// scheduler starts the pending thread blocks of a more urgent stream's
+// kernels before those of a less urgent one's as multiprocessors free up;
+// running blocks are not preempted, and copies are not ordered by it. For
+// short work that should not queue behind long kernels of other streams
+// (kv/gpucompact seals a store's memtable flushes on one while compaction
+// jobs run on others).
+func (d *Device) NewPriorityStream(priority int) (*Stream, error) {
+	if priority < math.MinInt32 || priority > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: cuda: stream priority %d", ErrInvalidArgument, priority)
+	}
+	var h uintptr
+	if err := d.run(func() result { return d.st.drv.streamCreatePrio(&h, streamNonBlocking, int32(priority)) }, "cuStreamCreateWithPriority"); err != nil {
 		return nil, err
 	}
 	return &Stream{st: d.st, h: h}, nil

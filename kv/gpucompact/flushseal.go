@@ -151,7 +151,14 @@ func (c *Compactor) flushSealFailed(err error) {
 // it sealed there; the others (16 KiB or more) it seals on the host.
 func (s *flushSealer) sealLocked(c *Compactor, blocks []sstable.EncodedBlock) (int, error) {
 	if s.d == nil {
-		d, err := newDevEngine(c.dev, false, c.opts)
+		// The most urgent stream: a flush's batch is short and the store's
+		// writers may be waiting on it, where the compaction jobs' kernels
+		// on the engine's streams are long.
+		_, urgent, err := c.dev.StreamPriorities()
+		if err != nil {
+			return 0, err
+		}
+		d, err := newDevEngineAt(c.dev, false, c.opts, urgent)
 		if err != nil {
 			return 0, err
 		}

@@ -102,6 +102,12 @@ type devBufs struct {
 }
 
 func newDevEngine(dev *cuda.Device, own bool, opts Options) (*devEngine, error) {
+	return newDevEngineAt(dev, own, opts, 0)
+}
+
+// newDevEngineAt is newDevEngine with its stream at a priority
+// (cuda.Device.NewPriorityStream; 0 is NewStream's).
+func newDevEngineAt(dev *cuda.Device, own bool, opts Options, priority int) (*devEngine, error) {
 	d := &devEngine{dev: dev, own: own}
 	d.configure(opts)
 	fail := func(err error) (*devEngine, error) {
@@ -131,7 +137,12 @@ func newDevEngine(dev *cuda.Device, own bool, opts Options) (*devEngine, error) 
 	if d.prim, err = prim.NewEngine(dev); err != nil {
 		return fail(err)
 	}
-	if d.stream, err = dev.NewStream(); err != nil {
+	if priority == 0 {
+		d.stream, err = dev.NewStream()
+	} else {
+		d.stream, err = dev.NewPriorityStream(priority)
+	}
+	if err != nil {
 		return fail(err)
 	}
 	return d, nil
