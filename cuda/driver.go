@@ -69,9 +69,11 @@ type driverAPI struct {
 	memSetAccess                func(p, size uint64, desc *memAccessDesc, count uint64) result
 
 	streamCreate func(s *uintptr, flags uint32) result
-	// streamCreatePrio is cuStreamCreateWithPriority; streamPrioRange
-	// cuCtxGetStreamPriorityRange (least, greatest).
+	// streamCreatePrio is cuStreamCreateWithPriority, streamPriority
+	// cuStreamGetPriority, streamPrioRange cuCtxGetStreamPriorityRange
+	// (least, greatest).
 	streamCreatePrio  func(s *uintptr, flags uint32, priority int32) result
+	streamPriority    func(s uintptr, priority *int32) result
 	streamPrioRange   func(least, greatest *int32) result
 	streamDestroy     func(s uintptr) result
 	streamSynchronize func(s uintptr) result

@@ -123,9 +123,9 @@ type emuReserve struct {
 const emuGranularity = 64 << 10
 
 // emulatedGreatestPriority is the emulation's most urgent stream priority
-// (an H100's and an H200's; the emulation runs every call in order and
-// ignores it).
-const emulatedGreatestPriority = -5
+// (an H100's and an H200's; the emulation runs every call in order, so a
+// priority changes nothing but what Stream.Priority reports).
+const emulatedGreatestPriority int32 = -5
 
 type emulator struct {
 	total    uint64
@@ -572,8 +572,22 @@ func (e *emulator) driver() *driverAPI {
 	// Streams and events: every call is synchronous, so a stream is always
 	// idle and an event is reached when it is recorded.
 	var nextStream atomic.Uintptr
+	// Priorities are kept (Stream.Priority reports them) and otherwise
+	// ignored.
+	var priorities sync.Map // stream handle -> int32
 	d.streamCreate = func(s *uintptr, _ uint32) result { *s = nextStream.Add(1); return resultSuccess }
-	d.streamCreatePrio = func(s *uintptr, _ uint32, _ int32) result { *s = nextStream.Add(1); return resultSuccess }
+	d.streamCreatePrio = func(s *uintptr, _ uint32, priority int32) result {
+		*s = nextStream.Add(1)
+		priorities.Store(*s, max(emulatedGreatestPriority, min(0, priority)))
+		return resultSuccess
+	}
+	d.streamPriority = func(s uintptr, priority *int32) result {
+		*priority = 0
+		if p, ok := priorities.Load(s); ok {
+			*priority = p.(int32)
+		}
+		return resultSuccess
+	}
 	d.streamPrioRange = func(least, greatest *int32) result {
 		*least, *greatest = 0, emulatedGreatestPriority
 		return resultSuccess

@@ -242,6 +242,12 @@ func (f *fakeGPU) driver() *driverAPI {
 		f.mu.Unlock()
 		return 0
 	}
+	d.streamPriority = func(s uintptr, priority *int32) result {
+		f.mu.Lock()
+		*priority = f.streamPrio[s][1] // (0 for a stream made without one)
+		f.mu.Unlock()
+		return 0
+	}
 	d.streamPrioRange = func(least, greatest *int32) result { *least, *greatest = 0, -5; return 0 }
 	d.streamDestroy = func(uintptr) result { return 0 }
 	d.streamSynchronize = func(h uintptr) result {

@@ -205,6 +205,18 @@ func TestGPUPriorityStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	if p, err := s.Priority(); err != nil || p != greatest {
+		t.Fatalf("the stream's priority: %d, %v; want %d (the driver was not given it)", p, err, greatest)
+	}
+	if p, err := d.NewPriorityStream(greatest - 100); err != nil {
+		t.Fatal(err)
+	} else {
+		got, err := p.Priority()
+		p.Close()
+		if err != nil || got != greatest {
+			t.Errorf("a priority past the range: %d, %v; want it clamped to %d", got, err, greatest)
+		}
+	}
 	const n = 1 << 16
 	buf, err := FromHost(d, make([]uint32, n))
 	if err != nil {

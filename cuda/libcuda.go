@@ -21,7 +21,7 @@ var libcudaSymbols = []string{
 	"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoDAsync_v2", "cuMemsetD8Async", "cuMemsetD16Async", "cuMemsetD32Async",
 	"cuMemGetAllocationGranularity", "cuMemAddressReserve", "cuMemAddressFree", "cuMemCreate", "cuMemRelease",
 	"cuMemMap", "cuMemUnmap", "cuMemSetAccess",
-	"cuStreamCreate", "cuStreamCreateWithPriority", "cuCtxGetStreamPriorityRange", "cuStreamDestroy_v2", "cuStreamSynchronize", "cuStreamQuery",
+	"cuStreamCreate", "cuStreamCreateWithPriority", "cuStreamGetPriority", "cuCtxGetStreamPriorityRange", "cuStreamDestroy_v2", "cuStreamSynchronize", "cuStreamQuery",
 	"cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventQuery", "cuEventElapsedTime", "cuEventDestroy_v2",
 	"cuModuleLoadDataEx", "cuModuleUnload", "cuModuleGetFunction", "cuFuncGetAttribute", "cuFuncSetAttribute",
 	"cuOccupancyMaxActiveBlocksPerMultiprocessor", "cuLaunchKernel",
@@ -149,6 +149,9 @@ func loadLibcuda() (*driverAPI, error) {
 	}
 	d.streamCreatePrio = func(s *uintptr, flags uint32, priority int32) result {
 		return b.callKeep("cuStreamCreateWithPriority", unsafe.Pointer(s), uintptr(unsafe.Pointer(s)), uintptr(flags), uintptr(priority))
+	}
+	d.streamPriority = func(s uintptr, priority *int32) result {
+		return b.callKeep("cuStreamGetPriority", unsafe.Pointer(priority), s, uintptr(unsafe.Pointer(priority)))
 	}
 	d.streamPrioRange = func(least, greatest *int32) result {
 		r := b.call("cuCtxGetStreamPriorityRange", uintptr(unsafe.Pointer(least)), uintptr(unsafe.Pointer(greatest)))

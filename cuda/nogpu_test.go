@@ -426,6 +426,16 @@ func TestPriorityStreamFake(t *testing.T) {
 	if got != [2]int32{streamNonBlocking, -5} {
 		t.Errorf("cuStreamCreateWithPriority got flags, priority %v; want [%d -5]", got, streamNonBlocking)
 	}
+	plain, _ := d.NewStream()
+	defer plain.Close()
+	for _, c := range []struct {
+		s    *Stream
+		want int
+	}{{st, -5}, {plain, 0}, {nil, 0}} {
+		if p, err := c.s.Priority(); err != nil || p != c.want {
+			t.Errorf("Priority = %d, %v; want %d", p, err, c.want)
+		}
+	}
 	buf, _ := Alloc[uint32](d, 4)
 	defer buf.Free()
 	if err := buf.Zero(st); err != nil {
@@ -439,6 +449,9 @@ func TestPriorityStreamFake(t *testing.T) {
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := st.Priority(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Priority of a closed stream: %v", err)
 	}
 	d.Close()
 	if _, err := d.NewPriorityStream(0); !errors.Is(err, ErrClosed) {

@@ -31,8 +31,9 @@ func (d *Device) NewStream() (*Stream, error) {
 
 // StreamPriorities returns the stream priorities the device takes, least
 // and greatest urgency: lower numbers are more urgent (CUDA's convention),
-// so greatest <= least, and NewStream's streams have the least (0). Where
-// the device has no priorities both are 0.
+// so greatest <= least. NewStream's streams have the default priority, 0
+// (the least on current GPUs). Where the device has no priorities both
+// are 0.
 func (d *Device) StreamPriorities() (least, greatest int, err error) {
 	var l, g int32
 	if err := d.run(func() result { return d.st.drv.streamPrioRange(&l, &g) }, "cuCtxGetStreamPriorityRange"); err != nil {
@@ -58,6 +59,22 @@ func (d *Device) NewPriorityStream(priority int) (*Stream, error) {
 		return nil, err
 	}
 	return &Stream{st: d.st, h: h}, nil
+}
+
+// Priority returns the stream's priority (NewPriorityStream's, as the
+// driver clamped it; 0 for NewStream's and the nil stream).
+func (s *Stream) Priority() (int, error) {
+	if s == nil {
+		return 0, nil
+	}
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	var p int32
+	if err := s.st.run(func() result { return s.st.drv.streamPriority(s.h, &p) }, "cuStreamGetPriority"); err != nil {
+		return 0, err
+	}
+	return int(p), nil
 }
 
 // handle returns the raw handle for use on st (0 for the nil stream).
@@ -123,10 +140,10 @@ func (s *Stream) Close() error {
 
 // Event marks a point in a stream, for ordering and timing (CUevent).
 type Event struct {
-	st       *deviceState
-	h        uintptr
-	blocking bool // NewBlockingEvent's: no timing
-	closed   atomic.Bool
+	st      *deviceState
+	h       uintptr
+	untimed bool // made without timing (NewBlockingEvent)
+	closed  atomic.Bool
 }
 
 // CUevent_flags.
@@ -137,12 +154,15 @@ const (
 )
 
 // NewEvent creates an event with timing enabled.
-func (d *Device) NewEvent() (*Event, error) {
+func (d *Device) NewEvent() (*Event, error) { return d.newEvent(0) }
+
+// newEvent creates an event with CUevent_flags flags.
+func (d *Device) newEvent(flags uint32) (*Event, error) {
 	var h uintptr
-	if err := d.run(func() result { return d.st.drv.eventCreate(&h, 0) }, "cuEventCreate"); err != nil {
+	if err := d.run(func() result { return d.st.drv.eventCreate(&h, flags) }, "cuEventCreate"); err != nil {
 		return nil, err
 	}
-	return &Event{st: d.st, h: h}, nil
+	return &Event{st: d.st, h: h, untimed: flags&eventDisableTiming != 0}, nil
 }
 
 // NewBlockingEvent creates an event for waiting on, without timing
@@ -155,13 +175,7 @@ func (d *Device) NewEvent() (*Event, error) {
 // waking takes a free processor, so on a busy host the wait can end later
 // than a spinning one would (docs/driver.md "Waiting" has the
 // measurements). Elapsed refuses it.
-func (d *Device) NewBlockingEvent() (*Event, error) {
-	var h uintptr
-	if err := d.run(func() result { return d.st.drv.eventCreate(&h, blockingEventFlags) }, "cuEventCreate"); err != nil {
-		return nil, err
-	}
-	return &Event{st: d.st, h: h, blocking: true}, nil
-}
+func (d *Device) NewBlockingEvent() (*Event, error) { return d.newEvent(blockingEventFlags) }
 
 // Record records the event at the current end of stream (nil: default stream).
 func (e *Event) Record(stream *Stream) error {
@@ -192,7 +206,7 @@ func Elapsed(start, end *Event) (time.Duration, error) {
 	if start == nil || end == nil || start.closed.Load() || end.closed.Load() {
 		return 0, ErrClosed
 	}
-	if start.blocking || end.blocking {
+	if start.untimed || end.untimed {
 		return 0, fmt.Errorf("%w: cuda: Elapsed of an event without timing (NewBlockingEvent)", ErrInvalidArgument)
 	}
 	var ms float32

@@ -156,7 +156,7 @@ func (s *flushSealer) sealLocked(c *Compactor, blocks []sstable.EncodedBlock) (i
 		// on the engine's streams are long.
 		_, urgent, err := c.dev.StreamPriorities()
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("gpucompact: flush sealer: %w", err)
 		}
 		d, err := newDevEngineAt(c.dev, false, c.opts, urgent)
 		if err != nil {

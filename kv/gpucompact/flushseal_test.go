@@ -85,6 +85,20 @@ func TestCUDAFlushSeal(t *testing.T) {
 		t.Fatalf("stats: %d seals of %d blocks (want 3 of %d), fallbacks %v, %d bytes pinned, %d on the device (the sealer's: 4 MiB or more each)",
 			st.FlushSeals, st.FlushSealedBlocks, wantDevice, st.Fallbacks, st.PinnedBytes, st.DeviceHeldBytes)
 	}
+	// The batches ran on the device's most urgent stream.
+	_, urgent, err := dev.StreamPriorities()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	s := c.mu.sealer
+	c.mu.Unlock()
+	s.mu.Lock()
+	prio, err := s.d.stream.Priority()
+	s.mu.Unlock()
+	if err != nil || prio != urgent {
+		t.Errorf("the sealer's stream has priority %d (%v), want the device's most urgent, %d", prio, err, urgent)
+	}
 	small := flushBlocks(t, rng, 20, 100)
 	if _, err := c.SealBlocks(ctx, sstable.SnappyCompression, small); !errors.Is(err, compaction.ErrNotSealed) || small[0].Sealed != nil {
 		t.Fatalf("a small batch: %v", err)
