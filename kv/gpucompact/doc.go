@@ -143,10 +143,10 @@
 // compaction.BlockSealer: a kv store whose Compactor it is encodes each
 // memtable flush's runs without sealing them and hands every block to
 // SealBlocks, which runs seal_blocks (the sealing of encode_seal_blocks,
-// alone) on a stream (the device's most urgent: cuda.Device.NewPriorityStream,
-// so that its blocks start before the compaction kernels' pending ones; on
-// the H200 a flush took 5.5 ms either way, 6.9-7.1 against 7.2-7.5 at 60%
-// stress), staging and device arrays of its own, from pinned
+// alone) on a stream (the device's most urgent, cuda.Device.NewPriorityStream,
+// so that its blocks start before the compaction kernels' pending ones: on
+// the H200 a flush took 5.5 ms with it and without it idle, 6.9-7.1 ms
+// against 7.2-7.5 at 60% stress), staging and device arrays of its own, from pinned
 // memory it copies the blocks into, and waits asleep (polling the stream
 // every 50 µs: the driver's wait spins a processor). Blocks of 16 KiB and
 // more it seals on the host; batches under 64 KiB, tables other than
