@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/compaction/compactiontest"
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/sstable"
 	"github.com/warpkit/warpkit/kv/vfs"
@@ -357,21 +358,7 @@ func TestFlushSealer(t *testing.T) {
 		if err := db.CheckIntegrity(); err != nil {
 			t.Fatal(err)
 		}
-		names, err := fs.List("db")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range names {
-			if strings.HasSuffix(n, ".sst") {
-				b, err := vfs.ReadFile(fs, fs.PathJoin("db", n))
-				if err != nil {
-					t.Fatal(err)
-				}
-				return b
-			}
-		}
-		t.Fatal("no table")
-		return nil
+		return compactiontest.ReadTable(t, fs, "db")
 	}
 	for _, workers := range []int{4, 1} {
 		want := table(workers, sstable.SnappyCompression, nil)

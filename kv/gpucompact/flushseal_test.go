@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/warpkit/warpkit"
 	"github.com/warpkit/warpkit/internal/gputest"
 	kvstore "github.com/warpkit/warpkit/kv"
 	"github.com/warpkit/warpkit/kv/compaction"
+	"github.com/warpkit/warpkit/kv/compaction/compactiontest"
 	"github.com/warpkit/warpkit/kv/internal/base"
 	"github.com/warpkit/warpkit/kv/sstable"
 	"github.com/warpkit/warpkit/kv/vfs"
@@ -134,21 +134,7 @@ func TestCUDAFlushSeal(t *testing.T) {
 		if err := db.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		names, err := fs.List("db")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range names {
-			if strings.HasSuffix(n, ".sst") {
-				b, err := vfs.ReadFile(fs, fs.PathJoin("db", n))
-				if err != nil {
-					t.Fatal(err)
-				}
-				return b
-			}
-		}
-		t.Fatal("no table")
-		return nil
+		return compactiontest.ReadTable(t, fs, "db")
 	}
 	before := c.Stats().FlushSeals
 	got, want := table(c), table(compaction.CPU{})

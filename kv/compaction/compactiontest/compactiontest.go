@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -342,4 +343,28 @@ func MatrixJob(t testing.TB, rng *rand.Rand, e *Env, opts sstable.WriterOptions)
 		job.Lower = [][]*manifest.FileMetadata{{{Smallest: base.MakeInternalKey(nil, 0, base.KindSet), Largest: base.MakeInternalKey([]byte("\xff\xff\xff\xff"), 0, base.KindSet)}}}
 	}
 	return job
+}
+
+// ReadTable returns the bytes of the first table file (.sst) in dir's
+// listing, for a test whose store has written one there (a flush's); it
+// fails the test when there is none. The flush sealers' tests compare
+// such tables from stores sealing on the host and through a
+// compaction.BlockSealer.
+func ReadTable(t testing.TB, fs vfs.FS, dir string) []byte {
+	t.Helper()
+	names, err := fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".sst") {
+			b, err := vfs.ReadFile(fs, fs.PathJoin(dir, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+	}
+	t.Fatalf("no table in %s", dir)
+	return nil
 }
