@@ -33,8 +33,7 @@ const minSealFlushBytes = 64 << 10
 // its pinned memory until then.
 type flushSealer struct {
 	mu      sync.Mutex
-	d       *devEngine // its own stream, staging and device arrays
-	seal    *cuda.Function
+	d       *devEngine          // its own stream, staging and device arrays
 	in, out *cuda.Pinned[uint8] // the raw blocks (and the read pad), the sealed
 	descs   []blockDesc
 	at      []uint64
@@ -162,17 +161,6 @@ func (s *flushSealer) sealLocked(c *Compactor, blocks []sstable.EncodedBlock) (i
 		if err != nil {
 			return 0, err
 		}
-		mod, err := d.dev.LoadModule(gpucompactPTX)
-		if err == nil {
-			s.seal, err = mod.Function("seal_blocks")
-		}
-		if err == nil {
-			err = s.seal.SetMaxDynamicShared(sealWarps * sealTableBytes)
-		}
-		if err != nil {
-			d.close()
-			return 0, fmt.Errorf("gpucompact: flush sealer: %w", err)
-		}
 		s.d = d
 	}
 	d := s.d
@@ -255,7 +243,7 @@ func (s *flushSealer) sealLocked(c *Compactor, blocks []sstable.EncodedBlock) (i
 			shared = 0 // (the CPU emulation's seal tables are static)
 		}
 		grid := (len(blocks) + sealWarps - 1) / sealWarps
-		if err := s.seal.Launch(cuda.D1(grid), cuda.D1(sealWarps*32), shared, str, dDescs, int32(len(blocks)), dIn, dAt, dOut,
+		if err := d.fn.seal.Launch(cuda.D1(grid), cuda.D1(sealWarps*32), shared, str, dDescs, int32(len(blocks)), dIn, dAt, dOut,
 			uint32(sstable.SnappyCompression), dStats, crc); err != nil {
 			return err
 		}

@@ -48,7 +48,7 @@ type devEngine struct {
 		merge, gc, apply, sizes, encode, blockEnds *cuda.Function
 		intervals, scan, decode                    *cuda.Function
 		radixKey, valueLens, moveValues, inflate   *cuda.Function
-		encodeSeal                                 *cuda.Function
+		encodeSeal, seal                           *cuda.Function // seal: the flush sealer's
 	}
 	// radix, moveValues and deviceSeal are Options.Sort == SortRadix,
 	// Options.MoveValues and Options.Sealing (on the device); pinLimit bounds
@@ -125,14 +125,16 @@ func newDevEngineAt(dev *cuda.Device, own bool, opts Options, priority int) (*de
 		{&d.fn.intervals, "block_intervals"}, {&d.fn.scan, "scan_intervals"}, {&d.fn.decode, "decode_intervals"},
 		{&d.fn.blockEnds, "block_ends"},
 		{&d.fn.radixKey, "radix_key"}, {&d.fn.valueLens, "value_lens"}, {&d.fn.moveValues, "move_values"},
-		{&d.fn.inflate, "inflate_blocks"}, {&d.fn.encodeSeal, "encode_seal_blocks"}} {
+		{&d.fn.inflate, "inflate_blocks"}, {&d.fn.encodeSeal, "encode_seal_blocks"}, {&d.fn.seal, "seal_blocks"}} {
 		if *k.dst, err = mod.Function(k.name); err != nil {
 			return fail(err)
 		}
 	}
-	// encode_seal_blocks' hash tables (past the 48 KiB a launch gets unasked).
-	if err = d.fn.encodeSeal.SetMaxDynamicShared(sealWarps * sealTableBytes); err != nil {
-		return fail(err)
+	// The sealing kernels' hash tables (past the 48 KiB a launch gets unasked).
+	for _, f := range []*cuda.Function{d.fn.encodeSeal, d.fn.seal} {
+		if err = f.SetMaxDynamicShared(sealWarps * sealTableBytes); err != nil {
+			return fail(err)
+		}
 	}
 	if d.prim, err = prim.NewEngine(dev); err != nil {
 		return fail(err)

@@ -119,14 +119,6 @@ func sealOnDeviceForTest(d *devEngine, blocks [][]byte) ([]sstable.SealedBlock, 
 	if err := d.stream.Synchronize(); err != nil {
 		return nil, err
 	}
-	mod, err := dev.LoadModule(gpucompactPTX)
-	if err != nil {
-		return nil, err
-	}
-	seal, err := mod.Function("seal_blocks")
-	if err != nil {
-		return nil, err
-	}
 	// Fewer warps than blocks (3 blocks of 2 warps): the grid-stride loop
 	// takes several each. (The CPU emulation's tables are static.)
 	const warps = 2
@@ -134,7 +126,7 @@ func sealOnDeviceForTest(d *devEngine, blocks [][]byte) ([]sstable.SealedBlock, 
 	if dev.Emulated() {
 		shared = 0
 	}
-	if err := seal.Launch(cuda.D1(3), cuda.D1(32*warps), shared, nil, dDescs, int32(len(descs)), dRaw, dAt, dSealed,
+	if err := d.fn.seal.Launch(cuda.D1(3), cuda.D1(32*warps), shared, nil, dDescs, int32(len(descs)), dRaw, dAt, dSealed,
 		uint32(sstable.SnappyCompression), dStats, crcTable); err != nil {
 		return nil, err
 	}
